@@ -1,0 +1,1 @@
+"""LLM providers, sub-agents and orchestration (never imports Textual)."""

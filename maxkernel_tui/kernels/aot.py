@@ -1,0 +1,83 @@
+"""Ahead-of-time TPU compiles with libtpu, on a machine without a TPU. Imports jax.
+
+`jax.experimental.topologies` describes a TPU slice; compiling against one of its devices
+runs the real TPU compiler (XLA and Mosaic), so HBM and VMEM limits and Mosaic errors are the
+ones a TPU would report. Run with JAX_PLATFORMS=cpu.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import jax
+from jax.experimental import topologies
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+from maxkernel_tui.kernels.targets import TpuTarget, fallback_chain
+
+
+class OutOfHbm(Exception):
+    """The compiler says the program needs more HBM than the target has."""
+
+
+@dataclass(frozen=True)
+class CompileReport:
+    target: str
+    compile_seconds: float
+    flops: float | None
+    bytes_accessed: float | None
+    optimal_seconds: float | None
+    # Generations tried first that were too small, with the compiler's words.
+    did_not_fit: list[tuple[str, str]] = field(default_factory=list)
+
+
+@functools.cache
+def _single_device_sharding(topology: str) -> NamedSharding:
+    devices = topologies.get_topology_desc(topology, "tpu").devices
+    return NamedSharding(Mesh(devices[:1], ("x",)), PartitionSpec())
+
+
+def compile_for_tpu(fn: Callable, specs: Sequence[jax.ShapeDtypeStruct], target: TpuTarget) -> Any:
+    """`jax.jit(fn)` lowered and compiled for one chip of `target`; returns the Compiled."""
+    sharding = _single_device_sharding(target.topology)
+    args = [jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sharding) for s in specs]
+    try:
+        return jax.jit(fn).lower(*args).compile()
+    except Exception as error:
+        text = str(error)
+        if "RESOURCE_EXHAUSTED" in text and "HBM" in text:
+            raise OutOfHbm(text.strip().splitlines()[0]) from None
+        raise
+
+
+def compile_with_fallback(fn: Callable, specs: Sequence[jax.ShapeDtypeStruct], first: str) -> CompileReport:
+    """Compile for `first`; when it runs out of HBM, for the next larger generation."""
+    did_not_fit: list[tuple[str, str]] = []
+    for target in fallback_chain(first):
+        start = time.perf_counter()
+        try:
+            compiled = compile_for_tpu(fn, specs, target)
+        except OutOfHbm as error:
+            did_not_fit.append((target.name, str(error)))
+            continue
+        cost = _cost(compiled)
+        return CompileReport(
+            target=target.name,
+            compile_seconds=time.perf_counter() - start,
+            flops=cost.get("flops"),
+            bytes_accessed=cost.get("bytes accessed"),
+            optimal_seconds=cost.get("optimal_seconds"),
+            did_not_fit=did_not_fit,
+        )
+    raise OutOfHbm("does not fit any known TPU generation: " + "; ".join(f"{n}: {m}" for n, m in did_not_fit))
+
+
+def _cost(compiled: Any) -> dict[str, float]:
+    analysis = compiled.cost_analysis()
+    if isinstance(analysis, list):  # older jax returned one dict per program
+        analysis = analysis[0] if analysis else {}
+    return dict(analysis or {})

@@ -1,0 +1,104 @@
+"""Task descriptions (shapes per configuration, XLA cost at production shapes), computed in
+worker processes and cached on disk. No jax here: the CLI and the UI read the catalog freely.
+
+A cache entry is keyed by the task's files, the description format, and the jax and libtpu
+versions, so editing a task or upgrading jax recomputes it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Callable, Sequence
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+from maxkernel_tui.kernels.describe import FORMAT_VERSION
+from maxkernel_tui.kernels.targets import DEFAULT_TARGET
+from maxkernel_tui.kernels.task import Task
+from maxkernel_tui.kernels.workers import python_module_argv, run_requests, scrubbed_env
+
+DESCRIBE_TIMEOUT_S = 600.0  # one task: tracing plus a TPU compile of a large reference
+
+
+def describe_tasks(
+    tasks: Sequence[Task],
+    cache_dir: Path,
+    *,
+    with_cost: bool = True,
+    target: str = DEFAULT_TARGET,
+    workers: int = 2,
+    refresh: bool = False,
+    on_progress: Callable[[str, dict[str, Any]], None] | None = None,
+) -> dict[str, dict[str, Any]]:
+    """task_id -> description; each has "configs" (and "cost"), or "error"."""
+    descriptions: dict[str, dict[str, Any]] = {}
+    missing: dict[str, Task] = {}
+    for task in tasks:
+        cached = None if refresh else _read_cache(cache_dir, task, with_cost, target)
+        if cached is not None:
+            descriptions[task.task_id] = cached
+        else:
+            missing[str(task.folder)] = task
+
+    def record(folder: str, answer: dict[str, Any]) -> None:
+        task = missing[folder]
+        answer.setdefault("task_id", task.task_id)
+        if "error" not in answer and "error" not in answer.get("cost", {}):
+            _write_cache(cache_dir, task, with_cost, target, answer)
+        if on_progress is not None:
+            on_progress(task.task_id, answer)
+
+    if missing:
+        args = ["--target", target] + ([] if with_cost else ["--no-cost"])
+        answers = run_requests(
+            list(missing), python_module_argv("maxkernel_tui.kernels.describe", *args),
+            workers=workers, timeout=DESCRIBE_TIMEOUT_S, env=scrubbed_env(JAX_PLATFORMS="cpu"),
+            on_answer=record,
+        )
+        for folder, answer in answers.items():
+            descriptions[missing[folder].task_id] = answer
+    return {t.task_id: descriptions[t.task_id] for t in tasks}
+
+
+def cached_description(task: Task, cache_dir: Path, target: str = DEFAULT_TARGET) -> dict[str, Any] | None:
+    """What the cache already knows about a task, with or without cost; never computes."""
+    return _read_cache(cache_dir, task, with_cost=False, target=target)
+
+
+def _read_cache(cache_dir: Path, task: Task, with_cost: bool, target: str) -> dict[str, Any] | None:
+    """A costed entry serves both kinds of request; a cost-free one only cost-free requests."""
+    candidates = [True] if with_cost else [True, False]
+    for costed in candidates:
+        path = _cache_path(cache_dir, task, costed, target)
+        try:
+            return json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError):
+            continue
+    return None
+
+
+def _write_cache(cache_dir: Path, task: Task, with_cost: bool, target: str, answer: dict[str, Any]) -> None:
+    path = _cache_path(cache_dir, task, with_cost, target)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_suffix(".tmp")
+    temporary.write_text(json.dumps(answer))
+    temporary.replace(path)  # atomic: a killed process never leaves half an entry
+
+
+def _cache_path(cache_dir: Path, task: Task, with_cost: bool, target: str) -> Path:
+    digest = hashlib.sha256()
+    for part in (task.yaml_path.read_bytes(), task.reference_path.read_bytes(),
+                 f"{FORMAT_VERSION}|{_version('jax')}|{_version('libtpu')}|{with_cost}|{target}".encode()):
+        digest.update(hashlib.sha256(part).digest())
+    safe_id = re.sub(r"[^A-Za-z0-9_.-]", "_", task.task_id)
+    return cache_dir / "describe" / f"{safe_id}-{digest.hexdigest()[:20]}.json"
+
+
+def _version(distribution: str) -> str:
+    try:
+        return version(distribution)
+    except PackageNotFoundError:
+        return "none"

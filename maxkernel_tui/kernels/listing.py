@@ -1,0 +1,81 @@
+"""A task plus its description as a record (for JSON) and as text (for a terminal). No jax."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from maxkernel_tui.kernels.task import Task
+
+_SHORT_DTYPES = {"bfloat16": "bf16", "float32": "f32", "float16": "f16", "int32": "i32",
+                 "float64": "f64", "int64": "i64", "int8": "i8", "bool": "bool"}
+
+
+def cost_provenance(cost: dict[str, Any]) -> str:
+    """Every figure says where it came from: these are the compiler's estimates."""
+    libtpu = f", libtpu {cost['libtpu']}" if cost.get("libtpu") else ""
+    return f"estimated: XLA cost analysis, ahead-of-time compile for TPU {cost['target']}{libtpu}"
+
+
+def task_record(task: Task, description: dict[str, Any]) -> dict[str, Any]:
+    record: dict[str, Any] = {
+        "task_id": task.task_id,
+        "category": task.category,
+        "operation": task.operation,
+        "description": task.description,
+        "folder": str(task.folder),
+        "tolerances": {c: {"atol": t.atol, "rtol": t.rtol} for c, t in task.tolerances.items()},
+    }
+    if "error" in description:
+        record["error"] = description["error"]
+        return record
+    record["configs"] = description["configs"]
+    cost = description.get("cost")
+    if cost is not None:
+        record["cost"] = dict(cost, kind="estimated", source=cost_provenance(cost)) if "error" not in cost else cost
+    return record
+
+
+def format_task(record: dict[str, Any]) -> str:
+    lines = [f"{record['task_id']}  [{record['category']}]  {record['operation']}"]
+    if "error" in record:
+        lines.append(f"  error: {record['error']}")
+        return "\n".join(lines)
+    width = max(len(name) for name in record["configs"])
+    for name, config in record["configs"].items():
+        inputs = " ".join(format_spec(s) for s in config["inputs"])
+        static = f"  static {tuple(config['static'])}" if config["static"] else ""
+        outputs = " ".join(format_spec(s) for s in config["outputs"])
+        lines.append(f"  {name:<{width}}  {inputs}{static} -> {outputs}")
+    cost = record.get("cost")
+    if cost is not None:
+        lines.append("  " + format_cost(cost))
+    return "\n".join(lines)
+
+
+def format_cost(cost: dict[str, Any]) -> str:
+    if "error" in cost:
+        return f"XLA cost: unavailable ({cost['error']})"
+    moved = "; does not fit " + ", ".join(d["target"] for d in cost["did_not_fit"]) if cost["did_not_fit"] else ""
+    return (f"XLA cost on {cost['target']}: {_si(cost['flops'], 'FLOP')}, "
+            f"{_si(cost['bytes_accessed'], 'B')} accessed, "
+            f"roofline {_seconds(cost['optimal_seconds'])} ({cost_provenance(cost)}{moved})")
+
+
+def format_spec(spec: dict[str, Any]) -> str:
+    dtype = _SHORT_DTYPES.get(spec["dtype"], spec["dtype"])
+    return f"{dtype}[{','.join(str(d) for d in spec['shape'])}]"
+
+
+def _si(value: float | None, unit: str) -> str:
+    if value is None:
+        return f"? {unit}"
+    for scale, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= scale:
+            return f"{value / scale:.2f} {prefix}{unit}"
+    return f"{value:.0f} {unit}"
+
+
+def _seconds(value: float | None) -> str:
+    if value is None:
+        return "?"
+    return f"{value * 1e3:.3f} ms" if value < 1 else f"{value:.2f} s"

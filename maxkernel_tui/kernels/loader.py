@@ -1,0 +1,241 @@
+"""Reads task folders in the JaxBench / MaxKernel adapted format, unmodified. No jax here.
+
+A task folder holds `kernel_task.yaml` (task_id, description, input_gen_code, atol, rtol) and
+`reference.py` (get_inputs, computation). Our own tasks add, all optional:
+  - yaml `category` and `operation` (short labels for listings);
+  - yaml `atol`/`rtol` as a mapping from configuration name to a number;
+  - reference.py `CONFIGS = {"bench": {...}, "check": {...}, "heldout": {...}}` with
+    `get_inputs(config="bench", seed=0)`; called without arguments it still gives the
+    production inputs, so other harnesses read our tasks as they are.
+Everything here is static (YAML and Python AST): no task code runs in this process.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterable
+from pathlib import Path
+
+import yaml
+
+from maxkernel_tui.kernels.task import (
+    BENCH,
+    DEFAULT_TOLERANCE,
+    REFERENCE_PY,
+    TASK_YAML,
+    Task,
+    TaskError,
+    Tolerance,
+)
+
+SUITE_DIR = Path(__file__).resolve().parent / "suite"
+
+_ID_CATEGORY = (
+    (re.compile(r"^\d+p_"), "production"),
+    (re.compile(r"^\d+k_"), "kernelbench"),
+)
+
+
+def builtin_suite_dir() -> Path:
+    return SUITE_DIR
+
+
+def load_task(folder: Path | str) -> Task:
+    """Read one task folder; raise TaskError naming the file and the problem."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise TaskError(folder, "not a task folder (no such directory)")
+    meta = _read_yaml(folder / TASK_YAML)
+    reference = _parse_python(folder / REFERENCE_PY)
+
+    task_id = meta.get("task_id")
+    if not isinstance(task_id, str) or not task_id.strip():
+        raise TaskError(folder / TASK_YAML, "missing or empty `task_id`")
+    description = str(meta.get("description") or "").strip()
+
+    names = _defined_names(reference)
+    if "computation" not in names:
+        raise TaskError(folder / REFERENCE_PY, "does not define `computation`")
+    inputs_from_yaml = "get_inputs" not in names
+    if inputs_from_yaml:
+        _require_yaml_get_inputs(folder / TASK_YAML, meta.get("input_gen_code"))
+
+    config_names = _declared_configs(folder / REFERENCE_PY, reference)
+    named = config_names is not None
+    if not named:
+        config_names = _plain_configs(meta)
+    tolerances = _tolerances(folder / TASK_YAML, meta, config_names)
+
+    return Task(
+        task_id=task_id.strip(),
+        folder=folder.resolve(),
+        description=description,
+        category=str(meta.get("category") or _category_from_id(task_id)),
+        operation=str(meta.get("operation") or _first_sentence(description)),
+        configs=config_names,
+        tolerances=tolerances,
+        named_configs=named,
+        inputs_from_yaml=inputs_from_yaml,
+    )
+
+
+def load_tasks(root: Path | str) -> tuple[list[Task], list[TaskError]]:
+    """Every task folder directly under `root`, sorted by id number; bad ones as errors."""
+    root = Path(root)
+    if not root.is_dir():
+        raise TaskError(root, "no such directory of tasks")
+    tasks: list[Task] = []
+    errors: list[TaskError] = []
+    for folder in sorted(p for p in root.iterdir() if _looks_like_task(p)):
+        try:
+            tasks.append(load_task(folder))
+        except TaskError as error:
+            errors.append(error)
+    tasks.sort(key=lambda t: _id_sort_key(t.task_id))
+    return tasks, errors
+
+
+def find_task(task_id: str, tasks: Iterable[Task]) -> Task:
+    """The task with this id, or with this unique id prefix (`12p` finds `12p_RMSNorm`)."""
+    tasks = list(tasks)
+    for task in tasks:
+        if task.task_id == task_id:
+            return task
+    matches = [t for t in tasks if t.task_id.split("_", 1)[0] == task_id]
+    if len(matches) == 1:
+        return matches[0]
+    raise KeyError(f"no task {task_id!r}")
+
+
+def _looks_like_task(path: Path) -> bool:
+    return path.is_dir() and not path.name.startswith((".", "_"))
+
+
+def _id_sort_key(task_id: str) -> tuple[int, int, str]:
+    match = re.match(r"^(\d+)([a-z]?)_", task_id)
+    if not match:
+        return (1, 0, task_id)
+    return (0, int(match.group(1)), task_id)
+
+
+def _read_yaml(path: Path) -> dict:
+    if not path.is_file():
+        raise TaskError(path, "missing file")
+    try:
+        meta = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        raise TaskError(path, f"invalid YAML{where}: {getattr(error, 'problem', error)}") from None
+    if not isinstance(meta, dict):
+        raise TaskError(path, "expected a mapping of fields (task_id, description, ...)")
+    return meta
+
+
+def _parse_python(path: Path, source: str | None = None) -> ast.Module:
+    if source is None:
+        if not path.is_file():
+            raise TaskError(path, "missing file")
+        source = path.read_text(encoding="utf-8")
+    try:
+        return ast.parse(source, filename=str(path))
+    except SyntaxError as error:
+        raise TaskError(path, f"does not parse: {error.msg} at line {error.lineno}") from None
+
+
+def _defined_names(module: ast.Module) -> set[str]:
+    """Top-level functions and assignments (`computation = jax.jit(_impl)` counts)."""
+    names: set[str] = set()
+    for node in module.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+    return names
+
+
+def _function(module: ast.Module, name: str) -> ast.FunctionDef | None:
+    for node in module.body:
+        if isinstance(node, ast.FunctionDef) and node.name == name:
+            return node
+    return None
+
+
+def _require_yaml_get_inputs(path: Path, code: object) -> None:
+    if not isinstance(code, str) or not code.strip():
+        raise TaskError(path, "no `get_inputs` in reference.py and no `input_gen_code` here")
+    if "get_inputs" not in _defined_names(_parse_python(path, code)):
+        raise TaskError(path, "`input_gen_code` does not define `get_inputs`")
+
+
+def _declared_configs(path: Path, module: ast.Module) -> tuple[str, ...] | None:
+    """Names in `CONFIGS = {...}` when get_inputs takes a configuration; else None."""
+    get_inputs = _function(module, "get_inputs")
+    if get_inputs is None or not get_inputs.args.args:
+        return None
+    for node in module.body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "CONFIGS" for t in node.targets
+        ):
+            if not isinstance(node.value, ast.Dict) or not all(
+                isinstance(k, ast.Constant) and isinstance(k.value, str) for k in node.value.keys
+            ):
+                raise TaskError(path, "`CONFIGS` must be a dict literal with string keys")
+            names = tuple(k.value for k in node.value.keys)  # type: ignore[union-attr]
+            if BENCH not in names:
+                raise TaskError(path, f"`CONFIGS` has no {BENCH!r} (production) configuration")
+            return names
+    return None
+
+
+def _plain_configs(meta: dict) -> tuple[str, ...]:
+    """Plain adapted format: one production input, or one per entry of a tolerance list."""
+    lengths = {len(meta[k]) for k in ("atol", "rtol") if isinstance(meta.get(k), list)}
+    count = max(lengths, default=1)
+    if count == 1:
+        return (BENCH,)
+    return tuple(f"{BENCH}.{i}" for i in range(count))
+
+
+def _tolerances(path: Path, meta: dict, configs: tuple[str, ...]) -> dict[str, Tolerance]:
+    atol = _per_config(path, "atol", meta.get("atol", DEFAULT_TOLERANCE), configs)
+    rtol = _per_config(path, "rtol", meta.get("rtol", DEFAULT_TOLERANCE), configs)
+    return {name: Tolerance(atol[name], rtol[name]) for name in configs}
+
+
+def _per_config(path: Path, key: str, value: object, configs: tuple[str, ...]) -> dict[str, float]:
+    if isinstance(value, bool):
+        raise TaskError(path, f"`{key}` must be a number, a list or a mapping, not {value!r}")
+    if isinstance(value, (int, float)):
+        return {name: float(value) for name in configs}
+    if isinstance(value, list):
+        if len(value) == 1:
+            return _per_config(path, key, value[0], configs)
+        if len(value) != len(configs):
+            raise TaskError(path, f"`{key}` lists {len(value)} values for {len(configs)} inputs")
+        return {name: _number(path, key, v) for name, v in zip(configs, value)}
+    if isinstance(value, dict):
+        missing = [name for name in configs if name not in value]
+        if missing:
+            raise TaskError(path, f"`{key}` has no value for configuration(s) {missing}")
+        return {name: _number(path, key, value[name]) for name in configs}
+    raise TaskError(path, f"`{key}` must be a number, a list or a mapping, not {value!r}")
+
+
+def _number(path: Path, key: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TaskError(path, f"`{key}` entry {value!r} is not a number")
+    return float(value)
+
+
+def _category_from_id(task_id: str) -> str:
+    for pattern, category in _ID_CATEGORY:
+        if pattern.match(task_id):
+            return category
+    return "custom"
+
+
+def _first_sentence(text: str, limit: int = 60) -> str:
+    sentence = re.split(r"(?<=[.:;])\s|\n", text.strip(), maxsplit=1)[0]
+    return sentence if len(sentence) <= limit else sentence[: limit - 1] + "…"

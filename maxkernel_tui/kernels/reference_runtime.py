@@ -1,0 +1,202 @@
+"""Runs a task's own code: get_inputs, shapes via eval_shape, the reference. Imports jax.
+
+Only worker processes import this module; the UI and the CLI front end never do.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import sys
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from maxkernel_tui.kernels.task import BENCH, Task, TaskError
+
+StaticArgs = tuple[Any, ...]
+_STATIC_TYPES = (bool, int, float, str, type(None))
+
+
+def load_reference(task: Task) -> ModuleType:
+    """Execute reference.py as a fresh module (registered so pickling and dataclasses work)."""
+    name = f"_maxkernel_task_{abs(hash(task.reference_path))}"
+    spec = importlib.util.spec_from_file_location(name, task.reference_path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as error:  # any failure of user code is a task error, never a crash
+        sys.modules.pop(name, None)
+        raise TaskError(task.reference_path, f"fails to import: {_describe(error)}") from None
+    if not callable(getattr(module, "computation", None)):
+        raise TaskError(task.reference_path, "`computation` is not callable")
+    return module
+
+
+def get_inputs_function(task: Task, module: ModuleType) -> Callable[..., Any]:
+    """get_inputs from reference.py, or from the yaml's input_gen_code (jax, jnp in scope)."""
+    if not task.inputs_from_yaml:
+        return module.get_inputs
+    import yaml  # only needed for tasks whose get_inputs lives in the yaml
+
+    code = yaml.safe_load(task.yaml_path.read_text(encoding="utf-8"))["input_gen_code"]
+    namespace: dict[str, Any] = {"jax": jax, "jnp": jnp, "np": np}
+    try:
+        exec(compile(code, str(task.yaml_path), "exec"), namespace)
+    except Exception as error:
+        raise TaskError(task.yaml_path, f"input_gen_code fails: {_describe(error)}") from None
+    return namespace["get_inputs"]
+
+
+def config_names(task: Task, module: ModuleType) -> tuple[str, ...]:
+    """The task's configurations; a plain get_inputs() returning N pairs gives bench.0..N-1."""
+    if task.named_configs:
+        return task.configs
+    count = _count_input_pairs(task, get_inputs_function(task, module))
+    names = (BENCH,) if count == 1 else tuple(f"{BENCH}.{i}" for i in range(count))
+    if task.configs not in ((BENCH,), names):
+        raise TaskError(task.yaml_path, f"tolerances list {len(task.configs)} entries but "
+                                        f"get_inputs() returns {count} input(s)")
+    return names
+
+
+def make_inputs(task: Task, module: ModuleType, config: str, seed: int = 0) -> tuple[tuple, StaticArgs]:
+    """Real input arrays for one configuration (allocates)."""
+    return _pair(task, _raw_inputs(task, get_inputs_function(task, module), config, seed), config)
+
+
+def input_specs(task: Task, module: ModuleType, config: str) -> tuple[tuple[jax.ShapeDtypeStruct, ...], StaticArgs]:
+    """Shapes and dtypes of one configuration's inputs, via jax.eval_shape (no allocation)."""
+    get_inputs = get_inputs_function(task, module)
+    static_holder: list[StaticArgs] = []
+
+    def dynamic_only() -> tuple:
+        dynamic, static = _pair(task, _raw_inputs(task, get_inputs, config, 0), config)
+        static_holder.append(static)
+        return dynamic
+
+    try:
+        specs = jax.eval_shape(dynamic_only)
+    except TaskError:
+        raise
+    except Exception as error:
+        raise TaskError(_inputs_file(task), f"get_inputs({config!r}) cannot be traced: {_describe(error)}") from None
+    return tuple(specs), static_holder[0]
+
+
+def output_specs(task: Task, module: ModuleType, config: str) -> Any:
+    """Shapes and dtypes of the reference output for one configuration (no allocation)."""
+    specs, static = input_specs(task, module, config)
+    check_signature(task, module.computation, len(specs), static)
+    try:
+        return jax.eval_shape(lambda *dynamic: module.computation(*dynamic, *static), *specs)
+    except Exception as error:
+        raise TaskError(task.reference_path, f"computation fails on {config!r} shapes: {_describe(error)}") from None
+
+
+def check_signature(task: Task, computation: Callable, n_dynamic: int, static: StaticArgs) -> None:
+    """computation(*dynamic_args, *static_args) must bind; say what does not match."""
+    try:
+        signature = inspect.signature(computation)
+    except (TypeError, ValueError):
+        return  # builtins and some wrapped callables have no signature to check
+    try:
+        signature.bind(*([None] * n_dynamic), *static)
+    except TypeError as error:
+        raise TaskError(
+            task.reference_path,
+            f"signature mismatch: computation{signature} cannot take {n_dynamic} array "
+            f"argument(s) and {len(static)} static argument(s) from get_inputs ({error})",
+        ) from None
+
+
+def jitted_reference(module: ModuleType, n_dynamic: int, n_static: int) -> Callable:
+    """The reference under jax.jit with every trailing static argument marked static."""
+    return jax.jit(module.computation, static_argnums=tuple(range(n_dynamic, n_dynamic + n_static)))
+
+
+def run_reference(task: Task, module: ModuleType, config: str, seed: int = 0) -> tuple[tuple, StaticArgs, Any]:
+    """(dynamic args, static args, output) of the reference on one configuration."""
+    dynamic, static = make_inputs(task, module, config, seed)
+    check_signature(task, module.computation, len(dynamic), static)
+    try:
+        output = jitted_reference(module, len(dynamic), len(static))(*dynamic, *static)
+        return dynamic, static, jax.block_until_ready(output)
+    except Exception as error:
+        raise TaskError(task.reference_path, f"computation fails on {config!r}: {_describe(error)}") from None
+
+
+def _count_input_pairs(task: Task, get_inputs: Callable) -> int:
+    """How many (dynamic, static) pairs a plain get_inputs() returns, traced, not allocated."""
+    counted: list[int] = []
+
+    def probe() -> int:
+        produced = get_inputs()
+        counted.append(len(produced) if isinstance(produced, list) else 1)
+        return 0
+
+    try:
+        jax.eval_shape(probe)
+    except Exception as error:
+        raise TaskError(_inputs_file(task), f"get_inputs raised {_describe(error)}") from None
+    return counted[0]
+
+
+def _raw_inputs(task: Task, get_inputs: Callable, config: str, seed: int) -> Any:
+    try:
+        if task.named_configs:
+            if config not in task.configs:
+                raise TaskError(task.reference_path, f"no configuration {config!r} in CONFIGS")
+            params = inspect.signature(get_inputs).parameters
+            return get_inputs(config, seed) if len(params) >= 2 else get_inputs(config)
+        produced = get_inputs()
+    except TaskError:
+        raise
+    except Exception as error:
+        raise TaskError(_inputs_file(task), f"get_inputs raised {_describe(error)}") from None
+    if isinstance(produced, list):
+        index = 0 if config == BENCH else _list_index(task, config, len(produced))
+        return produced[index]
+    if config != BENCH:
+        raise TaskError(_inputs_file(task), f"get_inputs() gives one input, not {config!r}")
+    return produced
+
+
+def _list_index(task: Task, config: str, count: int) -> int:
+    prefix = f"{BENCH}."
+    if config.startswith(prefix) and config[len(prefix):].isdigit() and int(config[len(prefix):]) < count:
+        return int(config[len(prefix):])
+    raise TaskError(_inputs_file(task), f"no configuration {config!r} (get_inputs() returns {count})")
+
+
+def _pair(task: Task, produced: Any, config: str) -> tuple[tuple, StaticArgs]:
+    where = _inputs_file(task)
+    if not (isinstance(produced, (tuple, list)) and len(produced) == 2):
+        raise TaskError(where, f"get_inputs({config!r}) must return (dynamic_args, static_args), "
+                               f"got {type(produced).__name__}")
+    dynamic, static = produced
+    if not isinstance(dynamic, (tuple, list)) or not isinstance(static, (tuple, list)):
+        raise TaskError(where, f"get_inputs({config!r}): dynamic and static args must be tuples or lists")
+    bad = [s for s in static if not isinstance(s, _STATIC_TYPES)]
+    if bad:
+        raise TaskError(where, f"get_inputs({config!r}): static args must be Python scalars, got {bad[:3]!r}")
+    return tuple(dynamic), tuple(static)
+
+
+def _inputs_file(task: Task) -> Path:
+    return task.yaml_path if task.inputs_from_yaml else task.reference_path
+
+
+def _describe(error: BaseException) -> str:
+    """`Type: message (file:line)` of the innermost frame, short enough for one line."""
+    frames = traceback.extract_tb(error.__traceback__)
+    where = f" ({Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else ""
+    message = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    return f"{type(error).__name__}: {message[:300]}{where}"

@@ -1,0 +1,30 @@
+"""12p_RMSNorm: Llama RMSNorm (reference written for maxkernel-tui).
+
+Upcast to f32, r = rsqrt(mean(x^2, last axis) + eps), y = bf16(x * r) * scale.
+No mean subtraction, no bias.
+"""
+import jax
+import jax.numpy as jnp
+
+# Named input configurations: `bench` is the production shape, `check` runs on a CPU
+# in well under a second, `heldout` is never shown to an agent.
+CONFIGS = {
+    "bench": {"batch": 8, "seq": 4096, "hidden": 8192},
+    "check": {"batch": 2, "seq": 64, "hidden": 512},
+    "heldout": {"batch": 3, "seq": 40, "hidden": 1280},
+}
+
+
+def get_inputs(config="bench", seed=0):
+    c = CONFIGS[config]
+    key_x, key_scale = jax.random.split(jax.random.key(seed))
+    x = jax.random.normal(key_x, (c["batch"], c["seq"], c["hidden"]), jnp.bfloat16)
+    scale = (jax.random.normal(key_scale, (c["hidden"],)) * 0.1 + 1.0).astype(jnp.bfloat16)
+    epsilon = 1e-5
+    return (x, scale), (epsilon,)
+
+
+def computation(x, scale, epsilon):
+    x32 = x.astype(jnp.float32)
+    r = jax.lax.rsqrt(jnp.mean(x32 * x32, axis=-1, keepdims=True) + epsilon)
+    return (x32 * r).astype(jnp.bfloat16) * scale

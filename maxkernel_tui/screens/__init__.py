@@ -1,0 +1,1 @@
+"""Textual screens; each screen's .tcss lives beside its .py."""

@@ -1,0 +1,119 @@
+"""Task picker: the benchmark tasks, their shapes and XLA cost, and the reference source."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Header, Static, TextArea
+
+from maxkernel_tui.config import cache_dir
+from maxkernel_tui.kernels.catalog import cached_description, describe_tasks
+from maxkernel_tui.kernels.listing import format_cost, format_spec, format_task, task_record
+from maxkernel_tui.kernels.loader import builtin_suite_dir, load_tasks
+from maxkernel_tui.kernels.task import Task
+
+
+class TaskDescribed(Message):
+    """A worker finished describing one task (shapes, cost)."""
+
+    def __init__(self, task_id: str, description: dict[str, Any]) -> None:
+        super().__init__()
+        self.task_id = task_id
+        self.description = description
+
+
+class TaskPickerScreen(Screen[None]):
+    CSS_PATH = "task_picker.tcss"
+    BINDINGS = [
+        Binding("d", "describe", "Describe tasks (shapes, TPU cost)"),
+        Binding("q", "app.quit", "Quit"),
+    ]
+
+    def __init__(self, tasks_dir: Path | None = None, cache: Path | None = None) -> None:
+        super().__init__()
+        self._cache = cache if cache is not None else cache_dir()
+        self._tasks, self._errors = load_tasks(tasks_dir or builtin_suite_dir())
+        self._by_id = {t.task_id: t for t in self._tasks}
+        self._descriptions: dict[str, dict[str, Any]] = {}
+        self._shown: str | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with Horizontal():
+            yield DataTable(id="tasks", cursor_type="row", zebra_stripes=True)
+            with Vertical(id="detail"):
+                yield Static(id="summary")
+                yield TextArea.code_editor("", language="python", read_only=True, id="source")
+        yield Static(id="status")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.sub_title = f"{len(self._tasks)} tasks"
+        table = self.query_one("#tasks", DataTable)
+        table.add_columns("task", "category", "bench inputs", "XLA cost (est.)")
+        for task in self._tasks:
+            description = cached_description(task, self._cache)
+            if description is not None:
+                self._descriptions[task.task_id] = description
+            table.add_row(*self._row(task), key=task.task_id)
+        known = len(self._descriptions)
+        errors = "".join(f"\n{e}" for e in self._errors)
+        self._status(f"{known}/{len(self._tasks)} tasks described (cached); press d to describe the rest{errors}")
+        table.focus()
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.row_key.value is not None:
+            self._show(self._by_id[event.row_key.value])
+
+    def action_describe(self) -> None:
+        self._status("describing tasks in worker processes (shapes via eval_shape, AOT TPU compile)…")
+        self._describe_all()
+
+    @work(thread=True, exclusive=True, group="describe")
+    def _describe_all(self) -> None:
+        describe_tasks(self._tasks, self._cache, on_progress=self._post_described)
+        self.app.call_from_thread(self._status, "all tasks described")
+
+    def _post_described(self, task_id: str, description: dict[str, Any]) -> None:
+        self.post_message(TaskDescribed(task_id, description))
+
+    def on_task_described(self, message: TaskDescribed) -> None:
+        self._descriptions[message.task_id] = message.description
+        table = self.query_one("#tasks", DataTable)
+        task = self._by_id[message.task_id]
+        for column, value in zip(table.columns, self._row(task)):
+            table.update_cell(message.task_id, column, value)
+        self._status(f"described {message.task_id}")
+        if self._shown == task.task_id:
+            self._show(task)
+
+    def _row(self, task: Task) -> tuple[str, str, str, str]:
+        description = self._descriptions.get(task.task_id, {})
+        bench = next(iter(description.get("configs", {}).values()), None)
+        inputs = " ".join(format_spec(s) for s in bench["inputs"]) if bench else "…"
+        cost = description.get("cost")
+        flops = f"{cost['flops'] / 1e9:,.1f} GFLOP on {cost['target']}" if cost and "flops" in cost else "…"
+        return task.task_id, task.category, inputs, flops
+
+    def _show(self, task: Task) -> None:
+        self._shown = task.task_id
+        description = self._descriptions.get(task.task_id)
+        if description is None:
+            summary = f"{task.task_id}  [{task.category}]  {task.operation}\n\n{task.description}\n\n(not described yet: press d)"
+        else:
+            record = task_record(task, description)
+            summary = format_task(record) + f"\n\n{task.description}"
+            if "cost" in record:
+                summary += f"\n{format_cost(record['cost'])}"
+        self.query_one("#summary", Static).update(summary)
+        self.query_one("#source", TextArea).load_text(task.reference_path.read_text(encoding="utf-8"))
+
+    def _status(self, text: str) -> None:
+        self.query_one("#status", Static).update(text)
