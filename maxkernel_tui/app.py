@@ -20,5 +20,5 @@ class MaxKernelApp(App[None]):
         self._cache = cache
 
     def on_mount(self) -> None:
-        self.theme = "textual-ansi"  # terminal colours: readable over SSH in any palette
+        self.theme = "ansi-dark"  # the terminal's own palette: readable over SSH
         self.push_screen(TaskPickerScreen(self._tasks_dir, self._cache))

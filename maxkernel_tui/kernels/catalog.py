@@ -31,6 +31,7 @@ def describe_tasks(
     target: str = DEFAULT_TARGET,
     workers: int = 2,
     refresh: bool = False,
+    timeout: float = DESCRIBE_TIMEOUT_S,
     on_progress: Callable[[str, dict[str, Any]], None] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """task_id -> description; each has "configs" (and "cost"), or "error"."""
@@ -55,12 +56,18 @@ def describe_tasks(
         args = ["--target", target] + ([] if with_cost else ["--no-cost"])
         answers = run_requests(
             list(missing), python_module_argv("maxkernel_tui.kernels.describe", *args),
-            workers=workers, timeout=DESCRIBE_TIMEOUT_S, env=scrubbed_env(JAX_PLATFORMS="cpu"),
+            workers=workers, timeout=timeout, env=_describe_env(),
             on_answer=record,
         )
         for folder, answer in answers.items():
             descriptions[missing[folder].task_id] = answer
     return {t.task_id: descriptions[t.task_id] for t in tasks}
+
+
+def _describe_env() -> dict[str, str]:
+    # CPU for tracing; libtpu only compiles. Several workers may hold libtpu at once, which it
+    # refuses ("multi-process lockfile") unless told otherwise.
+    return scrubbed_env(JAX_PLATFORMS="cpu", ALLOW_MULTIPLE_LIBTPU_LOAD="1")
 
 
 def cached_description(task: Task, cache_dir: Path, target: str = DEFAULT_TARGET) -> dict[str, Any] | None:

@@ -16,6 +16,7 @@ from typing import Any
 from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.task import TaskError
 from maxkernel_tui.kernels.targets import DEFAULT_TARGET
+from maxkernel_tui.kernels.workers import READY
 
 FORMAT_VERSION = 1  # bump when the JSON below changes, so cached descriptions are redone
 
@@ -94,6 +95,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--no-cost", action="store_true", help="skip the TPU compile")
     parser.add_argument("--target", default=DEFAULT_TARGET)
     args = parser.parse_args(argv)
+    from maxkernel_tui.kernels import aot, reference_runtime  # noqa: F401  (pay jax's import now)
+
+    print(json.dumps(READY), flush=True)
     for line in sys.stdin:
         folder = line.strip()
         if folder:

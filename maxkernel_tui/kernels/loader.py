@@ -205,10 +205,8 @@ def _tolerances(path: Path, meta: dict, configs: tuple[str, ...]) -> dict[str, T
 
 
 def _per_config(path: Path, key: str, value: object, configs: tuple[str, ...]) -> dict[str, float]:
-    if isinstance(value, bool):
-        raise TaskError(path, f"`{key}` must be a number, a list or a mapping, not {value!r}")
-    if isinstance(value, (int, float)):
-        return {name: float(value) for name in configs}
+    if _is_number(value):
+        return {name: _number(path, key, value) for name in configs}
     if isinstance(value, list):
         if len(value) == 1:
             return _per_config(path, key, value[0], configs)
@@ -223,10 +221,23 @@ def _per_config(path: Path, key: str, value: object, configs: tuple[str, ...]) -
     raise TaskError(path, f"`{key}` must be a number, a list or a mapping, not {value!r}")
 
 
+def _is_number(value: object) -> bool:
+    """Numbers, and strings such as `1e-5` that YAML 1.1 (PyYAML) leaves unparsed."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, (int, float)):
+        return True
+    try:
+        float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return False
+    return isinstance(value, str)
+
+
 def _number(path: Path, key: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if not _is_number(value):
         raise TaskError(path, f"`{key}` entry {value!r} is not a number")
-    return float(value)
+    return float(value)  # type: ignore[arg-type]
 
 
 def _category_from_id(task_id: str) -> str:

@@ -1,5 +1,7 @@
 """Long-lived worker processes that answer one JSON line per request line. No jax here.
 
+A child first imports what it needs and prints one line `{"ready": true}`; only then does
+the per-request timeout start, so it measures the task and not jax's import.
 The jax side runs in a child process so that the caller never pays jax's import, and so that a
 task whose code hangs, crashes or eats memory takes down only its worker: the request gets an
 error naming what happened, the worker is restarted and the remaining requests go on.
@@ -42,6 +44,10 @@ class WorkerFailure(Exception):
     """A request whose worker timed out or died; the message says which and why."""
 
 
+READY = {"ready": True}
+STARTUP_TIMEOUT_S = 180.0
+
+
 class LineWorker:
     """One child process speaking the line protocol, restartable after a failure."""
 
@@ -81,6 +87,9 @@ class LineWorker:
             self._argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
             env=self._env, start_new_session=True,
         )
+        greeting = self._read_line(STARTUP_TIMEOUT_S)
+        if greeting != json.dumps(READY):
+            raise WorkerFailure(f"worker did not start: {greeting[:200]!r}")
 
     def _read_line(self, timeout: float) -> str:
         assert self._proc is not None and self._proc.stdout is not None

@@ -1,0 +1,33 @@
+"""Shared fixtures. jax runs on the CPU in tests unless the caller chose a platform."""
+
+import os
+import pathlib
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+import pytest  # noqa: E402
+
+from maxkernel_tui.kernels.catalog import describe_tasks  # noqa: E402
+from maxkernel_tui.kernels.loader import builtin_suite_dir, load_tasks  # noqa: E402
+
+ADAPTED_TASKS = pathlib.Path(__file__).parent / "data" / "adapted_tasks"
+
+
+@pytest.fixture(scope="session")
+def suite_tasks():
+    tasks, errors = load_tasks(builtin_suite_dir())
+    assert errors == []
+    return tasks
+
+
+@pytest.fixture(scope="session")
+def suite_cache(tmp_path_factory):
+    """A cache directory private to this test session."""
+    return tmp_path_factory.mktemp("cache")
+
+
+@pytest.fixture(scope="session")
+def suite_descriptions(suite_tasks, suite_cache):
+    """Every built-in task described once per session, in worker processes: shapes of every
+    configuration and the reference compiled ahead of time for TPU (v5e first)."""
+    return describe_tasks(suite_tasks, suite_cache, with_cost=True, workers=2)
