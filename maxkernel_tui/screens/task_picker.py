@@ -15,7 +15,7 @@ from textual.widgets import DataTable, Footer, Header, Static, TextArea
 
 from maxkernel_tui.config import cache_dir
 from maxkernel_tui.kernels.catalog import cached_description, describe_tasks
-from maxkernel_tui.kernels.listing import format_cost, format_spec, format_task, task_record
+from maxkernel_tui.kernels.listing import format_task, task_record
 from maxkernel_tui.kernels.loader import builtin_suite_dir, load_tasks
 from maxkernel_tui.kernels.task import Task
 
@@ -49,15 +49,15 @@ class TaskPickerScreen(Screen[None]):
         with Horizontal():
             yield DataTable(id="tasks", cursor_type="row", zebra_stripes=True)
             with Vertical(id="detail"):
-                yield Static(id="summary")
+                yield Static(id="summary", markup=False)
                 yield TextArea.code_editor("", language="python", read_only=True, id="source")
-        yield Static(id="status")
+        yield Static(id="status", markup=False)
         yield Footer()
 
     def on_mount(self) -> None:
         self.sub_title = f"{len(self._tasks)} tasks"
         table = self.query_one("#tasks", DataTable)
-        table.add_columns("task", "category", "bench inputs", "XLA cost (est.)")
+        table.add_columns("task", "category", "GFLOP (est.)")
         for task in self._tasks:
             description = cached_description(task, self._cache)
             if description is not None:
@@ -94,13 +94,17 @@ class TaskPickerScreen(Screen[None]):
         if self._shown == task.task_id:
             self._show(task)
 
-    def _row(self, task: Task) -> tuple[str, str, str, str]:
+    def _row(self, task: Task) -> tuple[str, str, str]:
+        """id, category, and the reference's XLA-estimated GFLOP with the TPU it was compiled for."""
         description = self._descriptions.get(task.task_id, {})
-        bench = next(iter(description.get("configs", {}).values()), None)
-        inputs = " ".join(format_spec(s) for s in bench["inputs"]) if bench else "…"
-        cost = description.get("cost")
-        flops = f"{cost['flops'] / 1e9:,.1f} GFLOP on {cost['target']}" if cost and "flops" in cost else "…"
-        return task.task_id, task.category, inputs, flops
+        cost = description.get("cost", {})
+        if "error" in description or "error" in cost:
+            flops = "error"
+        elif "flops" in cost:
+            flops = f"{cost['flops'] / 1e9:,.1f} {cost['target']}"
+        else:
+            flops = "…"
+        return task.task_id, task.category, flops
 
     def _show(self, task: Task) -> None:
         self._shown = task.task_id
@@ -110,8 +114,6 @@ class TaskPickerScreen(Screen[None]):
         else:
             record = task_record(task, description)
             summary = format_task(record) + f"\n\n{task.description}"
-            if "cost" in record:
-                summary += f"\n{format_cost(record['cost'])}"
         self.query_one("#summary", Static).update(summary)
         self.query_one("#source", TextArea).load_text(task.reference_path.read_text(encoding="utf-8"))
 

@@ -20,11 +20,13 @@ async def test_lists_builtin_tasks_and_shows_the_highlighted_reference(suite_des
         table = app.screen.query_one("#tasks", DataTable)
         assert table.row_count == 50
         assert table.get_row_at(0)[0] == "1p_Flash_Attention"
-        assert "GFLOP on v5e" in table.get_row_at(7)[3]  # 8p_GEMM, from the cache
+        gflop, target = table.get_row_at(7)[2].split()  # 8p_GEMM, from the cache
+        assert float(gflop.replace(",", "")) == pytest.approx(2 * 8192 * 8192 * 28672 / 1e9, rel=1e-3)
+        assert target == "v5e"
         await pilot.press("down")
         source = app.screen.query_one("#source", TextArea)
         assert "def computation(" in source.text and source.language == "python" and source.read_only
-        assert "2p_GQA_Attention" in str(app.screen.query_one("#summary", Static).content)
+        assert "2p_GQA_Attention  [attention]" in str(app.screen.query_one("#summary", Static).content)
 
 
 async def test_describe_runs_in_workers_and_updates_rows(tmp_path):
@@ -35,8 +37,10 @@ async def test_describe_runs_in_workers_and_updates_rows(tmp_path):
         await pilot.press("d")
         await app.workers.wait_for_complete()
         await pilot.pause()
-        assert table.get_row_at(0)[2] == "f32[4096] f32[4096]"
-        assert table.get_row_at(1)[2] == "bf16[128,256]"
+        assert table.get_row_at(0)[2] == "0.0 v5e"
+        summary = str(app.screen.query_one("#summary", Static).content)
+        assert "1_Vector_Add  [custom]" in summary
+        assert "bench  f32[4096] f32[4096]  static (2.0,) -> f32[4096]" in summary
         assert "all tasks described" in str(app.screen.query_one("#status", Static).content)
 
 
@@ -64,7 +68,7 @@ def test_real_terminal_opens_and_quits(suite_descriptions, suite_cache, tmp_path
         text = wait_for(lambda: (s := screen()) and "12p_RMSNorm" in s and s)
         assert "maxkernel-tui" in text and "1p_Flash_Attention" in text
         subprocess.run([*tmux, "send-keys", "-t", "t", "Down"], check=True)
-        wait_for(lambda: "def get_inputs(" in screen())
+        wait_for(lambda: "│ 2p_GQA_Attention" in screen())  # the summary follows the cursor
         subprocess.run([*tmux, "send-keys", "-t", "t", "q"], check=True)
         assert wait_for(lambda: (tmp_path / "exit").exists() and (tmp_path / "exit").read_text()).strip() == "EXITED 0"
     finally:

@@ -1,0 +1,28 @@
+"""42k_Gemm_Max_Subtract_GELU: GEMM, subtract row max, GELU (KernelBench L2 #80).
+
+y = x @ W + b with W stored (in, out); y - max(y, axis=1, keepdims); tanh-approximation
+GELU. All f32, default matmul precision.
+"""
+import jax
+import jax.numpy as jnp
+
+# `check` and `heldout` keep rows a multiple of 8 and K, N multiples of 128 (TPU tiles).
+CONFIGS = {
+    "bench": {"batch": 4096, "in_features": 8192, "out_features": 8192},
+    "check": {"batch": 256, "in_features": 512, "out_features": 384},
+    "heldout": {"batch": 200, "in_features": 384, "out_features": 640},
+}
+
+
+def get_inputs(config="bench", seed=0):
+    c = CONFIGS[config]
+    key_x, key_w, key_b = jax.random.split(jax.random.key(seed), 3)
+    x = jax.random.uniform(key_x, (c["batch"], c["in_features"]), jnp.float32)
+    weight = jax.random.normal(key_w, (c["in_features"], c["out_features"]), jnp.float32) * 0.02
+    bias = jax.random.normal(key_b, (c["out_features"],), jnp.float32) * 0.02
+    return (x, weight, bias), ()
+
+
+def computation(x, weight, bias):
+    y = jnp.matmul(x, weight) + bias
+    return jax.nn.gelu(y - jnp.max(y, axis=1, keepdims=True), approximate=True)
