@@ -2,6 +2,7 @@
 
 import json
 import os
+import pathlib
 import shutil
 import subprocess
 import sys
@@ -25,9 +26,11 @@ def cli(*args, cache=None, check=True):
     return done
 
 
-def test_version():
+def test_version_from_the_installed_console_script():
+    script = pathlib.Path(sys.executable).with_name("maxkernel-tui")  # beside the venv's python
+    done = subprocess.run([str(script), "--version"], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == f"maxkernel-tui {__version__}"
     assert cli("--version").stdout.strip() == f"maxkernel-tui {__version__}"
-    assert shutil.which("maxkernel-tui"), "console script not installed"
 
 
 @pytest.mark.parametrize("args", [(), ("tasks",), ("tasks", "show")])

@@ -110,10 +110,10 @@ class TaskPickerScreen(Screen[None]):
         self._shown = task.task_id
         description = self._descriptions.get(task.task_id)
         if description is None:
-            summary = f"{task.task_id}  [{task.category}]  {task.operation}\n\n{task.description}\n\n(not described yet: press d)"
+            heading = f"{task.task_id}  [{task.category}]  {task.operation}\n(not described yet: press d)"
         else:
-            record = task_record(task, description)
-            summary = format_task(record) + f"\n\n{task.description}"
+            heading = format_task(task_record(task, description))
+        summary = f"{heading}\n\n{task.description}"
         self.query_one("#summary", Static).update(summary)
         self.query_one("#source", TextArea).load_text(task.reference_path.read_text(encoding="utf-8"))
 

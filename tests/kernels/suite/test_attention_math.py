@@ -7,6 +7,8 @@ vectorised references.
 import jax
 import numpy as np
 
+from maxkernel_tui.kernels.reference_runtime import jitted_reference
+
 
 def _f64(x):
     return np.asarray(x, np.float64)
@@ -36,8 +38,7 @@ def _causal_attention(q, k, v, scale, bias=None):
 
 def _run(module, dynamic, static):
     """The reference on inputs chosen by the test (static args stay compile-time constants)."""
-    static_argnums = tuple(range(len(dynamic), len(dynamic) + len(static)))
-    return jax.jit(module.computation, static_argnums=static_argnums)(*dynamic, *static)
+    return jitted_reference(module, len(dynamic), len(static))(*dynamic, *static)
 
 
 def _assert_close(out, expected, tol):

@@ -1,7 +1,8 @@
 """KernelBench tasks 35k-50k checked against float64 NumPy formulations on their `check` configs."""
-import jax
 import jax.numpy as jnp
 import numpy as np
+
+from maxkernel_tui.kernels.reference_runtime import jitted_reference
 
 
 def _f64(*arrays):
@@ -32,7 +33,7 @@ def test_35k_hardtanh_clips_when_inputs_reach_the_bounds(reference):
     module, (x, weight, bias), static, out = reference("35k_Gemm_Scaling_Hardtanh_GELU")
     # The benchmark's inputs never reach +-2 after the 0.5 scale; scale x up so the clip acts.
     x_big = x * 40.0
-    out_big = jax.jit(module.computation, static_argnums=(3, 4, 5))(x_big, weight, bias, *static)
+    out_big = jitted_reference(module, 3, len(static))(x_big, weight, bias, *static)
     scaling_factor, lo, hi = static
     for x_in, result in ((x, out), (x_big, out_big)):
         x64, w64, b64 = _f64(x_in, weight, bias)

@@ -1,5 +1,4 @@
 import jax
-import jax.numpy as jnp
 
 
 def computation(x):
