@@ -17,7 +17,7 @@ import jax
 from jax.experimental import topologies
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from maxkernel_tui.kernels.targets import TpuTarget, fallback_chain
+from maxkernel_tui.kernels.targets import TARGETS, TpuTarget, fallback_chain
 
 
 class OutOfHbm(Exception):
@@ -33,6 +33,19 @@ class CompileReport:
     optimal_seconds: float | None
     # Generations tried first that were too small, with the compiler's words.
     did_not_fit: list[tuple[str, str]] = field(default_factory=list)
+
+
+def target_for(name: str) -> TpuTarget:
+    """A known generation, or any other that libtpu can describe (e.g. "v5litepod")."""
+    if name in TARGETS:
+        return TARGETS[name]
+    for topology in (f"{name}:2x2", f"{name}:2x2x1", name):
+        try:
+            device = topologies.get_topology_desc(topology, "tpu").devices[0]
+        except Exception:
+            continue
+        return TpuTarget(name, topology, device.device_kind, hbm_bytes=0, generation=0)
+    raise KeyError(f"libtpu does not know TPU {name!r}; known here: {', '.join(TARGETS)}")
 
 
 @functools.cache

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import resource
 import selectors
 import signal
 import subprocess
@@ -21,6 +22,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -43,35 +45,77 @@ def scrubbed_env(**overrides: str) -> dict[str, str]:
 class WorkerFailure(Exception):
     """A request whose worker timed out or died; the message says which and why."""
 
+    def __init__(self, message: str, kind: str) -> None:
+        super().__init__(message)
+        self.kind = kind  # "timeout", "died" or "protocol"
+
 
 READY = {"ready": True}
 STARTUP_TIMEOUT_S = 180.0
 
 
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits of a child process, applied before it runs any code."""
+
+    memory_bytes: int | None = None  # address space (RLIMIT_AS)
+    cpu_seconds: int | None = None  # CPU time (RLIMIT_CPU): SIGXCPU past it
+
+    def apply(self) -> None:
+        if self.memory_bytes is not None:
+            resource.setrlimit(resource.RLIMIT_AS, (self.memory_bytes, self.memory_bytes))
+        if self.cpu_seconds is not None:
+            resource.setrlimit(resource.RLIMIT_CPU, (self.cpu_seconds, self.cpu_seconds + 5))
+
+
 class LineWorker:
     """One child process speaking the line protocol, restartable after a failure."""
 
-    def __init__(self, argv: Sequence[str], env: dict[str, str]) -> None:
+    def __init__(self, argv: Sequence[str], env: dict[str, str], *, cwd: str | None = None,
+                 limits: Limits | None = None) -> None:
         self._argv = list(argv)
         self._env = env
+        self._cwd = cwd
+        self._limits = limits
         self._proc: subprocess.Popen | None = None
         self._stderr = tempfile.TemporaryFile()
         self._buffer = b""
 
     def ask(self, request: str, timeout: float) -> dict[str, Any]:
-        if self._proc is None or self._proc.poll() is not None:
-            self._start()
+        self.send(request)
+        return self.receive(timeout)
+
+    def send(self, request: str) -> None:
+        self.start()
         assert self._proc is not None and self._proc.stdin is not None
         try:
             self._proc.stdin.write(request.encode() + b"\n")
             self._proc.stdin.flush()
         except BrokenPipeError:
-            pass  # the child already died; _read_line reports how
+            pass  # the child already died; receive() reports how
+
+    def receive(self, timeout: float) -> dict[str, Any]:
         line = self._read_line(timeout)
         try:
             return json.loads(line)
         except json.JSONDecodeError:
-            raise WorkerFailure(f"worker answered something that is not JSON: {line[:200]!r}") from None
+            raise WorkerFailure(f"worker answered something that is not JSON: {line[:200]!r}", "protocol") from None
+
+    def start(self) -> None:
+        """Start the child and wait until it says it is ready (no-op when it is running)."""
+        if self._proc is not None and self._proc.poll() is None:
+            return
+        self._stderr.seek(0)
+        self._stderr.truncate()
+        self._buffer = b""
+        self._proc = subprocess.Popen(
+            self._argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
+            env=self._env, cwd=self._cwd, start_new_session=True,
+            preexec_fn=self._limits.apply if self._limits else None,
+        )
+        greeting = self._read_line(STARTUP_TIMEOUT_S)
+        if greeting != json.dumps(READY):
+            raise WorkerFailure(f"worker did not start: {greeting[:200]!r}", "protocol")
 
     def close(self) -> None:
         if self._proc is not None and self._proc.poll() is None:
@@ -79,17 +123,12 @@ class LineWorker:
         self._proc = None
         self._stderr.close()
 
-    def _start(self) -> None:
+    def stderr_tail(self, lines: int = 3) -> str:
+        """The last lines the child wrote to stderr, libtpu's start-up warnings left out."""
         self._stderr.seek(0)
-        self._stderr.truncate()
-        self._buffer = b""
-        self._proc = subprocess.Popen(
-            self._argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
-            env=self._env, start_new_session=True,
-        )
-        greeting = self._read_line(STARTUP_TIMEOUT_S)
-        if greeting != json.dumps(READY):
-            raise WorkerFailure(f"worker did not start: {greeting[:200]!r}")
+        text = self._stderr.read().decode(errors="replace").strip().splitlines()
+        useful = [t for t in text if t.strip() and "WARNING" not in t and "TPU_WORKER_HOSTNAMES" not in t]
+        return " | ".join(useful[-lines:]) or "no output"
 
     def _read_line(self, timeout: float) -> str:
         assert self._proc is not None and self._proc.stdout is not None
@@ -101,22 +140,68 @@ class LineWorker:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     _kill_group(self._proc)
-                    raise WorkerFailure(f"timed out after {timeout:.0f} s (worker killed)")
+                    raise WorkerFailure(f"timed out after {timeout:.0f} s (process group killed)", "timeout")
                 if not selector.select(left):
                     continue
                 chunk = os.read(fd, 65536)
                 if not chunk:
                     code = self._proc.wait()
-                    raise WorkerFailure(f"worker died ({_exit_reason(code)}): {self._stderr_tail()}")
+                    raise WorkerFailure(f"worker died ({_exit_reason(code)}): {self.stderr_tail()}", "died")
                 self._buffer += chunk
         line, self._buffer = self._buffer.split(b"\n", 1)
         return line.decode(errors="replace")
 
-    def _stderr_tail(self, lines: int = 3) -> str:
-        self._stderr.seek(0)
-        text = self._stderr.read().decode(errors="replace").strip().splitlines()
-        useful = [t for t in text if t.strip() and "WARNING" not in t]
-        return " | ".join(useful[-lines:]) or "no output"
+
+class WarmPool:
+    """Pre-started single-use workers. Each serves one job in a fresh process with a private
+    directory (its cwd and TMPDIR); a replacement starts in the background, so the next job
+    does not wait for jax's import."""
+
+    def __init__(self, argv: Sequence[str], env: dict[str, str], *, size: int = 1,
+                 limits: Limits | None = None) -> None:
+        self._argv = list(argv)
+        self._env = env
+        self._limits = limits
+        self._size = size
+        self._ready: queue.Queue[tuple[LineWorker, Path]] = queue.Queue()
+        self._closed = False
+        for _ in range(size):
+            self._replenish()
+
+    def take(self) -> tuple[LineWorker, Path]:
+        """A started worker and its private directory; the caller closes the worker."""
+        try:
+            taken = self._ready.get_nowait()
+        except queue.Empty:
+            taken = self._spawn()
+        self._replenish()
+        return taken
+
+    def close(self) -> None:
+        self._closed = True
+        while not self._ready.empty():
+            worker, _ = self._ready.get_nowait()
+            worker.close()
+
+    def _replenish(self) -> None:
+        def fill() -> None:
+            try:
+                spawned = self._spawn()
+            except WorkerFailure:
+                return  # take() will start one itself and report why it fails
+            if self._closed:
+                spawned[0].close()
+            else:
+                self._ready.put(spawned)
+
+        threading.Thread(target=fill, daemon=True).start()
+
+    def _spawn(self) -> tuple[LineWorker, Path]:
+        workdir = Path(tempfile.mkdtemp(prefix="mkt-worker-"))
+        worker = LineWorker(self._argv, dict(self._env, TMPDIR=str(workdir)), cwd=str(workdir),
+                            limits=self._limits)
+        worker.start()
+        return worker, workdir
 
 
 def run_requests(

@@ -1,0 +1,186 @@
+"""The process a candidate kernel runs in: one candidate, then it exits. Imports jax.
+
+    python -m maxkernel_tui.kernels.evaluation.candidate_worker
+
+Started ahead of time by the harness's pool; prints `{"ready": true}` once jax is imported,
+then reads ONE request line and answers with event lines: a `check` per finished check, a
+`run` per numerics run (outputs saved as .npy in the request's directory), then `done`.
+The comparison with the reference happens in the caller, not here, so nothing the candidate
+does in this process can reach the reference's outputs.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+import jax
+from jax.experimental.pallas import tpu as pltpu
+
+from maxkernel_tui.kernels import aot
+from maxkernel_tui.kernels import reference_runtime as runtime
+from maxkernel_tui.kernels.evaluation.jaxpr_work import Work, measure
+from maxkernel_tui.kernels.evaluation.outputs import save_outputs
+from maxkernel_tui.kernels.loader import load_task
+from maxkernel_tui.kernels.task import TaskError
+from maxkernel_tui.kernels.workers import READY
+
+# Heavy work left to XLA outside the Pallas kernels, as a share of the reference's own.
+XLA_FLOPS_SHARE = 0.05
+XLA_REDUCED_SHARE = 0.10
+XLA_FLOPS_FLOOR = 1e7  # tiny matmuls (index arithmetic, small projections) do not count
+XLA_REDUCED_FLOOR = 1e6
+
+
+def _emit(kind: str, payload: dict[str, Any]) -> None:
+    print(json.dumps({kind: payload}), flush=True)
+
+
+def _check(name: str, status: str, detail: str, start: float, **data: Any) -> bool:
+    _emit("check", {"name": name, "status": status, "detail": detail,
+                    "seconds": round(time.perf_counter() - start, 3), "data": data})
+    return status == "pass"
+
+
+def _first_lines(error: BaseException, limit: int = 700) -> str:
+    text = f"{type(error).__name__}: {error}".strip()
+    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.startswith("  File ")]
+    return " | ".join(lines)[:limit]
+
+
+def _load_candidate(path: Path) -> Any:
+    spec = importlib.util.spec_from_file_location("candidate_kernel", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def evaluate_candidate(request: dict[str, Any]) -> None:
+    """Trace, TPU lowering, TPU compile, then the candidate's outputs for each numerics run."""
+    start = time.perf_counter()
+    task = load_task(request["task"])
+    reference = runtime.load_reference(task)
+    try:
+        candidate = _load_candidate(Path(request["kernel"]))
+    except Exception as error:
+        _check("trace", "fail", f"the kernel fails to import: {_first_lines(error)}", start)
+        return
+    bench = request["bench_config"]
+    specs, static = runtime.input_specs(task, reference, bench)
+
+    def candidate_fn(*dynamic: Any) -> Any:
+        return candidate.computation(*dynamic, *static)
+
+    if not _trace_check(task, reference, candidate, candidate_fn, specs, static, bench, start):
+        return
+    start = time.perf_counter()
+    try:
+        jax.jit(candidate_fn).trace(*specs).lower(lowering_platforms=("tpu",))
+    except Exception as error:
+        _check("tpu_lower", "fail", f"cannot be lowered for TPU at production shapes: {_first_lines(error)}", start)
+        return
+    _check("tpu_lower", "pass", "lowered for TPU (Mosaic) at production shapes", start)
+
+    start = time.perf_counter()
+    target = aot.target_for(request["target"])
+    try:
+        aot.compile_for_tpu(candidate_fn, specs, target)
+    except Exception as error:
+        _check("tpu_compile", "fail", f"TPU {target.name} compile failed: {_first_lines(error)}", start)
+        return
+    _check("tpu_compile", "pass", f"compiled ahead of time for TPU {target.name} with libtpu", start,
+           target=target.name)
+    _numerics_runs(task, reference, candidate, request)
+
+
+def _trace_check(task: Any, reference: Any, candidate: Any, candidate_fn: Any, specs: Any, static: Any,
+                 bench: str, start: float) -> bool:
+    try:
+        runtime.check_signature(task, candidate.computation, len(specs), static)
+        traced = jax.make_jaxpr(candidate_fn)(*specs)
+    except TaskError as error:
+        return _check("trace", "fail", error.problem.replace("computation", "the kernel's computation", 1), start)
+    except Exception as error:
+        return _check("trace", "fail", f"fails to trace at production shapes: {_first_lines(error)}", start)
+    expected = jax.tree.leaves(runtime.output_specs(task, reference, bench))
+    got = traced.out_avals
+    if [(tuple(e.shape), str(e.dtype)) for e in expected] != [(tuple(g.shape), str(g.dtype)) for g in got]:
+        return _check("trace", "fail", "outputs differ from the reference's: "
+                      f"{_avals(got)} instead of {_avals(expected)}", start)
+    work = measure(traced)
+    reference_work = measure(jax.make_jaxpr(lambda *d: reference.computation(*d, *static))(*specs))
+    if not work.has_pallas:
+        return _check("trace", "fail", "no pallas_call: the work runs in plain XLA (jnp), not in a Pallas kernel",
+                      start)
+    outside = _outside_problem(work, reference_work)
+    if outside:
+        return _check("trace", "fail", outside, start, heavy_ops=work.heavy_ops[:5])
+    return _check("trace", "pass", f"{len(work.pallas_calls)} pallas_call(s); heavy work inside Pallas "
+                  f"(outside: {work.xla_flops:.3g} flops, {work.xla_reduced:.3g} reduced elements); "
+                  f"outputs {_avals(got)}", start)
+
+
+def _outside_problem(work: Work, reference: Work) -> str | None:
+    flops_budget = max(XLA_FLOPS_SHARE * reference.xla_flops, XLA_FLOPS_FLOOR)
+    reduced_budget = max(XLA_REDUCED_SHARE * reference.xla_reduced, XLA_REDUCED_FLOOR)
+    if work.xla_flops > flops_budget or work.xla_reduced > reduced_budget:
+        ops = "; ".join(work.heavy_ops[:3])
+        return (f"heavy work runs in XLA outside the Pallas kernel(s): {work.xla_flops:.3g} flops and "
+                f"{work.xla_reduced:.3g} reduced elements outside, against the reference's "
+                f"{reference.xla_flops:.3g} flops and {reference.xla_reduced:.3g} (e.g. {ops})")
+    return None
+
+
+def _avals(avals: Any) -> str:
+    return ", ".join(f"{a.dtype}{list(a.shape)}" for a in avals)
+
+
+def _numerics_runs(task: Any, reference: Any, candidate: Any, request: dict[str, Any]) -> None:
+    params = pltpu.InterpretParams(uninitialized_memory="nan", out_of_bounds_reads="raise",
+                                   detect_races=bool(request.get("detect_races")))
+    out_dir = Path(request["out_dir"])
+    for config, seed in request["runs"]:
+        start = time.perf_counter()
+        run: dict[str, Any] = {"config": config, "seed": seed}
+        try:
+            dynamic, static = runtime.make_inputs(task, reference, config, seed)
+            with pltpu.force_tpu_interpret_mode(params):
+                output = jax.block_until_ready(jax.jit(lambda *d: candidate.computation(*d, *static))(*dynamic))
+            run["files"] = save_outputs(out_dir, f"candidate-{config}-{seed}", output)
+            run["races"] = _races_found() if request.get("detect_races") else None
+        except Exception as error:
+            run["error"] = _first_lines(error)
+            pltpu.reset_tpu_interpret_mode_state()  # the interpreter keeps state after an error
+        run["seconds"] = round(time.perf_counter() - start, 3)
+        _emit("run", run)
+
+
+def _races_found() -> bool | None:
+    """Whether TPU interpret mode saw a race; jax exposes this only in a private module."""
+    try:
+        from jax._src.pallas.mosaic.interpret import interpret_pallas_call
+    except ImportError:
+        return None
+    races = getattr(interpret_pallas_call, "races", None)
+    return bool(getattr(races, "races_found", False)) if races is not None else None
+
+
+def main() -> None:
+    print(json.dumps(READY), flush=True)
+    line = sys.stdin.readline()
+    if not line.strip():
+        return
+    try:
+        evaluate_candidate(json.loads(line))
+    except Exception:  # a harness bug must still end the protocol cleanly
+        _emit("error", {"detail": traceback.format_exc(limit=3)[-1500:]})
+    _emit("done", {})
+
+
+if __name__ == "__main__":
+    main()

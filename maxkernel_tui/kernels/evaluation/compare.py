@@ -1,0 +1,73 @@
+"""Candidate outputs against reference outputs, in the caller's process. NumPy only, no jax.
+
+allclose semantics (|candidate - reference| <= atol + rtol * |reference|) in float64, per
+output leaf; a NaN or infinity where the reference is finite fails, since TPU interpret mode
+fills memory a kernel never wrote with NaN.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from maxkernel_tui.kernels.task import Tolerance
+
+
+@dataclass(frozen=True)
+class Comparison:
+    ok: bool
+    max_abs: float
+    max_rel: float
+    worst_index: tuple[int, ...]
+    mismatched: int
+    total: int
+    problem: str | None = None  # shape or non-finite values, said in words
+
+    def describe(self) -> str:
+        if self.problem:
+            return self.problem
+        where = f" at {list(self.worst_index)}" if self.worst_index else ""
+        summary = f"max|Δ| {self.max_abs:.3g}{where}, max rel {self.max_rel:.3g}"
+        return summary if self.ok else f"{self.mismatched}/{self.total} elements outside tolerance; {summary}"
+
+
+def compare_files(candidate_files: list[str], reference_files: list[str], tolerance: Tolerance) -> Comparison:
+    if len(candidate_files) != len(reference_files):
+        return _failed(f"{len(candidate_files)} outputs instead of {len(reference_files)}")
+    results = [compare_arrays(np.load(c, allow_pickle=False), np.load(r, allow_pickle=False), tolerance)
+               for c, r in zip(candidate_files, reference_files, strict=True)]
+    failed = [r for r in results if not r.ok]
+    return failed[0] if failed else max(results, key=lambda r: r.max_abs)
+
+
+def compare_arrays(candidate: np.ndarray, reference: np.ndarray, tolerance: Tolerance) -> Comparison:
+    if candidate.shape != reference.shape:
+        return _failed(f"output shape {list(candidate.shape)} instead of {list(reference.shape)}")
+    got = candidate.astype(np.float64)
+    want = reference.astype(np.float64)
+    bad_values = ~np.isfinite(got) & np.isfinite(want)
+    if bad_values.any():
+        index = tuple(int(i) for i in np.argwhere(bad_values)[0])
+        kind = "NaN" if np.isnan(got[index]) else "infinite"
+        return _failed(f"{int(bad_values.sum())}/{got.size} outputs are NaN or infinite (first {kind} at "
+                       f"{list(index)}); in TPU interpret mode unwritten memory reads as NaN: "
+                       "is every output block written?")
+    error = np.abs(got - want)
+    error[np.isnan(got) & np.isnan(want)] = 0.0
+    allowed = tolerance.atol + tolerance.rtol * np.abs(want)
+    outside = error > allowed
+    worst = np.unravel_index(int(np.argmax(error)), error.shape) if error.size else ()
+    relative = error / np.maximum(np.abs(want), np.finfo(np.float64).tiny)
+    return Comparison(
+        ok=not outside.any(),
+        max_abs=float(error.max()) if error.size else 0.0,
+        max_rel=float(relative[np.isfinite(relative)].max()) if error.size else 0.0,
+        worst_index=tuple(int(i) for i in worst),
+        mismatched=int(outside.sum()),
+        total=int(error.size),
+    )
+
+
+def _failed(problem: str) -> Comparison:
+    return Comparison(False, float("nan"), float("nan"), (), 0, 0, problem)

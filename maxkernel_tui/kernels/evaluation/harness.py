@@ -1,0 +1,226 @@
+"""`Harness.evaluate`: the evaluation as a library call. No jax in this process.
+
+The candidate runs in a fresh pre-started process of its own (scrubbed environment, private
+directory, memory and CPU limits, killed with its process group on timeout); the reference
+runs in another process; the outputs are compared here. Cheap checks first, stopping at the
+first failure.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import shutil
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from maxkernel_tui.kernels.evaluation.compare import compare_files
+from maxkernel_tui.kernels.evaluation.report import FAIL, PASS, Check, EvalReport
+from maxkernel_tui.kernels.evaluation.static_checks import static_problems
+from maxkernel_tui.kernels.evaluation.timing import timing_check
+from maxkernel_tui.kernels.targets import DEFAULT_TARGET
+from maxkernel_tui.kernels.task import CHECK, HELDOUT, Task
+from maxkernel_tui.kernels.workers import (
+    Limits,
+    LineWorker,
+    WarmPool,
+    WorkerFailure,
+    python_module_argv,
+    scrubbed_env,
+)
+
+GIB = 1024**3
+_CANDIDATE_WORKER = "maxkernel_tui.kernels.evaluation.candidate_worker"
+_REFERENCE_WORKER = "maxkernel_tui.kernels.evaluation.reference_worker"
+_STAGES = ("trace", "tpu_lower", "tpu_compile", "numerics")
+_OOM_SIGNS = ("MemoryError", "RESOURCE_EXHAUSTED", "bad_alloc", "Cannot allocate memory", "std::bad_alloc")
+
+
+@dataclass(frozen=True)
+class EvalOptions:
+    target: str = DEFAULT_TARGET
+    config: str | None = None  # numerics on this configuration only (default: check + heldout)
+    seeds: int = 3  # fresh random seeds on the check configuration
+    timeout: float = 300.0  # seconds for everything the candidate does
+    detect_races: bool = False
+
+
+def worker_env() -> dict[str, str]:
+    # Numerics run in TPU interpret mode on the CPU; libtpu only compiles, in several
+    # processes at once (it refuses that unless told).
+    return scrubbed_env(JAX_PLATFORMS="cpu", ALLOW_MULTIPLE_LIBTPU_LOAD="1")
+
+
+class Harness:
+    """Owns the warm pool of candidate processes and the reference process."""
+
+    def __init__(self, *, pool_size: int = 1, memory_bytes: int = 8 * GIB, cpu_seconds: int = 3600) -> None:
+        self.memory_bytes = memory_bytes
+        self._candidates = WarmPool(python_module_argv(_CANDIDATE_WORKER), worker_env(), size=pool_size,
+                                    limits=Limits(memory_bytes=memory_bytes, cpu_seconds=cpu_seconds))
+        self._reference = LineWorker(python_module_argv(_REFERENCE_WORKER), worker_env())
+        self._reference_lock = threading.Lock()
+
+    def close(self) -> None:
+        self._candidates.close()
+        self._reference.close()
+
+    def __enter__(self) -> Harness:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def evaluate(self, kernel: Path, task: Task, options: EvalOptions = EvalOptions()) -> EvalReport:
+        report = EvalReport(task.task_id, kernel.name, [options.target],
+                            device="numerics on the CPU in TPU interpret mode; compile with libtpu (AOT)")
+        source = _read_source(kernel, report)
+        if source is None or not _static_check(source, kernel, report):
+            return report
+        runs = _numerics_plan(task, options, report)
+        worker, workdir = self._candidates.take()
+        try:
+            (workdir / "kernel.py").write_text(source)  # the candidate never sees its original folder
+            events = self._run_candidate(worker, workdir, task, options, runs, report)
+            if report.failure is None and runs:
+                self._check_numerics(task, runs, events, workdir, report)
+        finally:
+            worker.close()
+            shutil.rmtree(workdir, ignore_errors=True)
+        if report.failure is None:
+            report.add(timing_check())
+        return report
+
+    def _run_candidate(self, worker: LineWorker, workdir: Path, task: Task, options: EvalOptions,
+                       runs: list[tuple[str, int]], report: EvalReport) -> dict[tuple[str, int], dict[str, Any]]:
+        request = {"kernel": str(workdir / "kernel.py"), "task": str(task.folder), "target": options.target,
+                   "bench_config": task.configs[0], "runs": runs, "out_dir": str(workdir),
+                   "detect_races": options.detect_races}
+        outputs: dict[tuple[str, int], dict[str, Any]] = {}
+        deadline = time.monotonic() + options.timeout
+        stage_started = time.monotonic()
+        worker.send(json.dumps(request))
+        while True:
+            try:
+                event = worker.receive(max(deadline - time.monotonic(), 0.01))
+            except WorkerFailure as failure:
+                report.add(Check(_stage_in_progress(report), FAIL, self._failure_detail(failure, worker),
+                                 round(time.monotonic() - stage_started, 3)))
+                return outputs
+            if "check" in event:
+                report.add(Check(**event["check"]))
+                stage_started = time.monotonic()
+                if event["check"]["status"] == FAIL:
+                    return outputs
+            elif "run" in event:
+                outputs[(event["run"]["config"], event["run"]["seed"])] = event["run"]
+            elif "error" in event:
+                report.add(Check(_stage_in_progress(report), FAIL, f"harness error: {event['error']['detail']}"))
+            elif "done" in event:
+                return outputs
+
+    def _failure_detail(self, failure: WorkerFailure, worker: LineWorker) -> str:
+        if failure.kind == "timeout":
+            return f"the kernel {failure}"
+        text = str(failure)
+        if any(sign in text for sign in _OOM_SIGNS):
+            return f"out of memory (limit {self.memory_bytes / GIB:.0f} GiB): the candidate process {text}"
+        return f"the candidate process crashed: {text}"
+
+    def _check_numerics(self, task: Task, runs: list[tuple[str, int]],
+                        candidate_runs: dict[tuple[str, int], dict[str, Any]], workdir: Path,
+                        report: EvalReport) -> None:
+        reference_started = time.monotonic()
+        reference_dir = workdir / "reference"
+        reference_dir.mkdir()
+        request = {"task": str(task.folder), "runs": runs, "out_dir": str(reference_dir)}
+        with self._reference_lock:
+            try:
+                answer = self._reference.ask(json.dumps(request), timeout=1800)
+            except WorkerFailure as failure:
+                answer = {"error": f"reference process failed: {failure}"}
+        if "error" in answer:
+            report.add(Check("numerics", FAIL, f"cannot compute the reference: {answer['error']}"))
+            return
+        reference_seconds = time.monotonic() - reference_started
+        reference_runs = {(r["config"], r["seed"]): r for r in answer["runs"]}
+        for check_name, names in (("numerics", lambda c: c != HELDOUT), ("heldout", lambda c: c == HELDOUT)):
+            selected = [run for run in runs if names(run[0])]
+            if selected:
+                started = time.monotonic()
+                check = _compare_runs(check_name, task, selected, candidate_runs, reference_runs)
+                # the kernel's own runs, plus the reference and the comparison
+                kernel_seconds = sum(candidate_runs.get(run, {}).get("seconds", 0.0) for run in selected)
+                check.seconds = round(kernel_seconds + reference_seconds + time.monotonic() - started, 3)
+                reference_seconds = 0.0
+                report.add(check)
+                if check.status == FAIL:
+                    return
+
+
+def _read_source(kernel: Path, report: EvalReport) -> str | None:
+    try:
+        return kernel.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        report.add(Check("static", FAIL, f"cannot read {kernel}: {error}"))
+        return None
+
+
+def _static_check(source: str, kernel: Path, report: EvalReport) -> bool:
+    start = time.monotonic()
+    problems = static_problems(source, kernel.name)
+    seconds = round(time.monotonic() - start, 3)
+    if problems:
+        report.add(Check("static", FAIL, "; ".join(problems), seconds, {"problems": problems}))
+        return False
+    report.add(Check("static", PASS, "parses, defines computation, stays inside the kernel", seconds))
+    return True
+
+
+def _numerics_plan(task: Task, options: EvalOptions, report: EvalReport) -> list[tuple[str, int]]:
+    """(configuration, seed) pairs: fresh seeds on check, one on held-out; a plain task's own inputs."""
+    if not task.named_configs:
+        return [(name, 0) for name in (options.config and [options.config] or task.configs)]
+    seeds = [secrets.randbelow(2**31 - 1) for _ in range(max(options.seeds, 1))]
+    report.seeds = seeds
+    if options.config is not None:
+        count = 1 if options.config == HELDOUT else len(seeds)
+        return [(options.config, seed) for seed in seeds[:count]]
+    plan = [(CHECK, seed) for seed in seeds] if CHECK in task.configs else []
+    if HELDOUT in task.configs:
+        plan.append((HELDOUT, seeds[0] ^ 0x5EED))
+    return plan or [(task.configs[0], seeds[0])]
+
+
+def _stage_in_progress(report: EvalReport) -> str:
+    done = {c.name for c in report.checks}
+    return next((stage for stage in _STAGES if stage not in done), "numerics")
+
+
+def _compare_runs(name: str, task: Task, runs: list[tuple[str, int]],
+                  candidate_runs: dict[tuple[str, int], dict[str, Any]],
+                  reference_runs: dict[tuple[str, int], dict[str, Any]]) -> Check:
+    details = []
+    for config, seed in runs:
+        label = f"{config} seed {seed}"
+        candidate = candidate_runs.get((config, seed))
+        reference = reference_runs[(config, seed)]
+        if candidate is None:
+            return Check(name, FAIL, f"{label}: the kernel produced no output")
+        if "error" in candidate:
+            return Check(name, FAIL, f"{label}: the kernel failed: {candidate['error']}")
+        if "error" in reference:
+            return Check(name, FAIL, f"{label}: the reference failed: {reference['error']}")
+        if candidate.get("races"):
+            return Check(name, FAIL, f"{label}: TPU interpret mode detected a race between grid steps or DMAs")
+        tolerance = task.tolerance(config)
+        comparison = compare_files(candidate["files"], reference["files"], tolerance)
+        if not comparison.ok:
+            return Check(name, FAIL, f"{label}: wrong numerics (atol {tolerance.atol:g}, rtol {tolerance.rtol:g}): "
+                         f"{comparison.describe()}")
+        details.append(f"{label} {comparison.describe()}")
+    return Check(name, PASS, f"{len(runs)} run(s) within tolerance; " + "; ".join(details))
+

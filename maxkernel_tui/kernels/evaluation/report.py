@@ -1,0 +1,74 @@
+"""What an evaluation found: checks, timings, verdict. Plain data; no jax."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+PASS, FAIL, SKIP = "pass", "fail", "skip"
+ACCEPTED, REJECTED = "accepted", "rejected"
+
+# The checks in the order they run; cheap first.
+CHECK_ORDER = ("static", "trace", "tpu_lower", "tpu_compile", "numerics", "heldout", "timing")
+
+
+@dataclass
+class Check:
+    name: str
+    status: str  # pass | fail | skip
+    detail: str
+    seconds: float = 0.0
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class EvalReport:
+    task_id: str
+    kernel: str
+    targets: list[str]
+    device: str  # where numerics and timings ran, in words
+    checks: list[Check] = field(default_factory=list)
+    # Timings only from a real device; each says measured/estimated and where.
+    timings: list[dict[str, Any]] = field(default_factory=list)
+    seeds: list[int] = field(default_factory=list)
+
+    @property
+    def verdict(self) -> str:
+        decided = [c for c in self.checks if c.status != SKIP]
+        if any(c.status == FAIL for c in self.checks) or not decided:
+            return REJECTED
+        return ACCEPTED
+
+    @property
+    def failure(self) -> Check | None:
+        return next((c for c in self.checks if c.status == FAIL), None)
+
+    def add(self, check: Check) -> Check:
+        self.checks.append(check)
+        return check
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "task": self.task_id,
+            "kernel": self.kernel,
+            "targets": self.targets,
+            "device": self.device,
+            "verdict": self.verdict,
+            "checks": [asdict(c) for c in self.checks],
+            "timings": self.timings,
+            "seeds": self.seeds,
+        }
+
+
+def format_report(report: EvalReport) -> str:
+    """A line per check, then the verdict and the reason."""
+    marks = {PASS: "✓", FAIL: "✗", SKIP: "-"}
+    lines = [f"{report.task_id} ← {report.kernel}  (TPU target {', '.join(report.targets)}; {report.device})"]
+    for check in report.checks:
+        lines.append(f"  {marks[check.status]} {check.name:<12} {check.detail}  [{check.seconds:.1f}s]")
+    for timing in report.timings:
+        lines.append(f"  timing: {timing['label']}")
+    failure = report.failure
+    reason = f": {failure.name}: {failure.detail}" if failure else ""
+    lines.append(f"verdict: {report.verdict.upper()}{reason}")
+    return "\n".join(lines)

@@ -1,0 +1,45 @@
+"""Cheat category: subtly wrong math.
+
+A Pallas RMSNorm that looks right but takes the mean of x^2 over the wrong count: it divides
+the row sums by the tile's row count (x.shape[0]) instead of the hidden size (x.shape[-1]).
+Shapes, dtypes and structure are all plausible; the values are off by sqrt(hidden / rows).
+
+Expected: rejected by numerics
+"""
+import functools
+
+import jax
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+
+
+def _row_tile(rows, hidden):
+    # Largest row tile dividing `rows` whose f32 working copy stays within about 2 MiB of VMEM.
+    for tile in (512, 256, 128, 64, 32, 16, 8):
+        if rows % tile == 0 and tile * hidden * 4 <= 2 * 1024 * 1024:
+            return tile
+    return rows
+
+
+def _rmsnorm_kernel(x_ref, scale_ref, o_ref, *, epsilon):
+    x = x_ref[...].astype(jnp.float32)
+    mean_square = jnp.sum(x * x, axis=-1, keepdims=True) / x.shape[0]
+    r = jax.lax.rsqrt(mean_square + epsilon)
+    o_ref[...] = (x * r).astype(o_ref.dtype) * scale_ref[...]
+
+
+def computation(x, scale, epsilon):
+    hidden = x.shape[-1]
+    rows = x.size // hidden
+    tile = _row_tile(rows, hidden)
+    out = pl.pallas_call(
+        functools.partial(_rmsnorm_kernel, epsilon=epsilon),
+        grid=(rows // tile,),
+        in_specs=[
+            pl.BlockSpec((tile, hidden), lambda i: (i, 0)),
+            pl.BlockSpec((1, hidden), lambda i: (0, 0)),
+        ],
+        out_specs=pl.BlockSpec((tile, hidden), lambda i: (i, 0)),
+        out_shape=jax.ShapeDtypeStruct((rows, hidden), x.dtype),
+    )(x.reshape(rows, hidden), scale.reshape(1, hidden))
+    return out.reshape(x.shape)
