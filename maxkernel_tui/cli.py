@@ -3,17 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
-from typing import Any
 
 from maxkernel_tui import __version__
-from maxkernel_tui.config import cache_dir
-from maxkernel_tui.kernels.loader import builtin_suite_dir, find_task, load_tasks
-from maxkernel_tui.kernels.targets import DEFAULT_TARGET, TARGETS
-from maxkernel_tui.kernels.task import Task, TaskError
-from maxkernel_tui.kernels.listing import format_task, task_record
+from maxkernel_tui.commands import bench, evaluate, tasks
+from maxkernel_tui.kernels.task import TaskError
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -24,121 +19,28 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"maxkernel-tui {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-
     where = argparse.ArgumentParser(add_help=False)
     where.add_argument("--path", type=Path, metavar="DIR",
                        help="a folder of task folders in the JaxBench/MaxKernel adapted format "
                             "(default: the built-in 50-task suite)")
-
-    tasks = commands.add_parser(
-        "tasks", parents=[where], help="list benchmark tasks",
-        description="List tasks: id, category, operation, shapes and dtypes per configuration, "
-        "and the reference's flops and bytes from XLA's cost analysis at production shapes, "
-        "compiled ahead of time for a TPU (libtpu; no TPU needed). Results are cached.",
-    )
-    tasks.add_argument("--json", action="store_true", help="print JSON instead of text")
-    tasks.add_argument("--no-cost", action="store_true", help="skip the TPU compile (shapes only)")
-    tasks.add_argument("--target", default=DEFAULT_TARGET, choices=sorted(TARGETS),
-                       help="TPU generation to compile for first (default %(default)s); a "
-                            "reference too large for its HBM moves to a larger generation")
-    tasks.add_argument("--refresh", action="store_true", help="recompute instead of using the cache")
-    tasks.add_argument("--workers", type=int, default=2, help="worker processes (default %(default)s)")
-    tasks_commands = tasks.add_subparsers(dest="tasks_command", metavar="show")
-    show = tasks_commands.add_parser(
-        "show", parents=[where], help="print a task's reference with syntax highlighting",
-        description="Print a task's metadata and its reference.py, highlighted on a terminal.",
-    )
-    show.add_argument("task_id", help="task id, or its number prefix such as 12p")
+    tasks.add_parser(commands, where)
+    evaluate.add_parser(commands)
+    bench.add_parser(commands)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command is None:
+        from maxkernel_tui.app import MaxKernelApp  # Textual only when the workbench opens
+
+        MaxKernelApp().run()
+        return 0
     try:
-        if args.command == "tasks" and args.tasks_command == "show":
-            return _show_task(args)
-        if args.command == "tasks":
-            return _list_tasks(args)
+        return args.run(args)
     except TaskError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    from maxkernel_tui.app import MaxKernelApp  # Textual only when the workbench opens
-
-    MaxKernelApp().run()
-    return 0
-
-
-def _load(path: Path | None) -> tuple[list[Task], list[TaskError]]:
-    return load_tasks(path if path is not None else builtin_suite_dir())
-
-
-def _list_tasks(args: argparse.Namespace) -> int:
-    from maxkernel_tui.kernels.catalog import describe_tasks
-
-    tasks, errors = _load(args.path)
-    progress = _Progress() if sys.stderr.isatty() and not args.json else None
-    descriptions = describe_tasks(
-        tasks, cache_dir(), with_cost=not args.no_cost, target=args.target,
-        workers=args.workers, refresh=args.refresh,
-        on_progress=progress.update if progress else None,
-    )
-    if progress:
-        progress.finish()
-    records = [task_record(t, descriptions[t.task_id]) for t in tasks]
-    failed = [r for r in records if "error" in r]
-    if args.json:
-        print(json.dumps({"tasks": records, "errors": [str(e) for e in errors]}, indent=1))
-    else:
-        for record in records:
-            print(format_task(record))
-        for error in errors:
-            print(f"error: {error}", file=sys.stderr)
-        print(f"{len(records)} tasks, {len(failed) + len(errors)} with errors", file=sys.stderr)
-    return 1 if failed or errors else 0
-
-
-def _show_task(args: argparse.Namespace) -> int:
-    tasks, errors = _load(args.path)
-    try:
-        task = find_task(args.task_id, tasks)
-    except KeyError:
-        known = ", ".join(t.task_id for t in tasks[:5])
-        problems = "".join(f"\n  {e}" for e in errors)
-        print(f"error: no task {args.task_id!r} (e.g. {known}){problems}", file=sys.stderr)
-        return 2
-    header = (f"# {task.task_id}  [{task.category}] {task.operation}\n"
-              f"# {task.folder}\n# configurations: {', '.join(task.configs)}; "
-              + "; ".join(f"{c}: atol {t.atol:g} rtol {t.rtol:g}" for c, t in task.tolerances.items()))
-    source = task.reference_path.read_text(encoding="utf-8")
-    print(header)
-    print(_highlight(source) if sys.stdout.isatty() else source, end="")
-    return 0
-
-
-def _highlight(source: str) -> str:
-    from pygments import highlight
-    from pygments.formatters import TerminalFormatter
-    from pygments.lexers import PythonLexer
-
-    return highlight(source, PythonLexer(), TerminalFormatter())
-
-
-class _Progress:
-    """One updating status line on stderr while workers describe tasks."""
-
-    def __init__(self) -> None:
-        self.done = 0
-
-    def update(self, task_id: str, answer: dict[str, Any]) -> None:
-        self.done += 1
-        mark = "error" if "error" in answer else "ok"
-        sys.stderr.write(f"\r\033[Kdescribing tasks not in the cache (shapes, AOT TPU compile): "
-                         f"{self.done} done, last {task_id} {mark}")
-        sys.stderr.flush()
-
-    def finish(self) -> None:
-        if self.done:
-            sys.stderr.write("\r\033[K")
 
 
 if __name__ == "__main__":

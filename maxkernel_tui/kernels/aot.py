@@ -59,7 +59,8 @@ def compile_for_tpu(fn: Callable, specs: Sequence[jax.ShapeDtypeStruct], target:
     sharding = _single_device_sharding(target.topology)
     args = [jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sharding) for s in specs]
     try:
-        return jax.jit(fn).lower(*args).compile()
+        # keep_unused: an argument the program ignores still pins it to the TPU device
+        return jax.jit(fn, keep_unused=True).lower(*args).compile()
     except Exception as error:
         text = str(error)
         if "RESOURCE_EXHAUSTED" in text and "HBM" in text:

@@ -44,29 +44,34 @@ def compare_files(candidate_files: list[str], reference_files: list[str], tolera
 def compare_arrays(candidate: np.ndarray, reference: np.ndarray, tolerance: Tolerance) -> Comparison:
     if candidate.shape != reference.shape:
         return _failed(f"output shape {list(candidate.shape)} instead of {list(reference.shape)}")
-    got = candidate.astype(np.float64)
-    want = reference.astype(np.float64)
+    shape = reference.shape
+    got = candidate.astype(np.float64).reshape(-1)  # flat, so 0-d outputs (a scalar loss) work too
+    want = reference.astype(np.float64).reshape(-1)
     bad_values = ~np.isfinite(got) & np.isfinite(want)
     if bad_values.any():
-        index = tuple(int(i) for i in np.argwhere(bad_values)[0])
-        kind = "NaN" if np.isnan(got[index]) else "infinite"
+        flat = int(np.argmax(bad_values))
+        kind = "NaN" if np.isnan(got[flat]) else "infinite"
         return _failed(f"{int(bad_values.sum())}/{got.size} outputs are NaN or infinite (first {kind} at "
-                       f"{list(index)}); in TPU interpret mode unwritten memory reads as NaN: "
+                       f"{_index(flat, shape)}); in TPU interpret mode unwritten memory reads as NaN: "
                        "is every output block written?")
     error = np.abs(got - want)
     error[np.isnan(got) & np.isnan(want)] = 0.0
-    allowed = tolerance.atol + tolerance.rtol * np.abs(want)
-    outside = error > allowed
-    worst = np.unravel_index(int(np.argmax(error)), error.shape) if error.size else ()
+    outside = error > tolerance.atol + tolerance.rtol * np.abs(want)
+    if not error.size:
+        return Comparison(True, 0.0, 0.0, (), 0, 0)
     relative = error / np.maximum(np.abs(want), np.finfo(np.float64).tiny)
     return Comparison(
         ok=not outside.any(),
-        max_abs=float(error.max()) if error.size else 0.0,
-        max_rel=float(relative[np.isfinite(relative)].max()) if error.size else 0.0,
-        worst_index=tuple(int(i) for i in worst),
+        max_abs=float(error.max()),
+        max_rel=float(relative[np.isfinite(relative)].max(initial=0.0)),
+        worst_index=tuple(_index(int(np.argmax(error)), shape)),
         mismatched=int(outside.sum()),
         total=int(error.size),
     )
+
+
+def _index(flat: int, shape: tuple[int, ...]) -> list[int]:
+    return [int(i) for i in np.unravel_index(flat, shape)] if shape else []
 
 
 def _failed(problem: str) -> Comparison:

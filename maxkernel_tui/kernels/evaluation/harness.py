@@ -39,6 +39,10 @@ _STAGES = ("trace", "tpu_lower", "tpu_compile", "numerics")
 _OOM_SIGNS = ("MemoryError", "RESOURCE_EXHAUSTED", "bad_alloc", "Cannot allocate memory", "std::bad_alloc")
 
 
+class UsageError(ValueError):
+    """The request itself is wrong (e.g. a TPU generation libtpu does not know)."""
+
+
 @dataclass(frozen=True)
 class EvalOptions:
     target: str = DEFAULT_TARGET
@@ -46,6 +50,7 @@ class EvalOptions:
     seeds: int = 3  # fresh random seeds on the check configuration
     timeout: float = 300.0  # seconds for everything the candidate does
     detect_races: bool = False
+    require_pallas: bool = True  # False only for sanity runs of a reference against itself
 
 
 def worker_env() -> dict[str, str]:
@@ -98,7 +103,7 @@ class Harness:
                        runs: list[tuple[str, int]], report: EvalReport) -> dict[tuple[str, int], dict[str, Any]]:
         request = {"kernel": str(workdir / "kernel.py"), "task": str(task.folder), "target": options.target,
                    "bench_config": task.configs[0], "runs": runs, "out_dir": str(workdir),
-                   "detect_races": options.detect_races}
+                   "detect_races": options.detect_races, "require_pallas": options.require_pallas}
         outputs: dict[tuple[str, int], dict[str, Any]] = {}
         deadline = time.monotonic() + options.timeout
         stage_started = time.monotonic()
@@ -117,6 +122,8 @@ class Harness:
                     return outputs
             elif "run" in event:
                 outputs[(event["run"]["config"], event["run"]["seed"])] = event["run"]
+            elif "usage_error" in event:
+                raise UsageError(event["usage_error"]["detail"])
             elif "error" in event:
                 report.add(Check(_stage_in_progress(report), FAIL, f"harness error: {event['error']['detail']}"))
             elif "done" in event:

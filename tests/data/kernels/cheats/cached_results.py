@@ -7,7 +7,8 @@ per shape passes; a second seed on the same shape mismatches. The memo sits behi
 jax.lax.platform_dependent so that lowering for TPU (where a host callback cannot be lowered
 from a CPU process) sees only the honest branch and every check before numerics passes.
 
-Expected: rejected by numerics
+Expected: rejected by static (a host callback from device code). Were callbacks allowed, the
+second fresh seed of the numerics check would mismatch.
 """
 import functools
 

@@ -1,0 +1,1 @@
+"""The subcommands of `maxkernel-tui`, one module each: `add_parser` and the function it runs."""

@@ -1,0 +1,139 @@
+"""`maxkernel-tui bench`: evaluate a directory of candidates against a suite. No jax here.
+
+Candidates are files named after task ids (`12p_RMSNorm.py`, or just `12p.py`). Without
+`--kernels`, every reference is evaluated against itself: a sanity run of the whole pipeline.
+Results are appended to a JSON-lines file as each task finishes, so an interrupted run resumes
+where it stopped (a task is redone only when its kernel or task files changed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from maxkernel_tui.config import cache_dir
+from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
+from maxkernel_tui.kernels.evaluation.report import ACCEPTED
+from maxkernel_tui.kernels.loader import builtin_suite_dir, load_tasks
+from maxkernel_tui.kernels.targets import DEFAULT_TARGET
+from maxkernel_tui.kernels.task import Task, TaskError
+
+
+def add_parser(commands: Any) -> None:
+    parser = commands.add_parser(
+        "bench", help="evaluate a directory of candidate kernels against a suite",
+        description="Evaluate candidates named after task ids against a suite; without --kernels, "
+        "every reference against itself (sanity run). Prints a table and a summary; resumes.",
+    )
+    parser.add_argument("--suite", default="builtin", metavar="builtin|DIR",
+                        help="the built-in suite or a folder of task folders (default builtin)")
+    parser.add_argument("--kernels", type=Path, metavar="DIR", help="folder of <task_id>.py candidates")
+    parser.add_argument("--tpu", default=DEFAULT_TARGET, metavar="GEN")
+    parser.add_argument("--timeout", type=float, default=300.0, metavar="SECONDS")
+    parser.add_argument("--results", type=Path, metavar="FILE",
+                        help="JSON-lines results file to resume from (default: in the cache directory)")
+    parser.add_argument("--json", action="store_true", help="print the results as one JSON object")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    suite = builtin_suite_dir() if args.suite == "builtin" else Path(args.suite)
+    tasks, errors = load_tasks(suite)
+    for error in errors:
+        print(f"error: {error}", file=sys.stderr)
+    pairs = _pairs(tasks, args.kernels)
+    if not pairs:
+        raise TaskError(args.kernels or suite, "no candidate named after a task id")
+    results_path = args.results or _default_results(suite, args.kernels)
+    done = _read_results(results_path)
+    options = EvalOptions(target=args.tpu, timeout=args.timeout, require_pallas=args.kernels is not None)
+    results = []
+    with Harness() as harness:
+        for task, kernel in pairs:
+            key = _key(task, kernel, options)
+            if key in done:
+                results.append(done[key])
+                continue
+            report = harness.evaluate(kernel, task, options)
+            row = {"key": key, "task": task.task_id, "kernel": str(kernel), **_summary(report.to_json())}
+            _append(results_path, row)
+            results.append(row)
+            if not args.json:
+                print(_format_row(row), flush=True)
+    if args.json:
+        print(json.dumps({"results": results, "summary": _totals(results), "results_file": str(results_path)}))
+    else:
+        print(_format_totals(_totals(results), results_path))
+    return 0 if all(r["verdict"] == ACCEPTED for r in results) and not errors else 1
+
+
+def _pairs(tasks: list[Task], kernels: Path | None) -> list[tuple[Task, Path]]:
+    if kernels is None:
+        return [(task, task.reference_path) for task in tasks]
+    files = {p.stem: p for p in kernels.glob("*.py")}
+    pairs = []
+    for task in tasks:
+        kernel = files.get(task.task_id) or files.get(task.task_id.split("_", 1)[0])
+        if kernel is not None:
+            pairs.append((task, kernel))
+    return pairs
+
+
+def _key(task: Task, kernel: Path, options: EvalOptions) -> str:
+    digest = hashlib.sha256()
+    for part in (kernel.read_bytes(), task.reference_path.read_bytes(), task.yaml_path.read_bytes(),
+                 f"{options.target}|{options.require_pallas}".encode()):
+        digest.update(hashlib.sha256(part).digest())
+    return digest.hexdigest()[:24]
+
+
+def _summary(report: dict[str, Any]) -> dict[str, Any]:
+    failed = next((c for c in report["checks"] if c["status"] == "fail"), None)
+    return {"verdict": report["verdict"], "failed_check": failed["name"] if failed else None,
+            "detail": failed["detail"] if failed else "", "timings": report["timings"],
+            "seconds": round(sum(c["seconds"] for c in report["checks"]), 1)}
+
+
+def _default_results(suite: Path, kernels: Path | None) -> Path:
+    name = hashlib.sha256(f"{suite.resolve()}|{kernels.resolve() if kernels else 'sanity'}".encode()).hexdigest()
+    return cache_dir() / "bench" / f"{name[:16]}.jsonl"
+
+
+def _read_results(path: Path) -> dict[str, dict[str, Any]]:
+    rows: dict[str, dict[str, Any]] = {}
+    if path.is_file():
+        for line in path.read_text().splitlines():
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a line cut short by a kill; that task is redone
+            rows[row["key"]] = row
+    return rows
+
+
+def _append(path: Path, row: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as handle:
+        handle.write(json.dumps(row) + "\n")
+
+
+def _totals(results: list[dict[str, Any]]) -> dict[str, Any]:
+    timed = [r for r in results if r["timings"]]
+    return {"tasks": len(results), "correct": sum(r["verdict"] == ACCEPTED for r in results),
+            "timed": len(timed), "fast_p": None if not timed else "see timings"}
+
+
+def _format_row(row: dict[str, Any]) -> str:
+    mark = "✓" if row["verdict"] == ACCEPTED else "✗"
+    why = f"  {row['failed_check']}: {row['detail'][:110]}" if row["failed_check"] else ""
+    return f"{mark} {row['task']:<58} {row['verdict']:<9} {row['seconds']:6.1f}s{why}"
+
+
+def _format_totals(totals: dict[str, Any], path: Path) -> str:
+    fast = ("fast_p: not available: no timings (no TPU here; CPU interpret-mode times are not kernel times)"
+            if totals["timed"] == 0 else f"timed: {totals['timed']}")
+    return f"correct {totals['correct']}/{totals['tasks']}; {fast}\nresults: {path}"

@@ -1,0 +1,120 @@
+"""`maxkernel-tui tasks` and `tasks show`: list tasks and print a reference. No jax here."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from maxkernel_tui.config import cache_dir
+from maxkernel_tui.kernels.listing import format_task, task_record
+from maxkernel_tui.kernels.loader import builtin_suite_dir, find_task, load_tasks
+from maxkernel_tui.kernels.targets import DEFAULT_TARGET, TARGETS
+from maxkernel_tui.kernels.task import Task, TaskError
+
+
+def add_parser(commands: Any, where: argparse.ArgumentParser) -> None:
+    tasks = commands.add_parser(
+        "tasks", parents=[where], help="list benchmark tasks",
+        description="List tasks: id, category, operation, shapes and dtypes per configuration, "
+        "and the reference's flops and bytes from XLA's cost analysis at production shapes, "
+        "compiled ahead of time for a TPU (libtpu; no TPU needed). Results are cached.",
+    )
+    tasks.add_argument("--json", action="store_true", help="print JSON instead of text")
+    tasks.add_argument("--no-cost", action="store_true", help="skip the TPU compile (shapes only)")
+    tasks.add_argument("--target", default=DEFAULT_TARGET, choices=sorted(TARGETS),
+                       help="TPU generation to compile for first (default %(default)s); a "
+                            "reference too large for its HBM moves to a larger generation")
+    tasks.add_argument("--refresh", action="store_true", help="recompute instead of using the cache")
+    tasks.add_argument("--workers", type=int, default=2, help="worker processes (default %(default)s)")
+    tasks.set_defaults(run=list_tasks)
+    tasks_commands = tasks.add_subparsers(dest="tasks_command", metavar="show")
+    show = tasks_commands.add_parser(
+        "show", parents=[where], help="print a task's reference with syntax highlighting",
+        description="Print a task's metadata and its reference.py, highlighted on a terminal.",
+    )
+    show.add_argument("task_id", help="task id, or its number prefix such as 12p")
+    show.set_defaults(run=show_task)
+
+
+def resolve_task(name: str, path: Path | None = None) -> Task:
+    """A task folder path, or an id (or id number) in `path` or the built-in suite."""
+    from maxkernel_tui.kernels.loader import load_task
+
+    if Path(name).is_dir():
+        return load_task(name)
+    tasks, errors = load_tasks(path if path is not None else builtin_suite_dir())
+    try:
+        return find_task(name, tasks)
+    except KeyError:
+        problems = "".join(f"\n  {e}" for e in errors)
+        known = ", ".join(t.task_id for t in tasks[:4])
+        raise TaskError(path or builtin_suite_dir(), f"no task {name!r} (e.g. {known}){problems}") from None
+
+
+def _load(path: Path | None) -> tuple[list[Task], list[TaskError]]:
+    return load_tasks(path if path is not None else builtin_suite_dir())
+
+
+def list_tasks(args: argparse.Namespace) -> int:
+    from maxkernel_tui.kernels.catalog import describe_tasks
+
+    tasks, errors = _load(args.path)
+    progress = _Progress() if sys.stderr.isatty() and not args.json else None
+    descriptions = describe_tasks(
+        tasks, cache_dir(), with_cost=not args.no_cost, target=args.target,
+        workers=args.workers, refresh=args.refresh,
+        on_progress=progress.update if progress else None,
+    )
+    if progress:
+        progress.finish()
+    records = [task_record(t, descriptions[t.task_id]) for t in tasks]
+    failed = [r for r in records if "error" in r]
+    if args.json:
+        print(json.dumps({"tasks": records, "errors": [str(e) for e in errors]}, indent=1))
+    else:
+        for record in records:
+            print(format_task(record))
+        for error in errors:
+            print(f"error: {error}", file=sys.stderr)
+        print(f"{len(records)} tasks, {len(failed) + len(errors)} with errors", file=sys.stderr)
+    return 1 if failed or errors else 0
+
+
+def show_task(args: argparse.Namespace) -> int:
+    task = resolve_task(args.task_id, args.path)
+    header = (f"# {task.task_id}  [{task.category}] {task.operation}\n"
+              f"# {task.folder}\n# configurations: {', '.join(task.configs)}; "
+              + "; ".join(f"{c}: atol {t.atol:g} rtol {t.rtol:g}" for c, t in task.tolerances.items()))
+    source = task.reference_path.read_text(encoding="utf-8")
+    print(header)
+    print(_highlight(source) if sys.stdout.isatty() else source, end="")
+    return 0
+
+
+def _highlight(source: str) -> str:
+    from pygments import highlight
+    from pygments.formatters import TerminalFormatter
+    from pygments.lexers import PythonLexer
+
+    return highlight(source, PythonLexer(), TerminalFormatter())
+
+
+class _Progress:
+    """One updating status line on stderr while workers describe tasks."""
+
+    def __init__(self) -> None:
+        self.done = 0
+
+    def update(self, task_id: str, answer: dict[str, Any]) -> None:
+        self.done += 1
+        mark = "error" if "error" in answer else "ok"
+        sys.stderr.write(f"\r\033[Kdescribing tasks not in the cache (shapes, AOT TPU compile): "
+                         f"{self.done} done, last {task_id} {mark}")
+        sys.stderr.flush()
+
+    def finish(self) -> None:
+        if self.done:
+            sys.stderr.write("\r\033[K")

@@ -1,0 +1,39 @@
+"""Output comparison: allclose in float64, NaN from unwritten memory named, worst element located."""
+
+import numpy as np
+
+from maxkernel_tui.kernels.evaluation.compare import compare_arrays, compare_files
+from maxkernel_tui.kernels.task import Tolerance
+
+TOL = Tolerance(atol=0.01, rtol=0.01)
+
+
+def test_within_tolerance_reports_the_worst_element():
+    reference = np.linspace(-1, 1, 64).reshape(8, 8)
+    candidate = reference.copy()
+    candidate[3, 5] += 0.005
+    result = compare_arrays(candidate, reference, TOL)
+    assert result.ok and result.worst_index == (3, 5) and np.isclose(result.max_abs, 0.005)
+
+
+def test_outside_tolerance_counts_mismatches():
+    reference = np.ones((4, 4))
+    candidate = reference.copy()
+    candidate[0, :2] = 1.5
+    result = compare_arrays(candidate, reference, TOL)
+    assert not result.ok and result.mismatched == 2 and result.total == 16
+    assert "2/16 elements outside tolerance" in result.describe()
+
+
+def test_nan_from_unwritten_memory_is_named():
+    candidate = np.ones((4, 4), np.float32)
+    candidate[2:] = np.nan
+    result = compare_arrays(candidate, np.ones((4, 4)), TOL)
+    assert not result.ok and "8/16 outputs are NaN or infinite (first NaN at [2, 0])" in result.describe()
+    assert "is every output block written?" in result.describe()
+
+
+def test_shape_mismatch_and_output_count(tmp_path):
+    assert "output shape [4] instead of [5]" in compare_arrays(np.ones(4), np.ones(5), TOL).describe()
+    np.save(tmp_path / "a.npy", np.ones(3))
+    assert "1 outputs instead of 2" in compare_files([str(tmp_path / "a.npy")], ["x", "y"], TOL).describe()

@@ -1,0 +1,94 @@
+"""The harness end to end: honest kernels accepted, each cheat rejected for its reason, and the
+caller unharmed by kernels that hang, crash or eat memory."""
+
+import json
+import pathlib
+
+import pytest
+
+from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness, worker_env
+from maxkernel_tui.kernels.loader import find_task
+
+KERNELS = pathlib.Path(__file__).resolve().parents[2] / "data" / "kernels"
+SECRET = "sk-test-0123456789-secret"
+
+HONEST = ["12p_RMSNorm", "8p_GEMM", "41k_Gemm_Add_ReLU", "36k_Matmul_Sigmoid_Sum", "14p_Ragged_Dot",
+          "1p_Flash_Attention"]
+
+# cheat file -> (task, check that rejects it, words of the reason)
+CHEATS = {
+    "plain_jnp": ("41k", "trace", "no pallas_call"),
+    "trivial_wrapper": ("41k", "trace", "heavy work runs in XLA outside the Pallas kernel"),
+    "calls_reference": ("41k", "static", "uses the import system"),
+    "cached_results": ("12p", "static", "calls back into Python from device code"),
+    "hardcoded_shapes": ("12p", "heldout", "outputs are NaN or infinite"),
+    "patches_timer": ("41k", "static", "touches clocks"),
+    "partial_write": ("12p", "numerics", "is every output block written?"),
+    "wrong_numerics": ("12p", "numerics", "elements outside tolerance"),
+    "constant_output": ("41k", "numerics", "elements outside tolerance"),
+    "oob_read": ("12p", "numerics", "Out-of-bounds"),
+    "bad_block_shape": ("41k", "tpu_lower", "divisible by 8 and 128"),
+    "vmem_blowup": ("41k", "tpu_compile", "would exceed memory (size=134217728)"),
+    "reads_secrets": ("12p", "static", "reaches the environment"),
+    "obfuscated_env": ("12p", "static", "imports modules dynamically"),
+}
+
+
+@pytest.fixture(scope="module")
+def harness():
+    with Harness() as shared:
+        yield shared
+
+
+@pytest.mark.parametrize("task_id", HONEST)
+def test_honest_kernels_are_accepted(harness, suite_tasks, task_id):
+    report = harness.evaluate(KERNELS / "honest" / f"{task_id}.py", find_task(task_id, suite_tasks))
+    assert report.verdict == "accepted", report.failure
+    checks = {c.name: c for c in report.checks}
+    assert [c.name for c in report.checks] == ["static", "trace", "tpu_lower", "tpu_compile", "numerics",
+                                               "heldout", "timing"]
+    assert checks["numerics"].detail.startswith("3 run(s) within tolerance")
+    assert checks["timing"].status == "skip" and "no TPU" in checks["timing"].detail
+    assert len(set(report.seeds)) == 3
+
+
+@pytest.mark.parametrize("cheat", sorted(CHEATS))
+def test_each_cheat_is_rejected_for_its_reason(harness, suite_tasks, cheat):
+    task, check, reason = CHEATS[cheat]
+    report = harness.evaluate(KERNELS / "cheats" / f"{cheat}.py", find_task(task, suite_tasks))
+    assert report.verdict == "rejected"
+    assert report.failure.name == check, report.failure
+    assert reason in report.failure.detail
+    assert report.checks[-1] is report.failure  # it stopped at the first failure
+
+
+def test_hanging_crashing_and_hungry_kernels_leave_the_caller_working(suite_tasks):
+    rmsnorm = find_task("12p", suite_tasks)
+    with Harness(memory_bytes=4 * 2**30) as harness:
+        hang = harness.evaluate(KERNELS / "cheats" / "hangs.py", rmsnorm, EvalOptions(timeout=15))
+        crash = harness.evaluate(KERNELS / "cheats" / "crashes.py", rmsnorm)
+        hungry = harness.evaluate(KERNELS / "cheats" / "eats_memory.py", rmsnorm)
+        honest = harness.evaluate(KERNELS / "honest" / "12p_RMSNorm.py", rmsnorm)
+    assert "timed out after 15 s (process group killed)" in hang.failure.detail
+    assert "crashed: worker died (killed by SIGSEGV)" in crash.failure.detail
+    assert "out of memory (process limit 4 GiB)" in hungry.failure.detail
+    assert honest.verdict == "accepted"
+
+
+def test_no_secret_reaches_a_kernel_or_a_report(suite_tasks, monkeypatch):
+    monkeypatch.setenv("GEMINI_API_KEY", SECRET)
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    assert SECRET not in json.dumps(worker_env())
+    with Harness() as harness:
+        reports = [harness.evaluate(KERNELS / "cheats" / f"{name}.py", find_task("12p", suite_tasks))
+                   for name in ("reads_secrets", "obfuscated_env", "crashes")]
+    for report in reports:
+        assert report.verdict == "rejected"
+        assert SECRET not in json.dumps(report.to_json())
+
+
+def test_sanity_run_of_a_reference_against_itself(harness, suite_tasks):
+    task = find_task("13p", suite_tasks)
+    report = harness.evaluate(task.reference_path, task, EvalOptions(require_pallas=False, seeds=1))
+    assert report.verdict == "accepted", report.failure
+    assert "sanity run" in report.checks[1].detail
