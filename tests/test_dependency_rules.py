@@ -39,8 +39,9 @@ def test_agents_never_import_textual():
 
 def test_ui_and_cli_do_not_import_jax():
     code = ("import sys, maxkernel_tui.cli, maxkernel_tui.app, maxkernel_tui.screens.task_picker, "
-            "maxkernel_tui.kernels.catalog, maxkernel_tui.kernels.listing; "
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('jax', 'jaxlib', 'numpy')))")
+            "maxkernel_tui.kernels.catalog, maxkernel_tui.kernels.listing, maxkernel_tui.kernels.evaluation.harness, "
+            "maxkernel_tui.commands.evaluate, maxkernel_tui.commands.bench; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('jax', 'jaxlib')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 

@@ -58,7 +58,7 @@ def _first_lines(error: BaseException, limit: int = 700) -> str:
     return " | ".join(lines)[:limit]
 
 
-def _load_candidate(path: Path) -> Any:
+def load_candidate(path: Path) -> Any:
     spec = importlib.util.spec_from_file_location("candidate_kernel", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -76,7 +76,7 @@ def evaluate_candidate(request: dict[str, Any]) -> None:
     task = load_task(request["task"])
     reference = runtime.load_reference(task)
     try:
-        candidate = _load_candidate(Path(request["kernel"]))
+        candidate = load_candidate(Path(request["kernel"]))
     except Exception as error:
         _check("trace", "fail", f"the kernel fails to import: {_first_lines(error)}", start)
         return

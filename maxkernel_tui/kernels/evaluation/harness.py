@@ -90,13 +90,15 @@ class Harness:
         try:
             (workdir / "kernel.py").write_text(source)  # the candidate never sees its original folder
             events = self._run_candidate(worker, workdir, task, options, runs, report)
+            worker.close()
             if report.failure is None and runs:
                 self._check_numerics(task, runs, events, workdir, report)
+            if report.failure is None:
+                check, report.timings = timing_check(workdir / "kernel.py", task, options.timeout)
+                report.add(check)
         finally:
             worker.close()
             shutil.rmtree(workdir, ignore_errors=True)
-        if report.failure is None:
-            report.add(timing_check())
         return report
 
     def _run_candidate(self, worker: LineWorker, workdir: Path, task: Task, options: EvalOptions,

@@ -1,0 +1,67 @@
+"""Times a candidate against the XLA reference on a real TPU, in a fresh process. Imports jax.
+
+    python -m maxkernel_tui.kernels.evaluation.timing_worker
+
+One request ({"kernel", "task", "config", "repeats", "warmups"}), one answer: per-call wall
+times around `block_until_ready` of the compiled candidate and reference, interleaved, on
+inputs rotated between fresh seeds so no call can reuse the previous one's result. Only runs
+after the candidate passed every other check (static rules forbid touching clocks).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import jax
+from jax.experimental.pallas import tpu as pltpu
+
+from maxkernel_tui.kernels import reference_runtime as runtime
+from maxkernel_tui.kernels.evaluation.candidate_worker import load_candidate
+from maxkernel_tui.kernels.loader import load_task
+from maxkernel_tui.kernels.workers import READY
+
+INPUT_SETS = 2  # rotated; production inputs can take GBs of HBM each
+
+
+def measure(request: dict[str, Any]) -> dict[str, Any]:
+    task = load_task(request["task"])
+    reference = runtime.load_reference(task)
+    candidate = load_candidate(Path(request["kernel"]))
+    inputs = [runtime.make_inputs(task, reference, request["config"], seed) for seed in range(INPUT_SETS)]
+    static = inputs[0][1]
+    device = jax.devices()[0]
+    # On anything but a TPU this is only a plumbing check: interpret mode, and the caller is told.
+    interpret = pltpu.force_tpu_interpret_mode() if device.platform != "tpu" else contextlib.nullcontext()
+    with interpret:
+        programs = {
+            "candidate": jax.jit(lambda *d: candidate.computation(*d, *static)),
+            "reference": runtime.jitted_reference(reference, len(inputs[0][0]), len(static)),
+        }
+        samples: dict[str, list[float]] = {name: [] for name in programs}
+        for name, program in programs.items():
+            for i in range(request["warmups"]):
+                jax.block_until_ready(program(*inputs[i % INPUT_SETS][0], *([] if name == "candidate" else static)))
+        for repeat in range(request["repeats"]):
+            dynamic = inputs[repeat % INPUT_SETS][0]
+            for name, program in programs.items():
+                args = (*dynamic,) if name == "candidate" else (*dynamic, *static)
+                start = time.perf_counter()
+                jax.block_until_ready(program(*args))
+                samples[name].append(time.perf_counter() - start)
+    return {"device": device.device_kind, "platform": device.platform, "samples": samples}
+
+
+def main() -> None:
+    print(json.dumps(READY), flush=True)
+    line = sys.stdin.readline()
+    if line.strip():
+        print(json.dumps(measure(json.loads(line))), flush=True)
+
+
+if __name__ == "__main__":
+    main()
