@@ -66,3 +66,14 @@ def test_bench_with_kernels_prints_a_table(tmp_path):
     assert done.returncode == 1
     assert "✓ 12p_RMSNorm" in done.stdout and "✗ 41k_Gemm_Add_ReLU" in done.stdout
     assert "correct 1/2; fast_p: not available: no timings (no TPU here" in done.stdout
+
+
+def test_fast_p_counts_only_correct_and_significantly_faster_tasks():
+    from maxkernel_tui.commands.bench import _totals
+
+    win = [{"what": "speedup over the XLA reference", "significant": True, "ratio": 1.4}]
+    noise = [{"what": "speedup over the XLA reference", "significant": False, "ratio": 1.1}]
+    rows = [{"verdict": "accepted", "timings": win}, {"verdict": "accepted", "timings": noise},
+            {"verdict": "rejected", "timings": []}, {"verdict": "accepted", "timings": win}]
+    assert _totals(rows) == {"tasks": 4, "correct": 3, "timed": 3, "fast_p": {"p": 1.0, "fast": 0.5}}
+    assert _totals(rows[2:3])["fast_p"] is None

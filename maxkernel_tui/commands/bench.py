@@ -122,9 +122,13 @@ def _append(path: Path, row: dict[str, Any]) -> None:
 
 
 def _totals(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """Correct count, and fast_1: the share of tasks both correct and significantly faster than
+    the XLA reference (only where timings exist, i.e. on a TPU)."""
     timed = [r for r in results if r["timings"]]
+    fast = [r for r in timed if r["verdict"] == ACCEPTED and any(
+        t.get("significant") and t["what"] == "speedup over the XLA reference" for t in r["timings"])]
     return {"tasks": len(results), "correct": sum(r["verdict"] == ACCEPTED for r in results),
-            "timed": len(timed), "fast_p": None if not timed else "see timings"}
+            "timed": len(timed), "fast_p": None if not timed else {"p": 1.0, "fast": len(fast) / len(results)}}
 
 
 def _format_row(row: dict[str, Any]) -> str:
@@ -135,5 +139,7 @@ def _format_row(row: dict[str, Any]) -> str:
 
 def _format_totals(totals: dict[str, Any], path: Path) -> str:
     fast = ("fast_p: not available: no timings (no TPU here; CPU interpret-mode times are not kernel times)"
-            if totals["timed"] == 0 else f"timed: {totals['timed']}")
+            if totals["fast_p"] is None else
+            f"fast_1 {totals['fast_p']['fast']:.2f} (correct and significantly faster than XLA, measured on TPU; "
+            f"{totals['timed']} timed)")
     return f"correct {totals['correct']}/{totals['tasks']}; {fast}\nresults: {path}"

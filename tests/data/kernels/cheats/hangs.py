@@ -1,50 +1,13 @@
 """Cheat category: hang.
 
-computation spins in an infinite Python loop before it ever builds a kernel, so tracing never
-returns; only a wall-clock limit on the candidate's process stops it.
+computation spins in an infinite Python loop, so tracing never returns; only a wall-clock limit
+on the candidate's process stops it.
 
 Expected: rejected by timeout
 """
-import functools
-
-import jax
-import jax.numpy as jnp
-from jax.experimental import pallas as pl
-
-
-def _row_tile(rows, hidden):
-    # Largest row tile dividing `rows` whose f32 working copy stays within about 2 MiB of VMEM.
-    for tile in (512, 256, 128, 64, 32, 16, 8):
-        if rows % tile == 0 and tile * hidden * 4 <= 2 * 1024 * 1024:
-            return tile
-    return rows
-
-
-def _rmsnorm_kernel(x_ref, scale_ref, o_ref, *, epsilon):
-    x = x_ref[...].astype(jnp.float32)
-    r = jax.lax.rsqrt(jnp.mean(x * x, axis=-1, keepdims=True) + epsilon)
-    o_ref[...] = (x * r).astype(o_ref.dtype) * scale_ref[...]
-
-
-def _rmsnorm(x, scale, epsilon):
-    hidden = x.shape[-1]
-    rows = x.size // hidden
-    tile = _row_tile(rows, hidden)
-    out = pl.pallas_call(
-        functools.partial(_rmsnorm_kernel, epsilon=epsilon),
-        grid=(rows // tile,),
-        in_specs=[
-            pl.BlockSpec((tile, hidden), lambda i: (i, 0)),
-            pl.BlockSpec((1, hidden), lambda i: (0, 0)),
-        ],
-        out_specs=pl.BlockSpec((tile, hidden), lambda i: (i, 0)),
-        out_shape=jax.ShapeDtypeStruct((rows, hidden), x.dtype),
-    )(x.reshape(rows, hidden), scale.reshape(1, hidden))
-    return out.reshape(x.shape)
 
 
 def computation(x, scale, epsilon):
     spins = 0
     while spins >= 0:
         spins += 1
-    return _rmsnorm(x, scale, epsilon)
