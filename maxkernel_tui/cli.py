@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from maxkernel_tui import __version__
-from maxkernel_tui.commands import bench, evaluate, tasks
+from maxkernel_tui.commands import bench, evaluate, profile, tasks
 from maxkernel_tui.kernels.task import TaskError
 
 
@@ -26,6 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     tasks.add_parser(commands, where)
     evaluate.add_parser(commands)
     bench.add_parser(commands)
+    profile.add_parser(commands)
     return parser
 
 

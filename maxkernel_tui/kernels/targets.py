@@ -1,8 +1,11 @@
-"""TPU generations we compile for ahead of time. Data only; no jax here.
+"""TPU generations: what we compile for ahead of time and what the performance model assumes.
+Data only; no jax here.
 
-HBM sizes are the per-chip capacities; the compiler reports slightly less as usable
-(v5e: 15.75 GiB of 16). The performance model extends this table with peak flop/s,
-bandwidth and VMEM.
+Figures are per chip (one jax device), from Google Cloud's TPU system-architecture pages
+(cloud.google.com/tpu/docs/v4, /v5e, /v5p, /v6e, /tpu7x), as read in 2026. VMEM capacities are
+the ones libtpu reports in its "would exceed memory" compile errors (tests/kernels/perf confirms
+them); HBM sizes are the per-chip capacities (the compiler keeps a little: v5e has 15.75 GiB of
+16 usable).
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 GIB = 1024**3
+MIB = 1024**2
 
 
 @dataclass(frozen=True)
@@ -19,15 +23,27 @@ class TpuTarget:
     device_kind: str  # what jax reports for a device of this generation
     hbm_bytes: int
     generation: int  # newer generations are preferred among equal HBM sizes
+    peak_bf16_flops: float = 0.0  # dense bf16 matmul flop/s
+    peak_int8_ops: float | None = None  # int8 matmul op/s, where published
+    hbm_bandwidth: float = 0.0  # bytes/s
+    vmem_bytes: int = 0
+    mxu: tuple[int, int] = (128, 128)
+    tensorcores: int = 1
 
 
 TARGETS: dict[str, TpuTarget] = {
     t.name: t
     for t in (
-        TpuTarget("v5e", "v5e:2x2", "TPU v5 lite", 16 * GIB, 5),
-        TpuTarget("v6e", "v6e:2x2", "TPU v6 lite", 32 * GIB, 6),
-        TpuTarget("v4", "v4:2x2x1", "TPU v4", 32 * GIB, 4),
-        TpuTarget("v5p", "v5p:2x2x1", "TPU v5", 95 * GIB, 5),
+        TpuTarget("v5e", "v5e:2x2", "TPU v5 lite", 16 * GIB, 5, peak_bf16_flops=197e12, peak_int8_ops=394e12,
+                  hbm_bandwidth=819e9, vmem_bytes=128 * MIB, mxu=(128, 128), tensorcores=1),
+        TpuTarget("v6e", "v6e:2x2", "TPU v6 lite", 32 * GIB, 6, peak_bf16_flops=918e12, peak_int8_ops=1836e12,
+                  hbm_bandwidth=1640e9, vmem_bytes=128 * MIB, mxu=(256, 256), tensorcores=1),
+        TpuTarget("v4", "v4:2x2x1", "TPU v4", 32 * GIB, 4, peak_bf16_flops=275e12, peak_int8_ops=None,
+                  hbm_bandwidth=1228e9, vmem_bytes=16 * MIB, mxu=(128, 128), tensorcores=2),
+        TpuTarget("v5p", "v5p:2x2x1", "TPU v5", 95 * GIB, 5, peak_bf16_flops=459e12, peak_int8_ops=918e12,
+                  hbm_bandwidth=2765e9, vmem_bytes=64 * MIB, mxu=(128, 128), tensorcores=2),
+        TpuTarget("tpu7x", "tpu7x:2x2", "TPU7x", 192 * GIB, 7, peak_bf16_flops=2307e12, peak_int8_ops=None,
+                  hbm_bandwidth=7370e9, vmem_bytes=64 * MIB, mxu=(256, 256), tensorcores=2),
     )
 }
 

@@ -1,0 +1,1 @@
+"""Performance: static analysis of Pallas kernels, the TPU performance model, profiles."""

@@ -1,0 +1,218 @@
+"""Static analysis of the Pallas kernels in a program, from its jaxpr. Imports jax.
+
+For each `pallas_call`: the grid, every block (shape, dtype, memory space, bytes), scratch
+buffers, dimension semantics, the VMEM footprint with the pipeline's double buffers, HBM bytes
+moved (a block is fetched again only when its block index changes between consecutive grid
+steps, which we find by evaluating the index maps over the whole grid), and the work per grid
+step from the kernel body (MXU flops of matmuls, vector element operations, transcendentals).
+Nothing here runs the kernel.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.extend import core
+
+# Grids larger than this are not enumerated: every block is assumed fetched at every step.
+MAX_ENUMERATED_STEPS = 1 << 20
+
+_TRANSCENDENTAL = {"exp", "exp2", "log", "log1p", "tanh", "logistic", "sin", "cos", "rsqrt", "sqrt",
+                   "pow", "erf", "erf_inv", "atan2", "expm1", "cbrt"}
+_VECTOR = {"add", "sub", "mul", "div", "max", "min", "neg", "abs", "select_n", "convert_element_type",
+           "integer_pow", "square", "sign", "floor", "ceil", "round", "rem", "and", "or", "xor", "not",
+           "eq", "ne", "lt", "le", "gt", "ge", "reduce_sum", "reduce_max", "reduce_min", "broadcast_in_dim",
+           "iota", "clamp", "nextafter", "shift_left", "shift_right_logical", "shift_right_arithmetic"}
+
+
+@dataclass
+class Block:
+    role: str  # input i / output i / scratch i
+    shape: list[int]
+    array_shape: list[int]  # the whole operand the block tiles
+    dtype: str
+    memory_space: str  # vmem (pipelined), any (left in HBM), smem, semaphore
+    bytes: int
+    fetches: int  # how many times the pipeline moves it between HBM and VMEM
+
+
+@dataclass
+class KernelAnalysis:
+    name: str
+    grid: list[int]
+    dimension_semantics: list[str]
+    blocks: list[Block]
+    scalar_prefetch: int
+    vmem_bytes: int  # double-buffered pipelined blocks + scratch
+    vmem_limit_bytes: int | None  # what the kernel asked for, if anything
+    hbm_bytes: int  # total over the grid
+    steps: int
+    mxu_flops_per_step: float
+    mxu_f32_flops_per_step: float  # the part with f32 operands (multi-pass on the MXU)
+    vector_ops_per_step: float
+    transcendentals_per_step: float
+    matmul_dims: list[list[int]] = field(default_factory=list)  # (m, k, n) of each matmul in the body
+    index_maps_exact: bool = True  # False: data-dependent index maps, fetch counts are upper bounds
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def analyze(closed_jaxpr: Any) -> list[KernelAnalysis]:
+    """Every pallas_call in the program, in order. Target-independent: the model and its
+    warnings (perf/model.py) bring the TPU generation."""
+    found: list[KernelAnalysis] = []
+    _collect(closed_jaxpr.jaxpr, found)
+    return found
+
+
+def _collect(jaxpr: Any, found: list[KernelAnalysis]) -> None:
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name == "pallas_call":
+            found.append(_analyze_call(eqn))
+            continue
+        for value in eqn.params.values():
+            for item in value if isinstance(value, (list, tuple)) else (value,):
+                if isinstance(item, core.ClosedJaxpr):
+                    _collect(item.jaxpr, found)
+                elif isinstance(item, core.Jaxpr):
+                    _collect(item, found)
+
+
+def _analyze_call(eqn: Any) -> KernelAnalysis:
+    grid_mapping = eqn.params["grid_mapping"]
+    grid = [int(g) for g in grid_mapping.grid]
+    steps = math.prod(grid) if grid else 1
+    mappings = grid_mapping.block_mappings
+    block_indices, exact = _block_indices_per_step(grid_mapping, grid, steps)
+    blocks = []
+    for position, mapping in enumerate(mappings):
+        role = (f"input {position}" if position < grid_mapping.num_inputs
+                else f"output {position - grid_mapping.num_inputs}")
+        shape = [int(d) for d in mapping.transformed_block_aval.shape]
+        dtype = mapping.transformed_block_aval.dtype
+        space = _memory_space(mapping.block_aval)
+        size = math.prod(shape) * _itemsize(dtype)
+        fetches = _fetch_count(block_indices[position], steps) if space == "vmem" else 0
+        array_shape = [int(d) for d in mapping.array_aval.shape]
+        blocks.append(Block(role, shape, array_shape, str(dtype), space, size, fetches))
+    for position, aval in enumerate(grid_mapping.scratch_avals):
+        inner = getattr(aval, "inner_aval", aval)
+        shape = [int(d) for d in getattr(inner, "shape", ())]
+        dtype = getattr(inner, "dtype", None)
+        size = math.prod(shape) * _itemsize(dtype)
+        blocks.append(Block(f"scratch {position}", shape, shape, str(dtype), _memory_space(aval), size, 0))
+    body = _body_work(eqn.params["jaxpr"])
+    params = _compiler_params(eqn.params.get("compiler_params"))
+    return KernelAnalysis(
+        name=_kernel_name(eqn),
+        grid=grid,
+        dimension_semantics=[str(s).lower().split(".")[-1] for s in getattr(params, "dimension_semantics", None) or []],
+        blocks=blocks,
+        scalar_prefetch=int(grid_mapping.num_index_operands),
+        vmem_bytes=sum(2 * b.bytes for b in blocks if b.memory_space == "vmem" and not b.role.startswith("scratch"))
+        + sum(b.bytes for b in blocks if b.role.startswith("scratch") and b.memory_space == "vmem"),
+        vmem_limit_bytes=getattr(params, "vmem_limit_bytes", None),
+        hbm_bytes=sum(b.bytes * b.fetches for b in blocks),
+        steps=steps,
+        mxu_flops_per_step=body["mxu"],
+        mxu_f32_flops_per_step=body["mxu_f32"],
+        vector_ops_per_step=body["vector"],
+        transcendentals_per_step=body["transcendental"],
+        matmul_dims=body["dims"],
+        index_maps_exact=exact,
+    )
+
+
+def _itemsize(dtype: Any) -> int:
+    try:
+        return np.dtype(dtype).itemsize
+    except TypeError:  # semaphores and other TPU-only types: one 32-bit word each
+        return 4
+
+
+def _memory_space(aval: Any) -> str:
+    space = str(getattr(aval, "memory_space", "") or "").lower()
+    if "smem" in space:
+        return "smem"
+    if "semaphore" in space:
+        return "semaphore"
+    if "any" in space or "hbm" in space:
+        return "any"
+    return "vmem"  # default blocks are pipelined through VMEM
+
+
+def _compiler_params(value: Any) -> Any:
+    if isinstance(value, dict):  # older jax: {"mosaic_tpu": CompilerParams}
+        return value.get("mosaic_tpu") or value.get("mosaic") or next(iter(value.values()), None)
+    return value
+
+
+def _kernel_name(eqn: Any) -> str:
+    debug = getattr(eqn.params.get("jaxpr"), "debug_info", None)
+    name = getattr(debug, "func_name", None) or eqn.params.get("name") or "kernel"
+    return str(name).split(" ")[0]
+
+
+def _block_indices_per_step(grid_mapping: Any, grid: list[int], steps: int) -> tuple[list[np.ndarray | None], bool]:
+    """Block indices of every block at every grid step (row-major, last axis fastest), or None
+    where they cannot be known statically (scalar-prefetch index maps, huge grids)."""
+    mappings = grid_mapping.block_mappings
+    if grid_mapping.num_index_operands or steps > MAX_ENUMERATED_STEPS or not grid:
+        return [None] * len(mappings), not grid_mapping.num_index_operands and steps <= MAX_ENUMERATED_STEPS
+    points = np.stack(np.unravel_index(np.arange(steps), grid), axis=-1).astype(np.int32)
+    indices = []
+    for mapping in mappings:
+        closed = mapping.index_map_jaxpr
+
+        def index_of(point: jax.Array, closed: Any = closed) -> jax.Array:
+            outs = jax.core.eval_jaxpr(closed.jaxpr, closed.consts, *[point[i] for i in range(len(grid))])
+            return jnp.stack([jnp.asarray(o, jnp.int32) for o in outs]) if outs else jnp.zeros((0,), jnp.int32)
+
+        indices.append(np.asarray(jax.jit(jax.vmap(index_of))(jnp.asarray(points))))
+    return indices, True
+
+
+def _fetch_count(indices: np.ndarray | None, steps: int) -> int:
+    if indices is None:
+        return steps
+    if indices.shape[1] == 0:
+        return 1
+    changed = np.any(indices[1:] != indices[:-1], axis=1)
+    return 1 + int(changed.sum())
+
+
+def _body_work(body: Any) -> dict[str, Any]:
+    totals: dict[str, Any] = {"mxu": 0.0, "mxu_f32": 0.0, "vector": 0.0, "transcendental": 0.0, "dims": []}
+    _walk_body(body, totals)
+    return totals
+
+
+def _walk_body(jaxpr: Any, totals: dict[str, Any]) -> None:
+    """Work per grid step. Branches under pl.when count fully: an upper bound."""
+    for eqn in jaxpr.eqns:
+        name = eqn.primitive.name
+        out_elements = sum(math.prod(getattr(v.aval, "shape", ())) for v in eqn.outvars)
+        if name == "dot_general":
+            (lhs_contract, _), _ = eqn.params["dimension_numbers"]
+            lhs, rhs = eqn.invars[0].aval.shape, eqn.invars[1].aval.shape
+            k = math.prod(lhs[d] for d in lhs_contract)
+            totals["mxu"] += 2.0 * out_elements * k
+            if eqn.invars[0].aval.dtype == np.float32:
+                totals["mxu_f32"] += 2.0 * out_elements * k
+            totals["dims"].append([int(out_elements // max(rhs[-1], 1)), int(k), int(rhs[-1])])
+        elif name in _TRANSCENDENTAL:
+            totals["transcendental"] += out_elements
+        elif name in _VECTOR:
+            totals["vector"] += out_elements
+        for value in eqn.params.values():
+            for item in value if isinstance(value, (list, tuple)) else (value,):
+                if isinstance(item, core.ClosedJaxpr):
+                    _walk_body(item.jaxpr, totals)
+                elif isinstance(item, core.Jaxpr):
+                    _walk_body(item, totals)

@@ -1,0 +1,76 @@
+"""`profile_kernel`: the profile of a candidate as a library call. No jax in this process.
+
+The candidate's code runs only in a worker process of its own (scrubbed environment, memory
+limit, killed on timeout), after the same static rules as the evaluation.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+from maxkernel_tui.kernels.evaluation.harness import worker_env
+from maxkernel_tui.kernels.evaluation.static_checks import static_problems
+from maxkernel_tui.kernels.perf.model import estimate, load_calibration, warnings_for
+from maxkernel_tui.kernels.perf.summary import ProfileSummary
+from maxkernel_tui.kernels.targets import TARGETS
+from maxkernel_tui.kernels.task import Task
+from maxkernel_tui.kernels.workers import Limits, LineWorker, WorkerFailure, python_module_argv
+
+DEFAULT_TARGETS = ("v5e", "v6e")
+GIB = 1024**3
+
+
+class ProfileError(Exception):
+    """The profile could not be made (static rules, a crash, a timeout); the message says why."""
+
+
+def profile_kernel(kernel: Path, task: Task, *, targets: tuple[str, ...] = DEFAULT_TARGETS, trace_root: Path,
+                   calibration_file: Path | None = None, timeout: float = 600.0) -> ProfileSummary:
+    unknown = [t for t in targets if t not in TARGETS]
+    if unknown:
+        raise ProfileError(f"no performance figures for TPU {', '.join(unknown)}; known: {', '.join(TARGETS)}")
+    source = kernel.read_text(encoding="utf-8")
+    problems = static_problems(source, kernel.name)
+    if problems:
+        raise ProfileError("the kernel breaks the static rules: " + "; ".join(problems))
+    workdir = Path(tempfile.mkdtemp(prefix="mkt-profile-"))
+    (workdir / "kernel.py").write_text(source)
+    trace_dir = trace_root / f"{task.task_id}-{time.strftime('%Y%m%d-%H%M%S')}"
+    worker = LineWorker(python_module_argv("maxkernel_tui.kernels.perf.profile_worker"),
+                        dict(worker_env(), TMPDIR=str(workdir)), cwd=str(workdir),
+                        limits=Limits(memory_bytes=8 * GIB))
+    request = {"kernel": str(workdir / "kernel.py"), "task": str(task.folder), "targets": list(targets),
+               "trace_dir": str(trace_dir)}
+    try:
+        answer = worker.ask(json.dumps(request), timeout)
+    except WorkerFailure as failure:
+        raise ProfileError(f"the profile process failed: {failure}") from None
+    finally:
+        worker.close()
+        shutil.rmtree(workdir, ignore_errors=True)
+    if "error" in answer:
+        raise ProfileError(answer["error"])
+    return summarize(task.task_id, kernel.name, answer, targets, calibration_file)
+
+
+def summarize(task_id: str, kernel: str, answer: dict, targets: tuple[str, ...],
+              calibration_file: Path | None = None) -> ProfileSummary:
+    calibration = load_calibration(calibration_file) if calibration_file else {}
+    costs = answer["reference_costs"]
+    estimates, warnings, problems = [], {}, []
+    for name in targets:
+        target = TARGETS[name]
+        cost = costs.get(name, {})
+        if "error" in cost:
+            problems.append(f"XLA cost of the reference on {name}: {cost['error']}")
+        estimates.append(estimate(answer["kernels"], target, None if "error" in cost else cost, calibration,
+                                  answer.get("io_bytes")))
+        warnings[name] = [w for k in answer["kernels"] for w in warnings_for(k, target)]
+    if not answer["kernels"]:
+        problems.append("no pallas_call in the program: nothing for the kernel model to analyse")
+    return ProfileSummary(task_id, kernel, answer["config"], answer["kernels"], estimates, warnings, costs,
+                          answer.get("trace"), problems)

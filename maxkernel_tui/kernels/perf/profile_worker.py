@@ -1,0 +1,113 @@
+"""The process that profiles a candidate: static analysis of its Pallas kernels at production
+shapes, the reference's XLA cost on each TPU generation, and a trace. Imports jax.
+
+    python -m maxkernel_tui.kernels.perf.profile_worker
+
+One request ({"kernel", "task", "targets", "trace_dir"}), one JSON answer. On a TPU the trace is
+the device's (measured); elsewhere it is the host side of a CPU interpret-mode run, labelled so.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import jax
+from jax.experimental.pallas import tpu as pltpu
+
+from maxkernel_tui.kernels import aot
+from maxkernel_tui.kernels import reference_runtime as runtime
+from maxkernel_tui.kernels.evaluation.candidate_worker import load_candidate
+from maxkernel_tui.kernels.loader import load_task
+from maxkernel_tui.kernels.perf.pallas_analysis import analyze
+from maxkernel_tui.kernels.task import CHECK
+from maxkernel_tui.kernels.workers import READY
+
+TOP_EVENTS = 8
+# Python frames of the profiler itself, not of the program.
+_PROFILER_FRAMES = ("$profiler.py", "$contextlib.py", "$threading.py")
+
+
+def profile(request: dict[str, Any]) -> dict[str, Any]:
+    task = load_task(request["task"])
+    reference = runtime.load_reference(task)
+    candidate = load_candidate(Path(request["kernel"]))
+    bench = task.configs[0]
+    specs, static = runtime.input_specs(task, reference, bench)
+    kernels = analyze(jax.make_jaxpr(lambda *d: candidate.computation(*d, *static))(*specs))
+    outputs = jax.tree.leaves(runtime.output_specs(task, reference, bench))
+    # The least any implementation must move: every input read once, every output written once.
+    io_bytes = sum(math.prod(s.shape) * s.dtype.itemsize for s in (*specs, *outputs))
+    answer: dict[str, Any] = {"config": bench, "kernels": [k.to_json() for k in kernels], "reference_costs": {},
+                              "io_bytes": io_bytes}
+    for name in request["targets"]:
+        answer["reference_costs"][name] = _reference_cost(reference, specs, static, name)
+    on_tpu = jax.devices()[0].platform == "tpu"
+    config = bench if on_tpu or CHECK not in task.configs else CHECK
+    answer["trace"] = _trace(task, reference, candidate, config, Path(request["trace_dir"]), on_tpu)
+    return answer
+
+
+def _reference_cost(reference: Any, specs: Any, static: Any, target_name: str) -> dict[str, Any]:
+    try:
+        compiled = aot.compile_for_tpu(lambda *d: reference.computation(*d, *static), specs,
+                                       aot.target_for(target_name))
+    except Exception as error:
+        return {"error": (str(error).strip().splitlines() or [type(error).__name__])[0][:300]}
+    cost = compiled.cost_analysis()
+    cost = (cost[0] if isinstance(cost, list) else cost) or {}
+    return {"flops": cost.get("flops"), "bytes_accessed": cost.get("bytes accessed"),
+            "optimal_seconds": cost.get("optimal_seconds")}
+
+
+def _trace(task: Any, reference: Any, candidate: Any, config: str, trace_dir: Path, on_tpu: bool) -> dict[str, Any]:
+    """Run the kernel (twice: compile, then the traced run) under jax.profiler and summarize."""
+    dynamic, static = runtime.make_inputs(task, reference, config, seed=0)
+    program = jax.jit(lambda *d: candidate.computation(*d, *static))
+    interpret = pltpu.InterpretParams() if not on_tpu else None
+    with pltpu.force_tpu_interpret_mode(interpret) if interpret else contextlib.nullcontext():
+        jax.block_until_ready(program(*dynamic))
+        trace_dir.mkdir(parents=True, exist_ok=True)
+        start = time.perf_counter()
+        with jax.profiler.trace(str(trace_dir)):
+            jax.block_until_ready(program(*dynamic))
+        wall = time.perf_counter() - start
+    files = sorted(trace_dir.rglob("*.xplane.pb"))
+    events = _top_events(files[-1], on_tpu) if files else []
+    kind = "measured on TPU (device trace)" if on_tpu else "host-side trace of a CPU interpret-mode run, not device time"
+    return {"dir": str(trace_dir), "config": config, "kind": kind, "wall_seconds": wall, "top_events": events}
+
+
+def _top_events(xplane: Path, on_tpu: bool) -> list[dict[str, Any]]:
+    """Total time per event name on the device planes (TPU) or the host planes (CPU)."""
+    data = jax.profiler.ProfileData.from_file(str(xplane))
+    totals: dict[str, float] = defaultdict(float)
+    for plane in data.planes:
+        if on_tpu != ("TPU" in plane.name):
+            continue
+        for line in plane.lines:
+            for event in line.events:
+                if not event.name.startswith(_PROFILER_FRAMES):
+                    totals[event.name] += event.duration_ns
+    ranked = sorted(totals.items(), key=lambda item: -item[1])[:TOP_EVENTS]
+    return [{"name": name[:80], "milliseconds": round(ns / 1e6, 3)} for name, ns in ranked]
+
+
+def main() -> None:
+    print(json.dumps(READY), flush=True)
+    line = sys.stdin.readline()
+    if line.strip():
+        try:
+            print(json.dumps(profile(json.loads(line))), flush=True)
+        except Exception as error:  # the caller reports it; the process ends either way
+            print(json.dumps({"error": f"{type(error).__name__}: {str(error)[:500]}"}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
