@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from maxkernel_tui.commands.tasks import resolve_task
+from maxkernel_tui.commands.tasks import resolve_kernel_and_task
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness, UsageError
 from maxkernel_tui.kernels.evaluation.report import ACCEPTED, format_report
 from maxkernel_tui.kernels.targets import DEFAULT_TARGET
@@ -41,10 +41,7 @@ def add_parser(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if not args.kernel.is_file():
-        print(f"error: {args.kernel}: no such kernel file", file=sys.stderr)
-        return 2
-    task = resolve_task(args.task)
+    task = resolve_kernel_and_task(args.kernel, args.task)
     if args.config is not None and args.config not in task.configs:
         print(f"error: task {task.task_id} has no configuration {args.config!r} ({', '.join(task.configs)})",
               file=sys.stderr)

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from maxkernel_tui.commands.tasks import resolve_task
+from maxkernel_tui.commands.tasks import resolve_kernel_and_task
 from maxkernel_tui.config import cache_dir
 from maxkernel_tui.kernels.perf.profile import DEFAULT_TARGETS, ProfileError, profile_kernel
 from maxkernel_tui.kernels.targets import TARGETS
@@ -31,10 +31,7 @@ def add_parser(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if not args.kernel.is_file():
-        print(f"error: {args.kernel}: no such kernel file", file=sys.stderr)
-        return 2
-    task = resolve_task(args.task)
+    task = resolve_kernel_and_task(args.kernel, args.task)
     try:
         summary = profile_kernel(args.kernel, task, targets=tuple(args.tpu or DEFAULT_TARGETS),
                                  trace_root=cache_dir() / "traces", calibration_file=cache_dir() / "calibration.json")

@@ -39,6 +39,13 @@ def add_parser(commands: Any, where: argparse.ArgumentParser) -> None:
     show.set_defaults(run=show_task)
 
 
+def resolve_kernel_and_task(kernel: Path, task_name: str) -> Task:
+    """The task a kernel file is to be checked against; usage errors as TaskError (exit 2)."""
+    if not kernel.is_file():
+        raise TaskError(kernel, "no such kernel file")
+    return resolve_task(task_name)
+
+
 def resolve_task(name: str, path: Path | None = None) -> Task:
     """A task folder path, or an id (or id number) in `path` or the built-in suite."""
     from maxkernel_tui.kernels.loader import load_task

@@ -52,11 +52,12 @@ def _walk(jaxpr: Any, work: Work) -> None:
             elements = sum(_size(v) for v in eqn.invars)
             work.xla_reduced += elements
             work.heavy_ops.append(f"{name} {_shapes(eqn)} ({elements:.3g} elements)")
-        for sub in _sub_jaxprs(eqn.params):
+        for sub in sub_jaxprs(eqn.params):
             _walk(sub, work)
 
 
-def _sub_jaxprs(params: dict[str, Any]) -> list[Any]:
+def sub_jaxprs(params: dict[str, Any]) -> list[Any]:
+    """The jaxprs nested in an equation's parameters (jit, cond branches, scan and while bodies)."""
     found = []
     for value in params.values():
         for item in value if isinstance(value, (list, tuple)) else (value,):

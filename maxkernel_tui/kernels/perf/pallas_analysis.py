@@ -17,7 +17,8 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.extend import core
+
+from maxkernel_tui.kernels.evaluation.jaxpr_work import sub_jaxprs
 
 # Grids larger than this are not enumerated: every block is assumed fetched at every step.
 MAX_ENUMERATED_STEPS = 1 << 20
@@ -76,12 +77,8 @@ def _collect(jaxpr: Any, found: list[KernelAnalysis]) -> None:
         if eqn.primitive.name == "pallas_call":
             found.append(_analyze_call(eqn))
             continue
-        for value in eqn.params.values():
-            for item in value if isinstance(value, (list, tuple)) else (value,):
-                if isinstance(item, core.ClosedJaxpr):
-                    _collect(item.jaxpr, found)
-                elif isinstance(item, core.Jaxpr):
-                    _collect(item, found)
+        for sub in sub_jaxprs(eqn.params):
+            _collect(sub, found)
 
 
 def _analyze_call(eqn: Any) -> KernelAnalysis:
@@ -210,9 +207,5 @@ def _walk_body(jaxpr: Any, totals: dict[str, Any]) -> None:
             totals["transcendental"] += out_elements
         elif name in _VECTOR:
             totals["vector"] += out_elements
-        for value in eqn.params.values():
-            for item in value if isinstance(value, (list, tuple)) else (value,):
-                if isinstance(item, core.ClosedJaxpr):
-                    _walk_body(item.jaxpr, totals)
-                elif isinstance(item, core.Jaxpr):
-                    _walk_body(item, totals)
+        for sub in sub_jaxprs(eqn.params):
+            _walk_body(sub, totals)
