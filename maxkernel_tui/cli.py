@@ -7,8 +7,10 @@ import sys
 from pathlib import Path
 
 from maxkernel_tui import __version__
-from maxkernel_tui.commands import bench, evaluate, profile, tasks
+from maxkernel_tui.commands import bench, doctor, evaluate, export, profile, sessions, settings, tasks
+from maxkernel_tui.config import ConfigError
 from maxkernel_tui.kernels.task import TaskError
+from maxkernel_tui.store import StoreError
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -27,6 +29,10 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_parser(commands)
     bench.add_parser(commands)
     profile.add_parser(commands)
+    sessions.add_parser(commands)
+    export.add_parser(commands)
+    doctor.add_parser(commands)
+    settings.add_parser(commands)
     return parser
 
 
@@ -39,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         return args.run(args)
-    except TaskError as error:
+    except (TaskError, ConfigError, StoreError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
 

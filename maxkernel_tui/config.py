@@ -1,11 +1,37 @@
-"""Where maxkernel-tui keeps its files; settings grow here (TOML + environment variables)."""
+"""Where maxkernel-tui keeps its files, and its settings. Stdlib only; no jax, no Textual.
+
+Settings come from, in increasing priority: the defaults, a TOML file in the user config
+directory (`MAXKERNEL_TUI_CONFIG`, else `$XDG_CONFIG_HOME/maxkernel-tui/config.toml`, else
+`~/.config/maxkernel-tui/config.toml`), environment variables `MAXKERNEL_TUI_<NAME>`, and command
+line flags `--<name>`. Each value remembers where it came from (`Settings.source(name)`).
+
+API keys are read only from the environment (`SECRET_VARIABLES`), never from or into the file,
+and never shown: `secret_status()` says "set" or "not set".
+"""
 
 from __future__ import annotations
 
+import argparse
 import os
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 APP_NAME = "maxkernel-tui"
+ENV_PREFIX = "MAXKERNEL_TUI_"
+PROVIDERS = ("builtin", "gemini", "openai", "replay")  # builtin: the offline agent, no network
+DEFAULT_TPU_TARGET = "v5e"  # kernels.targets.DEFAULT_TARGET; kept here so settings import nothing
+
+# Credentials: environment only. The Gemini client reads the first two; an OpenAI-compatible
+# server may want the third.
+SECRET_VARIABLES = ("GEMINI_API_KEY", "GOOGLE_API_KEY", "OPENAI_API_KEY")
+# Not secret, shown as they are: how the Gemini client reaches Vertex AI or another endpoint.
+VERTEX_VARIABLES = ("GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION")
+GEMINI_BASE_URL_VARIABLE = "GOOGLE_GEMINI_BASE_URL"
+
+DEFAULT, FILE, ENV, FLAG = "default", "file", "env", "flag"
 
 
 def cache_dir() -> Path:
@@ -15,3 +41,254 @@ def cache_dir() -> Path:
         return Path(explicit)
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / APP_NAME
+
+
+def config_path(env: Mapping[str, str] | None = None) -> Path:
+    """MAXKERNEL_TUI_CONFIG, else $XDG_CONFIG_HOME/maxkernel-tui/config.toml, else ~/.config/..."""
+    env = os.environ if env is None else env
+    if env.get("MAXKERNEL_TUI_CONFIG"):
+        return Path(env["MAXKERNEL_TUI_CONFIG"]).expanduser()
+    base = env.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / APP_NAME / "config.toml"
+
+
+def default_data_dir(env: Mapping[str, str] | None = None) -> Path:
+    """$XDG_DATA_HOME/maxkernel-tui, else ~/.local/share/maxkernel-tui."""
+    env = os.environ if env is None else env
+    base = env.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / APP_NAME
+
+
+class ConfigError(Exception):
+    """A setting has a value it cannot have; the message names where it came from."""
+
+
+# -- parsers: from a TOML value, an environment string or a flag string ---------------------
+
+def _text(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError("expected a non-empty string")
+    return value.strip()
+
+
+def _provider(value: Any) -> str:
+    name = _text(value).lower()
+    if name not in PROVIDERS:
+        raise ValueError(f"expected one of {', '.join(PROVIDERS)}")
+    return name
+
+
+def _url(value: Any) -> str:
+    url = _text(value).rstrip("/")
+    if not url.startswith(("http://", "https://")):
+        raise ValueError("expected an http:// or https:// URL")
+    return url
+
+
+def _positive_int(value: Any) -> int:
+    if isinstance(value, str):
+        value = value.replace("_", "").strip()
+        if not value.isdigit():
+            raise ValueError("expected a whole number")
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ValueError("expected a whole number above 0")
+    return value
+
+
+def _positive_float(value: Any) -> float:
+    if isinstance(value, str):
+        try:
+            value = float(value.strip().lstrip("$"))
+        except ValueError:
+            raise ValueError("expected a number") from None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise ValueError("expected a number above 0")
+    return float(value)
+
+
+def _target(value: Any) -> str:
+    return _text(value).lower()
+
+
+def _path(value: Any) -> Path:
+    return Path(_text(value)).expanduser()
+
+
+def _prices(value: Any) -> dict[str, dict[str, float]]:
+    """{model: {"input": $ per million tokens, "output": $ per million tokens}}."""
+    if not isinstance(value, Mapping):
+        raise ValueError('expected a table of models, e.g. [prices."gemini-2.5-pro"] input = 1.25')
+    prices = {}
+    for model, entry in value.items():
+        if not isinstance(entry, Mapping) or set(entry) - {"input", "output"} or not entry:
+            raise ValueError(f"{model}: expected input and output dollars per million tokens")
+        prices[model] = {k: float(_non_negative(v, f"{model}.{k}")) for k, v in entry.items()}
+    return prices
+
+
+def _non_negative(value: Any, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        raise ValueError(f"{name}: expected a number of dollars, 0 or more")
+    return value
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One setting: how to read it, its default, and whether the environment and flags may set it."""
+
+    name: str
+    parse: Callable[[Any], Any]
+    help: str
+    env: bool = True
+    flag: bool = True
+
+    @property
+    def env_name(self) -> str:
+        return ENV_PREFIX + self.name.upper()
+
+    @property
+    def flag_name(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+
+SPECS: tuple[Spec, ...] = (
+    Spec("provider", _provider, f"LLM provider: {', '.join(PROVIDERS)} (builtin: the offline agent)"),
+    Spec("model", _text, "model name for the provider (default: the provider's own)"),
+    Spec("base_url", _url, "base URL of an OpenAI-compatible server (vLLM, Ollama, llama.cpp)"),
+    Spec("budget_tokens", _positive_int, "hard cap on tokens per session (default: no cap)"),
+    Spec("budget_dollars", _positive_float, "hard cap on dollars per session (default: no cap)"),
+    Spec("tpu_target", _target, "TPU generation to compile for: v5e, v6e, v4, v5p"),
+    Spec("data_dir", _path, "where the session store lives"),
+    Spec("prices", _prices, "per-model prices, $ per million tokens (config file only)", env=False, flag=False),
+)
+SPEC_BY_NAME = {spec.name: spec for spec in SPECS}
+
+
+@dataclass(frozen=True)
+class Source:
+    kind: str  # default | file | env | flag
+    where: str = ""  # the file, the variable or the flag
+
+    def __str__(self) -> str:
+        return self.kind if not self.where else f"{self.kind} ({self.where})"
+
+
+@dataclass(frozen=True)
+class Settings:
+    provider: str = "builtin"
+    model: str | None = None
+    base_url: str | None = None
+    budget_tokens: int | None = None
+    budget_dollars: float | None = None
+    tpu_target: str = DEFAULT_TPU_TARGET
+    data_dir: Path = field(default_factory=default_data_dir)
+    prices: dict[str, dict[str, float]] = field(default_factory=dict)
+    config_file: Path = field(default_factory=config_path)
+    sources: dict[str, Source] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
+
+    def source(self, name: str) -> Source:
+        return self.sources.get(name, Source(DEFAULT))
+
+    @property
+    def store_path(self) -> Path:
+        return self.data_dir / "sessions.db"
+
+
+def _looks_secret(name: str) -> bool:
+    lowered = name.lower().replace("-", "_")
+    return any(word in lowered for word in ("key", "token", "secret", "password", "credential"))
+
+
+def read_file(path: Path) -> tuple[dict[str, Any], list[str]]:
+    """The known settings in a config file and warnings about the rest; {} when it is absent."""
+    if not path.is_file():
+        return {}, []
+    try:
+        data = tomllib.loads(path.read_text())
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError(f"{path}: cannot read: {error}") from None
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"{path}: invalid TOML: {error}") from None
+    values, warnings = {}, []
+    for name, value in data.items():
+        if name in SPEC_BY_NAME:
+            values[name] = value
+        elif _looks_secret(name):
+            warnings.append(f"{path}: {name!r} ignored: API keys are read only from the environment "
+                            f"({', '.join(SECRET_VARIABLES)}), never from this file")
+        else:
+            warnings.append(f"{path}: unknown setting {name!r} ignored (known: {', '.join(SPEC_BY_NAME)})")
+    return values, warnings
+
+
+def load_settings(flags: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None) -> Settings:
+    """Defaults < config file < MAXKERNEL_TUI_* variables < flags (None means a flag not given)."""
+    env = os.environ if env is None else env
+    path = config_path(env)
+    from_file, warnings = read_file(path)
+    values: dict[str, Any] = {}
+    sources: dict[str, Source] = {}
+    for spec in SPECS:
+        layers = [(from_file.get(spec.name), Source(FILE, str(path)))]
+        if spec.env:
+            layers.append((env.get(spec.env_name) or None, Source(ENV, spec.env_name)))
+        if spec.flag and flags is not None:
+            layers.append((flags.get(spec.name), Source(FLAG, spec.flag_name)))
+        for raw, source in layers:
+            if raw is None:
+                continue
+            try:
+                values[spec.name] = spec.parse(raw)
+            except ValueError as error:
+                raise ConfigError(f"{spec.name} from {source}: {error} (got {raw!r})") from None
+            if spec.name == "data_dir" and source.kind == FILE and not values[spec.name].is_absolute():
+                values[spec.name] = path.parent / values[spec.name]  # relative to the config file
+            sources[spec.name] = source
+    if "data_dir" not in values:
+        values["data_dir"] = default_data_dir(env)
+    return Settings(**values, config_file=path, sources=sources, warnings=tuple(warnings))
+
+
+def secret_status(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """"set" or "not set" for each credential variable: their values are never shown."""
+    env = os.environ if env is None else env
+    return {name: "set" if env.get(name) else "not set" for name in SECRET_VARIABLES}
+
+
+def add_settings_flags(parser: argparse.ArgumentParser, names: tuple[str, ...] | None = None) -> None:
+    """`--provider`, `--model`, ... for the settings a flag may set (all of them by default)."""
+    for spec in SPECS:
+        if spec.flag and (names is None or spec.name in names):
+            parser.add_argument(spec.flag_name, dest=spec.name, default=None, metavar=spec.name.upper(),
+                                help=f"{spec.help} [env {spec.env_name}]")
+
+
+def settings_from_args(args: argparse.Namespace) -> Settings:
+    return load_settings({spec.name: getattr(args, spec.name, None) for spec in SPECS if spec.flag})
+
+
+def display_value(name: str, value: Any) -> str:
+    if value is None:
+        return {"budget_tokens": "no cap", "budget_dollars": "no cap", "model": "(the provider's default)",
+                "base_url": "(none)"}.get(name, "(none)")
+    if name == "prices":
+        return ", ".join(f"{m}: ${p.get('input', 0):g}/${p.get('output', 0):g} per Mtok" for m, p in value.items()) \
+            or "(built-in prices)"
+    if name == "budget_dollars":
+        return f"${value:g}"
+    if name == "base_url":
+        return mask_url(value)
+    return str(value)
+
+
+def mask_url(url: str) -> str:
+    """A URL with any password in it (`https://user:pass@host`) hidden."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.netloc.rsplit("@", 1)[1]
+    return urlunsplit(parts._replace(netloc=f"{parts.username}:***@{host}"))

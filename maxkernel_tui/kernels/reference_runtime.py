@@ -5,7 +5,6 @@ Only worker processes import this module; the UI and the CLI front end never do.
 
 from __future__ import annotations
 
-import importlib.util
 import inspect
 import sys
 import traceback
@@ -24,16 +23,26 @@ StaticArgs = tuple[Any, ...]
 _STATIC_TYPES = (bool, int, float, str, type(None))
 
 
-def load_reference(task: Task) -> ModuleType:
-    """Execute reference.py as a fresh module (registered so pickling and dataclasses work)."""
-    name = f"_maxkernel_task_{abs(hash(task.reference_path))}"
-    spec = importlib.util.spec_from_file_location(name, task.reference_path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
+def module_from_source(path: Path, name: str) -> ModuleType:
+    """Execute a Python file as a fresh module, compiled from its current text. Import's
+    bytecode cache is bypassed: it trusts mtime and size, so an edit of the same length within
+    the same second would run the old code."""
+    module = ModuleType(name)
+    module.__file__ = str(path)
+    sys.modules[name] = module  # registered so pickling and dataclasses work
     try:
-        spec.loader.exec_module(module)
-    except Exception as error:  # any failure of user code is a task error, never a crash
+        exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), module.__dict__)
+    except BaseException:
         sys.modules.pop(name, None)
+        raise
+    return module
+
+
+def load_reference(task: Task) -> ModuleType:
+    """Execute reference.py as a fresh module."""
+    try:
+        module = module_from_source(task.reference_path, f"_maxkernel_task_{abs(hash(task.reference_path))}")
+    except Exception as error:  # any failure of user code is a task error, never a crash
         raise TaskError(task.reference_path, f"fails to import: {_describe(error)}") from None
     if not callable(getattr(module, "computation", None)):
         raise TaskError(task.reference_path, "`computation` is not callable")

@@ -11,7 +11,6 @@ does in this process can reach the reference's outputs.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import resource
 import sys
@@ -59,10 +58,7 @@ def _first_lines(error: BaseException, limit: int = 700) -> str:
 
 
 def load_candidate(path: Path) -> Any:
-    spec = importlib.util.spec_from_file_location("candidate_kernel", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return runtime.module_from_source(path, "candidate_kernel")
 
 
 def evaluate_candidate(request: dict[str, Any]) -> None:

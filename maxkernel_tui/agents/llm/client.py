@@ -1,0 +1,245 @@
+"""Model calls made safe to build on: budget first, then timeout, retries and re-asks.
+
+`LLMClient.stream(request)` yields the live chunks of every attempt, each stamped with its
+attempt number (1, 2, ...), and ends with `Done(response)`; `complete(request)` returns that
+response only.
+
+Broken streams are retried from scratch, never half-applied. An attempt that fails after it
+started streaming (connection cut, truncated event, no finish marker, timeout) is followed by
+`UsageChunk` and `Discarded(reason, attempt)`: everything that attempt streamed is void, and a
+consumer that showed it should clear it. The `Response` in `Done` is built from the successful
+attempt alone, so tool calls and structured output are acted on from it, never from chunks.
+Retries happen on 429, 408, 5xx, connection errors, broken streams and timeouts, at most
+`RetryPolicy.max_attempts` HTTP attempts per ask, with exponential backoff and jitter or the
+server's Retry-After; each is announced by a `RetryScheduled` event before the wait. When they
+run out the call raises `RetriesExhausted` naming the attempts and the last error.
+
+Malformed output (structured output that does not parse or validate, tool-call arguments that
+are not JSON) is re-asked with the error appended to the conversation, at most
+`RetryPolicy.max_reasks` times (`ReaskScheduled`), then raised as `MalformedOutput`.
+
+Every attempt ends with a `Usage` (an `AttemptEnded` event and a `UsageChunk`, which comes before
+the exception of a failed call too) and is charged to the budget; before each attempt is sent its worst case is reserved, and `BudgetExceeded` is raised
+instead of sending a call that could pass a cap. Cancelling the consuming task, or closing the
+stream, closes the HTTP stream and charges what the attempt may have used.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import aclosing
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+from maxkernel_tui.agents.budget import Budget, estimate_tokens
+from maxkernel_tui.agents.llm.errors import (
+    LLMError,
+    MalformedOutput,
+    ProviderError,
+    RetriesExhausted,
+    StreamBroken,
+)
+from maxkernel_tui.agents.llm.events import (
+    AttemptEnded,
+    LLMEvent,
+    ReaskScheduled,
+    RetryScheduled,
+)
+from maxkernel_tui.agents.llm.provider import Provider
+from maxkernel_tui.agents.llm.retry import RetryPolicy
+from maxkernel_tui.agents.llm.structured import json_parser, reask_messages
+from maxkernel_tui.agents.llm.types import (
+    Discarded,
+    Done,
+    Finish,
+    Request,
+    Response,
+    StreamChunk,
+    TextDelta,
+    TokenCount,
+    ToolCall,
+    ToolCallChunk,
+    Usage,
+    UsageChunk,
+    total_usage,
+)
+
+Parser = Callable[[str], Any]  # raises ValueError on an unusable answer
+
+
+def prompt_chars(request: Request) -> int:
+    """Every character the provider will read: system, turns, tool declarations, schema."""
+    chars = len(request.system) + len(json.dumps([asdict(t) for t in request.tools]))
+    chars += len(json.dumps(request.json_schema)) if request.json_schema else 0
+    for m in request.messages:
+        chars += len(m.content) + sum(len(c.name) + len(json.dumps(c.arguments)) for c in m.tool_calls)
+    return chars
+
+
+@dataclass
+class _Attempt:
+    """What one attempt produced so far."""
+
+    text: list[str] = field(default_factory=list)
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    tokens: TokenCount | None = None
+    finish: str | None = None
+    started: bool = False  # the provider answered; the prompt was (probably) billed
+    error: ProviderError | MalformedOutput | None = None
+
+
+class LLMClient:
+    def __init__(self, provider: Provider, *, budget: Budget | None = None,
+                 policy: RetryPolicy | None = None, on_event: Callable[[LLMEvent], None] | None = None,
+                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+                 clock: Callable[[], float] = time.monotonic, rng: random.Random | None = None) -> None:
+        self.provider = provider
+        self.budget = budget or Budget()
+        self.policy = policy or RetryPolicy()
+        self._on_event = on_event
+        self._sleep, self._clock, self._rng = sleep, clock, rng or random.Random()
+
+    async def complete(self, request: Request, *, parse: Parser | None = None,
+                       budget: Budget | None = None) -> Response:
+        async with aclosing(self.stream(request, parse=parse, budget=budget)) as chunks:
+            async for chunk in chunks:
+                if isinstance(chunk, Done):
+                    return chunk.response
+        raise AssertionError("a stream always ends with Done or an exception")
+
+    async def stream(self, request: Request, *, parse: Parser | None = None,
+                     budget: Budget | None = None) -> AsyncIterator[StreamChunk]:
+        """The chunks of one call; `budget` overrides the client's (a search's scope)."""
+        budget = budget or self.budget
+        request = replace(request, model=request.model or self.provider.model)
+        if parse is None and request.json_schema is not None:
+            parse = json_parser(request.json_schema)
+        usages: list[Usage] = []
+        attempt = retries = reasks = 0
+        while True:
+            attempt += 1
+            result = _Attempt()
+            reservation = budget.reserve(request.model, estimate_tokens(prompt_chars(request)),
+                                         request.max_tokens)
+            started = self._clock()
+            try:
+                async with aclosing(self._attempt(request, attempt, result)) as chunks:
+                    async for chunk in chunks:
+                        yield chunk
+            except (ProviderError, MalformedOutput) as e:
+                result.error = e
+            except BaseException as e:  # cancelled, closed by the consumer, or not the provider's fault
+                usage = self._usage(request, result, started, budget)
+                reservation.settle(usage.prompt_tokens, usage.completion_tokens, usage.cost_usd)
+                stopped = isinstance(e, (asyncio.CancelledError, GeneratorExit))
+                self._emit(AttemptEnded(attempt, usage, "cancelled" if stopped else "failed",
+                                        None if stopped else f"{type(e).__name__}: {e}"))
+                raise
+            parsed = None
+            if result.error is None and parse is not None and not result.tool_calls:
+                try:
+                    parsed = parse("".join(result.text))
+                except ValueError as e:
+                    result.error = MalformedOutput(str(e), "".join(result.text))
+            usage = self._usage(request, result, started, budget)
+            reservation.settle(usage.prompt_tokens, usage.completion_tokens, usage.cost_usd)
+            usages.append(usage)
+            error = result.error
+            failure: LLMError | None = None
+            delay = 0.0
+            if error is None:
+                self._emit(AttemptEnded(attempt, usage, "ok"))
+            elif isinstance(error, MalformedOutput):
+                if reasks >= self.policy.max_reasks:
+                    self._emit(AttemptEnded(attempt, usage, "failed", str(error)))
+                    failure = MalformedOutput(f"{error} (still malformed after {reasks} re-asks)", error.raw)
+                else:
+                    reasks, retries = reasks + 1, 0
+                    self._emit(AttemptEnded(attempt, usage, "reask", str(error)))
+                    self._emit(ReaskScheduled(self.provider.name, request.model, reasks, self.policy.max_reasks,
+                                              str(error)))
+                    request = replace(request, messages=request.messages + reask_messages(error.raw, str(error)))
+            else:
+                failure, delay = self._retry_or_fail(error, retries, request.model, attempt, usage)
+                retries += 1
+            yield UsageChunk(usage, attempt)  # every attempt ends with its usage, failed ones too
+            if failure is not None:
+                raise failure
+            if error is None:
+                yield Done(Response("".join(result.text), tuple(result.tool_calls), result.finish or "stop",
+                                    total_usage(usages), attempt, parsed))
+                return
+            yield Discarded(str(error), attempt)
+            if delay > 0:
+                await self._sleep(delay)
+
+    def _retry_or_fail(self, error: ProviderError, retries: int, model: str, attempt: int,
+                       usage: Usage) -> tuple[ProviderError | None, float]:
+        """(None, the wait before the next attempt, announced) or (the error to raise, 0)."""
+        policy = self.policy
+        delay = None
+        if error.retryable and retries + 1 < policy.max_attempts:
+            delay = policy.delay_s(retries + 1, error.retry_after_s, self._rng)
+        if delay is None:
+            self._emit(AttemptEnded(attempt, usage, "failed", str(error)))
+            if not error.retryable:
+                return error, 0.0
+            why = (f"the server asked to wait {error.retry_after_s:.0f} s, more than the "
+                   f"{policy.max_wait_s:.0f} s allowed" if retries + 1 < policy.max_attempts
+                   else f"gave up after {retries + 1} attempts")
+            exhausted = RetriesExhausted(f"{self.provider.name} {model}: {why}; last error: {error}", error)
+            exhausted.__cause__ = error
+            return exhausted, 0.0
+        self._emit(AttemptEnded(attempt, usage, "retry", str(error)))
+        self._emit(RetryScheduled(self.provider.name, model, attempt, policy.max_attempts, delay, str(error),
+                                  error.status, error.retry_after_s is not None))
+        return None, delay
+
+    async def _attempt(self, request: Request, attempt: int, result: _Attempt) -> AsyncIterator[StreamChunk]:
+        """One provider attempt under the per-attempt timeout; fills `result` as it goes."""
+        timeout = self.policy.timeout_s
+        deadline = asyncio.get_running_loop().time() + timeout
+        async with aclosing(self.provider.stream(request)) as chunks:
+            while True:
+                try:
+                    # The timeout covers only the wait for the provider, never our consumer.
+                    async with asyncio.timeout_at(deadline):
+                        chunk = await anext(chunks)
+                except StopAsyncIteration:
+                    break
+                except TimeoutError:
+                    raise ProviderError(f"no complete answer within {timeout:g} s", retryable=True) from None
+                result.started = True
+                if isinstance(chunk, TextDelta):
+                    result.text.append(chunk.text)
+                    yield replace(chunk, attempt=attempt)
+                elif isinstance(chunk, ToolCallChunk):
+                    result.tool_calls.append(chunk.call)
+                    yield replace(chunk, attempt=attempt)
+                elif isinstance(chunk, TokenCount):
+                    result.tokens = chunk
+                elif isinstance(chunk, Finish):
+                    result.finish = chunk.reason
+        if result.finish is None:
+            raise StreamBroken("the answer ended before the model finished")
+
+    def _usage(self, request: Request, result: _Attempt, started: float, budget: Budget) -> Usage:
+        assert request.model is not None
+        if result.tokens is not None:
+            prompt, completion, estimated = result.tokens.prompt_tokens, result.tokens.completion_tokens, False
+        elif result.started:
+            out_chars = sum(map(len, result.text)) + sum(len(json.dumps(c.arguments)) for c in result.tool_calls)
+            prompt, completion, estimated = estimate_tokens(prompt_chars(request)), estimate_tokens(out_chars), True
+        else:
+            prompt, completion, estimated = 0, 0, False
+        cost = budget.prices.cost(request.model, prompt, completion) if prompt or completion else 0.0
+        return Usage(self.provider.name, request.model, prompt, completion, cost,
+                     self._clock() - started, estimated)
+
+    def _emit(self, event: LLMEvent) -> None:
+        if self._on_event is not None:
+            self._on_event(event)

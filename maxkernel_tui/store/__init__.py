@@ -1,0 +1,19 @@
+"""The SQLite session store: sessions, the append-only event log, kernel versions with their
+parents, evaluation and profile reports, LLM calls and search nodes (DESIGN §6).
+
+Stdlib only (no jax, no Textual): the UI, the agents and the CLI all use it. API keys are never
+stored: every payload, report and message is redacted on its way in (`store.redact`).
+"""
+
+from maxkernel_tui.store.db import Store, default_store_path, open_store, schema_of
+from maxkernel_tui.store.redact import REDACTED, is_secret_name, redact, redact_text
+from maxkernel_tui.store.rows import (ACTIVE, AUTO, DONE, FAILED, GRAPH, HITL, MODES, STOPPED, Evaluation, Event,
+                                      KernelVersion, LlmCall, Profile, SearchNode, Session, SessionSummary, StoreError)
+from maxkernel_tui.store.schema import MIGRATIONS, SCHEMA_VERSION
+
+__all__ = [
+    "ACTIVE", "AUTO", "DONE", "FAILED", "GRAPH", "HITL", "MIGRATIONS", "MODES", "REDACTED", "SCHEMA_VERSION",
+    "STOPPED", "Evaluation", "Event", "KernelVersion", "LlmCall", "Profile", "SearchNode", "Session",
+    "SessionSummary", "Store", "StoreError", "default_store_path", "is_secret_name", "open_store", "redact",
+    "redact_text", "schema_of",
+]

@@ -1,0 +1,103 @@
+"""Typed rows of the session store. Plain data; times are Unix seconds."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+# Session modes (DESIGN §1) and statuses.
+HITL, AUTO, GRAPH = "hitl", "auto", "graph"
+MODES = (HITL, AUTO, GRAPH)
+ACTIVE, STOPPED, DONE, FAILED = "active", "stopped", "done", "failed"
+
+
+class StoreError(Exception):
+    """The store cannot be opened or a request cannot be met; the message says why."""
+
+
+@dataclass(frozen=True)
+class Session:
+    id: str
+    task_id: str
+    mode: str
+    status: str
+    title: str
+    created: float
+    updated: float
+
+
+@dataclass(frozen=True)
+class Event:
+    session_id: str
+    seq: int  # 1, 2, 3, ... within the session, no gaps
+    kind: str
+    payload: dict[str, Any]
+    time: float
+
+
+@dataclass(frozen=True)
+class KernelVersion:
+    id: int  # unique in the store
+    session_id: str
+    number: int  # 1, 2, 3, ... within the session (the "v4" a user sees)
+    parent_id: int | None
+    source: str
+    plan: str
+    created: float
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    id: int
+    kernel_version_id: int
+    verdict: str  # "accepted" | "rejected" (EvalReport.verdict)
+    report: dict[str, Any]  # EvalReport.to_json()
+    created: float
+
+
+@dataclass(frozen=True)
+class Profile:
+    id: int
+    kernel_version_id: int
+    profile: dict[str, Any]
+    created: float
+
+
+@dataclass(frozen=True)
+class LlmCall:
+    id: int
+    session_id: str
+    model: str
+    provider: str
+    prompt_tokens: int
+    completion_tokens: int
+    cost: float  # dollars
+    latency_s: float
+    error: str | None
+    created: float
+
+
+@dataclass(frozen=True)
+class SearchNode:
+    id: int
+    session_id: str
+    parent_id: int | None
+    kernel_version_id: int | None
+    strategy: str
+    status: str
+    score: float | None
+    data: dict[str, Any] = field(default_factory=dict)
+    created: float = 0.0
+    updated: float = 0.0
+
+
+@dataclass(frozen=True)
+class SessionSummary:
+    """A line of `maxkernel-tui sessions`."""
+
+    session: Session
+    kernel_versions: int
+    best_verdict: str | None  # verdict of the best kernel's latest evaluation; None: not evaluated
+    best_version: int | None  # its number within the session
+    tokens: int
+    cost: float
