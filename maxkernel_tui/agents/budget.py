@@ -16,6 +16,8 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from maxkernel_tui.config import Settings
+
 
 @dataclass(frozen=True)
 class Price:
@@ -229,3 +231,11 @@ class Budget:
             meter = BudgetMeter(self.scope, self.spent, self.cap)
         if self.on_meter is not None:
             self.on_meter(meter)
+
+
+def session_budget(settings: Settings, on_meter: Callable[[BudgetMeter], None] | None = None) -> Budget:
+    """The session's budget from the settings: its caps, and the price table with the user's
+    `[prices."model"]` entries (input/output dollars per million tokens) over the built-in one."""
+    overrides = {model: Price(entry["input"], entry["output"]) for model, entry in settings.prices.items()}
+    return Budget("session", Cap(tokens=settings.budget_tokens, usd=settings.budget_dollars),
+                  prices=PriceTable(overrides), on_meter=on_meter)
