@@ -4,6 +4,9 @@ import os
 import pathlib
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
+# Tests compile for TPU in this process while worker processes do too; libtpu refuses a second
+# process unless told ("multi-process lockfile").
+os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
 
 import pytest  # noqa: E402
 

@@ -128,7 +128,9 @@ def _vmem_reported_by_libtpu(name):
 
     with pytest.raises(Exception) as caught:
         aot.compile_for_tpu(oversized, [jax.ShapeDtypeStruct((8, 128), F32)], TARGETS[name])
-    return int(re.search(r"would exceed memory \(size=(\d+)\)", str(caught.value)).group(1))
+    found = re.search(r"would exceed memory \(size=(\d+)\)", str(caught.value))
+    assert found, str(caught.value)[:500]
+    return int(found.group(1))
 
 
 @pytest.mark.parametrize("name", sorted(TARGETS))
