@@ -20,6 +20,8 @@ def build_parser() -> argparse.ArgumentParser:
         "Without a subcommand, opens the workbench.",
     )
     parser.add_argument("--version", action="version", version=f"maxkernel-tui {__version__}")
+    parser.add_argument("--task", metavar="ID|DIR", help="open the workbench on this task (an id, its number, or a "
+                        "task folder) instead of the task picker")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     where = argparse.ArgumentParser(add_help=False)
     where.add_argument("--path", type=Path, metavar="DIR",
@@ -38,16 +40,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.command is None:
-        from maxkernel_tui.app import MaxKernelApp  # Textual only when the workbench opens
-
-        MaxKernelApp().run()
-        return 0
     try:
+        if args.command is None:
+            return _open_app(args.task)
         return args.run(args)
     except (TaskError, ConfigError, StoreError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+
+
+def _open_app(task_name: str | None) -> int:
+    from maxkernel_tui.app import MaxKernelApp  # Textual only when the workbench opens
+    from maxkernel_tui.commands.tasks import resolve_task
+
+    MaxKernelApp(task=resolve_task(task_name) if task_name else None).run()
+    return 0
 
 
 if __name__ == "__main__":

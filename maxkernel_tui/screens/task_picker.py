@@ -72,6 +72,10 @@ class TaskPickerScreen(Screen[None]):
         if event.row_key.value is not None:
             self._show(self._by_id[event.row_key.value])
 
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        """Enter on a task opens it in the workbench."""
+        self.app.open_workbench(self._by_id[event.row_key.value])
+
     def action_describe(self) -> None:
         self._status("describing tasks in worker processes (shapes via eval_shape, AOT TPU compile)…")
         self._describe_all()

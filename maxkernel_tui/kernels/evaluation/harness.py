@@ -13,6 +13,7 @@ import secrets
 import shutil
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -79,9 +80,11 @@ class Harness:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def evaluate(self, kernel: Path, task: Task, options: EvalOptions = EvalOptions()) -> EvalReport:
+    def evaluate(self, kernel: Path, task: Task, options: EvalOptions = EvalOptions(),
+                 on_check: Callable[[Check], None] | None = None) -> EvalReport:
         report = EvalReport(task.task_id, kernel.name, [options.target],
-                            device="numerics on the CPU in TPU interpret mode; compile with libtpu (AOT)")
+                            device="numerics on the CPU in TPU interpret mode; compile with libtpu (AOT)",
+                            on_check=on_check)
         source = _read_source(kernel, report)
         if source is None or not _static_check(source, kernel, report):
             return report

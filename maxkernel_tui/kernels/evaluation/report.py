@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -31,6 +32,8 @@ class EvalReport:
     # Timings only from a real device; each says measured/estimated and where.
     timings: list[dict[str, Any]] = field(default_factory=list)
     seeds: list[int] = field(default_factory=list)
+    # Called with each check as it is added, so a UI can show progress before the verdict.
+    on_check: Callable[[Check], None] | None = field(default=None, repr=False, compare=False)
 
     @property
     def verdict(self) -> str:
@@ -45,6 +48,8 @@ class EvalReport:
 
     def add(self, check: Check) -> Check:
         self.checks.append(check)
+        if self.on_check is not None:
+            self.on_check(check)
         return check
 
     def to_json(self) -> dict[str, Any]:

@@ -1,0 +1,48 @@
+"""A starter kernel file for a task: Pallas imports and the reference's signature. No jax here.
+
+It is a skeleton to edit, not a solution; the workbench labels it so.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from maxkernel_tui.kernels.task import Task
+
+_TEMPLATE = '''"""{task_id}: starter kernel, a skeleton to edit (not a solution).
+
+Plan the tiling, write the kernel body, then evaluate (ctrl+e) and profile (ctrl+o).
+"""
+import functools
+
+import jax
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import tpu as pltpu
+
+
+def _kernel(x_ref, o_ref):
+    # One block of the computation: read from the input refs, write every element of o_ref.
+    o_ref[...] = x_ref[...]
+
+
+def computation({params}):
+    return pl.pallas_call(
+        _kernel,
+        out_shape=jax.ShapeDtypeStruct({first}.shape, {first}.dtype),
+    )({first})
+'''
+
+
+def starter_source(task: Task) -> str:
+    """The skeleton, with `computation`'s parameters named as in the task's reference."""
+    params = _reference_parameters(task) or ["x"]
+    return _TEMPLATE.format(task_id=task.task_id, params=", ".join(params), first=params[0])
+
+
+def _reference_parameters(task: Task) -> list[str]:
+    tree = ast.parse(task.reference_path.read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == "computation":
+            return [a.arg for a in node.args.args]
+    return []
