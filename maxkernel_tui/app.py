@@ -35,12 +35,17 @@ class MaxKernelApp(App[None]):
             self.push_screen(TaskPickerScreen(self._tasks_dir, self._cache))
 
     def open_workbench(self, task: Task) -> None:
-        if self._harness is None:  # worker processes start in the background, once
-            self._harness = Harness()
         provider = self._settings.provider + (" (offline)" if self._settings.provider == "builtin" else "")
         workdir = self._settings.data_dir / "workbench" / task.task_id
-        self.push_screen(WorkbenchScreen(task, workdir, self._cache, self._harness,
+        self.push_screen(WorkbenchScreen(task, workdir, self._cache, self.harness,
                                          target=self._settings.tpu_target, provider=provider))
+
+    def harness(self) -> Harness:
+        """The evaluation harness, started on first use: its worker processes would otherwise
+        compete with the first frame for the CPU."""
+        if self._harness is None:
+            self._harness = Harness()
+        return self._harness
 
     def on_unmount(self) -> None:
         if self._harness is not None:

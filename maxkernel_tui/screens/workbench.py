@@ -6,6 +6,7 @@ worker processes: this process never imports jax. Check results arrive one by on
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from textual import work
@@ -56,8 +57,8 @@ class WorkbenchScreen(Screen[None]):
         Binding("ctrl+q", "app.quit", "Quit", priority=True),
     ]
 
-    def __init__(self, task: Task, workdir: Path, cache: Path, harness: Harness, target: str = "v5e",
-                 provider: str = "builtin (offline)") -> None:
+    def __init__(self, task: Task, workdir: Path, cache: Path, harness: Callable[[], Harness],
+                 target: str = "v5e", provider: str = "builtin (offline)") -> None:
         super().__init__()
         self.kernel_task = task
         self._kernel_path = workdir / "kernel.py"
@@ -91,6 +92,7 @@ class WorkbenchScreen(Screen[None]):
                                                  "and compile, numerics in TPU interpret mode, held-out shapes")
         self._show_status()
         self.query_one("#source", TextArea).focus()
+        self.call_after_refresh(self._harness)  # warm the evaluation workers once the screen is drawn
 
     def action_save(self) -> None:
         self._save_source()
@@ -110,7 +112,7 @@ class WorkbenchScreen(Screen[None]):
 
     @work(thread=True, exclusive=True, group="evaluate")
     def _evaluate(self) -> None:
-        report = self._harness.evaluate(self._kernel_path, self.kernel_task, EvalOptions(target=self._target),
+        report = self._harness().evaluate(self._kernel_path, self.kernel_task, EvalOptions(target=self._target),
                                         on_check=lambda check: self.post_message(CheckFinished(check)))
         self.post_message(EvaluationFinished(report))
 

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from maxkernel_tui.kernels.evaluation.compare import compare_files
 from maxkernel_tui.kernels.evaluation.report import FAIL, PASS, Check, EvalReport
 from maxkernel_tui.kernels.evaluation.static_checks import static_problems
 from maxkernel_tui.kernels.evaluation.timing import timing_check
@@ -228,6 +227,8 @@ def _compare_runs(name: str, task: Task, runs: list[tuple[str, int]],
             return Check(name, FAIL, f"{label}: the reference failed: {reference['error']}")
         if candidate.get("races"):
             return Check(name, FAIL, f"{label}: TPU interpret mode detected a race between grid steps or DMAs")
+        from maxkernel_tui.kernels.evaluation.compare import compare_files  # NumPy: not at the UI's start-up
+
         tolerance = task.tolerance(config)
         comparison = compare_files(candidate["files"], reference["files"], tolerance)
         if not comparison.ok:
