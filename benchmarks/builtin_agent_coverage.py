@@ -1,0 +1,132 @@
+"""Which built-in tasks the built-in agent solves: for every task, the kernel it writes, the real
+harness's verdict on it, and the performance model's estimate on TPU v5e.
+
+    JAX_PLATFORMS=cpu python benchmarks/builtin_agent_coverage.py [--tasks 12p 41k ...] [--kernels DIR]
+
+Writes benchmarks/results/builtin_agent_coverage.md (with --tasks, prints the table only). Each
+kernel is evaluated like `maxkernel-tui eval KERNEL --task T --seeds 2`: static rules, trace,
+TPU lowering and v5e compile at bench shapes, numerics on check and heldout shapes. The
+roofline share is the model's (maxkernel_tui/kernels/perf/model.py) against XLA's cost of the
+reference on v5e; no TPU is involved, so these are estimates, never measurements.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+import jax  # noqa: E402  (after JAX_PLATFORMS)
+
+from maxkernel_tui.agents.builtin import CannotPlan, draft_kernel  # noqa: E402
+from maxkernel_tui.agents.builtin.autotune import estimate_source, reference_cost  # noqa: E402
+from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness  # noqa: E402
+from maxkernel_tui.kernels.loader import builtin_suite_dir, find_task, load_tasks  # noqa: E402
+from maxkernel_tui.kernels.task import Task  # noqa: E402
+
+RESULTS = Path(__file__).resolve().parent / "results" / "builtin_agent_coverage.md"
+SEEDS = 2
+
+
+@dataclass
+class Row:
+    task: str
+    family: str
+    verdict: str  # accepted / rejected / not planned
+    reason: str
+    estimate_ms: float | None = None
+    roofline: float | None = None
+    speedup: float | None = None
+    seconds: float = 0.0
+
+
+def cover(task: Task, harness: Harness, kernels: Path) -> Row:
+    started = time.monotonic()
+    try:
+        draft = draft_kernel(task)
+    except CannotPlan as error:
+        return Row(task.task_id, "-", "not planned", str(error), seconds=time.monotonic() - started)
+    kernel = kernels / f"{task.task_id}.py"
+    kernel.write_text(draft.source)
+    report = harness.evaluate(kernel, task, EvalOptions(seeds=SEEDS))
+    reason = f"{report.failure.name}: {report.failure.detail}" if report.failure else ""
+    model = estimate_source(draft.source, task, reference_cost=reference_cost(task))
+    return Row(task.task_id, draft.family, report.verdict, reason, model.seconds * 1e3, model.roofline_share,
+               model.speedup, time.monotonic() - started)
+
+
+def table(rows: list[Row]) -> str:
+    lines = ["| task | family | verdict | est. v5e time | est. % of roofline | est. speedup vs XLA | why not |",
+             "|---|---|---|---|---|---|---|"]
+    for row in rows:
+        cells = [row.task, row.family, row.verdict, _number(row.estimate_ms, "{:.3f} ms"),
+                 _number(row.roofline and row.roofline * 100, "{:.0f}%"), _number(row.speedup, "{:.2f}x"),
+                 row.reason.replace("|", "\\|").replace("\n", " ")[:300]]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def report(rows: list[Row], command: str, seconds: float) -> str:
+    accepted = sum(r.verdict == "accepted" for r in rows)
+    planned = sum(r.verdict != "not planned" for r in rows)
+    return "\n".join([
+        "# Built-in agent coverage of the built-in suite",
+        "",
+        f"Generated {datetime.date.today().isoformat()} by `{command}` in {seconds / 60:.1f} min on a CPU-only "
+        f"machine (jax {jax.__version__}).",
+        "",
+        f"**Accepted: {accepted}/{len(rows)}** (planned {planned}; every planned kernel evaluated by the real "
+        f"harness with {SEEDS} seeds: static, trace, TPU lowering and v5e compile at bench shapes, numerics on "
+        "check and heldout shapes in TPU interpret mode).",
+        "",
+        "Times, roofline shares and speedups are estimates of the performance model for TPU v5e at bench "
+        "shapes (roofline: the reference's XLA flops and every input read and output written once); nothing "
+        "was measured on a TPU. f32 matmuls stay near 33%: the model prices f32 MXU work at a third of the "
+        "bf16 rate, while the roofline and XLA's estimate for the reference (DEFAULT precision: one bf16 pass) "
+        "use the bf16 peak; the kernels keep f32 operands because the harness checks them against a "
+        "HIGHEST-precision reference, and bf16 operands failed that check on 3 tasks. \"-\" where the "
+        "reference does not compile for v5e (no XLA cost to compare with).",
+        "",
+        table(rows),
+        "",
+    ])
+
+
+def _number(value: float | None, template: str) -> str:
+    return template.format(value) if value is not None else "-"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks", nargs="*", help="task ids or numbers (default: every built-in task)")
+    parser.add_argument("--kernels", type=Path, help="keep the generated kernels in this folder")
+    args = parser.parse_args()
+    tasks, _ = load_tasks(builtin_suite_dir())
+    if args.tasks:
+        tasks = [find_task(name, tasks) for name in args.tasks]
+    kernels = args.kernels or Path(tempfile.mkdtemp(prefix="builtin-agent-"))
+    kernels.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    rows = []
+    with Harness() as harness:
+        for task in tasks:
+            row = cover(task, harness, kernels)
+            rows.append(row)
+            print(f"{row.task:55s} {row.verdict:12s} {row.seconds:5.1f}s {row.family:40s} {row.reason[:150]}",
+                  flush=True)
+    if args.tasks:
+        print(table(rows))
+        return
+    command = "JAX_PLATFORMS=cpu python benchmarks/builtin_agent_coverage.py"
+    RESULTS.write_text(report(rows, command, time.monotonic() - started))
+    print(f"accepted {sum(r.verdict == 'accepted' for r in rows)}/{len(rows)}; wrote {RESULTS}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,224 @@
+"""Recognising attention in the reference's program: softmax(mask(scale * Q K^T + bias)) V.
+
+The program must hold exactly two matmuls with a softmax between them (a max and a sum over the
+same axis, an exponential); the operands trace back, through reshapes, to three 4-D inputs laid
+out (batch, heads, seq, dim) or (batch, seq, heads, dim), with fewer key heads than query heads
+allowed (query head h reads key head h // group). The scale, the mask (built from iota: a causal
+mask) and its fill value, and an additive bias input come from the equations between the two
+matmuls. Which matmul operand is the query, and whether the mask is causal, is then confirmed
+by running both the reference and a plain jnp reading of the spec at check shapes: the agent
+writes a flash-attention kernel only for a reading that reproduces the reference.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from maxkernel_tui.agents.builtin.dims import Dim
+from maxkernel_tui.agents.builtin.errors import CannotPlan
+from maxkernel_tui.agents.builtin.program import Eqn, Literal, Program, Var
+from maxkernel_tui.kernels import reference_runtime as runtime
+from maxkernel_tui.kernels.task import CHECK, Task
+
+_VIEWS = ("reshape", "squeeze", "expand_dims")
+# A fill value this negative is a mask, not data.
+_MASK_THRESHOLD = -1e4
+
+
+@dataclass(frozen=True)
+class AttentionSpec:
+    query: int  # positions among the dynamic arguments
+    key: int
+    value: int
+    bias: int | None  # (heads, seq, seq) or (batch, heads, seq, seq), added after the scale
+    seq_first: bool  # inputs laid out (batch, seq, heads, dim) rather than (batch, heads, seq, dim)
+    causal: bool
+    mask_value: float
+    scale: float | None
+    logits_dtype: np.dtype  # the dtype the reference rounds the logits to
+
+
+def recognise_attention(program: Program, task: Task) -> AttentionSpec:
+    """The attention spec of the program, or CannotPlan saying what does not match."""
+    dots = [eqn for eqn in program.eqns if eqn.primitive == "dot_general"]
+    if len(dots) != 2:
+        raise CannotPlan(f"not attention: {len(dots)} matmul(s), attention has two")
+    first, second = dots
+    producers = {id(o): eqn for eqn in program.eqns for o in eqn.outputs}
+    chain = _between(program, first, second)
+    if not {"exp", "reduce_max", "reduce_sum"} <= {eqn.primitive for eqn in chain}:
+        raise CannotPlan("not attention: no softmax between the two matmuls")
+    scores = [_input_of(program, producers, operand) for operand in first.inputs]
+    values = [_input_of(program, producers, o) for o in second.inputs if not _depends_on(o, first, producers)]
+    if None in scores or len(values) != 1 or values[0] is None or len(set(scores + values)) != 3:
+        raise CannotPlan("not attention: the matmuls do not read three distinct inputs")
+    seq = _repeated_dim(first.outputs[0].shape)
+    seq_first = _seq_first(program, [*scores, values[0]], seq)
+    bias = _bias(program, chain, producers, {*scores, values[0]})
+    base = AttentionSpec(scores[0], scores[1], values[0], bias, seq_first, _uses_iota(program),
+                         _mask_value(chain, producers), _scale(chain, first.outputs[0]), first.outputs[0].dtype)
+    for candidate in (base, replace(base, query=base.key, key=base.query)):
+        if _reproduces_reference(candidate, program, task):
+            return candidate
+    raise CannotPlan("looks like attention, but no reading of its layout, mask and scale reproduces the "
+                     "reference at check shapes")
+
+
+def _attention_as_read(spec: AttentionSpec, args: list[jax.Array]) -> jax.Array:
+    """Plain jnp attention as the spec reads it, with the reference's rounding of the logits."""
+    q, k, v = (args[i] for i in (spec.query, spec.key, spec.value))
+    if spec.seq_first:
+        q, k, v = (jnp.swapaxes(t, 1, 2) for t in (q, k, v))
+    group = q.shape[1] // k.shape[1]
+    k, v = jnp.repeat(k, group, axis=1), jnp.repeat(v, group, axis=1)
+    logits = _rounded(jnp.einsum("bhqd,bhkd->bhqk", q, k, preferred_element_type=jnp.float32), spec)
+    if spec.scale is not None:
+        logits = _rounded(logits * spec.scale, spec)
+    if spec.bias is not None:
+        logits = _rounded(logits + args[spec.bias].astype(jnp.float32), spec)
+    if spec.causal:
+        seq = logits.shape[-1]
+        logits = jnp.where(jnp.tril(jnp.ones((seq, seq), bool)), logits, spec.mask_value)
+    probs = jax.nn.softmax(logits, axis=-1)
+    out = jnp.einsum("bhqk,bhkd->bhqd", probs, v.astype(jnp.float32)).astype(q.dtype)
+    return jnp.swapaxes(out, 1, 2) if spec.seq_first else out
+
+
+def _rounded(logits: jax.Array, spec: AttentionSpec) -> jax.Array:
+    return logits.astype(spec.logits_dtype).astype(jnp.float32)
+
+
+def _reproduces_reference(spec: AttentionSpec, program: Program, task: Task) -> bool:
+    config = CHECK if CHECK in task.configs else task.configs[0]
+    module = runtime.load_reference(task)
+    dynamic, static = runtime.make_inputs(task, module, config, seed=0)
+    expected = runtime.jitted_reference(module, len(dynamic), len(static))(*dynamic, *static)
+    if not isinstance(expected, jax.Array) or len(program.outputs) != 1:
+        return False
+    try:
+        got = jax.jit(lambda *args: _attention_as_read(spec, list(args)))(*dynamic)
+    except (ValueError, TypeError):  # a reading whose shapes do not even line up
+        return False
+    tolerance = task.tolerance(config)
+    return got.shape == expected.shape and bool(jnp.allclose(
+        got.astype(jnp.float32), expected.astype(jnp.float32), atol=tolerance.atol, rtol=tolerance.rtol))
+
+
+def _between(program: Program, first: Eqn, second: Eqn) -> list[Eqn]:
+    """Equations on the path from the first matmul's result to the second matmul."""
+    reached = {id(first.outputs[0])}
+    chain = []
+    for eqn in program.eqns[program.eqns.index(first) + 1:program.eqns.index(second)]:
+        if any(isinstance(i, Var) and id(i) in reached for i in eqn.inputs):
+            chain.append(eqn)
+            reached.update(id(o) for o in eqn.outputs)
+    return chain
+
+
+def _depends_on(operand: Any, eqn: Eqn, producers: dict[int, Eqn]) -> bool:
+    pending = [operand]
+    while pending:
+        var = pending.pop()
+        if not isinstance(var, Var):
+            continue
+        if any(var is o for o in eqn.outputs):
+            return True
+        if id(var) in producers:
+            pending.extend(producers[id(var)].inputs)
+    return False
+
+
+def _input_of(program: Program, producers: dict[int, Eqn], operand: Any) -> int | None:
+    """The dynamic argument a matmul operand is a reshape of, if it is one."""
+    while isinstance(operand, Var) and id(operand) in producers and producers[id(operand)].primitive in _VIEWS:
+        operand = producers[id(operand)].inputs[0]
+    for position, var in enumerate(program.inputs):
+        if var is operand and len(var.shape) == 4:
+            return position
+    return None
+
+
+def _repeated_dim(shape: tuple[Dim, ...]) -> Dim:
+    """The sequence length: the size that appears for both queries and keys in the logits."""
+    repeated = [d for d in shape if not d.is_const and shape.count(d) >= 2]
+    if not repeated:
+        raise CannotPlan("not attention: the logits are not (queries, keys) of one sequence")
+    return repeated[0]
+
+
+def _seq_first(program: Program, positions: list[int], seq: Dim) -> bool:
+    layouts = {program.inputs[p].shape.index(seq) if seq in program.inputs[p].shape else None for p in positions}
+    if layouts == {2}:
+        return False
+    if layouts == {1}:
+        return True
+    raise CannotPlan("attention inputs that are not (batch, heads, seq, dim) or (batch, seq, heads, dim) alike")
+
+
+def _bias(program: Program, chain: list[Eqn], producers: dict[int, Eqn], operands: set[int]) -> int | None:
+    """The one input added to the logits (through broadcasts and casts), if any; every other
+    input the program reads must be one of the matmul operands."""
+    added = {id(_traced_back(i, producers)) for eqn in chain if eqn.primitive == "add" for i in eqn.inputs}
+    used = {id(i) for eqn in program.eqns for i in eqn.inputs}
+    extra = {p for p, var in enumerate(program.inputs) if p not in operands and id(var) in used}
+    if len(extra) > 1 or any(id(program.inputs[p]) not in added for p in extra):
+        raise CannotPlan("attention that reads inputs besides queries, keys, values and one additive bias")
+    return extra.pop() if extra else None
+
+
+def _traced_back(operand: Any, producers: dict[int, Eqn]) -> Any:
+    """What a broadcast, reshape or cast was made from."""
+    while isinstance(operand, Var) and id(operand) in producers and \
+            producers[id(operand)].primitive in ("broadcast_in_dim", "convert_element_type", *_VIEWS):
+        operand = producers[id(operand)].inputs[0]
+    return operand
+
+
+def _uses_iota(program: Program) -> bool:
+    return any(eqn.primitive == "iota" for eqn in program.eqns)
+
+
+def _mask_value(chain: list[Eqn], producers: dict[int, Eqn]) -> float:
+    for eqn in chain:
+        if eqn.primitive == "select_n":
+            for operand in eqn.inputs[1:]:
+                value = _literal_behind(operand, producers)
+                if value is not None and value < _MASK_THRESHOLD:
+                    return value
+    return -1e30
+
+
+def _literal_behind(operand: Any, producers: dict[int, Eqn]) -> float | None:
+    """The scalar a broadcast or cast of a constant carries."""
+    operand = _traced_back(operand, producers)
+    if isinstance(operand, Literal) and not isinstance(operand.bench, bool):
+        return float(operand.bench)
+    return None
+
+
+def _same_dims(a: tuple[Dim, ...], b: tuple[Dim, ...]) -> bool:
+    """Equal up to the order of the axes (the logits may be transposed before the scale)."""
+    return sorted(map(repr, a)) == sorted(map(repr, b))
+
+
+def _scale(chain: list[Eqn], logits: Var) -> float | None:
+    """The product of constant factors applied to the logits before the softmax."""
+    scale = None
+    for eqn in chain:
+        if eqn.primitive == "reduce_max":
+            break
+        if eqn.primitive in ("mul", "div") and _same_dims(eqn.outputs[0].shape, logits.shape):
+            constants = [i for i in eqn.inputs if isinstance(i, Literal)]
+            if len(constants) == 1:
+                value = constants[0].bench
+                if isinstance(constants[0].check, float) and constants[0].check != value:
+                    raise CannotPlan("attention whose scale depends on the shapes")
+                factor = float(value) if eqn.primitive == "mul" else 1.0 / float(value)
+                scale = factor if scale is None else scale * factor
+    return scale
+

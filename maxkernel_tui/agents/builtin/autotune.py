@@ -1,0 +1,100 @@
+"""Choosing the tunables with the performance model: no TPU needed.
+
+Each candidate is rendered, traced at bench shapes, analysed (perf/pallas_analysis.py) and
+estimated for a TPU generation (perf/model.py); the fastest estimate whose VMEM footprint fits
+wins. The search is coordinate-wise: one knob at a time over its choices, the others held at
+the best so far.
+"""
+
+from __future__ import annotations
+
+import math
+import types
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+import jax
+
+from maxkernel_tui.agents.builtin.errors import CannotPlan
+from maxkernel_tui.agents.builtin.tunables import CHOICES, Tunables
+from maxkernel_tui.kernels import aot
+from maxkernel_tui.kernels import reference_runtime as runtime
+from maxkernel_tui.kernels.perf.model import Estimate, estimate
+from maxkernel_tui.kernels.perf.pallas_analysis import analyze
+from maxkernel_tui.kernels.targets import TARGETS
+from maxkernel_tui.kernels.task import Task
+
+DEFAULT_TARGET = "v5e"
+
+
+@dataclass(frozen=True)
+class Trial:
+    tunables: Tunables
+    estimate: Estimate | None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class TuneResult:
+    best: Tunables
+    estimate: Estimate
+    trials: list[Trial]
+
+
+def estimate_source(source: str, task: Task, target: str = DEFAULT_TARGET,
+                    reference_cost: dict[str, Any] | None = None) -> Estimate:
+    """The model's estimate for a kernel file at the task's bench shapes (the file is ours:
+    it runs in this process, traced only, never executed)."""
+    module = types.ModuleType("builtin_kernel_draft")
+    exec(compile(source, "<builtin kernel draft>", "exec"), module.__dict__)  # noqa: S102 - our own text
+    reference = runtime.load_reference(task)
+    specs, static = runtime.input_specs(task, reference, task.configs[0])
+    traced = jax.make_jaxpr(lambda *dynamic: module.computation(*dynamic, *static))(*specs)
+    kernels = [k.to_json() for k in analyze(traced)]
+    outputs = jax.tree.leaves(runtime.output_specs(task, reference, task.configs[0]))
+    # The least any implementation must move: every input read once, every output written once.
+    io_bytes = sum(math.prod(s.shape) * s.dtype.itemsize for s in (*specs, *outputs))
+    return estimate(kernels, TARGETS[target], reference_cost, io_bytes=io_bytes)
+
+
+def reference_cost(task: Task, target: str = DEFAULT_TARGET) -> dict[str, Any] | None:
+    """XLA's cost analysis of the reference compiled ahead of time for the TPU (for the
+    roofline); None when it does not compile there."""
+    reference = runtime.load_reference(task)
+    specs, static = runtime.input_specs(task, reference, task.configs[0])
+    try:
+        compiled = aot.compile_for_tpu(lambda *d: reference.computation(*d, *static), specs, aot.target_for(target))
+    except Exception:  # the roofline is optional; a reference too big for the target has none
+        return None
+    cost = compiled.cost_analysis()
+    cost = (cost[0] if isinstance(cost, list) else cost) or {}
+    return {"flops": cost.get("flops"), "bytes_accessed": cost.get("bytes accessed"),
+            "optimal_seconds": cost.get("optimal_seconds")}
+
+
+def autotune(render: Callable[[Tunables], str], task: Task, start: Tunables, knobs: tuple[str, ...],
+             target: str = DEFAULT_TARGET) -> TuneResult:
+    """The tunables with the best estimate, searched one knob at a time from `start`."""
+    trials: dict[Tunables, Trial] = {}
+
+    def score(tunables: Tunables) -> float:
+        if tunables not in trials:
+            trials[tunables] = _trial(render, task, tunables, target)
+        found = trials[tunables].estimate
+        return found.seconds if found is not None and found.fits_vmem else math.inf
+
+    best = start
+    for knob in knobs:
+        best = min((replace(best, **{knob: choice}) for choice in CHOICES[knob]), key=score)
+    if math.isinf(score(best)):
+        errors = "; ".join(sorted({t.error for t in trials.values() if t.error}))
+        raise CannotPlan(f"no block sizes give a kernel that fits VMEM at bench shapes{': ' + errors if errors else ''}")
+    return TuneResult(best, trials[best].estimate, list(trials.values()))
+
+
+def _trial(render: Callable[[Tunables], str], task: Task, tunables: Tunables, target: str) -> Trial:
+    try:
+        return Trial(tunables, estimate_source(render(tunables), task, target))
+    except Exception as error:  # a candidate the tracer rejects is just a worse candidate
+        return Trial(tunables, None, f"{type(error).__name__}: {str(error).splitlines()[0][:200]}")

@@ -1,0 +1,185 @@
+"""Sizes that depend on the task's shapes, inferred by comparing two traces of the reference.
+
+The reference is traced at two configurations an agent may see (`bench` and `check`). A size that
+is the same in both is a constant; one that differs is a symbol, or a rational multiple or a
+product of symbols (e.g. the group count `features // 16`). The kernel file writes each size as
+an expression over its inputs' shapes, so the same file works at shapes it has never seen.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from itertools import combinations_with_replacement
+
+from maxkernel_tui.agents.builtin.errors import CannotPlan
+
+
+class ShapeRuleError(CannotPlan):
+    """A size or constant whose dependence on the shapes cannot be written down."""
+
+
+@dataclass(frozen=True)
+class Dim:
+    """factor * product(symbols) / product(over); a constant when it has no symbols."""
+
+    factor: Fraction
+    symbols: tuple[str, ...] = ()
+    over: tuple[str, ...] = ()  # e.g. query heads per key head: q_heads / kv_heads
+
+    @staticmethod
+    def const(value: int) -> Dim:
+        return Dim(Fraction(value))
+
+    @property
+    def is_const(self) -> bool:
+        return not self.symbols and not self.over
+
+    def __mul__(self, other: Dim) -> Dim:
+        return _reduced(self.factor * other.factor, self.symbols + other.symbols, self.over + other.over)
+
+    def divided_by(self, other: Dim) -> Dim | None:
+        """self / other when that needs no new divisor symbols; None otherwise."""
+        found = _reduced(self.factor / other.factor, self.symbols + other.over, self.over + other.symbols)
+        return found if len(found.over) <= len(self.over) else None
+
+    def is_one(self) -> bool:
+        return self.is_const and self.factor == 1
+
+    def render(self, names: dict[str, str]) -> str:
+        """A Python integer expression, with each symbol replaced by its variable name."""
+        if self.is_const:
+            return str(int(self.factor))
+        numerator, denominator = self.factor.numerator, self.factor.denominator
+        terms = ([str(numerator)] if numerator != 1 or not self.symbols else []) + [names[s] for s in self.symbols]
+        text = " * ".join(terms)
+        divisors = [names[s] for s in self.over] + ([str(denominator)] if denominator != 1 else [])
+        return "".join([text, *(f" // {d}" for d in divisors)])
+
+
+def _reduced(factor: Fraction, symbols: tuple[str, ...], over: tuple[str, ...]) -> Dim:
+    """The Dim with common symbols of numerator and divisor cancelled."""
+    numerator, divisor = list(symbols), []
+    for symbol in over:
+        if symbol in numerator:
+            numerator.remove(symbol)
+        else:
+            divisor.append(symbol)
+    return Dim(factor, tuple(sorted(numerator)), tuple(sorted(divisor)))
+
+
+@dataclass(frozen=True)
+class ShapeLiteral:
+    """A scalar constant of the reference that depends on the shapes: dim, or 1 / dim."""
+
+    dim: Dim
+    reciprocal: bool = False
+
+    def render(self, names: dict[str, str]) -> str:
+        text = f"float({self.dim.render(names)})"
+        return f"(1.0 / {text})" if self.reciprocal else text
+
+
+class DimTable:
+    """The symbols of one task: input sizes that differ between the two traces."""
+
+    def __init__(self) -> None:
+        self._values: dict[str, tuple[int, int]] = {}  # symbol -> (bench, check)
+        self.origins: dict[str, tuple[int, int]] = {}  # symbol -> (input position, axis)
+
+    def symbols(self) -> dict[str, tuple[int, int]]:
+        return dict(self._values)
+
+    def input_dim(self, bench: int, check: int, position: int, axis: int) -> Dim:
+        """A size of a program input. Every one but 1 is a symbol, read from the input's shape in
+        the kernel file, even when both traces agree: a size the agent saw fixed may still vary
+        (a batch of 2 in both configurations need not be 2 at unseen shapes)."""
+        if bench == check == 1:
+            return Dim.const(1)
+        for symbol, values in self._values.items():
+            if values == (bench, check):
+                return Dim(Fraction(1), (symbol,))
+        symbol = f"s{len(self._values)}"
+        self._values[symbol] = (bench, check)
+        self.origins[symbol] = (position, axis)
+        return Dim(Fraction(1), (symbol,))
+
+    def dim(self, bench: int, check: int) -> Dim:
+        """Any other size: an input size, a multiple or product of input sizes, or a constant."""
+        found = self._express(Fraction(bench), Fraction(check))
+        if found is not None:
+            return found
+        if bench == check:
+            return Dim.const(bench)
+        raise ShapeRuleError(f"a size that is {bench} at bench shapes and {check} at check shapes "
+                             "is no multiple or product of the input sizes")
+
+    def literal(self, bench: float, check: float) -> float | ShapeLiteral:
+        """A scalar constant: itself when both traces agree, else a size or its reciprocal."""
+        if bench == check:
+            return bench
+        for reciprocal, (b, c) in ((False, (_exact(bench), _exact(check))),
+                                   (True, (_inverse(bench), _inverse(check)))):
+            if _whole(b) and _whole(c):
+                found = self._express(b, c)
+                if found is not None:
+                    return ShapeLiteral(found, reciprocal)
+        raise ShapeRuleError(f"a constant that is {bench!r} at bench shapes and {check!r} at check shapes "
+                             "is neither a size nor its reciprocal")
+
+    def _express(self, bench: Fraction, check: Fraction) -> Dim | None:
+        """The simplest expression with these two values: fewest symbols, then a factor of 1,
+        then no divisor symbol. Sizes equal in both traces only match an input size exactly
+        (anything looser would be a coincidence)."""
+        symbols = sorted(self._values)
+        found = []
+        for count in (1, 2, 3):
+            shapes = [(combo, ()) for combo in combinations_with_replacement(symbols, count)]
+            if count == 2:
+                shapes += [((a,), (b,)) for a in symbols for b in symbols if a != b]
+            for numerator, over in shapes:
+                bench_value, check_value = self._value(numerator, over, 0), self._value(numerator, over, 1)
+                factor = bench / bench_value
+                if factor != check / check_value:
+                    continue
+                exact_only = bench == check or bench_value == check_value
+                if factor == 1 or (_simple(factor) and not exact_only):
+                    found.append((count, factor != 1, bool(over), Dim(factor, numerator, over)))
+            if found:
+                return min(found, key=lambda item: item[:3])[3]
+            if bench == check:
+                return None
+        return None
+
+    def _value(self, numerator: tuple[str, ...], over: tuple[str, ...], trace: int) -> Fraction:
+        value = Fraction(1)
+        for symbol in numerator:
+            value *= self._values[symbol][trace]
+        for symbol in over:
+            value /= self._values[symbol][trace]
+        return value
+
+
+def _simple(factor: Fraction) -> bool:
+    """Factors a person would write: n, 1/n."""
+    return factor.numerator == 1 or factor.denominator == 1
+
+
+def _whole(value: Fraction | None) -> bool:
+    return value is not None and value.denominator == 1 and value > 0
+
+
+def _exact(value: float) -> Fraction | None:
+    try:
+        return Fraction(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+def _inverse(value: float) -> Fraction | None:
+    """1 / value when that is (within f32 rounding) a whole number; None otherwise."""
+    if value == 0:
+        return None
+    inverse = 1 / value
+    nearest = round(inverse)
+    return Fraction(nearest) if abs(inverse - nearest) <= 1e-5 * abs(inverse) else None

@@ -1,0 +1,92 @@
+"""The built-in agent's one call: a task in, a complete candidate kernel file out (or a plain
+"cannot plan this" and why). It reads only the reference's jaxpr, never the task's id or name.
+
+Kernel plans come from the stage planner (matmuls with fused epilogues, row-wise and
+element-wise stages, batched matmuls) or, when that has none, from the attention recogniser.
+The performance model picks among the plans and their tunables.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+
+import numpy as np
+
+from maxkernel_tui.agents.builtin.attention import recognise_attention
+from maxkernel_tui.agents.builtin.attention_render import render_attention
+from maxkernel_tui.agents.builtin.autotune import DEFAULT_TARGET, autotune, estimate_source
+from maxkernel_tui.agents.builtin.errors import CannotPlan
+from maxkernel_tui.agents.builtin.planner import Plan, plan_program
+from maxkernel_tui.agents.builtin.program import trace_program
+from maxkernel_tui.agents.builtin.render import render_kernel
+from maxkernel_tui.agents.builtin.tunables import Tunables, default_tunables
+from maxkernel_tui.kernels.perf.model import Estimate
+from maxkernel_tui.kernels.task import Task
+
+
+@dataclass(frozen=True)
+class KernelPlan:
+    """One way to write the kernel: what it is, how to render it, which knobs matter."""
+
+    family: str
+    render: Callable[[Tunables], str]
+    knobs: tuple[str, ...]
+    start: Tunables
+
+
+@dataclass(frozen=True)
+class KernelDraft:
+    source: str  # the kernel file
+    family: str  # what the agent recognised, e.g. "matmul + row-wise epilogue"
+    tunables: Tunables
+    estimate: Estimate  # the performance model's, for `target`, at bench shapes
+
+
+def plan_task(task: Task) -> list[KernelPlan]:
+    """The plans the agent would consider for `task`, preferred first; CannotPlan says plainly
+    why there is none."""
+    program = trace_program(task)
+    try:
+        fused = plan_program(program)
+    except CannotPlan as stage_problem:
+        try:
+            spec = recognise_attention(program, task)
+        except CannotPlan as attention_problem:
+            # The more telling reason: the planner's, unless the program does look like attention.
+            reason = stage_problem if str(attention_problem).startswith("not attention") else attention_problem
+            raise reason from None
+        return [KernelPlan("attention", partial(render_attention, spec, program), ("block_rows", "block_cols"),
+                           default_tunables(narrow_dtype=True))]
+    split = plan_program(program, split_rowwise=True)
+    stage_plans = [fused] if len(split.stages) == len(fused.stages) else [fused, split]
+    return [_stage_kernel_plan(plan) for plan in stage_plans]
+
+
+def draft_kernel(task: Task, *, tune: bool = True, target: str = DEFAULT_TARGET) -> KernelDraft:
+    """With `tune`, every plan autotuned and the best estimate kept; without, the first plan at
+    its default tunables."""
+    drafts, problems = [], []
+    for plan in plan_task(task)[:None if tune else 1]:
+        if tune:
+            try:
+                result = autotune(plan.render, task, plan.start, plan.knobs, target)
+            except CannotPlan as problem:  # this plan has no tiling that fits; another may
+                problems.append(f"{plan.family}: {problem}")
+                continue
+            tunables, found = result.best, result.estimate
+        else:
+            tunables, found = plan.start, estimate_source(plan.render(plan.start), task, target)
+        drafts.append(KernelDraft(plan.render(tunables), plan.family, tunables, found))
+    if not drafts:
+        raise CannotPlan("; ".join(problems))
+    return min(drafts, key=lambda draft: draft.estimate.seconds)
+
+
+def _stage_kernel_plan(plan: Plan) -> KernelPlan:
+    knobs = ["block_rows"]
+    knobs += ["block_cols"] if any(not stage.full_cols for stage in plan.stages) else []
+    knobs += ["block_depth"] if any(stage.matmul for stage in plan.stages) else []
+    narrow = any(stage.matmul and np.dtype(stage.matmul.lhs.dtype).itemsize < 4 for stage in plan.stages)
+    return KernelPlan(plan.family, partial(render_kernel, plan), tuple(knobs), default_tunables(narrow))

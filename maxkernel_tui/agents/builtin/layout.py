@@ -1,0 +1,121 @@
+"""How a value of the reference maps onto a kernel's 2-D tiles.
+
+A stage of the kernel works on a frame: (optional batch dims,) row dims flattened into the tile's
+rows, and one column dim on the lanes. Relative to a frame every value is one kind:
+  tile       (rows, cols), or grouped (rows, groups, width) with groups * width == cols
+  row        (rows,) or (rows, 1): one number per row, e.g. a row max
+  col        (cols,) or (1, cols): one number per column, e.g. a bias
+  scalar     () or (1,): one number
+  group_row  (rows, groups): one number per row and group of `width` contiguous columns
+Size-1 axes are ignored. Inside the kernel every kind is a 2-D array: (tm, tn), (tm, 1), (1, tn),
+(1, 1) and (tm, tn // width); outside, the stage's operands are reshaped to the same 2-D forms
+(3-D with a leading batch axis).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from maxkernel_tui.agents.builtin.dims import Dim, ShapeRuleError
+
+TILE, ROW, COL, SCALAR, GROUP_ROW = "tile", "row", "col", "scalar", "group_row"
+_RANK = {SCALAR: 0, ROW: 1, COL: 1, GROUP_ROW: 2, TILE: 3}
+
+
+@dataclass(frozen=True)
+class Kind:
+    name: str
+    width: Dim | None = None  # group width: for group rows, and tiles seen as groups
+    batched: bool = False  # has the frame's batch dims (else shared by every batch entry)
+
+    @property
+    def spans_rows(self) -> bool:
+        return self.name in (TILE, ROW, GROUP_ROW)
+
+    @property
+    def spans_cols(self) -> bool:
+        return self.name in (TILE, COL, GROUP_ROW)
+
+
+@dataclass(frozen=True)
+class Frame:
+    batch: tuple[Dim, ...]
+    rows: tuple[Dim, ...]
+    cols: Dim
+
+    def __post_init__(self) -> None:
+        if not self.rows:
+            raise ShapeRuleError("a stage needs at least one row dimension")
+        if self.cols in self.rows or self.cols in self.batch:
+            raise ShapeRuleError("a stage's column size equals one of its row sizes in both traces; "
+                                 "rows and columns cannot be told apart")
+
+    @staticmethod
+    def of(shape: tuple[Dim, ...], batch_rank: int = 0) -> Frame:
+        """The frame a value spans: its non-unit axes, the last one as the columns."""
+        dims = [d for d in shape if not d.is_one()]
+        if len(dims) < batch_rank + 2:
+            raise ShapeRuleError(f"a value of rank {len(dims)} has no (rows, columns) to tile")
+        return Frame(tuple(dims[:batch_rank]), tuple(dims[batch_rank:-1]), dims[-1])
+
+    @property
+    def row_count(self) -> Dim:
+        product = Dim.const(1)
+        for dim in self.rows:
+            product = product * dim
+        return product
+
+    @property
+    def batch_count(self) -> Dim:
+        product = Dim.const(1)
+        for dim in self.batch:
+            product = product * dim
+        return product
+
+
+def classify(shape: tuple[Dim, ...], frame: Frame) -> Kind | None:
+    """The kind of a value of this shape in `frame`, or None when it does not fit."""
+    dims = [d for d in shape if not d.is_one()]
+    batched = bool(frame.batch) and dims[:len(frame.batch)] == list(frame.batch)
+    if batched:
+        dims = dims[len(frame.batch):]
+    rows = list(frame.rows)
+    if dims[:len(rows)] == rows:
+        rest, has_rows = dims[len(rows):], True
+    elif len(rows) > 1 and dims[:1] == [frame.row_count]:
+        rest, has_rows = dims[1:], True
+    else:
+        rest, has_rows = dims, False
+    if not rest:
+        return Kind(ROW if has_rows else SCALAR, batched=batched)
+    if rest == [frame.cols]:
+        return Kind(TILE if has_rows else COL, batched=batched)
+    if has_rows and len(rest) == 2 and rest[0] * rest[1] == frame.cols:
+        return Kind(TILE, rest[1], batched)
+    if has_rows and len(rest) == 1:
+        width = frame.cols.divided_by(rest[0])
+        if width is not None and not width.is_one():
+            return Kind(GROUP_ROW, width, batched)
+    return None
+
+
+def join(kinds: list[Kind]) -> Kind | None:
+    """The kind of an element-wise result of operands of these kinds (None: they clash)."""
+    widths = {k.width for k in kinds if k.width is not None}
+    if len(widths) > 1:
+        return None
+    names = {k.name for k in kinds}
+    if {ROW, COL} <= names or (GROUP_ROW in names and (COL in names or TILE in names)):
+        name = TILE
+    else:
+        name = max(names, key=_RANK.__getitem__)
+    width = next(iter(widths), None) if name in (TILE, GROUP_ROW) else None
+    return Kind(name, width, any(k.batched for k in kinds))
+
+
+def same_layout(a: Kind, b: Kind) -> bool:
+    """Whether two kinds are the same 2-D array in the kernel (a tile and its grouped view are)."""
+    if a.name == TILE and b.name == TILE:
+        return a.batched == b.batched
+    return replace(a, width=a.width if a.name == GROUP_ROW else None) == \
+        replace(b, width=b.width if b.name == GROUP_ROW else None)

@@ -1,0 +1,333 @@
+"""From the reference's program to a plan: stages, each one `pallas_call`.
+
+A stage is a matmul (or none) and the element-wise and reduction equations that follow it on
+the same 2-D frame (layout.py). Every matmul starts a stage; every other equation joins the
+latest stage its operands come from when it fits that stage's frame, or starts an element-wise
+stage of its own. Equations on parameters only (a bias reshaped, a variance plus eps) float
+until a stage uses them and are then computed inside that stage. Values that cross stages go
+through HBM. Reductions over a stage's columns make that stage span all columns in one block;
+reductions over its rows (batch statistics, a mean over tokens) go to a column-reduction stage
+that walks the rows innermost and accumulates in VMEM.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from maxkernel_tui.agents.builtin.dims import Dim
+from maxkernel_tui.agents.builtin.errors import CannotPlan
+from maxkernel_tui.agents.builtin.layout import (
+    COL,
+    GROUP_ROW,
+    ROW,
+    SCALAR,
+    TILE,
+    Frame,
+    Kind,
+    classify,
+    join,
+    same_layout,
+)
+from maxkernel_tui.agents.builtin.primitives import REDUCTIONS, VIEWS, is_elementwise, picks_one_per_row
+from maxkernel_tui.agents.builtin.program import Eqn, Literal, Operand, Program, Var
+
+
+@dataclass(frozen=True)
+class Matmul:
+    eqn: Eqn
+    lhs: Var
+    rhs: Var
+    rhs_transposed: bool  # weight stored (cols, depth): contract over its last axis
+    depth: Dim
+    precision: str | None  # "HIGHEST" when the reference asks for it
+
+    @property
+    def result(self) -> Var:
+        return self.eqn.outputs[0]
+
+
+@dataclass(eq=False)
+class Stage:
+    number: int
+    frame: Frame
+    matmul: Matmul | None = None
+    across_rows: bool = False  # a column-reduction stage: reduces over rows, yields cols and scalars
+    eqns: list[Eqn] = field(default_factory=list)
+    kinds: dict[int, Kind] = field(default_factory=dict)
+    inputs: list[Var] = field(default_factory=list)
+    outputs: list[Var] = field(default_factory=list)
+
+    def kind(self, operand: Operand) -> Kind:
+        return Kind(SCALAR) if isinstance(operand, Literal) else self.kinds[id(operand)]
+
+    @property
+    def full_cols(self) -> bool:
+        """Whether a block must span every column: a row-wise reduction or groups of columns."""
+        return any(k.name == GROUP_ROW or k.width is not None for k in self.kinds.values()) or any(
+            (eqn.primitive in REDUCTIONS or picks_one_per_row(eqn.primitive, eqn.params))
+            and self.kind(eqn.inputs[0]).spans_cols and not self.kind(eqn.outputs[0]).spans_cols
+            for eqn in self.eqns)
+
+    @property
+    def batched(self) -> bool:
+        return bool(self.frame.batch)
+
+
+@dataclass
+class Plan:
+    program: Program
+    stages: list[Stage]
+    storage: dict[int, Var]  # a free view (reshape) of a value -> the value that holds the data
+
+    @property
+    def family(self) -> str:
+        stage = self.stages[0]
+        if len(self.stages) > 1:
+            return f"multi-stage ({'+'.join(_stage_label(s) for s in self.stages)})"
+        if stage.matmul is None:
+            return "row-wise reduction" if stage.full_cols else "element-wise"
+        if stage.batched:
+            return "batched matmul"
+        return "matmul + row-wise epilogue" if stage.full_cols else "matmul + element-wise epilogue"
+
+
+def plan_program(program: Program, split_rowwise: bool = False) -> Plan:
+    """The stages for `program`. With `split_rowwise`, a matmul whose epilogue reduces over its
+    columns becomes a plain tiled matmul and a row-wise stage: one more trip through HBM, but
+    the weight is no longer re-read for every block of rows (better when the rows are wide)."""
+    fused = _Planner(program, frozenset()).plan()
+    split = frozenset(id(s.matmul.eqn) for s in fused.stages if s.matmul and s.full_cols and not s.batched)
+    if not split_rowwise or not split:
+        return fused
+    return _Planner(program, split).plan()
+
+
+class _Planner:
+    def __init__(self, program: Program, split: frozenset[int]) -> None:
+        self.program = program
+        self.split = split  # matmul equations whose epilogue goes to a stage of its own
+        self.companions: dict[int, Stage] = {}
+        self.stages: list[Stage] = []
+        self.stage_of: dict[int, Stage] = {}
+        self.producer: dict[int, Eqn] = {}  # floating values: computed from parameters only
+        self.storage: dict[int, Var] = {}
+
+    def plan(self) -> Plan:
+        if any(eqn.primitive == "iota" for eqn in self.program.eqns):
+            raise CannotPlan("the reference builds position masks (iota); only the attention kernel rebuilds "
+                             "those, and this is not attention")
+        for eqn in self.program.eqns:
+            self._visit(eqn)
+        for output in self.program.outputs:
+            if isinstance(output, Literal):
+                raise CannotPlan("the reference returns a constant")
+            self._materialize(output)
+        self._connect()
+        if not any(stage.matmul or stage.full_cols or stage.eqns for stage in self.stages):
+            raise CannotPlan("the reference does no work a kernel could take over")
+        return Plan(self.program, self.stages, self.storage)
+
+    # -- placing equations -------------------------------------------------------------------
+    def _visit(self, eqn: Eqn) -> None:
+        if eqn.primitive == "dot_general":
+            self._matmul_stage(eqn)
+            return
+        sources = [self.stage_of[id(v)] for v in eqn.inputs if isinstance(v, Var) and id(v) in self.stage_of]
+        if not sources:
+            for output in eqn.outputs:
+                self.producer[id(output)] = eqn
+            return
+        stage = max(sources, key=lambda s: s.number)
+        if stage.matmul and id(stage.matmul.eqn) in self.split:
+            stage = self._companion(stage)
+        if not self._fits(eqn, stage):
+            if eqn.primitive in REDUCTIONS:
+                stage = self._new_stage(stage.frame, across_rows=True)
+                if not self._fits(eqn, stage):
+                    raise CannotPlan(f"`{eqn.primitive}` over {_shapes(eqn)} reduces in a way no tiling of its "
+                                     "rows and columns holds")
+                self._place(eqn, stage)
+                return
+            stage = self._new_stage(Frame.of(eqn.outputs[0].shape))
+            if not self._fits(eqn, stage):
+                raise CannotPlan(f"`{eqn.primitive}` mixes values that no 2-D tiling holds together "
+                                 f"({_shapes(eqn)})")
+        self._place(eqn, stage)
+
+    def _place(self, eqn: Eqn, stage: Stage) -> None:
+        for operand in eqn.inputs:
+            if isinstance(operand, Var) and id(operand) in self.producer and id(operand) not in stage.kinds:
+                self._place(self.producer[id(operand)], stage)
+        for operand in eqn.inputs:
+            if isinstance(operand, Var) and id(operand) not in stage.kinds:
+                stage.kinds[id(operand)] = classify(operand.shape, stage.frame)
+        for output in eqn.outputs:
+            stage.kinds[id(output)] = classify(output.shape, stage.frame)
+            self.stage_of[id(output)] = stage
+        stage.eqns.append(eqn)
+
+    def _fits(self, eqn: Eqn, stage: Stage) -> bool:
+        """Whether the equation can run inside `stage`: every operand has a kind there, and the
+        operation maps those kinds onto the kind of its result."""
+        operands = [self._kind_in(o, stage) for o in eqn.inputs]
+        result = classify(eqn.outputs[0].shape, stage.frame)
+        if result is None or any(k is None for k in operands) or len(eqn.outputs) != 1:
+            return False
+        source = operands[0]
+        if eqn.primitive in REDUCTIONS and not all(eqn.inputs[0].shape[a].is_one() for a in eqn.params["axes"]):
+            if stage.across_rows:
+                return reduces_rows(source, result)
+            return _reduction_allowed(eqn.primitive, source, result)
+        if stage.across_rows and result.spans_rows:
+            return False  # a column-reduction stage yields only what is left once rows are reduced
+        if is_elementwise(eqn.primitive, len(eqn.inputs)):
+            joined = join([k for k in operands if k is not None])
+            return joined is not None and same_layout(joined, result)
+        if eqn.primitive in REDUCTIONS:
+            return same_layout(source, result)
+        if eqn.primitive in VIEWS:
+            return _view_allowed(source, result)
+        if picks_one_per_row(eqn.primitive, eqn.params):
+            return [k.name for k in operands] == [TILE, ROW] and result.name == ROW and not stage.batched
+        return False
+
+    def _kind_in(self, operand: Operand, stage: Stage) -> Kind | None:
+        if isinstance(operand, Literal):
+            return Kind(SCALAR)
+        if id(operand) in stage.kinds:
+            return stage.kinds[id(operand)]
+        if id(operand) in self.producer and not self._fits(self.producer[id(operand)], stage):
+            return None
+        return classify(operand.shape, stage.frame)
+
+    # -- matmuls -----------------------------------------------------------------------------
+    def _matmul_stage(self, eqn: Eqn) -> None:
+        (lhs_contract, rhs_contract), (lhs_batch, rhs_batch) = eqn.params["dimension_numbers"]
+        lhs, rhs = eqn.inputs
+        if not isinstance(lhs, Var) or not isinstance(rhs, Var):
+            raise CannotPlan("a matmul with a constant operand")
+        batch = len(lhs_batch)
+        if tuple(lhs_batch) != tuple(range(batch)) or tuple(rhs_batch) != tuple(range(batch)) \
+                or len(lhs_contract) != 1 or lhs_contract[0] != len(lhs.shape) - 1 or len(rhs.shape) != batch + 2:
+            raise CannotPlan("a matmul whose operands are not (batch..., rows, depth) x (batch..., depth, cols) "
+                             f"or its transposed weight: dimension numbers {eqn.params['dimension_numbers']}")
+        transposed = rhs_contract[0] == batch + 1
+        if not batch and id(rhs) in self.producer and self.producer[id(rhs)].primitive == "transpose":
+            rhs, transposed = self.producer[id(rhs)].inputs[0], not transposed
+        out = eqn.outputs[0]
+        frame = Frame(tuple(out.shape[:batch]), tuple(d for d in out.shape[batch:-1] if not d.is_one()),
+                      out.shape[-1])
+        precision = eqn.params.get("precision")
+        highest = precision is not None and "HIGHEST" in str(precision)
+        # The operands are read from HBM: a view resolves to the value holding the data, anything
+        # else computed from parameters becomes a stage of its own.
+        self._materialize(lhs)
+        self._materialize(rhs)
+        stage = self._new_stage(frame)
+        stage.matmul = Matmul(eqn, lhs, rhs, transposed, lhs.shape[-1], "HIGHEST" if highest else None)
+        stage.kinds[id(out)] = Kind(TILE, batched=bool(batch))
+        self.stage_of[id(out)] = stage
+
+    def _view_root(self, var: Var) -> Var:
+        while id(var) in self.producer and self.producer[id(var)].primitive in ("reshape", "squeeze", "expand_dims"):
+            var = self.producer[id(var)].inputs[0]
+        return var
+
+    # -- stages and their operands -----------------------------------------------------------
+    def _companion(self, matmul_stage: Stage) -> Stage:
+        """The row-wise stage that takes over the epilogue of a split matmul stage."""
+        key = id(matmul_stage.matmul.eqn)
+        if key not in self.companions:
+            self.companions[key] = self._new_stage(matmul_stage.frame)
+        return self.companions[key]
+
+    def _new_stage(self, frame: Frame, across_rows: bool = False) -> Stage:
+        stage = Stage(len(self.stages) + 1, frame, across_rows=across_rows)
+        self.stages.append(stage)
+        return stage
+
+    def _materialize(self, var: Var) -> None:
+        """Make sure `var` is computed by some stage (values from parameters get their own)."""
+        if id(var) in self.stage_of or var in self.program.inputs or id(var) in self.storage:
+            return
+        root = self._view_root(var)
+        if root is not var:
+            self.storage[id(var)] = root
+            self._materialize(root)
+            return
+        if id(var) not in self.producer:
+            raise CannotPlan("a value of the reference comes from nowhere the agent can follow")
+        stage = self._new_stage(Frame.of(var.shape))
+        producer = self.producer.pop(id(var))
+        if not self._fits(producer, stage):
+            raise CannotPlan(f"`{producer.primitive}` on parameters ({_shapes(producer)}) fits no tiling")
+        self._place(producer, stage)
+
+    def _connect(self) -> None:
+        """Stage inputs and outputs: whatever crosses a stage boundary goes through HBM."""
+        needed_later: dict[int, Var] = {id(o): o for o in self.program.outputs if isinstance(o, Var)}
+        for stage in self.stages:
+            produced = {id(o) for e in stage.eqns for o in e.outputs}
+            if stage.matmul:
+                produced.add(id(stage.matmul.result))
+            operands = [o for e in stage.eqns for o in e.inputs if isinstance(o, Var) and id(o) not in produced]
+            for var in operands:
+                if all(var is not seen for seen in stage.inputs):
+                    stage.inputs.append(var)
+            for var in stage.inputs + ([stage.matmul.lhs, stage.matmul.rhs] if stage.matmul else []):
+                root = self.storage.get(id(var), var)
+                needed_later[id(root)] = root
+        for stage in self.stages:
+            stage.outputs = [v for key, v in needed_later.items() if self.stage_of.get(key) is stage]
+            for var in stage.outputs:
+                kind = stage.kinds[id(var)]
+                if kind.spans_rows == stage.across_rows:
+                    raise CannotPlan(f"a {kind.name} result of shape {_shape(var)} would need every row of a "
+                                     "row-tiled stage: not planned")
+                if kind.name == GROUP_ROW:
+                    raise CannotPlan(f"a per-group result of shape {_shape(var)} leaves the kernel: not planned")
+        for stage in self.stages:
+            for var in stage.inputs:
+                kind = stage.kinds.get(id(var))
+                if kind is None or kind.name == GROUP_ROW:
+                    raise CannotPlan(f"a stage input of shape {_shape(var)} does not fit the stage's tiling")
+
+
+def reduces_rows(source: Kind, result: Kind) -> bool:
+    """A reduction over the rows of a frame: tiles to columns, rows to a scalar."""
+    unbatched = not source.batched and not result.batched
+    return unbatched and (source.name, result.name) in ((TILE, COL), (ROW, SCALAR))
+
+
+def _reduction_allowed(primitive: str, source: Kind, result: Kind) -> bool:
+    """Reductions a row-tiled kernel can do inside one block of full rows."""
+    if source.batched != result.batched:
+        return False
+    if source.name == TILE and result.name == GROUP_ROW:
+        return primitive == "reduce_sum" and source.width == result.width
+    return (source.name, result.name) in ((TILE, ROW), (GROUP_ROW, ROW), (COL, SCALAR))
+
+
+def _view_allowed(source: Kind, result: Kind) -> bool:
+    """Reshapes and broadcasts that keep the kernel's 2-D layout, or broadcast a smaller kind."""
+    if same_layout(source, result):
+        return True
+    joined = join([source, result])
+    return joined is not None and same_layout(joined, result)
+
+
+def _stage_label(stage: Stage) -> str:
+    if stage.matmul:
+        return "batched matmul" if stage.batched else "matmul"
+    if stage.across_rows:
+        return "column-reduction"
+    return "row-wise" if stage.full_cols else "element-wise"
+
+
+def _shape(var: Var) -> str:
+    return "(" + ", ".join(str(d) for d in var.bench_shape) + ")"
+
+
+def _shapes(eqn: Eqn) -> str:
+    return ", ".join(_shape(v) if isinstance(v, Var) else "constant" for v in eqn.inputs)
+

@@ -1,0 +1,80 @@
+"""The jaxpr primitives the built-in agent translates into jnp source, and how.
+
+Only primitives listed here (and checked to lower with Mosaic for TPU) can appear in a kernel
+body the agent writes; anything else makes the agent say it cannot plan the task.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+Formatter = Callable[[list[str], dict[str, Any]], str]
+
+_BINARY_OPERATORS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "lt": "<", "le": "<=", "gt": ">",
+                     "ge": ">=", "eq": "==", "ne": "!=", "and": "&", "or": "|", "xor": "^"}
+_BINARY_FUNCTIONS = {"max": "jnp.maximum", "min": "jnp.minimum", "pow": "jnp.power", "rem": "jax.lax.rem",
+                     "atan2": "jnp.arctan2"}
+_UNARY_FUNCTIONS = {"exp": "jnp.exp", "exp2": "jnp.exp2", "log": "jnp.log", "log1p": "jnp.log1p",
+                    "tanh": "jnp.tanh", "logistic": "jax.nn.sigmoid", "sqrt": "jnp.sqrt", "rsqrt": "jax.lax.rsqrt",
+                    "abs": "jnp.abs", "sin": "jnp.sin", "cos": "jnp.cos", "tan": "jnp.tan", "erf": "jax.lax.erf",
+                    "erf_inv": "jax.lax.erf_inv", "floor": "jnp.floor", "ceil": "jnp.ceil",
+                    "is_finite": "jnp.isfinite", "square": "jnp.square"}
+
+REDUCTIONS = {"reduce_sum": "jnp.sum", "reduce_max": "jnp.max", "reduce_min": "jnp.min"}
+VIEWS = {"reshape", "squeeze", "expand_dims", "broadcast_in_dim"}
+
+
+def dtype_source(dtype: Any) -> str:
+    return f"jnp.{np.dtype(dtype).name}"
+
+
+def _binary_operator(symbol: str) -> Formatter:
+    return lambda args, params: f"{args[0]} {symbol} {args[1]}"
+
+
+def _call(function: str) -> Formatter:
+    return lambda args, params: f"{function}({', '.join(args)})"
+
+
+def _select(args: list[str], params: dict[str, Any]) -> str:
+    predicate, if_false, if_true = args
+    return f"jnp.where({predicate}, {if_true}, {if_false})"
+
+
+ELEMENTWISE: dict[str, Formatter] = {
+    **{name: _binary_operator(symbol) for name, symbol in _BINARY_OPERATORS.items()},
+    **{name: _call(function) for name, function in (_BINARY_FUNCTIONS | _UNARY_FUNCTIONS).items()},
+    "neg": lambda args, params: f"-{args[0]}",
+    "not": lambda args, params: f"~{args[0]}",
+    "integer_pow": lambda args, params: f"jax.lax.integer_pow({args[0]}, {params['y']})",
+    "clamp": lambda args, params: f"jnp.clip({args[1]}, {args[0]}, {args[2]})",
+    "select_n": _select,
+    "convert_element_type": lambda args, params: f"{args[0]}.astype({dtype_source(params['new_dtype'])})",
+}
+
+
+def is_elementwise(eqn_primitive: str, operand_count: int) -> bool:
+    if eqn_primitive == "select_n":
+        return operand_count == 3  # a boolean predicate and two cases
+    return eqn_primitive in ELEMENTWISE
+
+
+def is_translatable(primitive: str, operand_count: int) -> bool:
+    """Whether some plan of the agent can hold this primitive: matmuls and weight transposes
+    shape the stages; positions (iota) only appear in masks the attention kernel rebuilds; a
+    gather only as one element picked per row (see picks_one_per_row)."""
+    return is_elementwise(primitive, operand_count) or primitive in REDUCTIONS or primitive in VIEWS or \
+        primitive in ("dot_general", "transpose", "iota", "gather")
+
+
+def picks_one_per_row(primitive: str, params: dict[str, Any]) -> bool:
+    """`take_along_axis(x, idx[:, None], axis=-1)` on a 2-D x: out[r] = x[r, idx[r]]."""
+    if primitive != "gather":
+        return False
+    numbers = params["dimension_numbers"]
+    return (tuple(numbers.offset_dims), tuple(numbers.collapsed_slice_dims), tuple(numbers.start_index_map),
+            tuple(numbers.operand_batching_dims), tuple(numbers.start_indices_batching_dims),
+            tuple(params["slice_sizes"])) == ((), (1,), (1,), (0,), (0,), (1, 1))

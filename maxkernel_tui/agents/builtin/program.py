@@ -1,0 +1,233 @@
+"""The reference as a flat program: its jaxpr traced at two configurations, walked in lockstep.
+
+Nested calls (jit, custom_jvp/vjp) are inlined, scalar arithmetic on constants is folded, and
+equations whose results are never used are dropped. Every size is a `Dim` (dims.py), every
+scalar constant keeps both of its values, so later stages can tell sizes from constants.
+Imports jax: this runs in the agent's worker process, never in the UI.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import numpy as np
+from jax.extend import core
+
+from maxkernel_tui.agents.builtin.dims import Dim, DimTable, ShapeRuleError
+from maxkernel_tui.agents.builtin.errors import CannotPlan
+from maxkernel_tui.agents.builtin.primitives import is_translatable
+from maxkernel_tui.kernels import reference_runtime as runtime
+from maxkernel_tui.kernels.task import CHECK, Task
+
+# Calls whose body we inline; the key names the parameter that holds the body.
+_CALL_BODIES = {"jit": "jaxpr", "pjit": "jaxpr", "closed_call": "call_jaxpr", "core_call": "call_jaxpr",
+                "custom_jvp_call": "call_jaxpr", "custom_vjp_call": "call_jaxpr",
+                "custom_vjp_call_jaxpr": "fun_jaxpr", "remat": "jaxpr", "checkpoint": "jaxpr"}
+# Primitives that return their operand unchanged (for values, not derivatives).
+_IDENTITIES = {"stop_gradient", "copy", "copy_p", "optimization_barrier"}
+# Parameters that must agree between the two traces (sizes are compared through the shapes).
+_STRUCTURAL_PARAMS = ("axes", "broadcast_dimensions", "permutation", "dimension_numbers", "y", "new_dtype",
+                      "dimensions")
+
+
+@dataclass(eq=False)
+class Var:
+    """A value of the program: its sizes and dtype, and its sizes at bench shapes (for messages)."""
+
+    shape: tuple[Dim, ...]
+    dtype: np.dtype
+    bench_shape: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Literal:
+    """A scalar constant, with its values in the bench and the check trace."""
+
+    bench: Any
+    check: Any
+    dtype: np.dtype
+
+    def value(self, table: DimTable) -> Any:
+        """The constant itself, or the size expression it stands for (e.g. a mean's divisor)."""
+        if isinstance(self.bench, (bool, np.bool_)):
+            return bool(self.bench)
+        return table.literal(self.bench, self.check)
+
+
+Operand = Var | Literal
+
+
+@dataclass(eq=False)
+class Eqn:
+    primitive: str
+    inputs: list[Operand]
+    outputs: list[Var]
+    params: dict[str, Any]
+
+
+@dataclass
+class Program:
+    """The reference's computation: dynamic inputs, equations in order, outputs."""
+
+    arg_names: list[str]  # every argument of computation(), dynamic first, then static
+    inputs: list[Var]  # the dynamic arguments
+    eqns: list[Eqn]
+    outputs: list[Operand]
+    dims: DimTable
+    output_tree: Any  # the pytree structure of the reference's result
+
+
+def trace_program(task: Task) -> Program:
+    """The reference of `task`, traced at bench shapes and (when the task has it) check shapes."""
+    module = runtime.load_reference(task)
+    bench = task.configs[0]
+    second = CHECK if CHECK in task.configs else bench
+    traces = []
+    for config in (bench, second):
+        specs, static = runtime.input_specs(task, module, config)
+        traced = jax.make_jaxpr(lambda *dynamic, static=static: module.computation(*dynamic, *static),
+                                return_shape=True)(*specs)
+        traces.append((specs, static, *traced))
+    (specs_b, static_b, jaxpr_b, shape_b), (specs_c, _, jaxpr_c, _) = traces
+    arg_names = _argument_names(module.computation, len(specs_b) + len(static_b))
+    table = DimTable()
+    inputs = [Var(tuple(table.input_dim(b, c, position, axis) for axis, (b, c) in enumerate(zip(sb.shape, sc.shape))),
+                  np.dtype(sb.dtype), tuple(sb.shape))
+              for position, (sb, sc) in enumerate(zip(specs_b, specs_c))]
+    builder = _Builder(table)
+    outputs = builder.walk(jaxpr_b, jaxpr_c, list(inputs))
+    eqns = _live(builder.eqns, outputs)
+    builder.check(eqns)
+    return Program(arg_names, inputs, eqns, outputs, table, jax.tree.structure(shape_b))
+
+
+def _argument_names(computation: Any, count: int) -> list[str]:
+    parameters = list(inspect.signature(computation).parameters.values())
+    if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in parameters) or len(parameters) < count:
+        raise ShapeRuleError("the reference's computation takes *args or **kwargs; its signature is unclear")
+    return [p.name for p in parameters[:count]]
+
+
+class _Builder:
+    """Walks the two traces together, producing one list of equations."""
+
+    def __init__(self, table: DimTable) -> None:
+        self.table = table
+        self.eqns: list[Eqn] = []
+        self.untranslatable: dict[int, str] = {}  # id(eqn) -> why
+        self.vague: dict[int, str] = {}  # id(var) -> the size rule it breaks
+
+    def check(self, live: list[Eqn]) -> None:
+        """Raise for the first problem among the equations the outputs need."""
+        for eqn in live:
+            if id(eqn) in self.untranslatable:
+                raise CannotPlan(self.untranslatable[id(eqn)])
+        for eqn in live:
+            for var in eqn.outputs:
+                if id(var) in self.vague:
+                    raise ShapeRuleError(self.vague[id(var)])
+
+    def walk(self, closed_b: Any, closed_c: Any, args: list[Operand]) -> list[Operand]:
+        jaxpr_b, consts_b = _open(closed_b)
+        jaxpr_c, consts_c = _open(closed_c)
+        if len(jaxpr_b.eqns) != len(jaxpr_c.eqns):
+            raise ShapeRuleError("the reference's program changes structure between bench and check shapes")
+        env: dict[Any, Operand] = {}
+        for var, b, c in zip(jaxpr_b.constvars, consts_b, consts_c):
+            env[var] = self._constant(b, c)
+        env.update(zip(jaxpr_b.invars, args))
+        for eqn_b, eqn_c in zip(jaxpr_b.eqns, jaxpr_c.eqns):
+            _check_same_structure(eqn_b, eqn_c)
+            inputs = [self._operand(env, vb, vc) for vb, vc in zip(eqn_b.invars, eqn_c.invars)]
+            results = self._equation(eqn_b, eqn_c, inputs)
+            env.update(zip(eqn_b.outvars, results))
+        return [self._operand(env, vb, vc) for vb, vc in zip(jaxpr_b.outvars, jaxpr_c.outvars)]
+
+    def _equation(self, eqn_b: Any, eqn_c: Any, inputs: list[Operand]) -> list[Operand]:
+        name = eqn_b.primitive.name
+        if name in _CALL_BODIES:
+            key = _CALL_BODIES[name]
+            return self.walk(eqn_b.params[key], eqn_c.params[key], inputs)
+        if name in _IDENTITIES and len(inputs) == 1:
+            return inputs
+        if name == "convert_element_type" and isinstance(inputs[0], Var) \
+                and inputs[0].dtype == np.dtype(eqn_b.params["new_dtype"]):
+            return inputs
+        if name == "select_n" and isinstance(inputs[0], Literal) and np.ndim(inputs[0].bench) == 0 \
+                and inputs[0].bench == inputs[0].check:
+            return [inputs[1 + int(inputs[0].bench)]]
+        if all(isinstance(i, Literal) for i in inputs) and _scalar_outputs(eqn_b):
+            return self._fold(eqn_b, eqn_c, inputs)
+        outputs = [self._var(vb.aval, vc.aval) for vb, vc in zip(eqn_b.outvars, eqn_c.outvars)]
+        eqn = Eqn(name, inputs, outputs, dict(eqn_b.params))
+        if not is_translatable(name, len(inputs)):
+            shapes = ", ".join(str(tuple(v.aval.shape)) for v in eqn_b.invars if hasattr(v.aval, "shape"))
+            self.untranslatable[id(eqn)] = (f"the reference uses `{name}` ({shapes}), which the built-in agent "
+                                            "does not translate into a kernel")
+        self.eqns.append(eqn)
+        return list(outputs)
+
+    def _var(self, bench: Any, check: Any) -> Var:
+        """A new value. A size that follows no rule keeps its bench value and the problem is
+        noted: it only matters if the value survives dead-code removal."""
+        dims, problems = [], []
+        for b, c in zip(bench.shape, check.shape):
+            try:
+                dims.append(self.table.dim(b, c))
+            except ShapeRuleError as error:
+                dims.append(Dim.const(b))
+                problems.append(str(error))
+        var = Var(tuple(dims), np.dtype(bench.dtype), tuple(bench.shape))
+        if problems:
+            self.vague[id(var)] = problems[0]
+        return var
+
+    def _fold(self, eqn_b: Any, eqn_c: Any, inputs: list[Literal]) -> list[Operand]:
+        """Scalar arithmetic on constants, evaluated once per trace."""
+        bench = eqn_b.primitive.bind(*[np.asarray(i.bench, i.dtype) for i in inputs], **eqn_b.params)
+        check = eqn_c.primitive.bind(*[np.asarray(i.check, i.dtype) for i in inputs], **eqn_c.params)
+        if not eqn_b.primitive.multiple_results:
+            bench, check = [bench], [check]
+        return [Literal(np.asarray(b).item(), np.asarray(c).item(), np.dtype(v.aval.dtype))
+                for b, c, v in zip(bench, check, eqn_b.outvars)]
+
+    def _operand(self, env: dict[Any, Operand], var_b: Any, var_c: Any) -> Operand:
+        if isinstance(var_b, core.Literal):
+            return Literal(np.asarray(var_b.val).item(), np.asarray(var_c.val).item(), np.dtype(var_b.aval.dtype))
+        return env[var_b]
+
+    def _constant(self, bench: Any, check: Any) -> Literal:
+        if np.size(bench) != 1 or np.size(check) != 1:
+            raise ShapeRuleError("the reference captures a constant array; only scalar constants are supported")
+        return Literal(np.asarray(bench).item(), np.asarray(check).item(), np.asarray(bench).dtype)
+
+
+def _open(closed: Any) -> tuple[Any, list[Any]]:
+    if isinstance(closed, core.ClosedJaxpr):
+        return closed.jaxpr, list(closed.consts)
+    return closed, []
+
+
+def _check_same_structure(eqn_b: Any, eqn_c: Any) -> None:
+    if eqn_b.primitive is not eqn_c.primitive or any(
+            str(eqn_b.params.get(k)) != str(eqn_c.params.get(k)) for k in _STRUCTURAL_PARAMS):
+        raise ShapeRuleError(f"the reference's `{eqn_b.primitive.name}` differs between bench and check shapes")
+
+
+def _scalar_outputs(eqn: Any) -> bool:
+    return all(math.prod(v.aval.shape) == 1 for v in eqn.outvars)
+
+
+def _live(eqns: list[Eqn], outputs: list[Operand]) -> list[Eqn]:
+    """The equations the outputs depend on, in their original order."""
+    needed = {id(o) for o in outputs if isinstance(o, Var)}
+    kept: list[Eqn] = []
+    for eqn in reversed(eqns):
+        if any(id(o) in needed for o in eqn.outputs):
+            kept.append(eqn)
+            needed.update(id(i) for i in eqn.inputs if isinstance(i, Var))
+    return kept[::-1]

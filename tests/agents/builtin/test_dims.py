@@ -1,0 +1,58 @@
+"""Sizes and constants inferred from two traces: symbols, multiples, products, reciprocals."""
+
+from fractions import Fraction
+
+import pytest
+
+from maxkernel_tui.agents.builtin.dims import Dim, DimTable, ShapeLiteral, ShapeRuleError
+
+
+def table_with_inputs() -> tuple[DimTable, Dim, Dim]:
+    table = DimTable()
+    rows = table.input_dim(4096, 256, position=0, axis=0)
+    cols = table.input_dim(8192, 384, position=1, axis=1)
+    return table, rows, cols
+
+
+def test_input_sizes_are_symbols_even_when_both_traces_agree():
+    table, rows, cols = table_with_inputs()
+    fixed = table.input_dim(2, 2, position=0, axis=1)
+    assert not fixed.is_const and table.origins[fixed.symbols[0]] == (0, 1)
+    assert table.input_dim(1, 1, position=0, axis=2) == Dim.const(1)
+    assert table.input_dim(8192, 384, position=2, axis=0) == cols  # same values, same symbol
+
+
+def test_other_sizes_are_multiples_products_or_constants():
+    table, rows, cols = table_with_inputs()
+    assert table.dim(512, 24) == Dim(Fraction(1, 16), cols.symbols)  # groups of 16 features
+    assert table.dim(4096 * 8192, 256 * 384) == rows * cols
+    assert table.dim(16, 16) == Dim.const(16)
+    with pytest.raises(ShapeRuleError, match="126 at bench shapes and 30"):
+        table.dim(126, 30)
+
+
+def test_constants_that_follow_the_shapes_become_size_expressions():
+    table, rows, cols = table_with_inputs()
+    assert table.literal(2.0, 2.0) == 2.0
+    assert table.literal(8192.0, 384.0) == ShapeLiteral(cols)
+    assert table.literal(1 / 8192, 1 / 384) == ShapeLiteral(cols, reciprocal=True)
+    with pytest.raises(ShapeRuleError):
+        table.literal(0.3, 0.7)
+
+
+def test_sizes_render_as_python_over_the_input_shapes():
+    table, rows, cols = table_with_inputs()
+    names = {rows.symbols[0]: "x_dim0", cols.symbols[0]: "w_dim1"}
+    assert table.dim(512, 24).render(names) == "w_dim1 // 16"
+    assert (rows * cols).render(names) == "x_dim0 * w_dim1"
+    assert ShapeLiteral(cols, reciprocal=True).render(names) == "(1.0 / float(w_dim1))"
+
+
+def test_a_ratio_of_sizes_is_a_size():
+    table = DimTable()
+    q_heads = table.input_dim(64, 8, position=0, axis=1)
+    kv_heads = table.input_dim(8, 2, position=1, axis=1)
+    group = table.dim(8, 4)  # query heads per key head
+    assert group == Dim(Fraction(1), q_heads.symbols, kv_heads.symbols)
+    assert group.render({q_heads.symbols[0]: "q_dim1", kv_heads.symbols[0]: "k_dim1"}) == "q_dim1 // k_dim1"
+    assert (group * kv_heads) == q_heads

@@ -1,0 +1,79 @@
+"""The built-in agent's plans and the files it writes, without running them (the harness tests
+are in test_generated_kernels.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from maxkernel_tui.agents.builtin import CannotPlan, draft_kernel, plan_task
+from maxkernel_tui.agents.builtin.attention import recognise_attention
+from maxkernel_tui.agents.builtin.autotune import autotune, estimate_source
+from maxkernel_tui.agents.builtin.program import trace_program
+from maxkernel_tui.agents.builtin.tunables import Tunables
+from maxkernel_tui.kernels.evaluation.static_checks import static_problems
+from maxkernel_tui.kernels.loader import find_task
+
+
+@pytest.mark.parametrize(("task_id", "families"), [
+    ("41k", ["matmul + element-wise epilogue"]),
+    ("38k", ["matmul + row-wise epilogue", "multi-stage (matmul+row-wise)"]),
+    ("12p", ["row-wise reduction"]),
+    ("14p", ["batched matmul"]),
+    ("9p", ["multi-stage (matmul+matmul+matmul)"]),
+    ("40k", ["multi-stage (matmul+element-wise)", "multi-stage (matmul+row-wise+element-wise)"]),
+    ("2p", ["attention"]),
+    ("5p", ["attention"]),
+    ("31k", ["multi-stage (matmul+column-reduction+element-wise+column-reduction+element-wise)"]),
+    ("13p", ["multi-stage (matmul+column-reduction)", "multi-stage (matmul+row-wise+column-reduction)"]),
+])
+def test_families_are_recognised_from_the_jaxpr(suite_tasks, task_id, families):
+    assert [plan.family for plan in plan_task(find_task(task_id, suite_tasks))] == families
+
+
+@pytest.mark.parametrize(("task_id", "reason"), [
+    ("18k", "uses `conv_general_dilated`"),
+    ("10p", "uses `top_k`"),
+    ("3p", "uses `slice`"),
+    ("16p", "uses `cumsum`"),
+    ("17p", "a matmul whose operands are not"),
+])
+def test_what_it_cannot_plan_it_says_plainly(suite_tasks, task_id, reason):
+    with pytest.raises(CannotPlan, match=reason):
+        plan_task(find_task(task_id, suite_tasks))
+
+
+def test_the_file_keeps_the_candidate_contract(suite_tasks):
+    source = draft_kernel(find_task("45k", suite_tasks), tune=False).source
+    assert static_problems(source) == []
+    assert "interpret" not in source and "lambda" not in source  # TPU kernels, named index maps
+    for expected in ("BLOCK_ROWS = ", "pl.when(k == 0)", "pl.num_programs(2) - 1", '"arbitrary"',
+                     "pltpu.VMEM((tm, tn), jnp.float32)", "vmem_limit_bytes=limit", "def _lhs_block(i, j, k):"):
+        assert expected in source
+
+
+def test_a_renamed_copy_gets_the_same_kernel(suite_tasks, renamed_task):
+    original = draft_kernel(find_task("45k", suite_tasks), tune=False).source
+    renamed = draft_kernel(renamed_task, tune=False).source
+    assert renamed == original
+    assert "45k" not in original and "GroupNorm" not in original
+
+
+def test_autotune_picks_the_best_estimate_that_fits(suite_tasks):
+    task = find_task("41k", suite_tasks)
+    plan = plan_task(task)[0]
+    assert plan.knobs == ("block_rows", "block_cols", "block_depth")
+    start = Tunables(128, 256, 256)
+    result = autotune(plan.render, task, start, plan.knobs)
+    assert result.estimate.fits_vmem
+    assert result.estimate.seconds <= estimate_source(plan.render(start), task).seconds
+    assert result.estimate.seconds == min(t.estimate.seconds for t in result.trials if t.estimate)
+    assert len(result.trials) <= 12  # one knob at a time, not the whole grid
+
+
+def test_attention_is_read_from_the_program(suite_tasks):
+    grouped = find_task("2p", suite_tasks)  # (batch, seq, heads, dim), 4 query heads per key head
+    spec = recognise_attention(trace_program(grouped), grouped)
+    assert (spec.query, spec.key, spec.value, spec.bias) == (0, 1, 2, None)
+    assert spec.seq_first and spec.causal and spec.scale == 0.08837890625
+    biased = find_task("5p", suite_tasks)
+    assert recognise_attention(trace_program(biased), biased).bias == 3
