@@ -56,16 +56,19 @@ STARTUP_TIMEOUT_S = 180.0
 
 @dataclass(frozen=True)
 class Limits:
-    """Resource limits of a child process, applied before it runs any code."""
+    """Resource limits of a child process, applied before it runs any task code."""
 
     memory_bytes: int | None = None  # address space (RLIMIT_AS)
     cpu_seconds: int | None = None  # CPU time (RLIMIT_CPU): SIGXCPU past it
 
-    def apply(self) -> None:
+    def apply_to(self, pid: int) -> None:
+        # prlimit on the new child rather than a preexec_fn: a preexec_fn forces a plain fork of
+        # this (multithreaded) process, which jax warns against; the child runs no task code
+        # before it has said it is ready, long after this.
         if self.memory_bytes is not None:
-            resource.setrlimit(resource.RLIMIT_AS, (self.memory_bytes, self.memory_bytes))
+            resource.prlimit(pid, resource.RLIMIT_AS, (self.memory_bytes, self.memory_bytes))
         if self.cpu_seconds is not None:
-            resource.setrlimit(resource.RLIMIT_CPU, (self.cpu_seconds, self.cpu_seconds + 5))
+            resource.prlimit(pid, resource.RLIMIT_CPU, (self.cpu_seconds, self.cpu_seconds + 5))
 
 
 class LineWorker:
@@ -111,8 +114,9 @@ class LineWorker:
         self._proc = subprocess.Popen(
             self._argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
             env=self._env, cwd=self._cwd, start_new_session=True,
-            preexec_fn=self._limits.apply if self._limits else None,
         )
+        if self._limits is not None:
+            self._limits.apply_to(self._proc.pid)
         greeting = self._read_line(STARTUP_TIMEOUT_S)
         if greeting != json.dumps(READY):
             raise WorkerFailure(f"worker did not start: {greeting[:200]!r}", "protocol")
