@@ -12,6 +12,7 @@ from maxkernel_tui.kernels.evaluation.harness import Harness
 from maxkernel_tui.kernels.task import Task
 from maxkernel_tui.screens.task_picker import TaskPickerScreen
 from maxkernel_tui.screens.workbench import WorkbenchScreen
+from maxkernel_tui.themes import DEFAULT_THEME, THEMES
 
 
 class MaxKernelApp(App[None]):
@@ -28,7 +29,9 @@ class MaxKernelApp(App[None]):
         self._harness: Harness | None = None
 
     def on_mount(self) -> None:
-        self.theme = "ansi-dark"  # the terminal's own palette: readable over SSH
+        for theme in THEMES:
+            self.register_theme(theme)
+        self.theme = DEFAULT_THEME  # the terminal's own palette: readable over SSH in any colours
         if self._initial_task is not None:
             self.open_workbench(self._initial_task)
         else:
