@@ -41,7 +41,8 @@ class MaxKernelApp(App[None]):
         provider = self._settings.provider + (" (offline)" if self._settings.provider == "builtin" else "")
         workdir = self._settings.data_dir / "workbench" / task.task_id
         self.push_screen(WorkbenchScreen(task, workdir, self._cache, self.harness,
-                                         target=self._settings.tpu_target, provider=provider))
+                                         target=self._settings.tpu_target, provider=provider,
+                                         budget_cap=_budget_cap(self._settings)))
 
     def harness(self) -> Harness:
         """The evaluation harness, started on first use: its worker processes would otherwise
@@ -53,3 +54,9 @@ class MaxKernelApp(App[None]):
     def on_unmount(self) -> None:
         if self._harness is not None:
             self._harness.close()
+
+
+def _budget_cap(settings: Settings) -> str:
+    caps = [f"{settings.budget_tokens:,} tok" if settings.budget_tokens else "",
+            f"${settings.budget_dollars:.2f}" if settings.budget_dollars else ""]
+    return " + ".join(c for c in caps if c) or "no cap"

@@ -10,7 +10,6 @@ tool can run (settings valid, jax usable, the store opens, the chosen provider c
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
 import json
 import os
 import platform
@@ -22,11 +21,20 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from maxkernel_tui import __version__
-from maxkernel_tui.config import (GEMINI_BASE_URL_VARIABLE, VERTEX_VARIABLES, ConfigError, Settings, add_settings_flags,
-                                  mask_url, secret_status, settings_from_args)
+from maxkernel_tui.config import (
+    GEMINI_BASE_URL_VARIABLE,
+    VERTEX_VARIABLES,
+    ConfigError,
+    Settings,
+    add_settings_flags,
+    mask_url,
+    secret_status,
+    settings_from_args,
+)
 from maxkernel_tui.kernels.evaluation.timing import tpu_present
 from maxkernel_tui.kernels.workers import scrubbed_env
 from maxkernel_tui.store import Store, StoreError
+from maxkernel_tui.versions import installed_version
 
 OK, WARN, FAIL, INFO = "ok", "warn", "fail", "info"
 JAX_TIMEOUT_S = 120.0
@@ -91,17 +99,8 @@ def run(args: argparse.Namespace) -> int:
     return 0 if can_run else 1
 
 
-def _version(*distributions: str) -> str | None:
-    for name in distributions:
-        try:
-            return importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            continue
-    return None
-
-
 def check_jax() -> Finding:
-    version = _version("jax")
+    version = installed_version("jax")
     if version is None:
         return Finding("jax", FAIL, "not installed: kernels cannot be traced, compiled or evaluated")
     env = scrubbed_env(**{k: v for k, v in os.environ.items() if k.startswith(("JAX_", "XLA_", "TPU_"))})
@@ -130,7 +129,7 @@ def check_tpu() -> Finding:
 
 
 def check_libtpu() -> Finding:
-    version = _version("libtpu", "libtpu-nightly")
+    version = installed_version("libtpu", "libtpu-nightly")
     if version is None:
         return Finding("libtpu", WARN, "not installed: no TPU lowering or ahead-of-time compile checks",
                        {"version": None})

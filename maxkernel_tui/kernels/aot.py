@@ -78,7 +78,7 @@ def compile_with_fallback(fn: Callable, specs: Sequence[jax.ShapeDtypeStruct], f
         except OutOfHbm as error:
             did_not_fit.append((target.name, str(error)))
             continue
-        cost = _cost(compiled)
+        cost = cost_of(compiled)
         return CompileReport(
             target=target.name,
             compile_seconds=time.perf_counter() - start,
@@ -90,7 +90,8 @@ def compile_with_fallback(fn: Callable, specs: Sequence[jax.ShapeDtypeStruct], f
     raise OutOfHbm("does not fit any known TPU generation: " + "; ".join(f"{n}: {m}" for n, m in did_not_fit))
 
 
-def _cost(compiled: Any) -> dict[str, float]:
+def cost_of(compiled: Any) -> dict[str, float]:
+    """XLA's cost analysis of a compiled program as one dict (flops, bytes accessed, ...)."""
     analysis = compiled.cost_analysis()
     if isinstance(analysis, list):  # older jax returned one dict per program
         analysis = analysis[0] if analysis else {}

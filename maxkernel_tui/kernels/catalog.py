@@ -11,15 +11,15 @@ import hashlib
 import json
 import re
 from collections.abc import Callable, Sequence
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from maxkernel_tui.kernels.describe import FORMAT_VERSION
 from maxkernel_tui.kernels.targets import DEFAULT_TARGET
 from maxkernel_tui.kernels.task import Task
-from maxkernel_tui.kernels.workers import python_module_argv, run_requests, scrubbed_env
+from maxkernel_tui.kernels.workers import jax_worker_env, python_module_argv, run_requests
+from maxkernel_tui.versions import installed_version
 
+FORMAT_VERSION = 1  # of the worker's JSON answer: bump when it changes, so cached descriptions are redone
 DESCRIBE_TIMEOUT_S = 600.0  # one task: tracing plus a TPU compile of a large reference
 
 
@@ -56,18 +56,12 @@ def describe_tasks(
         args = ["--target", target] + ([] if with_cost else ["--no-cost"])
         answers = run_requests(
             list(missing), python_module_argv("maxkernel_tui.kernels.describe", *args),
-            workers=workers, timeout=timeout, env=_describe_env(),
+            workers=workers, timeout=timeout, env=jax_worker_env(),
             on_answer=record,
         )
         for folder, answer in answers.items():
             descriptions[missing[folder].task_id] = answer
     return {t.task_id: descriptions[t.task_id] for t in tasks}
-
-
-def _describe_env() -> dict[str, str]:
-    # CPU for tracing; libtpu only compiles. Several workers may hold libtpu at once, which it
-    # refuses ("multi-process lockfile") unless told otherwise.
-    return scrubbed_env(JAX_PLATFORMS="cpu", ALLOW_MULTIPLE_LIBTPU_LOAD="1")
 
 
 def cached_description(task: Task, cache_dir: Path, target: str = DEFAULT_TARGET) -> dict[str, Any] | None:
@@ -98,14 +92,7 @@ def _write_cache(cache_dir: Path, task: Task, with_cost: bool, target: str, answ
 def _cache_path(cache_dir: Path, task: Task, with_cost: bool, target: str) -> Path:
     digest = hashlib.sha256()
     for part in (task.yaml_path.read_bytes(), task.reference_path.read_bytes(),
-                 f"{FORMAT_VERSION}|{_version('jax')}|{_version('libtpu')}|{with_cost}|{target}".encode()):
+                 f"{FORMAT_VERSION}|{installed_version('jax')}|{installed_version('libtpu')}|{with_cost}|{target}".encode()):
         digest.update(hashlib.sha256(part).digest())
     safe_id = re.sub(r"[^A-Za-z0-9_.-]", "_", task.task_id)
     return cache_dir / "describe" / f"{safe_id}-{digest.hexdigest()[:20]}.json"
-
-
-def _version(distribution: str) -> str:
-    try:
-        return version(distribution)
-    except PackageNotFoundError:
-        return "none"

@@ -1,6 +1,7 @@
 """Worker that describes tasks: shapes per configuration and the reference's XLA cost.
 
-Imports jax; run it as a separate process (the catalog does):
+Imports jax; run it as a separate process (the catalog does; its process answers once jax is
+imported):
     python -m maxkernel_tui.kernels.describe [--no-cost] [--target v5e]
 reads one task folder per line on stdin and answers one JSON line per folder on stdout.
 """
@@ -13,39 +14,36 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from maxkernel_tui.kernels import reference_runtime as runtime
+from maxkernel_tui.kernels.aot import OutOfHbm, compile_with_fallback
+from maxkernel_tui.kernels.catalog import FORMAT_VERSION
 from maxkernel_tui.kernels.loader import load_task
-from maxkernel_tui.kernels.task import TaskError
 from maxkernel_tui.kernels.targets import DEFAULT_TARGET
+from maxkernel_tui.kernels.task import TaskError
 from maxkernel_tui.kernels.workers import READY
-
-FORMAT_VERSION = 1  # bump when the JSON below changes, so cached descriptions are redone
+from maxkernel_tui.versions import installed_version
 
 
 def describe_folder(folder: Path, with_cost: bool, target: str = DEFAULT_TARGET) -> dict[str, Any]:
     """Everything a listing needs about one task; errors are reported, never raised."""
-    from maxkernel_tui.kernels import reference_runtime as runtime
-
     result: dict[str, Any] = {"folder": str(folder), "format": FORMAT_VERSION}
     try:
         task = load_task(folder)
         result["task_id"] = task.task_id
         module = runtime.load_reference(task)
         result["configs"] = {
-            name: _config_shapes(runtime, task, module, name) for name in runtime.config_names(task, module)
+            name: _config_shapes(task, module, name) for name in runtime.config_names(task, module)
         }
     except TaskError as error:
         result["error"] = str(error)
         return result
     if with_cost:
-        result["cost"] = _bench_cost(runtime, task, module, next(iter(result["configs"])), target)
+        result["cost"] = _bench_cost(task, module, next(iter(result["configs"])), target)
     return result
 
 
-def _config_shapes(runtime: Any, task: Any, module: Any, config: str) -> dict[str, Any]:
-    import jax
-
-    specs, static = runtime.input_specs(task, module, config)
-    outputs = jax.tree.leaves(runtime.output_specs(task, module, config))
+def _config_shapes(task: Any, module: Any, config: str) -> dict[str, Any]:
+    specs, static, outputs = runtime.io_specs(task, module, config)
     return {
         "inputs": [_spec(s) for s in specs],
         "static": list(static),
@@ -53,10 +51,8 @@ def _config_shapes(runtime: Any, task: Any, module: Any, config: str) -> dict[st
     }
 
 
-def _bench_cost(runtime: Any, task: Any, module: Any, config: str, target: str) -> dict[str, Any]:
+def _bench_cost(task: Any, module: Any, config: str, target: str) -> dict[str, Any]:
     """XLA's cost analysis of the reference compiled ahead of time for a TPU."""
-    from maxkernel_tui.kernels.aot import OutOfHbm, compile_with_fallback
-
     specs, static = runtime.input_specs(task, module, config)
     try:
         report = compile_with_fallback(lambda *d: module.computation(*d, *static), specs, target)
@@ -73,7 +69,7 @@ def _bench_cost(runtime: Any, task: Any, module: Any, config: str, target: str) 
         "bytes_accessed": report.bytes_accessed,
         "optimal_seconds": report.optimal_seconds,
         "did_not_fit": [{"target": n, "reason": r} for n, r in report.did_not_fit],
-        "libtpu": _libtpu_version(),
+        "libtpu": installed_version("libtpu"),
     }
 
 
@@ -81,23 +77,12 @@ def _spec(struct: Any) -> dict[str, Any]:
     return {"shape": list(struct.shape), "dtype": str(struct.dtype)}
 
 
-def _libtpu_version() -> str | None:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("libtpu")
-    except PackageNotFoundError:
-        return None
-
-
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--no-cost", action="store_true", help="skip the TPU compile")
     parser.add_argument("--target", default=DEFAULT_TARGET)
     args = parser.parse_args(argv)
-    from maxkernel_tui.kernels import aot, reference_runtime  # noqa: F401  (pay jax's import now)
-
-    print(json.dumps(READY), flush=True)
+    print(json.dumps(READY), flush=True)  # jax came with this module's imports
     for line in sys.stdin:
         folder = line.strip()
         if folder:

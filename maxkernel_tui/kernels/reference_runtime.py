@@ -103,6 +103,16 @@ def input_specs(task: Task, module: ModuleType, config: str) -> tuple[tuple[jax.
 def output_specs(task: Task, module: ModuleType, config: str) -> Any:
     """Shapes and dtypes of the reference output for one configuration (no allocation)."""
     specs, static = input_specs(task, module, config)
+    return _traced_outputs(task, module, config, specs, static)
+
+
+def io_specs(task: Task, module: ModuleType, config: str) -> tuple[tuple[jax.ShapeDtypeStruct, ...], StaticArgs, list]:
+    """Input specs, static args and output leaves of one configuration, tracing get_inputs once."""
+    specs, static = input_specs(task, module, config)
+    return specs, static, jax.tree.leaves(_traced_outputs(task, module, config, specs, static))
+
+
+def _traced_outputs(task: Task, module: ModuleType, config: str, specs: tuple, static: StaticArgs) -> Any:
     check_signature(task, module.computation, len(specs), static)
     try:
         return jax.eval_shape(lambda *dynamic: module.computation(*dynamic, *static), *specs)

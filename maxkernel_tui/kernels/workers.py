@@ -42,6 +42,13 @@ def scrubbed_env(**overrides: str) -> dict[str, str]:
     return env
 
 
+def jax_worker_env() -> dict[str, str]:
+    """The scrubbed environment of a jax worker on a machine with or without a TPU: jax on the
+    CPU (tracing, interpret mode), libtpu only for ahead-of-time compiles, which several workers
+    do at once; libtpu refuses that ("multi-process lockfile") unless told."""
+    return scrubbed_env(JAX_PLATFORMS="cpu", ALLOW_MULTIPLE_LIBTPU_LOAD="1")
+
+
 class WorkerFailure(Exception):
     """A request whose worker timed out or died; the message says which and why."""
 

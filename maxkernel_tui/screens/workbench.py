@@ -18,14 +18,13 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Log, Markdown, Static, TextArea
 
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
-from maxkernel_tui.kernels.evaluation.report import Check, EvalReport, format_report
+from maxkernel_tui.kernels.evaluation.report import Check, EvalReport, format_check, format_report
 from maxkernel_tui.kernels.perf.profile import ProfileError, profile_kernel
 from maxkernel_tui.kernels.perf.summary import ProfileSummary, roofline_bar
 from maxkernel_tui.kernels.starter import starter_source
 from maxkernel_tui.kernels.task import Task
 
 LOG_LINES = 2000  # the tests log keeps the most recent lines only
-_MARKS = {"pass": "✓", "fail": "✗", "skip": "-"}
 
 
 class CheckFinished(Message):
@@ -58,7 +57,7 @@ class WorkbenchScreen(Screen[None]):
     ]
 
     def __init__(self, task: Task, workdir: Path, cache: Path, harness: Callable[[], Harness],
-                 target: str = "v5e", provider: str = "builtin (offline)") -> None:
+                 target: str = "v5e", provider: str = "builtin (offline)", budget_cap: str = "no cap") -> None:
         super().__init__()
         self.kernel_task = task
         self._kernel_path = workdir / "kernel.py"
@@ -66,6 +65,7 @@ class WorkbenchScreen(Screen[None]):
         self._harness = harness
         self._target = target
         self._provider = provider
+        self._budget_cap = budget_cap
         self._step = "idle"
 
     def compose(self) -> ComposeResult:
@@ -127,9 +127,7 @@ class WorkbenchScreen(Screen[None]):
         self.post_message(ProfileFinished(summary, None))
 
     def on_check_finished(self, message: CheckFinished) -> None:
-        check = message.check
-        self.query_one("#tests", Log).write_line(
-            f"{_MARKS[check.status]} {check.name:<12} {check.detail}  [{check.seconds:.1f}s]")
+        self.query_one("#tests", Log).write_line(format_check(message.check))
 
     def on_evaluation_finished(self, message: EvaluationFinished) -> None:
         self.query_one("#tests", Log).write_line(format_report(message.report).splitlines()[-1])
@@ -175,4 +173,4 @@ class WorkbenchScreen(Screen[None]):
     def _show_status(self) -> None:
         self.query_one("#status", Static).update(
             f" maxkernel-tui ─ {self.kernel_task.task_id} ─ HITL ─ {self._step} ─ {self._target} (AOT) ─ "
-            f"{self._provider} ─ 0 tok $0.00 / no cap")
+            f"{self._provider} ─ 0 tok $0.00 / {self._budget_cap}")  # no LLM call runs here yet

@@ -20,7 +20,7 @@ from maxkernel_tui.agents.builtin.errors import CannotPlan
 from maxkernel_tui.agents.builtin.tunables import CHOICES, Tunables
 from maxkernel_tui.kernels import aot
 from maxkernel_tui.kernels import reference_runtime as runtime
-from maxkernel_tui.kernels.perf.model import Estimate, estimate
+from maxkernel_tui.kernels.perf.model import Estimate, estimate, minimal_io_bytes
 from maxkernel_tui.kernels.perf.pallas_analysis import analyze
 from maxkernel_tui.kernels.targets import TARGETS
 from maxkernel_tui.kernels.task import Task
@@ -49,13 +49,10 @@ def estimate_source(source: str, task: Task, target: str = DEFAULT_TARGET,
     module = types.ModuleType("builtin_kernel_draft")
     exec(compile(source, "<builtin kernel draft>", "exec"), module.__dict__)  # noqa: S102 - our own text
     reference = runtime.load_reference(task)
-    specs, static = runtime.input_specs(task, reference, task.configs[0])
+    specs, static, outputs = runtime.io_specs(task, reference, task.configs[0])
     traced = jax.make_jaxpr(lambda *dynamic: module.computation(*dynamic, *static))(*specs)
     kernels = [k.to_json() for k in analyze(traced)]
-    outputs = jax.tree.leaves(runtime.output_specs(task, reference, task.configs[0]))
-    # The least any implementation must move: every input read once, every output written once.
-    io_bytes = sum(math.prod(s.shape) * s.dtype.itemsize for s in (*specs, *outputs))
-    return estimate(kernels, TARGETS[target], reference_cost, io_bytes=io_bytes)
+    return estimate(kernels, TARGETS[target], reference_cost, io_bytes=minimal_io_bytes(specs, outputs))
 
 
 def reference_cost(task: Task, target: str = DEFAULT_TARGET) -> dict[str, Any] | None:

@@ -76,13 +76,12 @@ def evaluate_candidate(request: dict[str, Any]) -> None:
     except Exception as error:
         _check("trace", "fail", f"the kernel fails to import: {_first_lines(error)}", start)
         return
-    bench = request["bench_config"]
-    specs, static = runtime.input_specs(task, reference, bench)
+    specs, static, expected = runtime.io_specs(task, reference, request["bench_config"])
 
     def candidate_fn(*dynamic: Any) -> Any:
         return candidate.computation(*dynamic, *static)
 
-    if not _trace_check(task, reference, candidate, candidate_fn, specs, static, bench, start,
+    if not _trace_check(task, reference, candidate, candidate_fn, specs, static, expected, start,
                         require_pallas=request.get("require_pallas", True)):
         return
     start = time.perf_counter()
@@ -105,7 +104,7 @@ def evaluate_candidate(request: dict[str, Any]) -> None:
 
 
 def _trace_check(task: Any, reference: Any, candidate: Any, candidate_fn: Any, specs: Any, static: Any,
-                 bench: str, start: float, require_pallas: bool) -> bool:
+                 expected: list, start: float, require_pallas: bool) -> bool:
     try:
         runtime.check_signature(task, candidate.computation, len(specs), static)
         traced = jax.make_jaxpr(candidate_fn)(*specs)
@@ -113,7 +112,6 @@ def _trace_check(task: Any, reference: Any, candidate: Any, candidate_fn: Any, s
         return _check("trace", "fail", error.problem.replace("computation", "the kernel's computation", 1), start)
     except Exception as error:
         return _check("trace", "fail", f"fails to trace at production shapes: {_first_lines(error)}", start)
-    expected = jax.tree.leaves(runtime.output_specs(task, reference, bench))
     got = traced.out_avals
     if [(tuple(e.shape), str(e.dtype)) for e in expected] != [(tuple(g.shape), str(g.dtype)) for g in got]:
         return _check("trace", "fail", "outputs differ from the reference's: "

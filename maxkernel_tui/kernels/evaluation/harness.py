@@ -28,8 +28,8 @@ from maxkernel_tui.kernels.workers import (
     LineWorker,
     WarmPool,
     WorkerFailure,
+    jax_worker_env,
     python_module_argv,
-    scrubbed_env,
 )
 
 GIB = 1024**3
@@ -53,20 +53,14 @@ class EvalOptions:
     require_pallas: bool = True  # False only for sanity runs of a reference against itself
 
 
-def worker_env() -> dict[str, str]:
-    # Numerics run in TPU interpret mode on the CPU; libtpu only compiles, in several
-    # processes at once (it refuses that unless told).
-    return scrubbed_env(JAX_PLATFORMS="cpu", ALLOW_MULTIPLE_LIBTPU_LOAD="1")
-
-
 class Harness:
     """Owns the warm pool of candidate processes and the reference process."""
 
     def __init__(self, *, pool_size: int = 1, memory_bytes: int = 8 * GIB, cpu_seconds: int = 3600) -> None:
         self.memory_bytes = memory_bytes
-        self._candidates = WarmPool(python_module_argv(_CANDIDATE_WORKER), worker_env(), size=pool_size,
+        self._candidates = WarmPool(python_module_argv(_CANDIDATE_WORKER), jax_worker_env(), size=pool_size,
                                     limits=Limits(memory_bytes=memory_bytes, cpu_seconds=cpu_seconds))
-        self._reference = LineWorker(python_module_argv(_REFERENCE_WORKER), worker_env())
+        self._reference = LineWorker(python_module_argv(_REFERENCE_WORKER), jax_worker_env())
         self._reference_lock = threading.Lock()
 
     def close(self) -> None:
@@ -92,7 +86,7 @@ class Harness:
         try:
             (workdir / "kernel.py").write_text(source)  # the candidate never sees its original folder
             events = self._run_candidate(worker, workdir, task, options, runs, report)
-            worker.close()
+            worker.close()  # its job is done: free its memory before the reference runs (finally is a no-op then)
             if report.failure is None and runs:
                 self._check_numerics(task, runs, events, workdir, report)
             if report.failure is None:
@@ -194,7 +188,7 @@ def _static_check(source: str, kernel: Path, report: EvalReport) -> bool:
 def _numerics_plan(task: Task, options: EvalOptions, report: EvalReport) -> list[tuple[str, int]]:
     """(configuration, seed) pairs: fresh seeds on check, one on held-out; a plain task's own inputs."""
     if not task.named_configs:
-        return [(name, 0) for name in (options.config and [options.config] or task.configs)]
+        return [(name, 0) for name in ([options.config] if options.config else task.configs)]
     seeds = [secrets.randbelow(2**31 - 1) for _ in range(max(options.seeds, 1))]
     report.seeds = seeds
     if options.config is not None:

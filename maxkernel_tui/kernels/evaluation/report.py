@@ -65,12 +65,18 @@ class EvalReport:
         }
 
 
+_MARKS = {PASS: "✓", FAIL: "✗", SKIP: "-"}
+
+
+def format_check(check: Check) -> str:
+    return f"{_MARKS[check.status]} {check.name:<12} {check.detail}  [{check.seconds:.1f}s]"
+
+
 def format_report(report: EvalReport) -> str:
     """A line per check, then the verdict and the reason."""
-    marks = {PASS: "✓", FAIL: "✗", SKIP: "-"}
     lines = [f"{report.task_id} ← {report.kernel}  (TPU target {', '.join(report.targets)}; {report.device})"]
     for check in report.checks:
-        lines.append(f"  {marks[check.status]} {check.name:<12} {check.detail}  [{check.seconds:.1f}s]")
+        lines.append(f"  {format_check(check)}")
     for timing in report.timings:
         lines.append(f"  timing: {timing['label']}")
     failure = report.failure

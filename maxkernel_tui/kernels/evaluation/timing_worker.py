@@ -32,26 +32,26 @@ def measure(request: dict[str, Any]) -> dict[str, Any]:
     task = load_task(request["task"])
     reference = runtime.load_reference(task)
     candidate = load_candidate(Path(request["kernel"]))
-    inputs = [runtime.make_inputs(task, reference, request["config"], seed) for seed in range(INPUT_SETS)]
-    static = inputs[0][1]
+    pairs = [runtime.make_inputs(task, reference, request["config"], seed) for seed in range(INPUT_SETS)]
+    inputs = [dynamic for dynamic, _ in pairs]
+    static = pairs[0][1]
     device = jax.devices()[0]
     # On anything but a TPU this is only a plumbing check: interpret mode, and the caller is told.
     interpret = pltpu.force_tpu_interpret_mode() if device.platform != "tpu" else contextlib.nullcontext()
     with interpret:
+        # Both take the arrays only; the static args are compile-time constants of each program.
         programs = {
             "candidate": jax.jit(lambda *d: candidate.computation(*d, *static)),
-            "reference": runtime.jitted_reference(reference, len(inputs[0][0]), len(static)),
+            "reference": jax.jit(lambda *d: reference.computation(*d, *static)),
         }
         samples: dict[str, list[float]] = {name: [] for name in programs}
-        for name, program in programs.items():
+        for program in programs.values():
             for i in range(request["warmups"]):
-                jax.block_until_ready(program(*inputs[i % INPUT_SETS][0], *([] if name == "candidate" else static)))
+                jax.block_until_ready(program(*inputs[i % INPUT_SETS]))
         for repeat in range(request["repeats"]):
-            dynamic = inputs[repeat % INPUT_SETS][0]
             for name, program in programs.items():
-                args = (*dynamic,) if name == "candidate" else (*dynamic, *static)
                 start = time.perf_counter()
-                jax.block_until_ready(program(*args))
+                jax.block_until_ready(program(*inputs[repeat % INPUT_SETS]))
                 samples[name].append(time.perf_counter() - start)
     return {"device": device.device_kind, "platform": device.platform, "samples": samples}
 

@@ -17,6 +17,7 @@ A calibration file (measured / estimated per generation, written on a TPU) scale
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,12 @@ class Estimate:
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def minimal_io_bytes(inputs: Any, outputs: Any) -> int:
+    """The least any implementation must move: every input read once, every output written once.
+    Takes anything with `.shape` and `.dtype` (jax.ShapeDtypeStruct)."""
+    return sum(math.prod(s.shape) * s.dtype.itemsize for s in (*inputs, *outputs))
 
 
 def estimate(kernels: list[dict[str, Any]], target: TpuTarget, reference_cost: dict[str, Any] | None = None,

@@ -12,13 +12,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from maxkernel_tui.kernels.evaluation.harness import worker_env
 from maxkernel_tui.kernels.evaluation.static_checks import static_problems
 from maxkernel_tui.kernels.perf.model import estimate, load_calibration, warnings_for
 from maxkernel_tui.kernels.perf.summary import ProfileSummary
 from maxkernel_tui.kernels.targets import TARGETS
 from maxkernel_tui.kernels.task import Task
-from maxkernel_tui.kernels.workers import Limits, LineWorker, WorkerFailure, python_module_argv
+from maxkernel_tui.kernels.workers import Limits, LineWorker, WorkerFailure, jax_worker_env, python_module_argv
 
 DEFAULT_TARGETS = ("v5e", "v6e")
 GIB = 1024**3
@@ -41,7 +40,7 @@ def profile_kernel(kernel: Path, task: Task, *, targets: tuple[str, ...] = DEFAU
     (workdir / "kernel.py").write_text(source)
     trace_dir = trace_root / f"{task.task_id}-{time.strftime('%Y%m%d-%H%M%S')}"
     worker = LineWorker(python_module_argv("maxkernel_tui.kernels.perf.profile_worker"),
-                        dict(worker_env(), TMPDIR=str(workdir)), cwd=str(workdir),
+                        dict(jax_worker_env(), TMPDIR=str(workdir)), cwd=str(workdir),
                         limits=Limits(memory_bytes=8 * GIB))
     request = {"kernel": str(workdir / "kernel.py"), "task": str(task.folder), "targets": list(targets),
                "trace_dir": str(trace_dir)}

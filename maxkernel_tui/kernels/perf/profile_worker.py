@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import sys
 import time
 from collections import defaultdict
@@ -25,6 +24,7 @@ from maxkernel_tui.kernels import aot
 from maxkernel_tui.kernels import reference_runtime as runtime
 from maxkernel_tui.kernels.evaluation.candidate_worker import load_candidate
 from maxkernel_tui.kernels.loader import load_task
+from maxkernel_tui.kernels.perf.model import minimal_io_bytes
 from maxkernel_tui.kernels.perf.pallas_analysis import analyze
 from maxkernel_tui.kernels.task import CHECK
 from maxkernel_tui.kernels.workers import READY
@@ -39,13 +39,10 @@ def profile(request: dict[str, Any]) -> dict[str, Any]:
     reference = runtime.load_reference(task)
     candidate = load_candidate(Path(request["kernel"]))
     bench = task.configs[0]
-    specs, static = runtime.input_specs(task, reference, bench)
+    specs, static, outputs = runtime.io_specs(task, reference, bench)
     kernels = analyze(jax.make_jaxpr(lambda *d: candidate.computation(*d, *static))(*specs))
-    outputs = jax.tree.leaves(runtime.output_specs(task, reference, bench))
-    # The least any implementation must move: every input read once, every output written once.
-    io_bytes = sum(math.prod(s.shape) * s.dtype.itemsize for s in (*specs, *outputs))
     answer: dict[str, Any] = {"config": bench, "kernels": [k.to_json() for k in kernels], "reference_costs": {},
-                              "io_bytes": io_bytes}
+                              "io_bytes": minimal_io_bytes(specs, outputs)}
     for name in request["targets"]:
         answer["reference_costs"][name] = _reference_cost(reference, specs, static, name)
     on_tpu = jax.devices()[0].platform == "tpu"
@@ -60,8 +57,7 @@ def _reference_cost(reference: Any, specs: Any, static: Any, target_name: str) -
                                        aot.target_for(target_name))
     except Exception as error:
         return {"error": (str(error).strip().splitlines() or [type(error).__name__])[0][:300]}
-    cost = compiled.cost_analysis()
-    cost = (cost[0] if isinstance(cost, list) else cost) or {}
+    cost = aot.cost_of(compiled)
     return {"flops": cost.get("flops"), "bytes_accessed": cost.get("bytes accessed"),
             "optimal_seconds": cost.get("optimal_seconds")}
 

@@ -6,7 +6,8 @@ import pathlib
 
 import pytest
 
-from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness, worker_env
+from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
+from maxkernel_tui.kernels.workers import jax_worker_env
 from maxkernel_tui.kernels.loader import find_task
 
 KERNELS = pathlib.Path(__file__).resolve().parents[2] / "data" / "kernels"
@@ -78,7 +79,7 @@ def test_hanging_crashing_and_hungry_kernels_leave_the_caller_working(suite_task
 def test_no_secret_reaches_a_kernel_or_a_report(suite_tasks, monkeypatch):
     monkeypatch.setenv("GEMINI_API_KEY", SECRET)
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
-    assert SECRET not in json.dumps(worker_env())
+    assert SECRET not in json.dumps(jax_worker_env())
     with Harness() as harness:
         reports = [harness.evaluate(KERNELS / "cheats" / f"{name}.py", find_task("12p", suite_tasks))
                    for name in ("reads_secrets", "obfuscated_env", "crashes")]
