@@ -12,7 +12,9 @@ and never shown: `secret_status()` says "set" or "not set".
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import re
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -160,6 +162,9 @@ SPECS: tuple[Spec, ...] = (
     Spec("budget_dollars", _positive_float, "hard cap on dollars per session (default: no cap)"),
     Spec("tpu_target", _target, "TPU generation to compile for: v5e, v6e, v4, v5p"),
     Spec("data_dir", _path, "where the session store lives"),
+    # Checked against the registered themes by the app, which knows them (this module imports no Textual).
+    Spec("theme", _text, "colour theme of the TUI: maxkernel-ansi (default), maxkernel-dark, maxkernel-light "
+         "or a Textual theme"),
     Spec("prices", _prices, "per-model prices, $ per million tokens (config file only)", env=False, flag=False),
 )
 SPEC_BY_NAME = {spec.name: spec for spec in SPECS}
@@ -183,6 +188,7 @@ class Settings:
     budget_dollars: float | None = None
     tpu_target: str = DEFAULT_TPU_TARGET
     data_dir: Path = field(default_factory=default_data_dir)
+    theme: str | None = None  # None: the app's default theme
     prices: dict[str, dict[str, float]] = field(default_factory=dict)
     config_file: Path = field(default_factory=config_path)
     sources: dict[str, Source] = field(default_factory=dict)
@@ -272,7 +278,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
 def display_value(name: str, value: Any) -> str:
     if value is None:
         return {"budget_tokens": "no cap", "budget_dollars": "no cap", "model": "(the provider's default)",
-                "base_url": "(none)"}.get(name, "(none)")
+                "base_url": "(none)", "theme": "(the default theme)"}.get(name, "(none)")
     if name == "prices":
         return ", ".join(f"{m}: ${p.get('input', 0):g}/${p.get('output', 0):g} per Mtok" for m, p in value.items()) \
             or "(built-in prices)"
@@ -292,3 +298,74 @@ def mask_url(url: str) -> str:
         return url
     host = parts.netloc.rsplit("@", 1)[1]
     return urlunsplit(parts._replace(netloc=f"{parts.username}:***@{host}"))
+
+
+# -- writing the config file ------------------------------------------------------------------
+
+def validate_settings(values: Mapping[str, Any]) -> dict[str, str]:
+    """Errors by setting name for the values that the file may not hold; {} when all are valid.
+    None means "unset" and is always valid."""
+    errors = {}
+    for name, value in values.items():
+        spec = SPEC_BY_NAME.get(name)
+        if spec is None:
+            errors[name] = "unknown setting"
+            continue
+        if value is None:
+            continue
+        try:
+            spec.parse(value)
+        except ValueError as error:
+            errors[name] = str(error)
+    return errors
+
+
+def save_settings(values: Mapping[str, Any], path: Path | None = None) -> Path:
+    """Set top-level settings in the TOML config file (None removes one), keeping every other line
+    and comment as it was. Nothing is written unless every value is valid (ConfigError otherwise).
+
+    The file is edited line by line rather than re-serialised: it is the user's, with their
+    comments and layout. The result is parsed back and compared before it replaces the file."""
+    path = config_path() if path is None else path
+    errors = validate_settings(values)
+    if errors:
+        raise ConfigError("; ".join(f"{name}: {message}" for name, message in errors.items()))
+    parsed = {name: None if v is None else SPEC_BY_NAME[name].parse(v) for name, v in values.items()}
+    wanted = {name: str(v) if isinstance(v, Path) else v for name, v in parsed.items()}
+    old_text = path.read_text() if path.is_file() else ""
+    old, _ = read_file(path)  # raises on a file that is not TOML: never overwrite what we cannot read
+    lines = old_text.splitlines()
+    for name, value in wanted.items():
+        lines = _set_top_level(lines, name, None if value is None else f"{name} = {_toml_value(value)}")
+    new_text = "\n".join(lines) + "\n"
+    result = tomllib.loads(new_text)
+    expected = {k: v for k, v in (old | wanted).items() if v is not None}
+    if {k: result.get(k) for k in expected} != expected or set(result) - set(expected) - set(old):
+        raise ConfigError(f"{path}: cannot edit this file safely (a multi-line value?); edit it by hand")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.write_text(new_text)
+    os.replace(temporary, path)  # a reader sees the old file or the new one, never half of one
+    return path
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)  # a JSON string is a valid TOML basic string
+    return repr(value)  # int, float
+
+
+def _set_top_level(lines: list[str], name: str, line: str | None) -> list[str]:
+    """`lines` with the top-level assignment of `name` replaced by `line` (or removed when None),
+    or `line` added after the last top-level assignment (before the first [table])."""
+    first_table = next((i for i, text in enumerate(lines) if text.lstrip().startswith("[")), len(lines))
+    assignment = re.compile(rf'^\s*(?:{re.escape(name)}|"{re.escape(name)}")\s*=')
+    for i in range(first_table):
+        if assignment.match(lines[i]):
+            return lines[:i] + ([line] if line is not None else []) + lines[i + 1:]
+    if line is None:
+        return lines
+    end = first_table
+    while end > 0 and not lines[end - 1].strip():
+        end -= 1
+    return lines[:end] + [line] + lines[end:]

@@ -14,7 +14,7 @@ from typing import Any
 
 from maxkernel_tui.commands.sessions import existing_store, local_time
 from maxkernel_tui.config import add_settings_flags, settings_from_args
-from maxkernel_tui.store import Evaluation, KernelVersion, Session, Store
+from maxkernel_tui.store import Evaluation, KernelVersion, Session, Store, StoreError
 
 _MARKS = {"pass": "✓ pass", "fail": "✗ fail", "skip": "– skip"}
 
@@ -38,18 +38,22 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: no session store at {path}", file=sys.stderr)
         return 2
     with store:
-        session = store.find_session(args.session)
-        best = store.best_kernel(session.id)
-        if best is None:
-            print(f"error: session {session.id} has no kernel yet", file=sys.stderr)
-            return 2
-        version, evaluation = best
-        parent = store.kernel_version(version.parent_id) if version.parent_id is not None else None
-        written = write_export(args.out, session, version, evaluation, parent, _chosen_because(store, version,
-                                                                                               evaluation))
+        written = export_session(store, args.session, args.out)
     for file in written:
         print(file)
     return 0
+
+
+def export_session(store: Store, prefix: str, out: Path) -> list[Path]:
+    """Write the best kernel of the session named by `prefix` and its report into `out`; the files
+    written. StoreError when there is no such session or it has no kernel yet."""
+    session = store.find_session(prefix)
+    best = store.best_kernel(session.id)
+    if best is None:
+        raise StoreError(f"session {session.id} has no kernel yet")
+    version, evaluation = best
+    parent = store.kernel_version(version.parent_id) if version.parent_id is not None else None
+    return write_export(out, session, version, evaluation, parent, _chosen_because(store, version, evaluation))
 
 
 def _chosen_because(store: Store, version: KernelVersion, evaluation: Evaluation | None) -> str:

@@ -61,18 +61,20 @@ def session_record(summary: SessionSummary) -> dict[str, Any]:
             "created": iso_time(s.created), "updated": iso_time(s.updated)}
 
 
+SESSION_HEADER = ("ID", "TASK", "MODE", "STATUS", "VERSIONS", "BEST", "TOKENS", "COST", "UPDATED")
+
+
+def session_cells(summary: SessionSummary) -> tuple[str, ...]:
+    """One session as the text cells of SESSION_HEADER (shared by this listing and the TUI)."""
+    s = summary.session
+    best = "-" if summary.best_version is None else f"v{summary.best_version} {summary.best_verdict or 'not evaluated'}"
+    return (s.id, s.task_id, s.mode, s.status, str(summary.kernel_versions), best, f"{summary.tokens:,}",
+            f"${summary.cost:.2f}", local_time(s.updated))
+
+
 def format_sessions(summaries: list[SessionSummary]) -> str:
-    header = ("ID", "TASK", "MODE", "STATUS", "VERSIONS", "BEST", "TOKENS", "COST", "UPDATED")
-    rows = [header]
-    for summary in summaries:
-        s = summary.session
-        if summary.best_version is None:
-            best = "-"
-        else:
-            best = f"v{summary.best_version} {summary.best_verdict or 'not evaluated'}"
-        rows.append((s.id, s.task_id, s.mode, s.status, str(summary.kernel_versions), best,
-                     f"{summary.tokens:,}", f"${summary.cost:.2f}", local_time(s.updated)))
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    rows = [SESSION_HEADER, *(session_cells(s) for s in summaries)]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(SESSION_HEADER))]
     numeric = {4, 6, 7}
     return "\n".join("  ".join(cell.rjust(w) if i in numeric else cell.ljust(w)
                                for i, (cell, w) in enumerate(zip(row, widths))).rstrip() for row in rows)
