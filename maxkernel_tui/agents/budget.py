@@ -52,6 +52,7 @@ DEFAULT_PRICES: dict[str, Price] = {
     "gemini-2.5-flash": Price(0.30, 2.50),
     "gemini-2.5-flash-lite": Price(0.10, 0.40),
     "gemini-2.0-flash": Price(0.10, 0.40),
+    "builtin": Price(0.0, 0.0),  # the built-in offline agent: runs here, costs nothing
 }
 
 

@@ -92,8 +92,8 @@ async def test_settings_build_a_replay(openai: Harness, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("settings, error", [
-    ({"name": "builtin"}, "offline agent is not available"),
-    ({"name": "claude"}, "unknown provider 'claude'; known: gemini, openai, replay"),
+    ({"name": "builtin", "target": "v9"}, "unknown TPU target 'v9'"),
+    ({"name": "claude"}, "unknown provider 'claude'; known: builtin, gemini, openai, replay"),
     ({"name": "gemini", "base_ulr": "x"}, "unknown setting.*base_ulr"),
     ({"name": "openai", "model": "m"}, "needs 'base_url'"),
     ({"name": "openai", "model": "m", "base_url": "u", "api_key_env": "UNSET_VAR"}, "UNSET_VAR, which is not set"),

@@ -42,17 +42,23 @@ class TuneResult:
     trials: list[Trial]
 
 
-def estimate_source(source: str, task: Task, target: str = DEFAULT_TARGET,
-                    reference_cost: dict[str, Any] | None = None) -> Estimate:
-    """The model's estimate for a kernel file at the task's bench shapes (the file is ours:
-    it runs in this process, traced only, never executed)."""
+def analyse_source(source: str, task: Task) -> tuple[list[dict[str, Any]], int]:
+    """The static analysis of each `pallas_call` of a kernel file at the task's bench shapes, and
+    the least bytes any implementation moves (the file is ours: it runs in this process, traced
+    only, never executed)."""
     module = types.ModuleType("builtin_kernel_draft")
     exec(compile(source, "<builtin kernel draft>", "exec"), module.__dict__)  # noqa: S102 - our own text
     reference = runtime.load_reference(task)
     specs, static, outputs = runtime.io_specs(task, reference, task.configs[0])
     traced = jax.make_jaxpr(lambda *dynamic: module.computation(*dynamic, *static))(*specs)
-    kernels = [k.to_json() for k in analyze(traced)]
-    return estimate(kernels, TARGETS[target], reference_cost, io_bytes=minimal_io_bytes(specs, outputs))
+    return [k.to_json() for k in analyze(traced)], minimal_io_bytes(specs, outputs)
+
+
+def estimate_source(source: str, task: Task, target: str = DEFAULT_TARGET,
+                    reference_cost: dict[str, Any] | None = None) -> Estimate:
+    """The model's estimate for a kernel file at the task's bench shapes."""
+    kernels, io_bytes = analyse_source(source, task)
+    return estimate(kernels, TARGETS[target], reference_cost, io_bytes=io_bytes)
 
 
 def reference_cost(task: Task, target: str = DEFAULT_TARGET) -> dict[str, Any] | None:

@@ -67,6 +67,12 @@ def plan_task(task: Task) -> list[KernelPlan]:
 def draft_kernel(task: Task, *, tune: bool = True, target: str = DEFAULT_TARGET) -> KernelDraft:
     """With `tune`, every plan autotuned and the best estimate kept; without, the first plan at
     its default tunables."""
+    return draft_candidates(task, tune=tune, target=target)[0]
+
+
+def draft_candidates(task: Task, *, tune: bool = True, target: str = DEFAULT_TARGET) -> list[KernelDraft]:
+    """One draft per plan (autotuned with `tune`; without, the first plan only, untuned), the
+    best estimate first. CannotPlan when no plan has a tiling that fits."""
     drafts, problems = [], []
     for plan in plan_task(task)[:None if tune else 1]:
         if tune:
@@ -81,7 +87,7 @@ def draft_kernel(task: Task, *, tune: bool = True, target: str = DEFAULT_TARGET)
         drafts.append(KernelDraft(plan.render(tunables), plan.family, tunables, found))
     if not drafts:
         raise CannotPlan("; ".join(problems))
-    return min(drafts, key=lambda draft: draft.estimate.seconds)
+    return sorted(drafts, key=lambda draft: draft.estimate.seconds)
 
 
 def _stage_kernel_plan(plan: Plan) -> KernelPlan:

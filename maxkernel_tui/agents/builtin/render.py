@@ -91,8 +91,10 @@ class _Writer:
 
     def _tunables(self) -> str:
         t = self.tunables
-        return ("# Tunables: preferred block sizes. Each shrinks to a divisor of the actual size that keeps\n"
-                "# the TPU's (8, 128) tiling, and further while the VMEM footprint is over budget.\n"
+        # The `# Tunables` line comes directly before the assignments: the autotuner's contract.
+        return ("# Each block size shrinks to a divisor of the actual size that keeps the TPU's (8, 128)\n"
+                "# tiling, and further while the VMEM footprint is over budget.\n"
+                "# Tunables: preferred block sizes.\n"
                 f"BLOCK_ROWS = {t.block_rows}\nBLOCK_COLS = {t.block_cols}\nBLOCK_DEPTH = {t.block_depth}\n")
 
     def _dim(self, dim: Dim) -> str:

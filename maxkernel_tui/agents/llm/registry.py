@@ -6,7 +6,7 @@
      "api_key_env": "VLLM_API_KEY"}                              key, if any, named, never written
     {"name": "replay", "transcript": "session.jsonl"}
     any of them + {"record": "session.jsonl"}                    also record every call there
-    {"name": "builtin"}                                          the built-in offline agent
+    {"name": "builtin", "target": "v5e"}                         the built-in offline agent (no key, no network)
 
 Settings hold the names of environment variables, never keys. Provider modules are imported
 only when built, so that listing or validating settings stays cheap.
@@ -66,11 +66,22 @@ def _replay(settings: Mapping[str, Any], env: Mapping[str, str]) -> Provider:
     return ReplayProvider(path, strict=settings.get("strict", True))
 
 
-_FACTORIES: dict[str, Factory] = {"gemini": _gemini, "openai": _openai, "replay": _replay}
+def _builtin(settings: Mapping[str, Any], env: Mapping[str, str]) -> Provider:
+    from maxkernel_tui.agents.builtin.provider import BuiltinProvider
+    from maxkernel_tui.kernels.targets import DEFAULT_TARGET, TARGETS
+
+    target = settings.get("target", DEFAULT_TARGET)
+    if target not in TARGETS:
+        raise ProviderConfigError(f"provider builtin: unknown TPU target {target!r}; known: {', '.join(TARGETS)}")
+    return BuiltinProvider(target=target)
+
+
+_FACTORIES: dict[str, Factory] = {"gemini": _gemini, "openai": _openai, "replay": _replay, "builtin": _builtin}
 _KEYS: dict[str, set[str]] = {
     "gemini": {"model", "base_url", "api_version", "api_key_env", "vertexai", "project", "location"},
     "openai": {"model", "base_url", "api_key_env"},
     "replay": {"transcript", "strict"},
+    "builtin": {"target"},  # the TPU generation its plans and estimates are for, when a step names none
 }
 
 
@@ -83,9 +94,6 @@ def register(name: str, factory: Factory, keys: set[str]) -> None:
 def build_provider(settings: Mapping[str, Any], env: Mapping[str, str] | None = None) -> Provider:
     env = os.environ if env is None else env
     name = settings.get("name")
-    if name == "builtin" and name not in _FACTORIES:
-        raise ProviderConfigError("the built-in offline agent is not available in this version; "
-                                  "choose gemini, openai (any OpenAI-compatible server) or replay")
     if name not in _FACTORIES:
         raise ProviderConfigError(f"unknown provider {name!r}; known: {', '.join(sorted(_FACTORIES))}")
     unknown = set(settings) - _KEYS[name] - {"name", "record"}

@@ -1,0 +1,196 @@
+"""The built-in agent's answer to one step, in the format its role's parser expects (the
+sub-agent contract): a Markdown plan, a kernel file in one ```python block, or a short
+explanation. Imports jax (through the drafting modules): it runs in the agent's worker process.
+
+Drafts are the expensive part (tracing, autotuning with the performance model), so they are kept
+per task content and target: a planner step and the implementer step after it draft once.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from maxkernel_tui.agents.builtin.autotune import analyse_source, reference_cost
+from maxkernel_tui.agents.builtin.context import StepContext
+from maxkernel_tui.agents.builtin.draft import KernelDraft, draft_candidates, plan_task
+from maxkernel_tui.agents.builtin.errors import BuiltinAgentError
+from maxkernel_tui.agents.builtin.tunables import Tunables
+from maxkernel_tui.kernels.loader import load_task
+from maxkernel_tui.kernels.perf.model import Estimate, estimate
+from maxkernel_tui.kernels.targets import TARGETS
+from maxkernel_tui.kernels.task import Task
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A kernel the agent can offer: autotuned drafts first, then fallbacks for a debugger."""
+
+    source: str
+    family: str
+    tunables: Tunables
+    how: str  # how its tunables were chosen
+
+
+@dataclass
+class TaskDrafts:
+    task: Task
+    target: str
+    drafts: list[KernelDraft]  # autotuned, best estimate first
+    candidates: list[Candidate]  # every distinct kernel on offer, in the order a debugger tries them
+    reference_cost: dict[str, Any] | None
+
+
+class DraftCache:
+    """Drafts per (task content, target), for the life of the worker."""
+
+    def __init__(self) -> None:
+        self._entries: dict[tuple[str, str], TaskDrafts] = {}
+
+    def get(self, task_dir: str, target: str) -> TaskDrafts:
+        task = load_task(Path(task_dir))
+        key = (_content_digest(task), target)
+        if key not in self._entries:
+            self._entries[key] = _draft(task, target)
+        return self._entries[key]
+
+
+def answer(step: StepContext, cache: DraftCache) -> str:
+    """The text of the answer for a planner, implementer, debugger or explainer step."""
+    drafts = cache.get(step.task_dir, step.target)
+    if step.role == "planner":
+        return plan_markdown(drafts, step)
+    if step.role == "implementer":
+        best = drafts.drafts[0]
+        return _kernel_answer(f"Kernel for **{best.family}**, tunables chosen with the {step.target} performance "
+                              f"model ({_estimate_words(best.estimate)}).", best.source)
+    if step.role == "debugger":
+        return _debugger_answer(drafts, step)
+    if step.role == "explainer":
+        return _explanation(drafts, step)
+    raise BuiltinAgentError(f"the built-in agent's worker does not answer role {step.role!r}")
+
+
+def plan_markdown(drafts: TaskDrafts, step: StepContext) -> str:
+    best = drafts.drafts[0]
+    kernels, io_bytes = analyse_source(best.source, drafts.task)
+    found = estimate(kernels, TARGETS[drafts.target], drafts.reference_cost, io_bytes=io_bytes)
+    lines = [f"# Plan: {best.family}", "",
+             (f"Recognised from the reference's jaxpr (not its name): **{best.family}**, "
+              f"{len(kernels)} `pallas_call`(s)."), "", *_kernel_plan_lines(best.source), "",
+             "## Tiling", "",
+             (f"Tunables (autotuned with the {drafts.target} performance model): {_tunable_words(best)}. Each "
+              "shrinks at call time to a divisor of the actual size that keeps the (8, 128) tiling."), ""]
+    lines += [f"- kernel {i} `{k['name']}`: " + "; ".join(
+        f"{b['role']} {tuple(b['shape'])} {b['dtype']}" for b in k["blocks"]) for i, k in enumerate(kernels)]
+    lines += ["", "## Grid", ""]
+    lines += [f"- kernel {i}: grid {tuple(k['grid'])}, dimension semantics "
+              f"{tuple(k['dimension_semantics']) if k['dimension_semantics'] else 'unstated'}, {k['steps']} steps"
+              for i, k in enumerate(kernels)]
+    lines += ["", "## Memory", ""]
+    lines += [f"- kernel {i}: VMEM footprint {k['vmem_bytes'] / 2**20:.1f} MiB (double-buffered blocks and "
+              f"scratch) of the {found.vmem_capacity / 2**20:.0f} MiB on {drafts.target}; "
+              f"{k['hbm_bytes'] / 1e9:.3g} GB moved from and to HBM" for i, k in enumerate(kernels)]
+    lines += ["", "## Expected bound", "",
+              f"An estimate of the performance model for TPU {drafts.target} at bench shapes, not a measurement: "
+              f"{_estimate_words(found)}"
+              + (f", {found.roofline_share:.0%} of the roofline" if found.roofline_share is not None else "")
+              + (f", est. speedup {found.speedup:.2f}x over XLA's own estimate for the reference"
+                 if found.speedup is not None else "") + "."]
+    if len(drafts.drafts) > 1:
+        lines += ["", "## Alternatives", ""]
+        lines += [f"- {d.family}: {_estimate_words(d.estimate)} ({_tunable_words(d)})" for d in drafts.drafts[1:]]
+    if step.feedback:
+        lines += ["", ("The built-in agent plans from the reference's structure alone; the feedback "
+                       f"({step.feedback.strip()[:200]!r}) does not change this plan.")]
+    return "\n".join(lines) + "\n"
+
+
+def _debugger_answer(drafts: TaskDrafts, step: StepContext) -> str:
+    """The next kernel on offer after the one that failed (the first one when the failing text
+    is not the agent's own), never the failing text itself."""
+    failing = _normalised(step.kernel or "")
+    sources = [_normalised(c.source) for c in drafts.candidates]
+    start = sources.index(failing) + 1 if failing in sources else 0
+    order = drafts.candidates[start:] + drafts.candidates[:start]
+    detail = str((step.failure or {}).get("detail", ""))
+    if "vmem" in detail.lower():  # smaller blocks are the remedy for VMEM over-use
+        order.sort(key=lambda c: c.how != _HALVED)
+    fresh = [c for c in order if _normalised(c.source) != failing]
+    if not fresh:
+        raise BuiltinAgentError("the built-in agent has no other kernel to offer for this task: every kernel it "
+                                "can write is the one that failed")
+    chosen = fresh[0]
+    check = (step.failure or {}).get("check")
+    first_line = detail.strip().splitlines()[0][:300] if detail.strip() else "no detail given"
+    failed = f"The {check} check failed" if check else "The kernel failed"
+    return _kernel_answer(f"{failed} ({first_line}). The built-in agent cannot reason about the "
+                          f"error; it offers its next kernel: **{chosen.family}**, {chosen.how} "
+                          f"({_tunable_words(chosen)}).", chosen.source)
+
+
+def _explanation(drafts: TaskDrafts, step: StepContext) -> str:
+    best = drafts.drafts[0]
+    lines = []
+    if step.question:
+        lines += [("The built-in agent does not interpret free-form questions; this is what it knows about "
+                   "its plan."), ""]
+    lines += [(f"It recognised **{best.family}** in the reference's jaxpr (it reads the program's structure, "
+               "never the task's name)."), "", *_kernel_plan_lines(best.source), "",
+              (f"Tunables: {_tunable_words(best)}, chosen with the {drafts.target} performance model; "
+               f"{_estimate_words(best.estimate)} (an estimate, not a measurement).")]
+    return "\n".join(lines) + "\n"
+
+
+_HALVED = "with halved block sizes"
+
+
+def _draft(task: Task, target: str) -> TaskDrafts:
+    drafts = draft_candidates(task, target=target)
+    candidates = [Candidate(d.source, d.family, d.tunables, f"autotuned for {target}") for d in drafts]
+    for plan in plan_task(task):
+        halved = Tunables(*(max(128, value // 2) for value in
+                            (plan.start.block_rows, plan.start.block_cols, plan.start.block_depth)))
+        candidates.append(Candidate(plan.render(plan.start), plan.family, plan.start, "at its untuned defaults"))
+        candidates.append(Candidate(plan.render(halved), plan.family, halved, _HALVED))
+    distinct: dict[str, Candidate] = {}
+    for candidate in candidates:
+        distinct.setdefault(_normalised(candidate.source), candidate)
+    return TaskDrafts(task, target, drafts, list(distinct.values()), reference_cost(task, target))
+
+
+def _kernel_answer(preface: str, source: str) -> str:
+    return f"{preface}\n\n```python\n{source.rstrip()}\n```\n"
+
+
+def _kernel_plan_lines(source: str) -> list[str]:
+    """The plan the kernel file states in its docstring, after the first paragraph."""
+    docstring = ast.get_docstring(ast.parse(source)) or ""
+    paragraphs = docstring.split("\n\n")
+    return "\n\n".join(paragraphs[1:]).splitlines() if len(paragraphs) > 1 else []
+
+
+def _tunable_words(candidate: KernelDraft | Candidate) -> str:
+    t = candidate.tunables
+    if candidate.family == "attention":  # its kernel names the two blocks after the sequences
+        return f"BLOCK_Q = {t.block_rows}, BLOCK_KV = {t.block_cols}"
+    return f"BLOCK_ROWS = {t.block_rows}, BLOCK_COLS = {t.block_cols}, BLOCK_DEPTH = {t.block_depth}"
+
+
+def _estimate_words(found: Estimate) -> str:
+    return f"estimated {found.seconds * 1e3:.3f} ms on {found.target}, {found.bound}-bound"
+
+
+def _normalised(source: str) -> str:
+    return "\n".join(line.rstrip() for line in source.strip().splitlines())
+
+
+def _content_digest(task: Task) -> str:
+    digest = hashlib.sha256()
+    for path in (task.yaml_path, task.reference_path):
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
+

@@ -1,0 +1,83 @@
+"""The built-in offline agent behind the provider interface (agents/llm/provider.py): no API key,
+no network. No jax in this process.
+
+It answers from `Request.context` (the sub-agent contract), never from the prompt's prose: the
+profiler step here, from the profile's figures (diagnosis.py); every other step in a worker
+process that imports jax (worker.py), started on the first such step and kept until `aclose`, so
+drafts it caches serve later steps. The blocking worker calls run in a thread, one at a time.
+Its answers cost nothing and use no model tokens: it reports zero tokens.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+
+from maxkernel_tui.agents.builtin.context import StepContext, read_context
+from maxkernel_tui.agents.builtin.diagnosis import diagnose
+from maxkernel_tui.agents.builtin.errors import BuiltinAgentError, CannotPlanError
+from maxkernel_tui.agents.llm.errors import ProviderError
+from maxkernel_tui.agents.llm.types import (
+    Finish,
+    ProviderChunk,
+    Request,
+    TextDelta,
+    TokenCount,
+)
+from maxkernel_tui.kernels.targets import DEFAULT_TARGET
+from maxkernel_tui.kernels.workers import (
+    LineWorker,
+    WorkerFailure,
+    jax_worker_env,
+    python_module_argv,
+)
+
+MODEL = "builtin"
+WORKER_MODULE = "maxkernel_tui.agents.builtin.worker"
+# Below the client's per-attempt timeout (300 s), so that the worker, not the client, gives up
+# first and the worker's process group is killed rather than left drafting.
+DEFAULT_STEP_TIMEOUT_S = 240.0
+
+
+class BuiltinProvider:
+    name = "builtin"
+
+    def __init__(self, *, target: str = DEFAULT_TARGET, step_timeout_s: float = DEFAULT_STEP_TIMEOUT_S) -> None:
+        self.model = MODEL
+        self.target = target  # when a step's context names none
+        self._step_timeout_s = step_timeout_s
+        self._worker: LineWorker | None = None
+        self._lock = asyncio.Lock()
+
+    async def stream(self, request: Request) -> AsyncIterator[ProviderChunk]:
+        step = read_context(request.context, self.target)
+        if step.role == "profiler":
+            assert step.profile is not None  # read_context requires it for this role
+            text = diagnose(step.profile, step.target)
+        else:
+            text = await self._ask_worker(step)
+        yield TextDelta(text)
+        yield TokenCount(0, 0)
+        yield Finish("stop")
+
+    async def aclose(self) -> None:
+        if self._worker is not None:
+            self._worker.close()
+            self._worker = None
+
+    async def _ask_worker(self, step: StepContext) -> str:
+        async with self._lock:
+            if self._worker is None:
+                self._worker = LineWorker(python_module_argv(WORKER_MODULE), jax_worker_env())
+            try:
+                reply = await asyncio.to_thread(self._worker.ask, json.dumps(step.to_json()), self._step_timeout_s)
+            except WorkerFailure as failure:
+                # A crashed worker restarts on the next ask; a step that timed out would time out again.
+                raise ProviderError(f"the built-in agent's worker failed on the {step.role} step: {failure}",
+                                    retryable=failure.kind == "died") from None
+        if "text" in reply:
+            return str(reply["text"])
+        if reply.get("kind") == "cannot_plan":
+            raise CannotPlanError(str(reply.get("error")))
+        raise BuiltinAgentError(f"the built-in agent could not answer the {step.role} step: {reply.get('error')}")

@@ -1,0 +1,133 @@
+"""The built-in agent as a provider, through the real LLMClient: each role's answer in the
+contract's format, kernels the real harness accepts, plain errors, and no jax in the caller."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from maxkernel_tui.agents.builtin.errors import CANNOT_PLAN_PREFIX, BuiltinAgentError, CannotPlanError
+from maxkernel_tui.agents.llm.client import LLMClient
+from maxkernel_tui.agents.llm.registry import build_provider
+from maxkernel_tui.agents.llm.types import Message, Request
+from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
+from maxkernel_tui.kernels.loader import builtin_suite_dir, load_task
+
+RMSNORM = builtin_suite_dir() / "12p_RMSNorm"
+PLAN_HEADINGS = ("tiling", "grid", "memory", "expected bound")
+
+
+def ask(role: str, task_dir: Path, **context: object) -> Request:
+    return Request((Message("user", f"{role} step"),),
+                   context={"role": role, "task_dir": str(task_dir), "target": "v5e", **context})
+
+
+def kernel_of(answer: str) -> str:
+    blocks = re.findall(r"```python\n(.*?)```", answer, re.S)
+    assert len(blocks) == 1, answer[:500]
+    return blocks[0]
+
+
+async def test_plan_kernel_and_next_kernel_for_rmsnorm(tmp_path):
+    provider = build_provider({"name": "builtin"})
+    client = LLMClient(provider)
+    try:
+        plan = await client.complete(ask("planner", RMSNORM))
+        headings = {h.strip().lower() for h in re.findall(r"^## (.+)$", plan.text, re.M)}
+        assert set(PLAN_HEADINGS) <= headings, plan.text
+        assert "row-wise reduction" in plan.text and "estimate" in plan.text
+        assert (plan.usage.provider, plan.usage.model, plan.usage.cost_usd) == ("builtin", "builtin", 0.0)
+
+        implemented = await client.complete(ask("implementer", RMSNORM, plan=plan.text))
+        source = kernel_of(implemented.text)
+        assert re.search(r"^# Tunables.*\n(?:[A-Z_]+ = \d+\n)+", source, re.M)
+        kernel = tmp_path / "kernel.py"
+        kernel.write_text(source)
+        with Harness() as harness:
+            report = harness.evaluate(kernel, load_task(RMSNORM), EvalOptions(seeds=1))
+        assert report.verdict == "accepted", report.failure
+
+        failure = {"check": "tpu_compile", "detail": "RESOURCE_EXHAUSTED: ... space=vmem"}
+        fixed = await client.complete(ask("debugger", RMSNORM, kernel=source, failure=failure))
+        assert kernel_of(fixed.text).strip() != source.strip()
+        assert "halved block sizes" in fixed.text  # the remedy for VMEM over-use comes first
+
+        explained = await client.complete(ask("explainer", RMSNORM, question="why these blocks?"))
+        assert "row-wise reduction" in explained.text and "```" not in explained.text
+    finally:
+        await provider.aclose()
+
+
+async def test_a_task_it_cannot_plan_gets_a_plain_error():
+    provider = build_provider({"name": "builtin"})
+    try:
+        with pytest.raises(CannotPlanError) as raised:
+            await LLMClient(provider).complete(ask("implementer", builtin_suite_dir() / "10p_Sparse_MoE"))
+    finally:
+        await provider.aclose()
+    assert str(raised.value).startswith(CANNOT_PLAN_PREFIX) and "top_k" in str(raised.value)
+    assert not raised.value.retryable
+
+
+@pytest.mark.parametrize(("context", "error"), [
+    (None, "needs the request's context"),
+    ({"role": "tester", "task_dir": str(RMSNORM)}, "does not play role 'tester'"),
+    ({"role": "planner"}, "no task_dir"),
+    ({"role": "planner", "task_dir": "/nonexistent/task"}, "not a usable task"),
+    ({"role": "planner", "task_dir": str(RMSNORM), "target": "v9"}, "unknown TPU target 'v9'"),
+    ({"role": "profiler", "task_dir": str(RMSNORM)}, "needs the profile"),
+])
+async def test_a_missing_or_invalid_context_is_a_plain_error(context, error):
+    provider = build_provider({"name": "builtin"})
+    with pytest.raises(BuiltinAgentError, match=error) as raised:
+        await LLMClient(provider).complete(Request((Message("user", "hi"),), context=context))
+    assert not raised.value.retryable
+    await provider.aclose()
+
+
+def profile(steps: int, hbm_bytes: int, bound: str, share: float, fits: bool = True) -> dict:
+    kernel = {"name": "_stage1_kernel", "grid": [steps], "dimension_semantics": ["parallel"], "steps": steps,
+              "hbm_bytes": hbm_bytes, "mxu_f32_flops_per_step": 0.0}
+    estimate = {"target": "v5e", "seconds": 1e-3, "bound": bound, "roofline_share": share, "vmem_bytes": 2**20,
+                "vmem_capacity": 128 * 2**20, "hbm_bytes": hbm_bytes, "fits_vmem": fits}
+    return {"kernels": [kernel], "estimates": [estimate], "warnings": {"v5e": []}, "problems": []}
+
+
+@pytest.mark.parametrize(("summary", "next_words"), [
+    (profile(4096, 4096 * 8 * 1024, "overhead", 0.2), "raise the block sizes"),
+    (profile(16, 16 * 2**20, "memory", 0.4), "fetched from HBM fewer times"),
+    (profile(16, 16 * 2**20, "memory", 0.9), "stop tuning"),
+    (profile(16, 16 * 2**20, "memory", 0.4, fits=False), "halve the largest block"),
+])
+async def test_the_profiler_names_one_next_step_from_the_figures(summary, next_words):
+    provider = build_provider({"name": "builtin"})
+    answer = await LLMClient(provider).complete(ask("profiler", RMSNORM, profile=summary))
+    next_lines = [line for line in answer.text.splitlines() if line.startswith("Next:")]
+    assert len(next_lines) == 1 and next_words in next_lines[0], answer.text
+    await provider.aclose()
+
+
+def test_the_caller_never_imports_jax():
+    script = textwrap.dedent(f"""
+        import asyncio, sys
+        from maxkernel_tui.agents.llm.client import LLMClient
+        from maxkernel_tui.agents.llm.registry import build_provider
+        from maxkernel_tui.agents.llm.types import Message, Request
+
+        async def main():
+            provider = build_provider({{"name": "builtin"}})
+            request = Request((Message("user", "plan"),), context={{"role": "planner", "task_dir": {str(RMSNORM)!r}}})
+            answer = await LLMClient(provider).complete(request)
+            await provider.aclose()
+            assert "## Tiling" in answer.text
+            print(sorted(m for m in sys.modules if m.split(".")[0] in ("jax", "jaxlib")))
+
+        asyncio.run(main())
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=True)
+    assert done.stdout.strip().splitlines()[-1] == "[]"
