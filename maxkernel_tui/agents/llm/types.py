@@ -53,6 +53,9 @@ class Request:
     temperature: float | None = None
     max_tokens: int = 4096
     stream: bool = True  # False: one plain request/response, chunks produced at its end
+    # What the step is about, as data (role, task folder, current kernel, ...): network providers
+    # never send it; the built-in offline agent works from it instead of the prompt's prose.
+    context: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,70 @@
+"""One line per event for people: the headless CLI prints these, the TUI's agent pane shows them."""
+
+from __future__ import annotations
+
+from maxkernel_tui.agents.orchestration.events import (
+    BudgetReport,
+    DecisionMade,
+    ErrorRaised,
+    EvaluationDone,
+    Intervention,
+    LlmAnswer,
+    ModeChanged,
+    Note,
+    ProfileDone,
+    ProposalMade,
+    SessionEnded,
+    SessionEvent,
+    SessionStarted,
+    StepStarted,
+    UsageReport,
+    VersionCreated,
+)
+
+
+def _score(value: float | None, kind: str) -> str:
+    return "no score" if value is None else f"{value:.3g} ({kind})"
+
+
+def describe(event: SessionEvent) -> str | None:
+    """None for events that are not worth a line of their own (streamed text)."""
+    match event:
+        case SessionStarted():
+            return (f"session on {event.task_id}: {event.mode}, TPU {event.target}, "
+                    f"provider {event.provider} ({event.model})")
+        case StepStarted():
+            return f"▸ {event.title}"
+        case LlmAnswer():
+            cost = "" if event.cost_usd is None else f", ${event.cost_usd:.4f}"
+            return f"  {event.role} answered ({event.tokens} tokens{cost})"
+        case UsageReport():
+            return None
+        case ProposalMade():
+            return f"  {event.role} proposes a {event.subject} ({event.summary})"
+        case DecisionMade():
+            why = f": {event.feedback}" if event.feedback else ""
+            return f"  decision: {event.action}{why} (by {event.by})"
+        case VersionCreated():
+            return f"  kernel v{event.number} ({event.origin})"
+        case EvaluationDone():
+            return f"  evaluation of v{event.version_id}: {event.verdict.upper()}" + (
+                f" — {event.failure}" if event.failure else "")
+        case ProfileDone():
+            if event.error:
+                return f"  profile failed: {event.error}"
+            return f"  profile: {_score(event.score, event.score_kind)}"
+        case Note():
+            return "\n".join(f"  {event.role}: {line}" for line in event.text.strip().splitlines()[:12])
+        case Intervention():
+            return f"  engineer's {event.subject} taken at {event.step}"
+        case ModeChanged():
+            return f"  mode → {event.mode.upper()}"
+        case BudgetReport():
+            return f"  budget: {event.message}"
+        case ErrorRaised():
+            return f"  error: {event.message}"
+        case SessionEnded():
+            best = "no accepted kernel" if event.best_version_id is None else (
+                f"best kernel version id {event.best_version_id}, {_score(event.best_score, event.score_kind)}")
+            return f"session ended: {event.reason}; {best}"
+    return None

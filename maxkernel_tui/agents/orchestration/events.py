@@ -1,0 +1,197 @@
+"""Typed events of a session. Each is persisted by the store before anyone sees it.
+
+Every event has a `ref`, unique within its session and the same on every run of the same step:
+on resume the engine replays its steps and an event whose ref is already stored is not written
+or delivered again. The store's `kind` column is the class's `kind`; `decode` turns a stored
+row back into its class.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, ClassVar
+
+
+@dataclass(frozen=True)
+class SessionEvent:
+    kind: ClassVar[str] = ""
+    ref: str  # not "key": the store redacts fields named like credentials
+
+    def payload(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class SessionStarted(SessionEvent):
+    """What the session is about and how it runs: enough to resume it in another process."""
+
+    kind: ClassVar[str] = "session_started"
+    task_dir: str
+    task_id: str
+    mode: str
+    target: str
+    provider: str
+    model: str
+    limits: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class StepStarted(SessionEvent):
+    kind: ClassVar[str] = "step_started"
+    step: str
+    role: str
+    iteration: int
+    title: str
+
+
+@dataclass(frozen=True)
+class TextChunk(SessionEvent):
+    """Streamed model text, coalesced (a few per second, not one per token)."""
+
+    kind: ClassVar[str] = "text"
+    step: str
+    role: str
+    text: str
+
+
+@dataclass(frozen=True)
+class LlmAnswer(SessionEvent):
+    """A complete model answer: on resume it is reused instead of paying for the call again."""
+
+    kind: ClassVar[str] = "llm_answer"
+    step: str
+    role: str
+    text: str
+    model: str
+    tokens: int
+    cost_usd: float | None
+
+
+@dataclass(frozen=True)
+class UsageReport(SessionEvent):
+    """One attempt of a call (failed ones cost too) and the session's totals after it."""
+
+    kind: ClassVar[str] = "usage"
+    step: str
+    model: str
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float | None
+    estimated: bool
+    session_tokens: int
+    session_cost_usd: float
+
+
+@dataclass(frozen=True)
+class ProposalMade(SessionEvent):
+    kind: ClassVar[str] = "proposal"
+    step: str
+    role: str
+    subject: str  # "plan" or "kernel"
+    content: str
+    previous: str  # what it would replace ("" when nothing)
+    summary: str
+
+
+@dataclass(frozen=True)
+class DecisionMade(SessionEvent):
+    kind: ClassVar[str] = "decision"
+    step: str
+    action: str  # approve | edit | reject | handoff
+    content: str | None = None
+    feedback: str | None = None
+    mode: str | None = None
+    by: str = ""  # the gate that decided: auto, interactive, scripted
+
+
+@dataclass(frozen=True)
+class VersionCreated(SessionEvent):
+    kind: ClassVar[str] = "version"
+    step: str
+    version_id: int
+    number: int
+    origin: str  # implementer, debugger, autotuner, engineer
+
+
+@dataclass(frozen=True)
+class EvaluationDone(SessionEvent):
+    kind: ClassVar[str] = "evaluation"
+    step: str
+    version_id: int
+    verdict: str
+    failure: str | None  # "check: detail" of the first failed check
+    report: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ProfileDone(SessionEvent):
+    kind: ClassVar[str] = "profile"
+    step: str
+    version_id: int
+    score: float | None  # the fitness the loop ranks by
+    score_kind: str  # e.g. "estimated speedup vs XLA on v5e" or "measured speedup on TPU v5e"
+    summary: dict[str, Any]
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Note(SessionEvent):
+    """A sub-agent's text that informs later steps without a gate (diagnosis, autotune log, answer)."""
+
+    kind: ClassVar[str] = "note"
+    step: str
+    role: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Intervention(SessionEvent):
+    """The engineer's edit of the source or plan, or a chat message, taken at a step boundary."""
+
+    kind: ClassVar[str] = "intervention"
+    step: str
+    subject: str  # kernel | plan | message
+    content: str
+
+
+@dataclass(frozen=True)
+class ModeChanged(SessionEvent):
+    kind: ClassVar[str] = "mode"
+    step: str
+    mode: str  # hitl | auto | graph
+
+
+@dataclass(frozen=True)
+class BudgetReport(SessionEvent):
+    kind: ClassVar[str] = "budget"
+    step: str
+    message: str
+
+
+@dataclass(frozen=True)
+class ErrorRaised(SessionEvent):
+    kind: ClassVar[str] = "error"
+    step: str
+    role: str
+    message: str
+
+
+@dataclass(frozen=True)
+class SessionEnded(SessionEvent):
+    kind: ClassVar[str] = "session_ended"
+    reason: str
+    best_version_id: int | None
+    best_score: float | None
+    score_kind: str
+
+
+EVENT_TYPES: dict[str, type[SessionEvent]] = {cls.kind: cls for cls in (
+    SessionStarted, StepStarted, TextChunk, LlmAnswer, UsageReport, ProposalMade, DecisionMade, VersionCreated,
+    EvaluationDone, ProfileDone, Note, Intervention, ModeChanged, BudgetReport, ErrorRaised, SessionEnded)}
+
+
+def decode(kind: str, payload: dict[str, Any]) -> SessionEvent:
+    """A stored event back as its class; unknown fields (from a newer release) are dropped."""
+    cls = EVENT_TYPES[kind]
+    names = {f.name for f in fields(cls)}
+    return cls(**{k: v for k, v in payload.items() if k in names})

@@ -1,0 +1,121 @@
+"""Gates: where a step's proposal waits for a decision.
+
+The auto gate approves; the interactive gate waits for the UI (`resolve`); the scripted gate
+serves tests. A session holds its gate in a `GateHolder`, so a hand-off swaps the gate of a
+running session: a proposal already waiting on the interactive gate is approved by the hand-off.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Protocol
+
+APPROVE, EDIT, REJECT, HANDOFF = "approve", "edit", "reject", "handoff"
+
+
+@dataclass(frozen=True)
+class Proposal:
+    step: str
+    role: str
+    subject: str  # "plan" or "kernel"
+    content: str
+    previous: str  # what it would replace ("" when nothing)
+    summary: str
+
+
+@dataclass(frozen=True)
+class Decision:
+    action: str
+    content: str | None = None  # edit: the engineer's version
+    feedback: str | None = None  # reject: why
+    mode: str | None = None  # handoff: "auto" or "graph"
+
+    def __post_init__(self) -> None:
+        if self.action not in (APPROVE, EDIT, REJECT, HANDOFF):
+            raise ValueError(f"unknown decision {self.action!r}")
+        if self.action == EDIT and not self.content:
+            raise ValueError("an edit decision needs the edited content")
+        if self.action == HANDOFF and self.mode not in ("auto", "graph"):
+            raise ValueError("a hand-off names the mode it hands to: auto or graph")
+
+
+class Gate(Protocol):
+    name: str
+
+    async def decide(self, proposal: Proposal) -> Decision: ...
+
+
+class AutoGate:
+    name = "auto"
+
+    async def decide(self, proposal: Proposal) -> Decision:
+        return Decision(APPROVE)
+
+
+Script = Decision | Callable[[Proposal], Decision]
+
+
+class ScriptedGate:
+    """Decides from a list (a decision, or a function of the proposal); approves when it runs out.
+    `seen` keeps every proposal, for tests to inspect."""
+
+    name = "scripted"
+
+    def __init__(self, script: Iterable[Script] = ()) -> None:
+        self._script = deque(script)
+        self.seen: list[Proposal] = []
+
+    async def decide(self, proposal: Proposal) -> Decision:
+        self.seen.append(proposal)
+        if not self._script:
+            return Decision(APPROVE)
+        item = self._script.popleft()
+        return item(proposal) if callable(item) else item
+
+
+class InteractiveGate:
+    """Resolved by the UI: `pending` is the proposal on screen, `resolve` answers it."""
+
+    name = "interactive"
+
+    def __init__(self, on_pending: Callable[[Proposal], None] | None = None) -> None:
+        self.on_pending = on_pending
+        self.pending: Proposal | None = None
+        self._answer: asyncio.Future[Decision] | None = None
+
+    async def decide(self, proposal: Proposal) -> Decision:
+        self.pending = proposal
+        self._answer = asyncio.get_running_loop().create_future()
+        if self.on_pending is not None:
+            self.on_pending(proposal)
+        try:
+            return await self._answer
+        finally:
+            self.pending, self._answer = None, None
+
+    def resolve(self, decision: Decision) -> bool:
+        """False when nothing is waiting (a key pressed twice)."""
+        if self._answer is None or self._answer.done():
+            return False
+        self._answer.set_result(decision)
+        return True
+
+
+class GateHolder:
+    """The session's current gate. `swap` hands off: a decision waiting on the old gate is
+    approved, the running step goes on, and later proposals go to the new gate."""
+
+    def __init__(self, gate: Gate) -> None:
+        self.gate = gate
+
+    async def decide(self, proposal: Proposal) -> tuple[Decision, str]:
+        gate = self.gate
+        return await gate.decide(proposal), gate.name
+
+    def swap(self, gate: Gate) -> None:
+        old, self.gate = self.gate, gate
+        if isinstance(old, InteractiveGate) and old is not gate:
+            old.resolve(Decision(APPROVE))

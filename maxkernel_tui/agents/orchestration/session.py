@@ -1,0 +1,118 @@
+"""Open a session's engine, new or resumed: the store row, the journal, the provider behind the
+client and its budget, the tools, the session's directory, and the task's facts for prompts."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from maxkernel_tui.agents.budget import BudgetExceeded, session_budget
+from maxkernel_tui.agents.llm.client import LLMClient
+from maxkernel_tui.agents.llm.provider import Provider
+from maxkernel_tui.agents.llm.registry import build_provider
+from maxkernel_tui.agents.orchestration.engine import LoopLimits, SessionEngine
+from maxkernel_tui.agents.orchestration.events import SessionStarted
+from maxkernel_tui.agents.orchestration.gates import Gate
+from maxkernel_tui.agents.orchestration.journal import Journal
+from maxkernel_tui.agents.orchestration.tools import KernelTools
+from maxkernel_tui.agents.orchestration.workspace import Workspace
+from maxkernel_tui.config import Settings, cache_dir
+from maxkernel_tui.kernels.catalog import describe_tasks
+from maxkernel_tui.kernels.loader import load_task
+from maxkernel_tui.kernels.task import Task
+from maxkernel_tui.store.db import Store
+from maxkernel_tui.store.rows import ACTIVE
+
+
+@dataclass
+class OpenSession:
+    engine: SessionEngine
+    session_id: str
+    resumed: bool
+
+    async def aclose(self) -> None:
+        await self.engine.client.provider.aclose()
+        self.engine.tools.close()
+
+
+def provider_settings(settings: Settings) -> dict[str, Any]:
+    """The registry's mapping for the configured provider (names of variables, never keys)."""
+    found: dict[str, Any] = {"name": settings.provider}
+    if settings.model:
+        found["model"] = settings.model
+    if settings.base_url and settings.provider in ("gemini", "openai"):
+        found["base_url"] = settings.base_url
+    return found
+
+
+def task_facts(task: Task, target: str) -> str:
+    """What every prompt says about the task: description, shapes per configuration, the XLA
+    reference's cost on the target (cached by the catalog), tolerances, the reference source."""
+    described = describe_tasks([task], cache_dir(), target=target, workers=1)[task.task_id]
+    lines = [f"id: {task.task_id}", f"what: {task.description.strip()}"]
+    for name, shapes in described.get("configs", {}).items():
+        tolerance = task.tolerances.get(name)
+        limits = f"; atol {tolerance.atol:g}, rtol {tolerance.rtol:g}" if tolerance else ""
+        lines.append(f"configuration {name}: inputs {json.dumps(shapes['inputs'])}, static {shapes['static']}, "
+                     f"outputs {json.dumps(shapes['outputs'])}{limits}")
+    cost = described.get("cost", {})
+    if "flops" in cost:
+        lines.append(f"XLA reference on TPU {cost['target']} (estimated by XLA's cost analysis): "
+                     f"{cost['flops']:.3g} flops, {cost['bytes_accessed']:.3g} bytes accessed, "
+                     f"optimal {cost['optimal_seconds'] * 1e3:.3f} ms")
+    lines.append("The first configuration is the production (bench) shape; the kernel must also be correct on "
+                 "the others, and on held-out shapes it has not seen.")
+    reference = (task.folder / "reference.py").read_text(encoding="utf-8")
+    lines.append(f"reference.py:\n```python\n{reference}```")
+    return "\n".join(lines)
+
+
+async def open_session(store: Store, settings: Settings, *, task: Task | None = None, mode: str = "auto",
+                       gates: Callable[[str], Gate], limits: LoopLimits | None = None,
+                       resume: str | None = None, env: dict[str, str] | None = None,
+                       provider: Provider | None = None) -> OpenSession:
+    """A new session on `task`, or `resume` (an id or its prefix) with its stored task and mode."""
+    if resume is not None:
+        session = store.find_session(resume)
+        journal = Journal(store, session.id)
+        started = journal.recall("start", SessionStarted)
+        if started is None:
+            raise ValueError(f"session {session.id} was not started by `run` or the workbench; nothing to resume")
+        task, mode, target = load_task(Path(started.task_dir)), session.mode, started.target
+        limits = LoopLimits(**started.limits)
+        store.update_session(session.id, status=ACTIVE)
+    else:
+        assert task is not None
+        target = settings.tpu_target
+        session = store.create_session(task.task_id, mode, title=f"{task.task_id} ({mode})")
+        journal = Journal(store, session.id)
+    limits = limits or LoopLimits()
+    provider = provider or build_provider(provider_settings(settings), env)
+    budget = session_budget(settings)
+    _charge_earlier_usage(budget, store, session.id)
+    journal.emit(SessionStarted("start", str(task.folder), task.task_id, mode, target, provider.name,
+                                provider.model, limits.to_json()))
+    facts = await asyncio.to_thread(task_facts, task, target)
+    workspace = Workspace(settings.data_dir / "sessions" / session.id)
+    tools = KernelTools(task, target, workspace.path("traces"))
+    engine = SessionEngine(journal=journal, client=LLMClient(provider, budget=budget), tools=tools,
+                           workspace=workspace, gates=gates, mode=mode, task_facts=facts, limits=limits,
+                           model=settings.model)
+    return OpenSession(engine, session.id, resume is not None)
+
+
+def _charge_earlier_usage(budget: Any, store: Store, session_id: str) -> None:
+    """A resumed session's budget starts from what it has already spent."""
+    calls = store.llm_calls(session_id)
+    if not calls:
+        return
+    try:
+        reservation = budget.reserve("", 0, 0)
+    except BudgetExceeded:
+        return  # already over: the first call will say so
+    reservation.settle(sum(c.prompt_tokens for c in calls), sum(c.completion_tokens for c in calls),
+                       sum(c.cost for c in calls))

@@ -1,0 +1,1 @@
+"""The sub-agents: each a prompt, the context it may see, and a strict parser of its answer."""

@@ -1,0 +1,100 @@
+"""The requests each sub-agent sends: a system prompt (its job, the harness rules, our Pallas/TPU
+knowledge for that role) and one user message with exactly the context the role needs.
+
+`Request.context` carries the same context as data for the built-in offline agent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from maxkernel_tui.agents.knowledge import for_role
+from maxkernel_tui.agents.llm.types import Message, Request
+
+PLANNER, IMPLEMENTER, DEBUGGER, PROFILER, EXPLAINER = "planner", "implementer", "debugger", "profiler", "explainer"
+
+_JOBS = {
+    PLANNER: (
+        "You are the planner of a team that writes Pallas kernels for TPUs. From the task, the "
+        "current kernel and its latest evaluation and profile, write the plan for the next kernel: "
+        "tiling and block shapes, the grid and its dimension semantics, BlockSpecs and memory spaces, "
+        "pipelining, and the bound you expect (memory or compute) with the arithmetic that says why. "
+        "Answer in Markdown with the sections `## Tiling`, `## Grid`, `## Memory` and `## Expected bound`."),
+    IMPLEMENTER: (
+        "You are the implementer of a team that writes Pallas kernels for TPUs. Write the complete kernel "
+        "file that carries out the approved plan. Answer with exactly one ```python block."),
+    DEBUGGER: (
+        "You are the debugger of a team that writes Pallas kernels for TPUs. The kernel below failed a "
+        "check of the evaluation harness. Find the cause and answer with the corrected complete kernel "
+        "file in exactly one ```python block, preceded by one sentence naming the cause."),
+    PROFILER: (
+        "You are the profiler of a team that writes Pallas kernels for TPUs. Read the profile summary "
+        "(every figure says whether it was estimated or measured, and for which TPU) and diagnose what "
+        "limits the kernel. End with one line `Next: ...` naming the single most promising change."),
+    EXPLAINER: (
+        "You answer a kernel engineer's questions about the session below: the task, the plan, the kernel, "
+        "its evaluation and profile. Be concrete and short; say when a figure is an estimate."),
+}
+
+_RULES = (
+    "Rules of the harness (a kernel breaking them is rejected): the file is self-contained and defines "
+    "`computation(*dynamic_args, *static_args)` with the reference's signature; it imports only jax, "
+    "jax.numpy, jax.experimental.pallas (as pl), jax.experimental.pallas.tpu (as pltpu), functools, math "
+    "and numpy; the heavy work runs inside `pl.pallas_call`; never pass `interpret=`; no clocks, files, "
+    "environment, callbacks or global state. Declare the tunable parameters in one place: a comment line "
+    "`# Tunables` followed directly by module-level lines `NAME = <int>`; use those names in the code.")
+
+
+@dataclass(frozen=True)
+class StepContext:
+    """What a step knows. Each role's message shows only the parts it needs."""
+
+    task_dir: str
+    task_id: str
+    target: str
+    iteration: int
+    task_facts: str  # description, shapes per configuration, reference source
+    kernel: str | None = None
+    plan: str | None = None
+    feedback: tuple[str, ...] = ()  # rejections and chat messages, oldest first
+    failure: dict[str, str] | None = None  # {"check": ..., "detail": ...}
+    evaluation: str | None = None  # the latest evaluation, as text
+    profile: dict[str, Any] | None = None
+    profile_text: str | None = None
+    diagnosis: str | None = None
+    question: str | None = None
+    previous_attempts: tuple[str, ...] = field(default=())  # earlier failed fixes, for the debugger
+
+
+def _sections(role: str, ctx: StepContext) -> list[tuple[str, str | None]]:
+    shown = {
+        PLANNER: ("task", "kernel", "evaluation", "profile", "diagnosis", "feedback"),
+        IMPLEMENTER: ("task", "plan", "kernel", "feedback"),
+        DEBUGGER: ("task", "plan", "kernel", "failure", "attempts", "feedback"),
+        PROFILER: ("task", "kernel", "profile", "feedback"),
+        EXPLAINER: ("task", "plan", "kernel", "evaluation", "profile", "question"),
+    }[role]
+    parts = {
+        "task": ("Task", ctx.task_facts),
+        "plan": ("Approved plan", ctx.plan),
+        "kernel": ("Current kernel (kernel.py)", f"```python\n{ctx.kernel}```" if ctx.kernel else None),
+        "evaluation": ("Latest evaluation", ctx.evaluation),
+        "profile": ("Profile summary", ctx.profile_text),
+        "diagnosis": ("Profiler's diagnosis", ctx.diagnosis),
+        "failure": ("Failed check", f"{ctx.failure['check']}: {ctx.failure['detail']}" if ctx.failure else None),
+        "attempts": ("Earlier fixes that also failed", "\n\n".join(ctx.previous_attempts) or None),
+        "feedback": ("The engineer says", "\n".join(f"- {f}" for f in ctx.feedback) or None),
+        "question": ("Question", ctx.question),
+    }
+    return [parts[name] for name in shown]
+
+
+def build_request(role: str, ctx: StepContext, *, model: str | None = None, max_tokens: int = 8192) -> Request:
+    system = "\n\n".join([_JOBS[role], _RULES, f"Target TPU: {ctx.target}.", for_role(role)])
+    body = [f"## {title}\n{text}" for title, text in _sections(role, ctx) if text]
+    context = {"role": role, "task_dir": ctx.task_dir, "target": ctx.target, "iteration": ctx.iteration,
+               "kernel": ctx.kernel, "plan": ctx.plan, "feedback": "\n".join(ctx.feedback) or None,
+               "failure": ctx.failure, "profile": ctx.profile, "question": ctx.question}
+    return Request(messages=(Message("user", "\n\n".join(body)),), system=system, model=model,
+                   max_tokens=max_tokens, context=context)

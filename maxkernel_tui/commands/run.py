@@ -1,0 +1,122 @@
+"""`maxkernel-tui run --task TASK`: a headless session, Auto or HITL on this terminal. No jax here.
+
+Exit status 0 with an accepted kernel, 1 without one, 2 for a usage error, 130 when stopped by
+Ctrl-C (the session can be resumed with `--resume`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from maxkernel_tui.config import load_settings
+from maxkernel_tui.store.rows import STOPPED
+
+# The engine's modules load only when a session runs: the rest of the CLI stays quick to start.
+
+
+def add_parser(commands: Any) -> None:
+    parser = commands.add_parser(
+        "run", help="run a session headless: Auto, or HITL at this terminal",
+        description="Run the agents on TASK: plan, implement, test (debugging failures), profile, autotune, "
+        "iteration after iteration. Every event is stored as it happens; a stopped session continues "
+        "with --resume without paying again for stored model answers.")
+    parser.add_argument("--task", metavar="ID|DIR", help="built-in task id (or its number) or a task folder")
+    parser.add_argument("--mode", choices=("auto", "hitl"), default="auto",
+                        help="auto: every proposal approved; hitl: you decide at each gate (default auto)")
+    parser.add_argument("--provider", help="LLM provider: builtin, gemini, openai, replay (default: configured)")
+    parser.add_argument("--model", help="model name for the provider")
+    parser.add_argument("--tpu", metavar="GEN", help="TPU generation to compile and estimate for")
+    parser.add_argument("--max-iterations", type=int, default=3, metavar="N")
+    parser.add_argument("--patience", type=int, default=2, metavar="N",
+                        help="Auto stops after N iterations without a significant improvement")
+    parser.add_argument("--target-speedup", type=float, metavar="X", help="stop once the best score reaches X")
+    parser.add_argument("--budget-usd", type=float, metavar="X", help="hard cap on dollars for the session")
+    parser.add_argument("--budget-tokens", type=int, metavar="N", help="hard cap on tokens for the session")
+    parser.add_argument("--out", type=Path, metavar="FILE", help="write the best accepted kernel here")
+    parser.add_argument("--json", action="store_true", help="stream events as JSON lines")
+    parser.add_argument("--resume", metavar="SESSION", help="continue a stopped session (its id or a prefix)")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from maxkernel_tui.agents.orchestration.engine import LoopLimits
+    from maxkernel_tui.commands.tasks import resolve_task
+
+    if (args.task is None) == (args.resume is None):
+        print("error: give --task for a new session or --resume SESSION to continue one", file=sys.stderr)
+        return 2
+    if args.max_iterations < 1:
+        print("error: --max-iterations must be at least 1", file=sys.stderr)
+        return 2
+    settings = load_settings({"provider": args.provider, "model": args.model, "tpu_target": args.tpu,
+                              "budget_dollars": args.budget_usd, "budget_tokens": args.budget_tokens})
+    if args.mode == "hitl" and not sys.stdin.isatty():
+        print("error: --mode hitl asks at each gate and needs a terminal; use --mode auto", file=sys.stderr)
+        return 2
+    task = resolve_task(args.task) if args.task else None
+    limits = LoopLimits(max_iterations=args.max_iterations, patience=args.patience, target_score=args.target_speedup)
+    try:
+        return asyncio.run(_session(args, settings, task, limits))
+    except KeyboardInterrupt:  # asyncio.run re-raises it after the session has stopped cleanly
+        return 130
+
+
+def _gates(mode: str) -> Any:
+    from maxkernel_tui.agents.orchestration.gates import AutoGate
+
+    if mode == "hitl":
+        from maxkernel_tui.commands.terminal_gate import TerminalGate
+
+        return TerminalGate()
+    return AutoGate()
+
+
+async def _session(args: argparse.Namespace, settings: Any, task: Any, limits: Any) -> int:
+    from maxkernel_tui.agents.llm.errors import LLMError
+    from maxkernel_tui.agents.orchestration.describe import describe
+    from maxkernel_tui.agents.orchestration.session import open_session
+    from maxkernel_tui.store.db import open_store
+
+    store = open_store(settings.store_path)
+    try:
+        opened = await open_session(store, settings, task=task, mode=args.mode, gates=_gates, limits=limits,
+                                    resume=args.resume)
+    except LLMError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+
+    def show(event: Any) -> None:
+        if args.json:
+            print(json.dumps({"kind": event.kind, **event.payload()}), flush=True)
+        elif (line := describe(event)) is not None:
+            print(line, flush=True)
+
+    opened.engine.journal.subscribe(show)
+    print(f"session {opened.session_id} ({'resumed' if opened.resumed else 'new'}); store {store.path}",
+          file=sys.stderr)
+    try:
+        outcome = await opened.engine.run()
+    except (asyncio.CancelledError, KeyboardInterrupt, EOFError) as stop:
+        store.update_session(opened.session_id, status=STOPPED)
+        print(f"\nstopped ({type(stop).__name__}); continue with: maxkernel-tui run --resume {opened.session_id}",
+              file=sys.stderr)
+        return 130
+    finally:
+        await opened.aclose()
+    return _finish(outcome, args.out)
+
+
+def _finish(outcome: Any, out: Path | None) -> int:
+    if outcome.best is None:
+        print(f"no accepted kernel ({outcome.reason})", file=sys.stderr)
+        return 1
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(outcome.best.source, encoding="utf-8")
+        print(f"best accepted kernel v{outcome.best.number} written to {out}", file=sys.stderr)
+    return 0
