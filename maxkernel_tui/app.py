@@ -2,47 +2,160 @@
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any, ClassVar
 
 from textual.app import App
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 
-from maxkernel_tui.config import Settings, cache_dir, load_settings
+from maxkernel_tui.commands.sessions import existing_store, resolve_session
+from maxkernel_tui.commands.tasks import resolve_task
+from maxkernel_tui.config import (
+    ENV,
+    FILE,
+    FLAG,
+    SPEC_BY_NAME,
+    Settings,
+    Source,
+    cache_dir,
+    load_settings,
+)
 from maxkernel_tui.kernels.evaluation.harness import Harness
-from maxkernel_tui.kernels.task import Task
+from maxkernel_tui.kernels.task import Task, TaskError
+from maxkernel_tui.screens.help import HelpScreen, key_help
+from maxkernel_tui.screens.palette import MaxKernelCommands
+from maxkernel_tui.screens.sessions import SessionsScreen
+from maxkernel_tui.screens.settings import SettingsScreen
 from maxkernel_tui.screens.task_picker import TaskPickerScreen
 from maxkernel_tui.screens.workbench import WorkbenchScreen
+from maxkernel_tui.store import StoreError
 from maxkernel_tui.themes import DEFAULT_THEME, THEMES
 
 
 class MaxKernelApp(App[None]):
     TITLE = "maxkernel-tui"
-    BINDINGS = [Binding("ctrl+q", "quit", "Quit", priority=True)]
+    COMMANDS = App.COMMANDS | {MaxKernelCommands}
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+q", "quit", "Quit", priority=True),
+        Binding("f1", "help", "Help"),
+        # not priority: in the code editor `?` is a character to type, and f1 still opens help
+        Binding("question_mark", "help", "Help", show=False),
+    ]
 
     def __init__(self, tasks_dir: Path | None = None, cache: Path | None = None, task: Task | None = None,
-                 settings: Settings | None = None) -> None:
+                 settings: Settings | None = None, resume: str | None = None) -> None:
+        """`resume`: a session id (or unique prefix) to reopen in the workbench instead of the picker."""
         super().__init__()
         self._tasks_dir = tasks_dir
         self._cache = cache if cache is not None else cache_dir()
         self._initial_task = task
+        self._resume = resume
         self._settings = settings if settings is not None else load_settings()
         self._harness: Harness | None = None
+
+    @property
+    def settings(self) -> Settings:
+        return self._settings
 
     def on_mount(self) -> None:
         for theme in THEMES:
             self.register_theme(theme)
-        self.theme = DEFAULT_THEME  # the terminal's own palette: readable over SSH in any colours
+        self.theme = self._theme_name(self._settings.theme)
         if self._initial_task is not None:
             self.open_workbench(self._initial_task)
-        else:
-            self.push_screen(TaskPickerScreen(self._tasks_dir, self._cache))
+            return
+        self.push_screen(TaskPickerScreen(self._tasks_dir, self._cache, store_path=self._settings.store_path))
+        if self._resume is not None:
+            self.resume_session(self._resume)  # over the picker: a failure leaves the picker and says why
+
+    def _theme_name(self, wanted: str | None) -> str:
+        """The configured theme when the app knows it; else the default (the terminal's own palette,
+        readable over SSH in any colours), with a warning for a name it does not know."""
+        if wanted is None:
+            return DEFAULT_THEME
+        if wanted not in self.available_themes:
+            self.notify(f"unknown theme {wanted!r} in the settings; using {DEFAULT_THEME}", severity="warning")
+            return DEFAULT_THEME
+        return wanted
+
+    def theme_names(self) -> list[str]:
+        """Our themes first, then Textual's built-ins."""
+        ours = [t.name for t in THEMES]
+        return ours + sorted(n for n in self.available_themes if n not in ours)
+
+    def _workdir(self, task: Task) -> Path:
+        return self._settings.data_dir / "workbench" / task.task_id
 
     def open_workbench(self, task: Task) -> None:
         provider = self._settings.provider + (" (offline)" if self._settings.provider == "builtin" else "")
-        workdir = self._settings.data_dir / "workbench" / task.task_id
-        self.push_screen(WorkbenchScreen(task, workdir, self._cache, self.harness,
+        self.push_screen(WorkbenchScreen(task, self._workdir(task), self._cache, self.harness,
                                          target=self._settings.tpu_target, provider=provider,
                                          budget_cap=_budget_cap(self._settings)))
+
+    def resume_session(self, prefix: str) -> bool:
+        """Open the workbench on a session's task with the session's latest kernel version as the
+        source. The workbench reads its source from its kernel file, so that file gets the kernel;
+        a different kernel already there is kept beside it as kernel.py.bak."""
+        try:
+            session = resolve_session(prefix, self._settings.store_path)
+            task = resolve_task(session.task_id, self._tasks_dir)
+            store = existing_store(self._settings.store_path)
+            assert store is not None  # resolve_session found the session in it
+            with store:
+                versions = store.kernel_versions(session.id)
+        except (StoreError, TaskError, OSError) as error:
+            self.notify(str(error), title="cannot resume", severity="error", timeout=10)
+            return False
+        kernel = self._workdir(task) / "kernel.py"
+        note = f"resumed session {session.id} ({session.mode}, {session.status})"
+        if versions:
+            source = versions[-1].source
+            if kernel.is_file() and kernel.read_text(encoding="utf-8") != source:
+                kernel.replace(kernel.with_name("kernel.py.bak"))
+                note += f"; your previous {kernel.name} is now kernel.py.bak"
+            kernel.parent.mkdir(parents=True, exist_ok=True)
+            kernel.write_text(source, encoding="utf-8")
+            note += f"; source: kernel v{versions[-1].number}"
+        else:
+            note += "; it has no kernel version yet"
+        self.open_workbench(task)
+        self.notify(note, title="sessions")
+        return True
+
+    def action_open_sessions(self) -> None:
+        if not isinstance(self.screen, SessionsScreen):
+            self.push_screen(SessionsScreen(self._settings.store_path, self._settings.data_dir / "exports"))
+
+    def action_open_settings(self) -> None:
+        if not isinstance(self.screen, SettingsScreen):
+            self.push_screen(SettingsScreen(self._settings, self.theme_names()))
+
+    def action_help(self) -> None:
+        screen = self.screen
+        if not isinstance(screen, HelpScreen):
+            self.push_screen(HelpScreen(type(screen).__name__.removesuffix("Screen"), key_help(self, screen)))
+
+    def apply_settings(self, changed: Mapping[str, Any]) -> list[str]:
+        """Take settings just saved to the config file. One that an environment variable or a flag
+        sets keeps that value (it wins over the file, as at start-up); the notes say which."""
+        updates: dict[str, Any] = {}
+        notes = []
+        sources = dict(self._settings.sources)
+        for name, raw in changed.items():
+            source = self._settings.source(name)
+            if source.kind in (ENV, FLAG):
+                notes.append(f"{name}: {source.where} still wins over the file")
+                continue
+            updates[name] = None if raw is None else SPEC_BY_NAME[name].parse(raw)
+            if raw is None:
+                sources.pop(name, None)
+            else:
+                sources[name] = Source(FILE, str(self._settings.config_file))
+        self._settings = dataclasses.replace(self._settings, **updates, sources=sources)
+        self.theme = self._theme_name(self._settings.theme)
+        return notes
 
     def harness(self) -> Harness:
         """The evaluation harness, started on first use: its worker processes would otherwise

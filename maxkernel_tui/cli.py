@@ -22,6 +22,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"maxkernel-tui {__version__}")
     parser.add_argument("--task", metavar="ID|DIR", help="open the workbench on this task (an id, its number, or a "
                         "task folder) instead of the task picker")
+    parser.add_argument("--resume", nargs="?", const="", metavar="SESSION",
+                        help="reopen a session in the workbench: an id or a unique prefix of one "
+                             "(default: the most recent session)")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     where = argparse.ArgumentParser(add_help=False)
     where.add_argument("--path", type=Path, metavar="DIR",
@@ -42,18 +45,26 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         if args.command is None:
-            return _open_app(args.task)
+            return _open_app(args.task, args.resume)
         return args.run(args)
     except (TaskError, ConfigError, StoreError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
 
 
-def _open_app(task_name: str | None) -> int:
+def _open_app(task_name: str | None, resume: str | None) -> int:
     from maxkernel_tui.app import MaxKernelApp  # Textual only when the workbench opens
+    from maxkernel_tui.commands.sessions import resolve_session
     from maxkernel_tui.commands.tasks import resolve_task
+    from maxkernel_tui.config import load_settings
 
-    MaxKernelApp(task=resolve_task(task_name) if task_name else None).run()
+    if task_name and resume is not None:
+        print("error: give --task or --resume, not both", file=sys.stderr)
+        return 2
+    settings = load_settings()
+    # resolved before the screen opens: an unknown session is an error on the terminal, exit 2
+    session = resolve_session(resume, settings.store_path).id if resume is not None else None
+    MaxKernelApp(task=resolve_task(task_name) if task_name else None, settings=settings, resume=session).run()
     return 0
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from maxkernel_tui.config import add_settings_flags, settings_from_args
-from maxkernel_tui.store import SessionSummary, Store
+from maxkernel_tui.store import Session, SessionSummary, Store, StoreError
 
 
 def add_parser(commands: Any) -> None:
@@ -28,13 +28,33 @@ def existing_store(path: Path) -> Store | None:
     return Store(path) if path.is_file() else None
 
 
+def list_summaries(path: Path) -> list[SessionSummary]:
+    """Every session in the store at `path`, most recent first; [] when there is no store yet."""
+    store = existing_store(path)
+    if store is None:
+        return []
+    with store:
+        return store.list_sessions()
+
+
+def resolve_session(prefix: str, path: Path) -> Session:
+    """The session an id or unique prefix names; with "" the most recently updated one.
+    StoreError (saying why) when there is no store, no session, or no such session."""
+    store = existing_store(path)
+    if store is None:
+        raise StoreError(f"no sessions yet (no session store at {path})")
+    with store:
+        if prefix:
+            return store.find_session(prefix)
+        summaries = store.list_sessions()
+    if not summaries:
+        raise StoreError(f"no sessions yet in {path}")
+    return summaries[0].session
+
+
 def run(args: argparse.Namespace) -> int:
     path = settings_from_args(args).store_path
-    store = existing_store(path)
-    summaries = []
-    if store is not None:
-        with store:
-            summaries = store.list_sessions()
+    summaries = list_summaries(path)
     if args.json:
         print(json.dumps({"store": str(path), "sessions": [session_record(s) for s in summaries]}, indent=1))
     elif not summaries:

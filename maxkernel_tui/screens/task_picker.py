@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from textual import work
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static, TextArea
 
+from maxkernel_tui.commands.sessions import list_summaries
 from maxkernel_tui.config import cache_dir
 from maxkernel_tui.kernels.catalog import cached_description, describe_tasks
 from maxkernel_tui.kernels.listing import format_task, task_record
@@ -31,13 +32,18 @@ class TaskDescribed(Message):
 
 class TaskPickerScreen(Screen[None]):
     CSS_PATH = "task_picker.tcss"
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("d", "describe", "Describe tasks (shapes, TPU cost)"),
+        Binding("s", "app.open_sessions", "Sessions"),
+        Binding("c", "app.open_settings", "Settings"),
         Binding("q", "app.quit", "Quit"),
     ]
 
-    def __init__(self, tasks_dir: Path | None = None, cache: Path | None = None) -> None:
+    def __init__(self, tasks_dir: Path | None = None, cache: Path | None = None,
+                 store_path: Path | None = None) -> None:
+        """`store_path`: the session store, for the count of recent sessions in the header."""
         super().__init__()
+        self._store_path = store_path
         self._cache = cache if cache is not None else cache_dir()
         self._tasks, self._errors = load_tasks(tasks_dir or builtin_suite_dir())
         self._by_id = {t.task_id: t for t in self._tasks}
@@ -55,7 +61,7 @@ class TaskPickerScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.sub_title = f"{len(self._tasks)} tasks"
+        self.sub_title = f"{len(self._tasks)} tasks{self._sessions_hint()}"
         table = self.query_one("#tasks", DataTable)
         table.add_columns("task", "category", "GFLOP (est.)")
         for task in self._tasks:
@@ -67,6 +73,13 @@ class TaskPickerScreen(Screen[None]):
         errors = "".join(f"\n{e}" for e in self._errors)
         self._status(f"{known}/{len(self._tasks)} tasks described (cached); press d to describe the rest{errors}")
         table.focus()
+
+    def _sessions_hint(self) -> str:
+        summaries = list_summaries(self._store_path) if self._store_path is not None else []
+        if not summaries:
+            return ""
+        latest = summaries[0].session
+        return f" · {len(summaries)} sessions, latest {latest.task_id} {latest.status} (s)"
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if event.row_key.value is not None:
