@@ -18,7 +18,7 @@ from maxkernel_tui.agents import knowledge
 from maxkernel_tui.kernels.evaluation.static_checks import static_problems
 
 PROBE = Path(__file__).with_name("knowledge_probe.py")
-ROLES = ("planner", "implementer", "debugger", "profiler", "autotuner", "explainer")
+ROLES = ("planner", "implementer", "debugger", "profiler", "autotuner", "explainer", "tester")
 FAMILIES = ("attention", "gemm", "kb-gemm", "kb-conv", "loss", "moe", "norm", "ssm", "triangle")
 MAX_PROMPT_BYTES = 40_000  # a role's knowledge must leave room for the task, kernel and reply
 # A fence's info string: "python" (a fragment), "python example NAME" (a complete kernel file),

@@ -28,7 +28,8 @@ TOPICS: dict[str, str] = {
 
 # What each sub-agent reads by default: the planner reasons about costs and layout, the
 # implementer writes code, the debugger maps an error to a fix, the profiler and autotuner
-# reason about budgets and overlap, the explainer answers the engineer's questions.
+# reason about budgets and overlap, the explainer answers the engineer's questions, the tester
+# reads evaluation reports.
 ROLE_TOPICS: dict[str, tuple[str, ...]] = {
     "planner": ("tiling", "blockspec", "memory", "matmul", "pipelining"),
     "implementer": ("harness", "blockspec", "memory", "matmul", "rowwise"),
@@ -36,6 +37,7 @@ ROLE_TOPICS: dict[str, tuple[str, ...]] = {
     "profiler": ("tiling", "pipelining", "matmul"),
     "autotuner": ("harness", "tiling", "blockspec"),
     "explainer": ("memory", "blockspec", "tiling", "pipelining"),
+    "tester": ("harness", "errors"),
 }
 
 # Extra topics for a task family (the `category` of a suite task), added after the role's.
