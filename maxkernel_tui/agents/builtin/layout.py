@@ -46,9 +46,12 @@ class Frame:
     def __post_init__(self) -> None:
         if not self.rows:
             raise ShapeRuleError("a stage needs at least one row dimension")
-        if self.cols in self.rows or self.cols in self.batch:
-            raise ShapeRuleError("a stage's column size equals one of its row sizes in both traces; "
-                                 "rows and columns cannot be told apart")
+
+    @property
+    def ambiguous(self) -> bool:
+        """Whether the column size equals a row or batch size in both traces: then a value that
+        is not a whole tile could be read as rows or as columns (see classify)."""
+        return self.cols in self.rows or self.cols in self.batch
 
     @staticmethod
     def of(shape: tuple[Dim, ...], batch_rank: int = 0) -> Frame:
@@ -76,6 +79,9 @@ class Frame:
 def classify(shape: tuple[Dim, ...], frame: Frame) -> Kind | None:
     """The kind of a value of this shape in `frame`, or None when it does not fit."""
     dims = [d for d in shape if not d.is_one()]
+    if frame.ambiguous:  # only a whole tile is unmistakable there (e.g. a (c, n, n) matmul result)
+        whole = [*frame.batch, *frame.rows, frame.cols]
+        return Kind(TILE, batched=bool(frame.batch)) if dims == whole else None
     batched = bool(frame.batch) and dims[:len(frame.batch)] == list(frame.batch)
     if batched:
         dims = dims[len(frame.batch):]

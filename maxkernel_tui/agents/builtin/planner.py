@@ -78,6 +78,9 @@ class Plan:
     program: Program
     stages: list[Stage]
     storage: dict[int, Var]  # a free view (reshape) of a value -> the value that holds the data
+    # Transposes XLA does between stages, in order: the next stage reads the result from HBM in
+    # the layout its tiling wants (a matmul's batch and contraction axes where it expects them).
+    relayouts: list[Eqn] = field(default_factory=list)
 
     @property
     def family(self) -> str:
@@ -111,6 +114,8 @@ class _Planner:
         self.stage_of: dict[int, Stage] = {}
         self.producer: dict[int, Eqn] = {}  # floating values: computed from parameters only
         self.storage: dict[int, Var] = {}
+        self.relayouts: list[Eqn] = []
+        self.relaid: set[int] = set()  # values a relayout produces: read from HBM like inputs
 
     def plan(self) -> Plan:
         if any(eqn.primitive == "iota" for eqn in self.program.eqns):
@@ -125,12 +130,17 @@ class _Planner:
         self._connect()
         if not any(stage.matmul or stage.full_cols or stage.eqns for stage in self.stages):
             raise CannotPlan("the reference does no work a kernel could take over")
-        return Plan(self.program, self.stages, self.storage)
+        return Plan(self.program, self.stages, self.storage, self.relayouts)
 
     # -- placing equations -------------------------------------------------------------------
     def _visit(self, eqn: Eqn) -> None:
         if eqn.primitive == "dot_general":
             self._matmul_stage(eqn)
+            return
+        if eqn.primitive == "transpose":
+            # Floats until used: a matmul reads a transposed weight as it is stored; anything
+            # else gets the transpose done by XLA (a relayout) before the stage that reads it.
+            self.producer[id(eqn.outputs[0])] = eqn
             return
         sources = [self.stage_of[id(v)] for v in eqn.inputs if isinstance(v, Var) and id(v) in self.stage_of]
         if not sources:
@@ -157,7 +167,10 @@ class _Planner:
     def _place(self, eqn: Eqn, stage: Stage) -> None:
         for operand in eqn.inputs:
             if isinstance(operand, Var) and id(operand) in self.producer and id(operand) not in stage.kinds:
-                self._place(self.producer[id(operand)], stage)
+                if self._relaid_later(operand):
+                    self._materialize(operand)
+                else:
+                    self._place(self.producer[id(operand)], stage)
         for operand in eqn.inputs:
             if isinstance(operand, Var) and id(operand) not in stage.kinds:
                 stage.kinds[id(operand)] = classify(operand.shape, stage.frame)
@@ -196,9 +209,13 @@ class _Planner:
             return Kind(SCALAR)
         if id(operand) in stage.kinds:
             return stage.kinds[id(operand)]
-        if id(operand) in self.producer and not self._fits(self.producer[id(operand)], stage):
+        if id(operand) in self.producer and not self._relaid_later(operand) \
+                and not self._fits(self.producer[id(operand)], stage):
             return None
         return classify(operand.shape, stage.frame)
+
+    def _relaid_later(self, var: Var) -> bool:
+        return self.producer[id(var)].primitive == "transpose"
 
     # -- matmuls -----------------------------------------------------------------------------
     def _matmul_stage(self, eqn: Eqn) -> None:
@@ -207,11 +224,19 @@ class _Planner:
         if not isinstance(lhs, Var) or not isinstance(rhs, Var):
             raise CannotPlan("a matmul with a constant operand")
         batch = len(lhs_batch)
-        if tuple(lhs_batch) != tuple(range(batch)) or tuple(rhs_batch) != tuple(range(batch)) \
-                or len(lhs_contract) != 1 or lhs_contract[0] != len(lhs.shape) - 1 or len(rhs.shape) != batch + 2:
-            raise CannotPlan("a matmul whose operands are not (batch..., rows, depth) x (batch..., depth, cols) "
-                             f"or its transposed weight: dimension numbers {eqn.params['dimension_numbers']}")
-        transposed = rhs_contract[0] == batch + 1
+        lhs_free = [a for a in range(len(lhs.shape)) if a not in lhs_batch and a not in lhs_contract]
+        rhs_free = [a for a in range(len(rhs.shape)) if a not in rhs_batch and a not in rhs_contract]
+        if len(lhs_contract) != 1 or len(rhs_free) != 1 or not lhs_free:
+            raise CannotPlan("a matmul that is not (batch..., rows..., depth) x (batch..., depth, cols) up to "
+                             f"transposes: dimension numbers {eqn.params['dimension_numbers']}")
+        # The kernel reads (batch..., rows..., depth) and (batch..., depth, cols) or (batch..., cols,
+        # depth); other axis orders are laid out that way by XLA first.
+        lhs_order = (*lhs_batch, *lhs_free, *lhs_contract)
+        if lhs_order != tuple(range(len(lhs.shape))):
+            lhs = self._transposed(lhs, lhs_order)
+        transposed = tuple(rhs_batch) + (rhs_free[0], rhs_contract[0]) == tuple(range(len(rhs.shape)))
+        if not transposed and tuple(rhs_batch) + (rhs_contract[0], rhs_free[0]) != tuple(range(len(rhs.shape))):
+            rhs, transposed = self._transposed(rhs, (*rhs_batch, rhs_free[0], rhs_contract[0])), True
         if not batch and id(rhs) in self.producer and self.producer[id(rhs)].primitive == "transpose":
             rhs, transposed = self.producer[id(rhs)].inputs[0], not transposed
         out = eqn.outputs[0]
@@ -227,6 +252,12 @@ class _Planner:
         stage.matmul = Matmul(eqn, lhs, rhs, transposed, lhs.shape[-1], "HIGHEST" if highest else None)
         stage.kinds[id(out)] = Kind(TILE, batched=bool(batch))
         self.stage_of[id(out)] = stage
+
+    def _transposed(self, var: Var, order: tuple[int, ...]) -> Var:
+        """A value standing for `var` with its axes in `order`, produced by a transpose."""
+        result = Var(tuple(var.shape[a] for a in order), var.dtype, tuple(var.bench_shape[a] for a in order))
+        self.producer[id(result)] = Eqn("transpose", [var], [result], {"permutation": order})
+        return result
 
     def _view_root(self, var: Var) -> Var:
         while id(var) in self.producer and self.producer[id(var)].primitive in ("reshape", "squeeze", "expand_dims"):
@@ -248,7 +279,7 @@ class _Planner:
 
     def _materialize(self, var: Var) -> None:
         """Make sure `var` is computed by some stage (values from parameters get their own)."""
-        if id(var) in self.stage_of or var in self.program.inputs or id(var) in self.storage:
+        if id(var) in self.stage_of or var in self.program.inputs or id(var) in self.storage or id(var) in self.relaid:
             return
         root = self._view_root(var)
         if root is not var:
@@ -257,6 +288,12 @@ class _Planner:
             return
         if id(var) not in self.producer:
             raise CannotPlan("a value of the reference comes from nowhere the agent can follow")
+        if self._relaid_later(var):
+            transpose = self.producer.pop(id(var))
+            self._materialize(transpose.inputs[0])
+            self.relayouts.append(transpose)
+            self.relaid.add(id(var))
+            return
         stage = self._new_stage(Frame.of(var.shape))
         producer = self.producer.pop(id(var))
         if not self._fits(producer, stage):
@@ -277,6 +314,9 @@ class _Planner:
             for var in stage.inputs + ([stage.matmul.lhs, stage.matmul.rhs] if stage.matmul else []):
                 root = self.storage.get(id(var), var)
                 needed_later[id(root)] = root
+        for transpose in self.relayouts:
+            root = self.storage.get(id(transpose.inputs[0]), transpose.inputs[0])
+            needed_later[id(root)] = root
         for stage in self.stages:
             stage.outputs = [v for key, v in needed_later.items() if self.stage_of.get(key) is stage]
             for var in stage.outputs:

@@ -60,6 +60,8 @@ class _Writer:
         self.calls: list[str] = []  # the lines of computation() that run the stages
         self.values: dict[int, tuple[str, tuple[Dim, ...]]] = {
             id(v): (name, v.shape) for name, v in zip(program.arg_names, program.inputs)}
+        self.pending_relayouts = list(plan.relayouts)
+        self.values_relaid = False  # whether computation() already explains its relayouts
 
     # -- the file ----------------------------------------------------------------------------
     def render(self) -> str:
@@ -106,6 +108,7 @@ class _Writer:
 
     # -- one stage ---------------------------------------------------------------------------
     def _stage(self, stage: Stage) -> str:
+        self._relayout_ready_values()
         operands = self._operands(stage)
         outputs = self._outputs(stage)
         ref_names = {id(o.var): f"{o.param}_ref" for o in operands + outputs if o.role not in ("lhs", "rhs", "rhs_t")}
@@ -307,7 +310,26 @@ class _Writer:
             return name
         return f"{name}.reshape({self._shape(form) if form else '()'})"
 
+    def _relayout_ready_values(self) -> None:
+        """The transposes whose source is computed by now, as XLA statements in computation()."""
+        ready = True
+        while ready:
+            ready = [t for t in self.pending_relayouts if id(self.plan.storage.get(id(t.inputs[0]), t.inputs[0]))
+                     in self.values]
+            for transpose in ready:
+                source, result = transpose.inputs[0], transpose.outputs[0]
+                name = f"relayout{len(self.plan.relayouts) - len(self.pending_relayouts)}"
+                permutation = tuple(transpose.params["permutation"])
+                if not self.values_relaid:
+                    self.calls.append("    # relayoutN: XLA lays a value out as the next stage's tiling reads it "
+                                      "(a transpose, no arithmetic).")
+                self.values_relaid = True
+                self.calls.append(f"    {name} = jnp.transpose({self._as_form(source, source.shape)}, {permutation})")
+                self.values[id(result)] = (name, result.shape)
+                self.pending_relayouts.remove(transpose)
+
     def _computation(self) -> str:
+        self._relayout_ready_values()
         program = self.plan.program
         results = [self._as_form(o, o.shape) for o in program.outputs]
         if program.output_tree.num_leaves == 1 and not program.output_tree.children():

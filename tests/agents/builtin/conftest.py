@@ -1,5 +1,6 @@
-"""Tasks for the built-in agent's tests: one of our own outside the suite, and a suite task
-copied under a meaningless name (the agent must not care what a task is called)."""
+"""Tasks for the built-in agent's tests: our own outside the suite (one folder each under
+tasks/, one per family the agent learned), and a suite task copied under a meaningless name (the
+agent must not care what a task is called)."""
 
 from __future__ import annotations
 
@@ -12,13 +13,13 @@ import yaml
 from maxkernel_tui.kernels.loader import builtin_suite_dir, load_task
 from maxkernel_tui.kernels.task import Task
 
-OWN_TASK = Path(__file__).parent / "tasks" / "gemm_hardswish_layernorm"
+OWN_TASKS = sorted(p.name for p in (Path(__file__).parent / "tasks").iterdir() if p.is_dir())
 RENAMED_SOURCE = "45k_Gemm_GroupNorm_Swish_Multiply_Swish"
 
 
-@pytest.fixture(scope="session")
-def own_task() -> Task:
-    return load_task(OWN_TASK)
+@pytest.fixture(scope="session", params=OWN_TASKS)
+def own_task(request: pytest.FixtureRequest) -> Task:
+    return load_task(Path(__file__).parent / "tasks" / request.param)
 
 
 @pytest.fixture(scope="session")

@@ -28,7 +28,7 @@ def ask(role: str, task_dir: Path, **context: object) -> Request:
 
 
 def kernel_of(answer: str) -> str:
-    blocks = re.findall(r"```python\n(.*?)```", answer, re.S)
+    blocks = re.findall(r"```python\n(.*?)```", answer, re.DOTALL)
     assert len(blocks) == 1, answer[:500]
     return blocks[0]
 
@@ -38,14 +38,14 @@ async def test_plan_kernel_and_next_kernel_for_rmsnorm(tmp_path):
     client = LLMClient(provider)
     try:
         plan = await client.complete(ask("planner", RMSNORM))
-        headings = {h.strip().lower() for h in re.findall(r"^## (.+)$", plan.text, re.M)}
+        headings = {h.strip().lower() for h in re.findall(r"^## (.+)$", plan.text, re.MULTILINE)}
         assert set(PLAN_HEADINGS) <= headings, plan.text
         assert "row-wise reduction" in plan.text and "estimate" in plan.text
         assert (plan.usage.provider, plan.usage.model, plan.usage.cost_usd) == ("builtin", "builtin", 0.0)
 
         implemented = await client.complete(ask("implementer", RMSNORM, plan=plan.text))
         source = kernel_of(implemented.text)
-        assert re.search(r"^# Tunables.*\n(?:[A-Z_]+ = \d+\n)+", source, re.M)
+        assert re.search(r"^# Tunables.*\n(?:[A-Z_]+ = \d+\n)+", source, re.MULTILINE)
         kernel = tmp_path / "kernel.py"
         kernel.write_text(source)
         with Harness() as harness:
