@@ -35,6 +35,8 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("--patience", type=int, default=2, metavar="N",
                         help="Auto stops after N iterations without a significant improvement")
     parser.add_argument("--target-speedup", type=float, metavar="X", help="stop once the best score reaches X")
+    parser.add_argument("--tune-candidates", type=int, default=6, metavar="N",
+                        help="settings of the tunables the autotuner estimates per iteration (default 6)")
     parser.add_argument("--budget-usd", type=float, metavar="X", help="hard cap on dollars for the session")
     parser.add_argument("--budget-tokens", type=int, metavar="N", help="hard cap on tokens for the session")
     parser.add_argument("--out", type=Path, metavar="FILE", help="write the best accepted kernel here")
@@ -59,7 +61,8 @@ def run(args: argparse.Namespace) -> int:
         print("error: --mode hitl asks at each gate and needs a terminal; use --mode auto", file=sys.stderr)
         return 2
     task = resolve_task(args.task) if args.task else None
-    limits = LoopLimits(max_iterations=args.max_iterations, patience=args.patience, target_score=args.target_speedup)
+    limits = LoopLimits(max_iterations=args.max_iterations, patience=args.patience,
+                        target_score=args.target_speedup, tune_candidates=args.tune_candidates)
     try:
         return asyncio.run(_session(args, settings, task, limits))
     except KeyboardInterrupt:  # asyncio.run re-raises it after the session has stopped cleanly
@@ -82,21 +85,19 @@ async def _session(args: argparse.Namespace, settings: Any, task: Any, limits: A
     from maxkernel_tui.agents.orchestration.session import open_session
     from maxkernel_tui.store.db import open_store
 
-    store = open_store(settings.store_path)
-    try:
-        opened = await open_session(store, settings, task=task, mode=args.mode, gates=_gates, limits=limits,
-                                    resume=args.resume)
-    except LLMError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-
     def show(event: Any) -> None:
         if args.json:
             print(json.dumps({"kind": event.kind, **event.payload()}), flush=True)
         elif (line := describe(event)) is not None:
             print(line, flush=True)
 
-    opened.engine.journal.subscribe(show)
+    store = open_store(settings.store_path)
+    try:
+        opened = await open_session(store, settings, task=task, mode=args.mode, gates=_gates, limits=limits,
+                                    resume=args.resume, listener=show)
+    except LLMError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     print(f"session {opened.session_id} ({'resumed' if opened.resumed else 'new'}); store {store.path}",
           file=sys.stderr)
     try:

@@ -138,6 +138,7 @@ class SessionEngine:
         self._diagnosis: str | None = None
         self._current_estimate = Score(None, "")
         self._explained = 0
+        self._stopped = False
 
     # -- what the UI calls ------------------------------------------------------------------
 
@@ -192,6 +193,11 @@ class SessionEngine:
         except LLMError as error:
             self._emit(ErrorRaised(f"{self.step}/error", self.step, "", str(error)))
             reason, status = f"model error: {error}", FAILED
+        except asyncio.CancelledError:
+            # Stopped (Esc, Ctrl-C): work still finishing in threads must not log into the session,
+            # which a resumed engine now owns.
+            self._stopped = True
+            raise
         self._emit(SessionEnded(f"end/{iteration}", reason, self.best.version_id if self.best else None,
                                 self.best.score if self.best else None, self.score_kind))
         self.store.update_session(self.session_id, status=status, mode=self.mode)
@@ -459,7 +465,7 @@ class SessionEngine:
         self._emit(StepStarted(f"{key}/start", key, role, iteration, f"{role} ({key})"))
 
     def _emit(self, event: Any) -> Any:
-        return self.journal.emit(event)
+        return event if self._stopped else self.journal.emit(event)
 
     @staticmethod
     def _failure(report: dict[str, Any]) -> dict[str, str] | None:

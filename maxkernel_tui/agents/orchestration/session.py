@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +17,7 @@ from maxkernel_tui.agents.llm.registry import build_provider
 from maxkernel_tui.agents.orchestration.engine import LoopLimits, SessionEngine
 from maxkernel_tui.agents.orchestration.events import SessionStarted
 from maxkernel_tui.agents.orchestration.gates import Gate
-from maxkernel_tui.agents.orchestration.journal import Journal
+from maxkernel_tui.agents.orchestration.journal import Journal, Listener
 from maxkernel_tui.agents.orchestration.tools import KernelTools
 from maxkernel_tui.agents.orchestration.workspace import Workspace
 from maxkernel_tui.config import Settings, cache_dir
@@ -74,8 +74,9 @@ def task_facts(task: Task, target: str) -> str:
 async def open_session(store: Store, settings: Settings, *, task: Task | None = None, mode: str = "auto",
                        gates: Callable[[str], Gate], limits: LoopLimits | None = None,
                        resume: str | None = None, env: dict[str, str] | None = None,
-                       provider: Provider | None = None) -> OpenSession:
-    """A new session on `task`, or `resume` (an id or its prefix) with its stored task and mode."""
+                       provider: Provider | None = None, listener: Listener | None = None) -> OpenSession:
+    """A new session on `task`, or `resume` (an id or its prefix) with its stored task and mode.
+    `listener` gets every new event from the first (the session's start) on."""
     if resume is not None:
         session = store.find_session(resume)
         journal = Journal(store, session.id)
@@ -83,6 +84,8 @@ async def open_session(store: Store, settings: Settings, *, task: Task | None = 
         if started is None:
             raise ValueError(f"session {session.id} was not started by `run` or the workbench; nothing to resume")
         task, mode, target = load_task(Path(started.task_dir)), session.mode, started.target
+        if settings.source("provider").kind != "flag":  # the session goes on with its own model
+            settings = replace(settings, provider=started.provider, model=started.model)
         limits = LoopLimits(**started.limits)
         store.update_session(session.id, status=ACTIVE)
     else:
@@ -94,6 +97,8 @@ async def open_session(store: Store, settings: Settings, *, task: Task | None = 
     provider = provider or build_provider(provider_settings(settings), env)
     budget = session_budget(settings)
     _charge_earlier_usage(budget, store, session.id)
+    if listener is not None:
+        journal.subscribe(listener)
     journal.emit(SessionStarted("start", str(task.folder), task.task_id, mode, target, provider.name,
                                 provider.model, limits.to_json()))
     facts = await asyncio.to_thread(task_facts, task, target)

@@ -1,0 +1,88 @@
+"""`maxkernel-tui run` as a user runs it: a subprocess talking to a fake Gemini server through the
+real google-genai client; the kernel it writes is accepted by `eval`; SIGKILL and `--resume`."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from maxkernel_tui.store.db import Store
+from tests.agents.orchestration.conftest import BAD, DIAGNOSIS, GOOD, kernel, plan
+from tests.fakes.role_gemini import RoleGemini, ServedInThread
+
+KEY = "gemini-test-key-0123456789"
+
+
+def answers() -> dict[str, list[str]]:
+    return {"planner": [plan("first"), plan("second")], "implementer": [kernel(BAD), kernel(GOOD)],
+            "debugger": [kernel(GOOD), kernel(GOOD)], "profiler": [DIAGNOSIS, DIAGNOSIS]}
+
+
+@pytest.fixture
+def env(tmp_path: Path, suite_cache: Path) -> dict[str, str]:
+    return dict(os.environ, HOME=str(tmp_path / "home"), MAXKERNEL_TUI_DATA_DIR=str(tmp_path / "data"),
+                MAXKERNEL_TUI_CACHE_DIR=str(suite_cache), GEMINI_API_KEY=KEY, JAX_PLATFORMS="cpu")
+
+
+def command(*args: str) -> list[str]:
+    return [sys.executable, "-m", "maxkernel_tui.cli", *args]
+
+
+def finished(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run(args, env=env, capture_output=True, text=True, timeout=900, check=False)
+
+
+RUN = ("run", "--task", "12p", "--mode", "auto", "--provider", "gemini", "--model", "gemini-2.5-flash",
+       "--max-iterations", "2", "--patience", "5", "--tune-candidates", "2", "--json")
+
+
+def test_auto_run_through_gemini_writes_a_kernel_that_eval_accepts(env: dict[str, str], tmp_path: Path) -> None:
+    out = tmp_path / "best.py"
+    with ServedInThread(RoleGemini(answers())) as server:
+        env["GOOGLE_GEMINI_BASE_URL"] = server.url
+        done = finished(command(*RUN, "--out", str(out)), env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert server.roles == ["planner", "implementer", "debugger", "profiler", "planner", "implementer", "profiler"]
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    evaluations = [e for e in events if e["kind"] == "evaluation"]
+    assert evaluations[0]["verdict"] == "rejected" and evaluations[0]["failure"].startswith("tpu_lower")
+    assert evaluations[1]["verdict"] == "accepted" and evaluations[1]["step"] == "i1/debug1"
+    assert any(e["kind"] == "note" and e["role"] == "autotuner" for e in events)
+    assert any(e["kind"] == "step_started" and e["step"] == "i2/plan" for e in events)
+    assert KEY not in done.stdout + done.stderr
+    # Every event the run printed is in the store, in the same order.
+    with Store(tmp_path / "data" / "sessions.db") as store:
+        (summary,) = store.list_sessions()
+        stored = [e.payload["ref"] for e in store.events(summary.session.id)]
+    assert stored == [e["ref"] for e in events]
+    accepted = finished(command("eval", str(out), "--task", "12p", "--seeds", "1"), env)
+    assert accepted.returncode == 0, accepted.stdout[-2000:]
+
+
+def test_a_killed_run_resumes_without_repeating_stored_calls(env: dict[str, str], tmp_path: Path) -> None:
+    with ServedInThread(RoleGemini(answers())) as server:
+        env["GOOGLE_GEMINI_BASE_URL"] = server.url
+        first = subprocess.Popen(command(*RUN), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                 start_new_session=True)
+        assert first.stdout is not None
+        for line in first.stdout:
+            if json.loads(line)["kind"] == "evaluation":  # the first kernel was judged: kill mid-session
+                os.killpg(first.pid, signal.SIGKILL)
+                break
+        first.wait(60)
+        session_id = first.stderr.read().split("session ", 1)[1].split()[0]
+        served_before = list(server.roles)
+        resumed = finished(command("run", "--resume", session_id, "--json", "--out", str(tmp_path / "k.py")), env)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert served_before[:2] == ["planner", "implementer"]
+    # The planner's and implementer's stored answers were not bought again.
+    assert server.roles.count("planner") == 2 and server.roles.count("implementer") == 2
+    events = [json.loads(line) for line in resumed.stdout.splitlines()]
+    assert events[-1]["kind"] == "session_ended" and events[-1]["best_version_id"] is not None
+    assert not any(e["kind"] == "evaluation" and e["step"] == "i1/implement" for e in events)  # not redone
