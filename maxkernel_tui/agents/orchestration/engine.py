@@ -107,6 +107,18 @@ class Outcome:
     iterations: int
 
 
+@dataclass(frozen=True)
+class Expansion:
+    """What one search expansion produced: the last kernel version and how it fared."""
+
+    version_id: int
+    source: str
+    verdict: str
+    score: float | None  # None when rejected or not scored
+    score_kind: str
+    failure: str | None
+
+
 class StepGivenUp(Exception):
     """A step's proposals were rejected more often than the limits allow."""
 
@@ -159,6 +171,27 @@ class SessionEngine:
         self._explained += 1
         key = f"explain/{self._explained}"
         return await self._ask(key, EXPLAINER, replace(self._context(), question=question), parsers.parse_answer)
+
+    async def expand(self, node: str, parent: str, plan: str, instruction: str) -> Expansion:
+        """One search expansion from `parent` (a kernel file) and its `plan`: the implementer
+        applies `instruction` (a strategy), the debugger fixes what the harness rejects, an accepted
+        kernel is profiled. Steps are keyed under `node`, so a resumed search reuses them."""
+        self.kernel, self.plan, self._feedback = parent or None, plan, [instruction]
+        self.version_id = None
+        source = await self._propose(f"{node}/implement", IMPLEMENTER, "kernel", parsers.parse_kernel, parent)
+        report = await self._new_version(f"{node}/implement", source, "implementer")
+        attempts: list[str] = []
+        while report["verdict"] != "accepted" and len(attempts) < self.limits.max_debug_attempts:
+            attempts.append(self._failure_text(report))
+            step = f"{node}/debug{len(attempts)}"
+            fixed = await self._propose(step, DEBUGGER, "kernel", parsers.parse_kernel, self.kernel or "",
+                                        failure=self._failure(report), previous_attempts=tuple(attempts[:-1]))
+            report = await self._new_version(step, fixed, "debugger")
+        assert self.kernel is not None and self.version_id is not None
+        if report["verdict"] != "accepted":
+            return Expansion(self.version_id, self.kernel, "rejected", None, "", self._failure_text(report))
+        score, _ = await self._profile(f"{node}/profile", self.kernel, self.version_id, report)
+        return Expansion(self.version_id, self.kernel, "accepted", score.value, score.kind, None)
 
     # -- the loop -----------------------------------------------------------------------------
 
