@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 from textual.app import App
 from textual.binding import Binding, BindingType
 
+from maxkernel_tui.agents.llm.provider import Provider
 from maxkernel_tui.commands.sessions import existing_store, resolve_session
 from maxkernel_tui.commands.tasks import resolve_task
 from maxkernel_tui.config import (
@@ -45,13 +46,16 @@ class MaxKernelApp(App[None]):
     ]
 
     def __init__(self, tasks_dir: Path | None = None, cache: Path | None = None, task: Task | None = None,
-                 settings: Settings | None = None, resume: str | None = None) -> None:
-        """`resume`: a session id (or unique prefix) to reopen in the workbench instead of the picker."""
+                 settings: Settings | None = None, resume: str | None = None,
+                 agent_provider: Provider | None = None) -> None:
+        """`resume`: a session id (or unique prefix) to reopen in the workbench instead of the picker.
+        `agent_provider`: the model behind the agents instead of the configured one (tests)."""
         super().__init__()
         self._tasks_dir = tasks_dir
         self._cache = cache if cache is not None else cache_dir()
         self._initial_task = task
         self._resume = resume
+        self._agent_provider = agent_provider
         self._settings = settings if settings is not None else load_settings()
         self._harness: Harness | None = None
 
@@ -88,11 +92,13 @@ class MaxKernelApp(App[None]):
     def _workdir(self, task: Task) -> Path:
         return self._settings.data_dir / "workbench" / task.task_id
 
-    def open_workbench(self, task: Task) -> None:
+    def open_workbench(self, task: Task, session_id: str | None = None) -> None:
+        """`session_id`: a stored session whose events fill the panes and which F5 continues."""
         provider = self._settings.provider + (" (offline)" if self._settings.provider == "builtin" else "")
         self.push_screen(WorkbenchScreen(task, self._workdir(task), self._cache, self.harness,
                                          target=self._settings.tpu_target, provider=provider,
-                                         budget_cap=_budget_cap(self._settings)))
+                                         budget_cap=_budget_cap(self._settings), settings=self._settings,
+                                         agent_provider=self._agent_provider, session_id=session_id))
 
     def resume_session(self, prefix: str) -> bool:
         """Open the workbench on a session's task with the session's latest kernel version as the
@@ -120,7 +126,7 @@ class MaxKernelApp(App[None]):
             note += f"; source: kernel v{versions[-1].number}"
         else:
             note += "; it has no kernel version yet"
-        self.open_workbench(task)
+        self.open_workbench(task, session.id)
         self.notify(note, title="sessions")
         return True
 

@@ -22,6 +22,7 @@ from maxkernel_tui.agents.orchestration.tools import KernelTools
 from maxkernel_tui.agents.orchestration.workspace import Workspace
 from maxkernel_tui.config import Settings, cache_dir
 from maxkernel_tui.kernels.catalog import describe_tasks
+from maxkernel_tui.kernels.evaluation.harness import Harness
 from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.task import Task
 from maxkernel_tui.store.db import Store
@@ -74,7 +75,8 @@ def task_facts(task: Task, target: str) -> str:
 async def open_session(store: Store, settings: Settings, *, task: Task | None = None, mode: str = "auto",
                        gates: Callable[[str], Gate], limits: LoopLimits | None = None,
                        resume: str | None = None, env: dict[str, str] | None = None,
-                       provider: Provider | None = None, listener: Listener | None = None) -> OpenSession:
+                       provider: Provider | None = None, listener: Listener | None = None,
+                       harness: Callable[[], Harness] | None = None) -> OpenSession:
     """A new session on `task`, or `resume` (an id or its prefix) with its stored task and mode.
     `listener` gets every new event from the first (the session's start) on."""
     if resume is not None:
@@ -103,7 +105,7 @@ async def open_session(store: Store, settings: Settings, *, task: Task | None = 
                                 provider.model, limits.to_json()))
     facts = await asyncio.to_thread(task_facts, task, target)
     workspace = Workspace(settings.data_dir / "sessions" / session.id)
-    tools = KernelTools(task, target, workspace.path("traces"))
+    tools = KernelTools(task, target, workspace.path("traces"), harness=harness)
     engine = SessionEngine(journal=journal, client=LLMClient(provider, budget=budget), tools=tools,
                            workspace=workspace, gates=gates, mode=mode, task_facts=facts, limits=limits,
                            model=settings.model)

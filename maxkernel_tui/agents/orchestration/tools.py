@@ -16,13 +16,18 @@ from maxkernel_tui.kernels.task import Task
 
 
 class KernelTools:
-    def __init__(self, task: Task, target: str, trace_root: Path, *, seeds: int = 2) -> None:
+    def __init__(self, task: Task, target: str, trace_root: Path, *, seeds: int = 2,
+                 harness: Callable[[], Harness] | None = None) -> None:
+        """`harness`: a shared one (the TUI's), which `close` leaves running; else one of our own."""
         self.task, self.target, self.trace_root = task, target, trace_root
         self.options = EvalOptions(target=target, seeds=seeds)
+        self._shared = harness
         self._harness: Harness | None = None
         self._lock = threading.Lock()  # one evaluation at a time: the harness owns one reference process
 
     def _get_harness(self) -> Harness:
+        if self._shared is not None:
+            return self._shared()
         if self._harness is None:
             self._harness = Harness()
         return self._harness

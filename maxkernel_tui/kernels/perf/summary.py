@@ -30,6 +30,15 @@ class ProfileSummary:
                                     for t, c in self.reference_costs.items()},
                 "trace": self.trace, "problems": self.problems}
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ProfileSummary:
+        """Back from `to_json` (a stored profile); the labels `to_json` adds are dropped."""
+        costs = {t: {k: v for k, v in c.items() if k not in ("kind", "source")}
+                 for t, c in data["reference_costs"].items()}
+        return cls(data["task"], data["kernel"], data["config"], data["kernels"],
+                   [Estimate(**e) for e in data["estimates"]], data["warnings"], costs, data.get("trace"),
+                   data.get("problems", []))
+
     def table_rows(self) -> list[tuple[str, ...]]:
         """(target, VMEM, HBM, bound, est. time, roofline, est. speedup) per generation."""
         return [(e.target, f"{e.vmem_bytes / 2**20:.1f}/{e.vmem_capacity / 2**20:.0f} MiB",
