@@ -185,9 +185,27 @@ class SessionEnded(SessionEvent):
     score_kind: str
 
 
+@dataclass(frozen=True)
+class SearchNodeChanged(SessionEvent):
+    """A graph-search node as it is now (created, running, judged, merged, pruned); the store's
+    `search_nodes` row says the same."""
+
+    kind: ClassVar[str] = "search_node"
+    node: str  # the node's ref within the search, e.g. "n7"
+    number: int  # the "#7" a user sees
+    status: str
+    parents: list[str]
+    strategy: str
+    score: float | None = None
+    score_kind: str = ""
+    version_id: int | None = None
+    detail: str = ""
+
+
 EVENT_TYPES: dict[str, type[SessionEvent]] = {cls.kind: cls for cls in (
     SessionStarted, StepStarted, TextChunk, LlmAnswer, UsageReport, ProposalMade, DecisionMade, VersionCreated,
-    EvaluationDone, ProfileDone, Note, Intervention, ModeChanged, BudgetReport, ErrorRaised, SessionEnded)}
+    EvaluationDone, ProfileDone, Note, Intervention, ModeChanged, BudgetReport, ErrorRaised, SessionEnded,
+    SearchNodeChanged)}
 
 
 def decode(kind: str, payload: dict[str, Any]) -> SessionEvent:

@@ -1,0 +1,113 @@
+"""What to expand next. An algorithm plans one round at a time from the nodes of earlier rounds
+only, and picks strategies from the library in a fixed order: planning is a pure function of the
+stored graph, so a resumed search plans the same rounds and finds their nodes already there."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from maxkernel_tui.agents.search.config import SearchConfig
+from maxkernel_tui.agents.search.graph import ROOT, Node, SearchGraph
+from maxkernel_tui.agents.strategies import Strategy
+
+
+@dataclass(frozen=True)
+class NodePlan:
+    parents: tuple[str, ...]
+    strategy: str  # a library strategy's name, "initial" or "crossover"
+    plan: str  # what is stored and shown
+    instruction: str  # what the implementer is asked (a crossover's includes both kernels)
+    tags: dict[str, Any] = field(default_factory=dict)
+
+
+class Algorithm(Protocol):
+    def plan_round(self, graph: SearchGraph, round_: int) -> list[NodePlan]:
+        """The expansions of `round_` (1, 2, ...), from the nodes of the rounds before it."""
+        ...
+
+
+def mutation(parents: tuple[str, ...], strategy: Strategy, **tags: Any) -> NodePlan:
+    text = f"Apply the strategy \"{strategy.title}\" to the current kernel. {strategy.instruction}"
+    return NodePlan(parents, strategy.name, f"{strategy.title}: {strategy.instruction}", text, tags)
+
+
+def path_strategies(graph: SearchGraph, node: Node) -> set[str]:
+    """The strategies applied on the way from the root to `node`, and to its children so far."""
+    used = {child.strategy for child in graph.children(node.ref)}
+    while True:
+        used.add(node.strategy)
+        if not node.parents:
+            return used
+        node = graph[node.parents[0]]
+
+
+def growable_or_root(graph: SearchGraph, nodes: list[Node], round_: int) -> list[Node]:
+    """`nodes` that may grow, best first (scored ones by score, then the unscored accepted)."""
+    ok = [n for n in nodes if graph.growable(n, round_)]
+    ranked = graph.ranked(ok)
+    return ranked + [n for n in ok if n not in ranked]
+
+
+class Parallel:
+    """`width` independent lines from the root; each round every line expands its own best
+    accepted kernel with the next strategy of its share of the library."""
+
+    def __init__(self, config: SearchConfig, strategies: list[Strategy]) -> None:
+        self.width, self.strategies = config.width, strategies
+
+    def plan_round(self, graph: SearchGraph, round_: int) -> list[NodePlan]:
+        plans = []
+        root = graph[ROOT]
+        if root.pruned_round is not None and root.pruned_round < round_:
+            return []
+        for line in range(self.width):
+            members = [n for n in graph.in_order() if n.tags.get("line") == line and n.round < round_]
+            if any(n.pruned_round is not None and n.pruned_round < round_ and n.round == 1 for n in members):
+                continue  # the line was pruned at its start
+            best = growable_or_root(graph, members, round_)
+            parent = best[0] if best else root
+            strategy = self.strategies[(line + (round_ - 1) * self.width) % len(self.strategies)]
+            plans.append(mutation((parent.ref,), strategy, line=line))
+        return plans
+
+
+class Beam:
+    """Keep the `width` best accepted kernels; expand each with `branches` strategies not yet
+    tried on its path. A child that scores worse than its parent (beyond the tolerance) does not
+    enter the beam: the regression gate."""
+
+    def __init__(self, config: SearchConfig, strategies: list[Strategy]) -> None:
+        self.width, self.branches, self.tolerance = config.width, config.branches, config.regression_tolerance
+        self.strategies = strategies
+        self.beam: list[str] = [ROOT]
+
+    def plan_round(self, graph: SearchGraph, round_: int) -> list[NodePlan]:
+        if round_ > 1:
+            self._advance(graph, round_)
+        plans = []
+        for j, ref in enumerate(self.beam):
+            node = graph[ref]
+            if node.pruned_round is not None and node.pruned_round < round_:
+                continue
+            used = path_strategies(graph, node)
+            fresh = [s for s in self._rotated(j * self.branches) if s.name not in used]
+            chosen = (fresh or self._rotated(j * self.branches))[:self.branches]
+            plans += [mutation((ref,), s, beam=j) for s in chosen]
+        return plans
+
+    def _advance(self, graph: SearchGraph, round_: int) -> None:
+        children = [n for n in graph.in_order() if n.round == round_ - 1]
+        passing = [n for n in growable_or_root(graph, children, round_) if self._no_regression(graph, n)]
+        if passing:
+            self.beam = [n.ref for n in passing[:self.width]]
+
+    def _no_regression(self, graph: SearchGraph, child: Node) -> bool:
+        parent = graph[child.parents[0]]
+        if parent.score is None or child.score is None or parent.score_kind != child.score_kind:
+            return True  # nothing comparable: the gate cannot say it regressed
+        return child.score >= parent.score * (1.0 - self.tolerance)
+
+    def _rotated(self, offset: int) -> list[Strategy]:
+        k = offset % len(self.strategies)
+        return self.strategies[k:] + self.strategies[:k]

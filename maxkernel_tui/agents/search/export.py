@@ -1,0 +1,49 @@
+"""A search graph as JSON (for tools) and as Graphviz DOT (to look at: `dot -Tsvg`)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from maxkernel_tui.agents.search.graph import (
+    ACCEPTED,
+    MERGED,
+    REJECTED,
+    Node,
+    SearchGraph,
+)
+
+_COLOURS = {ACCEPTED: "palegreen", REJECTED: "lightpink", MERGED: "lightgrey"}
+
+
+def node_json(node: Node) -> dict[str, Any]:
+    return node.data() | {"status": node.status, "strategy": node.strategy, "score": node.score,
+                          "version_id": node.version_id}
+
+
+def to_json(graph: SearchGraph) -> str:
+    best = graph.best()
+    document = {"session_id": graph.session_id, "score_kind": graph.score_kind(),
+                "best": best.ref if best else None, "nodes": [node_json(n) for n in graph.in_order()]}
+    return json.dumps(document, indent=2, ensure_ascii=False)
+
+
+def label(node: Node) -> str:
+    """`#17 ✓ 1.42× grow-row-blocks`: number, status mark, score, strategy."""
+    mark = {ACCEPTED: "✓", REJECTED: "✗", MERGED: "≡"}.get(node.status, "…")
+    score = f" {node.score:.3g}×" if node.score is not None else ""
+    return f"#{node.number} {mark}{score} {node.strategy}"
+
+
+def to_dot(graph: SearchGraph) -> str:
+    lines = ["digraph search {", "  rankdir=LR;", "  node [shape=box, style=filled, fontname=monospace];"]
+    for node in graph.in_order():
+        colour = _COLOURS.get(node.status, "white")
+        text = label(node).replace('"', "'")
+        lines.append(f'  {node.ref} [label="{text}", fillcolor={colour}];')
+        for parent in node.parents:
+            lines.append(f"  {parent} -> {node.ref};")
+        if node.merged_into:
+            lines.append(f"  {node.ref} -> {node.merged_into} [style=dashed];")
+    lines.append("}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,184 @@
+"""The search graph: its nodes, persisted in the store's `search_nodes` and announced as
+`SearchNodeChanged` events whenever they change, so that the store, the event log and a live
+view always say the same. Nodes are keyed by a ref ("n7") that is the same on every run of the
+search: creating a node that exists returns it, which is what makes a resumed search idempotent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from maxkernel_tui.agents.orchestration.events import SearchNodeChanged
+from maxkernel_tui.agents.orchestration.journal import Journal
+from maxkernel_tui.agents.search.fingerprint import kernel_hash
+
+PENDING, RUNNING, ACCEPTED, REJECTED, MERGED, STOPPED, FAILED, PRUNED = (
+    "pending", "running", "accepted", "rejected", "merged", "stopped", "failed", "pruned")
+FINAL = frozenset({ACCEPTED, REJECTED, MERGED, PRUNED})  # a resumed search does not run these again
+ROOT = "n0"
+
+
+@dataclass
+class Node:
+    ref: str
+    number: int
+    round: int
+    parents: list[str]
+    strategy: str
+    plan: str = ""  # what the implementer was asked to do (a strategy's instruction, a crossover)
+    status: str = PENDING
+    score: float | None = None
+    score_kind: str = ""
+    version_id: int | None = None
+    source: str = ""
+    hash: str = ""
+    evals: int = 0
+    tokens: int = 0
+    cost_usd: float = 0.0
+    detail: str = ""
+    merged_into: str | None = None
+    pruned_round: int | None = None  # from the round after this one, nothing grows from the node
+    tags: dict[str, Any] = field(default_factory=dict)  # the algorithm's bookkeeping: line, island
+    row_id: int = 0
+    updated: float = 0.0
+
+    @property
+    def final(self) -> bool:
+        return self.status in FINAL
+
+    def data(self) -> dict[str, Any]:
+        return {"ref": self.ref, "number": self.number, "round": self.round, "parents": self.parents,
+                "plan": self.plan, "score_kind": self.score_kind, "hash": self.hash, "evals": self.evals,
+                "tokens": self.tokens, "cost_usd": self.cost_usd, "detail": self.detail,
+                "merged_into": self.merged_into, "pruned_round": self.pruned_round, "tags": self.tags}
+
+
+class SearchGraph:
+    """The nodes of one search session, in creation order."""
+
+    def __init__(self, journal: Journal) -> None:
+        self.journal = journal
+        self.store, self.session_id = journal.store, journal.session_id
+        self.nodes: dict[str, Node] = {}
+        self.extra: dict[str, Any] = {}  # the root's stored extras (the search's config)
+        for row in self.store.search_nodes(self.session_id):
+            data = row.data
+            node = Node(ref=data["ref"], number=data["number"], round=data["round"], parents=data["parents"],
+                        strategy=row.strategy, plan=data.get("plan", ""), status=row.status, score=row.score,
+                        score_kind=data.get("score_kind", ""), version_id=row.kernel_version_id,
+                        hash=data.get("hash", ""), evals=data.get("evals", 0), tokens=data.get("tokens", 0),
+                        cost_usd=data.get("cost_usd", 0.0), detail=data.get("detail", ""),
+                        merged_into=data.get("merged_into"), pruned_round=data.get("pruned_round"),
+                        tags=data.get("tags", {}), row_id=row.id, updated=row.updated)
+            if node.version_id is not None:
+                node.source = self.store.kernel_version(node.version_id).source
+            if node.ref == ROOT:
+                self.extra = data.get("extra", {})
+            self.nodes[node.ref] = node
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def __getitem__(self, ref: str) -> Node:
+        return self.nodes[ref]
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def in_order(self) -> list[Node]:
+        return sorted(self.nodes.values(), key=lambda n: n.number)
+
+    def children(self, ref: str) -> list[Node]:
+        return [n for n in self.in_order() if n.parents and n.parents[0] == ref]
+
+    def score_kind(self) -> str:
+        """The kind the search ranks by: that of its first scored accepted node. Scores of another
+        kind (a measured one among estimates) are never compared with it."""
+        first = next((n for n in self.in_order() if n.status == ACCEPTED and n.score is not None), None)
+        return first.score_kind if first else ""
+
+    def ranked(self, nodes: list[Node] | None = None) -> list[Node]:
+        """Accepted nodes with a score of the search's kind, best first; never a rejected kernel."""
+        kind = self.score_kind()
+        pool = self.in_order() if nodes is None else nodes
+        scored = [n for n in pool if n.status == ACCEPTED and n.score is not None and n.score_kind == kind]
+        return sorted(scored, key=lambda n: (-(n.score or 0.0), n.number))
+
+    def best(self) -> Node | None:
+        ranked = self.ranked()
+        if ranked:
+            return ranked[0]
+        # accepted kernels without a score are still correct kernels: the first one, if any
+        return next((n for n in self.in_order() if n.status == ACCEPTED), None)
+
+    def growable(self, node: Node, round_: int) -> bool:
+        """`node` may be a parent in `round_`: accepted, not merged away, not pruned before it."""
+        return node.status == ACCEPTED and (node.pruned_round is None or node.pruned_round >= round_)
+
+    # -- writing ------------------------------------------------------------------------------
+
+    def ensure(self, ref: str, *, number: int, round_: int, parents: list[str], strategy: str, plan: str,
+               tags: dict[str, Any] | None = None, extra: dict[str, Any] | None = None) -> Node:
+        """The node `ref`, created (stored and announced) unless it already exists."""
+        if ref in self.nodes:
+            return self.nodes[ref]
+        node = Node(ref=ref, number=number, round=round_, parents=list(parents), strategy=strategy,
+                    plan=plan, tags=dict(tags or {}))
+        parent = self.nodes.get(parents[0]) if parents else None
+        data = node.data() | ({"extra": extra} if extra else {})
+        row = self.store.add_search_node(self.session_id, strategy=strategy,
+                                         parent_id=parent.row_id if parent else None, status=PENDING, data=data)
+        node.row_id, node.updated = row.id, row.updated
+        if extra:
+            self.extra = extra
+        self.nodes[ref] = node
+        self._announce(node, "created")
+        return node
+
+    def update(self, node: Node, status: str, *, why: str | None = None, **changes: Any) -> Node:
+        """Change `node`, store it, announce it. `why` names the change when the status stays."""
+        for name, value in changes.items():
+            setattr(node, name, value)
+        if node.source and not node.hash:
+            node.hash = kernel_hash(node.source)
+        node.status = status
+        data = node.data() | ({"extra": self.extra} if node.ref == ROOT and self.extra else {})
+        row = self.store.update_search_node(node.row_id, status=status, score=node.score,
+                                            kernel_version_id=node.version_id, data=data)
+        node.updated = row.updated
+        self._announce(node, why or status)
+        return node
+
+    def merge_duplicates(self, nodes: list[Node]) -> None:
+        """Merge each judged node whose kernel an earlier node already has into that node: one
+        node per kernel, with every parent that led to it. Run in node order, so deterministic."""
+        for node in sorted(nodes, key=lambda n: n.number):
+            if node.status not in (ACCEPTED, REJECTED) or not node.hash:
+                continue
+            twin = next((n for n in self.in_order() if n.number < node.number and n.hash == node.hash
+                         and n.status in (ACCEPTED, REJECTED)), None)
+            if twin is None:
+                continue
+            for parent in node.parents:
+                if parent not in twin.parents and parent != twin.ref:
+                    twin.parents.append(parent)
+            self.update(twin, twin.status, why=f"merged {node.ref}")
+            self.update(node, MERGED, merged_into=twin.ref, detail=f"same kernel as #{twin.number}")
+
+    def prune(self, ref: str, round_: int) -> list[Node]:
+        """Grow nothing more from `ref` and its descendants; those not started yet are dropped."""
+        pruned: list[Node] = []
+        todo = [ref]
+        while todo:
+            node = self.nodes[todo.pop()]
+            if node.pruned_round is not None:
+                continue
+            status = PRUNED if node.status == PENDING else node.status
+            pruned.append(self.update(node, status, why="pruned", pruned_round=round_))
+            todo += [n.ref for n in self.in_order() if node.ref in n.parents]
+        return pruned
+
+    def _announce(self, node: Node, what: str) -> None:
+        self.journal.emit(SearchNodeChanged(
+            f"{node.ref}/node/{what}", node.ref, node.number, node.status, list(node.parents), node.strategy,
+            node.score, node.score_kind, node.version_id, node.detail))

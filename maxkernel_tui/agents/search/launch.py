@@ -1,0 +1,73 @@
+"""Open a search, new or resumed: a Graph-mode session (store row, journal, provider, budget,
+tools) with the search's graph, caps and algorithm around it. A new search stores its settings
+with its root node at once, so a search killed at any moment can be resumed with them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from maxkernel_tui.agents.llm.provider import Provider
+from maxkernel_tui.agents.orchestration.engine import LoopLimits
+from maxkernel_tui.agents.orchestration.events import EvaluationDone
+from maxkernel_tui.agents.orchestration.gates import AutoGate
+from maxkernel_tui.agents.orchestration.journal import Listener
+from maxkernel_tui.agents.orchestration.session import OpenSession, open_session
+from maxkernel_tui.agents.search.algorithms import Algorithm, Beam, Parallel
+from maxkernel_tui.agents.search.config import SearchConfig
+from maxkernel_tui.agents.search.evolve import Evolve
+from maxkernel_tui.agents.search.graph import ROOT, SearchGraph
+from maxkernel_tui.agents.search.limits import CappedTools, GatedClient
+from maxkernel_tui.agents.search.runner import Search, root_plan
+from maxkernel_tui.agents.strategies import applicable
+from maxkernel_tui.config import Settings
+from maxkernel_tui.kernels.task import Task
+from maxkernel_tui.store.db import Store
+
+
+@dataclass
+class OpenSearch:
+    search: Search
+    session: OpenSession
+
+    @property
+    def session_id(self) -> str:
+        return self.session.session_id
+
+    async def aclose(self) -> None:
+        await self.session.aclose()
+
+
+def algorithm_for(config: SearchConfig, family: str) -> Algorithm:
+    strategies = applicable(family)
+    if config.algorithm == "parallel":
+        return Parallel(config, strategies)
+    if config.algorithm == "beam":
+        return Beam(config, strategies)
+    return Evolve(config, strategies)
+
+
+async def open_search(store: Store, settings: Settings, *, task: Task | None = None,
+                      config: SearchConfig | None = None, resume: str | None = None, seed: str = "",
+                      provider: Provider | None = None, listener: Listener | None = None) -> OpenSearch:
+    """A new search on `task` with `config` (from `seed`, a kernel source, when given), or the
+    search `resume` names, with its stored settings."""
+    config = config or SearchConfig()
+    limits = LoopLimits(max_iterations=1, tune_candidates=0, max_debug_attempts=config.debug_attempts)
+    opened = await open_session(store, settings, task=task, mode="graph", gates=lambda mode: AutoGate(),
+                                limits=limits, resume=resume, provider=provider, listener=listener)
+    engine = opened.engine
+    graph = SearchGraph(engine.journal)
+    if resume is not None:
+        if "config" not in graph.extra:
+            await opened.aclose()
+            raise ValueError(f"session {opened.session_id} is not a graph search; resume it with `run --resume`")
+        config, seed = SearchConfig.from_json(graph.extra["config"]), graph.extra.get("seed", "")
+    else:
+        plan = root_plan(seed)
+        graph.ensure(ROOT, number=0, round_=0, parents=[], strategy=plan.strategy, plan=plan.plan,
+                     extra={"config": config.to_json(), "seed": seed})
+    spent = sum(isinstance(e, EvaluationDone) for e in engine.journal.history())
+    search = Search(base=engine, config=config, graph=graph, algorithm=algorithm_for(config, engine.task.category),
+                    client=GatedClient(engine.client, config.llm_concurrency),
+                    tools=CappedTools(engine.tools, config.eval_concurrency, config.max_evals, spent), seed=seed)
+    return OpenSearch(search, opened)
