@@ -3,7 +3,8 @@ harness's verdict on it, and the performance model's estimate on TPU v5e.
 
     JAX_PLATFORMS=cpu python benchmarks/builtin_agent_coverage.py [--tasks 12p 41k ...] [--kernels DIR]
 
-Writes benchmarks/results/builtin_agent_coverage.md (with --tasks, prints the table only). Each
+Writes benchmarks/results/builtin_agent_coverage.md and replaces the table between the
+coverage markers in README.md (with --tasks, prints the table only). Each
 kernel is evaluated like `maxkernel-tui eval KERNEL --task T --seeds 2`: static rules, trace,
 TPU lowering and v5e compile at bench shapes, numerics on check and heldout shapes. The
 roofline share is the model's (maxkernel_tui/kernels/perf/model.py) against XLA's cost of the
@@ -31,6 +32,9 @@ from maxkernel_tui.kernels.loader import builtin_suite_dir, find_task, load_task
 from maxkernel_tui.kernels.task import Task  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "builtin_agent_coverage.md"
+README = Path(__file__).resolve().parents[1] / "README.md"
+README_START = "<!-- builtin-agent-coverage:start (benchmarks/builtin_agent_coverage.py writes this table) -->"
+README_END = "<!-- builtin-agent-coverage:end -->"
 SEEDS = 2
 
 
@@ -70,6 +74,23 @@ def table(rows: list[Row]) -> str:
                  row.reason.replace("|", "\\|").replace("\n", " ")[:300]]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def readme_table(rows: list[Row], command: str) -> str:
+    """The README's short form: verdict and estimated roofline share per task."""
+    accepted = sum(r.verdict == "accepted" for r in rows)
+    lines = [f"Accepted by `eval`: **{accepted} of {len(rows)}** (`{command}`, {datetime.date.today().isoformat()}; "
+             "roofline shares are estimates of the performance model for v5e, not measurements).", "",
+             "| task | family | verdict | est. % of v5e roofline |", "|---|---|---|---|"]
+    lines += [f"| {r.task} | {r.family} | {r.verdict} | {_number(r.roofline and r.roofline * 100, '{:.0f}%')} |"
+              for r in rows]
+    return "\n".join(lines)
+
+
+def replace_between_markers(text: str, replacement: str) -> str:
+    """`text` with what lies between the README's coverage markers replaced."""
+    start, end = text.index(README_START) + len(README_START), text.index(README_END)
+    return text[:start] + "\n" + replacement + "\n" + text[end:]
 
 
 def report(rows: list[Row], command: str, seconds: float) -> str:
@@ -125,7 +146,8 @@ def main() -> None:
         return
     command = "JAX_PLATFORMS=cpu python benchmarks/builtin_agent_coverage.py"
     RESULTS.write_text(report(rows, command, time.monotonic() - started))
-    print(f"accepted {sum(r.verdict == 'accepted' for r in rows)}/{len(rows)}; wrote {RESULTS}")
+    README.write_text(replace_between_markers(README.read_text(), readme_table(rows, command)))
+    print(f"accepted {sum(r.verdict == 'accepted' for r in rows)}/{len(rows)}; wrote {RESULTS} and the README table")
 
 
 if __name__ == "__main__":

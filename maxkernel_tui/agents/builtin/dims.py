@@ -86,6 +86,7 @@ class DimTable:
     def __init__(self) -> None:
         self._values: dict[str, tuple[int, int]] = {}  # symbol -> (bench, check)
         self.origins: dict[str, tuple[int, int]] = {}  # symbol -> (input position, axis)
+        self.shifts: dict[str, tuple[str, int]] = {}  # symbol -> (symbol, offset): e.g. height - 2
 
     def symbols(self) -> dict[str, tuple[int, int]]:
         return dict(self._values)
@@ -102,6 +103,22 @@ class DimTable:
         symbol = f"s{len(self._values)}"
         self._values[symbol] = (bench, check)
         self.origins[symbol] = (position, axis)
+        return Dim(Fraction(1), (symbol,))
+
+    def shifted(self, dim: Dim, offset: int) -> Dim:
+        """`dim + offset` as a symbol of its own (a valid convolution's output size, height - 2),
+        so that products of such sizes stay expressible. Its rule comes from the primitive that
+        makes it, never from matching values."""
+        if offset == 0:
+            return dim
+        if len(dim.symbols) != 1 or dim.over or dim.factor != 1:
+            raise ShapeRuleError(f"a size {offset:+d} of a size that is not one input size")
+        base = dim.symbols[0]
+        symbol = f"{base}{offset:+d}"
+        if symbol not in self._values:
+            bench, check = self._values[base]
+            self._values[symbol] = (bench + offset, check + offset)
+            self.shifts[symbol] = (base, offset)
         return Dim(Fraction(1), (symbol,))
 
     def dim(self, bench: int, check: int) -> Dim:
@@ -143,6 +160,8 @@ class DimTable:
                 if factor != check / check_value:
                     continue
                 exact_only = bench == check or bench_value == check_value
+                if factor != 1 and self._is_shifted_size(factor):
+                    continue  # a factor of 126 where width - 2 is 126 in both traces is that size
                 if factor == 1 or (_simple(factor) and not exact_only):
                     found.append((count, factor != 1, bool(over), Dim(factor, numerator, over)))
             if found:
@@ -150,6 +169,9 @@ class DimTable:
             if bench == check:
                 return None
         return None
+
+    def _is_shifted_size(self, factor: Fraction) -> bool:
+        return any(self._values[symbol] == (factor, factor) for symbol in self.shifts)
 
     def _value(self, numerator: tuple[str, ...], over: tuple[str, ...], trace: int) -> Fraction:
         value = Fraction(1)

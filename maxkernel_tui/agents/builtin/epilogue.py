@@ -66,11 +66,11 @@ class _Emitter:
         self.counter = 0
 
     def run(self) -> KernelBody:
-        matmul = self.stage.matmul
-        if matmul is not None:
-            result = matmul.result
+        result = self.stage.head_result
+        if result is not None:  # the matmul's accumulator scratch, or the convolution's local sum
+            accumulated = "acc_ref[...]" if self.stage.matmul else "acc"
             cast = "" if result.dtype == np.float32 else f".astype({dtype_source(result.dtype)})"
-            self._assign(result, f"acc_ref[...]{cast}")
+            self._assign(result, f"{accumulated}{cast}")
         for eqn in self.stage.eqns:
             self._equation(eqn)
         for var in self.stage.outputs:

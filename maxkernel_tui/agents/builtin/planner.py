@@ -28,7 +28,13 @@ from maxkernel_tui.agents.builtin.layout import (
     join,
     same_layout,
 )
-from maxkernel_tui.agents.builtin.primitives import REDUCTIONS, VIEWS, is_elementwise, picks_one_per_row
+from maxkernel_tui.agents.builtin.primitives import (
+    REDUCTIONS,
+    VIEWS,
+    is_elementwise,
+    is_plain_conv,
+    picks_one_per_row,
+)
 from maxkernel_tui.agents.builtin.program import Eqn, Literal, Operand, Program, Var
 
 
@@ -46,11 +52,26 @@ class Matmul:
         return self.eqn.outputs[0]
 
 
+@dataclass(frozen=True)
+class Conv:
+    """A plain convolution (primitives.is_plain_conv): the image (batch, channels, height, width)
+    and the kernel (out channels, channels, kh, kw); its result is the stage's tile."""
+
+    eqn: Eqn
+    image: Var
+    kernel: Var
+
+    @property
+    def result(self) -> Var:
+        return self.eqn.outputs[0]
+
+
 @dataclass(eq=False)
 class Stage:
     number: int
     frame: Frame
     matmul: Matmul | None = None
+    conv: Conv | None = None  # a convolution stage: frame (batch,) x (out channels,) x pixels
     across_rows: bool = False  # a column-reduction stage: reduces over rows, yields cols and scalars
     eqns: list[Eqn] = field(default_factory=list)
     kinds: dict[int, Kind] = field(default_factory=dict)
@@ -72,6 +93,18 @@ class Stage:
     def batched(self) -> bool:
         return bool(self.frame.batch)
 
+    @property
+    def reads(self) -> list[Var]:
+        """The operands of the matmul or convolution that heads the stage, read from HBM."""
+        if self.matmul:
+            return [self.matmul.lhs, self.matmul.rhs]
+        return [self.conv.image, self.conv.kernel] if self.conv else []
+
+    @property
+    def head_result(self) -> Var | None:
+        head = self.matmul or self.conv
+        return head.result if head else None
+
 
 @dataclass
 class Plan:
@@ -87,6 +120,8 @@ class Plan:
         stage = self.stages[0]
         if len(self.stages) > 1:
             return f"multi-stage ({'+'.join(_stage_label(s) for s in self.stages)})"
+        if stage.conv:
+            return "convolution (implicit GEMM) + epilogue"
         if stage.matmul is None:
             return "row-wise reduction" if stage.full_cols else "element-wise"
         if stage.batched:
@@ -128,7 +163,7 @@ class _Planner:
                 raise CannotPlan("the reference returns a constant")
             self._materialize(output)
         self._connect()
-        if not any(stage.matmul or stage.full_cols or stage.eqns for stage in self.stages):
+        if not any(stage.matmul or stage.conv or stage.full_cols or stage.eqns for stage in self.stages):
             raise CannotPlan("the reference does no work a kernel could take over")
         return Plan(self.program, self.stages, self.storage, self.relayouts)
 
@@ -136,6 +171,9 @@ class _Planner:
     def _visit(self, eqn: Eqn) -> None:
         if eqn.primitive == "dot_general":
             self._matmul_stage(eqn)
+            return
+        if eqn.primitive == "conv_general_dilated":
+            self._conv_stage(eqn)
             return
         if eqn.primitive == "transpose":
             # Floats until used: a matmul reads a transposed weight as it is stored; anything
@@ -253,6 +291,25 @@ class _Planner:
         stage.kinds[id(out)] = Kind(TILE, batched=bool(batch))
         self.stage_of[id(out)] = stage
 
+    def _conv_stage(self, eqn: Eqn) -> None:
+        """A convolution heads a stage whose frame is (batch,) x (out channels,) x (pixels): the
+        epilogue sees per-channel values (a bias (C, 1, 1)) as rows, whole images as grouped
+        tiles."""
+        image, kernel = eqn.inputs
+        out = eqn.outputs[0]
+        if not is_plain_conv(eqn.params) or not isinstance(image, Var) or not isinstance(kernel, Var) \
+                or len(out.shape) != 4 or any(d.is_one() for d in out.shape[:2]):
+            raise CannotPlan(f"a convolution other than 2-D NCHW x OIHW, stride 1, no padding or dilation, one "
+                             f"group ({_shapes(eqn)})")
+        batch, channels, height, width = out.shape
+        frame = Frame((batch,), (channels,), height * width)
+        self._materialize(image)
+        self._materialize(kernel)
+        stage = self._new_stage(frame)
+        stage.conv = Conv(eqn, image, kernel)
+        stage.kinds[id(out)] = Kind(TILE, width, batched=True)
+        self.stage_of[id(out)] = stage
+
     def _transposed(self, var: Var, order: tuple[int, ...]) -> Var:
         """A value standing for `var` with its axes in `order`, produced by a transpose."""
         result = Var(tuple(var.shape[a] for a in order), var.dtype, tuple(var.bench_shape[a] for a in order))
@@ -305,13 +362,13 @@ class _Planner:
         needed_later: dict[int, Var] = {id(o): o for o in self.program.outputs if isinstance(o, Var)}
         for stage in self.stages:
             produced = {id(o) for e in stage.eqns for o in e.outputs}
-            if stage.matmul:
-                produced.add(id(stage.matmul.result))
+            if stage.head_result is not None:
+                produced.add(id(stage.head_result))
             operands = [o for e in stage.eqns for o in e.inputs if isinstance(o, Var) and id(o) not in produced]
             for var in operands:
                 if all(var is not seen for seen in stage.inputs):
                     stage.inputs.append(var)
-            for var in stage.inputs + ([stage.matmul.lhs, stage.matmul.rhs] if stage.matmul else []):
+            for var in stage.inputs + stage.reads:
                 root = self.storage.get(id(var), var)
                 needed_later[id(root)] = root
         for transpose in self.relayouts:
@@ -357,6 +414,8 @@ def _view_allowed(source: Kind, result: Kind) -> bool:
 
 
 def _stage_label(stage: Stage) -> str:
+    if stage.conv:
+        return "convolution"
     if stage.matmul:
         return "batched matmul" if stage.batched else "matmul"
     if stage.across_rows:

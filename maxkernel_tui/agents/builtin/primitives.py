@@ -67,7 +67,18 @@ def is_translatable(primitive: str, operand_count: int) -> bool:
     shape the stages; positions (iota) only appear in masks the attention kernel rebuilds; a
     gather only as one element picked per row (see picks_one_per_row)."""
     return is_elementwise(primitive, operand_count) or primitive in REDUCTIONS or primitive in VIEWS or \
-        primitive in ("dot_general", "transpose", "iota", "gather")
+        primitive in ("dot_general", "transpose", "iota", "gather", "conv_general_dilated")
+
+
+def is_plain_conv(params: dict[str, Any]) -> bool:
+    """The convolution the agent writes as an implicit GEMM: 2-D, NCHW image, OIHW kernel, NCHW
+    result, stride 1, no padding or dilation, one group."""
+    numbers = params["dimension_numbers"]
+    identity = (0, 1, 2, 3)
+    return (tuple(numbers.lhs_spec), tuple(numbers.rhs_spec), tuple(numbers.out_spec)) == (identity,) * 3 \
+        and tuple(params["window_strides"]) == (1, 1) and all(tuple(p) == (0, 0) for p in params["padding"]) \
+        and tuple(params["lhs_dilation"]) == (1, 1) and tuple(params["rhs_dilation"]) == (1, 1) \
+        and params["feature_group_count"] == 1 and params["batch_group_count"] == 1
 
 
 def picks_one_per_row(primitive: str, params: dict[str, Any]) -> bool:

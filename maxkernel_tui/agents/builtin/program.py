@@ -19,7 +19,7 @@ from jax.extend import core
 
 from maxkernel_tui.agents.builtin.dims import Dim, DimTable, ShapeRuleError
 from maxkernel_tui.agents.builtin.errors import CannotPlan
-from maxkernel_tui.agents.builtin.primitives import is_translatable
+from maxkernel_tui.agents.builtin.primitives import is_plain_conv, is_translatable
 from maxkernel_tui.kernels import reference_runtime as runtime
 from maxkernel_tui.kernels.task import CHECK, Task
 
@@ -162,7 +162,8 @@ class _Builder:
             return [inputs[1 + int(inputs[0].bench)]]
         if all(isinstance(i, Literal) for i in inputs) and _scalar_outputs(eqn_b):
             return self._fold(eqn_b, eqn_c, inputs)
-        outputs = [self._var(vb.aval, vc.aval) for vb, vc in zip(eqn_b.outvars, eqn_c.outvars)]
+        conv = self._plain_conv_output(eqn_b, inputs) if name == "conv_general_dilated" else None
+        outputs = [conv] if conv else [self._var(vb.aval, vc.aval) for vb, vc in zip(eqn_b.outvars, eqn_c.outvars)]
         eqn = Eqn(name, inputs, outputs, dict(eqn_b.params))
         if not is_translatable(name, len(inputs)):
             shapes = ", ".join(str(tuple(v.aval.shape)) for v in eqn_b.invars if hasattr(v.aval, "shape"))
@@ -170,6 +171,20 @@ class _Builder:
                                             "does not translate into a kernel")
         self.eqns.append(eqn)
         return list(outputs)
+
+    def _plain_conv_output(self, eqn_b: Any, inputs: list[Operand]) -> Var | None:
+        """A plain convolution's result, its sizes from the rule of the primitive: (batch, out
+        channels, height - kh + 1, width - kw + 1), never guessed from values (a width of 126
+        in both traces is the width minus 2, not a constant)."""
+        image, kernel = inputs
+        if not is_plain_conv(eqn_b.params) or not isinstance(image, Var) or not isinstance(kernel, Var):
+            return None
+        out = eqn_b.outvars[0].aval
+        try:
+            spatial = [self.table.shifted(image.shape[axis], 1 - kernel.bench_shape[axis]) for axis in (2, 3)]
+        except ShapeRuleError:
+            return None
+        return Var((image.shape[0], kernel.shape[0], *spatial), np.dtype(out.dtype), tuple(out.shape))
 
     def _var(self, bench: Any, check: Any) -> Var:
         """A new value. A size that follows no rule keeps its bench value and the problem is

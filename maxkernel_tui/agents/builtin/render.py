@@ -28,6 +28,7 @@ _ROLE = {TILE: "tile", ROW: "row", COL: "col", SCALAR: "scalar"}
 _WRAPPER_LOCALS = ("rows", "cols", "depth", "batch", "tm", "tn", "tk", "footprint")
 _BLOCK = {TILE: ("tm", "tn"), ROW: ("tm", "1"), COL: ("1", "tn"), SCALAR: ("1", "1")}
 _ARRAY = {"tile": "rows, cols", "row": "rows, 1", "col": "1, cols", "scalar": "1, 1"}
+_HEAD_ROLES = ("lhs", "rhs", "rhs_t", "image", "taps")  # operands of the matmul or convolution itself
 # Tile-sized f32 temporaries the VMEM estimate allows for, at most, besides the blocks.
 _MAX_LIVE_TEMPORARIES = 4
 _GROUP_TEMPORARIES = 2  # the chunked copy and the totals of _group_totals
@@ -37,10 +38,10 @@ _GROUP_TEMPORARIES = 2  # the chunked copy and the totals of _group_totals
 class _Operand:
     var: Var
     param: str  # its name in the stage wrapper; its ref in the kernel is f"{param}_ref"
-    role: str  # lhs, rhs, rhs_t, tile, row, col, scalar
+    role: str  # lhs, rhs, rhs_t, image, taps, tile, row, col, scalar
     batched: bool
     form: tuple[Dim, ...]  # the array the stage receives
-    block: tuple[str, str]  # block rows and cols, as source
+    block: tuple[str, ...]  # the block (rows and cols last), as source
 
 
 def render_kernel(plan: Plan, tunables: Tunables) -> str:
@@ -54,6 +55,8 @@ class _Writer:
         program = plan.program
         self.symbol_names = {symbol: f"{program.arg_names[position]}_dim{axis}"
                              for symbol, (position, axis) in program.dims.origins.items()}
+        for symbol, (base, offset) in program.dims.shifts.items():  # bases come first
+            self.symbol_names[symbol] = f"{self.symbol_names[base]}_{'minus' if offset < 0 else 'plus'}{abs(offset)}"
         self.used_symbols: set[str] = set()
         self.helpers: set[str] = set()
         self.index_maps: dict[str, str] = {}
@@ -111,7 +114,7 @@ class _Writer:
         self._relayout_ready_values()
         operands = self._operands(stage)
         outputs = self._outputs(stage)
-        ref_names = {id(o.var): f"{o.param}_ref" for o in operands + outputs if o.role not in ("lhs", "rhs", "rhs_t")}
+        ref_names = {id(o.var): f"{o.param}_ref" for o in operands + outputs if o.role not in _HEAD_ROLES}
         body = emit_body(stage, self.plan.program.dims, self.symbol_names, ref_names)
         self.helpers |= body.helpers
         grid = _grid(stage)
@@ -139,6 +142,13 @@ class _Writer:
                 ("rhs", (depth, cols), ("tk", "tn"))
             operands.append(_Operand(matmul.rhs, self._unique(matmul.rhs, taken), role, stage.batched,
                                      batch + form, block))
+        if stage.conv:
+            conv = stage.conv
+            # The wrapper passes the image as column-shifted copies and the kernel tap-major.
+            operands.append(_Operand(conv.image, self._unique(conv.image, taken), "image", True, conv.image.shape,
+                                     ("taps_w", "channels", "height * out_width")))
+            operands.append(_Operand(conv.kernel, self._unique(conv.kernel, taken), "taps", False, conv.kernel.shape,
+                                     ("taps_h * taps_w", "tm", "channels")))
         for var in stage.inputs:
             kind = stage.kinds[id(var)]
             operands.append(_Operand(var, self._unique(var, taken), _ROLE[kind.name], kind.batched,
@@ -170,7 +180,10 @@ class _Writer:
                        body: KernelBody) -> str:
         scratch = ["acc_ref"] if stage.matmul else [f"acc{n}_ref" for n in range(len(body.accumulators))]
         refs = [f"{o.param}_ref" for o in operands + outputs] + scratch
-        keywords = f", *, {', '.join(body.keywords)}" if body.keywords else ""
+        names = body.keywords
+        if stage.conv:  # its body always needs the block sizes and the tap geometry
+            names = ["tm", "tn", *(k for k in body.keywords if k not in ("tm", "tn")), "taps_h", "taps_w", "row_len"]
+        keywords = f", *, {', '.join(names)}" if names else ""
         header = f"def _stage{stage.number}_kernel({', '.join(refs)}{keywords}):"
         if stage.across_rows:
             starts = [f"        acc{n}_ref[...] = jnp.full({shape}, {initial}, jnp.float32)"
@@ -184,6 +197,8 @@ class _Writer:
                     + "\n".join(_indent(body.step_lines, 1)) + "\n\n"
                     "    @pl.when(i == pl.num_programs(1) - 1)\n"
                     "    def _finish():\n" + "\n".join(_indent(body.lines, 2)) + "\n")
+        if stage.conv:
+            return _conv_kernel_source(header, stage.number, refs[0], refs[1], body.lines)
         if stage.matmul is None:
             reach = "row block, all columns" if stage.full_cols else "tm, tn"
             doc = (f'    """Stage {stage.number}: the reference\'s equations, translated one by one, on one\n'
@@ -220,7 +235,7 @@ class _Writer:
                         symbols: list[str], grid: tuple[str, ...]) -> str:
         n = stage.number
         params = ", ".join(o.param for o in operands)
-        keyword_params = (["rows", "cols"] if stage.matmul is None else []) + symbols
+        keyword_params = (["rows", "cols"] if stage.matmul is None and stage.conv is None else []) + symbols
         signature = f"def _stage{n}({params}{', *, ' + ', '.join(keyword_params) if keyword_params else ''}):"
         align = _row_alignment(operands, outputs)
         summary = textwrap.wrap(f'"""Stage {n}: {_stage_summary(stage)}"""', 92)
@@ -229,8 +244,12 @@ class _Writer:
             lhs, rhs = operands[0], operands[1]
             lines.append(f"    {'batch, ' if stage.batched else ''}rows, depth = {lhs.param}.shape")
             lines.append(f"    cols = {rhs.param}.shape[{-2 if rhs.role == 'rhs_t' else -1}]")
+        if stage.conv:
+            lines += _conv_layout_lines(operands[0].param, operands[1].param)
         lines.append(f"    tm = _pick_block(rows, BLOCK_ROWS, {align})")
-        if stage.full_cols:
+        if stage.conv:
+            lines.append("    tn = cols  # whole images: the taps reach across rows of pixels")
+        elif stage.full_cols:
             lines.append("    tn = cols  # the epilogue reduces over columns: a block spans every column")
         elif not any(o.block[1] == "tn" for o in operands + outputs):
             lines.append("    tn = cols  # no block is tiled along columns")
@@ -250,7 +269,12 @@ class _Writer:
             fit_args, semantics, grid_source = "tm", '"parallel", "parallel"', "rows // tm, cols // tn"
             if stage.across_rows:
                 semantics, grid_source = '"parallel", "arbitrary"', "cols // tn, rows // tm"
+            if stage.conv:
+                semantics, grid_source = '"parallel", "parallel", "parallel"', "batch, rows // tm, cols // tn"
         keywords = [f"{k}={k}" for k in body.keywords]
+        if stage.conv:
+            keywords = [f"{k}={k}" for k in ("tm", "tn", *symbols)] + ["taps_h=taps_h", "taps_w=taps_w",
+                                                                      "row_len=out_width"]
         kernel = f"functools.partial(_stage{n}_kernel, {', '.join(keywords)})" if keywords else f"_stage{n}_kernel"
         out_shapes = [f"jax.ShapeDtypeStruct(({'batch, ' if o.batched else ''}{_ARRAY[o.role]}), "
                       f"{dtype_source(o.var.dtype)})" for o in outputs]
@@ -265,8 +289,9 @@ class _Writer:
         elif body.accumulators:
             shapes = ", ".join(f"pltpu.VMEM({shape}, jnp.float32)" for shape, _ in body.accumulators)
             lines.append(f"        scratch_shapes=[{shapes}],")
+        called = ", ".join(["shifted", "taps", *(o.param for o in operands[2:])]) if stage.conv else params
         lines += [f"        compiler_params=_compiler_params(({semantics}), footprint({fit_args})),",
-                  f"    )({params})"]
+                  f"    )({called})"]
         return "\n".join(lines) + "\n"
 
     def _spec(self, operand: _Operand, grid: tuple[str, ...]) -> str:
@@ -275,13 +300,16 @@ class _Writer:
 
     def _footprint(self, stage: Stage, operands: list[_Operand], outputs: list[_Operand],
                    body: KernelBody) -> list[str]:
-        terms = [f"_block_bytes({o.block[0]}, {o.block[1]}, {o.param}.dtype)" for o in operands]
-        terms += [f"_block_bytes({o.block[0]}, {o.block[1]}, {dtype_source(o.var.dtype)})" for o in outputs]
+        terms = [f"_block_bytes({' * '.join(o.block[:-1])}, {o.block[-1]}, {o.param}.dtype)" for o in operands]
+        terms += [f"_block_bytes({' * '.join(o.block[:-1])}, {o.block[-1]}, {dtype_source(o.var.dtype)})"
+                  for o in outputs]
         temporaries = min(body.tile_temporaries, _MAX_LIVE_TEMPORARIES)
         if GROUP_HELPER in body.helpers:
             temporaries += _GROUP_TEMPORARIES
-        scratch = temporaries + (1 if stage.matmul else 0)
-        what = ("the f32 accumulator and " if stage.matmul else "") + f"~{temporaries} f32 tile temporaries"
+        # A convolution's sum lives in the body, beside a shifted view of the image.
+        scratch = temporaries + (1 if stage.matmul else 0) + (2 if stage.conv else 0)
+        what = ("the f32 accumulator and " if stage.matmul or stage.conv else "") + \
+            f"~{temporaries} f32 tile temporaries"
         joined = "\n                  + ".join(terms)
         accumulators = "".join(f" + _block_bytes({shape[1:-1]}, jnp.float32)" for shape, _ in body.accumulators)
         return [f"    def footprint({'tm, tk' if stage.matmul else 'tm'}):",
@@ -293,7 +321,7 @@ class _Writer:
     def _record_call(self, stage: Stage, operands: list[_Operand], outputs: list[_Operand],
                      symbols: list[str]) -> None:
         arguments = [self._as_form(o.var, o.form) for o in operands]
-        if stage.matmul is None:
+        if stage.matmul is None and stage.conv is None:
             arguments += [f"rows={self._dim(stage.frame.row_count)}", f"cols={self._dim(stage.frame.cols)}"]
         arguments += [f"{s}={s}" for s in symbols]
         names = [f"stage{stage.number}_out{i}" if len(outputs) > 1 else f"stage{stage.number}_out"
@@ -336,8 +364,14 @@ class _Writer:
             returned = results[0]
         else:
             returned = "(" + ", ".join(results) + ("," if len(results) == 1 else "") + ")"
+        used = set(self.used_symbols)
+        for symbol in reversed(program.dims.shifts):  # a shifted size needs the size it shifts
+            if symbol in used:
+                used.add(program.dims.shifts[symbol][0])
         bindings = [f"    {self.symbol_names[s]} = {program.arg_names[program.dims.origins[s][0]]}"
-                    f".shape[{program.dims.origins[s][1]}]" for s in sorted(self.used_symbols)]
+                    f".shape[{program.dims.origins[s][1]}]" for s in sorted(used) if s in program.dims.origins]
+        bindings += [f"    {self.symbol_names[s]} = {self.symbol_names[base]} {'-' if offset < 0 else '+'} {abs(offset)}"
+                     for s, (base, offset) in program.dims.shifts.items() if s in used]
         return "\n".join([f"def computation({', '.join(program.arg_names)}):", *bindings, *self.calls,
                           f"    return {returned}"]) + "\n"
 
@@ -352,11 +386,13 @@ def _form(kind: Kind, stage: Stage) -> tuple[Dim, ...]:
 
 def _row_alignment(operands: list[_Operand], outputs: list[_Operand]) -> int:
     """Sublanes per tile of the narrowest dtype among blocks tiled along rows (8 for 32-bit)."""
-    itemsizes = [o.var.dtype.itemsize for o in operands + outputs if o.block[0] == "tm"]
+    itemsizes = [o.var.dtype.itemsize for o in operands + outputs if o.block[-2] == "tm"]
     return 8 * max(1, 4 // min(itemsizes, default=4))
 
 
 def _grid(stage: Stage) -> tuple[str, ...]:
+    if stage.conv:
+        return parts.IMAGE_GRID
     if stage.matmul:
         return parts.BATCHED_GRID if stage.batched else parts.MATMUL_GRID
     return parts.COLUMN_REDUCTION_GRID if stage.across_rows else parts.ELEMENTWISE_GRID
@@ -364,6 +400,9 @@ def _grid(stage: Stage) -> tuple[str, ...]:
 
 def _stage_summary(stage: Stage) -> str:
     epilogue = f"{len(stage.eqns)} equation(s) of the reference"
+    if stage.conv:
+        return (f"convolution as an implicit GEMM: per image and block of output channels, one matmul per tap "
+                f"on a lane-shifted view of the image, summed in f32; fused epilogue of {epilogue}.")
     if stage.across_rows:
         return f"column reductions ({epilogue}) over (tm, tn) blocks, row blocks innermost and 'arbitrary'."
     if stage.matmul is None:
@@ -394,3 +433,30 @@ def _indent(lines: list[str], depth: int) -> list[str]:
 
 def _listed(items: list[str]) -> str:
     return items[0] if len(items) == 1 else "[" + ", ".join(items) + "]"
+
+
+def _conv_layout_lines(image: str, kernel: str) -> list[str]:
+    """The convolution wrapper's shapes, and the layouts XLA prepares for the kernel."""
+    return [f"    batch, channels, height, width = {image}.shape",
+            f"    rows, _, taps_h, taps_w = {kernel}.shape",
+            "    out_height, out_width = height - taps_h + 1, width - taps_w + 1",
+            "    cols = out_height * out_width",
+            "    # XLA lays out taps_w column-shifted copies of the image, rows of pixels flattened: tap",
+            "    # (dh, dw) of output pixel p is then pixel p + dh * out_width of copy dw, a lane offset.",
+            f"    shifted = jnp.stack([{image}[:, :, :, dw:dw + out_width] for dw in range(taps_w)], axis=1)",
+            "    shifted = shifted.reshape(batch, taps_w, channels, height * out_width)",
+            f"    taps = jnp.transpose({kernel}, (2, 3, 0, 1)).reshape(taps_h * taps_w, rows, channels)"]
+
+
+def _conv_kernel_source(header: str, number: int, image_ref: str, taps_ref: str, epilogue: list[str]) -> str:
+    return (f"{header}\n"
+            f'    """Stage {number}: the convolution of one image for a block of output channels, as an\n'
+            "    implicit GEMM: each tap's (tm, channels) weights times the image's channels seen at the\n"
+            '    tap\'s lane offset, summed in f32; then the epilogue."""\n'
+            "    acc = jnp.zeros((tm, tn), jnp.float32)\n"
+            "    for dh in range(taps_h):  # unrolled while tracing: taps_h * taps_w matmuls\n"
+            "        for dw in range(taps_w):\n"
+            f"            view = {image_ref}[dw, :, pl.ds(dh * row_len, tn)]\n"
+            f"            acc += jnp.dot({taps_ref}[dh * taps_w + dw], view, preferred_element_type=jnp.float32)\n\n"
+            "    # The epilogue, translated equation by equation from the reference's jaxpr.\n"
+            + "\n".join(_indent(epilogue, 1)) + "\n")

@@ -106,6 +106,7 @@ MATMUL_GRID = ("i", "j", "k")
 BATCHED_GRID = ("b", "i", "j", "k")
 ELEMENTWISE_GRID = ("i", "j")
 COLUMN_REDUCTION_GRID = ("j", "i")
+IMAGE_GRID = ("b", "i", "j")  # convolution: image b, out-channel block i, one block of all pixels
 
 _INDEX_MAPS = {
     "lhs": ("i, k", "Row block i of the left operand, depth step k."),
@@ -115,12 +116,15 @@ _INDEX_MAPS = {
     "row": ("i, 0", "One value per row: row block i."),
     "col": ("0, j", "One value per column: column block j."),
     "scalar": ("0, 0", "A single value, the same block at every step."),
+    "image": ("0, 0, 0", "The whole image: its column-shifted copies, every channel, every pixel."),
+    "taps": ("0, i, 0", "Every tap's weights of out-channel block i."),
 }
 
 
 def index_map_name(role: str, grid: tuple[str, ...], batched_operand: bool) -> str:
     suffix = {MATMUL_GRID: "", BATCHED_GRID: "_batched" if batched_operand else "_shared",
-              ELEMENTWISE_GRID: "_ew", COLUMN_REDUCTION_GRID: "_rows_inner"}[grid]
+              ELEMENTWISE_GRID: "_ew", COLUMN_REDUCTION_GRID: "_rows_inner",
+              IMAGE_GRID: "_per_image" if batched_operand else "_all_images"}[grid]
     return f"_{role}_block{suffix}"
 
 

@@ -56,3 +56,14 @@ def test_a_ratio_of_sizes_is_a_size():
     assert group == Dim(Fraction(1), q_heads.symbols, kv_heads.symbols)
     assert group.render({q_heads.symbols[0]: "q_dim1", kv_heads.symbols[0]: "k_dim1"}) == "q_dim1 // k_dim1"
     assert (group * kv_heads) == q_heads
+
+
+def test_a_convolution_output_size_is_its_input_size_shifted():
+    table = DimTable()
+    height = table.input_dim(128, 32, position=0, axis=2)
+    width = table.input_dim(128, 128, position=0, axis=3)
+    out_height, out_width = table.shifted(height, -2), table.shifted(width, -2)
+    assert table.shifts[out_height.symbols[0]] == (height.symbols[0], -2)
+    assert table.dim(126, 126) == out_width  # width - 2, never the constant 126
+    # A mean's divisor over the output image is out_height * out_width, not 126 * out_height.
+    assert table.literal(1 / (126 * 126), 1 / (30 * 126)) == ShapeLiteral(out_height * out_width, reciprocal=True)

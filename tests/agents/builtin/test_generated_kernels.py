@@ -44,6 +44,7 @@ def accepted(harness: Harness, task: Task, folder: Path, *, tune: bool) -> None:
     ("40k", False),  # groups of columns, then an outer broadcast in a second stage
     ("2p", False),  # attention: grouped query heads, (batch, seq, heads, dim) layout
     ("31k", False),  # batch statistics: reductions over rows in column-reduction stages
+    ("22k", False),  # convolution as an implicit GEMM, instance norm over each output image
 ])
 def test_suite_kernels_are_accepted(harness, suite_tasks, tmp_path, task_id, tune):
     accepted(harness, find_task(task_id, suite_tasks), tmp_path, tune=tune)

@@ -11,7 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from maxkernel_tui.agents.builtin.errors import CANNOT_PLAN_PREFIX, BuiltinAgentError, CannotPlanError
+from maxkernel_tui.agents.builtin.errors import (
+    CANNOT_PLAN_PREFIX,
+    BuiltinAgentError,
+    CannotPlanError,
+)
 from maxkernel_tui.agents.llm.client import LLMClient
 from maxkernel_tui.agents.llm.registry import build_provider
 from maxkernel_tui.agents.llm.types import Message, Request
