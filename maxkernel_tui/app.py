@@ -114,21 +114,32 @@ class MaxKernelApp(App[None]):
         except (StoreError, TaskError, OSError) as error:
             self.notify(str(error), title="cannot resume", severity="error", timeout=10)
             return False
-        kernel = self._workdir(task) / "kernel.py"
         note = f"resumed session {session.id} ({session.mode}, {session.status})"
         if versions:
-            source = versions[-1].source
-            if kernel.is_file() and kernel.read_text(encoding="utf-8") != source:
-                kernel.replace(kernel.with_name("kernel.py.bak"))
-                note += f"; your previous {kernel.name} is now kernel.py.bak"
-            kernel.parent.mkdir(parents=True, exist_ok=True)
-            kernel.write_text(source, encoding="utf-8")
-            note += f"; source: kernel v{versions[-1].number}"
+            note += self._place_kernel(task, versions[-1].source) + f"; source: kernel v{versions[-1].number}"
         else:
             note += "; it has no kernel version yet"
         self.open_workbench(task, session.id)
         self.notify(note, title="sessions")
         return True
+
+    def promote_kernel(self, task: Task, source: str, origin: str) -> None:
+        """Open the workbench (HITL) on `source`, e.g. a graph-search node promoted by the engineer."""
+        note = f"{origin} promoted to the workbench" + self._place_kernel(task, source)
+        self.open_workbench(task)
+        self.notify(note, title="search")
+
+    def _place_kernel(self, task: Task, source: str) -> str:
+        """Make `source` the workbench's kernel file; a different kernel already there is kept beside
+        it as kernel.py.bak (the note says so)."""
+        kernel = self._workdir(task) / "kernel.py"
+        note = ""
+        if kernel.is_file() and kernel.read_text(encoding="utf-8") != source:
+            kernel.replace(kernel.with_name("kernel.py.bak"))
+            note = f"; your previous {kernel.name} is now kernel.py.bak"
+        kernel.parent.mkdir(parents=True, exist_ok=True)
+        kernel.write_text(source, encoding="utf-8")
+        return note
 
     def action_open_sessions(self) -> None:
         if not isinstance(self.screen, SessionsScreen):

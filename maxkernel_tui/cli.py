@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from maxkernel_tui import __version__
-from maxkernel_tui.commands import bench, doctor, evaluate, export, profile, sessions, settings, tasks
+from maxkernel_tui.commands import bench, doctor, evaluate, export, profile, run, search, sessions, settings, tasks
 from maxkernel_tui.config import ConfigError
 from maxkernel_tui.kernels.task import TaskError
 from maxkernel_tui.store import StoreError
@@ -34,6 +34,8 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_parser(commands)
     bench.add_parser(commands)
     profile.add_parser(commands)
+    run.add_parser(commands)
+    search.add_parser(commands)
     sessions.add_parser(commands)
     export.add_parser(commands)
     doctor.add_parser(commands)

@@ -12,6 +12,7 @@ from typing import Any
 from maxkernel_tui.agents.orchestration.events import SearchNodeChanged
 from maxkernel_tui.agents.orchestration.journal import Journal
 from maxkernel_tui.agents.search.fingerprint import kernel_hash
+from maxkernel_tui.store.db import Store
 
 PENDING, RUNNING, ACCEPTED, REJECTED, MERGED, STOPPED, FAILED, PRUNED = (
     "pending", "running", "accepted", "rejected", "merged", "stopped", "failed", "pruned")
@@ -54,30 +55,33 @@ class Node:
                 "merged_into": self.merged_into, "pruned_round": self.pruned_round, "tags": self.tags}
 
 
-class SearchGraph:
-    """The nodes of one search session, in creation order."""
+def load_nodes(store: Store, session_id: str, sources: dict[int, str] | None = None) -> list[Node]:
+    """The session's nodes as stored, with their kernels' sources (`sources` caches them by
+    kernel version, for a view that reads the graph again and again)."""
+    cache = {} if sources is None else sources
+    nodes = []
+    for row in store.search_nodes(session_id):
+        data = row.data
+        node = Node(ref=data["ref"], number=data["number"], round=data["round"], parents=data["parents"],
+                    strategy=row.strategy, plan=data.get("plan", ""), status=row.status, score=row.score,
+                    score_kind=data.get("score_kind", ""), version_id=row.kernel_version_id,
+                    hash=data.get("hash", ""), evals=data.get("evals", 0), tokens=data.get("tokens", 0),
+                    cost_usd=data.get("cost_usd", 0.0), detail=data.get("detail", ""),
+                    merged_into=data.get("merged_into"), pruned_round=data.get("pruned_round"),
+                    tags=data.get("tags", {}), row_id=row.id, updated=row.updated)
+        if node.version_id is not None:
+            if node.version_id not in cache:
+                cache[node.version_id] = store.kernel_version(node.version_id).source
+            node.source = cache[node.version_id]
+        nodes.append(node)
+    return nodes
 
-    def __init__(self, journal: Journal) -> None:
-        self.journal = journal
-        self.store, self.session_id = journal.store, journal.session_id
-        self.nodes: dict[str, Node] = {}
-        self.extra: dict[str, Any] = {}  # the root's stored extras (the search's config)
-        for row in self.store.search_nodes(self.session_id):
-            data = row.data
-            node = Node(ref=data["ref"], number=data["number"], round=data["round"], parents=data["parents"],
-                        strategy=row.strategy, plan=data.get("plan", ""), status=row.status, score=row.score,
-                        score_kind=data.get("score_kind", ""), version_id=row.kernel_version_id,
-                        hash=data.get("hash", ""), evals=data.get("evals", 0), tokens=data.get("tokens", 0),
-                        cost_usd=data.get("cost_usd", 0.0), detail=data.get("detail", ""),
-                        merged_into=data.get("merged_into"), pruned_round=data.get("pruned_round"),
-                        tags=data.get("tags", {}), row_id=row.id, updated=row.updated)
-            if node.version_id is not None:
-                node.source = self.store.kernel_version(node.version_id).source
-            if node.ref == ROOT:
-                self.extra = data.get("extra", {})
-            self.nodes[node.ref] = node
 
-    # -- reading ------------------------------------------------------------------------------
+class NodeSet:
+    """Nodes read from the store, and how they rank: what a live view needs, without the log."""
+
+    def __init__(self, nodes: list[Node]) -> None:
+        self.nodes: dict[str, Node] = {n.ref: n for n in nodes}
 
     def __getitem__(self, ref: str) -> Node:
         return self.nodes[ref]
@@ -114,6 +118,17 @@ class SearchGraph:
     def growable(self, node: Node, round_: int) -> bool:
         """`node` may be a parent in `round_`: accepted, not merged away, not pruned before it."""
         return node.status == ACCEPTED and (node.pruned_round is None or node.pruned_round >= round_)
+
+
+class SearchGraph(NodeSet):
+    """The nodes of one search session, in creation order, written through the journal."""
+
+    def __init__(self, journal: Journal) -> None:
+        super().__init__(load_nodes(journal.store, journal.session_id))
+        self.journal = journal
+        self.store, self.session_id = journal.store, journal.session_id
+        root = self.store.search_nodes(self.session_id)[:1]
+        self.extra: dict[str, Any] = root[0].data.get("extra", {}) if root else {}  # the search's config
 
     # -- writing ------------------------------------------------------------------------------
 

@@ -1,0 +1,190 @@
+"""`maxkernel-tui search --task TASK --algorithm parallel|beam|evolve`: a graph search, headless.
+No jax here.
+
+Exit status 0 with an accepted kernel (for --suite: on every task), 1 without one, 2 for a usage
+error, 130 when stopped by Ctrl-C (the search continues with `--resume`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from maxkernel_tui.config import load_settings
+from maxkernel_tui.store.rows import STOPPED
+
+# The search's modules load only when a search runs: the rest of the CLI stays quick to start.
+
+
+def add_parser(commands: Any) -> None:
+    parser = commands.add_parser(
+        "search", help="graph search over candidate kernels: parallel, beam or evolutionary",
+        description="Search over many candidate kernels: each node is an expansion in which the implementer "
+        "applies one TPU optimisation strategy to a parent kernel and the harness judges the result. "
+        "Nodes are stored as they change; a stopped or killed search continues with --resume.")
+    what = parser.add_mutually_exclusive_group()
+    what.add_argument("--task", metavar="ID|DIR", help="built-in task id (or its number) or a task folder")
+    what.add_argument("--suite", metavar="builtin|DIR", help="search every task of a suite, one session each")
+    what.add_argument("--resume", metavar="SESSION", help="continue a search (its session id or a prefix)")
+    parser.add_argument("--algorithm", choices=("parallel", "beam", "evolve"), default="beam")
+    parser.add_argument("--width", type=int, default=3, metavar="N", help="parallel lines, or the beam width")
+    parser.add_argument("--depth", type=int, default=3, metavar="N", help="rounds (generations) after the root")
+    parser.add_argument("--branches", type=int, default=2, metavar="N", help="beam: children per beam node")
+    parser.add_argument("--population", type=int, default=6, metavar="N", help="evolve: children per generation")
+    parser.add_argument("--islands", type=int, default=2, metavar="N", help="evolve: islands")
+    parser.add_argument("--regression-tolerance", type=float, default=0.0, metavar="X",
+                        help="beam: a child this much (relative) worse than its parent may still enter the beam")
+    parser.add_argument("--llm-concurrency", type=int, default=2, metavar="N", help="model calls at a time")
+    parser.add_argument("--eval-concurrency", type=int, default=1, metavar="N", help="evaluations at a time")
+    parser.add_argument("--seed", type=Path, metavar="FILE", help="a kernel to start from (the root's parent)")
+    parser.add_argument("--provider", help="LLM provider: builtin, gemini, openai, replay (default: configured)")
+    parser.add_argument("--model", help="model name for the provider")
+    parser.add_argument("--tpu", metavar="GEN", help="TPU generation to compile and estimate for")
+    parser.add_argument("--max-evals", type=int, metavar="N", help="cap on harness evaluations for the search")
+    parser.add_argument("--budget-usd", type=float, metavar="X", help="hard cap on dollars for the search")
+    parser.add_argument("--budget-tokens", type=int, metavar="N", help="hard cap on tokens for the search")
+    parser.add_argument("--out", type=Path, metavar="FILE",
+                        help="write the best accepted kernel here (with --suite: a folder, one TASK.py each)")
+    parser.add_argument("--graph", type=Path, metavar="FILE", help="write the graph: .dot for Graphviz, else JSON")
+    parser.add_argument("--json", action="store_true", help="stream events as JSON lines")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from maxkernel_tui.agents.search.config import SearchConfig
+
+    if args.task is None and args.suite is None and args.resume is None:
+        print("error: give --task, --suite or --resume SESSION", file=sys.stderr)
+        return 2
+    try:
+        config = SearchConfig(algorithm=args.algorithm, width=args.width, depth=args.depth, branches=args.branches,
+                              population=args.population, islands=args.islands, max_evals=args.max_evals,
+                              regression_tolerance=args.regression_tolerance,
+                              llm_concurrency=args.llm_concurrency, eval_concurrency=args.eval_concurrency)
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    settings = load_settings({"provider": args.provider, "model": args.model, "tpu_target": args.tpu,
+                              "budget_dollars": args.budget_usd, "budget_tokens": args.budget_tokens})
+    seed = args.seed.read_text(encoding="utf-8") if args.seed else ""
+    try:
+        if args.suite is not None:
+            return asyncio.run(_suite(args, settings, config, seed))
+        task = _task(args.task) if args.task else None
+        code, _ = asyncio.run(_one(args, settings, config, task, seed, args.out))
+        return code
+    except KeyboardInterrupt:  # asyncio.run re-raises it after the search has stopped
+        return 130
+
+
+def _task(name: str) -> Any:
+    from maxkernel_tui.commands.tasks import resolve_task
+
+    return resolve_task(name)
+
+
+def _printer(args: argparse.Namespace, prefix: str = "") -> Any:
+    from maxkernel_tui.agents.orchestration.describe import describe
+    from maxkernel_tui.agents.orchestration.events import SearchNodeChanged
+    from maxkernel_tui.agents.search.describe import describe_node
+
+    def show(event: Any) -> None:
+        if args.json:
+            print(json.dumps({"kind": event.kind, **event.payload()}), flush=True)
+            return
+        line = describe_node(event) if isinstance(event, SearchNodeChanged) else describe(event)
+        if line is not None:
+            print(prefix + line, flush=True)
+
+    return show
+
+
+async def _one(args: argparse.Namespace, settings: Any, config: Any, task: Any, seed: str,
+               out: Path | None, prefix: str = "") -> tuple[int, Any]:
+    """Run one search; (exit status, outcome or None)."""
+    from maxkernel_tui.agents.llm.errors import LLMError
+    from maxkernel_tui.agents.search.launch import open_search
+    from maxkernel_tui.store.db import open_store
+
+    store = open_store(settings.store_path)
+    try:
+        opened = await open_search(store, settings, task=task, config=config, resume=args.resume, seed=seed,
+                                   listener=_printer(args, prefix))
+    except (LLMError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2, None
+    print(f"search session {opened.session_id} ({'resumed' if opened.session.resumed else 'new'}, "
+          f"{opened.search.config.algorithm}); store {store.path}", file=sys.stderr)
+    try:
+        outcome = await opened.search.run()
+    except (asyncio.CancelledError, KeyboardInterrupt) as stop:
+        store.update_session(opened.session_id, status=STOPPED)
+        print(f"\nstopped ({type(stop).__name__}); continue with: maxkernel-tui search --resume "
+              f"{opened.session_id}", file=sys.stderr)
+        return 130, None
+    finally:
+        await opened.aclose()
+    if args.graph is not None:
+        _write_graph(opened.search.graph, args.graph)
+    return _finish(outcome, out), (opened.session_id, outcome)
+
+
+def _write_graph(graph: Any, path: Path) -> None:
+    from maxkernel_tui.agents.search.export import to_dot, to_json
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(to_dot(graph) if path.suffix == ".dot" else to_json(graph), encoding="utf-8")
+
+
+def _finish(outcome: Any, out: Path | None) -> int:
+    print(f"search ended: {outcome.reason}; {outcome.nodes} nodes, {outcome.evaluations} evaluations",
+          file=sys.stderr)
+    if outcome.best is None:
+        print("no accepted kernel", file=sys.stderr)
+        return 1
+    score = "no score" if outcome.best.score is None else f"{outcome.best.score:.3g} ({outcome.score_kind})"
+    print(f"best: #{outcome.best.number} {outcome.best.strategy}, {score}", file=sys.stderr)
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(outcome.best.source, encoding="utf-8")
+        print(f"best accepted kernel #{outcome.best.number} written to {out}", file=sys.stderr)
+    return 0
+
+
+async def _suite(args: argparse.Namespace, settings: Any, config: Any, seed: str) -> int:
+    from maxkernel_tui.kernels.loader import builtin_suite_dir, load_tasks
+
+    tasks, errors = load_tasks(builtin_suite_dir() if args.suite == "builtin" else Path(args.suite))
+    for error in errors:
+        print(f"skipped: {error}", file=sys.stderr)
+    rows, worst = [], 0
+    for task in tasks:
+        out = args.out / f"{task.task_id}.py" if args.out else None
+        code, result = await _one(args, settings, config, task, seed, out, prefix=f"[{task.task_id}] ")
+        if code == 130:
+            return 130
+        worst = max(worst, code)
+        rows.append(_summary_row(task.task_id, result))
+    print(summary_table(rows))
+    return worst
+
+
+def _summary_row(task_id: str, result: Any) -> list[str]:
+    if result is None:
+        return [task_id, "-", "-", "-", "error", ""]
+    session_id, outcome = result
+    best = outcome.best
+    score = "-" if best is None or best.score is None else f"{best.score:.3g}"
+    return [task_id, session_id, str(outcome.nodes), str(outcome.evaluations), score,
+            outcome.score_kind if best else f"no accepted kernel ({outcome.reason})"]
+
+
+def summary_table(rows: list[list[str]]) -> str:
+    """The per-task summary of a suite search, as aligned columns."""
+    header = ["task", "session", "nodes", "evals", "best", "kind"]
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in [header, *rows])

@@ -1,0 +1,76 @@
+"""The search screen follows a search running in the app's process: nodes appear in the tree as
+they are judged, the counters and the best-so-far line move, space pauses, and promoting an
+accepted node opens the workbench on that node's kernel."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+from textual.widgets import Sparkline, Static, TextArea, Tree
+
+from maxkernel_tui.agents.search.config import SearchConfig
+from maxkernel_tui.agents.search.launch import open_search
+from maxkernel_tui.app import MaxKernelApp
+from maxkernel_tui.config import load_settings
+from maxkernel_tui.kernels.loader import find_task
+from maxkernel_tui.screens.search import SearchScreen
+from maxkernel_tui.screens.workbench import WorkbenchScreen
+from maxkernel_tui.store.db import Store
+from tests.agents.search.conftest import variant
+from tests.fakes.role_provider import RoleProvider
+
+
+async def until(pilot, condition, timeout: float = 120.0):
+    """Let the app run until `condition()` holds (the search works on the same loop)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if value := condition():
+            return value
+        await pilot.pause(0.2)
+    raise AssertionError("condition not met in time")
+
+
+def labels(screen: SearchScreen) -> list[str]:
+    tree = screen.query_one("#nodes", Tree)
+    found, todo = [], list(tree.root.children)
+    while todo:
+        item = todo.pop(0)
+        found.append(str(item.label))
+        todo = list(item.children) + todo
+    return found
+
+
+@pytest.mark.asyncio
+async def test_follow_a_running_search_and_promote_a_node(tmp_path, suite_tasks, suite_cache, monkeypatch) -> None:
+    monkeypatch.setenv("MAXKERNEL_TUI_CACHE_DIR", str(suite_cache))
+    settings = load_settings(env={"MAXKERNEL_TUI_DATA_DIR": str(tmp_path / "data"),
+                                  "MAXKERNEL_TUI_CONFIG": str(tmp_path / "none.toml")})
+    task = find_task("12p", suite_tasks)
+    app = MaxKernelApp(cache=tmp_path / "cache", settings=settings)
+    provider = RoleProvider({"implementer": [variant(256), variant(128)]})
+    with Store(settings.store_path) as store:
+        async with app.run_test(size=(160, 48)) as pilot:
+            opened = await open_search(store, settings, task=task, provider=provider,
+                                       config=SearchConfig(algorithm="parallel", width=1, depth=1, max_evals=2))
+            screen = SearchScreen(task, settings.store_path, opened.session_id, control=opened.search, max_evals=2)
+            opened.search.base.journal.subscribe(screen.mark_stale)
+            await app.push_screen(screen)
+            running = asyncio.create_task(opened.search.run())
+            counters = screen.query_one("#counters", Static)
+            await until(pilot, lambda: any(label.startswith("#0 ✓") for label in labels(screen)))
+            await pilot.press("space")  # pause: the next node waits
+            await until(pilot, lambda: "PAUSED" in str(counters.content))
+            await pilot.press("space")
+            outcome = await asyncio.wait_for(running, 180)
+            await until(pilot, lambda: len(labels(screen)) == 2 and "evaluations 2/2" in str(counters.content))
+            assert labels(screen)[1].startswith("#1 ✓") and labels(screen)[1].endswith("← #0")
+            assert screen.query_one("#best", Sparkline).data  # the best score over time
+            await opened.aclose()
+            best = outcome.best
+            assert best is not None
+            screen.query_one("#nodes", Tree).move_cursor(screen._tree_nodes[best.ref])
+            await pilot.press("p")
+            workbench = await until(pilot, lambda: app.screen if isinstance(app.screen, WorkbenchScreen) else None)
+            assert workbench.query_one("#source", TextArea).text == best.source
