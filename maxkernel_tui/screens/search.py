@@ -69,7 +69,7 @@ def best_over_time(nodes: NodeSet) -> list[float]:
 class SearchScreen(Screen[None]):
     CSS_PATH = "search.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("space", "pause", "Pause/resume"),
+        Binding("space", "pause", "Pause/resume", priority=True),  # the tree would fold a node with it
         Binding("s", "stop", "Stop"),
         Binding("p", "promote", "Promote to workbench"),
         Binding("x", "prune", "Prune branch"),

@@ -32,9 +32,10 @@ def mutation(parents: tuple[str, ...], strategy: Strategy, **tags: Any) -> NodeP
     return NodePlan(parents, strategy.name, f"{strategy.title}: {strategy.instruction}", text, tags)
 
 
-def path_strategies(graph: SearchGraph, node: Node) -> set[str]:
-    """The strategies applied on the way from the root to `node`, and to its children so far."""
-    used = {child.strategy for child in graph.children(node.ref)}
+def path_strategies(graph: SearchGraph, node: Node, round_: int) -> set[str]:
+    """The strategies applied on the way from the root to `node`, and to its children of rounds
+    before `round_` (not later ones: a resumed search must plan `round_` as it was planned)."""
+    used = {child.strategy for child in graph.children(node.ref) if child.round < round_}
     while True:
         used.add(node.strategy)
         if not node.parents:
@@ -90,7 +91,7 @@ class Beam:
             node = graph[ref]
             if node.pruned_round is not None and node.pruned_round < round_:
                 continue
-            used = path_strategies(graph, node)
+            used = path_strategies(graph, node, round_)
             fresh = [s for s in self._rotated(j * self.branches) if s.name not in used]
             chosen = (fresh or self._rotated(j * self.branches))[:self.branches]
             plans += [mutation((ref,), s, beam=j) for s in chosen]

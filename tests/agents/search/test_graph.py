@@ -1,0 +1,160 @@
+"""The graph and the algorithms without the harness: judged nodes are set by hand. Merging,
+pruning, ranking by one score kind, exports, and planning that a resume replays identically."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from maxkernel_tui.agents.orchestration.journal import Journal
+from maxkernel_tui.agents.search.algorithms import Beam, Parallel
+from maxkernel_tui.agents.search.config import SearchConfig
+from maxkernel_tui.agents.search.evolve import Evolve
+from maxkernel_tui.agents.search.export import to_dot, to_json
+from maxkernel_tui.agents.search.fingerprint import kernel_hash
+from maxkernel_tui.agents.search.graph import (
+    ACCEPTED,
+    MERGED,
+    PRUNED,
+    REJECTED,
+    ROOT,
+    SearchGraph,
+)
+from maxkernel_tui.agents.strategies import applicable
+from maxkernel_tui.commands.search import summary_table
+from maxkernel_tui.store.db import Store
+from tests.agents.search.conftest import GOOD, graph_from_events, graph_in_store
+
+ESTIMATED = "estimated speedup vs XLA on v5e (model)"
+
+
+@pytest.fixture
+def db(tmp_path):
+    with Store(tmp_path / "s.db") as opened:
+        yield opened
+
+
+def new_graph(db: Store) -> SearchGraph:
+    session = db.create_session("12p_RMSNorm", "graph")
+    graph = SearchGraph(Journal(db, session.id))
+    graph.ensure(ROOT, number=0, round_=0, parents=[], strategy="initial", plan="first", extra={"config": {}})
+    return graph
+
+
+def judge(graph: SearchGraph, ref: str, status: str, score: float | None, source: str,
+          kind: str = ESTIMATED) -> None:
+    version = graph.store.add_kernel_version(graph.session_id, source)
+    graph.update(graph[ref], status, score=score, score_kind=kind if score is not None else "",
+                 version_id=version.id, source=source, hash=kernel_hash(source))
+
+
+def child(graph: SearchGraph, number: int, parent: str, round_: int = 1, strategy: str = "s", **tags) -> str:
+    ref = f"n{number}"
+    graph.ensure(ref, number=number, round_=round_, parents=[parent], strategy=strategy, plan=strategy, tags=tags)
+    return ref
+
+
+def test_fingerprint_ignores_comments_and_layout() -> None:
+    assert kernel_hash("x = 1  # one\n\n\ny = 2\n") == kernel_hash("x = 1\ny = 2\n")
+    assert kernel_hash("if a:\n    b = 1\n") == kernel_hash("if a:\n  b = 1  # two spaces\n")
+    assert kernel_hash("x = 1\n") != kernel_hash("x = 2\n")
+
+
+def test_ranking_never_takes_a_rejected_kernel_nor_another_kind(db) -> None:
+    graph = new_graph(db)
+    judge(graph, ROOT, ACCEPTED, 1.0, GOOD)
+    judge(graph, child(graph, 1, ROOT), REJECTED, None, GOOD + "\n# bad\nz = 1\n")
+    judge(graph, child(graph, 2, ROOT), ACCEPTED, 9.0, GOOD + "\nw = 2\n", kind="measured speedup vs XLA on v5e")
+    judge(graph, child(graph, 3, ROOT), ACCEPTED, 1.5, GOOD + "\nv = 3\n")
+    assert [n.ref for n in graph.ranked()] == ["n3", ROOT]  # the measured 9.0 is not compared with estimates
+    assert graph.best().ref == "n3"
+
+
+def test_identical_kernels_merge_into_one_node_with_both_parents(db) -> None:
+    graph = new_graph(db)
+    judge(graph, ROOT, ACCEPTED, 1.0, GOOD)
+    a, b = child(graph, 1, ROOT), child(graph, 2, ROOT)
+    judge(graph, a, ACCEPTED, 1.2, GOOD + "\nx = 1\n")
+    judge(graph, b, ACCEPTED, 1.2, GOOD + "\n\nx = 1  # the same kernel\n")
+    c = child(graph, 3, a, round_=2)
+    judge(graph, c, ACCEPTED, 1.3, GOOD + "\nx = 1\ny = 1\n")
+    d = child(graph, 4, b, round_=2)
+    judge(graph, d, ACCEPTED, 1.3, GOOD + "\nx = 1\ny = 1\n")
+    graph.merge_duplicates([graph[a], graph[b]])
+    graph.merge_duplicates([graph[c], graph[d]])
+    assert graph[b].status == MERGED and graph[b].merged_into == a
+    assert graph[d].status == MERGED and graph[c].parents == [a, b]
+    assert [n.ref for n in graph.ranked()] == [c, a, ROOT]
+    assert graph_from_events(db, graph.session_id) == graph_in_store(db, graph.session_id)
+
+
+def test_prune_drops_pending_descendants_and_stops_growth(db) -> None:
+    graph = new_graph(db)
+    judge(graph, ROOT, ACCEPTED, 1.0, GOOD)
+    a = child(graph, 1, ROOT)
+    judge(graph, a, ACCEPTED, 1.1, GOOD + "\na = 1\n")
+    below = child(graph, 2, a, round_=2)
+    pruned = graph.prune(a, 2)
+    assert [n.ref for n in pruned] == [a, below] and graph[below].status == PRUNED
+    assert graph.growable(graph[a], 2) and not graph.growable(graph[a], 3)  # its own round still plans it
+    assert graph_from_events(db, graph.session_id) == graph_in_store(db, graph.session_id)
+
+
+def test_a_reloaded_graph_is_the_stored_one_and_plans_the_same_round(db) -> None:
+    graph = new_graph(db)
+    judge(graph, ROOT, ACCEPTED, 1.0, GOOD)
+    strategies = applicable("norm")
+    config = SearchConfig(algorithm="beam", width=2, branches=2)
+    first = Beam(config, strategies).plan_round(graph, 1)
+    for i, plan in enumerate(first, start=1):
+        graph.ensure(f"n{i}", number=i, round_=1, parents=list(plan.parents), strategy=plan.strategy,
+                     plan=plan.plan)
+    judge(graph, "n1", ACCEPTED, 0.5, GOOD + "\nq = 1\n")  # a regression: the gate keeps it out
+    judge(graph, "n2", ACCEPTED, 1.4, GOOD + "\nq = 2\n")
+    beam = Beam(config, strategies)
+    assert [p.strategy for p in beam.plan_round(graph, 1)] == [p.strategy for p in first]
+    second = beam.plan_round(graph, 2)
+    assert {p.parents for p in second} == {("n2",)}  # only the child that improved grows
+    assert not {p.strategy for p in second} & {"initial", first[1].strategy}  # nothing tried on its path again
+    again = SearchGraph(Journal(db, graph.session_id))
+    assert [(n.ref, n.status, n.score, n.source) for n in again.in_order()] == \
+           [(n.ref, n.status, n.score, n.source) for n in graph.in_order()]
+    assert Beam(config, strategies).plan_round(again, 1) == first
+
+
+def test_parallel_lines_and_evolution_with_crossover(db) -> None:
+    graph = new_graph(db)
+    judge(graph, ROOT, ACCEPTED, 1.0, GOOD)
+    strategies = applicable("norm")
+    lines = Parallel(SearchConfig(algorithm="parallel", width=3), strategies).plan_round(graph, 1)
+    assert [p.tags["line"] for p in lines] == [0, 1, 2] and len({p.strategy for p in lines}) == 3
+    evolve = Evolve(SearchConfig(algorithm="evolve", population=4, islands=2), strategies)
+    gen1 = evolve.plan_round(graph, 1)
+    assert [p.tags["island"] for p in gen1] == [0, 0, 1, 1] and all(p.parents == (ROOT,) for p in gen1)
+    for i, plan in enumerate(gen1, start=1):
+        graph.ensure(f"n{i}", number=i, round_=1, parents=list(plan.parents), strategy=plan.strategy,
+                     plan=plan.plan, tags=plan.tags)
+        judge(graph, f"n{i}", ACCEPTED, 1.0 + i / 10, GOOD + f"\nk = {i}\n")
+    gen2 = evolve.plan_round(graph, 2)
+    crossovers = [p for p in gen2 if p.strategy == "crossover"]
+    assert len(crossovers) == 2 and all(len(p.parents) == 2 for p in crossovers)
+    a, b = (graph[r] for r in crossovers[0].parents)
+    assert a.source in crossovers[0].instruction and b.source in crossovers[0].instruction
+
+
+def test_exports(db) -> None:
+    graph = new_graph(db)
+    judge(graph, ROOT, ACCEPTED, 1.0, GOOD)
+    judge(graph, child(graph, 1, ROOT, strategy="whole-rows"), REJECTED, None, GOOD + "\nr = 1\n")
+    dot = to_dot(graph)
+    assert dot.startswith("digraph search {") and "n0 -> n1;" in dot and "#1 ✗ whole-rows" in dot
+    document = json.loads(to_json(graph))
+    assert document["best"] == ROOT and [n["status"] for n in document["nodes"]] == [ACCEPTED, REJECTED]
+
+
+def test_suite_summary_table() -> None:
+    table = summary_table([["12p_RMSNorm", "abc", "3", "3", "1.21", ESTIMATED]])
+    header, row = table.splitlines()
+    assert header.split() == ["task", "session", "nodes", "evals", "best", "kind"]
+    assert row.startswith("12p_RMSNorm  abc")
