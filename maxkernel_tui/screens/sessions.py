@@ -56,8 +56,8 @@ class SessionsScreen(Screen[None]):
         if not self._rows:
             self._status(f"no sessions yet (store: {self._store_path})")
         else:
-            self._status(f"{len(self._rows)} sessions · enter resumes in the workbench · e exports the best kernel "
-                         f"· / filters")
+            count = f"{len(self._rows)} session{'s' if len(self._rows) > 1 else ''}"
+            self._status(f"{count} · enter resumes in the workbench · e exports the best kernel · / filters")
         table.focus()
 
     def _show_rows(self, query: str) -> None:

@@ -54,7 +54,7 @@ class SettingsScreen(Screen[None]):
                     yield self._editor(name)
                     yield Static(self._source_note(name), classes="source", markup=False)
                 yield Static("", id=f"{name}-error", classes="error", markup=False)
-            yield Static(f"saved to {self._settings.config_file}", id="where", markup=False)
+            yield Static(f"settings file: {self._settings.config_file}", id="where", markup=False)
             with Horizontal(id="buttons"):
                 yield Button("Save (ctrl+s)", id="save", variant="primary")
                 yield Button("Cancel (esc)", id="cancel")

@@ -79,7 +79,8 @@ class TaskPickerScreen(Screen[None]):
         if not summaries:
             return ""
         latest = summaries[0].session
-        return f" · {len(summaries)} sessions, latest {latest.task_id} {latest.status} (s)"
+        count = f"{len(summaries)} session{'s' if len(summaries) > 1 else ''}"
+        return f" · {count}, latest {latest.task_id} {latest.status} (s)"
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if event.row_key.value is not None:

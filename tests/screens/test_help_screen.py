@@ -48,3 +48,14 @@ async def test_f1_in_the_workbench_lists_its_keys_and_the_editor_keeps_question_
         assert "TextArea" in {where for _, where in keys.values()}  # the focused editor's own keys too
         await pilot.press("f1")
         assert not isinstance(app.screen, HelpScreen)
+
+
+async def test_help_from_the_command_palette_lists_the_screen_below_it(tmp_path):
+    app = make_app(tmp_path)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.press("ctrl+p", *"help")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        assert listed(app)["d"] == ("Describe tasks (shapes, TPU cost)", "screen")  # the picker's, not the palette's
