@@ -49,7 +49,8 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("--budget-tokens", type=int, metavar="N", help="hard cap on tokens for the search")
     parser.add_argument("--out", type=Path, metavar="FILE",
                         help="write the best accepted kernel here (with --suite: a folder, one TASK.py each)")
-    parser.add_argument("--graph", type=Path, metavar="FILE", help="write the graph: .dot for Graphviz, else JSON")
+    parser.add_argument("--graph", type=Path, metavar="FILE",
+                        help="write the graph: .dot for Graphviz, else JSON (with --suite: FILE's name plus the task id)")
     parser.add_argument("--json", action="store_true", help="stream events as JSON lines")
     parser.set_defaults(run=run)
 
@@ -75,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
         if args.suite is not None:
             return asyncio.run(_suite(args, settings, config, seed))
         task = _task(args.task) if args.task else None
-        code, _ = asyncio.run(_one(args, settings, config, task, seed, args.out))
+        code, _ = asyncio.run(_one(args, settings, config, task, seed, args.out, args.graph))
         return code
     except KeyboardInterrupt:  # asyncio.run re-raises it after the search has stopped
         return 130
@@ -104,7 +105,7 @@ def _printer(args: argparse.Namespace, prefix: str = "") -> Any:
 
 
 async def _one(args: argparse.Namespace, settings: Any, config: Any, task: Any, seed: str,
-               out: Path | None, prefix: str = "") -> tuple[int, Any]:
+               out: Path | None, graph: Path | None, prefix: str = "") -> tuple[int, Any]:
     """Run one search; (exit status, outcome or None)."""
     from maxkernel_tui.agents.llm.errors import LLMError
     from maxkernel_tui.agents.search.launch import open_search
@@ -128,8 +129,8 @@ async def _one(args: argparse.Namespace, settings: Any, config: Any, task: Any, 
         return 130, None
     finally:
         await opened.aclose()
-    if args.graph is not None:
-        _write_graph(opened.search.graph, args.graph)
+    if graph is not None:
+        _write_graph(opened.search.graph, graph)
     return _finish(outcome, out), (opened.session_id, outcome)
 
 
@@ -164,7 +165,8 @@ async def _suite(args: argparse.Namespace, settings: Any, config: Any, seed: str
     rows, worst = [], 0
     for task in tasks:
         out = args.out / f"{task.task_id}.py" if args.out else None
-        code, result = await _one(args, settings, config, task, seed, out, prefix=f"[{task.task_id}] ")
+        graph = args.graph.with_name(f"{args.graph.stem}.{task.task_id}{args.graph.suffix}") if args.graph else None
+        code, result = await _one(args, settings, config, task, seed, out, graph, prefix=f"[{task.task_id}] ")
         if code == 130:
             return 130
         worst = max(worst, code)

@@ -123,6 +123,9 @@ class SearchScreen(Screen[None]):
             return
         self._stale, self._read_at = False, time.monotonic()
         self._view = NodeSet(load_nodes(self._store, self.session_id, self._sources))
+        if self._max_evals is None and self._view.nodes:  # a search in another process: its stored cap
+            root = self._store.search_node(self._view.in_order()[0].row_id)
+            self._max_evals = root.data.get("extra", {}).get("config", {}).get("max_evals")
         self._draw_tree()
         self.query_one("#best", Sparkline).data = best_over_time(self._view) or [0.0]
         self._draw_counters()
