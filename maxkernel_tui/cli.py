@@ -7,7 +7,18 @@ import sys
 from pathlib import Path
 
 from maxkernel_tui import __version__
-from maxkernel_tui.commands import bench, doctor, evaluate, export, profile, run, search, sessions, settings, tasks
+from maxkernel_tui.commands import (
+    bench,
+    doctor,
+    evaluate,
+    export,
+    profile,
+    run,
+    search,
+    sessions,
+    settings,
+    tasks,
+)
 from maxkernel_tui.config import ConfigError
 from maxkernel_tui.kernels.task import TaskError
 from maxkernel_tui.store import StoreError
