@@ -33,6 +33,8 @@ class ProposalView(VerticalScroll, can_focus=True):
 
 
 class AgentPane(Horizontal):
+    purpose = ""  # what the open input line is for: "reject" or "message"
+
     def compose(self) -> ComposeResult:
         yield Log(id="activity", max_lines=ACTIVITY_LINES)
         yield ProposalView(id="proposal")
@@ -56,7 +58,8 @@ class AgentPane(Horizontal):
     def ask(self, placeholder: str, purpose: str) -> None:
         """Open the input line; the screen reads `purpose` when the engineer presses enter."""
         field = self.query_one("#agent-input", Input)
-        field.placeholder, field.name, field.value = placeholder, purpose, ""
+        field.placeholder, field.value = placeholder, ""
+        self.purpose = purpose
         field.display = True
         field.focus()
 

@@ -216,6 +216,7 @@ class WorkbenchScreen(Screen[None]):
             pane.close_input()
             return
         if self._link is not None and await self._link.interrupt():
+            self._draw_agent_events()  # what happened before the stop is drawn before the stop
             pane.hide_proposal()
             self._log_activity("stopped by the engineer; F5 continues from the last finished step")
             self._set_step("stopped")
@@ -258,9 +259,9 @@ class WorkbenchScreen(Screen[None]):
         pane = self.query_one(AgentPane)
         pane.close_input()
         text = event.value.strip()
-        if event.input.name == "reject":
+        if pane.purpose == "reject":
             self._decide(Decision(REJECT, feedback=text or None))
-        elif event.input.name == "message" and text:
+        elif pane.purpose == "message" and text:
             self._send_message(text)
 
     def _send_message(self, text: str) -> None:
@@ -322,7 +323,8 @@ class WorkbenchScreen(Screen[None]):
             with self.app.batch_update():
                 for event in events:
                     self._draw(event)
-        if self._link.running is not None and self._link.running.done() and self._step != "idle":
+        running = self._link.running
+        if running is not None and running.done() and not running.cancelled() and self._step != "idle":
             self._set_step("idle")
 
     def _draw(self, event: SessionEvent, replay: bool = False) -> None:

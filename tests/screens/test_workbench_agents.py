@@ -1,0 +1,182 @@
+"""Driving the agents from the workbench with the keyboard (Pilot): approve, reject with a reason,
+edit, Esc, hand-off to Auto and back, reopen a session after the app is closed. The model is an
+in-process fake; the store, harness and profiler are real."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+from textual.widgets import Input, Log, Markdown, Static, TextArea
+
+from maxkernel_tui.app import MaxKernelApp
+from maxkernel_tui.config import load_settings
+from maxkernel_tui.kernels.loader import find_task
+from maxkernel_tui.store.db import Store
+from tests.agents.orchestration.conftest import DIAGNOSIS, GOOD, kernel, plan
+from tests.fakes.role_provider import RoleProvider
+
+SIZE = (160, 48)
+
+
+class HangingProvider(RoleProvider):
+    """Streams a few words, then waits forever; records whether the call was really cancelled."""
+
+    def __init__(self) -> None:
+        super().__init__({})
+        self.cancelled = asyncio.Event()
+
+    async def stream(self, request) -> AsyncIterator:  # type: ignore[override]
+        self.requests.append(request)
+        yield __import__("maxkernel_tui.agents.llm.types", fromlist=["TextDelta"]).TextDelta("Thinking about tiles")
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            self.cancelled.set()
+            raise
+
+
+@pytest.fixture
+def make_app(tmp_path, suite_tasks, suite_cache, monkeypatch):
+    monkeypatch.setenv("MAXKERNEL_TUI_CACHE_DIR", str(suite_cache))
+    settings = load_settings(env={"MAXKERNEL_TUI_DATA_DIR": str(tmp_path / "data"),
+                                  "MAXKERNEL_TUI_CONFIG": str(tmp_path / "none.toml")})
+
+    def make(provider, resume: str | None = None) -> MaxKernelApp:
+        task = None if resume else find_task("12p", suite_tasks)
+        return MaxKernelApp(cache=tmp_path / "cache", task=task, settings=settings, agent_provider=provider,
+                            resume=resume)
+    make.settings = settings
+    return make
+
+
+async def until(pilot, condition, timeout: float = 240.0):
+    """Let the app run until `condition()` holds."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while asyncio.get_running_loop().time() < deadline:
+        value = condition()
+        if value:
+            return value
+        await pilot.pause(0.05)
+    activity = "\n".join(pilot.app.screen.query_one("#activity", Log).lines[-6:])
+    raise AssertionError(f"condition not met in time; status: {status(pilot.app)}\n{activity}")
+
+
+def pending(app):
+    link = app.screen._link
+    return link.gate.pending if link is not None else None
+
+
+def status(app) -> str:
+    return str(app.screen.query_one("#status", Static).content)
+
+
+async def test_approve_a_plan_and_the_kernel_appears_in_source(make_app) -> None:
+    provider = RoleProvider({"planner": [plan("tiles of 256 rows")], "implementer": [kernel(GOOD)],
+                             "profiler": [DIAGNOSIS]})
+    app = make_app(provider)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("f5")
+        proposal = await until(pilot, lambda: pending(app))
+        assert proposal.subject == "plan"
+        assert "planner proposes a plan" in str(app.screen.query_one("#proposal-header", Static).content)
+        await pilot.press("a")
+        await until(pilot, lambda: (p := pending(app)) is not None and p.subject == "kernel")
+        assert "tiles of 256 rows" in app.screen._plan  # the approved plan is on screen
+        await pilot.press("a")
+        source = app.screen.query_one("#source", TextArea)
+        await until(pilot, lambda: "BLOCK_ROWS = 256" in source.text)
+        await until(pilot, lambda: any(line.startswith("verdict: ACCEPTED") for line in
+                                       app.screen.query_one("#tests", Log).lines))
+        assert "v1" in str(app.screen.query_one("#source-pane").border_title)
+
+
+async def test_reject_with_a_reason_reaches_the_next_proposal(make_app) -> None:
+    provider = RoleProvider({"planner": [plan("first"), plan("second")]})
+    app = make_app(provider)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("f5")
+        await until(pilot, lambda: pending(app))
+        await pilot.press("r")
+        field = app.screen.query_one("#agent-input", Input)
+        assert field.display and field.has_focus
+        await pilot.press(*"use bigger blocks", "enter")
+        await until(pilot, lambda: len(provider.prompts("planner")) == 2 and pending(app))
+        assert "use bigger blocks" in provider.prompts("planner")[1]
+        assert "second" in pending(app).content
+        await pilot.press("escape")  # stop the session before the app closes
+
+
+async def test_edit_a_proposed_kernel_then_it_is_evaluated(make_app) -> None:
+    provider = RoleProvider({"planner": [plan()], "implementer": [kernel(GOOD)], "profiler": [DIAGNOSIS]})
+    app = make_app(provider)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("f5")
+        await until(pilot, lambda: pending(app))
+        await pilot.press("a")
+        await until(pilot, lambda: (p := pending(app)) is not None and p.subject == "kernel")
+        await pilot.press("e")
+        source = app.screen.query_one("#source", TextArea)
+        assert source.has_focus and "BLOCK_ROWS = 256" in source.text
+        source.replace("BLOCK_ROWS = 128", (source.text.splitlines().index("BLOCK_ROWS = 256"), 0),
+                       (source.text.splitlines().index("BLOCK_ROWS = 256"), 16))
+        await pilot.press("ctrl+s")  # submits the edit
+        await until(pilot, lambda: any(line.startswith("verdict: ") for line in
+                                       app.screen.query_one("#tests", Log).lines))
+        link = app.screen._link
+        (version,) = link.store.kernel_versions(link.session_id)
+        assert "BLOCK_ROWS = 128" in version.source
+
+
+async def test_escape_cancels_the_running_model_call(make_app) -> None:
+    provider = HangingProvider()
+    app = make_app(provider)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("f5")
+        await until(pilot, lambda: "Thinking about tiles" in "\n".join(app.screen.query_one("#activity", Log).lines)
+                    or provider.requests)
+        await pilot.press("escape")
+        await until(pilot, lambda: provider.cancelled.is_set())
+        await until(pilot, lambda: "─ stopped ─" in status(app), timeout=20)
+        assert not app.screen._link.is_running
+
+
+async def test_hand_off_to_auto_mid_session_and_back(make_app) -> None:
+    provider = RoleProvider({"planner": [plan("a"), plan("b")], "implementer": [kernel(GOOD), kernel(GOOD)],
+                             "profiler": [DIAGNOSIS, DIAGNOSIS]})
+    app = make_app(provider)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("f5")
+        await until(pilot, lambda: pending(app))
+        await pilot.press("f2")  # hand off: the waiting plan is approved, the rest runs by itself
+        assert "─ AUTO ─" in status(app)
+        await until(pilot, lambda: len(provider.prompts("implementer")) == 1)
+        assert pending(app) is None
+        await pilot.press("f2")  # and back: the next proposal waits for a key again
+        assert "─ HITL ─" in status(app)
+        await until(pilot, lambda: (p := pending(app)) is not None and p.step.startswith("i2/"), timeout=400)
+        await pilot.press("escape")
+
+
+async def test_a_session_reopens_after_the_app_is_closed(make_app, tmp_path) -> None:
+    provider = RoleProvider({"planner": [plan("kept plan")], "implementer": [kernel(GOOD)]})
+    app = make_app(provider)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("f5")
+        await until(pilot, lambda: pending(app))
+        await pilot.press("a")
+        await until(pilot, lambda: (p := pending(app)) is not None and p.subject == "kernel")
+        session_id = app.screen._link.session_id
+    with Store(make_app.settings.store_path) as store:
+        assert store.session(session_id).status == "stopped"
+
+    later = RoleProvider({"implementer": [kernel(GOOD)], "profiler": [DIAGNOSIS]})
+    reopened = make_app(later, resume=session_id)
+    async with reopened.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: "kept plan" in reopened.screen._plan)  # drawn from the stored events
+        await pilot.press("f5")
+        await until(pilot, lambda: (p := pending(reopened)) is not None and p.subject == "kernel")
+        assert later.prompts("planner") == []  # the stored plan was not asked for again
+        assert "kept plan" in str(reopened.screen.query_one("#plan", Markdown).source)
+        await pilot.press("escape")
