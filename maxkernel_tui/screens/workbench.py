@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from textual import work
 from textual.app import ComposeResult
@@ -70,6 +70,7 @@ from maxkernel_tui.store.db import open_store
 
 LOG_LINES = 2000  # the tests log keeps the most recent lines only
 DRAW_INTERVAL_S = 0.1  # agent events are drawn at most this often
+GRAPH_EVALUATIONS = 12  # a search handed off from the workbench stops after this many evaluations
 
 
 class CheckFinished(Message):
@@ -100,6 +101,7 @@ class WorkbenchScreen(Screen[None]):
         Binding("e", "edit_proposal", "Edit", show=False),
         Binding("r", "reject", "Reject", show=False),
         Binding("f2", "toggle_auto", "HITL⇄Auto", priority=True),
+        Binding("f3", "graph", "Graph", priority=True),
         Binding("escape", "interrupt", "Stop", priority=True),
         Binding("ctrl+e", "evaluate", "Evaluate", priority=True),
         Binding("ctrl+o", "profile", "Profile", priority=True),
@@ -198,6 +200,37 @@ class WorkbenchScreen(Screen[None]):
         else:
             self._set_mode(target)
             self._start_agents(target)
+
+    async def action_graph(self) -> None:
+        """Hand off to a graph search seeded with the current source as its root; the search
+        screen follows it, and promoting a node brings its kernel back here."""
+        if self._settings is None:
+            return
+        from maxkernel_tui.agents.search.config import SearchConfig
+        from maxkernel_tui.agents.search.launch import open_search
+        from maxkernel_tui.screens.search import SearchScreen
+
+        link = self._agent_link()
+        assert link is not None  # there are settings
+        await link.interrupt()
+        store = link.store
+        config = SearchConfig(max_evals=GRAPH_EVALUATIONS)
+        screen: list[SearchScreen] = []
+        opened = await open_search(store, self._settings, task=self.kernel_task, config=config,
+                                   seed=self._save_source(), provider=self._agent_provider,
+                                   listener=lambda event: screen[0].mark_stale() if screen else None)
+        screen.append(SearchScreen(self.kernel_task, self._settings.store_path, opened.session_id,
+                                   control=opened.search, max_evals=config.max_evals))
+        self._log_activity(f"handed off to a {config.algorithm} graph search (session {opened.session_id})")
+        self.app.push_screen(screen[0])
+        self.app.run_worker(self._run_search(opened), group="graph")
+
+    @staticmethod
+    async def _run_search(opened: Any) -> None:
+        try:
+            await opened.search.run()
+        finally:
+            await opened.aclose()
 
     def _start_agents(self, mode: str) -> None:
         link = self._agent_link()

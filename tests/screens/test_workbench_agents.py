@@ -180,3 +180,22 @@ async def test_a_session_reopens_after_the_app_is_closed(make_app, tmp_path) -> 
         assert later.prompts("planner") == []  # the stored plan was not asked for again
         assert "kept plan" in str(reopened.screen.query_one("#plan", Markdown).source)
         await pilot.press("escape")
+
+
+async def test_f3_hands_the_current_kernel_to_a_graph_search(make_app) -> None:
+    provider = RoleProvider({"implementer": [kernel(GOOD)] * 4})
+    app = make_app(provider)
+    async with app.run_test(size=SIZE) as pilot:
+        app.screen.query_one("#source", TextArea).load_text(GOOD)
+        await pilot.press("f3")
+        from maxkernel_tui.screens.search import SearchScreen
+
+        await until(pilot, lambda: isinstance(app.screen, SearchScreen))
+        search = app.screen
+        with Store(make_app.settings.store_path) as store:
+            nodes = await until(pilot, lambda: (found := store.search_nodes(search.session_id))
+                                and found[0].kernel_version_id is not None and found)
+            root = store.kernel_version(nodes[0].kernel_version_id)
+        assert nodes[0].parent_id is None
+        assert root.source == GOOD  # the workbench's kernel is the root
+        await pilot.press("s")  # stop the search
