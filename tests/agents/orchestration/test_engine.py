@@ -109,3 +109,26 @@ async def test_a_stopped_session_resumes_without_repeating_stored_calls(open_on,
     assert len(keys) == len(set(keys))
     assert len(store.llm_calls(opened.session_id)) == paid_before + len(second.requests)
 
+
+
+async def test_the_budget_stops_the_loop_before_a_call_that_could_pass_it(open_on, store, settings) -> None:
+    from dataclasses import replace
+
+    from maxkernel_tui.agents.orchestration.engine import LoopLimits
+    from maxkernel_tui.agents.orchestration.gates import AutoGate
+    from maxkernel_tui.agents.orchestration.session import open_session
+    from maxkernel_tui.kernels.loader import builtin_suite_dir, load_task
+
+    provider = RoleProvider({"planner": [plan()]})
+    opened = await open_session(store, replace(settings, budget_tokens=1000),
+                                task=load_task(builtin_suite_dir() / "12p_RMSNorm"), mode="auto",
+                                gates=lambda mode: AutoGate(), limits=LoopLimits(max_iterations=1), provider=provider)
+    try:
+        outcome = await opened.engine.run()
+    finally:
+        await opened.aclose()
+    assert outcome.reason.startswith("budget:") and outcome.best is None
+    assert provider.requests == []  # refused before anything was sent
+    kinds_seen = [e.kind for e in store.events(opened.session_id)]
+    assert "budget" in kinds_seen and kinds_seen[-1] == "session_ended"
+    assert store.session(opened.session_id).status == "stopped"
