@@ -49,6 +49,20 @@ def load_reference(task: Task) -> ModuleType:
     return module
 
 
+def with_extra_configs(task: Task, module: ModuleType, extra: dict[str, dict[str, int]]) -> Task:
+    """Add extra named configurations (edge cases) to the loaded reference's CONFIGS, and the task
+    that knows them. The candidate's and the reference's workers both call this with the same
+    parameters, so get_inputs builds the same arrays on both sides."""
+    if not extra:
+        return task
+    configs = getattr(module, "CONFIGS", None)
+    if not task.named_configs or not isinstance(configs, dict):
+        raise TaskError(task.reference_path, "get_inputs takes no named configurations: no extra ones")
+    extended = task.with_extra_configs(tuple(extra))
+    configs.update({name: dict(params) for name, params in extra.items()})
+    return extended
+
+
 def get_inputs_function(task: Task, module: ModuleType) -> Callable[..., Any]:
     """get_inputs from reference.py, or from the yaml's input_gen_code (jax, jnp in scope)."""
     if not task.inputs_from_yaml:

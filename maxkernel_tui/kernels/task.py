@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 TASK_YAML = "kernel_task.yaml"
@@ -62,3 +62,13 @@ class Task:
     def agent_visible_configs(self) -> tuple[str, ...]:
         """Configurations an agent may see; held-out shapes never reach a prompt."""
         return tuple(c for c in self.configs if c != HELDOUT)
+
+    def with_extra_configs(self, names: tuple[str, ...]) -> Task:
+        """This task with extra check configurations (edge cases), each judged with the `check`
+        tolerance: they are check-sized shapes, so the same numerical slack applies."""
+        clashes = [n for n in names if n in self.configs]
+        if clashes:
+            raise TaskError(self.reference_path, f"extra configuration(s) {clashes} clash with CONFIGS")
+        tolerance = self.tolerances.get(CHECK) or next(iter(self.tolerances.values()))
+        return replace(self, configs=self.configs + tuple(names),
+                       tolerances={**self.tolerances, **{n: tolerance for n in names}})

@@ -71,6 +71,7 @@ def evaluate_candidate(request: dict[str, Any]) -> None:
         return
     task = load_task(request["task"])
     reference = runtime.load_reference(task)
+    task = runtime.with_extra_configs(task, reference, request.get("extra_configs") or {})
     try:
         candidate = load_candidate(Path(request["kernel"]))
     except Exception as error:

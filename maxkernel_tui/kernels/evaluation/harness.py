@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from maxkernel_tui.kernels.evaluation.report import FAIL, PASS, Check, EvalReport
+from maxkernel_tui.kernels.evaluation.report import FAIL, PASS, SKIP, Check, EvalReport
 from maxkernel_tui.kernels.evaluation.static_checks import static_problems
 from maxkernel_tui.kernels.evaluation.timing import timing_check
 from maxkernel_tui.kernels.targets import DEFAULT_TARGET
@@ -36,6 +36,7 @@ GIB = 1024**3
 _CANDIDATE_WORKER = "maxkernel_tui.kernels.evaluation.candidate_worker"
 _REFERENCE_WORKER = "maxkernel_tui.kernels.evaluation.reference_worker"
 _STAGES = ("trace", "tpu_lower", "tpu_compile", "numerics")
+EDGE = "edge"  # numerics on the tester's validated edge-case configurations
 _OOM_SIGNS = ("MemoryError", "RESOURCE_EXHAUSTED", "bad_alloc", "Cannot allocate memory", "std::bad_alloc")
 
 
@@ -51,6 +52,9 @@ class EvalOptions:
     timeout: float = 300.0  # seconds for everything the candidate does
     detect_races: bool = False
     require_pallas: bool = True  # False only for sanity runs of a reference against itself
+    # Validated edge cases (name, parameters of the task's CONFIGS): numerics on each, one seed,
+    # with the check tolerance; reported as the `edge` check.
+    extra_configs: tuple[tuple[str, dict[str, int]], ...] = ()
 
 
 class Harness:
@@ -82,13 +86,19 @@ class Harness:
         if source is None or not _static_check(source, kernel, report):
             return report
         runs = _numerics_plan(task, options, report)
+        extra = _extra_configs(task, options)
+        if extra:
+            task = task.with_extra_configs(tuple(extra))  # so that each is judged with its tolerance
         worker, workdir = self._candidates.take()
         try:
             (workdir / "kernel.py").write_text(source)  # the candidate never sees its original folder
-            events = self._run_candidate(worker, workdir, task, options, runs, report)
+            events = self._run_candidate(worker, workdir, task, options, runs, extra, report)
             worker.close()  # its job is done: free its memory before the reference runs (finally is a no-op then)
             if report.failure is None and runs:
-                self._check_numerics(task, runs, events, workdir, report)
+                self._check_numerics(task, runs, extra, events, workdir, report)
+            if report.failure is None and options.extra_configs and not extra:
+                report.add(Check(EDGE, SKIP, "this task's get_inputs takes no named configurations: "
+                                             "no extra edge-case configurations"))
             if report.failure is None:
                 check, report.timings = timing_check(workdir / "kernel.py", task, options.timeout)
                 report.add(check)
@@ -98,9 +108,10 @@ class Harness:
         return report
 
     def _run_candidate(self, worker: LineWorker, workdir: Path, task: Task, options: EvalOptions,
-                       runs: list[tuple[str, int]], report: EvalReport) -> dict[tuple[str, int], dict[str, Any]]:
+                       runs: list[tuple[str, int]], extra: dict[str, dict[str, int]],
+                       report: EvalReport) -> dict[tuple[str, int], dict[str, Any]]:
         request = {"kernel": str(workdir / "kernel.py"), "task": str(task.folder), "target": options.target,
-                   "bench_config": task.configs[0], "runs": runs, "out_dir": str(workdir),
+                   "bench_config": task.configs[0], "runs": runs, "out_dir": str(workdir), "extra_configs": extra,
                    "detect_races": options.detect_races, "require_pallas": options.require_pallas}
         outputs: dict[tuple[str, int], dict[str, Any]] = {}
         deadline = time.monotonic() + options.timeout
@@ -135,13 +146,13 @@ class Harness:
             return f"out of memory (limit {self.memory_bytes / GIB:.0f} GiB): the candidate process {text}"
         return f"the candidate process crashed: {text}"
 
-    def _check_numerics(self, task: Task, runs: list[tuple[str, int]],
+    def _check_numerics(self, task: Task, runs: list[tuple[str, int]], extra: dict[str, dict[str, int]],
                         candidate_runs: dict[tuple[str, int], dict[str, Any]], workdir: Path,
                         report: EvalReport) -> None:
         reference_started = time.monotonic()
         reference_dir = workdir / "reference"
         reference_dir.mkdir()
-        request = {"task": str(task.folder), "runs": runs, "out_dir": str(reference_dir)}
+        request = {"task": str(task.folder), "runs": runs, "out_dir": str(reference_dir), "extra_configs": extra}
         with self._reference_lock:
             try:
                 answer = self._reference.ask(json.dumps(request), timeout=1800)
@@ -152,7 +163,9 @@ class Harness:
             return
         reference_seconds = time.monotonic() - reference_started
         reference_runs = {(r["config"], r["seed"]): r for r in answer["runs"]}
-        for check_name, names in (("numerics", lambda c: c != HELDOUT), ("heldout", lambda c: c == HELDOUT)):
+        groups = (("numerics", lambda c: c != HELDOUT and c not in extra), (EDGE, lambda c: c in extra),
+                  ("heldout", lambda c: c == HELDOUT))
+        for check_name, names in groups:
             selected = [run for run in runs if names(run[0])]
             if selected:
                 started = time.monotonic()
@@ -195,9 +208,22 @@ def _numerics_plan(task: Task, options: EvalOptions, report: EvalReport) -> list
         count = 1 if options.config == HELDOUT else len(seeds)
         return [(options.config, seed) for seed in seeds[:count]]
     plan = [(CHECK, seed) for seed in seeds] if CHECK in task.configs else []
+    # One seed per edge case: they test shapes, not random draws; derived so a report's seeds say it.
+    plan += [(name, seeds[0] ^ (0xED6E + n)) for n, (name, _) in enumerate(options.extra_configs)]
     if HELDOUT in task.configs:
         plan.append((HELDOUT, seeds[0] ^ 0x5EED))
     return plan or [(task.configs[0], seeds[0])]
+
+
+def _extra_configs(task: Task, options: EvalOptions) -> dict[str, dict[str, int]]:
+    """The edge cases that apply: none for a single-configuration run or a task whose get_inputs
+    takes no named configuration (the plain adapted format)."""
+    if not task.named_configs or options.config is not None:
+        return {}
+    clashes = [name for name, _ in options.extra_configs if name in task.configs]
+    if clashes:
+        raise UsageError(f"extra configuration name(s) {clashes} clash with the task's own configurations")
+    return {name: dict(params) for name, params in options.extra_configs}
 
 
 def _stage_in_progress(report: EvalReport) -> str:

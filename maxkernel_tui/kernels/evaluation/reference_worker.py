@@ -2,9 +2,10 @@
 
     python -m maxkernel_tui.kernels.evaluation.reference_worker
 
-Long-lived: one JSON request per line ({"task", "runs": [[config, seed], ...], "out_dir"}), one
-JSON answer per line. Matmuls run at the highest precision jax offers on the device; every
-other step keeps the reference's own dtypes, since they are part of the task's semantics.
+Long-lived: one JSON request per line ({"task", "runs": [[config, seed], ...], "out_dir",
+"extra_configs": {name: params}}), one JSON answer per line. Matmuls run at the highest
+precision jax offers on the device; every other step keeps the reference's own dtypes, since
+they are part of the task's semantics.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ def reference_outputs(request: dict[str, Any]) -> dict[str, Any]:
     try:
         task = load_task(request["task"])
         module = runtime.load_reference(task)
+        task = runtime.with_extra_configs(task, module, request.get("extra_configs") or {})
     except TaskError as error:
         return {"error": str(error)}
     runs = []

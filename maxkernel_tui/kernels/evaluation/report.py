@@ -10,7 +10,8 @@ PASS, FAIL, SKIP = "pass", "fail", "skip"
 ACCEPTED, REJECTED = "accepted", "rejected"
 
 # The checks in the order they run; cheap first.
-CHECK_ORDER = ("static", "trace", "tpu_lower", "tpu_compile", "numerics", "heldout", "timing")
+# `edge`: numerics on the tester's validated edge-case configurations, when there are any.
+CHECK_ORDER = ("static", "trace", "tpu_lower", "tpu_compile", "numerics", "edge", "heldout", "timing")
 
 
 @dataclass

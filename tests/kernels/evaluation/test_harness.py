@@ -7,10 +7,11 @@ import pathlib
 import pytest
 
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
+from maxkernel_tui.kernels.loader import find_task, load_task
 from maxkernel_tui.kernels.workers import jax_worker_env
-from maxkernel_tui.kernels.loader import find_task
 
 KERNELS = pathlib.Path(__file__).resolve().parents[2] / "data" / "kernels"
+ADAPTED = KERNELS.parent / "adapted_tasks"
 SECRET = "sk-test-0123456789-secret"
 
 HONEST = ["12p_RMSNorm", "8p_GEMM", "41k_Gemm_Add_ReLU", "36k_Matmul_Sigmoid_Sum", "14p_Ragged_Dot",
@@ -93,3 +94,30 @@ def test_sanity_run_of_a_reference_against_itself(harness, suite_tasks):
     report = harness.evaluate(task.reference_path, task, EvalOptions(require_pallas=False, seeds=1))
     assert report.verdict == "accepted", report.failure
     assert "sanity run" in report.checks[1].detail
+
+
+EDGE_ROWS = ("edge_rows", {"batch": 2, "seq": 40, "hidden": 512})  # 80 rows: not a multiple of 64
+
+
+def test_an_edge_configuration_is_checked_after_numerics(harness, suite_tasks):
+    """The honest kernel passes the extra configuration; one with a hard-coded 64-row block, right
+    on every shape the task itself declares a multiple of 64 rows for, fails it at `edge`."""
+    task = find_task("12p", suite_tasks)
+    options = EvalOptions(seeds=1, extra_configs=(EDGE_ROWS,))
+    honest = harness.evaluate(KERNELS / "honest" / "12p_RMSNorm.py", task, options)
+    fixed = harness.evaluate(KERNELS / "agent" / "rmsnorm_fixed_block.py", task, options)
+    assert [c.name for c in honest.checks] == ["static", "trace", "tpu_lower", "tpu_compile", "numerics", "edge",
+                                               "heldout", "timing"]
+    assert honest.verdict == "accepted", honest.failure
+    assert "edge_rows seed" in honest.checks[5].detail
+    assert fixed.failure.name == "edge" and "edge_rows" in fixed.failure.detail
+    assert "is every output block written?" in fixed.failure.detail
+
+
+def test_a_task_without_named_configurations_gets_no_edge_runs(harness):
+    task = load_task(ADAPTED / "1_Vector_Add")
+    report = harness.evaluate(task.reference_path, task, EvalOptions(require_pallas=False, extra_configs=(
+        ("edge_small", {"n": 100}),)))
+    assert report.verdict == "accepted", report.failure
+    edge = next(c for c in report.checks if c.name == "edge")
+    assert edge.status == "skip" and "no named configurations" in edge.detail

@@ -1,0 +1,70 @@
+"""Worker that judges one proposed edge-case configuration per request line. Imports jax.
+
+    python -m maxkernel_tui.kernels.edge_worker
+
+Request: {"task": folder, "name": ..., "params": {...}, "time_limit": seconds}; answer: {} when
+the configuration is fit to be an extra check configuration, else {"reason": "..."}.
+`edge_configs.validate_edge_configs` is the caller; see its module for the rules.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from typing import Any
+
+import jax
+import numpy as np
+
+from maxkernel_tui.kernels import reference_runtime as runtime
+from maxkernel_tui.kernels.edge_configs import param_problems, tile_problems
+from maxkernel_tui.kernels.loader import load_task
+from maxkernel_tui.kernels.task import CHECK, TaskError
+from maxkernel_tui.kernels.workers import READY
+
+
+def judge(request: dict[str, Any]) -> dict[str, Any]:
+    name, params = request["name"], request["params"]
+    try:
+        task = load_task(request["task"])
+        module = runtime.load_reference(task)
+        check = dict(module.CONFIGS[CHECK])
+        problems = param_problems(params, check)
+        if problems:
+            return {"reason": "; ".join(problems)}
+        check_shapes = _shapes(task, module, CHECK)
+        task = runtime.with_extra_configs(task, module, {name: params})
+        problems = tile_problems(check_shapes, _shapes(task, module, name))
+        if problems:
+            return {"reason": "; ".join(problems)}
+        started = time.perf_counter()
+        _, _, output = runtime.run_reference(task, module, name, seed=0)
+        seconds = time.perf_counter() - started
+    except TaskError as error:
+        return {"reason": error.problem}
+    if seconds > request["time_limit"]:
+        return {"reason": f"the reference took {seconds:.1f} s, over the {request['time_limit']:.0f} s limit"}
+    if not all(np.isfinite(np.asarray(leaf, dtype=np.float64)).all() for leaf in jax.tree.leaves(output)):
+        return {"reason": "the reference's outputs are not finite on it"}
+    return {}
+
+
+def _shapes(task: Any, module: Any, config: str) -> list[tuple[int, ...]]:
+    specs, _, outputs = runtime.io_specs(task, module, config)
+    return [tuple(s.shape) for s in (*specs, *outputs)]
+
+
+def main() -> None:
+    print(json.dumps(READY), flush=True)
+    for line in sys.stdin:
+        if line.strip():
+            try:
+                answer = judge(json.loads(line))
+            except Exception as error:  # noqa: BLE001  # a proposal that breaks the reference is a rejection, not a crash
+                answer = {"reason": f"{type(error).__name__}: {str(error)[:300]}"}
+            print(json.dumps(answer), flush=True)
+
+
+if __name__ == "__main__":
+    main()
