@@ -12,6 +12,7 @@ sizes, not shapes no TPU kernel is expected to take.
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from collections.abc import Iterable, Sequence
@@ -32,6 +33,23 @@ MAX_SCALE = 4  # each dimension at most this many times the check value
 REFERENCE_TIME_LIMIT_S = 60.0
 _WORKER = "maxkernel_tui.kernels.edge_worker"
 _LANE, _SUBLANE = 128, 8
+
+
+def check_params(task: Task) -> dict[str, Any] | None:
+    """The `check` entry of reference.py's CONFIGS, read statically (no task code runs here);
+    None when the task has none or it is not a literal."""
+    if not task.named_configs or CHECK not in task.configs:
+        return None
+    try:
+        module = ast.parse(task.reference_path.read_text(encoding="utf-8"))
+        for node in module.body:
+            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "CONFIGS"
+                                                    for t in node.targets):
+                params = ast.literal_eval(node.value).get(CHECK)
+                return dict(params) if isinstance(params, dict) else None
+    except (OSError, SyntaxError, ValueError, AttributeError):
+        return None
+    return None
 
 
 def param_problems(params: Any, check: dict[str, Any]) -> list[str]:

@@ -61,7 +61,8 @@ def main() -> None:
         if line.strip():
             try:
                 answer = judge(json.loads(line))
-            except Exception as error:  # noqa: BLE001  # a proposal that breaks the reference is a rejection, not a crash
+            # a proposal that breaks the reference is a rejection, not a crash of the worker
+            except Exception as error:  # noqa: BLE001
                 answer = {"reason": f"{type(error).__name__}: {str(error)[:300]}"}
             print(json.dumps(answer), flush=True)
 

@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator
 from maxkernel_tui.agents.builtin.context import StepContext, read_context
 from maxkernel_tui.agents.builtin.diagnosis import diagnose
 from maxkernel_tui.agents.builtin.errors import BuiltinAgentError, CannotPlanError
+from maxkernel_tui.agents.builtin.tester import answer_tester
 from maxkernel_tui.agents.llm.errors import ProviderError
 from maxkernel_tui.agents.llm.types import (
     Finish,
@@ -51,6 +52,11 @@ class BuiltinProvider:
         self._lock = asyncio.Lock()
 
     async def stream(self, request: Request) -> AsyncIterator[ProviderChunk]:
+        if (request.context or {}).get("role") == "tester":  # static: no worker needed (tester.py)
+            yield TextDelta(answer_tester(request.context))
+            yield TokenCount(0, 0)
+            yield Finish("stop")
+            return
         step = read_context(request.context, self.target)
         if step.role == "profiler":
             assert step.profile is not None  # read_context requires it for this role

@@ -14,6 +14,7 @@ import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from maxkernel_tui.agents.budget import BudgetExceeded
@@ -24,6 +25,7 @@ from maxkernel_tui.agents.orchestration import diffs
 from maxkernel_tui.agents.orchestration.events import (
     BudgetReport,
     DecisionMade,
+    EdgeCasesChosen,
     ErrorRaised,
     EvaluationDone,
     Intervention,
@@ -65,6 +67,7 @@ from maxkernel_tui.agents.roles.prompts import (
     IMPLEMENTER,
     PLANNER,
     PROFILER,
+    TESTER,
     StepContext,
     build_request,
 )
@@ -86,6 +89,7 @@ class LoopLimits:
     target_score: float | None = None  # stop once the best score reaches it
     tune_candidates: int = 6  # performance-model estimates per autotune
     tune_evaluations: int = 1  # harness evaluations per autotune
+    edge_cases: bool = True  # the tester proposes edge-case configurations after the first accepted kernel
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -180,13 +184,7 @@ class SessionEngine:
         self.version_id = None
         source = await self._propose(f"{node}/implement", IMPLEMENTER, "kernel", parsers.parse_kernel, parent)
         report = await self._new_version(f"{node}/implement", source, "implementer")
-        attempts: list[str] = []
-        while report["verdict"] != "accepted" and len(attempts) < self.limits.max_debug_attempts:
-            attempts.append(self._failure_text(report))
-            step = f"{node}/debug{len(attempts)}"
-            fixed = await self._propose(step, DEBUGGER, "kernel", parsers.parse_kernel, self.kernel or "",
-                                        failure=self._failure(report), previous_attempts=tuple(attempts[:-1]))
-            report = await self._new_version(step, fixed, "debugger")
+        report = await self._debug(node, report, [])
         assert self.kernel is not None and self.version_id is not None
         if report["verdict"] != "accepted":
             return Expansion(self.version_id, self.kernel, "rejected", None, "", self._failure_text(report))
@@ -241,12 +239,10 @@ class SessionEngine:
         source = await self._propose(f"i{i}/implement", IMPLEMENTER, "kernel", parsers.parse_kernel, self.kernel or "")
         report = await self._new_version(f"i{i}/implement", source, "implementer")
         attempts: list[str] = []
-        while report["verdict"] != "accepted" and len(attempts) < self.limits.max_debug_attempts:
-            attempts.append(self._failure_text(report))
-            step = f"i{i}/debug{len(attempts)}"
-            fixed = await self._propose(step, DEBUGGER, "kernel", parsers.parse_kernel, self.kernel or "",
-                                        failure=self._failure(report), previous_attempts=tuple(attempts[:-1]))
-            report = await self._new_version(step, fixed, "debugger")
+        report = await self._debug(f"i{i}", report, attempts)
+        if report["verdict"] == "accepted" and i == 1 and self.limits.edge_cases:
+            # a kernel that fails an edge case goes to the debugger like any numerics failure
+            report = await self._debug(f"i{i}", await self._edge_cases(f"i{i}/tester", report), attempts)
         if report["verdict"] != "accepted":
             self._feedback.append(f"iteration {i} ended with a rejected kernel: {self._failure_text(report)}")
             self._restore_best()
@@ -257,6 +253,38 @@ class SessionEngine:
         await self._autotune(i)
 
     # -- steps ----------------------------------------------------------------------------------
+
+    async def _debug(self, prefix: str, report: dict[str, Any], attempts: list[str]) -> dict[str, Any]:
+        """The debugger fixes what the harness rejects, up to the limit of attempts (shared by all
+        the failures of one iteration; `attempts` keeps them)."""
+        while report["verdict"] != "accepted" and len(attempts) < self.limits.max_debug_attempts:
+            attempts.append(self._failure_text(report))
+            step = f"{prefix}/debug{len(attempts)}"
+            fixed = await self._propose(step, DEBUGGER, "kernel", parsers.parse_kernel, self.kernel or "",
+                                        failure=self._failure(report), previous_attempts=tuple(attempts[:-1]))
+            report = await self._new_version(step, fixed, "debugger")
+        return report
+
+    async def _edge_cases(self, step: str, report: dict[str, Any]) -> dict[str, Any]:
+        """The tester proposes edge-case configurations; the validated ones join every later
+        evaluation, and the accepted kernel is evaluated again with them (the new report)."""
+        self._start(step, TESTER)
+        chosen = self.journal.recall(f"{step}/edges", EdgeCasesChosen)
+        if chosen is None:  # a resumed session takes the validated ones as stored
+            try:
+                text = await self._ask(step, TESTER, self._context(), parsers.parse_edge_cases)
+            except LLMError as error:  # edge cases are extra checks: without them the session goes on
+                self._emit(ErrorRaised(f"{step}/error", step, TESTER, str(error)))
+                text = parsers.parse_edge_cases('{"configs": []}')
+            accepted, rejected = await self.tools.validate_edge_configs(parsers.edge_proposals(text))
+            lines = [f"edge case {name} {params}" for name, params in accepted] + [f"rejected {r}" for r in rejected]
+            self._emit(Note(f"{step}/note", step, TESTER, "\n".join(lines) or "no edge cases proposed"))
+            chosen = self._emit(EdgeCasesChosen(f"{step}/edges", step, [[n, p] for n, p in accepted], rejected))
+        self.tools.set_extra_configs([(name, params) for name, params in chosen.accepted])
+        if not chosen.accepted or self.version_id is None:
+            return report
+        path = self.workspace.write(f"{step.replace('/', '-')}.py", self.kernel or "")
+        return await self._evaluate(step, path, self.version_id)
 
     async def _propose(self, step: str, role: str, subject: str, parse: Callable[[str], str], previous: str,
                        **context: Any) -> str:
@@ -339,7 +367,10 @@ class SessionEngine:
             version = self.store.add_kernel_version(self.session_id, source, self.plan, parent_id=self.version_id)
             created = self._emit(VersionCreated(f"{step}/version", step, version.id, version.number, origin))
         self.kernel, self.version_id = source, created.version_id
-        path = self.workspace.write(f"v{created.number}.py", source)
+        return await self._evaluate(step, self.workspace.write(f"v{created.number}.py", source), created.version_id)
+
+    async def _evaluate(self, step: str, path: Path, version_id: int) -> dict[str, Any]:
+        """Evaluate the kernel at `path` (version `version_id`) with the harness, once per step."""
         stored = self.journal.recall(f"{step}/eval", EvaluationDone)
         if stored is not None:
             self._last_report = stored.report
@@ -352,9 +383,9 @@ class SessionEngine:
 
         self._start(f"{step}/test", "tester")
         report = await self.tools.evaluate(path, on_check)
-        self.store.record_evaluation(created.version_id, report)
+        self.store.record_evaluation(version_id, report)
         failure = self._failure(report)
-        self._emit(EvaluationDone(f"{step}/eval", step, created.version_id, report["verdict"],
+        self._emit(EvaluationDone(f"{step}/eval", step, version_id, report["verdict"],
                                   f"{failure['check']}: {failure['detail']}" if failure else None, report))
         self._last_report = report
         return report

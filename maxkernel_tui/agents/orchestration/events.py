@@ -145,6 +145,17 @@ class Note(SessionEvent):
 
 
 @dataclass(frozen=True)
+class EdgeCasesChosen(SessionEvent):
+    """The tester's edge-case configurations after validation: the accepted ones join every later
+    evaluation (a resumed session takes them from here, without validating again)."""
+
+    kind: ClassVar[str] = "edge_cases"
+    step: str
+    accepted: list[list[Any]]  # [name, params] pairs
+    rejected: list[str]  # one reason per rejected proposal
+
+
+@dataclass(frozen=True)
 class Intervention(SessionEvent):
     """The engineer's edit of the source or plan, or a chat message, taken at a step boundary."""
 
@@ -204,7 +215,7 @@ class SearchNodeChanged(SessionEvent):
 
 EVENT_TYPES: dict[str, type[SessionEvent]] = {cls.kind: cls for cls in (
     SessionStarted, StepStarted, TextChunk, LlmAnswer, UsageReport, ProposalMade, DecisionMade, VersionCreated,
-    EvaluationDone, ProfileDone, Note, Intervention, ModeChanged, BudgetReport, ErrorRaised, SessionEnded,
+    EvaluationDone, ProfileDone, Note, EdgeCasesChosen, Intervention, ModeChanged, BudgetReport, ErrorRaised, SessionEnded,
     SearchNodeChanged)}
 
 

@@ -6,9 +6,11 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from maxkernel_tui.kernels.edge_configs import EdgeConfig, validate_edge_configs
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
 from maxkernel_tui.kernels.evaluation.report import Check
 from maxkernel_tui.kernels.perf.profile import ProfileError, profile_kernel
@@ -37,6 +39,14 @@ class KernelTools:
             with self._lock:
                 return self._get_harness().evaluate(kernel, self.task, self.options, on_check).to_json()
         return await asyncio.to_thread(run)
+
+    def set_extra_configs(self, configs: list[EdgeConfig]) -> None:
+        """Edge-case configurations every later evaluation checks too (the `edge` check)."""
+        self.options = replace(self.options, extra_configs=tuple((name, dict(params)) for name, params in configs))
+
+    async def validate_edge_configs(self, proposals: list[EdgeConfig]) -> tuple[list[EdgeConfig], list[str]]:
+        """(accepted, reasons for the rejected); the reference runs in a worker process."""
+        return await asyncio.to_thread(validate_edge_configs, self.task, proposals)
 
     async def profile(self, kernel: Path) -> tuple[dict[str, Any] | None, str, str | None]:
         """(summary as JSON, as text, error); the summary is None when the profile failed."""

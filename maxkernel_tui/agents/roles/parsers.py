@@ -4,13 +4,18 @@ message, so each message says exactly what to fix."""
 from __future__ import annotations
 
 import ast
+import json
 import re
+from typing import Any
 
 from maxkernel_tui.agents.roles.tunables import find_tunables
+from maxkernel_tui.kernels.edge_configs import EDGE_NAME
 from maxkernel_tui.kernels.evaluation.static_checks import static_problems
 
 PLAN_SECTIONS = ("tiling", "grid", "memory", "expected bound")
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s*(.+?)\s*#*\s*$", re.MULTILINE)
+_JSON_BLOCK = re.compile(r"```(?:json)?[ \t]*\n(.*?)\n```", re.DOTALL)
+MAX_EDGE_CASES = 3
 _PYTHON_BLOCK = re.compile(r"```(?:python|py)[ \t]*\n(.*?)\n```", re.DOTALL)
 
 
@@ -56,3 +61,43 @@ def parse_answer(text: str) -> str:
     if not text.strip():
         raise ValueError("the answer is empty")
     return text.strip() + "\n"
+
+
+def parse_edge_cases(text: str) -> str:
+    """The tester's answer, `{"configs": [{"name": "edge_...", "params": {...}, "why": "..."}]}` (bare
+    or in one fenced block), checked and returned as canonical JSON; the harness's rules on the
+    values themselves are applied by the validation, which runs the reference."""
+    blocks = _JSON_BLOCK.findall(text)
+    raw = blocks[0] if len(blocks) == 1 else text.strip()
+    try:
+        answer = json.loads(raw)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"answer with one JSON object {{\"configs\": [...]}}: {error}") from None
+    configs = answer.get("configs") if isinstance(answer, dict) else None
+    if not isinstance(configs, list) or len(configs) > MAX_EDGE_CASES:
+        raise ValueError(f"the JSON object needs a `configs` list of at most {MAX_EDGE_CASES} entries")
+    names = [_edge_case_name(n, entry) for n, entry in enumerate(configs)]
+    if len(set(names)) != len(names):
+        raise ValueError("each edge case needs a name of its own")
+    return json.dumps({"configs": [{k: c[k] for k in ("name", "params", "why")} for c in configs]})
+
+
+def edge_proposals(parsed: str) -> list[tuple[str, dict[str, int]]]:
+    """(name, params) of each edge case in a `parse_edge_cases` answer."""
+    return [(c["name"], c["params"]) for c in json.loads(parsed)["configs"]]
+
+
+def _edge_case_name(n: int, entry: Any) -> str:
+    """The entry's name; a ValueError saying what is wrong with entry `n` otherwise."""
+    if not isinstance(entry, dict) or set(entry) != {"name", "params", "why"}:
+        raise ValueError(f"configs[{n}] must be an object with exactly `name`, `params` and `why`")
+    name, params, why = entry["name"], entry["params"], entry["why"]
+    if not isinstance(name, str) or not name.startswith("edge_") or not EDGE_NAME.match(name):
+        raise ValueError(f"configs[{n}].name {name!r} must start with `edge_` and use only a-z, 0-9 and _ "
+                         "(at most 40 characters)")
+    if not isinstance(params, dict) or not params or not all(
+            isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in params.values()):
+        raise ValueError(f"configs[{n}].params must map each key of the check configuration to a positive int")
+    if not isinstance(why, str) or not why.strip():
+        raise ValueError(f"configs[{n}].why must say in words which failure the edge case would catch")
+    return name

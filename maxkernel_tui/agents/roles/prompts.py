@@ -6,13 +6,18 @@ knowledge for that role) and one user message with exactly the context the role 
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from maxkernel_tui.agents.knowledge import for_role
 from maxkernel_tui.agents.llm.types import Message, Request
+from maxkernel_tui.kernels.edge_configs import MAX_SCALE, check_params
+from maxkernel_tui.kernels.loader import load_task
+from maxkernel_tui.kernels.task import TaskError
 
 PLANNER, IMPLEMENTER, DEBUGGER, PROFILER, EXPLAINER = "planner", "implementer", "debugger", "profiler", "explainer"
+TESTER = "tester"
 
 _JOBS = {
     PLANNER: (
@@ -32,6 +37,15 @@ _JOBS = {
         "You are the profiler of a team that writes Pallas kernels for TPUs. Read the profile summary "
         "(every figure says whether it was estimated or measured, and for which TPU) and diagnose what "
         "limits the kernel. End with one line `Next: ...` naming the single most promising change."),
+    TESTER: (
+        "You are the tester of a team that writes Pallas kernels for TPUs. The immutable harness measures "
+        "every kernel; you never write measurement code. Propose at most 3 extra input configurations "
+        "(edge cases) on which the harness will also check the kernel's numerics: sizes where kernels like "
+        "the one below break, e.g. ragged or non-power-of-two sizes, sizes smaller than one block, sizes "
+        "the kernel's block does not divide. Use exactly the keys of the check configuration, positive ints "
+        f"at most {MAX_SCALE}x the check values; keep a size a multiple of 128 or of 8 where the check "
+        "shapes have one in their last two dims (TPU tiles), or the proposal is rejected. Answer with one "
+        'JSON object: {"configs": [{"name": "edge_...", "params": {...}, "why": "..."}]}.'),
     EXPLAINER: (
         "You answer a kernel engineer's questions about the session below: the task, the plan, the kernel, "
         "its evaluation and profile. Be concrete and short; say when a figure is an estimate."),
@@ -74,6 +88,7 @@ def _sections(role: str, ctx: StepContext) -> list[tuple[str, str | None]]:
         DEBUGGER: ("task", "plan", "kernel", "failure", "attempts", "feedback"),
         PROFILER: ("task", "kernel", "profile", "feedback"),
         EXPLAINER: ("task", "plan", "kernel", "evaluation", "profile", "question"),
+        TESTER: ("task", "check", "kernel", "feedback"),
     }[role]
     parts = {
         "task": ("Task", ctx.task_facts),
@@ -86,8 +101,17 @@ def _sections(role: str, ctx: StepContext) -> list[tuple[str, str | None]]:
         "attempts": ("Earlier fixes that also failed", "\n\n".join(ctx.previous_attempts) or None),
         "feedback": ("The engineer says", "\n".join(f"- {f}" for f in ctx.feedback) or None),
         "question": ("Question", ctx.question),
+        "check": ("Check configuration (CONFIGS['check'])", _check_params(ctx) if role == TESTER else None),
     }
     return [parts[name] for name in shown]
+
+
+def _check_params(ctx: StepContext) -> str | None:
+    try:
+        params = check_params(load_task(ctx.task_dir))
+    except TaskError:
+        return None
+    return None if params is None else json.dumps(params)
 
 
 def build_request(role: str, ctx: StepContext, *, model: str | None = None, max_tokens: int = 8192) -> Request:

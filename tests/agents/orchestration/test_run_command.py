@@ -15,13 +15,14 @@ import pytest
 from maxkernel_tui.store.db import Store
 from tests.agents.orchestration.conftest import BAD, DIAGNOSIS, GOOD, kernel, plan
 from tests.fakes.role_gemini import RoleGemini, ServedInThread
+from tests.fakes.role_provider import NO_EDGE_CASES
 
 KEY = "gemini-test-key-0123456789"
 
 
 def answers() -> dict[str, list[str]]:
     return {"planner": [plan("first"), plan("second")], "implementer": [kernel(BAD), kernel(GOOD)],
-            "debugger": [kernel(GOOD), kernel(GOOD)], "profiler": [DIAGNOSIS, DIAGNOSIS]}
+            "debugger": [kernel(GOOD), kernel(GOOD)], "profiler": [DIAGNOSIS, DIAGNOSIS], "tester": [NO_EDGE_CASES]}
 
 
 @pytest.fixture
@@ -48,7 +49,8 @@ def test_auto_run_through_gemini_writes_a_kernel_that_eval_accepts(env: dict[str
         env["GOOGLE_GEMINI_BASE_URL"] = server.url
         done = finished(command(*RUN, "--out", str(out)), env)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert server.roles == ["planner", "implementer", "debugger", "profiler", "planner", "implementer", "profiler"]
+    assert server.roles == ["planner", "implementer", "debugger", "tester", "profiler", "planner", "implementer",
+                            "profiler"]
     events = [json.loads(line) for line in done.stdout.splitlines()]
     evaluations = [e for e in events if e["kind"] == "evaluation"]
     assert evaluations[0]["verdict"] == "rejected" and evaluations[0]["failure"].startswith("tpu_lower")

@@ -96,22 +96,22 @@ def test_sanity_run_of_a_reference_against_itself(harness, suite_tasks):
     assert "sanity run" in report.checks[1].detail
 
 
-EDGE_ROWS = ("edge_rows", {"batch": 2, "seq": 40, "hidden": 512})  # 80 rows: not a multiple of 64
+EDGE_HIDDEN = ("edge_hidden", {"batch": 2, "seq": 64, "hidden": 384})  # 3 lane tiles: no 256-wide chunks
 
 
 def test_an_edge_configuration_is_checked_after_numerics(harness, suite_tasks):
-    """The honest kernel passes the extra configuration; one with a hard-coded 64-row block, right
-    on every shape the task itself declares a multiple of 64 rows for, fails it at `edge`."""
+    """The honest kernel passes the extra configuration; one that reduces over hard-coded 256-wide
+    chunks, right on every hidden size the task itself declares, fails it at `edge`."""
     task = find_task("12p", suite_tasks)
-    options = EvalOptions(seeds=1, extra_configs=(EDGE_ROWS,))
+    options = EvalOptions(seeds=1, extra_configs=(EDGE_HIDDEN,))
     honest = harness.evaluate(KERNELS / "honest" / "12p_RMSNorm.py", task, options)
-    fixed = harness.evaluate(KERNELS / "agent" / "rmsnorm_fixed_block.py", task, options)
+    chunked = harness.evaluate(KERNELS / "agent" / "rmsnorm_fixed_chunk.py", task, options)
     assert [c.name for c in honest.checks] == ["static", "trace", "tpu_lower", "tpu_compile", "numerics", "edge",
                                                "heldout", "timing"]
     assert honest.verdict == "accepted", honest.failure
-    assert "edge_rows seed" in honest.checks[5].detail
-    assert fixed.failure.name == "edge" and "edge_rows" in fixed.failure.detail
-    assert "is every output block written?" in fixed.failure.detail
+    assert "edge_hidden seed" in honest.checks[5].detail
+    assert chunked.failure.name == "edge", chunked.failure
+    assert "edge_hidden" in chunked.failure.detail and "elements outside tolerance" in chunked.failure.detail
 
 
 def test_a_task_without_named_configurations_gets_no_edge_runs(harness):
