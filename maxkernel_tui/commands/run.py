@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
-from maxkernel_tui.config import load_settings
+from maxkernel_tui.commands.agent_flags import (
+    add_model_flags,
+    event_printer,
+    settings_from,
+    write_best,
+)
 from maxkernel_tui.store.rows import STOPPED
 
 # The engine's modules load only when a session runs: the rest of the CLI stays quick to start.
@@ -28,19 +32,14 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("--task", metavar="ID|DIR", help="built-in task id (or its number) or a task folder")
     parser.add_argument("--mode", choices=("auto", "hitl"), default="auto",
                         help="auto: every proposal approved; hitl: you decide at each gate (default auto)")
-    parser.add_argument("--provider", help="LLM provider: builtin, gemini, openai, replay (default: configured)")
-    parser.add_argument("--model", help="model name for the provider")
-    parser.add_argument("--tpu", metavar="GEN", help="TPU generation to compile and estimate for")
     parser.add_argument("--max-iterations", type=int, default=3, metavar="N")
     parser.add_argument("--patience", type=int, default=2, metavar="N",
                         help="Auto stops after N iterations without a significant improvement")
     parser.add_argument("--target-speedup", type=float, metavar="X", help="stop once the best score reaches X")
     parser.add_argument("--tune-candidates", type=int, default=6, metavar="N",
                         help="settings of the tunables the autotuner estimates per iteration (default 6)")
-    parser.add_argument("--budget-usd", type=float, metavar="X", help="hard cap on dollars for the session")
-    parser.add_argument("--budget-tokens", type=int, metavar="N", help="hard cap on tokens for the session")
+    add_model_flags(parser, "session")
     parser.add_argument("--out", type=Path, metavar="FILE", help="write the best accepted kernel here")
-    parser.add_argument("--json", action="store_true", help="stream events as JSON lines")
     parser.add_argument("--resume", metavar="SESSION", help="continue a stopped session (its id or a prefix)")
     parser.set_defaults(run=run)
 
@@ -55,8 +54,7 @@ def run(args: argparse.Namespace) -> int:
     if args.max_iterations < 1:
         print("error: --max-iterations must be at least 1", file=sys.stderr)
         return 2
-    settings = load_settings({"provider": args.provider, "model": args.model, "tpu_target": args.tpu,
-                              "budget_dollars": args.budget_usd, "budget_tokens": args.budget_tokens})
+    settings = settings_from(args)
     if args.mode == "hitl" and not sys.stdin.isatty():
         print("error: --mode hitl asks at each gate and needs a terminal; use --mode auto", file=sys.stderr)
         return 2
@@ -81,20 +79,13 @@ def _gates(mode: str) -> Any:
 
 async def _session(args: argparse.Namespace, settings: Any, task: Any, limits: Any) -> int:
     from maxkernel_tui.agents.llm.errors import LLMError
-    from maxkernel_tui.agents.orchestration.describe import describe
     from maxkernel_tui.agents.orchestration.session import open_session
     from maxkernel_tui.store.db import open_store
-
-    def show(event: Any) -> None:
-        if args.json:
-            print(json.dumps({"kind": event.kind, **event.payload()}), flush=True)
-        elif (line := describe(event)) is not None:
-            print(line, flush=True)
 
     store = open_store(settings.store_path)
     try:
         opened = await open_session(store, settings, task=task, mode=args.mode, gates=_gates, limits=limits,
-                                    resume=args.resume, listener=show)
+                                    resume=args.resume, listener=event_printer(args.json))
     except LLMError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -117,7 +108,5 @@ def _finish(outcome: Any, out: Path | None) -> int:
         print(f"no accepted kernel ({outcome.reason})", file=sys.stderr)
         return 1
     if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(outcome.best.source, encoding="utf-8")
-        print(f"best accepted kernel v{outcome.best.number} written to {out}", file=sys.stderr)
+        write_best(outcome.best.source, out, f"v{outcome.best.number}")
     return 0

@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
-from maxkernel_tui.config import load_settings
+from maxkernel_tui.commands.agent_flags import (
+    add_model_flags,
+    event_printer,
+    settings_from,
+    write_best,
+)
 from maxkernel_tui.store.rows import STOPPED
 
 # The search's modules load only when a search runs: the rest of the CLI stays quick to start.
@@ -41,17 +45,12 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("--llm-concurrency", type=int, default=2, metavar="N", help="model calls at a time")
     parser.add_argument("--eval-concurrency", type=int, default=1, metavar="N", help="evaluations at a time")
     parser.add_argument("--seed", type=Path, metavar="FILE", help="a kernel to start from (the root's parent)")
-    parser.add_argument("--provider", help="LLM provider: builtin, gemini, openai, replay (default: configured)")
-    parser.add_argument("--model", help="model name for the provider")
-    parser.add_argument("--tpu", metavar="GEN", help="TPU generation to compile and estimate for")
     parser.add_argument("--max-evals", type=int, metavar="N", help="cap on harness evaluations for the search")
-    parser.add_argument("--budget-usd", type=float, metavar="X", help="hard cap on dollars for the search")
-    parser.add_argument("--budget-tokens", type=int, metavar="N", help="hard cap on tokens for the search")
+    add_model_flags(parser, "search")
     parser.add_argument("--out", type=Path, metavar="FILE",
                         help="write the best accepted kernel here (with --suite: a folder, one TASK.py each)")
     parser.add_argument("--graph", type=Path, metavar="FILE",
                         help="write the graph: .dot for Graphviz, else JSON (with --suite: FILE's name plus the task id)")
-    parser.add_argument("--json", action="store_true", help="stream events as JSON lines")
     parser.set_defaults(run=run)
 
 
@@ -69,8 +68,7 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    settings = load_settings({"provider": args.provider, "model": args.model, "tpu_target": args.tpu,
-                              "budget_dollars": args.budget_usd, "budget_tokens": args.budget_tokens})
+    settings = settings_from(args)
     seed = args.seed.read_text(encoding="utf-8") if args.seed else ""
     try:
         if args.suite is not None:
@@ -89,19 +87,10 @@ def _task(name: str) -> Any:
 
 
 def _printer(args: argparse.Namespace, prefix: str = "") -> Any:
-    from maxkernel_tui.agents.orchestration.describe import describe
     from maxkernel_tui.agents.orchestration.events import SearchNodeChanged
     from maxkernel_tui.agents.search.describe import describe_node
 
-    def show(event: Any) -> None:
-        if args.json:
-            print(json.dumps({"kind": event.kind, **event.payload()}), flush=True)
-            return
-        line = describe_node(event) if isinstance(event, SearchNodeChanged) else describe(event)
-        if line is not None:
-            print(prefix + line, flush=True)
-
-    return show
+    return event_printer(args.json, prefix, lambda e: describe_node(e) if isinstance(e, SearchNodeChanged) else None)
 
 
 async def _one(args: argparse.Namespace, settings: Any, config: Any, task: Any, seed: str,
@@ -150,9 +139,7 @@ def _finish(outcome: Any, out: Path | None) -> int:
     score = "no score" if outcome.best.score is None else f"{outcome.best.score:.3g} ({outcome.score_kind})"
     print(f"best: #{outcome.best.number} {outcome.best.strategy}, {score}", file=sys.stderr)
     if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(outcome.best.source, encoding="utf-8")
-        print(f"best accepted kernel #{outcome.best.number} written to {out}", file=sys.stderr)
+        write_best(outcome.best.source, out, f"#{outcome.best.number}")
     return 0
 
 
