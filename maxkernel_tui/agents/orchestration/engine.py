@@ -403,7 +403,7 @@ class SessionEngine:
         if stored is None:
             self._start(step, "profiler")
             path = self.workspace.write(f"profiles/{step.replace('/', '-')}.py", source)
-            summary, text, error = await self.tools.profile(path)
+            summary, text, error = await self.tools.profile(path, estimate_only=version_id is None)
             score = (measured_score(report) if report else None) or (
                 estimated_score(summary, self.tools.target) if summary else Score(None, "no profile"))
             if summary is not None and version_id is not None:

@@ -25,6 +25,7 @@ class KernelTools:
         self.options = EvalOptions(target=target, seeds=seeds)
         self._shared = harness
         self._harness: Harness | None = None
+        self._reference_costs: dict[str, dict[str, Any]] | None = None
         self._lock = threading.Lock()  # one evaluation at a time: the harness owns one reference process
 
     def _get_harness(self) -> Harness:
@@ -48,13 +49,19 @@ class KernelTools:
         """(accepted, reasons for the rejected); the reference runs in a worker process."""
         return await asyncio.to_thread(validate_edge_configs, self.task, proposals)
 
-    async def profile(self, kernel: Path) -> tuple[dict[str, Any] | None, str, str | None]:
-        """(summary as JSON, as text, error); the summary is None when the profile failed."""
+    async def profile(self, kernel: Path, *, estimate_only: bool = False) -> tuple[dict[str, Any] | None, str,
+                                                                                  str | None]:
+        """(summary as JSON, as text, error); the summary is None when the profile failed.
+        `estimate_only`: the model's estimate without running the kernel (autotune candidates); the
+        reference's XLA cost is compiled once per session and reused."""
         def run() -> tuple[dict[str, Any] | None, str, str | None]:
             try:
-                summary = profile_kernel(kernel, self.task, targets=(self.target,), trace_root=self.trace_root)
+                summary = profile_kernel(kernel, self.task, targets=(self.target,), trace_root=self.trace_root,
+                                         trace=not estimate_only, reference_costs=self._reference_costs)
             except ProfileError as error:
                 return None, "", str(error)
+            if not any("error" in cost for cost in summary.reference_costs.values()):
+                self._reference_costs = summary.reference_costs
             return summary.to_json(), summary.to_text(), None
         return await asyncio.to_thread(run)
 

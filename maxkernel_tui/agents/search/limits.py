@@ -55,6 +55,7 @@ class CappedTools:
             self.spent += 1  # counted when it starts: a second evaluation must not slip in meanwhile
             return await self.tools.evaluate(kernel, on_check)
 
-    async def profile(self, kernel: Path) -> tuple[dict[str, Any] | None, str, str | None]:
+    async def profile(self, kernel: Path, *, estimate_only: bool = False) -> tuple[dict[str, Any] | None, str,
+                                                                                  str | None]:
         async with self._slots:
-            return await self.tools.profile(kernel)
+            return await self.tools.profile(kernel, estimate_only=estimate_only)

@@ -28,7 +28,10 @@ class ProfileError(Exception):
 
 
 def profile_kernel(kernel: Path, task: Task, *, targets: tuple[str, ...] = DEFAULT_TARGETS, trace_root: Path,
-                   calibration_file: Path | None = None, timeout: float = 600.0) -> ProfileSummary:
+                   calibration_file: Path | None = None, timeout: float = 600.0, trace: bool = True,
+                   reference_costs: dict[str, dict] | None = None) -> ProfileSummary:
+    """`trace=False`: the static analysis and the model's estimates only (no run of the kernel);
+    `reference_costs`: the reference's XLA costs per target from an earlier profile (no compile)."""
     unknown = [t for t in targets if t not in TARGETS]
     if unknown:
         raise ProfileError(f"no performance figures for TPU {', '.join(unknown)}; known: {', '.join(TARGETS)}")
@@ -43,7 +46,7 @@ def profile_kernel(kernel: Path, task: Task, *, targets: tuple[str, ...] = DEFAU
                         dict(jax_worker_env(), TMPDIR=str(workdir)), cwd=str(workdir),
                         limits=Limits(memory_bytes=8 * GIB))
     request = {"kernel": str(workdir / "kernel.py"), "task": str(task.folder), "targets": list(targets),
-               "trace_dir": str(trace_dir)}
+               "trace_dir": str(trace_dir), "trace": trace, "reference_costs": reference_costs or {}}
     try:
         answer = worker.ask(json.dumps(request), timeout)
     except WorkerFailure as failure:

@@ -3,8 +3,9 @@ shapes, the reference's XLA cost on each TPU generation, and a trace. Imports ja
 
     python -m maxkernel_tui.kernels.perf.profile_worker
 
-One request ({"kernel", "task", "targets", "trace_dir"}), one JSON answer. On a TPU the trace is
-the device's (measured); elsewhere it is the host side of a CPU interpret-mode run, labelled so.
+One request ({"kernel", "task", "targets", "trace_dir"}, optionally "trace": false and
+"reference_costs" already known per target), one JSON answer. On a TPU the trace is the device's
+(measured); elsewhere it is the host side of a CPU interpret-mode run, labelled so.
 """
 
 from __future__ import annotations
@@ -43,8 +44,12 @@ def profile(request: dict[str, Any]) -> dict[str, Any]:
     kernels = analyze(jax.make_jaxpr(lambda *d: candidate.computation(*d, *static))(*specs))
     answer: dict[str, Any] = {"config": bench, "kernels": [k.to_json() for k in kernels], "reference_costs": {},
                               "io_bytes": minimal_io_bytes(specs, outputs)}
+    known = request.get("reference_costs") or {}  # the reference does not change between candidates
     for name in request["targets"]:
-        answer["reference_costs"][name] = _reference_cost(reference, specs, static, name)
+        answer["reference_costs"][name] = known.get(name) or _reference_cost(reference, specs, static, name)
+    if not request.get("trace", True):  # an estimate only (the autotuner's candidates)
+        answer["trace"] = None
+        return answer
     on_tpu = jax.devices()[0].platform == "tpu"
     config = bench if on_tpu or CHECK not in task.configs else CHECK
     answer["trace"] = _trace(task, reference, candidate, config, Path(request["trace_dir"]), on_tpu)
