@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 
@@ -13,6 +14,7 @@ from maxkernel_tui.config import load_settings
 from maxkernel_tui.screens.sessions import SessionsScreen
 from maxkernel_tui.screens.workbench import WorkbenchScreen
 from maxkernel_tui.store import Store
+from tests.screens.test_task_picker import wait_for
 
 LATEST = "def computation(x, scale, epsilon):\n    return x  # v2\n"
 
@@ -117,3 +119,23 @@ def test_resume_an_unknown_session_is_a_clear_error(tmp_path, sessions):
     assert done.returncode == 2 and done.stderr.startswith("error: no session 'zzz' in ")
     done = run_cli(tmp_path / "empty", "--resume")
     assert done.returncode == 2 and "no sessions yet" in done.stderr
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+def test_real_terminal_resume_shows_the_session_kernel(tmp_path, sessions):
+    tmux = ["tmux", "-L", f"mkt-resume-{tmp_path.name}"]
+    command = (f"env -i HOME={tmp_path} PATH=/usr/bin:/bin TERM=xterm-256color "
+               f"MAXKERNEL_TUI_DATA_DIR={tmp_path / 'data'} MAXKERNEL_TUI_CONFIG={tmp_path / 'none.toml'} "
+               f"{sys.executable} -m maxkernel_tui.cli --resume; echo EXITED $? > {tmp_path / 'exit'}; sleep 30")
+    subprocess.run([*tmux, "new-session", "-d", "-s", "t", "-x", "160", "-y", "48", command], check=True)
+    try:
+        def screen() -> str:
+            return subprocess.run([*tmux, "capture-pane", "-p", "-t", "t"], check=False, capture_output=True,
+                                  text=True).stdout
+
+        text = wait_for(lambda: (s := screen()) and "return x  # v2" in s and s)
+        assert "12p_RMSNorm ─ HITL" in text
+        subprocess.run([*tmux, "send-keys", "-t", "t", "C-q"], check=True)
+        assert wait_for(lambda: (tmp_path / "exit").exists() and (tmp_path / "exit").read_text()).strip() == "EXITED 0"
+    finally:
+        subprocess.run([*tmux, "kill-server"], check=False, capture_output=True)
