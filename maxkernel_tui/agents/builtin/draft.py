@@ -19,7 +19,7 @@ from maxkernel_tui.agents.builtin.attention_render import render_attention
 from maxkernel_tui.agents.builtin.autotune import DEFAULT_TARGET, autotune, estimate_source
 from maxkernel_tui.agents.builtin.errors import CannotPlan
 from maxkernel_tui.agents.builtin.planner import Plan, plan_program
-from maxkernel_tui.agents.builtin.program import trace_program
+from maxkernel_tui.agents.builtin.program import Program, trace_program
 from maxkernel_tui.agents.builtin.render import render_kernel
 from maxkernel_tui.agents.builtin.tunables import Tunables, default_tunables
 from maxkernel_tui.kernels.perf.model import Estimate
@@ -46,8 +46,15 @@ class KernelDraft:
 
 def plan_task(task: Task) -> list[KernelPlan]:
     """The plans the agent would consider for `task`, preferred first; CannotPlan says plainly
-    why there is none."""
-    program = trace_program(task)
+    why there is none. Sizes that merely coincide are told apart first (program.py); a plan that
+    needs them equal (attention's query and key lengths) is looked for again without that."""
+    try:
+        return _plans(trace_program(task), task)
+    except CannotPlan:
+        return _plans(trace_program(task, separate=False), task)
+
+
+def _plans(program: Program, task: Task) -> list[KernelPlan]:
     try:
         fused = plan_program(program)
     except CannotPlan as stage_problem:

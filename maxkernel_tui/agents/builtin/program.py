@@ -81,14 +81,18 @@ class Program:
     output_tree: Any  # the pytree structure of the reference's result
 
 
-def trace_program(task: Task) -> Program:
-    """The reference of `task`, traced at bench shapes and (when the task has it) check shapes."""
+def trace_program(task: Task, separate: bool = True) -> Program:
+    """The reference of `task`, traced at bench shapes and (when the task has it) check shapes;
+    with `separate`, check shapes in which coincident sizes are told apart where they can be."""
     module = runtime.load_reference(task)
     bench = task.configs[0]
     second = CHECK if CHECK in task.configs else bench
     traces = []
+    bench_specs, _ = runtime.input_specs(task, module, bench)
     for config in (bench, second):
         specs, static = runtime.input_specs(task, module, config)
+        if config != bench and separate:
+            specs = _separate_coincident_sizes(module.computation, bench_specs, specs, static)
         traced = jax.make_jaxpr(lambda *dynamic, static=static: module.computation(*dynamic, *static),
                                 return_shape=True)(*specs)
         traces.append((specs, static, *traced))
@@ -103,6 +107,45 @@ def trace_program(task: Task) -> Program:
     eqns = _live(builder.eqns, outputs)
     builder.check(eqns)
     return Program(arg_names, inputs, eqns, outputs, table, jax.tree.structure(shape_b))
+
+
+def _separate_coincident_sizes(computation: Any, bench: tuple, check: tuple, static: tuple) -> tuple:
+    """The check-shape input specs with sizes that merely coincide told apart. Input sizes equal
+    in both traces share a symbol (dims.py); when they are unrelated (out channels and height
+    both 128 then 32), a kernel file would read one for the other and break where they differ.
+    So each axis of such a group is scaled alone, by its own odd factor, and stays scaled when the
+    reference still traces: then nothing ties it to the rest of its group. Sizes the same in both
+    configurations (a 3x3 kernel, a head dim of 128) are left alone: they may be the task's
+    constants."""
+    groups: dict[tuple[int, int], list[tuple[int, int]]] = {}
+    for position, (b, c) in enumerate(zip(bench, check)):
+        for axis, sizes in enumerate(zip(b.shape, c.shape)):
+            if sizes[0] != sizes[1]:
+                groups.setdefault(sizes, []).append((position, axis))
+    shapes = [list(spec.shape) for spec in check]
+    structure = _structure(computation, shapes, check, static)
+    factor = 3
+    for origins in groups.values():
+        tied = list(origins)
+        for position, axis in origins:
+            if len(tied) < 2:
+                break  # the last one left has nothing to be told apart from
+            trial = [list(shape) for shape in shapes]
+            trial[position][axis] *= factor
+            if structure is not None and _structure(computation, trial, check, static) == structure:
+                shapes, factor = trial, factor + 2
+                tied.remove((position, axis))
+    return tuple(jax.ShapeDtypeStruct(tuple(shape), spec.dtype) for shape, spec in zip(shapes, check))
+
+
+def _structure(computation: Any, shapes: list[list[int]], like: tuple, static: tuple) -> list[str] | None:
+    """The primitives of the reference traced at these shapes; None when it does not trace."""
+    specs = [jax.ShapeDtypeStruct(tuple(shape), spec.dtype) for shape, spec in zip(shapes, like)]
+    try:
+        traced = jax.make_jaxpr(lambda *dynamic: computation(*dynamic, *static))(*specs)
+    except Exception:  # noqa: BLE001 - any failure means the sizes are tied
+        return None
+    return [eqn.primitive.name for eqn in traced.jaxpr.eqns]
 
 
 def _argument_names(computation: Any, count: int) -> list[str]:

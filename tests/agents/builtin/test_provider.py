@@ -80,7 +80,7 @@ async def test_a_task_it_cannot_plan_gets_a_plain_error():
 
 @pytest.mark.parametrize(("context", "error"), [
     (None, "needs the request's context"),
-    ({"role": "tester", "task_dir": str(RMSNORM)}, "does not play role 'tester'"),
+    ({"role": "reviewer", "task_dir": str(RMSNORM)}, "does not play role 'reviewer'"),
     ({"role": "planner"}, "no task_dir"),
     ({"role": "planner", "task_dir": "/nonexistent/task"}, "not a usable task"),
     ({"role": "planner", "task_dir": str(RMSNORM), "target": "v9"}, "unknown TPU target 'v9'"),
