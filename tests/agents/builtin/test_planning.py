@@ -83,3 +83,11 @@ def test_attention_is_read_from_the_program(suite_tasks):
     assert spec.seq_first and spec.causal and spec.scale == 0.08837890625
     biased = find_task("5p", suite_tasks)
     assert recognise_attention(trace_program(biased), biased).bias == 3
+
+
+def test_sizes_that_only_coincide_are_read_where_they_live(suite_tasks):
+    # 18k's out channels and height are 128 at bench and 32 at check shapes: the file must read
+    # the channel count from the weight, or it breaks wherever the two differ.
+    source = draft_kernel(find_task("18k", suite_tasks), tune=False).source
+    assert "conv_bias.reshape(weight_dim0, 1)" in source
+    assert "return stage1_out.reshape(x_dim0, weight_dim0, x_dim2_minus2, x_dim3_minus2)" in source
