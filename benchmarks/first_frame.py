@@ -1,5 +1,6 @@
 """Time to first frame: `maxkernel-tui --task 12p_RMSNorm` against a bare Textual app with the
-same widgets (Markdown, code editor, Log, DataTable, Static, Footer), side by side, alternating,
+same widgets (Markdown and a plan editor in a ContentSwitcher, code editor, Logs, DataTable, Static,
+the agents' pane with its proposal view and input line, Footer), side by side, alternating,
 each in a real terminal (tmux), from launch until the screen shows the app's text.
 Median of 7 runs each; goal: within 1.5x of the bare app. Writes benchmarks/results/first_frame.md.
 
@@ -21,17 +22,24 @@ RUNS = 7
 
 BARE_APP = '''
 from textual.app import App
-from textual.containers import Grid
-from textual.widgets import DataTable, Footer, Log, Markdown, Static, TextArea
+from textual.containers import Grid, Horizontal, VerticalScroll
+from textual.widgets import ContentSwitcher, DataTable, Footer, Input, Log, Markdown, Static, TextArea
 
 class Bare(App):
     def compose(self):
         yield Static("bare status")
         with Grid():
-            yield Markdown("# plan")
+            with ContentSwitcher(initial="plan"):
+                yield Markdown("# plan", id="plan")
+                yield TextArea(language="markdown", id="plan-editor")
             yield TextArea.code_editor("import jax  # pl.pallas_call", language="python")
             yield Log()
             yield DataTable()
+        with Horizontal():
+            yield Log()
+            with VerticalScroll():
+                yield Static("proposal")
+            yield Input()
         yield Footer()
 
 Bare().run()

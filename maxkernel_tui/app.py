@@ -5,12 +5,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual.app import App
 from textual.binding import Binding, BindingType
 
-from maxkernel_tui.agents.llm.provider import Provider
 from maxkernel_tui.commands.sessions import existing_store, resolve_session
 from maxkernel_tui.commands.tasks import resolve_task
 from maxkernel_tui.config import (
@@ -33,6 +32,9 @@ from maxkernel_tui.screens.task_picker import TaskPickerScreen
 from maxkernel_tui.screens.workbench import WorkbenchScreen
 from maxkernel_tui.store import StoreError
 from maxkernel_tui.themes import DEFAULT_THEME, THEMES
+
+if TYPE_CHECKING:
+    from maxkernel_tui.agents.llm.provider import Provider
 
 
 class MaxKernelApp(App[None]):

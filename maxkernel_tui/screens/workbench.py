@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import work
 from textual.app import ComposeResult
@@ -29,7 +29,6 @@ from textual.widgets import (
     TextArea,
 )
 
-from maxkernel_tui.agents.llm.provider import Provider
 from maxkernel_tui.agents.orchestration.describe import describe
 from maxkernel_tui.agents.orchestration.events import (
     DecisionMade,
@@ -64,9 +63,12 @@ from maxkernel_tui.kernels.perf.profile import ProfileError, profile_kernel
 from maxkernel_tui.kernels.perf.summary import ProfileSummary, roofline_bar
 from maxkernel_tui.kernels.starter import starter_source
 from maxkernel_tui.kernels.task import Task
-from maxkernel_tui.screens.agent_link import AgentLink
 from maxkernel_tui.screens.agent_pane import AgentPane
 from maxkernel_tui.store.db import open_store
+
+if TYPE_CHECKING:  # the agents' engine loads when they first run, not with the first frame
+    from maxkernel_tui.agents.llm.provider import Provider
+    from maxkernel_tui.screens.agent_link import AgentLink
 
 LOG_LINES = 2000  # the tests log keeps the most recent lines only
 DRAW_INTERVAL_S = 0.1  # agent events are drawn at most this often
@@ -172,6 +174,8 @@ class WorkbenchScreen(Screen[None]):
 
     def _agent_link(self) -> AgentLink | None:
         if self._link is None and self._settings is not None:
+            from maxkernel_tui.screens.agent_link import AgentLink
+
             self._link = AgentLink(open_store(self._settings.store_path), self._settings, self.kernel_task,
                                    self._harness, self._on_proposal, provider=self._agent_provider)
         return self._link

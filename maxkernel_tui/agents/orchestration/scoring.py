@@ -35,7 +35,8 @@ def estimated_score(profile: dict[str, Any], target: str) -> Score:
     if not estimate.get("fits_vmem", True):
         return Score(None, f"estimated on {target}: the blocks do not fit VMEM")
     if estimate.get("speedup") is not None:
-        return Score(float(estimate["speedup"]), f"estimated speedup vs XLA on {target} ({estimate['kind']})")
+        calibrated = " (calibrated)" if estimate["kind"] != "estimated" else ""
+        return Score(float(estimate["speedup"]), f"estimated speedup vs XLA on {target}{calibrated}")
     share = estimate.get("roofline_share")
     return Score(None if share is None else float(share), f"estimated share of roofline on {target}")
 
