@@ -360,6 +360,8 @@ class WorkbenchScreen(Screen[None]):
             with self.app.batch_update():
                 for event in events:
                     self._draw(event)
+            if (waiting := self._pending()) is not None:  # drawn steps must not hide that one waits
+                self._set_step(f"{waiting.step}: waiting for you")
         running = self._link.running
         if running is not None and running.done() and not running.cancelled() and self._step != "idle":
             self._set_step("idle")

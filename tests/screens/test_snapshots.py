@@ -78,3 +78,25 @@ async def test_workbench_snapshot(tmp_path, suite_tasks):
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         assert_snapshot("workbench", app, tmp_path)
+
+
+async def test_approval_view_snapshot(tmp_path, suite_tasks, suite_cache, monkeypatch):
+    """The workbench with the planner's proposal waiting for a key: its header, keys and text."""
+    from tests.agents.orchestration.conftest import plan
+    from tests.fakes.role_provider import RoleProvider
+
+    monkeypatch.setenv("MAXKERNEL_TUI_CACHE_DIR", str(suite_cache))
+    provider = RoleProvider({"planner": [plan("Row blocks of 256 rows.")]})
+    app = MaxKernelApp(cache=tmp_path / "cache", task=find_task("12p", suite_tasks), settings=settings_in(tmp_path),
+                       agent_provider=provider)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("f5")
+        for _ in range(2400):  # until the proposal waits and every event before it is drawn
+            link = app.screen._link
+            if link is not None and link.gate.pending is not None and not link.pending_events:
+                break
+            await pilot.pause(0.05)
+        await pilot.pause(0.3)
+        assert app.screen._link.gate.pending is not None
+        assert_snapshot("approval", app, tmp_path)
+        await pilot.press("escape")
