@@ -88,3 +88,22 @@ def test_a_killed_run_resumes_without_repeating_stored_calls(env: dict[str, str]
     events = [json.loads(line) for line in resumed.stdout.splitlines()]
     assert events[-1]["kind"] == "session_ended" and events[-1]["best_version_id"] is not None
     assert not any(e["kind"] == "evaluation" and e["step"] == "i1/implement" for e in events)  # not redone
+
+
+def test_ctrl_c_stops_cleanly_and_says_how_to_continue(env: dict[str, str], tmp_path: Path) -> None:
+    with ServedInThread(RoleGemini(answers())) as server:
+        env["GOOGLE_GEMINI_BASE_URL"] = server.url
+        running = subprocess.Popen(command(*RUN), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert running.stdout is not None
+        for line in running.stdout:
+            if json.loads(line)["kind"] == "proposal":  # mid-session
+                running.send_signal(signal.SIGINT)
+                break
+        running.stdout.read()
+        assert running.wait(120) == 130
+        stderr = running.stderr.read()
+    session_id = stderr.split("session ", 1)[1].split()[0]
+    assert f"continue with: maxkernel-tui run --resume {session_id}" in stderr
+    assert "Traceback" not in stderr
+    with Store(tmp_path / "data" / "sessions.db") as store:
+        assert store.session(session_id).status == "stopped"
