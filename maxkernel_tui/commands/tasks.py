@@ -52,7 +52,13 @@ def resolve_task(name: str, path: Path | None = None) -> Task:
 
     if Path(name).is_dir():
         return load_task(name)
-    tasks, errors = load_tasks(path if path is not None else builtin_suite_dir())
+    root = path if path is not None else builtin_suite_dir()
+    named = [d for d in (root / name, *root.glob(f"{name}_*")) if d.is_dir()] if "/" not in name else []
+    if len(named) == 1:  # the usual case: read one task, not the whole suite (start-up time)
+        task = load_task(named[0])
+        if task.task_id == name or task.task_id.split("_", 1)[0] == name:
+            return task
+    tasks, errors = load_tasks(root)
     try:
         return find_task(name, tasks)
     except KeyError:
