@@ -93,7 +93,11 @@ def test_a_killed_run_resumes_without_repeating_stored_calls(env: dict[str, str]
 def test_ctrl_c_stops_cleanly_and_says_how_to_continue(env: dict[str, str], tmp_path: Path) -> None:
     with ServedInThread(RoleGemini(answers())) as server:
         env["GOOGLE_GEMINI_BASE_URL"] = server.url
-        running = subprocess.Popen(command(*RUN), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        # A process started from a background job inherits SIGINT ignored; a user's terminal does not.
+        with_default_sigint = [sys.executable, "-c", "import os, signal, sys; signal.signal(signal.SIGINT, "
+                               "signal.SIG_DFL); os.execv(sys.executable, sys.argv[1:])", *command(*RUN)]
+        running = subprocess.Popen(with_default_sigint, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   text=True)
         assert running.stdout is not None
         for line in running.stdout:
             if json.loads(line)["kind"] == "proposal":  # mid-session
