@@ -17,7 +17,6 @@ from typing import Any
 from maxkernel_tui.kernels.targets import DEFAULT_TARGET
 from maxkernel_tui.kernels.task import Task
 from maxkernel_tui.kernels.workers import jax_worker_env, python_module_argv, run_requests
-from maxkernel_tui.versions import installed_version
 
 FORMAT_VERSION = 1  # of the worker's JSON answer: bump when it changes, so cached descriptions are redone
 DESCRIBE_TIMEOUT_S = 600.0  # one task: tracing plus a TPU compile of a large reference
@@ -90,6 +89,8 @@ def _write_cache(cache_dir: Path, task: Task, with_cost: bool, target: str, answ
 
 
 def _cache_path(cache_dir: Path, task: Task, with_cost: bool, target: str) -> Path:
+    from maxkernel_tui.versions import installed_version  # importlib.metadata: not on the UI's start-up path
+
     digest = hashlib.sha256()
     for part in (task.yaml_path.read_bytes(), task.reference_path.read_bytes(),
                  f"{FORMAT_VERSION}|{installed_version('jax')}|{installed_version('libtpu')}|{with_cost}|{target}".encode()):

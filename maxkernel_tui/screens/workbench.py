@@ -29,21 +29,6 @@ from textual.widgets import (
     TextArea,
 )
 
-from maxkernel_tui.agents.orchestration.describe import describe
-from maxkernel_tui.agents.orchestration.events import (
-    DecisionMade,
-    EvaluationDone,
-    ModeChanged,
-    Note,
-    ProfileDone,
-    ProposalMade,
-    SessionEnded,
-    SessionEvent,
-    StepStarted,
-    TextChunk,
-    UsageReport,
-    VersionCreated,
-)
 from maxkernel_tui.agents.orchestration.gates import (
     APPROVE,
     EDIT,
@@ -66,8 +51,9 @@ from maxkernel_tui.kernels.task import Task
 from maxkernel_tui.screens.agent_pane import AgentPane
 from maxkernel_tui.store.db import open_store
 
-if TYPE_CHECKING:  # the agents' engine loads when they first run, not with the first frame
+if TYPE_CHECKING:  # the agents' engine and events load when they first run, not with the first frame
     from maxkernel_tui.agents.llm.provider import Provider
+    from maxkernel_tui.agents.orchestration.events import SessionEvent
     from maxkernel_tui.screens.agent_link import AgentLink
 
 LOG_LINES = 2000  # the tests log keeps the most recent lines only
@@ -367,35 +353,38 @@ class WorkbenchScreen(Screen[None]):
             self._set_step("idle")
 
     def _draw(self, event: SessionEvent, replay: bool = False) -> None:
-        if isinstance(event, TextChunk):
+        from maxkernel_tui.agents.orchestration import events as ev
+        from maxkernel_tui.agents.orchestration.describe import describe
+
+        if isinstance(event, ev.TextChunk):
             self.query_one("#activity", Log).write(event.text)
             return
         line = describe(event)
         if line is not None:
             self._log_activity(line)
         match event:
-            case StepStarted():
+            case ev.StepStarted():
                 self._set_step(event.step)
-            case ProposalMade() if event.subject == "plan":
+            case ev.ProposalMade() if event.subject == "plan":
                 self._plans[event.step] = event.content
-            case DecisionMade() if event.step in self._plans and event.action != REJECT:
+            case ev.DecisionMade() if event.step in self._plans and event.action != REJECT:
                 self._show_plan(event.content if event.action == EDIT and event.content else self._plans[event.step])
-            case VersionCreated():
+            case ev.VersionCreated():
                 if self._link is not None:
                     self._show_version(event.number, self._link.store.kernel_version(event.version_id).source)
-            case Note() if event.role == "tester":
+            case ev.Note() if event.role == "tester":
                 self.query_one("#tests", Log).write_line(event.text)
-            case EvaluationDone():
+            case ev.EvaluationDone():
                 verdict = event.verdict.upper() + (f": {event.failure}" if event.failure else "")
                 self.query_one("#tests", Log).write_line(f"verdict: {verdict}")
-            case ProfileDone() if event.version_id is not None and event.error is None:
+            case ev.ProfileDone() if event.version_id is not None and event.error is None:
                 self._show_profile(ProfileSummary.from_json(event.summary))
-            case UsageReport():
+            case ev.UsageReport():
                 self._usage = (event.session_tokens, event.session_cost_usd)
                 self._show_status()
-            case ModeChanged():
+            case ev.ModeChanged():
                 self._set_mode(event.mode)
-            case SessionEnded():
+            case ev.SessionEnded():
                 self._set_step("idle")
 
     def _log_activity(self, line: str) -> None:
