@@ -46,6 +46,16 @@ def test_ui_and_cli_do_not_import_jax():
     assert out.strip() == "[]"
 
 
+def test_the_workbench_starts_without_the_agents_engine():
+    """Start-up time (first frame within 1.5x of a bare Textual app): the engine, its events and
+    the model clients load when the agents first run."""
+    code = ("import sys, maxkernel_tui.cli, maxkernel_tui.app; print(sorted(m for m in sys.modules if m.startswith("
+            "('maxkernel_tui.agents.orchestration.engine', 'maxkernel_tui.agents.orchestration.events', "
+            "'maxkernel_tui.agents.llm', 'google'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
 def test_modules_stay_small():
     for path in PACKAGE.rglob("*.py"):
         assert len(path.read_text().splitlines()) <= 600, f"{path} passes 600 lines: split it"
