@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from maxkernel_tui.agents.llm.provider import Provider
 from maxkernel_tui.agents.orchestration.engine import LoopLimits, Outcome, SessionEngine
@@ -40,7 +39,6 @@ class AgentLink:
     pending_events: list[SessionEvent] = field(default_factory=list)
     opened: OpenSession | None = None
     running: asyncio.Task[Outcome] | None = None
-    stopped_note: str = ""
 
     def __post_init__(self) -> None:
         self.gate = InteractiveGate(on_pending=self.on_proposal)
@@ -114,6 +112,3 @@ class AgentLink:
         await self.interrupt()
         if self.opened is not None:
             await self.opened.aclose()
-
-    def outcome(self) -> Any:
-        return None if self.running is None or not self.running.done() else self.running.result()

@@ -171,7 +171,7 @@ class WorkbenchScreen(Screen[None]):
         if link is None:
             return
         for event in link.history(session_id):
-            self._draw(event, replay=True)
+            self._draw(event)
         self._log_activity(f"reopened session {session_id}: F5 continues it")
 
     def action_agents(self) -> None:
@@ -352,7 +352,7 @@ class WorkbenchScreen(Screen[None]):
         if running is not None and running.done() and not running.cancelled() and self._step != "idle":
             self._set_step("idle")
 
-    def _draw(self, event: SessionEvent, replay: bool = False) -> None:
+    def _draw(self, event: SessionEvent) -> None:
         from maxkernel_tui.agents.orchestration import events as ev
         from maxkernel_tui.agents.orchestration.describe import describe
 

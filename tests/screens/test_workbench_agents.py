@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 import pytest
 from textual.widgets import Input, Log, Markdown, Static, TextArea
 
+from maxkernel_tui.agents.llm.types import TextDelta
 from maxkernel_tui.app import MaxKernelApp
 from maxkernel_tui.config import load_settings
 from maxkernel_tui.kernels.loader import find_task
@@ -29,7 +30,7 @@ class HangingProvider(RoleProvider):
 
     async def stream(self, request) -> AsyncIterator:  # type: ignore[override]
         self.requests.append(request)
-        yield __import__("maxkernel_tui.agents.llm.types", fromlist=["TextDelta"]).TextDelta("Thinking about tiles")
+        yield TextDelta("Thinking about tiles")
         try:
             await asyncio.Event().wait()
         except asyncio.CancelledError:

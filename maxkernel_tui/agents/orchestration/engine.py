@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -348,8 +348,7 @@ class SessionEngine:
                                usage.completion_tokens, usage.cost_usd, usage.estimated, tokens, cost))
 
     async def _decide(self, key: str, proposal: Proposal) -> Decision:
-        self._emit(ProposalMade(f"{key}/proposal", key, proposal.role, proposal.subject, proposal.content,
-                                proposal.previous, proposal.summary))
+        self._emit(ProposalMade(f"{key}/proposal", **asdict(proposal)))  # the same fields, stored
         stored = self.journal.recall(f"{key}/decision", DecisionMade)
         if stored is None:
             decision, by = await self.gates.decide(proposal)
@@ -517,7 +516,7 @@ class SessionEngine:
         summary, text = self._last_profile
         return StepContext(
             task_dir=str(self.task.folder), task_id=self.task.task_id, target=self.tools.target,
-            iteration=int(self.step[1:].split("/")[0]) if self.step.startswith("i") else 0,
+            iteration=_iteration_of(self.step),
             task_facts=self.task_facts, kernel=self.kernel, plan=self.plan or None,
             feedback=tuple(self._feedback[-8:]),
             evaluation=None if report is None else self._evaluation_text(report),
@@ -525,8 +524,7 @@ class SessionEngine:
 
     def _start(self, key: str, role: str) -> None:
         self.step = key
-        iteration = int(key[1:].split("/")[0]) if key.startswith("i") else 0
-        self._emit(StepStarted(f"{key}/start", key, role, iteration, f"{role} ({key})"))
+        self._emit(StepStarted(f"{key}/start", key, role, _iteration_of(key), f"{role} ({key})"))
 
     def _emit(self, event: Any) -> Any:
         return event if self._stopped else self.journal.emit(event)
@@ -546,3 +544,8 @@ class SessionEngine:
         lines += [f"{c['status']} {c['name']}: {c['detail']}" for c in report["checks"]]
         lines += [t["label"] for t in report.get("timings", [])]
         return "\n".join(lines)
+
+
+def _iteration_of(step: str) -> int:
+    """The iteration a step key belongs to ("i2/debug1" -> 2); 0 for steps outside the loop."""
+    return int(step[1:].split("/")[0]) if step.startswith("i") else 0
