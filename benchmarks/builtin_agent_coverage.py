@@ -23,17 +23,19 @@ from pathlib import Path
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
-import jax  # noqa: E402  (after JAX_PLATFORMS)
+import jax
 
-from maxkernel_tui.agents.builtin import CannotPlan, draft_kernel  # noqa: E402
-from maxkernel_tui.agents.builtin.autotune import estimate_source, reference_cost  # noqa: E402
-from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness  # noqa: E402
-from maxkernel_tui.kernels.loader import builtin_suite_dir, find_task, load_tasks  # noqa: E402
-from maxkernel_tui.kernels.task import Task  # noqa: E402
+from maxkernel_tui.agents.builtin import CannotPlan, draft_kernel
+from maxkernel_tui.agents.builtin.autotune import estimate_source, reference_cost
+from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
+from maxkernel_tui.kernels.loader import builtin_suite_dir, find_task, load_tasks
+from maxkernel_tui.kernels.task import Task
 
 RESULTS = Path(__file__).resolve().parent / "results" / "builtin_agent_coverage.md"
 README = Path(__file__).resolve().parents[1] / "README.md"
-README_START = "<!-- builtin-agent-coverage:start (benchmarks/builtin_agent_coverage.py writes this table) -->"
+README_START = (
+    "<!-- builtin-agent-coverage:start (benchmarks/builtin_agent_coverage.py writes this table) -->"
+)
 README_END = "<!-- builtin-agent-coverage:end -->"
 SEEDS = 2
 
@@ -61,17 +63,33 @@ def cover(task: Task, harness: Harness, kernels: Path) -> Row:
     report = harness.evaluate(kernel, task, EvalOptions(seeds=SEEDS))
     reason = f"{report.failure.name}: {report.failure.detail}" if report.failure else ""
     model = estimate_source(draft.source, task, reference_cost=reference_cost(task))
-    return Row(task.task_id, draft.family, report.verdict, reason, model.seconds * 1e3, model.roofline_share,
-               model.speedup, time.monotonic() - started)
+    return Row(
+        task.task_id,
+        draft.family,
+        report.verdict,
+        reason,
+        model.seconds * 1e3,
+        model.roofline_share,
+        model.speedup,
+        time.monotonic() - started,
+    )
 
 
 def table(rows: list[Row]) -> str:
-    lines = ["| task | family | verdict | est. v5e time | est. % of roofline | est. speedup vs XLA | why not |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [
+        "| task | family | verdict | est. v5e time | est. % of roofline | est. speedup vs XLA | why not |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for row in rows:
-        cells = [row.task, row.family, row.verdict, _number(row.estimate_ms, "{:.3f} ms"),
-                 _number(row.roofline and row.roofline * 100, "{:.0f}%"), _number(row.speedup, "{:.2f}x"),
-                 row.reason.replace("|", "\\|").replace("\n", " ")[:300]]
+        cells = [
+            row.task,
+            row.family,
+            row.verdict,
+            _number(row.estimate_ms, "{:.3f} ms"),
+            _number(row.roofline and row.roofline * 100, "{:.0f}%"),
+            _number(row.speedup, "{:.2f}x"),
+            row.reason.replace("|", "\\|").replace("\n", " ")[:300],
+        ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -79,11 +97,17 @@ def table(rows: list[Row]) -> str:
 def readme_table(rows: list[Row], command: str) -> str:
     """The README's short form: verdict and estimated roofline share per task."""
     accepted = sum(r.verdict == "accepted" for r in rows)
-    lines = [f"Accepted by `eval`: **{accepted} of {len(rows)}** (`{command}`, {datetime.date.today().isoformat()}; "
-             "roofline shares are estimates of the performance model for v5e, not measurements).", "",
-             "| task | family | verdict | est. % of v5e roofline |", "|---|---|---|---|"]
-    lines += [f"| {r.task} | {r.family} | {r.verdict} | {_number(r.roofline and r.roofline * 100, '{:.0f}%')} |"
-              for r in rows]
+    lines = [
+        f"Accepted by `eval`: **{accepted} of {len(rows)}** (`{command}`, {datetime.date.today().isoformat()}; "
+        "roofline shares are estimates of the performance model for v5e, not measurements).",
+        "",
+        "| task | family | verdict | est. % of v5e roofline |",
+        "|---|---|---|---|",
+    ]
+    lines += [
+        f"| {r.task} | {r.family} | {r.verdict} | {_number(r.roofline and r.roofline * 100, '{:.0f}%')} |"
+        for r in rows
+    ]
     return "\n".join(lines)
 
 
@@ -96,27 +120,29 @@ def replace_between_markers(text: str, replacement: str) -> str:
 def report(rows: list[Row], command: str, seconds: float) -> str:
     accepted = sum(r.verdict == "accepted" for r in rows)
     planned = sum(r.verdict != "not planned" for r in rows)
-    return "\n".join([
-        "# Built-in agent coverage of the built-in suite",
-        "",
-        f"Generated {datetime.date.today().isoformat()} by `{command}` in {seconds / 60:.1f} min on a CPU-only "
-        f"machine (jax {jax.__version__}).",
-        "",
-        f"**Accepted: {accepted}/{len(rows)}** (planned {planned}; every planned kernel evaluated by the real "
-        f"harness with {SEEDS} seeds: static, trace, TPU lowering and v5e compile at bench shapes, numerics on "
-        "check and heldout shapes in TPU interpret mode).",
-        "",
-        "Times, roofline shares and speedups are estimates of the performance model for TPU v5e at bench "
-        "shapes (roofline: the reference's XLA flops and every input read and output written once); nothing "
-        "was measured on a TPU. f32 matmuls stay near 33%: the model prices f32 MXU work at a third of the "
-        "bf16 rate, while the roofline and XLA's estimate for the reference (DEFAULT precision: one bf16 pass) "
-        "use the bf16 peak; the kernels keep f32 operands because the harness checks them against a "
-        "HIGHEST-precision reference, and bf16 operands failed that check on 3 tasks. \"-\" where the "
-        "reference does not compile for v5e (no XLA cost to compare with).",
-        "",
-        table(rows),
-        "",
-    ])
+    return "\n".join(
+        [
+            "# Built-in agent coverage of the built-in suite",
+            "",
+            f"Generated {datetime.date.today().isoformat()} by `{command}` in {seconds / 60:.1f} min on a CPU-only "
+            f"machine (jax {jax.__version__}).",
+            "",
+            f"**Accepted: {accepted}/{len(rows)}** (planned {planned}; every planned kernel evaluated by the real "
+            f"harness with {SEEDS} seeds: static, trace, TPU lowering and v5e compile at bench shapes, numerics on "
+            "check and heldout shapes in TPU interpret mode).",
+            "",
+            "Times, roofline shares and speedups are estimates of the performance model for TPU v5e at bench "
+            "shapes (roofline: the reference's XLA flops and every input read and output written once); nothing "
+            "was measured on a TPU. f32 matmuls stay near 33%: the model prices f32 MXU work at a third of the "
+            "bf16 rate, while the roofline and XLA's estimate for the reference (DEFAULT precision: one bf16 pass) "
+            "use the bf16 peak; the kernels keep f32 operands because the harness checks them against a "
+            'HIGHEST-precision reference, and bf16 operands failed that check on 3 tasks. "-" where the '
+            "reference does not compile for v5e (no XLA cost to compare with).",
+            "",
+            table(rows),
+            "",
+        ]
+    )
 
 
 def _number(value: float | None, template: str) -> str:
@@ -125,7 +151,9 @@ def _number(value: float | None, template: str) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tasks", nargs="*", help="task ids or numbers (default: every built-in task)")
+    parser.add_argument(
+        "--tasks", nargs="*", help="task ids or numbers (default: every built-in task)"
+    )
     parser.add_argument("--kernels", type=Path, help="keep the generated kernels in this folder")
     args = parser.parse_args()
     tasks, _ = load_tasks(builtin_suite_dir())
@@ -139,15 +167,19 @@ def main() -> None:
         for task in tasks:
             row = cover(task, harness, kernels)
             rows.append(row)
-            print(f"{row.task:55s} {row.verdict:12s} {row.seconds:5.1f}s {row.family:40s} {row.reason[:150]}",
-                  flush=True)
+            print(
+                f"{row.task:55s} {row.verdict:12s} {row.seconds:5.1f}s {row.family:40s} {row.reason[:150]}",
+                flush=True,
+            )
     if args.tasks:
         print(table(rows))
         return
     command = "JAX_PLATFORMS=cpu python benchmarks/builtin_agent_coverage.py"
     RESULTS.write_text(report(rows, command, time.monotonic() - started))
     README.write_text(replace_between_markers(README.read_text(), readme_table(rows, command)))
-    print(f"accepted {sum(r.verdict == 'accepted' for r in rows)}/{len(rows)}; wrote {RESULTS} and the README table")
+    print(
+        f"accepted {sum(r.verdict == 'accepted' for r in rows)}/{len(rows)}; wrote {RESULTS} and the README table"
+    )
 
 
 if __name__ == "__main__":

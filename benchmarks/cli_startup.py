@@ -35,17 +35,29 @@ def main() -> None:
     cache = tempfile.mkdtemp(prefix="mkt-bench-")
     env = dict(os.environ, JAX_PLATFORMS="cpu", MAXKERNEL_TUI_CACHE_DIR=cache)
     cli = [sys.executable, "-m", "maxkernel_tui.cli"]
-    subprocess.run([*cli, "tasks", "--no-cost"], env=env, check=True, capture_output=True)  # warm the cache
+    subprocess.run(
+        [*cli, "tasks", "--no-cost"], env=env, check=True, capture_output=True
+    )  # warm the cache
     cases = {
         "python -c 'import jax' (reference point)": [sys.executable, "-c", "import jax"],
         "maxkernel-tui --version": [*cli, "--version"],
-        "import maxkernel_tui.app (Textual, task picker)": [sys.executable, "-c", "import maxkernel_tui.app"],
+        "import maxkernel_tui.app (Textual, task picker)": [
+            sys.executable,
+            "-c",
+            "import maxkernel_tui.app",
+        ],
         "maxkernel-tui tasks --no-cost (50 tasks, warm cache)": [*cli, "tasks", "--no-cost"],
     }
     results = {name: median_seconds(argv, env) for name, argv in cases.items()}
-    lines = ["# Front-end start-up (measured)", "",
-             f"Measured by `benchmarks/cli_startup.py`, median of {RUNS} runs each, side by side in one run "
-             f"on a shared {os.cpu_count()}-core machine.", "", "| command | median (s) |", "|---|---:|"]
+    lines = [
+        "# Front-end start-up (measured)",
+        "",
+        f"Measured by `benchmarks/cli_startup.py`, median of {RUNS} runs each, side by side in one run "
+        f"on a shared {os.cpu_count()}-core machine.",
+        "",
+        "| command | median (s) |",
+        "|---|---:|",
+    ]
     lines += [f"| {name} | {seconds:.3f} |" for name, seconds in results.items()]
     RESULTS.write_text("\n".join(lines) + "\n")
     print("\n".join(lines))

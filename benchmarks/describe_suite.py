@@ -23,17 +23,23 @@ RESULTS = pathlib.Path(__file__).parent / "results" / "describe_suite.md"
 def main() -> None:
     tasks, _ = load_tasks(builtin_suite_dir())
     start = time.perf_counter()
-    described = describe_tasks(tasks, pathlib.Path(tempfile.mkdtemp(prefix="mkt-describe-")), workers=2)
+    described = describe_tasks(
+        tasks, pathlib.Path(tempfile.mkdtemp(prefix="mkt-describe-")), workers=2
+    )
     wall = time.perf_counter() - start
     rows = []
     for task_id, description in described.items():
         cost = description.get("cost", {})
         if "error" in description or "error" in cost:
-            rows.append(f"| {task_id} | error | | | | {description.get('error') or cost['error']} |")
+            rows.append(
+                f"| {task_id} | error | | | | {description.get('error') or cost['error']} |"
+            )
             continue
         moved = ", ".join(f"{d['target']}: {d['reason'][:90]}" for d in cost["did_not_fit"])
-        rows.append(f"| {task_id} | {cost['target']} | {cost['compile_seconds']:.1f} | {cost['flops'] / 1e9:,.1f} | "
-                    f"{cost['bytes_accessed'] / 1e9:,.2f} | {moved} |")
+        rows.append(
+            f"| {task_id} | {cost['target']} | {cost['compile_seconds']:.1f} | {cost['flops'] / 1e9:,.1f} | "
+            f"{cost['bytes_accessed'] / 1e9:,.2f} | {moved} |"
+        )
     lines = [
         "# Describing the built-in suite from a cold cache (measured wall time; XLA figures estimated)",
         "",

@@ -30,7 +30,7 @@ KERNEL = ROOT / "tests" / "data" / "kernels" / "honest" / "12p_RMSNorm.py"
 RESULTS = ROOT / "benchmarks" / "results" / "eval_overhead.md"
 SAMPLES = 5
 
-IN_PROCESS = r'''
+IN_PROCESS = r"""
 import contextlib, io, json, sys, tempfile, time
 from maxkernel_tui.kernels.evaluation import candidate_worker, reference_worker
 from maxkernel_tui.kernels.evaluation.compare import compare_files
@@ -48,13 +48,18 @@ candidate = [json.loads(l)["run"] for l in events.getvalue().splitlines() if '"r
 for c, r in zip(candidate, reference["runs"]):
     assert compare_files(c["files"], r["files"], task.tolerance(c["config"])).ok
 print(time.perf_counter() - start)
-'''
+"""
 
 
 def in_process_seconds() -> float:
     env = dict(os.environ, JAX_PLATFORMS="cpu", ALLOW_MULTIPLE_LIBTPU_LOAD="1")
-    done = subprocess.run([sys.executable, "-c", IN_PROCESS, str(KERNEL)], env=env, capture_output=True,
-                          text=True, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", IN_PROCESS, str(KERNEL)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return float(done.stdout.strip().splitlines()[-1])
 
 
@@ -73,14 +78,18 @@ def main() -> None:
     harness_median = statistics.median(harness_samples)
     in_process_median = statistics.median(in_process_samples)
     lines = [
-        "# Evaluation harness overhead (measured)", "",
+        "# Evaluation harness overhead (measured)",
+        "",
         f"`benchmarks/eval_overhead.py`, {SAMPLES} alternating samples each on a shared {os.cpu_count()}-core "
-        "machine, 12p_RMSNorm with an honest kernel, 3 check seeds + 1 held-out seed, TPU compile for v5e.", "",
-        "| path | median (s) | samples (s) |", "|---|---:|---|",
+        "machine, 12p_RMSNorm with an honest kernel, 3 check seeds + 1 held-out seed, TPU compile for v5e.",
+        "",
+        "| path | median (s) | samples (s) |",
+        "|---|---:|---|",
         f"| harness, warm pool (request to verdict) | {harness_median:.2f} | "
         f"{', '.join(f'{s:.2f}' for s in harness_samples)} |",
         f"| same checks in one process (jax already imported) | {in_process_median:.2f} | "
-        f"{', '.join(f'{s:.2f}' for s in in_process_samples)} |", "",
+        f"{', '.join(f'{s:.2f}' for s in in_process_samples)} |",
+        "",
         f"Ratio harness / in-process: **{harness_median / in_process_median:.2f}x** (goal: within 1.5x).",
     ]
     RESULTS.write_text("\n".join(lines) + "\n")

@@ -20,7 +20,7 @@ import time
 RESULTS = pathlib.Path(__file__).parent / "results" / "first_frame.md"
 RUNS = 7
 
-BARE_APP = '''
+BARE_APP = """
 from textual.app import App
 from textual.containers import Grid, Horizontal, VerticalScroll
 from textual.widgets import ContentSwitcher, DataTable, Footer, Input, Log, Markdown, Static, TextArea
@@ -43,17 +43,21 @@ class Bare(App):
         yield Footer()
 
 Bare().run()
-'''
+"""
 
 
 def first_frame_seconds(command: str, marker: str) -> float:
     socket = f"mkt-bench-{os.getpid()}-{time.monotonic_ns()}"  # a fresh server per run
     tmux = ["tmux", "-L", socket]
     start = time.perf_counter()
-    subprocess.run([*tmux, "new-session", "-d", "-s", "b", "-x", "160", "-y", "48", command], check=True)
+    subprocess.run(
+        [*tmux, "new-session", "-d", "-s", "b", "-x", "160", "-y", "48", command], check=True
+    )
     try:
         while time.perf_counter() - start < 60:
-            screen = subprocess.run([*tmux, "capture-pane", "-p", "-t", "b"], capture_output=True, text=True).stdout
+            screen = subprocess.run(
+                [*tmux, "capture-pane", "-p", "-t", "b"], capture_output=True, text=True
+            ).stdout
             if marker in screen:
                 return time.perf_counter() - start
             time.sleep(0.01)
@@ -69,17 +73,32 @@ def main() -> None:
     env = f"env -i HOME={home} PATH=/usr/bin:/bin TERM=xterm-256color"
     ours = f"{env} {sys.executable} -m maxkernel_tui.cli --task 12p_RMSNorm"
     theirs = f"{env} {sys.executable} {bare}"
-    samples: dict[str, list[float]] = {"maxkernel-tui --task 12p_RMSNorm": [], "bare Textual app, same widgets": []}
+    samples: dict[str, list[float]] = {
+        "maxkernel-tui --task 12p_RMSNorm": [],
+        "bare Textual app, same widgets": [],
+    }
     for _ in range(RUNS):
-        samples["maxkernel-tui --task 12p_RMSNorm"].append(first_frame_seconds(ours, "pl.pallas_call"))
-        samples["bare Textual app, same widgets"].append(first_frame_seconds(theirs, "pl.pallas_call"))
+        samples["maxkernel-tui --task 12p_RMSNorm"].append(
+            first_frame_seconds(ours, "pl.pallas_call")
+        )
+        samples["bare Textual app, same widgets"].append(
+            first_frame_seconds(theirs, "pl.pallas_call")
+        )
     medians = {name: statistics.median(values) for name, values in samples.items()}
     ours_median, bare_median = medians.values()
-    lines = ["# Time to first frame (measured)", "",
-             f"`benchmarks/first_frame.py`: launch to first frame in tmux (160x48), {RUNS} alternating runs each, "
-             f"on a shared {os.cpu_count()}-core machine.", "", "| program | median (s) | samples (s) |", "|---|---:|---|"]
-    lines += [f"| {name} | {medians[name]:.2f} | {', '.join(f'{v:.2f}' for v in values)} |"
-              for name, values in samples.items()]
+    lines = [
+        "# Time to first frame (measured)",
+        "",
+        f"`benchmarks/first_frame.py`: launch to first frame in tmux (160x48), {RUNS} alternating runs each, "
+        f"on a shared {os.cpu_count()}-core machine.",
+        "",
+        "| program | median (s) | samples (s) |",
+        "|---|---:|---|",
+    ]
+    lines += [
+        f"| {name} | {medians[name]:.2f} | {', '.join(f'{v:.2f}' for v in values)} |"
+        for name, values in samples.items()
+    ]
     lines += ["", f"Ratio: **{ours_median / bare_median:.2f}x** the bare app (goal: within 1.5x)."]
     RESULTS.write_text("\n".join(lines) + "\n")
     print("\n".join(lines))

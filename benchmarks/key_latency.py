@@ -47,11 +47,30 @@ PRESSES = 30  # per phase
 GAP_S = 0.06  # between presses: a fast typist
 LOG_LINES, LOG_BATCH, LOG_TICK_S = 10_000, 10, 0.005
 TOKEN_TICK_S = 0.002
-WORDS = ("tile", "the", "rows", "in", "blocks", "of", "256", "so", "the", "hidden", "dimension", "fits", "VMEM")
+WORDS = (
+    "tile",
+    "the",
+    "rows",
+    "in",
+    "blocks",
+    "of",
+    "256",
+    "so",
+    "the",
+    "hidden",
+    "dimension",
+    "fits",
+    "VMEM",
+)
 # phase name -> the background streams it runs; "log + tokens" is the acceptance figure, the
 # others say which stream costs what
-PHASES = {"idle": (), "log": ("log",), "tokens": ("tokens",), "log + tokens": ("log", "tokens"),
-          "tokens as Markdown": ("markdown",)}
+PHASES = {
+    "idle": (),
+    "log": ("log",),
+    "tokens": ("tokens",),
+    "log + tokens": ("log", "tokens"),
+    "tokens as Markdown": ("markdown",),
+}
 
 
 class BenchApp(MaxKernelApp):
@@ -75,7 +94,12 @@ def watch_frames(app: App[object], on_frame: Callable[[float], None]) -> None:
 async def stream_log(log: Log, done: dict[str, float]) -> None:
     start = time.perf_counter()
     for first in range(0, LOG_LINES, LOG_BATCH):
-        log.write_lines([f"[worker 3] check {first + i}: numerics seed {i} max|Δ| 3.1e-3 ok" for i in range(LOG_BATCH)])
+        log.write_lines(
+            [
+                f"[worker 3] check {first + i}: numerics seed {i} max|Δ| 3.1e-3 ok"
+                for i in range(LOG_BATCH)
+            ]
+        )
         await asyncio.sleep(LOG_TICK_S)
     done["log_s"] = time.perf_counter() - start
 
@@ -85,7 +109,9 @@ def token_text(n: int) -> str:
     return f"{word} " if n % 40 else f"\n\n{n // 40}. {word} "
 
 
-async def produce_tokens(write: Callable[[str], object], stop: asyncio.Event, done: dict[str, float]) -> None:
+async def produce_tokens(
+    write: Callable[[str], object], stop: asyncio.Event, done: dict[str, float]
+) -> None:
     tokens = 0
     while not stop.is_set():
         result = write(token_text(tokens))
@@ -123,10 +149,18 @@ async def stream_markdown(markdown: Markdown, stop: asyncio.Event, done: dict[st
         await stream.stop()
 
 
-async def phase(streams: tuple[str, ...], settings_dir: pathlib.Path) -> tuple[list[float], dict[str, float]]:
-    settings = load_settings(env={"MAXKERNEL_TUI_DATA_DIR": str(settings_dir / "data"),
-                                  "MAXKERNEL_TUI_CONFIG": str(settings_dir / "none.toml")})
-    app = BenchApp(cache=settings_dir / "cache", task=resolve_task("12p_RMSNorm"), settings=settings)
+async def phase(
+    streams: tuple[str, ...], settings_dir: pathlib.Path
+) -> tuple[list[float], dict[str, float]]:
+    settings = load_settings(
+        env={
+            "MAXKERNEL_TUI_DATA_DIR": str(settings_dir / "data"),
+            "MAXKERNEL_TUI_CONFIG": str(settings_dir / "none.toml"),
+        }
+    )
+    app = BenchApp(
+        cache=settings_dir / "cache", task=resolve_task("12p_RMSNorm"), settings=settings
+    )
     latencies: list[float] = []
     stats: dict[str, float] = {}
     async with app.run_test(size=SIZE) as pilot:
@@ -148,9 +182,17 @@ async def phase(streams: tuple[str, ...], settings_dir: pathlib.Path) -> tuple[l
         if "log" in streams:
             load.append(asyncio.create_task(stream_log(app.screen.query_one("#tests", Log), stats)))
         if "tokens" in streams:
-            load.append(asyncio.create_task(stream_tokens(app.screen.query_one("#activity", Log), stop, stats)))
+            load.append(
+                asyncio.create_task(
+                    stream_tokens(app.screen.query_one("#activity", Log), stop, stats)
+                )
+            )
         if "markdown" in streams:
-            load.append(asyncio.create_task(stream_markdown(app.screen.query_one("#plan", Markdown), stop, stats)))
+            load.append(
+                asyncio.create_task(
+                    stream_markdown(app.screen.query_one("#plan", Markdown), stop, stats)
+                )
+            )
         if load:
             await asyncio.sleep(0.2)  # the streams are flowing before the first key
         started, first_frames = time.perf_counter(), frames[0]
@@ -182,7 +224,9 @@ async def measure() -> Results:
                 latencies, stats = await phase(streams, pathlib.Path(tmp))
                 results[name][0].extend(latencies)
                 results[name][1].append(stats)
-                print(f"{name}: median {statistics.median(latencies) * 1e3:.1f} ms", file=sys.stderr)
+                print(
+                    f"{name}: median {statistics.median(latencies) * 1e3:.1f} ms", file=sys.stderr
+                )
     return results
 
 
@@ -194,34 +238,66 @@ def report(results: Results) -> str:
     idle = results["idle"][0]
     rows = []
     for name, (values, stats) in results.items():
-        ratio = "" if name == "idle" else (f"{statistics.median(values) / statistics.median(idle):.2f}x / "
-                                           f"{percentile(values, 0.95) / percentile(idle, 0.95):.2f}x")
-        rows.append(f"| {name} | {len(values)} | {statistics.median(values) * 1e3:.1f} | "
-                    f"{percentile(values, 0.95) * 1e3:.1f} | {max(values) * 1e3:.1f} | {ratio} | "
-                    f"{_joined(stats, 'frames_per_s', '.0f')} |")
+        ratio = (
+            ""
+            if name == "idle"
+            else (
+                f"{statistics.median(values) / statistics.median(idle):.2f}x / "
+                f"{percentile(values, 0.95) / percentile(idle, 0.95):.2f}x"
+            )
+        )
+        rows.append(
+            f"| {name} | {len(values)} | {statistics.median(values) * 1e3:.1f} | "
+            f"{percentile(values, 0.95) * 1e3:.1f} | {max(values) * 1e3:.1f} | {ratio} | "
+            f"{_joined(stats, 'frames_per_s', '.0f')} |"
+        )
     both, both_stats = results["log + tokens"]
     log_stats = results["log"][1] + both_stats
     token_stats = results["tokens"][1] + both_stats
-    setting = (f"`python benchmarks/key_latency.py`: Pilot, headless at {SIZE[0]}x{SIZE[1]}, frames encoded for a "
-               f"terminal; {PRESSES} keys (x / backspace into Source, {GAP_S * 1e3:g} ms apart) per phase, phases "
-               f"alternating, {ROUNDS} rounds, each phase in a fresh app; Python {platform.python_version()}, "
-               f"{os.cpu_count()} cores (a shared machine: load average {os.getloadavg()[1]:.1f} over the last "
-               "5 minutes of the run).")
-    ratio = (f"Under 10,000 log lines and a token stream together, key-to-screen latency is "
-             f"**{statistics.median(both) / statistics.median(idle):.2f}x** idle at the median and "
-             f"**{percentile(both, 0.95) / percentile(idle, 0.95):.2f}x** at p95.")
+    setting = (
+        f"`python benchmarks/key_latency.py`: Pilot, headless at {SIZE[0]}x{SIZE[1]}, frames encoded for a "
+        f"terminal; {PRESSES} keys (x / backspace into Source, {GAP_S * 1e3:g} ms apart) per phase, phases "
+        f"alternating, {ROUNDS} rounds, each phase in a fresh app; Python {platform.python_version()}, "
+        f"{os.cpu_count()} cores (a shared machine: load average {os.getloadavg()[1]:.1f} over the last "
+        "5 minutes of the run)."
+    )
+    ratio = (
+        f"Under 10,000 log lines and a token stream together, key-to-screen latency is "
+        f"**{statistics.median(both) / statistics.median(idle):.2f}x** idle at the median and "
+        f"**{percentile(both, 0.95) / percentile(idle, 0.95):.2f}x** at p95."
+    )
     markdown = statistics.median(results["tokens as Markdown"][0]) / statistics.median(idle)
-    reading = (f"Streamed through a MarkdownStream into a Markdown widget instead, the same tokens cost "
-               f"{markdown:.2f}x idle at the median: each update makes a Markdown parser, re-parses the last block "
-               "and mounts new block widgets on the UI's event loop (Textual 8.2's Markdown.append). Streamed "
-               "agent text belongs in a Log, drawn in batches, as the workbench does.")
-    load = (f"Load: {LOG_LINES:,} lines into the Tests log in batches of {LOG_BATCH} every {LOG_TICK_S * 1e3:g} ms "
-            f"(asked: {LOG_LINES / LOG_BATCH * LOG_TICK_S:g} s; took {_joined(log_stats, 'log_s', '.1f')} s), and "
-            f"tokens (a word each, one every {TOKEN_TICK_S * 1e3:g} ms, drawn every {DRAW_INTERVAL_S * 1e3:g} ms) "
-            f"into the agents' activity log ({_joined(token_stats, 'tokens', '.0f')} tokens in the phase).")
+    reading = (
+        f"Streamed through a MarkdownStream into a Markdown widget instead, the same tokens cost "
+        f"{markdown:.2f}x idle at the median: each update makes a Markdown parser, re-parses the last block "
+        "and mounts new block widgets on the UI's event loop (Textual 8.2's Markdown.append). Streamed "
+        "agent text belongs in a Log, drawn in batches, as the workbench does."
+    )
+    load = (
+        f"Load: {LOG_LINES:,} lines into the Tests log in batches of {LOG_BATCH} every {LOG_TICK_S * 1e3:g} ms "
+        f"(asked: {LOG_LINES / LOG_BATCH * LOG_TICK_S:g} s; took {_joined(log_stats, 'log_s', '.1f')} s), and "
+        f"tokens (a word each, one every {TOKEN_TICK_S * 1e3:g} ms, drawn every {DRAW_INTERVAL_S * 1e3:g} ms) "
+        f"into the agents' activity log ({_joined(token_stats, 'tokens', '.0f')} tokens in the phase)."
+    )
     header = "| background | keys | median (ms) | p95 (ms) | max (ms) | vs idle (median / p95) | frames/s |"
-    return "\n".join(["# Key-press-to-screen latency in the workbench (measured)", "", setting, "", header,
-                      "|---|---:|---:|---:|---:|---|---|", *rows, "", ratio, "", reading, "", load, ""])
+    return "\n".join(
+        [
+            "# Key-press-to-screen latency in the workbench (measured)",
+            "",
+            setting,
+            "",
+            header,
+            "|---|---:|---:|---:|---:|---|---|",
+            *rows,
+            "",
+            ratio,
+            "",
+            reading,
+            "",
+            load,
+            "",
+        ]
+    )
 
 
 def main() -> None:

@@ -17,10 +17,10 @@ import time
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
-import jax  # noqa: E402
+import jax
 
-from maxkernel_tui.kernels import reference_runtime as runtime  # noqa: E402
-from maxkernel_tui.kernels.loader import builtin_suite_dir, load_tasks  # noqa: E402
+from maxkernel_tui.kernels import reference_runtime as runtime
+from maxkernel_tui.kernels.loader import builtin_suite_dir, load_tasks
 
 RESULTS = pathlib.Path(__file__).parent / "results" / "suite_check_times.md"
 
@@ -47,8 +47,11 @@ def main() -> None:
         check = time_config(task, module, "check")
         heldout = time_config(task, module, "heldout")
         rows.append((task.task_id, *check, *heldout))
-        print(f"{task.task_id:<58} check {check[0]:6.2f}s / {check[1] * 1e3:7.1f} ms   "
-              f"heldout {heldout[0]:6.2f}s / {heldout[1] * 1e3:7.1f} ms", flush=True)
+        print(
+            f"{task.task_id:<58} check {check[0]:6.2f}s / {check[1] * 1e3:7.1f} ms   "
+            f"heldout {heldout[0]:6.2f}s / {heldout[1] * 1e3:7.1f} ms",
+            flush=True,
+        )
     slowest = max(rows, key=lambda r: r[1])
     lines = [
         "# Built-in references on the CPU (measured)",
@@ -63,7 +66,9 @@ def main() -> None:
         "| task | check first (s) | check warm (ms) | heldout first (s) | heldout warm (ms) |",
         "|---|---:|---:|---:|---:|",
     ]
-    lines += [f"| {r[0]} | {r[1]:.2f} | {r[2] * 1e3:.1f} | {r[3]:.2f} | {r[4] * 1e3:.1f} |" for r in rows]
+    lines += [
+        f"| {r[0]} | {r[1]:.2f} | {r[2] * 1e3:.1f} | {r[3]:.2f} | {r[4] * 1e3:.1f} |" for r in rows
+    ]
     RESULTS.write_text("\n".join(lines) + "\n")
     print(f"wrote {RESULTS}")
 

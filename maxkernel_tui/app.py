@@ -47,9 +47,15 @@ class MaxKernelApp(App[None]):
         Binding("question_mark", "help", "Help", show=False),
     ]
 
-    def __init__(self, tasks_dir: Path | None = None, cache: Path | None = None, task: Task | None = None,
-                 settings: Settings | None = None, resume: str | None = None,
-                 agent_provider: Provider | None = None) -> None:
+    def __init__(
+        self,
+        tasks_dir: Path | None = None,
+        cache: Path | None = None,
+        task: Task | None = None,
+        settings: Settings | None = None,
+        resume: str | None = None,
+        agent_provider: Provider | None = None,
+    ) -> None:
         """`resume`: a session id (or unique prefix) to reopen in the workbench instead of the picker.
         `agent_provider`: the model behind the agents instead of the configured one (tests)."""
         super().__init__()
@@ -72,9 +78,13 @@ class MaxKernelApp(App[None]):
         if self._initial_task is not None:
             self.open_workbench(self._initial_task)
             return
-        self.push_screen(TaskPickerScreen(self._tasks_dir, self._cache, store_path=self._settings.store_path))
+        self.push_screen(
+            TaskPickerScreen(self._tasks_dir, self._cache, store_path=self._settings.store_path)
+        )
         if self._resume is not None:
-            self.resume_session(self._resume)  # over the picker: a failure leaves the picker and says why
+            self.resume_session(
+                self._resume
+            )  # over the picker: a failure leaves the picker and says why
 
     def _theme_name(self, wanted: str | None) -> str:
         """The configured theme when the app knows it; else the default (the terminal's own palette,
@@ -82,7 +92,10 @@ class MaxKernelApp(App[None]):
         if wanted is None:
             return DEFAULT_THEME
         if wanted not in self.available_themes:
-            self.notify(f"unknown theme {wanted!r} in the settings; using {DEFAULT_THEME}", severity="warning")
+            self.notify(
+                f"unknown theme {wanted!r} in the settings; using {DEFAULT_THEME}",
+                severity="warning",
+            )
             return DEFAULT_THEME
         return wanted
 
@@ -96,11 +109,23 @@ class MaxKernelApp(App[None]):
 
     def open_workbench(self, task: Task, session_id: str | None = None) -> None:
         """`session_id`: a stored session whose events fill the panes and which F5 continues."""
-        provider = self._settings.provider + (" (offline)" if self._settings.provider == "builtin" else "")
-        self.push_screen(WorkbenchScreen(task, self._workdir(task), self._cache, self.harness,
-                                         target=self._settings.tpu_target, provider=provider,
-                                         budget_cap=_budget_cap(self._settings), settings=self._settings,
-                                         agent_provider=self._agent_provider, session_id=session_id))
+        provider = self._settings.provider + (
+            " (offline)" if self._settings.provider == "builtin" else ""
+        )
+        self.push_screen(
+            WorkbenchScreen(
+                task,
+                self._workdir(task),
+                self._cache,
+                self.harness,
+                target=self._settings.tpu_target,
+                provider=provider,
+                budget_cap=_budget_cap(self._settings),
+                settings=self._settings,
+                agent_provider=self._agent_provider,
+                session_id=session_id,
+            )
+        )
 
     def resume_session(self, prefix: str) -> bool:
         """Open the workbench on a session's task with the session's latest kernel version as the
@@ -118,7 +143,10 @@ class MaxKernelApp(App[None]):
             return False
         note = f"resumed session {session.id} ({session.mode}, {session.status})"
         if versions:
-            note += self._place_kernel(task, versions[-1].source) + f"; source: kernel v{versions[-1].number}"
+            note += (
+                self._place_kernel(task, versions[-1].source)
+                + f"; source: kernel v{versions[-1].number}"
+            )
         else:
             note += "; it has no kernel version yet"
         self.open_workbench(task, session.id)
@@ -145,7 +173,9 @@ class MaxKernelApp(App[None]):
 
     def action_open_sessions(self) -> None:
         if not isinstance(self.screen, SessionsScreen):
-            self.push_screen(SessionsScreen(self._settings.store_path, self._settings.data_dir / "exports"))
+            self.push_screen(
+                SessionsScreen(self._settings.store_path, self._settings.data_dir / "exports")
+            )
 
     def action_open_settings(self) -> None:
         if not isinstance(self.screen, SettingsScreen):
@@ -154,7 +184,9 @@ class MaxKernelApp(App[None]):
     def action_help(self) -> None:
         screen = self.screen
         if not isinstance(screen, HelpScreen):
-            self.push_screen(HelpScreen(type(screen).__name__.removesuffix("Screen"), key_help(self, screen)))
+            self.push_screen(
+                HelpScreen(type(screen).__name__.removesuffix("Screen"), key_help(self, screen))
+            )
 
     def apply_settings(self, changed: Mapping[str, Any]) -> list[str]:
         """Take settings just saved to the config file. One that an environment variable or a flag
@@ -189,6 +221,8 @@ class MaxKernelApp(App[None]):
 
 
 def _budget_cap(settings: Settings) -> str:
-    caps = [f"{settings.budget_tokens:,} tok" if settings.budget_tokens else "",
-            f"${settings.budget_dollars:.2f}" if settings.budget_dollars else ""]
+    caps = [
+        f"{settings.budget_tokens:,} tok" if settings.budget_tokens else "",
+        f"${settings.budget_dollars:.2f}" if settings.budget_dollars else "",
+    ]
     return " + ".join(c for c in caps if c) or "no cap"

@@ -31,16 +31,29 @@ def build_parser() -> argparse.ArgumentParser:
         "Without a subcommand, opens the workbench.",
     )
     parser.add_argument("--version", action="version", version=f"maxkernel-tui {__version__}")
-    parser.add_argument("--task", metavar="ID|DIR", help="open the workbench on this task (an id, its number, or a "
-                        "task folder) instead of the task picker")
-    parser.add_argument("--resume", nargs="?", const="", metavar="SESSION",
-                        help="reopen a session in the workbench: an id or a unique prefix of one "
-                             "(default: the most recent session)")
+    parser.add_argument(
+        "--task",
+        metavar="ID|DIR",
+        help="open the workbench on this task (an id, its number, or a "
+        "task folder) instead of the task picker",
+    )
+    parser.add_argument(
+        "--resume",
+        nargs="?",
+        const="",
+        metavar="SESSION",
+        help="reopen a session in the workbench: an id or a unique prefix of one "
+        "(default: the most recent session)",
+    )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     where = argparse.ArgumentParser(add_help=False)
-    where.add_argument("--path", type=Path, metavar="DIR",
-                       help="a folder of task folders in the JaxBench/MaxKernel adapted format "
-                            "(default: the built-in 50-task suite)")
+    where.add_argument(
+        "--path",
+        type=Path,
+        metavar="DIR",
+        help="a folder of task folders in the JaxBench/MaxKernel adapted format "
+        "(default: the built-in 50-task suite)",
+    )
     tasks.add_parser(commands, where)
     evaluate.add_parser(commands)
     bench.add_parser(commands)
@@ -77,7 +90,9 @@ def _open_app(task_name: str | None, resume: str | None) -> int:
     settings = load_settings()
     # resolved before the screen opens: an unknown session is an error on the terminal, exit 2
     session = resolve_session(resume, settings.store_path).id if resume is not None else None
-    MaxKernelApp(task=resolve_task(task_name) if task_name else None, settings=settings, resume=session).run()
+    MaxKernelApp(
+        task=resolve_task(task_name) if task_name else None, settings=settings, resume=session
+    ).run()
     return 0
 
 

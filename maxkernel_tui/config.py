@@ -67,6 +67,7 @@ class ConfigError(Exception):
 
 # -- parsers: from a TOML value, an environment string or a flag string ---------------------
 
+
 def _text(value: Any) -> str:
     if not isinstance(value, str) or not value.strip():
         raise ValueError("expected a non-empty string")
@@ -155,7 +156,9 @@ class Spec:
 
 
 SPECS: tuple[Spec, ...] = (
-    Spec("provider", _provider, f"LLM provider: {', '.join(PROVIDERS)} (builtin: the offline agent)"),
+    Spec(
+        "provider", _provider, f"LLM provider: {', '.join(PROVIDERS)} (builtin: the offline agent)"
+    ),
     Spec("model", _text, "model name for the provider (default: the provider's own)"),
     Spec("base_url", _url, "base URL of an OpenAI-compatible server (vLLM, Ollama, llama.cpp)"),
     Spec("budget_tokens", _positive_int, "hard cap on tokens per session (default: no cap)"),
@@ -163,9 +166,19 @@ SPECS: tuple[Spec, ...] = (
     Spec("tpu_target", _target, "TPU generation to compile for: v5e, v6e, v4, v5p"),
     Spec("data_dir", _path, "where the session store lives"),
     # Checked against the registered themes by the app, which knows them (this module imports no Textual).
-    Spec("theme", _text, "colour theme of the TUI: maxkernel-ansi (default), maxkernel-dark, maxkernel-light "
-         "or a Textual theme"),
-    Spec("prices", _prices, "per-model prices, $ per million tokens (config file only)", env=False, flag=False),
+    Spec(
+        "theme",
+        _text,
+        "colour theme of the TUI: maxkernel-ansi (default), maxkernel-dark, maxkernel-light "
+        "or a Textual theme",
+    ),
+    Spec(
+        "prices",
+        _prices,
+        "per-model prices, $ per million tokens (config file only)",
+        env=False,
+        flag=False,
+    ),
 )
 SPEC_BY_NAME = {spec.name: spec for spec in SPECS}
 
@@ -222,14 +235,20 @@ def read_file(path: Path) -> tuple[dict[str, Any], list[str]]:
         if name in SPEC_BY_NAME:
             values[name] = value
         elif _looks_secret(name):
-            warnings.append(f"{path}: {name!r} ignored: API keys are read only from the environment "
-                            f"({', '.join(SECRET_VARIABLES)}), never from this file")
+            warnings.append(
+                f"{path}: {name!r} ignored: API keys are read only from the environment "
+                f"({', '.join(SECRET_VARIABLES)}), never from this file"
+            )
         else:
-            warnings.append(f"{path}: unknown setting {name!r} ignored (known: {', '.join(SPEC_BY_NAME)})")
+            warnings.append(
+                f"{path}: unknown setting {name!r} ignored (known: {', '.join(SPEC_BY_NAME)})"
+            )
     return values, warnings
 
 
-def load_settings(flags: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None) -> Settings:
+def load_settings(
+    flags: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None
+) -> Settings:
     """Defaults < config file < MAXKERNEL_TUI_* variables < flags (None means a flag not given)."""
     env = os.environ if env is None else env
     path = config_path(env)
@@ -249,7 +268,11 @@ def load_settings(flags: Mapping[str, Any] | None = None, env: Mapping[str, str]
                 values[spec.name] = spec.parse(raw)
             except ValueError as error:
                 raise ConfigError(f"{spec.name} from {source}: {error} (got {raw!r})") from None
-            if spec.name == "data_dir" and source.kind == FILE and not values[spec.name].is_absolute():
+            if (
+                spec.name == "data_dir"
+                and source.kind == FILE
+                and not values[spec.name].is_absolute()
+            ):
                 values[spec.name] = path.parent / values[spec.name]  # relative to the config file
             sources[spec.name] = source
     if "data_dir" not in values:
@@ -258,17 +281,24 @@ def load_settings(flags: Mapping[str, Any] | None = None, env: Mapping[str, str]
 
 
 def secret_status(env: Mapping[str, str] | None = None) -> dict[str, str]:
-    """"set" or "not set" for each credential variable: their values are never shown."""
+    """ "set" or "not set" for each credential variable: their values are never shown."""
     env = os.environ if env is None else env
     return {name: "set" if env.get(name) else "not set" for name in SECRET_VARIABLES}
 
 
-def add_settings_flags(parser: argparse.ArgumentParser, names: tuple[str, ...] | None = None) -> None:
+def add_settings_flags(
+    parser: argparse.ArgumentParser, names: tuple[str, ...] | None = None
+) -> None:
     """`--provider`, `--model`, ... for the settings a flag may set (all of them by default)."""
     for spec in SPECS:
         if spec.flag and (names is None or spec.name in names):
-            parser.add_argument(spec.flag_name, dest=spec.name, default=None, metavar=spec.name.upper(),
-                                help=f"{spec.help} [env {spec.env_name}]")
+            parser.add_argument(
+                spec.flag_name,
+                dest=spec.name,
+                default=None,
+                metavar=spec.name.upper(),
+                help=f"{spec.help} [env {spec.env_name}]",
+            )
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
@@ -277,11 +307,21 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
 
 def display_value(name: str, value: Any) -> str:
     if value is None:
-        return {"budget_tokens": "no cap", "budget_dollars": "no cap", "model": "(the provider's default)",
-                "base_url": "(none)", "theme": "(the default theme)"}.get(name, "(none)")
+        return {
+            "budget_tokens": "no cap",
+            "budget_dollars": "no cap",
+            "model": "(the provider's default)",
+            "base_url": "(none)",
+            "theme": "(the default theme)",
+        }.get(name, "(none)")
     if name == "prices":
-        return ", ".join(f"{m}: ${p.get('input', 0):g}/${p.get('output', 0):g} per Mtok" for m, p in value.items()) \
+        return (
+            ", ".join(
+                f"{m}: ${p.get('input', 0):g}/${p.get('output', 0):g} per Mtok"
+                for m, p in value.items()
+            )
             or "(built-in prices)"
+        )
     if name == "budget_dollars":
         return f"${value:g}"
     if name == "base_url":
@@ -301,6 +341,7 @@ def mask_url(url: str) -> str:
 
 
 # -- writing the config file ------------------------------------------------------------------
+
 
 def validate_settings(values: Mapping[str, Any]) -> dict[str, str]:
     """Errors by setting name for the values that the file may not hold; {} when all are valid.
@@ -330,18 +371,26 @@ def save_settings(values: Mapping[str, Any], path: Path | None = None) -> Path:
     errors = validate_settings(values)
     if errors:
         raise ConfigError("; ".join(f"{name}: {message}" for name, message in errors.items()))
-    parsed = {name: None if v is None else SPEC_BY_NAME[name].parse(v) for name, v in values.items()}
+    parsed = {
+        name: None if v is None else SPEC_BY_NAME[name].parse(v) for name, v in values.items()
+    }
     wanted = {name: str(v) if isinstance(v, Path) else v for name, v in parsed.items()}
     old_text = path.read_text() if path.is_file() else ""
-    old, _ = read_file(path)  # raises on a file that is not TOML: never overwrite what we cannot read
+    old, _ = read_file(
+        path
+    )  # raises on a file that is not TOML: never overwrite what we cannot read
     lines = old_text.splitlines()
     for name, value in wanted.items():
-        lines = _set_top_level(lines, name, None if value is None else f"{name} = {_toml_value(value)}")
+        lines = _set_top_level(
+            lines, name, None if value is None else f"{name} = {_toml_value(value)}"
+        )
     new_text = "\n".join(lines) + "\n"
     result = tomllib.loads(new_text)
     expected = {k: v for k, v in (old | wanted).items() if v is not None}
     if {k: result.get(k) for k in expected} != expected or set(result) - set(expected) - set(old):
-        raise ConfigError(f"{path}: cannot edit this file safely (a multi-line value?); edit it by hand")
+        raise ConfigError(
+            f"{path}: cannot edit this file safely (a multi-line value?); edit it by hand"
+        )
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(path.name + ".tmp")
     temporary.write_text(new_text)
@@ -358,11 +407,13 @@ def _toml_value(value: Any) -> str:
 def _set_top_level(lines: list[str], name: str, line: str | None) -> list[str]:
     """`lines` with the top-level assignment of `name` replaced by `line` (or removed when None),
     or `line` added after the last top-level assignment (before the first [table])."""
-    first_table = next((i for i, text in enumerate(lines) if text.lstrip().startswith("[")), len(lines))
+    first_table = next(
+        (i for i, text in enumerate(lines) if text.lstrip().startswith("[")), len(lines)
+    )
     assignment = re.compile(rf'^\s*(?:{re.escape(name)}|"{re.escape(name)}")\s*=')
     for i in range(first_table):
         if assignment.match(lines[i]):
-            return lines[:i] + ([line] if line is not None else []) + lines[i + 1:]
+            return lines[:i] + ([line] if line is not None else []) + lines[i + 1 :]
     if line is None:
         return lines
     end = first_table

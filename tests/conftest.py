@@ -8,10 +8,10 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 # process unless told ("multi-process lockfile").
 os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
 
-import pytest  # noqa: E402
+import pytest
 
-from maxkernel_tui.kernels.catalog import describe_tasks  # noqa: E402
-from maxkernel_tui.kernels.loader import builtin_suite_dir, load_tasks  # noqa: E402
+from maxkernel_tui.kernels.catalog import describe_tasks
+from maxkernel_tui.kernels.loader import builtin_suite_dir, load_tasks
 
 ADAPTED_TASKS = pathlib.Path(__file__).parent / "data" / "adapted_tasks"
 

@@ -10,7 +10,6 @@ import sys
 import pytest
 
 from maxkernel_tui import __version__
-
 from tests.conftest import ADAPTED_TASKS
 from tests.kernels.test_suite import JAXBENCH_IDS
 
@@ -19,8 +18,13 @@ def cli(*args, cache=None, check=True):
     env = dict(os.environ)
     if cache is not None:
         env["MAXKERNEL_TUI_CACHE_DIR"] = str(cache)
-    done = subprocess.run([sys.executable, "-m", "maxkernel_tui.cli", *args], capture_output=True,
-                          text=True, env=env, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-m", "maxkernel_tui.cli", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     if check:
         assert done.returncode == 0, done.stderr
     return done
@@ -45,10 +49,15 @@ def test_tasks_json_lists_all_50_with_shapes_and_cost(suite_descriptions, suite_
     assert listing["errors"] == []
     assert [t["task_id"] for t in listing["tasks"]] == JAXBENCH_IDS
     gemm = next(t for t in listing["tasks"] if t["task_id"] == "8p_GEMM")
-    assert gemm["category"] == "gemm" and gemm["tolerances"]["check"] == {"atol": 0.01, "rtol": 0.01}
+    assert gemm["category"] == "gemm" and gemm["tolerances"]["check"] == {
+        "atol": 0.01,
+        "rtol": 0.01,
+    }
     assert gemm["configs"]["bench"]["outputs"] == [{"shape": [8192, 28672], "dtype": "bfloat16"}]
     assert gemm["cost"]["kind"] == "estimated"
-    assert gemm["cost"]["source"].startswith("estimated: XLA cost analysis, ahead-of-time compile for TPU v5e")
+    assert gemm["cost"]["source"].startswith(
+        "estimated: XLA cost analysis, ahead-of-time compile for TPU v5e"
+    )
 
 
 def test_tasks_text_names_the_generation_and_says_estimated(suite_descriptions, suite_cache):
@@ -59,7 +68,9 @@ def test_tasks_text_names_the_generation_and_says_estimated(suite_descriptions, 
 
 
 def test_tasks_path_reads_a_folder_in_the_adapted_format(tmp_path):
-    listing = json.loads(cli("tasks", "--json", "--path", str(ADAPTED_TASKS), cache=tmp_path).stdout)
+    listing = json.loads(
+        cli("tasks", "--json", "--path", str(ADAPTED_TASKS), cache=tmp_path).stdout
+    )
     ids = [t["task_id"] for t in listing["tasks"]]
     assert ids == ["1_Vector_Add", "2_Softmax_Multi"]
     assert list(listing["tasks"][1]["configs"]) == ["bench.0", "bench.1"]

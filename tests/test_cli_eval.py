@@ -11,30 +11,62 @@ KERNELS = pathlib.Path(__file__).parent / "data" / "kernels"
 
 
 def test_eval_accepts_an_honest_kernel_with_a_json_report():
-    done = cli("eval", str(KERNELS / "honest" / "12p_RMSNorm.py"), "--task", "12p", "--json", "--seeds", "2")
+    done = cli(
+        "eval",
+        str(KERNELS / "honest" / "12p_RMSNorm.py"),
+        "--task",
+        "12p",
+        "--json",
+        "--seeds",
+        "2",
+    )
     report = json.loads(done.stdout)
-    assert report["verdict"] == "accepted" and report["task"] == "12p_RMSNorm" and report["targets"] == ["v5e"]
-    assert [c["name"] for c in report["checks"]] == ["static", "trace", "tpu_lower", "tpu_compile", "numerics",
-                                                     "heldout", "timing"]
+    assert (
+        report["verdict"] == "accepted"
+        and report["task"] == "12p_RMSNorm"
+        and report["targets"] == ["v5e"]
+    )
+    assert [c["name"] for c in report["checks"]] == [
+        "static",
+        "trace",
+        "tpu_lower",
+        "tpu_compile",
+        "numerics",
+        "heldout",
+        "timing",
+    ]
     assert all({"name", "status", "detail", "seconds"} <= set(c) for c in report["checks"])
     assert report["timings"] == [] and "TPU interpret mode" in report["device"]
 
 
 def test_eval_rejects_with_exit_1_and_a_readable_reason():
-    done = cli("eval", str(KERNELS / "cheats" / "plain_jnp.py"), "--task", "41k_Gemm_Add_ReLU", check=False)
+    done = cli(
+        "eval", str(KERNELS / "cheats" / "plain_jnp.py"), "--task", "41k_Gemm_Add_ReLU", check=False
+    )
     assert done.returncode == 1
     assert "✗ trace        no pallas_call" in done.stdout
-    assert done.stdout.strip().endswith("verdict: REJECTED: trace: no pallas_call: the work runs in plain XLA "
-                                        "(jnp), not in a Pallas kernel")
+    assert done.stdout.strip().endswith(
+        "verdict: REJECTED: trace: no pallas_call: the work runs in plain XLA "
+        "(jnp), not in a Pallas kernel"
+    )
 
 
 def test_eval_usage_errors_exit_2(tmp_path):
     missing = cli("eval", str(tmp_path / "nope.py"), "--task", "12p", check=False)
     assert missing.returncode == 2 and "no such kernel file" in missing.stderr
-    unknown_task = cli("eval", str(KERNELS / "honest" / "12p_RMSNorm.py"), "--task", "99z", check=False)
+    unknown_task = cli(
+        "eval", str(KERNELS / "honest" / "12p_RMSNorm.py"), "--task", "99z", check=False
+    )
     assert unknown_task.returncode == 2 and "no task '99z'" in unknown_task.stderr
-    unknown_tpu = cli("eval", str(KERNELS / "honest" / "12p_RMSNorm.py"), "--task", "12p", "--tpu", "v99",
-                      check=False)
+    unknown_tpu = cli(
+        "eval",
+        str(KERNELS / "honest" / "12p_RMSNorm.py"),
+        "--task",
+        "12p",
+        "--tpu",
+        "v99",
+        check=False,
+    )
     assert unknown_tpu.returncode == 2 and "libtpu does not know TPU 'v99'" in unknown_tpu.stderr
 
 
@@ -48,11 +80,17 @@ def test_eval_takes_a_task_folder_path():
 
 def test_bench_sanity_run_resumes(tmp_path):
     results = tmp_path / "results.jsonl"
-    first = json.loads(cli("bench", "--suite", str(ADAPTED_TASKS), "--json", "--results", str(results)).stdout)
+    first = json.loads(
+        cli("bench", "--suite", str(ADAPTED_TASKS), "--json", "--results", str(results)).stdout
+    )
     assert first["summary"] == {"tasks": 2, "correct": 2, "timed": 0, "fast_p": None}
     assert len(results.read_text().splitlines()) == 2
-    results.write_text(results.read_text().splitlines()[0] + "\n")  # as if killed after the first task
-    second = json.loads(cli("bench", "--suite", str(ADAPTED_TASKS), "--json", "--results", str(results)).stdout)
+    results.write_text(
+        results.read_text().splitlines()[0] + "\n"
+    )  # as if killed after the first task
+    second = json.loads(
+        cli("bench", "--suite", str(ADAPTED_TASKS), "--json", "--results", str(results)).stdout
+    )
     assert [r["task"] for r in second["results"]] == ["1_Vector_Add", "2_Softmax_Multi"]
     assert len(results.read_text().splitlines()) == 2  # only the missing task was evaluated again
 
@@ -62,7 +100,9 @@ def test_bench_with_kernels_prints_a_table(tmp_path):
     kernels.mkdir()
     shutil.copy(KERNELS / "honest" / "12p_RMSNorm.py", kernels / "12p.py")
     shutil.copy(KERNELS / "cheats" / "plain_jnp.py", kernels / "41k_Gemm_Add_ReLU.py")
-    done = cli("bench", "--kernels", str(kernels), "--results", str(tmp_path / "r.jsonl"), check=False)
+    done = cli(
+        "bench", "--kernels", str(kernels), "--results", str(tmp_path / "r.jsonl"), check=False
+    )
     assert done.returncode == 1
     assert "✓ 12p_RMSNorm" in done.stdout and "✗ 41k_Gemm_Add_ReLU" in done.stdout
     assert "correct 1/2; fast_p: not available: no timings (no TPU here" in done.stdout
@@ -73,7 +113,16 @@ def test_fast_p_counts_only_correct_and_significantly_faster_tasks():
 
     win = [{"what": "speedup over the XLA reference", "significant": True, "ratio": 1.4}]
     noise = [{"what": "speedup over the XLA reference", "significant": False, "ratio": 1.1}]
-    rows = [{"verdict": "accepted", "timings": win}, {"verdict": "accepted", "timings": noise},
-            {"verdict": "rejected", "timings": []}, {"verdict": "accepted", "timings": win}]
-    assert _totals(rows) == {"tasks": 4, "correct": 3, "timed": 3, "fast_p": {"p": 1.0, "fast": 0.5}}
+    rows = [
+        {"verdict": "accepted", "timings": win},
+        {"verdict": "accepted", "timings": noise},
+        {"verdict": "rejected", "timings": []},
+        {"verdict": "accepted", "timings": win},
+    ]
+    assert _totals(rows) == {
+        "tasks": 4,
+        "correct": 3,
+        "timed": 3,
+        "fast_p": {"p": 1.0, "fast": 0.5},
+    }
     assert _totals(rows[2:3])["fast_p"] is None

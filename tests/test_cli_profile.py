@@ -10,7 +10,14 @@ from tests.test_cli_eval import KERNELS
 
 @pytest.mark.parametrize(("kernel", "task"), [("8p_GEMM", "8p"), ("12p_RMSNorm", "12p")])
 def test_profile_reports_labelled_figures_for_v5e_and_v6e(kernel, task, tmp_path):
-    done = cli("profile", str(KERNELS / "honest" / f"{kernel}.py"), "--task", task, "--json", cache=tmp_path)
+    done = cli(
+        "profile",
+        str(KERNELS / "honest" / f"{kernel}.py"),
+        "--task",
+        task,
+        "--json",
+        cache=tmp_path,
+    )
     summary = json.loads(done.stdout)
     assert [e["target"] for e in summary["estimates"]] == ["v5e", "v6e"]
     for e in summary["estimates"]:
@@ -19,16 +26,33 @@ def test_profile_reports_labelled_figures_for_v5e_and_v6e(kernel, task, tmp_path
         assert e["bound"] in ("memory", "compute") and 0 < e["roofline_share"] <= 1.0
     for cost in summary["reference_costs"].values():
         assert cost["kind"] == "estimated" and cost["flops"] > 0
-    assert summary["trace"]["kind"] == "host-side trace of a CPU interpret-mode run, not device time"
+    assert (
+        summary["trace"]["kind"] == "host-side trace of a CPU interpret-mode run, not device time"
+    )
     assert any(tmp_path.joinpath("traces").rglob("*.xplane.pb"))  # kept for xprof
 
 
 def test_profile_text_for_agents_and_people(tmp_path):
-    text = cli("profile", str(KERNELS / "honest" / "12p_RMSNorm.py"), "--task", "12p", cache=tmp_path).stdout
-    assert "v5e (estimated):" in text and "memory-bound" in text and "% of roofline (estimated)" in text
+    text = cli(
+        "profile", str(KERNELS / "honest" / "12p_RMSNorm.py"), "--task", "12p", cache=tmp_path
+    ).stdout
+    assert (
+        "v5e (estimated):" in text
+        and "memory-bound" in text
+        and "% of roofline (estimated)" in text
+    )
     assert "open it: xprof --logdir" in text and "ssh -L 8791:localhost:8791" in text
 
 
 def test_profile_refuses_a_kernel_that_breaks_the_static_rules(tmp_path):
-    done = cli("profile", str(KERNELS / "cheats" / "reads_secrets.py"), "--task", "12p", cache=tmp_path, check=False)
-    assert done.returncode == 1 and "breaks the static rules: reaches the environment" in done.stderr
+    done = cli(
+        "profile",
+        str(KERNELS / "cheats" / "reads_secrets.py"),
+        "--task",
+        "12p",
+        cache=tmp_path,
+        check=False,
+    )
+    assert (
+        done.returncode == 1 and "breaks the static rules: reaches the environment" in done.stderr
+    )

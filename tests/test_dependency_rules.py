@@ -19,13 +19,21 @@ def imported_modules(path: pathlib.Path) -> set[str]:
 
 
 def imports_of(subpackage: str) -> dict[str, set[str]]:
-    return {str(p.relative_to(PACKAGE)): imported_modules(p) for p in (PACKAGE / subpackage).rglob("*.py")
-            if "suite" not in p.parts}
+    return {
+        str(p.relative_to(PACKAGE)): imported_modules(p)
+        for p in (PACKAGE / subpackage).rglob("*.py")
+        if "suite" not in p.parts
+    }
 
 
 def test_kernels_is_a_library():
-    forbidden = ("maxkernel_tui.agents", "maxkernel_tui.screens", "maxkernel_tui.themes", "maxkernel_tui.app",
-                 "textual")
+    forbidden = (
+        "maxkernel_tui.agents",
+        "maxkernel_tui.screens",
+        "maxkernel_tui.themes",
+        "maxkernel_tui.app",
+        "textual",
+    )
     for module, names in imports_of("kernels").items():
         bad = [n for n in names if n.startswith(forbidden)]
         assert not bad, f"{module} imports {bad}"
@@ -33,26 +41,38 @@ def test_kernels_is_a_library():
 
 def test_agents_never_import_textual():
     for module, names in imports_of("agents").items():
-        bad = [n for n in names if n.startswith(("textual", "maxkernel_tui.screens", "maxkernel_tui.app"))]
+        bad = [
+            n
+            for n in names
+            if n.startswith(("textual", "maxkernel_tui.screens", "maxkernel_tui.app"))
+        ]
         assert not bad, f"{module} imports {bad}"
 
 
 def test_ui_and_cli_do_not_import_jax():
-    code = ("import sys, maxkernel_tui.cli, maxkernel_tui.app, maxkernel_tui.screens.task_picker, "
-            "maxkernel_tui.kernels.catalog, maxkernel_tui.kernels.listing, maxkernel_tui.kernels.evaluation.harness, "
-            "maxkernel_tui.commands.evaluate, maxkernel_tui.commands.bench; "
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('jax', 'jaxlib')))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    code = (
+        "import sys, maxkernel_tui.cli, maxkernel_tui.app, maxkernel_tui.screens.task_picker, "
+        "maxkernel_tui.kernels.catalog, maxkernel_tui.kernels.listing, maxkernel_tui.kernels.evaluation.harness, "
+        "maxkernel_tui.commands.evaluate, maxkernel_tui.commands.bench; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('jax', 'jaxlib')))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
     assert out.strip() == "[]"
 
 
 def test_the_workbench_starts_without_the_agents_engine():
     """Start-up time (first frame within 1.5x of a bare Textual app): the engine, its events and
     the model clients load when the agents first run."""
-    code = ("import sys, maxkernel_tui.cli, maxkernel_tui.app; print(sorted(m for m in sys.modules if m.startswith("
-            "('maxkernel_tui.agents.orchestration.engine', 'maxkernel_tui.agents.orchestration.events', "
-            "'maxkernel_tui.agents.llm', 'google'))))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    code = (
+        "import sys, maxkernel_tui.cli, maxkernel_tui.app; print(sorted(m for m in sys.modules if m.startswith("
+        "('maxkernel_tui.agents.orchestration.engine', 'maxkernel_tui.agents.orchestration.events', "
+        "'maxkernel_tui.agents.llm', 'google'))))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
     assert out.strip() == "[]"
 
 

@@ -10,15 +10,35 @@ import time
 
 import pytest
 
-from maxkernel_tui.store import (MIGRATIONS, REDACTED, SCHEMA_VERSION, Store, StoreError, is_secret_name, open_store,
-                                 redact, schema_of)
+from maxkernel_tui.store import (
+    MIGRATIONS,
+    REDACTED,
+    SCHEMA_VERSION,
+    Store,
+    StoreError,
+    is_secret_name,
+    open_store,
+    redact,
+    schema_of,
+)
 from maxkernel_tui.store.schema import migrate
 
-REPORT_OK = {"task": "12p_RMSNorm", "verdict": "accepted", "targets": ["v5e"], "device": "cpu",
-             "checks": [{"name": "static", "status": "pass", "detail": "ok", "seconds": 0.1, "data": {}}],
-             "timings": [], "seeds": [0, 1, 2]}
-REPORT_BAD = {**REPORT_OK, "verdict": "rejected",
-              "checks": [{"name": "trace", "status": "fail", "detail": "no pallas_call", "seconds": 0.2, "data": {}}]}
+REPORT_OK = {
+    "task": "12p_RMSNorm",
+    "verdict": "accepted",
+    "targets": ["v5e"],
+    "device": "cpu",
+    "checks": [{"name": "static", "status": "pass", "detail": "ok", "seconds": 0.1, "data": {}}],
+    "timings": [],
+    "seeds": [0, 1, 2],
+}
+REPORT_BAD = {
+    **REPORT_OK,
+    "verdict": "rejected",
+    "checks": [
+        {"name": "trace", "status": "fail", "detail": "no pallas_call", "seconds": 0.2, "data": {}}
+    ],
+}
 
 
 @pytest.fixture
@@ -72,7 +92,10 @@ def test_kernel_versions_evaluations_and_the_best_kernel(store):
     accepted = store.record_evaluation(v1.id, REPORT_OK)
     v3 = store.add_kernel_version(session.id, "def computation(x): return 2 * x", parent_id=v1.id)
     store.record_evaluation(v3.id, REPORT_BAD)
-    assert store.best_kernel(session.id) == (v1, accepted)  # the latest accepted wins over later versions
+    assert store.best_kernel(session.id) == (
+        v1,
+        accepted,
+    )  # the latest accepted wins over later versions
     assert store.evaluations(v1.id)[0].report == REPORT_OK
     profile = store.record_profile(v1.id, {"vmem_bytes": 1 << 20, "kind": "estimated"})
     assert store.profiles(v1.id) == [profile]
@@ -81,24 +104,51 @@ def test_kernel_versions_evaluations_and_the_best_kernel(store):
     with pytest.raises(StoreError):
         store.record_evaluation(999, REPORT_OK)
     [summary] = store.list_sessions()
-    assert (summary.kernel_versions, summary.best_version, summary.best_verdict) == (3, 1, "accepted")
+    assert (summary.kernel_versions, summary.best_version, summary.best_verdict) == (
+        3,
+        1,
+        "accepted",
+    )
 
 
 def test_llm_calls_and_search_nodes(store):
     session = store.create_session("8p_GEMM", "graph")
-    store.record_llm_call(session.id, model="gemini-2.5-pro", provider="gemini", prompt_tokens=1000,
-                          completion_tokens=200, cost=0.01, latency_s=1.5)
-    failed = store.record_llm_call(session.id, model="m", provider="openai", prompt_tokens=10, completion_tokens=0,
-                                   cost=0.0, latency_s=0.1, error="HTTP 429 for key sk-abcdefghijklmnopqrstuvwx")
+    store.record_llm_call(
+        session.id,
+        model="gemini-2.5-pro",
+        provider="gemini",
+        prompt_tokens=1000,
+        completion_tokens=200,
+        cost=0.01,
+        latency_s=1.5,
+    )
+    failed = store.record_llm_call(
+        session.id,
+        model="m",
+        provider="openai",
+        prompt_tokens=10,
+        completion_tokens=0,
+        cost=0.0,
+        latency_s=0.1,
+        error="HTTP 429 for key sk-abcdefghijklmnopqrstuvwx",
+    )
     assert failed.error == f"HTTP 429 for key {REDACTED}"
     assert store.usage(session.id) == (1210, 0.01)
     assert [c.provider for c in store.llm_calls(session.id)] == ["gemini", "openai"]
     version = store.add_kernel_version(session.id, "src")
     root = store.add_search_node(session.id, strategy="beam", kernel_version_id=version.id)
-    child = store.add_search_node(session.id, strategy="beam", parent_id=root.id, data={"tile": [512, 1024]})
-    updated = store.update_search_node(child.id, status="evaluated", score=1.42, data={"speedup": 1.42})
-    assert (updated.status, updated.score, updated.data, updated.parent_id) == ("evaluated", 1.42,
-                                                                                 {"speedup": 1.42}, root.id)
+    child = store.add_search_node(
+        session.id, strategy="beam", parent_id=root.id, data={"tile": [512, 1024]}
+    )
+    updated = store.update_search_node(
+        child.id, status="evaluated", score=1.42, data={"speedup": 1.42}
+    )
+    assert (updated.status, updated.score, updated.data, updated.parent_id) == (
+        "evaluated",
+        1.42,
+        {"speedup": 1.42},
+        root.id,
+    )
     assert [n.id for n in store.search_nodes(session.id)] == [root.id, child.id]
     assert store.list_sessions()[0].tokens == 1210
 
@@ -113,21 +163,48 @@ def test_credentials_never_reach_the_file(tmp_path, monkeypatch):
     path = tmp_path / "sessions.db"
     with Store(path) as store:
         session = store.create_session("t", "hitl", title=f"debug {GOOGLE_KEY}")
-        event = store.append_event(session.id, "llm_request", {
-            "api_key": "abc", "headers": {"Authorization": "Bearer abcdefghijklmnopqrstuvwxyz", "x-goog-api-key": "q"},
-            "config": {"accessToken": "t0k", "password": "hunter2", "client_secret": ["a"]},
-            "usage": {"prompt_tokens": 10, "max_tokens": 100, "total_tokens": 110},
-            "api_key_set": True, "note": f"used {OPENAI_KEY} and {LOCAL_KEY}", "key_count": 3,
-            "text": "an ordinary message", "error": f"401: invalid header Authorization: Bearer {OPENAI_KEY}"})
+        event = store.append_event(
+            session.id,
+            "llm_request",
+            {
+                "api_key": "abc",
+                "headers": {
+                    "Authorization": "Bearer abcdefghijklmnopqrstuvwxyz",
+                    "x-goog-api-key": "q",
+                },
+                "config": {"accessToken": "t0k", "password": "hunter2", "client_secret": ["a"]},
+                "usage": {"prompt_tokens": 10, "max_tokens": 100, "total_tokens": 110},
+                "api_key_set": True,
+                "note": f"used {OPENAI_KEY} and {LOCAL_KEY}",
+                "key_count": 3,
+                "text": "an ordinary message",
+                "error": f"401: invalid header Authorization: Bearer {OPENAI_KEY}",
+            },
+        )
         p = event.payload
-        assert p["api_key"] == p["headers"]["Authorization"] == p["headers"]["x-goog-api-key"] == REDACTED
-        assert p["config"] == {"accessToken": REDACTED, "password": REDACTED, "client_secret": REDACTED}
+        assert (
+            p["api_key"]
+            == p["headers"]["Authorization"]
+            == p["headers"]["x-goog-api-key"]
+            == REDACTED
+        )
+        assert p["config"] == {
+            "accessToken": REDACTED,
+            "password": REDACTED,
+            "client_secret": REDACTED,
+        }
         assert p["usage"] == {"prompt_tokens": 10, "max_tokens": 100, "total_tokens": 110}
-        assert p["api_key_set"] is True and p["key_count"] == 3 and p["text"] == "an ordinary message"
+        assert (
+            p["api_key_set"] is True and p["key_count"] == 3 and p["text"] == "an ordinary message"
+        )
         assert p["note"] == f"used {REDACTED} and {REDACTED}"
         assert OPENAI_KEY not in p["error"]
-        version = store.add_kernel_version(session.id, f"# {GOOGLE_KEY}\ndef computation(x): return x")
-        store.record_evaluation(version.id, {"verdict": "rejected", "detail": f"env had {LOCAL_KEY}"})
+        version = store.add_kernel_version(
+            session.id, f"# {GOOGLE_KEY}\ndef computation(x): return x"
+        )
+        store.record_evaluation(
+            version.id, {"verdict": "rejected", "detail": f"env had {LOCAL_KEY}"}
+        )
         assert store.events(session.id)[0].payload == p  # what was returned is what is stored
     raw = b"".join(f.read_bytes() for f in tmp_path.iterdir())
     for secret in (GOOGLE_KEY, OPENAI_KEY, LOCAL_KEY, "hunter2", "abcdefghijklmnopqrstuvwxyz"):
@@ -135,16 +212,39 @@ def test_credentials_never_reach_the_file(tmp_path, monkeypatch):
 
 
 def test_secret_names():
-    for name in ("api_key", "apiKey", "GEMINI_API_KEY", "x-goog-api-key", "token", "access_token", "password",
-                 "client_secret", "Authorization", "credentials", "key"):
+    for name in (
+        "api_key",
+        "apiKey",
+        "GEMINI_API_KEY",
+        "x-goog-api-key",
+        "token",
+        "access_token",
+        "password",
+        "client_secret",
+        "Authorization",
+        "credentials",
+        "key",
+    ):
         assert is_secret_name(name), name
-    for name in ("prompt_tokens", "max_tokens", "tokens", "tokenizer", "keyboard", "monkey_count", "kind", "seq"):
+    for name in (
+        "prompt_tokens",
+        "max_tokens",
+        "tokens",
+        "tokenizer",
+        "keyboard",
+        "monkey_count",
+        "kind",
+        "seq",
+    ):
         assert not is_secret_name(name), name
-    assert redact({"ghp": "ghp_" + "a" * 36, "list": ["xoxb-1234567890-abc", 3]}) == {"ghp": REDACTED,
-                                                                                      "list": [REDACTED, 3]}
+    assert redact({"ghp": "ghp_" + "a" * 36, "list": ["xoxb-1234567890-abc", 3]}) == {
+        "ghp": REDACTED,
+        "list": [REDACTED, 3],
+    }
     # a plain `key` with a short value is a key press or a label; a long one may be a credential
-    assert redact({"key": "a", "sort_key": "name", "cache_key": "0123456789abcdef", "token": "t"}) == {
-        "key": "a", "sort_key": "name", "cache_key": REDACTED, "token": REDACTED}
+    assert redact(
+        {"key": "a", "sort_key": "name", "cache_key": "0123456789abcdef", "token": "t"}
+    ) == {"key": "a", "sort_key": "name", "cache_key": REDACTED, "token": REDACTED}
 
 
 def test_a_version_1_file_migrates(tmp_path):
@@ -171,7 +271,9 @@ def test_a_failed_migration_leaves_the_file_as_it_was(tmp_path, monkeypatch):
     conn = sqlite3.connect(path, isolation_level=None)
     migrate(conn, target=1)
     conn.close()
-    monkeypatch.setattr("maxkernel_tui.store.schema.MIGRATIONS", [MIGRATIONS[0], MIGRATIONS[1] + ["NOT SQL"]])
+    monkeypatch.setattr(
+        "maxkernel_tui.store.schema.MIGRATIONS", [MIGRATIONS[0], MIGRATIONS[1] + ["NOT SQL"]]
+    )
     with pytest.raises(StoreError, match="not a usable session store"):
         Store(path)
     assert schema_of(path) == 1
@@ -267,7 +369,9 @@ def test_sigkill_at_random_moments_loses_and_duplicates_nothing(tmp_path):
             assert writer.poll() is None, f"writer died (seed {seed})"
             assert time.monotonic() < deadline, f"writer too slow (seed {seed})"
             time.sleep(0.002)
-        time.sleep(rng.uniform(0, 0.01))  # a random phase of the writer's loop, not just after a commit
+        time.sleep(
+            rng.uniform(0, 0.01)
+        )  # a random phase of the writer's loop, not just after a commit
         os.kill(writer.pid, signal.SIGKILL)
         assert writer.wait() == -signal.SIGKILL
         with Store(path) as store:
@@ -298,8 +402,16 @@ def test_the_store_and_settings_use_the_standard_library_only():
     package = pathlib.Path(__file__).resolve().parents[1] / "maxkernel_tui"
     for path in [*(package / "store").glob("*.py"), package / "config.py"]:
         for node in ast.walk(ast.parse(path.read_text())):
-            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
-                     else [node.module] if isinstance(node, ast.ImportFrom) and node.module else [])
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module]
+                if isinstance(node, ast.ImportFrom) and node.module
+                else []
+            )
             for name in names:
-                assert (name.split(".")[0] in sys.stdlib_module_names or name == "__future__"
-                        or name.startswith(("maxkernel_tui.store", "maxkernel_tui.config"))), f"{path.name}: {name}"
+                assert (
+                    name.split(".")[0] in sys.stdlib_module_names
+                    or name == "__future__"
+                    or name.startswith(("maxkernel_tui.store", "maxkernel_tui.config"))
+                ), f"{path.name}: {name}"

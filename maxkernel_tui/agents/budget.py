@@ -32,9 +32,14 @@ class Price:
 
     def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
         long = prompt_tokens > self.long_context_tokens
-        rate_in = self.long_input_per_mtok if long and self.long_input_per_mtok else self.input_per_mtok
-        rate_out = (self.long_output_per_mtok if long and self.long_output_per_mtok
-                    else self.output_per_mtok)
+        rate_in = (
+            self.long_input_per_mtok if long and self.long_input_per_mtok else self.input_per_mtok
+        )
+        rate_out = (
+            self.long_output_per_mtok
+            if long and self.long_output_per_mtok
+            else self.output_per_mtok
+        )
         return (prompt_tokens * rate_in + completion_tokens * rate_out) / 1e6
 
 
@@ -68,8 +73,12 @@ class PriceTable:
     """Price lookup by model name: exact, else the longest known prefix (so dated or preview
     variants such as `gemini-2.5-flash-preview-09-2025` find their family), else `"*"`."""
 
-    def __init__(self, overrides: Mapping[str, Price | Mapping[str, float] | Sequence[float]] | None = None,
-                 *, base: Mapping[str, Price] = DEFAULT_PRICES) -> None:
+    def __init__(
+        self,
+        overrides: Mapping[str, Price | Mapping[str, float] | Sequence[float]] | None = None,
+        *,
+        base: Mapping[str, Price] = DEFAULT_PRICES,
+    ) -> None:
         self._prices = dict(base)
         self._prices.update({name: _as_price(p) for name, p in (overrides or {}).items()})
 
@@ -160,9 +169,15 @@ class Reservation:
 
 
 class Budget:
-    def __init__(self, scope: str = "session", cap: Cap | None = None, *,
-                 prices: PriceTable | None = None, parent: Budget | None = None,
-                 on_meter: Callable[[BudgetMeter], None] | None = None) -> None:
+    def __init__(
+        self,
+        scope: str = "session",
+        cap: Cap | None = None,
+        *,
+        prices: PriceTable | None = None,
+        parent: Budget | None = None,
+        on_meter: Callable[[BudgetMeter], None] | None = None,
+    ) -> None:
         self.scope = scope
         self.cap = cap or Cap()
         self.prices = prices or (parent.prices if parent else PriceTable())
@@ -197,9 +212,13 @@ class Budget:
                 scope._reserved_usd += usd or 0.0
         return Reservation(chain, tokens, usd or 0.0)
 
-    def _check(self, model: str, prompt_tokens: int, max_output_tokens: int, usd: float | None) -> None:
-        worst = f"up to {prompt_tokens + max_output_tokens:,} tokens ({prompt_tokens:,} prompt, " \
-                f"estimated, + {max_output_tokens:,} output)"
+    def _check(
+        self, model: str, prompt_tokens: int, max_output_tokens: int, usd: float | None
+    ) -> None:
+        worst = (
+            f"up to {prompt_tokens + max_output_tokens:,} tokens ({prompt_tokens:,} prompt, "
+            f"estimated, + {max_output_tokens:,} output)"
+        )
         if self.cap.tokens is not None:
             left = self.cap.tokens - self.spent.tokens - self._reserved_tokens
             if prompt_tokens + max_output_tokens > left:
@@ -207,36 +226,53 @@ class Budget:
                     f"Budget of {self.scope}: the next call to {model} could use {worst}, but "
                     f"only {max(left, 0):,} of the {self.cap.tokens:,}-token cap are left "
                     f"({self.spent.tokens:,} spent). The call was not sent; raise the cap or "
-                    f"lower max_tokens.", self.scope)
+                    f"lower max_tokens.",
+                    self.scope,
+                )
         if self.cap.usd is not None:
             if usd is None:
                 raise BudgetExceeded(
                     f"Budget of {self.scope}: {model} has no price in the price table, so the "
                     f"{_usd(self.cap.usd)} cap cannot be enforced. The call was not sent; add the "
-                    f"model's price (or \"*\" for a free local server) or cap tokens instead.",
-                    self.scope)
+                    f'model\'s price (or "*" for a free local server) or cap tokens instead.',
+                    self.scope,
+                )
             left = self.cap.usd - self.spent.usd - self._reserved_usd
             if usd > left:
                 raise BudgetExceeded(
                     f"Budget of {self.scope}: the next call to {model} could cost {_usd(usd)} "
                     f"({worst}), but only {_usd(max(left, 0))} of the {_usd(self.cap.usd)} cap is "
-                    f"left ({_usd(self.spent.usd)} spent). The call was not sent.", self.scope)
+                    f"left ({_usd(self.spent.usd)} spent). The call was not sent.",
+                    self.scope,
+                )
 
     def _charge(self, prompt_tokens: int, completion_tokens: int, cost_usd: float | None) -> None:
         with self._lock:
             s = self.spent
-            self.spent = replace(s, calls=s.calls + 1, prompt_tokens=s.prompt_tokens + prompt_tokens,
-                                 completion_tokens=s.completion_tokens + completion_tokens,
-                                 usd=s.usd + (cost_usd or 0.0),
-                                 unpriced_calls=s.unpriced_calls + (cost_usd is None))
+            self.spent = replace(
+                s,
+                calls=s.calls + 1,
+                prompt_tokens=s.prompt_tokens + prompt_tokens,
+                completion_tokens=s.completion_tokens + completion_tokens,
+                usd=s.usd + (cost_usd or 0.0),
+                unpriced_calls=s.unpriced_calls + (cost_usd is None),
+            )
             meter = BudgetMeter(self.scope, self.spent, self.cap)
         if self.on_meter is not None:
             self.on_meter(meter)
 
 
-def session_budget(settings: Settings, on_meter: Callable[[BudgetMeter], None] | None = None) -> Budget:
+def session_budget(
+    settings: Settings, on_meter: Callable[[BudgetMeter], None] | None = None
+) -> Budget:
     """The session's budget from the settings: its caps, and the price table with the user's
     `[prices."model"]` entries (input/output dollars per million tokens) over the built-in one."""
-    overrides = {model: Price(entry["input"], entry["output"]) for model, entry in settings.prices.items()}
-    return Budget("session", Cap(tokens=settings.budget_tokens, usd=settings.budget_dollars),
-                  prices=PriceTable(overrides), on_meter=on_meter)
+    overrides = {
+        model: Price(entry["input"], entry["output"]) for model, entry in settings.prices.items()
+    }
+    return Budget(
+        "session",
+        Cap(tokens=settings.budget_tokens, usd=settings.budget_dollars),
+        prices=PriceTable(overrides),
+        on_meter=on_meter,
+    )

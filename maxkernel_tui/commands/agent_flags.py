@@ -16,21 +16,35 @@ from maxkernel_tui.config import Settings, load_settings
 def add_model_flags(parser: argparse.ArgumentParser, scope: str) -> None:
     """--provider, --model, --tpu, --budget-usd, --budget-tokens and --json; `scope` names what the
     budget caps ("session", "search")."""
-    parser.add_argument("--provider", help="LLM provider: builtin, gemini, openai, replay (default: configured)")
+    parser.add_argument(
+        "--provider", help="LLM provider: builtin, gemini, openai, replay (default: configured)"
+    )
     parser.add_argument("--model", help="model name for the provider")
     parser.add_argument("--tpu", metavar="GEN", help="TPU generation to compile and estimate for")
-    parser.add_argument("--budget-usd", type=float, metavar="X", help=f"hard cap on dollars for the {scope}")
-    parser.add_argument("--budget-tokens", type=int, metavar="N", help=f"hard cap on tokens for the {scope}")
+    parser.add_argument(
+        "--budget-usd", type=float, metavar="X", help=f"hard cap on dollars for the {scope}"
+    )
+    parser.add_argument(
+        "--budget-tokens", type=int, metavar="N", help=f"hard cap on tokens for the {scope}"
+    )
     parser.add_argument("--json", action="store_true", help="stream events as JSON lines")
 
 
 def settings_from(args: argparse.Namespace) -> Settings:
-    return load_settings({"provider": args.provider, "model": args.model, "tpu_target": args.tpu,
-                          "budget_dollars": args.budget_usd, "budget_tokens": args.budget_tokens})
+    return load_settings(
+        {
+            "provider": args.provider,
+            "model": args.model,
+            "tpu_target": args.tpu,
+            "budget_dollars": args.budget_usd,
+            "budget_tokens": args.budget_tokens,
+        }
+    )
 
 
-def event_printer(as_json: bool, prefix: str = "",
-                  describe_more: Callable[[Any], str | None] | None = None) -> Callable[[Any], None]:
+def event_printer(
+    as_json: bool, prefix: str = "", describe_more: Callable[[Any], str | None] | None = None
+) -> Callable[[Any], None]:
     """Prints each event as it is stored: a JSON line, or its one-line description."""
     from maxkernel_tui.agents.orchestration.describe import describe
 

@@ -25,17 +25,28 @@ from maxkernel_tui.kernels.task import Task, TaskError
 
 def add_parser(commands: Any) -> None:
     parser = commands.add_parser(
-        "bench", help="evaluate a directory of candidate kernels against a suite",
+        "bench",
+        help="evaluate a directory of candidate kernels against a suite",
         description="Evaluate candidates named after task ids against a suite; without --kernels, "
         "every reference against itself (sanity run). Prints a table and a summary; resumes.",
     )
-    parser.add_argument("--suite", default="builtin", metavar="builtin|DIR",
-                        help="the built-in suite or a folder of task folders (default builtin)")
-    parser.add_argument("--kernels", type=Path, metavar="DIR", help="folder of <task_id>.py candidates")
+    parser.add_argument(
+        "--suite",
+        default="builtin",
+        metavar="builtin|DIR",
+        help="the built-in suite or a folder of task folders (default builtin)",
+    )
+    parser.add_argument(
+        "--kernels", type=Path, metavar="DIR", help="folder of <task_id>.py candidates"
+    )
     parser.add_argument("--tpu", default=DEFAULT_TARGET, metavar="GEN")
     parser.add_argument("--timeout", type=float, default=300.0, metavar="SECONDS")
-    parser.add_argument("--results", type=Path, metavar="FILE",
-                        help="JSON-lines results file to resume from (default: in the cache directory)")
+    parser.add_argument(
+        "--results",
+        type=Path,
+        metavar="FILE",
+        help="JSON-lines results file to resume from (default: in the cache directory)",
+    )
     parser.add_argument("--json", action="store_true", help="print the results as one JSON object")
     parser.set_defaults(run=run)
 
@@ -50,7 +61,9 @@ def run(args: argparse.Namespace) -> int:
         raise TaskError(args.kernels or suite, "no candidate named after a task id")
     results_path = args.results or _default_results(suite, args.kernels)
     done = _read_results(results_path)
-    options = EvalOptions(target=args.tpu, timeout=args.timeout, require_pallas=args.kernels is not None)
+    options = EvalOptions(
+        target=args.tpu, timeout=args.timeout, require_pallas=args.kernels is not None
+    )
     results = []
     with Harness() as harness:
         for task, kernel in pairs:
@@ -59,13 +72,22 @@ def run(args: argparse.Namespace) -> int:
                 results.append(done[key])
                 continue
             report = harness.evaluate(kernel, task, options)
-            row = {"key": key, "task": task.task_id, "kernel": str(kernel), **_summary(report.to_json())}
+            row = {
+                "key": key,
+                "task": task.task_id,
+                "kernel": str(kernel),
+                **_summary(report.to_json()),
+            }
             _append(results_path, row)
             results.append(row)
             if not args.json:
                 print(_format_row(row), flush=True)
     if args.json:
-        print(json.dumps({"results": results, "summary": _totals(results), "results_file": str(results_path)}))
+        print(
+            json.dumps(
+                {"results": results, "summary": _totals(results), "results_file": str(results_path)}
+            )
+        )
     else:
         print(_format_totals(_totals(results), results_path))
     return 0 if all(r["verdict"] == ACCEPTED for r in results) and not errors else 1
@@ -85,21 +107,31 @@ def _pairs(tasks: list[Task], kernels: Path | None) -> list[tuple[Task, Path]]:
 
 def _key(task: Task, kernel: Path, options: EvalOptions) -> str:
     digest = hashlib.sha256()
-    for part in (kernel.read_bytes(), task.reference_path.read_bytes(), task.yaml_path.read_bytes(),
-                 f"{options.target}|{options.require_pallas}".encode()):
+    for part in (
+        kernel.read_bytes(),
+        task.reference_path.read_bytes(),
+        task.yaml_path.read_bytes(),
+        f"{options.target}|{options.require_pallas}".encode(),
+    ):
         digest.update(hashlib.sha256(part).digest())
     return digest.hexdigest()[:24]
 
 
 def _summary(report: dict[str, Any]) -> dict[str, Any]:
     failed = next((c for c in report["checks"] if c["status"] == "fail"), None)
-    return {"verdict": report["verdict"], "failed_check": failed["name"] if failed else None,
-            "detail": failed["detail"] if failed else "", "timings": report["timings"],
-            "seconds": round(sum(c["seconds"] for c in report["checks"]), 1)}
+    return {
+        "verdict": report["verdict"],
+        "failed_check": failed["name"] if failed else None,
+        "detail": failed["detail"] if failed else "",
+        "timings": report["timings"],
+        "seconds": round(sum(c["seconds"] for c in report["checks"]), 1),
+    }
 
 
 def _default_results(suite: Path, kernels: Path | None) -> Path:
-    name = hashlib.sha256(f"{suite.resolve()}|{kernels.resolve() if kernels else 'sanity'}".encode()).hexdigest()
+    name = hashlib.sha256(
+        f"{suite.resolve()}|{kernels.resolve() if kernels else 'sanity'}".encode()
+    ).hexdigest()
     return cache_dir() / "bench" / f"{name[:16]}.jsonl"
 
 
@@ -125,10 +157,21 @@ def _totals(results: list[dict[str, Any]]) -> dict[str, Any]:
     """Correct count, and fast_1: the share of tasks both correct and significantly faster than
     the XLA reference (only where timings exist, i.e. on a TPU)."""
     timed = [r for r in results if r["timings"]]
-    fast = [r for r in timed if r["verdict"] == ACCEPTED and any(
-        t.get("significant") and t["what"] == "speedup over the XLA reference" for t in r["timings"])]
-    return {"tasks": len(results), "correct": sum(r["verdict"] == ACCEPTED for r in results),
-            "timed": len(timed), "fast_p": None if not timed else {"p": 1.0, "fast": len(fast) / len(results)}}
+    fast = [
+        r
+        for r in timed
+        if r["verdict"] == ACCEPTED
+        and any(
+            t.get("significant") and t["what"] == "speedup over the XLA reference"
+            for t in r["timings"]
+        )
+    ]
+    return {
+        "tasks": len(results),
+        "correct": sum(r["verdict"] == ACCEPTED for r in results),
+        "timed": len(timed),
+        "fast_p": None if not timed else {"p": 1.0, "fast": len(fast) / len(results)},
+    }
 
 
 def _format_row(row: dict[str, Any]) -> str:
@@ -138,8 +181,10 @@ def _format_row(row: dict[str, Any]) -> str:
 
 
 def _format_totals(totals: dict[str, Any], path: Path) -> str:
-    fast = ("fast_p: not available: no timings (no TPU here; CPU interpret-mode times are not kernel times)"
-            if totals["fast_p"] is None else
-            f"fast_1 {totals['fast_p']['fast']:.2f} (correct and significantly faster than XLA, measured on TPU; "
-            f"{totals['timed']} timed)")
+    fast = (
+        "fast_p: not available: no timings (no TPU here; CPU interpret-mode times are not kernel times)"
+        if totals["fast_p"] is None
+        else f"fast_1 {totals['fast_p']['fast']:.2f} (correct and significantly faster than XLA, measured on TPU; "
+        f"{totals['timed']} timed)"
+    )
     return f"correct {totals['correct']}/{totals['tasks']}; {fast}\nresults: {path}"

@@ -63,7 +63,8 @@ class Finding:
 
 def add_parser(commands: Any) -> None:
     parser = commands.add_parser(
-        "doctor", help="check jax, the TPU, libtpu, the providers and the store",
+        "doctor",
+        help="check jax, the TPU, libtpu, the providers and the store",
         description="Report the jax backend (asked in a child process), whether a TPU is present, the "
         "libtpu version, which LLM providers are configured and reachable, and where the session "
         "store is and whether it opens. Exit 0 when the tool can run here.",
@@ -74,13 +75,23 @@ def add_parser(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    findings = [Finding("maxkernel-tui", INFO, f"{__version__} on Python {platform.python_version()} "
-                        f"({sys.executable})")]
+    findings = [
+        Finding(
+            "maxkernel-tui",
+            INFO,
+            f"{__version__} on Python {platform.python_version()} ({sys.executable})",
+        )
+    ]
     try:
         settings: Settings | None = settings_from_args(args)
         source = "read" if settings.config_file.is_file() else "not present, defaults used"
-        findings.append(Finding("settings", WARN if settings.warnings else OK,
-                                f"{settings.config_file} ({source})" + "".join(f"; {w}" for w in settings.warnings)))
+        findings.append(
+            Finding(
+                "settings",
+                WARN if settings.warnings else OK,
+                f"{settings.config_file} ({source})" + "".join(f"; {w}" for w in settings.warnings),
+            )
+        )
     except ConfigError as error:
         settings = None
         findings.append(Finding("settings", FAIL, str(error)))
@@ -95,18 +106,30 @@ def run(args: argparse.Namespace) -> int:
         marks = {OK: "✓", WARN: "!", FAIL: "✗", INFO: "·"}
         for finding in findings:
             print(f"{marks[finding.status]} {finding.name:<22} {finding.detail}")
-        print("the tool can run here" if can_run else "the tool cannot run as configured: see ✗ above")
+        print(
+            "the tool can run here" if can_run else "the tool cannot run as configured: see ✗ above"
+        )
     return 0 if can_run else 1
 
 
 def check_jax() -> Finding:
     version = installed_version("jax")
     if version is None:
-        return Finding("jax", FAIL, "not installed: kernels cannot be traced, compiled or evaluated")
-    env = scrubbed_env(**{k: v for k, v in os.environ.items() if k.startswith(("JAX_", "XLA_", "TPU_"))})
+        return Finding(
+            "jax", FAIL, "not installed: kernels cannot be traced, compiled or evaluated"
+        )
+    env = scrubbed_env(
+        **{k: v for k, v in os.environ.items() if k.startswith(("JAX_", "XLA_", "TPU_"))}
+    )
     try:
-        done = subprocess.run([sys.executable, "-c", _JAX_PROBE], capture_output=True, text=True, env=env, check=False,
-                              timeout=JAX_TIMEOUT_S)
+        done = subprocess.run(
+            [sys.executable, "-c", _JAX_PROBE],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=False,
+            timeout=JAX_TIMEOUT_S,
+        )
     except subprocess.TimeoutExpired:
         return Finding("jax", FAIL, f"{version}: no answer from jax within {JAX_TIMEOUT_S:.0f} s")
     lines = done.stdout.strip().splitlines()
@@ -114,7 +137,9 @@ def check_jax() -> Finding:
         answer = json.loads(lines[-1])
     except (IndexError, json.JSONDecodeError):
         tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        return Finding("jax", FAIL, f"{version}: the probe process failed (exit {done.returncode}): {tail}")
+        return Finding(
+            "jax", FAIL, f"{version}: the probe process failed (exit {done.returncode}): {tail}"
+        )
     if "error" in answer:
         return Finding("jax", FAIL, f"{version}: {answer['error']}", answer)
     devices = f"{answer['count']} device(s), {answer['device_kind']}"
@@ -124,21 +149,37 @@ def check_jax() -> Finding:
 def check_tpu() -> Finding:
     if tpu_present():
         return Finding("TPU", OK, "present: timings are measured on it", {"present": True})
-    return Finding("TPU", INFO, "not present: TPU compiles ahead of time with libtpu, numerics in interpret "
-                   "mode, no timings", {"present": False})
+    return Finding(
+        "TPU",
+        INFO,
+        "not present: TPU compiles ahead of time with libtpu, numerics in interpret "
+        "mode, no timings",
+        {"present": False},
+    )
 
 
 def check_libtpu() -> Finding:
     version = installed_version("libtpu", "libtpu-nightly")
     if version is None:
-        return Finding("libtpu", WARN, "not installed: no TPU lowering or ahead-of-time compile checks",
-                       {"version": None})
-    return Finding("libtpu", OK, f"{version} (TPU ahead-of-time compiles for v4, v5e, v5p, v6e)", {"version": version})
+        return Finding(
+            "libtpu",
+            WARN,
+            "not installed: no TPU lowering or ahead-of-time compile checks",
+            {"version": None},
+        )
+    return Finding(
+        "libtpu",
+        OK,
+        f"{version} (TPU ahead-of-time compiles for v4, v5e, v5p, v6e)",
+        {"version": version},
+    )
 
 
 def probe(url: str) -> tuple[bool, str]:
     """Does anything answer HTTP at `url`? Any status counts (401 and 404 too); no credentials sent."""
-    request = urllib.request.Request(url, method="GET", headers={"User-Agent": f"maxkernel-tui/{__version__}"})
+    request = urllib.request.Request(
+        url, method="GET", headers={"User-Agent": f"maxkernel-tui/{__version__}"}
+    )
     try:
         with urllib.request.urlopen(request, timeout=PROBE_TIMEOUT_S) as answer:
             return True, f"HTTP {answer.status}"
@@ -153,9 +194,15 @@ def check_providers(settings: Settings) -> list[Finding]:
     """One finding per provider; the chosen one failing to be configured or reachable is a failure."""
     env, secrets = os.environ, secret_status()
     chosen = settings.provider
-    findings = [Finding("provider", INFO, f"chosen: {chosen} (from {settings.source('provider')})"
-                        + (f", model {settings.model}" if settings.model else ""),
-                        {"chosen": chosen, "configured": []})]
+    findings = [
+        Finding(
+            "provider",
+            INFO,
+            f"chosen: {chosen} (from {settings.source('provider')})"
+            + (f", model {settings.model}" if settings.model else ""),
+            {"chosen": chosen, "configured": []},
+        )
+    ]
 
     def severity(name: str) -> str:
         return FAIL if name == chosen else WARN
@@ -169,12 +216,21 @@ def check_providers(settings: Settings) -> list[Finding]:
         gemini_ok, ways = True, [f"API key in {' and '.join(keys)} (set)"]
     if vertex and not missing_vertex:
         gemini_ok = True
-        ways.append(f"Vertex AI, project {env['GOOGLE_CLOUD_PROJECT']} in {env['GOOGLE_CLOUD_LOCATION']}")
-    gemini = Finding("gemini", OK if gemini_ok else INFO, "; ".join(ways) or
-                     "not configured (GEMINI_API_KEY / GOOGLE_API_KEY not set, Vertex AI not set up)",
-                     {"configured": gemini_ok, **secrets, "vertex": vertex})
+        ways.append(
+            f"Vertex AI, project {env['GOOGLE_CLOUD_PROJECT']} in {env['GOOGLE_CLOUD_LOCATION']}"
+        )
+    gemini = Finding(
+        "gemini",
+        OK if gemini_ok else INFO,
+        "; ".join(ways)
+        or "not configured (GEMINI_API_KEY / GOOGLE_API_KEY not set, Vertex AI not set up)",
+        {"configured": gemini_ok, **secrets, "vertex": vertex},
+    )
     if vertex and missing_vertex:
-        gemini.status, gemini.detail = severity("gemini"), f"Vertex AI chosen but {', '.join(missing_vertex)} not set"
+        gemini.status, gemini.detail = (
+            severity("gemini"),
+            f"Vertex AI chosen but {', '.join(missing_vertex)} not set",
+        )
     elif not gemini_ok and chosen == "gemini":
         gemini.status = FAIL
     if env.get(GEMINI_BASE_URL_VARIABLE) and (gemini_ok or chosen == "gemini"):
@@ -189,15 +245,37 @@ def check_providers(settings: Settings) -> list[Finding]:
     # OpenAI-compatible: a base URL (vLLM, Ollama, llama.cpp on the VM), probed at /models.
     if settings.base_url:
         reachable, how = probe(settings.base_url + "/models")
-        detail = (f"{mask_url(settings.base_url)} (from {settings.source('base_url')}): {how}; "
-                  f"OPENAI_API_KEY {secrets['OPENAI_API_KEY']}")
-        findings.append(Finding("openai-compatible", OK if reachable else severity("openai"), detail,
-                                {"configured": True, "reachable": reachable, "base_url": mask_url(settings.base_url)}))
+        detail = (
+            f"{mask_url(settings.base_url)} (from {settings.source('base_url')}): {how}; "
+            f"OPENAI_API_KEY {secrets['OPENAI_API_KEY']}"
+        )
+        findings.append(
+            Finding(
+                "openai-compatible",
+                OK if reachable else severity("openai"),
+                detail,
+                {
+                    "configured": True,
+                    "reachable": reachable,
+                    "base_url": mask_url(settings.base_url),
+                },
+            )
+        )
     else:
-        findings.append(Finding("openai-compatible", FAIL if chosen == "openai" else INFO,
-                                "not configured (no base_url: set MAXKERNEL_TUI_BASE_URL or base_url in the "
-                                "config file)", {"configured": False}))
-    findings.append(Finding("builtin", OK, "the offline agent: always available, no network", {"configured": True}))
+        findings.append(
+            Finding(
+                "openai-compatible",
+                FAIL if chosen == "openai" else INFO,
+                "not configured (no base_url: set MAXKERNEL_TUI_BASE_URL or base_url in the "
+                "config file)",
+                {"configured": False},
+            )
+        )
+    findings.append(
+        Finding(
+            "builtin", OK, "the offline agent: always available, no network", {"configured": True}
+        )
+    )
     findings[0].data["configured"] = [f.name for f in findings[1:] if f.data.get("configured")]
     if chosen == "replay":
         findings[0].detail += " (plays a recorded transcript)"
@@ -212,5 +290,9 @@ def check_store(settings: Settings) -> Finding:
             version = store.schema_version
     except StoreError as error:
         return Finding("session store", FAIL, str(error), {"path": str(path), "opens": False})
-    return Finding("session store", OK, f"{path} (opens; schema v{version}; {count} session(s))",
-                   {"path": str(path), "opens": True, "sessions": count, "schema_version": version})
+    return Finding(
+        "session store",
+        OK,
+        f"{path} (opens; schema v{version}; {count} session(s))",
+        {"path": str(path), "opens": True, "sessions": count, "schema_version": version},
+    )

@@ -20,22 +20,38 @@ from maxkernel_tui.kernels.targets import DEFAULT_TARGET
 
 def add_parser(commands: Any) -> None:
     parser = commands.add_parser(
-        "eval", help="evaluate a candidate kernel against a task",
+        "eval",
+        help="evaluate a candidate kernel against a task",
         description="Evaluate KERNEL.py (a file defining `computation` with the reference's signature) "
         "against TASK: static checks, trace (Pallas does the heavy work), TPU lowering and "
         "ahead-of-time compile with libtpu, numerics in TPU interpret mode on fresh seeds and "
         "held-out shapes, timing on a real TPU only. Exit 0 accepted, 1 rejected, 2 usage error.",
     )
     parser.add_argument("kernel", type=Path, metavar="KERNEL.py")
-    parser.add_argument("--task", required=True, help="built-in task id (or its number, e.g. 12p) or a task folder")
-    parser.add_argument("--tpu", default=DEFAULT_TARGET, metavar="GEN",
-                        help="TPU generation to compile for: v4, v5e, v5p, v6e or another libtpu knows "
-                             "(default %(default)s)")
+    parser.add_argument(
+        "--task", required=True, help="built-in task id (or its number, e.g. 12p) or a task folder"
+    )
+    parser.add_argument(
+        "--tpu",
+        default=DEFAULT_TARGET,
+        metavar="GEN",
+        help="TPU generation to compile for: v4, v5e, v5p, v6e or another libtpu knows "
+        "(default %(default)s)",
+    )
     parser.add_argument("--config", metavar="NAME", help="run numerics on this configuration only")
-    parser.add_argument("--seeds", type=int, default=3, help="fresh seeds on the check configuration (default 3)")
-    parser.add_argument("--timeout", type=float, default=300.0, metavar="SECONDS",
-                        help="limit on everything the kernel does; the process group is killed past it")
-    parser.add_argument("--detect-races", action="store_true", help="race detection in TPU interpret mode (slow)")
+    parser.add_argument(
+        "--seeds", type=int, default=3, help="fresh seeds on the check configuration (default 3)"
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=300.0,
+        metavar="SECONDS",
+        help="limit on everything the kernel does; the process group is killed past it",
+    )
+    parser.add_argument(
+        "--detect-races", action="store_true", help="race detection in TPU interpret mode (slow)"
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(run=run)
 
@@ -43,11 +59,18 @@ def add_parser(commands: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     task = resolve_kernel_and_task(args.kernel, args.task)
     if args.config is not None and args.config not in task.configs:
-        print(f"error: task {task.task_id} has no configuration {args.config!r} ({', '.join(task.configs)})",
-              file=sys.stderr)
+        print(
+            f"error: task {task.task_id} has no configuration {args.config!r} ({', '.join(task.configs)})",
+            file=sys.stderr,
+        )
         return 2
-    options = EvalOptions(target=args.tpu, config=args.config, seeds=args.seeds, timeout=args.timeout,
-                          detect_races=args.detect_races)
+    options = EvalOptions(
+        target=args.tpu,
+        config=args.config,
+        seeds=args.seeds,
+        timeout=args.timeout,
+        detect_races=args.detect_races,
+    )
     with Harness() as harness:
         try:
             report = harness.evaluate(args.kernel, task, options)

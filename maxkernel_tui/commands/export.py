@@ -21,12 +21,15 @@ _MARKS = {"pass": "✓ pass", "fail": "✗ fail", "skip": "– skip"}
 
 def add_parser(commands: Any) -> None:
     parser = commands.add_parser(
-        "export", help="write a session's best kernel and its evaluation report",
+        "export",
+        help="write a session's best kernel and its evaluation report",
         description="Write the best kernel of SESSION (the latest accepted evaluation, else the latest "
         "version) to DIR as <task_id>.py, with its plan and evaluation report as <task_id>.md.",
     )
     parser.add_argument("session", metavar="SESSION", help="session id, or a unique prefix of it")
-    parser.add_argument("--out", type=Path, required=True, metavar="DIR", help="folder to write into (created)")
+    parser.add_argument(
+        "--out", type=Path, required=True, metavar="DIR", help="folder to write into (created)"
+    )
     add_settings_flags(parser, ("data_dir",))
     parser.set_defaults(run=run)
 
@@ -53,7 +56,9 @@ def export_session(store: Store, prefix: str, out: Path) -> list[Path]:
         raise StoreError(f"session {session.id} has no kernel yet")
     version, evaluation = best
     parent = store.kernel_version(version.parent_id) if version.parent_id is not None else None
-    return write_export(out, session, version, evaluation, parent, _chosen_because(store, version, evaluation))
+    return write_export(
+        out, session, version, evaluation, parent, _chosen_because(store, version, evaluation)
+    )
 
 
 def _chosen_because(store: Store, version: KernelVersion, evaluation: Evaluation | None) -> str:
@@ -63,13 +68,21 @@ def _chosen_because(store: Store, version: KernelVersion, evaluation: Evaluation
     return f"no accepted evaluation in this session: the latest of its {count} kernel version(s)"
 
 
-def write_export(out: Path, session: Session, version: KernelVersion, evaluation: Evaluation | None,
-                 parent: KernelVersion | None, because: str) -> list[Path]:
+def write_export(
+    out: Path,
+    session: Session,
+    version: KernelVersion,
+    evaluation: Evaluation | None,
+    parent: KernelVersion | None,
+    because: str,
+) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     kernel, report = out / f"{session.task_id}.py", out / f"{session.task_id}.md"
     verdict = evaluation.verdict if evaluation else "not evaluated"
-    header = (f"# {session.task_id}: kernel v{version.number} of maxkernel-tui session {session.id} "
-              f"({verdict}). Report: {report.name}\n")
+    header = (
+        f"# {session.task_id}: kernel v{version.number} of maxkernel-tui session {session.id} "
+        f"({verdict}). Report: {report.name}\n"
+    )
     kernel.write_text(header + version.source + ("" if version.source.endswith("\n") else "\n"))
     report.write_text(markdown_report(session, version, evaluation, parent, because, kernel.name))
     return [kernel, report]
@@ -79,12 +92,19 @@ def _cell(text: Any) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ").strip()
 
 
-def markdown_report(session: Session, version: KernelVersion, evaluation: Evaluation | None,
-                    parent: KernelVersion | None, because: str, kernel_file: str) -> str:
+def markdown_report(
+    session: Session,
+    version: KernelVersion,
+    evaluation: Evaluation | None,
+    parent: KernelVersion | None,
+    because: str,
+    kernel_file: str,
+) -> str:
     lines = [f"# {session.task_id}: kernel v{version.number}", ""]
     title = f" — {_cell(session.title)}" if session.title else ""
     lines += [
-        "| | |", "|---|---|",
+        "| | |",
+        "|---|---|",
         f"| session | `{session.id}` ({session.mode}, {session.status}){title} |",
         f"| task | `{session.task_id}` |",
         f"| kernel | v{version.number}, {local_time(version.created)}{f', from v{parent.number}' if parent else ''} |",
@@ -92,13 +112,23 @@ def markdown_report(session: Session, version: KernelVersion, evaluation: Evalua
         f"| file | `{kernel_file}` |",
     ]
     if evaluation is None:
-        lines += ["", "## Evaluation", "",
-                  f"Not evaluated. Run `maxkernel-tui eval {kernel_file} --task {session.task_id}`."]
+        lines += [
+            "",
+            "## Evaluation",
+            "",
+            f"Not evaluated. Run `maxkernel-tui eval {kernel_file} --task {session.task_id}`.",
+        ]
     else:
         lines += ["", *evaluation_markdown(evaluation.report, evaluation.created)]
     if version.plan.strip():
         lines += ["", "## Plan", "", version.plan.strip()]
-    lines += ["", "## Reproduce", "", f"    maxkernel-tui eval {kernel_file} --task {session.task_id}", ""]
+    lines += [
+        "",
+        "## Reproduce",
+        "",
+        f"    maxkernel-tui eval {kernel_file} --task {session.task_id}",
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -106,13 +136,24 @@ def evaluation_markdown(report: dict[str, Any], created: float) -> list[str]:
     verdict = str(report.get("verdict", "unknown"))
     failed = next((c for c in report.get("checks", []) if c.get("status") == "fail"), None)
     reason = f": {failed['name']}: {_cell(failed.get('detail', ''))}" if failed else ""
-    lines = ["## Evaluation", "", f"**{verdict.upper()}**{reason}", "",
-             (f"Evaluated {local_time(created)} for TPU {', '.join(report.get('targets', [])) or '?'}; "
-              f"numerics on {report.get('device', '?')}; seeds {', '.join(map(str, report.get('seeds', []))) or '-'}."),
-             "", "| check | result | detail | seconds |", "|---|---|---|---:|"]
+    lines = [
+        "## Evaluation",
+        "",
+        f"**{verdict.upper()}**{reason}",
+        "",
+        (
+            f"Evaluated {local_time(created)} for TPU {', '.join(report.get('targets', [])) or '?'}; "
+            f"numerics on {report.get('device', '?')}; seeds {', '.join(map(str, report.get('seeds', []))) or '-'}."
+        ),
+        "",
+        "| check | result | detail | seconds |",
+        "|---|---|---|---:|",
+    ]
     for check in report.get("checks", []):
-        lines.append(f"| {_cell(check.get('name', '?'))} | {_MARKS.get(check.get('status'), check.get('status'))} "
-                     f"| {_cell(check.get('detail', ''))} | {float(check.get('seconds', 0.0)):.1f} |")
+        lines.append(
+            f"| {_cell(check.get('name', '?'))} | {_MARKS.get(check.get('status'), check.get('status'))} "
+            f"| {_cell(check.get('detail', ''))} | {float(check.get('seconds', 0.0)):.1f} |"
+        )
     lines += ["", "### Timings", ""]
     timings = report.get("timings") or []
     if timings:

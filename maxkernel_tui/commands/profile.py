@@ -16,16 +16,24 @@ from maxkernel_tui.kernels.targets import TARGETS
 
 def add_parser(commands: Any) -> None:
     parser = commands.add_parser(
-        "profile", help="profile a candidate kernel: VMEM, bytes, flops, bound, estimated time, roofline",
+        "profile",
+        help="profile a candidate kernel: VMEM, bytes, flops, bound, estimated time, roofline",
         description="Static analysis of the kernel's pallas_calls at production shapes, the TPU performance "
         "model per generation (estimated), XLA's cost of the reference on the same TPUs, and a trace "
         "(device trace on a TPU; host-side trace of an interpret-mode run elsewhere).",
     )
     parser.add_argument("kernel", type=Path, metavar="KERNEL.py")
-    parser.add_argument("--task", required=True, help="built-in task id (or its number) or a task folder")
-    parser.add_argument("--tpu", action="append", choices=sorted(TARGETS), metavar="GEN",
-                        help=f"TPU generation (repeatable; default {' and '.join(DEFAULT_TARGETS)}; "
-                             f"known: {', '.join(TARGETS)})")
+    parser.add_argument(
+        "--task", required=True, help="built-in task id (or its number) or a task folder"
+    )
+    parser.add_argument(
+        "--tpu",
+        action="append",
+        choices=sorted(TARGETS),
+        metavar="GEN",
+        help=f"TPU generation (repeatable; default {' and '.join(DEFAULT_TARGETS)}; "
+        f"known: {', '.join(TARGETS)})",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(run=run)
 
@@ -33,8 +41,13 @@ def add_parser(commands: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     task = resolve_kernel_and_task(args.kernel, args.task)
     try:
-        summary = profile_kernel(args.kernel, task, targets=tuple(args.tpu or DEFAULT_TARGETS),
-                                 trace_root=cache_dir() / "traces", calibration_file=cache_dir() / "calibration.json")
+        summary = profile_kernel(
+            args.kernel,
+            task,
+            targets=tuple(args.tpu or DEFAULT_TARGETS),
+            trace_root=cache_dir() / "traces",
+            calibration_file=cache_dir() / "calibration.json",
+        )
     except ProfileError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

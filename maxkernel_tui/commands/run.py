@@ -25,22 +25,46 @@ from maxkernel_tui.store.rows import STOPPED
 
 def add_parser(commands: Any) -> None:
     parser = commands.add_parser(
-        "run", help="run a session headless: Auto, or HITL at this terminal",
+        "run",
+        help="run a session headless: Auto, or HITL at this terminal",
         description="Run the agents on TASK: plan, implement, test (debugging failures), profile, autotune, "
         "iteration after iteration. Every event is stored as it happens; a stopped session continues "
-        "with --resume without paying again for stored model answers.")
-    parser.add_argument("--task", metavar="ID|DIR", help="built-in task id (or its number) or a task folder")
-    parser.add_argument("--mode", choices=("auto", "hitl"), default="auto",
-                        help="auto: every proposal approved; hitl: you decide at each gate (default auto)")
+        "with --resume without paying again for stored model answers.",
+    )
+    parser.add_argument(
+        "--task", metavar="ID|DIR", help="built-in task id (or its number) or a task folder"
+    )
+    parser.add_argument(
+        "--mode",
+        choices=("auto", "hitl"),
+        default="auto",
+        help="auto: every proposal approved; hitl: you decide at each gate (default auto)",
+    )
     parser.add_argument("--max-iterations", type=int, default=3, metavar="N")
-    parser.add_argument("--patience", type=int, default=2, metavar="N",
-                        help="Auto stops after N iterations without a significant improvement")
-    parser.add_argument("--target-speedup", type=float, metavar="X", help="stop once the best score reaches X")
-    parser.add_argument("--tune-candidates", type=int, default=6, metavar="N",
-                        help="settings of the tunables the autotuner estimates per iteration (default 6)")
+    parser.add_argument(
+        "--patience",
+        type=int,
+        default=2,
+        metavar="N",
+        help="Auto stops after N iterations without a significant improvement",
+    )
+    parser.add_argument(
+        "--target-speedup", type=float, metavar="X", help="stop once the best score reaches X"
+    )
+    parser.add_argument(
+        "--tune-candidates",
+        type=int,
+        default=6,
+        metavar="N",
+        help="settings of the tunables the autotuner estimates per iteration (default 6)",
+    )
     add_model_flags(parser, "session")
-    parser.add_argument("--out", type=Path, metavar="FILE", help="write the best accepted kernel here")
-    parser.add_argument("--resume", metavar="SESSION", help="continue a stopped session (its id or a prefix)")
+    parser.add_argument(
+        "--out", type=Path, metavar="FILE", help="write the best accepted kernel here"
+    )
+    parser.add_argument(
+        "--resume", metavar="SESSION", help="continue a stopped session (its id or a prefix)"
+    )
     parser.set_defaults(run=run)
 
 
@@ -49,18 +73,28 @@ def run(args: argparse.Namespace) -> int:
     from maxkernel_tui.commands.tasks import resolve_task
 
     if (args.task is None) == (args.resume is None):
-        print("error: give --task for a new session or --resume SESSION to continue one", file=sys.stderr)
+        print(
+            "error: give --task for a new session or --resume SESSION to continue one",
+            file=sys.stderr,
+        )
         return 2
     if args.max_iterations < 1:
         print("error: --max-iterations must be at least 1", file=sys.stderr)
         return 2
     settings = settings_from(args)
     if args.mode == "hitl" and not sys.stdin.isatty():
-        print("error: --mode hitl asks at each gate and needs a terminal; use --mode auto", file=sys.stderr)
+        print(
+            "error: --mode hitl asks at each gate and needs a terminal; use --mode auto",
+            file=sys.stderr,
+        )
         return 2
     task = resolve_task(args.task) if args.task else None
-    limits = LoopLimits(max_iterations=args.max_iterations, patience=args.patience,
-                        target_score=args.target_speedup, tune_candidates=args.tune_candidates)
+    limits = LoopLimits(
+        max_iterations=args.max_iterations,
+        patience=args.patience,
+        target_score=args.target_speedup,
+        tune_candidates=args.tune_candidates,
+    )
     try:
         return asyncio.run(_session(args, settings, task, limits))
     except KeyboardInterrupt:  # asyncio.run re-raises it after the session has stopped cleanly
@@ -84,19 +118,31 @@ async def _session(args: argparse.Namespace, settings: Any, task: Any, limits: A
 
     store = open_store(settings.store_path)
     try:
-        opened = await open_session(store, settings, task=task, mode=args.mode, gates=_gates, limits=limits,
-                                    resume=args.resume, listener=event_printer(args.json))
+        opened = await open_session(
+            store,
+            settings,
+            task=task,
+            mode=args.mode,
+            gates=_gates,
+            limits=limits,
+            resume=args.resume,
+            listener=event_printer(args.json),
+        )
     except LLMError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    print(f"session {opened.session_id} ({'resumed' if opened.resumed else 'new'}); store {store.path}",
-          file=sys.stderr)
+    print(
+        f"session {opened.session_id} ({'resumed' if opened.resumed else 'new'}); store {store.path}",
+        file=sys.stderr,
+    )
     try:
         outcome = await opened.engine.run()
     except (asyncio.CancelledError, KeyboardInterrupt, EOFError) as stop:
         store.update_session(opened.session_id, status=STOPPED)
-        print(f"\nstopped ({type(stop).__name__}); continue with: maxkernel-tui run --resume {opened.session_id}",
-              file=sys.stderr)
+        print(
+            f"\nstopped ({type(stop).__name__}); continue with: maxkernel-tui run --resume {opened.session_id}",
+            file=sys.stderr,
+        )
         return 130
     finally:
         await opened.aclose()

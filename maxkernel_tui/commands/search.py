@@ -26,31 +26,68 @@ from maxkernel_tui.store.rows import STOPPED
 
 def add_parser(commands: Any) -> None:
     parser = commands.add_parser(
-        "search", help="graph search over candidate kernels: parallel, beam or evolutionary",
+        "search",
+        help="graph search over candidate kernels: parallel, beam or evolutionary",
         description="Search over many candidate kernels: each node is an expansion in which the implementer "
         "applies one TPU optimisation strategy to a parent kernel and the harness judges the result. "
-        "Nodes are stored as they change; a stopped or killed search continues with --resume.")
+        "Nodes are stored as they change; a stopped or killed search continues with --resume.",
+    )
     what = parser.add_mutually_exclusive_group()
-    what.add_argument("--task", metavar="ID|DIR", help="built-in task id (or its number) or a task folder")
-    what.add_argument("--suite", metavar="builtin|DIR", help="search every task of a suite, one session each")
-    what.add_argument("--resume", metavar="SESSION", help="continue a search (its session id or a prefix)")
+    what.add_argument(
+        "--task", metavar="ID|DIR", help="built-in task id (or its number) or a task folder"
+    )
+    what.add_argument(
+        "--suite", metavar="builtin|DIR", help="search every task of a suite, one session each"
+    )
+    what.add_argument(
+        "--resume", metavar="SESSION", help="continue a search (its session id or a prefix)"
+    )
     parser.add_argument("--algorithm", choices=("parallel", "beam", "evolve"), default="beam")
-    parser.add_argument("--width", type=int, default=3, metavar="N", help="parallel lines, or the beam width")
-    parser.add_argument("--depth", type=int, default=3, metavar="N", help="rounds (generations) after the root")
-    parser.add_argument("--branches", type=int, default=2, metavar="N", help="beam: children per beam node")
-    parser.add_argument("--population", type=int, default=6, metavar="N", help="evolve: children per generation")
+    parser.add_argument(
+        "--width", type=int, default=3, metavar="N", help="parallel lines, or the beam width"
+    )
+    parser.add_argument(
+        "--depth", type=int, default=3, metavar="N", help="rounds (generations) after the root"
+    )
+    parser.add_argument(
+        "--branches", type=int, default=2, metavar="N", help="beam: children per beam node"
+    )
+    parser.add_argument(
+        "--population", type=int, default=6, metavar="N", help="evolve: children per generation"
+    )
     parser.add_argument("--islands", type=int, default=2, metavar="N", help="evolve: islands")
-    parser.add_argument("--regression-tolerance", type=float, default=0.0, metavar="X",
-                        help="beam: a child this much (relative) worse than its parent may still enter the beam")
-    parser.add_argument("--llm-concurrency", type=int, default=2, metavar="N", help="model calls at a time")
-    parser.add_argument("--eval-concurrency", type=int, default=1, metavar="N", help="evaluations at a time")
-    parser.add_argument("--seed", type=Path, metavar="FILE", help="a kernel to start from (the root's parent)")
-    parser.add_argument("--max-evals", type=int, metavar="N", help="cap on harness evaluations for the search")
+    parser.add_argument(
+        "--regression-tolerance",
+        type=float,
+        default=0.0,
+        metavar="X",
+        help="beam: a child this much (relative) worse than its parent may still enter the beam",
+    )
+    parser.add_argument(
+        "--llm-concurrency", type=int, default=2, metavar="N", help="model calls at a time"
+    )
+    parser.add_argument(
+        "--eval-concurrency", type=int, default=1, metavar="N", help="evaluations at a time"
+    )
+    parser.add_argument(
+        "--seed", type=Path, metavar="FILE", help="a kernel to start from (the root's parent)"
+    )
+    parser.add_argument(
+        "--max-evals", type=int, metavar="N", help="cap on harness evaluations for the search"
+    )
     add_model_flags(parser, "search")
-    parser.add_argument("--out", type=Path, metavar="FILE",
-                        help="write the best accepted kernel here (with --suite: a folder, one TASK.py each)")
-    parser.add_argument("--graph", type=Path, metavar="FILE",
-                        help="write the graph: .dot for Graphviz, else JSON (with --suite: FILE's name plus the task id)")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        metavar="FILE",
+        help="write the best accepted kernel here (with --suite: a folder, one TASK.py each)",
+    )
+    parser.add_argument(
+        "--graph",
+        type=Path,
+        metavar="FILE",
+        help="write the graph: .dot for Graphviz, else JSON (with --suite: FILE's name plus the task id)",
+    )
     parser.set_defaults(run=run)
 
 
@@ -61,10 +98,18 @@ def run(args: argparse.Namespace) -> int:
         print("error: give --task, --suite or --resume SESSION", file=sys.stderr)
         return 2
     try:
-        config = SearchConfig(algorithm=args.algorithm, width=args.width, depth=args.depth, branches=args.branches,
-                              population=args.population, islands=args.islands, max_evals=args.max_evals,
-                              regression_tolerance=args.regression_tolerance,
-                              llm_concurrency=args.llm_concurrency, eval_concurrency=args.eval_concurrency)
+        config = SearchConfig(
+            algorithm=args.algorithm,
+            width=args.width,
+            depth=args.depth,
+            branches=args.branches,
+            population=args.population,
+            islands=args.islands,
+            max_evals=args.max_evals,
+            regression_tolerance=args.regression_tolerance,
+            llm_concurrency=args.llm_concurrency,
+            eval_concurrency=args.eval_concurrency,
+        )
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -90,11 +135,21 @@ def _printer(args: argparse.Namespace, prefix: str = "") -> Any:
     from maxkernel_tui.agents.orchestration.events import SearchNodeChanged
     from maxkernel_tui.agents.search.describe import describe_node
 
-    return event_printer(args.json, prefix, lambda e: describe_node(e) if isinstance(e, SearchNodeChanged) else None)
+    return event_printer(
+        args.json, prefix, lambda e: describe_node(e) if isinstance(e, SearchNodeChanged) else None
+    )
 
 
-async def _one(args: argparse.Namespace, settings: Any, config: Any, task: Any, seed: str,
-               out: Path | None, graph: Path | None, prefix: str = "") -> tuple[int, Any]:
+async def _one(
+    args: argparse.Namespace,
+    settings: Any,
+    config: Any,
+    task: Any,
+    seed: str,
+    out: Path | None,
+    graph: Path | None,
+    prefix: str = "",
+) -> tuple[int, Any]:
     """Run one search; (exit status, outcome or None)."""
     from maxkernel_tui.agents.llm.errors import LLMError
     from maxkernel_tui.agents.search.launch import open_search
@@ -102,19 +157,32 @@ async def _one(args: argparse.Namespace, settings: Any, config: Any, task: Any, 
 
     store = open_store(settings.store_path)
     try:
-        opened = await open_search(store, settings, task=task, config=config, resume=args.resume, seed=seed,
-                                   listener=_printer(args, prefix))
+        opened = await open_search(
+            store,
+            settings,
+            task=task,
+            config=config,
+            resume=args.resume,
+            seed=seed,
+            listener=_printer(args, prefix),
+        )
     except (LLMError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2, None
-    print(f"search session {opened.session_id} ({'resumed' if opened.session.resumed else 'new'}, "
-          f"{opened.search.config.algorithm}); store {store.path}", file=sys.stderr)
+    print(
+        f"search session {opened.session_id} ({'resumed' if opened.session.resumed else 'new'}, "
+        f"{opened.search.config.algorithm}); store {store.path}",
+        file=sys.stderr,
+    )
     try:
         outcome = await opened.search.run()
     except (asyncio.CancelledError, KeyboardInterrupt) as stop:
         store.update_session(opened.session_id, status=STOPPED)
-        print(f"\nstopped ({type(stop).__name__}); continue with: maxkernel-tui search --resume "
-              f"{opened.session_id}", file=sys.stderr)
+        print(
+            f"\nstopped ({type(stop).__name__}); continue with: maxkernel-tui search --resume "
+            f"{opened.session_id}",
+            file=sys.stderr,
+        )
         return 130, None
     finally:
         await opened.aclose()
@@ -131,12 +199,18 @@ def _write_graph(graph: Any, path: Path) -> None:
 
 
 def _finish(outcome: Any, out: Path | None) -> int:
-    print(f"search ended: {outcome.reason}; {outcome.nodes} nodes, {outcome.evaluations} evaluations",
-          file=sys.stderr)
+    print(
+        f"search ended: {outcome.reason}; {outcome.nodes} nodes, {outcome.evaluations} evaluations",
+        file=sys.stderr,
+    )
     if outcome.best is None:
         print("no accepted kernel", file=sys.stderr)
         return 1
-    score = "no score" if outcome.best.score is None else f"{outcome.best.score:.3g} ({outcome.score_kind})"
+    score = (
+        "no score"
+        if outcome.best.score is None
+        else f"{outcome.best.score:.3g} ({outcome.score_kind})"
+    )
     print(f"best: #{outcome.best.number} {outcome.best.strategy}, {score}", file=sys.stderr)
     if out is not None:
         write_best(outcome.best.source, out, f"#{outcome.best.number}")
@@ -152,8 +226,14 @@ async def _suite(args: argparse.Namespace, settings: Any, config: Any, seed: str
     rows, worst = [], 0
     for task in tasks:
         out = args.out / f"{task.task_id}.py" if args.out else None
-        graph = args.graph.with_name(f"{args.graph.stem}.{task.task_id}{args.graph.suffix}") if args.graph else None
-        code, result = await _one(args, settings, config, task, seed, out, graph, prefix=f"[{task.task_id}] ")
+        graph = (
+            args.graph.with_name(f"{args.graph.stem}.{task.task_id}{args.graph.suffix}")
+            if args.graph
+            else None
+        )
+        code, result = await _one(
+            args, settings, config, task, seed, out, graph, prefix=f"[{task.task_id}] "
+        )
         if code == 130:
             return 130
         worst = max(worst, code)
@@ -168,12 +248,20 @@ def _summary_row(task_id: str, result: Any) -> list[str]:
     session_id, outcome = result
     best = outcome.best
     score = "-" if best is None or best.score is None else f"{best.score:.3g}"
-    return [task_id, session_id, str(outcome.nodes), str(outcome.evaluations), score,
-            outcome.score_kind if best else f"no accepted kernel ({outcome.reason})"]
+    return [
+        task_id,
+        session_id,
+        str(outcome.nodes),
+        str(outcome.evaluations),
+        score,
+        outcome.score_kind if best else f"no accepted kernel ({outcome.reason})",
+    ]
 
 
 def summary_table(rows: list[list[str]]) -> str:
     """The per-task summary of a suite search, as aligned columns."""
     header = ["task", "session", "nodes", "evals", "best", "kind"]
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in [header, *rows])
+    return "\n".join(
+        "  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in [header, *rows]
+    )

@@ -14,7 +14,8 @@ from maxkernel_tui.store import Session, SessionSummary, Store, StoreError
 
 def add_parser(commands: Any) -> None:
     parser = commands.add_parser(
-        "sessions", help="list the sessions in the store",
+        "sessions",
+        help="list the sessions in the store",
         description="List the sessions in the session store, most recent first: id, task, mode, "
         "status, kernel versions, the best kernel's verdict, tokens and cost, last update.",
     )
@@ -56,7 +57,11 @@ def run(args: argparse.Namespace) -> int:
     path = settings_from_args(args).store_path
     summaries = list_summaries(path)
     if args.json:
-        print(json.dumps({"store": str(path), "sessions": [session_record(s) for s in summaries]}, indent=1))
+        print(
+            json.dumps(
+                {"store": str(path), "sessions": [session_record(s) for s in summaries]}, indent=1
+            )
+        )
     elif not summaries:
         print(f"no sessions yet (store: {path})")
     else:
@@ -75,10 +80,20 @@ def local_time(seconds: float) -> str:
 
 def session_record(summary: SessionSummary) -> dict[str, Any]:
     s = summary.session
-    return {"id": s.id, "task_id": s.task_id, "mode": s.mode, "status": s.status, "title": s.title,
-            "kernel_versions": summary.kernel_versions, "best_version": summary.best_version,
-            "best_verdict": summary.best_verdict, "tokens": summary.tokens, "cost": round(summary.cost, 6),
-            "created": iso_time(s.created), "updated": iso_time(s.updated)}
+    return {
+        "id": s.id,
+        "task_id": s.task_id,
+        "mode": s.mode,
+        "status": s.status,
+        "title": s.title,
+        "kernel_versions": summary.kernel_versions,
+        "best_version": summary.best_version,
+        "best_verdict": summary.best_verdict,
+        "tokens": summary.tokens,
+        "cost": round(summary.cost, 6),
+        "created": iso_time(s.created),
+        "updated": iso_time(s.updated),
+    }
 
 
 SESSION_HEADER = ("ID", "TASK", "MODE", "STATUS", "VERSIONS", "BEST", "TOKENS", "COST", "UPDATED")
@@ -87,14 +102,32 @@ SESSION_HEADER = ("ID", "TASK", "MODE", "STATUS", "VERSIONS", "BEST", "TOKENS", 
 def session_cells(summary: SessionSummary) -> tuple[str, ...]:
     """One session as the text cells of SESSION_HEADER (shared by this listing and the TUI)."""
     s = summary.session
-    best = "-" if summary.best_version is None else f"v{summary.best_version} {summary.best_verdict or 'not evaluated'}"
-    return (s.id, s.task_id, s.mode, s.status, str(summary.kernel_versions), best, f"{summary.tokens:,}",
-            f"${summary.cost:.2f}", local_time(s.updated))
+    best = (
+        "-"
+        if summary.best_version is None
+        else f"v{summary.best_version} {summary.best_verdict or 'not evaluated'}"
+    )
+    return (
+        s.id,
+        s.task_id,
+        s.mode,
+        s.status,
+        str(summary.kernel_versions),
+        best,
+        f"{summary.tokens:,}",
+        f"${summary.cost:.2f}",
+        local_time(s.updated),
+    )
 
 
 def format_sessions(summaries: list[SessionSummary]) -> str:
     rows = [SESSION_HEADER, *(session_cells(s) for s in summaries)]
     widths = [max(len(row[i]) for row in rows) for i in range(len(SESSION_HEADER))]
     numeric = {4, 6, 7}
-    return "\n".join("  ".join(cell.rjust(w) if i in numeric else cell.ljust(w)
-                               for i, (cell, w) in enumerate(zip(row, widths))).rstrip() for row in rows)
+    return "\n".join(
+        "  ".join(
+            cell.rjust(w) if i in numeric else cell.ljust(w)
+            for i, (cell, w) in enumerate(zip(row, widths))
+        ).rstrip()
+        for row in rows
+    )

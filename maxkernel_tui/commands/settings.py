@@ -11,13 +11,22 @@ import json
 import os
 from typing import Any
 
-from maxkernel_tui.config import (GEMINI_BASE_URL_VARIABLE, SPECS, VERTEX_VARIABLES, add_settings_flags, display_value,
-                                  mask_url, secret_status, settings_from_args)
+from maxkernel_tui.config import (
+    GEMINI_BASE_URL_VARIABLE,
+    SPECS,
+    VERTEX_VARIABLES,
+    add_settings_flags,
+    display_value,
+    mask_url,
+    secret_status,
+    settings_from_args,
+)
 
 
 def add_parser(commands: Any) -> None:
     parser = commands.add_parser(
-        "config", help="show every setting and where it comes from",
+        "config",
+        help="show every setting and where it comes from",
         description="Show every setting, its value and its source: default, file (the TOML config file: "
         "MAXKERNEL_TUI_CONFIG, else $XDG_CONFIG_HOME/maxkernel-tui/config.toml), env (MAXKERNEL_TUI_<NAME>) "
         "or flag. API keys are read only from the environment and shown as set / not set.",
@@ -30,7 +39,9 @@ def add_parser(commands: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
     secrets = secret_status()
-    environment = {name: os.environ.get(name) for name in (*VERTEX_VARIABLES, GEMINI_BASE_URL_VARIABLE)}
+    environment = {
+        name: os.environ.get(name) for name in (*VERTEX_VARIABLES, GEMINI_BASE_URL_VARIABLE)
+    }
     if environment.get(GEMINI_BASE_URL_VARIABLE):
         environment[GEMINI_BASE_URL_VARIABLE] = mask_url(environment[GEMINI_BASE_URL_VARIABLE])
     if args.json:
@@ -40,26 +51,50 @@ def run(args: argparse.Namespace) -> int:
             if spec.name == "base_url" and value is not None:
                 value = mask_url(value)
             source = settings.source(spec.name)
-            values[spec.name] = {"value": str(value) if spec.name == "data_dir" else value,
-                                 "source": source.kind, "where": source.where,
-                                 "env": spec.env_name if spec.env else None,
-                                 "flag": spec.flag_name if spec.flag else None}
-        print(json.dumps({"config_file": str(settings.config_file),
-                          "config_file_exists": settings.config_file.is_file(), "settings": values,
-                          "secrets": secrets, "environment": environment,
-                          "store": str(settings.store_path), "warnings": list(settings.warnings)}, indent=1))
+            values[spec.name] = {
+                "value": str(value) if spec.name == "data_dir" else value,
+                "source": source.kind,
+                "where": source.where,
+                "env": spec.env_name if spec.env else None,
+                "flag": spec.flag_name if spec.flag else None,
+            }
+        print(
+            json.dumps(
+                {
+                    "config_file": str(settings.config_file),
+                    "config_file_exists": settings.config_file.is_file(),
+                    "settings": values,
+                    "secrets": secrets,
+                    "environment": environment,
+                    "store": str(settings.store_path),
+                    "warnings": list(settings.warnings),
+                },
+                indent=1,
+            )
+        )
         return 0
     state = "read" if settings.config_file.is_file() else "not present"
     print(f"config file: {settings.config_file} ({state})")
     rows = [("SETTING", "VALUE", "SOURCE")]
-    rows += [(spec.name, display_value(spec.name, getattr(settings, spec.name)), str(settings.source(spec.name)))
-             for spec in SPECS]
+    rows += [
+        (
+            spec.name,
+            display_value(spec.name, getattr(settings, spec.name)),
+            str(settings.source(spec.name)),
+        )
+        for spec in SPECS
+    ]
     print(_table(rows))
     print(f"session store: {settings.store_path}")
     print("\nAPI keys (environment only; values never shown):")
     print(_table([(name, status) for name, status in secrets.items()], indent="  "))
     print("Gemini client environment:")
-    print(_table([(name, value if value else "not set") for name, value in environment.items()], indent="  "))
+    print(
+        _table(
+            [(name, value if value else "not set") for name, value in environment.items()],
+            indent="  ",
+        )
+    )
     for warning in settings.warnings:
         print(f"warning: {warning}")
     return 0
@@ -67,4 +102,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _table(rows: list[tuple[str, ...]], indent: str = "") -> str:
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return "\n".join(indent + "  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows)
+    return "\n".join(
+        indent + "  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows
+    )

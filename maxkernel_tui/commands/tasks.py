@@ -17,22 +17,34 @@ from maxkernel_tui.kernels.task import Task, TaskError
 
 def add_parser(commands: Any, where: argparse.ArgumentParser) -> None:
     tasks = commands.add_parser(
-        "tasks", parents=[where], help="list benchmark tasks",
+        "tasks",
+        parents=[where],
+        help="list benchmark tasks",
         description="List tasks: id, category, operation, shapes and dtypes per configuration, "
         "and the reference's flops and bytes from XLA's cost analysis at production shapes, "
         "compiled ahead of time for a TPU (libtpu; no TPU needed). Results are cached.",
     )
     tasks.add_argument("--json", action="store_true", help="print JSON instead of text")
     tasks.add_argument("--no-cost", action="store_true", help="skip the TPU compile (shapes only)")
-    tasks.add_argument("--target", default=DEFAULT_TARGET, choices=sorted(TARGETS),
-                       help="TPU generation to compile for first (default %(default)s); a "
-                            "reference too large for its HBM moves to a larger generation")
-    tasks.add_argument("--refresh", action="store_true", help="recompute instead of using the cache")
-    tasks.add_argument("--workers", type=int, default=2, help="worker processes (default %(default)s)")
+    tasks.add_argument(
+        "--target",
+        default=DEFAULT_TARGET,
+        choices=sorted(TARGETS),
+        help="TPU generation to compile for first (default %(default)s); a "
+        "reference too large for its HBM moves to a larger generation",
+    )
+    tasks.add_argument(
+        "--refresh", action="store_true", help="recompute instead of using the cache"
+    )
+    tasks.add_argument(
+        "--workers", type=int, default=2, help="worker processes (default %(default)s)"
+    )
     tasks.set_defaults(run=list_tasks)
     tasks_commands = tasks.add_subparsers(dest="tasks_command", metavar="show")
     show = tasks_commands.add_parser(
-        "show", parents=[where], help="print a task's reference with syntax highlighting",
+        "show",
+        parents=[where],
+        help="print a task's reference with syntax highlighting",
         description="Print a task's metadata and its reference.py, highlighted on a terminal.",
     )
     show.add_argument("task_id", help="task id, or its number prefix such as 12p")
@@ -53,7 +65,9 @@ def resolve_task(name: str, path: Path | None = None) -> Task:
     if Path(name).is_dir():
         return load_task(name)
     root = path if path is not None else builtin_suite_dir()
-    named = [d for d in (root / name, *root.glob(f"{name}_*")) if d.is_dir()] if "/" not in name else []
+    named = (
+        [d for d in (root / name, *root.glob(f"{name}_*")) if d.is_dir()] if "/" not in name else []
+    )
     if len(named) == 1:  # the usual case: read one task, not the whole suite (start-up time)
         task = load_task(named[0])
         if task.task_id == name or task.task_id.split("_", 1)[0] == name:
@@ -64,7 +78,9 @@ def resolve_task(name: str, path: Path | None = None) -> Task:
     except KeyError:
         problems = "".join(f"\n  {e}" for e in errors)
         known = ", ".join(t.task_id for t in tasks[:4])
-        raise TaskError(path or builtin_suite_dir(), f"no task {name!r} (e.g. {known}){problems}") from None
+        raise TaskError(
+            path or builtin_suite_dir(), f"no task {name!r} (e.g. {known}){problems}"
+        ) from None
 
 
 def _load(path: Path | None) -> tuple[list[Task], list[TaskError]]:
@@ -77,8 +93,12 @@ def list_tasks(args: argparse.Namespace) -> int:
     tasks, errors = _load(args.path)
     progress = _Progress() if sys.stderr.isatty() and not args.json else None
     descriptions = describe_tasks(
-        tasks, cache_dir(), with_cost=not args.no_cost, target=args.target,
-        workers=args.workers, refresh=args.refresh,
+        tasks,
+        cache_dir(),
+        with_cost=not args.no_cost,
+        target=args.target,
+        workers=args.workers,
+        refresh=args.refresh,
         on_progress=progress.update if progress else None,
     )
     if progress:
@@ -98,9 +118,11 @@ def list_tasks(args: argparse.Namespace) -> int:
 
 def show_task(args: argparse.Namespace) -> int:
     task = resolve_task(args.task_id, args.path)
-    header = (f"# {task.task_id}  [{task.category}] {task.operation}\n"
-              f"# {task.folder}\n# configurations: {', '.join(task.configs)}; "
-              + "; ".join(f"{c}: atol {t.atol:g} rtol {t.rtol:g}" for c, t in task.tolerances.items()))
+    header = (
+        f"# {task.task_id}  [{task.category}] {task.operation}\n"
+        f"# {task.folder}\n# configurations: {', '.join(task.configs)}; "
+        + "; ".join(f"{c}: atol {t.atol:g} rtol {t.rtol:g}" for c, t in task.tolerances.items())
+    )
     source = task.reference_path.read_text(encoding="utf-8")
     print(header)
     print(_highlight(source) if sys.stdout.isatty() else source, end="")
@@ -124,8 +146,10 @@ class _Progress:
     def update(self, task_id: str, answer: dict[str, Any]) -> None:
         self.done += 1
         mark = "error" if "error" in answer else "ok"
-        sys.stderr.write(f"\r\033[Kdescribing tasks not in the cache (shapes, AOT TPU compile): "
-                         f"{self.done} done, last {task_id} {mark}")
+        sys.stderr.write(
+            f"\r\033[Kdescribing tasks not in the cache (shapes, AOT TPU compile): "
+            f"{self.done} done, last {task_id} {mark}"
+        )
         sys.stderr.flush()
 
     def finish(self) -> None:

@@ -28,7 +28,11 @@ class TerminalGate:
 
     async def decide(self, proposal: Proposal) -> Decision:
         print(f"\n── {proposal.role} proposes a {proposal.subject} ({proposal.summary}) ──")
-        shown = diffs.unified(proposal.previous, proposal.content) if proposal.previous else proposal.content
+        shown = (
+            diffs.unified(proposal.previous, proposal.content)
+            if proposal.previous
+            else proposal.content
+        )
         print(shown)
         while True:
             answer = (await _ask(_PROMPT)).strip().lower()
@@ -39,7 +43,9 @@ class TerminalGate:
             if answer in ("r", "reject"):
                 return Decision(REJECT, feedback=(await _ask("why? > ")).strip() or None)
             if answer in ("e", "edit"):
-                edited = await asyncio.to_thread(_edit, proposal.content, ".py" if proposal.subject == "kernel" else ".md")
+                edited = await asyncio.to_thread(
+                    _edit, proposal.content, ".py" if proposal.subject == "kernel" else ".md"
+                )
                 if edited.strip() and edited != proposal.content:
                     return Decision(EDIT, content=edited)
                 print("no change made; the proposal is still waiting")

@@ -68,7 +68,9 @@ def compile_for_tpu(fn: Callable, specs: Sequence[jax.ShapeDtypeStruct], target:
         raise
 
 
-def compile_with_fallback(fn: Callable, specs: Sequence[jax.ShapeDtypeStruct], first: str) -> CompileReport:
+def compile_with_fallback(
+    fn: Callable, specs: Sequence[jax.ShapeDtypeStruct], first: str
+) -> CompileReport:
     """Compile for `first`; when it runs out of HBM, for the next larger generation."""
     did_not_fit: list[tuple[str, str]] = []
     for target in fallback_chain(first):
@@ -87,7 +89,9 @@ def compile_with_fallback(fn: Callable, specs: Sequence[jax.ShapeDtypeStruct], f
             optimal_seconds=cost.get("optimal_seconds"),
             did_not_fit=did_not_fit,
         )
-    raise OutOfHbm("does not fit any known TPU generation: " + "; ".join(f"{n}: {m}" for n, m in did_not_fit))
+    raise OutOfHbm(
+        "does not fit any known TPU generation: " + "; ".join(f"{n}: {m}" for n, m in did_not_fit)
+    )
 
 
 def cost_of(compiled: Any) -> dict[str, float]:

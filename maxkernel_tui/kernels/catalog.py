@@ -18,7 +18,9 @@ from maxkernel_tui.kernels.targets import DEFAULT_TARGET
 from maxkernel_tui.kernels.task import Task
 from maxkernel_tui.kernels.workers import jax_worker_env, python_module_argv, run_requests
 
-FORMAT_VERSION = 1  # of the worker's JSON answer: bump when it changes, so cached descriptions are redone
+FORMAT_VERSION = (
+    1  # of the worker's JSON answer: bump when it changes, so cached descriptions are redone
+)
 DESCRIBE_TIMEOUT_S = 600.0  # one task: tracing plus a TPU compile of a large reference
 
 
@@ -54,8 +56,11 @@ def describe_tasks(
     if missing:
         args = ["--target", target] + ([] if with_cost else ["--no-cost"])
         answers = run_requests(
-            list(missing), python_module_argv("maxkernel_tui.kernels.describe", *args),
-            workers=workers, timeout=timeout, env=jax_worker_env(),
+            list(missing),
+            python_module_argv("maxkernel_tui.kernels.describe", *args),
+            workers=workers,
+            timeout=timeout,
+            env=jax_worker_env(),
             on_answer=record,
         )
         for folder, answer in answers.items():
@@ -63,7 +68,9 @@ def describe_tasks(
     return {t.task_id: descriptions[t.task_id] for t in tasks}
 
 
-def cached_description(task: Task, cache_dir: Path, target: str = DEFAULT_TARGET) -> dict[str, Any] | None:
+def cached_description(
+    task: Task, cache_dir: Path, target: str = DEFAULT_TARGET
+) -> dict[str, Any] | None:
     """What the cache already knows about a task, with or without cost; never computes."""
     return _read_cache(cache_dir, task, with_cost=False, target=target)
 
@@ -80,7 +87,9 @@ def _read_cache(cache_dir: Path, task: Task, with_cost: bool, target: str) -> di
     return None
 
 
-def _write_cache(cache_dir: Path, task: Task, with_cost: bool, target: str, answer: dict[str, Any]) -> None:
+def _write_cache(
+    cache_dir: Path, task: Task, with_cost: bool, target: str, answer: dict[str, Any]
+) -> None:
     path = _cache_path(cache_dir, task, with_cost, target)
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_suffix(".tmp")
@@ -89,11 +98,16 @@ def _write_cache(cache_dir: Path, task: Task, with_cost: bool, target: str, answ
 
 
 def _cache_path(cache_dir: Path, task: Task, with_cost: bool, target: str) -> Path:
-    from maxkernel_tui.versions import installed_version  # importlib.metadata: not on the UI's start-up path
+    from maxkernel_tui.versions import (
+        installed_version,
+    )  # importlib.metadata: not on the UI's start-up path
 
     digest = hashlib.sha256()
-    for part in (task.yaml_path.read_bytes(), task.reference_path.read_bytes(),
-                 f"{FORMAT_VERSION}|{installed_version('jax')}|{installed_version('libtpu')}|{with_cost}|{target}".encode()):
+    for part in (
+        task.yaml_path.read_bytes(),
+        task.reference_path.read_bytes(),
+        f"{FORMAT_VERSION}|{installed_version('jax')}|{installed_version('libtpu')}|{with_cost}|{target}".encode(),
+    ):
         digest.update(hashlib.sha256(part).digest())
     safe_id = re.sub(r"[^A-Za-z0-9_.-]", "_", task.task_id)
     return cache_dir / "describe" / f"{safe_id}-{digest.hexdigest()[:20]}.json"

@@ -43,8 +43,9 @@ def check_params(task: Task) -> dict[str, Any] | None:
     try:
         module = ast.parse(task.reference_path.read_text(encoding="utf-8"))
         for node in module.body:
-            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "CONFIGS"
-                                                    for t in node.targets):
+            if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == "CONFIGS" for t in node.targets
+            ):
                 params = ast.literal_eval(node.value).get(CHECK)
                 return dict(params) if isinstance(params, dict) else None
     except (OSError, SyntaxError, ValueError, AttributeError):
@@ -59,15 +60,20 @@ def param_problems(params: Any, check: dict[str, Any]) -> list[str]:
     problems = []
     missing, unknown = sorted(set(check) - set(params)), sorted(set(params) - set(check))
     if missing or unknown:
-        problems.append(f"keys must be the check configuration's {sorted(check)}"
-                        + (f"; missing {missing}" if missing else "") + (f"; unknown {unknown}" if unknown else ""))
+        problems.append(
+            f"keys must be the check configuration's {sorted(check)}"
+            + (f"; missing {missing}" if missing else "")
+            + (f"; unknown {unknown}" if unknown else "")
+        )
     for key in sorted(set(params) & set(check)):
         value, limit = params[key], check[key]
         if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
             problems.append(f"{key}={value!r} is not a positive int")
         elif not isinstance(limit, int) or isinstance(limit, bool):
             if value != limit:
-                problems.append(f"{key} is not an integer size in the check configuration; keep {limit!r}")
+                problems.append(
+                    f"{key} is not an integer size in the check configuration; keep {limit!r}"
+                )
         elif value > MAX_SCALE * limit:
             problems.append(f"{key}={value} exceeds {MAX_SCALE}x the check value {limit}")
     if not problems and params == check:
@@ -75,7 +81,9 @@ def param_problems(params: Any, check: dict[str, Any]) -> list[str]:
     return problems
 
 
-def tile_problems(check_shapes: Sequence[Sequence[int]], edge_shapes: Sequence[Sequence[int]]) -> list[str]:
+def tile_problems(
+    check_shapes: Sequence[Sequence[int]], edge_shapes: Sequence[Sequence[int]]
+) -> list[str]:
     """Arrays (inputs then outputs, in order) whose TPU-tile-friendly dims lost that property."""
     if [len(s) for s in check_shapes] != [len(s) for s in edge_shapes]:
         return ["the arrays' number or ranks differ from the check configuration's"]
@@ -83,13 +91,16 @@ def tile_problems(check_shapes: Sequence[Sequence[int]], edge_shapes: Sequence[S
     for n, (check, edge) in enumerate(zip(check_shapes, edge_shapes)):
         for axis, unit, what in ((-1, _LANE, "last"), (-2, _SUBLANE, "second-last")):
             if len(check) >= -axis and check[axis] % unit == 0 and edge[axis] % unit:
-                problems.append(f"array {n} {list(edge)}: {what} dim {edge[axis]} is not a multiple of {unit} "
-                                f"(the check shape {list(check)} keeps TPU tiles)")
+                problems.append(
+                    f"array {n} {list(edge)}: {what} dim {edge[axis]} is not a multiple of {unit} "
+                    f"(the check shape {list(check)} keeps TPU tiles)"
+                )
     return problems
 
 
-def validate_edge_configs(task: Task, proposals: Iterable[tuple[str, Any]], *,
-                          time_limit: float = REFERENCE_TIME_LIMIT_S) -> tuple[list[EdgeConfig], list[str]]:
+def validate_edge_configs(
+    task: Task, proposals: Iterable[tuple[str, Any]], *, time_limit: float = REFERENCE_TIME_LIMIT_S
+) -> tuple[list[EdgeConfig], list[str]]:
     """(accepted (name, params), one reason per rejected proposal). The reference runs in a jax
     worker process, never here; a proposal that hangs it is killed and rejected."""
     proposals = list(proposals)
@@ -104,7 +115,9 @@ def validate_edge_configs(task: Task, proposals: Iterable[tuple[str, Any]], *,
     pending = []
     for name, params in proposals:
         if not isinstance(name, str) or not EDGE_NAME.match(name):
-            rejected.append(f"{name!r}: the name must be lowercase letters, digits and _ (at most 40)")
+            rejected.append(
+                f"{name!r}: the name must be lowercase letters, digits and _ (at most 40)"
+            )
         elif name in seen or name in task.configs:
             rejected.append(f"{name}: the name is already taken")
         else:
@@ -124,9 +137,13 @@ def validate_edge_configs(task: Task, proposals: Iterable[tuple[str, Any]], *,
     return accepted, rejected
 
 
-def _ask_worker(worker: LineWorker, task: Task, name: str, params: Any, time_limit: float) -> str | None:
+def _ask_worker(
+    worker: LineWorker, task: Task, name: str, params: Any, time_limit: float
+) -> str | None:
     try:
-        request = json.dumps({"task": str(task.folder), "name": name, "params": params, "time_limit": time_limit})
+        request = json.dumps(
+            {"task": str(task.folder), "name": name, "params": params, "time_limit": time_limit}
+        )
     except (TypeError, ValueError) as error:  # params that JSON cannot carry
         return f"params are not plain JSON: {error}"
     try:

@@ -44,8 +44,12 @@ def judge(request: dict[str, Any]) -> dict[str, Any]:
     except TaskError as error:
         return {"reason": error.problem}
     if seconds > request["time_limit"]:
-        return {"reason": f"the reference took {seconds:.1f} s, over the {request['time_limit']:.0f} s limit"}
-    if not all(np.isfinite(np.asarray(leaf, dtype=np.float64)).all() for leaf in jax.tree.leaves(output)):
+        return {
+            "reason": f"the reference took {seconds:.1f} s, over the {request['time_limit']:.0f} s limit"
+        }
+    if not all(
+        np.isfinite(np.asarray(leaf, dtype=np.float64)).all() for leaf in jax.tree.leaves(output)
+    ):
         return {"reason": "the reference's outputs are not finite on it"}
     return {}
 
@@ -62,7 +66,7 @@ def main() -> None:
             try:
                 answer = judge(json.loads(line))
             # a proposal that breaks the reference is a rejection, not a crash of the worker
-            except Exception as error:  # noqa: BLE001
+            except Exception as error:
                 answer = {"reason": f"{type(error).__name__}: {str(error)[:300]}"}
             print(json.dumps(answer), flush=True)
 

@@ -6,8 +6,16 @@ from typing import Any
 
 from maxkernel_tui.kernels.task import Task
 
-_SHORT_DTYPES = {"bfloat16": "bf16", "float32": "f32", "float16": "f16", "int32": "i32",
-                 "float64": "f64", "int64": "i64", "int8": "i8", "bool": "bool"}
+_SHORT_DTYPES = {
+    "bfloat16": "bf16",
+    "float32": "f32",
+    "float16": "f16",
+    "int32": "i32",
+    "float64": "f64",
+    "int64": "i64",
+    "int8": "i8",
+    "bool": "bool",
+}
 
 
 def cost_provenance(cost: dict[str, Any]) -> str:
@@ -31,7 +39,11 @@ def task_record(task: Task, description: dict[str, Any]) -> dict[str, Any]:
     record["configs"] = description["configs"]
     cost = description.get("cost")
     if cost is not None:
-        record["cost"] = dict(cost, kind="estimated", source=cost_provenance(cost)) if "error" not in cost else cost
+        record["cost"] = (
+            dict(cost, kind="estimated", source=cost_provenance(cost))
+            if "error" not in cost
+            else cost
+        )
     return record
 
 
@@ -55,10 +67,16 @@ def format_task(record: dict[str, Any]) -> str:
 def format_cost(cost: dict[str, Any]) -> str:
     if "error" in cost:
         return f"XLA cost: unavailable ({cost['error']})"
-    moved = "; does not fit " + ", ".join(d["target"] for d in cost["did_not_fit"]) if cost["did_not_fit"] else ""
-    return (f"XLA cost on {cost['target']}: {_si(cost['flops'], 'FLOP')}, "
-            f"{_si(cost['bytes_accessed'], 'B')} accessed, "
-            f"roofline {_seconds(cost['optimal_seconds'])} ({cost_provenance(cost)}{moved})")
+    moved = (
+        "; does not fit " + ", ".join(d["target"] for d in cost["did_not_fit"])
+        if cost["did_not_fit"]
+        else ""
+    )
+    return (
+        f"XLA cost on {cost['target']}: {_si(cost['flops'], 'FLOP')}, "
+        f"{_si(cost['bytes_accessed'], 'B')} accessed, "
+        f"roofline {_seconds(cost['optimal_seconds'])} ({cost_provenance(cost)}{moved})"
+    )
 
 
 def format_spec(spec: dict[str, Any]) -> str:

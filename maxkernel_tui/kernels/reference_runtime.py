@@ -41,7 +41,9 @@ def module_from_source(path: Path, name: str) -> ModuleType:
 def load_reference(task: Task) -> ModuleType:
     """Execute reference.py as a fresh module."""
     try:
-        module = module_from_source(task.reference_path, f"_maxkernel_task_{abs(hash(task.reference_path))}")
+        module = module_from_source(
+            task.reference_path, f"_maxkernel_task_{abs(hash(task.reference_path))}"
+        )
     except Exception as error:  # any failure of user code is a task error, never a crash
         raise TaskError(task.reference_path, f"fails to import: {_describe(error)}") from None
     if not callable(getattr(module, "computation", None)):
@@ -57,7 +59,9 @@ def with_extra_configs(task: Task, module: ModuleType, extra: dict[str, dict[str
         return task
     configs = getattr(module, "CONFIGS", None)
     if not task.named_configs or not isinstance(configs, dict):
-        raise TaskError(task.reference_path, "get_inputs takes no named configurations: no extra ones")
+        raise TaskError(
+            task.reference_path, "get_inputs takes no named configurations: no extra ones"
+        )
     extended = task.with_extra_configs(tuple(extra))
     configs.update({name: dict(params) for name, params in extra.items()})
     return extended
@@ -85,17 +89,24 @@ def config_names(task: Task, module: ModuleType) -> tuple[str, ...]:
     count = _count_input_pairs(task, get_inputs_function(task, module))
     names = (BENCH,) if count == 1 else tuple(f"{BENCH}.{i}" for i in range(count))
     if task.configs not in ((BENCH,), names):
-        raise TaskError(task.yaml_path, f"tolerances list {len(task.configs)} entries but "
-                                        f"get_inputs() returns {count} input(s)")
+        raise TaskError(
+            task.yaml_path,
+            f"tolerances list {len(task.configs)} entries but "
+            f"get_inputs() returns {count} input(s)",
+        )
     return names
 
 
-def make_inputs(task: Task, module: ModuleType, config: str, seed: int = 0) -> tuple[tuple, StaticArgs]:
+def make_inputs(
+    task: Task, module: ModuleType, config: str, seed: int = 0
+) -> tuple[tuple, StaticArgs]:
     """Real input arrays for one configuration (allocates)."""
     return _pair(task, _raw_inputs(task, get_inputs_function(task, module), config, seed), config)
 
 
-def input_specs(task: Task, module: ModuleType, config: str) -> tuple[tuple[jax.ShapeDtypeStruct, ...], StaticArgs]:
+def input_specs(
+    task: Task, module: ModuleType, config: str
+) -> tuple[tuple[jax.ShapeDtypeStruct, ...], StaticArgs]:
     """Shapes and dtypes of one configuration's inputs, via jax.eval_shape (no allocation)."""
     get_inputs = get_inputs_function(task, module)
     static_holder: list[StaticArgs] = []
@@ -110,7 +121,9 @@ def input_specs(task: Task, module: ModuleType, config: str) -> tuple[tuple[jax.
     except TaskError:
         raise
     except Exception as error:
-        raise TaskError(_inputs_file(task), f"get_inputs({config!r}) cannot be traced: {_describe(error)}") from None
+        raise TaskError(
+            _inputs_file(task), f"get_inputs({config!r}) cannot be traced: {_describe(error)}"
+        ) from None
     return tuple(specs), static_holder[0]
 
 
@@ -120,18 +133,24 @@ def output_specs(task: Task, module: ModuleType, config: str) -> Any:
     return _traced_outputs(task, module, config, specs, static)
 
 
-def io_specs(task: Task, module: ModuleType, config: str) -> tuple[tuple[jax.ShapeDtypeStruct, ...], StaticArgs, list]:
+def io_specs(
+    task: Task, module: ModuleType, config: str
+) -> tuple[tuple[jax.ShapeDtypeStruct, ...], StaticArgs, list]:
     """Input specs, static args and output leaves of one configuration, tracing get_inputs once."""
     specs, static = input_specs(task, module, config)
     return specs, static, jax.tree.leaves(_traced_outputs(task, module, config, specs, static))
 
 
-def _traced_outputs(task: Task, module: ModuleType, config: str, specs: tuple, static: StaticArgs) -> Any:
+def _traced_outputs(
+    task: Task, module: ModuleType, config: str, specs: tuple, static: StaticArgs
+) -> Any:
     check_signature(task, module.computation, len(specs), static)
     try:
         return jax.eval_shape(lambda *dynamic: module.computation(*dynamic, *static), *specs)
     except Exception as error:
-        raise TaskError(task.reference_path, f"computation fails on {config!r} shapes: {_describe(error)}") from None
+        raise TaskError(
+            task.reference_path, f"computation fails on {config!r} shapes: {_describe(error)}"
+        ) from None
 
 
 def check_signature(task: Task, computation: Callable, n_dynamic: int, static: StaticArgs) -> None:
@@ -155,7 +174,9 @@ def jitted_reference(module: ModuleType, n_dynamic: int, n_static: int) -> Calla
     return jax.jit(module.computation, static_argnums=tuple(range(n_dynamic, n_dynamic + n_static)))
 
 
-def run_reference(task: Task, module: ModuleType, config: str, seed: int = 0) -> tuple[tuple, StaticArgs, Any]:
+def run_reference(
+    task: Task, module: ModuleType, config: str, seed: int = 0
+) -> tuple[tuple, StaticArgs, Any]:
     """(dynamic args, static args, output) of the reference on one configuration."""
     dynamic, static = make_inputs(task, module, config, seed)
     check_signature(task, module.computation, len(dynamic), static)
@@ -163,7 +184,9 @@ def run_reference(task: Task, module: ModuleType, config: str, seed: int = 0) ->
         output = jitted_reference(module, len(dynamic), len(static))(*dynamic, *static)
         return dynamic, static, jax.block_until_ready(output)
     except Exception as error:
-        raise TaskError(task.reference_path, f"computation fails on {config!r}: {_describe(error)}") from None
+        raise TaskError(
+            task.reference_path, f"computation fails on {config!r}: {_describe(error)}"
+        ) from None
 
 
 def _count_input_pairs(task: Task, get_inputs: Callable) -> int:
@@ -204,22 +227,35 @@ def _raw_inputs(task: Task, get_inputs: Callable, config: str, seed: int) -> Any
 
 def _list_index(task: Task, config: str, count: int) -> int:
     prefix = f"{BENCH}."
-    if config.startswith(prefix) and config[len(prefix):].isdigit() and int(config[len(prefix):]) < count:
-        return int(config[len(prefix):])
-    raise TaskError(_inputs_file(task), f"no configuration {config!r} (get_inputs() returns {count})")
+    if (
+        config.startswith(prefix)
+        and config[len(prefix) :].isdigit()
+        and int(config[len(prefix) :]) < count
+    ):
+        return int(config[len(prefix) :])
+    raise TaskError(
+        _inputs_file(task), f"no configuration {config!r} (get_inputs() returns {count})"
+    )
 
 
 def _pair(task: Task, produced: Any, config: str) -> tuple[tuple, StaticArgs]:
     where = _inputs_file(task)
     if not (isinstance(produced, (tuple, list)) and len(produced) == 2):
-        raise TaskError(where, f"get_inputs({config!r}) must return (dynamic_args, static_args), "
-                               f"got {type(produced).__name__}")
+        raise TaskError(
+            where,
+            f"get_inputs({config!r}) must return (dynamic_args, static_args), "
+            f"got {type(produced).__name__}",
+        )
     dynamic, static = produced
     if not isinstance(dynamic, (tuple, list)) or not isinstance(static, (tuple, list)):
-        raise TaskError(where, f"get_inputs({config!r}): dynamic and static args must be tuples or lists")
+        raise TaskError(
+            where, f"get_inputs({config!r}): dynamic and static args must be tuples or lists"
+        )
     bad = [s for s in static if not isinstance(s, _STATIC_TYPES)]
     if bad:
-        raise TaskError(where, f"get_inputs({config!r}): static args must be Python scalars, got {bad[:3]!r}")
+        raise TaskError(
+            where, f"get_inputs({config!r}): static args must be Python scalars, got {bad[:3]!r}"
+        )
     return tuple(dynamic), tuple(static)
 
 

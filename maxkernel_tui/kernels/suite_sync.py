@@ -27,9 +27,10 @@ def input_gen_code(reference_source: str) -> str:
     for node in module.body:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             imports.append(node)
-        elif isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "CONFIGS" for t in node.targets):
-            definitions_used.append(node)
-        elif isinstance(node, ast.FunctionDef) and node.name in needed:
+        elif (
+            isinstance(node, ast.Assign)
+            and any(getattr(t, "id", None) == "CONFIGS" for t in node.targets)
+        ) or (isinstance(node, ast.FunctionDef) and node.name in needed):
             definitions_used.append(node)
     blocks = ["\n".join(ast.get_source_segment(reference_source, n) for n in imports)]
     blocks += [ast.get_source_segment(reference_source, n) for n in definitions_used]
@@ -62,7 +63,9 @@ def main(argv: list[str] | None = None) -> int:
     for folder in sorted(p for p in args.path.iterdir() if (p / REFERENCE_PY).is_file()):
         yaml_path = folder / TASK_YAML
         current = yaml_path.read_text(encoding="utf-8")
-        wanted = synced_yaml(current, input_gen_code((folder / REFERENCE_PY).read_text(encoding="utf-8")))
+        wanted = synced_yaml(
+            current, input_gen_code((folder / REFERENCE_PY).read_text(encoding="utf-8"))
+        )
         if wanted != current:
             stale.append(folder.name)
             if not args.check:

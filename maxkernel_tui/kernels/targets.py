@@ -34,16 +34,71 @@ class TpuTarget:
 TARGETS: dict[str, TpuTarget] = {
     t.name: t
     for t in (
-        TpuTarget("v5e", "v5e:2x2", "TPU v5 lite", 16 * GIB, 5, peak_bf16_flops=197e12, peak_int8_ops=394e12,
-                  hbm_bandwidth=819e9, vmem_bytes=128 * MIB, mxu=(128, 128), tensorcores=1),
-        TpuTarget("v6e", "v6e:2x2", "TPU v6 lite", 32 * GIB, 6, peak_bf16_flops=918e12, peak_int8_ops=1836e12,
-                  hbm_bandwidth=1640e9, vmem_bytes=128 * MIB, mxu=(256, 256), tensorcores=1),
-        TpuTarget("v4", "v4:2x2x1", "TPU v4", 32 * GIB, 4, peak_bf16_flops=275e12, peak_int8_ops=None,
-                  hbm_bandwidth=1228e9, vmem_bytes=16 * MIB, mxu=(128, 128), tensorcores=2),
-        TpuTarget("v5p", "v5p:2x2x1", "TPU v5", 95 * GIB, 5, peak_bf16_flops=459e12, peak_int8_ops=918e12,
-                  hbm_bandwidth=2765e9, vmem_bytes=64 * MIB, mxu=(128, 128), tensorcores=2),
-        TpuTarget("tpu7x", "tpu7x:2x2", "TPU7x", 192 * GIB, 7, peak_bf16_flops=2307e12, peak_int8_ops=None,
-                  hbm_bandwidth=7370e9, vmem_bytes=64 * MIB, mxu=(256, 256), tensorcores=2),
+        TpuTarget(
+            "v5e",
+            "v5e:2x2",
+            "TPU v5 lite",
+            16 * GIB,
+            5,
+            peak_bf16_flops=197e12,
+            peak_int8_ops=394e12,
+            hbm_bandwidth=819e9,
+            vmem_bytes=128 * MIB,
+            mxu=(128, 128),
+            tensorcores=1,
+        ),
+        TpuTarget(
+            "v6e",
+            "v6e:2x2",
+            "TPU v6 lite",
+            32 * GIB,
+            6,
+            peak_bf16_flops=918e12,
+            peak_int8_ops=1836e12,
+            hbm_bandwidth=1640e9,
+            vmem_bytes=128 * MIB,
+            mxu=(256, 256),
+            tensorcores=1,
+        ),
+        TpuTarget(
+            "v4",
+            "v4:2x2x1",
+            "TPU v4",
+            32 * GIB,
+            4,
+            peak_bf16_flops=275e12,
+            peak_int8_ops=None,
+            hbm_bandwidth=1228e9,
+            vmem_bytes=16 * MIB,
+            mxu=(128, 128),
+            tensorcores=2,
+        ),
+        TpuTarget(
+            "v5p",
+            "v5p:2x2x1",
+            "TPU v5",
+            95 * GIB,
+            5,
+            peak_bf16_flops=459e12,
+            peak_int8_ops=918e12,
+            hbm_bandwidth=2765e9,
+            vmem_bytes=64 * MIB,
+            mxu=(128, 128),
+            tensorcores=2,
+        ),
+        TpuTarget(
+            "tpu7x",
+            "tpu7x:2x2",
+            "TPU7x",
+            192 * GIB,
+            7,
+            peak_bf16_flops=2307e12,
+            peak_int8_ops=None,
+            hbm_bandwidth=7370e9,
+            vmem_bytes=64 * MIB,
+            mxu=(256, 256),
+            tensorcores=2,
+        ),
     )
 }
 
@@ -56,6 +111,8 @@ def fallback_chain(first: str = DEFAULT_TARGET) -> list[TpuTarget]:
     if first not in TARGETS:
         raise KeyError(f"unknown TPU target {first!r}; known: {', '.join(TARGETS)}")
     start = TARGETS[first]
-    larger = sorted((t for t in TARGETS.values() if t.hbm_bytes > start.hbm_bytes),
-                    key=lambda t: (t.hbm_bytes, -t.generation))
+    larger = sorted(
+        (t for t in TARGETS.values() if t.hbm_bytes > start.hbm_bytes),
+        key=lambda t: (t.hbm_bytes, -t.generation),
+    )
     return [start, *larger]

@@ -68,7 +68,12 @@ class Task:
         tolerance: they are check-sized shapes, so the same numerical slack applies."""
         clashes = [n for n in names if n in self.configs]
         if clashes:
-            raise TaskError(self.reference_path, f"extra configuration(s) {clashes} clash with CONFIGS")
+            raise TaskError(
+                self.reference_path, f"extra configuration(s) {clashes} clash with CONFIGS"
+            )
         tolerance = self.tolerances.get(CHECK) or next(iter(self.tolerances.values()))
-        return replace(self, configs=self.configs + tuple(names),
-                       tolerances={**self.tolerances, **{n: tolerance for n in names}})
+        return replace(
+            self,
+            configs=self.configs + tuple(names),
+            tolerances={**self.tolerances, **{n: tolerance for n in names}},
+        )

@@ -29,8 +29,18 @@ from typing import Any
 _PACKAGE_PARENT = Path(__file__).resolve().parents[2]
 
 # What a child may inherit; everything else (API keys, tokens, cloud credentials) is dropped.
-_INHERITED = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "TZ", "PYTHONPATH",
-              "VIRTUAL_ENV", "XDG_CACHE_HOME")
+_INHERITED = (
+    "PATH",
+    "HOME",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TMPDIR",
+    "TZ",
+    "PYTHONPATH",
+    "VIRTUAL_ENV",
+    "XDG_CACHE_HOME",
+)
 
 
 def scrubbed_env(**overrides: str) -> dict[str, str]:
@@ -81,8 +91,14 @@ class Limits:
 class LineWorker:
     """One child process speaking the line protocol, restartable after a failure."""
 
-    def __init__(self, argv: Sequence[str], env: dict[str, str], *, cwd: str | None = None,
-                 limits: Limits | None = None) -> None:
+    def __init__(
+        self,
+        argv: Sequence[str],
+        env: dict[str, str],
+        *,
+        cwd: str | None = None,
+        limits: Limits | None = None,
+    ) -> None:
         self._argv = list(argv)
         self._env = env
         self._cwd = cwd
@@ -109,7 +125,9 @@ class LineWorker:
         try:
             return json.loads(line)
         except json.JSONDecodeError:
-            raise WorkerFailure(f"worker answered something that is not JSON: {line[:200]!r}", "protocol") from None
+            raise WorkerFailure(
+                f"worker answered something that is not JSON: {line[:200]!r}", "protocol"
+            ) from None
 
     def start(self) -> None:
         """Start the child and wait until it says it is ready (no-op when it is running)."""
@@ -119,8 +137,13 @@ class LineWorker:
         self._stderr.truncate()
         self._buffer = b""
         self._proc = subprocess.Popen(
-            self._argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
-            env=self._env, cwd=self._cwd, start_new_session=True,
+            self._argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            env=self._env,
+            cwd=self._cwd,
+            start_new_session=True,
         )
         if self._limits is not None:
             self._limits.apply_to(self._proc.pid)
@@ -138,7 +161,9 @@ class LineWorker:
         """The last lines the child wrote to stderr, libtpu's start-up warnings left out."""
         self._stderr.seek(0)
         text = self._stderr.read().decode(errors="replace").strip().splitlines()
-        useful = [t for t in text if t.strip() and "WARNING" not in t and "TPU_WORKER_HOSTNAMES" not in t]
+        useful = [
+            t for t in text if t.strip() and "WARNING" not in t and "TPU_WORKER_HOSTNAMES" not in t
+        ]
         return " | ".join(useful[-lines:]) or "no output"
 
     def _read_line(self, timeout: float) -> str:
@@ -151,13 +176,17 @@ class LineWorker:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     _kill_group(self._proc)
-                    raise WorkerFailure(f"timed out after {timeout:.0f} s (process group killed)", "timeout")
+                    raise WorkerFailure(
+                        f"timed out after {timeout:.0f} s (process group killed)", "timeout"
+                    )
                 if not selector.select(left):
                     continue
                 chunk = os.read(fd, 65536)
                 if not chunk:
                     code = self._proc.wait()
-                    raise WorkerFailure(f"worker died ({_exit_reason(code)}): {self.stderr_tail()}", "died")
+                    raise WorkerFailure(
+                        f"worker died ({_exit_reason(code)}): {self.stderr_tail()}", "died"
+                    )
                 self._buffer += chunk
         line, self._buffer = self._buffer.split(b"\n", 1)
         return line.decode(errors="replace")
@@ -168,8 +197,14 @@ class WarmPool:
     directory (its cwd and TMPDIR); a replacement starts in the background, so the next job
     does not wait for jax's import."""
 
-    def __init__(self, argv: Sequence[str], env: dict[str, str], *, size: int = 1,
-                 limits: Limits | None = None) -> None:
+    def __init__(
+        self,
+        argv: Sequence[str],
+        env: dict[str, str],
+        *,
+        size: int = 1,
+        limits: Limits | None = None,
+    ) -> None:
         self._argv = list(argv)
         self._env = env
         self._limits = limits
@@ -209,8 +244,9 @@ class WarmPool:
 
     def _spawn(self) -> tuple[LineWorker, Path]:
         workdir = Path(tempfile.mkdtemp(prefix="mkt-worker-"))
-        worker = LineWorker(self._argv, dict(self._env, TMPDIR=str(workdir)), cwd=str(workdir),
-                            limits=self._limits)
+        worker = LineWorker(
+            self._argv, dict(self._env, TMPDIR=str(workdir)), cwd=str(workdir), limits=self._limits
+        )
         worker.start()
         return worker, workdir
 
@@ -250,7 +286,10 @@ def run_requests(
         finally:
             worker.close()
 
-    threads = [threading.Thread(target=serve, daemon=True) for _ in range(max(1, min(workers, pending.qsize())))]
+    threads = [
+        threading.Thread(target=serve, daemon=True)
+        for _ in range(max(1, min(workers, pending.qsize())))
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:

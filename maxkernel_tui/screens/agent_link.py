@@ -60,10 +60,18 @@ class AgentLink:
             return
         if self.opened is not None:
             await self.opened.aclose()
-        self.opened = await open_session(self.store, self.settings, task=None if self.session_id else self.task,
-                                         mode=mode, gates=self._gate_for, limits=self.limits,
-                                         resume=self.session_id, provider=self.provider,
-                                         listener=self.pending_events.append, harness=self.harness)
+        self.opened = await open_session(
+            self.store,
+            self.settings,
+            task=None if self.session_id else self.task,
+            mode=mode,
+            gates=self._gate_for,
+            limits=self.limits,
+            resume=self.session_id,
+            provider=self.provider,
+            listener=self.pending_events.append,
+            harness=self.harness,
+        )
         self.session_id = self.opened.session_id
         if self.opened.resumed and self.opened.engine.mode != mode:
             self.opened.engine.hand_off(mode)

@@ -25,10 +25,21 @@ class ProposalView(VerticalScroll, can_focus=True):
 
     def show(self, proposal: Proposal) -> None:
         self.query_one("#proposal-header", Static).update(
-            f"{proposal.role} proposes a {proposal.subject} ({proposal.summary})  —  {KEYS}")
-        text = diffs.unified(proposal.previous, proposal.content) if proposal.previous else proposal.content
-        lexer = "diff" if proposal.previous else ("python" if proposal.subject == "kernel" else "markdown")
-        self.query_one("#proposal-diff", Static).update(Syntax(text, lexer, theme="ansi_dark", word_wrap=True))
+            f"{proposal.role} proposes a {proposal.subject} ({proposal.summary})  —  {KEYS}"
+        )
+        text = (
+            diffs.unified(proposal.previous, proposal.content)
+            if proposal.previous
+            else proposal.content
+        )
+        lexer = (
+            "diff"
+            if proposal.previous
+            else ("python" if proposal.subject == "kernel" else "markdown")
+        )
+        self.query_one("#proposal-diff", Static).update(
+            Syntax(text, lexer, theme="ansi_dark", word_wrap=True)
+        )
         self.scroll_home(animate=False)
 
 

@@ -30,9 +30,13 @@ def key_help(app: App[object], screen: Screen[object]) -> list[KeyHelp]:
         node = active.node
         where = "app" if node is app else "screen" if node is screen else type(node).__name__
         description = binding.description or binding.tooltip or _action_words(binding)
-        rows.append(KeyHelp(app.get_key_display(binding) or key, description, where, active.enabled))
+        rows.append(
+            KeyHelp(app.get_key_display(binding) or key, description, where, active.enabled)
+        )
     order = {"screen": 0, "app": 2}
-    return sorted(rows, key=lambda r: (order.get(r.where, 1), r.where))  # stable: keeps binding order
+    return sorted(
+        rows, key=lambda r: (order.get(r.where, 1), r.where)
+    )  # stable: keeps binding order
 
 
 def _action_words(binding: Binding) -> str:
@@ -41,7 +45,9 @@ def _action_words(binding: Binding) -> str:
 
 class HelpScreen(ModalScreen[None]):
     CSS_PATH = "help.tcss"
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,f1,q,question_mark", "dismiss", "Close help")]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,f1,q,question_mark", "dismiss", "Close help")
+    ]
 
     def __init__(self, title: str, keys: list[KeyHelp]) -> None:
         super().__init__()
@@ -51,7 +57,11 @@ class HelpScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="help"):
             yield DataTable(id="keys", cursor_type="row", zebra_stripes=True)
-            yield Static("escape closes · keys shown dim are not available right now", id="hint", markup=False)
+            yield Static(
+                "escape closes · keys shown dim are not available right now",
+                id="hint",
+                markup=False,
+            )
 
     def on_mount(self) -> None:
         self.query_one("#help").border_title = f"Keys: {self._title}"

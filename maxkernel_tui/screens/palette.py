@@ -8,8 +8,16 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 # (name, help, the app action it runs): actions, so that keys and palette do the same thing
 COMMANDS = (
-    ("Sessions", "List the sessions in the store: resume one or export its best kernel", "open_sessions"),
-    ("Settings", "Provider, model, TPU generation, budget and theme, saved to the config file", "open_settings"),
+    (
+        "Sessions",
+        "List the sessions in the store: resume one or export its best kernel",
+        "open_sessions",
+    ),
+    (
+        "Settings",
+        "Provider, model, TPU generation, budget and theme, saved to the config file",
+        "open_settings",
+    ),
     ("Help: keys of this screen", "Every key binding of the current screen", "help"),
 )
 

@@ -25,7 +25,9 @@ from maxkernel_tui.kernels.task import Task
 from maxkernel_tui.store.db import Store
 
 TICK_S = 0.25  # the view's frame: a few redraws a second at most
-FOLLOW_S = 1.0  # how often the store is read when no event says it changed (a search in another process)
+FOLLOW_S = (
+    1.0  # how often the store is read when no event says it changed (a search in another process)
+)
 
 
 class SearchControl(Protocol):
@@ -57,8 +59,14 @@ def node_line(node: Node) -> str:
 def best_over_time(nodes: NodeSet) -> list[float]:
     """The best score of the search's kind after each judged node, in the order they finished."""
     kind = nodes.score_kind()
-    judged = sorted((n for n in nodes.in_order() if n.status == ACCEPTED and n.score is not None
-                     and n.score_kind == kind), key=lambda n: n.updated)
+    judged = sorted(
+        (
+            n
+            for n in nodes.in_order()
+            if n.status == ACCEPTED and n.score is not None and n.score_kind == kind
+        ),
+        key=lambda n: n.updated,
+    )
     best, series = float("-inf"), []
     for node in judged:
         best = max(best, node.score or 0.0)
@@ -69,18 +77,30 @@ def best_over_time(nodes: NodeSet) -> list[float]:
 class SearchScreen(Screen[None]):
     CSS_PATH = "search.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("space", "pause", "Pause/resume", priority=True),  # the tree would fold a node with it
+        Binding(
+            "space", "pause", "Pause/resume", priority=True
+        ),  # the tree would fold a node with it
         Binding("s", "stop", "Stop"),
         Binding("p", "promote", "Promote to workbench"),
         Binding("x", "prune", "Prune branch"),
         Binding("escape", "app.pop_screen", "Back"),
     ]
 
-    def __init__(self, task: Task, store_path: Path, session_id: str, *, control: SearchControl | None = None,
-                 max_evals: int | None = None, on_promote: Callable[[Task, Node], None] | None = None) -> None:
+    def __init__(
+        self,
+        task: Task,
+        store_path: Path,
+        session_id: str,
+        *,
+        control: SearchControl | None = None,
+        max_evals: int | None = None,
+        on_promote: Callable[[Task, Node], None] | None = None,
+    ) -> None:
         super().__init__()
         self.kernel_task, self.session_id = task, session_id
-        self._store = Store(store_path)  # a reader of its own: the search writes through the shared one
+        self._store = Store(
+            store_path
+        )  # a reader of its own: the search writes through the shared one
         self._control, self._max_evals, self._on_promote = control, max_evals, on_promote
         self._sources: dict[int, str] = {}
         self._view = NodeSet([])
@@ -123,7 +143,9 @@ class SearchScreen(Screen[None]):
             return
         self._stale, self._read_at = False, time.monotonic()
         self._view = NodeSet(load_nodes(self._store, self.session_id, self._sources))
-        if self._max_evals is None and self._view.nodes:  # a search in another process: its stored cap
+        if (
+            self._max_evals is None and self._view.nodes
+        ):  # a search in another process: its stored cap
             root = self._store.search_node(self._view.in_order()[0].row_id)
             self._max_evals = root.data.get("extra", {}).get("config", {}).get("max_evals")
         self._draw_tree()
@@ -157,11 +179,14 @@ class SearchScreen(Screen[None]):
         minutes = max((time.monotonic() - self._started) / 60.0, 1 / 60)
         best = self._view.best()
         best_text = "none yet" if best is None else node_line(best)
-        state = "" if self._control is None else (" ─ PAUSED" if self._control.paused else " ─ running")
+        state = (
+            "" if self._control is None else (" ─ PAUSED" if self._control.paused else " ─ running")
+        )
         self.query_one("#counters", Static).update(
             f" search ─ {self.kernel_task.task_id}{state} ─ {len(nodes)} nodes ─ evaluations {evals}{cap} "
             f"({evals / minutes:.1f}/min) ─ {tokens:,} tok ${cost:.2f} ─ best {best_text} "
-            f"({self._view.score_kind() or 'no score yet'})")
+            f"({self._view.score_kind() or 'no score yet'})"
+        )
 
     def on_tree_node_highlighted(self, event: Tree.NodeHighlighted[str]) -> None:
         if event.node.data is not None:
@@ -172,9 +197,13 @@ class SearchScreen(Screen[None]):
         if node is None:
             return
         parent = self._view.nodes.get(node.parents[0]) if node.parents else None
-        facts = [f"**#{node.number}** {node.status} · {node.strategy} · round {node.round}",
-                 f"score: {node.score:.3g} ({node.score_kind})" if node.score is not None else "score: none",
-                 f"{node.evals} evaluations · {node.tokens:,} tokens · ${node.cost_usd:.4f}"]
+        facts = [
+            f"**#{node.number}** {node.status} · {node.strategy} · round {node.round}",
+            f"score: {node.score:.3g} ({node.score_kind})"
+            if node.score is not None
+            else "score: none",
+            f"{node.evals} evaluations · {node.tokens:,} tokens · ${node.cost_usd:.4f}",
+        ]
         if node.detail:
             facts.append(f"*{node.detail}*")
         self.query_one("#plan", Markdown).update("\n\n".join(facts + [node.plan]))
@@ -182,8 +211,15 @@ class SearchScreen(Screen[None]):
         log.clear()
         if node.source:
             base = parent.source if parent is not None else ""
-            log.write_lines(unified(base, node.source, f"#{parent.number}" if parent else "nothing",
-                                    f"#{node.number}").splitlines() or ["(same kernel as its parent)"])
+            log.write_lines(
+                unified(
+                    base,
+                    node.source,
+                    f"#{parent.number}" if parent else "nothing",
+                    f"#{node.number}",
+                ).splitlines()
+                or ["(same kernel as its parent)"]
+            )
 
     # -- keys ---------------------------------------------------------------------------------
 
@@ -193,7 +229,9 @@ class SearchScreen(Screen[None]):
 
     def action_pause(self) -> None:
         if self._control is None:
-            self.notify("this search runs in another process: nothing to pause here", severity="warning")
+            self.notify(
+                "this search runs in another process: nothing to pause here", severity="warning"
+            )
             return
         (self._control.resume if self._control.paused else self._control.pause)()
         self.mark_stale()
@@ -215,7 +253,10 @@ class SearchScreen(Screen[None]):
     def action_promote(self) -> None:
         node = self._selected()
         if node is None or node.status != ACCEPTED:
-            self.notify("promote an accepted node: its kernel becomes the workbench's source", severity="warning")
+            self.notify(
+                "promote an accepted node: its kernel becomes the workbench's source",
+                severity="warning",
+            )
             return
         self.post_message(NodePromoted(self.kernel_task, node))
         if self._on_promote is not None:

@@ -57,7 +57,9 @@ class SessionsScreen(Screen[None]):
             self._status(f"no sessions yet (store: {self._store_path})")
         else:
             count = f"{len(self._rows)} session{'s' if len(self._rows) > 1 else ''}"
-            self._status(f"{count} · enter resumes in the workbench · e exports the best kernel · / filters")
+            self._status(
+                f"{count} · enter resumes in the workbench · e exports the best kernel · / filters"
+            )
         table.focus()
 
     def _show_rows(self, query: str) -> None:

@@ -26,9 +26,14 @@ from maxkernel_tui.kernels.targets import TARGETS
 from maxkernel_tui.themes import DEFAULT_THEME
 
 # (setting, label): the order of the form
-FIELDS = (("provider", "Provider"), ("model", "Model"), ("tpu_target", "TPU generation"),
-          ("budget_dollars", "Budget (USD per session)"), ("budget_tokens", "Budget (tokens per session)"),
-          ("theme", "Theme"))
+FIELDS = (
+    ("provider", "Provider"),
+    ("model", "Model"),
+    ("tpu_target", "TPU generation"),
+    ("budget_dollars", "Budget (USD per session)"),
+    ("budget_tokens", "Budget (tokens per session)"),
+    ("theme", "Theme"),
+)
 
 
 class SettingsScreen(Screen[None]):
@@ -65,15 +70,23 @@ class SettingsScreen(Screen[None]):
         if name == "provider":
             return Select([(p, p) for p in PROVIDERS], value=value, allow_blank=False, id=name)
         if name == "tpu_target":
-            targets = list(TARGETS) + ([value] if value not in TARGETS else [])  # keep a generation only libtpu knows
+            targets = list(TARGETS) + (
+                [value] if value not in TARGETS else []
+            )  # keep a generation only libtpu knows
             return Select([(t, t) for t in targets], value=value, allow_blank=False, id=name)
         if name == "theme":
             current = value if value in self._themes else DEFAULT_THEME
             return Select([(t, t) for t in self._themes], value=current, allow_blank=False, id=name)
-        placeholder = {"model": "the provider's default", "budget_dollars": "no cap, e.g. 5.00",
-                       "budget_tokens": "no cap, e.g. 2000000"}[name]
-        return Input("" if value is None else f"{value:g}" if isinstance(value, float) else str(value),
-                     placeholder=placeholder, id=name)
+        placeholder = {
+            "model": "the provider's default",
+            "budget_dollars": "no cap, e.g. 5.00",
+            "budget_tokens": "no cap, e.g. 2000000",
+        }[name]
+        return Input(
+            "" if value is None else f"{value:g}" if isinstance(value, float) else str(value),
+            placeholder=placeholder,
+            id=name,
+        )
 
     def _source_note(self, name: str) -> str:
         source = self._settings.source(name)
@@ -110,10 +123,14 @@ class SettingsScreen(Screen[None]):
 
     def action_save(self) -> None:
         values = self._values()
-        changed = {name: value for name, value in values.items() if value != self._initial.get(name)}
+        changed = {
+            name: value for name, value in values.items() if value != self._initial.get(name)
+        }
         errors = validate_settings(changed)
         for name, _ in FIELDS:
-            self.query_one(f"#{name}-error", Static).update(f"✗ {errors[name]}" if name in errors else "")
+            self.query_one(f"#{name}-error", Static).update(
+                f"✗ {errors[name]}" if name in errors else ""
+            )
         if errors:
             self.notify("nothing saved: fix the fields marked ✗", severity="error")
             return

@@ -39,8 +39,12 @@ class TaskPickerScreen(Screen[None]):
         Binding("q", "app.quit", "Quit"),
     ]
 
-    def __init__(self, tasks_dir: Path | None = None, cache: Path | None = None,
-                 store_path: Path | None = None) -> None:
+    def __init__(
+        self,
+        tasks_dir: Path | None = None,
+        cache: Path | None = None,
+        store_path: Path | None = None,
+    ) -> None:
         """`store_path`: the session store, for the count of recent sessions in the header."""
         super().__init__()
         self._store_path = store_path
@@ -71,7 +75,9 @@ class TaskPickerScreen(Screen[None]):
             table.add_row(*self._row(task), key=task.task_id)
         known = len(self._descriptions)
         errors = "".join(f"\n{e}" for e in self._errors)
-        self._status(f"{known}/{len(self._tasks)} tasks described (cached); press d to describe the rest{errors}")
+        self._status(
+            f"{known}/{len(self._tasks)} tasks described (cached); press d to describe the rest{errors}"
+        )
         table.focus()
 
     def _sessions_hint(self) -> str:
@@ -91,7 +97,9 @@ class TaskPickerScreen(Screen[None]):
         self.app.open_workbench(self._by_id[event.row_key.value])
 
     def action_describe(self) -> None:
-        self._status("describing tasks in worker processes (shapes via eval_shape, AOT TPU compile)…")
+        self._status(
+            "describing tasks in worker processes (shapes via eval_shape, AOT TPU compile)…"
+        )
         self._describe_all()
 
     @work(thread=True, exclusive=True, group="describe")
@@ -128,12 +136,16 @@ class TaskPickerScreen(Screen[None]):
         self._shown = task.task_id
         description = self._descriptions.get(task.task_id)
         if description is None:
-            heading = f"{task.task_id}  [{task.category}]  {task.operation}\n(not described yet: press d)"
+            heading = (
+                f"{task.task_id}  [{task.category}]  {task.operation}\n(not described yet: press d)"
+            )
         else:
             heading = format_task(task_record(task, description))
         summary = f"{heading}\n\n{task.description}"
         self.query_one("#summary", Static).update(summary)
-        self.query_one("#source", TextArea).load_text(task.reference_path.read_text(encoding="utf-8"))
+        self.query_one("#source", TextArea).load_text(
+            task.reference_path.read_text(encoding="utf-8")
+        )
 
     def _status(self, text: str) -> None:
         self.query_one("#status", Static).update(text)

@@ -51,7 +51,9 @@ from maxkernel_tui.kernels.task import Task
 from maxkernel_tui.screens.agent_pane import AgentPane
 from maxkernel_tui.store.db import open_store
 
-if TYPE_CHECKING:  # the agents' engine and events load when they first run, not with the first frame
+if (
+    TYPE_CHECKING
+):  # the agents' engine and events load when they first run, not with the first frame
     from maxkernel_tui.agents.llm.provider import Provider
     from maxkernel_tui.agents.orchestration.events import SessionEvent
     from maxkernel_tui.screens.agent_link import AgentLink
@@ -100,10 +102,19 @@ class WorkbenchScreen(Screen[None]):
         Binding("ctrl+q", "app.quit", "Quit", priority=True),
     ]
 
-    def __init__(self, task: Task, workdir: Path, cache: Path, harness: Callable[[], Harness],
-                 target: str = "v5e", provider: str = "builtin (offline)", budget_cap: str = "no cap",
-                 settings: Settings | None = None, agent_provider: Provider | None = None,
-                 session_id: str | None = None) -> None:
+    def __init__(
+        self,
+        task: Task,
+        workdir: Path,
+        cache: Path,
+        harness: Callable[[], Harness],
+        target: str = "v5e",
+        provider: str = "builtin (offline)",
+        budget_cap: str = "no cap",
+        settings: Settings | None = None,
+        agent_provider: Provider | None = None,
+        session_id: str | None = None,
+    ) -> None:
         super().__init__()
         self.kernel_task = task
         self._kernel_path = workdir / "kernel.py"
@@ -127,7 +138,10 @@ class WorkbenchScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Static(id="status", markup=False)
         with Grid(id="panes"):
-            with Vertical(id="plan-pane", classes="pane"), ContentSwitcher(initial="plan", id="plan-switch"):
+            with (
+                Vertical(id="plan-pane", classes="pane"),
+                ContentSwitcher(initial="plan", id="plan-switch"),
+            ):
                 yield Markdown(self._plan_text(), id="plan")
                 yield TextArea(language="markdown", id="plan-editor")
             with Vertical(id="source-pane", classes="pane"):
@@ -141,17 +155,26 @@ class WorkbenchScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        for pane, title in (("#plan-pane", "Plan"), ("#source-pane", f"Source  {self._kernel_path.name}"),
-                            ("#tests-pane", "Tests"), ("#profile-pane", "Profile (estimated)"),
-                            ("#agents", "Agents  (F5 run · F2 HITL⇄Auto · esc stop · ctrl+t message)")):
+        for pane, title in (
+            ("#plan-pane", "Plan"),
+            ("#source-pane", f"Source  {self._kernel_path.name}"),
+            ("#tests-pane", "Tests"),
+            ("#profile-pane", "Profile (estimated)"),
+            ("#agents", "Agents  (F5 run · F2 HITL⇄Auto · esc stop · ctrl+t message)"),
+        ):
             self.query_one(pane).border_title = title
-        self.query_one("#profile", DataTable).add_columns("TPU", "VMEM", "HBM", "bound", "est. time",
-                                                          "roofline", "est. speedup")
-        self.query_one("#tests", Log).write_line("ctrl+e evaluates the source: static rules, trace, TPU lowering "
-                                                 "and compile, numerics in TPU interpret mode, held-out shapes")
+        self.query_one("#profile", DataTable).add_columns(
+            "TPU", "VMEM", "HBM", "bound", "est. time", "roofline", "est. speedup"
+        )
+        self.query_one("#tests", Log).write_line(
+            "ctrl+e evaluates the source: static rules, trace, TPU lowering "
+            "and compile, numerics in TPU interpret mode, held-out shapes"
+        )
         self._show_status()
         self.query_one("#source", TextArea).focus()
-        self.call_after_refresh(self._harness)  # warm the evaluation workers once the screen is drawn
+        self.call_after_refresh(
+            self._harness
+        )  # warm the evaluation workers once the screen is drawn
         self.set_interval(DRAW_INTERVAL_S, self._draw_agent_events)
         if self._resume_id is not None:
             self._reopen(self._resume_id)
@@ -162,8 +185,14 @@ class WorkbenchScreen(Screen[None]):
         if self._link is None and self._settings is not None:
             from maxkernel_tui.screens.agent_link import AgentLink
 
-            self._link = AgentLink(open_store(self._settings.store_path), self._settings, self.kernel_task,
-                                   self._harness, self._on_proposal, provider=self._agent_provider)
+            self._link = AgentLink(
+                open_store(self._settings.store_path),
+                self._settings,
+                self.kernel_task,
+                self._harness,
+                self._on_proposal,
+                provider=self._agent_provider,
+            )
         return self._link
 
     def _reopen(self, session_id: str) -> None:
@@ -206,12 +235,27 @@ class WorkbenchScreen(Screen[None]):
         store = link.store
         config = SearchConfig(max_evals=GRAPH_EVALUATIONS)
         screen: list[SearchScreen] = []
-        opened = await open_search(store, self._settings, task=self.kernel_task, config=config,
-                                   seed=self._save_source(), provider=self._agent_provider,
-                                   listener=lambda event: screen[0].mark_stale() if screen else None)
-        screen.append(SearchScreen(self.kernel_task, self._settings.store_path, opened.session_id,
-                                   control=opened.search, max_evals=config.max_evals))
-        self._log_activity(f"handed off to a {config.algorithm} graph search (session {opened.session_id})")
+        opened = await open_search(
+            store,
+            self._settings,
+            task=self.kernel_task,
+            config=config,
+            seed=self._save_source(),
+            provider=self._agent_provider,
+            listener=lambda event: screen[0].mark_stale() if screen else None,
+        )
+        screen.append(
+            SearchScreen(
+                self.kernel_task,
+                self._settings.store_path,
+                opened.session_id,
+                control=opened.search,
+                max_evals=config.max_evals,
+            )
+        )
+        self._log_activity(
+            f"handed off to a {config.algorithm} graph search (session {opened.session_id})"
+        )
         self.app.push_screen(screen[0])
         self.app.run_worker(self._run_search(opened), group="graph")
 
@@ -258,7 +302,9 @@ class WorkbenchScreen(Screen[None]):
 
     def action_reject(self) -> None:
         if self._pending() is not None:
-            self.query_one(AgentPane).ask("why? (the agent gets this with its next proposal)", "reject")
+            self.query_one(AgentPane).ask(
+                "why? (the agent gets this with its next proposal)", "reject"
+            )
 
     def action_edit_proposal(self) -> None:
         proposal = self._pending()
@@ -275,8 +321,9 @@ class WorkbenchScreen(Screen[None]):
         self.notify("edit, then ctrl+s submits your version")
 
     def action_message(self) -> None:
-        self.query_one(AgentPane).ask("a message for the agents (next step); start with ? to ask the explainer",
-                                      "message")
+        self.query_one(AgentPane).ask(
+            "a message for the agents (next step); start with ? to ask the explainer", "message"
+        )
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         pane = self.query_one(AgentPane)
@@ -312,13 +359,17 @@ class WorkbenchScreen(Screen[None]):
         link = self._agent_link()
         if link is None or link.session_id is None:
             return
-        earlier = [v for v in link.store.kernel_versions(link.session_id) if v.number < self._version]
+        earlier = [
+            v for v in link.store.kernel_versions(link.session_id) if v.number < self._version
+        ]
         if not earlier:
             self.notify("no earlier kernel version")
             return
         self._show_version(earlier[-1].number, earlier[-1].source)
         if link.intervene("kernel", earlier[-1].source):
-            self._log_activity(f"back to v{earlier[-1].number}: the agents start from it at the next step")
+            self._log_activity(
+                f"back to v{earlier[-1].number}: the agents start from it at the next step"
+            )
 
     def action_edit_plan(self) -> None:
         switch = self.query_one("#plan-switch", ContentSwitcher)
@@ -349,7 +400,12 @@ class WorkbenchScreen(Screen[None]):
             if (waiting := self._pending()) is not None:  # drawn steps must not hide that one waits
                 self._set_step(f"{waiting.step}: waiting for you")
         running = self._link.running
-        if running is not None and running.done() and not running.cancelled() and self._step != "idle":
+        if (
+            running is not None
+            and running.done()
+            and not running.cancelled()
+            and self._step != "idle"
+        ):
             self._set_step("idle")
 
     def _draw(self, event: SessionEvent) -> None:
@@ -368,10 +424,16 @@ class WorkbenchScreen(Screen[None]):
             case ev.ProposalMade() if event.subject == "plan":
                 self._plans[event.step] = event.content
             case ev.DecisionMade() if event.step in self._plans and event.action != REJECT:
-                self._show_plan(event.content if event.action == EDIT and event.content else self._plans[event.step])
+                self._show_plan(
+                    event.content
+                    if event.action == EDIT and event.content
+                    else self._plans[event.step]
+                )
             case ev.VersionCreated():
                 if self._link is not None:
-                    self._show_version(event.number, self._link.store.kernel_version(event.version_id).source)
+                    self._show_version(
+                        event.number, self._link.store.kernel_version(event.version_id).source
+                    )
             case ev.Note() if event.role == "tester":
                 self.query_one("#tests", Log).write_line(event.text)
             case ev.EvaluationDone():
@@ -423,7 +485,9 @@ class WorkbenchScreen(Screen[None]):
     def action_evaluate(self) -> None:
         self._save_source()
         log = self.query_one("#tests", Log)
-        log.write_line(f"── evaluating {self._kernel_path.name} against {self.kernel_task.task_id} on {self._target}")
+        log.write_line(
+            f"── evaluating {self._kernel_path.name} against {self.kernel_task.task_id} on {self._target}"
+        )
         self._set_step("evaluating")
         self._evaluate()
 
@@ -434,15 +498,23 @@ class WorkbenchScreen(Screen[None]):
 
     @work(thread=True, exclusive=True, group="evaluate")
     def _evaluate(self) -> None:
-        report = self._harness().evaluate(self._kernel_path, self.kernel_task, EvalOptions(target=self._target),
-                                        on_check=lambda check: self.post_message(CheckFinished(check)))
+        report = self._harness().evaluate(
+            self._kernel_path,
+            self.kernel_task,
+            EvalOptions(target=self._target),
+            on_check=lambda check: self.post_message(CheckFinished(check)),
+        )
         self.post_message(EvaluationFinished(report))
 
     @work(thread=True, exclusive=True, group="profile")
     def _profile(self) -> None:
         try:
-            summary = profile_kernel(self._kernel_path, self.kernel_task, trace_root=self._cache / "traces",
-                                     calibration_file=self._cache / "calibration.json")
+            summary = profile_kernel(
+                self._kernel_path,
+                self.kernel_task,
+                trace_root=self._cache / "traces",
+                calibration_file=self._cache / "calibration.json",
+            )
         except ProfileError as error:
             self.post_message(ProfileFinished(None, str(error)))
             return
@@ -470,10 +542,15 @@ class WorkbenchScreen(Screen[None]):
         first = summary.estimates[0] if summary.estimates else None
         bar = roofline_bar(first.roofline_share if first else None)
         warnings = [w for ws in summary.warnings.values() for w in ws]
-        timing = "timing: not measured (no TPU)" if not summary.trace or not summary.trace[
-            "kind"].startswith("measured") else f"trace: {summary.trace['kind']}"
+        timing = (
+            "timing: not measured (no TPU)"
+            if not summary.trace or not summary.trace["kind"].startswith("measured")
+            else f"trace: {summary.trace['kind']}"
+        )
         self.query_one("#roofline", Static).update(
-            f"{first.target if first else ''} {bar}\n{timing}" + "".join(f"\n⚠ {w}" for w in dict.fromkeys(warnings)))
+            f"{first.target if first else ''} {bar}\n{timing}"
+            + "".join(f"\n⚠ {w}" for w in dict.fromkeys(warnings))
+        )
 
     def _initial_source(self) -> str:
         if self._kernel_path.is_file():
@@ -492,9 +569,11 @@ class WorkbenchScreen(Screen[None]):
     def _plan_text(self) -> str:
         task = self.kernel_task
         configs = ", ".join(task.agent_visible_configs())
-        return (f"### {task.task_id}\n\n{task.description}\n\n*category* {task.category} · *configurations* "
-                f"{configs} · *tolerance* atol {task.tolerance(task.configs[0]).atol:g}\n\n"
-                "No plan yet: F5 runs the agents, or edit the source directly.")
+        return (
+            f"### {task.task_id}\n\n{task.description}\n\n*category* {task.category} · *configurations* "
+            f"{configs} · *tolerance* atol {task.tolerance(task.configs[0]).atol:g}\n\n"
+            "No plan yet: F5 runs the agents, or edit the source directly."
+        )
 
     # -- status and bindings ------------------------------------------------------------------------
 
@@ -520,7 +599,8 @@ class WorkbenchScreen(Screen[None]):
         tokens, cost = self._usage
         self.query_one("#status", Static).update(
             f" maxkernel-tui ─ {self.kernel_task.task_id} ─ {self._mode.upper()} ─ {self._step} ─ {self._target} "
-            f"(AOT) ─ {self._provider} ─ {tokens:,} tok ${cost:.2f} / {self._budget_cap}")
+            f"(AOT) ─ {self._provider} ─ {tokens:,} tok ${cost:.2f} / {self._budget_cap}"
+        )
 
     async def on_unmount(self) -> None:
         if self._link is not None:

@@ -23,8 +23,18 @@ from pathlib import Path
 from typing import Any
 
 from maxkernel_tui.store.redact import redact, redact_text
-from maxkernel_tui.store.rows import (ACTIVE, Evaluation, Event, KernelVersion, LlmCall, Profile, SearchNode, Session,
-                                      SessionSummary, StoreError)
+from maxkernel_tui.store.rows import (
+    ACTIVE,
+    Evaluation,
+    Event,
+    KernelVersion,
+    LlmCall,
+    Profile,
+    SearchNode,
+    Session,
+    SessionSummary,
+    StoreError,
+)
 from maxkernel_tui.store.schema import SCHEMA_VERSION, current_version, migrate
 
 BUSY_TIMEOUT_MS = 10_000
@@ -46,15 +56,21 @@ class Store:
         self._lock = threading.RLock()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
-                                         check_same_thread=False)
+            self._conn = sqlite3.connect(
+                self.path,
+                timeout=BUSY_TIMEOUT_MS / 1000,
+                isolation_level=None,
+                check_same_thread=False,
+            )
         except (OSError, sqlite3.Error) as error:
             raise StoreError(f"{self.path}: cannot open the session store: {error}") from error
         try:
             self._conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             mode = self._conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
             if mode.lower() != "wal":
-                raise StoreError(f"{self.path}: cannot use write-ahead logging (journal mode {mode})")
+                raise StoreError(
+                    f"{self.path}: cannot use write-ahead logging (journal mode {mode})"
+                )
             self._conn.execute("PRAGMA synchronous = NORMAL")
             self._conn.execute("PRAGMA foreign_keys = ON")
             self.schema_version = migrate(self._conn)
@@ -101,29 +117,48 @@ class Store:
 
     # -- sessions ---------------------------------------------------------------------------
 
-    def create_session(self, task_id: str, mode: str, title: str = "", status: str = ACTIVE) -> Session:
+    def create_session(
+        self, task_id: str, mode: str, title: str = "", status: str = ACTIVE
+    ) -> Session:
         now = time.time()
-        session = Session(uuid.uuid4().hex[:12], task_id, mode, status, redact_text(title), now, now)
+        session = Session(
+            uuid.uuid4().hex[:12], task_id, mode, status, redact_text(title), now, now
+        )
         with self._write() as conn:
-            conn.execute("INSERT INTO sessions (id, task_id, mode, created, updated, status, title) "
-                         "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                         (session.id, task_id, mode, now, now, status, session.title))
+            conn.execute(
+                "INSERT INTO sessions (id, task_id, mode, created, updated, status, title) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (session.id, task_id, mode, now, now, status, session.title),
+            )
         return session
 
-    def update_session(self, session_id: str, *, status: str | None = None, mode: str | None = None,
-                       title: str | None = None) -> Session:
+    def update_session(
+        self,
+        session_id: str,
+        *,
+        status: str | None = None,
+        mode: str | None = None,
+        title: str | None = None,
+    ) -> Session:
         with self._write() as conn:
             self._require_session(conn, session_id)
-            for column, value in (("status", status), ("mode", mode),
-                                  ("title", None if title is None else redact_text(title))):
+            for column, value in (
+                ("status", status),
+                ("mode", mode),
+                ("title", None if title is None else redact_text(title)),
+            ):
                 if value is not None:
-                    conn.execute(f"UPDATE sessions SET {column} = ? WHERE id = ?", (value, session_id))
+                    conn.execute(
+                        f"UPDATE sessions SET {column} = ? WHERE id = ?", (value, session_id)
+                    )
             self._touch(conn, session_id)
         return self.session(session_id)
 
     def session(self, session_id: str) -> Session:
-        rows = self._read("SELECT id, task_id, mode, status, title, created, updated FROM sessions WHERE id = ?",
-                          (session_id,))
+        rows = self._read(
+            "SELECT id, task_id, mode, status, title, created, updated FROM sessions WHERE id = ?",
+            (session_id,),
+        )
         if not rows:
             raise StoreError(f"no session {session_id!r}")
         return Session(*rows[0])
@@ -131,30 +166,51 @@ class Store:
     def find_session(self, prefix: str) -> Session:
         """The session whose id is or starts with `prefix` (a unique prefix, as git takes)."""
         escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        rows = self._read("SELECT id FROM sessions WHERE id LIKE ? ESCAPE '\\' ORDER BY id", (escaped + "%",))
+        rows = self._read(
+            "SELECT id FROM sessions WHERE id LIKE ? ESCAPE '\\' ORDER BY id", (escaped + "%",)
+        )
         ids = [r[0] for r in rows]
         if prefix in ids:
             return self.session(prefix)
         if not ids:
             raise StoreError(f"no session {prefix!r} in {self.path}")
         if len(ids) > 1:
-            raise StoreError(f"{prefix!r} names {len(ids)} sessions ({', '.join(ids[:5])}); give more of the id")
+            raise StoreError(
+                f"{prefix!r} names {len(ids)} sessions ({', '.join(ids[:5])}); give more of the id"
+            )
         return self.session(ids[0])
 
     def list_sessions(self) -> list[SessionSummary]:
         """Every session, most recently updated first, with its kernel count and best verdict."""
-        sessions = [Session(*r) for r in self._read(
-            "SELECT id, task_id, mode, status, title, created, updated FROM sessions ORDER BY updated DESC, rowid DESC")]
-        counts = dict(self._read("SELECT session_id, COUNT(*) FROM kernel_versions GROUP BY session_id"))
-        usage = {r[0]: (r[1], r[2]) for r in self._read(
-            "SELECT session_id, SUM(prompt_tokens + completion_tokens), SUM(cost) FROM llm_calls GROUP BY session_id")}
+        sessions = [
+            Session(*r)
+            for r in self._read(
+                "SELECT id, task_id, mode, status, title, created, updated FROM sessions ORDER BY updated DESC, rowid DESC"
+            )
+        ]
+        counts = dict(
+            self._read("SELECT session_id, COUNT(*) FROM kernel_versions GROUP BY session_id")
+        )
+        usage = {
+            r[0]: (r[1], r[2])
+            for r in self._read(
+                "SELECT session_id, SUM(prompt_tokens + completion_tokens), SUM(cost) FROM llm_calls GROUP BY session_id"
+            )
+        }
         summaries = []
         for session in sessions:
             best = self.best_kernel(session.id) if counts.get(session.id) else None
             tokens, cost = usage.get(session.id, (0, 0.0))
-            summaries.append(SessionSummary(
-                session, counts.get(session.id, 0), best[1].verdict if best and best[1] else None,
-                best[0].number if best else None, int(tokens or 0), float(cost or 0.0)))
+            summaries.append(
+                SessionSummary(
+                    session,
+                    counts.get(session.id, 0),
+                    best[1].verdict if best and best[1] else None,
+                    best[0].number if best else None,
+                    int(tokens or 0),
+                    float(cost or 0.0),
+                )
+            )
         return summaries
 
     @staticmethod
@@ -168,88 +224,128 @@ class Store:
 
     # -- events -----------------------------------------------------------------------------
 
-    def append_event(self, session_id: str, kind: str, payload: Mapping[str, Any] | None = None) -> Event:
+    def append_event(
+        self, session_id: str, kind: str, payload: Mapping[str, Any] | None = None
+    ) -> Event:
         """Store an event and return it once committed: show only what this returns."""
         text = _dumps(payload or {})
         now = time.time()
         with self._write() as conn:
             self._require_session(conn, session_id)
-            seq = conn.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE session_id = ?",
-                               (session_id,)).fetchone()[0]
-            conn.execute("INSERT INTO events (session_id, seq, kind, payload, time) VALUES (?, ?, ?, ?, ?)",
-                         (session_id, seq, kind, text, now))
+            seq = conn.execute(
+                "SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE session_id = ?", (session_id,)
+            ).fetchone()[0]
+            conn.execute(
+                "INSERT INTO events (session_id, seq, kind, payload, time) VALUES (?, ?, ?, ?, ?)",
+                (session_id, seq, kind, text, now),
+            )
             self._touch(conn, session_id)
         return Event(session_id, seq, kind, json.loads(text), now)
 
     def events(self, session_id: str, after_seq: int = 0, limit: int | None = None) -> list[Event]:
         """The session's events with seq > after_seq, in order (resume with the last seq seen)."""
-        rows = self._read("SELECT session_id, seq, kind, payload, time FROM events WHERE session_id = ? AND seq > ? "
-                          "ORDER BY seq LIMIT ?", (session_id, after_seq, -1 if limit is None else limit))
+        rows = self._read(
+            "SELECT session_id, seq, kind, payload, time FROM events WHERE session_id = ? AND seq > ? "
+            "ORDER BY seq LIMIT ?",
+            (session_id, after_seq, -1 if limit is None else limit),
+        )
         return [Event(s, seq, kind, json.loads(payload), t) for s, seq, kind, payload, t in rows]
 
     def last_seq(self, session_id: str) -> int:
-        return self._read("SELECT COALESCE(MAX(seq), 0) FROM events WHERE session_id = ?", (session_id,))[0][0]
+        return self._read(
+            "SELECT COALESCE(MAX(seq), 0) FROM events WHERE session_id = ?", (session_id,)
+        )[0][0]
 
     # -- kernel versions, evaluations, profiles ----------------------------------------------
 
-    def add_kernel_version(self, session_id: str, source: str, plan: str = "",
-                           parent_id: int | None = None) -> KernelVersion:
+    def add_kernel_version(
+        self, session_id: str, source: str, plan: str = "", parent_id: int | None = None
+    ) -> KernelVersion:
         source, plan, now = redact_text(source), redact_text(plan), time.time()
         with self._write() as conn:
             self._require_session(conn, session_id)
-            if parent_id is not None and conn.execute("SELECT 1 FROM kernel_versions WHERE id = ?",
-                                                      (parent_id,)).fetchone() is None:
+            if (
+                parent_id is not None
+                and conn.execute(
+                    "SELECT 1 FROM kernel_versions WHERE id = ?", (parent_id,)
+                ).fetchone()
+                is None
+            ):
                 raise StoreError(f"no kernel version {parent_id} to be the parent")
-            number = conn.execute("SELECT COALESCE(MAX(number), 0) + 1 FROM kernel_versions WHERE session_id = ?",
-                                  (session_id,)).fetchone()[0]
+            number = conn.execute(
+                "SELECT COALESCE(MAX(number), 0) + 1 FROM kernel_versions WHERE session_id = ?",
+                (session_id,),
+            ).fetchone()[0]
             cursor = conn.execute(
                 "INSERT INTO kernel_versions (session_id, number, parent_id, source, plan, created) "
-                "VALUES (?, ?, ?, ?, ?, ?)", (session_id, number, parent_id, source, plan, now))
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (session_id, number, parent_id, source, plan, now),
+            )
             self._touch(conn, session_id)
         return KernelVersion(cursor.lastrowid, session_id, number, parent_id, source, plan, now)
 
     _KERNEL_COLUMNS = "id, session_id, number, parent_id, source, plan, created"
 
     def kernel_version(self, version_id: int) -> KernelVersion:
-        rows = self._read(f"SELECT {self._KERNEL_COLUMNS} FROM kernel_versions WHERE id = ?", (version_id,))
+        rows = self._read(
+            f"SELECT {self._KERNEL_COLUMNS} FROM kernel_versions WHERE id = ?", (version_id,)
+        )
         if not rows:
             raise StoreError(f"no kernel version {version_id}")
         return KernelVersion(*rows[0])
 
     def kernel_versions(self, session_id: str) -> list[KernelVersion]:
-        return [KernelVersion(*r) for r in self._read(
-            f"SELECT {self._KERNEL_COLUMNS} FROM kernel_versions WHERE session_id = ? ORDER BY number", (session_id,))]
+        return [
+            KernelVersion(*r)
+            for r in self._read(
+                f"SELECT {self._KERNEL_COLUMNS} FROM kernel_versions WHERE session_id = ? ORDER BY number",
+                (session_id,),
+            )
+        ]
 
     def record_evaluation(self, kernel_version_id: int, report: Mapping[str, Any]) -> Evaluation:
         """Store an evaluation report (`EvalReport.to_json()`); its verdict is kept as a column."""
         verdict = str(report.get("verdict", "unknown"))
-        return Evaluation(*self._insert_for_version("evaluations", kernel_version_id, report, verdict=verdict))
+        return Evaluation(
+            *self._insert_for_version("evaluations", kernel_version_id, report, verdict=verdict)
+        )
 
     def evaluations(self, kernel_version_id: int) -> list[Evaluation]:
-        rows = self._read("SELECT id, kernel_version_id, verdict, report, created FROM evaluations "
-                          "WHERE kernel_version_id = ? ORDER BY id", (kernel_version_id,))
+        rows = self._read(
+            "SELECT id, kernel_version_id, verdict, report, created FROM evaluations "
+            "WHERE kernel_version_id = ? ORDER BY id",
+            (kernel_version_id,),
+        )
         return [Evaluation(i, k, v, json.loads(r), c) for i, k, v, r, c in rows]
 
     def record_profile(self, kernel_version_id: int, profile: Mapping[str, Any]) -> Profile:
         return Profile(*self._insert_for_version("profiles", kernel_version_id, profile))
 
     def profiles(self, kernel_version_id: int) -> list[Profile]:
-        rows = self._read("SELECT id, kernel_version_id, profile, created FROM profiles "
-                          "WHERE kernel_version_id = ? ORDER BY id", (kernel_version_id,))
+        rows = self._read(
+            "SELECT id, kernel_version_id, profile, created FROM profiles "
+            "WHERE kernel_version_id = ? ORDER BY id",
+            (kernel_version_id,),
+        )
         return [Profile(i, k, json.loads(p), c) for i, k, p, c in rows]
 
-    def _insert_for_version(self, table: str, version_id: int, document: Mapping[str, Any],
-                            **columns: Any) -> tuple[Any, ...]:
+    def _insert_for_version(
+        self, table: str, version_id: int, document: Mapping[str, Any], **columns: Any
+    ) -> tuple[Any, ...]:
         text, now = _dumps(document), time.time()
         column = {"evaluations": "report", "profiles": "profile"}[table]
         names = ["kernel_version_id", *columns, column, "created"]
         values = (version_id, *columns.values(), text, now)
         with self._write() as conn:
-            owner = conn.execute("SELECT session_id FROM kernel_versions WHERE id = ?", (version_id,)).fetchone()
+            owner = conn.execute(
+                "SELECT session_id FROM kernel_versions WHERE id = ?", (version_id,)
+            ).fetchone()
             if owner is None:
                 raise StoreError(f"no kernel version {version_id}")
-            cursor = conn.execute(f"INSERT INTO {table} ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})",
-                                  values)
+            cursor = conn.execute(
+                f"INSERT INTO {table} ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})",
+                values,
+            )
             self._touch(conn, owner[0])
         return (cursor.lastrowid, version_id, *columns.values(), json.loads(text), now)
 
@@ -258,12 +354,16 @@ class Store:
         evaluation, if any); None when the session has no kernel yet."""
         accepted = self._read(
             "SELECT e.id FROM evaluations e JOIN kernel_versions k ON k.id = e.kernel_version_id "
-            "WHERE k.session_id = ? AND e.verdict = ? ORDER BY e.id DESC LIMIT 1", (session_id, ACCEPTED))
+            "WHERE k.session_id = ? AND e.verdict = ? ORDER BY e.id DESC LIMIT 1",
+            (session_id, ACCEPTED),
+        )
         if accepted:
             evaluation = self._evaluation(accepted[0][0])
             return self.kernel_version(evaluation.kernel_version_id), evaluation
-        latest = self._read("SELECT id FROM kernel_versions WHERE session_id = ? ORDER BY number DESC LIMIT 1",
-                            (session_id,))
+        latest = self._read(
+            "SELECT id FROM kernel_versions WHERE session_id = ? ORDER BY number DESC LIMIT 1",
+            (session_id,),
+        )
         if not latest:
             return None
         version = self.kernel_version(latest[0][0])
@@ -271,14 +371,26 @@ class Store:
         return version, evaluations[-1] if evaluations else None
 
     def _evaluation(self, evaluation_id: int) -> Evaluation:
-        i, k, v, r, c = self._read("SELECT id, kernel_version_id, verdict, report, created FROM evaluations "
-                                   "WHERE id = ?", (evaluation_id,))[0]
+        i, k, v, r, c = self._read(
+            "SELECT id, kernel_version_id, verdict, report, created FROM evaluations WHERE id = ?",
+            (evaluation_id,),
+        )[0]
         return Evaluation(i, k, v, json.loads(r), c)
 
     # -- LLM calls ----------------------------------------------------------------------------
 
-    def record_llm_call(self, session_id: str, *, model: str, provider: str, prompt_tokens: int,
-                        completion_tokens: int, cost: float, latency_s: float, error: str | None = None) -> LlmCall:
+    def record_llm_call(
+        self,
+        session_id: str,
+        *,
+        model: str,
+        provider: str,
+        prompt_tokens: int,
+        completion_tokens: int,
+        cost: float,
+        latency_s: float,
+        error: str | None = None,
+    ) -> LlmCall:
         error = None if error is None else redact_text(error)
         now = time.time()
         with self._write() as conn:
@@ -286,53 +398,115 @@ class Store:
             cursor = conn.execute(
                 "INSERT INTO llm_calls (session_id, model, provider, prompt_tokens, completion_tokens, cost, "
                 "latency_s, error, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (session_id, model, provider, int(prompt_tokens), int(completion_tokens), float(cost),
-                 float(latency_s), error, now))
+                (
+                    session_id,
+                    model,
+                    provider,
+                    int(prompt_tokens),
+                    int(completion_tokens),
+                    float(cost),
+                    float(latency_s),
+                    error,
+                    now,
+                ),
+            )
             self._touch(conn, session_id)
-        return LlmCall(cursor.lastrowid, session_id, model, provider, int(prompt_tokens), int(completion_tokens),
-                       float(cost), float(latency_s), error, now)
+        return LlmCall(
+            cursor.lastrowid,
+            session_id,
+            model,
+            provider,
+            int(prompt_tokens),
+            int(completion_tokens),
+            float(cost),
+            float(latency_s),
+            error,
+            now,
+        )
 
     def llm_calls(self, session_id: str) -> list[LlmCall]:
-        return [LlmCall(*r) for r in self._read(
-            "SELECT id, session_id, model, provider, prompt_tokens, completion_tokens, cost, latency_s, error, "
-            "created FROM llm_calls WHERE session_id = ? ORDER BY id", (session_id,))]
+        return [
+            LlmCall(*r)
+            for r in self._read(
+                "SELECT id, session_id, model, provider, prompt_tokens, completion_tokens, cost, latency_s, error, "
+                "created FROM llm_calls WHERE session_id = ? ORDER BY id",
+                (session_id,),
+            )
+        ]
 
     def usage(self, session_id: str) -> tuple[int, float]:
         """Tokens (prompt + completion) and dollars spent by the session's LLM calls so far."""
-        tokens, cost = self._read("SELECT COALESCE(SUM(prompt_tokens + completion_tokens), 0), COALESCE(SUM(cost), 0) "
-                                  "FROM llm_calls WHERE session_id = ?", (session_id,))[0]
+        tokens, cost = self._read(
+            "SELECT COALESCE(SUM(prompt_tokens + completion_tokens), 0), COALESCE(SUM(cost), 0) "
+            "FROM llm_calls WHERE session_id = ?",
+            (session_id,),
+        )[0]
         return int(tokens), float(cost)
 
     # -- search nodes -------------------------------------------------------------------------
 
     _NODE_COLUMNS = "id, session_id, parent_id, kernel_version_id, strategy, status, score, data, created, updated"
 
-    def add_search_node(self, session_id: str, *, strategy: str, parent_id: int | None = None,
-                        kernel_version_id: int | None = None, status: str = "pending", score: float | None = None,
-                        data: Mapping[str, Any] | None = None) -> SearchNode:
+    def add_search_node(
+        self,
+        session_id: str,
+        *,
+        strategy: str,
+        parent_id: int | None = None,
+        kernel_version_id: int | None = None,
+        status: str = "pending",
+        score: float | None = None,
+        data: Mapping[str, Any] | None = None,
+    ) -> SearchNode:
         text, now = _dumps(data or {}), time.time()
         with self._write() as conn:
             self._require_session(conn, session_id)
             cursor = conn.execute(
                 "INSERT INTO search_nodes (session_id, parent_id, kernel_version_id, strategy, status, score, data, "
                 "created, updated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (session_id, parent_id, kernel_version_id, strategy, status, score, text, now, now))
+                (session_id, parent_id, kernel_version_id, strategy, status, score, text, now, now),
+            )
             self._touch(conn, session_id)
-        return SearchNode(cursor.lastrowid, session_id, parent_id, kernel_version_id, strategy, status, score,
-                          json.loads(text), now, now)
+        return SearchNode(
+            cursor.lastrowid,
+            session_id,
+            parent_id,
+            kernel_version_id,
+            strategy,
+            status,
+            score,
+            json.loads(text),
+            now,
+            now,
+        )
 
-    def update_search_node(self, node_id: int, *, status: str | None = None, score: float | None = None,
-                           kernel_version_id: int | None = None, data: Mapping[str, Any] | None = None) -> SearchNode:
+    def update_search_node(
+        self,
+        node_id: int,
+        *,
+        status: str | None = None,
+        score: float | None = None,
+        kernel_version_id: int | None = None,
+        data: Mapping[str, Any] | None = None,
+    ) -> SearchNode:
         """Change what is given; `data` replaces the node's data."""
-        changes = {"status": status, "score": score, "kernel_version_id": kernel_version_id,
-                   "data": None if data is None else _dumps(data)}
+        changes = {
+            "status": status,
+            "score": score,
+            "kernel_version_id": kernel_version_id,
+            "data": None if data is None else _dumps(data),
+        }
         with self._write() as conn:
-            owner = conn.execute("SELECT session_id FROM search_nodes WHERE id = ?", (node_id,)).fetchone()
+            owner = conn.execute(
+                "SELECT session_id FROM search_nodes WHERE id = ?", (node_id,)
+            ).fetchone()
             if owner is None:
                 raise StoreError(f"no search node {node_id}")
             for column, value in changes.items():
                 if value is not None:
-                    conn.execute(f"UPDATE search_nodes SET {column} = ? WHERE id = ?", (value, node_id))
+                    conn.execute(
+                        f"UPDATE search_nodes SET {column} = ? WHERE id = ?", (value, node_id)
+                    )
             conn.execute("UPDATE search_nodes SET updated = ? WHERE id = ?", (time.time(), node_id))
             self._touch(conn, owner[0])
         return self.search_node(node_id)
@@ -344,8 +518,13 @@ class Store:
         return self._node(rows[0])
 
     def search_nodes(self, session_id: str) -> list[SearchNode]:
-        return [self._node(r) for r in self._read(
-            f"SELECT {self._NODE_COLUMNS} FROM search_nodes WHERE session_id = ? ORDER BY id", (session_id,))]
+        return [
+            self._node(r)
+            for r in self._read(
+                f"SELECT {self._NODE_COLUMNS} FROM search_nodes WHERE session_id = ? ORDER BY id",
+                (session_id,),
+            )
+        ]
 
     @staticmethod
     def _node(row: tuple[Any, ...]) -> SearchNode:

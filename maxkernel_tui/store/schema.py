@@ -93,7 +93,8 @@ SCHEMA_VERSION = len(MIGRATIONS)
 def current_version(conn: sqlite3.Connection) -> int:
     """0 for an empty file."""
     exists = conn.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'").fetchone()
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'"
+    ).fetchone()
     if not exists:
         return 0
     return conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_version").fetchone()[0]
@@ -105,15 +106,21 @@ def migrate(conn: sqlite3.Connection, target: int = SCHEMA_VERSION) -> int:
     `conn` must be in autocommit mode (isolation_level=None) so the transaction is ours."""
     conn.execute("BEGIN IMMEDIATE")
     try:
-        conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, applied REAL NOT NULL)")
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, applied REAL NOT NULL)"
+        )
         version = current_version(conn)
         if version > SCHEMA_VERSION:
-            raise StoreError(f"the store has schema version {version}, newer than this maxkernel-tui knows "
-                             f"({SCHEMA_VERSION}); upgrade maxkernel-tui")
+            raise StoreError(
+                f"the store has schema version {version}, newer than this maxkernel-tui knows "
+                f"({SCHEMA_VERSION}); upgrade maxkernel-tui"
+            )
         for number in range(version + 1, target + 1):
             for statement in MIGRATIONS[number - 1]:
                 conn.execute(statement)
-            conn.execute("INSERT INTO schema_version (version, applied) VALUES (?, ?)", (number, time.time()))
+            conn.execute(
+                "INSERT INTO schema_version (version, applied) VALUES (?, ?)", (number, time.time())
+            )
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")

@@ -41,8 +41,13 @@ class Harness:
     events: list[Any] = field(default_factory=list)
 
     def client(self, budget: Budget | None = None, **policy: Any) -> LLMClient:
-        return LLMClient(self.provider, budget=budget, policy=RetryPolicy(**policy), on_event=self.events.append,
-                         sleep=self.sleep)
+        return LLMClient(
+            self.provider,
+            budget=budget,
+            policy=RetryPolicy(**policy),
+            on_event=self.events.append,
+            sleep=self.sleep,
+        )
 
 
 def ask(text: str = "Say hello.", **kwargs: Any) -> Request:
@@ -63,7 +68,9 @@ async def _harness(kind: str, model: str) -> Harness:
 
 @pytest.fixture(params=["gemini", "openai"])
 async def backend(request: pytest.FixtureRequest) -> AsyncIterator[Harness]:
-    harness = await _harness(request.param, "gemini-2.5-flash" if request.param == "gemini" else "local-coder")
+    harness = await _harness(
+        request.param, "gemini-2.5-flash" if request.param == "gemini" else "local-coder"
+    )
     yield harness
     await harness.provider.aclose()
     await harness.server.stop()

@@ -18,7 +18,9 @@ from tests.fakes.scripted import Answer, Cut
 
 
 def test_price_lookup_and_overrides() -> None:
-    table = PriceTable({"gemini-2.5-flash": (0.5, 4.0), "my-model": {"input_per_mtok": 1, "output_per_mtok": 2}})
+    table = PriceTable(
+        {"gemini-2.5-flash": (0.5, 4.0), "my-model": {"input_per_mtok": 1, "output_per_mtok": 2}}
+    )
     assert table.lookup("gemini-2.5-flash") == Price(0.5, 4.0)
     assert table.lookup("models/gemini-2.5-flash-lite") == Price(0.10, 0.40)  # longest prefix wins
     assert table.lookup("gemini-2.5-flash-preview-09-2025") == Price(0.5, 4.0)
@@ -60,7 +62,10 @@ async def test_the_call_that_would_pass_the_token_cap_is_never_sent(backend: Har
     assert budget.spent.tokens == 36 and budget.spent.calls == 2
     message = str(caught.value)
     assert "not sent" in message and "130-token cap" in message and "36 spent" in message
-    assert [(m.scope, m.spent.tokens, m.cap.tokens) for m in meters] == [("session", 18, 130), ("session", 36, 130)]
+    assert [(m.scope, m.spent.tokens, m.cap.tokens) for m in meters] == [
+        ("session", 18, 130),
+        ("session", 36, 130),
+    ]
 
 
 async def test_the_call_that_would_pass_the_money_cap_is_never_sent(backend: Harness) -> None:
@@ -70,7 +75,9 @@ async def test_the_call_that_would_pass_the_money_cap_is_never_sent(backend: Har
     client = backend.client(budget)
     response = await client.complete(ask(max_tokens=1000))
     assert response.usage.cost_usd == pytest.approx(0.00155)
-    with pytest.raises(BudgetExceeded, match=r"could cost \$0\.002503 .* only \$0\.00245 of the \$0\.004 cap"):
+    with pytest.raises(
+        BudgetExceeded, match=r"could cost \$0\.002503 .* only \$0\.00245 of the \$0\.004 cap"
+    ):
         await client.complete(ask(max_tokens=1000))
     assert len(backend.server.requests) == 1
     assert budget.spent.usd == pytest.approx(0.00155)

@@ -18,8 +18,15 @@ from tests.agents.conftest import GEMINI_KEY, Harness, ask, collect
 from tests.fakes.gemini_server import FakeGemini
 from tests.fakes.scripted import Answer, Fail
 
-_ENV = ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_CLOUD_PROJECT",
-        "GOOGLE_CLOUD_LOCATION", "GOOGLE_GEMINI_BASE_URL", "GOOGLE_VERTEX_BASE_URL")
+_ENV = (
+    "GEMINI_API_KEY",
+    "GOOGLE_API_KEY",
+    "GOOGLE_GENAI_USE_VERTEXAI",
+    "GOOGLE_CLOUD_PROJECT",
+    "GOOGLE_CLOUD_LOCATION",
+    "GOOGLE_GEMINI_BASE_URL",
+    "GOOGLE_VERTEX_BASE_URL",
+)
 
 
 @pytest.fixture
@@ -46,31 +53,48 @@ async def test_key_and_base_url_from_the_environment(clean_env: pytest.MonkeyPat
 
 
 async def test_api_version_goes_into_the_path(gemini: Harness) -> None:
-    provider = GeminiProvider("gemini-2.5-flash", base_url=gemini.server.url, api_version="v1beta", api_key=GEMINI_KEY)
+    provider = GeminiProvider(
+        "gemini-2.5-flash", base_url=gemini.server.url, api_version="v1beta", api_key=GEMINI_KEY
+    )
     gemini.server.script.extend([Answer(["a"]), Answer(["b"])])
     try:
         await Harness(gemini.server, provider).client().complete(ask(stream=False))
         await Harness(gemini.server, provider).client().complete(ask())
     finally:
         await provider.aclose()
-    assert [r.path for r in gemini.server.requests] == ["/v1beta/models/gemini-2.5-flash:generateContent",
-                                                        "/v1beta/models/gemini-2.5-flash:streamGenerateContent"]
+    assert [r.path for r in gemini.server.requests] == [
+        "/v1beta/models/gemini-2.5-flash:generateContent",
+        "/v1beta/models/gemini-2.5-flash:streamGenerateContent",
+    ]
 
 
 async def test_vertex_ai_express_mode_reaches_the_server(gemini: Harness) -> None:
-    provider = GeminiProvider("gemini-2.5-flash", base_url=gemini.server.url, vertexai=True, api_key=GEMINI_KEY)
+    provider = GeminiProvider(
+        "gemini-2.5-flash", base_url=gemini.server.url, vertexai=True, api_key=GEMINI_KEY
+    )
     gemini.server.script.append(Answer(["vertex"]))
     try:
         assert (await Harness(gemini.server, provider).client().complete(ask())).text == "vertex"
     finally:
         await provider.aclose()
-    assert "/publishers/google/models/gemini-2.5-flash:streamGenerateContent" in gemini.server.requests[0].path
+    assert (
+        "/publishers/google/models/gemini-2.5-flash:streamGenerateContent"
+        in gemini.server.requests[0].path
+    )
 
 
 def test_credentials_are_described_without_secrets() -> None:
-    assert gemini_credentials({"GOOGLE_API_KEY": "secret-value-123"}) == "Gemini API key from GOOGLE_API_KEY"
-    vertex = gemini_credentials({"GOOGLE_GENAI_USE_VERTEXAI": "true", "GOOGLE_CLOUD_PROJECT": "p",
-                                 "GOOGLE_CLOUD_LOCATION": "us-central1"})
+    assert (
+        gemini_credentials({"GOOGLE_API_KEY": "secret-value-123"})
+        == "Gemini API key from GOOGLE_API_KEY"
+    )
+    vertex = gemini_credentials(
+        {
+            "GOOGLE_GENAI_USE_VERTEXAI": "true",
+            "GOOGLE_CLOUD_PROJECT": "p",
+            "GOOGLE_CLOUD_LOCATION": "us-central1",
+        }
+    )
     assert vertex is not None and "project p" in vertex and "us-central1" in vertex
     assert gemini_credentials({"GOOGLE_GENAI_USE_VERTEXAI": "true"}) is None
     assert gemini_credentials({}) is None
@@ -115,9 +139,14 @@ async def test_calls_without_ids_get_local_ids_that_are_not_sent_back(gemini: Ha
 def test_thought_signature_is_echoed_with_the_call() -> None:
     signature = base64.b64encode(b"opaque").decode()
     call = ToolCall("id-1", "f", {"a": 1}, signature)
-    content = _contents([Message("user", "hi"), Message("assistant", "calling", tool_calls=(call,)),
-                         Message("tool", "r1", tool_call_id="id-1", name="f"),
-                         Message("tool", "r2", tool_call_id="id-2", name="f")])
+    content = _contents(
+        [
+            Message("user", "hi"),
+            Message("assistant", "calling", tool_calls=(call,)),
+            Message("tool", "r1", tool_call_id="id-1", name="f"),
+            Message("tool", "r2", tool_call_id="id-2", name="f"),
+        ]
+    )
     assert [c.role for c in content] == ["user", "model", "user"]
     assert content[1].parts[1].thought_signature == b"opaque"
     assert len(content[2].parts) == 2  # parallel results share one turn

@@ -37,11 +37,19 @@ def fences(kind: str) -> list[tuple[str, str, str]]:
 
 
 def examples() -> dict[str, str]:
-    return {info.split()[2]: body for _, info, body in fences("python") if info.split()[1:2] == ["example"]}
+    return {
+        info.split()[2]: body
+        for _, info, body in fences("python")
+        if info.split()[1:2] == ["example"]
+    }
 
 
 def quoted_errors() -> dict[str, str]:
-    return {info.split()[2]: body.strip() for _, info, body in fences("text") if info.split()[1:2] == ["error"]}
+    return {
+        info.split()[2]: body.strip()
+        for _, info, body in fences("text")
+        if info.split()[1:2] == ["error"]
+    }
 
 
 def test_every_topic_loads_with_a_title_and_a_sensible_length():
@@ -99,8 +107,15 @@ def test_examples_follow_the_harness_rules():
 def probe() -> dict:
     request = {"examples": examples(), "errors": sorted(quoted_errors())}
     env = {**os.environ, "JAX_PLATFORMS": "cpu"}
-    done = subprocess.run([sys.executable, str(PROBE)], input=json.dumps(request), capture_output=True,
-                          text=True, env=env, timeout=600, check=False)
+    done = subprocess.run(
+        [sys.executable, str(PROBE)],
+        input=json.dumps(request),
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -118,4 +133,5 @@ def test_every_quoted_error_is_still_what_jax_says(probe):
         assert messages, error_id
         for lines in messages:
             assert any(quoted in line for line in lines), (
-                f"{error_id}: jax no longer says {quoted!r}; it says: {lines[:3]}")
+                f"{error_id}: jax no longer says {quoted!r}; it says: {lines[:3]}"
+            )

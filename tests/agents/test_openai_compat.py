@@ -16,15 +16,25 @@ SCHEMA = {"type": "object", "properties": {"ok": {"type": "boolean"}}}
 
 async def test_request_body(openai: Harness) -> None:
     openai.server.script.append(Answer(['{"ok": true}']))
-    request = ask(tools=(ToolSpec("f", "A tool."),), json_schema=SCHEMA, temperature=0.2, max_tokens=99)
+    request = ask(
+        tools=(ToolSpec("f", "A tool."),), json_schema=SCHEMA, temperature=0.2, max_tokens=99
+    )
     await openai.client().complete(request)
     body = openai.server.requests[0].body
     assert body["model"] == "local-coder" and body["stream"] is True
     assert body["stream_options"] == {"include_usage": True}
-    assert body["messages"] == [{"role": "system", "content": "You are terse."},
-                                {"role": "user", "content": "Say hello."}]
-    assert body["tools"][0] == {"type": "function", "function": {"name": "f", "description": "A tool.",
-                                                                 "parameters": {"type": "object", "properties": {}}}}
+    assert body["messages"] == [
+        {"role": "system", "content": "You are terse."},
+        {"role": "user", "content": "Say hello."},
+    ]
+    assert body["tools"][0] == {
+        "type": "function",
+        "function": {
+            "name": "f",
+            "description": "A tool.",
+            "parameters": {"type": "object", "properties": {}},
+        },
+    }
     assert body["response_format"]["json_schema"]["schema"] == SCHEMA
     assert (body["temperature"], body["max_tokens"]) == (0.2, 99)
     assert openai.server.requests[0].headers["Authorization"] == f"Bearer {OPENAI_KEY}"
@@ -41,7 +51,9 @@ async def test_no_key_no_authorization_header(openai: Harness) -> None:
 
 
 async def test_unparsable_tool_arguments_are_reasked(openai: Harness) -> None:
-    openai.server.script.extend([Answer([], tool_calls=[("f", '{"a": ')]), Answer([], tool_calls=[("f", {"a": 1})])])
+    openai.server.script.extend(
+        [Answer([], tool_calls=[("f", '{"a": ')]), Answer([], tool_calls=[("f", {"a": 1})])]
+    )
     response = await openai.client().complete(ask(tools=(ToolSpec("f", "A tool."),)))
     assert [(c.name, c.arguments) for c in response.tool_calls] == [("f", {"a": 1})]
     assert "arguments of tool call 'f' are not valid JSON" in str(openai.server.requests[1].body)

@@ -28,8 +28,12 @@ from maxkernel_tui.agents.llm.types import (
 from tests.agents.conftest import Harness, ask, collect
 from tests.fakes.scripted import Answer, Cut, Fail, Hang
 
-PLAN_SCHEMA = {"type": "object", "properties": {"block": {"type": "integer"}}, "required": ["block"],
-               "additionalProperties": False}
+PLAN_SCHEMA = {
+    "type": "object",
+    "properties": {"block": {"type": "integer"}},
+    "required": ["block"],
+    "additionalProperties": False,
+}
 
 
 async def test_plain_answer(backend: Harness) -> None:
@@ -55,9 +59,18 @@ async def test_streamed_answer(backend: Harness) -> None:
 
 
 async def test_function_call(backend: Harness) -> None:
-    backend.server.script.append(Answer([], tool_calls=[("run_eval", {"kernel": "k.py", "seeds": 2})]))
-    tool = ToolSpec("run_eval", "Evaluate a kernel.", {"type": "object", "properties": {
-        "kernel": {"type": "string"}, "seeds": {"type": "integer"}}, "required": ["kernel"]})
+    backend.server.script.append(
+        Answer([], tool_calls=[("run_eval", {"kernel": "k.py", "seeds": 2})])
+    )
+    tool = ToolSpec(
+        "run_eval",
+        "Evaluate a kernel.",
+        {
+            "type": "object",
+            "properties": {"kernel": {"type": "string"}, "seeds": {"type": "integer"}},
+            "required": ["kernel"],
+        },
+    )
     chunks = await collect(backend.client().stream(ask(tools=(tool,))))
     calls = [c.call for c in chunks if isinstance(c, ToolCallChunk)]
     assert [(c.name, c.arguments) for c in calls] == [("run_eval", {"kernel": "k.py", "seeds": 2})]
@@ -71,9 +84,14 @@ async def test_tool_result_turn_is_sent_back(backend: Harness) -> None:
     backend.server.script.append(Answer(["Done."]))
     call = ToolCall("call_0", "run_eval", {"kernel": "k.py"})
     request = ask(tools=(ToolSpec("run_eval", "Evaluate."),))
-    request = replace(request, messages=request.messages + (
-        Message("assistant", tool_calls=(call,)),
-        Message("tool", "accepted", tool_call_id="call_0", name="run_eval")))
+    request = replace(
+        request,
+        messages=request.messages
+        + (
+            Message("assistant", tool_calls=(call,)),
+            Message("tool", "accepted", tool_call_id="call_0", name="run_eval"),
+        ),
+    )
     assert (await backend.client().complete(request)).text == "Done."
     assert "accepted" in str(backend.server.requests[0].body)
 
@@ -88,7 +106,12 @@ async def test_429_then_success_honours_retry_after(backend: Harness) -> None:
     response = chunks[-1].response
     assert response.text == "ok" and response.attempts == 2
     retry = next(e for e in backend.events if isinstance(e, RetryScheduled))
-    assert (retry.status, retry.delay_s, retry.server_asked, retry.failed_attempt) == (429, 7.0, True, 1)
+    assert (retry.status, retry.delay_s, retry.server_asked, retry.failed_attempt) == (
+        429,
+        7.0,
+        True,
+        1,
+    )
     assert [e.outcome for e in backend.events if isinstance(e, AttemptEnded)] == ["retry", "ok"]
 
 
@@ -105,7 +128,11 @@ async def test_500_retried_then_fails_clearly(backend: Harness) -> None:
     assert len(backend.sleep.waits) == 2
     # Backoff: 1 s then 2 s, each reduced by at most half (jitter).
     assert 0.5 <= backend.sleep.waits[0] <= 1.0 and 1.0 <= backend.sleep.waits[1] <= 2.0
-    assert [e.outcome for e in backend.events if isinstance(e, AttemptEnded)] == ["retry", "retry", "failed"]
+    assert [e.outcome for e in backend.events if isinstance(e, AttemptEnded)] == [
+        "retry",
+        "retry",
+        "failed",
+    ]
 
 
 async def test_client_error_is_not_retried(backend: Harness) -> None:
@@ -117,7 +144,9 @@ async def test_client_error_is_not_retried(backend: Harness) -> None:
 
 
 async def test_stream_cut_midway_is_discarded_and_retried(backend: Harness) -> None:
-    backend.server.script.extend([Cut(Answer(["Half of", " an answer"]), after=1), Answer(["Whole", " answer"])])
+    backend.server.script.extend(
+        [Cut(Answer(["Half of", " an answer"]), after=1), Answer(["Whole", " answer"])]
+    )
     chunks = await collect(backend.client().stream(ask()))
     first = [c.text for c in chunks if isinstance(c, TextDelta) and c.attempt == 1]
     assert first == ["Half of"]
@@ -144,8 +173,12 @@ async def test_stream_without_finish_is_broken(backend: Harness) -> None:
 
 
 async def test_malformed_json_is_reasked_with_the_error(backend: Harness) -> None:
-    backend.server.script.extend([Answer(['{"block": 128,']), Answer(['{"block": "big"}']), Answer(['{"block": 256}'])])
-    chunks = await collect(backend.client().stream(ask("Pick a block size.", json_schema=PLAN_SCHEMA)))
+    backend.server.script.extend(
+        [Answer(['{"block": 128,']), Answer(['{"block": "big"}']), Answer(['{"block": 256}'])]
+    )
+    chunks = await collect(
+        backend.client().stream(ask("Pick a block size.", json_schema=PLAN_SCHEMA))
+    )
     response = chunks[-1].response
     assert response.parsed == {"block": 256} and response.attempts == 3
     assert [c.attempt for c in chunks if isinstance(c, Discarded)] == [1, 2]

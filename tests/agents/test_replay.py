@@ -20,24 +20,38 @@ SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required"
 
 
 def _without_latency(chunks: list[Any]) -> list[Any]:
-    return [replace(c, usage=replace(c.usage, latency_s=0.0)) if isinstance(c, UsageChunk) else c
-            for c in chunks if not hasattr(c, "response")] + [
-        replace(c.response, usage=replace(c.response.usage, latency_s=0.0)) for c in chunks if hasattr(c, "response")]
+    return [
+        replace(c, usage=replace(c.usage, latency_s=0.0)) if isinstance(c, UsageChunk) else c
+        for c in chunks
+        if not hasattr(c, "response")
+    ] + [
+        replace(c.response, usage=replace(c.response.usage, latency_s=0.0))
+        for c in chunks
+        if hasattr(c, "response")
+    ]
 
 
 async def _session(client: LLMClient) -> list[list[Any]]:
     tool = ToolSpec("run_eval", "Evaluate.")
-    return [await collect(client.stream(ask("first"))),
-            await collect(client.stream(ask("second", tools=(tool,)))),
-            await collect(client.stream(ask("third", json_schema=SCHEMA)))]
+    return [
+        await collect(client.stream(ask("first"))),
+        await collect(client.stream(ask("second", tools=(tool,)))),
+        await collect(client.stream(ask("third", json_schema=SCHEMA))),
+    ]
 
 
 async def test_replay_round_trip(backend: Harness, tmp_path: Path) -> None:
     transcript = tmp_path / "session.jsonl"
-    backend.server.script.extend([
-        Fail(429, "later", retry_after="2"), Answer(["Hel", "lo"]),
-        Cut(Answer(["cut"]), after=1), Answer([], tool_calls=[("run_eval", {"kernel": "k.py"})]),
-        Answer(["not json"]), Answer(['{"n": 3}'])])
+    backend.server.script.extend(
+        [
+            Fail(429, "later", retry_after="2"),
+            Answer(["Hel", "lo"]),
+            Cut(Answer(["cut"]), after=1),
+            Answer([], tool_calls=[("run_eval", {"kernel": "k.py"})]),
+            Answer(["not json"]),
+            Answer(['{"n": 3}']),
+        ]
+    )
     recorded = await _session(LLMClient(Recorder(backend.provider, transcript), sleep=FakeSleep()))
     assert len(backend.server.requests) == 6
     await backend.server.stop()
@@ -48,7 +62,11 @@ async def test_replay_round_trip(backend: Harness, tmp_path: Path) -> None:
     # The recorded 429 is replayed, Retry-After and all, and so is the cut stream's retry.
     assert len(replay_sleep.waits) == 2 and replay_sleep.waits[0] == 2.0
     header = json.loads(transcript.read_text().splitlines()[0])
-    assert header == {"transcript": 1, "provider": backend.provider.name, "model": backend.provider.model}
+    assert header == {
+        "transcript": 1,
+        "provider": backend.provider.name,
+        "model": backend.provider.model,
+    }
     assert "key" not in transcript.read_text().lower()
 
 

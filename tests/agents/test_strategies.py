@@ -47,7 +47,9 @@ def test_strategies_are_frozen():
 def test_lookup_by_name_and_a_clear_error():
     assert strategy("causal-block-skip").applies_to == frozenset({"attention"})
     assert isinstance(strategy("grow-row-blocks"), Strategy)
-    with pytest.raises(KeyError, match=r"unknown strategy 'warp-specialise'; known: grow-row-blocks"):
+    with pytest.raises(
+        KeyError, match=r"unknown strategy 'warp-specialise'; known: grow-row-blocks"
+    ):
         strategy("warp-specialise")
 
 

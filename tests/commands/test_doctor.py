@@ -30,7 +30,9 @@ def test_doctor_here_no_tpu_libtpu_present_no_provider_exit_0(run_cli, tmp_path)
     text = run_cli("doctor").stdout
     if not tpu_present():
         assert "TPU                    not present" in text
-    assert "gemini                 not configured" in text and text.rstrip().endswith("the tool can run here")
+    assert "gemini                 not configured" in text and text.rstrip().endswith(
+        "the tool can run here"
+    )
 
 
 def test_a_key_is_reported_set_and_never_shown(run_cli):
@@ -38,15 +40,29 @@ def test_a_key_is_reported_set_and_never_shown(run_cli):
     done = run_cli("doctor", "--json", "--provider", "gemini", env={"GEMINI_API_KEY": secret})
     report, by_name = checks(done)
     assert report["ok"] and by_name["gemini"]["status"] == "ok"
-    assert by_name["gemini"]["data"]["GEMINI_API_KEY"] == "set" and secret not in done.stdout + done.stderr
+    assert (
+        by_name["gemini"]["data"]["GEMINI_API_KEY"] == "set"
+        and secret not in done.stdout + done.stderr
+    )
 
 
 def test_the_chosen_provider_unconfigured_fails(run_cli):
-    report, by_name = checks(run_cli("doctor", "--json", env={"MAXKERNEL_TUI_PROVIDER": "gemini"}, expect=1))
+    report, by_name = checks(
+        run_cli("doctor", "--json", env={"MAXKERNEL_TUI_PROVIDER": "gemini"}, expect=1)
+    )
     assert report["ok"] is False and by_name["gemini"]["status"] == "fail"
-    _, by_name = checks(run_cli("doctor", "--json", env={"GOOGLE_GENAI_USE_VERTEXAI": "true",
-                                                          "GOOGLE_CLOUD_PROJECT": "p"}, expect=0))
-    assert by_name["gemini"]["status"] == "warn" and "GOOGLE_CLOUD_LOCATION not set" in by_name["gemini"]["detail"]
+    _, by_name = checks(
+        run_cli(
+            "doctor",
+            "--json",
+            env={"GOOGLE_GENAI_USE_VERTEXAI": "true", "GOOGLE_CLOUD_PROJECT": "p"},
+            expect=0,
+        )
+    )
+    assert (
+        by_name["gemini"]["status"] == "warn"
+        and "GOOGLE_CLOUD_LOCATION not set" in by_name["gemini"]["detail"]
+    )
 
 
 @pytest.fixture
@@ -67,14 +83,26 @@ def local_server():
 
 
 def test_an_openai_compatible_server_is_probed(run_cli, local_server):
-    _, by_name = checks(run_cli("doctor", "--json", "--provider", "openai", "--base-url", local_server))
-    assert by_name["openai-compatible"]["status"] == "ok" and "HTTP 200" in by_name["openai-compatible"]["detail"]
+    _, by_name = checks(
+        run_cli("doctor", "--json", "--provider", "openai", "--base-url", local_server)
+    )
+    assert (
+        by_name["openai-compatible"]["status"] == "ok"
+        and "HTTP 200" in by_name["openai-compatible"]["detail"]
+    )
     with socket.socket() as probe:  # a port nobody listens on
         probe.bind(("127.0.0.1", 0))
         closed = f"http://127.0.0.1:{probe.getsockname()[1]}/v1"
-    _, by_name = checks(run_cli("doctor", "--json", "--provider", "openai", "--base-url", closed, expect=1))
-    assert by_name["openai-compatible"]["status"] == "fail" and "unreachable" in by_name["openai-compatible"]["detail"]
-    _, by_name = checks(run_cli("doctor", "--json", "--base-url", closed))  # not the chosen one: a warning
+    _, by_name = checks(
+        run_cli("doctor", "--json", "--provider", "openai", "--base-url", closed, expect=1)
+    )
+    assert (
+        by_name["openai-compatible"]["status"] == "fail"
+        and "unreachable" in by_name["openai-compatible"]["detail"]
+    )
+    _, by_name = checks(
+        run_cli("doctor", "--json", "--base-url", closed)
+    )  # not the chosen one: a warning
     assert by_name["openai-compatible"]["status"] == "warn"
 
 

@@ -3,10 +3,15 @@
 import pytest
 
 
-@pytest.mark.parametrize("command, words", [
-    ("sessions", ["--json", "--data-dir"]), ("export", ["SESSION", "--out"]),
-    ("doctor", ["--json", "--provider", "--base-url"]), ("config", ["--json", "--budget-dollars", "--tpu-target"]),
-])
+@pytest.mark.parametrize(
+    "command, words",
+    [
+        ("sessions", ["--json", "--data-dir"]),
+        ("export", ["SESSION", "--out"]),
+        ("doctor", ["--json", "--provider", "--base-url"]),
+        ("config", ["--json", "--budget-dollars", "--tpu-target"]),
+    ],
+)
 def test_help(run_cli, command, words):
     out = run_cli(command, "--help").stdout
     assert out.startswith(f"usage: maxkernel-tui {command}")

@@ -23,7 +23,10 @@ def test_1p_is_not_11p() -> None:
 def test_a_folder_whose_task_id_differs_is_found_by_its_id_only(tmp_path) -> None:
     shutil.copytree(builtin_suite_dir() / "8p_GEMM", tmp_path / "8p_GEMM")
     (tmp_path / "8p_GEMM" / "kernel_task.yaml").write_text(
-        (tmp_path / "8p_GEMM" / "kernel_task.yaml").read_text().replace("task_id: 8p_GEMM", "task_id: 9z_Other"))
+        (tmp_path / "8p_GEMM" / "kernel_task.yaml")
+        .read_text()
+        .replace("task_id: 8p_GEMM", "task_id: 9z_Other")
+    )
     assert resolve_task("9z_Other", tmp_path).task_id == "9z_Other"
     with pytest.raises(TaskError, match="no task '8p_GEMM'"):
         resolve_task("8p_GEMM", tmp_path)

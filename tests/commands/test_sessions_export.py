@@ -7,32 +7,79 @@ import pytest
 from maxkernel_tui.store import Store
 
 ACCEPTED_REPORT = {
-    "task": "12p_RMSNorm", "kernel": "kernel.py", "targets": ["v5e"], "device": "cpu (TPU interpret mode)",
-    "verdict": "accepted", "seeds": [11, 12, 13], "timings": [],
+    "task": "12p_RMSNorm",
+    "kernel": "kernel.py",
+    "targets": ["v5e"],
+    "device": "cpu (TPU interpret mode)",
+    "verdict": "accepted",
+    "seeds": [11, 12, 13],
+    "timings": [],
     "checks": [
-        {"name": "static", "status": "pass", "detail": "parses; defines computation", "seconds": 0.1, "data": {}},
-        {"name": "numerics", "status": "pass", "detail": "max |Δ| 3.1e-3 | 3 seeds", "seconds": 2.0, "data": {}},
-        {"name": "timing", "status": "skip", "detail": "not measured: no TPU", "seconds": 0.0, "data": {}},
+        {
+            "name": "static",
+            "status": "pass",
+            "detail": "parses; defines computation",
+            "seconds": 0.1,
+            "data": {},
+        },
+        {
+            "name": "numerics",
+            "status": "pass",
+            "detail": "max |Δ| 3.1e-3 | 3 seeds",
+            "seconds": 2.0,
+            "data": {},
+        },
+        {
+            "name": "timing",
+            "status": "skip",
+            "detail": "not measured: no TPU",
+            "seconds": 0.0,
+            "data": {},
+        },
     ],
 }
-REJECTED_REPORT = {**ACCEPTED_REPORT, "verdict": "rejected", "checks": [
-    {"name": "trace", "status": "fail", "detail": "no pallas_call in the jaxpr", "seconds": 0.3, "data": {}}]}
+REJECTED_REPORT = {
+    **ACCEPTED_REPORT,
+    "verdict": "rejected",
+    "checks": [
+        {
+            "name": "trace",
+            "status": "fail",
+            "detail": "no pallas_call in the jaxpr",
+            "seconds": 0.3,
+            "data": {},
+        }
+    ],
+}
 
 
 @pytest.fixture
 def filled(tmp_path):
     with Store(tmp_path / "data" / "sessions.db") as store:
         good = store.create_session("12p_RMSNorm", "hitl", title="rmsnorm")
-        v1 = store.add_kernel_version(good.id, "def computation(x, scale, eps):\n    return x\n", plan="1. rows of 256")
+        v1 = store.add_kernel_version(
+            good.id, "def computation(x, scale, eps):\n    return x\n", plan="1. rows of 256"
+        )
         store.record_evaluation(v1.id, ACCEPTED_REPORT)
-        v2 = store.add_kernel_version(good.id, "def computation(x, scale, eps):\n    return 2 * x\n", parent_id=v1.id)
+        v2 = store.add_kernel_version(
+            good.id, "def computation(x, scale, eps):\n    return 2 * x\n", parent_id=v1.id
+        )
         store.record_evaluation(v2.id, REJECTED_REPORT)
-        store.record_llm_call(good.id, model="gemini-2.5-pro", provider="gemini", prompt_tokens=40000,
-                              completion_tokens=1203, cost=0.38, latency_s=3.0)
+        store.record_llm_call(
+            good.id,
+            model="gemini-2.5-pro",
+            provider="gemini",
+            prompt_tokens=40000,
+            completion_tokens=1203,
+            cost=0.38,
+            latency_s=3.0,
+        )
         store.update_session(good.id, status="done")
         draft = store.create_session("8p_GEMM", "auto")
         first = store.add_kernel_version(draft.id, "def computation(a, b):\n    return a @ b\n")
-        store.add_kernel_version(draft.id, "def computation(a, b):\n    return (a @ b).T.T", parent_id=first.id)
+        store.add_kernel_version(
+            draft.id, "def computation(a, b):\n    return (a @ b).T.T", parent_id=first.id
+        )
         empty = store.create_session("1p_Flash_Attention", "graph")
     return good, draft, empty
 
@@ -41,16 +88,40 @@ def test_sessions_json_and_text(run_cli, filled):
     good, draft, empty = filled
     listing = json.loads(run_cli("sessions", "--json").stdout)
     rows = {row["id"]: row for row in listing["sessions"]}
-    assert [row["id"] for row in listing["sessions"]] == [empty.id, draft.id, good.id]  # most recent first
+    assert [row["id"] for row in listing["sessions"]] == [
+        empty.id,
+        draft.id,
+        good.id,
+    ]  # most recent first
     assert rows[good.id] | {"created": None, "updated": None} == {
-        "id": good.id, "task_id": "12p_RMSNorm", "mode": "hitl", "status": "done", "title": "rmsnorm",
-        "kernel_versions": 2, "best_version": 1, "best_verdict": "accepted", "tokens": 41203, "cost": 0.38,
-        "created": None, "updated": None}
+        "id": good.id,
+        "task_id": "12p_RMSNorm",
+        "mode": "hitl",
+        "status": "done",
+        "title": "rmsnorm",
+        "kernel_versions": 2,
+        "best_version": 1,
+        "best_verdict": "accepted",
+        "tokens": 41203,
+        "cost": 0.38,
+        "created": None,
+        "updated": None,
+    }
     assert rows[good.id]["updated"].endswith("Z")
     assert (rows[draft.id]["best_version"], rows[draft.id]["best_verdict"]) == (2, None)
     assert rows[empty.id]["kernel_versions"] == 0
     text = run_cli("sessions").stdout.splitlines()
-    assert text[0].split() == ["ID", "TASK", "MODE", "STATUS", "VERSIONS", "BEST", "TOKENS", "COST", "UPDATED"]
+    assert text[0].split() == [
+        "ID",
+        "TASK",
+        "MODE",
+        "STATUS",
+        "VERSIONS",
+        "BEST",
+        "TOKENS",
+        "COST",
+        "UPDATED",
+    ]
     line = next(line for line in text if line.startswith(good.id))
     assert "12p_RMSNorm" in line and "v1 accepted" in line and "41,203" in line and "$0.38" in line
     assert "v2 not evaluated" in next(line for line in text if line.startswith(draft.id))
@@ -67,13 +138,18 @@ def test_export_the_accepted_kernel(run_cli, filled, tmp_path):
     done = run_cli("export", good.id[:5], "--out", str(out))
     assert done.stdout.split() == [str(out / "12p_RMSNorm.py"), str(out / "12p_RMSNorm.md")]
     source = (out / "12p_RMSNorm.py").read_text()
-    assert source.startswith(f"# 12p_RMSNorm: kernel v1 of maxkernel-tui session {good.id} (accepted).")
+    assert source.startswith(
+        f"# 12p_RMSNorm: kernel v1 of maxkernel-tui session {good.id} (accepted)."
+    )
     assert source.endswith("def computation(x, scale, eps):\n    return x\n")
     compile(source, "kernel.py", "exec")
     report = (out / "12p_RMSNorm.md").read_text()
     assert report.startswith("# 12p_RMSNorm: kernel v1\n")
     assert f"| session | `{good.id}` (hitl, done) — rmsnorm |" in report
-    assert "**ACCEPTED**" in report and "the kernel of the session's latest accepted evaluation" in report
+    assert (
+        "**ACCEPTED**" in report
+        and "the kernel of the session's latest accepted evaluation" in report
+    )
     assert "| numerics | ✓ pass | max \\|Δ\\| 3.1e-3 \\| 3 seeds | 2.0 |" in report
     assert "| timing | – skip | not measured: no TPU | 0.0 |" in report
     assert "## Plan\n\n1. rows of 256" in report

@@ -18,13 +18,17 @@ _ROLE = re.compile(r"You are the (\w+)|You answer a kernel engineer")
 
 
 def role_of(body: dict) -> str:
-    text = " ".join(part.get("text", "") for part in body.get("systemInstruction", {}).get("parts", []))
+    text = " ".join(
+        part.get("text", "") for part in body.get("systemInstruction", {}).get("parts", [])
+    )
     match = _ROLE.search(text)
     return "explainer" if match and match[1] is None else (match[1] if match else "?")
 
 
 def streamed(text: str, size: int = 120) -> Answer:
-    return Answer([text[i:i + size] for i in range(0, len(text), size)], usage=(900, len(text) // 4))
+    return Answer(
+        [text[i : i + size] for i in range(0, len(text), size)], usage=(900, len(text) // 4)
+    )
 
 
 class RoleGemini(FakeGemini):

@@ -27,14 +27,18 @@ class RoleProvider:
         self.requests.append(request)
         role = (request.context or {}).get("role", "?")
         if role == "tester" and not self.answers[role]:
-            self.answers[role].append(NO_EDGE_CASES)  # tests about other steps need not script the tester
+            self.answers[role].append(
+                NO_EDGE_CASES
+            )  # tests about other steps need not script the tester
         if not self.answers[role]:
             raise ProviderError(f"no scripted answer left for {role}")
         text = self.answers[role].popleft()
         for start in range(0, len(text), 200):
-            yield TextDelta(text[start:start + 200])
+            yield TextDelta(text[start : start + 200])
         yield TokenCount(prompt_tokens=100, completion_tokens=len(text) // 4)
         yield Finish("stop")
 
     def prompts(self, role: str) -> list[str]:
-        return [r.messages[-1].content for r in self.requests if (r.context or {}).get("role") == role]
+        return [
+            r.messages[-1].content for r in self.requests if (r.context or {}).get("role") == role
+        ]

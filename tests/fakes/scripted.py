@@ -19,7 +19,9 @@ from aiohttp import web
 @dataclass
 class Answer:
     pieces: list[str] = field(default_factory=lambda: ["Hello"])  # one SSE event each
-    tool_calls: list[tuple[str, dict[str, Any] | str]] = field(default_factory=list)  # str: raw arguments
+    tool_calls: list[tuple[str, dict[str, Any] | str]] = field(
+        default_factory=list
+    )  # str: raw arguments
     finish: str | None = "stop"  # None: the answer ends without a finish marker
     usage: tuple[int, int] = (11, 7)
 
@@ -97,7 +99,9 @@ class ScriptedServer:
         seen = Seen(request.path, dict(request.query), dict(request.headers), await request.json())
         self.requests.append(seen)
         if not self.script:
-            return web.json_response(self.error_body(Fail(500, "fake server: no scripted reply left")), status=500)
+            return web.json_response(
+                self.error_body(Fail(500, "fake server: no scripted reply left")), status=500
+            )
         reply = self.script.popleft()
         if isinstance(reply, Fail):
             headers = {"Retry-After": reply.retry_after} if reply.retry_after else {}

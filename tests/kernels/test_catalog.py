@@ -5,7 +5,6 @@ import textwrap
 
 from maxkernel_tui.kernels.catalog import describe_tasks
 from maxkernel_tui.kernels.loader import load_task, load_tasks
-
 from tests.conftest import ADAPTED_TASKS
 
 
@@ -63,10 +62,14 @@ def test_cache_is_reused_and_invalidated_by_edits(tmp_path):
 
 
 def test_crashing_and_hanging_tasks_are_reported_and_the_rest_go_on(tmp_path):
-    crash = make_task(tmp_path, "crash", "import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n" + GOOD_FLAT)
+    crash = make_task(
+        tmp_path, "crash", "import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n" + GOOD_FLAT
+    )
     hang = make_task(tmp_path, "hang", "while True:\n    pass\n" + GOOD_FLAT)
     good = make_task(tmp_path, "good", GOOD)
-    described = describe_tasks([crash, hang, good], tmp_path / "cache", with_cost=False, workers=1, timeout=5)
+    described = describe_tasks(
+        [crash, hang, good], tmp_path / "cache", with_cost=False, workers=1, timeout=5
+    )
     assert "worker died (killed by SIGSEGV)" in described["crash"]["error"]
     assert "timed out after 5 s" in described["hang"]["error"]
     assert described["good"]["configs"]["bench"]["outputs"][0]["shape"] == [256, 256]
@@ -75,15 +78,22 @@ def test_crashing_and_hanging_tasks_are_reported_and_the_rest_go_on(tmp_path):
 def test_task_code_never_sees_credentials(tmp_path, monkeypatch):
     monkeypatch.setenv("GEMINI_API_KEY", "secret-key")
     monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", "/secret.json")
-    leaky = make_task(tmp_path, "leaky", "import os\n"
-                      "assert not [k for k in os.environ if 'KEY' in k or 'CREDENTIALS' in k], sorted(os.environ)\n"
-                      + GOOD_FLAT)
+    leaky = make_task(
+        tmp_path,
+        "leaky",
+        "import os\n"
+        "assert not [k for k in os.environ if 'KEY' in k or 'CREDENTIALS' in k], sorted(os.environ)\n"
+        + GOOD_FLAT,
+    )
     described = describe_tasks([leaky], tmp_path / "cache", with_cost=False)
     assert "error" not in described["leaky"], described["leaky"]
 
 
 def test_a_reference_too_large_for_v5e_moves_to_a_larger_generation(tmp_path):
-    big = make_task(tmp_path, "big", """
+    big = make_task(
+        tmp_path,
+        "big",
+        """
         import jax.numpy as jnp
 
         def get_inputs():
@@ -91,7 +101,8 @@ def test_a_reference_too_large_for_v5e_moves_to_a_larger_generation(tmp_path):
 
         def computation(x):
             return x * 2
-    """)
+    """,
+    )
     cost = describe_tasks([big], tmp_path / "cache")["big"]["cost"]
     assert cost["target"] == "v6e"
     assert cost["did_not_fit"][0]["target"] == "v5e"
@@ -100,7 +111,9 @@ def test_a_reference_too_large_for_v5e_moves_to_a_larger_generation(tmp_path):
 
 def test_a_task_error_reaches_the_caller_as_a_description_error(tmp_path):
     shutil.copytree(ADAPTED_TASKS / "1_Vector_Add", tmp_path / "bad")
-    (tmp_path / "bad" / "reference.py").write_text("def get_inputs():\n    return 1\n\ndef computation(x):\n    return x\n")
+    (tmp_path / "bad" / "reference.py").write_text(
+        "def get_inputs():\n    return 1\n\ndef computation(x):\n    return x\n"
+    )
     described = describe_tasks([load_task(tmp_path / "bad")], tmp_path / "cache")
     assert "must return (dynamic_args, static_args)" in described["1_Vector_Add"]["error"]
     assert str(tmp_path / "bad" / "reference.py") in described["1_Vector_Add"]["error"]

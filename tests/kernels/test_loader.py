@@ -8,7 +8,6 @@ import pytest
 from maxkernel_tui.kernels import reference_runtime as runtime
 from maxkernel_tui.kernels.loader import find_task, load_task, load_tasks
 from maxkernel_tui.kernels.task import TaskError, Tolerance
-
 from tests.conftest import ADAPTED_TASKS
 
 GOOD_YAML = "task_id: t1\ndescription: doubles x\natol: 0.01\nrtol: 0.02\n"
@@ -52,14 +51,29 @@ def test_missing_tolerances_default_like_maxkernel(tmp_path):
     [
         (None, GOOD_REFERENCE, "kernel_task.yaml", "missing file"),
         (GOOD_YAML, None, "reference.py", "missing file"),
-        ("task_id: t1\ndescription: [unclosed\n", GOOD_REFERENCE, "kernel_task.yaml", "invalid YAML at line"),
+        (
+            "task_id: t1\ndescription: [unclosed\n",
+            GOOD_REFERENCE,
+            "kernel_task.yaml",
+            "invalid YAML at line",
+        ),
         ("- just\n- a list\n", GOOD_REFERENCE, "kernel_task.yaml", "expected a mapping"),
         ("description: no id\n", GOOD_REFERENCE, "kernel_task.yaml", "missing or empty `task_id`"),
         (GOOD_YAML, "def computation(x:\n", "reference.py", "does not parse"),
-        (GOOD_YAML, "def get_inputs():\n    return (), ()\n", "reference.py", "does not define `computation`"),
+        (
+            GOOD_YAML,
+            "def get_inputs():\n    return (), ()\n",
+            "reference.py",
+            "does not define `computation`",
+        ),
         (GOOD_YAML, "def computation(x):\n    return x\n", "kernel_task.yaml", "no `get_inputs`"),
         ("task_id: t1\natol: [0.1, 0.2]\n", GOOD_REFERENCE, None, None),
-        ("task_id: t1\natol: fast\n", GOOD_REFERENCE, "kernel_task.yaml", "`atol` must be a number"),
+        (
+            "task_id: t1\natol: fast\n",
+            GOOD_REFERENCE,
+            "kernel_task.yaml",
+            "`atol` must be a number",
+        ),
         ("task_id: t1\nrtol: [0.1, x]\n", GOOD_REFERENCE, "kernel_task.yaml", "is not a number"),
     ],
 )
@@ -76,7 +90,9 @@ def test_malformed_task_error_names_file_and_problem(tmp_path, yaml_text, refere
 
 
 def test_our_config_extension_needs_a_bench_config(tmp_path):
-    reference = GOOD_REFERENCE.replace("def get_inputs():", 'CONFIGS = {"small": {}}\n\ndef get_inputs(config="small"):')
+    reference = GOOD_REFERENCE.replace(
+        "def get_inputs():", 'CONFIGS = {"small": {}}\n\ndef get_inputs(config="small"):'
+    )
     with pytest.raises(TaskError, match="no 'bench'"):
         load_task(write_task(tmp_path, reference=reference))
 
@@ -90,24 +106,33 @@ def test_load_tasks_keeps_good_tasks_and_reports_bad_ones(tmp_path):
 
 
 def test_get_inputs_that_raises_is_a_task_error(tmp_path):
-    reference = GOOD_REFERENCE.replace("return (jnp.ones((8, 128)),), (2.0,)", "raise ValueError('no data')")
+    reference = GOOD_REFERENCE.replace(
+        "return (jnp.ones((8, 128)),), (2.0,)", "raise ValueError('no data')"
+    )
     task = load_task(write_task(tmp_path, reference=reference))
     module = runtime.load_reference(task)
-    with pytest.raises(TaskError, match=r"get_inputs raised ValueError: no data \(reference.py:\d+\)"):
+    with pytest.raises(
+        TaskError, match=r"get_inputs raised ValueError: no data \(reference.py:\d+\)"
+    ):
         runtime.input_specs(task, module, "bench")
 
 
 def test_signature_mismatch_is_a_task_error(tmp_path):
-    reference = GOOD_REFERENCE.replace("def computation(x, factor):", "def computation(x):").replace(
-        "x * factor", "x")
+    reference = GOOD_REFERENCE.replace(
+        "def computation(x, factor):", "def computation(x):"
+    ).replace("x * factor", "x")
     task = load_task(write_task(tmp_path, reference=reference))
     module = runtime.load_reference(task)
-    with pytest.raises(TaskError, match=r"signature mismatch: computation\(x\) cannot take 1 array"):
+    with pytest.raises(
+        TaskError, match=r"signature mismatch: computation\(x\) cannot take 1 array"
+    ):
         runtime.output_specs(task, module, "bench")
 
 
 def test_reference_that_fails_to_import_is_a_task_error(tmp_path):
-    task = load_task(write_task(tmp_path, reference=GOOD_REFERENCE + "\nimport not_a_module_anywhere\n"))
+    task = load_task(
+        write_task(tmp_path, reference=GOOD_REFERENCE + "\nimport not_a_module_anywhere\n")
+    )
     with pytest.raises(TaskError, match="fails to import: ModuleNotFoundError"):
         runtime.load_reference(task)
 
@@ -137,7 +162,8 @@ def test_adapted_folder_written_elsewhere_loads_unmodified():
 def test_plain_list_of_inputs_names_configs_by_position(tmp_path):
     folder = shutil.copytree(ADAPTED_TASKS / "2_Softmax_Multi", tmp_path / "s")
     (folder / "kernel_task.yaml").write_text(
-        (folder / "kernel_task.yaml").read_text().replace("atol: [0.01, 0.02]", "atol: 0.01"))
+        (folder / "kernel_task.yaml").read_text().replace("atol: [0.01, 0.02]", "atol: 0.01")
+    )
     task = load_task(folder)
     assert task.configs == ("bench",)  # unknown until the inputs are traced
     assert runtime.config_names(task, runtime.load_reference(task)) == ("bench.0", "bench.1")

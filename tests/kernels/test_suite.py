@@ -9,45 +9,117 @@ import pytest
 from maxkernel_tui.kernels import reference_runtime as runtime
 from maxkernel_tui.kernels.suite_sync import main as suite_sync_main
 
-JAXBENCH_IDS = """
-1p_Flash_Attention 2p_GQA_Attention 3p_MLA_Attention 4p_Sparse_Attention 5p_Flex_Attention
-6p_Paged_Attention 7p_Ragged_Paged_Attention 8p_GEMM 9p_SwiGLU_MLP 10p_Sparse_MoE
-11p_Megablox_GMM 12p_RMSNorm 13p_Cross_Entropy 14p_Ragged_Dot 15p_RetNet_Retention
-16p_Mamba2_SSD 17p_Triangle_Multiplication 18k_Conv2D_ReLU_BiasAdd
-19k_Matmul_Subtract_Multiply_ReLU 20k_Gemm_Multiply_LeakyReLU 21k_Gemm_Divide_Sum_Scaling
-22k_Conv2d_InstanceNorm_Divide 23k_Matmul_Sum_Max_AvgPool_LogSumExp_LogSumExp
-24k_Matmul_Scale_ResidualAdd_Clamp_LogSumExp_Mish 25k_Conv3d_GroupNorm_Mean
-26k_BMM_InstanceNorm_Sum_ResidualAdd_Multiply 27k_Matmul_Mish_Mish
-28k_ConvTranspose3d_LayerNorm_GELU_Scaling 29k_Matmul_Swish_Sum_GroupNorm
-30k_Matmul_Scaling_ResidualAdd 31k_Gemm_BatchNorm_GELU_ReLU 32k_Gemm_Sigmoid_LogSumExp
-33k_Conv3d_Mish_Tanh 34k_Conv2d_Activation_BatchNorm 35k_Gemm_Scaling_Hardtanh_GELU
-36k_Matmul_Sigmoid_Sum 37k_Matmul_Swish_Scaling 38k_Matmul_Dropout_Softmax
-39k_Conv2d_GELU_GlobalAvgPool 40k_Gemm_GroupNorm_Min_BiasAdd 41k_Gemm_Add_ReLU
-42k_Gemm_Max_Subtract_GELU 43k_Gemm_BatchNorm_Scaling_Softmax 44k_Matmul_Divide_GELU
-45k_Gemm_GroupNorm_Swish_Multiply_Swish 46k_Conv2d_GroupNorm_Tanh_HardSwish_ResidualAdd_LogSumExp
-47k_Matmul_Add_Swish_Tanh_GELU_Hardtanh 48k_Matmul_BatchNorm_BiasAdd_Divide_Swish
-49k_Matmul_AvgPool_GELU_Scale_Max 50k_Matmul_GELU_Softmax
-""".split()
+JAXBENCH_IDS = [
+    "1p_Flash_Attention",
+    "2p_GQA_Attention",
+    "3p_MLA_Attention",
+    "4p_Sparse_Attention",
+    "5p_Flex_Attention",
+    "6p_Paged_Attention",
+    "7p_Ragged_Paged_Attention",
+    "8p_GEMM",
+    "9p_SwiGLU_MLP",
+    "10p_Sparse_MoE",
+    "11p_Megablox_GMM",
+    "12p_RMSNorm",
+    "13p_Cross_Entropy",
+    "14p_Ragged_Dot",
+    "15p_RetNet_Retention",
+    "16p_Mamba2_SSD",
+    "17p_Triangle_Multiplication",
+    "18k_Conv2D_ReLU_BiasAdd",
+    "19k_Matmul_Subtract_Multiply_ReLU",
+    "20k_Gemm_Multiply_LeakyReLU",
+    "21k_Gemm_Divide_Sum_Scaling",
+    "22k_Conv2d_InstanceNorm_Divide",
+    "23k_Matmul_Sum_Max_AvgPool_LogSumExp_LogSumExp",
+    "24k_Matmul_Scale_ResidualAdd_Clamp_LogSumExp_Mish",
+    "25k_Conv3d_GroupNorm_Mean",
+    "26k_BMM_InstanceNorm_Sum_ResidualAdd_Multiply",
+    "27k_Matmul_Mish_Mish",
+    "28k_ConvTranspose3d_LayerNorm_GELU_Scaling",
+    "29k_Matmul_Swish_Sum_GroupNorm",
+    "30k_Matmul_Scaling_ResidualAdd",
+    "31k_Gemm_BatchNorm_GELU_ReLU",
+    "32k_Gemm_Sigmoid_LogSumExp",
+    "33k_Conv3d_Mish_Tanh",
+    "34k_Conv2d_Activation_BatchNorm",
+    "35k_Gemm_Scaling_Hardtanh_GELU",
+    "36k_Matmul_Sigmoid_Sum",
+    "37k_Matmul_Swish_Scaling",
+    "38k_Matmul_Dropout_Softmax",
+    "39k_Conv2d_GELU_GlobalAvgPool",
+    "40k_Gemm_GroupNorm_Min_BiasAdd",
+    "41k_Gemm_Add_ReLU",
+    "42k_Gemm_Max_Subtract_GELU",
+    "43k_Gemm_BatchNorm_Scaling_Softmax",
+    "44k_Matmul_Divide_GELU",
+    "45k_Gemm_GroupNorm_Swish_Multiply_Swish",
+    "46k_Conv2d_GroupNorm_Tanh_HardSwish_ResidualAdd_LogSumExp",
+    "47k_Matmul_Add_Swish_Tanh_GELU_Hardtanh",
+    "48k_Matmul_BatchNorm_BiasAdd_Divide_Swish",
+    "49k_Matmul_AvgPool_GELU_Scale_Max",
+    "50k_Matmul_GELU_Softmax",
+]
 
 CATEGORIES = {"attention", "gemm", "moe", "norm", "loss", "ssm", "triangle", "kb-gemm", "kb-conv"}
 
 # Production facts from the JaxBench task list: (inputs, static args, output).
 PRODUCTION_FACTS = {
-    "1p_Flash_Attention": ([((4, 64, 4096, 128), "bfloat16")] * 3, [], ((4, 64, 4096, 128), "bfloat16")),
+    "1p_Flash_Attention": (
+        [((4, 64, 4096, 128), "bfloat16")] * 3,
+        [],
+        ((4, 64, 4096, 128), "bfloat16"),
+    ),
     "7p_Ragged_Paged_Attention": (
-        [((4096, 64, 128), "bfloat16"), ((16384, 16, 16, 128), "bfloat16"), ((64,), "int32"),
-         ((64, 256), "int32"), ((65,), "int32"), ((1,), "int32")], [128, 4096], ((4096, 64, 128), "bfloat16")),
-    "8p_GEMM": ([((8192, 8192), "bfloat16"), ((8192, 28672), "bfloat16")], [], ((8192, 28672), "bfloat16")),
+        [
+            ((4096, 64, 128), "bfloat16"),
+            ((16384, 16, 16, 128), "bfloat16"),
+            ((64,), "int32"),
+            ((64, 256), "int32"),
+            ((65,), "int32"),
+            ((1,), "int32"),
+        ],
+        [128, 4096],
+        ((4096, 64, 128), "bfloat16"),
+    ),
+    "8p_GEMM": (
+        [((8192, 8192), "bfloat16"), ((8192, 28672), "bfloat16")],
+        [],
+        ((8192, 28672), "bfloat16"),
+    ),
     "10p_Sparse_MoE": (
-        [((2, 4096, 4096), "bfloat16"), ((4096, 8), "bfloat16"), ((8, 4096, 14336), "bfloat16"),
-         ((8, 4096, 14336), "bfloat16"), ((8, 14336, 4096), "bfloat16")], [2], ((2, 4096, 4096), "float32")),
+        [
+            ((2, 4096, 4096), "bfloat16"),
+            ((4096, 8), "bfloat16"),
+            ((8, 4096, 14336), "bfloat16"),
+            ((8, 4096, 14336), "bfloat16"),
+            ((8, 14336, 4096), "bfloat16"),
+        ],
+        [2],
+        ((2, 4096, 4096), "float32"),
+    ),
     "13p_Cross_Entropy": (
-        [((8192, 4096), "bfloat16"), ((4096, 128256), "bfloat16"), ((8192,), "int32")], [], ((), "float32")),
-    "16p_Mamba2_SSD": ([((4, 64, 4096, 64), "bfloat16")] * 3 + [((4, 64, 4096), "float32")], [],
-                       ((4, 64, 4096, 64), "bfloat16")),
+        [((8192, 4096), "bfloat16"), ((4096, 128256), "bfloat16"), ((8192,), "int32")],
+        [],
+        ((), "float32"),
+    ),
+    "16p_Mamba2_SSD": (
+        [((4, 64, 4096, 64), "bfloat16")] * 3 + [((4, 64, 4096), "float32")],
+        [],
+        ((4, 64, 4096, 64), "bfloat16"),
+    ),
     "28k_ConvTranspose3d_LayerNorm_GELU_Scaling": (
-        [((32, 32, 16, 32, 32), "float32"), ((32, 64, 4, 4, 4), "float32"), ((64,), "float32"),
-         ((64,), "float32"), ((64,), "float32")], [2, 1, 4, 1e-5, 1.0], ((32, 64, 32, 64, 64), "float32")),
+        [
+            ((32, 32, 16, 32, 32), "float32"),
+            ((32, 64, 4, 4, 4), "float32"),
+            ((64,), "float32"),
+            ((64,), "float32"),
+            ((64,), "float32"),
+        ],
+        [2, 1, 4, 1e-5, 1.0],
+        ((32, 64, 32, 64, 64), "float32"),
+    ),
     "40k_Gemm_GroupNorm_Min_BiasAdd": (None, None, ((1, 8192, 4096, 1), "float32")),
 }
 
@@ -73,7 +145,9 @@ def test_reference_runs_on_check_and_matches_its_traced_shapes(suite_tasks, task
     for leaf in leaves:
         values = np.asarray(leaf, np.float32)
         assert np.isfinite(values).all(), f"{task_id}: non-finite reference output on check"
-        assert values.size == 0 or np.ptp(values) > 0 or values.size == 1, f"{task_id}: constant output"
+        assert values.size == 0 or np.ptp(values) > 0 or values.size == 1, (
+            f"{task_id}: constant output"
+        )
 
 
 def test_heldout_shapes_are_not_a_multiple_of_check(suite_descriptions):
@@ -81,7 +155,9 @@ def test_heldout_shapes_are_not_a_multiple_of_check(suite_descriptions):
         check = description["configs"]["check"]["inputs"]
         heldout = description["configs"]["heldout"]["inputs"]
         ratios = [h / c for hs, cs in zip(heldout, check) for h, c in zip(hs["shape"], cs["shape"])]
-        assert any(not float(r).is_integer() for r in ratios), f"{task_id}: heldout is a multiple of check"
+        assert any(not float(r).is_integer() for r in ratios), (
+            f"{task_id}: heldout is a multiple of check"
+        )
 
 
 def test_production_shapes_come_from_eval_shape(suite_descriptions):
@@ -122,11 +198,16 @@ def test_yaml_input_gen_code_is_generated_from_reference(capsys):
     assert suite_sync_main(["--check"]) == 0, capsys.readouterr().out
 
 
-@pytest.mark.parametrize("task_id", ["7p_Ragged_Paged_Attention", "12p_RMSNorm", "28k_ConvTranspose3d_LayerNorm_GELU_Scaling"])
+@pytest.mark.parametrize(
+    "task_id",
+    ["7p_Ragged_Paged_Attention", "12p_RMSNorm", "28k_ConvTranspose3d_LayerNorm_GELU_Scaling"],
+)
 def test_yaml_get_inputs_gives_the_production_inputs(suite_tasks, task_id):
     import dataclasses
 
     task = next(t for t in suite_tasks if t.task_id == task_id)
     from_yaml = dataclasses.replace(task, inputs_from_yaml=True)
     module = runtime.load_reference(task)
-    assert runtime.input_specs(from_yaml, module, "bench") == runtime.input_specs(task, module, "bench")
+    assert runtime.input_specs(from_yaml, module, "bench") == runtime.input_specs(
+        task, module, "bench"
+    )

@@ -11,21 +11,30 @@ from maxkernel_tui.screens.help import HelpScreen
 
 
 def make_app(tmp_path, task=None) -> MaxKernelApp:
-    settings = load_settings(env={"MAXKERNEL_TUI_DATA_DIR": str(tmp_path / "data"),
-                                  "MAXKERNEL_TUI_CONFIG": str(tmp_path / "none.toml")})
+    settings = load_settings(
+        env={
+            "MAXKERNEL_TUI_DATA_DIR": str(tmp_path / "data"),
+            "MAXKERNEL_TUI_CONFIG": str(tmp_path / "none.toml"),
+        }
+    )
     return MaxKernelApp(cache=tmp_path / "cache", settings=settings, task=task)
 
 
 def listed(app: MaxKernelApp) -> dict[str, tuple[str, str]]:
     table = app.screen.query_one("#keys", DataTable)
-    return {str(r[0]): (str(r[1]), str(r[2])) for r in (table.get_row_at(i) for i in range(table.row_count))}
+    return {
+        str(r[0]): (str(r[1]), str(r[2]))
+        for r in (table.get_row_at(i) for i in range(table.row_count))
+    }
 
 
 async def test_question_mark_lists_every_binding_of_the_picker(tmp_path):
     app = make_app(tmp_path)
     async with app.run_test(size=(160, 48)) as pilot:
         picker = app.screen
-        expected = {app.get_key_display(active.binding) for active in picker.active_bindings.values()}
+        expected = {
+            app.get_key_display(active.binding) for active in picker.active_bindings.values()
+        }
         await pilot.press("question_mark")
         assert isinstance(app.screen, HelpScreen)
         keys = listed(app)
@@ -37,15 +46,21 @@ async def test_question_mark_lists_every_binding_of_the_picker(tmp_path):
         assert app.screen is picker
 
 
-async def test_f1_in_the_workbench_lists_its_keys_and_the_editor_keeps_question_mark(tmp_path, suite_tasks):
+async def test_f1_in_the_workbench_lists_its_keys_and_the_editor_keeps_question_mark(
+    tmp_path, suite_tasks
+):
     app = make_app(tmp_path, task=find_task("12p", suite_tasks))
     async with app.run_test(size=(160, 48)) as pilot:
-        await pilot.press("question_mark")  # typed into the focused code editor, not a help key there
+        await pilot.press(
+            "question_mark"
+        )  # typed into the focused code editor, not a help key there
         assert not isinstance(app.screen, HelpScreen)
         await pilot.press("f1")
         keys = listed(app)
         assert keys["^e"] == ("Evaluate", "screen") and keys["^o"] == ("Profile", "screen")
-        assert "TextArea" in {where for _, where in keys.values()}  # the focused editor's own keys too
+        assert "TextArea" in {
+            where for _, where in keys.values()
+        }  # the focused editor's own keys too
         await pilot.press("f1")
         assert not isinstance(app.screen, HelpScreen)
 
@@ -58,4 +73,7 @@ async def test_help_from_the_command_palette_lists_the_screen_below_it(tmp_path)
         await pilot.press("enter")
         await pilot.pause()
         assert isinstance(app.screen, HelpScreen)
-        assert listed(app)["d"] == ("Describe tasks (shapes, TPU cost)", "screen")  # the picker's, not the palette's
+        assert listed(app)["d"] == (
+            "Describe tasks (shapes, TPU cost)",
+            "screen",
+        )  # the picker's, not the palette's

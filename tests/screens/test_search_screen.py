@@ -43,18 +43,31 @@ def labels(screen: SearchScreen) -> list[str]:
 
 
 @pytest.mark.asyncio
-async def test_follow_a_running_search_and_promote_a_node(tmp_path, suite_tasks, suite_cache, monkeypatch) -> None:
+async def test_follow_a_running_search_and_promote_a_node(
+    tmp_path, suite_tasks, suite_cache, monkeypatch
+) -> None:
     monkeypatch.setenv("MAXKERNEL_TUI_CACHE_DIR", str(suite_cache))
-    settings = load_settings(env={"MAXKERNEL_TUI_DATA_DIR": str(tmp_path / "data"),
-                                  "MAXKERNEL_TUI_CONFIG": str(tmp_path / "none.toml")})
+    settings = load_settings(
+        env={
+            "MAXKERNEL_TUI_DATA_DIR": str(tmp_path / "data"),
+            "MAXKERNEL_TUI_CONFIG": str(tmp_path / "none.toml"),
+        }
+    )
     task = find_task("12p", suite_tasks)
     app = MaxKernelApp(cache=tmp_path / "cache", settings=settings)
     provider = RoleProvider({"implementer": [variant(256), variant(128)]})
     with Store(settings.store_path) as store:
         async with app.run_test(size=(160, 48)) as pilot:
-            opened = await open_search(store, settings, task=task, provider=provider,
-                                       config=SearchConfig(algorithm="parallel", width=1, depth=1, max_evals=2))
-            screen = SearchScreen(task, settings.store_path, opened.session_id, control=opened.search, max_evals=2)
+            opened = await open_search(
+                store,
+                settings,
+                task=task,
+                provider=provider,
+                config=SearchConfig(algorithm="parallel", width=1, depth=1, max_evals=2),
+            )
+            screen = SearchScreen(
+                task, settings.store_path, opened.session_id, control=opened.search, max_evals=2
+            )
             opened.search.base.journal.subscribe(screen.mark_stale)
             await app.push_screen(screen)
             running = asyncio.create_task(opened.search.run())
@@ -64,7 +77,10 @@ async def test_follow_a_running_search_and_promote_a_node(tmp_path, suite_tasks,
             await until(pilot, lambda: "PAUSED" in str(counters.content))
             await pilot.press("space")
             outcome = await asyncio.wait_for(running, 180)
-            await until(pilot, lambda: len(labels(screen)) == 2 and "evaluations 2/2" in str(counters.content))
+            await until(
+                pilot,
+                lambda: len(labels(screen)) == 2 and "evaluations 2/2" in str(counters.content),
+            )
             assert labels(screen)[1].startswith("#1 ✓") and labels(screen)[1].endswith("← #0")
             assert screen.query_one("#best", Sparkline).data  # the best score over time
             await opened.aclose()
@@ -72,5 +88,7 @@ async def test_follow_a_running_search_and_promote_a_node(tmp_path, suite_tasks,
             assert best is not None
             screen.query_one("#nodes", Tree).move_cursor(screen._tree_nodes[best.ref])
             await pilot.press("p")
-            workbench = await until(pilot, lambda: app.screen if isinstance(app.screen, WorkbenchScreen) else None)
+            workbench = await until(
+                pilot, lambda: app.screen if isinstance(app.screen, WorkbenchScreen) else None
+            )
             assert workbench.query_one("#source", TextArea).text == best.source

@@ -25,16 +25,29 @@ def sessions(tmp_path):
     with Store(tmp_path / "data" / "sessions.db") as store:
         gemm = store.create_session("8p_GEMM", "auto")
         rms = store.create_session("12p_RMSNorm", "hitl", title="rmsnorm")
-        v1 = store.add_kernel_version(rms.id, "def computation(x, scale, epsilon):\n    return x  # v1\n")
+        v1 = store.add_kernel_version(
+            rms.id, "def computation(x, scale, epsilon):\n    return x  # v1\n"
+        )
         store.add_kernel_version(rms.id, LATEST, parent_id=v1.id)
-        store.record_llm_call(rms.id, model="gemini-2.5-pro", provider="gemini", prompt_tokens=40000,
-                              completion_tokens=1203, cost=0.38, latency_s=3.0)
+        store.record_llm_call(
+            rms.id,
+            model="gemini-2.5-pro",
+            provider="gemini",
+            prompt_tokens=40000,
+            completion_tokens=1203,
+            cost=0.38,
+            latency_s=3.0,
+        )
     return rms, gemm
 
 
 def make_app(tmp_path, **kwargs) -> MaxKernelApp:
-    settings = load_settings(env={"MAXKERNEL_TUI_DATA_DIR": str(tmp_path / "data"),
-                                  "MAXKERNEL_TUI_CONFIG": str(tmp_path / "none.toml")})
+    settings = load_settings(
+        env={
+            "MAXKERNEL_TUI_DATA_DIR": str(tmp_path / "data"),
+            "MAXKERNEL_TUI_CONFIG": str(tmp_path / "none.toml"),
+        }
+    )
     return MaxKernelApp(cache=tmp_path / "cache", settings=settings, **kwargs)
 
 
@@ -51,8 +64,10 @@ async def test_picker_counts_sessions_and_s_lists_them_with_usage(tmp_path, sess
         await pilot.press("s")
         assert isinstance(app.screen, SessionsScreen)
         listed = rows(app)
-        assert [r[:4] for r in listed] == [[rms.id, "12p_RMSNorm", "hitl", "active"],
-                                           [gemm.id, "8p_GEMM", "auto", "active"]]
+        assert [r[:4] for r in listed] == [
+            [rms.id, "12p_RMSNorm", "hitl", "active"],
+            [gemm.id, "8p_GEMM", "auto", "active"],
+        ]
         assert listed[0][4:8] == ["2", "v2 not evaluated", "41,203", "$0.38"]
         await pilot.press("escape")
         assert type(app.screen).__name__ == "TaskPickerScreen"
@@ -95,7 +110,9 @@ async def test_enter_resumes_in_the_workbench_with_the_latest_kernel(tmp_path, s
         assert isinstance(app.screen, WorkbenchScreen)
         assert app.screen.kernel_task.task_id == "12p_RMSNorm"
         assert app.screen.query_one("#source", TextArea).text == LATEST
-    assert kernel.with_name("kernel.py.bak").read_text() == "# my unsaved experiment\n"  # kept, not lost
+    assert (
+        kernel.with_name("kernel.py.bak").read_text() == "# my unsaved experiment\n"
+    )  # kept, not lost
 
 
 @pytest.mark.parametrize("which", ["prefix", "most recent"])
@@ -108,10 +125,20 @@ async def test_resume_option_opens_the_workbench(tmp_path, sessions, which):
 
 
 def run_cli(tmp_path, *args):
-    env = {"MAXKERNEL_TUI_DATA_DIR": str(tmp_path / "data"), "MAXKERNEL_TUI_CONFIG": str(tmp_path / "none.toml"),
-           "HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
-    return subprocess.run([sys.executable, "-m", "maxkernel_tui.cli", *args], check=False, capture_output=True,
-                          text=True, env=env, timeout=60)
+    env = {
+        "MAXKERNEL_TUI_DATA_DIR": str(tmp_path / "data"),
+        "MAXKERNEL_TUI_CONFIG": str(tmp_path / "none.toml"),
+        "HOME": str(tmp_path),
+        "PATH": "/usr/bin:/bin",
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "maxkernel_tui.cli", *args],
+        check=False,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
 
 
 def test_resume_an_unknown_session_is_a_clear_error(tmp_path, sessions):
@@ -124,18 +151,32 @@ def test_resume_an_unknown_session_is_a_clear_error(tmp_path, sessions):
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 def test_real_terminal_resume_shows_the_session_kernel(tmp_path, sessions):
     tmux = ["tmux", "-L", f"mkt-resume-{tmp_path.name}"]
-    command = (f"env -i HOME={tmp_path} PATH=/usr/bin:/bin TERM=xterm-256color "
-               f"MAXKERNEL_TUI_DATA_DIR={tmp_path / 'data'} MAXKERNEL_TUI_CONFIG={tmp_path / 'none.toml'} "
-               f"{sys.executable} -m maxkernel_tui.cli --resume; echo EXITED $? > {tmp_path / 'exit'}; sleep 30")
-    subprocess.run([*tmux, "new-session", "-d", "-s", "t", "-x", "160", "-y", "48", command], check=True)
+    command = (
+        f"env -i HOME={tmp_path} PATH=/usr/bin:/bin TERM=xterm-256color "
+        f"MAXKERNEL_TUI_DATA_DIR={tmp_path / 'data'} MAXKERNEL_TUI_CONFIG={tmp_path / 'none.toml'} "
+        f"{sys.executable} -m maxkernel_tui.cli --resume; echo EXITED $? > {tmp_path / 'exit'}; sleep 30"
+    )
+    subprocess.run(
+        [*tmux, "new-session", "-d", "-s", "t", "-x", "160", "-y", "48", command], check=True
+    )
     try:
+
         def screen() -> str:
-            return subprocess.run([*tmux, "capture-pane", "-p", "-t", "t"], check=False, capture_output=True,
-                                  text=True).stdout
+            return subprocess.run(
+                [*tmux, "capture-pane", "-p", "-t", "t"],
+                check=False,
+                capture_output=True,
+                text=True,
+            ).stdout
 
         text = wait_for(lambda: (s := screen()) and "return x  # v2" in s and s)
         assert "12p_RMSNorm ─ HITL" in text
         subprocess.run([*tmux, "send-keys", "-t", "t", "C-q"], check=True)
-        assert wait_for(lambda: (tmp_path / "exit").exists() and (tmp_path / "exit").read_text()).strip() == "EXITED 0"
+        assert (
+            wait_for(
+                lambda: (tmp_path / "exit").exists() and (tmp_path / "exit").read_text()
+            ).strip()
+            == "EXITED 0"
+        )
     finally:
         subprocess.run([*tmux, "kill-server"], check=False, capture_output=True)

@@ -14,14 +14,21 @@ from maxkernel_tui.screens.settings import SettingsScreen
 
 
 def make_app(tmp_path, env=None) -> MaxKernelApp:
-    settings = load_settings(env={"MAXKERNEL_TUI_DATA_DIR": str(tmp_path / "data"),
-                                  "MAXKERNEL_TUI_CONFIG": str(tmp_path / "config.toml"), **(env or {})})
+    settings = load_settings(
+        env={
+            "MAXKERNEL_TUI_DATA_DIR": str(tmp_path / "data"),
+            "MAXKERNEL_TUI_CONFIG": str(tmp_path / "config.toml"),
+            **(env or {}),
+        }
+    )
     return MaxKernelApp(cache=tmp_path / "cache", settings=settings)
 
 
 async def test_save_writes_only_changed_fields_and_applies_them(tmp_path):
     config = tmp_path / "config.toml"
-    config.write_text('# my settings\nprovider = "gemini"\n\n[prices."gemini-2.5-pro"]\ninput = 1.25\noutput = 10\n')
+    config.write_text(
+        '# my settings\nprovider = "gemini"\n\n[prices."gemini-2.5-pro"]\ninput = 1.25\noutput = 10\n'
+    )
     app = make_app(tmp_path)
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.press("c")
@@ -36,9 +43,14 @@ async def test_save_writes_only_changed_fields_and_applies_them(tmp_path):
         assert app.theme == "maxkernel-light" and app.settings.tpu_target == "v6e"
     text = config.read_text()
     assert text.startswith("# my settings\n")  # the user's lines stay
-    assert tomllib.loads(text) == {"provider": "gemini", "model": "gemini-2.5-flash", "tpu_target": "v6e",
-                                   "budget_dollars": 2.5, "theme": "maxkernel-light",
-                                   "prices": {"gemini-2.5-pro": {"input": 1.25, "output": 10}}}
+    assert tomllib.loads(text) == {
+        "provider": "gemini",
+        "model": "gemini-2.5-flash",
+        "tpu_target": "v6e",
+        "budget_dollars": 2.5,
+        "theme": "maxkernel-light",
+        "prices": {"gemini-2.5-pro": {"input": 1.25, "output": 10}},
+    }
 
 
 async def test_invalid_fields_are_marked_and_nothing_is_saved(tmp_path):
@@ -51,8 +63,13 @@ async def test_invalid_fields_are_marked_and_nothing_is_saved(tmp_path):
         screen.query_one("#model", Input).value = "gemini-2.5-pro"
         await pilot.press("ctrl+s")
         assert app.screen is screen
-        assert str(screen.query_one("#budget_dollars-error", Static).content) == "✗ expected a number"
-        assert str(screen.query_one("#budget_tokens-error", Static).content) == "✗ expected a whole number"
+        assert (
+            str(screen.query_one("#budget_dollars-error", Static).content) == "✗ expected a number"
+        )
+        assert (
+            str(screen.query_one("#budget_tokens-error", Static).content)
+            == "✗ expected a whole number"
+        )
         assert str(screen.query_one("#model-error", Static).content) == ""
     assert not (tmp_path / "config.toml").exists()
 

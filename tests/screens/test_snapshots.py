@@ -28,9 +28,19 @@ UPDATE = os.environ.get("UPDATE_SNAPSHOTS") == "1"
 def screen_text(app: App[object]) -> str:
     """The screen as plain text, as export_screenshot draws it (for readable differences)."""
     width, height = app.size
-    console = Console(width=width, height=height, file=io.StringIO(), force_terminal=True, record=True,
-                      color_system="truecolor", legacy_windows=False, safe_box=False)
-    console.print(app.screen._compositor.render_update(full=True, screen_stack=app._background_screens))
+    console = Console(
+        width=width,
+        height=height,
+        file=io.StringIO(),
+        force_terminal=True,
+        record=True,
+        color_system="truecolor",
+        legacy_windows=False,
+        safe_box=False,
+    )
+    console.print(
+        app.screen._compositor.render_update(full=True, screen_stack=app._background_screens)
+    )
     return console.export_text()
 
 
@@ -55,26 +65,39 @@ def assert_snapshot(name: str, app: App[object], tmp_path: Path) -> None:
         return
     (tmp_path / f"{name}.svg").write_text(svg, encoding="utf-8")
     expected_text = (SNAPSHOTS / f"{name}.txt").read_text(encoding="utf-8")
-    diff = "\n".join(difflib.unified_diff(expected_text.splitlines(), text.splitlines(), "expected", "actual",
-                                          lineterm="", n=1))
-    raise AssertionError(f"{name} differs from {expected_file} (new SVG: {tmp_path / name}.svg; "
-                         f"UPDATE_SNAPSHOTS=1 rewrites)\n{diff or '(same text: colours or styles differ)'}")
+    diff = "\n".join(
+        difflib.unified_diff(
+            expected_text.splitlines(), text.splitlines(), "expected", "actual", lineterm="", n=1
+        )
+    )
+    raise AssertionError(
+        f"{name} differs from {expected_file} (new SVG: {tmp_path / name}.svg; "
+        f"UPDATE_SNAPSHOTS=1 rewrites)\n{diff or '(same text: colours or styles differ)'}"
+    )
 
 
 def settings_in(tmp_path: Path):
-    return load_settings(env={"MAXKERNEL_TUI_DATA_DIR": str(tmp_path / "data"),
-                              "MAXKERNEL_TUI_CONFIG": str(tmp_path / "none.toml")})
+    return load_settings(
+        env={
+            "MAXKERNEL_TUI_DATA_DIR": str(tmp_path / "data"),
+            "MAXKERNEL_TUI_CONFIG": str(tmp_path / "none.toml"),
+        }
+    )
 
 
 async def test_task_picker_snapshot(tmp_path):
-    app = MaxKernelApp(cache=tmp_path / "cache", settings=settings_in(tmp_path))  # no descriptions cached
+    app = MaxKernelApp(
+        cache=tmp_path / "cache", settings=settings_in(tmp_path)
+    )  # no descriptions cached
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         assert_snapshot("task_picker", app, tmp_path)
 
 
 async def test_workbench_snapshot(tmp_path, suite_tasks):
-    app = MaxKernelApp(cache=tmp_path / "cache", task=find_task("12p", suite_tasks), settings=settings_in(tmp_path))
+    app = MaxKernelApp(
+        cache=tmp_path / "cache", task=find_task("12p", suite_tasks), settings=settings_in(tmp_path)
+    )
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         assert_snapshot("workbench", app, tmp_path)
@@ -87,8 +110,12 @@ async def test_approval_view_snapshot(tmp_path, suite_tasks, suite_cache, monkey
 
     monkeypatch.setenv("MAXKERNEL_TUI_CACHE_DIR", str(suite_cache))
     provider = RoleProvider({"planner": [plan("Row blocks of 256 rows.")]})
-    app = MaxKernelApp(cache=tmp_path / "cache", task=find_task("12p", suite_tasks), settings=settings_in(tmp_path),
-                       agent_provider=provider)
+    app = MaxKernelApp(
+        cache=tmp_path / "cache",
+        task=find_task("12p", suite_tasks),
+        settings=settings_in(tmp_path),
+        agent_provider=provider,
+    )
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("f5")
         for _ in range(2400):  # until the proposal waits and every event before it is drawn

@@ -10,23 +10,30 @@ import pytest
 from textual.widgets import DataTable, Static, TextArea
 
 from maxkernel_tui.app import MaxKernelApp
-
 from tests.conftest import ADAPTED_TASKS
 
 
-async def test_lists_builtin_tasks_and_shows_the_highlighted_reference(suite_descriptions, suite_cache):
+async def test_lists_builtin_tasks_and_shows_the_highlighted_reference(
+    suite_descriptions, suite_cache
+):
     app = MaxKernelApp(cache=suite_cache)
     async with app.run_test(size=(160, 48)) as pilot:
         table = app.screen.query_one("#tasks", DataTable)
         assert table.row_count == 50
         assert table.get_row_at(0)[0] == "1p_Flash_Attention"
         gflop, target = table.get_row_at(7)[2].split()  # 8p_GEMM, from the cache
-        assert float(gflop.replace(",", "")) == pytest.approx(2 * 8192 * 8192 * 28672 / 1e9, rel=1e-3)
+        assert float(gflop.replace(",", "")) == pytest.approx(
+            2 * 8192 * 8192 * 28672 / 1e9, rel=1e-3
+        )
         assert target == "v5e"
         await pilot.press("down")
         source = app.screen.query_one("#source", TextArea)
-        assert "def computation(" in source.text and source.language == "python" and source.read_only
-        assert "2p_GQA_Attention  [attention]" in str(app.screen.query_one("#summary", Static).content)
+        assert (
+            "def computation(" in source.text and source.language == "python" and source.read_only
+        )
+        assert "2p_GQA_Attention  [attention]" in str(
+            app.screen.query_one("#summary", Static).content
+        )
 
 
 async def test_describe_runs_in_workers_and_updates_rows(tmp_path):
@@ -60,16 +67,26 @@ def test_real_terminal_opens_and_quits(suite_descriptions, suite_cache, tmp_path
     tmux = ["tmux", "-L", socket]
     env = f"MAXKERNEL_TUI_CACHE_DIR={suite_cache} TERM=xterm-256color"
     command = f"env {env} {sys.executable} -m maxkernel_tui.cli; echo EXITED $? > {tmp_path / 'exit'}; sleep 30"
-    subprocess.run([*tmux, "new-session", "-d", "-s", "t", "-x", "160", "-y", "48", command], check=True)
+    subprocess.run(
+        [*tmux, "new-session", "-d", "-s", "t", "-x", "160", "-y", "48", command], check=True
+    )
     try:
+
         def screen():
-            return subprocess.run([*tmux, "capture-pane", "-p", "-t", "t"], capture_output=True, text=True).stdout
+            return subprocess.run(
+                [*tmux, "capture-pane", "-p", "-t", "t"], capture_output=True, text=True
+            ).stdout
 
         text = wait_for(lambda: (s := screen()) and "12p_RMSNorm" in s and s)
         assert "maxkernel-tui" in text and "1p_Flash_Attention" in text
         subprocess.run([*tmux, "send-keys", "-t", "t", "Down"], check=True)
         wait_for(lambda: "│ 2p_GQA_Attention" in screen())  # the summary follows the cursor
         subprocess.run([*tmux, "send-keys", "-t", "t", "q"], check=True)
-        assert wait_for(lambda: (tmp_path / "exit").exists() and (tmp_path / "exit").read_text()).strip() == "EXITED 0"
+        assert (
+            wait_for(
+                lambda: (tmp_path / "exit").exists() and (tmp_path / "exit").read_text()
+            ).strip()
+            == "EXITED 0"
+        )
     finally:
         subprocess.run([*tmux, "kill-server"], capture_output=True)

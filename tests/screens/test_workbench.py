@@ -10,24 +10,32 @@ from textual.widgets import DataTable, Log, Static, TextArea
 from maxkernel_tui.app import MaxKernelApp
 from maxkernel_tui.config import load_settings
 from maxkernel_tui.kernels.loader import find_task
-
 from tests.kernels.evaluation.test_harness import KERNELS
 from tests.screens.test_task_picker import wait_for
 
 
 def make_app(tmp_path, suite_tasks, task_id="12p"):
-    settings = load_settings(env={"MAXKERNEL_TUI_DATA_DIR": str(tmp_path / "data"),
-                                  "MAXKERNEL_TUI_CONFIG": str(tmp_path / "none.toml")})
-    return MaxKernelApp(cache=tmp_path / "cache", task=find_task(task_id, suite_tasks), settings=settings)
+    settings = load_settings(
+        env={
+            "MAXKERNEL_TUI_DATA_DIR": str(tmp_path / "data"),
+            "MAXKERNEL_TUI_CONFIG": str(tmp_path / "none.toml"),
+        }
+    )
+    return MaxKernelApp(
+        cache=tmp_path / "cache", task=find_task(task_id, suite_tasks), settings=settings
+    )
 
 
 async def test_starter_source_then_edit_and_evaluate(tmp_path, suite_tasks):
     app = make_app(tmp_path, suite_tasks)
     async with app.run_test(size=(160, 48)) as pilot:
         source = app.screen.query_one("#source", TextArea)
-        assert "def computation(x, scale, epsilon):" in source.text and "pl.pallas_call" in source.text
+        assert (
+            "def computation(x, scale, epsilon):" in source.text and "pl.pallas_call" in source.text
+        )
         assert "12p_RMSNorm ─ HITL ─ idle ─ v5e (AOT) ─ builtin (offline)" in str(
-            app.screen.query_one("#status", Static).content)
+            app.screen.query_one("#status", Static).content
+        )
         source.load_text((KERNELS / "honest" / "12p_RMSNorm.py").read_text())  # the engineer's edit
         await pilot.press("ctrl+e")
         await app.workers.wait_for_complete()
@@ -54,7 +62,10 @@ async def test_evaluating_the_starter_says_why_it_is_rejected(tmp_path, suite_ta
 async def test_profile_fills_the_table_and_the_roofline_bar(tmp_path, suite_tasks):
     app = make_app(tmp_path, suite_tasks)
     (tmp_path / "data" / "workbench" / "12p_RMSNorm").mkdir(parents=True)
-    shutil.copy(KERNELS / "honest" / "12p_RMSNorm.py", tmp_path / "data" / "workbench" / "12p_RMSNorm" / "kernel.py")
+    shutil.copy(
+        KERNELS / "honest" / "12p_RMSNorm.py",
+        tmp_path / "data" / "workbench" / "12p_RMSNorm" / "kernel.py",
+    )
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.press("ctrl+o")
         await app.workers.wait_for_complete()
@@ -63,7 +74,9 @@ async def test_profile_fills_the_table_and_the_roofline_bar(tmp_path, suite_task
         assert [table.get_row_at(i)[0] for i in range(table.row_count)] == ["v5e", "v6e"]
         assert table.get_row_at(0)[3] == "memory"
         roofline = str(app.screen.query_one("#roofline", Static).content)
-        assert "% of roofline (estimated)" in roofline and "timing: not measured (no TPU)" in roofline
+        assert (
+            "% of roofline (estimated)" in roofline and "timing: not measured (no TPU)" in roofline
+        )
 
 
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
@@ -72,17 +85,29 @@ def test_real_terminal_workbench_with_an_empty_home(tmp_path):
     home.mkdir()
     socket = f"mkt-wb-{tmp_path.name}"
     tmux = ["tmux", "-L", socket]
-    command = (f"env -i HOME={home} PATH=/usr/bin:/bin TERM=xterm-256color {sys.executable} -m maxkernel_tui.cli "
-               f"--task 12p_RMSNorm; echo EXITED $? > {tmp_path / 'exit'}; sleep 30")
-    subprocess.run([*tmux, "new-session", "-d", "-s", "t", "-x", "160", "-y", "48", command], check=True)
+    command = (
+        f"env -i HOME={home} PATH=/usr/bin:/bin TERM=xterm-256color {sys.executable} -m maxkernel_tui.cli "
+        f"--task 12p_RMSNorm; echo EXITED $? > {tmp_path / 'exit'}; sleep 30"
+    )
+    subprocess.run(
+        [*tmux, "new-session", "-d", "-s", "t", "-x", "160", "-y", "48", command], check=True
+    )
     try:
+
         def screen():
-            return subprocess.run([*tmux, "capture-pane", "-p", "-t", "t"], capture_output=True, text=True).stdout
+            return subprocess.run(
+                [*tmux, "capture-pane", "-p", "-t", "t"], capture_output=True, text=True
+            ).stdout
 
         text = wait_for(lambda: (s := screen()) and "pl.pallas_call" in s and s)
         for title in ("Plan", "Source", "Tests", "Profile"):
             assert f"╭ {title}" in text or f"─ {title}" in text, title
         subprocess.run([*tmux, "send-keys", "-t", "t", "C-q"], check=True)
-        assert wait_for(lambda: (tmp_path / "exit").exists() and (tmp_path / "exit").read_text()).strip() == "EXITED 0"
+        assert (
+            wait_for(
+                lambda: (tmp_path / "exit").exists() and (tmp_path / "exit").read_text()
+            ).strip()
+            == "EXITED 0"
+        )
     finally:
         subprocess.run([*tmux, "kill-server"], capture_output=True)

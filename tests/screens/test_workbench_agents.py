@@ -41,13 +41,23 @@ class HangingProvider(RoleProvider):
 @pytest.fixture
 def make_app(tmp_path, suite_tasks, suite_cache, monkeypatch):
     monkeypatch.setenv("MAXKERNEL_TUI_CACHE_DIR", str(suite_cache))
-    settings = load_settings(env={"MAXKERNEL_TUI_DATA_DIR": str(tmp_path / "data"),
-                                  "MAXKERNEL_TUI_CONFIG": str(tmp_path / "none.toml")})
+    settings = load_settings(
+        env={
+            "MAXKERNEL_TUI_DATA_DIR": str(tmp_path / "data"),
+            "MAXKERNEL_TUI_CONFIG": str(tmp_path / "none.toml"),
+        }
+    )
 
     def make(provider, resume: str | None = None) -> MaxKernelApp:
         task = None if resume else find_task("12p", suite_tasks)
-        return MaxKernelApp(cache=tmp_path / "cache", task=task, settings=settings, agent_provider=provider,
-                            resume=resume)
+        return MaxKernelApp(
+            cache=tmp_path / "cache",
+            task=task,
+            settings=settings,
+            agent_provider=provider,
+            resume=resume,
+        )
+
     make.settings = settings
     return make
 
@@ -74,22 +84,34 @@ def status(app) -> str:
 
 
 async def test_approve_a_plan_and_the_kernel_appears_in_source(make_app) -> None:
-    provider = RoleProvider({"planner": [plan("tiles of 256 rows")], "implementer": [kernel(GOOD)],
-                             "profiler": [DIAGNOSIS]})
+    provider = RoleProvider(
+        {
+            "planner": [plan("tiles of 256 rows")],
+            "implementer": [kernel(GOOD)],
+            "profiler": [DIAGNOSIS],
+        }
+    )
     app = make_app(provider)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("f5")
         proposal = await until(pilot, lambda: pending(app))
         assert proposal.subject == "plan"
-        assert "planner proposes a plan" in str(app.screen.query_one("#proposal-header", Static).content)
+        assert "planner proposes a plan" in str(
+            app.screen.query_one("#proposal-header", Static).content
+        )
         await pilot.press("a")
         await until(pilot, lambda: (p := pending(app)) is not None and p.subject == "kernel")
         assert "tiles of 256 rows" in app.screen._plan  # the approved plan is on screen
         await pilot.press("a")
         source = app.screen.query_one("#source", TextArea)
         await until(pilot, lambda: "BLOCK_ROWS = 256" in source.text)
-        await until(pilot, lambda: any(line.startswith("verdict: ACCEPTED") for line in
-                                       app.screen.query_one("#tests", Log).lines))
+        await until(
+            pilot,
+            lambda: any(
+                line.startswith("verdict: ACCEPTED")
+                for line in app.screen.query_one("#tests", Log).lines
+            ),
+        )
         assert "v1" in str(app.screen.query_one("#source-pane").border_title)
 
 
@@ -110,7 +132,9 @@ async def test_reject_with_a_reason_reaches_the_next_proposal(make_app) -> None:
 
 
 async def test_edit_a_proposed_kernel_then_it_is_evaluated(make_app) -> None:
-    provider = RoleProvider({"planner": [plan()], "implementer": [kernel(GOOD)], "profiler": [DIAGNOSIS]})
+    provider = RoleProvider(
+        {"planner": [plan()], "implementer": [kernel(GOOD)], "profiler": [DIAGNOSIS]}
+    )
     app = make_app(provider)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("f5")
@@ -120,11 +144,18 @@ async def test_edit_a_proposed_kernel_then_it_is_evaluated(make_app) -> None:
         await pilot.press("e")
         source = app.screen.query_one("#source", TextArea)
         assert source.has_focus and "BLOCK_ROWS = 256" in source.text
-        source.replace("BLOCK_ROWS = 128", (source.text.splitlines().index("BLOCK_ROWS = 256"), 0),
-                       (source.text.splitlines().index("BLOCK_ROWS = 256"), 16))
+        source.replace(
+            "BLOCK_ROWS = 128",
+            (source.text.splitlines().index("BLOCK_ROWS = 256"), 0),
+            (source.text.splitlines().index("BLOCK_ROWS = 256"), 16),
+        )
         await pilot.press("ctrl+s")  # submits the edit
-        await until(pilot, lambda: any(line.startswith("verdict: ") for line in
-                                       app.screen.query_one("#tests", Log).lines))
+        await until(
+            pilot,
+            lambda: any(
+                line.startswith("verdict: ") for line in app.screen.query_one("#tests", Log).lines
+            ),
+        )
         link = app.screen._link
         (version,) = link.store.kernel_versions(link.session_id)
         assert "BLOCK_ROWS = 128" in version.source
@@ -135,8 +166,13 @@ async def test_escape_cancels_the_running_model_call(make_app) -> None:
     app = make_app(provider)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("f5")
-        await until(pilot, lambda: "Thinking about tiles" in "\n".join(app.screen.query_one("#activity", Log).lines)
-                    or provider.requests)
+        await until(
+            pilot,
+            lambda: (
+                "Thinking about tiles" in "\n".join(app.screen.query_one("#activity", Log).lines)
+                or provider.requests
+            ),
+        )
         await pilot.press("escape")
         await until(pilot, lambda: provider.cancelled.is_set())
         await until(pilot, lambda: "─ stopped ─" in status(app), timeout=20)
@@ -144,8 +180,13 @@ async def test_escape_cancels_the_running_model_call(make_app) -> None:
 
 
 async def test_hand_off_to_auto_mid_session_and_back(make_app) -> None:
-    provider = RoleProvider({"planner": [plan("a"), plan("b")], "implementer": [kernel(GOOD), kernel(GOOD)],
-                             "profiler": [DIAGNOSIS, DIAGNOSIS]})
+    provider = RoleProvider(
+        {
+            "planner": [plan("a"), plan("b")],
+            "implementer": [kernel(GOOD), kernel(GOOD)],
+            "profiler": [DIAGNOSIS, DIAGNOSIS],
+        }
+    )
     app = make_app(provider)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("f5")
@@ -156,7 +197,9 @@ async def test_hand_off_to_auto_mid_session_and_back(make_app) -> None:
         assert pending(app) is None
         await pilot.press("f2")  # and back: the next proposal waits for a key again
         assert "─ HITL ─" in status(app)
-        await until(pilot, lambda: (p := pending(app)) is not None and p.step.startswith("i2/"), timeout=400)
+        await until(
+            pilot, lambda: (p := pending(app)) is not None and p.step.startswith("i2/"), timeout=400
+        )
         await pilot.press("escape")
 
 
@@ -175,7 +218,9 @@ async def test_a_session_reopens_after_the_app_is_closed(make_app, tmp_path) -> 
     later = RoleProvider({"implementer": [kernel(GOOD)], "profiler": [DIAGNOSIS]})
     reopened = make_app(later, resume=session_id)
     async with reopened.run_test(size=SIZE) as pilot:
-        await until(pilot, lambda: "kept plan" in reopened.screen._plan)  # drawn from the stored events
+        await until(
+            pilot, lambda: "kept plan" in reopened.screen._plan
+        )  # drawn from the stored events
         await pilot.press("f5")
         await until(pilot, lambda: (p := pending(reopened)) is not None and p.subject == "kernel")
         assert later.prompts("planner") == []  # the stored plan was not asked for again
@@ -194,8 +239,14 @@ async def test_f3_hands_the_current_kernel_to_a_graph_search(make_app) -> None:
         await until(pilot, lambda: isinstance(app.screen, SearchScreen))
         search = app.screen
         with Store(make_app.settings.store_path) as store:
-            nodes = await until(pilot, lambda: (found := store.search_nodes(search.session_id))
-                                and found[0].kernel_version_id is not None and found)
+            nodes = await until(
+                pilot,
+                lambda: (
+                    (found := store.search_nodes(search.session_id))
+                    and found[0].kernel_version_id is not None
+                    and found
+                ),
+            )
             root = store.kernel_version(nodes[0].kernel_version_id)
         assert nodes[0].parent_id is None
         assert root.source == GOOD  # the workbench's kernel is the root

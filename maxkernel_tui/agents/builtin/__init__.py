@@ -15,8 +15,13 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-_LAZY = {"KernelDraft": "draft", "draft_kernel": "draft", "draft_candidates": "draft", "plan_task": "draft",
-         "CannotPlan": "errors"}
+_LAZY = {
+    "KernelDraft": "draft",
+    "draft_kernel": "draft",
+    "draft_candidates": "draft",
+    "plan_task": "draft",
+    "CannotPlan": "errors",
+}
 
 __all__ = ["CannotPlan", "KernelDraft", "draft_candidates", "draft_kernel", "plan_task"]
 

@@ -40,7 +40,9 @@ class TaskDrafts:
     task: Task
     target: str
     drafts: list[KernelDraft]  # autotuned, best estimate first
-    candidates: list[Candidate]  # every distinct kernel on offer, in the order a debugger tries them
+    candidates: list[
+        Candidate
+    ]  # every distinct kernel on offer, in the order a debugger tries them
     reference_cost: dict[str, Any] | None
 
 
@@ -65,8 +67,11 @@ def answer(step: StepContext, cache: DraftCache) -> str:
         return plan_markdown(drafts, step)
     if step.role == "implementer":
         best = drafts.drafts[0]
-        return _kernel_answer(f"Kernel for **{best.family}**, tunables chosen with the {step.target} performance "
-                              f"model ({_estimate_words(best.estimate)}).", best.source)
+        return _kernel_answer(
+            f"Kernel for **{best.family}**, tunables chosen with the {step.target} performance "
+            f"model ({_estimate_words(best.estimate)}).",
+            best.source,
+        )
     if step.role == "debugger":
         return _debugger_answer(drafts, step)
     if step.role == "explainer":
@@ -78,34 +83,74 @@ def plan_markdown(drafts: TaskDrafts, step: StepContext) -> str:
     best = drafts.drafts[0]
     kernels, io_bytes = analyse_source(best.source, drafts.task)
     found = estimate(kernels, TARGETS[drafts.target], drafts.reference_cost, io_bytes=io_bytes)
-    lines = [f"# Plan: {best.family}", "",
-             (f"Recognised from the reference's jaxpr (not its name): **{best.family}**, "
-              f"{len(kernels)} `pallas_call`(s)."), "", *_kernel_plan_lines(best.source), "",
-             "## Tiling", "",
-             (f"Tunables (autotuned with the {drafts.target} performance model): {_tunable_words(best)}. Each "
-              "shrinks at call time to a divisor of the actual size that keeps the (8, 128) tiling."), ""]
-    lines += [f"- kernel {i} `{k['name']}`: " + "; ".join(
-        f"{b['role']} {tuple(b['shape'])} {b['dtype']}" for b in k["blocks"]) for i, k in enumerate(kernels)]
+    lines = [
+        f"# Plan: {best.family}",
+        "",
+        (
+            f"Recognised from the reference's jaxpr (not its name): **{best.family}**, "
+            f"{len(kernels)} `pallas_call`(s)."
+        ),
+        "",
+        *_kernel_plan_lines(best.source),
+        "",
+        "## Tiling",
+        "",
+        (
+            f"Tunables (autotuned with the {drafts.target} performance model): {_tunable_words(best)}. Each "
+            "shrinks at call time to a divisor of the actual size that keeps the (8, 128) tiling."
+        ),
+        "",
+    ]
+    lines += [
+        f"- kernel {i} `{k['name']}`: "
+        + "; ".join(f"{b['role']} {tuple(b['shape'])} {b['dtype']}" for b in k["blocks"])
+        for i, k in enumerate(kernels)
+    ]
     lines += ["", "## Grid", ""]
-    lines += [f"- kernel {i}: grid {tuple(k['grid'])}, dimension semantics "
-              f"{tuple(k['dimension_semantics']) if k['dimension_semantics'] else 'unstated'}, {k['steps']} steps"
-              for i, k in enumerate(kernels)]
+    lines += [
+        f"- kernel {i}: grid {tuple(k['grid'])}, dimension semantics "
+        f"{tuple(k['dimension_semantics']) if k['dimension_semantics'] else 'unstated'}, {k['steps']} steps"
+        for i, k in enumerate(kernels)
+    ]
     lines += ["", "## Memory", ""]
-    lines += [f"- kernel {i}: VMEM footprint {k['vmem_bytes'] / 2**20:.1f} MiB (double-buffered blocks and "
-              f"scratch) of the {found.vmem_capacity / 2**20:.0f} MiB on {drafts.target}; "
-              f"{k['hbm_bytes'] / 1e9:.3g} GB moved from and to HBM" for i, k in enumerate(kernels)]
-    lines += ["", "## Expected bound", "",
-              f"An estimate of the performance model for TPU {drafts.target} at bench shapes, not a measurement: "
-              f"{_estimate_words(found)}"
-              + (f", {found.roofline_share:.0%} of the roofline" if found.roofline_share is not None else "")
-              + (f", est. speedup {found.speedup:.2f}x over XLA's own estimate for the reference"
-                 if found.speedup is not None else "") + "."]
+    lines += [
+        f"- kernel {i}: VMEM footprint {k['vmem_bytes'] / 2**20:.1f} MiB (double-buffered blocks and "
+        f"scratch) of the {found.vmem_capacity / 2**20:.0f} MiB on {drafts.target}; "
+        f"{k['hbm_bytes'] / 1e9:.3g} GB moved from and to HBM"
+        for i, k in enumerate(kernels)
+    ]
+    lines += [
+        "",
+        "## Expected bound",
+        "",
+        f"An estimate of the performance model for TPU {drafts.target} at bench shapes, not a measurement: "
+        f"{_estimate_words(found)}"
+        + (
+            f", {found.roofline_share:.0%} of the roofline"
+            if found.roofline_share is not None
+            else ""
+        )
+        + (
+            f", est. speedup {found.speedup:.2f}x over XLA's own estimate for the reference"
+            if found.speedup is not None
+            else ""
+        )
+        + ".",
+    ]
     if len(drafts.drafts) > 1:
         lines += ["", "## Alternatives", ""]
-        lines += [f"- {d.family}: {_estimate_words(d.estimate)} ({_tunable_words(d)})" for d in drafts.drafts[1:]]
+        lines += [
+            f"- {d.family}: {_estimate_words(d.estimate)} ({_tunable_words(d)})"
+            for d in drafts.drafts[1:]
+        ]
     if step.feedback:
-        lines += ["", ("The built-in agent plans from the reference's structure alone; the feedback "
-                       f"({step.feedback.strip()[:200]!r}) does not change this plan.")]
+        lines += [
+            "",
+            (
+                "The built-in agent plans from the reference's structure alone; the feedback "
+                f"({step.feedback.strip()[:200]!r}) does not change this plan."
+            ),
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -121,27 +166,46 @@ def _debugger_answer(drafts: TaskDrafts, step: StepContext) -> str:
         order.sort(key=lambda c: c.how != _HALVED)
     fresh = [c for c in order if _normalised(c.source) != failing]
     if not fresh:
-        raise BuiltinAgentError("the built-in agent has no other kernel to offer for this task: every kernel it "
-                                "can write is the one that failed")
+        raise BuiltinAgentError(
+            "the built-in agent has no other kernel to offer for this task: every kernel it "
+            "can write is the one that failed"
+        )
     chosen = fresh[0]
     check = (step.failure or {}).get("check")
     first_line = detail.strip().splitlines()[0][:300] if detail.strip() else "no detail given"
     failed = f"The {check} check failed" if check else "The kernel failed"
-    return _kernel_answer(f"{failed} ({first_line}). The built-in agent cannot reason about the "
-                          f"error; it offers its next kernel: **{chosen.family}**, {chosen.how} "
-                          f"({_tunable_words(chosen)}).", chosen.source)
+    return _kernel_answer(
+        f"{failed} ({first_line}). The built-in agent cannot reason about the "
+        f"error; it offers its next kernel: **{chosen.family}**, {chosen.how} "
+        f"({_tunable_words(chosen)}).",
+        chosen.source,
+    )
 
 
 def _explanation(drafts: TaskDrafts, step: StepContext) -> str:
     best = drafts.drafts[0]
     lines = []
     if step.question:
-        lines += [("The built-in agent does not interpret free-form questions; this is what it knows about "
-                   "its plan."), ""]
-    lines += [(f"It recognised **{best.family}** in the reference's jaxpr (it reads the program's structure, "
-               "never the task's name)."), "", *_kernel_plan_lines(best.source), "",
-              (f"Tunables: {_tunable_words(best)}, chosen with the {drafts.target} performance model; "
-               f"{_estimate_words(best.estimate)} (an estimate, not a measurement).")]
+        lines += [
+            (
+                "The built-in agent does not interpret free-form questions; this is what it knows about "
+                "its plan."
+            ),
+            "",
+        ]
+    lines += [
+        (
+            f"It recognised **{best.family}** in the reference's jaxpr (it reads the program's structure, "
+            "never the task's name)."
+        ),
+        "",
+        *_kernel_plan_lines(best.source),
+        "",
+        (
+            f"Tunables: {_tunable_words(best)}, chosen with the {drafts.target} performance model; "
+            f"{_estimate_words(best.estimate)} (an estimate, not a measurement)."
+        ),
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -150,11 +214,19 @@ _HALVED = "with halved block sizes"
 
 def _draft(task: Task, target: str) -> TaskDrafts:
     drafts = draft_candidates(task, target=target)
-    candidates = [Candidate(d.source, d.family, d.tunables, f"autotuned for {target}") for d in drafts]
+    candidates = [
+        Candidate(d.source, d.family, d.tunables, f"autotuned for {target}") for d in drafts
+    ]
     for plan in plan_task(task):
-        halved = Tunables(*(max(128, value // 2) for value in
-                            (plan.start.block_rows, plan.start.block_cols, plan.start.block_depth)))
-        candidates.append(Candidate(plan.render(plan.start), plan.family, plan.start, "at its untuned defaults"))
+        halved = Tunables(
+            *(
+                max(128, value // 2)
+                for value in (plan.start.block_rows, plan.start.block_cols, plan.start.block_depth)
+            )
+        )
+        candidates.append(
+            Candidate(plan.render(plan.start), plan.family, plan.start, "at its untuned defaults")
+        )
         candidates.append(Candidate(plan.render(halved), plan.family, halved, _HALVED))
     distinct: dict[str, Candidate] = {}
     for candidate in candidates:
@@ -177,7 +249,9 @@ def _tunable_words(candidate: KernelDraft | Candidate) -> str:
     t = candidate.tunables
     if candidate.family == "attention":  # its kernel names the two blocks after the sequences
         return f"BLOCK_Q = {t.block_rows}, BLOCK_KV = {t.block_cols}"
-    return f"BLOCK_ROWS = {t.block_rows}, BLOCK_COLS = {t.block_cols}, BLOCK_DEPTH = {t.block_depth}"
+    return (
+        f"BLOCK_ROWS = {t.block_rows}, BLOCK_COLS = {t.block_cols}, BLOCK_DEPTH = {t.block_depth}"
+    )
 
 
 def _estimate_words(found: Estimate) -> str:
@@ -193,4 +267,3 @@ def _content_digest(task: Task) -> str:
     for path in (task.yaml_path, task.reference_path):
         digest.update(hashlib.sha256(path.read_bytes()).digest())
     return digest.hexdigest()
-

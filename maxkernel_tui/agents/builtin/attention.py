@@ -54,19 +54,34 @@ def recognise_attention(program: Program, task: Task) -> AttentionSpec:
     if not {"exp", "reduce_max", "reduce_sum"} <= {eqn.primitive for eqn in chain}:
         raise CannotPlan("not attention: no softmax between the two matmuls")
     scores = [_input_of(program, producers, operand) for operand in first.inputs]
-    values = [_input_of(program, producers, o) for o in second.inputs if not _depends_on(o, first, producers)]
+    values = [
+        _input_of(program, producers, o)
+        for o in second.inputs
+        if not _depends_on(o, first, producers)
+    ]
     if None in scores or len(values) != 1 or values[0] is None or len(set(scores + values)) != 3:
         raise CannotPlan("not attention: the matmuls do not read three distinct inputs")
     seq = _repeated_dim(first.outputs[0].shape)
     seq_first = _seq_first(program, [*scores, values[0]], seq)
     bias = _bias(program, chain, producers, {*scores, values[0]})
-    base = AttentionSpec(scores[0], scores[1], values[0], bias, seq_first, _uses_iota(program),
-                         _mask_value(chain, producers), _scale(chain, first.outputs[0]), first.outputs[0].dtype)
+    base = AttentionSpec(
+        scores[0],
+        scores[1],
+        values[0],
+        bias,
+        seq_first,
+        _uses_iota(program),
+        _mask_value(chain, producers),
+        _scale(chain, first.outputs[0]),
+        first.outputs[0].dtype,
+    )
     for candidate in (base, replace(base, query=base.key, key=base.query)):
         if _reproduces_reference(candidate, program, task):
             return candidate
-    raise CannotPlan("looks like attention, but no reading of its layout, mask and scale reproduces the "
-                     "reference at check shapes")
+    raise CannotPlan(
+        "looks like attention, but no reading of its layout, mask and scale reproduces the "
+        "reference at check shapes"
+    )
 
 
 def _attention_as_read(spec: AttentionSpec, args: list[jax.Array]) -> jax.Array:
@@ -105,15 +120,21 @@ def _reproduces_reference(spec: AttentionSpec, program: Program, task: Task) -> 
     except (ValueError, TypeError):  # a reading whose shapes do not even line up
         return False
     tolerance = task.tolerance(config)
-    return got.shape == expected.shape and bool(jnp.allclose(
-        got.astype(jnp.float32), expected.astype(jnp.float32), atol=tolerance.atol, rtol=tolerance.rtol))
+    return got.shape == expected.shape and bool(
+        jnp.allclose(
+            got.astype(jnp.float32),
+            expected.astype(jnp.float32),
+            atol=tolerance.atol,
+            rtol=tolerance.rtol,
+        )
+    )
 
 
 def _between(program: Program, first: Eqn, second: Eqn) -> list[Eqn]:
     """Equations on the path from the first matmul's result to the second matmul."""
     reached = {id(first.outputs[0])}
     chain = []
-    for eqn in program.eqns[program.eqns.index(first) + 1:program.eqns.index(second)]:
+    for eqn in program.eqns[program.eqns.index(first) + 1 : program.eqns.index(second)]:
         if any(isinstance(i, Var) and id(i) in reached for i in eqn.inputs):
             chain.append(eqn)
             reached.update(id(o) for o in eqn.outputs)
@@ -135,7 +156,11 @@ def _depends_on(operand: Any, eqn: Eqn, producers: dict[int, Eqn]) -> bool:
 
 def _input_of(program: Program, producers: dict[int, Eqn], operand: Any) -> int | None:
     """The dynamic argument a matmul operand is a reshape of, if it is one."""
-    while isinstance(operand, Var) and id(operand) in producers and producers[id(operand)].primitive in _VIEWS:
+    while (
+        isinstance(operand, Var)
+        and id(operand) in producers
+        and producers[id(operand)].primitive in _VIEWS
+    ):
         operand = producers[id(operand)].inputs[0]
     for position, var in enumerate(program.inputs):
         if var is operand and len(var.shape) == 4:
@@ -152,29 +177,47 @@ def _repeated_dim(shape: tuple[Dim, ...]) -> Dim:
 
 
 def _seq_first(program: Program, positions: list[int], seq: Dim) -> bool:
-    layouts = {program.inputs[p].shape.index(seq) if seq in program.inputs[p].shape else None for p in positions}
+    layouts = {
+        program.inputs[p].shape.index(seq) if seq in program.inputs[p].shape else None
+        for p in positions
+    }
     if layouts == {2}:
         return False
     if layouts == {1}:
         return True
-    raise CannotPlan("attention inputs that are not (batch, heads, seq, dim) or (batch, seq, heads, dim) alike")
+    raise CannotPlan(
+        "attention inputs that are not (batch, heads, seq, dim) or (batch, seq, heads, dim) alike"
+    )
 
 
-def _bias(program: Program, chain: list[Eqn], producers: dict[int, Eqn], operands: set[int]) -> int | None:
+def _bias(
+    program: Program, chain: list[Eqn], producers: dict[int, Eqn], operands: set[int]
+) -> int | None:
     """The one input added to the logits (through broadcasts and casts), if any; every other
     input the program reads must be one of the matmul operands."""
-    added = {id(_traced_back(i, producers)) for eqn in chain if eqn.primitive == "add" for i in eqn.inputs}
+    added = {
+        id(_traced_back(i, producers))
+        for eqn in chain
+        if eqn.primitive == "add"
+        for i in eqn.inputs
+    }
     used = {id(i) for eqn in program.eqns for i in eqn.inputs}
     extra = {p for p, var in enumerate(program.inputs) if p not in operands and id(var) in used}
     if len(extra) > 1 or any(id(program.inputs[p]) not in added for p in extra):
-        raise CannotPlan("attention that reads inputs besides queries, keys, values and one additive bias")
+        raise CannotPlan(
+            "attention that reads inputs besides queries, keys, values and one additive bias"
+        )
     return extra.pop() if extra else None
 
 
 def _traced_back(operand: Any, producers: dict[int, Eqn]) -> Any:
     """What a broadcast, reshape or cast was made from."""
-    while isinstance(operand, Var) and id(operand) in producers and \
-            producers[id(operand)].primitive in ("broadcast_in_dim", "convert_element_type", *_VIEWS):
+    while (
+        isinstance(operand, Var)
+        and id(operand) in producers
+        and producers[id(operand)].primitive
+        in ("broadcast_in_dim", "convert_element_type", *_VIEWS)
+    ):
         operand = producers[id(operand)].inputs[0]
     return operand
 
@@ -221,4 +264,3 @@ def _scale(chain: list[Eqn], logits: Var) -> float | None:
                 factor = float(value) if eqn.primitive == "mul" else 1.0 / float(value)
                 scale = factor if scale is None else scale * factor
     return scale
-

@@ -28,13 +28,19 @@ def _last_kv_block(q_block, block_q, block_k):
 
 def render_attention(spec: AttentionSpec, program: Program, tunables: Tunables) -> str:
     rounds = np.dtype(spec.logits_dtype) != np.float32
-    sections = [_docstring(spec) + "\n" + parts.imports(["functools"]),
-                _constants(spec, tunables, rounds) + "\n" + parts.VMEM_CONSTANTS,
-                parts.PICK_BLOCK, parts.BLOCK_BYTES, parts.COMPILER_PARAMS]
+    sections = [
+        _docstring(spec) + "\n" + parts.imports(["functools"]),
+        _constants(spec, tunables, rounds) + "\n" + parts.VMEM_CONSTANTS,
+        parts.PICK_BLOCK,
+        parts.BLOCK_BYTES,
+        parts.COMPILER_PARAMS,
+    ]
     if rounds:
-        sections.append(f'def _as_reference_logits(logits):\n'
-                        f'    """Round f32 logits where the reference rounds them ({np.dtype(spec.logits_dtype).name}).'
-                        f'"""\n    return logits.astype(LOGITS_DTYPE).astype(jnp.float32)\n')
+        sections.append(
+            f"def _as_reference_logits(logits):\n"
+            f'    """Round f32 logits where the reference rounds them ({np.dtype(spec.logits_dtype).name}).'
+            f'"""\n    return logits.astype(LOGITS_DTYPE).astype(jnp.float32)\n'
+        )
     if spec.causal:
         sections.append(_LAST_KV_BLOCK)
     sections += [_kernel(spec, rounds), _computation(spec, program)]
@@ -42,77 +48,121 @@ def render_attention(spec: AttentionSpec, program: Program, tunables: Tunables) 
 
 
 def _docstring(spec: AttentionSpec) -> str:
-    layout = "(batch, seq, heads, dim), transposed to (batch, heads, seq, dim) around the kernel" \
-        if spec.seq_first else "(batch, heads, seq, dim)"
-    pieces = ["scale" if spec.scale is not None else None, "bias" if spec.bias is not None else None,
-              "causal mask" if spec.causal else None]
+    layout = (
+        "(batch, seq, heads, dim), transposed to (batch, heads, seq, dim) around the kernel"
+        if spec.seq_first
+        else "(batch, heads, seq, dim)"
+    )
+    pieces = [
+        "scale" if spec.scale is not None else None,
+        "bias" if spec.bias is not None else None,
+        "causal mask" if spec.causal else None,
+    ]
     reading = " + ".join(p for p in pieces if p) or "no scale, bias or mask"
-    plan = (f"Plan: softmax over keys of Q K^T ({reading}), then times V; inputs {layout}; query head h "
-            "reads key head h // group. The agent checked this reading against the reference at check "
-            "shapes. Online softmax: running max and sum in f32 VMEM scratch, the output accumulated in "
-            "f32 and divided once at the last key block. Key blocks innermost and 'arbitrary'.")
-    return "\n".join(['"""Flash attention kernel, written by the built-in agent of maxkernel-tui from the '
-                      "reference's", "jaxpr (no task name or id was consulted).", "",
-                      *textwrap.wrap(plan, 96), '"""'])
+    plan = (
+        f"Plan: softmax over keys of Q K^T ({reading}), then times V; inputs {layout}; query head h "
+        "reads key head h // group. The agent checked this reading against the reference at check "
+        "shapes. Online softmax: running max and sum in f32 VMEM scratch, the output accumulated in "
+        "f32 and divided once at the last key block. Key blocks innermost and 'arbitrary'."
+    )
+    return "\n".join(
+        [
+            '"""Flash attention kernel, written by the built-in agent of maxkernel-tui from the '
+            "reference's",
+            "jaxpr (no task name or id was consulted).",
+            "",
+            *textwrap.wrap(plan, 96),
+            '"""',
+        ]
+    )
 
 
 def _constants(spec: AttentionSpec, tunables: Tunables, rounds: bool) -> str:
-    lines = ["# Tunables: preferred query and key/value block lengths (shrunk to divisors of the sequence).",
-             f"BLOCK_Q = {tunables.block_rows}", f"BLOCK_KV = {tunables.block_cols}"]
+    lines = [
+        "# Tunables: preferred query and key/value block lengths (shrunk to divisors of the sequence).",
+        f"BLOCK_Q = {tunables.block_rows}",
+        f"BLOCK_KV = {tunables.block_cols}",
+    ]
     if spec.scale is not None:
         lines += ["# The reference's constant factor on the logits.", f"SCALE = {spec.scale!r}"]
     if spec.causal:
-        lines += ["# What the reference writes into masked logits.", f"MASK_VALUE = {spec.mask_value!r}"]
+        lines += [
+            "# What the reference writes into masked logits.",
+            f"MASK_VALUE = {spec.mask_value!r}",
+        ]
     if rounds:
         lines += [f"LOGITS_DTYPE = {dtype_source(spec.logits_dtype)}"]
     return "\n".join(lines) + "\n"
 
 
 def _kernel(spec: AttentionSpec, rounds: bool) -> str:
-    refs = ["q_ref", "k_ref", "v_ref"] + (["bias_ref"] if spec.bias is not None else []) + \
-        ["o_ref", "max_ref", "sum_ref", "acc_ref"]
-    steps = ["logits = jax.lax.dot_general(",
-             "    q_ref[...], k_ref[...], (((1,), (1,)), ((), ())), preferred_element_type=jnp.float32)"]
+    refs = (
+        ["q_ref", "k_ref", "v_ref"]
+        + (["bias_ref"] if spec.bias is not None else [])
+        + ["o_ref", "max_ref", "sum_ref", "acc_ref"]
+    )
+    steps = [
+        "logits = jax.lax.dot_general(",
+        "    q_ref[...], k_ref[...], (((1,), (1,)), ((), ())), preferred_element_type=jnp.float32)",
+    ]
     if rounds:
         steps.append("logits = _as_reference_logits(logits)")
     if spec.scale is not None:
-        steps.append("logits = _as_reference_logits(logits * SCALE)" if rounds else "logits = logits * SCALE")
+        steps.append(
+            "logits = _as_reference_logits(logits * SCALE)" if rounds else "logits = logits * SCALE"
+        )
     if spec.bias is not None:
         added = "logits + bias_ref[...].astype(jnp.float32)"
         steps.append(f"logits = _as_reference_logits({added})" if rounds else f"logits = {added}")
-    lines = [f"def _attention_kernel({', '.join(refs)}, *, block_q, block_k):",
-             '    """One query block against one key block: update the running max, sum and output."""',
-             "    qi, kj = pl.program_id(2), pl.program_id(3)", "",
-             "    @pl.when(kj == 0)", "    def _start_row_block():",
-             "        max_ref[...] = jnp.full_like(max_ref, -jnp.inf)",
-             "        sum_ref[...] = jnp.zeros_like(sum_ref)",
-             "        acc_ref[...] = jnp.zeros_like(acc_ref)", ""]
+    lines = [
+        f"def _attention_kernel({', '.join(refs)}, *, block_q, block_k):",
+        '    """One query block against one key block: update the running max, sum and output."""',
+        "    qi, kj = pl.program_id(2), pl.program_id(3)",
+        "",
+        "    @pl.when(kj == 0)",
+        "    def _start_row_block():",
+        "        max_ref[...] = jnp.full_like(max_ref, -jnp.inf)",
+        "        sum_ref[...] = jnp.zeros_like(sum_ref)",
+        "        acc_ref[...] = jnp.zeros_like(acc_ref)",
+        "",
+    ]
     lines += ["    def _attend(masked):" if spec.causal else "    def _attend():"]
     lines += [f"        {step}" for step in steps]
     if spec.causal:
-        lines += ["        if masked:",
-                  "            rows = qi * block_q + jax.lax.broadcasted_iota(jnp.int32, logits.shape, 0)",
-                  "            cols = kj * block_k + jax.lax.broadcasted_iota(jnp.int32, logits.shape, 1)",
-                  "            logits = jnp.where(cols <= rows, logits, MASK_VALUE)"]
-    lines += ["        previous = max_ref[...]",
-              "        current = jnp.maximum(previous, jnp.max(logits, axis=1, keepdims=True))",
-              "        rescale = jnp.exp(previous - current)",
-              "        weights = jnp.exp(logits - current)",
-              "        sum_ref[...] = rescale * sum_ref[...] + jnp.sum(weights, axis=1, keepdims=True)",
-              "        acc_ref[...] = rescale * acc_ref[...] + jnp.dot(",
-              "            weights.astype(v_ref.dtype), v_ref[...], preferred_element_type=jnp.float32)",
-              "        max_ref[...] = current", ""]
+        lines += [
+            "        if masked:",
+            "            rows = qi * block_q + jax.lax.broadcasted_iota(jnp.int32, logits.shape, 0)",
+            "            cols = kj * block_k + jax.lax.broadcasted_iota(jnp.int32, logits.shape, 1)",
+            "            logits = jnp.where(cols <= rows, logits, MASK_VALUE)",
+        ]
+    lines += [
+        "        previous = max_ref[...]",
+        "        current = jnp.maximum(previous, jnp.max(logits, axis=1, keepdims=True))",
+        "        rescale = jnp.exp(previous - current)",
+        "        weights = jnp.exp(logits - current)",
+        "        sum_ref[...] = rescale * sum_ref[...] + jnp.sum(weights, axis=1, keepdims=True)",
+        "        acc_ref[...] = rescale * acc_ref[...] + jnp.dot(",
+        "            weights.astype(v_ref.dtype), v_ref[...], preferred_element_type=jnp.float32)",
+        "        max_ref[...] = current",
+        "",
+    ]
     if spec.causal:
-        lines += ["    # Blocks wholly below the diagonal need no mask; blocks wholly above it are skipped.",
-                  "    below = kj * block_k + block_k - 1 <= qi * block_q",
-                  "    crossing = jnp.logical_and(kj * block_k <= qi * block_q + block_q - 1, jnp.logical_not(below))",
-                  "    pl.when(below)(functools.partial(_attend, False))",
-                  "    pl.when(crossing)(functools.partial(_attend, True))",
-                  "    last = _last_kv_block(qi, block_q, block_k)"]
+        lines += [
+            "    # Blocks wholly below the diagonal need no mask; blocks wholly above it are skipped.",
+            "    below = kj * block_k + block_k - 1 <= qi * block_q",
+            "    crossing = jnp.logical_and(kj * block_k <= qi * block_q + block_q - 1, jnp.logical_not(below))",
+            "    pl.when(below)(functools.partial(_attend, False))",
+            "    pl.when(crossing)(functools.partial(_attend, True))",
+            "    last = _last_kv_block(qi, block_q, block_k)",
+        ]
     else:
         lines += ["    _attend()", "    last = pl.num_programs(3) - 1"]
-    lines += ["", "    @pl.when(kj == last)", "    def _finish_row_block():",
-              "        o_ref[...] = (acc_ref[...] / sum_ref[...]).astype(o_ref.dtype)"]
+    lines += [
+        "",
+        "    @pl.when(kj == last)",
+        "    def _finish_row_block():",
+        "        o_ref[...] = (acc_ref[...] / sum_ref[...]).astype(o_ref.dtype)",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -124,50 +174,77 @@ def _computation(spec: AttentionSpec, program: Program) -> str:
     if spec.bias is not None and names[spec.bias] != "bias":
         lines += [f"    bias = {names[spec.bias]}"]
     if spec.seq_first:
-        lines += ["    # The kernel's blocks want (seq, dim) last: move the heads in front of the sequence.",
-                  f"    q, k, v = (jnp.swapaxes(t, 1, 2) for t in ({query}, {key}, {value}))"]
+        lines += [
+            "    # The kernel's blocks want (seq, dim) last: move the heads in front of the sequence.",
+            f"    q, k, v = (jnp.swapaxes(t, 1, 2) for t in ({query}, {key}, {value}))",
+        ]
     elif (query, key, value) != ("q", "k", "v"):
         lines += [f"    q, k, v = {query}, {key}, {value}"]
     kv = "jnp.minimum(j, _last_kv_block(i, block_q, block_k))" if spec.causal else "j"
-    lines += ["    batch, heads, seq, head_size = q.shape",
-              "    group = heads // k.shape[1]",
-              f"    block_q = _pick_block(seq, BLOCK_Q, {8 * max(1, 4 // program.inputs[spec.query].dtype.itemsize)})",
-              "    block_k = _pick_block(seq, BLOCK_KV, 128)", "",
-              "    def query_block(b, h, i, j):", '        """Query (and output) block i of head h."""',
-              "        return b, h, i, 0", "",
-              "    def kv_block(b, h, i, j):",
-              '        """Key/value block j of the key head that query head h reads' +
-              (' (clamped to the\n        last block the causal mask keeps)."""' if spec.causal else '."""'),
-              "        # lax.div: `//` on traced integers lowers through sign, which Mosaic lacks here.",
-              f"        return b, jax.lax.div(h, group), {kv}, 0", ""]
+    lines += [
+        "    batch, heads, seq, head_size = q.shape",
+        "    group = heads // k.shape[1]",
+        f"    block_q = _pick_block(seq, BLOCK_Q, {8 * max(1, 4 // program.inputs[spec.query].dtype.itemsize)})",
+        "    block_k = _pick_block(seq, BLOCK_KV, 128)",
+        "",
+        "    def query_block(b, h, i, j):",
+        '        """Query (and output) block i of head h."""',
+        "        return b, h, i, 0",
+        "",
+        "    def kv_block(b, h, i, j):",
+        '        """Key/value block j of the key head that query head h reads'
+        + (
+            ' (clamped to the\n        last block the causal mask keeps)."""'
+            if spec.causal
+            else '."""'
+        ),
+        "        # lax.div: `//` on traced integers lowers through sign, which Mosaic lacks here.",
+        f"        return b, jax.lax.div(h, group), {kv}, 0",
+        "",
+    ]
     operands = ["q", "k", "v"]
-    specs = ["pl.BlockSpec((None, None, block_q, head_size), query_block)",
-             "pl.BlockSpec((None, None, block_k, head_size), kv_block)",
-             "pl.BlockSpec((None, None, block_k, head_size), kv_block)"]
-    blocks = ["_block_bytes(block_q, head_size, q.dtype)", "2 * _block_bytes(block_k, head_size, k.dtype)"]
+    specs = [
+        "pl.BlockSpec((None, None, block_q, head_size), query_block)",
+        "pl.BlockSpec((None, None, block_k, head_size), kv_block)",
+        "pl.BlockSpec((None, None, block_k, head_size), kv_block)",
+    ]
+    blocks = [
+        "_block_bytes(block_q, head_size, q.dtype)",
+        "2 * _block_bytes(block_k, head_size, k.dtype)",
+    ]
     if spec.bias is not None:
         bias = program.inputs[spec.bias]
         lead = ["b" if not bias.shape[0].is_one() else "0"] if len(bias.shape) == 4 else []
         lead.append("h" if not bias.shape[-3].is_one() else "0")
-        lines += ["    def bias_block(b, h, i, j):", '        """The bias for query block i and key block j of head h."""',
-                  f"        return {', '.join(lead)}, i, {kv}", ""]
+        lines += [
+            "    def bias_block(b, h, i, j):",
+            '        """The bias for query block i and key block j of head h."""',
+            f"        return {', '.join(lead)}, i, {kv}",
+            "",
+        ]
         operands.append("bias")
-        specs.append(f"pl.BlockSpec(({', '.join(['None'] * len(lead))}, block_q, block_k), bias_block)")
+        specs.append(
+            f"pl.BlockSpec(({', '.join(['None'] * len(lead))}, block_q, block_k), bias_block)"
+        )
         blocks.append("_block_bytes(block_q, block_k, bias.dtype)")
     blocks.append("_block_bytes(block_q, head_size, q.dtype)")  # the output block
-    lines += ["    # Two buffers per block, f32 statistics and output accumulator, ~3 f32 logits temporaries.",
-              "    footprint = 2 * (" + "\n                     + ".join(blocks) + ")",
-              "    footprint += (2 * _block_bytes(block_q, 1, jnp.float32) + _block_bytes(block_q, head_size, jnp.float32)",
-              "                  + 3 * _block_bytes(block_q, block_k, jnp.float32))",
-              "    out = pl.pallas_call(",
-              "        functools.partial(_attention_kernel, block_q=block_q, block_k=block_k),",
-              f"        out_shape=jax.ShapeDtypeStruct((batch, heads, seq, head_size), {dtype_source(output.dtype)}),",
-              "        grid=(batch, heads, seq // block_q, seq // block_k),",
-              "        in_specs=[", *[f"            {s}," for s in specs], "        ],",
-              "        out_specs=pl.BlockSpec((None, None, block_q, head_size), query_block),",
-              "        scratch_shapes=[pltpu.VMEM((block_q, 1), jnp.float32), pltpu.VMEM((block_q, 1), jnp.float32),",
-              "                        pltpu.VMEM((block_q, head_size), jnp.float32)],",
-              "        compiler_params=_compiler_params((\"parallel\", \"parallel\", \"parallel\", \"arbitrary\"), footprint),",
-              f"    )({', '.join(operands)})",
-              f"    return {'jnp.swapaxes(out, 1, 2)' if spec.seq_first else 'out'}"]
+    lines += [
+        "    # Two buffers per block, f32 statistics and output accumulator, ~3 f32 logits temporaries.",
+        "    footprint = 2 * (" + "\n                     + ".join(blocks) + ")",
+        "    footprint += (2 * _block_bytes(block_q, 1, jnp.float32) + _block_bytes(block_q, head_size, jnp.float32)",
+        "                  + 3 * _block_bytes(block_q, block_k, jnp.float32))",
+        "    out = pl.pallas_call(",
+        "        functools.partial(_attention_kernel, block_q=block_q, block_k=block_k),",
+        f"        out_shape=jax.ShapeDtypeStruct((batch, heads, seq, head_size), {dtype_source(output.dtype)}),",
+        "        grid=(batch, heads, seq // block_q, seq // block_k),",
+        "        in_specs=[",
+        *[f"            {s}," for s in specs],
+        "        ],",
+        "        out_specs=pl.BlockSpec((None, None, block_q, head_size), query_block),",
+        "        scratch_shapes=[pltpu.VMEM((block_q, 1), jnp.float32), pltpu.VMEM((block_q, 1), jnp.float32),",
+        "                        pltpu.VMEM((block_q, head_size), jnp.float32)],",
+        '        compiler_params=_compiler_params(("parallel", "parallel", "parallel", "arbitrary"), footprint),',
+        f"    )({', '.join(operands)})",
+        f"    return {'jnp.swapaxes(out, 1, 2)' if spec.seq_first else 'out'}",
+    ]
     return "\n".join(lines) + "\n"

@@ -47,15 +47,19 @@ def analyse_source(source: str, task: Task) -> tuple[list[dict[str, Any]], int]:
     the least bytes any implementation moves (the file is ours: it runs in this process, traced
     only, never executed)."""
     module = types.ModuleType("builtin_kernel_draft")
-    exec(compile(source, "<builtin kernel draft>", "exec"), module.__dict__)  # noqa: S102 - our own text
+    exec(compile(source, "<builtin kernel draft>", "exec"), module.__dict__)
     reference = runtime.load_reference(task)
     specs, static, outputs = runtime.io_specs(task, reference, task.configs[0])
     traced = jax.make_jaxpr(lambda *dynamic: module.computation(*dynamic, *static))(*specs)
     return [k.to_json() for k in analyze(traced)], minimal_io_bytes(specs, outputs)
 
 
-def estimate_source(source: str, task: Task, target: str = DEFAULT_TARGET,
-                    reference_cost: dict[str, Any] | None = None) -> Estimate:
+def estimate_source(
+    source: str,
+    task: Task,
+    target: str = DEFAULT_TARGET,
+    reference_cost: dict[str, Any] | None = None,
+) -> Estimate:
     """The model's estimate for a kernel file at the task's bench shapes."""
     kernels, io_bytes = analyse_source(source, task)
     return estimate(kernels, TARGETS[target], reference_cost, io_bytes=io_bytes)
@@ -67,17 +71,27 @@ def reference_cost(task: Task, target: str = DEFAULT_TARGET) -> dict[str, Any] |
     reference = runtime.load_reference(task)
     specs, static = runtime.input_specs(task, reference, task.configs[0])
     try:
-        compiled = aot.compile_for_tpu(lambda *d: reference.computation(*d, *static), specs, aot.target_for(target))
+        compiled = aot.compile_for_tpu(
+            lambda *d: reference.computation(*d, *static), specs, aot.target_for(target)
+        )
     except Exception:  # the roofline is optional; a reference too big for the target has none
         return None
     cost = compiled.cost_analysis()
     cost = (cost[0] if isinstance(cost, list) else cost) or {}
-    return {"flops": cost.get("flops"), "bytes_accessed": cost.get("bytes accessed"),
-            "optimal_seconds": cost.get("optimal_seconds")}
+    return {
+        "flops": cost.get("flops"),
+        "bytes_accessed": cost.get("bytes accessed"),
+        "optimal_seconds": cost.get("optimal_seconds"),
+    }
 
 
-def autotune(render: Callable[[Tunables], str], task: Task, start: Tunables, knobs: tuple[str, ...],
-             target: str = DEFAULT_TARGET) -> TuneResult:
+def autotune(
+    render: Callable[[Tunables], str],
+    task: Task,
+    start: Tunables,
+    knobs: tuple[str, ...],
+    target: str = DEFAULT_TARGET,
+) -> TuneResult:
     """The tunables with the best estimate, searched one knob at a time from `start`."""
     trials: dict[Tunables, Trial] = {}
 
@@ -92,7 +106,9 @@ def autotune(render: Callable[[Tunables], str], task: Task, start: Tunables, kno
         best = min((replace(best, **{knob: choice}) for choice in CHOICES[knob]), key=score)
     if math.isinf(score(best)):
         errors = "; ".join(sorted({t.error for t in trials.values() if t.error}))
-        raise CannotPlan(f"no block sizes give a kernel that fits VMEM at bench shapes{': ' + errors if errors else ''}")
+        raise CannotPlan(
+            f"no block sizes give a kernel that fits VMEM at bench shapes{': ' + errors if errors else ''}"
+        )
     return TuneResult(best, trials[best].estimate, list(trials.values()))
 
 

@@ -35,15 +35,21 @@ class StepContext:
         return asdict(self)
 
 
-def read_context(context: Mapping[str, Any] | None, default_target: str = DEFAULT_TARGET) -> StepContext:
+def read_context(
+    context: Mapping[str, Any] | None, default_target: str = DEFAULT_TARGET
+) -> StepContext:
     """The request's context, checked; BuiltinAgentError says plainly what is missing or wrong
     (the built-in agent reads data, not the prompt's prose, so it cannot do without)."""
     if not context:
-        raise BuiltinAgentError("the built-in agent needs the request's context (role, task_dir, ...); "
-                                "this request has none")
+        raise BuiltinAgentError(
+            "the built-in agent needs the request's context (role, task_dir, ...); "
+            "this request has none"
+        )
     role = context.get("role")
     if role not in ROLES:
-        raise BuiltinAgentError(f"the built-in agent does not play role {role!r}; it plays {', '.join(ROLES)}")
+        raise BuiltinAgentError(
+            f"the built-in agent does not play role {role!r}; it plays {', '.join(ROLES)}"
+        )
     task_dir = context.get("task_dir")
     if not isinstance(task_dir, str) or not task_dir:
         raise BuiltinAgentError("the request's context has no task_dir (the task folder)")
@@ -61,12 +67,20 @@ def read_context(context: Mapping[str, Any] | None, default_target: str = DEFAUL
         if context.get(name) is not None and not isinstance(context[name], Mapping):
             raise BuiltinAgentError(f"the request's context field {name!r} must be a mapping")
     if role == "profiler" and not context.get("profile"):
-        raise BuiltinAgentError("the profiler step needs the profile (ProfileSummary as JSON) in its context")
+        raise BuiltinAgentError(
+            "the profiler step needs the profile (ProfileSummary as JSON) in its context"
+        )
     iteration = context.get("iteration", 1)
-    return StepContext(role, str(Path(task_dir).resolve()), target,
-                       iteration if isinstance(iteration, int) else 1,
-                       *(context.get(name) for name in ("kernel", "plan", "feedback")),
-                       _mapping(context.get("failure")), _mapping(context.get("profile")), context.get("question"))
+    return StepContext(
+        role,
+        str(Path(task_dir).resolve()),
+        target,
+        iteration if isinstance(iteration, int) else 1,
+        *(context.get(name) for name in ("kernel", "plan", "feedback")),
+        _mapping(context.get("failure")),
+        _mapping(context.get("profile")),
+        context.get("question"),
+    )
 
 
 def _mapping(value: Mapping[str, Any] | None) -> dict[str, Any] | None:

@@ -36,11 +36,15 @@ class Dim:
         return not self.symbols and not self.over
 
     def __mul__(self, other: Dim) -> Dim:
-        return _reduced(self.factor * other.factor, self.symbols + other.symbols, self.over + other.over)
+        return _reduced(
+            self.factor * other.factor, self.symbols + other.symbols, self.over + other.over
+        )
 
     def divided_by(self, other: Dim) -> Dim | None:
         """self / other when that needs no new divisor symbols; None otherwise."""
-        found = _reduced(self.factor / other.factor, self.symbols + other.over, self.over + other.symbols)
+        found = _reduced(
+            self.factor / other.factor, self.symbols + other.over, self.over + other.symbols
+        )
         return found if len(found.over) <= len(self.over) else None
 
     def is_one(self) -> bool:
@@ -51,7 +55,9 @@ class Dim:
         if self.is_const:
             return str(int(self.factor))
         numerator, denominator = self.factor.numerator, self.factor.denominator
-        terms = ([str(numerator)] if numerator != 1 or not self.symbols else []) + [names[s] for s in self.symbols]
+        terms = ([str(numerator)] if numerator != 1 or not self.symbols else []) + [
+            names[s] for s in self.symbols
+        ]
         text = " * ".join(terms)
         divisors = [names[s] for s in self.over] + ([str(denominator)] if denominator != 1 else [])
         return "".join([text, *(f" // {d}" for d in divisors)])
@@ -128,21 +134,27 @@ class DimTable:
             return found
         if bench == check:
             return Dim.const(bench)
-        raise ShapeRuleError(f"a size that is {bench} at bench shapes and {check} at check shapes "
-                             "is no multiple or product of the input sizes")
+        raise ShapeRuleError(
+            f"a size that is {bench} at bench shapes and {check} at check shapes "
+            "is no multiple or product of the input sizes"
+        )
 
     def literal(self, bench: float, check: float) -> float | ShapeLiteral:
         """A scalar constant: itself when both traces agree, else a size or its reciprocal."""
         if bench == check:
             return bench
-        for reciprocal, (b, c) in ((False, (_exact(bench), _exact(check))),
-                                   (True, (_inverse(bench), _inverse(check)))):
+        for reciprocal, (b, c) in (
+            (False, (_exact(bench), _exact(check))),
+            (True, (_inverse(bench), _inverse(check))),
+        ):
             if _whole(b) and _whole(c):
                 found = self._express(b, c)
                 if found is not None:
                     return ShapeLiteral(found, reciprocal)
-        raise ShapeRuleError(f"a constant that is {bench!r} at bench shapes and {check!r} at check shapes "
-                             "is neither a size nor its reciprocal")
+        raise ShapeRuleError(
+            f"a constant that is {bench!r} at bench shapes and {check!r} at check shapes "
+            "is neither a size nor its reciprocal"
+        )
 
     def _express(self, bench: Fraction, check: Fraction) -> Dim | None:
         """The simplest expression with these two values: fewest symbols, then a factor of 1,
@@ -155,7 +167,10 @@ class DimTable:
             if count == 2:
                 shapes += [((a,), (b,)) for a in symbols for b in symbols if a != b]
             for numerator, over in shapes:
-                bench_value, check_value = self._value(numerator, over, 0), self._value(numerator, over, 1)
+                bench_value, check_value = (
+                    self._value(numerator, over, 0),
+                    self._value(numerator, over, 1),
+                )
                 factor = bench / bench_value
                 if factor != check / check_value:
                     continue

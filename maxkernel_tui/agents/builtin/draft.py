@@ -62,10 +62,20 @@ def _plans(program: Program, task: Task) -> list[KernelPlan]:
             spec = recognise_attention(program, task)
         except CannotPlan as attention_problem:
             # The more telling reason: the planner's, unless the program does look like attention.
-            reason = stage_problem if str(attention_problem).startswith("not attention") else attention_problem
+            reason = (
+                stage_problem
+                if str(attention_problem).startswith("not attention")
+                else attention_problem
+            )
             raise reason from None
-        return [KernelPlan("attention", partial(render_attention, spec, program), ("block_rows", "block_cols"),
-                           default_tunables(narrow_dtype=True))]
+        return [
+            KernelPlan(
+                "attention",
+                partial(render_attention, spec, program),
+                ("block_rows", "block_cols"),
+                default_tunables(narrow_dtype=True),
+            )
+        ]
     split = plan_program(program, split_rowwise=True)
     stage_plans = [fused] if len(split.stages) == len(fused.stages) else [fused, split]
     return [_stage_kernel_plan(plan) for plan in stage_plans]
@@ -77,11 +87,13 @@ def draft_kernel(task: Task, *, tune: bool = True, target: str = DEFAULT_TARGET)
     return draft_candidates(task, tune=tune, target=target)[0]
 
 
-def draft_candidates(task: Task, *, tune: bool = True, target: str = DEFAULT_TARGET) -> list[KernelDraft]:
+def draft_candidates(
+    task: Task, *, tune: bool = True, target: str = DEFAULT_TARGET
+) -> list[KernelDraft]:
     """One draft per plan (autotuned with `tune`; without, the first plan only, untuned), the
     best estimate first. CannotPlan when no plan has a tiling that fits."""
     drafts, problems = [], []
-    for plan in plan_task(task)[:None if tune else 1]:
+    for plan in plan_task(task)[: None if tune else 1]:
         if tune:
             try:
                 result = autotune(plan.render, task, plan.start, plan.knobs, target)
@@ -101,5 +113,9 @@ def _stage_kernel_plan(plan: Plan) -> KernelPlan:
     knobs = ["block_rows"]
     knobs += ["block_cols"] if any(not stage.full_cols for stage in plan.stages) else []
     knobs += ["block_depth"] if any(stage.matmul for stage in plan.stages) else []
-    narrow = any(stage.matmul and np.dtype(stage.matmul.lhs.dtype).itemsize < 4 for stage in plan.stages)
-    return KernelPlan(plan.family, partial(render_kernel, plan), tuple(knobs), default_tunables(narrow))
+    narrow = any(
+        stage.matmul and np.dtype(stage.matmul.lhs.dtype).itemsize < 4 for stage in plan.stages
+    )
+    return KernelPlan(
+        plan.family, partial(render_kernel, plan), tuple(knobs), default_tunables(narrow)
+    )

@@ -25,13 +25,22 @@ from maxkernel_tui.agents.builtin.primitives import (
 from maxkernel_tui.agents.builtin.program import Eqn, Literal, Operand, Var
 
 _PREFIX = {TILE: "y", GROUP_ROW: "g", ROW: "r", COL: "c", SCALAR: "s"}
-_KERNEL_SHAPE = {TILE: "(tm, tn)", GROUP_ROW: "(tm, tn)", ROW: "(tm, 1)", COL: "(1, tn)", SCALAR: "(1, 1)"}
+_KERNEL_SHAPE = {
+    TILE: "(tm, tn)",
+    GROUP_ROW: "(tm, tn)",
+    ROW: "(tm, 1)",
+    COL: "(1, tn)",
+    SCALAR: "(1, 1)",
+}
 GROUP_HELPER = "group_totals"
 
 
 _IDENTITY = {"reduce_sum": "0.0", "reduce_max": "-jnp.inf", "reduce_min": "jnp.inf"}
-_ACCUMULATE = {"reduce_sum": "{acc} + {part}", "reduce_max": "jnp.maximum({acc}, {part})",
-               "reduce_min": "jnp.minimum({acc}, {part})"}
+_ACCUMULATE = {
+    "reduce_sum": "{acc} + {part}",
+    "reduce_max": "jnp.maximum({acc}, {part})",
+    "reduce_min": "jnp.minimum({acc}, {part})",
+}
 
 
 @dataclass
@@ -41,16 +50,22 @@ class KernelBody:
     helpers: set[str] = field(default_factory=set)
     tile_temporaries: int = 0  # tile-sized values the body computes (for the VMEM estimate)
     step_lines: list[str] = field(default_factory=list)  # column-reduction stages: every row block
-    accumulators: list[tuple[str, str]] = field(default_factory=list)  # (kernel shape, initial value)
+    accumulators: list[tuple[str, str]] = field(
+        default_factory=list
+    )  # (kernel shape, initial value)
 
 
-def emit_body(stage: Stage, table: DimTable, symbol_names: dict[str, str], ref_names: dict[int, str]) -> KernelBody:
+def emit_body(
+    stage: Stage, table: DimTable, symbol_names: dict[str, str], ref_names: dict[int, str]
+) -> KernelBody:
     """The statements that compute the stage's outputs from its refs (and accumulator)."""
     return _Emitter(stage, table, symbol_names, ref_names).run()
 
 
 class _Emitter:
-    def __init__(self, stage: Stage, table: DimTable, symbol_names: dict[str, str], ref_names: dict[int, str]):
+    def __init__(
+        self, stage: Stage, table: DimTable, symbol_names: dict[str, str], ref_names: dict[int, str]
+    ):
         self.stage = stage
         self.table = table
         self.symbol_names = symbol_names
@@ -75,9 +90,17 @@ class _Emitter:
             self._equation(eqn)
         for var in self.stage.outputs:
             self.lines.append(f"{self.ref_names[id(var)]}[...] = {self._operand(var)}")
-        ordered = [k for k in ("tm", "tn") if k in self.keywords] + sorted(self.keywords - {"tm", "tn"})
-        return KernelBody(self.finish_lines, ordered, self.helpers, self.temporaries, self.step_lines,
-                          self.accumulators)
+        ordered = [k for k in ("tm", "tn") if k in self.keywords] + sorted(
+            self.keywords - {"tm", "tn"}
+        )
+        return KernelBody(
+            self.finish_lines,
+            ordered,
+            self.helpers,
+            self.temporaries,
+            self.step_lines,
+            self.accumulators,
+        )
 
     # -- operands ------------------------------------------------------------------------------
     def _operand(self, operand: Operand) -> str:
@@ -139,10 +162,16 @@ class _Emitter:
             self._reduction(eqn, source_kind, result_kind)
         elif picks_one_per_row(eqn.primitive, eqn.params):
             self._pick(eqn)
-        elif same_layout(source_kind, result_kind) or {source_kind.name, result_kind.name} == {TILE, GROUP_ROW}:
+        elif same_layout(source_kind, result_kind) or {source_kind.name, result_kind.name} == {
+            TILE,
+            GROUP_ROW,
+        }:
             self._alias(result, eqn.inputs[0])  # a reshape or broadcast the 2-D layout already has
         else:
-            self._assign(result, f"jnp.broadcast_to({self._operand(eqn.inputs[0])}, {self._shape(result_kind)})")
+            self._assign(
+                result,
+                f"jnp.broadcast_to({self._operand(eqn.inputs[0])}, {self._shape(result_kind)})",
+            )
 
     def _pick(self, eqn: Eqn) -> None:
         """x[r, idx[r]] for every row: the block spans all columns, so a one-hot select over the
@@ -151,10 +180,14 @@ class _Emitter:
         tile, index = self._operand(eqn.inputs[0]), self._operand(eqn.inputs[1])
         self.keywords.update(("tm", "tn"))
         column = f"jax.lax.broadcasted_iota(jnp.int32, (tm, tn), 1) == {index}"
-        picked = f"jnp.sum(jnp.where({column}, {tile}, 0), axis=1, keepdims=True).astype(jnp.float32)"
+        picked = (
+            f"jnp.sum(jnp.where({column}, {tile}, 0), axis=1, keepdims=True).astype(jnp.float32)"
+        )
         inside = f"jnp.logical_and({index} >= 0, {index} < tn)"
         result = eqn.outputs[0]
-        self._assign(result, f"jnp.where({inside}, {picked}, jnp.nan).astype({dtype_source(result.dtype)})")
+        self._assign(
+            result, f"jnp.where({inside}, {picked}, jnp.nan).astype({dtype_source(result.dtype)})"
+        )
 
     def _reduction(self, eqn: Eqn, source: Kind, result: Kind) -> None:
         if self.stage.across_rows and reduces_rows(source, result):
@@ -182,7 +215,9 @@ class _Emitter:
         self.accumulators.append((self._shape(result), _IDENTITY[eqn.primitive]))
         self.lines = self.step_lines
         part = f"{REDUCTIONS[eqn.primitive]}({self._operand(eqn.inputs[0])}, axis=0, keepdims=True)"
-        total = _ACCUMULATE[eqn.primitive].format(acc=f"{accumulator}[...]", part=f"{part}.astype(jnp.float32)")
+        total = _ACCUMULATE[eqn.primitive].format(
+            acc=f"{accumulator}[...]", part=f"{part}.astype(jnp.float32)"
+        )
         self.lines.append(f"{accumulator}[...] = {total}")
         self.lines = self.finish_lines
         var = eqn.outputs[0]

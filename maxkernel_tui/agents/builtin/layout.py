@@ -82,12 +82,12 @@ def classify(shape: tuple[Dim, ...], frame: Frame) -> Kind | None:
     if frame.ambiguous:  # only a whole tile is unmistakable there (e.g. a (c, n, n) matmul result)
         whole = [*frame.batch, *frame.rows, frame.cols]
         return Kind(TILE, batched=bool(frame.batch)) if dims == whole else None
-    batched = bool(frame.batch) and dims[:len(frame.batch)] == list(frame.batch)
+    batched = bool(frame.batch) and dims[: len(frame.batch)] == list(frame.batch)
     if batched:
-        dims = dims[len(frame.batch):]
+        dims = dims[len(frame.batch) :]
     rows = list(frame.rows)
-    if dims[:len(rows)] == rows:
-        rest, has_rows = dims[len(rows):], True
+    if dims[: len(rows)] == rows:
+        rest, has_rows = dims[len(rows) :], True
     elif len(rows) > 1 and dims[:1] == [frame.row_count]:
         rest, has_rows = dims[1:], True
     else:
@@ -123,5 +123,6 @@ def same_layout(a: Kind, b: Kind) -> bool:
     """Whether two kinds are the same 2-D array in the kernel (a tile and its grouped view are)."""
     if a.name == TILE and b.name == TILE:
         return a.batched == b.batched
-    return replace(a, width=a.width if a.name == GROUP_ROW else None) == \
-        replace(b, width=b.width if b.name == GROUP_ROW else None)
+    return replace(a, width=a.width if a.name == GROUP_ROW else None) == replace(
+        b, width=b.width if b.name == GROUP_ROW else None
+    )

@@ -72,7 +72,9 @@ class Stage:
     frame: Frame
     matmul: Matmul | None = None
     conv: Conv | None = None  # a convolution stage: frame (batch,) x (out channels,) x pixels
-    across_rows: bool = False  # a column-reduction stage: reduces over rows, yields cols and scalars
+    across_rows: bool = (
+        False  # a column-reduction stage: reduces over rows, yields cols and scalars
+    )
     eqns: list[Eqn] = field(default_factory=list)
     kinds: dict[int, Kind] = field(default_factory=dict)
     inputs: list[Var] = field(default_factory=list)
@@ -86,8 +88,10 @@ class Stage:
         """Whether a block must span every column: a row-wise reduction or groups of columns."""
         return any(k.name == GROUP_ROW or k.width is not None for k in self.kinds.values()) or any(
             (eqn.primitive in REDUCTIONS or picks_one_per_row(eqn.primitive, eqn.params))
-            and self.kind(eqn.inputs[0]).spans_cols and not self.kind(eqn.outputs[0]).spans_cols
-            for eqn in self.eqns)
+            and self.kind(eqn.inputs[0]).spans_cols
+            and not self.kind(eqn.outputs[0]).spans_cols
+            for eqn in self.eqns
+        )
 
     @property
     def batched(self) -> bool:
@@ -134,7 +138,9 @@ def plan_program(program: Program, split_rowwise: bool = False) -> Plan:
     columns becomes a plain tiled matmul and a row-wise stage: one more trip through HBM, but
     the weight is no longer re-read for every block of rows (better when the rows are wide)."""
     fused = _Planner(program, frozenset()).plan()
-    split = frozenset(id(s.matmul.eqn) for s in fused.stages if s.matmul and s.full_cols and not s.batched)
+    split = frozenset(
+        id(s.matmul.eqn) for s in fused.stages if s.matmul and s.full_cols and not s.batched
+    )
     if not split_rowwise or not split:
         return fused
     return _Planner(program, split).plan()
@@ -154,8 +160,10 @@ class _Planner:
 
     def plan(self) -> Plan:
         if any(eqn.primitive == "iota" for eqn in self.program.eqns):
-            raise CannotPlan("the reference builds position masks (iota); only the attention kernel rebuilds "
-                             "those, and this is not attention")
+            raise CannotPlan(
+                "the reference builds position masks (iota); only the attention kernel rebuilds "
+                "those, and this is not attention"
+            )
         for eqn in self.program.eqns:
             self._visit(eqn)
         for output in self.program.outputs:
@@ -163,7 +171,9 @@ class _Planner:
                 raise CannotPlan("the reference returns a constant")
             self._materialize(output)
         self._connect()
-        if not any(stage.matmul or stage.conv or stage.full_cols or stage.eqns for stage in self.stages):
+        if not any(
+            stage.matmul or stage.conv or stage.full_cols or stage.eqns for stage in self.stages
+        ):
             raise CannotPlan("the reference does no work a kernel could take over")
         return Plan(self.program, self.stages, self.storage, self.relayouts)
 
@@ -180,7 +190,11 @@ class _Planner:
             # else gets the transpose done by XLA (a relayout) before the stage that reads it.
             self.producer[id(eqn.outputs[0])] = eqn
             return
-        sources = [self.stage_of[id(v)] for v in eqn.inputs if isinstance(v, Var) and id(v) in self.stage_of]
+        sources = [
+            self.stage_of[id(v)]
+            for v in eqn.inputs
+            if isinstance(v, Var) and id(v) in self.stage_of
+        ]
         if not sources:
             for output in eqn.outputs:
                 self.producer[id(output)] = eqn
@@ -192,19 +206,27 @@ class _Planner:
             if eqn.primitive in REDUCTIONS:
                 stage = self._new_stage(stage.frame, across_rows=True)
                 if not self._fits(eqn, stage):
-                    raise CannotPlan(f"`{eqn.primitive}` over {_shapes(eqn)} reduces in a way no tiling of its "
-                                     "rows and columns holds")
+                    raise CannotPlan(
+                        f"`{eqn.primitive}` over {_shapes(eqn)} reduces in a way no tiling of its "
+                        "rows and columns holds"
+                    )
                 self._place(eqn, stage)
                 return
             stage = self._new_stage(Frame.of(eqn.outputs[0].shape))
             if not self._fits(eqn, stage):
-                raise CannotPlan(f"`{eqn.primitive}` mixes values that no 2-D tiling holds together "
-                                 f"({_shapes(eqn)})")
+                raise CannotPlan(
+                    f"`{eqn.primitive}` mixes values that no 2-D tiling holds together "
+                    f"({_shapes(eqn)})"
+                )
         self._place(eqn, stage)
 
     def _place(self, eqn: Eqn, stage: Stage) -> None:
         for operand in eqn.inputs:
-            if isinstance(operand, Var) and id(operand) in self.producer and id(operand) not in stage.kinds:
+            if (
+                isinstance(operand, Var)
+                and id(operand) in self.producer
+                and id(operand) not in stage.kinds
+            ):
                 if self._relaid_later(operand):
                     self._materialize(operand)
                 else:
@@ -225,7 +247,9 @@ class _Planner:
         if result is None or any(k is None for k in operands) or len(eqn.outputs) != 1:
             return False
         source = operands[0]
-        if eqn.primitive in REDUCTIONS and not all(eqn.inputs[0].shape[a].is_one() for a in eqn.params["axes"]):
+        if eqn.primitive in REDUCTIONS and not all(
+            eqn.inputs[0].shape[a].is_one() for a in eqn.params["axes"]
+        ):
             if stage.across_rows:
                 return reduces_rows(source, result)
             return _reduction_allowed(eqn.primitive, source, result)
@@ -239,7 +263,11 @@ class _Planner:
         if eqn.primitive in VIEWS:
             return _view_allowed(source, result)
         if picks_one_per_row(eqn.primitive, eqn.params):
-            return [k.name for k in operands] == [TILE, ROW] and result.name == ROW and not stage.batched
+            return (
+                [k.name for k in operands] == [TILE, ROW]
+                and result.name == ROW
+                and not stage.batched
+            )
         return False
 
     def _kind_in(self, operand: Operand, stage: Stage) -> Kind | None:
@@ -247,8 +275,11 @@ class _Planner:
             return Kind(SCALAR)
         if id(operand) in stage.kinds:
             return stage.kinds[id(operand)]
-        if id(operand) in self.producer and not self._relaid_later(operand) \
-                and not self._fits(self.producer[id(operand)], stage):
+        if (
+            id(operand) in self.producer
+            and not self._relaid_later(operand)
+            and not self._fits(self.producer[id(operand)], stage)
+        ):
             return None
         return classify(operand.shape, stage.frame)
 
@@ -262,24 +293,44 @@ class _Planner:
         if not isinstance(lhs, Var) or not isinstance(rhs, Var):
             raise CannotPlan("a matmul with a constant operand")
         batch = len(lhs_batch)
-        lhs_free = [a for a in range(len(lhs.shape)) if a not in lhs_batch and a not in lhs_contract]
-        rhs_free = [a for a in range(len(rhs.shape)) if a not in rhs_batch and a not in rhs_contract]
+        lhs_free = [
+            a for a in range(len(lhs.shape)) if a not in lhs_batch and a not in lhs_contract
+        ]
+        rhs_free = [
+            a for a in range(len(rhs.shape)) if a not in rhs_batch and a not in rhs_contract
+        ]
         if len(lhs_contract) != 1 or len(rhs_free) != 1 or not lhs_free:
-            raise CannotPlan("a matmul that is not (batch..., rows..., depth) x (batch..., depth, cols) up to "
-                             f"transposes: dimension numbers {eqn.params['dimension_numbers']}")
+            raise CannotPlan(
+                "a matmul that is not (batch..., rows..., depth) x (batch..., depth, cols) up to "
+                f"transposes: dimension numbers {eqn.params['dimension_numbers']}"
+            )
         # The kernel reads (batch..., rows..., depth) and (batch..., depth, cols) or (batch..., cols,
         # depth); other axis orders are laid out that way by XLA first.
         lhs_order = (*lhs_batch, *lhs_free, *lhs_contract)
         if lhs_order != tuple(range(len(lhs.shape))):
             lhs = self._transposed(lhs, lhs_order)
-        transposed = tuple(rhs_batch) + (rhs_free[0], rhs_contract[0]) == tuple(range(len(rhs.shape)))
-        if not transposed and tuple(rhs_batch) + (rhs_contract[0], rhs_free[0]) != tuple(range(len(rhs.shape))):
-            rhs, transposed = self._transposed(rhs, (*rhs_batch, rhs_free[0], rhs_contract[0])), True
-        if not batch and id(rhs) in self.producer and self.producer[id(rhs)].primitive == "transpose":
+        transposed = tuple(rhs_batch) + (rhs_free[0], rhs_contract[0]) == tuple(
+            range(len(rhs.shape))
+        )
+        if not transposed and tuple(rhs_batch) + (rhs_contract[0], rhs_free[0]) != tuple(
+            range(len(rhs.shape))
+        ):
+            rhs, transposed = (
+                self._transposed(rhs, (*rhs_batch, rhs_free[0], rhs_contract[0])),
+                True,
+            )
+        if (
+            not batch
+            and id(rhs) in self.producer
+            and self.producer[id(rhs)].primitive == "transpose"
+        ):
             rhs, transposed = self.producer[id(rhs)].inputs[0], not transposed
         out = eqn.outputs[0]
-        frame = Frame(tuple(out.shape[:batch]), tuple(d for d in out.shape[batch:-1] if not d.is_one()),
-                      out.shape[-1])
+        frame = Frame(
+            tuple(out.shape[:batch]),
+            tuple(d for d in out.shape[batch:-1] if not d.is_one()),
+            out.shape[-1],
+        )
         precision = eqn.params.get("precision")
         highest = precision is not None and "HIGHEST" in str(precision)
         # The operands are read from HBM: a view resolves to the value holding the data, anything
@@ -287,7 +338,9 @@ class _Planner:
         self._materialize(lhs)
         self._materialize(rhs)
         stage = self._new_stage(frame)
-        stage.matmul = Matmul(eqn, lhs, rhs, transposed, lhs.shape[-1], "HIGHEST" if highest else None)
+        stage.matmul = Matmul(
+            eqn, lhs, rhs, transposed, lhs.shape[-1], "HIGHEST" if highest else None
+        )
         stage.kinds[id(out)] = Kind(TILE, batched=bool(batch))
         self.stage_of[id(out)] = stage
 
@@ -297,10 +350,17 @@ class _Planner:
         tiles."""
         image, kernel = eqn.inputs
         out = eqn.outputs[0]
-        if not is_plain_conv(eqn.params) or not isinstance(image, Var) or not isinstance(kernel, Var) \
-                or len(out.shape) != 4 or any(d.is_one() for d in out.shape[:2]):
-            raise CannotPlan(f"a convolution other than 2-D NCHW x OIHW, stride 1, no padding or dilation, one "
-                             f"group ({_shapes(eqn)})")
+        if (
+            not is_plain_conv(eqn.params)
+            or not isinstance(image, Var)
+            or not isinstance(kernel, Var)
+            or len(out.shape) != 4
+            or any(d.is_one() for d in out.shape[:2])
+        ):
+            raise CannotPlan(
+                f"a convolution other than 2-D NCHW x OIHW, stride 1, no padding or dilation, one "
+                f"group ({_shapes(eqn)})"
+            )
         batch, channels, height, width = out.shape
         frame = Frame((batch,), (channels,), height * width)
         self._materialize(image)
@@ -312,12 +372,18 @@ class _Planner:
 
     def _transposed(self, var: Var, order: tuple[int, ...]) -> Var:
         """A value standing for `var` with its axes in `order`, produced by a transpose."""
-        result = Var(tuple(var.shape[a] for a in order), var.dtype, tuple(var.bench_shape[a] for a in order))
+        result = Var(
+            tuple(var.shape[a] for a in order), var.dtype, tuple(var.bench_shape[a] for a in order)
+        )
         self.producer[id(result)] = Eqn("transpose", [var], [result], {"permutation": order})
         return result
 
     def _view_root(self, var: Var) -> Var:
-        while id(var) in self.producer and self.producer[id(var)].primitive in ("reshape", "squeeze", "expand_dims"):
+        while id(var) in self.producer and self.producer[id(var)].primitive in (
+            "reshape",
+            "squeeze",
+            "expand_dims",
+        ):
             var = self.producer[id(var)].inputs[0]
         return var
 
@@ -336,7 +402,12 @@ class _Planner:
 
     def _materialize(self, var: Var) -> None:
         """Make sure `var` is computed by some stage (values from parameters get their own)."""
-        if id(var) in self.stage_of or var in self.program.inputs or id(var) in self.storage or id(var) in self.relaid:
+        if (
+            id(var) in self.stage_of
+            or var in self.program.inputs
+            or id(var) in self.storage
+            or id(var) in self.relaid
+        ):
             return
         root = self._view_root(var)
         if root is not var:
@@ -354,17 +425,26 @@ class _Planner:
         stage = self._new_stage(Frame.of(var.shape))
         producer = self.producer.pop(id(var))
         if not self._fits(producer, stage):
-            raise CannotPlan(f"`{producer.primitive}` on parameters ({_shapes(producer)}) fits no tiling")
+            raise CannotPlan(
+                f"`{producer.primitive}` on parameters ({_shapes(producer)}) fits no tiling"
+            )
         self._place(producer, stage)
 
     def _connect(self) -> None:
         """Stage inputs and outputs: whatever crosses a stage boundary goes through HBM."""
-        needed_later: dict[int, Var] = {id(o): o for o in self.program.outputs if isinstance(o, Var)}
+        needed_later: dict[int, Var] = {
+            id(o): o for o in self.program.outputs if isinstance(o, Var)
+        }
         for stage in self.stages:
             produced = {id(o) for e in stage.eqns for o in e.outputs}
             if stage.head_result is not None:
                 produced.add(id(stage.head_result))
-            operands = [o for e in stage.eqns for o in e.inputs if isinstance(o, Var) and id(o) not in produced]
+            operands = [
+                o
+                for e in stage.eqns
+                for o in e.inputs
+                if isinstance(o, Var) and id(o) not in produced
+            ]
             for var in operands:
                 if all(var is not seen for seen in stage.inputs):
                     stage.inputs.append(var)
@@ -375,19 +455,27 @@ class _Planner:
             root = self.storage.get(id(transpose.inputs[0]), transpose.inputs[0])
             needed_later[id(root)] = root
         for stage in self.stages:
-            stage.outputs = [v for key, v in needed_later.items() if self.stage_of.get(key) is stage]
+            stage.outputs = [
+                v for key, v in needed_later.items() if self.stage_of.get(key) is stage
+            ]
             for var in stage.outputs:
                 kind = stage.kinds[id(var)]
                 if kind.spans_rows == stage.across_rows:
-                    raise CannotPlan(f"a {kind.name} result of shape {_shape(var)} would need every row of a "
-                                     "row-tiled stage: not planned")
+                    raise CannotPlan(
+                        f"a {kind.name} result of shape {_shape(var)} would need every row of a "
+                        "row-tiled stage: not planned"
+                    )
                 if kind.name == GROUP_ROW:
-                    raise CannotPlan(f"a per-group result of shape {_shape(var)} leaves the kernel: not planned")
+                    raise CannotPlan(
+                        f"a per-group result of shape {_shape(var)} leaves the kernel: not planned"
+                    )
         for stage in self.stages:
             for var in stage.inputs:
                 kind = stage.kinds.get(id(var))
                 if kind is None or kind.name == GROUP_ROW:
-                    raise CannotPlan(f"a stage input of shape {_shape(var)} does not fit the stage's tiling")
+                    raise CannotPlan(
+                        f"a stage input of shape {_shape(var)} does not fit the stage's tiling"
+                    )
 
 
 def reduces_rows(source: Kind, result: Kind) -> bool:
@@ -429,4 +517,3 @@ def _shape(var: Var) -> str:
 
 def _shapes(eqn: Eqn) -> str:
     return ", ".join(_shape(v) if isinstance(v, Var) else "constant" for v in eqn.inputs)
-

@@ -13,15 +13,48 @@ import numpy as np
 
 Formatter = Callable[[list[str], dict[str, Any]], str]
 
-_BINARY_OPERATORS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "lt": "<", "le": "<=", "gt": ">",
-                     "ge": ">=", "eq": "==", "ne": "!=", "and": "&", "or": "|", "xor": "^"}
-_BINARY_FUNCTIONS = {"max": "jnp.maximum", "min": "jnp.minimum", "pow": "jnp.power", "rem": "jax.lax.rem",
-                     "atan2": "jnp.arctan2"}
-_UNARY_FUNCTIONS = {"exp": "jnp.exp", "exp2": "jnp.exp2", "log": "jnp.log", "log1p": "jnp.log1p",
-                    "tanh": "jnp.tanh", "logistic": "jax.nn.sigmoid", "sqrt": "jnp.sqrt", "rsqrt": "jax.lax.rsqrt",
-                    "abs": "jnp.abs", "sin": "jnp.sin", "cos": "jnp.cos", "tan": "jnp.tan", "erf": "jax.lax.erf",
-                    "erf_inv": "jax.lax.erf_inv", "floor": "jnp.floor", "ceil": "jnp.ceil",
-                    "is_finite": "jnp.isfinite", "square": "jnp.square"}
+_BINARY_OPERATORS = {
+    "add": "+",
+    "sub": "-",
+    "mul": "*",
+    "div": "/",
+    "lt": "<",
+    "le": "<=",
+    "gt": ">",
+    "ge": ">=",
+    "eq": "==",
+    "ne": "!=",
+    "and": "&",
+    "or": "|",
+    "xor": "^",
+}
+_BINARY_FUNCTIONS = {
+    "max": "jnp.maximum",
+    "min": "jnp.minimum",
+    "pow": "jnp.power",
+    "rem": "jax.lax.rem",
+    "atan2": "jnp.arctan2",
+}
+_UNARY_FUNCTIONS = {
+    "exp": "jnp.exp",
+    "exp2": "jnp.exp2",
+    "log": "jnp.log",
+    "log1p": "jnp.log1p",
+    "tanh": "jnp.tanh",
+    "logistic": "jax.nn.sigmoid",
+    "sqrt": "jnp.sqrt",
+    "rsqrt": "jax.lax.rsqrt",
+    "abs": "jnp.abs",
+    "sin": "jnp.sin",
+    "cos": "jnp.cos",
+    "tan": "jnp.tan",
+    "erf": "jax.lax.erf",
+    "erf_inv": "jax.lax.erf_inv",
+    "floor": "jnp.floor",
+    "ceil": "jnp.ceil",
+    "is_finite": "jnp.isfinite",
+    "square": "jnp.square",
+}
 
 REDUCTIONS = {"reduce_sum": "jnp.sum", "reduce_max": "jnp.max", "reduce_min": "jnp.min"}
 VIEWS = {"reshape", "squeeze", "expand_dims", "broadcast_in_dim"}
@@ -52,7 +85,9 @@ ELEMENTWISE: dict[str, Formatter] = {
     "integer_pow": lambda args, params: f"jax.lax.integer_pow({args[0]}, {params['y']})",
     "clamp": lambda args, params: f"jnp.clip({args[1]}, {args[0]}, {args[2]})",
     "select_n": _select,
-    "convert_element_type": lambda args, params: f"{args[0]}.astype({dtype_source(params['new_dtype'])})",
+    "convert_element_type": lambda args, params: (
+        f"{args[0]}.astype({dtype_source(params['new_dtype'])})"
+    ),
 }
 
 
@@ -66,8 +101,12 @@ def is_translatable(primitive: str, operand_count: int) -> bool:
     """Whether some plan of the agent can hold this primitive: matmuls and weight transposes
     shape the stages; positions (iota) only appear in masks the attention kernel rebuilds; a
     gather only as one element picked per row (see picks_one_per_row)."""
-    return is_elementwise(primitive, operand_count) or primitive in REDUCTIONS or primitive in VIEWS or \
-        primitive in ("dot_general", "transpose", "iota", "gather", "conv_general_dilated")
+    return (
+        is_elementwise(primitive, operand_count)
+        or primitive in REDUCTIONS
+        or primitive in VIEWS
+        or primitive in ("dot_general", "transpose", "iota", "gather", "conv_general_dilated")
+    )
 
 
 def is_plain_conv(params: dict[str, Any]) -> bool:
@@ -75,10 +114,16 @@ def is_plain_conv(params: dict[str, Any]) -> bool:
     result, stride 1, no padding or dilation, one group."""
     numbers = params["dimension_numbers"]
     identity = (0, 1, 2, 3)
-    return (tuple(numbers.lhs_spec), tuple(numbers.rhs_spec), tuple(numbers.out_spec)) == (identity,) * 3 \
-        and tuple(params["window_strides"]) == (1, 1) and all(tuple(p) == (0, 0) for p in params["padding"]) \
-        and tuple(params["lhs_dilation"]) == (1, 1) and tuple(params["rhs_dilation"]) == (1, 1) \
-        and params["feature_group_count"] == 1 and params["batch_group_count"] == 1
+    return (
+        (tuple(numbers.lhs_spec), tuple(numbers.rhs_spec), tuple(numbers.out_spec))
+        == (identity,) * 3
+        and tuple(params["window_strides"]) == (1, 1)
+        and all(tuple(p) == (0, 0) for p in params["padding"])
+        and tuple(params["lhs_dilation"]) == (1, 1)
+        and tuple(params["rhs_dilation"]) == (1, 1)
+        and params["feature_group_count"] == 1
+        and params["batch_group_count"] == 1
+    )
 
 
 def picks_one_per_row(primitive: str, params: dict[str, Any]) -> bool:
@@ -86,6 +131,11 @@ def picks_one_per_row(primitive: str, params: dict[str, Any]) -> bool:
     if primitive != "gather":
         return False
     numbers = params["dimension_numbers"]
-    return (tuple(numbers.offset_dims), tuple(numbers.collapsed_slice_dims), tuple(numbers.start_index_map),
-            tuple(numbers.operand_batching_dims), tuple(numbers.start_indices_batching_dims),
-            tuple(params["slice_sizes"])) == ((), (1,), (1,), (0,), (0,), (1, 1))
+    return (
+        tuple(numbers.offset_dims),
+        tuple(numbers.collapsed_slice_dims),
+        tuple(numbers.start_index_map),
+        tuple(numbers.operand_batching_dims),
+        tuple(numbers.start_indices_batching_dims),
+        tuple(params["slice_sizes"]),
+    ) == ((), (1,), (1,), (0,), (0,), (1, 1))

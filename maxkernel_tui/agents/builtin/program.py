@@ -24,14 +24,29 @@ from maxkernel_tui.kernels import reference_runtime as runtime
 from maxkernel_tui.kernels.task import CHECK, Task
 
 # Calls whose body we inline; the key names the parameter that holds the body.
-_CALL_BODIES = {"jit": "jaxpr", "pjit": "jaxpr", "closed_call": "call_jaxpr", "core_call": "call_jaxpr",
-                "custom_jvp_call": "call_jaxpr", "custom_vjp_call": "call_jaxpr",
-                "custom_vjp_call_jaxpr": "fun_jaxpr", "remat": "jaxpr", "checkpoint": "jaxpr"}
+_CALL_BODIES = {
+    "jit": "jaxpr",
+    "pjit": "jaxpr",
+    "closed_call": "call_jaxpr",
+    "core_call": "call_jaxpr",
+    "custom_jvp_call": "call_jaxpr",
+    "custom_vjp_call": "call_jaxpr",
+    "custom_vjp_call_jaxpr": "fun_jaxpr",
+    "remat": "jaxpr",
+    "checkpoint": "jaxpr",
+}
 # Primitives that return their operand unchanged (for values, not derivatives).
 _IDENTITIES = {"stop_gradient", "copy", "copy_p", "optimization_barrier"}
 # Parameters that must agree between the two traces (sizes are compared through the shapes).
-_STRUCTURAL_PARAMS = ("axes", "broadcast_dimensions", "permutation", "dimension_numbers", "y", "new_dtype",
-                      "dimensions")
+_STRUCTURAL_PARAMS = (
+    "axes",
+    "broadcast_dimensions",
+    "permutation",
+    "dimension_numbers",
+    "y",
+    "new_dtype",
+    "dimensions",
+)
 
 
 @dataclass(eq=False)
@@ -93,15 +108,24 @@ def trace_program(task: Task, separate: bool = True) -> Program:
         specs, static = runtime.input_specs(task, module, config)
         if config != bench and separate:
             specs = _separate_coincident_sizes(module.computation, bench_specs, specs, static)
-        traced = jax.make_jaxpr(lambda *dynamic, static=static: module.computation(*dynamic, *static),
-                                return_shape=True)(*specs)
+        traced = jax.make_jaxpr(
+            lambda *dynamic, static=static: module.computation(*dynamic, *static), return_shape=True
+        )(*specs)
         traces.append((specs, static, *traced))
     (specs_b, static_b, jaxpr_b, shape_b), (specs_c, _, jaxpr_c, _) = traces
     arg_names = _argument_names(module.computation, len(specs_b) + len(static_b))
     table = DimTable()
-    inputs = [Var(tuple(table.input_dim(b, c, position, axis) for axis, (b, c) in enumerate(zip(sb.shape, sc.shape))),
-                  np.dtype(sb.dtype), tuple(sb.shape))
-              for position, (sb, sc) in enumerate(zip(specs_b, specs_c))]
+    inputs = [
+        Var(
+            tuple(
+                table.input_dim(b, c, position, axis)
+                for axis, (b, c) in enumerate(zip(sb.shape, sc.shape))
+            ),
+            np.dtype(sb.dtype),
+            tuple(sb.shape),
+        )
+        for position, (sb, sc) in enumerate(zip(specs_b, specs_c))
+    ]
     builder = _Builder(table)
     outputs = builder.walk(jaxpr_b, jaxpr_c, list(inputs))
     eqns = _live(builder.eqns, outputs)
@@ -109,7 +133,9 @@ def trace_program(task: Task, separate: bool = True) -> Program:
     return Program(arg_names, inputs, eqns, outputs, table, jax.tree.structure(shape_b))
 
 
-def _separate_coincident_sizes(computation: Any, bench: tuple, check: tuple, static: tuple) -> tuple:
+def _separate_coincident_sizes(
+    computation: Any, bench: tuple, check: tuple, static: tuple
+) -> tuple:
     """The check-shape input specs with sizes that merely coincide told apart. Input sizes equal
     in both traces share a symbol (dims.py); when they are unrelated (out channels and height
     both 128 then 32), a kernel file would read one for the other and break where they differ.
@@ -135,23 +161,32 @@ def _separate_coincident_sizes(computation: Any, bench: tuple, check: tuple, sta
             if structure is not None and _structure(computation, trial, check, static) == structure:
                 shapes, factor = trial, factor + 2
                 tied.remove((position, axis))
-    return tuple(jax.ShapeDtypeStruct(tuple(shape), spec.dtype) for shape, spec in zip(shapes, check))
+    return tuple(
+        jax.ShapeDtypeStruct(tuple(shape), spec.dtype) for shape, spec in zip(shapes, check)
+    )
 
 
-def _structure(computation: Any, shapes: list[list[int]], like: tuple, static: tuple) -> list[str] | None:
+def _structure(
+    computation: Any, shapes: list[list[int]], like: tuple, static: tuple
+) -> list[str] | None:
     """The primitives of the reference traced at these shapes; None when it does not trace."""
     specs = [jax.ShapeDtypeStruct(tuple(shape), spec.dtype) for shape, spec in zip(shapes, like)]
     try:
         traced = jax.make_jaxpr(lambda *dynamic: computation(*dynamic, *static))(*specs)
-    except Exception:  # noqa: BLE001 - any failure means the sizes are tied
+    except Exception:
         return None
     return [eqn.primitive.name for eqn in traced.jaxpr.eqns]
 
 
 def _argument_names(computation: Any, count: int) -> list[str]:
     parameters = list(inspect.signature(computation).parameters.values())
-    if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in parameters) or len(parameters) < count:
-        raise ShapeRuleError("the reference's computation takes *args or **kwargs; its signature is unclear")
+    if (
+        any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in parameters)
+        or len(parameters) < count
+    ):
+        raise ShapeRuleError(
+            "the reference's computation takes *args or **kwargs; its signature is unclear"
+        )
     return [p.name for p in parameters[:count]]
 
 
@@ -178,7 +213,9 @@ class _Builder:
         jaxpr_b, consts_b = _open(closed_b)
         jaxpr_c, consts_c = _open(closed_c)
         if len(jaxpr_b.eqns) != len(jaxpr_c.eqns):
-            raise ShapeRuleError("the reference's program changes structure between bench and check shapes")
+            raise ShapeRuleError(
+                "the reference's program changes structure between bench and check shapes"
+            )
         env: dict[Any, Operand] = {}
         for var, b, c in zip(jaxpr_b.constvars, consts_b, consts_c):
             env[var] = self._constant(b, c)
@@ -197,21 +234,36 @@ class _Builder:
             return self.walk(eqn_b.params[key], eqn_c.params[key], inputs)
         if name in _IDENTITIES and len(inputs) == 1:
             return inputs
-        if name == "convert_element_type" and isinstance(inputs[0], Var) \
-                and inputs[0].dtype == np.dtype(eqn_b.params["new_dtype"]):
+        if (
+            name == "convert_element_type"
+            and isinstance(inputs[0], Var)
+            and inputs[0].dtype == np.dtype(eqn_b.params["new_dtype"])
+        ):
             return inputs
-        if name == "select_n" and isinstance(inputs[0], Literal) and np.ndim(inputs[0].bench) == 0 \
-                and inputs[0].bench == inputs[0].check:
+        if (
+            name == "select_n"
+            and isinstance(inputs[0], Literal)
+            and np.ndim(inputs[0].bench) == 0
+            and inputs[0].bench == inputs[0].check
+        ):
             return [inputs[1 + int(inputs[0].bench)]]
         if all(isinstance(i, Literal) for i in inputs) and _scalar_outputs(eqn_b):
             return self._fold(eqn_b, eqn_c, inputs)
         conv = self._plain_conv_output(eqn_b, inputs) if name == "conv_general_dilated" else None
-        outputs = [conv] if conv else [self._var(vb.aval, vc.aval) for vb, vc in zip(eqn_b.outvars, eqn_c.outvars)]
+        outputs = (
+            [conv]
+            if conv
+            else [self._var(vb.aval, vc.aval) for vb, vc in zip(eqn_b.outvars, eqn_c.outvars)]
+        )
         eqn = Eqn(name, inputs, outputs, dict(eqn_b.params))
         if not is_translatable(name, len(inputs)):
-            shapes = ", ".join(str(tuple(v.aval.shape)) for v in eqn_b.invars if hasattr(v.aval, "shape"))
-            self.untranslatable[id(eqn)] = (f"the reference uses `{name}` ({shapes}), which the built-in agent "
-                                            "does not translate into a kernel")
+            shapes = ", ".join(
+                str(tuple(v.aval.shape)) for v in eqn_b.invars if hasattr(v.aval, "shape")
+            )
+            self.untranslatable[id(eqn)] = (
+                f"the reference uses `{name}` ({shapes}), which the built-in agent "
+                "does not translate into a kernel"
+            )
         self.eqns.append(eqn)
         return list(outputs)
 
@@ -220,14 +272,23 @@ class _Builder:
         channels, height - kh + 1, width - kw + 1), never guessed from values (a width of 126
         in both traces is the width minus 2, not a constant)."""
         image, kernel = inputs
-        if not is_plain_conv(eqn_b.params) or not isinstance(image, Var) or not isinstance(kernel, Var):
+        if (
+            not is_plain_conv(eqn_b.params)
+            or not isinstance(image, Var)
+            or not isinstance(kernel, Var)
+        ):
             return None
         out = eqn_b.outvars[0].aval
         try:
-            spatial = [self.table.shifted(image.shape[axis], 1 - kernel.bench_shape[axis]) for axis in (2, 3)]
+            spatial = [
+                self.table.shifted(image.shape[axis], 1 - kernel.bench_shape[axis])
+                for axis in (2, 3)
+            ]
         except ShapeRuleError:
             return None
-        return Var((image.shape[0], kernel.shape[0], *spatial), np.dtype(out.dtype), tuple(out.shape))
+        return Var(
+            (image.shape[0], kernel.shape[0], *spatial), np.dtype(out.dtype), tuple(out.shape)
+        )
 
     def _var(self, bench: Any, check: Any) -> Var:
         """A new value. A size that follows no rule keeps its bench value and the problem is
@@ -246,21 +307,33 @@ class _Builder:
 
     def _fold(self, eqn_b: Any, eqn_c: Any, inputs: list[Literal]) -> list[Operand]:
         """Scalar arithmetic on constants, evaluated once per trace."""
-        bench = eqn_b.primitive.bind(*[np.asarray(i.bench, i.dtype) for i in inputs], **eqn_b.params)
-        check = eqn_c.primitive.bind(*[np.asarray(i.check, i.dtype) for i in inputs], **eqn_c.params)
+        bench = eqn_b.primitive.bind(
+            *[np.asarray(i.bench, i.dtype) for i in inputs], **eqn_b.params
+        )
+        check = eqn_c.primitive.bind(
+            *[np.asarray(i.check, i.dtype) for i in inputs], **eqn_c.params
+        )
         if not eqn_b.primitive.multiple_results:
             bench, check = [bench], [check]
-        return [Literal(np.asarray(b).item(), np.asarray(c).item(), np.dtype(v.aval.dtype))
-                for b, c, v in zip(bench, check, eqn_b.outvars)]
+        return [
+            Literal(np.asarray(b).item(), np.asarray(c).item(), np.dtype(v.aval.dtype))
+            for b, c, v in zip(bench, check, eqn_b.outvars)
+        ]
 
     def _operand(self, env: dict[Any, Operand], var_b: Any, var_c: Any) -> Operand:
         if isinstance(var_b, core.Literal):
-            return Literal(np.asarray(var_b.val).item(), np.asarray(var_c.val).item(), np.dtype(var_b.aval.dtype))
+            return Literal(
+                np.asarray(var_b.val).item(),
+                np.asarray(var_c.val).item(),
+                np.dtype(var_b.aval.dtype),
+            )
         return env[var_b]
 
     def _constant(self, bench: Any, check: Any) -> Literal:
         if np.size(bench) != 1 or np.size(check) != 1:
-            raise ShapeRuleError("the reference captures a constant array; only scalar constants are supported")
+            raise ShapeRuleError(
+                "the reference captures a constant array; only scalar constants are supported"
+            )
         return Literal(np.asarray(bench).item(), np.asarray(check).item(), np.asarray(bench).dtype)
 
 
@@ -272,8 +345,11 @@ def _open(closed: Any) -> tuple[Any, list[Any]]:
 
 def _check_same_structure(eqn_b: Any, eqn_c: Any) -> None:
     if eqn_b.primitive is not eqn_c.primitive or any(
-            str(eqn_b.params.get(k)) != str(eqn_c.params.get(k)) for k in _STRUCTURAL_PARAMS):
-        raise ShapeRuleError(f"the reference's `{eqn_b.primitive.name}` differs between bench and check shapes")
+        str(eqn_b.params.get(k)) != str(eqn_c.params.get(k)) for k in _STRUCTURAL_PARAMS
+    ):
+        raise ShapeRuleError(
+            f"the reference's `{eqn_b.primitive.name}` differs between bench and check shapes"
+        )
 
 
 def _scalar_outputs(eqn: Any) -> bool:

@@ -44,7 +44,9 @@ DEFAULT_STEP_TIMEOUT_S = 240.0
 class BuiltinProvider:
     name = "builtin"
 
-    def __init__(self, *, target: str = DEFAULT_TARGET, step_timeout_s: float = DEFAULT_STEP_TIMEOUT_S) -> None:
+    def __init__(
+        self, *, target: str = DEFAULT_TARGET, step_timeout_s: float = DEFAULT_STEP_TIMEOUT_S
+    ) -> None:
         self.model = MODEL
         self.target = target  # when a step's context names none
         self._step_timeout_s = step_timeout_s
@@ -77,13 +79,19 @@ class BuiltinProvider:
             if self._worker is None:
                 self._worker = LineWorker(python_module_argv(WORKER_MODULE), jax_worker_env())
             try:
-                reply = await asyncio.to_thread(self._worker.ask, json.dumps(step.to_json()), self._step_timeout_s)
+                reply = await asyncio.to_thread(
+                    self._worker.ask, json.dumps(step.to_json()), self._step_timeout_s
+                )
             except WorkerFailure as failure:
                 # A crashed worker restarts on the next ask; a step that timed out would time out again.
-                raise ProviderError(f"the built-in agent's worker failed on the {step.role} step: {failure}",
-                                    retryable=failure.kind == "died") from None
+                raise ProviderError(
+                    f"the built-in agent's worker failed on the {step.role} step: {failure}",
+                    retryable=failure.kind == "died",
+                ) from None
         if "text" in reply:
             return str(reply["text"])
         if reply.get("kind") == "cannot_plan":
             raise CannotPlanError(str(reply.get("error")))
-        raise BuiltinAgentError(f"the built-in agent could not answer the {step.role} step: {reply.get('error')}")
+        raise BuiltinAgentError(
+            f"the built-in agent could not answer the {step.role} step: {reply.get('error')}"
+        )

@@ -19,6 +19,7 @@ def imports(standard: list[str]) -> str:
     head = "".join(f"import {module}\n" for module in sorted(standard))
     return head + ("\n" if head else "") + JAX_IMPORTS
 
+
 VMEM_CONSTANTS = """\
 # Scoped VMEM a kernel gets by default (v5e); a larger footprint asks for more, up to the cap
 # (v5e and v6e have 128 MiB of VMEM). Blocks shrink until their footprint fits the budget.
@@ -122,9 +123,13 @@ _INDEX_MAPS = {
 
 
 def index_map_name(role: str, grid: tuple[str, ...], batched_operand: bool) -> str:
-    suffix = {MATMUL_GRID: "", BATCHED_GRID: "_batched" if batched_operand else "_shared",
-              ELEMENTWISE_GRID: "_ew", COLUMN_REDUCTION_GRID: "_rows_inner",
-              IMAGE_GRID: "_per_image" if batched_operand else "_all_images"}[grid]
+    suffix = {
+        MATMUL_GRID: "",
+        BATCHED_GRID: "_batched" if batched_operand else "_shared",
+        ELEMENTWISE_GRID: "_ew",
+        COLUMN_REDUCTION_GRID: "_rows_inner",
+        IMAGE_GRID: "_per_image" if batched_operand else "_all_images",
+    }[grid]
     return f"_{role}_block{suffix}"
 
 
@@ -135,6 +140,8 @@ def index_map_source(role: str, grid: tuple[str, ...], batched_operand: bool) ->
     if batched_operand:
         returned = f"b, {returned}"
         description = f"{description} Batch entry b."
-    return (f"def {index_map_name(role, grid, batched_operand)}({', '.join(grid)}):\n"
-            f'    """{description}"""\n'
-            f"    return {returned}\n")
+    return (
+        f"def {index_map_name(role, grid, batched_operand)}({', '.join(grid)}):\n"
+        f'    """{description}"""\n'
+        f"    return {returned}\n"
+    )

@@ -33,14 +33,21 @@ def answer_tester(context: Mapping[str, Any] | None) -> str:
         check = check_params(load_task(Path(task_dir)))
     except TaskError as error:
         raise BuiltinAgentError(f"the request's task_dir is not a usable task: {error}") from None
-    sizes = {k: v for k, v in (check or {}).items() if isinstance(v, int) and not isinstance(v, bool)}
+    sizes = {
+        k: v for k, v in (check or {}).items() if isinstance(v, int) and not isinstance(v, bool)
+    }
     configs = []
     # the largest sizes first: they are the ones blocks tile
     for key in sorted(sizes, key=lambda k: -sizes[k]):
         value = odd_tiles(sizes[key])
         if value != sizes[key] and len(configs) < MAX_PROPOSALS:
-            configs.append({"name": _name(key, value), "params": {**check, key: value},  # type: ignore[dict-item]
-                            "why": _why(key, sizes[key], value)})
+            configs.append(
+                {
+                    "name": _name(key, value),
+                    "params": {**check, key: value},  # type: ignore[dict-item]
+                    "why": _why(key, sizes[key], value),
+                }
+            )
     return json.dumps({"configs": configs})
 
 

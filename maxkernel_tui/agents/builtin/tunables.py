@@ -5,8 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 # What the autotuner tries for each knob, one knob at a time.
-CHOICES = {"block_rows": (128, 256, 512, 1024), "block_cols": (256, 512, 1024, 2048),
-           "block_depth": (256, 512, 1024, 2048)}
+CHOICES = {
+    "block_rows": (128, 256, 512, 1024),
+    "block_cols": (256, 512, 1024, 2048),
+    "block_depth": (256, 512, 1024, 2048),
+}
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ def respond(line: str, cache: DraftCache) -> dict[str, Any]:
         return {"error": str(reason), "kind": "cannot_plan"}
     except BuiltinAgentError as error:
         return {"error": str(error), "kind": "no_answer"}
-    except Exception as error:  # noqa: BLE001 - a bug or a task the agent trips on: the caller reports it, the worker lives on
+    except Exception as error:
         first = (str(error).strip().splitlines() or [""])[0][:300]
         return {"error": f"{type(error).__name__}: {first}", "kind": "internal"}
 

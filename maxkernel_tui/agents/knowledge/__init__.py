@@ -77,7 +77,9 @@ def pack(names: Iterable[str]) -> str:
 def role_topics(role: str, family: str | None = None) -> list[str]:
     """The topic names `for_role` would pack: the role's defaults, then the family's extras."""
     if role not in ROLE_TOPICS:
-        raise KeyError(f"no knowledge selection for role {role!r}; known roles: {', '.join(ROLE_TOPICS)}")
+        raise KeyError(
+            f"no knowledge selection for role {role!r}; known roles: {', '.join(ROLE_TOPICS)}"
+        )
     extras = FAMILY_TOPICS.get(family, ()) if family else ()
     return list(dict.fromkeys((*ROLE_TOPICS[role], *extras)))
 

@@ -10,29 +10,48 @@ The cheap modules only; a provider module is imported when one is built.
 
 from maxkernel_tui.agents.llm.client import LLMClient
 from maxkernel_tui.agents.llm.errors import (
-                                             LLMError,
-                                             MalformedOutput,
-                                             ProviderConfigError,
-                                             ProviderError,
-                                             RetriesExhausted,
-                                             StreamBroken,
+    LLMError,
+    MalformedOutput,
+    ProviderConfigError,
+    ProviderError,
+    RetriesExhausted,
+    StreamBroken,
 )
 from maxkernel_tui.agents.llm.registry import build_provider
 from maxkernel_tui.agents.llm.retry import RetryPolicy
 from maxkernel_tui.agents.llm.types import (
-                                             Discarded,
-                                             Done,
-                                             Message,
-                                             Request,
-                                             Response,
-                                             TextDelta,
-                                             ToolCall,
-                                             ToolCallChunk,
-                                             ToolSpec,
-                                             Usage,
-                                             UsageChunk,
+    Discarded,
+    Done,
+    Message,
+    Request,
+    Response,
+    TextDelta,
+    ToolCall,
+    ToolCallChunk,
+    ToolSpec,
+    Usage,
+    UsageChunk,
 )
 
-__all__ = ["Discarded", "Done", "LLMClient", "LLMError", "MalformedOutput", "Message", "ProviderConfigError",
-           "ProviderError", "Request", "Response", "RetriesExhausted", "RetryPolicy", "StreamBroken", "TextDelta",
-           "ToolCall", "ToolCallChunk", "ToolSpec", "Usage", "UsageChunk", "build_provider"]
+__all__ = [
+    "Discarded",
+    "Done",
+    "LLMClient",
+    "LLMError",
+    "MalformedOutput",
+    "Message",
+    "ProviderConfigError",
+    "ProviderError",
+    "Request",
+    "Response",
+    "RetriesExhausted",
+    "RetryPolicy",
+    "StreamBroken",
+    "TextDelta",
+    "ToolCall",
+    "ToolCallChunk",
+    "ToolSpec",
+    "Usage",
+    "UsageChunk",
+    "build_provider",
+]

@@ -76,7 +76,9 @@ def prompt_chars(request: Request) -> int:
     chars = len(request.system) + len(json.dumps([asdict(t) for t in request.tools]))
     chars += len(json.dumps(request.json_schema)) if request.json_schema else 0
     for m in request.messages:
-        chars += len(m.content) + sum(len(c.name) + len(json.dumps(c.arguments)) for c in m.tool_calls)
+        chars += len(m.content) + sum(
+            len(c.name) + len(json.dumps(c.arguments)) for c in m.tool_calls
+        )
     return chars
 
 
@@ -93,26 +95,35 @@ class _Attempt:
 
 
 class LLMClient:
-    def __init__(self, provider: Provider, *, budget: Budget | None = None,
-                 policy: RetryPolicy | None = None, on_event: Callable[[LLMEvent], None] | None = None,
-                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-                 clock: Callable[[], float] = time.monotonic, rng: random.Random | None = None) -> None:
+    def __init__(
+        self,
+        provider: Provider,
+        *,
+        budget: Budget | None = None,
+        policy: RetryPolicy | None = None,
+        on_event: Callable[[LLMEvent], None] | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        clock: Callable[[], float] = time.monotonic,
+        rng: random.Random | None = None,
+    ) -> None:
         self.provider = provider
         self.budget = budget or Budget()
         self.policy = policy or RetryPolicy()
         self._on_event = on_event
         self._sleep, self._clock, self._rng = sleep, clock, rng or random.Random()
 
-    async def complete(self, request: Request, *, parse: Parser | None = None,
-                       budget: Budget | None = None) -> Response:
+    async def complete(
+        self, request: Request, *, parse: Parser | None = None, budget: Budget | None = None
+    ) -> Response:
         async with aclosing(self.stream(request, parse=parse, budget=budget)) as chunks:
             async for chunk in chunks:
                 if isinstance(chunk, Done):
                     return chunk.response
         raise AssertionError("a stream always ends with Done or an exception")
 
-    async def stream(self, request: Request, *, parse: Parser | None = None,
-                     budget: Budget | None = None) -> AsyncIterator[StreamChunk]:
+    async def stream(
+        self, request: Request, *, parse: Parser | None = None, budget: Budget | None = None
+    ) -> AsyncIterator[StreamChunk]:
         """The chunks of one call; `budget` overrides the client's (a search's scope)."""
         budget = budget or self.budget
         request = replace(request, model=request.model or self.provider.model)
@@ -123,8 +134,9 @@ class LLMClient:
         while True:
             attempt += 1
             result = _Attempt()
-            reservation = budget.reserve(request.model, estimate_tokens(prompt_chars(request)),
-                                         request.max_tokens)
+            reservation = budget.reserve(
+                request.model, estimate_tokens(prompt_chars(request)), request.max_tokens
+            )
             started = self._clock()
             try:
                 async with aclosing(self._attempt(request, attempt, result)) as chunks:
@@ -132,12 +144,20 @@ class LLMClient:
                         yield chunk
             except (ProviderError, MalformedOutput) as e:
                 result.error = e
-            except BaseException as e:  # cancelled, closed by the consumer, or not the provider's fault
+            except (
+                BaseException
+            ) as e:  # cancelled, closed by the consumer, or not the provider's fault
                 usage = self._usage(request, result, started, budget)
                 reservation.settle(usage.prompt_tokens, usage.completion_tokens, usage.cost_usd)
                 stopped = isinstance(e, (asyncio.CancelledError, GeneratorExit))
-                self._emit(AttemptEnded(attempt, usage, "cancelled" if stopped else "failed",
-                                        None if stopped else f"{type(e).__name__}: {e}"))
+                self._emit(
+                    AttemptEnded(
+                        attempt,
+                        usage,
+                        "cancelled" if stopped else "failed",
+                        None if stopped else f"{type(e).__name__}: {e}",
+                    )
+                )
                 raise
             parsed = None
             if result.error is None and parse is not None and not result.tool_calls:
@@ -156,13 +176,24 @@ class LLMClient:
             elif isinstance(error, MalformedOutput):
                 if reasks >= self.policy.max_reasks:
                     self._emit(AttemptEnded(attempt, usage, "failed", str(error)))
-                    failure = MalformedOutput(f"{error} (still malformed after {reasks} re-asks)", error.raw)
+                    failure = MalformedOutput(
+                        f"{error} (still malformed after {reasks} re-asks)", error.raw
+                    )
                 else:
                     reasks, retries = reasks + 1, 0
                     self._emit(AttemptEnded(attempt, usage, "reask", str(error)))
-                    self._emit(ReaskScheduled(self.provider.name, request.model, reasks, self.policy.max_reasks,
-                                              str(error)))
-                    request = replace(request, messages=request.messages + reask_messages(error.raw, str(error)))
+                    self._emit(
+                        ReaskScheduled(
+                            self.provider.name,
+                            request.model,
+                            reasks,
+                            self.policy.max_reasks,
+                            str(error),
+                        )
+                    )
+                    request = replace(
+                        request, messages=request.messages + reask_messages(error.raw, str(error))
+                    )
             else:
                 failure, delay = self._retry_or_fail(error, retries, request.model, attempt, usage)
                 retries += 1
@@ -170,15 +201,24 @@ class LLMClient:
             if failure is not None:
                 raise failure
             if error is None:
-                yield Done(Response("".join(result.text), tuple(result.tool_calls), result.finish or "stop",
-                                    total_usage(usages), attempt, parsed))
+                yield Done(
+                    Response(
+                        "".join(result.text),
+                        tuple(result.tool_calls),
+                        result.finish or "stop",
+                        total_usage(usages),
+                        attempt,
+                        parsed,
+                    )
+                )
                 return
             yield Discarded(str(error), attempt)
             if delay > 0:
                 await self._sleep(delay)
 
-    def _retry_or_fail(self, error: ProviderError, retries: int, model: str, attempt: int,
-                       usage: Usage) -> tuple[ProviderError | None, float]:
+    def _retry_or_fail(
+        self, error: ProviderError, retries: int, model: str, attempt: int, usage: Usage
+    ) -> tuple[ProviderError | None, float]:
         """(None, the wait before the next attempt, announced) or (the error to raise, 0)."""
         policy = self.policy
         delay = None
@@ -188,18 +228,35 @@ class LLMClient:
             self._emit(AttemptEnded(attempt, usage, "failed", str(error)))
             if not error.retryable:
                 return error, 0.0
-            why = (f"the server asked to wait {error.retry_after_s:.0f} s, more than the "
-                   f"{policy.max_wait_s:.0f} s allowed" if retries + 1 < policy.max_attempts
-                   else f"gave up after {retries + 1} attempts")
-            exhausted = RetriesExhausted(f"{self.provider.name} {model}: {why}; last error: {error}", error)
+            why = (
+                f"the server asked to wait {error.retry_after_s:.0f} s, more than the "
+                f"{policy.max_wait_s:.0f} s allowed"
+                if retries + 1 < policy.max_attempts
+                else f"gave up after {retries + 1} attempts"
+            )
+            exhausted = RetriesExhausted(
+                f"{self.provider.name} {model}: {why}; last error: {error}", error
+            )
             exhausted.__cause__ = error
             return exhausted, 0.0
         self._emit(AttemptEnded(attempt, usage, "retry", str(error)))
-        self._emit(RetryScheduled(self.provider.name, model, attempt, policy.max_attempts, delay, str(error),
-                                  error.status, error.retry_after_s is not None))
+        self._emit(
+            RetryScheduled(
+                self.provider.name,
+                model,
+                attempt,
+                policy.max_attempts,
+                delay,
+                str(error),
+                error.status,
+                error.retry_after_s is not None,
+            )
+        )
         return None, delay
 
-    async def _attempt(self, request: Request, attempt: int, result: _Attempt) -> AsyncIterator[StreamChunk]:
+    async def _attempt(
+        self, request: Request, attempt: int, result: _Attempt
+    ) -> AsyncIterator[StreamChunk]:
         """One provider attempt under the per-attempt timeout; fills `result` as it goes."""
         timeout = self.policy.timeout_s
         deadline = asyncio.get_running_loop().time() + timeout
@@ -212,7 +269,9 @@ class LLMClient:
                 except StopAsyncIteration:
                     break
                 except TimeoutError:
-                    raise ProviderError(f"no complete answer within {timeout:g} s", retryable=True) from None
+                    raise ProviderError(
+                        f"no complete answer within {timeout:g} s", retryable=True
+                    ) from None
                 result.started = True
                 if isinstance(chunk, TextDelta):
                     result.text.append(chunk.text)
@@ -230,15 +289,34 @@ class LLMClient:
     def _usage(self, request: Request, result: _Attempt, started: float, budget: Budget) -> Usage:
         assert request.model is not None
         if result.tokens is not None:
-            prompt, completion, estimated = result.tokens.prompt_tokens, result.tokens.completion_tokens, False
+            prompt, completion, estimated = (
+                result.tokens.prompt_tokens,
+                result.tokens.completion_tokens,
+                False,
+            )
         elif result.started:
-            out_chars = sum(map(len, result.text)) + sum(len(json.dumps(c.arguments)) for c in result.tool_calls)
-            prompt, completion, estimated = estimate_tokens(prompt_chars(request)), estimate_tokens(out_chars), True
+            out_chars = sum(map(len, result.text)) + sum(
+                len(json.dumps(c.arguments)) for c in result.tool_calls
+            )
+            prompt, completion, estimated = (
+                estimate_tokens(prompt_chars(request)),
+                estimate_tokens(out_chars),
+                True,
+            )
         else:
             prompt, completion, estimated = 0, 0, False
-        cost = budget.prices.cost(request.model, prompt, completion) if prompt or completion else 0.0
-        return Usage(self.provider.name, request.model, prompt, completion, cost,
-                     self._clock() - started, estimated)
+        cost = (
+            budget.prices.cost(request.model, prompt, completion) if prompt or completion else 0.0
+        )
+        return Usage(
+            self.provider.name,
+            request.model,
+            prompt,
+            completion,
+            cost,
+            self._clock() - started,
+            estimated,
+        )
 
     def _emit(self, event: LLMEvent) -> None:
         if self._on_event is not None:

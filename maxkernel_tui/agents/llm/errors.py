@@ -20,8 +20,14 @@ class ProviderConfigError(LLMError):
 class ProviderError(LLMError):
     """A call failed at the provider or on the wire."""
 
-    def __init__(self, message: str, *, status: int | None = None, retryable: bool = False,
-                 retry_after_s: float | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        retryable: bool = False,
+        retry_after_s: float | None = None,
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.retryable = retryable

@@ -35,8 +35,13 @@ from maxkernel_tui.agents.llm.types import (
     ToolCallChunk,
 )
 
-_FINISH = {"stop": "stop", "length": "length", "tool_calls": "tool_calls", "function_call": "tool_calls",
-           "content_filter": "filtered"}
+_FINISH = {
+    "stop": "stop",
+    "length": "length",
+    "tool_calls": "tool_calls",
+    "function_call": "tool_calls",
+    "content_filter": "filtered",
+}
 
 
 def _message(m: Message) -> dict[str, Any]:
@@ -45,9 +50,14 @@ def _message(m: Message) -> dict[str, Any]:
     out: dict[str, Any] = {"role": m.role, "content": m.content}
     if m.tool_calls:
         out["content"] = m.content or None
-        out["tool_calls"] = [{"id": c.id, "type": "function",
-                              "function": {"name": c.name, "arguments": json.dumps(c.arguments)}}
-                             for c in m.tool_calls]
+        out["tool_calls"] = [
+            {
+                "id": c.id,
+                "type": "function",
+                "function": {"name": c.name, "arguments": json.dumps(c.arguments)},
+            }
+            for c in m.tool_calls
+        ]
     return out
 
 
@@ -64,12 +74,22 @@ def request_body(request: Request, model: str) -> dict[str, Any]:
     if request.temperature is not None:
         body["temperature"] = request.temperature
     if request.tools:
-        body["tools"] = [{"type": "function", "function": {"name": t.name, "description": t.description,
-                                                           "parameters": t.parameters}}
-                         for t in request.tools]
+        body["tools"] = [
+            {
+                "type": "function",
+                "function": {
+                    "name": t.name,
+                    "description": t.description,
+                    "parameters": t.parameters,
+                },
+            }
+            for t in request.tools
+        ]
     if request.json_schema is not None:
-        body["response_format"] = {"type": "json_schema",
-                                   "json_schema": {"name": "answer", "schema": request.json_schema}}
+        body["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {"name": "answer", "schema": request.json_schema},
+        }
     return body
 
 
@@ -81,8 +101,9 @@ class _ToolCallParts:
 
     def add(self, pieces: list[dict[str, Any]]) -> None:
         for piece in pieces:
-            call = self._calls.setdefault(piece.get("index", len(self._calls)),
-                                          {"id": "", "name": "", "arguments": ""})
+            call = self._calls.setdefault(
+                piece.get("index", len(self._calls)), {"id": "", "name": "", "arguments": ""}
+            )
             function = piece.get("function") or {}
             call["id"] = piece.get("id") or call["id"]
             call["name"] += function.get("name") or ""
@@ -94,11 +115,15 @@ class _ToolCallParts:
             try:
                 arguments = json.loads(call["arguments"] or "{}")
             except json.JSONDecodeError as e:
-                raise MalformedOutput(f"the arguments of tool call {call['name']!r} are not valid JSON: {e}",
-                                      call["arguments"]) from None
+                raise MalformedOutput(
+                    f"the arguments of tool call {call['name']!r} are not valid JSON: {e}",
+                    call["arguments"],
+                ) from None
             if not isinstance(arguments, dict):
-                raise MalformedOutput(f"the arguments of tool call {call['name']!r} are not a JSON object",
-                                      call["arguments"])
+                raise MalformedOutput(
+                    f"the arguments of tool call {call['name']!r} are not a JSON object",
+                    call["arguments"],
+                )
             out.append(ToolCall(call["id"] or f"call_{index}", call["name"], arguments))
         return out
 
@@ -106,8 +131,14 @@ class _ToolCallParts:
 class OpenAICompatProvider:
     name = "openai"
 
-    def __init__(self, model: str, base_url: str, *, api_key: str | None = None,
-                 headers: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        model: str,
+        base_url: str,
+        *,
+        api_key: str | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
         self.model = model
         self.base_url = base_url.rstrip("/")
         self._api_key = api_key
@@ -124,7 +155,9 @@ class OpenAICompatProvider:
         # A session belongs to the loop that made it; tests and the CLI may run several loops.
         loop = asyncio.get_running_loop()
         if self._session is None or self._session.closed or self._session_loop is not loop:
-            self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None, sock_connect=30))
+            self._session = aiohttp.ClientSession(
+                timeout=aiohttp.ClientTimeout(total=None, sock_connect=30)
+            )
             self._session_loop = loop
         return self._session
 
@@ -173,9 +206,12 @@ class OpenAICompatProvider:
             detail = error.get("message", text) if isinstance(error, dict) else text
         except json.JSONDecodeError:
             body, detail = None, text
-        return ProviderError(self._error(f"HTTP {response.status} from {response.url}: {str(detail)[:500]}"),
-                             status=response.status, retryable=response.status in RETRYABLE_STATUSES,
-                             retry_after_s=retry_after_from(response.headers, body))
+        return ProviderError(
+            self._error(f"HTTP {response.status} from {response.url}: {str(detail)[:500]}"),
+            status=response.status,
+            retryable=response.status in RETRYABLE_STATUSES,
+            retry_after_s=retry_after_from(response.headers, body),
+        )
 
     async def _read_stream(self, response: aiohttp.ClientResponse) -> AsyncIterator[ProviderChunk]:
         calls, finish, usage, done = _ToolCallParts(), None, None, False
@@ -187,10 +223,14 @@ class OpenAICompatProvider:
                 try:
                     event = json.loads(data)
                 except json.JSONDecodeError as e:
-                    raise StreamBroken(f"an event of the answer is not JSON ({e}): {data[:200]}") from None
+                    raise StreamBroken(
+                        f"an event of the answer is not JSON ({e}): {data[:200]}"
+                    ) from None
                 if "error" in event:
-                    raise ProviderError(self._error(f"the server reported an error mid-answer: {event['error']}"),
-                                        retryable=True)
+                    raise ProviderError(
+                        self._error(f"the server reported an error mid-answer: {event['error']}"),
+                        retryable=True,
+                    )
                 usage = event.get("usage") or usage
                 for choice in event.get("choices") or []:
                     delta = choice.get("delta") or {}
@@ -199,7 +239,9 @@ class OpenAICompatProvider:
                     calls.add(delta.get("tool_calls") or [])
                     finish = choice.get("finish_reason") or finish
         if not done and finish is None:
-            raise StreamBroken("the answer ended before the model finished (no finish reason, no [DONE])")
+            raise StreamBroken(
+                "the answer ended before the model finished (no finish reason, no [DONE])"
+            )
         for chunk in self._ending(calls.calls(), finish, usage):
             yield chunk
 
@@ -208,14 +250,22 @@ class OpenAICompatProvider:
         message = choice.get("message") or {}
         calls = _ToolCallParts()
         calls.add([{"index": i, **c} for i, c in enumerate(message.get("tool_calls") or [])])
-        text: list[ProviderChunk] = [TextDelta(message["content"])] if message.get("content") else []
+        text: list[ProviderChunk] = (
+            [TextDelta(message["content"])] if message.get("content") else []
+        )
         return text + self._ending(calls.calls(), choice.get("finish_reason"), body.get("usage"))
 
     @staticmethod
-    def _ending(calls: list[ToolCall], finish: str | None, usage: dict[str, Any] | None) -> list[ProviderChunk]:
+    def _ending(
+        calls: list[ToolCall], finish: str | None, usage: dict[str, Any] | None
+    ) -> list[ProviderChunk]:
         out: list[ProviderChunk] = [ToolCallChunk(c) for c in calls]
         if usage:
-            out.append(TokenCount(int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)))
+            out.append(
+                TokenCount(
+                    int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
+                )
+            )
         reason = _FINISH.get(finish or "stop", f"other:{finish}")
         out.append(Finish("tool_calls" if calls else reason))
         return out

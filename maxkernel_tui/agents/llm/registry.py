@@ -32,17 +32,24 @@ def _key_from(settings: Mapping[str, Any], env: Mapping[str, str]) -> str | None
     if variable is None:
         return None
     if not env.get(variable):
-        raise ProviderConfigError(f"provider {settings['name']}: api_key_env names {variable}, which is not set")
+        raise ProviderConfigError(
+            f"provider {settings['name']}: api_key_env names {variable}, which is not set"
+        )
     return env[variable]
 
 
 def _gemini(settings: Mapping[str, Any], env: Mapping[str, str]) -> Provider:
     from maxkernel_tui.agents.llm.gemini import GeminiProvider
 
-    return GeminiProvider(settings.get("model", DEFAULT_GEMINI_MODEL), base_url=settings.get("base_url"),
-                          api_version=settings.get("api_version"), api_key=_key_from(settings, env),
-                          vertexai=settings.get("vertexai"), project=settings.get("project"),
-                          location=settings.get("location"))
+    return GeminiProvider(
+        settings.get("model", DEFAULT_GEMINI_MODEL),
+        base_url=settings.get("base_url"),
+        api_version=settings.get("api_version"),
+        api_key=_key_from(settings, env),
+        vertexai=settings.get("vertexai"),
+        project=settings.get("project"),
+        location=settings.get("location"),
+    )
 
 
 def _openai(settings: Mapping[str, Any], env: Mapping[str, str]) -> Provider:
@@ -50,16 +57,22 @@ def _openai(settings: Mapping[str, Any], env: Mapping[str, str]) -> Provider:
 
     for required in ("model", "base_url"):
         if not settings.get(required):
-            raise ProviderConfigError(f"provider openai needs {required!r} (e.g. base_url "
-                                      f"'http://127.0.0.1:8000/v1' and the model the server serves)")
-    return OpenAICompatProvider(settings["model"], settings["base_url"], api_key=_key_from(settings, env))
+            raise ProviderConfigError(
+                f"provider openai needs {required!r} (e.g. base_url "
+                f"'http://127.0.0.1:8000/v1' and the model the server serves)"
+            )
+    return OpenAICompatProvider(
+        settings["model"], settings["base_url"], api_key=_key_from(settings, env)
+    )
 
 
 def _replay(settings: Mapping[str, Any], env: Mapping[str, str]) -> Provider:
     from maxkernel_tui.agents.llm.replay import ReplayProvider
 
     if not settings.get("transcript"):
-        raise ProviderConfigError("provider replay needs 'transcript': the path of a recorded session")
+        raise ProviderConfigError(
+            "provider replay needs 'transcript': the path of a recorded session"
+        )
     path = Path(settings["transcript"])
     if not path.is_file():
         raise ProviderConfigError(f"provider replay: transcript {path} does not exist")
@@ -72,16 +85,33 @@ def _builtin(settings: Mapping[str, Any], env: Mapping[str, str]) -> Provider:
 
     target = settings.get("target", DEFAULT_TARGET)
     if target not in TARGETS:
-        raise ProviderConfigError(f"provider builtin: unknown TPU target {target!r}; known: {', '.join(TARGETS)}")
+        raise ProviderConfigError(
+            f"provider builtin: unknown TPU target {target!r}; known: {', '.join(TARGETS)}"
+        )
     return BuiltinProvider(target=target)
 
 
-_FACTORIES: dict[str, Factory] = {"gemini": _gemini, "openai": _openai, "replay": _replay, "builtin": _builtin}
+_FACTORIES: dict[str, Factory] = {
+    "gemini": _gemini,
+    "openai": _openai,
+    "replay": _replay,
+    "builtin": _builtin,
+}
 _KEYS: dict[str, set[str]] = {
-    "gemini": {"model", "base_url", "api_version", "api_key_env", "vertexai", "project", "location"},
+    "gemini": {
+        "model",
+        "base_url",
+        "api_version",
+        "api_key_env",
+        "vertexai",
+        "project",
+        "location",
+    },
     "openai": {"model", "base_url", "api_key_env"},
     "replay": {"transcript", "strict"},
-    "builtin": {"target"},  # the TPU generation its plans and estimates are for, when a step names none
+    "builtin": {
+        "target"
+    },  # the TPU generation its plans and estimates are for, when a step names none
 }
 
 
@@ -95,11 +125,15 @@ def build_provider(settings: Mapping[str, Any], env: Mapping[str, str] | None = 
     env = os.environ if env is None else env
     name = settings.get("name")
     if name not in _FACTORIES:
-        raise ProviderConfigError(f"unknown provider {name!r}; known: {', '.join(sorted(_FACTORIES))}")
+        raise ProviderConfigError(
+            f"unknown provider {name!r}; known: {', '.join(sorted(_FACTORIES))}"
+        )
     unknown = set(settings) - _KEYS[name] - {"name", "record"}
     if unknown:
-        raise ProviderConfigError(f"provider {name}: unknown setting(s) {', '.join(sorted(unknown))}; "
-                                  f"known: {', '.join(sorted(_KEYS[name] | {'record'}))}")
+        raise ProviderConfigError(
+            f"provider {name}: unknown setting(s) {', '.join(sorted(unknown))}; "
+            f"known: {', '.join(sorted(_KEYS[name] | {'record'}))}"
+        )
     provider = _FACTORIES[name](settings, env)
     if settings.get("record"):
         from maxkernel_tui.agents.llm.replay import Recorder

@@ -77,9 +77,11 @@ class ReplayProvider:
                 self._used[i] = True
                 return call
         left = self._used.count(False)
-        raise ReplayMismatch(f"{self.path}: no recorded call left for this request (fingerprint {wanted}; "
-                             f"{left} recorded call(s) unused). The session asked for something it did not "
-                             f"ask for when recorded.")
+        raise ReplayMismatch(
+            f"{self.path}: no recorded call left for this request (fingerprint {wanted}; "
+            f"{left} recorded call(s) unused). The session asked for something it did not "
+            f"ask for when recorded."
+        )
 
     async def stream(self, request: Request) -> AsyncIterator[ProviderChunk]:
         call = self._take(request)
@@ -88,5 +90,9 @@ class ReplayProvider:
             yield chunk
         if call.error is not None:
             raise call.error
-        if call.cancelled:  # timed out or cancelled when recorded: the client retried, or stopped there
-            raise ProviderError("this call was cut short (timeout or cancel) when it was recorded", retryable=True)
+        if (
+            call.cancelled
+        ):  # timed out or cancelled when recorded: the client retried, or stopped there
+            raise ProviderError(
+                "this call was cut short (timeout or cancel) when it was recorded", retryable=True
+            )

@@ -55,8 +55,9 @@ def parse_retry_after(value: str | None, now: Callable[[], float] = time.time) -
     return max(0.0, when.timestamp() - now())
 
 
-def retry_after_from(headers: Mapping[str, str] | None, body: Any = None,
-                     now: Callable[[], float] = time.time) -> float | None:
+def retry_after_from(
+    headers: Mapping[str, str] | None, body: Any = None, now: Callable[[], float] = time.time
+) -> float | None:
     """The wait a server asked for, from the Retry-After header or a Google RetryInfo detail."""
     if headers is not None:
         seconds = parse_retry_after(headers.get("Retry-After") or headers.get("retry-after"), now)

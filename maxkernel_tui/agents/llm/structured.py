@@ -38,8 +38,9 @@ def parse_json(text: str) -> Any:
 
 
 def _type_name(value: Any) -> str:
-    return next((name for name, test in _JSON_TYPES.items() if name != "number" and test(value)),
-                "number")
+    return next(
+        (name for name, test in _JSON_TYPES.items() if name != "number" and test(value)), "number"
+    )
 
 
 def validate(value: Any, schema: dict[str, Any], path: str = "$") -> None:
@@ -84,15 +85,22 @@ def _validate_object(value: dict[str, Any], schema: dict[str, Any], path: str) -
 
 def json_parser(schema: dict[str, Any]) -> Callable[[str], Any]:
     """The default parser of a request with a JSON schema: parse, then validate."""
+
     def parse(text: str) -> Any:
         value = parse_json(text)
         validate(value, schema)
         return value
+
     return parse
 
 
 def reask_messages(raw: str, error: str) -> tuple[Message, Message]:
     """The two turns appended to re-ask: the unusable answer, and why it was unusable."""
-    return (Message("assistant", raw),
-            Message("user", f"Your previous answer could not be used: {error}\n"
-                            "Answer again and fix that, in exactly the format that was asked for."))
+    return (
+        Message("assistant", raw),
+        Message(
+            "user",
+            f"Your previous answer could not be used: {error}\n"
+            "Answer again and fix that, in exactly the format that was asked for.",
+        ),
+    )

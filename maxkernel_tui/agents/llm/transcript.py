@@ -62,7 +62,9 @@ def chunk_from_json(data: dict[str, Any]) -> ProviderChunk:
 def error_to_json(error: LLMError) -> dict[str, Any]:
     data: dict[str, Any] = {"type": type(error).__name__, "message": str(error)}
     if isinstance(error, ProviderError):
-        data.update(status=error.status, retryable=error.retryable, retry_after_s=error.retry_after_s)
+        data.update(
+            status=error.status, retryable=error.retryable, retry_after_s=error.retry_after_s
+        )
     if isinstance(error, MalformedOutput):
         data["raw"] = error.raw
     return data
@@ -73,8 +75,12 @@ def error_from_json(data: dict[str, Any]) -> LLMError:
         return StreamBroken(data["message"])
     if data["type"] == "MalformedOutput":
         return MalformedOutput(data["message"], data["raw"])
-    return ProviderError(data["message"], status=data.get("status"), retryable=data.get("retryable", False),
-                         retry_after_s=data.get("retry_after_s"))
+    return ProviderError(
+        data["message"],
+        status=data.get("status"),
+        retryable=data.get("retryable", False),
+        retry_after_s=data.get("retry_after_s"),
+    )
 
 
 @dataclass(frozen=True)
@@ -85,26 +91,49 @@ class RecordedCall:
     cancelled: bool
 
 
-def append_call(path: Path, provider: str, model: str, request: Request, chunks: list[ProviderChunk],
-                error: LLMError | None, cancelled: bool) -> None:
+def append_call(
+    path: Path,
+    provider: str,
+    model: str,
+    request: Request,
+    chunks: list[ProviderChunk],
+    error: LLMError | None,
+    cancelled: bool,
+) -> None:
     """Append one call, with the header first when the file is new; flushed at once, so a
     crash loses at most the call in flight."""
     lines = []
     if not path.exists() or path.stat().st_size == 0:
         lines.append({"transcript": VERSION, "provider": provider, "model": model})
-    lines.append({"fingerprint": fingerprint(request), "request": asdict(request),
-                  "chunks": [chunk_to_json(c) for c in chunks],
-                  "error": error_to_json(error) if error else None, "cancelled": cancelled})
+    lines.append(
+        {
+            "fingerprint": fingerprint(request),
+            "request": asdict(request),
+            "chunks": [chunk_to_json(c) for c in chunks],
+            "error": error_to_json(error) if error else None,
+            "cancelled": cancelled,
+        }
+    )
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a", encoding="utf-8") as f:
         f.write("".join(json.dumps(line) + "\n" for line in lines))
 
 
 def read_transcript(path: Path) -> tuple[dict[str, Any], list[RecordedCall]]:
-    lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    lines = [
+        json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()
+    ]
     if not lines or lines[0].get("transcript") != VERSION:
-        raise ValueError(f"{path} is not a version-{VERSION} transcript (its first line must be the header)")
-    calls = [RecordedCall(d["fingerprint"], tuple(chunk_from_json(c) for c in d["chunks"]),
-                          error_from_json(d["error"]) if d["error"] else None, d["cancelled"])
-             for d in lines[1:]]
+        raise ValueError(
+            f"{path} is not a version-{VERSION} transcript (its first line must be the header)"
+        )
+    calls = [
+        RecordedCall(
+            d["fingerprint"],
+            tuple(chunk_from_json(c) for c in d["chunks"]),
+            error_from_json(d["error"]) if d["error"] else None,
+            d["cancelled"],
+        )
+        for d in lines[1:]
+    ]
     return lines[0], calls

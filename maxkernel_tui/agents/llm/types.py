@@ -77,12 +77,15 @@ def total_usage(parts: list[Usage]) -> Usage:
     """The sum of several attempts of one call (retries, re-asks)."""
     first = parts[0]
     costs = [u.cost_usd for u in parts]
-    return Usage(provider=first.provider, model=first.model,
-                 prompt_tokens=sum(u.prompt_tokens for u in parts),
-                 completion_tokens=sum(u.completion_tokens for u in parts),
-                 cost_usd=None if None in costs else sum(c for c in costs if c is not None),
-                 latency_s=sum(u.latency_s for u in parts),
-                 estimated=any(u.estimated for u in parts))
+    return Usage(
+        provider=first.provider,
+        model=first.model,
+        prompt_tokens=sum(u.prompt_tokens for u in parts),
+        completion_tokens=sum(u.completion_tokens for u in parts),
+        cost_usd=None if None in costs else sum(c for c in costs if c is not None),
+        latency_s=sum(u.latency_s for u in parts),
+        estimated=any(u.estimated for u in parts),
+    )
 
 
 @dataclass(frozen=True)

@@ -30,8 +30,10 @@ def describe(event: SessionEvent) -> str | None:
     """None for events that are not worth a line of their own (streamed text)."""
     match event:
         case SessionStarted():
-            return (f"session on {event.task_id}: {event.mode}, TPU {event.target}, "
-                    f"provider {event.provider} ({event.model})")
+            return (
+                f"session on {event.task_id}: {event.mode}, TPU {event.target}, "
+                f"provider {event.provider} ({event.model})"
+            )
         case StepStarted():
             return f"▸ {event.title}"
         case LlmAnswer():
@@ -48,13 +50,16 @@ def describe(event: SessionEvent) -> str | None:
             return f"  kernel v{event.number} ({event.origin})"
         case EvaluationDone():
             return f"  evaluation of v{event.version_id}: {event.verdict.upper()}" + (
-                f" — {event.failure}" if event.failure else "")
+                f" — {event.failure}" if event.failure else ""
+            )
         case ProfileDone():
             if event.error:
                 return f"  profile failed: {event.error}"
             return f"  profile: {_score(event.score, event.score_kind)}"
         case Note():
-            return "\n".join(f"  {event.role}: {line}" for line in event.text.strip().splitlines()[:12])
+            return "\n".join(
+                f"  {event.role}: {line}" for line in event.text.strip().splitlines()[:12]
+            )
         case Intervention():
             return f"  engineer's {event.subject} taken at {event.step}"
         case ModeChanged():
@@ -64,7 +69,12 @@ def describe(event: SessionEvent) -> str | None:
         case ErrorRaised():
             return f"  error: {event.message}"
         case SessionEnded():
-            best = "no accepted kernel" if event.best_version_id is None else (
-                f"best kernel version id {event.best_version_id}, {_score(event.best_score, event.score_kind)}")
+            best = (
+                "no accepted kernel"
+                if event.best_version_id is None
+                else (
+                    f"best kernel version id {event.best_version_id}, {_score(event.best_score, event.score_kind)}"
+                )
+            )
             return f"session ended: {event.reason}; {best}"
     return None

@@ -6,12 +6,15 @@ import difflib
 
 
 def unified(old: str, new: str, old_name: str = "current", new_name: str = "proposed") -> str:
-    return "".join(difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
-                                        old_name, new_name))
+    return "".join(
+        difflib.unified_diff(
+            old.splitlines(keepends=True), new.splitlines(keepends=True), old_name, new_name
+        )
+    )
 
 
 def summary(old: str, new: str) -> str:
-    """"+18 −6" (lines added and removed); "new" when there was nothing before."""
+    """ "+18 −6" (lines added and removed); "new" when there was nothing before."""
     if not old:
         return f"new, {len(new.splitlines())} lines"
     added = removed = 0

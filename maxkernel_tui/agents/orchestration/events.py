@@ -213,10 +213,29 @@ class SearchNodeChanged(SessionEvent):
     detail: str = ""
 
 
-EVENT_TYPES: dict[str, type[SessionEvent]] = {cls.kind: cls for cls in (
-    SessionStarted, StepStarted, TextChunk, LlmAnswer, UsageReport, ProposalMade, DecisionMade, VersionCreated,
-    EvaluationDone, ProfileDone, Note, EdgeCasesChosen, Intervention, ModeChanged, BudgetReport, ErrorRaised, SessionEnded,
-    SearchNodeChanged)}
+EVENT_TYPES: dict[str, type[SessionEvent]] = {
+    cls.kind: cls
+    for cls in (
+        SessionStarted,
+        StepStarted,
+        TextChunk,
+        LlmAnswer,
+        UsageReport,
+        ProposalMade,
+        DecisionMade,
+        VersionCreated,
+        EvaluationDone,
+        ProfileDone,
+        Note,
+        EdgeCasesChosen,
+        Intervention,
+        ModeChanged,
+        BudgetReport,
+        ErrorRaised,
+        SessionEnded,
+        SearchNodeChanged,
+    )
+}
 
 
 def decode(kind: str, payload: dict[str, Any]) -> SessionEvent:

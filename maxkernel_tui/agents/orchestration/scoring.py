@@ -36,9 +36,13 @@ def estimated_score(profile: dict[str, Any], target: str) -> Score:
         return Score(None, f"estimated on {target}: the blocks do not fit VMEM")
     if estimate.get("speedup") is not None:
         calibrated = " (calibrated)" if estimate["kind"] != "estimated" else ""
-        return Score(float(estimate["speedup"]), f"estimated speedup vs XLA on {target}{calibrated}")
+        return Score(
+            float(estimate["speedup"]), f"estimated speedup vs XLA on {target}{calibrated}"
+        )
     share = estimate.get("roofline_share")
-    return Score(None if share is None else float(share), f"estimated share of roofline on {target}")
+    return Score(
+        None if share is None else float(share), f"estimated share of roofline on {target}"
+    )
 
 
 def significantly_better(new: float | None, old: float | None, threshold: float) -> bool:

@@ -58,25 +58,40 @@ def task_facts(task: Task, target: str) -> str:
     for name, shapes in described.get("configs", {}).items():
         tolerance = task.tolerances.get(name)
         limits = f"; atol {tolerance.atol:g}, rtol {tolerance.rtol:g}" if tolerance else ""
-        lines.append(f"configuration {name}: inputs {json.dumps(shapes['inputs'])}, static {shapes['static']}, "
-                     f"outputs {json.dumps(shapes['outputs'])}{limits}")
+        lines.append(
+            f"configuration {name}: inputs {json.dumps(shapes['inputs'])}, static {shapes['static']}, "
+            f"outputs {json.dumps(shapes['outputs'])}{limits}"
+        )
     cost = described.get("cost", {})
     if "flops" in cost:
-        lines.append(f"XLA reference on TPU {cost['target']} (estimated by XLA's cost analysis): "
-                     f"{cost['flops']:.3g} flops, {cost['bytes_accessed']:.3g} bytes accessed, "
-                     f"optimal {cost['optimal_seconds'] * 1e3:.3f} ms")
-    lines.append("The first configuration is the production (bench) shape; the kernel must also be correct on "
-                 "the others, and on held-out shapes it has not seen.")
+        lines.append(
+            f"XLA reference on TPU {cost['target']} (estimated by XLA's cost analysis): "
+            f"{cost['flops']:.3g} flops, {cost['bytes_accessed']:.3g} bytes accessed, "
+            f"optimal {cost['optimal_seconds'] * 1e3:.3f} ms"
+        )
+    lines.append(
+        "The first configuration is the production (bench) shape; the kernel must also be correct on "
+        "the others, and on held-out shapes it has not seen."
+    )
     reference = (task.folder / "reference.py").read_text(encoding="utf-8")
     lines.append(f"reference.py:\n```python\n{reference}```")
     return "\n".join(lines)
 
 
-async def open_session(store: Store, settings: Settings, *, task: Task | None = None, mode: str = "auto",
-                       gates: Callable[[str], Gate], limits: LoopLimits | None = None,
-                       resume: str | None = None, env: dict[str, str] | None = None,
-                       provider: Provider | None = None, listener: Listener | None = None,
-                       harness: Callable[[], Harness] | None = None) -> OpenSession:
+async def open_session(
+    store: Store,
+    settings: Settings,
+    *,
+    task: Task | None = None,
+    mode: str = "auto",
+    gates: Callable[[str], Gate],
+    limits: LoopLimits | None = None,
+    resume: str | None = None,
+    env: dict[str, str] | None = None,
+    provider: Provider | None = None,
+    listener: Listener | None = None,
+    harness: Callable[[], Harness] | None = None,
+) -> OpenSession:
     """A new session on `task`, or `resume` (an id or its prefix) with its stored task and mode.
     `listener` gets every new event from the first (the session's start) on."""
     if resume is not None:
@@ -84,7 +99,9 @@ async def open_session(store: Store, settings: Settings, *, task: Task | None = 
         journal = Journal(store, session.id)
         started = journal.recall("start", SessionStarted)
         if started is None:
-            raise ValueError(f"session {session.id} was not started by `run` or the workbench; nothing to resume")
+            raise ValueError(
+                f"session {session.id} was not started by `run` or the workbench; nothing to resume"
+            )
         task, mode, target = load_task(Path(started.task_dir)), session.mode, started.target
         if settings.source("provider").kind != "flag":  # the session goes on with its own model
             settings = replace(settings, provider=started.provider, model=started.model)
@@ -101,14 +118,32 @@ async def open_session(store: Store, settings: Settings, *, task: Task | None = 
     _charge_earlier_usage(budget, store, session.id)
     if listener is not None:
         journal.subscribe(listener)
-    journal.emit(SessionStarted("start", str(task.folder), task.task_id, mode, target, provider.name,
-                                provider.model, limits.to_json()))
+    journal.emit(
+        SessionStarted(
+            "start",
+            str(task.folder),
+            task.task_id,
+            mode,
+            target,
+            provider.name,
+            provider.model,
+            limits.to_json(),
+        )
+    )
     facts = await asyncio.to_thread(task_facts, task, target)
     workspace = Workspace(settings.data_dir / "sessions" / session.id)
     tools = KernelTools(task, target, workspace.path("traces"), harness=harness)
-    engine = SessionEngine(journal=journal, client=LLMClient(provider, budget=budget), tools=tools,
-                           workspace=workspace, gates=gates, mode=mode, task_facts=facts, limits=limits,
-                           model=settings.model)
+    engine = SessionEngine(
+        journal=journal,
+        client=LLMClient(provider, budget=budget),
+        tools=tools,
+        workspace=workspace,
+        gates=gates,
+        mode=mode,
+        task_facts=facts,
+        limits=limits,
+        model=settings.model,
+    )
     return OpenSession(engine, session.id, resume is not None)
 
 
@@ -121,5 +156,8 @@ def _charge_earlier_usage(budget: Any, store: Store, session_id: str) -> None:
         reservation = budget.reserve("", 0, 0)
     except BudgetExceeded:
         return  # already over: the first call will say so
-    reservation.settle(sum(c.prompt_tokens for c in calls), sum(c.completion_tokens for c in calls),
-                       sum(c.cost for c in calls))
+    reservation.settle(
+        sum(c.prompt_tokens for c in calls),
+        sum(c.completion_tokens for c in calls),
+        sum(c.cost for c in calls),
+    )

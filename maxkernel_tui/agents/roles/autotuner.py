@@ -23,4 +23,6 @@ def neighbours(tunables: dict[str, int]) -> list[dict[str, int]]:
 
 
 def describe_change(old: dict[str, int], new: dict[str, int]) -> str:
-    return ", ".join(f"{name} {old[name]} → {new[name]}" for name in sorted(new) if new[name] != old.get(name))
+    return ", ".join(
+        f"{name} {old[name]} → {new[name]}" for name in sorted(new) if new[name] != old.get(name)
+    )

@@ -24,8 +24,11 @@ def parse_plan(text: str) -> str:
     headings = [h.lower() for h in _HEADING.findall(text)]
     missing = [s for s in PLAN_SECTIONS if not any(s in h for h in headings)]
     if missing:
-        raise ValueError("the plan must be Markdown with `##` sections " + ", ".join(f"'{s.title()}'" for s in
-                         PLAN_SECTIONS) + f"; missing: {', '.join(missing)}")
+        raise ValueError(
+            "the plan must be Markdown with `##` sections "
+            + ", ".join(f"'{s.title()}'" for s in PLAN_SECTIONS)
+            + f"; missing: {', '.join(missing)}"
+        )
     return text.strip() + "\n"
 
 
@@ -34,8 +37,10 @@ def parse_kernel(text: str) -> str:
     the harness's static rules and declares its tunables."""
     blocks = _PYTHON_BLOCK.findall(text)
     if len(blocks) != 1:
-        raise ValueError(f"answer with exactly one ```python fenced block holding the whole kernel file "
-                         f"(found {len(blocks)})")
+        raise ValueError(
+            f"answer with exactly one ```python fenced block holding the whole kernel file "
+            f"(found {len(blocks)})"
+        )
     source = blocks[0].strip() + "\n"
     try:
         ast.parse(source)
@@ -45,15 +50,19 @@ def parse_kernel(text: str) -> str:
     if problems:
         raise ValueError("the kernel breaks the harness rules: " + "; ".join(problems))
     if not find_tunables(source):
-        raise ValueError("declare the tunable parameters in one place: a comment line starting with "
-                         "`# Tunables` followed directly by module-level lines `NAME = <int>`")
+        raise ValueError(
+            "declare the tunable parameters in one place: a comment line starting with "
+            "`# Tunables` followed directly by module-level lines `NAME = <int>`"
+        )
     return source
 
 
 def parse_diagnosis(text: str) -> str:
     """The profiler's diagnosis, which must end in one `Next:` line."""
     if not re.search(r"^\s*(\*\*)?Next:", text, re.MULTILINE):
-        raise ValueError("end the diagnosis with one line starting `Next:` naming the single next thing to try")
+        raise ValueError(
+            "end the diagnosis with one line starting `Next:` naming the single next thing to try"
+        )
     return text.strip() + "\n"
 
 
@@ -72,10 +81,12 @@ def parse_edge_cases(text: str) -> str:
     try:
         answer = json.loads(raw)
     except json.JSONDecodeError as error:
-        raise ValueError(f"answer with one JSON object {{\"configs\": [...]}}: {error}") from None
+        raise ValueError(f'answer with one JSON object {{"configs": [...]}}: {error}') from None
     configs = answer.get("configs") if isinstance(answer, dict) else None
     if not isinstance(configs, list) or len(configs) > MAX_EDGE_CASES:
-        raise ValueError(f"the JSON object needs a `configs` list of at most {MAX_EDGE_CASES} entries")
+        raise ValueError(
+            f"the JSON object needs a `configs` list of at most {MAX_EDGE_CASES} entries"
+        )
     names = [_edge_case_name(n, entry) for n, entry in enumerate(configs)]
     if len(set(names)) != len(names):
         raise ValueError("each edge case needs a name of its own")
@@ -93,11 +104,22 @@ def _edge_case_name(n: int, entry: Any) -> str:
         raise ValueError(f"configs[{n}] must be an object with exactly `name`, `params` and `why`")
     name, params, why = entry["name"], entry["params"], entry["why"]
     if not isinstance(name, str) or not name.startswith("edge_") or not EDGE_NAME.match(name):
-        raise ValueError(f"configs[{n}].name {name!r} must start with `edge_` and use only a-z, 0-9 and _ "
-                         "(at most 40 characters)")
-    if not isinstance(params, dict) or not params or not all(
-            isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in params.values()):
-        raise ValueError(f"configs[{n}].params must map each key of the check configuration to a positive int")
+        raise ValueError(
+            f"configs[{n}].name {name!r} must start with `edge_` and use only a-z, 0-9 and _ "
+            "(at most 40 characters)"
+        )
+    if (
+        not isinstance(params, dict)
+        or not params
+        or not all(
+            isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in params.values()
+        )
+    ):
+        raise ValueError(
+            f"configs[{n}].params must map each key of the check configuration to a positive int"
+        )
     if not isinstance(why, str) or not why.strip():
-        raise ValueError(f"configs[{n}].why must say in words which failure the edge case would catch")
+        raise ValueError(
+            f"configs[{n}].why must say in words which failure the edge case would catch"
+        )
     return name

@@ -16,7 +16,13 @@ from maxkernel_tui.kernels.edge_configs import MAX_SCALE, check_params
 from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.task import TaskError
 
-PLANNER, IMPLEMENTER, DEBUGGER, PROFILER, EXPLAINER = "planner", "implementer", "debugger", "profiler", "explainer"
+PLANNER, IMPLEMENTER, DEBUGGER, PROFILER, EXPLAINER = (
+    "planner",
+    "implementer",
+    "debugger",
+    "profiler",
+    "explainer",
+)
 TESTER = "tester"
 
 _JOBS = {
@@ -25,18 +31,22 @@ _JOBS = {
         "current kernel and its latest evaluation and profile, write the plan for the next kernel: "
         "tiling and block shapes, the grid and its dimension semantics, BlockSpecs and memory spaces, "
         "pipelining, and the bound you expect (memory or compute) with the arithmetic that says why. "
-        "Answer in Markdown with the sections `## Tiling`, `## Grid`, `## Memory` and `## Expected bound`."),
+        "Answer in Markdown with the sections `## Tiling`, `## Grid`, `## Memory` and `## Expected bound`."
+    ),
     IMPLEMENTER: (
         "You are the implementer of a team that writes Pallas kernels for TPUs. Write the complete kernel "
-        "file that carries out the approved plan. Answer with exactly one ```python block."),
+        "file that carries out the approved plan. Answer with exactly one ```python block."
+    ),
     DEBUGGER: (
         "You are the debugger of a team that writes Pallas kernels for TPUs. The kernel below failed a "
         "check of the evaluation harness. Find the cause and answer with the corrected complete kernel "
-        "file in exactly one ```python block, preceded by one sentence naming the cause."),
+        "file in exactly one ```python block, preceded by one sentence naming the cause."
+    ),
     PROFILER: (
         "You are the profiler of a team that writes Pallas kernels for TPUs. Read the profile summary "
         "(every figure says whether it was estimated or measured, and for which TPU) and diagnose what "
-        "limits the kernel. End with one line `Next: ...` naming the single most promising change."),
+        "limits the kernel. End with one line `Next: ...` naming the single most promising change."
+    ),
     TESTER: (
         "You are the tester of a team that writes Pallas kernels for TPUs. The immutable harness measures "
         "every kernel; you never write measurement code. Propose at most 3 extra input configurations "
@@ -45,10 +55,12 @@ _JOBS = {
         "the kernel's block does not divide. Use exactly the keys of the check configuration, positive ints "
         f"at most {MAX_SCALE}x the check values; keep a size a multiple of 128 or of 8 where the check "
         "shapes have one in their last two dims (TPU tiles), or the proposal is rejected. Answer with one "
-        'JSON object: {"configs": [{"name": "edge_...", "params": {...}, "why": "..."}]}.'),
+        'JSON object: {"configs": [{"name": "edge_...", "params": {...}, "why": "..."}]}.'
+    ),
     EXPLAINER: (
         "You answer a kernel engineer's questions about the session below: the task, the plan, the kernel, "
-        "its evaluation and profile. Be concrete and short; say when a figure is an estimate."),
+        "its evaluation and profile. Be concrete and short; say when a figure is an estimate."
+    ),
 }
 
 _RULES = (
@@ -57,7 +69,8 @@ _RULES = (
     "jax.numpy, jax.experimental.pallas (as pl), jax.experimental.pallas.tpu (as pltpu), functools, math "
     "and numpy; the heavy work runs inside `pl.pallas_call`; never pass `interpret=`; no clocks, files, "
     "environment, callbacks or global state. Declare the tunable parameters in one place: a comment line "
-    "`# Tunables` followed directly by module-level lines `NAME = <int>`; use those names in the code.")
+    "`# Tunables` followed directly by module-level lines `NAME = <int>`; use those names in the code."
+)
 
 
 @dataclass(frozen=True)
@@ -93,15 +106,24 @@ def _sections(role: str, ctx: StepContext) -> list[tuple[str, str | None]]:
     parts = {
         "task": ("Task", ctx.task_facts),
         "plan": ("Approved plan", ctx.plan),
-        "kernel": ("Current kernel (kernel.py)", f"```python\n{ctx.kernel}```" if ctx.kernel else None),
+        "kernel": (
+            "Current kernel (kernel.py)",
+            f"```python\n{ctx.kernel}```" if ctx.kernel else None,
+        ),
         "evaluation": ("Latest evaluation", ctx.evaluation),
         "profile": ("Profile summary", ctx.profile_text),
         "diagnosis": ("Profiler's diagnosis", ctx.diagnosis),
-        "failure": ("Failed check", f"{ctx.failure['check']}: {ctx.failure['detail']}" if ctx.failure else None),
+        "failure": (
+            "Failed check",
+            f"{ctx.failure['check']}: {ctx.failure['detail']}" if ctx.failure else None,
+        ),
         "attempts": ("Earlier fixes that also failed", "\n\n".join(ctx.previous_attempts) or None),
         "feedback": ("The engineer says", "\n".join(f"- {f}" for f in ctx.feedback) or None),
         "question": ("Question", ctx.question),
-        "check": ("Check configuration (CONFIGS['check'])", _check_params(ctx) if role == TESTER else None),
+        "check": (
+            "Check configuration (CONFIGS['check'])",
+            _check_params(ctx) if role == TESTER else None,
+        ),
     }
     return [parts[name] for name in shown]
 
@@ -114,11 +136,27 @@ def _check_params(ctx: StepContext) -> str | None:
     return None if params is None else json.dumps(params)
 
 
-def build_request(role: str, ctx: StepContext, *, model: str | None = None, max_tokens: int = 8192) -> Request:
+def build_request(
+    role: str, ctx: StepContext, *, model: str | None = None, max_tokens: int = 8192
+) -> Request:
     system = "\n\n".join([_JOBS[role], _RULES, f"Target TPU: {ctx.target}.", for_role(role)])
     body = [f"## {title}\n{text}" for title, text in _sections(role, ctx) if text]
-    context = {"role": role, "task_dir": ctx.task_dir, "target": ctx.target, "iteration": ctx.iteration,
-               "kernel": ctx.kernel, "plan": ctx.plan, "feedback": "\n".join(ctx.feedback) or None,
-               "failure": ctx.failure, "profile": ctx.profile, "question": ctx.question}
-    return Request(messages=(Message("user", "\n\n".join(body)),), system=system, model=model,
-                   max_tokens=max_tokens, context=context)
+    context = {
+        "role": role,
+        "task_dir": ctx.task_dir,
+        "target": ctx.target,
+        "iteration": ctx.iteration,
+        "kernel": ctx.kernel,
+        "plan": ctx.plan,
+        "feedback": "\n".join(ctx.feedback) or None,
+        "failure": ctx.failure,
+        "profile": ctx.profile,
+        "question": ctx.question,
+    }
+    return Request(
+        messages=(Message("user", "\n\n".join(body)),),
+        system=system,
+        model=model,
+        max_tokens=max_tokens,
+        context=context,
+    )

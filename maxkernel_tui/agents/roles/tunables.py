@@ -14,7 +14,9 @@ _NAME_VALUE = re.compile(r"^([A-Z][A-Z0-9_]*)\s*=\s*(\d+)\s*(#.*)?$")
 def _block(lines: list[str]) -> list[int]:
     """Indices of the tunable lines: after the first `# Tunables` comment (more comment lines
     may follow it), up to the first line that is not `NAME = int`."""
-    start = next((i for i, line in enumerate(lines) if line.lstrip().lower().startswith("# tunables")), None)
+    start = next(
+        (i for i, line in enumerate(lines) if line.lstrip().lower().startswith("# tunables")), None
+    )
     if start is None:
         return []
     index = start + 1

@@ -28,7 +28,7 @@ class Algorithm(Protocol):
 
 
 def mutation(parents: tuple[str, ...], strategy: Strategy, **tags: Any) -> NodePlan:
-    text = f"Apply the strategy \"{strategy.title}\" to the current kernel. {strategy.instruction}"
+    text = f'Apply the strategy "{strategy.title}" to the current kernel. {strategy.instruction}'
     return NodePlan(parents, strategy.name, f"{strategy.title}: {strategy.instruction}", text, tags)
 
 
@@ -63,8 +63,13 @@ class Parallel:
         if root.pruned_round is not None and root.pruned_round < round_:
             return []
         for line in range(self.width):
-            members = [n for n in graph.in_order() if n.tags.get("line") == line and n.round < round_]
-            if any(n.pruned_round is not None and n.pruned_round < round_ and n.round == 1 for n in members):
+            members = [
+                n for n in graph.in_order() if n.tags.get("line") == line and n.round < round_
+            ]
+            if any(
+                n.pruned_round is not None and n.pruned_round < round_ and n.round == 1
+                for n in members
+            ):
                 continue  # the line was pruned at its start
             best = growable_or_root(graph, members, round_)
             parent = best[0] if best else root
@@ -79,7 +84,11 @@ class Beam:
     enter the beam: the regression gate."""
 
     def __init__(self, config: SearchConfig, strategies: list[Strategy]) -> None:
-        self.width, self.branches, self.tolerance = config.width, config.branches, config.regression_tolerance
+        self.width, self.branches, self.tolerance = (
+            config.width,
+            config.branches,
+            config.regression_tolerance,
+        )
         self.strategies = strategies
         self.beam: list[str] = [ROOT]
 
@@ -93,15 +102,17 @@ class Beam:
                 continue
             used = path_strategies(graph, node, round_)
             fresh = [s for s in self._rotated(j * self.branches) if s.name not in used]
-            chosen = (fresh or self._rotated(j * self.branches))[:self.branches]
+            chosen = (fresh or self._rotated(j * self.branches))[: self.branches]
             plans += [mutation((ref,), s, beam=j) for s in chosen]
         return plans
 
     def _advance(self, graph: SearchGraph, round_: int) -> None:
         children = [n for n in graph.in_order() if n.round == round_ - 1]
-        passing = [n for n in growable_or_root(graph, children, round_) if self._no_regression(graph, n)]
+        passing = [
+            n for n in growable_or_root(graph, children, round_) if self._no_regression(graph, n)
+        ]
         if passing:
-            self.beam = [n.ref for n in passing[:self.width]]
+            self.beam = [n.ref for n in passing[: self.width]]
 
     def _no_regression(self, graph: SearchGraph, child: Node) -> bool:
         parent = graph[child.parents[0]]

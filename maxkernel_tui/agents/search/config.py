@@ -18,15 +18,27 @@ class SearchConfig:
     population: int = 6  # evolve: offspring per generation over all islands
     islands: int = 2  # evolve
     max_evals: int | None = None  # harness evaluations over the whole search
-    regression_tolerance: float = 0.0  # beam: a child may be this much (relative) worse than its parent
+    regression_tolerance: float = (
+        0.0  # beam: a child may be this much (relative) worse than its parent
+    )
     llm_concurrency: int = 2
     eval_concurrency: int = 1  # evaluations are the scarce resource (one TPU, one harness)
     debug_attempts: int = 1  # debugger fixes per expansion
 
     def __post_init__(self) -> None:
         if self.algorithm not in ALGORITHMS:
-            raise ValueError(f"unknown algorithm {self.algorithm!r}; choose from {', '.join(ALGORITHMS)}")
-        for name in ("width", "depth", "branches", "population", "islands", "llm_concurrency", "eval_concurrency"):
+            raise ValueError(
+                f"unknown algorithm {self.algorithm!r}; choose from {', '.join(ALGORITHMS)}"
+            )
+        for name in (
+            "width",
+            "depth",
+            "branches",
+            "population",
+            "islands",
+            "llm_concurrency",
+            "eval_concurrency",
+        ):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name.replace('_', '-')} must be at least 1")
         if self.max_evals is not None and self.max_evals < 1:

@@ -23,7 +23,8 @@ def crossover(a: Node, b: Node, **tags: object) -> NodePlan:
         f"#{b.number}. Write one kernel that combines their strengths: take the tiling, pipelining and "
         "layout choices that make each fast, keep it correct on every configuration, and say in the "
         f"plan which parts come from which parent.\n\nKernel #{a.number}:\n```python\n{a.source}```\n\n"
-        f"Kernel #{b.number}:\n```python\n{b.source}```")
+        f"Kernel #{b.number}:\n```python\n{b.source}```"
+    )
     return NodePlan((a.ref, b.ref), "crossover", plan, instruction, dict(tags))
 
 
@@ -57,22 +58,33 @@ class Evolve:
                     continue
                 parent = pool[k % len(pool)] if pool else root
                 index = island * self.per_island + (round_ - 1) * self.islands * self.per_island + k
-                plans.append(mutation((parent.ref,), self.strategies[index % len(self.strategies)], island=island))
+                plans.append(
+                    mutation(
+                        (parent.ref,), self.strategies[index % len(self.strategies)], island=island
+                    )
+                )
         return plans
 
     def population(self, graph: SearchGraph, island: int, round_: int) -> list[Node]:
         """The island's kernels that may be parents, in the order they are picked: fitness rank
         plus novelty, best first; at most two generations' worth of them."""
-        members = [n for n in graph.in_order() if n.tags.get("island") == island and n.round < round_]
+        members = [
+            n for n in graph.in_order() if n.tags.get("island") == island and n.round < round_
+        ]
         members += [graph[ref] for ref in self.migrants[island]]
         pool = growable_or_root(graph, list({n.ref: n for n in members}.values()), round_)
         if not pool:
             return []
         ranked = graph.ranked(pool)
         fitness = {n.ref: 1.0 - i / len(ranked) for i, n in enumerate(ranked)}
-        chosen = sorted(pool, key=lambda n: (-(fitness.get(n.ref, 0.0) + NOVELTY_WEIGHT * novelty(n, pool)),
-                                             n.number))
-        return chosen[:2 * self.per_island]
+        chosen = sorted(
+            pool,
+            key=lambda n: (
+                -(fitness.get(n.ref, 0.0) + NOVELTY_WEIGHT * novelty(n, pool)),
+                n.number,
+            ),
+        )
+        return chosen[: 2 * self.per_island]
 
     def _migrate(self, graph: SearchGraph, round_: int) -> None:
         """Each island's best joins the next island (a ring): no new node, only membership."""

@@ -17,14 +17,22 @@ _COLOURS = {ACCEPTED: "palegreen", REJECTED: "lightpink", MERGED: "lightgrey"}
 
 
 def node_json(node: Node) -> dict[str, Any]:
-    return node.data() | {"status": node.status, "strategy": node.strategy, "score": node.score,
-                          "version_id": node.version_id}
+    return node.data() | {
+        "status": node.status,
+        "strategy": node.strategy,
+        "score": node.score,
+        "version_id": node.version_id,
+    }
 
 
 def to_json(graph: SearchGraph) -> str:
     best = graph.best()
-    document = {"session_id": graph.session_id, "score_kind": graph.score_kind(),
-                "best": best.ref if best else None, "nodes": [node_json(n) for n in graph.in_order()]}
+    document = {
+        "session_id": graph.session_id,
+        "score_kind": graph.score_kind(),
+        "best": best.ref if best else None,
+        "nodes": [node_json(n) for n in graph.in_order()],
+    }
     return json.dumps(document, indent=2, ensure_ascii=False)
 
 
@@ -36,7 +44,11 @@ def label(node: Node) -> str:
 
 
 def to_dot(graph: SearchGraph) -> str:
-    lines = ["digraph search {", "  rankdir=LR;", "  node [shape=box, style=filled, fontname=monospace];"]
+    lines = [
+        "digraph search {",
+        "  rankdir=LR;",
+        "  node [shape=box, style=filled, fontname=monospace];",
+    ]
     for node in graph.in_order():
         colour = _COLOURS.get(node.status, "white")
         text = label(node).replace('"', "'")

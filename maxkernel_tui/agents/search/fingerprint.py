@@ -14,8 +14,11 @@ def normalized(source: str) -> str:
     """The source's tokens without comments and layout; the text itself when it does not tokenize."""
     try:
         # an indent is a token whatever its width: re-indenting does not make another kernel
-        tokens = ["<indent>" if t.type == tokenize.INDENT else t.string
-                  for t in tokenize.generate_tokens(io.StringIO(source).readline) if t.type not in _SKIP]
+        tokens = [
+            "<indent>" if t.type == tokenize.INDENT else t.string
+            for t in tokenize.generate_tokens(io.StringIO(source).readline)
+            if t.type not in _SKIP
+        ]
     except (tokenize.TokenError, IndentationError, SyntaxError):
         return "\n".join(line.rstrip() for line in source.splitlines() if line.strip())
     return " ".join(tokens)

@@ -15,7 +15,15 @@ from maxkernel_tui.agents.search.fingerprint import kernel_hash
 from maxkernel_tui.store.db import Store
 
 PENDING, RUNNING, ACCEPTED, REJECTED, MERGED, STOPPED, FAILED, PRUNED = (
-    "pending", "running", "accepted", "rejected", "merged", "stopped", "failed", "pruned")
+    "pending",
+    "running",
+    "accepted",
+    "rejected",
+    "merged",
+    "stopped",
+    "failed",
+    "pruned",
+)
 FINAL = frozenset({ACCEPTED, REJECTED, MERGED, PRUNED})  # a resumed search does not run these again
 ROOT = "n0"
 
@@ -49,10 +57,22 @@ class Node:
         return self.status in FINAL
 
     def data(self) -> dict[str, Any]:
-        return {"ref": self.ref, "number": self.number, "round": self.round, "parents": self.parents,
-                "plan": self.plan, "score_kind": self.score_kind, "hash": self.hash, "evals": self.evals,
-                "tokens": self.tokens, "cost_usd": self.cost_usd, "detail": self.detail,
-                "merged_into": self.merged_into, "pruned_round": self.pruned_round, "tags": self.tags}
+        return {
+            "ref": self.ref,
+            "number": self.number,
+            "round": self.round,
+            "parents": self.parents,
+            "plan": self.plan,
+            "score_kind": self.score_kind,
+            "hash": self.hash,
+            "evals": self.evals,
+            "tokens": self.tokens,
+            "cost_usd": self.cost_usd,
+            "detail": self.detail,
+            "merged_into": self.merged_into,
+            "pruned_round": self.pruned_round,
+            "tags": self.tags,
+        }
 
 
 def load_nodes(store: Store, session_id: str, sources: dict[int, str] | None = None) -> list[Node]:
@@ -62,13 +82,28 @@ def load_nodes(store: Store, session_id: str, sources: dict[int, str] | None = N
     nodes = []
     for row in store.search_nodes(session_id):
         data = row.data
-        node = Node(ref=data["ref"], number=data["number"], round=data["round"], parents=data["parents"],
-                    strategy=row.strategy, plan=data.get("plan", ""), status=row.status, score=row.score,
-                    score_kind=data.get("score_kind", ""), version_id=row.kernel_version_id,
-                    hash=data.get("hash", ""), evals=data.get("evals", 0), tokens=data.get("tokens", 0),
-                    cost_usd=data.get("cost_usd", 0.0), detail=data.get("detail", ""),
-                    merged_into=data.get("merged_into"), pruned_round=data.get("pruned_round"),
-                    tags=data.get("tags", {}), row_id=row.id, updated=row.updated)
+        node = Node(
+            ref=data["ref"],
+            number=data["number"],
+            round=data["round"],
+            parents=data["parents"],
+            strategy=row.strategy,
+            plan=data.get("plan", ""),
+            status=row.status,
+            score=row.score,
+            score_kind=data.get("score_kind", ""),
+            version_id=row.kernel_version_id,
+            hash=data.get("hash", ""),
+            evals=data.get("evals", 0),
+            tokens=data.get("tokens", 0),
+            cost_usd=data.get("cost_usd", 0.0),
+            detail=data.get("detail", ""),
+            merged_into=data.get("merged_into"),
+            pruned_round=data.get("pruned_round"),
+            tags=data.get("tags", {}),
+            row_id=row.id,
+            updated=row.updated,
+        )
         if node.version_id is not None:
             if node.version_id not in cache:
                 cache[node.version_id] = store.kernel_version(node.version_id).source
@@ -98,14 +133,18 @@ class NodeSet:
     def score_kind(self) -> str:
         """The kind the search ranks by: that of its first scored accepted node. Scores of another
         kind (a measured one among estimates) are never compared with it."""
-        first = next((n for n in self.in_order() if n.status == ACCEPTED and n.score is not None), None)
+        first = next(
+            (n for n in self.in_order() if n.status == ACCEPTED and n.score is not None), None
+        )
         return first.score_kind if first else ""
 
     def ranked(self, nodes: list[Node] | None = None) -> list[Node]:
         """Accepted nodes with a score of the search's kind, best first; never a rejected kernel."""
         kind = self.score_kind()
         pool = self.in_order() if nodes is None else nodes
-        scored = [n for n in pool if n.status == ACCEPTED and n.score is not None and n.score_kind == kind]
+        scored = [
+            n for n in pool if n.status == ACCEPTED and n.score is not None and n.score_kind == kind
+        ]
         return sorted(scored, key=lambda n: (-(n.score or 0.0), n.number))
 
     def best(self) -> Node | None:
@@ -117,7 +156,9 @@ class NodeSet:
 
     def growable(self, node: Node, round_: int) -> bool:
         """`node` may be a parent in `round_`: accepted, not merged away, not pruned before it."""
-        return node.status == ACCEPTED and (node.pruned_round is None or node.pruned_round >= round_)
+        return node.status == ACCEPTED and (
+            node.pruned_round is None or node.pruned_round >= round_
+        )
 
 
 class SearchGraph(NodeSet):
@@ -128,21 +169,45 @@ class SearchGraph(NodeSet):
         self.journal = journal
         self.store, self.session_id = journal.store, journal.session_id
         root = self.store.search_nodes(self.session_id)[:1]
-        self.extra: dict[str, Any] = root[0].data.get("extra", {}) if root else {}  # the search's config
+        self.extra: dict[str, Any] = (
+            root[0].data.get("extra", {}) if root else {}
+        )  # the search's config
 
     # -- writing ------------------------------------------------------------------------------
 
-    def ensure(self, ref: str, *, number: int, round_: int, parents: list[str], strategy: str, plan: str,
-               tags: dict[str, Any] | None = None, extra: dict[str, Any] | None = None) -> Node:
+    def ensure(
+        self,
+        ref: str,
+        *,
+        number: int,
+        round_: int,
+        parents: list[str],
+        strategy: str,
+        plan: str,
+        tags: dict[str, Any] | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> Node:
         """The node `ref`, created (stored and announced) unless it already exists."""
         if ref in self.nodes:
             return self.nodes[ref]
-        node = Node(ref=ref, number=number, round=round_, parents=list(parents), strategy=strategy,
-                    plan=plan, tags=dict(tags or {}))
+        node = Node(
+            ref=ref,
+            number=number,
+            round=round_,
+            parents=list(parents),
+            strategy=strategy,
+            plan=plan,
+            tags=dict(tags or {}),
+        )
         parent = self.nodes.get(parents[0]) if parents else None
         data = node.data() | ({"extra": extra} if extra else {})
-        row = self.store.add_search_node(self.session_id, strategy=strategy,
-                                         parent_id=parent.row_id if parent else None, status=PENDING, data=data)
+        row = self.store.add_search_node(
+            self.session_id,
+            strategy=strategy,
+            parent_id=parent.row_id if parent else None,
+            status=PENDING,
+            data=data,
+        )
         node.row_id, node.updated = row.id, row.updated
         if extra:
             self.extra = extra
@@ -158,8 +223,13 @@ class SearchGraph(NodeSet):
             node.hash = kernel_hash(node.source)
         node.status = status
         data = node.data() | ({"extra": self.extra} if node.ref == ROOT and self.extra else {})
-        row = self.store.update_search_node(node.row_id, status=status, score=node.score,
-                                            kernel_version_id=node.version_id, data=data)
+        row = self.store.update_search_node(
+            node.row_id,
+            status=status,
+            score=node.score,
+            kernel_version_id=node.version_id,
+            data=data,
+        )
         node.updated = row.updated
         self._announce(node, why or status)
         return node
@@ -170,8 +240,16 @@ class SearchGraph(NodeSet):
         for node in sorted(nodes, key=lambda n: n.number):
             if node.status not in (ACCEPTED, REJECTED) or not node.hash:
                 continue
-            twin = next((n for n in self.in_order() if n.number < node.number and n.hash == node.hash
-                         and n.status in (ACCEPTED, REJECTED)), None)
+            twin = next(
+                (
+                    n
+                    for n in self.in_order()
+                    if n.number < node.number
+                    and n.hash == node.hash
+                    and n.status in (ACCEPTED, REJECTED)
+                ),
+                None,
+            )
             if twin is None:
                 continue
             for parent in node.parents:
@@ -194,6 +272,17 @@ class SearchGraph(NodeSet):
         return pruned
 
     def _announce(self, node: Node, what: str) -> None:
-        self.journal.emit(SearchNodeChanged(
-            f"{node.ref}/node/{what}", node.ref, node.number, node.status, list(node.parents), node.strategy,
-            node.score, node.score_kind, node.version_id, node.detail))
+        self.journal.emit(
+            SearchNodeChanged(
+                f"{node.ref}/node/{what}",
+                node.ref,
+                node.number,
+                node.status,
+                list(node.parents),
+                node.strategy,
+                node.score,
+                node.score_kind,
+                node.version_id,
+                node.detail,
+            )
+        )

@@ -46,28 +46,62 @@ def algorithm_for(config: SearchConfig, family: str) -> Algorithm:
     return Evolve(config, strategies)
 
 
-async def open_search(store: Store, settings: Settings, *, task: Task | None = None,
-                      config: SearchConfig | None = None, resume: str | None = None, seed: str = "",
-                      provider: Provider | None = None, listener: Listener | None = None) -> OpenSearch:
+async def open_search(
+    store: Store,
+    settings: Settings,
+    *,
+    task: Task | None = None,
+    config: SearchConfig | None = None,
+    resume: str | None = None,
+    seed: str = "",
+    provider: Provider | None = None,
+    listener: Listener | None = None,
+) -> OpenSearch:
     """A new search on `task` with `config` (from `seed`, a kernel source, when given), or the
     search `resume` names, with its stored settings."""
     config = config or SearchConfig()
-    limits = LoopLimits(max_iterations=1, tune_candidates=0, max_debug_attempts=config.debug_attempts)
-    opened = await open_session(store, settings, task=task, mode="graph", gates=lambda mode: AutoGate(),
-                                limits=limits, resume=resume, provider=provider, listener=listener)
+    limits = LoopLimits(
+        max_iterations=1, tune_candidates=0, max_debug_attempts=config.debug_attempts
+    )
+    opened = await open_session(
+        store,
+        settings,
+        task=task,
+        mode="graph",
+        gates=lambda mode: AutoGate(),
+        limits=limits,
+        resume=resume,
+        provider=provider,
+        listener=listener,
+    )
     engine = opened.engine
     graph = SearchGraph(engine.journal)
     if resume is not None:
         if "config" not in graph.extra:
             await opened.aclose()
-            raise ValueError(f"session {opened.session_id} is not a graph search; resume it with `run --resume`")
+            raise ValueError(
+                f"session {opened.session_id} is not a graph search; resume it with `run --resume`"
+            )
         config, seed = SearchConfig.from_json(graph.extra["config"]), graph.extra.get("seed", "")
     else:
         plan = root_plan(seed)
-        graph.ensure(ROOT, number=0, round_=0, parents=[], strategy=plan.strategy, plan=plan.plan,
-                     extra={"config": config.to_json(), "seed": seed})
+        graph.ensure(
+            ROOT,
+            number=0,
+            round_=0,
+            parents=[],
+            strategy=plan.strategy,
+            plan=plan.plan,
+            extra={"config": config.to_json(), "seed": seed},
+        )
     spent = sum(isinstance(e, EvaluationDone) for e in engine.journal.history())
-    search = Search(base=engine, config=config, graph=graph, algorithm=algorithm_for(config, engine.task.category),
-                    client=GatedClient(engine.client, config.llm_concurrency),
-                    tools=CappedTools(engine.tools, config.eval_concurrency, config.max_evals, spent), seed=seed)
+    search = Search(
+        base=engine,
+        config=config,
+        graph=graph,
+        algorithm=algorithm_for(config, engine.task.category),
+        client=GatedClient(engine.client, config.llm_concurrency),
+        tools=CappedTools(engine.tools, config.eval_concurrency, config.max_evals, spent),
+        seed=seed,
+    )
     return OpenSearch(search, opened)

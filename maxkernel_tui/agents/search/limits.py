@@ -48,14 +48,19 @@ class CappedTools:
     def exhausted(self) -> bool:
         return self.cap is not None and self.spent >= self.cap
 
-    async def evaluate(self, kernel: Path, on_check: Callable[[Any], None] | None = None) -> dict[str, Any]:
+    async def evaluate(
+        self, kernel: Path, on_check: Callable[[Any], None] | None = None
+    ) -> dict[str, Any]:
         async with self._slots:
             if self.cap is not None and self.spent >= self.cap:
                 raise EvaluationsExhausted(self.cap)
-            self.spent += 1  # counted when it starts: a second evaluation must not slip in meanwhile
+            self.spent += (
+                1  # counted when it starts: a second evaluation must not slip in meanwhile
+            )
             return await self.tools.evaluate(kernel, on_check)
 
-    async def profile(self, kernel: Path, *, estimate_only: bool = False) -> tuple[dict[str, Any] | None, str,
-                                                                                  str | None]:
+    async def profile(
+        self, kernel: Path, *, estimate_only: bool = False
+    ) -> tuple[dict[str, Any] | None, str, str | None]:
         async with self._slots:
             return await self.tools.profile(kernel, estimate_only=estimate_only)

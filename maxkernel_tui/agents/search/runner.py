@@ -37,8 +37,10 @@ from maxkernel_tui.agents.search.limits import CappedTools, GatedClient
 from maxkernel_tui.store.rows import DONE
 from maxkernel_tui.store.rows import STOPPED as SESSION_STOPPED
 
-INITIAL = ("Write a first correct Pallas TPU kernel for this task: a simple, safe tiling that the harness "
-           "accepts on every configuration. Later expansions optimise it.")
+INITIAL = (
+    "Write a first correct Pallas TPU kernel for this task: a simple, safe tiling that the harness "
+    "accepts on every configuration. Later expansions optimise it."
+)
 FROM_SEED = "Start from the current kernel: keep what works, make sure the harness accepts it."
 
 
@@ -57,8 +59,17 @@ def root_plan(seed: str) -> NodePlan:
 
 
 class Search:
-    def __init__(self, *, base: SessionEngine, config: SearchConfig, graph: SearchGraph, algorithm: Algorithm,
-                 client: GatedClient, tools: CappedTools, seed: str = "") -> None:
+    def __init__(
+        self,
+        *,
+        base: SessionEngine,
+        config: SearchConfig,
+        graph: SearchGraph,
+        algorithm: Algorithm,
+        client: GatedClient,
+        tools: CappedTools,
+        seed: str = "",
+    ) -> None:
         self.base, self.config, self.graph, self.algorithm = base, config, graph, algorithm
         self.client, self.tools, self.seed = client, tools, seed
         self.round = 0
@@ -97,14 +108,27 @@ class Search:
         reason, counter = "", 0
         for round_ in range(self.config.depth + 1):
             self.round = round_
-            plans = [root_plan(self.seed)] if round_ == 0 else self.algorithm.plan_round(self.graph, round_)
+            plans = (
+                [root_plan(self.seed)]
+                if round_ == 0
+                else self.algorithm.plan_round(self.graph, round_)
+            )
             if not plans:
                 reason = "nothing left to expand"
                 break
             nodes = []
             for plan in plans:
-                nodes.append(self.graph.ensure(f"n{counter}", number=counter, round_=round_, parents=list(plan.parents),
-                                               strategy=plan.strategy, plan=plan.plan, tags=plan.tags))
+                nodes.append(
+                    self.graph.ensure(
+                        f"n{counter}",
+                        number=counter,
+                        round_=round_,
+                        parents=list(plan.parents),
+                        strategy=plan.strategy,
+                        plan=plan.plan,
+                        tags=plan.tags,
+                    )
+                )
                 counter += 1
             await self._go.wait()
             await self._run_round(list(zip(nodes, plans)))
@@ -117,7 +141,9 @@ class Search:
         return self._finish(reason)
 
     async def _run_round(self, work: list[tuple[Node, NodePlan]]) -> None:
-        tasks = self._tasks = [asyncio.create_task(self._expand(n, plan)) for n, plan in work if not n.final]
+        tasks = self._tasks = [
+            asyncio.create_task(self._expand(n, plan)) for n, plan in work if not n.final
+        ]
         try:
             await asyncio.gather(*tasks)
         except asyncio.CancelledError:
@@ -146,8 +172,10 @@ class Search:
         if node.pruned_round is not None:
             self.graph.update(node, PRUNED if node.status == PENDING else node.status)
             return
-        if self._budget or (self.tools.exhausted() and self.base.journal.recall(
-                f"{node.ref}/implement/eval", EvaluationDone) is None):
+        if self._budget or (
+            self.tools.exhausted()
+            and self.base.journal.recall(f"{node.ref}/implement/eval", EvaluationDone) is None
+        ):
             # nothing to evaluate it with: asking the model for a kernel would be money thrown away
             self.graph.update(node, STOPPED, detail=self._budget or "no evaluations left")
             return
@@ -155,7 +183,9 @@ class Search:
         parent = self.graph[node.parents[0]] if node.parents else None
         source = parent.source if parent is not None and parent.status == ACCEPTED else self.seed
         try:
-            done = await self._engine().expand(node.ref, source, parent.plan if parent else "", plan.instruction)
+            done = await self._engine().expand(
+                node.ref, source, parent.plan if parent else "", plan.instruction
+            )
         except BudgetExceeded as error:
             self._budget = self._budget or str(error)
             self.graph.update(node, STOPPED, detail=str(error), **self._spent(node.ref))
@@ -163,32 +193,60 @@ class Search:
         except (LLMError, StepGivenUp) as error:
             self.graph.update(node, FAILED, detail=str(error), **self._spent(node.ref))
             return
-        self.graph.update(node, ACCEPTED if done.verdict == "accepted" else REJECTED, score=done.score,
-                          score_kind=done.score_kind, version_id=done.version_id, source=done.source,
-                          hash=kernel_hash(done.source), detail=done.failure or "", **self._spent(node.ref))
+        self.graph.update(
+            node,
+            ACCEPTED if done.verdict == "accepted" else REJECTED,
+            score=done.score,
+            score_kind=done.score_kind,
+            version_id=done.version_id,
+            source=done.source,
+            hash=kernel_hash(done.source),
+            detail=done.failure or "",
+            **self._spent(node.ref),
+        )
 
     def _engine(self) -> SessionEngine:
         """A fresh engine per expansion: an engine's state is one line of work, and expansions
         run side by side."""
         base = self.base
-        return SessionEngine(journal=base.journal, client=self.client, tools=self.tools,  # type: ignore[arg-type]
-                             workspace=base.workspace, gates=lambda mode: AutoGate(), mode="graph",
-                             task_facts=base.task_facts, limits=base.limits, model=base.model)
+        return SessionEngine(
+            journal=base.journal,
+            client=self.client,
+            tools=self.tools,  # type: ignore[arg-type]
+            workspace=base.workspace,
+            gates=lambda mode: AutoGate(),
+            mode="graph",
+            task_facts=base.task_facts,
+            limits=base.limits,
+            model=base.model,
+        )
 
     def _spent(self, ref: str) -> dict[str, Any]:
         """Evaluations, tokens and dollars of the node's steps, from the journal (stored ones too)."""
-        steps = [f"{ref}/implement"] + [f"{ref}/debug{k}" for k in range(1, self.base.limits.max_debug_attempts + 1)]
+        steps = [f"{ref}/implement"] + [
+            f"{ref}/debug{k}" for k in range(1, self.base.limits.max_debug_attempts + 1)
+        ]
         recall = self.base.journal.recall
         answers = [a for s in steps if (a := recall(f"{s}/llm", LlmAnswer)) is not None]
-        return {"evals": sum(recall(f"{s}/eval", EvaluationDone) is not None for s in steps),
-                "tokens": sum(a.tokens for a in answers), "cost_usd": sum(a.cost_usd or 0.0 for a in answers)}
+        return {
+            "evals": sum(recall(f"{s}/eval", EvaluationDone) is not None for s in steps),
+            "tokens": sum(a.tokens for a in answers),
+            "cost_usd": sum(a.cost_usd or 0.0 for a in answers),
+        }
 
     def _finish(self, reason: str) -> SearchOutcome:
         best = self.graph.best()
         kind = self.graph.score_kind()
         evaluations = sum(n.evals for n in self.graph.in_order())
-        self.base.journal.emit(SessionEnded(f"end/search/{len(self.graph)}/{evaluations}/{reason}", reason,
-                                            best.version_id if best else None, best.score if best else None, kind))
+        self.base.journal.emit(
+            SessionEnded(
+                f"end/search/{len(self.graph)}/{evaluations}/{reason}",
+                reason,
+                best.version_id if best else None,
+                best.score if best else None,
+                kind,
+            )
+        )
         status = SESSION_STOPPED if self._stopping else DONE
         self.base.store.update_session(self.base.session_id, status=status, mode="graph")
         return SearchOutcome(reason, best, kind, len(self.graph), evaluations)

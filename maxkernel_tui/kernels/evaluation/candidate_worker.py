@@ -42,8 +42,16 @@ def _emit(kind: str, payload: dict[str, Any]) -> None:
 
 
 def _check(name: str, status: str, detail: str, start: float, **data: Any) -> bool:
-    _emit("check", {"name": name, "status": status, "detail": detail,
-                    "seconds": round(time.perf_counter() - start, 3), "data": data})
+    _emit(
+        "check",
+        {
+            "name": name,
+            "status": status,
+            "detail": detail,
+            "seconds": round(time.perf_counter() - start, 3),
+            "data": data,
+        },
+    )
     return status == "pass"
 
 
@@ -51,7 +59,11 @@ def _first_lines(error: BaseException, limit: int = 700) -> str:
     text = f"{type(error).__name__}: {error}".strip()
     if isinstance(error, MemoryError):
         limit_bytes = resource.getrlimit(resource.RLIMIT_AS)[0]
-        cap = f"{limit_bytes / 2**30:.0f} GiB" if limit_bytes != resource.RLIM_INFINITY else "the machine's"
+        cap = (
+            f"{limit_bytes / 2**30:.0f} GiB"
+            if limit_bytes != resource.RLIM_INFINITY
+            else "the machine's"
+        )
         text = f"out of memory (process limit {cap}): {text}"
     lines = [ln for ln in text.splitlines() if ln.strip() and not ln.startswith("  File ")]
     return " | ".join(lines)[:limit]
@@ -82,14 +94,28 @@ def evaluate_candidate(request: dict[str, Any]) -> None:
     def candidate_fn(*dynamic: Any) -> Any:
         return candidate.computation(*dynamic, *static)
 
-    if not _trace_check(task, reference, candidate, candidate_fn, specs, static, expected, start,
-                        require_pallas=request.get("require_pallas", True)):
+    if not _trace_check(
+        task,
+        reference,
+        candidate,
+        candidate_fn,
+        specs,
+        static,
+        expected,
+        start,
+        require_pallas=request.get("require_pallas", True),
+    ):
         return
     start = time.perf_counter()
     try:
         jax.jit(candidate_fn, keep_unused=True).trace(*specs).lower(lowering_platforms=("tpu",))
     except Exception as error:
-        _check("tpu_lower", "fail", f"cannot be lowered for TPU at production shapes: {_first_lines(error)}", start)
+        _check(
+            "tpu_lower",
+            "fail",
+            f"cannot be lowered for TPU at production shapes: {_first_lines(error)}",
+            start,
+        )
         return
     _check("tpu_lower", "pass", "lowered for TPU (Mosaic) at production shapes", start)
 
@@ -97,39 +123,79 @@ def evaluate_candidate(request: dict[str, Any]) -> None:
     try:
         aot.compile_for_tpu(candidate_fn, specs, target)
     except Exception as error:
-        _check("tpu_compile", "fail", f"TPU {target.name} compile failed: {_first_lines(error)}", start)
+        _check(
+            "tpu_compile", "fail", f"TPU {target.name} compile failed: {_first_lines(error)}", start
+        )
         return
-    _check("tpu_compile", "pass", f"compiled ahead of time for TPU {target.name} with libtpu", start,
-           target=target.name)
+    _check(
+        "tpu_compile",
+        "pass",
+        f"compiled ahead of time for TPU {target.name} with libtpu",
+        start,
+        target=target.name,
+    )
     _numerics_runs(task, reference, candidate, request)
 
 
-def _trace_check(task: Any, reference: Any, candidate: Any, candidate_fn: Any, specs: Any, static: Any,
-                 expected: list, start: float, require_pallas: bool) -> bool:
+def _trace_check(
+    task: Any,
+    reference: Any,
+    candidate: Any,
+    candidate_fn: Any,
+    specs: Any,
+    static: Any,
+    expected: list,
+    start: float,
+    require_pallas: bool,
+) -> bool:
     try:
         runtime.check_signature(task, candidate.computation, len(specs), static)
         traced = jax.make_jaxpr(candidate_fn)(*specs)
     except TaskError as error:
-        return _check("trace", "fail", error.problem.replace("computation", "the kernel's computation", 1), start)
+        return _check(
+            "trace",
+            "fail",
+            error.problem.replace("computation", "the kernel's computation", 1),
+            start,
+        )
     except Exception as error:
-        return _check("trace", "fail", f"fails to trace at production shapes: {_first_lines(error)}", start)
+        return _check(
+            "trace", "fail", f"fails to trace at production shapes: {_first_lines(error)}", start
+        )
     got = traced.out_avals
-    if [(tuple(e.shape), str(e.dtype)) for e in expected] != [(tuple(g.shape), str(g.dtype)) for g in got]:
-        return _check("trace", "fail", "outputs differ from the reference's: "
-                      f"{_avals(got)} instead of {_avals(expected)}", start)
+    if [(tuple(e.shape), str(e.dtype)) for e in expected] != [
+        (tuple(g.shape), str(g.dtype)) for g in got
+    ]:
+        return _check(
+            "trace",
+            "fail",
+            f"outputs differ from the reference's: {_avals(got)} instead of {_avals(expected)}",
+            start,
+        )
     if not require_pallas:
-        return _check("trace", "pass", f"sanity run (no Pallas required): outputs {_avals(got)}", start)
+        return _check(
+            "trace", "pass", f"sanity run (no Pallas required): outputs {_avals(got)}", start
+        )
     work = measure(traced)
     reference_work = measure(jax.make_jaxpr(lambda *d: reference.computation(*d, *static))(*specs))
     if not work.has_pallas:
-        return _check("trace", "fail", "no pallas_call: the work runs in plain XLA (jnp), not in a Pallas kernel",
-                      start)
+        return _check(
+            "trace",
+            "fail",
+            "no pallas_call: the work runs in plain XLA (jnp), not in a Pallas kernel",
+            start,
+        )
     outside = _outside_problem(work, reference_work)
     if outside:
         return _check("trace", "fail", outside, start, heavy_ops=work.heavy_ops[:5])
-    return _check("trace", "pass", f"{len(work.pallas_calls)} pallas_call(s); heavy work inside Pallas "
-                  f"(outside: {work.xla_flops:.3g} flops, {work.xla_reduced:.3g} reduced elements); "
-                  f"outputs {_avals(got)}", start)
+    return _check(
+        "trace",
+        "pass",
+        f"{len(work.pallas_calls)} pallas_call(s); heavy work inside Pallas "
+        f"(outside: {work.xla_flops:.3g} flops, {work.xla_reduced:.3g} reduced elements); "
+        f"outputs {_avals(got)}",
+        start,
+    )
 
 
 def _outside_problem(work: Work, reference: Work) -> str | None:
@@ -137,9 +203,11 @@ def _outside_problem(work: Work, reference: Work) -> str | None:
     reduced_budget = max(XLA_REDUCED_SHARE * reference.xla_reduced, XLA_REDUCED_FLOOR)
     if work.xla_flops > flops_budget or work.xla_reduced > reduced_budget:
         ops = "; ".join(work.heavy_ops[:3])
-        return (f"heavy work runs in XLA outside the Pallas kernel(s): {work.xla_flops:.3g} flops and "
-                f"{work.xla_reduced:.3g} reduced elements outside, against the reference's "
-                f"{reference.xla_flops:.3g} flops and {reference.xla_reduced:.3g} (e.g. {ops})")
+        return (
+            f"heavy work runs in XLA outside the Pallas kernel(s): {work.xla_flops:.3g} flops and "
+            f"{work.xla_reduced:.3g} reduced elements outside, against the reference's "
+            f"{reference.xla_flops:.3g} flops and {reference.xla_reduced:.3g} (e.g. {ops})"
+        )
     return None
 
 
@@ -148,8 +216,11 @@ def _avals(avals: Any) -> str:
 
 
 def _numerics_runs(task: Any, reference: Any, candidate: Any, request: dict[str, Any]) -> None:
-    params = pltpu.InterpretParams(uninitialized_memory="nan", out_of_bounds_reads="raise",
-                                   detect_races=bool(request.get("detect_races")))
+    params = pltpu.InterpretParams(
+        uninitialized_memory="nan",
+        out_of_bounds_reads="raise",
+        detect_races=bool(request.get("detect_races")),
+    )
     out_dir = Path(request["out_dir"])
     for config, seed in request["runs"]:
         start = time.perf_counter()
@@ -157,7 +228,9 @@ def _numerics_runs(task: Any, reference: Any, candidate: Any, request: dict[str,
         try:
             dynamic, static = runtime.make_inputs(task, reference, config, seed)
             with pltpu.force_tpu_interpret_mode(params):
-                output = jax.block_until_ready(jax.jit(lambda *d: candidate.computation(*d, *static))(*dynamic))
+                output = jax.block_until_ready(
+                    jax.jit(lambda *d: candidate.computation(*d, *static))(*dynamic)
+                )
             run["files"] = save_outputs(out_dir, f"candidate-{config}-{seed}", output)
             run["races"] = _races_found() if request.get("detect_races") else None
         except Exception as error:

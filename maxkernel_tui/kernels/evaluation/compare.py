@@ -29,19 +29,29 @@ class Comparison:
             return self.problem
         where = f" at {list(self.worst_index)}" if self.worst_index else ""
         summary = f"max|Δ| {self.max_abs:.3g}{where}, max rel {self.max_rel:.3g}"
-        return summary if self.ok else f"{self.mismatched}/{self.total} elements outside tolerance; {summary}"
+        return (
+            summary
+            if self.ok
+            else f"{self.mismatched}/{self.total} elements outside tolerance; {summary}"
+        )
 
 
-def compare_files(candidate_files: list[str], reference_files: list[str], tolerance: Tolerance) -> Comparison:
+def compare_files(
+    candidate_files: list[str], reference_files: list[str], tolerance: Tolerance
+) -> Comparison:
     if len(candidate_files) != len(reference_files):
         return _failed(f"{len(candidate_files)} outputs instead of {len(reference_files)}")
-    results = [compare_arrays(np.load(c, allow_pickle=False), np.load(r, allow_pickle=False), tolerance)
-               for c, r in zip(candidate_files, reference_files, strict=True)]
+    results = [
+        compare_arrays(np.load(c, allow_pickle=False), np.load(r, allow_pickle=False), tolerance)
+        for c, r in zip(candidate_files, reference_files, strict=True)
+    ]
     failed = [r for r in results if not r.ok]
     return failed[0] if failed else max(results, key=lambda r: r.max_abs)
 
 
-def compare_arrays(candidate: np.ndarray, reference: np.ndarray, tolerance: Tolerance) -> Comparison:
+def compare_arrays(
+    candidate: np.ndarray, reference: np.ndarray, tolerance: Tolerance
+) -> Comparison:
     if candidate.shape != reference.shape:
         return _failed(f"output shape {list(candidate.shape)} instead of {list(reference.shape)}")
     shape = reference.shape
@@ -51,9 +61,11 @@ def compare_arrays(candidate: np.ndarray, reference: np.ndarray, tolerance: Tole
     if bad_values.any():
         flat = int(np.argmax(bad_values))
         kind = "NaN" if np.isnan(got[flat]) else "infinite"
-        return _failed(f"{int(bad_values.sum())}/{got.size} outputs are NaN or infinite (first {kind} at "
-                       f"{_index(flat, shape)}); in TPU interpret mode unwritten memory reads as NaN: "
-                       "is every output block written?")
+        return _failed(
+            f"{int(bad_values.sum())}/{got.size} outputs are NaN or infinite (first {kind} at "
+            f"{_index(flat, shape)}); in TPU interpret mode unwritten memory reads as NaN: "
+            "is every output block written?"
+        )
     error = np.abs(got - want)
     error[np.isnan(got) & np.isnan(want)] = 0.0
     outside = error > tolerance.atol + tolerance.rtol * np.abs(want)

@@ -37,7 +37,13 @@ _CANDIDATE_WORKER = "maxkernel_tui.kernels.evaluation.candidate_worker"
 _REFERENCE_WORKER = "maxkernel_tui.kernels.evaluation.reference_worker"
 _STAGES = ("trace", "tpu_lower", "tpu_compile", "numerics")
 EDGE = "edge"  # numerics on the tester's validated edge-case configurations
-_OOM_SIGNS = ("MemoryError", "RESOURCE_EXHAUSTED", "bad_alloc", "Cannot allocate memory", "std::bad_alloc")
+_OOM_SIGNS = (
+    "MemoryError",
+    "RESOURCE_EXHAUSTED",
+    "bad_alloc",
+    "Cannot allocate memory",
+    "std::bad_alloc",
+)
 
 
 class UsageError(ValueError):
@@ -60,10 +66,16 @@ class EvalOptions:
 class Harness:
     """Owns the warm pool of candidate processes and the reference process."""
 
-    def __init__(self, *, pool_size: int = 1, memory_bytes: int = 8 * GIB, cpu_seconds: int = 3600) -> None:
+    def __init__(
+        self, *, pool_size: int = 1, memory_bytes: int = 8 * GIB, cpu_seconds: int = 3600
+    ) -> None:
         self.memory_bytes = memory_bytes
-        self._candidates = WarmPool(python_module_argv(_CANDIDATE_WORKER), jax_worker_env(), size=pool_size,
-                                    limits=Limits(memory_bytes=memory_bytes, cpu_seconds=cpu_seconds))
+        self._candidates = WarmPool(
+            python_module_argv(_CANDIDATE_WORKER),
+            jax_worker_env(),
+            size=pool_size,
+            limits=Limits(memory_bytes=memory_bytes, cpu_seconds=cpu_seconds),
+        )
         self._reference = LineWorker(python_module_argv(_REFERENCE_WORKER), jax_worker_env())
         self._reference_lock = threading.Lock()
 
@@ -77,28 +89,47 @@ class Harness:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def evaluate(self, kernel: Path, task: Task, options: EvalOptions = EvalOptions(),
-                 on_check: Callable[[Check], None] | None = None) -> EvalReport:
-        report = EvalReport(task.task_id, kernel.name, [options.target],
-                            device="numerics on the CPU in TPU interpret mode; compile with libtpu (AOT)",
-                            on_check=on_check)
+    def evaluate(
+        self,
+        kernel: Path,
+        task: Task,
+        options: EvalOptions = EvalOptions(),
+        on_check: Callable[[Check], None] | None = None,
+    ) -> EvalReport:
+        report = EvalReport(
+            task.task_id,
+            kernel.name,
+            [options.target],
+            device="numerics on the CPU in TPU interpret mode; compile with libtpu (AOT)",
+            on_check=on_check,
+        )
         source = _read_source(kernel, report)
         if source is None or not _static_check(source, kernel, report):
             return report
         runs = _numerics_plan(task, options, report)
         extra = _extra_configs(task, options)
         if extra:
-            task = task.with_extra_configs(tuple(extra))  # so that each is judged with its tolerance
+            task = task.with_extra_configs(
+                tuple(extra)
+            )  # so that each is judged with its tolerance
         worker, workdir = self._candidates.take()
         try:
-            (workdir / "kernel.py").write_text(source)  # the candidate never sees its original folder
+            (workdir / "kernel.py").write_text(
+                source
+            )  # the candidate never sees its original folder
             events = self._run_candidate(worker, workdir, task, options, runs, extra, report)
             worker.close()  # its job is done: free its memory before the reference runs (finally is a no-op then)
             if report.failure is None and runs:
                 self._check_numerics(task, runs, extra, events, workdir, report)
             if report.failure is None and options.extra_configs and not extra:
-                report.add(Check(EDGE, SKIP, "this task's get_inputs takes no named configurations: "
-                                             "no extra edge-case configurations"))
+                report.add(
+                    Check(
+                        EDGE,
+                        SKIP,
+                        "this task's get_inputs takes no named configurations: "
+                        "no extra edge-case configurations",
+                    )
+                )
             if report.failure is None:
                 check, report.timings = timing_check(workdir / "kernel.py", task, options.timeout)
                 report.add(check)
@@ -107,12 +138,27 @@ class Harness:
             shutil.rmtree(workdir, ignore_errors=True)
         return report
 
-    def _run_candidate(self, worker: LineWorker, workdir: Path, task: Task, options: EvalOptions,
-                       runs: list[tuple[str, int]], extra: dict[str, dict[str, int]],
-                       report: EvalReport) -> dict[tuple[str, int], dict[str, Any]]:
-        request = {"kernel": str(workdir / "kernel.py"), "task": str(task.folder), "target": options.target,
-                   "bench_config": task.configs[0], "runs": runs, "out_dir": str(workdir), "extra_configs": extra,
-                   "detect_races": options.detect_races, "require_pallas": options.require_pallas}
+    def _run_candidate(
+        self,
+        worker: LineWorker,
+        workdir: Path,
+        task: Task,
+        options: EvalOptions,
+        runs: list[tuple[str, int]],
+        extra: dict[str, dict[str, int]],
+        report: EvalReport,
+    ) -> dict[tuple[str, int], dict[str, Any]]:
+        request = {
+            "kernel": str(workdir / "kernel.py"),
+            "task": str(task.folder),
+            "target": options.target,
+            "bench_config": task.configs[0],
+            "runs": runs,
+            "out_dir": str(workdir),
+            "extra_configs": extra,
+            "detect_races": options.detect_races,
+            "require_pallas": options.require_pallas,
+        }
         outputs: dict[tuple[str, int], dict[str, Any]] = {}
         deadline = time.monotonic() + options.timeout
         stage_started = time.monotonic()
@@ -121,8 +167,14 @@ class Harness:
             try:
                 event = worker.receive(max(deadline - time.monotonic(), 0.01))
             except WorkerFailure as failure:
-                report.add(Check(_stage_in_progress(report), FAIL, self._failure_detail(failure, worker),
-                                 round(time.monotonic() - stage_started, 3)))
+                report.add(
+                    Check(
+                        _stage_in_progress(report),
+                        FAIL,
+                        self._failure_detail(failure, worker),
+                        round(time.monotonic() - stage_started, 3),
+                    )
+                )
                 return outputs
             if "check" in event:
                 report.add(Check(**event["check"]))
@@ -134,7 +186,13 @@ class Harness:
             elif "usage_error" in event:
                 raise UsageError(event["usage_error"]["detail"])
             elif "error" in event:
-                report.add(Check(_stage_in_progress(report), FAIL, f"harness error: {event['error']['detail']}"))
+                report.add(
+                    Check(
+                        _stage_in_progress(report),
+                        FAIL,
+                        f"harness error: {event['error']['detail']}",
+                    )
+                )
             elif "done" in event:
                 return outputs
 
@@ -146,13 +204,24 @@ class Harness:
             return f"out of memory (limit {self.memory_bytes / GIB:.0f} GiB): the candidate process {text}"
         return f"the candidate process crashed: {text}"
 
-    def _check_numerics(self, task: Task, runs: list[tuple[str, int]], extra: dict[str, dict[str, int]],
-                        candidate_runs: dict[tuple[str, int], dict[str, Any]], workdir: Path,
-                        report: EvalReport) -> None:
+    def _check_numerics(
+        self,
+        task: Task,
+        runs: list[tuple[str, int]],
+        extra: dict[str, dict[str, int]],
+        candidate_runs: dict[tuple[str, int], dict[str, Any]],
+        workdir: Path,
+        report: EvalReport,
+    ) -> None:
         reference_started = time.monotonic()
         reference_dir = workdir / "reference"
         reference_dir.mkdir()
-        request = {"task": str(task.folder), "runs": runs, "out_dir": str(reference_dir), "extra_configs": extra}
+        request = {
+            "task": str(task.folder),
+            "runs": runs,
+            "out_dir": str(reference_dir),
+            "extra_configs": extra,
+        }
         with self._reference_lock:
             try:
                 answer = self._reference.ask(json.dumps(request), timeout=1800)
@@ -163,16 +232,23 @@ class Harness:
             return
         reference_seconds = time.monotonic() - reference_started
         reference_runs = {(r["config"], r["seed"]): r for r in answer["runs"]}
-        groups = (("numerics", lambda c: c != HELDOUT and c not in extra), (EDGE, lambda c: c in extra),
-                  ("heldout", lambda c: c == HELDOUT))
+        groups = (
+            ("numerics", lambda c: c != HELDOUT and c not in extra),
+            (EDGE, lambda c: c in extra),
+            ("heldout", lambda c: c == HELDOUT),
+        )
         for check_name, names in groups:
             selected = [run for run in runs if names(run[0])]
             if selected:
                 started = time.monotonic()
                 check = _compare_runs(check_name, task, selected, candidate_runs, reference_runs)
                 # the kernel's own runs, plus the reference and the comparison
-                kernel_seconds = sum(candidate_runs.get(run, {}).get("seconds", 0.0) for run in selected)
-                check.seconds = round(kernel_seconds + reference_seconds + time.monotonic() - started, 3)
+                kernel_seconds = sum(
+                    candidate_runs.get(run, {}).get("seconds", 0.0) for run in selected
+                )
+                check.seconds = round(
+                    kernel_seconds + reference_seconds + time.monotonic() - started, 3
+                )
                 reference_seconds = 0.0
                 report.add(check)
                 if check.status == FAIL:
@@ -194,7 +270,9 @@ def _static_check(source: str, kernel: Path, report: EvalReport) -> bool:
     if problems:
         report.add(Check("static", FAIL, "; ".join(problems), seconds, {"problems": problems}))
         return False
-    report.add(Check("static", PASS, "parses, defines computation, stays inside the kernel", seconds))
+    report.add(
+        Check("static", PASS, "parses, defines computation, stays inside the kernel", seconds)
+    )
     return True
 
 
@@ -222,7 +300,9 @@ def _extra_configs(task: Task, options: EvalOptions) -> dict[str, dict[str, int]
         return {}
     clashes = [name for name, _ in options.extra_configs if name in task.configs]
     if clashes:
-        raise UsageError(f"extra configuration name(s) {clashes} clash with the task's own configurations")
+        raise UsageError(
+            f"extra configuration name(s) {clashes} clash with the task's own configurations"
+        )
     return {name: dict(params) for name, params in options.extra_configs}
 
 
@@ -231,9 +311,13 @@ def _stage_in_progress(report: EvalReport) -> str:
     return next((stage for stage in _STAGES if stage not in done), "numerics")
 
 
-def _compare_runs(name: str, task: Task, runs: list[tuple[str, int]],
-                  candidate_runs: dict[tuple[str, int], dict[str, Any]],
-                  reference_runs: dict[tuple[str, int], dict[str, Any]]) -> Check:
+def _compare_runs(
+    name: str,
+    task: Task,
+    runs: list[tuple[str, int]],
+    candidate_runs: dict[tuple[str, int], dict[str, Any]],
+    reference_runs: dict[tuple[str, int], dict[str, Any]],
+) -> Check:
     details = []
     for config, seed in runs:
         label = f"{config} seed {seed}"
@@ -246,14 +330,23 @@ def _compare_runs(name: str, task: Task, runs: list[tuple[str, int]],
         if "error" in reference:
             return Check(name, FAIL, f"{label}: the reference failed: {reference['error']}")
         if candidate.get("races"):
-            return Check(name, FAIL, f"{label}: TPU interpret mode detected a race between grid steps or DMAs")
-        from maxkernel_tui.kernels.evaluation.compare import compare_files  # NumPy: not at the UI's start-up
+            return Check(
+                name,
+                FAIL,
+                f"{label}: TPU interpret mode detected a race between grid steps or DMAs",
+            )
+        from maxkernel_tui.kernels.evaluation.compare import (
+            compare_files,
+        )  # NumPy: not at the UI's start-up
 
         tolerance = task.tolerance(config)
         comparison = compare_files(candidate["files"], reference["files"], tolerance)
         if not comparison.ok:
-            return Check(name, FAIL, f"{label}: wrong numerics (atol {tolerance.atol:g}, rtol {tolerance.rtol:g}): "
-                         f"{comparison.describe()}")
+            return Check(
+                name,
+                FAIL,
+                f"{label}: wrong numerics (atol {tolerance.atol:g}, rtol {tolerance.rtol:g}): "
+                f"{comparison.describe()}",
+            )
         details.append(f"{label} {comparison.describe()}")
     return Check(name, PASS, f"{len(runs)} run(s) within tolerance; " + "; ".join(details))
-

@@ -13,9 +13,24 @@ from typing import Any
 
 from jax.extend import core
 
-_REDUCTIONS = {"reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and", "reduce_or",
-               "argmax", "argmin", "cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp",
-               "reduce_precision_sum", "sort", "top_k"}
+_REDUCTIONS = {
+    "reduce_sum",
+    "reduce_max",
+    "reduce_min",
+    "reduce_prod",
+    "reduce_and",
+    "reduce_or",
+    "argmax",
+    "argmin",
+    "cumsum",
+    "cumprod",
+    "cummax",
+    "cummin",
+    "cumlogsumexp",
+    "reduce_precision_sum",
+    "sort",
+    "top_k",
+}
 
 
 @dataclass
@@ -42,7 +57,9 @@ def _walk(jaxpr: Any, work: Work) -> None:
     for eqn in jaxpr.eqns:
         name = eqn.primitive.name
         if name == "pallas_call":
-            work.pallas_calls.append(str(eqn.params.get("name_and_src_info", eqn.params.get("name", "kernel"))))
+            work.pallas_calls.append(
+                str(eqn.params.get("name_and_src_info", eqn.params.get("name", "kernel")))
+            )
             continue
         flops = _flops(eqn)
         if flops:
@@ -92,4 +109,6 @@ def _size(var: Any) -> int:
 
 
 def _shapes(eqn: Any) -> str:
-    return ",".join(str(tuple(v.aval.shape)) for v in eqn.invars if hasattr(getattr(v, "aval", None), "shape"))
+    return ",".join(
+        str(tuple(v.aval.shape)) for v in eqn.invars if hasattr(getattr(v, "aval", None), "shape")
+    )

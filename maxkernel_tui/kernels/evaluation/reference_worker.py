@@ -37,7 +37,9 @@ def reference_outputs(request: dict[str, Any]) -> dict[str, Any]:
         try:
             with jax.default_matmul_precision("highest"):
                 _, _, output = runtime.run_reference(task, module, config, seed)
-            run["files"] = save_outputs(Path(request["out_dir"]), f"reference-{config}-{seed}", output)
+            run["files"] = save_outputs(
+                Path(request["out_dir"]), f"reference-{config}-{seed}", output
+            )
         except TaskError as error:
             run["error"] = str(error)
         runs.append(run)

@@ -11,7 +11,16 @@ ACCEPTED, REJECTED = "accepted", "rejected"
 
 # The checks in the order they run; cheap first.
 # `edge`: numerics on the tester's validated edge-case configurations, when there are any.
-CHECK_ORDER = ("static", "trace", "tpu_lower", "tpu_compile", "numerics", "edge", "heldout", "timing")
+CHECK_ORDER = (
+    "static",
+    "trace",
+    "tpu_lower",
+    "tpu_compile",
+    "numerics",
+    "edge",
+    "heldout",
+    "timing",
+)
 
 
 @dataclass
@@ -75,7 +84,9 @@ def format_check(check: Check) -> str:
 
 def format_report(report: EvalReport) -> str:
     """A line per check, then the verdict and the reason."""
-    lines = [f"{report.task_id} ← {report.kernel}  (TPU target {', '.join(report.targets)}; {report.device})"]
+    lines = [
+        f"{report.task_id} ← {report.kernel}  (TPU target {', '.join(report.targets)}; {report.device})"
+    ]
     for check in report.checks:
         lines.append(f"  {format_check(check)}")
     for timing in report.timings:

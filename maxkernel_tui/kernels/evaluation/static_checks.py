@@ -11,24 +11,54 @@ from __future__ import annotations
 
 import ast
 
-ALLOWED_MODULES = {"jax", "jaxlib", "numpy", "functools", "math", "typing", "dataclasses",
-                   "itertools", "operator", "collections", "enum", "__future__", "ml_dtypes"}
+ALLOWED_MODULES = {
+    "jax",
+    "jaxlib",
+    "numpy",
+    "functools",
+    "math",
+    "typing",
+    "dataclasses",
+    "itertools",
+    "operator",
+    "collections",
+    "enum",
+    "__future__",
+    "ml_dtypes",
+}
 
 _WHY_MODULE = {
-    "time": "touches clocks", "datetime": "touches clocks", "timeit": "touches clocks",
-    "os": "reaches the environment or the process", "sys": "reaches the environment or the process",
-    "subprocess": "starts processes", "socket": "opens network connections",
-    "importlib": "uses the import system", "inspect": "inspects frames and modules",
-    "ctypes": "calls native code", "gc": "inspects live objects", "builtins": "patches builtins",
-    "pickle": "loads pickled objects", "threading": "starts threads", "multiprocessing": "starts processes",
-    "reference": "imports the reference", "maxkernel_tui": "imports the harness",
+    "time": "touches clocks",
+    "datetime": "touches clocks",
+    "timeit": "touches clocks",
+    "os": "reaches the environment or the process",
+    "sys": "reaches the environment or the process",
+    "subprocess": "starts processes",
+    "socket": "opens network connections",
+    "importlib": "uses the import system",
+    "inspect": "inspects frames and modules",
+    "ctypes": "calls native code",
+    "gc": "inspects live objects",
+    "builtins": "patches builtins",
+    "pickle": "loads pickled objects",
+    "threading": "starts threads",
+    "multiprocessing": "starts processes",
+    "reference": "imports the reference",
+    "maxkernel_tui": "imports the harness",
 }
 
 _FORBIDDEN_CALLS = {
-    "__import__": "imports modules dynamically", "exec": "executes generated code",
-    "eval": "evaluates generated code", "compile": "compiles generated code", "open": "opens files",
-    "globals": "reaches module globals", "locals": "reaches frame locals", "vars": "reaches object namespaces",
-    "setattr": "patches attributes", "delattr": "patches attributes", "breakpoint": "enters a debugger",
+    "__import__": "imports modules dynamically",
+    "exec": "executes generated code",
+    "eval": "evaluates generated code",
+    "compile": "compiles generated code",
+    "open": "opens files",
+    "globals": "reaches module globals",
+    "locals": "reaches frame locals",
+    "vars": "reaches object namespaces",
+    "setattr": "patches attributes",
+    "delattr": "patches attributes",
+    "breakpoint": "enters a debugger",
     "input": "reads standard input",
 }
 
@@ -39,8 +69,10 @@ _FORBIDDEN_ATTRIBUTES = {
     "callback": "calls back into Python from device code",
     "config": "changes jax configuration",
     "block_until_ready": "touches the timing path (block_until_ready)",
-    "environ": "reads the environment", "getenv": "reads the environment",
-    "perf_counter": "touches clocks", "monotonic": "touches clocks",
+    "environ": "reads the environment",
+    "getenv": "reads the environment",
+    "perf_counter": "touches clocks",
+    "monotonic": "touches clocks",
 }
 
 
@@ -61,7 +93,9 @@ def _defines_computation(tree: ast.Module) -> bool:
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and node.name == "computation":
             return True
-        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "computation" for t in node.targets):
+        if isinstance(node, ast.Assign) and any(
+            getattr(t, "id", None) == "computation" for t in node.targets
+        ):
             return True
     return False
 
@@ -79,26 +113,45 @@ def _imported_names(tree: ast.Module) -> set[str]:
 def _node_problems(node: ast.AST, imported_names: set[str]) -> list[str]:
     line = getattr(node, "lineno", "?")
     if isinstance(node, ast.Import):
-        return [_module_problem(alias.name, line) for alias in node.names if _module_problem(alias.name, line)]
+        return [
+            _module_problem(alias.name, line)
+            for alias in node.names
+            if _module_problem(alias.name, line)
+        ]
     if isinstance(node, ast.ImportFrom):
         module = "." * node.level + (node.module or "")
         problem = _module_problem(module, line)
         return [problem] if problem else []
     if isinstance(node, ast.Global):
         return [f"keeps state across calls (`global` at line {line})"]
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _FORBIDDEN_CALLS:
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in _FORBIDDEN_CALLS
+    ):
         return [f"{_FORBIDDEN_CALLS[node.func.id]} (`{node.func.id}` at line {line})"]
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr":
-        if len(node.args) < 2 or not (isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)):
+        if len(node.args) < 2 or not (
+            isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)
+        ):
             return [f"looks up attributes by computed name (`getattr` at line {line})"]
         if node.args[1].value in _FORBIDDEN_ATTRIBUTES or node.args[1].value.startswith("__"):
             return [f"reaches `{node.args[1].value}` through getattr (line {line})"]
     if isinstance(node, ast.Attribute):
-        if node.attr.startswith("__") and node.attr.endswith("__") and node.attr not in ("__name__", "__doc__"):
+        if (
+            node.attr.startswith("__")
+            and node.attr.endswith("__")
+            and node.attr not in ("__name__", "__doc__")
+        ):
             return [f"uses interpreter internals (`{node.attr}` at line {line})"]
         if node.attr in _FORBIDDEN_ATTRIBUTES:
             return [f"{_FORBIDDEN_ATTRIBUTES[node.attr]} (`.{node.attr}` at line {line})"]
-    if isinstance(node, ast.Name) and node.id in ("__builtins__", "__loader__", "__spec__", "__file__"):
+    if isinstance(node, ast.Name) and node.id in (
+        "__builtins__",
+        "__loader__",
+        "__spec__",
+        "__file__",
+    ):
         return [f"uses interpreter internals (`{node.id}` at line {line})"]
     if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]

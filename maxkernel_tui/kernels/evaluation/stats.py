@@ -33,26 +33,38 @@ class Speedup:
         return self.high < 1.0
 
     def describe(self) -> str:
-        verdict = ("significant" if self.significant_win else
-                   "significantly slower" if self.significant_loss else "not significant")
+        verdict = (
+            "significant"
+            if self.significant_win
+            else "significantly slower"
+            if self.significant_loss
+            else "not significant"
+        )
         return f"{self.ratio:.2f}x (95% CI {self.low:.2f}-{self.high:.2f}, {verdict})"
 
 
 def median_estimate(samples: list[float], seed: int = 0) -> Estimate:
     rng = random.Random(seed)
-    medians = sorted(statistics.median(rng.choices(samples, k=len(samples))) for _ in range(RESAMPLES))
+    medians = sorted(
+        statistics.median(rng.choices(samples, k=len(samples))) for _ in range(RESAMPLES)
+    )
     return Estimate(statistics.median(samples), *_interval(medians))
 
 
 def speedup(baseline: list[float], candidate: list[float], seed: int = 0) -> Speedup:
     """Bootstrap of the ratio of medians; a win counts only when the whole interval is above 1."""
     rng = random.Random(seed)
-    ratios = sorted(statistics.median(rng.choices(baseline, k=len(baseline)))
-                    / statistics.median(rng.choices(candidate, k=len(candidate))) for _ in range(RESAMPLES))
+    ratios = sorted(
+        statistics.median(rng.choices(baseline, k=len(baseline)))
+        / statistics.median(rng.choices(candidate, k=len(candidate)))
+        for _ in range(RESAMPLES)
+    )
     return Speedup(statistics.median(baseline) / statistics.median(candidate), *_interval(ratios))
 
 
 def _interval(sorted_values: list[float]) -> tuple[float, float]:
     tail = (1.0 - CONFIDENCE) / 2
-    return (sorted_values[int(tail * len(sorted_values))],
-            sorted_values[min(int((1.0 - tail) * len(sorted_values)), len(sorted_values) - 1)])
+    return (
+        sorted_values[int(tail * len(sorted_values))],
+        sorted_values[min(int((1.0 - tail) * len(sorted_values)), len(sorted_values) - 1)],
+    )

@@ -17,7 +17,12 @@ from typing import Any
 from maxkernel_tui.kernels.evaluation.report import PASS, SKIP, Check
 from maxkernel_tui.kernels.evaluation.stats import median_estimate, speedup
 from maxkernel_tui.kernels.task import Task
-from maxkernel_tui.kernels.workers import LineWorker, WorkerFailure, python_module_argv, scrubbed_env
+from maxkernel_tui.kernels.workers import (
+    LineWorker,
+    WorkerFailure,
+    python_module_argv,
+    scrubbed_env,
+)
 
 REPEATS = 50
 WARMUPS = 5
@@ -32,11 +37,22 @@ def tpu_present() -> bool:
 
 def timing_check(kernel: Path, task: Task, timeout: float) -> tuple[Check, list[dict[str, Any]]]:
     if not tpu_present():
-        return Check("timing", SKIP, "not measured: no TPU on this machine; times in TPU interpret mode on a "
-                     "CPU are a simulator's, not the kernel's, so none are shown"), []
-    request = {"kernel": str(kernel), "task": str(task.folder), "config": task.configs[0],
-               "repeats": REPEATS, "warmups": WARMUPS}
-    worker = LineWorker(python_module_argv("maxkernel_tui.kernels.evaluation.timing_worker"), scrubbed_env())
+        return Check(
+            "timing",
+            SKIP,
+            "not measured: no TPU on this machine; times in TPU interpret mode on a "
+            "CPU are a simulator's, not the kernel's, so none are shown",
+        ), []
+    request = {
+        "kernel": str(kernel),
+        "task": str(task.folder),
+        "config": task.configs[0],
+        "repeats": REPEATS,
+        "warmups": WARMUPS,
+    }
+    worker = LineWorker(
+        python_module_argv("maxkernel_tui.kernels.evaluation.timing_worker"), scrubbed_env()
+    )
     try:
         answer = worker.ask(json.dumps(request), timeout)
     except WorkerFailure as failure:
@@ -49,21 +65,40 @@ def timing_check(kernel: Path, task: Task, timeout: float) -> tuple[Check, list[
 def summarize_timing(answer: dict[str, Any]) -> tuple[Check, list[dict[str, Any]]]:
     """Medians, intervals and the speedup over the XLA reference, each labelled with its device."""
     if answer["platform"] != "tpu":
-        return Check("timing", SKIP, f"not shown: measured on {answer['platform']}, which is not a TPU"), []
+        return Check(
+            "timing", SKIP, f"not shown: measured on {answer['platform']}, which is not a TPU"
+        ), []
     where = f"{answer['device']} ({answer['platform']})"
     timings = []
     for name in ("candidate", "reference"):
         estimate = median_estimate(answer["samples"][name])
         what = "kernel" if name == "candidate" else "XLA reference"
-        timings.append({
-            "what": what, "kind": "measured", "device": where, "median_s": estimate.median,
-            "ci95_s": [estimate.low, estimate.high], "samples": len(answer["samples"][name]),
-            "label": f"{what}: median {estimate.median * 1e3:.3f} ms (95% CI {estimate.low * 1e3:.3f}-"
-                     f"{estimate.high * 1e3:.3f} ms), measured wall time around block_until_ready on {where}",
-        })
+        timings.append(
+            {
+                "what": what,
+                "kind": "measured",
+                "device": where,
+                "median_s": estimate.median,
+                "ci95_s": [estimate.low, estimate.high],
+                "samples": len(answer["samples"][name]),
+                "label": f"{what}: median {estimate.median * 1e3:.3f} ms (95% CI {estimate.low * 1e3:.3f}-"
+                f"{estimate.high * 1e3:.3f} ms), measured wall time around block_until_ready on {where}",
+            }
+        )
     gain = speedup(answer["samples"]["reference"], answer["samples"]["candidate"])
-    timings.append({"what": "speedup over the XLA reference", "kind": "measured", "device": where,
-                    "ratio": gain.ratio, "ci95": [gain.low, gain.high], "significant": gain.significant_win,
-                    "label": f"speedup over the XLA reference {gain.describe()}, measured on {where}"})
-    return Check("timing", PASS, f"speedup over the XLA reference {gain.describe()}; expert Pallas kernel: "
-                 "not compared yet"), timings
+    timings.append(
+        {
+            "what": "speedup over the XLA reference",
+            "kind": "measured",
+            "device": where,
+            "ratio": gain.ratio,
+            "ci95": [gain.low, gain.high],
+            "significant": gain.significant_win,
+            "label": f"speedup over the XLA reference {gain.describe()}, measured on {where}",
+        }
+    )
+    return Check(
+        "timing",
+        PASS,
+        f"speedup over the XLA reference {gain.describe()}; expert Pallas kernel: not compared yet",
+    ), timings

@@ -32,12 +32,16 @@ def measure(request: dict[str, Any]) -> dict[str, Any]:
     task = load_task(request["task"])
     reference = runtime.load_reference(task)
     candidate = load_candidate(Path(request["kernel"]))
-    pairs = [runtime.make_inputs(task, reference, request["config"], seed) for seed in range(INPUT_SETS)]
+    pairs = [
+        runtime.make_inputs(task, reference, request["config"], seed) for seed in range(INPUT_SETS)
+    ]
     inputs = [dynamic for dynamic, _ in pairs]
     static = pairs[0][1]
     device = jax.devices()[0]
     # On anything but a TPU this is only a plumbing check: interpret mode, and the caller is told.
-    interpret = pltpu.force_tpu_interpret_mode() if device.platform != "tpu" else contextlib.nullcontext()
+    interpret = (
+        pltpu.force_tpu_interpret_mode() if device.platform != "tpu" else contextlib.nullcontext()
+    )
     with interpret:
         # Both take the arrays only; the static args are compile-time constants of each program.
         programs = {

@@ -61,8 +61,13 @@ def minimal_io_bytes(inputs: Any, outputs: Any) -> int:
     return sum(math.prod(s.shape) * s.dtype.itemsize for s in (*inputs, *outputs))
 
 
-def estimate(kernels: list[dict[str, Any]], target: TpuTarget, reference_cost: dict[str, Any] | None = None,
-             calibration: dict[str, float] | None = None, io_bytes: int | None = None) -> Estimate:
+def estimate(
+    kernels: list[dict[str, Any]],
+    target: TpuTarget,
+    reference_cost: dict[str, Any] | None = None,
+    calibration: dict[str, float] | None = None,
+    io_bytes: int | None = None,
+) -> Estimate:
     """The program's Pallas kernels run one after another; their times add up. The roofline is
     the task's: the reference's flops, and `io_bytes` (inputs read and outputs written once)
     or, without it, the bytes XLA's reference moves."""
@@ -70,12 +75,19 @@ def estimate(kernels: list[dict[str, Any]], target: TpuTarget, reference_cost: d
     total_bytes = total_flops = 0.0
     for kernel in kernels:
         steps = max(kernel["steps"], 1)
-        moved_out = sum(b["bytes"] * b["fetches"] for b in kernel["blocks"] if b["role"].startswith("output"))
+        moved_out = sum(
+            b["bytes"] * b["fetches"] for b in kernel["blocks"] if b["role"].startswith("output")
+        )
         step_in = (kernel["hbm_bytes"] - moved_out) / steps / target.hbm_bandwidth
         step_out = moved_out / steps / target.hbm_bandwidth
         step_compute = _step_compute(kernel, target)
-        seconds += (step_in + (steps - 1) * max(step_compute, step_in + step_out) + step_compute + step_out
-                    + steps * STEP_OVERHEAD_S)
+        seconds += (
+            step_in
+            + (steps - 1) * max(step_compute, step_in + step_out)
+            + step_compute
+            + step_out
+            + steps * STEP_OVERHEAD_S
+        )
         transfer += kernel["hbm_bytes"] / target.hbm_bandwidth
         compute += step_compute * steps
         overhead += STEP_OVERHEAD_S * steps
@@ -90,7 +102,9 @@ def estimate(kernels: list[dict[str, Any]], target: TpuTarget, reference_cost: d
         target=target.name,
         kind="estimated, calibrated" if factor != 1.0 else "estimated",
         seconds=seconds,
-        bound=max((("memory", transfer), ("compute", compute), ("overhead", overhead)), key=lambda p: p[1])[0],
+        bound=max(
+            (("memory", transfer), ("compute", compute), ("overhead", overhead)), key=lambda p: p[1]
+        )[0],
         transfer_seconds=transfer,
         compute_seconds=compute,
         overhead_seconds=overhead,
@@ -115,7 +129,9 @@ def _step_compute(kernel: dict[str, Any], target: TpuTarget) -> float:
     return max(mxu, vector + transcendental)
 
 
-def _roofline(reference_cost: dict[str, Any] | None, target: TpuTarget, io_bytes: int | None) -> float | None:
+def _roofline(
+    reference_cost: dict[str, Any] | None, target: TpuTarget, io_bytes: int | None
+) -> float | None:
     """max(flops / peak, bytes / bandwidth) of the task."""
     if not reference_cost or "flops" not in reference_cost:
         return None
@@ -131,17 +147,23 @@ def load_calibration(path: Path) -> dict[str, float]:
         return {}
     factors: dict[str, list[float]] = {}
     for record in records:
-        factors.setdefault(record["target"], []).append(record["measured_s"] / record["estimated_s"])
+        factors.setdefault(record["target"], []).append(
+            record["measured_s"] / record["estimated_s"]
+        )
     return {target: sorted(values)[len(values) // 2] for target, values in factors.items()}
 
 
-def record_calibration(path: Path, target: str, measured_s: float, estimated_s: float, kernel: str) -> None:
+def record_calibration(
+    path: Path, target: str, measured_s: float, estimated_s: float, kernel: str
+) -> None:
     """Append one TPU measurement next to the model's estimate for the same kernel."""
     try:
         records = json.loads(path.read_text())
     except (OSError, json.JSONDecodeError):
         records = []
-    records.append({"target": target, "measured_s": measured_s, "estimated_s": estimated_s, "kernel": kernel})
+    records.append(
+        {"target": target, "measured_s": measured_s, "estimated_s": estimated_s, "kernel": kernel}
+    )
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(records, indent=1))
 
@@ -150,27 +172,43 @@ def warnings_for(kernel: dict[str, Any], target: TpuTarget) -> list[str]:
     """What a kernel engineer would want flagged before compiling, for this generation."""
     warnings = []
     for block in kernel["blocks"]:
-        if block["memory_space"] == "vmem" and not block["role"].startswith("scratch") and len(block["shape"]) >= 2:
+        if (
+            block["memory_space"] == "vmem"
+            and not block["role"].startswith("scratch")
+            and len(block["shape"]) >= 2
+        ):
             rows, lanes = block["shape"][-2:]
             if (rows % 8 or lanes % 128) and [rows, lanes] != block["array_shape"][-2:]:
-                warnings.append(f"{block['role']} block {block['shape']} of {block['array_shape']}: last two dims "
-                                "neither multiples of (8, 128) nor the array's own: the TPU cannot lower it")
+                warnings.append(
+                    f"{block['role']} block {block['shape']} of {block['array_shape']}: last two dims "
+                    "neither multiples of (8, 128) nor the array's own: the TPU cannot lower it"
+                )
     capacity = target.vmem_bytes
     if kernel["vmem_bytes"] > capacity:
-        warnings.append(f"VMEM footprint {kernel['vmem_bytes'] / 2**20:.1f} MiB exceeds the {capacity / 2**20:.0f} "
-                        f"MiB of VMEM on {target.name}: this tiling cannot compile")
+        warnings.append(
+            f"VMEM footprint {kernel['vmem_bytes'] / 2**20:.1f} MiB exceeds the {capacity / 2**20:.0f} "
+            f"MiB of VMEM on {target.name}: this tiling cannot compile"
+        )
     elif kernel["vmem_bytes"] > VMEM_WARN_SHARE * capacity:
-        warnings.append(f"VMEM footprint {kernel['vmem_bytes'] / 2**20:.1f} MiB is over {VMEM_WARN_SHARE:.0%} "
-                        f"of the {capacity / 2**20:.0f} MiB of VMEM on {target.name}")
+        warnings.append(
+            f"VMEM footprint {kernel['vmem_bytes'] / 2**20:.1f} MiB is over {VMEM_WARN_SHARE:.0%} "
+            f"of the {capacity / 2**20:.0f} MiB of VMEM on {target.name}"
+        )
     for m, k, n in kernel["matmul_dims"]:
         if k % target.mxu[0] or n % target.mxu[1]:
-            warnings.append(f"matmul ({m}x{k}) @ ({k}x{n}): K and N not multiples of the "
-                            f"{target.mxu[0]}x{target.mxu[1]} MXU of {target.name}")
+            warnings.append(
+                f"matmul ({m}x{k}) @ ({k}x{n}): K and N not multiples of the "
+                f"{target.mxu[0]}x{target.mxu[1]} MXU of {target.name}"
+            )
     moved_per_step = kernel["hbm_bytes"] / max(kernel["steps"], 1)
     if kernel["steps"] > 64 and moved_per_step < TINY_STEP_BYTES:
-        warnings.append(f"{kernel['steps']} grid steps moving {moved_per_step / 1024:.1f} KiB each: per-step "
-                        "overhead dominates; use larger blocks")
+        warnings.append(
+            f"{kernel['steps']} grid steps moving {moved_per_step / 1024:.1f} KiB each: per-step "
+            "overhead dominates; use larger blocks"
+        )
     if not kernel["index_maps_exact"]:
-        warnings.append("index maps depend on data (scalar prefetch) or the grid is huge: HBM bytes assume "
-                        "every block is fetched at every step (an upper bound)")
+        warnings.append(
+            "index maps depend on data (scalar prefetch) or the grid is huge: HBM bytes assume "
+            "every block is fetched at every step (an upper bound)"
+        )
     return list(dict.fromkeys(warnings))

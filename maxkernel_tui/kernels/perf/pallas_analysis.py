@@ -23,12 +23,63 @@ from maxkernel_tui.kernels.evaluation.jaxpr_work import sub_jaxprs
 # Grids larger than this are not enumerated: every block is assumed fetched at every step.
 MAX_ENUMERATED_STEPS = 1 << 20
 
-_TRANSCENDENTAL = {"exp", "exp2", "log", "log1p", "tanh", "logistic", "sin", "cos", "rsqrt", "sqrt",
-                   "pow", "erf", "erf_inv", "atan2", "expm1", "cbrt"}
-_VECTOR = {"add", "sub", "mul", "div", "max", "min", "neg", "abs", "select_n", "convert_element_type",
-           "integer_pow", "square", "sign", "floor", "ceil", "round", "rem", "and", "or", "xor", "not",
-           "eq", "ne", "lt", "le", "gt", "ge", "reduce_sum", "reduce_max", "reduce_min", "broadcast_in_dim",
-           "iota", "clamp", "nextafter", "shift_left", "shift_right_logical", "shift_right_arithmetic"}
+_TRANSCENDENTAL = {
+    "exp",
+    "exp2",
+    "log",
+    "log1p",
+    "tanh",
+    "logistic",
+    "sin",
+    "cos",
+    "rsqrt",
+    "sqrt",
+    "pow",
+    "erf",
+    "erf_inv",
+    "atan2",
+    "expm1",
+    "cbrt",
+}
+_VECTOR = {
+    "add",
+    "sub",
+    "mul",
+    "div",
+    "max",
+    "min",
+    "neg",
+    "abs",
+    "select_n",
+    "convert_element_type",
+    "integer_pow",
+    "square",
+    "sign",
+    "floor",
+    "ceil",
+    "round",
+    "rem",
+    "and",
+    "or",
+    "xor",
+    "not",
+    "eq",
+    "ne",
+    "lt",
+    "le",
+    "gt",
+    "ge",
+    "reduce_sum",
+    "reduce_max",
+    "reduce_min",
+    "broadcast_in_dim",
+    "iota",
+    "clamp",
+    "nextafter",
+    "shift_left",
+    "shift_right_logical",
+    "shift_right_arithmetic",
+}
 
 
 @dataclass
@@ -57,7 +108,9 @@ class KernelAnalysis:
     mxu_f32_flops_per_step: float  # the part with f32 operands (multi-pass on the MXU)
     vector_ops_per_step: float
     transcendentals_per_step: float
-    matmul_dims: list[list[int]] = field(default_factory=list)  # (m, k, n) of each matmul in the body
+    matmul_dims: list[list[int]] = field(
+        default_factory=list
+    )  # (m, k, n) of each matmul in the body
     index_maps_exact: bool = True  # False: data-dependent index maps, fetch counts are upper bounds
 
     def to_json(self) -> dict[str, Any]:
@@ -89,8 +142,11 @@ def _analyze_call(eqn: Any) -> KernelAnalysis:
     block_indices, exact = _block_indices_per_step(grid_mapping, grid, steps)
     blocks = []
     for position, mapping in enumerate(mappings):
-        role = (f"input {position}" if position < grid_mapping.num_inputs
-                else f"output {position - grid_mapping.num_inputs}")
+        role = (
+            f"input {position}"
+            if position < grid_mapping.num_inputs
+            else f"output {position - grid_mapping.num_inputs}"
+        )
         shape = [int(d) for d in mapping.transformed_block_aval.shape]
         dtype = mapping.transformed_block_aval.dtype
         space = _memory_space(mapping.block_aval)
@@ -103,16 +159,25 @@ def _analyze_call(eqn: Any) -> KernelAnalysis:
         shape = [int(d) for d in getattr(inner, "shape", ())]
         dtype = getattr(inner, "dtype", None)
         size = math.prod(shape) * _itemsize(dtype)
-        blocks.append(Block(f"scratch {position}", shape, shape, str(dtype), _memory_space(aval), size, 0))
+        blocks.append(
+            Block(f"scratch {position}", shape, shape, str(dtype), _memory_space(aval), size, 0)
+        )
     body = _body_work(eqn.params["jaxpr"])
     params = _compiler_params(eqn.params.get("compiler_params"))
     return KernelAnalysis(
         name=_kernel_name(eqn),
         grid=grid,
-        dimension_semantics=[str(s).lower().split(".")[-1] for s in getattr(params, "dimension_semantics", None) or []],
+        dimension_semantics=[
+            str(s).lower().split(".")[-1]
+            for s in getattr(params, "dimension_semantics", None) or []
+        ],
         blocks=blocks,
         scalar_prefetch=int(grid_mapping.num_index_operands),
-        vmem_bytes=sum(2 * b.bytes for b in blocks if b.memory_space == "vmem" and not b.role.startswith("scratch"))
+        vmem_bytes=sum(
+            2 * b.bytes
+            for b in blocks
+            if b.memory_space == "vmem" and not b.role.startswith("scratch")
+        )
         + sum(b.bytes for b in blocks if b.role.startswith("scratch") and b.memory_space == "vmem"),
         vmem_limit_bytes=getattr(params, "vmem_limit_bytes", None),
         hbm_bytes=sum(b.bytes * b.fetches for b in blocks),
@@ -156,20 +221,30 @@ def _kernel_name(eqn: Any) -> str:
     return str(name).split(" ")[0]
 
 
-def _block_indices_per_step(grid_mapping: Any, grid: list[int], steps: int) -> tuple[list[np.ndarray | None], bool]:
+def _block_indices_per_step(
+    grid_mapping: Any, grid: list[int], steps: int
+) -> tuple[list[np.ndarray | None], bool]:
     """Block indices of every block at every grid step (row-major, last axis fastest), or None
     where they cannot be known statically (scalar-prefetch index maps, huge grids)."""
     mappings = grid_mapping.block_mappings
     if grid_mapping.num_index_operands or steps > MAX_ENUMERATED_STEPS or not grid:
-        return [None] * len(mappings), not grid_mapping.num_index_operands and steps <= MAX_ENUMERATED_STEPS
+        return [None] * len(
+            mappings
+        ), not grid_mapping.num_index_operands and steps <= MAX_ENUMERATED_STEPS
     points = np.stack(np.unravel_index(np.arange(steps), grid), axis=-1).astype(np.int32)
     indices = []
     for mapping in mappings:
         closed = mapping.index_map_jaxpr
 
         def index_of(point: jax.Array, closed: Any = closed) -> jax.Array:
-            outs = jax.core.eval_jaxpr(closed.jaxpr, closed.consts, *[point[i] for i in range(len(grid))])
-            return jnp.stack([jnp.asarray(o, jnp.int32) for o in outs]) if outs else jnp.zeros((0,), jnp.int32)
+            outs = jax.core.eval_jaxpr(
+                closed.jaxpr, closed.consts, *[point[i] for i in range(len(grid))]
+            )
+            return (
+                jnp.stack([jnp.asarray(o, jnp.int32) for o in outs])
+                if outs
+                else jnp.zeros((0,), jnp.int32)
+            )
 
         indices.append(np.asarray(jax.jit(jax.vmap(index_of))(jnp.asarray(points))))
     return indices, True
@@ -185,7 +260,13 @@ def _fetch_count(indices: np.ndarray | None, steps: int) -> int:
 
 
 def _body_work(body: Any) -> dict[str, Any]:
-    totals: dict[str, Any] = {"mxu": 0.0, "mxu_f32": 0.0, "vector": 0.0, "transcendental": 0.0, "dims": []}
+    totals: dict[str, Any] = {
+        "mxu": 0.0,
+        "mxu_f32": 0.0,
+        "vector": 0.0,
+        "transcendental": 0.0,
+        "dims": [],
+    }
     _walk_body(body, totals)
     return totals
 

@@ -17,7 +17,13 @@ from maxkernel_tui.kernels.perf.model import estimate, load_calibration, warning
 from maxkernel_tui.kernels.perf.summary import ProfileSummary
 from maxkernel_tui.kernels.targets import TARGETS
 from maxkernel_tui.kernels.task import Task
-from maxkernel_tui.kernels.workers import Limits, LineWorker, WorkerFailure, jax_worker_env, python_module_argv
+from maxkernel_tui.kernels.workers import (
+    Limits,
+    LineWorker,
+    WorkerFailure,
+    jax_worker_env,
+    python_module_argv,
+)
 
 DEFAULT_TARGETS = ("v5e", "v6e")
 GIB = 1024**3
@@ -27,14 +33,24 @@ class ProfileError(Exception):
     """The profile could not be made (static rules, a crash, a timeout); the message says why."""
 
 
-def profile_kernel(kernel: Path, task: Task, *, targets: tuple[str, ...] = DEFAULT_TARGETS, trace_root: Path,
-                   calibration_file: Path | None = None, timeout: float = 600.0, trace: bool = True,
-                   reference_costs: dict[str, dict] | None = None) -> ProfileSummary:
+def profile_kernel(
+    kernel: Path,
+    task: Task,
+    *,
+    targets: tuple[str, ...] = DEFAULT_TARGETS,
+    trace_root: Path,
+    calibration_file: Path | None = None,
+    timeout: float = 600.0,
+    trace: bool = True,
+    reference_costs: dict[str, dict] | None = None,
+) -> ProfileSummary:
     """`trace=False`: the static analysis and the model's estimates only (no run of the kernel);
     `reference_costs`: the reference's XLA costs per target from an earlier profile (no compile)."""
     unknown = [t for t in targets if t not in TARGETS]
     if unknown:
-        raise ProfileError(f"no performance figures for TPU {', '.join(unknown)}; known: {', '.join(TARGETS)}")
+        raise ProfileError(
+            f"no performance figures for TPU {', '.join(unknown)}; known: {', '.join(TARGETS)}"
+        )
     source = kernel.read_text(encoding="utf-8")
     problems = static_problems(source, kernel.name)
     if problems:
@@ -42,11 +58,20 @@ def profile_kernel(kernel: Path, task: Task, *, targets: tuple[str, ...] = DEFAU
     workdir = Path(tempfile.mkdtemp(prefix="mkt-profile-"))
     (workdir / "kernel.py").write_text(source)
     trace_dir = trace_root / f"{task.task_id}-{time.strftime('%Y%m%d-%H%M%S')}"
-    worker = LineWorker(python_module_argv("maxkernel_tui.kernels.perf.profile_worker"),
-                        dict(jax_worker_env(), TMPDIR=str(workdir)), cwd=str(workdir),
-                        limits=Limits(memory_bytes=8 * GIB))
-    request = {"kernel": str(workdir / "kernel.py"), "task": str(task.folder), "targets": list(targets),
-               "trace_dir": str(trace_dir), "trace": trace, "reference_costs": reference_costs or {}}
+    worker = LineWorker(
+        python_module_argv("maxkernel_tui.kernels.perf.profile_worker"),
+        dict(jax_worker_env(), TMPDIR=str(workdir)),
+        cwd=str(workdir),
+        limits=Limits(memory_bytes=8 * GIB),
+    )
+    request = {
+        "kernel": str(workdir / "kernel.py"),
+        "task": str(task.folder),
+        "targets": list(targets),
+        "trace_dir": str(trace_dir),
+        "trace": trace,
+        "reference_costs": reference_costs or {},
+    }
     try:
         answer = worker.ask(json.dumps(request), timeout)
     except WorkerFailure as failure:
@@ -59,8 +84,13 @@ def profile_kernel(kernel: Path, task: Task, *, targets: tuple[str, ...] = DEFAU
     return summarize(task.task_id, kernel.name, answer, targets, calibration_file)
 
 
-def summarize(task_id: str, kernel: str, answer: dict, targets: tuple[str, ...],
-              calibration_file: Path | None = None) -> ProfileSummary:
+def summarize(
+    task_id: str,
+    kernel: str,
+    answer: dict,
+    targets: tuple[str, ...],
+    calibration_file: Path | None = None,
+) -> ProfileSummary:
     calibration = load_calibration(calibration_file) if calibration_file else {}
     costs = answer["reference_costs"]
     estimates, warnings, problems = [], {}, []
@@ -69,10 +99,26 @@ def summarize(task_id: str, kernel: str, answer: dict, targets: tuple[str, ...],
         cost = costs.get(name, {})
         if "error" in cost:
             problems.append(f"XLA cost of the reference on {name}: {cost['error']}")
-        estimates.append(estimate(answer["kernels"], target, None if "error" in cost else cost, calibration,
-                                  answer.get("io_bytes")))
+        estimates.append(
+            estimate(
+                answer["kernels"],
+                target,
+                None if "error" in cost else cost,
+                calibration,
+                answer.get("io_bytes"),
+            )
+        )
         warnings[name] = [w for k in answer["kernels"] for w in warnings_for(k, target)]
     if not answer["kernels"]:
         problems.append("no pallas_call in the program: nothing for the kernel model to analyse")
-    return ProfileSummary(task_id, kernel, answer["config"], answer["kernels"], estimates, warnings, costs,
-                          answer.get("trace"), problems)
+    return ProfileSummary(
+        task_id,
+        kernel,
+        answer["config"],
+        answer["kernels"],
+        estimates,
+        warnings,
+        costs,
+        answer.get("trace"),
+        problems,
+    )

@@ -42,11 +42,17 @@ def profile(request: dict[str, Any]) -> dict[str, Any]:
     bench = task.configs[0]
     specs, static, outputs = runtime.io_specs(task, reference, bench)
     kernels = analyze(jax.make_jaxpr(lambda *d: candidate.computation(*d, *static))(*specs))
-    answer: dict[str, Any] = {"config": bench, "kernels": [k.to_json() for k in kernels], "reference_costs": {},
-                              "io_bytes": minimal_io_bytes(specs, outputs)}
+    answer: dict[str, Any] = {
+        "config": bench,
+        "kernels": [k.to_json() for k in kernels],
+        "reference_costs": {},
+        "io_bytes": minimal_io_bytes(specs, outputs),
+    }
     known = request.get("reference_costs") or {}  # the reference does not change between candidates
     for name in request["targets"]:
-        answer["reference_costs"][name] = known.get(name) or _reference_cost(reference, specs, static, name)
+        answer["reference_costs"][name] = known.get(name) or _reference_cost(
+            reference, specs, static, name
+        )
     if not request.get("trace", True):  # an estimate only (the autotuner's candidates)
         answer["trace"] = None
         return answer
@@ -58,16 +64,22 @@ def profile(request: dict[str, Any]) -> dict[str, Any]:
 
 def _reference_cost(reference: Any, specs: Any, static: Any, target_name: str) -> dict[str, Any]:
     try:
-        compiled = aot.compile_for_tpu(lambda *d: reference.computation(*d, *static), specs,
-                                       aot.target_for(target_name))
+        compiled = aot.compile_for_tpu(
+            lambda *d: reference.computation(*d, *static), specs, aot.target_for(target_name)
+        )
     except Exception as error:
         return {"error": (str(error).strip().splitlines() or [type(error).__name__])[0][:300]}
     cost = aot.cost_of(compiled)
-    return {"flops": cost.get("flops"), "bytes_accessed": cost.get("bytes accessed"),
-            "optimal_seconds": cost.get("optimal_seconds")}
+    return {
+        "flops": cost.get("flops"),
+        "bytes_accessed": cost.get("bytes accessed"),
+        "optimal_seconds": cost.get("optimal_seconds"),
+    }
 
 
-def _trace(task: Any, reference: Any, candidate: Any, config: str, trace_dir: Path, on_tpu: bool) -> dict[str, Any]:
+def _trace(
+    task: Any, reference: Any, candidate: Any, config: str, trace_dir: Path, on_tpu: bool
+) -> dict[str, Any]:
     """Run the kernel (twice: compile, then the traced run) under jax.profiler and summarize."""
     dynamic, static = runtime.make_inputs(task, reference, config, seed=0)
     program = jax.jit(lambda *d: candidate.computation(*d, *static))
@@ -81,8 +93,18 @@ def _trace(task: Any, reference: Any, candidate: Any, config: str, trace_dir: Pa
         wall = time.perf_counter() - start
     files = sorted(trace_dir.rglob("*.xplane.pb"))
     events = _top_events(files[-1], on_tpu) if files else []
-    kind = "measured on TPU (device trace)" if on_tpu else "host-side trace of a CPU interpret-mode run, not device time"
-    return {"dir": str(trace_dir), "config": config, "kind": kind, "wall_seconds": wall, "top_events": events}
+    kind = (
+        "measured on TPU (device trace)"
+        if on_tpu
+        else "host-side trace of a CPU interpret-mode run, not device time"
+    )
+    return {
+        "dir": str(trace_dir),
+        "config": config,
+        "kind": kind,
+        "wall_seconds": wall,
+        "top_events": events,
+    }
 
 
 def _top_events(xplane: Path, on_tpu: bool) -> list[dict[str, Any]]:

@@ -24,54 +24,97 @@ class ProfileSummary:
     problems: list[str] = field(default_factory=list)  # why parts could not be produced
 
     def to_json(self) -> dict[str, Any]:
-        return {"task": self.task_id, "kernel": self.kernel, "config": self.config, "kernels": self.kernels,
-                "estimates": [e.to_json() for e in self.estimates], "warnings": self.warnings,
-                "reference_costs": {t: dict(c, kind="estimated", source=f"XLA cost analysis, AOT compile for {t}")
-                                    for t, c in self.reference_costs.items()},
-                "trace": self.trace, "problems": self.problems}
+        return {
+            "task": self.task_id,
+            "kernel": self.kernel,
+            "config": self.config,
+            "kernels": self.kernels,
+            "estimates": [e.to_json() for e in self.estimates],
+            "warnings": self.warnings,
+            "reference_costs": {
+                t: dict(c, kind="estimated", source=f"XLA cost analysis, AOT compile for {t}")
+                for t, c in self.reference_costs.items()
+            },
+            "trace": self.trace,
+            "problems": self.problems,
+        }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ProfileSummary:
         """Back from `to_json` (a stored profile); the labels `to_json` adds are dropped."""
-        costs = {t: {k: v for k, v in c.items() if k not in ("kind", "source")}
-                 for t, c in data["reference_costs"].items()}
-        return cls(data["task"], data["kernel"], data["config"], data["kernels"],
-                   [Estimate(**e) for e in data["estimates"]], data["warnings"], costs, data.get("trace"),
-                   data.get("problems", []))
+        costs = {
+            t: {k: v for k, v in c.items() if k not in ("kind", "source")}
+            for t, c in data["reference_costs"].items()
+        }
+        return cls(
+            data["task"],
+            data["kernel"],
+            data["config"],
+            data["kernels"],
+            [Estimate(**e) for e in data["estimates"]],
+            data["warnings"],
+            costs,
+            data.get("trace"),
+            data.get("problems", []),
+        )
 
     def table_rows(self) -> list[tuple[str, ...]]:
         """(target, VMEM, HBM, bound, est. time, roofline, est. speedup) per generation."""
-        return [(e.target, f"{e.vmem_bytes / 2**20:.1f}/{e.vmem_capacity / 2**20:.0f} MiB",
-                 f"{e.hbm_bytes / 1e9:.3g} GB", e.bound, _time(e.seconds),
-                 f"{e.roofline_share:.0%}" if e.roofline_share is not None else "?",
-                 f"{e.speedup:.2f}x" if e.speedup is not None else "?") for e in self.estimates]
+        return [
+            (
+                e.target,
+                f"{e.vmem_bytes / 2**20:.1f}/{e.vmem_capacity / 2**20:.0f} MiB",
+                f"{e.hbm_bytes / 1e9:.3g} GB",
+                e.bound,
+                _time(e.seconds),
+                f"{e.roofline_share:.0%}" if e.roofline_share is not None else "?",
+                f"{e.speedup:.2f}x" if e.speedup is not None else "?",
+            )
+            for e in self.estimates
+        ]
 
     def to_text(self) -> str:
-        lines = [f"Profile of {self.kernel} for {self.task_id} at {self.config} shapes "
-                 "(all figures estimated by the model unless marked measured)"]
+        lines = [
+            f"Profile of {self.kernel} for {self.task_id} at {self.config} shapes "
+            "(all figures estimated by the model unless marked measured)"
+        ]
         for index, kernel in enumerate(self.kernels):
-            blocks = ", ".join(f"{b['role']} {b['shape']} {b['dtype']} ({b['memory_space']}, x{b['fetches']})"
-                               for b in kernel["blocks"])
-            lines.append(f"kernel {index} {kernel['name']}: grid {kernel['grid']} "
-                         f"{kernel['dimension_semantics'] or ''}; {kernel['steps']} steps; {blocks}")
-            lines.append(f"  per step: {kernel['mxu_flops_per_step']:.3g} MXU flops, "
-                         f"{kernel['vector_ops_per_step']:.3g} vector ops, "
-                         f"{kernel['hbm_bytes'] / max(kernel['steps'], 1) / 2**20:.2f} MiB from HBM")
+            blocks = ", ".join(
+                f"{b['role']} {b['shape']} {b['dtype']} ({b['memory_space']}, x{b['fetches']})"
+                for b in kernel["blocks"]
+            )
+            lines.append(
+                f"kernel {index} {kernel['name']}: grid {kernel['grid']} "
+                f"{kernel['dimension_semantics'] or ''}; {kernel['steps']} steps; {blocks}"
+            )
+            lines.append(
+                f"  per step: {kernel['mxu_flops_per_step']:.3g} MXU flops, "
+                f"{kernel['vector_ops_per_step']:.3g} vector ops, "
+                f"{kernel['hbm_bytes'] / max(kernel['steps'], 1) / 2**20:.2f} MiB from HBM"
+            )
         for estimate in self.estimates:
-            lines.append(f"{estimate.target} ({estimate.kind}): {_time(estimate.seconds)}, {estimate.bound}-bound; "
-                         f"VMEM {estimate.vmem_bytes / 2**20:.1f}/{estimate.vmem_capacity / 2**20:.0f} MiB; "
-                         f"HBM {estimate.hbm_bytes / 1e9:.3g} GB; {estimate.flops / 1e9:.3g} GFLOP; "
-                         f"roofline {_time(estimate.roofline_seconds)} "
-                         f"({_share(estimate.roofline_share)} of it reached); XLA reference "
-                         f"{_time(estimate.reference_seconds)} (XLA's estimate) -> est. speedup "
-                         f"{_speedup(estimate.speedup)}")
+            lines.append(
+                f"{estimate.target} ({estimate.kind}): {_time(estimate.seconds)}, {estimate.bound}-bound; "
+                f"VMEM {estimate.vmem_bytes / 2**20:.1f}/{estimate.vmem_capacity / 2**20:.0f} MiB; "
+                f"HBM {estimate.hbm_bytes / 1e9:.3g} GB; {estimate.flops / 1e9:.3g} GFLOP; "
+                f"roofline {_time(estimate.roofline_seconds)} "
+                f"({_share(estimate.roofline_share)} of it reached); XLA reference "
+                f"{_time(estimate.reference_seconds)} (XLA's estimate) -> est. speedup "
+                f"{_speedup(estimate.speedup)}"
+            )
             lines.append(f"  {roofline_bar(estimate.roofline_share)}")
             lines.extend(f"  warning: {w}" for w in self.warnings.get(estimate.target, []))
         if self.trace:
-            events = "; ".join(f"{e['name']} {e['milliseconds']} ms" for e in self.trace["top_events"][:5])
-            lines.append(f"trace ({self.trace['kind']}, {self.trace['config']} shapes): {events or 'no events'}")
-            lines.append(f"  open it: xprof --logdir {self.trace['dir']} --port 8791 "
-                         "(on a TPU VM, from your machine: ssh -L 8791:localhost:8791 <vm>, then http://localhost:8791)")
+            events = "; ".join(
+                f"{e['name']} {e['milliseconds']} ms" for e in self.trace["top_events"][:5]
+            )
+            lines.append(
+                f"trace ({self.trace['kind']}, {self.trace['config']} shapes): {events or 'no events'}"
+            )
+            lines.append(
+                f"  open it: xprof --logdir {self.trace['dir']} --port 8791 "
+                "(on a TPU VM, from your machine: ssh -L 8791:localhost:8791 <vm>, then http://localhost:8791)"
+            )
         lines.extend(f"not available: {p}" for p in self.problems)
         return "\n".join(lines)
 

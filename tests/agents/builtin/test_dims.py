@@ -54,7 +54,10 @@ def test_a_ratio_of_sizes_is_a_size():
     kv_heads = table.input_dim(8, 2, position=1, axis=1)
     group = table.dim(8, 4)  # query heads per key head
     assert group == Dim(Fraction(1), q_heads.symbols, kv_heads.symbols)
-    assert group.render({q_heads.symbols[0]: "q_dim1", kv_heads.symbols[0]: "k_dim1"}) == "q_dim1 // k_dim1"
+    assert (
+        group.render({q_heads.symbols[0]: "q_dim1", kv_heads.symbols[0]: "k_dim1"})
+        == "q_dim1 // k_dim1"
+    )
     assert (group * kv_heads) == q_heads
 
 
@@ -66,4 +69,6 @@ def test_a_convolution_output_size_is_its_input_size_shifted():
     assert table.shifts[out_height.symbols[0]] == (height.symbols[0], -2)
     assert table.dim(126, 126) == out_width  # width - 2, never the constant 126
     # A mean's divisor over the output image is out_height * out_width, not 126 * out_height.
-    assert table.literal(1 / (126 * 126), 1 / (30 * 126)) == ShapeLiteral(out_height * out_width, reciprocal=True)
+    assert table.literal(1 / (126 * 126), 1 / (30 * 126)) == ShapeLiteral(
+        out_height * out_width, reciprocal=True
+    )

@@ -35,17 +35,20 @@ def accepted(harness: Harness, task: Task, folder: Path, *, tune: bool) -> None:
     assert report.verdict == "accepted", (draft.family, report.failure)
 
 
-@pytest.mark.parametrize(("task_id", "tune"), [
-    ("8p", False),  # bf16 GEMM
-    ("14p", False),  # batched matmul
-    ("12p", False),  # row-wise normalisation, no matmul
-    ("19k", False),  # f32 GEMM, element-wise epilogue
-    ("38k", True),  # the model splits the softmax epilogue into its own stage
-    ("40k", False),  # groups of columns, then an outer broadcast in a second stage
-    ("2p", False),  # attention: grouped query heads, (batch, seq, heads, dim) layout
-    ("31k", False),  # batch statistics: reductions over rows in column-reduction stages
-    ("22k", False),  # convolution as an implicit GEMM, instance norm over each output image
-])
+@pytest.mark.parametrize(
+    ("task_id", "tune"),
+    [
+        ("8p", False),  # bf16 GEMM
+        ("14p", False),  # batched matmul
+        ("12p", False),  # row-wise normalisation, no matmul
+        ("19k", False),  # f32 GEMM, element-wise epilogue
+        ("38k", True),  # the model splits the softmax epilogue into its own stage
+        ("40k", False),  # groups of columns, then an outer broadcast in a second stage
+        ("2p", False),  # attention: grouped query heads, (batch, seq, heads, dim) layout
+        ("31k", False),  # batch statistics: reductions over rows in column-reduction stages
+        ("22k", False),  # convolution as an implicit GEMM, instance norm over each output image
+    ],
+)
 def test_suite_kernels_are_accepted(harness, suite_tasks, tmp_path, task_id, tune):
     accepted(harness, find_task(task_id, suite_tasks), tmp_path, tune=tune)
 

@@ -16,31 +16,57 @@ from maxkernel_tui.kernels.evaluation.static_checks import static_problems
 from maxkernel_tui.kernels.loader import find_task
 
 
-@pytest.mark.parametrize(("task_id", "families"), [
-    ("41k", ["matmul + element-wise epilogue"]),
-    ("38k", ["matmul + row-wise epilogue", "multi-stage (matmul+row-wise)"]),
-    ("12p", ["row-wise reduction"]),
-    ("14p", ["batched matmul"]),
-    ("9p", ["multi-stage (matmul+matmul+matmul)"]),
-    ("40k", ["multi-stage (matmul+element-wise)", "multi-stage (matmul+row-wise+element-wise)"]),
-    ("2p", ["attention"]),
-    # The batch axis of the pair matmul is the operands' last: XLA lays them out first.
-    ("18k", ["convolution (implicit GEMM) + epilogue"]),
-    ("17p", ["multi-stage (element-wise+matmul+matmul+matmul+matmul+batched matmul+row-wise+matmul+matmul)"]),
-    ("5p", ["attention"]),
-    ("31k", ["multi-stage (matmul+column-reduction+element-wise+column-reduction+element-wise)"]),
-    ("13p", ["multi-stage (matmul+column-reduction)", "multi-stage (matmul+row-wise+column-reduction)"]),
-])
+@pytest.mark.parametrize(
+    ("task_id", "families"),
+    [
+        ("41k", ["matmul + element-wise epilogue"]),
+        ("38k", ["matmul + row-wise epilogue", "multi-stage (matmul+row-wise)"]),
+        ("12p", ["row-wise reduction"]),
+        ("14p", ["batched matmul"]),
+        ("9p", ["multi-stage (matmul+matmul+matmul)"]),
+        (
+            "40k",
+            ["multi-stage (matmul+element-wise)", "multi-stage (matmul+row-wise+element-wise)"],
+        ),
+        ("2p", ["attention"]),
+        # The batch axis of the pair matmul is the operands' last: XLA lays them out first.
+        ("18k", ["convolution (implicit GEMM) + epilogue"]),
+        (
+            "17p",
+            [
+                "multi-stage (element-wise+matmul+matmul+matmul+matmul+batched matmul+row-wise+matmul+matmul)"
+            ],
+        ),
+        ("5p", ["attention"]),
+        (
+            "31k",
+            ["multi-stage (matmul+column-reduction+element-wise+column-reduction+element-wise)"],
+        ),
+        (
+            "13p",
+            [
+                "multi-stage (matmul+column-reduction)",
+                "multi-stage (matmul+row-wise+column-reduction)",
+            ],
+        ),
+    ],
+)
 def test_families_are_recognised_from_the_jaxpr(suite_tasks, task_id, families):
     assert [plan.family for plan in plan_task(find_task(task_id, suite_tasks))] == families
 
 
-@pytest.mark.parametrize(("task_id", "reason"), [
-    ("34k", "`reduce_sum` over .* reduces in a way no tiling"),  # batch statistics of a convolution
-    ("10p", "uses `top_k`"),
-    ("3p", "uses `slice`"),
-    ("16p", "uses `cumsum`"),
-])
+@pytest.mark.parametrize(
+    ("task_id", "reason"),
+    [
+        (
+            "34k",
+            "`reduce_sum` over .* reduces in a way no tiling",
+        ),  # batch statistics of a convolution
+        ("10p", "uses `top_k`"),
+        ("3p", "uses `slice`"),
+        ("16p", "uses `cumsum`"),
+    ],
+)
 def test_what_it_cannot_plan_it_says_plainly(suite_tasks, task_id, reason):
     with pytest.raises(CannotPlan, match=reason):
         plan_task(find_task(task_id, suite_tasks))
@@ -50,11 +76,22 @@ def test_the_file_keeps_the_candidate_contract(suite_tasks):
     source = draft_kernel(find_task("45k", suite_tasks), tune=False).source
     assert static_problems(source) == []
     assert "interpret" not in source and "lambda" not in source  # TPU kernels, named index maps
-    for expected in ("BLOCK_ROWS = ", "pl.when(k == 0)", "pl.num_programs(2) - 1", '"arbitrary"',
-                     "pltpu.VMEM((tm, tn), jnp.float32)", "vmem_limit_bytes=limit", "def _lhs_block(i, j, k):"):
+    for expected in (
+        "BLOCK_ROWS = ",
+        "pl.when(k == 0)",
+        "pl.num_programs(2) - 1",
+        '"arbitrary"',
+        "pltpu.VMEM((tm, tn), jnp.float32)",
+        "vmem_limit_bytes=limit",
+        "def _lhs_block(i, j, k):",
+    ):
         assert expected in source
     # The tunables in one place: a `# Tunables` line directly followed by `UPPER = int` lines.
-    assert re.search(r"^# Tunables.*\nBLOCK_ROWS = \d+\nBLOCK_COLS = \d+\nBLOCK_DEPTH = \d+\n", source, re.MULTILINE)
+    assert re.search(
+        r"^# Tunables.*\nBLOCK_ROWS = \d+\nBLOCK_COLS = \d+\nBLOCK_DEPTH = \d+\n",
+        source,
+        re.MULTILINE,
+    )
 
 
 def test_a_renamed_copy_gets_the_same_kernel(suite_tasks, renamed_task):

@@ -27,8 +27,10 @@ PLAN_HEADINGS = ("tiling", "grid", "memory", "expected bound")
 
 
 def ask(role: str, task_dir: Path, **context: object) -> Request:
-    return Request((Message("user", f"{role} step"),),
-                   context={"role": role, "task_dir": str(task_dir), "target": "v5e", **context})
+    return Request(
+        (Message("user", f"{role} step"),),
+        context={"role": role, "task_dir": str(task_dir), "target": "v5e", **context},
+    )
 
 
 def kernel_of(answer: str) -> str:
@@ -45,7 +47,11 @@ async def test_plan_kernel_and_next_kernel_for_rmsnorm(tmp_path):
         headings = {h.strip().lower() for h in re.findall(r"^## (.+)$", plan.text, re.MULTILINE)}
         assert set(PLAN_HEADINGS) <= headings, plan.text
         assert "row-wise reduction" in plan.text and "estimate" in plan.text
-        assert (plan.usage.provider, plan.usage.model, plan.usage.cost_usd) == ("builtin", "builtin", 0.0)
+        assert (plan.usage.provider, plan.usage.model, plan.usage.cost_usd) == (
+            "builtin",
+            "builtin",
+            0.0,
+        )
 
         implemented = await client.complete(ask("implementer", RMSNORM, plan=plan.text))
         source = kernel_of(implemented.text)
@@ -71,21 +77,26 @@ async def test_a_task_it_cannot_plan_gets_a_plain_error():
     provider = build_provider({"name": "builtin"})
     try:
         with pytest.raises(CannotPlanError) as raised:
-            await LLMClient(provider).complete(ask("implementer", builtin_suite_dir() / "10p_Sparse_MoE"))
+            await LLMClient(provider).complete(
+                ask("implementer", builtin_suite_dir() / "10p_Sparse_MoE")
+            )
     finally:
         await provider.aclose()
     assert str(raised.value).startswith(CANNOT_PLAN_PREFIX) and "top_k" in str(raised.value)
     assert not raised.value.retryable
 
 
-@pytest.mark.parametrize(("context", "error"), [
-    (None, "needs the request's context"),
-    ({"role": "reviewer", "task_dir": str(RMSNORM)}, "does not play role 'reviewer'"),
-    ({"role": "planner"}, "no task_dir"),
-    ({"role": "planner", "task_dir": "/nonexistent/task"}, "not a usable task"),
-    ({"role": "planner", "task_dir": str(RMSNORM), "target": "v9"}, "unknown TPU target 'v9'"),
-    ({"role": "profiler", "task_dir": str(RMSNORM)}, "needs the profile"),
-])
+@pytest.mark.parametrize(
+    ("context", "error"),
+    [
+        (None, "needs the request's context"),
+        ({"role": "reviewer", "task_dir": str(RMSNORM)}, "does not play role 'reviewer'"),
+        ({"role": "planner"}, "no task_dir"),
+        ({"role": "planner", "task_dir": "/nonexistent/task"}, "not a usable task"),
+        ({"role": "planner", "task_dir": str(RMSNORM), "target": "v9"}, "unknown TPU target 'v9'"),
+        ({"role": "profiler", "task_dir": str(RMSNORM)}, "needs the profile"),
+    ],
+)
 async def test_a_missing_or_invalid_context_is_a_plain_error(context, error):
     provider = build_provider({"name": "builtin"})
     with pytest.raises(BuiltinAgentError, match=error) as raised:
@@ -95,19 +106,36 @@ async def test_a_missing_or_invalid_context_is_a_plain_error(context, error):
 
 
 def profile(steps: int, hbm_bytes: int, bound: str, share: float, fits: bool = True) -> dict:
-    kernel = {"name": "_stage1_kernel", "grid": [steps], "dimension_semantics": ["parallel"], "steps": steps,
-              "hbm_bytes": hbm_bytes, "mxu_f32_flops_per_step": 0.0}
-    estimate = {"target": "v5e", "seconds": 1e-3, "bound": bound, "roofline_share": share, "vmem_bytes": 2**20,
-                "vmem_capacity": 128 * 2**20, "hbm_bytes": hbm_bytes, "fits_vmem": fits}
+    kernel = {
+        "name": "_stage1_kernel",
+        "grid": [steps],
+        "dimension_semantics": ["parallel"],
+        "steps": steps,
+        "hbm_bytes": hbm_bytes,
+        "mxu_f32_flops_per_step": 0.0,
+    }
+    estimate = {
+        "target": "v5e",
+        "seconds": 1e-3,
+        "bound": bound,
+        "roofline_share": share,
+        "vmem_bytes": 2**20,
+        "vmem_capacity": 128 * 2**20,
+        "hbm_bytes": hbm_bytes,
+        "fits_vmem": fits,
+    }
     return {"kernels": [kernel], "estimates": [estimate], "warnings": {"v5e": []}, "problems": []}
 
 
-@pytest.mark.parametrize(("summary", "next_words"), [
-    (profile(4096, 4096 * 8 * 1024, "overhead", 0.2), "raise the block sizes"),
-    (profile(16, 16 * 2**20, "memory", 0.4), "fetched from HBM fewer times"),
-    (profile(16, 16 * 2**20, "memory", 0.9), "stop tuning"),
-    (profile(16, 16 * 2**20, "memory", 0.4, fits=False), "halve the largest block"),
-])
+@pytest.mark.parametrize(
+    ("summary", "next_words"),
+    [
+        (profile(4096, 4096 * 8 * 1024, "overhead", 0.2), "raise the block sizes"),
+        (profile(16, 16 * 2**20, "memory", 0.4), "fetched from HBM fewer times"),
+        (profile(16, 16 * 2**20, "memory", 0.9), "stop tuning"),
+        (profile(16, 16 * 2**20, "memory", 0.4, fits=False), "halve the largest block"),
+    ],
+)
 async def test_the_profiler_names_one_next_step_from_the_figures(summary, next_words):
     provider = build_provider({"name": "builtin"})
     answer = await LLMClient(provider).complete(ask("profiler", RMSNORM, profile=summary))
@@ -133,5 +161,7 @@ def test_the_caller_never_imports_jax():
 
         asyncio.run(main())
     """)
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=True
+    )
     assert done.stdout.strip().splitlines()[-1] == "[]"

@@ -12,18 +12,52 @@ from pathlib import Path
 OUR_TASKS = Path(__file__).parent / "tasks"
 
 
-def test_run_with_the_builtin_agent_writes_a_kernel_that_eval_accepts(tmp_path: Path, suite_cache: Path) -> None:
-    task = str(OUR_TASKS / "gemm_hardswish_layernorm")  # a task the agent has never seen, as a folder
+def test_run_with_the_builtin_agent_writes_a_kernel_that_eval_accepts(
+    tmp_path: Path, suite_cache: Path
+) -> None:
+    task = str(
+        OUR_TASKS / "gemm_hardswish_layernorm"
+    )  # a task the agent has never seen, as a folder
     env = {k: v for k, v in os.environ.items() if "KEY" not in k and "TOKEN" not in k}
-    env.update(HOME=str(tmp_path / "home"), MAXKERNEL_TUI_DATA_DIR=str(tmp_path / "data"),
-               MAXKERNEL_TUI_CACHE_DIR=str(suite_cache), JAX_PLATFORMS="cpu")
+    env.update(
+        HOME=str(tmp_path / "home"),
+        MAXKERNEL_TUI_DATA_DIR=str(tmp_path / "data"),
+        MAXKERNEL_TUI_CACHE_DIR=str(suite_cache),
+        JAX_PLATFORMS="cpu",
+    )
     out = tmp_path / "kernel.py"
     cli = [sys.executable, "-m", "maxkernel_tui.cli"]
-    run = subprocess.run([*cli, "run", "--task", task, "--mode", "auto", "--provider", "builtin",
-                          "--max-iterations", "1", "--tune-candidates", "0", "--out", str(out)],
-                         env=env, capture_output=True, text=True, timeout=900, check=False)
+    run = subprocess.run(
+        [
+            *cli,
+            "run",
+            "--task",
+            task,
+            "--mode",
+            "auto",
+            "--provider",
+            "builtin",
+            "--max-iterations",
+            "1",
+            "--tune-candidates",
+            "0",
+            "--out",
+            str(out),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
     assert run.returncode == 0, run.stderr[-3000:] + run.stdout[-3000:]
     assert "provider builtin" in run.stdout and "evaluation of v1: ACCEPTED" in run.stdout
-    accepted = subprocess.run([*cli, "eval", str(out), "--task", task, "--seeds", "1"], env=env,
-                              capture_output=True, text=True, timeout=600, check=False)
+    accepted = subprocess.run(
+        [*cli, "eval", str(out), "--task", task, "--seeds", "1"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     assert accepted.returncode == 0, accepted.stdout[-3000:]

@@ -22,10 +22,12 @@ BAD = (KERNELS / "rmsnorm_bad_block.py").read_text()
 
 
 def plan(note: str = "") -> str:
-    return (f"Row blocks of BLOCK_ROWS rows with the full hidden dimension. {note}\n\n"
-            "## Tiling\nRows in blocks of 256, hidden 8192 whole.\n\n## Grid\n(rows // 256,), parallel.\n\n"
-            "## Memory\nx block in VMEM, double-buffered: 2 x 256 x 8192 x 2 B.\n\n"
-            "## Expected bound\nMemory: one read and one write of x.\n")
+    return (
+        f"Row blocks of BLOCK_ROWS rows with the full hidden dimension. {note}\n\n"
+        "## Tiling\nRows in blocks of 256, hidden 8192 whole.\n\n## Grid\n(rows // 256,), parallel.\n\n"
+        "## Memory\nx block in VMEM, double-buffered: 2 x 256 x 8192 x 2 B.\n\n"
+        "## Expected bound\nMemory: one read and one write of x.\n"
+    )
 
 
 def kernel(source: str) -> str:
@@ -60,13 +62,25 @@ def open_on(store: Store, settings: Settings, rmsnorm):
     """Open (or resume) a session on 12p with a given provider, gate and limits."""
     opened: list[OpenSession] = []
 
-    async def opener(provider: Provider, *, gate: Gate | None = None, mode: str = "auto",
-                     resume: str | None = None, **limits: int) -> OpenSession:
+    async def opener(
+        provider: Provider,
+        *,
+        gate: Gate | None = None,
+        mode: str = "auto",
+        resume: str | None = None,
+        **limits: int,
+    ) -> OpenSession:
         chosen = gate or AutoGate()
-        session = await open_session(store, settings, task=None if resume else rmsnorm, mode=mode,
-                                     gates=lambda m: chosen if m == mode else AutoGate(),
-                                     limits=LoopLimits(**{"max_iterations": 1, "tune_candidates": 0, **limits}),
-                                     resume=resume, provider=provider)
+        session = await open_session(
+            store,
+            settings,
+            task=None if resume else rmsnorm,
+            mode=mode,
+            gates=lambda m: chosen if m == mode else AutoGate(),
+            limits=LoopLimits(**{"max_iterations": 1, "tune_candidates": 0, **limits}),
+            resume=resume,
+            provider=provider,
+        )
         opened.append(session)
         return session
 

@@ -21,14 +21,25 @@ KEY = "gemini-test-key-0123456789"
 
 
 def answers() -> dict[str, list[str]]:
-    return {"planner": [plan("first"), plan("second")], "implementer": [kernel(BAD), kernel(GOOD)],
-            "debugger": [kernel(GOOD), kernel(GOOD)], "profiler": [DIAGNOSIS, DIAGNOSIS], "tester": [NO_EDGE_CASES]}
+    return {
+        "planner": [plan("first"), plan("second")],
+        "implementer": [kernel(BAD), kernel(GOOD)],
+        "debugger": [kernel(GOOD), kernel(GOOD)],
+        "profiler": [DIAGNOSIS, DIAGNOSIS],
+        "tester": [NO_EDGE_CASES],
+    }
 
 
 @pytest.fixture
 def env(tmp_path: Path, suite_cache: Path) -> dict[str, str]:
-    return dict(os.environ, HOME=str(tmp_path / "home"), MAXKERNEL_TUI_DATA_DIR=str(tmp_path / "data"),
-                MAXKERNEL_TUI_CACHE_DIR=str(suite_cache), GEMINI_API_KEY=KEY, JAX_PLATFORMS="cpu")
+    return dict(
+        os.environ,
+        HOME=str(tmp_path / "home"),
+        MAXKERNEL_TUI_DATA_DIR=str(tmp_path / "data"),
+        MAXKERNEL_TUI_CACHE_DIR=str(suite_cache),
+        GEMINI_API_KEY=KEY,
+        JAX_PLATFORMS="cpu",
+    )
 
 
 def command(*args: str) -> list[str]:
@@ -39,21 +50,49 @@ def finished(args: list[str], env: dict[str, str]) -> subprocess.CompletedProces
     return subprocess.run(args, env=env, capture_output=True, text=True, timeout=900, check=False)
 
 
-RUN = ("run", "--task", "12p", "--mode", "auto", "--provider", "gemini", "--model", "gemini-2.5-flash",
-       "--max-iterations", "2", "--patience", "5", "--tune-candidates", "2", "--json")
+RUN = (
+    "run",
+    "--task",
+    "12p",
+    "--mode",
+    "auto",
+    "--provider",
+    "gemini",
+    "--model",
+    "gemini-2.5-flash",
+    "--max-iterations",
+    "2",
+    "--patience",
+    "5",
+    "--tune-candidates",
+    "2",
+    "--json",
+)
 
 
-def test_auto_run_through_gemini_writes_a_kernel_that_eval_accepts(env: dict[str, str], tmp_path: Path) -> None:
+def test_auto_run_through_gemini_writes_a_kernel_that_eval_accepts(
+    env: dict[str, str], tmp_path: Path
+) -> None:
     out = tmp_path / "best.py"
     with ServedInThread(RoleGemini(answers())) as server:
         env["GOOGLE_GEMINI_BASE_URL"] = server.url
         done = finished(command(*RUN, "--out", str(out)), env)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert server.roles == ["planner", "implementer", "debugger", "tester", "profiler", "planner", "implementer",
-                            "profiler"]
+    assert server.roles == [
+        "planner",
+        "implementer",
+        "debugger",
+        "tester",
+        "profiler",
+        "planner",
+        "implementer",
+        "profiler",
+    ]
     events = [json.loads(line) for line in done.stdout.splitlines()]
     evaluations = [e for e in events if e["kind"] == "evaluation"]
-    assert evaluations[0]["verdict"] == "rejected" and evaluations[0]["failure"].startswith("tpu_lower")
+    assert evaluations[0]["verdict"] == "rejected" and evaluations[0]["failure"].startswith(
+        "tpu_lower"
+    )
     assert evaluations[1]["verdict"] == "accepted" and evaluations[1]["step"] == "i1/debug1"
     assert any(e["kind"] == "note" and e["role"] == "autotuner" for e in events)
     assert any(e["kind"] == "step_started" and e["step"] == "i2/plan" for e in events)
@@ -67,37 +106,57 @@ def test_auto_run_through_gemini_writes_a_kernel_that_eval_accepts(env: dict[str
     assert accepted.returncode == 0, accepted.stdout[-2000:]
 
 
-def test_a_killed_run_resumes_without_repeating_stored_calls(env: dict[str, str], tmp_path: Path) -> None:
+def test_a_killed_run_resumes_without_repeating_stored_calls(
+    env: dict[str, str], tmp_path: Path
+) -> None:
     with ServedInThread(RoleGemini(answers())) as server:
         env["GOOGLE_GEMINI_BASE_URL"] = server.url
-        first = subprocess.Popen(command(*RUN), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                 start_new_session=True)
+        first = subprocess.Popen(
+            command(*RUN),
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
         assert first.stdout is not None
         for line in first.stdout:
-            if json.loads(line)["kind"] == "evaluation":  # the first kernel was judged: kill mid-session
+            if (
+                json.loads(line)["kind"] == "evaluation"
+            ):  # the first kernel was judged: kill mid-session
                 os.killpg(first.pid, signal.SIGKILL)
                 break
         first.wait(60)
         session_id = first.stderr.read().split("session ", 1)[1].split()[0]
         served_before = list(server.roles)
-        resumed = finished(command("run", "--resume", session_id, "--json", "--out", str(tmp_path / "k.py")), env)
+        resumed = finished(
+            command("run", "--resume", session_id, "--json", "--out", str(tmp_path / "k.py")), env
+        )
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert served_before[:2] == ["planner", "implementer"]
     # The planner's and implementer's stored answers were not bought again.
     assert server.roles.count("planner") == 2 and server.roles.count("implementer") == 2
     events = [json.loads(line) for line in resumed.stdout.splitlines()]
     assert events[-1]["kind"] == "session_ended" and events[-1]["best_version_id"] is not None
-    assert not any(e["kind"] == "evaluation" and e["step"] == "i1/implement" for e in events)  # not redone
+    assert not any(
+        e["kind"] == "evaluation" and e["step"] == "i1/implement" for e in events
+    )  # not redone
 
 
 def test_ctrl_c_stops_cleanly_and_says_how_to_continue(env: dict[str, str], tmp_path: Path) -> None:
     with ServedInThread(RoleGemini(answers())) as server:
         env["GOOGLE_GEMINI_BASE_URL"] = server.url
         # A process started from a background job inherits SIGINT ignored; a user's terminal does not.
-        with_default_sigint = [sys.executable, "-c", "import os, signal, sys; signal.signal(signal.SIGINT, "
-                               "signal.SIG_DFL); os.execv(sys.executable, sys.argv[1:])", *command(*RUN)]
-        running = subprocess.Popen(with_default_sigint, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                   text=True)
+        with_default_sigint = [
+            sys.executable,
+            "-c",
+            "import os, signal, sys; signal.signal(signal.SIGINT, "
+            "signal.SIG_DFL); os.execv(sys.executable, sys.argv[1:])",
+            *command(*RUN),
+        ]
+        running = subprocess.Popen(
+            with_default_sigint, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
         assert running.stdout is not None
         for line in running.stdout:
             if json.loads(line)["kind"] == "proposal":  # mid-session

@@ -18,7 +18,9 @@ from maxkernel_tui.commands.terminal_gate import TerminalGate
 
 pytestmark = pytest.mark.asyncio
 
-PROPOSAL = Proposal("i1/implement", "implementer", "kernel", "BLOCK_ROWS = 256\n", "BLOCK_ROWS = 128\n", "+1 −1")
+PROPOSAL = Proposal(
+    "i1/implement", "implementer", "kernel", "BLOCK_ROWS = 256\n", "BLOCK_ROWS = 128\n", "+1 −1"
+)
 
 
 async def decide(monkeypatch: pytest.MonkeyPatch, typed: str, capsys: pytest.CaptureFixture[str]):
@@ -39,7 +41,9 @@ async def test_reject_asks_why_and_unknown_keys_ask_again(monkeypatch, capsys) -
     assert shown.count("[a]pprove") == 2
 
 
-async def test_edit_opens_the_editor_and_hand_off_goes_to_auto(monkeypatch, capsys, tmp_path) -> None:
+async def test_edit_opens_the_editor_and_hand_off_goes_to_auto(
+    monkeypatch, capsys, tmp_path
+) -> None:
     editor = tmp_path / "editor.sh"
     editor.write_text("#!/bin/sh\nsed -i 's/256/512/' \"$1\"\n")
     editor.chmod(0o755)

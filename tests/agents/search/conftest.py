@@ -37,13 +37,27 @@ def graph_from_events(db: Store, session_id: str) -> dict[str, tuple]:
     for row in db.events(session_id):
         if row.kind == SearchNodeChanged.kind:
             event = decode(row.kind, row.payload)
-            last[event.node] = (event.status, event.score, tuple(event.parents), event.strategy, event.version_id)
+            last[event.node] = (
+                event.status,
+                event.score,
+                tuple(event.parents),
+                event.strategy,
+                event.version_id,
+            )
     return last
 
 
 def graph_in_store(db: Store, session_id: str) -> dict[str, tuple]:
-    return {n.data["ref"]: (n.status, n.score, tuple(n.data["parents"]), n.strategy, n.kernel_version_id)
-            for n in db.search_nodes(session_id)}
+    return {
+        n.data["ref"]: (
+            n.status,
+            n.score,
+            tuple(n.data["parents"]),
+            n.strategy,
+            n.kernel_version_id,
+        )
+        for n in db.search_nodes(session_id)
+    }
 
 
 @pytest.fixture
@@ -51,11 +65,18 @@ def open_search_on(store: Store, settings: Settings, rmsnorm):  # noqa: F811
     opened: list[OpenSearch] = []
 
     async def opener(provider, *, resume: str | None = None, **config) -> OpenSearch:
-        search = await open_search(store, settings, task=None if resume else rmsnorm,
-                                   config=None if resume else SearchConfig(**config), resume=resume,
-                                   provider=provider)
+        search = await open_search(
+            store,
+            settings,
+            task=None if resume else rmsnorm,
+            config=None if resume else SearchConfig(**config),
+            resume=resume,
+            provider=provider,
+        )
         tools = search.session.engine.tools
-        tools.options = replace(tools.options, seeds=1)  # one seed is enough to tell the kernels apart here
+        tools.options = replace(
+            tools.options, seeds=1
+        )  # one seed is enough to tell the kernels apart here
         opened.append(search)
         return search
 

@@ -38,20 +38,45 @@ def db(tmp_path):
 def new_graph(db: Store) -> SearchGraph:
     session = db.create_session("12p_RMSNorm", "graph")
     graph = SearchGraph(Journal(db, session.id))
-    graph.ensure(ROOT, number=0, round_=0, parents=[], strategy="initial", plan="first", extra={"config": {}})
+    graph.ensure(
+        ROOT, number=0, round_=0, parents=[], strategy="initial", plan="first", extra={"config": {}}
+    )
     return graph
 
 
-def judge(graph: SearchGraph, ref: str, status: str, score: float | None, source: str,
-          kind: str = ESTIMATED) -> None:
+def judge(
+    graph: SearchGraph,
+    ref: str,
+    status: str,
+    score: float | None,
+    source: str,
+    kind: str = ESTIMATED,
+) -> None:
     version = graph.store.add_kernel_version(graph.session_id, source)
-    graph.update(graph[ref], status, score=score, score_kind=kind if score is not None else "",
-                 version_id=version.id, source=source, hash=kernel_hash(source))
+    graph.update(
+        graph[ref],
+        status,
+        score=score,
+        score_kind=kind if score is not None else "",
+        version_id=version.id,
+        source=source,
+        hash=kernel_hash(source),
+    )
 
 
-def child(graph: SearchGraph, number: int, parent: str, round_: int = 1, strategy: str = "s", **tags) -> str:
+def child(
+    graph: SearchGraph, number: int, parent: str, round_: int = 1, strategy: str = "s", **tags
+) -> str:
     ref = f"n{number}"
-    graph.ensure(ref, number=number, round_=round_, parents=[parent], strategy=strategy, plan=strategy, tags=tags)
+    graph.ensure(
+        ref,
+        number=number,
+        round_=round_,
+        parents=[parent],
+        strategy=strategy,
+        plan=strategy,
+        tags=tags,
+    )
     return ref
 
 
@@ -65,9 +90,19 @@ def test_ranking_never_takes_a_rejected_kernel_nor_another_kind(db) -> None:
     graph = new_graph(db)
     judge(graph, ROOT, ACCEPTED, 1.0, GOOD)
     judge(graph, child(graph, 1, ROOT), REJECTED, None, GOOD + "\n# bad\nz = 1\n")
-    judge(graph, child(graph, 2, ROOT), ACCEPTED, 9.0, GOOD + "\nw = 2\n", kind="measured speedup vs XLA on v5e")
+    judge(
+        graph,
+        child(graph, 2, ROOT),
+        ACCEPTED,
+        9.0,
+        GOOD + "\nw = 2\n",
+        kind="measured speedup vs XLA on v5e",
+    )
     judge(graph, child(graph, 3, ROOT), ACCEPTED, 1.5, GOOD + "\nv = 3\n")
-    assert [n.ref for n in graph.ranked()] == ["n3", ROOT]  # the measured 9.0 is not compared with estimates
+    assert [n.ref for n in graph.ranked()] == [
+        "n3",
+        ROOT,
+    ]  # the measured 9.0 is not compared with estimates
     assert graph.best().ref == "n3"
 
 
@@ -97,7 +132,9 @@ def test_prune_drops_pending_descendants_and_stops_growth(db) -> None:
     below = child(graph, 2, a, round_=2)
     pruned = graph.prune(a, 2)
     assert [n.ref for n in pruned] == [a, below] and graph[below].status == PRUNED
-    assert graph.growable(graph[a], 2) and not graph.growable(graph[a], 3)  # its own round still plans it
+    assert graph.growable(graph[a], 2) and not graph.growable(
+        graph[a], 3
+    )  # its own round still plans it
     assert graph_from_events(db, graph.session_id) == graph_in_store(db, graph.session_id)
 
 
@@ -108,18 +145,28 @@ def test_a_reloaded_graph_is_the_stored_one_and_plans_the_same_round(db) -> None
     config = SearchConfig(algorithm="beam", width=2, branches=2)
     first = Beam(config, strategies).plan_round(graph, 1)
     for i, plan in enumerate(first, start=1):
-        graph.ensure(f"n{i}", number=i, round_=1, parents=list(plan.parents), strategy=plan.strategy,
-                     plan=plan.plan)
+        graph.ensure(
+            f"n{i}",
+            number=i,
+            round_=1,
+            parents=list(plan.parents),
+            strategy=plan.strategy,
+            plan=plan.plan,
+        )
     judge(graph, "n1", ACCEPTED, 0.5, GOOD + "\nq = 1\n")  # a regression: the gate keeps it out
     judge(graph, "n2", ACCEPTED, 1.4, GOOD + "\nq = 2\n")
     beam = Beam(config, strategies)
     assert [p.strategy for p in beam.plan_round(graph, 1)] == [p.strategy for p in first]
     second = beam.plan_round(graph, 2)
     assert {p.parents for p in second} == {("n2",)}  # only the child that improved grows
-    assert not {p.strategy for p in second} & {"initial", first[1].strategy}  # nothing tried on its path again
+    assert not {p.strategy for p in second} & {
+        "initial",
+        first[1].strategy,
+    }  # nothing tried on its path again
     again = SearchGraph(Journal(db, graph.session_id))
-    assert [(n.ref, n.status, n.score, n.source) for n in again.in_order()] == \
-           [(n.ref, n.status, n.score, n.source) for n in graph.in_order()]
+    assert [(n.ref, n.status, n.score, n.source) for n in again.in_order()] == [
+        (n.ref, n.status, n.score, n.source) for n in graph.in_order()
+    ]
     assert Beam(config, strategies).plan_round(again, 1) == first
 
 
@@ -131,10 +178,19 @@ def test_parallel_lines_and_evolution_with_crossover(db) -> None:
     assert [p.tags["line"] for p in lines] == [0, 1, 2] and len({p.strategy for p in lines}) == 3
     evolve = Evolve(SearchConfig(algorithm="evolve", population=4, islands=2), strategies)
     gen1 = evolve.plan_round(graph, 1)
-    assert [p.tags["island"] for p in gen1] == [0, 0, 1, 1] and all(p.parents == (ROOT,) for p in gen1)
+    assert [p.tags["island"] for p in gen1] == [0, 0, 1, 1] and all(
+        p.parents == (ROOT,) for p in gen1
+    )
     for i, plan in enumerate(gen1, start=1):
-        graph.ensure(f"n{i}", number=i, round_=1, parents=list(plan.parents), strategy=plan.strategy,
-                     plan=plan.plan, tags=plan.tags)
+        graph.ensure(
+            f"n{i}",
+            number=i,
+            round_=1,
+            parents=list(plan.parents),
+            strategy=plan.strategy,
+            plan=plan.plan,
+            tags=plan.tags,
+        )
         judge(graph, f"n{i}", ACCEPTED, 1.0 + i / 10, GOOD + f"\nk = {i}\n")
     gen2 = evolve.plan_round(graph, 2)
     crossovers = [p for p in gen2 if p.strategy == "crossover"]
@@ -150,7 +206,10 @@ def test_exports(db) -> None:
     dot = to_dot(graph)
     assert dot.startswith("digraph search {") and "n0 -> n1;" in dot and "#1 ✗ whole-rows" in dot
     document = json.loads(to_json(graph))
-    assert document["best"] == ROOT and [n["status"] for n in document["nodes"]] == [ACCEPTED, REJECTED]
+    assert document["best"] == ROOT and [n["status"] for n in document["nodes"]] == [
+        ACCEPTED,
+        REJECTED,
+    ]
 
 
 def test_suite_summary_table() -> None:

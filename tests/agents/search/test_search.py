@@ -24,18 +24,28 @@ def evaluations(store, session_id: str) -> int:
     return sum(e.kind == EvaluationDone.kind for e in store.events(session_id))
 
 
-@pytest.mark.parametrize("algorithm, shape, first, budget", [
-    # the beam's first kernel fails TPU lowering and the debugger fixes it: two evaluations
-    ("beam", {"width": 2, "branches": 2}, kernel(BAD), 3),
-    ("parallel", {"width": 2}, variant(256), 2),
-    ("evolve", {"population": 4, "islands": 2}, variant(256), 2),
-], ids=["beam", "parallel", "evolve"])
-async def test_a_search_runs_to_its_budget_and_ranks_only_accepted_kernels(open_search_on, store, algorithm,
-                                                                          shape, first, budget) -> None:
-    provider = RoleProvider({"implementer": [first, variant(128), variant(512), variant(64), variant(32)],
-                             "debugger": [kernel(GOOD)] * 4})
-    opened = await open_search_on(provider, algorithm=algorithm, depth=4, max_evals=budget, llm_concurrency=2,
-                                  **shape)
+@pytest.mark.parametrize(
+    "algorithm, shape, first, budget",
+    [
+        # the beam's first kernel fails TPU lowering and the debugger fixes it: two evaluations
+        ("beam", {"width": 2, "branches": 2}, kernel(BAD), 3),
+        ("parallel", {"width": 2}, variant(256), 2),
+        ("evolve", {"population": 4, "islands": 2}, variant(256), 2),
+    ],
+    ids=["beam", "parallel", "evolve"],
+)
+async def test_a_search_runs_to_its_budget_and_ranks_only_accepted_kernels(
+    open_search_on, store, algorithm, shape, first, budget
+) -> None:
+    provider = RoleProvider(
+        {
+            "implementer": [first, variant(128), variant(512), variant(64), variant(32)],
+            "debugger": [kernel(GOOD)] * 4,
+        }
+    )
+    opened = await open_search_on(
+        provider, algorithm=algorithm, depth=4, max_evals=budget, llm_concurrency=2, **shape
+    )
     outcome = await opened.search.run()
     await opened.aclose()
     session = opened.session_id
@@ -45,7 +55,9 @@ async def test_a_search_runs_to_its_budget_and_ranks_only_accepted_kernels(open_
     assert nodes[0].status == ACCEPTED and nodes[0].evals == budget - 1
     assert any(n.status == STOPPED for n in nodes)  # a node that found no evaluation left
     ranked = opened.search.graph.ranked()
-    assert ranked and all(n.status == ACCEPTED and n.score_kind == outcome.score_kind for n in ranked)
+    assert ranked and all(
+        n.status == ACCEPTED and n.score_kind == outcome.score_kind for n in ranked
+    )
     assert outcome.best is ranked[0] and "estimated" in outcome.score_kind
     assert not any(n.status == REJECTED for n in ranked)
     assert graph_from_events(store, session) == graph_in_store(store, session)

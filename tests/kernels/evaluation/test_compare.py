@@ -29,11 +29,19 @@ def test_nan_from_unwritten_memory_is_named():
     candidate = np.ones((4, 4), np.float32)
     candidate[2:] = np.nan
     result = compare_arrays(candidate, np.ones((4, 4)), TOL)
-    assert not result.ok and "8/16 outputs are NaN or infinite (first NaN at [2, 0])" in result.describe()
+    assert (
+        not result.ok
+        and "8/16 outputs are NaN or infinite (first NaN at [2, 0])" in result.describe()
+    )
     assert "is every output block written?" in result.describe()
 
 
 def test_shape_mismatch_and_output_count(tmp_path):
-    assert "output shape [4] instead of [5]" in compare_arrays(np.ones(4), np.ones(5), TOL).describe()
+    assert (
+        "output shape [4] instead of [5]" in compare_arrays(np.ones(4), np.ones(5), TOL).describe()
+    )
     np.save(tmp_path / "a.npy", np.ones(3))
-    assert "1 outputs instead of 2" in compare_files([str(tmp_path / "a.npy")], ["x", "y"], TOL).describe()
+    assert (
+        "1 outputs instead of 2"
+        in compare_files([str(tmp_path / "a.npy")], ["x", "y"], TOL).describe()
+    )

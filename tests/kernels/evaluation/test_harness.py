@@ -14,8 +14,14 @@ KERNELS = pathlib.Path(__file__).resolve().parents[2] / "data" / "kernels"
 ADAPTED = KERNELS.parent / "adapted_tasks"
 SECRET = "sk-test-0123456789-secret"
 
-HONEST = ["12p_RMSNorm", "8p_GEMM", "41k_Gemm_Add_ReLU", "36k_Matmul_Sigmoid_Sum", "14p_Ragged_Dot",
-          "1p_Flash_Attention"]
+HONEST = [
+    "12p_RMSNorm",
+    "8p_GEMM",
+    "41k_Gemm_Add_ReLU",
+    "36k_Matmul_Sigmoid_Sum",
+    "14p_Ragged_Dot",
+    "1p_Flash_Attention",
+]
 
 # cheat file -> (task, check that rejects it, words of the reason)
 CHEATS = {
@@ -47,8 +53,15 @@ def test_honest_kernels_are_accepted(harness, suite_tasks, task_id):
     report = harness.evaluate(KERNELS / "honest" / f"{task_id}.py", find_task(task_id, suite_tasks))
     assert report.verdict == "accepted", report.failure
     checks = {c.name: c for c in report.checks}
-    assert [c.name for c in report.checks] == ["static", "trace", "tpu_lower", "tpu_compile", "numerics",
-                                               "heldout", "timing"]
+    assert [c.name for c in report.checks] == [
+        "static",
+        "trace",
+        "tpu_lower",
+        "tpu_compile",
+        "numerics",
+        "heldout",
+        "timing",
+    ]
     assert checks["numerics"].detail.startswith("3 run(s) within tolerance")
     assert checks["timing"].status == "skip" and "no TPU" in checks["timing"].detail
     assert len(set(report.seeds)) == 3
@@ -82,8 +95,10 @@ def test_no_secret_reaches_a_kernel_or_a_report(suite_tasks, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     assert SECRET not in json.dumps(jax_worker_env())
     with Harness() as harness:
-        reports = [harness.evaluate(KERNELS / "cheats" / f"{name}.py", find_task("12p", suite_tasks))
-                   for name in ("reads_secrets", "obfuscated_env", "crashes")]
+        reports = [
+            harness.evaluate(KERNELS / "cheats" / f"{name}.py", find_task("12p", suite_tasks))
+            for name in ("reads_secrets", "obfuscated_env", "crashes")
+        ]
     for report in reports:
         assert report.verdict == "rejected"
         assert SECRET not in json.dumps(report.to_json())
@@ -96,7 +111,10 @@ def test_sanity_run_of_a_reference_against_itself(harness, suite_tasks):
     assert "sanity run" in report.checks[1].detail
 
 
-EDGE_HIDDEN = ("edge_hidden", {"batch": 2, "seq": 64, "hidden": 384})  # 3 lane tiles: no 256-wide chunks
+EDGE_HIDDEN = (
+    "edge_hidden",
+    {"batch": 2, "seq": 64, "hidden": 384},
+)  # 3 lane tiles: no 256-wide chunks
 
 
 def test_an_edge_configuration_is_checked_after_numerics(harness, suite_tasks):
@@ -106,18 +124,32 @@ def test_an_edge_configuration_is_checked_after_numerics(harness, suite_tasks):
     options = EvalOptions(seeds=1, extra_configs=(EDGE_HIDDEN,))
     honest = harness.evaluate(KERNELS / "honest" / "12p_RMSNorm.py", task, options)
     chunked = harness.evaluate(KERNELS / "agent" / "rmsnorm_fixed_chunk.py", task, options)
-    assert [c.name for c in honest.checks] == ["static", "trace", "tpu_lower", "tpu_compile", "numerics", "edge",
-                                               "heldout", "timing"]
+    assert [c.name for c in honest.checks] == [
+        "static",
+        "trace",
+        "tpu_lower",
+        "tpu_compile",
+        "numerics",
+        "edge",
+        "heldout",
+        "timing",
+    ]
     assert honest.verdict == "accepted", honest.failure
     assert "edge_hidden seed" in honest.checks[5].detail
     assert chunked.failure.name == "edge", chunked.failure
-    assert "edge_hidden" in chunked.failure.detail and "elements outside tolerance" in chunked.failure.detail
+    assert (
+        "edge_hidden" in chunked.failure.detail
+        and "elements outside tolerance" in chunked.failure.detail
+    )
 
 
 def test_a_task_without_named_configurations_gets_no_edge_runs(harness):
     task = load_task(ADAPTED / "1_Vector_Add")
-    report = harness.evaluate(task.reference_path, task, EvalOptions(require_pallas=False, extra_configs=(
-        ("edge_small", {"n": 100}),)))
+    report = harness.evaluate(
+        task.reference_path,
+        task,
+        EvalOptions(require_pallas=False, extra_configs=(("edge_small", {"n": 100}),)),
+    )
     assert report.verdict == "accepted", report.failure
     edge = next(c for c in report.checks if c.name == "edge")
     assert edge.status == "skip" and "no named configurations" in edge.detail

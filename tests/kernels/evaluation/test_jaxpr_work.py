@@ -15,7 +15,9 @@ def _relu_kernel(x_ref, o_ref):
 
 
 def _relu(y):
-    return pl.pallas_call(_relu_kernel, out_shape=jax.ShapeDtypeStruct(y.shape, y.dtype), interpret=True)(y)
+    return pl.pallas_call(
+        _relu_kernel, out_shape=jax.ShapeDtypeStruct(y.shape, y.dtype), interpret=True
+    )(y)
 
 
 def test_matmul_outside_pallas_is_counted_through_nested_jit():
@@ -33,6 +35,9 @@ def test_plain_jnp_has_no_pallas():
 def test_convolution_flops():
     x = jax.ShapeDtypeStruct((2, 8, 16, 16), jnp.float32)
     w = jax.ShapeDtypeStruct((4, 8, 3, 3), jnp.float32)
-    conv = jax.make_jaxpr(lambda a, b: jax.lax.conv_general_dilated(
-        a, b, (1, 1), "VALID", dimension_numbers=("NCHW", "OIHW", "NCHW")))(x, w)
+    conv = jax.make_jaxpr(
+        lambda a, b: jax.lax.conv_general_dilated(
+            a, b, (1, 1), "VALID", dimension_numbers=("NCHW", "OIHW", "NCHW")
+        )
+    )(x, w)
     assert measure(conv).xla_flops == 2 * (2 * 4 * 14 * 14) * (8 * 3 * 3)

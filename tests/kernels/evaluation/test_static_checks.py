@@ -27,30 +27,33 @@ def test_clean_kernel_passes():
     assert static_problems(textwrap.dedent(CLEAN)) == []
 
 
-@pytest.mark.parametrize(("snippet", "phrase"), [
-    ("import time\nt = time.perf_counter()", "touches clocks (`import time` at line"),
-    ("import os\nk = os.environ['GEMINI_API_KEY']", "reaches the environment or the process"),
-    ("from os import environ", "reaches the environment or the process"),
-    ("import importlib\nm = importlib.import_module('reference')", "uses the import system"),
-    ("from reference import computation as ref", "imports the reference"),
-    ("import maxkernel_tui.kernels.evaluation.compare", "imports the harness"),
-    ("from . import helper", "imports from its own folder"),
-    ("m = __import__('o' + 's')", "imports modules dynamically (`__import__` at line"),
-    ("e = getattr(m, 'env' + 'iron')", "looks up attributes by computed name"),
-    ("e = getattr(m, 'environ')", "reaches `environ` through getattr"),
-    ("exec('x = 1')", "executes generated code"),
-    ("jax.block_until_ready = lambda x: x", "touches the timing path"),
-    ("import jax\njax.numpy.exp = abs", "patches a library attribute (`jax.numpy.exp` at line"),
-    ("import numpy as np\nnp.random.seed = None", "patches a library attribute"),
-    ("cache = {}\ndef f():\n    global cache", "keeps state across calls (`global` at line"),
-    ("x = jax.pure_callback(f, y)", "calls back into Python from device code"),
-    ("jax.config.update('jax_enable_x64', True)", "changes jax configuration"),
-    ("g = f.__globals__", "uses interpreter internals (`__globals__`"),
-    ("b = __builtins__", "uses interpreter internals"),
-    ("import ctypes", "calls native code"),
-    ("import requests", "imports a module outside the allowed set"),
-    ("def computation(:", "does not parse"),
-])
+@pytest.mark.parametrize(
+    ("snippet", "phrase"),
+    [
+        ("import time\nt = time.perf_counter()", "touches clocks (`import time` at line"),
+        ("import os\nk = os.environ['GEMINI_API_KEY']", "reaches the environment or the process"),
+        ("from os import environ", "reaches the environment or the process"),
+        ("import importlib\nm = importlib.import_module('reference')", "uses the import system"),
+        ("from reference import computation as ref", "imports the reference"),
+        ("import maxkernel_tui.kernels.evaluation.compare", "imports the harness"),
+        ("from . import helper", "imports from its own folder"),
+        ("m = __import__('o' + 's')", "imports modules dynamically (`__import__` at line"),
+        ("e = getattr(m, 'env' + 'iron')", "looks up attributes by computed name"),
+        ("e = getattr(m, 'environ')", "reaches `environ` through getattr"),
+        ("exec('x = 1')", "executes generated code"),
+        ("jax.block_until_ready = lambda x: x", "touches the timing path"),
+        ("import jax\njax.numpy.exp = abs", "patches a library attribute (`jax.numpy.exp` at line"),
+        ("import numpy as np\nnp.random.seed = None", "patches a library attribute"),
+        ("cache = {}\ndef f():\n    global cache", "keeps state across calls (`global` at line"),
+        ("x = jax.pure_callback(f, y)", "calls back into Python from device code"),
+        ("jax.config.update('jax_enable_x64', True)", "changes jax configuration"),
+        ("g = f.__globals__", "uses interpreter internals (`__globals__`"),
+        ("b = __builtins__", "uses interpreter internals"),
+        ("import ctypes", "calls native code"),
+        ("import requests", "imports a module outside the allowed set"),
+        ("def computation(:", "does not parse"),
+    ],
+)
 def test_each_escape_is_named(snippet, phrase):
     source = textwrap.dedent(CLEAN) + "\n" + snippet + "\n"
     problems = static_problems(source)
@@ -64,4 +67,5 @@ def test_missing_computation():
 def test_problems_name_their_line():
     assert static_problems("import jax\nimport time\ndef computation(x):\n    return x\n") == [
         "touches clocks (`import time` at line 2; allowed: collections, dataclasses, enum, functools, "
-        "itertools, jax, jaxlib, math, ml_dtypes, numpy, operator, typing)"]
+        "itertools, jax, jaxlib, math, ml_dtypes, numpy, operator, typing)"
+    ]

@@ -6,7 +6,6 @@ from maxkernel_tui.kernels.evaluation import timing_worker
 from maxkernel_tui.kernels.evaluation.stats import median_estimate, speedup
 from maxkernel_tui.kernels.evaluation.timing import summarize_timing, timing_check, tpu_present
 from maxkernel_tui.kernels.loader import find_task
-
 from tests.kernels.evaluation.test_harness import KERNELS
 
 
@@ -22,7 +21,11 @@ def test_clear_win_is_significant():
 
 def test_overlapping_noise_is_not_a_win():
     gain = speedup(baseline=noisy(1.02, 0.5), candidate=noisy(1.0, 0.5, seed=1))
-    assert not gain.significant_win and gain.low < 1 < gain.high and "not significant" in gain.describe()
+    assert (
+        not gain.significant_win
+        and gain.low < 1 < gain.high
+        and "not significant" in gain.describe()
+    )
 
 
 def test_median_interval_contains_the_median():
@@ -31,8 +34,11 @@ def test_median_interval_contains_the_median():
 
 
 def test_tpu_timings_are_labelled_measured_with_their_device():
-    answer = {"platform": "tpu", "device": "TPU v5 lite",
-              "samples": {"candidate": noisy(1e-3, 0.02), "reference": noisy(1.5e-3, 0.02, seed=2)}}
+    answer = {
+        "platform": "tpu",
+        "device": "TPU v5 lite",
+        "samples": {"candidate": noisy(1e-3, 0.02), "reference": noisy(1.5e-3, 0.02, seed=2)},
+    }
     check, timings = summarize_timing(answer)
     assert check.status == "pass" and "significant" in check.detail
     assert all(t["kind"] == "measured" and t["device"] == "TPU v5 lite (tpu)" for t in timings)
@@ -41,8 +47,15 @@ def test_tpu_timings_are_labelled_measured_with_their_device():
 
 def test_times_off_a_tpu_are_never_shown(suite_tasks, monkeypatch):
     task = find_task("12p", suite_tasks)
-    answer = timing_worker.measure({"kernel": str(KERNELS / "honest" / "12p_RMSNorm.py"), "task": str(task.folder),
-                                    "config": "check", "repeats": 3, "warmups": 1})
+    answer = timing_worker.measure(
+        {
+            "kernel": str(KERNELS / "honest" / "12p_RMSNorm.py"),
+            "task": str(task.folder),
+            "config": "check",
+            "repeats": 3,
+            "warmups": 1,
+        }
+    )
     assert answer["platform"] == "cpu" and len(answer["samples"]["candidate"]) == 3
     check, timings = summarize_timing(answer)
     assert check.status == "skip" and timings == [] and "not a TPU" in check.detail

@@ -9,7 +9,6 @@ from jax.experimental import pallas as pl
 from maxkernel_tui.kernels.perf.model import STEP_OVERHEAD_S, estimate
 from maxkernel_tui.kernels.perf.pallas_analysis import analyze
 from maxkernel_tui.kernels.targets import TARGETS
-
 from tests.kernels.perf.test_pallas_analysis import KERNELS, load
 
 
@@ -24,25 +23,41 @@ def untiled_double(x):
 @pytest.mark.parametrize("name", ["v5e", "v6e"])
 def test_untiled_elementwise_kernel_costs_bytes_over_bandwidth(name):
     target = TARGETS[name]
-    kernels = [k.to_json() for k in analyze(jax.make_jaxpr(untiled_double)(jax.ShapeDtypeStruct((2048, 2048), jnp.float32)))]
+    kernels = [
+        k.to_json()
+        for k in analyze(
+            jax.make_jaxpr(untiled_double)(jax.ShapeDtypeStruct((2048, 2048), jnp.float32))
+        )
+    ]
     result = estimate(kernels, target)
     moved = 2 * 2048 * 2048 * 4
     assert result.hbm_bytes == moved and result.bound == "memory"
     # bytes / bandwidth, plus the stated overhead: one grid step and the element-wise work
-    assert moved / target.hbm_bandwidth <= result.seconds <= moved / target.hbm_bandwidth * 1.05 + STEP_OVERHEAD_S
+    assert (
+        moved / target.hbm_bandwidth
+        <= result.seconds
+        <= moved / target.hbm_bandwidth * 1.05 + STEP_OVERHEAD_S
+    )
 
 
 @pytest.mark.parametrize("name", ["v5e", "v6e"])
 def test_large_bf16_gemm_is_compute_bound_near_peak_on_v5e(name):
     gemm = load(KERNELS / "honest" / "8p_GEMM.py")
-    jaxpr = jax.make_jaxpr(gemm.computation)(jax.ShapeDtypeStruct((8192, 8192), jnp.bfloat16),
-                                             jax.ShapeDtypeStruct((8192, 28672), jnp.bfloat16))
+    jaxpr = jax.make_jaxpr(gemm.computation)(
+        jax.ShapeDtypeStruct((8192, 8192), jnp.bfloat16),
+        jax.ShapeDtypeStruct((8192, 28672), jnp.bfloat16),
+    )
     target = TARGETS[name]
-    reference = {"flops": 2 * 8192 * 8192 * 28672, "bytes_accessed": 2 * (8192 * 8192 + 2 * 8192 * 28672),
-                 "optimal_seconds": 0.0195}
+    reference = {
+        "flops": 2 * 8192 * 8192 * 28672,
+        "bytes_accessed": 2 * (8192 * 8192 + 2 * 8192 * 28672),
+        "optimal_seconds": 0.0195,
+    }
     result = estimate([k.to_json() for k in analyze(jaxpr)], target, reference)
     achieved = result.flops / result.seconds
-    if name == "v5e":  # 1024x1024 tiles: 1 GFLOP per 2 MiB step, far above v5e's 240 flop/byte balance
+    if (
+        name == "v5e"
+    ):  # 1024x1024 tiles: 1 GFLOP per 2 MiB step, far above v5e's 240 flop/byte balance
         assert result.bound == "compute" and achieved >= 0.9 * target.peak_bf16_flops
         assert 0.9 <= result.roofline_share <= 1.0
     else:  # v6e's higher flop/byte balance makes the same tiling memory-bound: the model says so
@@ -59,6 +74,17 @@ def test_calibration_scales_and_labels(tmp_path):
     record_calibration(path, "v5e", measured_s=1.3e-3, estimated_s=1.0e-3, kernel="c")
     factors = load_calibration(path)
     assert factors == {"v5e": pytest.approx(1.3)}
-    kernels = [k.to_json() for k in analyze(jax.make_jaxpr(untiled_double)(jax.ShapeDtypeStruct((1024, 1024), jnp.float32)))]
-    plain, calibrated = estimate(kernels, TARGETS["v5e"]), estimate(kernels, TARGETS["v5e"], calibration=factors)
-    assert calibrated.seconds == pytest.approx(plain.seconds * 1.3) and calibrated.kind == "estimated, calibrated"
+    kernels = [
+        k.to_json()
+        for k in analyze(
+            jax.make_jaxpr(untiled_double)(jax.ShapeDtypeStruct((1024, 1024), jnp.float32))
+        )
+    ]
+    plain, calibrated = (
+        estimate(kernels, TARGETS["v5e"]),
+        estimate(kernels, TARGETS["v5e"], calibration=factors),
+    )
+    assert (
+        calibrated.seconds == pytest.approx(plain.seconds * 1.3)
+        and calibrated.kind == "estimated, calibrated"
+    )

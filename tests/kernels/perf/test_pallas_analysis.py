@@ -14,7 +14,6 @@ from maxkernel_tui.kernels import aot
 from maxkernel_tui.kernels.perf.model import warnings_for
 from maxkernel_tui.kernels.perf.pallas_analysis import analyze
 from maxkernel_tui.kernels.targets import MIB, TARGETS
-
 from tests.kernels.evaluation.test_harness import KERNELS
 
 BF16, F32 = jnp.bfloat16, jnp.float32
@@ -35,27 +34,49 @@ def single(fn, *specs):
 
 def test_tiled_gemm():
     gemm = load(KERNELS / "honest" / "8p_GEMM.py")
-    k = single(gemm.computation, jax.ShapeDtypeStruct((8192, 8192), BF16), jax.ShapeDtypeStruct((8192, 28672), BF16))
-    assert k["grid"] == [8, 28, 16] and k["dimension_semantics"] == ["parallel", "parallel", "arbitrary"]
+    k = single(
+        gemm.computation,
+        jax.ShapeDtypeStruct((8192, 8192), BF16),
+        jax.ShapeDtypeStruct((8192, 28672), BF16),
+    )
+    assert k["grid"] == [8, 28, 16] and k["dimension_semantics"] == [
+        "parallel",
+        "parallel",
+        "arbitrary",
+    ]
     a, b, out, acc = k["blocks"]
-    assert (a["shape"], a["fetches"]) == ([1024, 512], 8 * 28 * 16)  # k is innermost: a new A block every step
+    assert (a["shape"], a["fetches"]) == (
+        [1024, 512],
+        8 * 28 * 16,
+    )  # k is innermost: a new A block every step
     assert (out["shape"], out["fetches"]) == ([1024, 1024], 8 * 28)  # written back once per (i, j)
     assert acc["memory_space"] == "vmem" and acc["bytes"] == 1024 * 1024 * 4
     # double-buffered A, B and output blocks, plus the f32 accumulator
-    assert k["vmem_bytes"] == 2 * (1024 * 512 * 2 + 512 * 1024 * 2 + 1024 * 1024 * 2) + 1024 * 1024 * 4 == 12 * MIB
+    assert (
+        k["vmem_bytes"]
+        == 2 * (1024 * 512 * 2 + 512 * 1024 * 2 + 1024 * 1024 * 2) + 1024 * 1024 * 4
+        == 12 * MIB
+    )
     assert k["hbm_bytes"] == 3584 * (1 * MIB + 1 * MIB) + 224 * 2 * MIB
     assert k["mxu_flops_per_step"] == 2 * 1024 * 1024 * 512 and k["mxu_f32_flops_per_step"] == 0
 
 
 def test_row_wise_norm():
     norm = load(KERNELS / "honest" / "12p_RMSNorm.py")
-    k = single(lambda x, s: norm.computation(x, s, 1e-5),
-               jax.ShapeDtypeStruct((8, 4096, 8192), BF16), jax.ShapeDtypeStruct((8192,), BF16))
+    k = single(
+        lambda x, s: norm.computation(x, s, 1e-5),
+        jax.ShapeDtypeStruct((8, 4096, 8192), BF16),
+        jax.ShapeDtypeStruct((8192,), BF16),
+    )
     x, scale, out = k["blocks"]
-    assert k["steps"] == 256 and x["fetches"] == 256 and scale["fetches"] == 1  # scale stays resident
+    assert (
+        k["steps"] == 256 and x["fetches"] == 256 and scale["fetches"] == 1
+    )  # scale stays resident
     assert k["vmem_bytes"] == 2 * (128 * 8192 * 2) * 2 + 2 * 8192 * 2
     assert k["hbm_bytes"] == 2 * 8 * 4096 * 8192 * 2 + 8192 * 2  # read x once, write y once
-    assert k["mxu_flops_per_step"] == 0 and k["transcendentals_per_step"] == 128  # one rsqrt per row
+    assert (
+        k["mxu_flops_per_step"] == 0 and k["transcendentals_per_step"] == 128
+    )  # one rsqrt per row
     assert warnings_for(k, TARGETS["v5e"]) == []
 
 
@@ -68,15 +89,19 @@ def gather_rows(ids, x):
     return pl.pallas_call(
         _gather_rows_kernel,
         grid_spec=pltpu.PrefetchScalarGridSpec(
-            num_scalar_prefetch=1, grid=(ids.shape[0],),
+            num_scalar_prefetch=1,
+            grid=(ids.shape[0],),
             in_specs=[pl.BlockSpec((8, 128), lambda i, ids: (ids[i], 0))],
-            out_specs=pl.BlockSpec((8, 128), lambda i, ids: (i, 0))),
+            out_specs=pl.BlockSpec((8, 128), lambda i, ids: (i, 0)),
+        ),
         out_shape=jax.ShapeDtypeStruct((ids.shape[0] * 8, 128), x.dtype),
     )(ids, x)
 
 
 def test_scalar_prefetch_index_maps_give_an_upper_bound():
-    k = single(gather_rows, jax.ShapeDtypeStruct((16,), jnp.int32), jax.ShapeDtypeStruct((256, 128), F32))
+    k = single(
+        gather_rows, jax.ShapeDtypeStruct((16,), jnp.int32), jax.ShapeDtypeStruct((256, 128), F32)
+    )
     assert k["scalar_prefetch"] == 1 and not k["index_maps_exact"]
     assert [b["fetches"] for b in k["blocks"]] == [16, 16]
     assert any("upper bound" in w for w in warnings_for(k, TARGETS["v5e"]))
@@ -103,16 +128,24 @@ def test_manual_dma_input_left_in_hbm():
     k = single(copy_from_hbm, jax.ShapeDtypeStruct((512, 256), F32))
     spaces = [(b["role"], b["memory_space"]) for b in k["blocks"]]
     assert ("input 0", "any") in spaces and ("scratch 1", "semaphore") in spaces
-    assert next(b for b in k["blocks"] if b["role"] == "input 0")["fetches"] == 0  # the kernel moves it itself
+    assert (
+        next(b for b in k["blocks"] if b["role"] == "input 0")["fetches"] == 0
+    )  # the kernel moves it itself
 
 
 def test_over_vmem_tiling_is_flagged_before_compiling():
     blowup = load(KERNELS / "cheats" / "vmem_blowup.py")
-    k = single(blowup.computation, jax.ShapeDtypeStruct((4096, 8192), F32),
-               jax.ShapeDtypeStruct((8192, 8192), F32), jax.ShapeDtypeStruct((8192,), F32))
+    k = single(
+        blowup.computation,
+        jax.ShapeDtypeStruct((4096, 8192), F32),
+        jax.ShapeDtypeStruct((8192, 8192), F32),
+        jax.ShapeDtypeStruct((8192,), F32),
+    )
     assert k["vmem_bytes"] > 128 * MIB
-    assert any("exceeds the 128 MiB of VMEM on v5e: this tiling cannot compile" in w
-               for w in warnings_for(k, TARGETS["v5e"]))
+    assert any(
+        "exceeds the 128 MiB of VMEM on v5e: this tiling cannot compile" in w
+        for w in warnings_for(k, TARGETS["v5e"])
+    )
 
 
 def _scratch_kernel(x_ref, o_ref, scratch):
@@ -123,8 +156,11 @@ def _scratch_kernel(x_ref, o_ref, scratch):
 @functools.cache
 def _vmem_reported_by_libtpu(name):
     def oversized(x):
-        return pl.pallas_call(_scratch_kernel, out_shape=jax.ShapeDtypeStruct((8, 128), F32),
-                              scratch_shapes=[pltpu.VMEM((16384, 16384), F32)])(x)  # 1 GiB
+        return pl.pallas_call(
+            _scratch_kernel,
+            out_shape=jax.ShapeDtypeStruct((8, 128), F32),
+            scratch_shapes=[pltpu.VMEM((16384, 16384), F32)],
+        )(x)  # 1 GiB
 
     with pytest.raises(Exception) as caught:
         aot.compile_for_tpu(oversized, [jax.ShapeDtypeStruct((8, 128), F32)], TARGETS[name])

@@ -4,6 +4,7 @@ Each expected value is built with explicit loops (over sequences, pages and quer
 head index table per query head, and slices instead of masks, so it shares no code path with the
 vectorised references.
 """
+
 import jax
 import numpy as np
 
@@ -53,15 +54,20 @@ def _expected_2p(query, key, value):
     q, k, v = _f64(query), _f64(key), _f64(value)
     q_heads, head_dim = q.shape[2:]
     kv_of_head = np.arange(q_heads) // (q_heads // k.shape[2])
-    return np.stack([
-        _causal_attention(q[b], k[b][:, kv_of_head], v[b][:, kv_of_head], head_dim ** -0.5)
-        for b in range(q.shape[0])])
+    return np.stack(
+        [
+            _causal_attention(q[b], k[b][:, kv_of_head], v[b][:, kv_of_head], head_dim**-0.5)
+            for b in range(q.shape[0])
+        ]
+    )
 
 
-def _expected_3p(x, q_down, q_up, kv_down, k_up, v_up, o_proj,
-                 heads, nope_dim, rope_dim, v_dim, rank, theta):
+def _expected_3p(
+    x, q_down, q_up, kv_down, k_up, v_up, o_proj, heads, nope_dim, rope_dim, v_dim, rank, theta
+):
     x, q_down, q_up, kv_down, k_up, v_up, o_proj = map(
-        _f64, (x, q_down, q_up, kv_down, k_up, v_up, o_proj))
+        _f64, (x, q_down, q_up, kv_down, k_up, v_up, o_proj)
+    )
     batch, seq, _ = x.shape
     half = rope_dim // 2
     # Rotate-half RoPE as complex rotation of the pairs (d, d + half).
@@ -79,20 +85,25 @@ def _expected_3p(x, q_down, q_up, kv_down, k_up, v_up, o_proj,
     k_nope = (latent @ k_up).reshape(batch, seq, heads, nope_dim)
     v = (latent @ v_up).reshape(batch, seq, heads, v_dim)
     q_full = np.concatenate([q[..., :nope_dim], rope(q[..., nope_dim:])], -1)
-    k_full = np.concatenate(
-        [k_nope, np.broadcast_to(k_rope, (batch, seq, heads, rope_dim))], -1)
-    attended = np.stack([
-        _causal_attention(q_full[b], k_full[b], v[b], (nope_dim + rope_dim) ** -0.5)
-        for b in range(batch)])
+    k_full = np.concatenate([k_nope, np.broadcast_to(k_rope, (batch, seq, heads, rope_dim))], -1)
+    attended = np.stack(
+        [
+            _causal_attention(q_full[b], k_full[b], v[b], (nope_dim + rope_dim) ** -0.5)
+            for b in range(batch)
+        ]
+    )
     return attended.reshape(batch, seq, heads * v_dim) @ o_proj
 
 
 def _expected_5p(q, k, v, rel_pos_bias, head_dim, _seq_len):
     # BHSD -> per batch (seq, heads, dim) and back.
     q, k, v = (_f64(t).transpose(0, 2, 1, 3) for t in (q, k, v))
-    out = np.stack([
-        _causal_attention(q[b], k[b], v[b], head_dim ** -0.5, _f64(rel_pos_bias))
-        for b in range(q.shape[0])])
+    out = np.stack(
+        [
+            _causal_attention(q[b], k[b], v[b], head_dim**-0.5, _f64(rel_pos_bias))
+            for b in range(q.shape[0])
+        ]
+    )
     return out.transpose(0, 2, 1, 3)
 
 
@@ -101,8 +112,19 @@ def _gather_pages(pages, page_table):
     return np.concatenate([pages[p] for p in page_table], axis=0)
 
 
-def _expected_6p(queries, k_pages, v_pages, kv_lens, page_indices, cu_q_lens,
-                 num_seqs, num_q_heads, num_kv_heads, head_dim, _max_seq_len):
+def _expected_6p(
+    queries,
+    k_pages,
+    v_pages,
+    kv_lens,
+    page_indices,
+    cu_q_lens,
+    num_seqs,
+    num_q_heads,
+    num_kv_heads,
+    head_dim,
+    _max_seq_len,
+):
     queries, k_pages, v_pages = _f64(queries), _f64(k_pages), _f64(v_pages)
     page_indices, kv_lens, cu_q_lens = map(np.asarray, (page_indices, kv_lens, cu_q_lens))
     kv_of_head = np.arange(num_q_heads) // (num_q_heads // num_kv_heads)
@@ -111,12 +133,13 @@ def _expected_6p(queries, k_pages, v_pages, kv_lens, page_indices, cu_q_lens,
         n = kv_lens[s]
         k = _gather_pages(k_pages, page_indices[s])[:n, kv_of_head]
         v = _gather_pages(v_pages, page_indices[s])[:n, kv_of_head]
-        expected[s] = _attend(queries[cu_q_lens[s]], k, v, head_dim ** -0.5)
+        expected[s] = _attend(queries[cu_q_lens[s]], k, v, head_dim**-0.5)
     return expected
 
 
-def _expected_7p(queries, kv_pages, kv_lens, page_indices, cu_q_lens, num_seqs,
-                 head_dim, _max_tokens):
+def _expected_7p(
+    queries, kv_pages, kv_lens, page_indices, cu_q_lens, num_seqs, head_dim, _max_tokens
+):
     queries, kv_pages = _f64(queries), _f64(kv_pages)
     kv_lens, page_indices, cu_q_lens = map(np.asarray, (kv_lens, page_indices, cu_q_lens))
     num_q_heads = queries.shape[1]
@@ -132,7 +155,7 @@ def _expected_7p(queries, kv_pages, kv_lens, page_indices, cu_q_lens, num_seqs,
             # The r-th new token sits at position kv_len - q_len + r and sees itself and earlier.
             visible = kv_len - q_len + r + 1
             row = q_start + r
-            expected[row] = _attend(queries[row], k[:visible], v[:visible], head_dim ** -0.5)
+            expected[row] = _attend(queries[row], k[:visible], v[:visible], head_dim**-0.5)
             written[row] += 1
     return expected, written
 

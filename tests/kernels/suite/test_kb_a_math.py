@@ -1,4 +1,5 @@
 """KernelBench tasks 18k-34k checked against float64 NumPy formulations on their `check` configs."""
+
 import math
 
 import numpy as np
@@ -15,13 +16,14 @@ def _conv2d_valid(x, w):
     out = 0.0
     for i in range(kh):
         for j in range(kw):
-            out = out + np.einsum("nchw,oc->nohw", x[:, :, i:i + out_h, j:j + out_w], w[:, :, i, j],
-                                  optimize=True)
+            out = out + np.einsum(
+                "nchw,oc->nohw", x[:, :, i : i + out_h, j : j + out_w], w[:, :, i, j], optimize=True
+            )
     return out
 
 
 def _gelu_tanh(v):
-    return 0.5 * v * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (v + 0.044715 * v ** 3)))
+    return 0.5 * v * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (v + 0.044715 * v**3)))
 
 
 def _mish(v):
@@ -30,7 +32,8 @@ def _mish(v):
 
 def test_28k_conv_transpose_matches_scatter_definition(reference):
     _, (x, w, conv_bias, ln_w, ln_b), static, out = reference(
-        "28k_ConvTranspose3d_LayerNorm_GELU_Scaling")
+        "28k_ConvTranspose3d_LayerNorm_GELU_Scaling"
+    )
     stride, padding, k, eps, scale = static
     x, w = _f64(x), _f64(w)
     n, _, d, h, wd = x.shape
@@ -41,9 +44,13 @@ def test_28k_conv_transpose_matches_scatter_definition(reference):
     for kd in range(k):
         for kh in range(k):
             for kw in range(k):
-                full[:, :, kd:kd + stride * d:stride, kh:kh + stride * h:stride,
-                     kw:kw + stride * wd:stride] += np.einsum(
-                    "nidhw,io->nodhw", x, w[:, :, kd, kh, kw], optimize=True)
+                full[
+                    :,
+                    :,
+                    kd : kd + stride * d : stride,
+                    kh : kh + stride * h : stride,
+                    kw : kw + stride * wd : stride,
+                ] += np.einsum("nidhw,io->nodhw", x, w[:, :, kd, kh, kw], optimize=True)
     y = full[:, :, padding:-padding, padding:-padding, padding:-padding]
     y = y + _f64(conv_bias)[:, None, None, None]
     assert y.shape == out.shape == (n, c_out, 2 * d, 2 * h, 2 * wd)
@@ -57,7 +64,8 @@ def test_28k_conv_transpose_matches_scatter_definition(reference):
 
 def test_24k_transposed_weight_clamp_logsumexp_mish(reference):
     _, (x, w, b), (scale, lo, hi), out = reference(
-        "24k_Matmul_Scale_ResidualAdd_Clamp_LogSumExp_Mish")
+        "24k_Matmul_Scale_ResidualAdd_Clamp_LogSumExp_Mish"
+    )
     x, w = _f64(x), _f64(w)
     # W is (out, in) with out != in, so only x @ W^T is defined.
     assert w.shape[1] == x.shape[1] != w.shape[0]
@@ -71,7 +79,8 @@ def test_24k_transposed_weight_clamp_logsumexp_mish(reference):
 
 def test_22k_conv_instance_norm_per_sample_and_channel(reference):
     _, (x, w, conv_bias, in_w, in_b), (divide_by,), out = reference(
-        "22k_Conv2d_InstanceNorm_Divide")
+        "22k_Conv2d_InstanceNorm_Divide"
+    )
     y = _conv2d_valid(_f64(x), _f64(w)) + _f64(conv_bias)[None, :, None, None]
     expected = np.empty_like(y)
     for i in range(y.shape[0]):
@@ -102,9 +111,9 @@ def test_29k_swish_before_bias_then_contiguous_group_norm(reference):
     width = features // groups
     expected = np.empty_like(y)
     for g in range(groups):
-        block = y[:, g * width:(g + 1) * width]
+        block = y[:, g * width : (g + 1) * width]
         mean, var = block.mean(1, keepdims=True), block.var(1, keepdims=True)
-        expected[:, g * width:(g + 1) * width] = (block - mean) / np.sqrt(var + 1e-5)
+        expected[:, g * width : (g + 1) * width] = (block - mean) / np.sqrt(var + 1e-5)
     expected = expected * _f64(gn_w) + _f64(gn_b)
     np.testing.assert_allclose(_f64(out), expected, atol=1e-4, rtol=1e-4)
     assert out.dtype.name == "float32"

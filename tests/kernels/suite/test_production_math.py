@@ -3,8 +3,9 @@
 Tolerances are scaled to each output's magnitude: wide enough for the bf16 roundings the
 references do on purpose, narrow enough that a wrong routing, group, mask or gate fails.
 """
-import numpy as np
+
 import jax.numpy as jnp
+import numpy as np
 
 
 def f64(array):
@@ -39,7 +40,7 @@ def test_10p_top2_routing_and_f32_combine(reference):
     expected = np.zeros_like(tokens)
     for n in range(routing.shape[1]):
         hidden = silu(tokens @ gate_k[n]) * (tokens @ up_k[n])
-        expected += routing[:, n:n + 1] * (hidden @ down_k[n])
+        expected += routing[:, n : n + 1] * (hidden @ down_k[n])
     assert out.dtype == jnp.float32
     assert_close_to_scale(out.reshape(expected.shape), expected, rel=0.015)
 
@@ -54,7 +55,7 @@ def test_11p_ragged_groups_match_a_loop_over_groups(reference):
     expected = np.zeros((lhs.shape[0], rhs.shape[2]))
     start = 0
     for g, size in enumerate(sizes):
-        expected[start:start + size] = lhs[start:start + size] @ rhs[g]
+        expected[start : start + size] = lhs[start : start + size] @ rhs[g]
         start += size
     assert out.dtype == jnp.bfloat16
     np.testing.assert_allclose(f64(out), expected, atol=0.01, rtol=0.01)
@@ -70,14 +71,14 @@ def test_13p_cross_entropy_matches_float64(reference):
     module, (hidden, weight, labels), _, out = reference("13p_Cross_Entropy")
     logits = f64(hidden) @ f64(weight)
     assert out.dtype == jnp.float32 and out.shape == ()
-    np.testing.assert_allclose(float(out), cross_entropy_float64(logits, np.asarray(labels)),
-                               atol=0.01)
+    np.testing.assert_allclose(
+        float(out), cross_entropy_float64(logits, np.asarray(labels)), atol=0.01
+    )
     # With random labels a label picked one off barely moves the mean; with the most likely
     # token as label it costs about a logit gap per token.
     top_labels = logits.argmax(-1)
     out_top = module.computation(hidden, weight, jnp.asarray(top_labels, jnp.int32))
-    np.testing.assert_allclose(float(out_top), cross_entropy_float64(logits, top_labels),
-                               atol=0.01)
+    np.testing.assert_allclose(float(out_top), cross_entropy_float64(logits, top_labels), atol=0.01)
 
 
 def test_15p_retention_matches_a_loop_over_heads(reference):
@@ -124,8 +125,9 @@ def test_16p_cumsum_decay_mask_matches_running_products(reference):
 
 def test_17p_triangle_update_matches_per_channel_products(reference):
     _, args, _, out = reference("17p_Triangle_Multiplication")
-    pair_act, mask, left_proj, right_proj, left_gate, right_gate, scale, out_proj, out_gate = (
-        map(f64, args))
+    pair_act, mask, left_proj, right_proj, left_gate, right_gate, scale, out_proj, out_gate = map(
+        f64, args
+    )
     assert (mask == 0).any() and (mask == 1).any()
     n, _, channels = pair_act.shape
     pairs = pair_act.reshape(-1, channels)  # 2-D products: NumPy's stacked matmul is slow
@@ -136,7 +138,7 @@ def test_17p_triangle_update_matches_per_channel_products(reference):
     left_c = np.ascontiguousarray(left.transpose(2, 0, 1))
     right_c = np.ascontiguousarray(right.transpose(2, 1, 0))
     tri = np.matmul(left_c, right_c).transpose(1, 2, 0).reshape(-1, channels)
-    normed = tri / np.sqrt((tri ** 2).mean(-1, keepdims=True) + 1e-6) * scale
+    normed = tri / np.sqrt((tri**2).mean(-1, keepdims=True) + 1e-6) * scale
     expected = (normed @ out_proj) * sigmoid(pairs @ out_gate)  # gate on the unmasked input
     assert out.dtype == jnp.bfloat16
     assert_close_to_scale(out.reshape(expected.shape), expected, rel=0.015)

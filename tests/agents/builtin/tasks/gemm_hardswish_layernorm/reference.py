@@ -3,6 +3,7 @@
 A task of our own, outside the built-in suite, with an output width (3072) that is no power of
 two; `heldout` rows (3 * 40) are no multiple of the `check` ones.
 """
+
 import jax
 import jax.numpy as jnp
 
@@ -17,8 +18,10 @@ def get_inputs(config="bench", seed=0):
     c = CONFIGS[config]
     key_x, key_w, key_b, key_g = jax.random.split(jax.random.key(seed), 4)
     x = jax.random.normal(key_x, (c["batch"], c["seq"], c["in_features"]), jnp.bfloat16)
-    weight = (jax.random.normal(key_w, (c["out_features"], c["in_features"]), jnp.float32)
-              * c["in_features"] ** -0.5).astype(jnp.bfloat16)
+    weight = (
+        jax.random.normal(key_w, (c["out_features"], c["in_features"]), jnp.float32)
+        * c["in_features"] ** -0.5
+    ).astype(jnp.bfloat16)
     bias = jax.random.normal(key_b, (c["out_features"],), jnp.float32) * 0.1
     gamma = 1.0 + 0.1 * jax.random.normal(key_g, (c["out_features"],), jnp.float32)
     beta = jnp.zeros((c["out_features"],), jnp.float32)

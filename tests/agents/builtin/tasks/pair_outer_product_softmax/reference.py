@@ -4,6 +4,7 @@ A task of our own, outside the built-in suite: the matmul's batch axis (channels
 axis of both operands and of the result, so a kernel must lay the operands out first. `i` and
 `j` differ; `heldout` sizes are no multiples of the `check` ones.
 """
+
 import jax
 import jax.numpy as jnp
 
@@ -18,7 +19,9 @@ def get_inputs(config="bench", seed=0):
     c = CONFIGS[config]
     key_a, key_b, key_g = jax.random.split(jax.random.key(seed), 3)
     scale = c["depth"] ** -0.5
-    a = (jax.random.normal(key_a, (c["left"], c["depth"], c["channels"]), jnp.float32) * scale).astype(jnp.bfloat16)
+    a = (
+        jax.random.normal(key_a, (c["left"], c["depth"], c["channels"]), jnp.float32) * scale
+    ).astype(jnp.bfloat16)
     b = jax.random.normal(key_b, (c["right"], c["depth"], c["channels"]), jnp.bfloat16)
     gate = jax.random.normal(key_g, (c["channels"],), jnp.float32)
     return (a, b, gate), ()
