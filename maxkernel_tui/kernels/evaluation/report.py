@@ -31,6 +31,50 @@ class Check:
     seconds: float = 0.0
     data: dict[str, Any] = field(default_factory=dict)
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Check:
+        return cls(
+            data["name"],
+            data["status"],
+            data["detail"],
+            data.get("seconds", 0.0),
+            dict(data.get("data") or {}),
+        )
+
+
+@dataclass(frozen=True)
+class Timing:
+    """One timed figure of a report: a median (`median_s`, `ci95`) or a ratio (`ratio`, `ci95`),
+    always measured on a real device, which `device` names."""
+
+    what: str  # "kernel", "XLA reference", "speedup over the XLA reference"
+    kind: str  # "measured"
+    device: str
+    label: str  # the figure in words, with its device
+    median_s: float | None = None
+    ratio: float | None = None
+    ci95: tuple[float, float] | None = None  # seconds for a median, a ratio's own bounds otherwise
+    samples: int | None = None
+    significant: bool | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Timing:
+        ci95 = data.get("ci95") or data.get("ci95_s")
+        return cls(
+            what=data["what"],
+            kind=data["kind"],
+            device=data["device"],
+            label=data["label"],
+            median_s=data.get("median_s"),
+            ratio=data.get("ratio"),
+            ci95=None if ci95 is None else (float(ci95[0]), float(ci95[1])),
+            samples=data.get("samples"),
+            significant=data.get("significant"),
+        )
+
 
 @dataclass
 class EvalReport:
@@ -40,7 +84,7 @@ class EvalReport:
     device: str  # where numerics and timings ran, in words
     checks: list[Check] = field(default_factory=list)
     # Timings only from a real device; each says measured/estimated and where.
-    timings: list[dict[str, Any]] = field(default_factory=list)
+    timings: list[Timing] = field(default_factory=list)
     seeds: list[int] = field(default_factory=list)
     # Called with each check as it is added, so a UI can show progress before the verdict.
     on_check: Callable[[Check], None] | None = field(default=None, repr=False, compare=False)
@@ -70,9 +114,22 @@ class EvalReport:
             "device": self.device,
             "verdict": self.verdict,
             "checks": [asdict(c) for c in self.checks],
-            "timings": self.timings,
+            "timings": [t.to_json() for t in self.timings],
             "seeds": self.seeds,
         }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> EvalReport:
+        """The report `to_json` wrote (its verdict is derived again from the checks)."""
+        return cls(
+            task_id=data["task"],
+            kernel=data["kernel"],
+            targets=list(data["targets"]),
+            device=data["device"],
+            checks=[Check.from_json(c) for c in data["checks"]],
+            timings=[Timing.from_json(t) for t in data.get("timings", [])],
+            seeds=list(data.get("seeds", [])),
+        )
 
 
 _MARKS = {PASS: "✓", FAIL: "✗", SKIP: "-"}
@@ -90,7 +147,7 @@ def format_report(report: EvalReport) -> str:
     for check in report.checks:
         lines.append(f"  {format_check(check)}")
     for timing in report.timings:
-        lines.append(f"  timing: {timing['label']}")
+        lines.append(f"  timing: {timing.label}")
     failure = report.failure
     reason = f": {failure.name}: {failure.detail}" if failure else ""
     lines.append(f"verdict: {report.verdict.upper()}{reason}")

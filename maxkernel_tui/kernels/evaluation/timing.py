@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from maxkernel_tui.kernels.evaluation.report import PASS, SKIP, Check
+from maxkernel_tui.kernels.evaluation.report import PASS, SKIP, Check, Timing
 from maxkernel_tui.kernels.evaluation.stats import median_estimate, speedup
 from maxkernel_tui.kernels.task import Task
 from maxkernel_tui.kernels.workers import (
@@ -35,7 +35,7 @@ def tpu_present() -> bool:
     return bool(glob.glob("/dev/accel*")) or bool(glob.glob("/dev/vfio/[0-9]*"))
 
 
-def timing_check(kernel: Path, task: Task, timeout: float) -> tuple[Check, list[dict[str, Any]]]:
+def timing_check(kernel: Path, task: Task, timeout: float) -> tuple[Check, list[Timing]]:
     if not tpu_present():
         return Check(
             "timing",
@@ -62,7 +62,7 @@ def timing_check(kernel: Path, task: Task, timeout: float) -> tuple[Check, list[
     return summarize_timing(answer)
 
 
-def summarize_timing(answer: dict[str, Any]) -> tuple[Check, list[dict[str, Any]]]:
+def summarize_timing(answer: dict[str, Any]) -> tuple[Check, list[Timing]]:
     """Medians, intervals and the speedup over the XLA reference, each labelled with its device."""
     if answer["platform"] != "tpu":
         return Check(
@@ -74,28 +74,29 @@ def summarize_timing(answer: dict[str, Any]) -> tuple[Check, list[dict[str, Any]
         estimate = median_estimate(answer["samples"][name])
         what = "kernel" if name == "candidate" else "XLA reference"
         timings.append(
-            {
-                "what": what,
-                "kind": "measured",
-                "device": where,
-                "median_s": estimate.median,
-                "ci95_s": [estimate.low, estimate.high],
-                "samples": len(answer["samples"][name]),
-                "label": f"{what}: median {estimate.median * 1e3:.3f} ms (95% CI {estimate.low * 1e3:.3f}-"
-                f"{estimate.high * 1e3:.3f} ms), measured wall time around block_until_ready on {where}",
-            }
+            Timing(
+                what=what,
+                kind="measured",
+                device=where,
+                median_s=estimate.median,
+                ci95=(estimate.low, estimate.high),
+                samples=len(answer["samples"][name]),
+                label=f"{what}: median {estimate.median * 1e3:.3f} ms (95% CI "
+                f"{estimate.low * 1e3:.3f}-{estimate.high * 1e3:.3f} ms), measured wall time "
+                f"around block_until_ready on {where}",
+            )
         )
     gain = speedup(answer["samples"]["reference"], answer["samples"]["candidate"])
     timings.append(
-        {
-            "what": "speedup over the XLA reference",
-            "kind": "measured",
-            "device": where,
-            "ratio": gain.ratio,
-            "ci95": [gain.low, gain.high],
-            "significant": gain.significant_win,
-            "label": f"speedup over the XLA reference {gain.describe()}, measured on {where}",
-        }
+        Timing(
+            what="speedup over the XLA reference",
+            kind="measured",
+            device=where,
+            ratio=gain.ratio,
+            ci95=(gain.low, gain.high),
+            significant=gain.significant_win,
+            label=f"speedup over the XLA reference {gain.describe()}, measured on {where}",
+        )
     )
     return Check(
         "timing",

@@ -1,8 +1,10 @@
 """Timing statistics, and that no time measured off a TPU is ever shown as a kernel time."""
 
+import json
 import random
 
 from maxkernel_tui.kernels.evaluation import timing_worker
+from maxkernel_tui.kernels.evaluation.report import EvalReport
 from maxkernel_tui.kernels.evaluation.stats import median_estimate, speedup
 from maxkernel_tui.kernels.evaluation.timing import summarize_timing, timing_check, tpu_present
 from maxkernel_tui.kernels.loader import find_task
@@ -41,8 +43,8 @@ def test_tpu_timings_are_labelled_measured_with_their_device():
     }
     check, timings = summarize_timing(answer)
     assert check.status == "pass" and "significant" in check.detail
-    assert all(t["kind"] == "measured" and t["device"] == "TPU v5 lite (tpu)" for t in timings)
-    assert timings[2]["significant"] and 1.4 < timings[2]["ratio"] < 1.6
+    assert all(t.kind == "measured" and t.device == "TPU v5 lite (tpu)" for t in timings)
+    assert timings[2].significant and 1.4 < timings[2].ratio < 1.6
 
 
 def test_times_off_a_tpu_are_never_shown(suite_tasks, monkeypatch):
@@ -63,3 +65,15 @@ def test_times_off_a_tpu_are_never_shown(suite_tasks, monkeypatch):
     assert not tpu_present()
     skipped, none = timing_check(KERNELS / "honest" / "12p_RMSNorm.py", task, timeout=10)
     assert skipped.status == "skip" and none == [] and "no TPU on this machine" in skipped.detail
+
+
+def test_a_report_read_back_from_json_is_the_same_report():
+    answer = {
+        "platform": "tpu",
+        "device": "TPU v5 lite",
+        "samples": {"candidate": noisy(1e-3, 0.02), "reference": noisy(1.5e-3, 0.02, seed=2)},
+    }
+    check, timings = summarize_timing(answer)
+    report = EvalReport("12p", "k.py", ["v5e"], "cpu", [check], timings, [1, 2])
+    again = EvalReport.from_json(json.loads(json.dumps(report.to_json())))
+    assert again == report and again.verdict == report.verdict == "accepted"
