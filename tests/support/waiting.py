@@ -1,0 +1,42 @@
+"""Wait on a condition, never for a fixed time: in a thread (processes, files, tmux) or on the
+event loop of a Textual app under test (its workers and timers keep running while we wait)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+def wait_for(
+    condition: Callable[[], T], timeout: float = 60.0, interval: float = 0.2, what: str = ""
+) -> T:
+    """The first truthy value of `condition()`, polled until `timeout` seconds have passed."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if value := condition():
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"condition not met in {timeout:.0f} s{': ' + what if what else ''}")
+
+
+async def until(
+    pilot: Any,
+    condition: Callable[[], T],
+    timeout: float = 120.0,
+    interval: float = 0.05,
+    describe: Callable[[], str] | None = None,
+) -> T:
+    """Let the app behind `pilot` run until `condition()` is truthy; `describe()` says what the
+    screen showed when it was not."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while loop.time() < deadline:
+        if value := condition():
+            return value
+        await pilot.pause(interval)
+    shown = f"; {describe()}" if describe is not None else ""
+    raise AssertionError(f"condition not met in {timeout:.0f} s{shown}")
