@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from maxkernel_tui.agents.builtin.autotune import analyse_source, reference_cost
-from maxkernel_tui.agents.builtin.context import StepContext
 from maxkernel_tui.agents.builtin.draft import KernelDraft, draft_candidates, plan_task
 from maxkernel_tui.agents.builtin.errors import BuiltinAgentError
 from maxkernel_tui.agents.builtin.tunables import Tunables
+from maxkernel_tui.agents.roles.context import StepContext
 from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.perf.model import Estimate, estimate
 from maxkernel_tui.kernels.targets import TARGETS
@@ -148,7 +148,7 @@ def plan_markdown(drafts: TaskDrafts, step: StepContext) -> str:
             "",
             (
                 "The built-in agent plans from the reference's structure alone; the feedback "
-                f"({step.feedback.strip()[:200]!r}) does not change this plan."
+                f"({chr(10).join(step.feedback).strip()[:200]!r}) does not change this plan."
             ),
         ]
     return "\n".join(lines) + "\n"
@@ -161,7 +161,7 @@ def _debugger_answer(drafts: TaskDrafts, step: StepContext) -> str:
     sources = [_normalised(c.source) for c in drafts.candidates]
     start = sources.index(failing) + 1 if failing in sources else 0
     order = drafts.candidates[start:] + drafts.candidates[:start]
-    detail = str((step.failure or {}).get("detail", ""))
+    detail = step.failure.detail if step.failure else ""
     if "vmem" in detail.lower():  # smaller blocks are the remedy for VMEM over-use
         order.sort(key=lambda c: c.how != _HALVED)
     fresh = [c for c in order if _normalised(c.source) != failing]
@@ -171,7 +171,7 @@ def _debugger_answer(drafts: TaskDrafts, step: StepContext) -> str:
             "can write is the one that failed"
         )
     chosen = fresh[0]
-    check = (step.failure or {}).get("check")
+    check = step.failure.check if step.failure else None
     first_line = detail.strip().splitlines()[0][:300] if detail.strip() else "no detail given"
     failed = f"The {check} check failed" if check else "The kernel failed"
     return _kernel_answer(

@@ -5,34 +5,17 @@ before any work starts. No jax here: the provider checks in the caller's process
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from maxkernel_tui.agents.builtin.errors import BuiltinAgentError
+from maxkernel_tui.agents.roles.context import StepContext
 from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.targets import DEFAULT_TARGET, TARGETS
 from maxkernel_tui.kernels.task import TaskError
 
 ROLES = ("planner", "implementer", "debugger", "profiler", "explainer")
-_TEXT_FIELDS = ("kernel", "plan", "feedback", "question")
-
-
-@dataclass(frozen=True)
-class StepContext:
-    role: str
-    task_dir: str  # absolute
-    target: str
-    iteration: int = 1
-    kernel: str | None = None
-    plan: str | None = None
-    feedback: str | None = None
-    failure: dict[str, Any] | None = None  # {"check": ..., "detail": ...}
-    profile: dict[str, Any] | None = None  # ProfileSummary.to_json()
-    question: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+_TEXT_FIELDS = ("kernel", "plan", "question")
 
 
 def read_context(
@@ -63,6 +46,9 @@ def read_context(
     for name in _TEXT_FIELDS:
         if context.get(name) is not None and not isinstance(context[name], str):
             raise BuiltinAgentError(f"the request's context field {name!r} must be text")
+    feedback = context.get("feedback") or []
+    if not isinstance(feedback, list) or not all(isinstance(f, str) for f in feedback):
+        raise BuiltinAgentError("the request's context field 'feedback' must be a list of text")
     for name in ("failure", "profile"):
         if context.get(name) is not None and not isinstance(context[name], Mapping):
             raise BuiltinAgentError(f"the request's context field {name!r} must be a mapping")
@@ -71,17 +57,11 @@ def read_context(
             "the profiler step needs the profile (ProfileSummary as JSON) in its context"
         )
     iteration = context.get("iteration", 1)
-    return StepContext(
-        role,
-        str(Path(task_dir).resolve()),
-        target,
-        iteration if isinstance(iteration, int) else 1,
-        *(context.get(name) for name in ("kernel", "plan", "feedback")),
-        _mapping(context.get("failure")),
-        _mapping(context.get("profile")),
-        context.get("question"),
+    return StepContext.from_request(
+        {
+            **context,
+            "task_dir": str(Path(task_dir).resolve()),
+            "target": target,
+            "iteration": iteration if isinstance(iteration, int) else 1,
+        }
     )
-
-
-def _mapping(value: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    return dict(value) if value is not None else None

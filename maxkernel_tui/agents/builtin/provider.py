@@ -14,7 +14,7 @@ import asyncio
 import json
 from collections.abc import AsyncIterator
 
-from maxkernel_tui.agents.builtin.context import StepContext, read_context
+from maxkernel_tui.agents.builtin.context import read_context
 from maxkernel_tui.agents.builtin.diagnosis import diagnose
 from maxkernel_tui.agents.builtin.errors import BuiltinAgentError, CannotPlanError
 from maxkernel_tui.agents.builtin.tester import answer_tester
@@ -26,6 +26,7 @@ from maxkernel_tui.agents.llm.types import (
     TextDelta,
     TokenCount,
 )
+from maxkernel_tui.agents.roles.context import StepContext
 from maxkernel_tui.kernels.targets import DEFAULT_TARGET
 from maxkernel_tui.kernels.workers import (
     LineWorker,
@@ -80,7 +81,7 @@ class BuiltinProvider:
                 self._worker = LineWorker(python_module_argv(WORKER_MODULE), jax_worker_env())
             try:
                 reply = await asyncio.to_thread(
-                    self._worker.ask, json.dumps(step.to_json()), self._step_timeout_s
+                    self._worker.ask, json.dumps(step.to_request(step.role)), self._step_timeout_s
                 )
             except WorkerFailure as failure:
                 # A crashed worker restarts on the next ask; a step that timed out would time out again.

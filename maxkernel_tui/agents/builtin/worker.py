@@ -15,14 +15,14 @@ import sys
 from typing import Any
 
 from maxkernel_tui.agents.builtin.answers import DraftCache, answer
-from maxkernel_tui.agents.builtin.context import StepContext
 from maxkernel_tui.agents.builtin.errors import BuiltinAgentError, CannotPlan
+from maxkernel_tui.agents.roles.context import StepContext
 from maxkernel_tui.kernels.workers import READY
 
 
 def respond(line: str, cache: DraftCache) -> dict[str, Any]:
     try:
-        return {"text": answer(StepContext(**json.loads(line)), cache)}
+        return {"text": answer(StepContext.from_request(json.loads(line)), cache)}
     except CannotPlan as reason:
         return {"error": str(reason), "kind": "cannot_plan"}
     except BuiltinAgentError as error:

@@ -61,6 +61,7 @@ from maxkernel_tui.agents.orchestration.tools import KernelTools
 from maxkernel_tui.agents.orchestration.workspace import Workspace
 from maxkernel_tui.agents.roles import parsers
 from maxkernel_tui.agents.roles.autotuner import describe_change, neighbours
+from maxkernel_tui.agents.roles.context import Failure, StepContext
 from maxkernel_tui.agents.roles.prompts import (
     DEBUGGER,
     EXPLAINER,
@@ -68,7 +69,6 @@ from maxkernel_tui.agents.roles.prompts import (
     PLANNER,
     PROFILER,
     TESTER,
-    StepContext,
     build_request,
 )
 from maxkernel_tui.agents.roles.tunables import find_tunables, set_tunables
@@ -508,7 +508,7 @@ class SessionEngine:
                 step,
                 version_id,
                 report["verdict"],
-                f"{failure['check']}: {failure['detail']}" if failure else None,
+                str(failure) if failure else None,
                 report,
             )
         )
@@ -704,13 +704,13 @@ class SessionEngine:
         return event if self._stopped else self.journal.emit(event)
 
     @staticmethod
-    def _failure(report: dict[str, Any]) -> dict[str, str] | None:
+    def _failure(report: dict[str, Any]) -> Failure | None:
         failed = next((c for c in report["checks"] if c["status"] == "fail"), None)
-        return None if failed is None else {"check": failed["name"], "detail": failed["detail"]}
+        return None if failed is None else Failure(failed["name"], failed["detail"])
 
     def _failure_text(self, report: dict[str, Any]) -> str:
         failure = self._failure(report)
-        return "no check decided" if failure is None else f"{failure['check']}: {failure['detail']}"
+        return "no check decided" if failure is None else str(failure)
 
     @staticmethod
     def _evaluation_text(report: dict[str, Any]) -> str:

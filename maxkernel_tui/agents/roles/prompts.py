@@ -7,11 +7,10 @@ knowledge for that role) and one user message with exactly the context the role 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
-from typing import Any
 
 from maxkernel_tui.agents.knowledge import for_role
 from maxkernel_tui.agents.llm.types import Message, Request
+from maxkernel_tui.agents.roles.context import StepContext
 from maxkernel_tui.kernels.edge_configs import MAX_SCALE, check_params
 from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.task import TaskError
@@ -73,27 +72,6 @@ _RULES = (
 )
 
 
-@dataclass(frozen=True)
-class StepContext:
-    """What a step knows. Each role's message shows only the parts it needs."""
-
-    task_dir: str
-    task_id: str
-    target: str
-    iteration: int
-    task_facts: str  # description, shapes per configuration, reference source
-    kernel: str | None = None
-    plan: str | None = None
-    feedback: tuple[str, ...] = ()  # rejections and chat messages, oldest first
-    failure: dict[str, str] | None = None  # {"check": ..., "detail": ...}
-    evaluation: str | None = None  # the latest evaluation, as text
-    profile: dict[str, Any] | None = None
-    profile_text: str | None = None
-    diagnosis: str | None = None
-    question: str | None = None
-    previous_attempts: tuple[str, ...] = field(default=())  # earlier failed fixes, for the debugger
-
-
 def _sections(role: str, ctx: StepContext) -> list[tuple[str, str | None]]:
     shown = {
         PLANNER: ("task", "kernel", "evaluation", "profile", "diagnosis", "feedback"),
@@ -115,7 +93,7 @@ def _sections(role: str, ctx: StepContext) -> list[tuple[str, str | None]]:
         "diagnosis": ("Profiler's diagnosis", ctx.diagnosis),
         "failure": (
             "Failed check",
-            f"{ctx.failure['check']}: {ctx.failure['detail']}" if ctx.failure else None,
+            str(ctx.failure) if ctx.failure else None,
         ),
         "attempts": ("Earlier fixes that also failed", "\n\n".join(ctx.previous_attempts) or None),
         "feedback": ("The engineer says", "\n".join(f"- {f}" for f in ctx.feedback) or None),
@@ -141,22 +119,10 @@ def build_request(
 ) -> Request:
     system = "\n\n".join([_JOBS[role], _RULES, f"Target TPU: {ctx.target}.", for_role(role)])
     body = [f"## {title}\n{text}" for title, text in _sections(role, ctx) if text]
-    context = {
-        "role": role,
-        "task_dir": ctx.task_dir,
-        "target": ctx.target,
-        "iteration": ctx.iteration,
-        "kernel": ctx.kernel,
-        "plan": ctx.plan,
-        "feedback": "\n".join(ctx.feedback) or None,
-        "failure": ctx.failure,
-        "profile": ctx.profile,
-        "question": ctx.question,
-    }
     return Request(
         messages=(Message("user", "\n\n".join(body)),),
         system=system,
         model=model,
         max_tokens=max_tokens,
-        context=context,
+        context=ctx.to_request(role),
     )

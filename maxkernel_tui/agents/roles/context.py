@@ -1,0 +1,83 @@
+"""What a sub-agent's step knows (`StepContext`), one type on both sides of a model request: the
+engine builds it, each role's prompt shows the parts that role needs, and the data part travels
+with the request (`Request.context`) to providers that read data rather than prose (the built-in
+agent), which reads it back with `from_request`. No jax here."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Failure:
+    """The check that rejected a kernel, and why."""
+
+    check: str
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{self.check}: {self.detail}"
+
+    def to_json(self) -> dict[str, str]:
+        return {"check": self.check, "detail": self.detail}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Failure:
+        return cls(str(data.get("check", "")), str(data.get("detail", "")))
+
+
+@dataclass(frozen=True)
+class StepContext:
+    """What a step knows. Each role's message shows only the parts it needs."""
+
+    task_dir: str  # absolute
+    target: str
+    task_id: str = ""
+    iteration: int = 1
+    task_facts: str = ""  # description, shapes per configuration, reference source
+    role: str = ""  # set by the request that carries the context
+    kernel: str | None = None
+    plan: str | None = None
+    feedback: tuple[str, ...] = ()  # rejections and chat messages, oldest first
+    failure: Failure | None = None
+    evaluation: str | None = None  # the latest evaluation, as text
+    profile: dict[str, Any] | None = None  # ProfileSummary.to_json()
+    profile_text: str | None = None
+    diagnosis: str | None = None
+    question: str | None = None
+    previous_attempts: tuple[str, ...] = field(default=())  # earlier failed fixes (debugger)
+
+    def to_request(self, role: str) -> dict[str, Any]:
+        """The data that travels with `role`'s request (the prose parts stay in the prompt)."""
+        return {
+            "role": role,
+            "task_dir": self.task_dir,
+            "target": self.target,
+            "iteration": self.iteration,
+            "kernel": self.kernel,
+            "plan": self.plan,
+            "feedback": list(self.feedback),
+            "failure": None if self.failure is None else self.failure.to_json(),
+            "profile": self.profile,
+            "question": self.question,
+        }
+
+    @classmethod
+    def from_request(cls, data: Mapping[str, Any]) -> StepContext:
+        """The context `to_request` wrote; the caller has checked the fields' types."""
+        failure = data.get("failure")
+        profile = data.get("profile")
+        return cls(
+            task_dir=str(data["task_dir"]),
+            target=str(data["target"]),
+            iteration=int(data.get("iteration") or 1),
+            role=str(data.get("role") or ""),
+            kernel=data.get("kernel"),
+            plan=data.get("plan"),
+            feedback=tuple(data.get("feedback") or ()),
+            failure=None if failure is None else Failure.from_json(failure),
+            profile=None if profile is None else dict(profile),
+            question=data.get("question"),
+        )
