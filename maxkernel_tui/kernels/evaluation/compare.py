@@ -3,6 +3,11 @@
 allclose semantics (|candidate - reference| <= atol + rtol * |reference|) in float64, per
 output leaf; a NaN or infinity where the reference is finite fails, since TPU interpret mode
 fills memory a kernel never wrote with NaN.
+
+Relative error is reported only over elements whose reference is larger than atol: near an exact
+zero (a ReLU's output) |Δ|/|reference| means nothing, and atol is what judges those elements. The
+share of the tolerance the worst element uses (|Δ| / (atol + rtol·|reference|)) is shown too: it
+is meaningful everywhere and is what the verdict rests on (over 100% fails).
 """
 
 from __future__ import annotations
@@ -18,7 +23,8 @@ from maxkernel_tui.kernels.task import Tolerance
 class Comparison:
     ok: bool
     max_abs: float
-    max_rel: float
+    max_rel: float  # over the elements with |reference| > atol; 0 when there are none
+    tolerance_used: float  # max |Δ| / (atol + rtol·|reference|): > 1 fails
     worst_index: tuple[int, ...]
     mismatched: int
     total: int
@@ -28,7 +34,10 @@ class Comparison:
         if self.problem:
             return self.problem
         where = f" at {list(self.worst_index)}" if self.worst_index else ""
-        summary = f"max|Δ| {self.max_abs:.3g}{where}, max rel {self.max_rel:.3g}"
+        summary = (
+            f"max|Δ| {self.max_abs:.3g}{where}, max rel {self.max_rel:.3g} (where |ref| > atol), "
+            f"{self.tolerance_used:.0%} of tolerance"
+        )
         return (
             summary
             if self.ok
@@ -68,14 +77,20 @@ def compare_arrays(
         )
     error = np.abs(got - want)
     error[np.isnan(got) & np.isnan(want)] = 0.0
-    outside = error > tolerance.atol + tolerance.rtol * np.abs(want)
+    allowed = tolerance.atol + tolerance.rtol * np.abs(want)
+    outside = error > allowed
     if not error.size:
-        return Comparison(True, 0.0, 0.0, (), 0, 0)
-    relative = error / np.maximum(np.abs(want), np.finfo(np.float64).tiny)
+        return Comparison(True, 0.0, 0.0, 0.0, (), 0, 0)
+    # Infinite references equal in the candidate leave NaN here (inf - inf): they are not errors.
+    finite = np.isfinite(error) & np.isfinite(want)
+    large = finite & (np.abs(want) > tolerance.atol)
+    relative = error[large] / np.abs(want[large])
+    used = np.divide(error, allowed, out=np.zeros_like(error), where=finite & (allowed > 0))
     return Comparison(
         ok=not outside.any(),
         max_abs=float(error.max()),
-        max_rel=float(relative[np.isfinite(relative)].max(initial=0.0)),
+        max_rel=float(relative.max(initial=0.0)),
+        tolerance_used=float(used.max(initial=0.0)),
         worst_index=tuple(_index(int(np.argmax(error)), shape)),
         mismatched=int(outside.sum()),
         total=int(error.size),
@@ -87,4 +102,4 @@ def _index(flat: int, shape: tuple[int, ...]) -> list[int]:
 
 
 def _failed(problem: str) -> Comparison:
-    return Comparison(False, float("nan"), float("nan"), (), 0, 0, problem)
+    return Comparison(False, float("nan"), float("nan"), float("nan"), (), 0, 0, problem)

@@ -45,3 +45,23 @@ def test_shape_mismatch_and_output_count(tmp_path):
         "1 outputs instead of 2"
         in compare_files([str(tmp_path / "a.npy")], ["x", "y"], TOL).describe()
     )
+
+
+def test_relative_error_ignores_exact_zeros_of_the_reference():
+    # A ReLU output: half exact zeros, where the candidate is off by a rounding error (1e-7).
+    # |Δ|/|ref| there would be ~1e+301 (divided by the smallest float); it must not be shown.
+    reference = np.maximum(np.linspace(-1, 1, 64), 0.0)
+    candidate = reference + 1e-7
+    result = compare_arrays(candidate, reference, TOL)
+    assert result.ok and result.max_rel < 1e-5
+    assert 0 < result.tolerance_used < 0.01
+    assert "(where |ref| > atol)" in result.describe() and "of tolerance" in result.describe()
+
+
+def test_the_share_of_tolerance_passes_one_exactly_when_the_check_fails():
+    reference = np.zeros((4, 4))
+    candidate = reference.copy()
+    candidate[1, 1] = 0.02  # twice atol, where relative error has no meaning
+    result = compare_arrays(candidate, reference, TOL)
+    assert not result.ok and result.max_rel == 0.0 and np.isclose(result.tolerance_used, 2.0)
+    assert "200% of tolerance" in result.describe()
