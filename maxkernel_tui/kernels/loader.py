@@ -19,6 +19,7 @@ from pathlib import Path
 
 import yaml
 
+from maxkernel_tui.kernels.limits import file_oversize_problem
 from maxkernel_tui.kernels.task import (
     BENCH,
     DEFAULT_TOLERANCE,
@@ -122,6 +123,7 @@ def _id_sort_key(task_id: str) -> tuple[int, int, str]:
 def _read_yaml(path: Path) -> dict:
     if not path.is_file():
         raise TaskError(path, "missing file")
+    _refuse_oversize(path)
     try:
         meta = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as error:
@@ -133,10 +135,16 @@ def _read_yaml(path: Path) -> dict:
     return meta
 
 
+def _refuse_oversize(path: Path) -> None:
+    if too_large := file_oversize_problem(path, path.name):
+        raise TaskError(path, too_large)
+
+
 def _parse_python(path: Path, source: str | None = None) -> ast.Module:
     if source is None:
         if not path.is_file():
             raise TaskError(path, "missing file")
+        _refuse_oversize(path)
         source = path.read_text(encoding="utf-8")
     try:
         return ast.parse(source, filename=str(path))

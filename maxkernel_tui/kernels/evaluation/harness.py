@@ -21,6 +21,7 @@ from typing import Any
 from maxkernel_tui.kernels.evaluation.report import FAIL, PASS, SKIP, Check, EvalReport
 from maxkernel_tui.kernels.evaluation.static_checks import static_problems
 from maxkernel_tui.kernels.evaluation.timing import timing_check
+from maxkernel_tui.kernels.limits import file_oversize_problem
 from maxkernel_tui.kernels.targets import DEFAULT_TARGET
 from maxkernel_tui.kernels.task import CHECK, HELDOUT, Task
 from maxkernel_tui.kernels.workers import (
@@ -256,6 +257,9 @@ class Harness:
 
 
 def _read_source(kernel: Path, report: EvalReport) -> str | None:
+    if too_large := file_oversize_problem(kernel, kernel.name):
+        report.add(Check("static", FAIL, too_large))
+        return None
     try:
         return kernel.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import ast
 
+from maxkernel_tui.kernels.limits import text_oversize_problem
+
 ALLOWED_MODULES = {
     "jax",
     "jaxlib",
@@ -78,6 +80,8 @@ _FORBIDDEN_ATTRIBUTES = {
 
 def static_problems(source: str, filename: str = "kernel.py") -> list[str]:
     """Every rule the source breaks, each a sentence naming the line; empty when clean."""
+    if too_large := text_oversize_problem(source, filename):
+        return [too_large]  # refused before parsing, which alone would take minutes
     try:
         tree = ast.parse(source, filename=filename)
     except SyntaxError as error:
