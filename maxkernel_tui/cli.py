@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from pathlib import Path
 
@@ -72,10 +73,26 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command is None:
             return _open_app(args.task, args.resume)
+        _stop_on_term_and_hangup()
         return args.run(args)
     except (TaskError, ConfigError, StoreError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C, SIGTERM or SIGHUP in a command that does not say more
+        return 130
+
+
+def _stop_on_term_and_hangup() -> None:
+    """SIGTERM and SIGHUP (an SSH session that drops) stop a command the way Ctrl-C does, so its
+    `finally` blocks run: worker processes are killed with their groups, a session is marked
+    stopped with its resume command printed. (Workers also end by themselves when their parent
+    is gone: kernels/worker_main.py.)"""
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, interrupt)
 
 
 def _open_app(task_name: str | None, resume: str | None) -> int:

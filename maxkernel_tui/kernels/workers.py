@@ -298,7 +298,8 @@ def run_requests(
 
 
 def python_module_argv(module: str, *args: str) -> list[str]:
-    return [sys.executable, "-m", module, *args]
+    """The command line of a worker running `module`, which ends when its parent does."""
+    return [sys.executable, "-m", "maxkernel_tui.kernels.worker_main", module, *args]
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

@@ -1,0 +1,46 @@
+"""The entry point of every worker process: `python -m maxkernel_tui.kernels.worker_main MODULE
+[ARGS]` runs MODULE as `__main__` after starting a guard that ends the worker, and its whole
+process group, as soon as its parent is gone. No jax here (MODULE brings its own).
+
+A worker lives in a session of its own (so a timeout can kill its group), which also means that
+no signal of the parent's reaches it: a command killed by SIGTERM, SIGHUP (a dropped SSH session)
+or SIGKILL would leave its workers computing, re-parented to init, for as long as their task
+takes. The guard notices the new parent within `POLL_S` and kills the group.
+"""
+
+from __future__ import annotations
+
+import os
+import runpy
+import signal
+import sys
+import threading
+import time
+
+POLL_S = 0.25
+
+
+def guard_parent(parent: int, poll_s: float = POLL_S) -> threading.Thread:
+    """A daemon thread that kills this process's group once its parent is no longer `parent`."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(poll_s)
+        os.killpg(os.getpgrp(), signal.SIGKILL)
+
+    thread = threading.Thread(target=watch, name="parent-guard", daemon=True)
+    thread.start()
+    return thread
+
+
+def main() -> None:
+    if len(sys.argv) < 2:
+        raise SystemExit("usage: python -m maxkernel_tui.kernels.worker_main MODULE [ARGS]")
+    module, args = sys.argv[1], sys.argv[2:]
+    guard_parent(os.getppid())
+    sys.argv = [module, *args]
+    runpy.run_module(module, run_name="__main__", alter_sys=True)
+
+
+if __name__ == "__main__":
+    main()
