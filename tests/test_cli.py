@@ -10,8 +10,8 @@ import sys
 import pytest
 
 from maxkernel_tui import __version__
-from tests.conftest import ADAPTED_TASKS
 from tests.kernels.test_suite import JAXBENCH_IDS
+from tests.support.paths import ADAPTED_TASKS
 
 
 def cli(*args, cache=None, check=True):

@@ -4,7 +4,7 @@ import json
 import pathlib
 import shutil
 
-from tests.conftest import ADAPTED_TASKS
+from tests.support.paths import ADAPTED_TASKS
 from tests.test_cli import cli
 
 KERNELS = pathlib.Path(__file__).parent / "data" / "kernels"

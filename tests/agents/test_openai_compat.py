@@ -8,8 +8,8 @@ import pytest
 from maxkernel_tui.agents.llm.errors import ProviderError
 from maxkernel_tui.agents.llm.openai_compat import OpenAICompatProvider
 from maxkernel_tui.agents.llm.types import ToolSpec
-from tests.agents.conftest import OPENAI_KEY, Harness, ask
 from tests.fakes.scripted import Answer, Fail
+from tests.support.llm import OPENAI_KEY, Harness, ask
 
 SCHEMA = {"type": "object", "properties": {"ok": {"type": "boolean"}}}
 

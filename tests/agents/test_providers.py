@@ -25,8 +25,8 @@ from maxkernel_tui.agents.llm.types import (
     ToolSpec,
     UsageChunk,
 )
-from tests.agents.conftest import Harness, ask, collect
 from tests.fakes.scripted import Answer, Cut, Fail, Hang
+from tests.support.llm import Harness, ask, collect
 
 PLAN_SCHEMA = {
     "type": "object",
