@@ -65,9 +65,7 @@ def test_file_then_environment_then_flags(env):
         and settings.source("model").where == "MAXKERNEL_TUI_MODEL"
     )
     assert settings.budget_dollars == 2.5 and settings.source("budget_dollars").kind == "env"
-    assert (
-        settings.tpu_target == "v5p" and str(settings.source("tpu_target")) == "flag (--tpu-target)"
-    )
+    assert settings.tpu_target == "v5p" and str(settings.source("tpu_target")) == "flag (--tpu)"
     assert settings.prices == {"gemini-2.5-pro": {"input": 1.25, "output": 10.0}}
 
 

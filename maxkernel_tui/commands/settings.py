@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
                 "source": source.kind,
                 "where": source.where,
                 "env": spec.env_name if spec.env else None,
-                "flag": spec.flag_name if spec.flag else None,
+                "flag": spec.flag,
             }
         print(
             json.dumps(
