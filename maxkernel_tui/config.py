@@ -50,8 +50,8 @@ def cache_dir() -> Path:
 def config_path(env: Mapping[str, str] | None = None) -> Path:
     """MAXKERNEL_TUI_CONFIG, else $XDG_CONFIG_HOME/maxkernel-tui/config.toml, else ~/.config/..."""
     env = os.environ if env is None else env
-    if env.get("MAXKERNEL_TUI_CONFIG"):
-        return Path(env["MAXKERNEL_TUI_CONFIG"]).expanduser()
+    if explicit := env.get("MAXKERNEL_TUI_CONFIG"):
+        return Path(explicit).expanduser()
     base = env.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
     return Path(base) / APP_NAME / "config.toml"
 
@@ -333,8 +333,7 @@ def load_settings(
             ):
                 values[spec.name] = path.parent / values[spec.name]  # relative to the config file
             sources[spec.name] = source
-    if "data_dir" not in values:
-        values["data_dir"] = default_data_dir(env)
+    values.setdefault("data_dir", default_data_dir(env))
     return Settings(**values, config_file=path, sources=sources, warnings=tuple(warnings))
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+from collections.abc import Sequence
 from typing import Any
 
 from maxkernel_tui.config import (
@@ -27,9 +28,10 @@ def add_parser(commands: Any) -> None:
     parser = commands.add_parser(
         "config",
         help="show every setting and where it comes from",
-        description="Show every setting, its value and its source: default, file (the TOML config file: "
-        "MAXKERNEL_TUI_CONFIG, else $XDG_CONFIG_HOME/maxkernel-tui/config.toml), env (MAXKERNEL_TUI_<NAME>) "
-        "or flag. API keys are read only from the environment and shown as set / not set.",
+        description="Show every setting, its value and its source: default, file (the TOML "
+        "config file: MAXKERNEL_TUI_CONFIG, else $XDG_CONFIG_HOME/maxkernel-tui/config.toml), "
+        "env (MAXKERNEL_TUI_<NAME>) or flag. API keys are read only from the environment and "
+        "shown as set / not set.",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     add_settings_flags(parser)
@@ -42,8 +44,8 @@ def run(args: argparse.Namespace) -> int:
     environment = {
         name: os.environ.get(name) for name in (*VERTEX_VARIABLES, GEMINI_BASE_URL_VARIABLE)
     }
-    if environment.get(GEMINI_BASE_URL_VARIABLE):
-        environment[GEMINI_BASE_URL_VARIABLE] = mask_url(environment[GEMINI_BASE_URL_VARIABLE])
+    if base_url := environment.get(GEMINI_BASE_URL_VARIABLE):
+        environment[GEMINI_BASE_URL_VARIABLE] = mask_url(base_url)
     if args.json:
         values = {}
         for spec in SPECS:
@@ -100,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _table(rows: list[tuple[str, ...]], indent: str = "") -> str:
+def _table(rows: Sequence[tuple[str, ...]], indent: str = "") -> str:
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     return "\n".join(
         indent + "  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows

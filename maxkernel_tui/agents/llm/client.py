@@ -6,8 +6,9 @@ response only.
 
 Broken streams are retried from scratch, never half-applied. An attempt that fails after it
 started streaming (connection cut, truncated event, no finish marker, timeout) is followed by
-`UsageChunk` and `Discarded(reason, attempt)`: everything that attempt streamed is void, and a
-consumer that showed it should clear it. The `Response` in `Done` is built from the successful
+`UsageChunk` and `Discarded(reason, attempt, then, delay_s)`: everything that attempt streamed is
+void, a consumer that showed it should clear it, and it may say that a retry (or a re-ask)
+follows after `delay_s`. The `Response` in `Done` is built from the successful
 attempt alone, so tool calls and structured output are acted on from it, never from chunks.
 Retries happen on 429, 408, 5xx, connection errors, broken streams and timeouts, at most
 `RetryPolicy.max_attempts` HTTP attempts per ask, with exponential backoff and jitter or the
@@ -19,9 +20,12 @@ are not JSON) is re-asked with the error appended to the conversation, at most
 `RetryPolicy.max_reasks` times (`ReaskScheduled`), then raised as `MalformedOutput`.
 
 Every attempt ends with a `Usage` (an `AttemptEnded` event and a `UsageChunk`, which comes before
-the exception of a failed call too) and is charged to the budget; before each attempt is sent its worst case is reserved, and `BudgetExceeded` is raised
-instead of sending a call that could pass a cap. Cancelling the consuming task, or closing the
-stream, closes the HTTP stream and charges what the attempt may have used.
+the exception of a failed call too) and is charged to the budget; before each attempt is sent its
+worst case is reserved, and `BudgetExceeded` is raised instead of sending a call that could pass
+a cap. `on_event` receives every attempt's end, cancelled ones included (a stream cannot yield
+after its consumer closed it), and each retry and re-ask as it is scheduled. Cancelling the
+consuming task, or closing the stream, closes the HTTP stream and charges what the attempt may
+have used.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ import asyncio
 import json
 import random
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
@@ -123,10 +127,11 @@ class LLMClient:
 
     async def stream(
         self, request: Request, *, parse: Parser | None = None, budget: Budget | None = None
-    ) -> AsyncIterator[StreamChunk]:
+    ) -> AsyncGenerator[StreamChunk, None]:
         """The chunks of one call; `budget` overrides the client's (a search's scope)."""
         budget = budget or self.budget
-        request = replace(request, model=request.model or self.provider.model)
+        model = request.model or self.provider.model
+        request = replace(request, model=model)
         if parse is None and request.json_schema is not None:
             parse = json_parser(request.json_schema)
         usages: list[Usage] = []
@@ -135,7 +140,7 @@ class LLMClient:
             attempt += 1
             result = _Attempt()
             reservation = budget.reserve(
-                request.model, estimate_tokens(prompt_chars(request)), request.max_tokens
+                model, estimate_tokens(prompt_chars(request)), request.max_tokens
             )
             started = self._clock()
             try:
@@ -185,7 +190,7 @@ class LLMClient:
                     self._emit(
                         ReaskScheduled(
                             self.provider.name,
-                            request.model,
+                            model,
                             reasks,
                             self.policy.max_reasks,
                             str(error),
@@ -195,7 +200,7 @@ class LLMClient:
                         request, messages=request.messages + reask_messages(error.raw, str(error))
                     )
             else:
-                failure, delay = self._retry_or_fail(error, retries, request.model, attempt, usage)
+                failure, delay = self._retry_or_fail(error, retries, model, attempt, usage)
                 retries += 1
             yield UsageChunk(usage, attempt)  # every attempt ends with its usage, failed ones too
             if failure is not None:
@@ -212,7 +217,12 @@ class LLMClient:
                     )
                 )
                 return
-            yield Discarded(str(error), attempt)
+            yield Discarded(
+                str(error),
+                attempt,
+                "reask" if isinstance(error, MalformedOutput) else "retry",
+                delay,
+            )
             if delay > 0:
                 await self._sleep(delay)
 
@@ -256,7 +266,7 @@ class LLMClient:
 
     async def _attempt(
         self, request: Request, attempt: int, result: _Attempt
-    ) -> AsyncIterator[StreamChunk]:
+    ) -> AsyncGenerator[StreamChunk, None]:
         """One provider attempt under the per-attempt timeout; fills `result` as it goes."""
         timeout = self.policy.timeout_s
         deadline = asyncio.get_running_loop().time() + timeout

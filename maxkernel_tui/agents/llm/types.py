@@ -137,10 +137,16 @@ class UsageChunk:
 
 @dataclass(frozen=True)
 class Discarded:
-    """Everything this attempt streamed is void (broken stream, retry, malformed output)."""
+    """Everything this attempt streamed is void (broken stream, retryable error, malformed
+    output). The next attempt follows after `delay_s` seconds: a retry of the same request, or a
+    re-ask with the error appended (`then`); a consumer may show it ("retrying in 7 s: HTTP
+    429")."""
 
     reason: str
     attempt: int
+    then: Literal["retry", "reask"] = "retry"
+    # Jittered: a replayed call discards the same output after a different wait.
+    delay_s: float = field(default=0.0, compare=False)
 
 
 @dataclass(frozen=True)
