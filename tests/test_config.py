@@ -1,4 +1,5 @@
-"""Settings: defaults < TOML file < MAXKERNEL_TUI_* variables < flags, each value with its source."""
+"""Settings: defaults < TOML file < MAXKERNEL_TUI_* variables < flags, each value with its
+source."""
 
 import argparse
 from pathlib import Path
@@ -46,7 +47,8 @@ def test_defaults(env, tmp_path):
 def test_file_then_environment_then_flags(env):
     write(
         env,
-        'provider = "gemini"\nmodel = "gemini-2.5-pro"\nbudget_tokens = 200_000\nbudget_dollars = 5\n'
+        'provider = "gemini"\nmodel = "gemini-2.5-pro"\nbudget_tokens = 200_000\nbudget_dollars = '
+        "5\n"
         'tpu_target = "v6e"\n[prices."gemini-2.5-pro"]\ninput = 1.25\noutput = 10\n',
     )
     env |= {

@@ -1,4 +1,5 @@
-"""Fake model servers on 127.0.0.1, providers pointed at them, and a client that never really sleeps."""
+"""Fixtures: fake model servers on 127.0.0.1 and providers pointed at them (the harness and its
+client that never really sleeps are in tests/support/llm.py)."""
 
 from __future__ import annotations
 

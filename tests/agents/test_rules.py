@@ -11,7 +11,6 @@ import pytest
 from maxkernel_tui.agents.llm.errors import ProviderConfigError, RetriesExhausted
 from maxkernel_tui.agents.llm.gemini import GeminiProvider
 from maxkernel_tui.agents.llm.openai_compat import OpenAICompatProvider
-from maxkernel_tui.agents.providers import build_provider
 from maxkernel_tui.agents.llm.replay import Recorder, ReplayProvider
 from maxkernel_tui.agents.llm.retry import (
     RetryPolicy,
@@ -19,6 +18,7 @@ from maxkernel_tui.agents.llm.retry import (
     retry_after_from,
 )
 from maxkernel_tui.agents.llm.structured import json_parser, parse_json
+from maxkernel_tui.agents.providers import build_provider
 from tests.fakes.scripted import Answer, Fail
 from tests.support.llm import Harness, ask
 
