@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from maxkernel_tui.config import (
+    SPECS,
     ConfigError,
     Settings,
     add_settings_flags,
@@ -165,3 +166,19 @@ def test_data_dir_from_file_is_relative_to_it_and_env_wins(env, tmp_path):
     env["MAXKERNEL_TUI_DATA_DIR"] = str(tmp_path / "elsewhere")
     settings = load_settings(env=env)
     assert settings.data_dir == tmp_path / "elsewhere" and settings.source("data_dir").kind == "env"
+
+
+def test_one_flag_per_setting_and_the_older_spellings_still_read(env, monkeypatch):
+    monkeypatch.setenv("MAXKERNEL_TUI_CONFIG", env["MAXKERNEL_TUI_CONFIG"])
+    flags = [spec.flag for spec in SPECS if spec.flag]
+    assert len(flags) == len(set(flags)) and {"--tpu", "--budget-usd"} <= set(flags)
+    parser = argparse.ArgumentParser()
+    add_settings_flags(parser, scope="search")
+    shown = parser.format_help()
+    assert "--tpu-target" not in shown and "--budget-dollars" not in shown
+    assert "hard cap on dollars per search" in shown
+    settings = settings_from_args(
+        parser.parse_args(["--tpu-target", "v6e", "--budget-dollars", "3"])
+    )
+    assert (settings.tpu_target, settings.budget_dollars) == ("v6e", 3.0)
+    assert str(settings.source("budget_dollars")) == "flag (--budget-usd)"
