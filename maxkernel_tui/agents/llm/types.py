@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 Role = Literal["user", "assistant", "tool"]
+Then = Literal["retry", "reask"]  # what follows a discarded attempt
 
 
 @dataclass(frozen=True)
@@ -144,7 +145,7 @@ class Discarded:
 
     reason: str
     attempt: int
-    then: Literal["retry", "reask"] = "retry"
+    then: Then = "retry"
     # Jittered: a replayed call discards the same output after a different wait.
     delay_s: float = field(default=0.0, compare=False)
 
