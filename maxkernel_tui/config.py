@@ -20,6 +20,7 @@ import re
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,16 @@ SECRET_VARIABLES = ("GEMINI_API_KEY", "GOOGLE_API_KEY", "OPENAI_API_KEY")
 VERTEX_VARIABLES = ("GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION")
 GEMINI_BASE_URL_VARIABLE = "GOOGLE_GEMINI_BASE_URL"
 
-DEFAULT, FILE, ENV, FLAG = "default", "file", "env", "flag"
+class SourceKind(StrEnum):
+    """Where a setting's value came from, lowest priority first."""
+
+    DEFAULT = "default"
+    FILE = "file"
+    ENV = "env"
+    FLAG = "flag"
+
+
+DEFAULT, FILE, ENV, FLAG = SourceKind
 
 
 def cache_dir() -> Path:
@@ -243,7 +253,7 @@ def flag_of(name: str) -> str:
 
 @dataclass(frozen=True)
 class Source:
-    kind: str  # default | file | env | flag
+    kind: SourceKind
     where: str = ""  # the file, the variable or the flag
 
     def __str__(self) -> str:
