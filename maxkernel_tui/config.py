@@ -152,8 +152,9 @@ def _non_negative(value: Any, name: str) -> float:
 @dataclass(frozen=True)
 class Spec:
     """One setting: its name in the file, how to read it, the placeholder and the one flag that
-    set it on a command line, its help, and what an unset value shows. The environment variable
-    is `MAXKERNEL_TUI_<NAME>` where `env` allows one; `flag=None` means the file only."""
+    set it on a command line, its help (`{scope}` is what a budget caps), and what an unset value
+    shows. The environment variable is `MAXKERNEL_TUI_<NAME>` where `env` allows one;
+    `flag=None` means the file only."""
 
     name: str
     parse: Callable[[Any], Any]
