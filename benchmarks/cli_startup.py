@@ -52,7 +52,8 @@ def main() -> None:
     lines = [
         "# Front-end start-up (measured)",
         "",
-        f"Measured by `benchmarks/cli_startup.py`, median of {RUNS} runs each, side by side in one run "
+        f"Measured by `benchmarks/cli_startup.py`, median of {RUNS} runs each, side by side in one "
+        "run "
         f"on a shared {os.cpu_count()}-core machine.",
         "",
         "| command | median (s) |",

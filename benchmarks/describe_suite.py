@@ -37,14 +37,18 @@ def main() -> None:
             continue
         moved = ", ".join(f"{d['target']}: {d['reason'][:90]}" for d in cost["did_not_fit"])
         rows.append(
-            f"| {task_id} | {cost['target']} | {cost['compile_seconds']:.1f} | {cost['flops'] / 1e9:,.1f} | "
+            f"| {task_id} | {cost['target']} | {cost['compile_seconds']:.1f} | "
+            f"{cost['flops'] / 1e9:,.1f} | "
             f"{cost['bytes_accessed'] / 1e9:,.2f} | {moved} |"
         )
     lines = [
-        "# Describing the built-in suite from a cold cache (measured wall time; XLA figures estimated)",
+        "# Describing the built-in suite from a cold cache (measured wall time; XLA figures "
+        "estimated)",
         "",
-        f"`benchmarks/describe_suite.py` on a shared {os.cpu_count()}-core machine, 2 worker processes: "
-        f"**{wall:.0f} s** wall for {len(tasks)} tasks. Compile seconds are measured in the worker; "
+        f"`benchmarks/describe_suite.py` on a shared {os.cpu_count()}-core machine, 2 worker "
+        "processes: "
+        f"**{wall:.0f} s** wall for {len(tasks)} tasks. Compile seconds are measured in the "
+        "worker; "
         "GFLOP and GB are XLA's cost-analysis estimates for the reference at production shapes.",
         "",
         "| task | TPU target | compile (s) | GFLOP (est.) | GB accessed (est.) | did not fit |",

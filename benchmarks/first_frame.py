@@ -23,7 +23,9 @@ RUNS = 7
 BARE_APP = """
 from textual.app import App
 from textual.containers import Grid, Horizontal, VerticalScroll
-from textual.widgets import ContentSwitcher, DataTable, Footer, Input, Log, Markdown, Static, TextArea
+from textual.widgets import (
+    ContentSwitcher, DataTable, Footer, Input, Log, Markdown, Static, TextArea
+)
 
 class Bare(App):
     def compose(self):
@@ -89,7 +91,8 @@ def main() -> None:
     lines = [
         "# Time to first frame (measured)",
         "",
-        f"`benchmarks/first_frame.py`: launch to first frame in tmux (160x48), {RUNS} alternating runs each, "
+        f"`benchmarks/first_frame.py`: launch to first frame in tmux (160x48), {RUNS} alternating "
+        "runs each, "
         f"on a shared {os.cpu_count()}-core machine.",
         "",
         "| program | median (s) | samples (s) |",

@@ -255,10 +255,14 @@ def report(results: Results) -> str:
     log_stats = results["log"][1] + both_stats
     token_stats = results["tokens"][1] + both_stats
     setting = (
-        f"`python benchmarks/key_latency.py`: Pilot, headless at {SIZE[0]}x{SIZE[1]}, frames encoded for a "
-        f"terminal; {PRESSES} keys (x / backspace into Source, {GAP_S * 1e3:g} ms apart) per phase, phases "
-        f"alternating, {ROUNDS} rounds, each phase in a fresh app; Python {platform.python_version()}, "
-        f"{os.cpu_count()} cores (a shared machine: load average {os.getloadavg()[1]:.1f} over the last "
+        f"`python benchmarks/key_latency.py`: Pilot, headless at {SIZE[0]}x{SIZE[1]}, frames "
+        "encoded for a "
+        f"terminal; {PRESSES} keys (x / backspace into Source, {GAP_S * 1e3:g} ms apart) per "
+        "phase, phases "
+        f"alternating, {ROUNDS} rounds, each phase in a fresh app; Python "
+        f"{platform.python_version()}, "
+        f"{os.cpu_count()} cores (a shared machine: load average {os.getloadavg()[1]:.1f} over the "
+        "last "
         "5 minutes of the run)."
     )
     ratio = (
@@ -269,17 +273,26 @@ def report(results: Results) -> str:
     markdown = statistics.median(results["tokens as Markdown"][0]) / statistics.median(idle)
     reading = (
         f"Streamed through a MarkdownStream into a Markdown widget instead, the same tokens cost "
-        f"{markdown:.2f}x idle at the median: each update makes a Markdown parser, re-parses the last block "
-        "and mounts new block widgets on the UI's event loop (Textual 8.2's Markdown.append). Streamed "
+        f"{markdown:.2f}x idle at the median: each update makes a Markdown parser, re-parses the "
+        "last block "
+        "and mounts new block widgets on the UI's event loop (Textual 8.2's Markdown.append). "
+        "Streamed "
         "agent text belongs in a Log, drawn in batches, as the workbench does."
     )
     load = (
-        f"Load: {LOG_LINES:,} lines into the Tests log in batches of {LOG_BATCH} every {LOG_TICK_S * 1e3:g} ms "
-        f"(asked: {LOG_LINES / LOG_BATCH * LOG_TICK_S:g} s; took {_joined(log_stats, 'log_s', '.1f')} s), and "
-        f"tokens (a word each, one every {TOKEN_TICK_S * 1e3:g} ms, drawn every {DRAW_INTERVAL_S * 1e3:g} ms) "
-        f"into the agents' activity log ({_joined(token_stats, 'tokens', '.0f')} tokens in the phase)."
+        f"Load: {LOG_LINES:,} lines into the Tests log in batches of {LOG_BATCH} every "
+        f"{LOG_TICK_S * 1e3:g} ms "
+        f"(asked: {LOG_LINES / LOG_BATCH * LOG_TICK_S:g} s; took "
+        f"{_joined(log_stats, 'log_s', '.1f')} s), and "
+        f"tokens (a word each, one every {TOKEN_TICK_S * 1e3:g} ms, drawn every "
+        f"{DRAW_INTERVAL_S * 1e3:g} ms) "
+        f"into the agents' activity log ({_joined(token_stats, 'tokens', '.0f')} tokens in the "
+        "phase)."
     )
-    header = "| background | keys | median (ms) | p95 (ms) | max (ms) | vs idle (median / p95) | frames/s |"
+    header = (
+        "| background | keys | median (ms) | p95 (ms) | max (ms) | vs idle (median / p95) "
+        "| frames/s |"
+    )
     return "\n".join(
         [
             "# Key-press-to-screen latency in the workbench (measured)",

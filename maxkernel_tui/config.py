@@ -3,7 +3,9 @@
 Settings come from, in increasing priority: the defaults, a TOML file in the user config
 directory (`MAXKERNEL_TUI_CONFIG`, else `$XDG_CONFIG_HOME/maxkernel-tui/config.toml`, else
 `~/.config/maxkernel-tui/config.toml`), environment variables `MAXKERNEL_TUI_<NAME>`, and command
-line flags `--<name>`. Each value remembers where it came from (`Settings.source(name)`).
+line flags. `SPECS` is the one table of settings: name, type (its parser), variable, flag, help;
+every command's setting flags are made from it. Each value remembers where it came from
+(`Settings.source(name)`).
 
 API keys are read only from the environment (`SECRET_VARIABLES`), never from or into the file,
 and never shown: `secret_status()` says "set" or "not set".
@@ -18,6 +20,7 @@ import re
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +36,17 @@ SECRET_VARIABLES = ("GEMINI_API_KEY", "GOOGLE_API_KEY", "OPENAI_API_KEY")
 VERTEX_VARIABLES = ("GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION")
 GEMINI_BASE_URL_VARIABLE = "GOOGLE_GEMINI_BASE_URL"
 
-DEFAULT, FILE, ENV, FLAG = "default", "file", "env", "flag"
+
+class SourceKind(StrEnum):
+    """Where a setting's value came from, lowest priority first."""
+
+    DEFAULT = "default"
+    FILE = "file"
+    ENV = "env"
+    FLAG = "flag"
+
+
+DEFAULT, FILE, ENV, FLAG = SourceKind
 
 
 def cache_dir() -> Path:
@@ -48,8 +61,8 @@ def cache_dir() -> Path:
 def config_path(env: Mapping[str, str] | None = None) -> Path:
     """MAXKERNEL_TUI_CONFIG, else $XDG_CONFIG_HOME/maxkernel-tui/config.toml, else ~/.config/..."""
     env = os.environ if env is None else env
-    if env.get("MAXKERNEL_TUI_CONFIG"):
-        return Path(env["MAXKERNEL_TUI_CONFIG"]).expanduser()
+    if explicit := env.get("MAXKERNEL_TUI_CONFIG"):
+        return Path(explicit).expanduser()
     base = env.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
     return Path(base) / APP_NAME / "config.toml"
 
@@ -138,54 +151,111 @@ def _non_negative(value: Any, name: str) -> float:
 
 @dataclass(frozen=True)
 class Spec:
-    """One setting: how to read it, its default, and whether the environment and flags may set it."""
+    """One setting: its name in the file, how to read it, the placeholder and the one flag that
+    set it on a command line, its help (`{scope}` is what a budget caps), and what an unset value
+    shows. The environment variable is `MAXKERNEL_TUI_<NAME>` where `env` allows one;
+    `flag=None` means the file only."""
 
     name: str
     parse: Callable[[Any], Any]
+    metavar: str
+    flag: str | None
     help: str
+    unset: str = "(none)"
     env: bool = True
-    flag: bool = True
+    # Older spellings of the flag, still read (hidden from --help) so that command lines written
+    # before flags were unified keep working.
+    aliases: tuple[str, ...] = ()
 
     @property
     def env_name(self) -> str:
         return ENV_PREFIX + self.name.upper()
 
-    @property
-    def flag_name(self) -> str:
-        return "--" + self.name.replace("_", "-")
 
-
+NO_CAP = "no cap"
 SPECS: tuple[Spec, ...] = (
     Spec(
-        "provider", _provider, f"LLM provider: {', '.join(PROVIDERS)} (builtin: the offline agent)"
+        "provider",
+        _provider,
+        "NAME",
+        "--provider",
+        f"LLM provider: {', '.join(PROVIDERS)} (builtin: the offline agent)",
     ),
-    Spec("model", _text, "model name for the provider (default: the provider's own)"),
-    Spec("base_url", _url, "base URL of an OpenAI-compatible server (vLLM, Ollama, llama.cpp)"),
-    Spec("budget_tokens", _positive_int, "hard cap on tokens per session (default: no cap)"),
-    Spec("budget_dollars", _positive_float, "hard cap on dollars per session (default: no cap)"),
-    Spec("tpu_target", _target, "TPU generation to compile for: v5e, v6e, v4, v5p"),
-    Spec("data_dir", _path, "where the session store lives"),
-    # Checked against the registered themes by the app, which knows them (this module imports no Textual).
+    Spec(
+        "model",
+        _text,
+        "MODEL",
+        "--model",
+        "model name for the provider (default: the provider's own)",
+        unset="(the provider's default)",
+    ),
+    Spec(
+        "base_url",
+        _url,
+        "URL",
+        "--base-url",
+        "base URL of an OpenAI-compatible server (vLLM, Ollama, llama.cpp)",
+    ),
+    Spec(
+        "budget_tokens",
+        _positive_int,
+        "N",
+        "--budget-tokens",
+        "hard cap on tokens per {scope} (default: no cap)",
+        unset=NO_CAP,
+    ),
+    Spec(
+        "budget_dollars",
+        _positive_float,
+        "X",
+        "--budget-usd",
+        "hard cap on dollars per {scope} (default: no cap)",
+        unset=NO_CAP,
+        aliases=("--budget-dollars",),
+    ),
+    Spec(
+        "tpu_target",
+        _target,
+        "GEN",
+        "--tpu",
+        "TPU generation to compile and estimate for: v5e, v6e, v4, v5p",
+        aliases=("--tpu-target",),
+    ),
+    Spec("data_dir", _path, "DIR", "--data-dir", "where the session store lives"),
+    # Checked against the registered themes by the app, which knows them (no Textual here).
     Spec(
         "theme",
         _text,
+        "THEME",
+        "--theme",
         "colour theme of the TUI: maxkernel-ansi (default), maxkernel-dark, maxkernel-light "
         "or a Textual theme",
+        unset="(the default theme)",
     ),
     Spec(
         "prices",
         _prices,
+        "",
+        None,
         "per-model prices, $ per million tokens (config file only)",
+        unset="(built-in prices)",
         env=False,
-        flag=False,
     ),
 )
 SPEC_BY_NAME = {spec.name: spec for spec in SPECS}
 
 
+def flag_of(name: str) -> str:
+    """The one flag of a setting, for a command that declares it with its own default and help
+    (`eval --tpu`)."""
+    flag = SPEC_BY_NAME[name].flag
+    assert flag is not None, f"{name} has no flag"
+    return flag
+
+
 @dataclass(frozen=True)
 class Source:
-    kind: str  # default | file | env | flag
+    kind: SourceKind
     where: str = ""  # the file, the variable or the flag
 
     def __str__(self) -> str:
@@ -260,7 +330,7 @@ def load_settings(
         if spec.env:
             layers.append((env.get(spec.env_name) or None, Source(ENV, spec.env_name)))
         if spec.flag and flags is not None:
-            layers.append((flags.get(spec.name), Source(FLAG, spec.flag_name)))
+            layers.append((flags.get(spec.name), Source(FLAG, spec.flag)))
         for raw, source in layers:
             if raw is None:
                 continue
@@ -275,8 +345,7 @@ def load_settings(
             ):
                 values[spec.name] = path.parent / values[spec.name]  # relative to the config file
             sources[spec.name] = source
-    if "data_dir" not in values:
-        values["data_dir"] = default_data_dir(env)
+    values.setdefault("data_dir", default_data_dir(env))
     return Settings(**values, config_file=path, sources=sources, warnings=tuple(warnings))
 
 
@@ -287,41 +356,38 @@ def secret_status(env: Mapping[str, str] | None = None) -> dict[str, str]:
 
 
 def add_settings_flags(
-    parser: argparse.ArgumentParser, names: tuple[str, ...] | None = None
+    parser: argparse.ArgumentParser, names: tuple[str, ...] | None = None, scope: str = "session"
 ) -> None:
-    """`--provider`, `--model`, ... for the settings a flag may set (all of them by default)."""
+    """The flag of each setting a flag may set (all of them by default), from `SPECS`; `scope`
+    names what a budget caps ("session", "search")."""
     for spec in SPECS:
-        if spec.flag and (names is None or spec.name in names):
-            parser.add_argument(
-                spec.flag_name,
-                dest=spec.name,
-                default=None,
-                metavar=spec.name.upper(),
-                help=f"{spec.help} [env {spec.env_name}]",
-            )
+        if spec.flag is None or (names is not None and spec.name not in names):
+            continue
+        help = spec.help.format(scope=scope)
+        where = f" [env {spec.env_name}]" if spec.env else ""
+        parser.add_argument(
+            spec.flag, dest=spec.name, default=None, metavar=spec.metavar, help=help + where
+        )
+        for alias in spec.aliases:
+            parser.add_argument(alias, dest=spec.name, default=None, help=argparse.SUPPRESS)
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
+    """The settings with the flags of `add_settings_flags` on top (a flag not added counts as not
+    given)."""
     return load_settings({spec.name: getattr(args, spec.name, None) for spec in SPECS if spec.flag})
 
 
 def display_value(name: str, value: Any) -> str:
+    """A setting's value as `config` and the settings screen show it."""
     if value is None:
-        return {
-            "budget_tokens": "no cap",
-            "budget_dollars": "no cap",
-            "model": "(the provider's default)",
-            "base_url": "(none)",
-            "theme": "(the default theme)",
-        }.get(name, "(none)")
+        return SPEC_BY_NAME[name].unset
     if name == "prices":
-        return (
-            ", ".join(
-                f"{m}: ${p.get('input', 0):g}/${p.get('output', 0):g} per Mtok"
-                for m, p in value.items()
-            )
-            or "(built-in prices)"
+        shown = (
+            f"{model}: ${price.get('input', 0):g}/${price.get('output', 0):g} per Mtok"
+            for model, price in value.items()
         )
+        return ", ".join(shown) or SPEC_BY_NAME[name].unset
     if name == "budget_dollars":
         return f"${value:g}"
     if name == "base_url":

@@ -1,7 +1,6 @@
 """Shared fixtures. jax runs on the CPU in tests unless the caller chose a platform."""
 
 import os
-import pathlib
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 # Tests compile for TPU in this process while worker processes do too; libtpu refuses a second
@@ -12,8 +11,6 @@ import pytest
 
 from maxkernel_tui.kernels.catalog import describe_tasks
 from maxkernel_tui.kernels.loader import builtin_suite_dir, load_tasks
-
-ADAPTED_TASKS = pathlib.Path(__file__).parent / "data" / "adapted_tasks"
 
 
 @pytest.fixture(scope="session")

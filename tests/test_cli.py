@@ -1,7 +1,6 @@
 """The `maxkernel-tui` command line, run as a user runs it (a subprocess, the installed script)."""
 
 import json
-import os
 import pathlib
 import shutil
 import subprocess
@@ -10,24 +9,9 @@ import sys
 import pytest
 
 from maxkernel_tui import __version__
-from tests.conftest import ADAPTED_TASKS
 from tests.kernels.test_suite import JAXBENCH_IDS
-
-
-def cli(*args, cache=None, check=True):
-    env = dict(os.environ)
-    if cache is not None:
-        env["MAXKERNEL_TUI_CACHE_DIR"] = str(cache)
-    done = subprocess.run(
-        [sys.executable, "-m", "maxkernel_tui.cli", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-    )
-    if check:
-        assert done.returncode == 0, done.stderr
-    return done
+from tests.support.cli import cli
+from tests.support.paths import ADAPTED_TASKS
 
 
 def test_version_from_the_installed_console_script():
@@ -44,6 +28,7 @@ def test_help_on_every_command(args):
     assert "--path" in out or not args
 
 
+@pytest.mark.slow  # worker processes: jax, TPU compiles
 def test_tasks_json_lists_all_50_with_shapes_and_cost(suite_descriptions, suite_cache):
     listing = json.loads(cli("tasks", "--json", cache=suite_cache).stdout)
     assert listing["errors"] == []
@@ -60,6 +45,7 @@ def test_tasks_json_lists_all_50_with_shapes_and_cost(suite_descriptions, suite_
     )
 
 
+@pytest.mark.slow  # worker processes: jax, TPU compiles
 def test_tasks_text_names_the_generation_and_says_estimated(suite_descriptions, suite_cache):
     text = cli("tasks", cache=suite_cache).stdout
     assert "12p_RMSNorm  [norm]" in text
@@ -67,6 +53,7 @@ def test_tasks_text_names_the_generation_and_says_estimated(suite_descriptions, 
     assert text.count("(estimated: XLA cost analysis") == 50
 
 
+@pytest.mark.slow  # worker processes: jax, TPU compiles
 def test_tasks_path_reads_a_folder_in_the_adapted_format(tmp_path):
     listing = json.loads(
         cli("tasks", "--json", "--path", str(ADAPTED_TASKS), cache=tmp_path).stdout

@@ -1,15 +1,15 @@
 """`maxkernel-tui eval` and `bench` as a user runs them: exit codes, JSON, resume."""
 
 import json
-import pathlib
 import shutil
 
-from tests.conftest import ADAPTED_TASKS
-from tests.test_cli import cli
+import pytest
 
-KERNELS = pathlib.Path(__file__).parent / "data" / "kernels"
+from tests.support.cli import cli
+from tests.support.paths import ADAPTED_TASKS, KERNELS
 
 
+@pytest.mark.slow  # worker processes: jax, TPU compiles
 def test_eval_accepts_an_honest_kernel_with_a_json_report():
     done = cli(
         "eval",
@@ -39,6 +39,7 @@ def test_eval_accepts_an_honest_kernel_with_a_json_report():
     assert report["timings"] == [] and "TPU interpret mode" in report["device"]
 
 
+@pytest.mark.slow  # worker processes: jax, TPU compiles
 def test_eval_rejects_with_exit_1_and_a_readable_reason():
     done = cli(
         "eval", str(KERNELS / "cheats" / "plain_jnp.py"), "--task", "41k_Gemm_Add_ReLU", check=False
@@ -70,6 +71,7 @@ def test_eval_usage_errors_exit_2(tmp_path):
     assert unknown_tpu.returncode == 2 and "libtpu does not know TPU 'v99'" in unknown_tpu.stderr
 
 
+@pytest.mark.slow  # worker processes: jax, TPU compiles
 def test_eval_takes_a_task_folder_path():
     folder = ADAPTED_TASKS / "1_Vector_Add"
     done = cli("eval", str(folder / "reference.py"), "--task", str(folder), "--json", check=False)
@@ -78,6 +80,7 @@ def test_eval_takes_a_task_folder_path():
     assert report["checks"][1]["detail"].startswith("no pallas_call")
 
 
+@pytest.mark.slow  # worker processes: jax, TPU compiles
 def test_bench_sanity_run_resumes(tmp_path):
     results = tmp_path / "results.jsonl"
     first = json.loads(
@@ -95,6 +98,7 @@ def test_bench_sanity_run_resumes(tmp_path):
     assert len(results.read_text().splitlines()) == 2  # only the missing task was evaluated again
 
 
+@pytest.mark.slow  # worker processes: jax, TPU compiles
 def test_bench_with_kernels_prints_a_table(tmp_path):
     kernels = tmp_path / "kernels"
     kernels.mkdir()

@@ -4,10 +4,11 @@ import json
 
 import pytest
 
-from tests.test_cli import cli
-from tests.test_cli_eval import KERNELS
+from tests.support.cli import cli
+from tests.support.paths import KERNELS
 
 
+@pytest.mark.slow  # worker processes: jax, TPU compiles
 @pytest.mark.parametrize(("kernel", "task"), [("8p_GEMM", "8p"), ("12p_RMSNorm", "12p")])
 def test_profile_reports_labelled_figures_for_v5e_and_v6e(kernel, task, tmp_path):
     done = cli(
@@ -32,6 +33,7 @@ def test_profile_reports_labelled_figures_for_v5e_and_v6e(kernel, task, tmp_path
     assert any(tmp_path.joinpath("traces").rglob("*.xplane.pb"))  # kept for xprof
 
 
+@pytest.mark.slow  # worker processes: jax, TPU compiles
 def test_profile_text_for_agents_and_people(tmp_path):
     text = cli(
         "profile", str(KERNELS / "honest" / "12p_RMSNorm.py"), "--task", "12p", cache=tmp_path

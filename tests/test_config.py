@@ -1,4 +1,5 @@
-"""Settings: defaults < TOML file < MAXKERNEL_TUI_* variables < flags, each value with its source."""
+"""Settings: defaults < TOML file < MAXKERNEL_TUI_* variables < flags, each value with its
+source."""
 
 import argparse
 from pathlib import Path
@@ -6,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from maxkernel_tui.config import (
+    SPECS,
     ConfigError,
     Settings,
     add_settings_flags,
@@ -46,7 +48,8 @@ def test_defaults(env, tmp_path):
 def test_file_then_environment_then_flags(env):
     write(
         env,
-        'provider = "gemini"\nmodel = "gemini-2.5-pro"\nbudget_tokens = 200_000\nbudget_dollars = 5\n'
+        'provider = "gemini"\nmodel = "gemini-2.5-pro"\nbudget_tokens = 200_000\nbudget_dollars = '
+        "5\n"
         'tpu_target = "v6e"\n[prices."gemini-2.5-pro"]\ninput = 1.25\noutput = 10\n',
     )
     env |= {
@@ -65,9 +68,7 @@ def test_file_then_environment_then_flags(env):
         and settings.source("model").where == "MAXKERNEL_TUI_MODEL"
     )
     assert settings.budget_dollars == 2.5 and settings.source("budget_dollars").kind == "env"
-    assert (
-        settings.tpu_target == "v5p" and str(settings.source("tpu_target")) == "flag (--tpu-target)"
-    )
+    assert settings.tpu_target == "v5p" and str(settings.source("tpu_target")) == "flag (--tpu)"
     assert settings.prices == {"gemini-2.5-pro": {"input": 1.25, "output": 10.0}}
 
 
@@ -165,3 +166,19 @@ def test_data_dir_from_file_is_relative_to_it_and_env_wins(env, tmp_path):
     env["MAXKERNEL_TUI_DATA_DIR"] = str(tmp_path / "elsewhere")
     settings = load_settings(env=env)
     assert settings.data_dir == tmp_path / "elsewhere" and settings.source("data_dir").kind == "env"
+
+
+def test_one_flag_per_setting_and_the_older_spellings_still_read(env, monkeypatch):
+    monkeypatch.setenv("MAXKERNEL_TUI_CONFIG", env["MAXKERNEL_TUI_CONFIG"])
+    flags = [spec.flag for spec in SPECS if spec.flag]
+    assert len(flags) == len(set(flags)) and {"--tpu", "--budget-usd"} <= set(flags)
+    parser = argparse.ArgumentParser()
+    add_settings_flags(parser, scope="search")
+    shown = parser.format_help()
+    assert "--tpu-target" not in shown and "--budget-dollars" not in shown
+    assert "hard cap on dollars per search" in shown
+    settings = settings_from_args(
+        parser.parse_args(["--tpu-target", "v6e", "--budget-dollars", "3"])
+    )
+    assert (settings.tpu_target, settings.budget_dollars) == ("v6e", 3.0)
+    assert str(settings.source("budget_dollars")) == "flag (--budget-usd)"

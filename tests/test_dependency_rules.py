@@ -1,11 +1,24 @@
-"""Layout rules of DESIGN.md §2, enforced: who may import whom, and no jax in the UI."""
+"""The layout's import rules, enforced: who may import whom, no jax in the UI, and no test
+module importing another.
+
+Each contract names a part of the package, the modules it must never import, and why:
+- `kernels` is a library: no agents, screens, themes, app or Textual;
+- `agents` never import Textual or the UI;
+- `agents.llm` is the bottom of the agents: no built-in agent, engine or search (providers of
+  every kind are put together in `agents.providers`);
+- `store` never imports the agents or the UI;
+- the UI (`screens`, `app.py`) never imports the CLI's `commands`;
+- the UI and the CLI never import jax (worker processes do).
+"""
 
 import ast
 import pathlib
 import subprocess
 import sys
 
-PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "maxkernel_tui"
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "maxkernel_tui"
+UI = ("textual", "maxkernel_tui.screens", "maxkernel_tui.themes", "maxkernel_tui.app")
 
 
 def imported_modules(path: pathlib.Path) -> set[str]:
@@ -19,40 +32,70 @@ def imported_modules(path: pathlib.Path) -> set[str]:
 
 
 def imports_of(subpackage: str) -> dict[str, set[str]]:
+    """Every module under `subpackage` (a folder, or one `.py` file), with what it imports."""
+    where = PACKAGE / subpackage
+    paths = [where] if where.suffix == ".py" else where.rglob("*.py")
     return {
-        str(p.relative_to(PACKAGE)): imported_modules(p)
-        for p in (PACKAGE / subpackage).rglob("*.py")
-        if "suite" not in p.parts
+        str(p.relative_to(PACKAGE)): imported_modules(p) for p in paths if "suite" not in p.parts
     }
 
 
+def breaches(subpackage: str, forbidden: tuple[str, ...]) -> list[str]:
+    """`module imports name` for each import under `subpackage` of a module in `forbidden`."""
+    return [
+        f"{module} imports {name}"
+        for module, names in sorted(imports_of(subpackage).items())
+        for name in sorted(names)
+        if name.startswith(forbidden)
+    ]
+
+
 def test_kernels_is_a_library():
-    forbidden = (
-        "maxkernel_tui.agents",
-        "maxkernel_tui.screens",
-        "maxkernel_tui.themes",
-        "maxkernel_tui.app",
-        "textual",
-    )
-    for module, names in imports_of("kernels").items():
-        bad = [n for n in names if n.startswith(forbidden)]
-        assert not bad, f"{module} imports {bad}"
+    assert breaches("kernels", ("maxkernel_tui.agents", *UI)) == []
 
 
 def test_agents_never_import_textual():
-    for module, names in imports_of("agents").items():
-        bad = [
-            n
-            for n in names
-            if n.startswith(("textual", "maxkernel_tui.screens", "maxkernel_tui.app"))
-        ]
-        assert not bad, f"{module} imports {bad}"
+    assert breaches("agents", UI) == []
+
+
+def test_llm_never_imports_the_agents_above_it():
+    above = (
+        "maxkernel_tui.agents.builtin",
+        "maxkernel_tui.agents.orchestration",
+        "maxkernel_tui.agents.search",
+        "maxkernel_tui.agents.providers",
+        *UI,
+    )
+    assert breaches("agents/llm", above) == []
+
+
+def test_store_never_imports_the_agents_or_the_ui():
+    assert breaches("store", ("maxkernel_tui.agents", *UI)) == []
+
+
+def test_the_ui_never_imports_the_cli_commands():
+    found = breaches("screens", ("maxkernel_tui.commands",))
+    assert found + breaches("app.py", ("maxkernel_tui.commands",)) == []
+
+
+def test_no_test_module_imports_another():
+    """Shared test code lives in tests.support and tests.fakes; conftest fixtures come by name."""
+    shared = ("tests.support", "tests.fakes")
+    found = [
+        f"{path.relative_to(ROOT)} imports {name}"
+        for path in sorted((ROOT / "tests").rglob("*.py"))
+        if "data" not in path.relative_to(ROOT / "tests").parts
+        for name in sorted(imported_modules(path))
+        if (name == "tests" or name.startswith("tests.")) and not name.startswith(shared)
+    ]
+    assert found == []
 
 
 def test_ui_and_cli_do_not_import_jax():
     code = (
         "import sys, maxkernel_tui.cli, maxkernel_tui.app, maxkernel_tui.screens.task_picker, "
-        "maxkernel_tui.kernels.catalog, maxkernel_tui.kernels.listing, maxkernel_tui.kernels.evaluation.harness, "
+        "maxkernel_tui.kernels.catalog, maxkernel_tui.kernels.listing, "
+        "maxkernel_tui.kernels.evaluation.harness, "
         "maxkernel_tui.commands.evaluate, maxkernel_tui.commands.bench; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('jax', 'jaxlib')))"
     )
@@ -66,8 +109,10 @@ def test_the_workbench_starts_without_the_agents_engine():
     """Start-up time (first frame within 1.5x of a bare Textual app): the engine, its events and
     the model clients load when the agents first run."""
     code = (
-        "import sys, maxkernel_tui.cli, maxkernel_tui.app; print(sorted(m for m in sys.modules if m.startswith("
-        "('maxkernel_tui.agents.orchestration.engine', 'maxkernel_tui.agents.orchestration.events', "
+        "import sys, maxkernel_tui.cli, maxkernel_tui.app; "
+        "print(sorted(m for m in sys.modules if m.startswith("
+        "('maxkernel_tui.agents.orchestration.engine', "
+        "'maxkernel_tui.agents.orchestration.events', "
         "'maxkernel_tui.agents.llm', 'google'))))"
     )
     out = subprocess.run(

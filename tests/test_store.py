@@ -322,10 +322,11 @@ while limit <= 0 or i < limit:
     blob = "x" * rng.randrange(0, 40000)
     store.append_event(session, "tick", {"writer": name, "i": i, "len": len(blob), "blob": blob})
     if i % 5 == 0:
-        parent = store.add_kernel_version(session, f"# {name} {i}\n" + blob[:2000], plan=name, parent_id=parent).id
+        source = f"# {name} {i}\n" + blob[:2000]
+        parent = store.add_kernel_version(session, source, plan=name, parent_id=parent).id
     if i % 7 == 0:
-        store.record_llm_call(session, model="m", provider="replay", prompt_tokens=i, completion_tokens=1,
-                              cost=0.0, latency_s=0.0)
+        store.record_llm_call(session, model="m", provider="replay", prompt_tokens=i,
+                              completion_tokens=1, cost=0.0, latency_s=0.0)
 """
 
 

@@ -1,5 +1,5 @@
-"""What `run` and `search` share: the model and budget flags, the settings they make, the event
-printer (text or JSON lines), and writing the best kernel."""
+"""What `run` and `search` share: the model and budget flags (from the settings table), the
+event printer (text or JSON lines), and writing the best kernel. No jax."""
 
 from __future__ import annotations
 
@@ -10,36 +10,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from maxkernel_tui.config import Settings, load_settings
+from maxkernel_tui.config import add_settings_flags
+
+MODEL_SETTINGS = ("provider", "model", "tpu_target", "budget_dollars", "budget_tokens")
 
 
 def add_model_flags(parser: argparse.ArgumentParser, scope: str) -> None:
-    """--provider, --model, --tpu, --budget-usd, --budget-tokens and --json; `scope` names what the
-    budget caps ("session", "search")."""
-    parser.add_argument(
-        "--provider", help="LLM provider: builtin, gemini, openai, replay (default: configured)"
-    )
-    parser.add_argument("--model", help="model name for the provider")
-    parser.add_argument("--tpu", metavar="GEN", help="TPU generation to compile and estimate for")
-    parser.add_argument(
-        "--budget-usd", type=float, metavar="X", help=f"hard cap on dollars for the {scope}"
-    )
-    parser.add_argument(
-        "--budget-tokens", type=int, metavar="N", help=f"hard cap on tokens for the {scope}"
-    )
+    """The flags of `MODEL_SETTINGS` (--provider, --model, --tpu, --budget-usd, --budget-tokens,
+    from the settings table) and --json; `scope` names what the budget caps ("session",
+    "search"). `config.settings_from_args` reads them back."""
+    add_settings_flags(parser, MODEL_SETTINGS, scope)
     parser.add_argument("--json", action="store_true", help="stream events as JSON lines")
-
-
-def settings_from(args: argparse.Namespace) -> Settings:
-    return load_settings(
-        {
-            "provider": args.provider,
-            "model": args.model,
-            "tpu_target": args.tpu,
-            "budget_dollars": args.budget_usd,
-            "budget_tokens": args.budget_tokens,
-        }
-    )
 
 
 def event_printer(

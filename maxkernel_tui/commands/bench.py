@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from maxkernel_tui.config import cache_dir
+from maxkernel_tui.config import cache_dir, flag_of
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
 from maxkernel_tui.kernels.evaluation.report import ACCEPTED
 from maxkernel_tui.kernels.loader import builtin_suite_dir, load_tasks
@@ -39,7 +39,7 @@ def add_parser(commands: Any) -> None:
     parser.add_argument(
         "--kernels", type=Path, metavar="DIR", help="folder of <task_id>.py candidates"
     )
-    parser.add_argument("--tpu", default=DEFAULT_TARGET, metavar="GEN")
+    parser.add_argument(flag_of("tpu_target"), default=DEFAULT_TARGET, metavar="GEN")
     parser.add_argument("--timeout", type=float, default=300.0, metavar="SECONDS")
     parser.add_argument(
         "--results",

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import urllib.error
 import urllib.request
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -65,9 +66,9 @@ def add_parser(commands: Any) -> None:
     parser = commands.add_parser(
         "doctor",
         help="check jax, the TPU, libtpu, the providers and the store",
-        description="Report the jax backend (asked in a child process), whether a TPU is present, the "
-        "libtpu version, which LLM providers are configured and reachable, and where the session "
-        "store is and whether it opens. Exit 0 when the tool can run here.",
+        description="Report the jax backend (asked in a child process), whether a TPU is "
+        "present, the libtpu version, which LLM providers are configured and reachable, and where "
+        "the session store is and whether it opens. Exit 0 when the tool can run here.",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     add_settings_flags(parser)
@@ -82,19 +83,22 @@ def run(args: argparse.Namespace) -> int:
             f"{__version__} on Python {platform.python_version()} ({sys.executable})",
         )
     ]
+    settings: Settings | None
     try:
-        settings: Settings | None = settings_from_args(args)
+        settings = settings_from_args(args)
+    except ConfigError as error:
+        settings = None
+        findings.append(Finding("settings", FAIL, str(error)))
+    else:
         source = "read" if settings.config_file.is_file() else "not present, defaults used"
+        warnings = "".join(f"; {w}" for w in settings.warnings)
         findings.append(
             Finding(
                 "settings",
                 WARN if settings.warnings else OK,
-                f"{settings.config_file} ({source})" + "".join(f"; {w}" for w in settings.warnings),
+                f"{settings.config_file} ({source}){warnings}",
             )
         )
-    except ConfigError as error:
-        settings = None
-        findings.append(Finding("settings", FAIL, str(error)))
     findings += [check_jax(), check_tpu(), check_libtpu()]
     if settings is not None:
         findings += check_providers(settings)
@@ -176,7 +180,8 @@ def check_libtpu() -> Finding:
 
 
 def probe(url: str) -> tuple[bool, str]:
-    """Does anything answer HTTP at `url`? Any status counts (401 and 404 too); no credentials sent."""
+    """Does anything answer HTTP at `url`? Any status counts (401 and 404 too); no credentials
+    sent."""
     request = urllib.request.Request(
         url, method="GET", headers={"User-Agent": f"maxkernel-tui/{__version__}"}
     )
@@ -191,23 +196,36 @@ def probe(url: str) -> tuple[bool, str]:
 
 
 def check_providers(settings: Settings) -> list[Finding]:
-    """One finding per provider; the chosen one failing to be configured or reachable is a failure."""
-    env, secrets = os.environ, secret_status()
-    chosen = settings.provider
-    findings = [
-        Finding(
-            "provider",
-            INFO,
-            f"chosen: {chosen} (from {settings.source('provider')})"
-            + (f", model {settings.model}" if settings.model else ""),
-            {"chosen": chosen, "configured": []},
-        )
+    """One finding per provider; the chosen one failing to be configured or reachable is a
+    failure."""
+    secrets, chosen = secret_status(), settings.provider
+    model = f", model {settings.model}" if settings.model else ""
+    replay = " (plays a recorded transcript)" if chosen == "replay" else ""
+    builtin = Finding(
+        "builtin", OK, "the offline agent: always available, no network", {"configured": True}
+    )
+    providers = [
+        _gemini_finding(os.environ, secrets, chosen),
+        _openai_finding(settings, secrets, chosen),
+        builtin,
     ]
+    configured = [f.name for f in providers if f.data.get("configured")]
+    summary = Finding(
+        "provider",
+        INFO,
+        f"chosen: {chosen} (from {settings.source('provider')}){model}{replay}",
+        {"chosen": chosen, "configured": configured},
+    )
+    return [summary, *providers]
 
-    def severity(name: str) -> str:
-        return FAIL if name == chosen else WARN
 
-    # Gemini: an API key, or Vertex AI (project and location); a base URL is probed.
+def _severity(name: str, chosen: str) -> str:
+    """A provider's problem fails the check when it is the chosen one, else warns."""
+    return FAIL if name == chosen else WARN
+
+
+def _gemini_finding(env: Mapping[str, str], secrets: dict[str, str], chosen: str) -> Finding:
+    """Gemini: an API key, or Vertex AI (project and location); a base URL is probed."""
     keys = [name for name in ("GEMINI_API_KEY", "GOOGLE_API_KEY") if secrets[name] == "set"]
     vertex = env.get("GOOGLE_GENAI_USE_VERTEXAI", "").lower() in ("1", "true", "yes")
     missing_vertex = [v for v in VERTEX_VARIABLES[1:] if not env.get(v)]
@@ -216,9 +234,8 @@ def check_providers(settings: Settings) -> list[Finding]:
         gemini_ok, ways = True, [f"API key in {' and '.join(keys)} (set)"]
     if vertex and not missing_vertex:
         gemini_ok = True
-        ways.append(
-            f"Vertex AI, project {env['GOOGLE_CLOUD_PROJECT']} in {env['GOOGLE_CLOUD_LOCATION']}"
-        )
+        project, location = env.get("GOOGLE_CLOUD_PROJECT"), env.get("GOOGLE_CLOUD_LOCATION")
+        ways.append(f"Vertex AI, project {project} in {location}")
     gemini = Finding(
         "gemini",
         OK if gemini_ok else INFO,
@@ -227,59 +244,42 @@ def check_providers(settings: Settings) -> list[Finding]:
         {"configured": gemini_ok, **secrets, "vertex": vertex},
     )
     if vertex and missing_vertex:
-        gemini.status, gemini.detail = (
-            severity("gemini"),
-            f"Vertex AI chosen but {', '.join(missing_vertex)} not set",
-        )
+        gemini.status = _severity("gemini", chosen)
+        gemini.detail = f"Vertex AI chosen but {', '.join(missing_vertex)} not set"
     elif not gemini_ok and chosen == "gemini":
         gemini.status = FAIL
-    if env.get(GEMINI_BASE_URL_VARIABLE) and (gemini_ok or chosen == "gemini"):
-        url = env[GEMINI_BASE_URL_VARIABLE]
+    url = env.get(GEMINI_BASE_URL_VARIABLE)
+    if url and (gemini_ok or chosen == "gemini"):
         reachable, how = probe(url)
         gemini.detail += f"; endpoint {mask_url(url)}: {how}"
         gemini.data["reachable"] = reachable
         if not reachable:
-            gemini.status = severity("gemini")
-    findings.append(gemini)
+            gemini.status = _severity("gemini", chosen)
+    return gemini
 
-    # OpenAI-compatible: a base URL (vLLM, Ollama, llama.cpp on the VM), probed at /models.
-    if settings.base_url:
-        reachable, how = probe(settings.base_url + "/models")
-        detail = (
-            f"{mask_url(settings.base_url)} (from {settings.source('base_url')}): {how}; "
-            f"OPENAI_API_KEY {secrets['OPENAI_API_KEY']}"
+
+def _openai_finding(settings: Settings, secrets: dict[str, str], chosen: str) -> Finding:
+    """OpenAI-compatible: a base URL (vLLM, Ollama, llama.cpp on the VM), probed at /models."""
+    if not settings.base_url:
+        return Finding(
+            "openai-compatible",
+            FAIL if chosen == "openai" else INFO,
+            "not configured (no base_url: set MAXKERNEL_TUI_BASE_URL or base_url in the "
+            "config file)",
+            {"configured": False},
         )
-        findings.append(
-            Finding(
-                "openai-compatible",
-                OK if reachable else severity("openai"),
-                detail,
-                {
-                    "configured": True,
-                    "reachable": reachable,
-                    "base_url": mask_url(settings.base_url),
-                },
-            )
-        )
-    else:
-        findings.append(
-            Finding(
-                "openai-compatible",
-                FAIL if chosen == "openai" else INFO,
-                "not configured (no base_url: set MAXKERNEL_TUI_BASE_URL or base_url in the "
-                "config file)",
-                {"configured": False},
-            )
-        )
-    findings.append(
-        Finding(
-            "builtin", OK, "the offline agent: always available, no network", {"configured": True}
-        )
+    reachable, how = probe(settings.base_url + "/models")
+    base_url = mask_url(settings.base_url)
+    detail = (
+        f"{base_url} (from {settings.source('base_url')}): {how}; "
+        f"OPENAI_API_KEY {secrets.get('OPENAI_API_KEY')}"
     )
-    findings[0].data["configured"] = [f.name for f in findings[1:] if f.data.get("configured")]
-    if chosen == "replay":
-        findings[0].detail += " (plays a recorded transcript)"
-    return findings
+    return Finding(
+        "openai-compatible",
+        OK if reachable else _severity("openai", chosen),
+        detail,
+        {"configured": True, "reachable": reachable, "base_url": base_url},
+    )
 
 
 def check_store(settings: Settings) -> Finding:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from maxkernel_tui.commands.tasks import resolve_kernel_and_task
+from maxkernel_tui.config import flag_of
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness, UsageError
 from maxkernel_tui.kernels.evaluation.report import ACCEPTED, format_report
 from maxkernel_tui.kernels.targets import DEFAULT_TARGET
@@ -32,7 +33,7 @@ def add_parser(commands: Any) -> None:
         "--task", required=True, help="built-in task id (or its number, e.g. 12p) or a task folder"
     )
     parser.add_argument(
-        "--tpu",
+        flag_of("tpu_target"),
         default=DEFAULT_TARGET,
         metavar="GEN",
         help="TPU generation to compile for: v4, v5e, v5p, v6e or another libtpu knows "

@@ -23,8 +23,9 @@ def add_parser(commands: Any) -> None:
     parser = commands.add_parser(
         "export",
         help="write a session's best kernel and its evaluation report",
-        description="Write the best kernel of SESSION (the latest accepted evaluation, else the latest "
-        "version) to DIR as <task_id>.py, with its plan and evaluation report as <task_id>.md.",
+        description="Write the best kernel of SESSION (the latest accepted evaluation, else the "
+        "latest version) to DIR as <task_id>.py, with its plan and evaluation report as "
+        "<task_id>.md.",
     )
     parser.add_argument("session", metavar="SESSION", help="session id, or a unique prefix of it")
     parser.add_argument(

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from maxkernel_tui.commands.tasks import resolve_kernel_and_task
-from maxkernel_tui.config import cache_dir
+from maxkernel_tui.config import cache_dir, flag_of
 from maxkernel_tui.kernels.perf.profile import DEFAULT_TARGETS, ProfileError, profile_kernel
 from maxkernel_tui.kernels.targets import TARGETS
 
@@ -27,7 +27,7 @@ def add_parser(commands: Any) -> None:
         "--task", required=True, help="built-in task id (or its number) or a task folder"
     )
     parser.add_argument(
-        "--tpu",
+        flag_of("tpu_target"),
         action="append",
         choices=sorted(TARGETS),
         metavar="GEN",

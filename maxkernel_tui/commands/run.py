@@ -15,9 +15,9 @@ from typing import Any
 from maxkernel_tui.commands.agent_flags import (
     add_model_flags,
     event_printer,
-    settings_from,
     write_best,
 )
+from maxkernel_tui.config import settings_from_args
 from maxkernel_tui.store.rows import STOPPED
 
 # The engine's modules load only when a session runs: the rest of the CLI stays quick to start.
@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     if args.max_iterations < 1:
         print("error: --max-iterations must be at least 1", file=sys.stderr)
         return 2
-    settings = settings_from(args)
+    settings = settings_from_args(args)
     if args.mode == "hitl" and not sys.stdin.isatty():
         print(
             "error: --mode hitl asks at each gate and needs a terminal; use --mode auto",

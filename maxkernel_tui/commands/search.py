@@ -16,9 +16,9 @@ from typing import Any
 from maxkernel_tui.commands.agent_flags import (
     add_model_flags,
     event_printer,
-    settings_from,
     write_best,
 )
+from maxkernel_tui.config import settings_from_args
 from maxkernel_tui.store.rows import STOPPED
 
 # The search's modules load only when a search runs: the rest of the CLI stays quick to start.
@@ -113,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    settings = settings_from(args)
+    settings = settings_from_args(args)
     seed = args.seed.read_text(encoding="utf-8") if args.seed else ""
     try:
         if args.suite is not None:

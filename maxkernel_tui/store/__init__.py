@@ -1,5 +1,7 @@
 """The SQLite session store: sessions, the append-only event log, kernel versions with their
-parents, evaluation and profile reports, LLM calls and search nodes (DESIGN §6).
+parents, evaluation and profile reports, LLM calls and search nodes. One file in WAL mode; an
+event is committed before anything shows it, and a process killed at any moment leaves the file
+consistent, with no event lost or doubled.
 
 Stdlib only (no jax, no Textual): the UI, the agents and the CLI all use it. API keys are never
 stored: every payload, report and message is redacted on its way in (`store.redact`).

@@ -185,7 +185,8 @@ class Store:
         sessions = [
             Session(*r)
             for r in self._read(
-                "SELECT id, task_id, mode, status, title, created, updated FROM sessions ORDER BY updated DESC, rowid DESC"
+                "SELECT id, task_id, mode, status, title, created, updated FROM sessions ORDER BY "
+                "updated DESC, rowid DESC"
             )
         ]
         counts = dict(
@@ -194,7 +195,8 @@ class Store:
         usage = {
             r[0]: (r[1], r[2])
             for r in self._read(
-                "SELECT session_id, SUM(prompt_tokens + completion_tokens), SUM(cost) FROM llm_calls GROUP BY session_id"
+                "SELECT session_id, SUM(prompt_tokens + completion_tokens), SUM(cost) FROM "
+                "llm_calls GROUP BY session_id"
             )
         }
         summaries = []
@@ -245,8 +247,8 @@ class Store:
     def events(self, session_id: str, after_seq: int = 0, limit: int | None = None) -> list[Event]:
         """The session's events with seq > after_seq, in order (resume with the last seq seen)."""
         rows = self._read(
-            "SELECT session_id, seq, kind, payload, time FROM events WHERE session_id = ? AND seq > ? "
-            "ORDER BY seq LIMIT ?",
+            "SELECT session_id, seq, kind, payload, time FROM events "
+            "WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?",
             (session_id, after_seq, -1 if limit is None else limit),
         )
         return [Event(s, seq, kind, json.loads(payload), t) for s, seq, kind, payload, t in rows]
@@ -277,12 +279,12 @@ class Store:
                 (session_id,),
             ).fetchone()[0]
             cursor = conn.execute(
-                "INSERT INTO kernel_versions (session_id, number, parent_id, source, plan, created) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
+                "INSERT INTO kernel_versions (session_id, number, parent_id, source, plan, "
+                "created) VALUES (?, ?, ?, ?, ?, ?)",
                 (session_id, number, parent_id, source, plan, now),
             )
             self._touch(conn, session_id)
-        return KernelVersion(cursor.lastrowid, session_id, number, parent_id, source, plan, now)
+        return KernelVersion(_row_id(cursor), session_id, number, parent_id, source, plan, now)
 
     _KERNEL_COLUMNS = "id, session_id, number, parent_id, source, plan, created"
 
@@ -298,7 +300,8 @@ class Store:
         return [
             KernelVersion(*r)
             for r in self._read(
-                f"SELECT {self._KERNEL_COLUMNS} FROM kernel_versions WHERE session_id = ? ORDER BY number",
+                f"SELECT {self._KERNEL_COLUMNS} FROM kernel_versions WHERE session_id = ? ORDER "
+                "BY number",
                 (session_id,),
             )
         ]
@@ -347,7 +350,7 @@ class Store:
                 values,
             )
             self._touch(conn, owner[0])
-        return (cursor.lastrowid, version_id, *columns.values(), json.loads(text), now)
+        return (_row_id(cursor), version_id, *columns.values(), json.loads(text), now)
 
     def best_kernel(self, session_id: str) -> tuple[KernelVersion, Evaluation | None] | None:
         """The kernel of the latest accepted evaluation, else the latest version (with its latest
@@ -396,8 +399,9 @@ class Store:
         with self._write() as conn:
             self._require_session(conn, session_id)
             cursor = conn.execute(
-                "INSERT INTO llm_calls (session_id, model, provider, prompt_tokens, completion_tokens, cost, "
-                "latency_s, error, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO llm_calls (session_id, model, provider, prompt_tokens, "
+                "completion_tokens, cost, latency_s, error, created) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     session_id,
                     model,
@@ -412,7 +416,7 @@ class Store:
             )
             self._touch(conn, session_id)
         return LlmCall(
-            cursor.lastrowid,
+            _row_id(cursor),
             session_id,
             model,
             provider,
@@ -428,7 +432,8 @@ class Store:
         return [
             LlmCall(*r)
             for r in self._read(
-                "SELECT id, session_id, model, provider, prompt_tokens, completion_tokens, cost, latency_s, error, "
+                "SELECT id, session_id, model, provider, prompt_tokens, completion_tokens, cost, "
+                "latency_s, error, "
                 "created FROM llm_calls WHERE session_id = ? ORDER BY id",
                 (session_id,),
             )
@@ -445,7 +450,10 @@ class Store:
 
     # -- search nodes -------------------------------------------------------------------------
 
-    _NODE_COLUMNS = "id, session_id, parent_id, kernel_version_id, strategy, status, score, data, created, updated"
+    _NODE_COLUMNS = (
+        "id, session_id, parent_id, kernel_version_id, strategy, status, score, data, created, "
+        "updated"
+    )
 
     def add_search_node(
         self,
@@ -462,13 +470,14 @@ class Store:
         with self._write() as conn:
             self._require_session(conn, session_id)
             cursor = conn.execute(
-                "INSERT INTO search_nodes (session_id, parent_id, kernel_version_id, strategy, status, score, data, "
+                "INSERT INTO search_nodes (session_id, parent_id, kernel_version_id, strategy, "
+                "status, score, data, "
                 "created, updated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (session_id, parent_id, kernel_version_id, strategy, status, score, text, now, now),
             )
             self._touch(conn, session_id)
         return SearchNode(
-            cursor.lastrowid,
+            _row_id(cursor),
             session_id,
             parent_id,
             kernel_version_id,
@@ -528,8 +537,24 @@ class Store:
 
     @staticmethod
     def _node(row: tuple[Any, ...]) -> SearchNode:
-        *head, data, created, updated = row
-        return SearchNode(*head, json.loads(data), created, updated)
+        node_id, session_id, parent_id, version_id, strategy, status, score, data, *times = row
+        return SearchNode(
+            node_id,
+            session_id,
+            parent_id,
+            version_id,
+            strategy,
+            status,
+            score,
+            json.loads(data),
+            *times,
+        )
+
+
+def _row_id(cursor: sqlite3.Cursor) -> int:
+    """The id of the row an INSERT just wrote (always set after one)."""
+    assert cursor.lastrowid is not None
+    return cursor.lastrowid
 
 
 _SHARED: dict[tuple[int, Path], Store] = {}

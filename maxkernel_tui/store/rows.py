@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-# Session modes (DESIGN §1) and statuses.
+# Session modes (hitl: a person decides at each gate; auto: every proposal approved; graph: a
+# search) and statuses.
 HITL, AUTO, GRAPH = "hitl", "auto", "graph"
 MODES = (HITL, AUTO, GRAPH)
 ACTIVE, STOPPED, DONE, FAILED = "active", "stopped", "done", "failed"

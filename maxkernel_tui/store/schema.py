@@ -107,7 +107,8 @@ def migrate(conn: sqlite3.Connection, target: int = SCHEMA_VERSION) -> int:
     conn.execute("BEGIN IMMEDIATE")
     try:
         conn.execute(
-            "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, applied REAL NOT NULL)"
+            "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, applied REAL "
+            "NOT NULL)"
         )
         version = current_version(conn)
         if version > SCHEMA_VERSION:

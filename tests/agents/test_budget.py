@@ -13,8 +13,8 @@ from maxkernel_tui.agents.budget import (
     PriceTable,
 )
 from maxkernel_tui.agents.llm.client import LLMClient
-from tests.agents.conftest import FakeSleep, Harness, ask
 from tests.fakes.scripted import Answer, Cut
+from tests.support.llm import FakeSleep, Harness, ask
 
 
 def test_price_lookup_and_overrides() -> None:

@@ -14,9 +14,9 @@ from maxkernel_tui.agents.llm.gemini import (
     gemini_credentials,
 )
 from maxkernel_tui.agents.llm.types import Message, ToolCall, ToolCallChunk
-from tests.agents.conftest import GEMINI_KEY, Harness, ask, collect
 from tests.fakes.gemini_server import FakeGemini
 from tests.fakes.scripted import Answer, Fail
+from tests.support.llm import GEMINI_KEY, Harness, ask, collect
 
 _ENV = (
     "GEMINI_API_KEY",

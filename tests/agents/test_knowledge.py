@@ -120,11 +120,13 @@ def probe() -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow  # the probe runs jax in a child process and compiles for TPU
 def test_complete_examples_run_in_interpret_mode_and_compile_for_tpu(probe):
     problems = {name: result for name, result in probe["examples"].items() if result != "ok"}
     assert not problems, problems
 
 
+@pytest.mark.slow
 def test_every_quoted_error_is_still_what_jax_says(probe):
     assert len(quoted_errors()) >= 12
     for error_id, quoted in quoted_errors().items():

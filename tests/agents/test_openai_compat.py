@@ -8,8 +8,8 @@ import pytest
 from maxkernel_tui.agents.llm.errors import ProviderError
 from maxkernel_tui.agents.llm.openai_compat import OpenAICompatProvider
 from maxkernel_tui.agents.llm.types import ToolSpec
-from tests.agents.conftest import OPENAI_KEY, Harness, ask
 from tests.fakes.scripted import Answer, Fail
+from tests.support.llm import OPENAI_KEY, Harness, ask
 
 SCHEMA = {"type": "object", "properties": {"ok": {"type": "boolean"}}}
 
@@ -73,7 +73,7 @@ async def test_unreachable_server_is_a_retryable_connection_error(openai: Harnes
     await openai.server.stop()
     provider = OpenAICompatProvider("local-coder", f"{url}/v1")
     try:
-        with pytest.raises(ProviderError, match="gave up after 2 attempts.*cannot reach"):
+        with pytest.raises(ProviderError, match=r"gave up after 2 attempts.*cannot reach"):
             await Harness(openai.server, provider).client(max_attempts=2).complete(ask())
     finally:
         await provider.aclose()

@@ -25,8 +25,8 @@ from maxkernel_tui.agents.llm.types import (
     ToolSpec,
     UsageChunk,
 )
-from tests.agents.conftest import Harness, ask, collect
 from tests.fakes.scripted import Answer, Cut, Fail, Hang
+from tests.support.llm import Harness, ask, collect
 
 PLAN_SCHEMA = {
     "type": "object",
@@ -103,6 +103,7 @@ async def test_429_then_success_honours_retry_after(backend: Harness) -> None:
     assert len(backend.server.requests) == 2
     discarded = [c for c in chunks if isinstance(c, Discarded)]
     assert len(discarded) == 1 and discarded[0].attempt == 1 and "429" in discarded[0].reason
+    assert (discarded[0].then, discarded[0].delay_s) == ("retry", 7.0)  # shown before the wait
     response = chunks[-1].response
     assert response.text == "ok" and response.attempts == 2
     retry = next(e for e in backend.events if isinstance(e, RetryScheduled))
@@ -182,6 +183,7 @@ async def test_malformed_json_is_reasked_with_the_error(backend: Harness) -> Non
     response = chunks[-1].response
     assert response.parsed == {"block": 256} and response.attempts == 3
     assert [c.attempt for c in chunks if isinstance(c, Discarded)] == [1, 2]
+    assert [(c.then, c.delay_s) for c in chunks if isinstance(c, Discarded)] == [("reask", 0.0)] * 2
     second, third = (str(r.body) for r in backend.server.requests[1:])
     assert "not valid JSON" in second
     assert "$.block: expected integer, got string" in third

@@ -13,8 +13,8 @@ from maxkernel_tui.agents.llm.client import LLMClient
 from maxkernel_tui.agents.llm.errors import ReplayMismatch
 from maxkernel_tui.agents.llm.replay import Recorder, ReplayProvider
 from maxkernel_tui.agents.llm.types import ToolSpec, UsageChunk
-from tests.agents.conftest import FakeSleep, Harness, ask, collect
 from tests.fakes.scripted import Answer, Cut, Fail
+from tests.support.llm import FakeSleep, Harness, ask, collect
 
 SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from maxkernel_tui.agents.llm import registry as llm_registry
 from maxkernel_tui.agents.llm.errors import ProviderConfigError, RetriesExhausted
 from maxkernel_tui.agents.llm.gemini import GeminiProvider
 from maxkernel_tui.agents.llm.openai_compat import OpenAICompatProvider
-from maxkernel_tui.agents.llm.registry import build_provider
 from maxkernel_tui.agents.llm.replay import Recorder, ReplayProvider
 from maxkernel_tui.agents.llm.retry import (
     RetryPolicy,
@@ -19,8 +19,9 @@ from maxkernel_tui.agents.llm.retry import (
     retry_after_from,
 )
 from maxkernel_tui.agents.llm.structured import json_parser, parse_json
-from tests.agents.conftest import Harness, ask
+from maxkernel_tui.agents.providers import PROVIDERS, build_provider
 from tests.fakes.scripted import Answer, Fail
+from tests.support.llm import Harness, ask
 
 
 def test_retry_after_seconds_and_http_dates() -> None:
@@ -135,6 +136,13 @@ async def test_settings_build_a_replay(openai: Harness, tmp_path: Path) -> None:
         "local-coder",
     )
     assert (await Harness(openai.server, replay).client().complete(ask())).text == "recorded"
+
+
+def test_the_llm_registry_knows_the_network_providers_and_the_root_adds_builtin() -> None:
+    with pytest.raises(ProviderConfigError, match=r"known: gemini, openai, replay$"):
+        llm_registry.build_provider({"name": "builtin"}, env={})
+    assert set(PROVIDERS) == {*llm_registry.LLM_PROVIDERS, "builtin"}
+    assert build_provider({"name": "builtin", "target": "v6e"}).name == "builtin"
 
 
 @pytest.mark.parametrize(

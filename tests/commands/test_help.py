@@ -9,7 +9,7 @@ import pytest
         ("sessions", ["--json", "--data-dir"]),
         ("export", ["SESSION", "--out"]),
         ("doctor", ["--json", "--provider", "--base-url"]),
-        ("config", ["--json", "--budget-dollars", "--tpu-target"]),
+        ("config", ["--json", "--budget-usd", "--tpu"]),
     ],
 )
 def test_help(run_cli, command, words):

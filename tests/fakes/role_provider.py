@@ -4,7 +4,7 @@ tests that do not need HTTP. It records every request, so a test can read the pr
 from __future__ import annotations
 
 from collections import defaultdict, deque
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncGenerator, Iterable, Mapping
 
 from maxkernel_tui.agents.llm.errors import ProviderError
 from maxkernel_tui.agents.llm.types import Finish, Request, TextDelta, TokenCount
@@ -23,7 +23,9 @@ class RoleProvider:
     async def aclose(self) -> None:
         return None
 
-    async def stream(self, request: Request) -> AsyncIterator[TextDelta | TokenCount | Finish]:
+    async def stream(
+        self, request: Request
+    ) -> AsyncGenerator[TextDelta | TokenCount | Finish, None]:
         self.requests.append(request)
         role = (request.context or {}).get("role", "?")
         if role == "tester" and not self.answers[role]:

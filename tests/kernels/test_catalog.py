@@ -5,7 +5,7 @@ import textwrap
 
 from maxkernel_tui.kernels.catalog import describe_tasks
 from maxkernel_tui.kernels.loader import load_task, load_tasks
-from tests.conftest import ADAPTED_TASKS
+from tests.support.paths import ADAPTED_TASKS
 
 
 def make_task(root, name, reference):

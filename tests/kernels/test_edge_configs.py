@@ -78,7 +78,7 @@ def test_a_slow_reference_is_rejected(suite_tasks):
 
 
 def test_a_task_without_named_configurations_takes_none(tmp_path):
-    from tests.conftest import ADAPTED_TASKS
+    from tests.support.paths import ADAPTED_TASKS
 
     accepted, (reason,) = validate_edge_configs(
         load_task(ADAPTED_TASKS / "1_Vector_Add"), [("edge_small", {"n": 100})]

@@ -8,7 +8,7 @@ import pytest
 from maxkernel_tui.kernels import reference_runtime as runtime
 from maxkernel_tui.kernels.loader import find_task, load_task, load_tasks
 from maxkernel_tui.kernels.task import TaskError, Tolerance
-from tests.conftest import ADAPTED_TASKS
+from tests.support.paths import ADAPTED_TASKS
 
 GOOD_YAML = "task_id: t1\ndescription: doubles x\natol: 0.01\nrtol: 0.02\n"
 GOOD_REFERENCE = textwrap.dedent("""

@@ -10,7 +10,7 @@ import pytest
 from textual.widgets import DataTable, Static, TextArea
 
 from maxkernel_tui.app import MaxKernelApp
-from tests.conftest import ADAPTED_TASKS
+from tests.support.paths import ADAPTED_TASKS
 
 
 async def test_lists_builtin_tasks_and_shows_the_highlighted_reference(

@@ -1,2 +1,4 @@
-"""What several test modules share: waiting on conditions, paths to test data. No test module
-imports another; they import from here (or from tests.fakes, the fake servers and providers)."""
+"""What several test modules share, so that no test module imports another: `waiting` (wait on
+conditions, never for a fixed time), `paths` (test data), `llm` (the provider test harness:
+keys, a sleep that never sleeps, ask and collect) and `cli` (run the command line in a child
+process). Fake servers and providers are in tests.fakes."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 
 from maxkernel_tui.agents.builtin.context import read_context
 from maxkernel_tui.agents.builtin.diagnosis import diagnose
@@ -54,7 +54,7 @@ class BuiltinProvider:
         self._worker: LineWorker | None = None
         self._lock = asyncio.Lock()
 
-    async def stream(self, request: Request) -> AsyncIterator[ProviderChunk]:
+    async def stream(self, request: Request) -> AsyncGenerator[ProviderChunk, None]:
         if (request.context or {}).get("role") == "tester":  # static: no worker needed (tester.py)
             yield TextDelta(answer_tester(request.context))
             yield TokenCount(0, 0)

@@ -3,9 +3,10 @@
 - `types`: requests, chunks, usage, responses; `errors`, `events`: what can happen
 - `provider`: the interface; `gemini`, `openai_compat`, `replay` (+ `transcript`): providers
 - `client`: budget, timeout, retries, broken streams, re-asks; `retry`, `structured`: its rules
-- `registry`: a provider from settings
+- `registry`: a network provider from settings (`agents.providers` adds the built-in agent;
+  this package never imports it)
 
-The cheap modules only; a provider module is imported when one is built.
+The cheap modules only; a provider module is imported when one is built. No jax.
 """
 
 from maxkernel_tui.agents.llm.client import LLMClient
@@ -17,7 +18,6 @@ from maxkernel_tui.agents.llm.errors import (
     RetriesExhausted,
     StreamBroken,
 )
-from maxkernel_tui.agents.llm.registry import build_provider
 from maxkernel_tui.agents.llm.retry import RetryPolicy
 from maxkernel_tui.agents.llm.types import (
     Discarded,
@@ -53,5 +53,4 @@ __all__ = [
     "ToolSpec",
     "Usage",
     "UsageChunk",
-    "build_provider",
 ]

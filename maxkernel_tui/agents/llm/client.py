@@ -6,8 +6,9 @@ response only.
 
 Broken streams are retried from scratch, never half-applied. An attempt that fails after it
 started streaming (connection cut, truncated event, no finish marker, timeout) is followed by
-`UsageChunk` and `Discarded(reason, attempt)`: everything that attempt streamed is void, and a
-consumer that showed it should clear it. The `Response` in `Done` is built from the successful
+`UsageChunk` and `Discarded(reason, attempt, then, delay_s)`: everything that attempt streamed is
+void, a consumer that showed it should clear it, and it may say that a retry (or a re-ask)
+follows after `delay_s`. The `Response` in `Done` is built from the successful
 attempt alone, so tool calls and structured output are acted on from it, never from chunks.
 Retries happen on 429, 408, 5xx, connection errors, broken streams and timeouts, at most
 `RetryPolicy.max_attempts` HTTP attempts per ask, with exponential backoff and jitter or the
@@ -19,9 +20,12 @@ are not JSON) is re-asked with the error appended to the conversation, at most
 `RetryPolicy.max_reasks` times (`ReaskScheduled`), then raised as `MalformedOutput`.
 
 Every attempt ends with a `Usage` (an `AttemptEnded` event and a `UsageChunk`, which comes before
-the exception of a failed call too) and is charged to the budget; before each attempt is sent its worst case is reserved, and `BudgetExceeded` is raised
-instead of sending a call that could pass a cap. Cancelling the consuming task, or closing the
-stream, closes the HTTP stream and charges what the attempt may have used.
+the exception of a failed call too) and is charged to the budget; before each attempt is sent its
+worst case is reserved, and `BudgetExceeded` is raised instead of sending a call that could pass
+a cap. `on_event` receives every attempt's end, cancelled ones included (a stream cannot yield
+after its consumer closed it), and each retry and re-ask as it is scheduled. Cancelling the
+consuming task, or closing the stream, closes the HTTP stream and charges what the attempt may
+have used.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ import asyncio
 import json
 import random
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
@@ -60,6 +64,7 @@ from maxkernel_tui.agents.llm.types import (
     Response,
     StreamChunk,
     TextDelta,
+    Then,
     TokenCount,
     ToolCall,
     ToolCallChunk,
@@ -92,6 +97,20 @@ class _Attempt:
     finish: str | None = None
     started: bool = False  # the provider answered; the prompt was (probably) billed
     error: ProviderError | MalformedOutput | None = None
+    usage: Usage | None = None  # set when the attempt is over
+
+
+@dataclass
+class _Call:
+    """One ask across its attempts: the request as it is now (re-asks append to it), the usage
+    of every attempt so far, and the counts that bound retries and re-asks."""
+
+    request: Request
+    model: str
+    usages: list[Usage] = field(default_factory=list)
+    attempt: int = 0
+    retries: int = 0  # since the last re-ask
+    reasks: int = 0
 
 
 class LLMClient:
@@ -123,98 +142,119 @@ class LLMClient:
 
     async def stream(
         self, request: Request, *, parse: Parser | None = None, budget: Budget | None = None
-    ) -> AsyncIterator[StreamChunk]:
+    ) -> AsyncGenerator[StreamChunk, None]:
         """The chunks of one call; `budget` overrides the client's (a search's scope)."""
         budget = budget or self.budget
-        request = replace(request, model=request.model or self.provider.model)
+        model = request.model or self.provider.model
+        call = _Call(replace(request, model=model), model)
         if parse is None and request.json_schema is not None:
             parse = json_parser(request.json_schema)
-        usages: list[Usage] = []
-        attempt = retries = reasks = 0
         while True:
-            attempt += 1
+            call.attempt += 1
             result = _Attempt()
-            reservation = budget.reserve(
-                request.model, estimate_tokens(prompt_chars(request)), request.max_tokens
-            )
-            started = self._clock()
-            try:
-                async with aclosing(self._attempt(request, attempt, result)) as chunks:
-                    async for chunk in chunks:
-                        yield chunk
-            except (ProviderError, MalformedOutput) as e:
-                result.error = e
-            except (
-                BaseException
-            ) as e:  # cancelled, closed by the consumer, or not the provider's fault
-                usage = self._usage(request, result, started, budget)
-                reservation.settle(usage.prompt_tokens, usage.completion_tokens, usage.cost_usd)
-                stopped = isinstance(e, (asyncio.CancelledError, GeneratorExit))
-                self._emit(
-                    AttemptEnded(
-                        attempt,
-                        usage,
-                        "cancelled" if stopped else "failed",
-                        None if stopped else f"{type(e).__name__}: {e}",
-                    )
-                )
-                raise
-            parsed = None
-            if result.error is None and parse is not None and not result.tool_calls:
-                try:
-                    parsed = parse("".join(result.text))
-                except ValueError as e:
-                    result.error = MalformedOutput(str(e), "".join(result.text))
-            usage = self._usage(request, result, started, budget)
-            reservation.settle(usage.prompt_tokens, usage.completion_tokens, usage.cost_usd)
-            usages.append(usage)
-            error = result.error
-            failure: LLMError | None = None
-            delay = 0.0
-            if error is None:
-                self._emit(AttemptEnded(attempt, usage, "ok"))
-            elif isinstance(error, MalformedOutput):
-                if reasks >= self.policy.max_reasks:
-                    self._emit(AttemptEnded(attempt, usage, "failed", str(error)))
-                    failure = MalformedOutput(
-                        f"{error} (still malformed after {reasks} re-asks)", error.raw
-                    )
-                else:
-                    reasks, retries = reasks + 1, 0
-                    self._emit(AttemptEnded(attempt, usage, "reask", str(error)))
-                    self._emit(
-                        ReaskScheduled(
-                            self.provider.name,
-                            request.model,
-                            reasks,
-                            self.policy.max_reasks,
-                            str(error),
-                        )
-                    )
-                    request = replace(
-                        request, messages=request.messages + reask_messages(error.raw, str(error))
-                    )
-            else:
-                failure, delay = self._retry_or_fail(error, retries, request.model, attempt, usage)
-                retries += 1
-            yield UsageChunk(usage, attempt)  # every attempt ends with its usage, failed ones too
+            async with aclosing(self._metered(call, result, budget)) as chunks:
+                async for chunk in chunks:
+                    yield chunk
+            parsed = self._parse(result, parse)
+            usage = result.usage
+            assert usage is not None  # _metered settles every attempt that ends normally
+            call.usages.append(usage)
+            failure, delay = self._after(call, result.error, usage)
+            yield UsageChunk(usage, call.attempt)  # every attempt ends with its usage, failed too
             if failure is not None:
                 raise failure
-            if error is None:
+            if result.error is None:
+                text = "".join(result.text)
+                finish = result.finish or "stop"
+                total = total_usage(call.usages)
                 yield Done(
-                    Response(
-                        "".join(result.text),
-                        tuple(result.tool_calls),
-                        result.finish or "stop",
-                        total_usage(usages),
-                        attempt,
-                        parsed,
-                    )
+                    Response(text, tuple(result.tool_calls), finish, total, call.attempt, parsed)
                 )
                 return
-            yield Discarded(str(error), attempt)
+            then: Then = "reask" if isinstance(result.error, MalformedOutput) else "retry"
+            yield Discarded(str(result.error), call.attempt, then, delay)
             if delay > 0:
                 await self._sleep(delay)
+
+    async def _metered(
+        self, call: _Call, result: _Attempt, budget: Budget
+    ) -> AsyncGenerator[StreamChunk, None]:
+        """One attempt's chunks: its worst case reserved before it is sent, its usage settled
+        after (into `result.usage`), also when it is cancelled, closed or fails."""
+        request = call.request
+        reservation = budget.reserve(
+            call.model, estimate_tokens(prompt_chars(request)), request.max_tokens
+        )
+        started = self._clock()
+        try:
+            async with aclosing(self._attempt(request, call.attempt, result)) as chunks:
+                async for chunk in chunks:
+                    yield chunk
+        except (ProviderError, MalformedOutput) as e:
+            result.error = e
+        except BaseException as e:  # cancelled, closed by the consumer, or not the provider's fault
+            usage = self._usage(request, result, started, budget)
+            reservation.settle(usage.prompt_tokens, usage.completion_tokens, usage.cost_usd)
+            stopped = isinstance(e, (asyncio.CancelledError, GeneratorExit))
+            outcome = "cancelled" if stopped else "failed"
+            self._emit(
+                AttemptEnded(
+                    call.attempt, usage, outcome, None if stopped else f"{type(e).__name__}: {e}"
+                )
+            )
+            raise
+        result.usage = self._usage(request, result, started, budget)
+        reservation.settle(
+            result.usage.prompt_tokens, result.usage.completion_tokens, result.usage.cost_usd
+        )
+
+    @staticmethod
+    def _parse(result: _Attempt, parse: Parser | None) -> Any:
+        """The parsed answer of a sound attempt (None without a parser or with tool calls); an
+        answer the parser refuses becomes the attempt's `MalformedOutput`."""
+        if result.error is not None or parse is None or result.tool_calls:
+            return None
+        raw = "".join(result.text)
+        try:
+            return parse(raw)
+        except ValueError as e:
+            result.error = MalformedOutput(str(e), raw)
+            return None
+
+    def _after(
+        self, call: _Call, error: ProviderError | MalformedOutput | None, usage: Usage
+    ) -> tuple[LLMError | None, float]:
+        """What follows an attempt, announced: (None, 0) done or re-ask at once, (None, delay)
+        retry after the delay, or (the error to raise, 0)."""
+        if error is None:
+            self._emit(AttemptEnded(call.attempt, usage, "ok"))
+            return None, 0.0
+        if isinstance(error, MalformedOutput):
+            return self._reask_or_fail(call, error, usage), 0.0
+        failure, delay = self._retry_or_fail(error, call.retries, call.model, call.attempt, usage)
+        call.retries += 1
+        return failure, delay
+
+    def _reask_or_fail(
+        self, call: _Call, error: MalformedOutput, usage: Usage
+    ) -> MalformedOutput | None:
+        """None with the error appended to `call.request` for the re-ask, or the error to raise
+        once the re-asks are spent."""
+        if call.reasks >= self.policy.max_reasks:
+            self._emit(AttemptEnded(call.attempt, usage, "failed", str(error)))
+            return MalformedOutput(
+                f"{error} (still malformed after {call.reasks} re-asks)", error.raw
+            )
+        call.reasks, call.retries = call.reasks + 1, 0
+        self._emit(AttemptEnded(call.attempt, usage, "reask", str(error)))
+        self._emit(
+            ReaskScheduled(
+                self.provider.name, call.model, call.reasks, self.policy.max_reasks, str(error)
+            )
+        )
+        messages = call.request.messages + reask_messages(error.raw, str(error))
+        call.request = replace(call.request, messages=messages)
+        return None
 
     def _retry_or_fail(
         self, error: ProviderError, retries: int, model: str, attempt: int, usage: Usage
@@ -256,7 +296,7 @@ class LLMClient:
 
     async def _attempt(
         self, request: Request, attempt: int, result: _Attempt
-    ) -> AsyncIterator[StreamChunk]:
+    ) -> AsyncGenerator[StreamChunk, None]:
         """One provider attempt under the per-attempt timeout; fills `result` as it goes."""
         timeout = self.policy.timeout_s
         deadline = asyncio.get_running_loop().time() + timeout

@@ -13,8 +13,9 @@ from __future__ import annotations
 import base64
 import itertools
 import os
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from collections.abc import AsyncGenerator, Iterable, Iterator, Mapping
 from contextlib import aclosing
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import aiohttp
@@ -128,6 +129,20 @@ def _config(request: Request) -> Any:
     return config
 
 
+@dataclass(frozen=True)
+class _Auth:
+    """How the client authenticates: a key, or Vertex AI with a project and location; what is
+    None is left to google-genai (which reads the environment)."""
+
+    api_key: str | None
+    vertexai: bool | None
+    project: str | None
+    location: str | None
+
+    def client_options(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+
 class GeminiProvider:
     name = "gemini"
 
@@ -144,12 +159,7 @@ class GeminiProvider:
     ) -> None:
         self.model = model
         self._base_url, self._api_version = base_url, api_version
-        self._auth = {
-            "api_key": api_key,
-            "vertexai": vertexai,
-            "project": project,
-            "location": location,
-        }
+        self._auth = _Auth(api_key, vertexai, project, location)
         self._client: Any = None
         self._call_ids = itertools.count(1)
 
@@ -157,18 +167,15 @@ class GeminiProvider:
         return f"GeminiProvider(model={self.model!r}, base_url={self._base_url!r})"
 
     def _secrets(self) -> list[str | None]:
-        return [self._auth["api_key"], *(os.environ.get(v) for v in _KEY_VARIABLES)]
+        return [self._auth.api_key, *(os.environ.get(v) for v in _KEY_VARIABLES)]
 
     def _genai(self) -> Any:
         if self._client is None:
-            if (
-                not self._auth["api_key"]
-                and not self._auth["vertexai"]
-                and gemini_credentials() is None
-            ):
+            if not self._auth.api_key and not self._auth.vertexai and gemini_credentials() is None:
                 raise ProviderConfigError(
-                    "Gemini is not configured: set GEMINI_API_KEY (or GOOGLE_API_KEY), or use Vertex AI "
-                    "with GOOGLE_GENAI_USE_VERTEXAI=true, GOOGLE_CLOUD_PROJECT and GOOGLE_CLOUD_LOCATION."
+                    "Gemini is not configured: set GEMINI_API_KEY (or GOOGLE_API_KEY), or use "
+                    "Vertex AI with GOOGLE_GENAI_USE_VERTEXAI=true, GOOGLE_CLOUD_PROJECT and "
+                    "GOOGLE_CLOUD_LOCATION."
                 )
             from google import genai
             from google.auth.exceptions import GoogleAuthError
@@ -180,9 +187,7 @@ class GeminiProvider:
                 retry_options=types.HttpRetryOptions(attempts=1),
             )
             try:
-                self._client = genai.Client(
-                    http_options=options, **{k: v for k, v in self._auth.items() if v is not None}
-                )
+                self._client = genai.Client(http_options=options, **self._auth.client_options())
             except (
                 ValueError,
                 GoogleAuthError,
@@ -196,7 +201,7 @@ class GeminiProvider:
         if self._client is not None:
             await self._client.aio.aclose()
 
-    async def stream(self, request: Request) -> AsyncIterator[ProviderChunk]:
+    async def stream(self, request: Request) -> AsyncGenerator[ProviderChunk, None]:
         from google.genai import errors
 
         client = self._genai()
@@ -238,7 +243,7 @@ class GeminiProvider:
             raise ProviderError(f"cannot reach Gemini: {message}", retryable=True) from None
 
 
-async def _one(reply: Any) -> AsyncIterator[Any]:
+async def _one(reply: Any) -> AsyncGenerator[Any, None]:
     yield reply
 
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from contextlib import aclosing
+from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
@@ -47,85 +48,86 @@ _FINISH = {
 def _message(m: Message) -> dict[str, Any]:
     if m.role == "tool":
         return {"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content}
-    out: dict[str, Any] = {"role": m.role, "content": m.content}
-    if m.tool_calls:
-        out["content"] = m.content or None
-        out["tool_calls"] = [
-            {
-                "id": c.id,
-                "type": "function",
-                "function": {"name": c.name, "arguments": json.dumps(c.arguments)},
-            }
-            for c in m.tool_calls
-        ]
-    return out
+    if not m.tool_calls:
+        return {"role": m.role, "content": m.content}
+    calls = [
+        {
+            "id": c.id,
+            "type": "function",
+            "function": {"name": c.name, "arguments": json.dumps(c.arguments)},
+        }
+        for c in m.tool_calls
+    ]
+    return {"role": m.role, "content": m.content or None, "tool_calls": calls}
 
 
 def request_body(request: Request, model: str) -> dict[str, Any]:
-    body: dict[str, Any] = {
+    system = [{"role": "system", "content": request.system}] if request.system else []
+    tools = [
+        {
+            "type": "function",
+            "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+        }
+        for t in request.tools
+    ]
+    schema = request.json_schema
+    optional = {
+        "stream_options": {"include_usage": True} if request.stream else None,
+        "temperature": request.temperature,
+        "tools": tools or None,
+        "response_format": None
+        if schema is None
+        else {"type": "json_schema", "json_schema": {"name": "answer", "schema": schema}},
+    }
+    return {
         "model": model,
-        "messages": ([{"role": "system", "content": request.system}] if request.system else [])
-        + [_message(m) for m in request.messages],
+        "messages": system + [_message(m) for m in request.messages],
         "max_tokens": request.max_tokens,
         "stream": request.stream,
-    }
-    if request.stream:
-        body["stream_options"] = {"include_usage": True}
-    if request.temperature is not None:
-        body["temperature"] = request.temperature
-    if request.tools:
-        body["tools"] = [
-            {
-                "type": "function",
-                "function": {
-                    "name": t.name,
-                    "description": t.description,
-                    "parameters": t.parameters,
-                },
-            }
-            for t in request.tools
-        ]
-    if request.json_schema is not None:
-        body["response_format"] = {
-            "type": "json_schema",
-            "json_schema": {"name": "answer", "schema": request.json_schema},
-        }
-    return body
+    } | {key: value for key, value in optional.items() if value is not None}
+
+
+@dataclass
+class _PartialCall:
+    """A tool call as its streamed pieces arrive."""
+
+    id: str = ""
+    name: str = ""
+    arguments: str = ""
+
+    def add(self, piece: dict[str, Any]) -> None:
+        function = piece.get("function") or {}
+        self.id = piece.get("id") or self.id
+        self.name += function.get("name") or ""
+        self.arguments += function.get("arguments") or ""
+
+    def call(self, index: int) -> ToolCall:
+        try:
+            arguments = json.loads(self.arguments or "{}")
+        except json.JSONDecodeError as e:
+            raise MalformedOutput(
+                f"the arguments of tool call {self.name!r} are not valid JSON: {e}", self.arguments
+            ) from None
+        if not isinstance(arguments, dict):
+            raise MalformedOutput(
+                f"the arguments of tool call {self.name!r} are not a JSON object", self.arguments
+            )
+        return ToolCall(self.id or f"call_{index}", self.name, arguments)
 
 
 class _ToolCallParts:
     """Tool calls assembled from streamed pieces, keyed by their index."""
 
     def __init__(self) -> None:
-        self._calls: dict[int, dict[str, str]] = {}
+        self._calls: dict[int, _PartialCall] = {}
 
     def add(self, pieces: list[dict[str, Any]]) -> None:
         for piece in pieces:
-            call = self._calls.setdefault(
-                piece.get("index", len(self._calls)), {"id": "", "name": "", "arguments": ""}
-            )
-            function = piece.get("function") or {}
-            call["id"] = piece.get("id") or call["id"]
-            call["name"] += function.get("name") or ""
-            call["arguments"] += function.get("arguments") or ""
+            index = piece.get("index", len(self._calls))
+            self._calls.setdefault(index, _PartialCall()).add(piece)
 
     def calls(self) -> list[ToolCall]:
-        out = []
-        for index, call in sorted(self._calls.items()):
-            try:
-                arguments = json.loads(call["arguments"] or "{}")
-            except json.JSONDecodeError as e:
-                raise MalformedOutput(
-                    f"the arguments of tool call {call['name']!r} are not valid JSON: {e}",
-                    call["arguments"],
-                ) from None
-            if not isinstance(arguments, dict):
-                raise MalformedOutput(
-                    f"the arguments of tool call {call['name']!r} are not a JSON object",
-                    call["arguments"],
-                )
-            out.append(ToolCall(call["id"] or f"call_{index}", call["name"], arguments))
-        return out
+        return [call.call(index) for index, call in sorted(self._calls.items())]
 
 
 class OpenAICompatProvider:
@@ -142,9 +144,9 @@ class OpenAICompatProvider:
         self.model = model
         self.base_url = base_url.rstrip("/")
         self._api_key = api_key
-        self._headers = {"Content-Type": "application/json", **(headers or {})}
-        if api_key:
-            self._headers["Authorization"] = f"Bearer {api_key}"
+        # A key is sent only when one is configured.
+        authorization = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._headers = {"Content-Type": "application/json", **(headers or {}), **authorization}
         self._session: aiohttp.ClientSession | None = None
         self._session_loop: asyncio.AbstractEventLoop | None = None
 
@@ -168,7 +170,7 @@ class OpenAICompatProvider:
     def _error(self, message: str) -> str:
         return redact(message, [self._api_key])
 
-    async def stream(self, request: Request) -> AsyncIterator[ProviderChunk]:
+    async def stream(self, request: Request) -> AsyncGenerator[ProviderChunk, None]:
         url = f"{self.base_url}/chat/completions"
         body = request_body(request, request.model or self.model)
         try:
@@ -213,7 +215,9 @@ class OpenAICompatProvider:
             retry_after_s=retry_after_from(response.headers, body),
         )
 
-    async def _read_stream(self, response: aiohttp.ClientResponse) -> AsyncIterator[ProviderChunk]:
+    async def _read_stream(
+        self, response: aiohttp.ClientResponse
+    ) -> AsyncGenerator[ProviderChunk, None]:
         calls, finish, usage, done = _ToolCallParts(), None, None, False
         async with aclosing(sse_data(response.content)) as events:
             async for data in events:
@@ -226,16 +230,16 @@ class OpenAICompatProvider:
                     raise StreamBroken(
                         f"an event of the answer is not JSON ({e}): {data[:200]}"
                     ) from None
-                if "error" in event:
+                if (error := event.get("error")) is not None:
                     raise ProviderError(
-                        self._error(f"the server reported an error mid-answer: {event['error']}"),
+                        self._error(f"the server reported an error mid-answer: {error}"),
                         retryable=True,
                     )
                 usage = event.get("usage") or usage
                 for choice in event.get("choices") or []:
                     delta = choice.get("delta") or {}
-                    if delta.get("content"):
-                        yield TextDelta(delta["content"])
+                    if text := delta.get("content"):
+                        yield TextDelta(text)
                     calls.add(delta.get("tool_calls") or [])
                     finish = choice.get("finish_reason") or finish
         if not done and finish is None:
@@ -250,9 +254,8 @@ class OpenAICompatProvider:
         message = choice.get("message") or {}
         calls = _ToolCallParts()
         calls.add([{"index": i, **c} for i, c in enumerate(message.get("tool_calls") or [])])
-        text: list[ProviderChunk] = (
-            [TextDelta(message["content"])] if message.get("content") else []
-        )
+        content = message.get("content")
+        text: list[ProviderChunk] = [TextDelta(content)] if content else []
         return text + self._ending(calls.calls(), choice.get("finish_reason"), body.get("usage"))
 
     @staticmethod

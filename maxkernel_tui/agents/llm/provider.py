@@ -9,7 +9,7 @@ or closing the iterator, closes the HTTP stream.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Protocol
 
 from maxkernel_tui.agents.llm.types import ProviderChunk, Request
@@ -19,6 +19,6 @@ class Provider(Protocol):
     name: str  # "gemini", "openai", ...: what Usage and the price table see
     model: str  # used when a request names none
 
-    def stream(self, request: Request) -> AsyncIterator[ProviderChunk]: ...
+    def stream(self, request: Request) -> AsyncGenerator[ProviderChunk, None]: ...
 
     async def aclose(self) -> None: ...

@@ -10,7 +10,7 @@ calls in file order whatever they ask (for transcripts edited by hand).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from pathlib import Path
 
@@ -40,7 +40,7 @@ class Recorder:
     async def aclose(self) -> None:
         await self.inner.aclose()
 
-    async def stream(self, request: Request) -> AsyncIterator[ProviderChunk]:
+    async def stream(self, request: Request) -> AsyncGenerator[ProviderChunk, None]:
         chunks: list[ProviderChunk] = []
         error: LLMError | None = None
         cancelled = False
@@ -63,7 +63,7 @@ class ReplayProvider:
     def __init__(self, path: Path, *, strict: bool = True) -> None:
         self.path = Path(path)
         header, self._calls = read_transcript(self.path)
-        self.name, self.model = header["provider"], header["model"]
+        self.name, self.model = header.provider, header.model
         self._used = [False] * len(self._calls)
         self._strict = strict
 
@@ -83,7 +83,7 @@ class ReplayProvider:
             f"ask for when recorded."
         )
 
-    async def stream(self, request: Request) -> AsyncIterator[ProviderChunk]:
+    async def stream(self, request: Request) -> AsyncGenerator[ProviderChunk, None]:
         call = self._take(request)
         for chunk in call.chunks:
             await asyncio.sleep(0)  # a point where the consumer can cancel, as on the wire

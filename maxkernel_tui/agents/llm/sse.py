@@ -6,12 +6,12 @@ ends inside an event drops that event, so a cut connection never yields a trunca
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 
 import aiohttp
 
 
-async def _lines(content: aiohttp.StreamReader) -> AsyncIterator[str]:
+async def _lines(content: aiohttp.StreamReader) -> AsyncGenerator[str, None]:
     # Split ourselves: StreamReader's own line iterator refuses lines past 128 KiB, and one
     # event of a long answer can be longer.
     buffer = b""
@@ -22,7 +22,7 @@ async def _lines(content: aiohttp.StreamReader) -> AsyncIterator[str]:
             yield line.rstrip(b"\r").decode("utf-8")
 
 
-async def sse_data(content: aiohttp.StreamReader) -> AsyncIterator[str]:
+async def sse_data(content: aiohttp.StreamReader) -> AsyncGenerator[str, None]:
     data: list[str] = []
     async for line in _lines(content):
         if not line:

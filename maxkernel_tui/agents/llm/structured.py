@@ -50,23 +50,31 @@ def validate(value: Any, schema: dict[str, Any], path: str = "$") -> None:
         names = expected if isinstance(expected, list) else [expected]
         if not any(_JSON_TYPES.get(name, lambda v: True)(value) for name in names):
             raise ValueError(f"{path}: expected {' or '.join(names)}, got {_type_name(value)}")
-    if "enum" in schema and value not in schema["enum"]:
-        raise ValueError(f"{path}: {value!r} is not one of {schema['enum']!r}")
+    if (allowed := schema.get("enum")) is not None and value not in allowed:
+        raise ValueError(f"{path}: {value!r} is not one of {allowed!r}")
     if isinstance(value, dict):
         _validate_object(value, schema, path)
     elif isinstance(value, list):
-        if len(value) < schema.get("minItems", 0):
-            raise ValueError(f"{path}: needs at least {schema['minItems']} items, has {len(value)}")
-        if "maxItems" in schema and len(value) > schema["maxItems"]:
-            raise ValueError(f"{path}: allows at most {schema['maxItems']} items, has {len(value)}")
-        if isinstance(schema.get("items"), dict):
-            for i, item in enumerate(value):
-                validate(item, schema["items"], f"{path}[{i}]")
+        _validate_array(value, schema, path)
     elif isinstance(value, (int, float)) and not isinstance(value, bool):
-        if "minimum" in schema and value < schema["minimum"]:
-            raise ValueError(f"{path}: {value} is below the minimum {schema['minimum']}")
-        if "maximum" in schema and value > schema["maximum"]:
-            raise ValueError(f"{path}: {value} is above the maximum {schema['maximum']}")
+        _validate_number(value, schema, path)
+
+
+def _validate_array(value: list[Any], schema: dict[str, Any], path: str) -> None:
+    if len(value) < (least := schema.get("minItems", 0)):
+        raise ValueError(f"{path}: needs at least {least} items, has {len(value)}")
+    if (most := schema.get("maxItems")) is not None and len(value) > most:
+        raise ValueError(f"{path}: allows at most {most} items, has {len(value)}")
+    if isinstance(items := schema.get("items"), dict):
+        for i, item in enumerate(value):
+            validate(item, items, f"{path}[{i}]")
+
+
+def _validate_number(value: float, schema: dict[str, Any], path: str) -> None:
+    if (minimum := schema.get("minimum")) is not None and value < minimum:
+        raise ValueError(f"{path}: {value} is below the minimum {minimum}")
+    if (maximum := schema.get("maximum")) is not None and value > maximum:
+        raise ValueError(f"{path}: {value} is above the maximum {maximum}")
 
 
 def _validate_object(value: dict[str, Any], schema: dict[str, Any], path: str) -> None:

@@ -1,11 +1,13 @@
 """The transcript file: one JSON object per line, written as each provider call ends.
 
     {"transcript": 1, "provider": "gemini", "model": "gemini-3.5-flash"}
-    {"fingerprint": "...", "request": {...}, "chunks": [{"text": "Hel"}, ...], "error": null, "cancelled": false}
+    {"fingerprint": "...", "request": {...}, "chunks": [{"text": "Hel"}, ...], "error": null,
+     "cancelled": false}
 
 A call holds the provider-level chunks exactly as they came and, when the call failed, the
 error (429s, broken streams and all), so a replay takes the same retries. Requests are
-recorded for reading and matching; no credentials are ever part of one.
+recorded for reading and matching; no credentials are ever part of one. Each line is read once
+into a typed object (`Header`, `RecordedCall`). No jax.
 """
 
 from __future__ import annotations
@@ -50,13 +52,16 @@ def chunk_to_json(chunk: ProviderChunk) -> dict[str, Any]:
 
 
 def chunk_from_json(data: dict[str, Any]) -> ProviderChunk:
-    if "text" in data:
-        return TextDelta(data["text"])
-    if "tool_call" in data:
-        return ToolCallChunk(ToolCall(**data["tool_call"]))
-    if "tokens" in data:
-        return TokenCount(*data["tokens"])
-    return Finish(data["finish"])
+    match data:
+        case {"text": str(text)}:
+            return TextDelta(text)
+        case {"tool_call": dict(call)}:
+            return ToolCallChunk(ToolCall(**call))
+        case {"tokens": [int(prompt), int(completion)]}:
+            return TokenCount(prompt, completion)
+        case {"finish": str(reason)}:
+            return Finish(reason)
+    raise ValueError(f"not a recorded chunk: {str(data)[:200]}")
 
 
 def error_to_json(error: LLMError) -> dict[str, Any]:
@@ -66,29 +71,71 @@ def error_to_json(error: LLMError) -> dict[str, Any]:
             status=error.status, retryable=error.retryable, retry_after_s=error.retry_after_s
         )
     if isinstance(error, MalformedOutput):
-        data["raw"] = error.raw
+        data.update(raw=error.raw)
     return data
 
 
 def error_from_json(data: dict[str, Any]) -> LLMError:
-    if data["type"] == "StreamBroken":
-        return StreamBroken(data["message"])
-    if data["type"] == "MalformedOutput":
-        return MalformedOutput(data["message"], data["raw"])
-    return ProviderError(
-        data["message"],
-        status=data.get("status"),
-        retryable=data.get("retryable", False),
-        retry_after_s=data.get("retry_after_s"),
-    )
+    match data:
+        case {"type": "StreamBroken", "message": str(message)}:
+            return StreamBroken(message)
+        case {"type": "MalformedOutput", "message": str(message), "raw": str(raw)}:
+            return MalformedOutput(message, raw)
+        case {"message": str(message)}:
+            return ProviderError(
+                message,
+                status=data.get("status"),
+                retryable=data.get("retryable", False),
+                retry_after_s=data.get("retry_after_s"),
+            )
+    raise ValueError(f"not a recorded error: {str(data)[:200]}")
+
+
+@dataclass(frozen=True)
+class Header:
+    """The first line of a transcript: which provider and model recorded it."""
+
+    provider: str
+    model: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"transcript": VERSION, "provider": self.provider, "model": self.model}
+
+    @classmethod
+    def from_json(cls, data: Any, path: Path) -> Header:
+        match data:
+            case {"transcript": 1, "provider": str(provider), "model": str(model)}:
+                return cls(provider, model)
+        raise ValueError(
+            f"{path} is not a version-{VERSION} transcript (its first line must be the header)"
+        )
 
 
 @dataclass(frozen=True)
 class RecordedCall:
+    """One provider call as it was recorded: its chunks, and its error when it failed."""
+
     fingerprint: str
     chunks: tuple[ProviderChunk, ...]
     error: LLMError | None
     cancelled: bool
+
+    @classmethod
+    def from_json(cls, data: Any) -> RecordedCall:
+        match data:
+            case {
+                "fingerprint": str(fingerprint),
+                "chunks": list(chunks),
+                "error": error,
+                "cancelled": bool(cancelled),
+            }:
+                return cls(
+                    fingerprint,
+                    tuple(chunk_from_json(c) for c in chunks),
+                    error_from_json(error) if error else None,
+                    cancelled,
+                )
+        raise ValueError(f"not a recorded call: {str(data)[:200]}")
 
 
 def append_call(
@@ -104,7 +151,7 @@ def append_call(
     crash loses at most the call in flight."""
     lines = []
     if not path.exists() or path.stat().st_size == 0:
-        lines.append({"transcript": VERSION, "provider": provider, "model": model})
+        lines.append(Header(provider, model).to_json())
     lines.append(
         {
             "fingerprint": fingerprint(request),
@@ -119,21 +166,9 @@ def append_call(
         f.write("".join(json.dumps(line) + "\n" for line in lines))
 
 
-def read_transcript(path: Path) -> tuple[dict[str, Any], list[RecordedCall]]:
+def read_transcript(path: Path) -> tuple[Header, list[RecordedCall]]:
     lines = [
         json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()
     ]
-    if not lines or lines[0].get("transcript") != VERSION:
-        raise ValueError(
-            f"{path} is not a version-{VERSION} transcript (its first line must be the header)"
-        )
-    calls = [
-        RecordedCall(
-            d["fingerprint"],
-            tuple(chunk_from_json(c) for c in d["chunks"]),
-            error_from_json(d["error"]) if d["error"] else None,
-            d["cancelled"],
-        )
-        for d in lines[1:]
-    ]
-    return lines[0], calls
+    header = Header.from_json(lines[0] if lines else None, path)
+    return header, [RecordedCall.from_json(line) for line in lines[1:]]

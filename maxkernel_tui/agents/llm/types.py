@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 Role = Literal["user", "assistant", "tool"]
+Then = Literal["retry", "reask"]  # what follows a discarded attempt
 
 
 @dataclass(frozen=True)
@@ -137,10 +138,16 @@ class UsageChunk:
 
 @dataclass(frozen=True)
 class Discarded:
-    """Everything this attempt streamed is void (broken stream, retry, malformed output)."""
+    """Everything this attempt streamed is void (broken stream, retryable error, malformed
+    output). The next attempt follows after `delay_s` seconds: a retry of the same request, or a
+    re-ask with the error appended (`then`); a consumer may show it ("retrying in 7 s: HTTP
+    429")."""
 
     reason: str
     attempt: int
+    then: Then = "retry"
+    # Jittered: a replayed call discards the same output after a different wait.
+    delay_s: float = field(default=0.0, compare=False)
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from typing import Any
 from maxkernel_tui.agents.budget import BudgetExceeded, session_budget
 from maxkernel_tui.agents.llm.client import LLMClient
 from maxkernel_tui.agents.llm.provider import Provider
-from maxkernel_tui.agents.llm.registry import build_provider
+from maxkernel_tui.agents.providers import build_provider
 from maxkernel_tui.agents.orchestration.engine import LoopLimits, SessionEngine
 from maxkernel_tui.agents.orchestration.events import SessionStarted
 from maxkernel_tui.agents.orchestration.gates import Gate

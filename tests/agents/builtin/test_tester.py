@@ -30,7 +30,7 @@ def test_one_size_changes_per_proposal_and_the_answer_parses() -> None:
 
 
 def test_a_task_without_configurations_gets_an_empty_answer() -> None:
-    from tests.conftest import ADAPTED_TASKS
+    from tests.support.paths import ADAPTED_TASKS
 
     assert (
         edge_proposals(

@@ -1,0 +1,7 @@
+"""Paths to the test data that several test modules read."""
+
+import pathlib
+
+TESTS = pathlib.Path(__file__).resolve().parent.parent
+ADAPTED_TASKS = TESTS / "data" / "adapted_tasks"  # task folders in the JaxBench adapted format
+KERNELS = TESTS / "data" / "kernels"  # honest/ and cheats/ candidate kernels, agent/ fixtures
