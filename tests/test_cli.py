@@ -11,23 +11,7 @@ import pytest
 
 from maxkernel_tui import __version__
 from tests.conftest import ADAPTED_TASKS
-from tests.kernels.test_suite import JAXBENCH_IDS
-
-
-def cli(*args, cache=None, check=True):
-    env = dict(os.environ)
-    if cache is not None:
-        env["MAXKERNEL_TUI_CACHE_DIR"] = str(cache)
-    done = subprocess.run(
-        [sys.executable, "-m", "maxkernel_tui.cli", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-    )
-    if check:
-        assert done.returncode == 0, done.stderr
-    return done
+from tests.support.kernels import JAXBENCH_IDS, cli
 
 
 def test_version_from_the_installed_console_script():

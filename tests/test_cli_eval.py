@@ -5,9 +5,7 @@ import pathlib
 import shutil
 
 from tests.conftest import ADAPTED_TASKS
-from tests.test_cli import cli
-
-KERNELS = pathlib.Path(__file__).parent / "data" / "kernels"
+from tests.support.kernels import KERNELS, cli
 
 
 def test_eval_accepts_an_honest_kernel_with_a_json_report():

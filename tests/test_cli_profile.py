@@ -4,8 +4,7 @@ import json
 
 import pytest
 
-from tests.test_cli import cli
-from tests.test_cli_eval import KERNELS
+from tests.support.kernels import KERNELS, cli
 
 
 @pytest.mark.parametrize(("kernel", "task"), [("8p_GEMM", "8p"), ("12p_RMSNorm", "12p")])

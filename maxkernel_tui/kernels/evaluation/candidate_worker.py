@@ -3,8 +3,9 @@
     python -m maxkernel_tui.kernels.evaluation.candidate_worker
 
 Started ahead of time by the harness's pool; prints `{"ready": true}` once jax is imported,
-then reads ONE request line and answers with event lines: a `check` per finished check, a
-`run` per numerics run (outputs saved as .npy in the request's directory), then `done`.
+then reads ONE request line (a `CandidateRequest`) and answers with event lines
+(evaluation/protocol.py): a `check` per finished check, a `run` per numerics run (outputs saved
+as .npy in the request's directory), then `done`.
 The comparison with the reference happens in the caller, not here, so nothing the candidate
 does in this process can reach the reference's outputs.
 """
@@ -26,6 +27,15 @@ from maxkernel_tui.kernels import aot
 from maxkernel_tui.kernels import reference_runtime as runtime
 from maxkernel_tui.kernels.evaluation.jaxpr_work import Work, measure
 from maxkernel_tui.kernels.evaluation.outputs import save_outputs
+from maxkernel_tui.kernels.evaluation.protocol import (
+    CandidateEvent,
+    CandidateRequest,
+    Done,
+    NumericsRun,
+    WorkerProblem,
+    event_to_json,
+)
+from maxkernel_tui.kernels.evaluation.report import FAIL, PASS, Check
 from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.task import TaskError
 from maxkernel_tui.kernels.workers import READY
@@ -37,22 +47,13 @@ XLA_FLOPS_FLOOR = 1e7  # tiny matmuls (index arithmetic, small projections) do n
 XLA_REDUCED_FLOOR = 1e6
 
 
-def _emit(kind: str, payload: dict[str, Any]) -> None:
-    print(json.dumps({kind: payload}), flush=True)
+def _emit(event: CandidateEvent) -> None:
+    print(json.dumps(event_to_json(event)), flush=True)
 
 
 def _check(name: str, status: str, detail: str, start: float, **data: Any) -> bool:
-    _emit(
-        "check",
-        {
-            "name": name,
-            "status": status,
-            "detail": detail,
-            "seconds": round(time.perf_counter() - start, 3),
-            "data": data,
-        },
-    )
-    return status == "pass"
+    _emit(Check(name, status, detail, round(time.perf_counter() - start, 3), data))
+    return status == PASS
 
 
 def _first_lines(error: BaseException, limit: int = 700) -> str:
@@ -73,23 +74,23 @@ def load_candidate(path: Path) -> Any:
     return runtime.module_from_source(path, "candidate_kernel")
 
 
-def evaluate_candidate(request: dict[str, Any]) -> None:
+def evaluate_candidate(request: CandidateRequest) -> None:
     """Trace, TPU lowering, TPU compile, then the candidate's outputs for each numerics run."""
     start = time.perf_counter()
     try:
-        target = aot.target_for(request["target"])
+        target = aot.target_for(request.target)
     except KeyError as error:
-        _emit("usage_error", {"detail": str(error.args[0])})
+        _emit(WorkerProblem(str(error.args[0]), usage=True))
         return
-    task = load_task(request["task"])
+    task = load_task(request.task)
     reference = runtime.load_reference(task)
-    task = runtime.with_extra_configs(task, reference, request.get("extra_configs") or {})
+    task = runtime.with_extra_configs(task, reference, request.extra_configs)
     try:
-        candidate = load_candidate(Path(request["kernel"]))
+        candidate = load_candidate(Path(request.kernel))
     except Exception as error:
-        _check("trace", "fail", f"the kernel fails to import: {_first_lines(error)}", start)
+        _check("trace", FAIL, f"the kernel fails to import: {_first_lines(error)}", start)
         return
-    specs, static, expected = runtime.io_specs(task, reference, request["bench_config"])
+    specs, static, expected = runtime.io_specs(task, reference, request.bench_config)
 
     def candidate_fn(*dynamic: Any) -> Any:
         return candidate.computation(*dynamic, *static)
@@ -103,7 +104,7 @@ def evaluate_candidate(request: dict[str, Any]) -> None:
         static,
         expected,
         start,
-        require_pallas=request.get("require_pallas", True),
+        require_pallas=request.require_pallas,
     ):
         return
     start = time.perf_counter()
@@ -112,24 +113,24 @@ def evaluate_candidate(request: dict[str, Any]) -> None:
     except Exception as error:
         _check(
             "tpu_lower",
-            "fail",
+            FAIL,
             f"cannot be lowered for TPU at production shapes: {_first_lines(error)}",
             start,
         )
         return
-    _check("tpu_lower", "pass", "lowered for TPU (Mosaic) at production shapes", start)
+    _check("tpu_lower", PASS, "lowered for TPU (Mosaic) at production shapes", start)
 
     start = time.perf_counter()
     try:
         aot.compile_for_tpu(candidate_fn, specs, target)
     except Exception as error:
         _check(
-            "tpu_compile", "fail", f"TPU {target.name} compile failed: {_first_lines(error)}", start
+            "tpu_compile", FAIL, f"TPU {target.name} compile failed: {_first_lines(error)}", start
         )
         return
     _check(
         "tpu_compile",
-        "pass",
+        PASS,
         f"compiled ahead of time for TPU {target.name} with libtpu",
         start,
         target=target.name,
@@ -154,13 +155,13 @@ def _trace_check(
     except TaskError as error:
         return _check(
             "trace",
-            "fail",
+            FAIL,
             error.problem.replace("computation", "the kernel's computation", 1),
             start,
         )
     except Exception as error:
         return _check(
-            "trace", "fail", f"fails to trace at production shapes: {_first_lines(error)}", start
+            "trace", FAIL, f"fails to trace at production shapes: {_first_lines(error)}", start
         )
     got = traced.out_avals
     if [(tuple(e.shape), str(e.dtype)) for e in expected] != [
@@ -168,29 +169,29 @@ def _trace_check(
     ]:
         return _check(
             "trace",
-            "fail",
+            FAIL,
             f"outputs differ from the reference's: {_avals(got)} instead of {_avals(expected)}",
             start,
         )
     if not require_pallas:
         return _check(
-            "trace", "pass", f"sanity run (no Pallas required): outputs {_avals(got)}", start
+            "trace", PASS, f"sanity run (no Pallas required): outputs {_avals(got)}", start
         )
     work = measure(traced)
     reference_work = measure(jax.make_jaxpr(lambda *d: reference.computation(*d, *static))(*specs))
     if not work.has_pallas:
         return _check(
             "trace",
-            "fail",
+            FAIL,
             "no pallas_call: the work runs in plain XLA (jnp), not in a Pallas kernel",
             start,
         )
     outside = _outside_problem(work, reference_work)
     if outside:
-        return _check("trace", "fail", outside, start, heavy_ops=work.heavy_ops[:5])
+        return _check("trace", FAIL, outside, start, heavy_ops=work.heavy_ops[:5])
     return _check(
         "trace",
-        "pass",
+        PASS,
         f"{len(work.pallas_calls)} pallas_call(s); heavy work inside Pallas "
         f"(outside: {work.xla_flops:.3g} flops, {work.xla_reduced:.3g} reduced elements); "
         f"outputs {_avals(got)}",
@@ -215,29 +216,30 @@ def _avals(avals: Any) -> str:
     return ", ".join(f"{a.dtype}{list(a.shape)}" for a in avals)
 
 
-def _numerics_runs(task: Any, reference: Any, candidate: Any, request: dict[str, Any]) -> None:
+def _numerics_runs(task: Any, reference: Any, candidate: Any, request: CandidateRequest) -> None:
     params = pltpu.InterpretParams(
         uninitialized_memory="nan",
         out_of_bounds_reads="raise",
-        detect_races=bool(request.get("detect_races")),
+        detect_races=request.detect_races,
     )
-    out_dir = Path(request["out_dir"])
-    for config, seed in request["runs"]:
+    for config, seed in request.runs:
         start = time.perf_counter()
-        run: dict[str, Any] = {"config": config, "seed": seed}
+        files: list[str] | None = None
+        races: bool | None = None
+        error: str | None = None
         try:
             dynamic, static = runtime.make_inputs(task, reference, config, seed)
             with pltpu.force_tpu_interpret_mode(params):
                 output = jax.block_until_ready(
                     jax.jit(lambda *d: candidate.computation(*d, *static))(*dynamic)
                 )
-            run["files"] = save_outputs(out_dir, f"candidate-{config}-{seed}", output)
-            run["races"] = _races_found() if request.get("detect_races") else None
-        except Exception as error:
-            run["error"] = _first_lines(error)
+            files = save_outputs(Path(request.out_dir), f"candidate-{config}-{seed}", output)
+            races = _races_found() if request.detect_races else None
+        except Exception as failure:
+            error = _first_lines(failure)
             pltpu.reset_tpu_interpret_mode_state()  # the interpreter keeps state after an error
-        run["seconds"] = round(time.perf_counter() - start, 3)
-        _emit("run", run)
+        seconds = round(time.perf_counter() - start, 3)
+        _emit(NumericsRun(config, seed, files, error, races, seconds))
 
 
 def _races_found() -> bool | None:
@@ -256,10 +258,10 @@ def main() -> None:
     if not line.strip():
         return
     try:
-        evaluate_candidate(json.loads(line))
+        evaluate_candidate(CandidateRequest.from_json(json.loads(line)))
     except Exception:  # a harness bug must still end the protocol cleanly
-        _emit("error", {"detail": traceback.format_exc(limit=3)[-1500:]})
-    _emit("done", {})
+        _emit(WorkerProblem(traceback.format_exc(limit=3)[-1500:]))
+    _emit(Done())
 
 
 if __name__ == "__main__":

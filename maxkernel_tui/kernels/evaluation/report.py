@@ -31,6 +31,9 @@ class Check:
     seconds: float = 0.0
     data: dict[str, Any] = field(default_factory=dict)
 
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Check:
         return cls(
@@ -113,7 +116,7 @@ class EvalReport:
             "targets": self.targets,
             "device": self.device,
             "verdict": self.verdict,
-            "checks": [asdict(c) for c in self.checks],
+            "checks": [c.to_json() for c in self.checks],
             "timings": [t.to_json() for t in self.timings],
             "seeds": self.seeds,
         }

@@ -9,8 +9,8 @@ import pytest
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
 from maxkernel_tui.kernels.loader import find_task, load_task
 from maxkernel_tui.kernels.workers import jax_worker_env
+from tests.support.kernels import KERNELS
 
-KERNELS = pathlib.Path(__file__).resolve().parents[2] / "data" / "kernels"
 ADAPTED = KERNELS.parent / "adapted_tasks"
 SECRET = "sk-test-0123456789-secret"
 
