@@ -15,6 +15,7 @@ import tempfile
 import time
 
 from maxkernel_tui.kernels.catalog import describe_tasks
+from maxkernel_tui.kernels.description import XlaCost
 from maxkernel_tui.kernels.loader import builtin_suite_dir, load_tasks
 
 RESULTS = pathlib.Path(__file__).parent / "results" / "describe_suite.md"
@@ -29,16 +30,14 @@ def main() -> None:
     wall = time.perf_counter() - start
     rows = []
     for task_id, description in described.items():
-        cost = description.get("cost", {})
-        if "error" in description or "error" in cost:
-            rows.append(
-                f"| {task_id} | error | | | | {description.get('error') or cost['error']} |"
-            )
+        cost = description.cost or XlaCost(error="no cost")
+        if description.error is not None or cost.error is not None:
+            rows.append(f"| {task_id} | error | | | | {description.error or cost.error} |")
             continue
-        moved = ", ".join(f"{d['target']}: {d['reason'][:90]}" for d in cost["did_not_fit"])
+        moved = ", ".join(f"{d.target}: {d.reason[:90]}" for d in cost.did_not_fit)
         rows.append(
-            f"| {task_id} | {cost['target']} | {cost['compile_seconds']:.1f} | {cost['flops'] / 1e9:,.1f} | "
-            f"{cost['bytes_accessed'] / 1e9:,.2f} | {moved} |"
+            f"| {task_id} | {cost.target} | {cost.compile_seconds or 0.0:.1f} | "
+            f"{(cost.flops or 0.0) / 1e9:,.1f} | {(cost.bytes_accessed or 0.0) / 1e9:,.2f} | {moved} |"
         )
     lines = [
         "# Describing the built-in suite from a cold cache (measured wall time; XLA figures estimated)",

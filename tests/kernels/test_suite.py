@@ -101,9 +101,9 @@ def test_reference_runs_on_check_and_matches_its_traced_shapes(suite_tasks, task
 
 def test_heldout_shapes_are_not_a_multiple_of_check(suite_descriptions):
     for task_id, description in suite_descriptions.items():
-        check = description["configs"]["check"]["inputs"]
-        heldout = description["configs"]["heldout"]["inputs"]
-        ratios = [h / c for hs, cs in zip(heldout, check) for h, c in zip(hs["shape"], cs["shape"])]
+        check = description.configs["check"].inputs
+        heldout = description.configs["heldout"].inputs
+        ratios = [h / c for hs, cs in zip(heldout, check) for h, c in zip(hs.shape, cs.shape)]
         assert any(not float(r).is_integer() for r in ratios), (
             f"{task_id}: heldout is a multiple of check"
         )
@@ -111,11 +111,11 @@ def test_heldout_shapes_are_not_a_multiple_of_check(suite_descriptions):
 
 def test_production_shapes_come_from_eval_shape(suite_descriptions):
     for task_id, (inputs, static, output) in PRODUCTION_FACTS.items():
-        bench = suite_descriptions[task_id]["configs"]["bench"]
+        bench = suite_descriptions[task_id].configs["bench"]
         if inputs is not None:
-            assert [(tuple(s["shape"]), s["dtype"]) for s in bench["inputs"]] == inputs, task_id
-            assert bench["static"] == static, task_id
-        assert [(tuple(s["shape"]), s["dtype"]) for s in bench["outputs"]] == [output], task_id
+            assert [(tuple(s.shape), s.dtype) for s in bench.inputs] == inputs, task_id
+            assert bench.static == static, task_id
+        assert [(tuple(s.shape), s.dtype) for s in bench.outputs] == [output], task_id
 
 
 def test_production_inputs_are_traced_not_allocated(suite_tasks):
@@ -128,19 +128,19 @@ def test_production_inputs_are_traced_not_allocated(suite_tasks):
 @pytest.mark.slow
 def test_every_reference_compiles_ahead_of_time_for_tpu(suite_descriptions):
     for task_id, description in suite_descriptions.items():
-        cost = description["cost"]
-        assert "error" not in cost, f"{task_id}: {cost['error']}"
-        assert cost["flops"] > 0 and cost["bytes_accessed"] > 0, task_id
-        if cost["target"] != "v5e":  # only because v5e's HBM is too small, and the listing says so
-            assert cost["did_not_fit"][0]["target"] == "v5e", task_id
-            assert "HBM" in cost["did_not_fit"][0]["reason"], task_id
+        cost = description.cost
+        assert cost.error is None, f"{task_id}: {cost.error}"
+        assert cost.flops > 0 and cost.bytes_accessed > 0, task_id
+        if cost.target != "v5e":  # only because v5e's HBM is too small, and the listing says so
+            assert cost.did_not_fit[0].target == "v5e", task_id
+            assert "HBM" in cost.did_not_fit[0].reason, task_id
 
 
 def test_gemm_cost_matches_the_formula(suite_descriptions):
-    cost = suite_descriptions["8p_GEMM"]["cost"]
-    assert cost["target"] == "v5e"
-    assert cost["flops"] == pytest.approx(2 * 8192 * 8192 * 28672, rel=0.01)
-    assert cost["bytes_accessed"] == pytest.approx(2 * (8192 * 8192 + 2 * 8192 * 28672), rel=0.01)
+    cost = suite_descriptions["8p_GEMM"].cost
+    assert cost.target == "v5e"
+    assert cost.flops == pytest.approx(2 * 8192 * 8192 * 28672, rel=0.01)
+    assert cost.bytes_accessed == pytest.approx(2 * (8192 * 8192 + 2 * 8192 * 28672), rel=0.01)
 
 
 def test_yaml_input_gen_code_is_generated_from_reference(capsys):
