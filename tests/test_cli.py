@@ -1,7 +1,6 @@
 """The `maxkernel-tui` command line, run as a user runs it (a subprocess, the installed script)."""
 
 import json
-import os
 import pathlib
 import shutil
 import subprocess
@@ -28,6 +27,7 @@ def test_help_on_every_command(args):
     assert "--path" in out or not args
 
 
+@pytest.mark.slow  # suite_descriptions: 50 tasks described in workers
 def test_tasks_json_lists_all_50_with_shapes_and_cost(suite_descriptions, suite_cache):
     listing = json.loads(cli("tasks", "--json", cache=suite_cache).stdout)
     assert listing["errors"] == []
@@ -44,6 +44,7 @@ def test_tasks_json_lists_all_50_with_shapes_and_cost(suite_descriptions, suite_
     )
 
 
+@pytest.mark.slow  # suite_descriptions: 50 tasks described in workers
 def test_tasks_text_names_the_generation_and_says_estimated(suite_descriptions, suite_cache):
     text = cli("tasks", cache=suite_cache).stdout
     assert "12p_RMSNorm  [norm]" in text
@@ -51,6 +52,7 @@ def test_tasks_text_names_the_generation_and_says_estimated(suite_descriptions, 
     assert text.count("(estimated: XLA cost analysis") == 50
 
 
+@pytest.mark.slow  # describe workers
 def test_tasks_path_reads_a_folder_in_the_adapted_format(tmp_path):
     listing = json.loads(
         cli("tasks", "--json", "--path", str(ADAPTED_TASKS), cache=tmp_path).stdout
@@ -61,6 +63,7 @@ def test_tasks_path_reads_a_folder_in_the_adapted_format(tmp_path):
     assert listing["tasks"][0]["cost"]["flops"] == 8192
 
 
+@pytest.mark.slow  # describe workers
 def test_tasks_path_reports_bad_tasks_and_lists_the_rest(tmp_path):
     root = tmp_path / "tasks"
     shutil.copytree(ADAPTED_TASKS, root)

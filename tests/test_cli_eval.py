@@ -1,13 +1,15 @@
 """`maxkernel-tui eval` and `bench` as a user runs them: exit codes, JSON, resume."""
 
 import json
-import pathlib
 import shutil
+
+import pytest
 
 from tests.conftest import ADAPTED_TASKS
 from tests.support.kernels import KERNELS, cli
 
 
+@pytest.mark.slow  # jax worker processes
 def test_eval_accepts_an_honest_kernel_with_a_json_report():
     done = cli(
         "eval",
@@ -37,6 +39,7 @@ def test_eval_accepts_an_honest_kernel_with_a_json_report():
     assert report["timings"] == [] and "TPU interpret mode" in report["device"]
 
 
+@pytest.mark.slow  # jax worker processes
 def test_eval_rejects_with_exit_1_and_a_readable_reason():
     done = cli(
         "eval", str(KERNELS / "cheats" / "plain_jnp.py"), "--task", "41k_Gemm_Add_ReLU", check=False
@@ -49,6 +52,7 @@ def test_eval_rejects_with_exit_1_and_a_readable_reason():
     )
 
 
+@pytest.mark.slow  # jax worker processes
 def test_eval_usage_errors_exit_2(tmp_path):
     missing = cli("eval", str(tmp_path / "nope.py"), "--task", "12p", check=False)
     assert missing.returncode == 2 and "no such kernel file" in missing.stderr
@@ -68,6 +72,7 @@ def test_eval_usage_errors_exit_2(tmp_path):
     assert unknown_tpu.returncode == 2 and "libtpu does not know TPU 'v99'" in unknown_tpu.stderr
 
 
+@pytest.mark.slow  # jax worker processes
 def test_eval_takes_a_task_folder_path():
     folder = ADAPTED_TASKS / "1_Vector_Add"
     done = cli("eval", str(folder / "reference.py"), "--task", str(folder), "--json", check=False)
@@ -76,6 +81,7 @@ def test_eval_takes_a_task_folder_path():
     assert report["checks"][1]["detail"].startswith("no pallas_call")
 
 
+@pytest.mark.slow  # jax worker processes
 def test_bench_sanity_run_resumes(tmp_path):
     results = tmp_path / "results.jsonl"
     first = json.loads(
@@ -93,6 +99,7 @@ def test_bench_sanity_run_resumes(tmp_path):
     assert len(results.read_text().splitlines()) == 2  # only the missing task was evaluated again
 
 
+@pytest.mark.slow  # jax worker processes
 def test_bench_with_kernels_prints_a_table(tmp_path):
     kernels = tmp_path / "kernels"
     kernels.mkdir()

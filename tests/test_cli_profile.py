@@ -6,6 +6,8 @@ import pytest
 
 from tests.support.kernels import KERNELS, cli
 
+pytestmark = pytest.mark.slow  # profile workers and TPU compiles
+
 
 @pytest.mark.parametrize(("kernel", "task"), [("8p_GEMM", "8p"), ("12p_RMSNorm", "12p")])
 def test_profile_reports_labelled_figures_for_v5e_and_v6e(kernel, task, tmp_path):

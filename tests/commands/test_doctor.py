@@ -1,4 +1,5 @@
-"""`maxkernel-tui doctor`: jax backend, TPU, libtpu, providers (configured, reachable), the store."""
+"""`maxkernel-tui doctor`: jax backend, TPU, libtpu, providers (configured, reachable), the
+store."""
 
 import http.server
 import importlib.metadata
@@ -9,6 +10,8 @@ import threading
 import pytest
 
 from maxkernel_tui.kernels.evaluation.timing import tpu_present
+
+pytestmark = pytest.mark.slow  # each run of `doctor` starts jax in a subprocess (5-10 s)
 
 
 def checks(done):

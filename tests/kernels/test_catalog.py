@@ -3,10 +3,14 @@
 import shutil
 import textwrap
 
+import pytest
+
 from maxkernel_tui.kernels.catalog import describe_tasks
 from maxkernel_tui.kernels.description import TensorSpec
 from maxkernel_tui.kernels.loader import load_task, load_tasks
 from tests.conftest import ADAPTED_TASKS
+
+pytestmark = pytest.mark.slow  # describe workers (jax processes) and TPU compiles
 
 
 def make_task(root, name, reference):
@@ -83,8 +87,8 @@ def test_task_code_never_sees_credentials(tmp_path, monkeypatch):
         tmp_path,
         "leaky",
         "import os\n"
-        "assert not [k for k in os.environ if 'KEY' in k or 'CREDENTIALS' in k], sorted(os.environ)\n"
-        + GOOD_FLAT,
+        "assert not [k for k in os.environ if 'KEY' in k or 'CREDENTIALS' in k], "
+        "sorted(os.environ)\n" + GOOD_FLAT,
     )
     described = describe_tasks([leaky], tmp_path / "cache", with_cost=False)
     assert described["leaky"].error is None, described["leaky"]

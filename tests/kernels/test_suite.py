@@ -10,7 +10,6 @@ from maxkernel_tui.kernels import reference_runtime as runtime
 from maxkernel_tui.kernels.suite_sync import main as suite_sync_main
 from tests.support.kernels import JAXBENCH_IDS
 
-
 CATEGORIES = {"attention", "gemm", "moe", "norm", "loss", "ssm", "triangle", "kb-gemm", "kb-conv"}
 
 # Production facts from the JaxBench task list: (inputs, static args, output).
@@ -83,6 +82,7 @@ def test_suite_holds_exactly_the_50_jaxbench_tasks(suite_tasks):
         assert task.agent_visible_configs() == tuple(c for c in task.configs if c != "heldout")
 
 
+@pytest.mark.slow  # runs all 50 references under jax
 @pytest.mark.parametrize("task_id", JAXBENCH_IDS)
 def test_reference_runs_on_check_and_matches_its_traced_shapes(suite_tasks, task_id):
     task = next(t for t in suite_tasks if t.task_id == task_id)
@@ -99,6 +99,7 @@ def test_reference_runs_on_check_and_matches_its_traced_shapes(suite_tasks, task
         )
 
 
+@pytest.mark.slow  # suite_descriptions: 50 tasks described in workers
 def test_heldout_shapes_are_not_a_multiple_of_check(suite_descriptions):
     for task_id, description in suite_descriptions.items():
         check = description.configs["check"].inputs
@@ -109,6 +110,7 @@ def test_heldout_shapes_are_not_a_multiple_of_check(suite_descriptions):
         )
 
 
+@pytest.mark.slow  # suite_descriptions: 50 tasks described in workers
 def test_production_shapes_come_from_eval_shape(suite_descriptions):
     for task_id, (inputs, static, output) in PRODUCTION_FACTS.items():
         bench = suite_descriptions[task_id].configs["bench"]
@@ -136,6 +138,7 @@ def test_every_reference_compiles_ahead_of_time_for_tpu(suite_descriptions):
             assert "HBM" in cost.did_not_fit[0].reason, task_id
 
 
+@pytest.mark.slow  # suite_descriptions: 50 tasks described in workers
 def test_gemm_cost_matches_the_formula(suite_descriptions):
     cost = suite_descriptions["8p_GEMM"].cost
     assert cost.target == "v5e"

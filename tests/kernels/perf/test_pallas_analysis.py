@@ -40,7 +40,7 @@ def test_tiled_gemm():
         "parallel",
         "arbitrary",
     ]
-    a, b, out, acc = k.blocks
+    a, _b, out, acc = k.blocks
     assert (a.shape, a.fetches) == (
         [1024, 512],
         8 * 28 * 16,
@@ -64,7 +64,7 @@ def test_row_wise_norm():
         jax.ShapeDtypeStruct((8, 4096, 8192), BF16),
         jax.ShapeDtypeStruct((8192,), BF16),
     )
-    x, scale, out = k.blocks
+    x, scale, _out = k.blocks
     assert k.steps == 256 and x.fetches == 256 and scale.fetches == 1  # scale stays resident
     assert k.vmem_bytes == 2 * (128 * 8192 * 2) * 2 + 2 * 8192 * 2
     assert k.hbm_bytes == 2 * 8 * 4096 * 8192 * 2 + 8192 * 2  # read x once, write y once
