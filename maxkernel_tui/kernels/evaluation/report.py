@@ -4,29 +4,30 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from typing import Any
 
-PASS, FAIL, SKIP = "pass", "fail", "skip"
-ACCEPTED, REJECTED = "accepted", "rejected"
 
-# The checks in the order they run; cheap first.
-# `edge`: numerics on the tester's validated edge-case configurations, when there are any.
-CHECK_ORDER = (
-    "static",
-    "trace",
-    "tpu_lower",
-    "tpu_compile",
-    "numerics",
-    "edge",
-    "heldout",
-    "timing",
-)
+class CheckStatus(StrEnum):
+    PASS = "pass"
+    FAIL = "fail"
+    SKIP = "skip"  # not run, and says why (e.g. timing without a TPU)
+
+
+class Verdict(StrEnum):
+    ACCEPTED = "accepted"
+    REJECTED = "rejected"
+
+
+PASS, FAIL, SKIP = CheckStatus.PASS, CheckStatus.FAIL, CheckStatus.SKIP
+ACCEPTED, REJECTED = Verdict.ACCEPTED, Verdict.REJECTED
+SPEEDUP = "speedup over the XLA reference"  # what the timing that decides a win is
 
 
 @dataclass
 class Check:
     name: str
-    status: str  # pass | fail | skip
+    status: CheckStatus
     detail: str
     seconds: float = 0.0
     data: dict[str, Any] = field(default_factory=dict)
@@ -37,11 +38,7 @@ class Check:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Check:
         return cls(
-            data["name"],
-            data["status"],
-            data["detail"],
-            data.get("seconds", 0.0),
-            dict(data.get("data") or {}),
+            **dict(data, status=CheckStatus(data["status"]), data=dict(data.get("data") or {}))
         )
 
 
@@ -50,7 +47,7 @@ class Timing:
     """One timed figure of a report: a median (`median_s`, `ci95`) or a ratio (`ratio`, `ci95`),
     always measured on a real device, which `device` names."""
 
-    what: str  # "kernel", "XLA reference", "speedup over the XLA reference"
+    what: str  # "kernel", "XLA reference", SPEEDUP
     kind: str  # "measured"
     device: str
     label: str  # the figure in words, with its device
@@ -65,18 +62,10 @@ class Timing:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Timing:
+        """Also reads the older spelling `ci95_s`."""
+        known = {k: v for k, v in data.items() if k not in ("ci95", "ci95_s")}
         ci95 = data.get("ci95") or data.get("ci95_s")
-        return cls(
-            what=data["what"],
-            kind=data["kind"],
-            device=data["device"],
-            label=data["label"],
-            median_s=data.get("median_s"),
-            ratio=data.get("ratio"),
-            ci95=None if ci95 is None else (float(ci95[0]), float(ci95[1])),
-            samples=data.get("samples"),
-            significant=data.get("significant"),
-        )
+        return cls(**known, ci95=None if ci95 is None else (float(ci95[0]), float(ci95[1])))
 
 
 @dataclass
@@ -93,7 +82,7 @@ class EvalReport:
     on_check: Callable[[Check], None] | None = field(default=None, repr=False, compare=False)
 
     @property
-    def verdict(self) -> str:
+    def verdict(self) -> Verdict:
         decided = [c for c in self.checks if c.status != SKIP]
         if any(c.status == FAIL for c in self.checks) or not decided:
             return REJECTED
@@ -144,9 +133,8 @@ def format_check(check: Check) -> str:
 
 def format_report(report: EvalReport) -> str:
     """A line per check, then the verdict and the reason."""
-    lines = [
-        f"{report.task_id} ← {report.kernel}  (TPU target {', '.join(report.targets)}; {report.device})"
-    ]
+    targets = ", ".join(report.targets)
+    lines = [f"{report.task_id} ← {report.kernel}  (TPU target {targets}; {report.device})"]
     for check in report.checks:
         lines.append(f"  {format_check(check)}")
     for timing in report.timings:

@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 
 from maxkernel_tui.kernels.evaluation.protocol import TimingAnswer, TimingRequest
-from maxkernel_tui.kernels.evaluation.report import PASS, SKIP, Check, Timing
+from maxkernel_tui.kernels.evaluation.report import PASS, SKIP, SPEEDUP, Check, Timing
 from maxkernel_tui.kernels.evaluation.stats import median_estimate, speedup
 from maxkernel_tui.kernels.task import Task
 from maxkernel_tui.kernels.workers import (
@@ -83,7 +83,7 @@ def summarize_timing(answer: TimingAnswer) -> tuple[Check, list[Timing]]:
     gain = speedup(reference, candidate)
     timings.append(
         Timing(
-            what="speedup over the XLA reference",
+            what=SPEEDUP,
             kind="measured",
             device=where,
             ratio=gain.ratio,
