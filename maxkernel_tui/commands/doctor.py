@@ -65,9 +65,9 @@ def add_parser(commands: Any) -> None:
     parser = commands.add_parser(
         "doctor",
         help="check jax, the TPU, libtpu, the providers and the store",
-        description="Report the jax backend (asked in a child process), whether a TPU is present, the "
-        "libtpu version, which LLM providers are configured and reachable, and where the session "
-        "store is and whether it opens. Exit 0 when the tool can run here.",
+        description="Report the jax backend (asked in a child process), whether a TPU is present, "
+        "the libtpu version, which LLM providers are configured and reachable, and where the "
+        "session store is and whether it opens. Exit 0 when the tool can run here.",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     add_settings_flags(parser)
@@ -82,19 +82,21 @@ def run(args: argparse.Namespace) -> int:
             f"{__version__} on Python {platform.python_version()} ({sys.executable})",
         )
     ]
+    settings: Settings | None = None
     try:
-        settings: Settings | None = settings_from_args(args)
+        settings = settings_from_args(args)
+    except ConfigError as error:
+        findings.append(Finding("settings", FAIL, str(error)))
+    else:
         source = "read" if settings.config_file.is_file() else "not present, defaults used"
+        warnings = "".join(f"; {w}" for w in settings.warnings)
         findings.append(
             Finding(
                 "settings",
                 WARN if settings.warnings else OK,
-                f"{settings.config_file} ({source})" + "".join(f"; {w}" for w in settings.warnings),
+                f"{settings.config_file} ({source}){warnings}",
             )
         )
-    except ConfigError as error:
-        settings = None
-        findings.append(Finding("settings", FAIL, str(error)))
     findings += [check_jax(), check_tpu(), check_libtpu()]
     if settings is not None:
         findings += check_providers(settings)
@@ -176,7 +178,8 @@ def check_libtpu() -> Finding:
 
 
 def probe(url: str) -> tuple[bool, str]:
-    """Does anything answer HTTP at `url`? Any status counts (401 and 404 too); no credentials sent."""
+    """Does anything answer HTTP at `url`? Any status counts (401 and 404 too); no credentials
+    sent."""
     request = urllib.request.Request(
         url, method="GET", headers={"User-Agent": f"maxkernel-tui/{__version__}"}
     )
@@ -191,7 +194,8 @@ def probe(url: str) -> tuple[bool, str]:
 
 
 def check_providers(settings: Settings) -> list[Finding]:
-    """One finding per provider; the chosen one failing to be configured or reachable is a failure."""
+    """One finding per provider; the chosen one failing to be configured or reachable is a
+    failure."""
     env, secrets = os.environ, secret_status()
     chosen = settings.provider
     findings = [

@@ -41,7 +41,7 @@ def target_for(name: str) -> TpuTarget:
         return TARGETS[name]
     for topology in (f"{name}:2x2", f"{name}:2x2x1", name):
         try:
-            device = topologies.get_topology_desc(topology, "tpu").devices[0]
+            device: Any = topologies.get_topology_desc(topology, "tpu").devices[0]
         except Exception:
             continue
         return TpuTarget(name, topology, device.device_kind, hbm_bytes=0, generation=0)

@@ -35,7 +35,7 @@ from maxkernel_tui.kernels.evaluation.protocol import (
     WorkerProblem,
     event_to_json,
 )
-from maxkernel_tui.kernels.evaluation.report import FAIL, PASS, Check
+from maxkernel_tui.kernels.evaluation.report import FAIL, PASS, Check, CheckStatus
 from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.task import TaskError
 from maxkernel_tui.kernels.workers import READY
@@ -51,7 +51,7 @@ def _emit(event: CandidateEvent) -> None:
     print(json.dumps(event_to_json(event)), flush=True)
 
 
-def _check(name: str, status: str, detail: str, start: float, **data: Any) -> bool:
+def _check(name: str, status: CheckStatus, detail: str, start: float, **data: Any) -> bool:
     _emit(Check(name, status, detail, round(time.perf_counter() - start, 3), data))
     return status == PASS
 
@@ -229,10 +229,9 @@ def _numerics_runs(task: Any, reference: Any, candidate: Any, request: Candidate
         error: str | None = None
         try:
             dynamic, static = runtime.make_inputs(task, reference, config, seed)
+            program = jax.jit(lambda *d, static=static: candidate.computation(*d, *static))
             with pltpu.force_tpu_interpret_mode(params):
-                output = jax.block_until_ready(
-                    jax.jit(lambda *d: candidate.computation(*d, *static))(*dynamic)
-                )
+                output = jax.block_until_ready(program(*dynamic))
             files = save_outputs(Path(request.out_dir), f"candidate-{config}-{seed}", output)
             races = _races_found() if request.detect_races else None
         except Exception as failure:

@@ -127,7 +127,8 @@ class Harness:
                 source
             )  # the candidate never sees its original folder
             events = self._run_candidate(worker, workdir, task, options, runs, extra, report)
-            worker.close()  # its job is done: free its memory before the reference runs (finally is a no-op then)
+            # its job is done: free its memory before the reference runs (finally is a no-op then)
+            worker.close()
             if report.failure is None and runs:
                 self._check_numerics(task, runs, extra, events, workdir, report)
             if report.failure is None and options.extra_configs and not extra:
@@ -205,7 +206,8 @@ class Harness:
             return f"the kernel {failure}"
         text = str(failure)
         if any(sign in text for sign in _OOM_SIGNS):
-            return f"out of memory (limit {self.memory_bytes / GIB:.0f} GiB): the candidate process {text}"
+            limit = f"{self.memory_bytes / GIB:.0f} GiB"
+            return f"out of memory (limit {limit}): the candidate process {text}"
         return f"the candidate process crashed: {text}"
 
     def _check_numerics(
@@ -277,7 +279,8 @@ def _static_check(source: str, kernel: Path, report: EvalReport) -> bool:
 
 
 def _numerics_plan(task: Task, options: EvalOptions, report: EvalReport) -> list[Run]:
-    """(configuration, seed) pairs: fresh seeds on check, one on held-out; a plain task's own inputs."""
+    """(configuration, seed) pairs: fresh seeds on check, one on held-out; a plain task's own
+    inputs."""
     if not task.named_configs:
         return [(name, 0) for name in ([options.config] if options.config else task.configs)]
     seeds = [secrets.randbelow(2**31 - 1) for _ in range(max(options.seeds, 1))]
@@ -286,7 +289,8 @@ def _numerics_plan(task: Task, options: EvalOptions, report: EvalReport) -> list
         count = 1 if options.config == HELDOUT else len(seeds)
         return [(options.config, seed) for seed in seeds[:count]]
     plan = [(CHECK, seed) for seed in seeds] if CHECK in task.configs else []
-    # One seed per edge case: they test shapes, not random draws; derived so a report's seeds say it.
+    # One seed per edge case: they test shapes, not random draws; derived so a report's seeds
+    # say it.
     plan += [(name, seeds[0] ^ (0xED6E + n)) for n, (name, _) in enumerate(options.extra_configs)]
     if HELDOUT in task.configs:
         plan.append((HELDOUT, seeds[0] ^ 0x5EED))

@@ -78,7 +78,8 @@ CandidateEvent = Check | NumericsRun | WorkerProblem | Done
 
 
 def event_to_json(event: CandidateEvent) -> dict[str, Any]:
-    """One line of the candidate worker: {"check"}, {"run"}, {"usage_error"}, {"error"}, {"done"}."""
+    """One line of the candidate worker: {"check"}, {"run"}, {"usage_error"}, {"error"} or
+    {"done"}."""
     if isinstance(event, Check):
         return {"check": event.to_json()}
     if isinstance(event, NumericsRun):

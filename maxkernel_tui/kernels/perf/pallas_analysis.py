@@ -207,7 +207,7 @@ def _block_indices_per_step(
             mappings
         ), not grid_mapping.num_index_operands and steps <= MAX_ENUMERATED_STEPS
     points = np.stack(np.unravel_index(np.arange(steps), grid), axis=-1).astype(np.int32)
-    indices = []
+    indices: list[np.ndarray | None] = []
     for mapping in mappings:
         closed = mapping.index_map_jaxpr
 

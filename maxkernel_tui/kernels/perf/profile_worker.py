@@ -3,8 +3,9 @@ shapes, the reference's XLA cost on each TPU generation, and a trace. Imports ja
 
     python -m maxkernel_tui.kernels.perf.profile_worker
 
-One request (a `ProfileRequest`), one JSON answer (a `ProfileAnswer`, or {"error"}). On a TPU the trace is the device's
-(measured); elsewhere it is the host side of a CPU interpret-mode run, labelled so.
+One request (a `ProfileRequest`), one JSON answer (a `ProfileAnswer`, or {"error"}). On a TPU
+the trace is the device's (measured); elsewhere it is the host side of a CPU interpret-mode
+run, labelled so.
 """
 
 from __future__ import annotations

@@ -99,7 +99,8 @@ class ProfileSummary:
             )
         for estimate in self.estimates:
             lines.append(
-                f"{estimate.target} ({estimate.kind}): {_time(estimate.seconds)}, {estimate.bound}-bound; "
+                f"{estimate.target} ({estimate.kind}): {_time(estimate.seconds)}, "
+                f"{estimate.bound}-bound; "
                 f"VMEM {estimate.vmem_bytes / 2**20:.1f}/{estimate.vmem_capacity / 2**20:.0f} MiB; "
                 f"HBM {estimate.hbm_bytes / 1e9:.3g} GB; {estimate.flops / 1e9:.3g} GFLOP; "
                 f"roofline {_time(estimate.roofline_seconds)} "
