@@ -35,15 +35,18 @@ def main() -> None:
             rows.append(f"| {task_id} | error | | | | {description.error or cost.error} |")
             continue
         moved = ", ".join(f"{d.target}: {d.reason[:90]}" for d in cost.did_not_fit)
+        gflop, gbytes = (cost.flops or 0.0) / 1e9, (cost.bytes_accessed or 0.0) / 1e9
         rows.append(
-            f"| {task_id} | {cost.target} | {cost.compile_seconds or 0.0:.1f} | "
-            f"{(cost.flops or 0.0) / 1e9:,.1f} | {(cost.bytes_accessed or 0.0) / 1e9:,.2f} | {moved} |"
+            f"| {task_id} | {cost.target} | {cost.compile_seconds or 0.0:.1f} | {gflop:,.1f} | "
+            f"{gbytes:,.2f} | {moved} |"
         )
     lines = [
-        "# Describing the built-in suite from a cold cache (measured wall time; XLA figures estimated)",
+        "# Describing the built-in suite from a cold cache "
+        "(measured wall time; XLA figures estimated)",
         "",
-        f"`benchmarks/describe_suite.py` on a shared {os.cpu_count()}-core machine, 2 worker processes: "
-        f"**{wall:.0f} s** wall for {len(tasks)} tasks. Compile seconds are measured in the worker; "
+        f"`benchmarks/describe_suite.py` on a shared {os.cpu_count()}-core machine, 2 worker "
+        f"processes: **{wall:.0f} s** wall for {len(tasks)} tasks. Compile seconds are measured "
+        "in the worker; "
         "GFLOP and GB are XLA's cost-analysis estimates for the reference at production shapes.",
         "",
         "| task | TPU target | compile (s) | GFLOP (est.) | GB accessed (est.) | did not fit |",
