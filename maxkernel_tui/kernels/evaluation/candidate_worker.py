@@ -17,6 +17,7 @@ import resource
 import sys
 import time
 import traceback
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,7 @@ from maxkernel_tui.kernels.evaluation.protocol import (
 )
 from maxkernel_tui.kernels.evaluation.report import FAIL, PASS, Check, CheckStatus
 from maxkernel_tui.kernels.loader import load_task
+from maxkernel_tui.kernels.targets import TpuTarget
 from maxkernel_tui.kernels.task import TaskError
 from maxkernel_tui.kernels.workers import READY
 
@@ -74,6 +76,21 @@ def load_candidate(path: Path) -> Any:
     return runtime.module_from_source(path, "candidate_kernel")
 
 
+@dataclass(frozen=True)
+class _Subject:
+    """The candidate and its task at production shapes, as every check sees them."""
+
+    task: Any
+    reference: Any  # the reference module
+    candidate: Any  # the candidate module
+    specs: Any  # dynamic inputs (jax.ShapeDtypeStruct)
+    static: Any  # static arguments
+    expected: list  # the reference's output avals
+
+    def program(self, *dynamic: Any) -> Any:
+        return self.candidate.computation(*dynamic, *self.static)
+
+
 def evaluate_candidate(request: CandidateRequest) -> None:
     """Trace, TPU lowering, TPU compile, then the candidate's outputs for each numerics run."""
     start = time.perf_counter()
@@ -82,6 +99,19 @@ def evaluate_candidate(request: CandidateRequest) -> None:
     except KeyError as error:
         _emit(WorkerProblem(str(error.args[0]), usage=True))
         return
+    subject = _load(request, start)
+    if (
+        subject is not None
+        and _trace_check(subject, start, request.require_pallas)
+        and _lower_check(subject)
+        and _compile_check(subject, target)
+    ):
+        _numerics_runs(subject, request)
+
+
+def _load(request: CandidateRequest, start: float) -> _Subject | None:
+    """The task, its reference and the candidate; None (and a failed trace check) when the
+    candidate does not import."""
     task = load_task(request.task)
     reference = runtime.load_reference(task)
     task = runtime.with_extra_configs(task, reference, request.extra_configs)
@@ -89,104 +119,44 @@ def evaluate_candidate(request: CandidateRequest) -> None:
         candidate = load_candidate(Path(request.kernel))
     except Exception as error:
         _check("trace", FAIL, f"the kernel fails to import: {_first_lines(error)}", start)
-        return
+        return None
     specs, static, expected = runtime.io_specs(task, reference, request.bench_config)
+    return _Subject(task, reference, candidate, specs, static, expected)
 
-    def candidate_fn(*dynamic: Any) -> Any:
-        return candidate.computation(*dynamic, *static)
 
-    if not _trace_check(
-        task,
-        reference,
-        candidate,
-        candidate_fn,
-        specs,
-        static,
-        expected,
-        start,
-        require_pallas=request.require_pallas,
-    ):
-        return
-    start = time.perf_counter()
+def _trace_check(subject: _Subject, start: float, require_pallas: bool) -> bool:
     try:
-        jax.jit(candidate_fn, keep_unused=True).trace(*specs).lower(lowering_platforms=("tpu",))
-    except Exception as error:
-        _check(
-            "tpu_lower",
-            FAIL,
-            f"cannot be lowered for TPU at production shapes: {_first_lines(error)}",
-            start,
+        runtime.check_signature(
+            subject.task, subject.candidate.computation, len(subject.specs), subject.static
         )
-        return
-    _check("tpu_lower", PASS, "lowered for TPU (Mosaic) at production shapes", start)
-
-    start = time.perf_counter()
-    try:
-        aot.compile_for_tpu(candidate_fn, specs, target)
-    except Exception as error:
-        _check(
-            "tpu_compile", FAIL, f"TPU {target.name} compile failed: {_first_lines(error)}", start
-        )
-        return
-    _check(
-        "tpu_compile",
-        PASS,
-        f"compiled ahead of time for TPU {target.name} with libtpu",
-        start,
-        target=target.name,
-    )
-    _numerics_runs(task, reference, candidate, request)
-
-
-def _trace_check(
-    task: Any,
-    reference: Any,
-    candidate: Any,
-    candidate_fn: Any,
-    specs: Any,
-    static: Any,
-    expected: list,
-    start: float,
-    require_pallas: bool,
-) -> bool:
-    try:
-        runtime.check_signature(task, candidate.computation, len(specs), static)
-        traced = jax.make_jaxpr(candidate_fn)(*specs)
+        traced = jax.make_jaxpr(subject.program)(*subject.specs)
     except TaskError as error:
-        return _check(
-            "trace",
-            FAIL,
-            error.problem.replace("computation", "the kernel's computation", 1),
-            start,
-        )
+        detail = error.problem.replace("computation", "the kernel's computation", 1)
+        return _check("trace", FAIL, detail, start)
     except Exception as error:
-        return _check(
-            "trace", FAIL, f"fails to trace at production shapes: {_first_lines(error)}", start
-        )
-    got = traced.out_avals
+        detail = f"fails to trace at production shapes: {_first_lines(error)}"
+        return _check("trace", FAIL, detail, start)
+    got, expected = traced.out_avals, subject.expected
     if [(tuple(e.shape), str(e.dtype)) for e in expected] != [
         (tuple(g.shape), str(g.dtype)) for g in got
     ]:
-        return _check(
-            "trace",
-            FAIL,
-            f"outputs differ from the reference's: {_avals(got)} instead of {_avals(expected)}",
-            start,
-        )
+        detail = f"outputs differ from the reference's: {_avals(got)} instead of {_avals(expected)}"
+        return _check("trace", FAIL, detail, start)
     if not require_pallas:
-        return _check(
-            "trace", PASS, f"sanity run (no Pallas required): outputs {_avals(got)}", start
-        )
+        detail = f"sanity run (no Pallas required): outputs {_avals(got)}"
+        return _check("trace", PASS, detail, start)
+    return _pallas_check(subject, traced, start)
+
+
+def _pallas_check(subject: _Subject, traced: Any, start: float) -> bool:
+    """The heavy work runs inside Pallas kernels, not in XLA around them."""
     work = measure(traced)
-    reference_work = measure(jax.make_jaxpr(lambda *d: reference.computation(*d, *static))(*specs))
     if not work.has_pallas:
-        return _check(
-            "trace",
-            FAIL,
-            "no pallas_call: the work runs in plain XLA (jnp), not in a Pallas kernel",
-            start,
-        )
-    outside = _outside_problem(work, reference_work)
+        detail = "no pallas_call: the work runs in plain XLA (jnp), not in a Pallas kernel"
+        return _check("trace", FAIL, detail, start)
+    static = subject.static
+    reference = jax.make_jaxpr(lambda *d: subject.reference.computation(*d, *static))
+    outside = _outside_problem(work, measure(reference(*subject.specs)))
     if outside:
         return _check("trace", FAIL, outside, start, heavy_ops=work.heavy_ops[:5])
     return _check(
@@ -194,9 +164,31 @@ def _trace_check(
         PASS,
         f"{len(work.pallas_calls)} pallas_call(s); heavy work inside Pallas "
         f"(outside: {work.xla_flops:.3g} flops, {work.xla_reduced:.3g} reduced elements); "
-        f"outputs {_avals(got)}",
+        f"outputs {_avals(traced.out_avals)}",
         start,
     )
+
+
+def _lower_check(subject: _Subject) -> bool:
+    start = time.perf_counter()
+    try:
+        program = jax.jit(subject.program, keep_unused=True)
+        program.trace(*subject.specs).lower(lowering_platforms=("tpu",))
+    except Exception as error:
+        detail = f"cannot be lowered for TPU at production shapes: {_first_lines(error)}"
+        return _check("tpu_lower", FAIL, detail, start)
+    return _check("tpu_lower", PASS, "lowered for TPU (Mosaic) at production shapes", start)
+
+
+def _compile_check(subject: _Subject, target: TpuTarget) -> bool:
+    start = time.perf_counter()
+    try:
+        aot.compile_for_tpu(subject.program, subject.specs, target)
+    except Exception as error:
+        detail = f"TPU {target.name} compile failed: {_first_lines(error)}"
+        return _check("tpu_compile", FAIL, detail, start)
+    detail = f"compiled ahead of time for TPU {target.name} with libtpu"
+    return _check("tpu_compile", PASS, detail, start, target=target.name)
 
 
 def _outside_problem(work: Work, reference: Work) -> str | None:
@@ -216,7 +208,8 @@ def _avals(avals: Any) -> str:
     return ", ".join(f"{a.dtype}{list(a.shape)}" for a in avals)
 
 
-def _numerics_runs(task: Any, reference: Any, candidate: Any, request: CandidateRequest) -> None:
+def _numerics_runs(subject: _Subject, request: CandidateRequest) -> None:
+    task, reference, candidate = subject.task, subject.reference, subject.candidate
     params = pltpu.InterpretParams(
         uninitialized_memory="nan",
         out_of_bounds_reads="raise",

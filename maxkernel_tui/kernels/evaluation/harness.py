@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from maxkernel_tui.kernels.evaluation.protocol import (
+    CandidateEvent,
     CandidateRequest,
     Done,
     NumericsRun,
@@ -177,28 +178,13 @@ class Harness:
             try:
                 event = event_from_json(worker.receive(max(deadline - time.monotonic(), 0.01)))
             except WorkerFailure as failure:
-                report.add(
-                    Check(
-                        _stage_in_progress(report),
-                        FAIL,
-                        self._failure_detail(failure, worker),
-                        round(time.monotonic() - stage_started, 3),
-                    )
-                )
+                seconds = round(time.monotonic() - stage_started, 3)
+                detail = self._failure_detail(failure, worker)
+                report.add(Check(_stage_in_progress(report), FAIL, detail, seconds))
                 return outputs
             if isinstance(event, Check):
-                report.add(event)
                 stage_started = time.monotonic()
-                if event.status == FAIL:
-                    return outputs
-            elif isinstance(event, NumericsRun):
-                outputs[event.key] = event
-            elif isinstance(event, WorkerProblem) and event.usage:
-                raise UsageError(event.detail)
-            elif isinstance(event, WorkerProblem):
-                detail = f"harness error: {event.detail}"
-                report.add(Check(_stage_in_progress(report), FAIL, detail))
-            elif isinstance(event, Done):
+            if _take(event, report, outputs):
                 return outputs
 
     def _failure_detail(self, failure: WorkerFailure, worker: LineWorker) -> str:
@@ -308,6 +294,22 @@ def _extra_configs(task: Task, options: EvalOptions) -> dict[str, dict[str, int]
             f"extra configuration name(s) {clashes} clash with the task's own configurations"
         )
     return {name: dict(params) for name, params in options.extra_configs}
+
+
+def _take(event: CandidateEvent, report: EvalReport, outputs: dict[Run, NumericsRun]) -> bool:
+    """Record one event of the candidate worker; True when it has nothing more to say."""
+    if isinstance(event, Check):
+        report.add(event)
+        return event.status == FAIL
+    if isinstance(event, NumericsRun):
+        outputs[event.key] = event
+        return False
+    if isinstance(event, WorkerProblem):
+        if event.usage:
+            raise UsageError(event.detail)
+        report.add(Check(_stage_in_progress(report), FAIL, f"harness error: {event.detail}"))
+        return False
+    return isinstance(event, Done)
 
 
 def _stage_in_progress(report: EvalReport) -> str:

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 MEASURED = "measured"  # how a trace taken on a TPU labels its kind
+# vmem: pipelined through VMEM; any: left in HBM (the kernel copies it itself); smem; semaphore
+MemorySpace = Literal["vmem", "any", "smem", "semaphore"]
 
 
 @dataclass(frozen=True)
@@ -19,7 +21,7 @@ class Block:
     shape: list[int]
     array_shape: list[int]  # the whole operand the block tiles
     dtype: str
-    memory_space: str  # vmem (pipelined), any (left in HBM), smem, semaphore
+    memory_space: MemorySpace
     bytes: int
     fetches: int  # how many times the pipeline moves it between HBM and VMEM
 

@@ -21,7 +21,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from maxkernel_tui.kernels.perf.analysis import Block, KernelAnalysis, ReferenceCost
 from maxkernel_tui.kernels.targets import TpuTarget
@@ -34,12 +34,16 @@ VPU_SHARE = 1 / 16
 EUP_SHARE = 1 / 64
 
 
+Bound = Literal["memory", "compute", "overhead"]  # what takes the most time
+EstimateKind = Literal["estimated", "estimated, calibrated"]  # the model, or it scaled by TPU runs
+
+
 @dataclass
 class Estimate:
     target: str
-    kind: str  # "estimated" (model) or "estimated, calibrated" (model scaled by TPU measurements)
+    kind: EstimateKind
     seconds: float
-    bound: str  # memory | compute | overhead
+    bound: Bound
     transfer_seconds: float
     compute_seconds: float
     overhead_seconds: float
@@ -87,28 +91,16 @@ def estimate(
     """The program's Pallas kernels run one after another; their times add up. The roofline is
     the task's: the reference's flops, and `io_bytes` (inputs read and outputs written once)
     or, without it, the bytes XLA's reference moves."""
-    transfer = compute = overhead = seconds = 0.0
-    total_bytes = total_flops = 0.0
-    for kernel in kernels:
-        steps = max(kernel.steps, 1)
-        moved_out = sum(b.bytes * b.fetches for b in kernel.blocks if b.is_output)
-        step_in = (kernel.hbm_bytes - moved_out) / steps / target.hbm_bandwidth
-        step_out = moved_out / steps / target.hbm_bandwidth
-        step_compute = _step_compute(kernel, target)
-        seconds += (
-            step_in
-            + (steps - 1) * max(step_compute, step_in + step_out)
-            + step_compute
-            + step_out
-            + steps * STEP_OVERHEAD_S
-        )
-        transfer += kernel.hbm_bytes / target.hbm_bandwidth
-        compute += step_compute * steps
-        overhead += STEP_OVERHEAD_S * steps
-        total_bytes += kernel.hbm_bytes
-        total_flops += kernel.mxu_flops_per_step * steps
     factor = (calibration or {}).get(target.name, 1.0)
-    seconds *= factor
+    seconds = sum(_pipeline_seconds(k, target) for k in kernels) * factor
+    transfer = sum(k.hbm_bytes / target.hbm_bandwidth for k in kernels)
+    compute = sum(_step_compute(k, target) * _steps(k) for k in kernels)
+    overhead = sum(STEP_OVERHEAD_S * _steps(k) for k in kernels)
+    parts: list[tuple[Bound, float]] = [
+        ("memory", transfer),
+        ("compute", compute),
+        ("overhead", overhead),
+    ]
     vmem = max((k.vmem_bytes for k in kernels), default=0)
     roofline = _roofline(reference_cost, target, io_bytes)
     reference_seconds = reference_cost.optimal_seconds if reference_cost else None
@@ -116,14 +108,12 @@ def estimate(
         target=target.name,
         kind="estimated, calibrated" if factor != 1.0 else "estimated",
         seconds=seconds,
-        bound=max(
-            (("memory", transfer), ("compute", compute), ("overhead", overhead)), key=lambda p: p[1]
-        )[0],
+        bound=max(parts, key=lambda part: part[1])[0],
         transfer_seconds=transfer,
         compute_seconds=compute,
         overhead_seconds=overhead,
-        hbm_bytes=int(total_bytes),
-        flops=total_flops,
+        hbm_bytes=sum(k.hbm_bytes for k in kernels),
+        flops=sum(k.mxu_flops_per_step * _steps(k) for k in kernels),
         vmem_bytes=vmem,
         vmem_capacity=target.vmem_bytes,
         fits_vmem=vmem <= target.vmem_bytes,
@@ -131,6 +121,26 @@ def estimate(
         roofline_share=roofline / seconds if roofline and seconds else None,
         reference_seconds=reference_seconds,
         speedup=reference_seconds / seconds if reference_seconds and seconds else None,
+    )
+
+
+def _steps(kernel: KernelAnalysis) -> int:
+    return max(kernel.steps, 1)
+
+
+def _pipeline_seconds(kernel: KernelAnalysis, target: TpuTarget) -> float:
+    """One kernel's time: the pipeline formula of the module docstring."""
+    steps = _steps(kernel)
+    moved_out = sum(b.bytes * b.fetches for b in kernel.blocks if b.is_output)
+    step_in = (kernel.hbm_bytes - moved_out) / steps / target.hbm_bandwidth
+    step_out = moved_out / steps / target.hbm_bandwidth
+    step_compute = _step_compute(kernel, target)
+    return (
+        step_in
+        + (steps - 1) * max(step_compute, step_in + step_out)
+        + step_compute
+        + step_out
+        + steps * STEP_OVERHEAD_S
     )
 
 

@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from maxkernel_tui.kernels.evaluation.jaxpr_work import sub_jaxprs
-from maxkernel_tui.kernels.perf.analysis import Block, KernelAnalysis
+from maxkernel_tui.kernels.perf.analysis import Block, KernelAnalysis, MemorySpace
 
 # Grids larger than this are not enumerated: every block is assumed fetched at every step.
 MAX_ENUMERATED_STEPS = 1 << 20
@@ -115,30 +115,8 @@ def _analyze_call(eqn: Any) -> KernelAnalysis:
     grid_mapping = eqn.params["grid_mapping"]
     grid = [int(g) for g in grid_mapping.grid]
     steps = math.prod(grid) if grid else 1
-    mappings = grid_mapping.block_mappings
     block_indices, exact = _block_indices_per_step(grid_mapping, grid, steps)
-    blocks = []
-    for position, mapping in enumerate(mappings):
-        role = (
-            f"input {position}"
-            if position < grid_mapping.num_inputs
-            else f"output {position - grid_mapping.num_inputs}"
-        )
-        shape = [int(d) for d in mapping.transformed_block_aval.shape]
-        dtype = mapping.transformed_block_aval.dtype
-        space = _memory_space(mapping.block_aval)
-        size = math.prod(shape) * _itemsize(dtype)
-        fetches = _fetch_count(block_indices[position], steps) if space == "vmem" else 0
-        array_shape = [int(d) for d in mapping.array_aval.shape]
-        blocks.append(Block(role, shape, array_shape, str(dtype), space, size, fetches))
-    for position, aval in enumerate(grid_mapping.scratch_avals):
-        inner = getattr(aval, "inner_aval", aval)
-        shape = [int(d) for d in getattr(inner, "shape", ())]
-        dtype = getattr(inner, "dtype", None)
-        size = math.prod(shape) * _itemsize(dtype)
-        blocks.append(
-            Block(f"scratch {position}", shape, shape, str(dtype), _memory_space(aval), size, 0)
-        )
+    blocks = _pipelined_blocks(grid_mapping, block_indices, steps) + _scratch(grid_mapping)
     body = _body_work(eqn.params["jaxpr"])
     params = _compiler_params(eqn.params.get("compiler_params"))
     return KernelAnalysis(
@@ -166,6 +144,40 @@ def _analyze_call(eqn: Any) -> KernelAnalysis:
     )
 
 
+def _pipelined_blocks(
+    grid_mapping: Any, block_indices: list[np.ndarray | None], steps: int
+) -> list[Block]:
+    """The inputs and outputs, with how often the pipeline moves each."""
+    blocks = []
+    for position, mapping in enumerate(grid_mapping.block_mappings):
+        role = (
+            f"input {position}"
+            if position < grid_mapping.num_inputs
+            else f"output {position - grid_mapping.num_inputs}"
+        )
+        shape = [int(d) for d in mapping.transformed_block_aval.shape]
+        dtype = mapping.transformed_block_aval.dtype
+        space = _memory_space(mapping.block_aval)
+        size = math.prod(shape) * _itemsize(dtype)
+        fetches = _fetch_count(block_indices[position], steps) if space == "vmem" else 0
+        array_shape = [int(d) for d in mapping.array_aval.shape]
+        blocks.append(Block(role, shape, array_shape, str(dtype), space, size, fetches))
+    return blocks
+
+
+def _scratch(grid_mapping: Any) -> list[Block]:
+    blocks = []
+    for position, aval in enumerate(grid_mapping.scratch_avals):
+        inner = getattr(aval, "inner_aval", aval)
+        shape = [int(d) for d in getattr(inner, "shape", ())]
+        dtype = getattr(inner, "dtype", None)
+        size = math.prod(shape) * _itemsize(dtype)
+        blocks.append(
+            Block(f"scratch {position}", shape, shape, str(dtype), _memory_space(aval), size, 0)
+        )
+    return blocks
+
+
 def _itemsize(dtype: Any) -> int:
     try:
         return np.dtype(dtype).itemsize
@@ -173,7 +185,7 @@ def _itemsize(dtype: Any) -> int:
         return 4
 
 
-def _memory_space(aval: Any) -> str:
+def _memory_space(aval: Any) -> MemorySpace:
     space = str(getattr(aval, "memory_space", "") or "").lower()
     if "smem" in space:
         return "smem"
