@@ -47,6 +47,23 @@ def profile_kernel(
 ) -> ProfileSummary:
     """`trace=False`: the static analysis and the model's estimates only (no run of the kernel);
     `reference_costs`: the reference's XLA costs per target from an earlier profile (no compile)."""
+    source = _profilable_source(kernel, targets)
+    workdir = Path(tempfile.mkdtemp(prefix="mkt-profile-"))
+    (workdir / "kernel.py").write_text(source)
+    request = ProfileRequest(
+        kernel=str(workdir / "kernel.py"),
+        task=str(task.folder),
+        targets=list(targets),
+        trace_dir=str(trace_root / f"{task.task_id}-{time.strftime('%Y%m%d-%H%M%S')}"),
+        trace=trace,
+        reference_costs=reference_costs or {},
+    )
+    answer = _ask_worker(workdir, request, timeout)
+    return summarize(task.task_id, kernel.name, answer, targets, calibration_file)
+
+
+def _profilable_source(kernel: Path, targets: tuple[str, ...]) -> str:
+    """The kernel's source, once the targets are known and it keeps the static rules."""
     unknown = [t for t in targets if t not in TARGETS]
     if unknown:
         raise ProfileError(
@@ -56,22 +73,16 @@ def profile_kernel(
     problems = static_problems(source, kernel.name)
     if problems:
         raise ProfileError("the kernel breaks the static rules: " + "; ".join(problems))
-    workdir = Path(tempfile.mkdtemp(prefix="mkt-profile-"))
-    (workdir / "kernel.py").write_text(source)
-    trace_dir = trace_root / f"{task.task_id}-{time.strftime('%Y%m%d-%H%M%S')}"
+    return source
+
+
+def _ask_worker(workdir: Path, request: ProfileRequest, timeout: float) -> ProfileAnswer:
+    """One profile in a worker process of its own, in `workdir` (removed afterwards)."""
     worker = LineWorker(
         python_module_argv("maxkernel_tui.kernels.perf.profile_worker"),
         dict(jax_worker_env(), TMPDIR=str(workdir)),
         cwd=str(workdir),
         limits=Limits(memory_bytes=8 * GIB),
-    )
-    request = ProfileRequest(
-        kernel=str(workdir / "kernel.py"),
-        task=str(task.folder),
-        targets=list(targets),
-        trace_dir=str(trace_dir),
-        trace=trace,
-        reference_costs=reference_costs or {},
     )
     try:
         answer = worker.ask(json.dumps(request.to_json()), timeout)
@@ -82,8 +93,7 @@ def profile_kernel(
         shutil.rmtree(workdir, ignore_errors=True)
     if "error" in answer:  # the worker's own failure, in place of an answer
         raise ProfileError(answer["error"])
-    answered = ProfileAnswer.from_json(answer)
-    return summarize(task.task_id, kernel.name, answered, targets, calibration_file)
+    return ProfileAnswer.from_json(answer)
 
 
 def summarize(
