@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 
 class CheckStatus(StrEnum):
@@ -48,7 +48,7 @@ class Timing:
     always measured on a real device, which `device` names."""
 
     what: str  # "kernel", "XLA reference", SPEEDUP
-    kind: str  # "measured"
+    kind: Literal["measured"]  # never an estimate: a report shows only what a device timed
     device: str
     label: str  # the figure in words, with its device
     median_s: float | None = None
