@@ -15,6 +15,7 @@ import tempfile
 import time
 
 from maxkernel_tui.kernels.catalog import describe_tasks
+from maxkernel_tui.kernels.description import XlaCost
 from maxkernel_tui.kernels.loader import builtin_suite_dir, load_tasks
 
 RESULTS = pathlib.Path(__file__).parent / "results" / "describe_suite.md"
@@ -29,26 +30,23 @@ def main() -> None:
     wall = time.perf_counter() - start
     rows = []
     for task_id, description in described.items():
-        cost = description.get("cost", {})
-        if "error" in description or "error" in cost:
-            rows.append(
-                f"| {task_id} | error | | | | {description.get('error') or cost['error']} |"
-            )
+        cost = description.cost or XlaCost(error="no cost")
+        if description.error is not None or cost.error is not None:
+            rows.append(f"| {task_id} | error | | | | {description.error or cost.error} |")
             continue
-        moved = ", ".join(f"{d['target']}: {d['reason'][:90]}" for d in cost["did_not_fit"])
+        moved = ", ".join(f"{d.target}: {d.reason[:90]}" for d in cost.did_not_fit)
+        gflop, gbytes = (cost.flops or 0.0) / 1e9, (cost.bytes_accessed or 0.0) / 1e9
         rows.append(
-            f"| {task_id} | {cost['target']} | {cost['compile_seconds']:.1f} | "
-            f"{cost['flops'] / 1e9:,.1f} | "
-            f"{cost['bytes_accessed'] / 1e9:,.2f} | {moved} |"
+            f"| {task_id} | {cost.target} | {cost.compile_seconds or 0.0:.1f} | {gflop:,.1f} | "
+            f"{gbytes:,.2f} | {moved} |"
         )
     lines = [
-        "# Describing the built-in suite from a cold cache (measured wall time; XLA figures "
-        "estimated)",
+        "# Describing the built-in suite from a cold cache "
+        "(measured wall time; XLA figures estimated)",
         "",
         f"`benchmarks/describe_suite.py` on a shared {os.cpu_count()}-core machine, 2 worker "
-        "processes: "
-        f"**{wall:.0f} s** wall for {len(tasks)} tasks. Compile seconds are measured in the "
-        "worker; "
+        f"processes: **{wall:.0f} s** wall for {len(tasks)} tasks. Compile seconds are measured "
+        "in the worker; "
         "GFLOP and GB are XLA's cost-analysis estimates for the reference at production shapes.",
         "",
         "| task | TPU target | compile (s) | GFLOP (est.) | GB accessed (est.) | did not fit |",

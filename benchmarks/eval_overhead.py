@@ -34,22 +34,22 @@ IN_PROCESS = r"""
 import contextlib, io, json, sys, tempfile, time
 from maxkernel_tui.kernels.evaluation import candidate_worker, reference_worker
 from maxkernel_tui.kernels.evaluation.compare import compare_files
+from maxkernel_tui.kernels.evaluation.protocol import (
+    CandidateRequest, NumericsRun, ReferenceRequest, event_from_json)
 from maxkernel_tui.kernels.loader import builtin_suite_dir, find_task, load_tasks
 task = find_task("12p", load_tasks(builtin_suite_dir())[0])
-runs = [["check", 11], ["check", 12], ["check", 13], ["heldout", 14]]
+runs = [("check", 11), ("check", 12), ("check", 13), ("heldout", 14)]
 out = tempfile.mkdtemp()
 start = time.perf_counter()
 events = io.StringIO()
 with contextlib.redirect_stdout(events):
-    candidate_worker.evaluate_candidate({"kernel": sys.argv[1], "task": str(task.folder),
-        "target": "v5e", "bench_config": "bench", "runs": runs, "out_dir": out,
-        "detect_races": False})
-reference = reference_worker.reference_outputs(
-    {"task": str(task.folder), "runs": runs, "out_dir": out}
-)
-candidate = [json.loads(l)["run"] for l in events.getvalue().splitlines() if '"run"' in l]
-for c, r in zip(candidate, reference["runs"]):
-    assert compare_files(c["files"], r["files"], task.tolerance(c["config"])).ok
+    candidate_worker.evaluate_candidate(
+        CandidateRequest(sys.argv[1], str(task.folder), "v5e", "bench", runs, out))
+reference = reference_worker.reference_outputs(ReferenceRequest(str(task.folder), runs, out))
+candidate = [event_from_json(json.loads(line)) for line in events.getvalue().splitlines()]
+candidate = [event for event in candidate if isinstance(event, NumericsRun)]
+for c, r in zip(candidate, reference.runs):
+    assert compare_files(c.files, r.files, task.tolerance(c.config)).ok
 print(time.perf_counter() - start)
 """
 
@@ -84,9 +84,8 @@ def main() -> None:
         "# Evaluation harness overhead (measured)",
         "",
         f"`benchmarks/eval_overhead.py`, {SAMPLES} alternating samples each on a shared "
-        f"{os.cpu_count()}-core "
-        "machine, 12p_RMSNorm with an honest kernel, 3 check seeds + 1 held-out seed, TPU compile "
-        "for v5e.",
+        f"{os.cpu_count()}-core machine, 12p_RMSNorm with an honest kernel, 3 check seeds + 1 "
+        "held-out seed, TPU compile for v5e.",
         "",
         "| path | median (s) | samples (s) |",
         "|---|---:|---|",
@@ -95,8 +94,8 @@ def main() -> None:
         f"| same checks in one process (jax already imported) | {in_process_median:.2f} | "
         f"{', '.join(f'{s:.2f}' for s in in_process_samples)} |",
         "",
-        f"Ratio harness / in-process: **{harness_median / in_process_median:.2f}x** (goal: within "
-        "1.5x).",
+        f"Ratio harness / in-process: **{harness_median / in_process_median:.2f}x** "
+        "(goal: within 1.5x).",
     ]
     RESULTS.write_text("\n".join(lines) + "\n")
     print("\n".join(lines))

@@ -58,9 +58,8 @@ def main() -> None:
         "",
         f"Measured by `benchmarks/suite_check_times.py` on {platform.node()} "
         f"({os.cpu_count()} cores, jax {jax.__version__}, {jax.default_backend()}); first call = "
-        "trace + "
-        "compile + run, warm = median of 5 runs. Shared machine: compare rows, not absolute "
-        "values.",
+        "trace + compile + run, warm = median of 5 runs. Shared machine: compare rows, not "
+        "absolute values.",
         "",
         f"Slowest first call on `check`: {slowest[0]} {slowest[1]:.2f} s. "
         f"Sum of first calls on `check`: {sum(r[1] for r in rows):.1f} s.",

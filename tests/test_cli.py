@@ -9,8 +9,8 @@ import sys
 import pytest
 
 from maxkernel_tui import __version__
-from tests.kernels.test_suite import JAXBENCH_IDS
 from tests.support.cli import cli
+from tests.support.kernels import JAXBENCH_IDS
 from tests.support.paths import ADAPTED_TASKS
 
 
@@ -64,6 +64,7 @@ def test_tasks_path_reads_a_folder_in_the_adapted_format(tmp_path):
     assert listing["tasks"][0]["cost"]["flops"] == 8192
 
 
+@pytest.mark.slow  # describe workers
 def test_tasks_path_reports_bad_tasks_and_lists_the_rest(tmp_path):
     root = tmp_path / "tasks"
     shutil.copytree(ADAPTED_TASKS, root)

@@ -52,6 +52,7 @@ def test_eval_rejects_with_exit_1_and_a_readable_reason():
     )
 
 
+@pytest.mark.slow  # jax worker processes
 def test_eval_usage_errors_exit_2(tmp_path):
     missing = cli("eval", str(tmp_path / "nope.py"), "--task", "12p", check=False)
     assert missing.returncode == 2 and "no such kernel file" in missing.stderr
@@ -112,21 +113,42 @@ def test_bench_with_kernels_prints_a_table(tmp_path):
     assert "correct 1/2; fast_p: not available: no timings (no TPU here" in done.stdout
 
 
-def test_fast_p_counts_only_correct_and_significantly_faster_tasks():
-    from maxkernel_tui.commands.bench import _totals
+def _row(verdict, timings):
+    from maxkernel_tui.commands.bench import BenchRow
 
-    win = [{"what": "speedup over the XLA reference", "significant": True, "ratio": 1.4}]
-    noise = [{"what": "speedup over the XLA reference", "significant": False, "ratio": 1.1}]
+    return BenchRow("key", "task", "task.py", verdict, None, "", timings, 1.0)
+
+
+def _speedup(significant, ratio):
+    from maxkernel_tui.kernels.evaluation.report import Timing
+
+    return Timing(
+        "speedup over the XLA reference",
+        "measured",
+        "TPU v5 lite",
+        "",
+        ratio=ratio,
+        significant=significant,
+    )
+
+
+def test_fast_p_counts_only_correct_and_significantly_faster_tasks():
+    from maxkernel_tui.commands.bench import BenchRow, _totals
+
+    win = [_speedup(True, 1.4)]
+    noise = [_speedup(False, 1.1)]
     rows = [
-        {"verdict": "accepted", "timings": win},
-        {"verdict": "accepted", "timings": noise},
-        {"verdict": "rejected", "timings": []},
-        {"verdict": "accepted", "timings": win},
+        _row("accepted", win),
+        _row("accepted", noise),
+        _row("rejected", []),
+        _row("accepted", win),
     ]
-    assert _totals(rows) == {
+    assert _totals(rows).to_json() == {
         "tasks": 4,
         "correct": 3,
         "timed": 3,
         "fast_p": {"p": 1.0, "fast": 0.5},
     }
-    assert _totals(rows[2:3])["fast_p"] is None
+    assert _totals(rows[2:3]).to_json()["fast_p"] is None
+    # a results file line reads back as the row it was
+    assert BenchRow.from_json(json.loads(json.dumps(rows[0].to_json()))) == rows[0]

@@ -12,12 +12,13 @@ import argparse
 import hashlib
 import json
 import sys
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from maxkernel_tui.config import cache_dir, flag_of
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
-from maxkernel_tui.kernels.evaluation.report import ACCEPTED
+from maxkernel_tui.kernels.evaluation.report import ACCEPTED, SPEEDUP, EvalReport, Timing
 from maxkernel_tui.kernels.loader import builtin_suite_dir, load_tasks
 from maxkernel_tui.kernels.targets import DEFAULT_TARGET
 from maxkernel_tui.kernels.task import Task, TaskError
@@ -51,6 +52,60 @@ def add_parser(commands: Any) -> None:
     parser.set_defaults(run=run)
 
 
+@dataclass(frozen=True)
+class BenchRow:
+    """One task's result, as appended to the results file (JSON lines) and printed by --json."""
+
+    key: str  # digest of the kernel, the task's files and the options: a change redoes the task
+    task: str
+    kernel: str
+    verdict: str
+    failed_check: str | None
+    detail: str
+    timings: list[Timing]
+    seconds: float
+
+    @property
+    def significantly_faster(self) -> bool:
+        return any(t.significant and t.what == SPEEDUP for t in self.timings)
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(asdict(self), timings=[t.to_json() for t in self.timings])
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> BenchRow:
+        return cls(**dict(data, timings=[Timing.from_json(t) for t in data["timings"]]))
+
+    @classmethod
+    def of(cls, key: str, task: Task, kernel: Path, report: EvalReport) -> BenchRow:
+        failed = report.failure
+        return cls(
+            key=key,
+            task=task.task_id,
+            kernel=str(kernel),
+            verdict=report.verdict,
+            failed_check=failed.name if failed else None,
+            detail=failed.detail if failed else "",
+            timings=report.timings,
+            seconds=round(sum(c.seconds for c in report.checks), 1),
+        )
+
+
+@dataclass(frozen=True)
+class BenchTotals:
+    """Correct count, and fast_1: the share of tasks both correct and significantly faster than
+    the XLA reference (None without timings, i.e. off a TPU)."""
+
+    tasks: int
+    correct: int
+    timed: int
+    fast: float | None
+
+    def to_json(self) -> dict[str, Any]:
+        fast_p = None if self.fast is None else {"p": 1.0, "fast": self.fast}
+        return {"tasks": self.tasks, "correct": self.correct, "timed": self.timed, "fast_p": fast_p}
+
+
 def run(args: argparse.Namespace) -> int:
     suite = builtin_suite_dir() if args.suite == "builtin" else Path(args.suite)
     tasks, errors = load_tasks(suite)
@@ -71,26 +126,19 @@ def run(args: argparse.Namespace) -> int:
             if key in done:
                 results.append(done[key])
                 continue
-            report = harness.evaluate(kernel, task, options)
-            row = {
-                "key": key,
-                "task": task.task_id,
-                "kernel": str(kernel),
-                **_summary(report.to_json()),
-            }
+            row = BenchRow.of(key, task, kernel, harness.evaluate(kernel, task, options))
             _append(results_path, row)
             results.append(row)
             if not args.json:
                 print(_format_row(row), flush=True)
+    totals = _totals(results)
     if args.json:
-        print(
-            json.dumps(
-                {"results": results, "summary": _totals(results), "results_file": str(results_path)}
-            )
-        )
+        rows = [r.to_json() for r in results]
+        summary = {"results": rows, "summary": totals.to_json(), "results_file": str(results_path)}
+        print(json.dumps(summary))
     else:
-        print(_format_totals(_totals(results), results_path))
-    return 0 if all(r["verdict"] == ACCEPTED for r in results) and not errors else 1
+        print(_format_totals(totals, results_path))
+    return 0 if all(r.verdict == ACCEPTED for r in results) and not errors else 1
 
 
 def _pairs(tasks: list[Task], kernels: Path | None) -> list[tuple[Task, Path]]:
@@ -117,17 +165,6 @@ def _key(task: Task, kernel: Path, options: EvalOptions) -> str:
     return digest.hexdigest()[:24]
 
 
-def _summary(report: dict[str, Any]) -> dict[str, Any]:
-    failed = next((c for c in report["checks"] if c["status"] == "fail"), None)
-    return {
-        "verdict": report["verdict"],
-        "failed_check": failed["name"] if failed else None,
-        "detail": failed["detail"] if failed else "",
-        "timings": report["timings"],
-        "seconds": round(sum(c["seconds"] for c in report["checks"]), 1),
-    }
-
-
 def _default_results(suite: Path, kernels: Path | None) -> Path:
     name = hashlib.sha256(
         f"{suite.resolve()}|{kernels.resolve() if kernels else 'sanity'}".encode()
@@ -135,56 +172,47 @@ def _default_results(suite: Path, kernels: Path | None) -> Path:
     return cache_dir() / "bench" / f"{name[:16]}.jsonl"
 
 
-def _read_results(path: Path) -> dict[str, dict[str, Any]]:
-    rows: dict[str, dict[str, Any]] = {}
+def _read_results(path: Path) -> dict[str, BenchRow]:
+    rows: dict[str, BenchRow] = {}
     if path.is_file():
         for line in path.read_text().splitlines():
             try:
-                row = json.loads(line)
-            except json.JSONDecodeError:
-                continue  # a line cut short by a kill; that task is redone
-            rows[row["key"]] = row
+                row = BenchRow.from_json(json.loads(line))
+            except (ValueError, TypeError, KeyError):
+                continue  # a line cut short by a kill, or an older format; that task is redone
+            rows[row.key] = row
     return rows
 
 
-def _append(path: Path, row: dict[str, Any]) -> None:
+def _append(path: Path, row: BenchRow) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a") as handle:
-        handle.write(json.dumps(row) + "\n")
+        handle.write(json.dumps(row.to_json()) + "\n")
 
 
-def _totals(results: list[dict[str, Any]]) -> dict[str, Any]:
-    """Correct count, and fast_1: the share of tasks both correct and significantly faster than
-    the XLA reference (only where timings exist, i.e. on a TPU)."""
-    timed = [r for r in results if r["timings"]]
-    fast = [
-        r
-        for r in timed
-        if r["verdict"] == ACCEPTED
-        and any(
-            t.get("significant") and t["what"] == "speedup over the XLA reference"
-            for t in r["timings"]
-        )
-    ]
-    return {
-        "tasks": len(results),
-        "correct": sum(r["verdict"] == ACCEPTED for r in results),
-        "timed": len(timed),
-        "fast_p": None if not timed else {"p": 1.0, "fast": len(fast) / len(results)},
-    }
-
-
-def _format_row(row: dict[str, Any]) -> str:
-    mark = "✓" if row["verdict"] == ACCEPTED else "✗"
-    why = f"  {row['failed_check']}: {row['detail'][:110]}" if row["failed_check"] else ""
-    return f"{mark} {row['task']:<58} {row['verdict']:<9} {row['seconds']:6.1f}s{why}"
-
-
-def _format_totals(totals: dict[str, Any], path: Path) -> str:
-    fast = (
-        "fast_p: not available: no timings (no TPU here; CPU interpret-mode times are not kernel times)"
-        if totals["fast_p"] is None
-        else f"fast_1 {totals['fast_p']['fast']:.2f} (correct and significantly faster than XLA, measured on TPU; "
-        f"{totals['timed']} timed)"
+def _totals(results: list[BenchRow]) -> BenchTotals:
+    timed = [r for r in results if r.timings]
+    fast = [r for r in timed if r.verdict == ACCEPTED and r.significantly_faster]
+    return BenchTotals(
+        tasks=len(results),
+        correct=sum(r.verdict == ACCEPTED for r in results),
+        timed=len(timed),
+        fast=len(fast) / len(results) if timed else None,
     )
-    return f"correct {totals['correct']}/{totals['tasks']}; {fast}\nresults: {path}"
+
+
+def _format_row(row: BenchRow) -> str:
+    mark = "✓" if row.verdict == ACCEPTED else "✗"
+    why = f"  {row.failed_check}: {row.detail[:110]}" if row.failed_check else ""
+    return f"{mark} {row.task:<58} {row.verdict:<9} {row.seconds:6.1f}s{why}"
+
+
+def _format_totals(totals: BenchTotals, path: Path) -> str:
+    fast = (
+        "fast_p: not available: no timings "
+        "(no TPU here; CPU interpret-mode times are not kernel times)"
+        if totals.fast is None
+        else f"fast_1 {totals.fast:.2f} (correct and significantly faster than XLA, measured on "
+        f"TPU; {totals.timed} timed)"
+    )
+    return f"correct {totals.correct}/{totals.tasks}; {fast}\nresults: {path}"

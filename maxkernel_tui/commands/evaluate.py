@@ -23,9 +23,9 @@ def add_parser(commands: Any) -> None:
     parser = commands.add_parser(
         "eval",
         help="evaluate a candidate kernel against a task",
-        description="Evaluate KERNEL.py (a file defining `computation` with the reference's signature) "
-        "against TASK: static checks, trace (Pallas does the heavy work), TPU lowering and "
-        "ahead-of-time compile with libtpu, numerics in TPU interpret mode on fresh seeds and "
+        description="Evaluate KERNEL.py (a file defining `computation` with the reference's "
+        "signature) against TASK: static checks, trace (Pallas does the heavy work), TPU lowering "
+        "and ahead-of-time compile with libtpu, numerics in TPU interpret mode on fresh seeds and "
         "held-out shapes, timing on a real TPU only. Exit 0 accepted, 1 rejected, 2 usage error.",
     )
     parser.add_argument("kernel", type=Path, metavar="KERNEL.py")
@@ -61,7 +61,8 @@ def run(args: argparse.Namespace) -> int:
     task = resolve_kernel_and_task(args.kernel, args.task)
     if args.config is not None and args.config not in task.configs:
         print(
-            f"error: task {task.task_id} has no configuration {args.config!r} ({', '.join(task.configs)})",
+            f"error: task {task.task_id} has no configuration {args.config!r} "
+            f"({', '.join(task.configs)})",
             file=sys.stderr,
         )
         return 2

@@ -1,4 +1,5 @@
-"""`maxkernel-tui profile KERNEL.py --task TASK`: static analysis, performance model, trace. No jax here."""
+"""`maxkernel-tui profile KERNEL.py --task TASK`: static analysis, performance model, trace.
+No jax here."""
 
 from __future__ import annotations
 
@@ -18,9 +19,10 @@ def add_parser(commands: Any) -> None:
     parser = commands.add_parser(
         "profile",
         help="profile a candidate kernel: VMEM, bytes, flops, bound, estimated time, roofline",
-        description="Static analysis of the kernel's pallas_calls at production shapes, the TPU performance "
-        "model per generation (estimated), XLA's cost of the reference on the same TPUs, and a trace "
-        "(device trace on a TPU; host-side trace of an interpret-mode run elsewhere).",
+        description="Static analysis of the kernel's pallas_calls at production shapes, the TPU "
+        "performance model per generation (estimated), XLA's cost of the reference on the same "
+        "TPUs, and a trace (device trace on a TPU; host-side trace of an interpret-mode run "
+        "elsewhere).",
     )
     parser.add_argument("kernel", type=Path, metavar="KERNEL.py")
     parser.add_argument(

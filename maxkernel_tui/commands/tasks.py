@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from maxkernel_tui.config import cache_dir
+from maxkernel_tui.kernels.description import TaskDescription
 from maxkernel_tui.kernels.listing import format_task, task_record
 from maxkernel_tui.kernels.loader import builtin_suite_dir, find_task, load_tasks
 from maxkernel_tui.kernels.targets import DEFAULT_TARGET, TARGETS
@@ -103,16 +104,17 @@ def list_tasks(args: argparse.Namespace) -> int:
     )
     if progress:
         progress.finish()
-    records = [task_record(t, descriptions[t.task_id]) for t in tasks]
-    failed = [r for r in records if "error" in r]
+    described = [(t, descriptions[t.task_id]) for t in tasks]
+    failed = [t for t, description in described if description.error is not None]
     if args.json:
+        records = [task_record(t, description) for t, description in described]
         print(json.dumps({"tasks": records, "errors": [str(e) for e in errors]}, indent=1))
     else:
-        for record in records:
-            print(format_task(record))
+        for task, description in described:
+            print(format_task(task, description))
         for error in errors:
             print(f"error: {error}", file=sys.stderr)
-        print(f"{len(records)} tasks, {len(failed) + len(errors)} with errors", file=sys.stderr)
+        print(f"{len(described)} tasks, {len(failed) + len(errors)} with errors", file=sys.stderr)
     return 1 if failed or errors else 0
 
 
@@ -143,9 +145,9 @@ class _Progress:
     def __init__(self) -> None:
         self.done = 0
 
-    def update(self, task_id: str, answer: dict[str, Any]) -> None:
+    def update(self, task_id: str, answer: TaskDescription) -> None:
         self.done += 1
-        mark = "error" if "error" in answer else "ok"
+        mark = "error" if answer.error is not None else "ok"
         sys.stderr.write(
             f"\r\033[Kdescribing tasks not in the cache (shapes, AOT TPU compile): "
             f"{self.done} done, last {task_id} {mark}"

@@ -41,10 +41,10 @@ def target_for(name: str) -> TpuTarget:
         return TARGETS[name]
     for topology in (f"{name}:2x2", f"{name}:2x2x1", name):
         try:
-            device = topologies.get_topology_desc(topology, "tpu").devices[0]
+            topologies.get_topology_desc(topology, "tpu")  # libtpu knows it: we compile for it
         except Exception:
             continue
-        return TpuTarget(name, topology, device.device_kind, hbm_bytes=0, generation=0)
+        return TpuTarget(name, topology, hbm_bytes=0, generation=0)
     raise KeyError(f"libtpu does not know TPU {name!r}; known here: {', '.join(TARGETS)}")
 
 

@@ -11,16 +11,18 @@ import hashlib
 import json
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from maxkernel_tui.kernels.description import TaskDescription
 from maxkernel_tui.kernels.targets import DEFAULT_TARGET
 from maxkernel_tui.kernels.task import Task
 from maxkernel_tui.kernels.workers import jax_worker_env, python_module_argv, run_requests
 
-FORMAT_VERSION = (
-    1  # of the worker's JSON answer: bump when it changes, so cached descriptions are redone
-)
+# Of the worker's JSON answer (TaskDescription.to_json): bump when it changes, so cached
+# descriptions are redone.
+FORMAT_VERSION = 1
 DESCRIBE_TIMEOUT_S = 600.0  # one task: tracing plus a TPU compile of a large reference
 
 
@@ -33,10 +35,10 @@ def describe_tasks(
     workers: int = 2,
     refresh: bool = False,
     timeout: float = DESCRIBE_TIMEOUT_S,
-    on_progress: Callable[[str, dict[str, Any]], None] | None = None,
-) -> dict[str, dict[str, Any]]:
-    """task_id -> description; each has "configs" (and "cost"), or "error"."""
-    descriptions: dict[str, dict[str, Any]] = {}
+    on_progress: Callable[[str, TaskDescription], None] | None = None,
+) -> dict[str, TaskDescription]:
+    """task_id -> description: its configurations' shapes (and cost), or its error."""
+    descriptions: dict[str, TaskDescription] = {}
     missing: dict[str, Task] = {}
     for task in tasks:
         cached = None if refresh else _read_cache(cache_dir, task, with_cost, target)
@@ -47,15 +49,18 @@ def describe_tasks(
 
     def record(folder: str, answer: dict[str, Any]) -> None:
         task = missing[folder]
-        answer.setdefault("task_id", task.task_id)
-        if "error" not in answer and "error" not in answer.get("cost", {}):
-            _write_cache(cache_dir, task, with_cost, target, answer)
+        described = TaskDescription.from_json(answer)
+        described = descriptions[task.task_id] = replace(
+            described, task_id=described.task_id or task.task_id
+        )
+        if described.cacheable:
+            _write_cache(cache_dir, task, with_cost, target, described)
         if on_progress is not None:
-            on_progress(task.task_id, answer)
+            on_progress(task.task_id, described)
 
     if missing:
         args = ["--target", target] + ([] if with_cost else ["--no-cost"])
-        answers = run_requests(
+        run_requests(
             list(missing),
             python_module_argv("maxkernel_tui.kernels.describe", *args),
             workers=workers,
@@ -63,37 +68,37 @@ def describe_tasks(
             env=jax_worker_env(),
             on_answer=record,
         )
-        for folder, answer in answers.items():
-            descriptions[missing[folder].task_id] = answer
     return {t.task_id: descriptions[t.task_id] for t in tasks}
 
 
 def cached_description(
     task: Task, cache_dir: Path, target: str = DEFAULT_TARGET
-) -> dict[str, Any] | None:
+) -> TaskDescription | None:
     """What the cache already knows about a task, with or without cost; never computes."""
     return _read_cache(cache_dir, task, with_cost=False, target=target)
 
 
-def _read_cache(cache_dir: Path, task: Task, with_cost: bool, target: str) -> dict[str, Any] | None:
+def _read_cache(
+    cache_dir: Path, task: Task, with_cost: bool, target: str
+) -> TaskDescription | None:
     """A costed entry serves both kinds of request; a cost-free one only cost-free requests."""
     candidates = [True] if with_cost else [True, False]
     for costed in candidates:
         path = _cache_path(cache_dir, task, costed, target)
         try:
-            return json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError):
+            return TaskDescription.from_json(json.loads(path.read_text()))
+        except (OSError, ValueError, TypeError, KeyError):  # missing, cut short, or not ours
             continue
     return None
 
 
 def _write_cache(
-    cache_dir: Path, task: Task, with_cost: bool, target: str, answer: dict[str, Any]
+    cache_dir: Path, task: Task, with_cost: bool, target: str, described: TaskDescription
 ) -> None:
     path = _cache_path(cache_dir, task, with_cost, target)
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_suffix(".tmp")
-    temporary.write_text(json.dumps(answer))
+    temporary.write_text(json.dumps(described.to_json()))
     temporary.replace(path)  # atomic: a killed process never leaves half an entry
 
 

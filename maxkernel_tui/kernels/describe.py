@@ -3,7 +3,8 @@
 Imports jax; run it as a separate process (the catalog does; its process answers once jax is
 imported):
     python -m maxkernel_tui.kernels.describe [--no-cost] [--target v5e]
-reads one task folder per line on stdin and answers one JSON line per folder on stdout.
+reads one task folder per line on stdin and answers one JSON line per folder on stdout (a
+`TaskDescription`, kernels/description.py).
 """
 
 from __future__ import annotations
@@ -11,12 +12,20 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from maxkernel_tui.kernels import reference_runtime as runtime
 from maxkernel_tui.kernels.aot import OutOfHbm, compile_with_fallback
 from maxkernel_tui.kernels.catalog import FORMAT_VERSION
+from maxkernel_tui.kernels.description import (
+    ConfigShapes,
+    DidNotFit,
+    TaskDescription,
+    TensorSpec,
+    XlaCost,
+)
 from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.targets import DEFAULT_TARGET
 from maxkernel_tui.kernels.task import TaskError
@@ -24,57 +33,50 @@ from maxkernel_tui.kernels.workers import READY
 from maxkernel_tui.versions import installed_version
 
 
-def describe_folder(folder: Path, with_cost: bool, target: str = DEFAULT_TARGET) -> dict[str, Any]:
+def describe_folder(folder: Path, with_cost: bool, target: str = DEFAULT_TARGET) -> TaskDescription:
     """Everything a listing needs about one task; errors are reported, never raised."""
-    result: dict[str, Any] = {"folder": str(folder), "format": FORMAT_VERSION}
+    found = TaskDescription(str(folder), FORMAT_VERSION)
     try:
         task = load_task(folder)
-        result["task_id"] = task.task_id
+        found = replace(found, task_id=task.task_id)
         module = runtime.load_reference(task)
-        result["configs"] = {
-            name: _config_shapes(task, module, name) for name in runtime.config_names(task, module)
-        }
+        names = runtime.config_names(task, module)
+        configs = {name: _config_shapes(task, module, name) for name in names}
     except TaskError as error:
-        result["error"] = str(error)
-        return result
-    if with_cost:
-        result["cost"] = _bench_cost(task, module, next(iter(result["configs"])), target)
-    return result
+        return replace(found, error=str(error))
+    cost = _bench_cost(task, module, next(iter(configs)), target) if with_cost else None
+    return replace(found, configs=configs, cost=cost)
 
 
-def _config_shapes(task: Any, module: Any, config: str) -> dict[str, Any]:
+def _config_shapes(task: Any, module: Any, config: str) -> ConfigShapes:
     specs, static, outputs = runtime.io_specs(task, module, config)
-    return {
-        "inputs": [_spec(s) for s in specs],
-        "static": list(static),
-        "outputs": [_spec(s) for s in outputs],
-    }
+    return ConfigShapes([_spec(s) for s in specs], list(static), [_spec(s) for s in outputs])
 
 
-def _bench_cost(task: Any, module: Any, config: str, target: str) -> dict[str, Any]:
+def _bench_cost(task: Any, module: Any, config: str, target: str) -> XlaCost:
     """XLA's cost analysis of the reference compiled ahead of time for a TPU."""
     specs, static = runtime.input_specs(task, module, config)
     try:
         report = compile_with_fallback(lambda *d: module.computation(*d, *static), specs, target)
     except OutOfHbm as error:
-        return {"error": str(error)}
+        return XlaCost(error=str(error))
     except Exception as error:  # a compiler error is a finding to show, not a crash
         first_line = (str(error).strip().splitlines() or [type(error).__name__])[0]
-        return {"error": f"TPU compile failed: {first_line[:400]}"}
-    return {
-        "config": config,
-        "target": report.target,
-        "compile_seconds": round(report.compile_seconds, 3),
-        "flops": report.flops,
-        "bytes_accessed": report.bytes_accessed,
-        "optimal_seconds": report.optimal_seconds,
-        "did_not_fit": [{"target": n, "reason": r} for n, r in report.did_not_fit],
-        "libtpu": installed_version("libtpu"),
-    }
+        return XlaCost(error=f"TPU compile failed: {first_line[:400]}")
+    return XlaCost(
+        config=config,
+        target=report.target,
+        compile_seconds=round(report.compile_seconds, 3),
+        flops=report.flops,
+        bytes_accessed=report.bytes_accessed,
+        optimal_seconds=report.optimal_seconds,
+        did_not_fit=[DidNotFit(name, reason) for name, reason in report.did_not_fit],
+        libtpu=installed_version("libtpu"),
+    )
 
 
-def _spec(struct: Any) -> dict[str, Any]:
-    return {"shape": list(struct.shape), "dtype": str(struct.dtype)}
+def _spec(struct: Any) -> TensorSpec:
+    return TensorSpec(list(struct.shape), str(struct.dtype))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -87,7 +89,7 @@ def main(argv: list[str] | None = None) -> None:
         folder = line.strip()
         if folder:
             answer = describe_folder(Path(folder), with_cost=not args.no_cost, target=args.target)
-            print(json.dumps(answer), flush=True)
+            print(json.dumps(answer.to_json()), flush=True)
 
 
 if __name__ == "__main__":

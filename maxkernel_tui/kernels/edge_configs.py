@@ -16,6 +16,7 @@ import ast
 import json
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from maxkernel_tui.kernels.task import CHECK, Task
@@ -107,7 +108,10 @@ def validate_edge_configs(
     if not proposals:
         return [], []
     if not task.named_configs or CHECK not in task.configs:
-        reason = f"{task.task_id}: get_inputs takes no named configurations with a `check` one: no extra configurations"
+        reason = (
+            f"{task.task_id}: get_inputs takes no named configurations with a `check` one: "
+            "no extra configurations"
+        )
         return [], [reason]
     accepted: list[EdgeConfig] = []
     rejected: list[str] = []
@@ -127,28 +131,43 @@ def validate_edge_configs(
         worker = LineWorker(python_module_argv(_WORKER), jax_worker_env())
         try:
             for name, params in pending:
-                reason = _ask_worker(worker, task, name, params, time_limit)
-                if reason is None:
+                problem = _ask_worker(
+                    worker, EdgeRequest(str(task.folder), name, params, time_limit)
+                )
+                if problem is None:
                     accepted.append((name, dict(params)))
                 else:
-                    rejected.append(f"{name}: {reason}")
+                    rejected.append(f"{name}: {problem}")
         finally:
             worker.close()
     return accepted, rejected
 
 
-def _ask_worker(
-    worker: LineWorker, task: Task, name: str, params: Any, time_limit: float
-) -> str | None:
+@dataclass(frozen=True)
+class EdgeRequest:
+    """One proposal for the edge worker; it answers {} when fit, else {"reason": ...}."""
+
+    task: str  # the task's folder
+    name: str
+    params: Any  # the proposal's parameters, as the tester gave them
+    time_limit: float  # seconds the reference may take on it
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> EdgeRequest:
+        return cls(**data)
+
+
+def _ask_worker(worker: LineWorker, request: EdgeRequest) -> str | None:
     try:
-        request = json.dumps(
-            {"task": str(task.folder), "name": name, "params": params, "time_limit": time_limit}
-        )
+        line = json.dumps(request.to_json())
     except (TypeError, ValueError) as error:  # params that JSON cannot carry
         return f"params are not plain JSON: {error}"
     try:
         # the worker times the reference itself; the margin covers tracing and making the inputs
-        answer = worker.ask(request, timeout=2 * time_limit + 30)
+        answer = worker.ask(line, timeout=2 * request.time_limit + 30)
     except WorkerFailure as failure:
         return f"the reference did not finish: {failure}"
     return answer.get("reason")

@@ -2,8 +2,8 @@
 
     python -m maxkernel_tui.kernels.edge_worker
 
-Request: {"task": folder, "name": ..., "params": {...}, "time_limit": seconds}; answer: {} when
-the configuration is fit to be an extra check configuration, else {"reason": "..."}.
+Request: an `EdgeRequest` (edge_configs.py); answer: {} when the configuration is fit to be an
+extra check configuration, else {"reason": "..."}.
 `edge_configs.validate_edge_configs` is the caller; see its module for the rules.
 """
 
@@ -18,40 +18,39 @@ import jax
 import numpy as np
 
 from maxkernel_tui.kernels import reference_runtime as runtime
-from maxkernel_tui.kernels.edge_configs import param_problems, tile_problems
+from maxkernel_tui.kernels.edge_configs import EdgeRequest, param_problems, tile_problems
 from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.task import CHECK, TaskError
 from maxkernel_tui.kernels.workers import READY
 
 
-def judge(request: dict[str, Any]) -> dict[str, Any]:
-    name, params = request["name"], request["params"]
+def judge(request: EdgeRequest) -> str | None:
+    """Why the proposal is not fit to be an extra check configuration, or None when it is."""
+    name, params = request.name, request.params
     try:
-        task = load_task(request["task"])
+        task = load_task(request.task)
         module = runtime.load_reference(task)
         check = dict(module.CONFIGS[CHECK])
         problems = param_problems(params, check)
         if problems:
-            return {"reason": "; ".join(problems)}
+            return "; ".join(problems)
         check_shapes = _shapes(task, module, CHECK)
         task = runtime.with_extra_configs(task, module, {name: params})
         problems = tile_problems(check_shapes, _shapes(task, module, name))
         if problems:
-            return {"reason": "; ".join(problems)}
+            return "; ".join(problems)
         started = time.perf_counter()
         _, _, output = runtime.run_reference(task, module, name, seed=0)
         seconds = time.perf_counter() - started
     except TaskError as error:
-        return {"reason": error.problem}
-    if seconds > request["time_limit"]:
-        return {
-            "reason": f"the reference took {seconds:.1f} s, over the {request['time_limit']:.0f} s limit"
-        }
+        return error.problem
+    if seconds > request.time_limit:
+        return f"the reference took {seconds:.1f} s, over the {request.time_limit:.0f} s limit"
     if not all(
         np.isfinite(np.asarray(leaf, dtype=np.float64)).all() for leaf in jax.tree.leaves(output)
     ):
-        return {"reason": "the reference's outputs are not finite on it"}
-    return {}
+        return "the reference's outputs are not finite on it"
+    return None
 
 
 def _shapes(task: Any, module: Any, config: str) -> list[tuple[int, ...]]:
@@ -64,11 +63,11 @@ def main() -> None:
     for line in sys.stdin:
         if line.strip():
             try:
-                answer = judge(json.loads(line))
+                reason = judge(EdgeRequest.from_json(json.loads(line)))
             # a proposal that breaks the reference is a rejection, not a crash of the worker
             except Exception as error:
-                answer = {"reason": f"{type(error).__name__}: {str(error)[:300]}"}
-            print(json.dumps(answer), flush=True)
+                reason = f"{type(error).__name__}: {str(error)[:300]}"
+            print(json.dumps({} if reason is None else {"reason": reason}), flush=True)
 
 
 if __name__ == "__main__":

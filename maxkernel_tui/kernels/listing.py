@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from maxkernel_tui.kernels.description import TaskDescription, TensorSpec, XlaCost
 from maxkernel_tui.kernels.task import Task
 
 _SHORT_DTYPES = {
@@ -18,13 +19,14 @@ _SHORT_DTYPES = {
 }
 
 
-def cost_provenance(cost: dict[str, Any]) -> str:
+def cost_provenance(cost: XlaCost) -> str:
     """Every figure says where it came from: these are the compiler's estimates."""
-    libtpu = f", libtpu {cost['libtpu']}" if cost.get("libtpu") else ""
-    return f"estimated: XLA cost analysis, ahead-of-time compile for TPU {cost['target']}{libtpu}"
+    libtpu = f", libtpu {cost.libtpu}" if cost.libtpu else ""
+    return f"estimated: XLA cost analysis, ahead-of-time compile for TPU {cost.target}{libtpu}"
 
 
-def task_record(task: Task, description: dict[str, Any]) -> dict[str, Any]:
+def task_record(task: Task, description: TaskDescription) -> dict[str, Any]:
+    """The task and its description as `tasks --json` prints it."""
     record: dict[str, Any] = {
         "task_id": task.task_id,
         "category": task.category,
@@ -33,55 +35,51 @@ def task_record(task: Task, description: dict[str, Any]) -> dict[str, Any]:
         "folder": str(task.folder),
         "tolerances": {c: {"atol": t.atol, "rtol": t.rtol} for c, t in task.tolerances.items()},
     }
-    if "error" in description:
-        record["error"] = description["error"]
-        return record
-    record["configs"] = description["configs"]
-    cost = description.get("cost")
-    if cost is not None:
-        record["cost"] = (
-            dict(cost, kind="estimated", source=cost_provenance(cost))
-            if "error" not in cost
-            else cost
-        )
+    if description.error is not None:
+        return dict(record, error=description.error)
+    record.update(configs={name: c.to_json() for name, c in description.configs.items()})
+    cost = description.cost
+    if cost is not None and cost.error is None:
+        record.update(cost=dict(cost.to_json(), kind="estimated", source=cost_provenance(cost)))
+    elif cost is not None:
+        record.update(cost=cost.to_json())
     return record
 
 
-def format_task(record: dict[str, Any]) -> str:
-    lines = [f"{record['task_id']}  [{record['category']}]  {record['operation']}"]
-    if "error" in record:
-        lines.append(f"  error: {record['error']}")
+def format_task(task: Task, description: TaskDescription) -> str:
+    lines = [f"{task.task_id}  [{task.category}]  {task.operation}"]
+    if description.error is not None:
+        lines.append(f"  error: {description.error}")
         return "\n".join(lines)
-    width = max(len(name) for name in record["configs"])
-    for name, config in record["configs"].items():
-        inputs = " ".join(format_spec(s) for s in config["inputs"])
-        static = f"  static {tuple(config['static'])}" if config["static"] else ""
-        outputs = " ".join(format_spec(s) for s in config["outputs"])
+    width = max(len(name) for name in description.configs)
+    for name, config in description.configs.items():
+        inputs = " ".join(format_spec(s) for s in config.inputs)
+        static = f"  static {tuple(config.static)}" if config.static else ""
+        outputs = " ".join(format_spec(s) for s in config.outputs)
         lines.append(f"  {name:<{width}}  {inputs}{static} -> {outputs}")
-    cost = record.get("cost")
-    if cost is not None:
-        lines.append("  " + format_cost(cost))
+    if description.cost is not None:
+        lines.append("  " + format_cost(description.cost))
     return "\n".join(lines)
 
 
-def format_cost(cost: dict[str, Any]) -> str:
-    if "error" in cost:
-        return f"XLA cost: unavailable ({cost['error']})"
+def format_cost(cost: XlaCost) -> str:
+    if cost.error is not None:
+        return f"XLA cost: unavailable ({cost.error})"
     moved = (
-        "; does not fit " + ", ".join(d["target"] for d in cost["did_not_fit"])
-        if cost["did_not_fit"]
+        "; does not fit " + ", ".join(d.target for d in cost.did_not_fit)
+        if cost.did_not_fit
         else ""
     )
     return (
-        f"XLA cost on {cost['target']}: {_si(cost['flops'], 'FLOP')}, "
-        f"{_si(cost['bytes_accessed'], 'B')} accessed, "
-        f"roofline {_seconds(cost['optimal_seconds'])} ({cost_provenance(cost)}{moved})"
+        f"XLA cost on {cost.target}: {_si(cost.flops, 'FLOP')}, "
+        f"{_si(cost.bytes_accessed, 'B')} accessed, "
+        f"roofline {_seconds(cost.optimal_seconds)} ({cost_provenance(cost)}{moved})"
     )
 
 
-def format_spec(spec: dict[str, Any]) -> str:
-    dtype = _SHORT_DTYPES.get(spec["dtype"], spec["dtype"])
-    return f"{dtype}[{','.join(str(d) for d in spec['shape'])}]"
+def format_spec(spec: TensorSpec) -> str:
+    dtype = _SHORT_DTYPES.get(spec.dtype, spec.dtype)
+    return f"{dtype}[{','.join(str(d) for d in spec.shape)}]"
 
 
 def _si(value: float | None, unit: str) -> str:

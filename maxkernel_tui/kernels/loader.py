@@ -62,10 +62,9 @@ def load_task(folder: Path | str) -> Task:
     if inputs_from_yaml:
         _require_yaml_get_inputs(folder / TASK_YAML, meta.get("input_gen_code"))
 
-    config_names = _declared_configs(folder / REFERENCE_PY, reference)
-    named = config_names is not None
-    if not named:
-        config_names = _plain_configs(meta)
+    declared = _declared_configs(folder / REFERENCE_PY, reference)
+    named = declared is not None
+    config_names = declared if declared is not None else _plain_configs(meta)
     tolerances = _tolerances(folder / TASK_YAML, meta, config_names)
 
     return Task(

@@ -32,9 +32,14 @@ def input_gen_code(reference_source: str) -> str:
             and any(getattr(t, "id", None) == "CONFIGS" for t in node.targets)
         ) or (isinstance(node, ast.FunctionDef) and node.name in needed):
             definitions_used.append(node)
-    blocks = ["\n".join(ast.get_source_segment(reference_source, n) for n in imports)]
-    blocks += [ast.get_source_segment(reference_source, n) for n in definitions_used]
+    blocks = ["\n".join(_segment(reference_source, n) for n in imports)]
+    blocks += [_segment(reference_source, n) for n in definitions_used]
     return "\n\n".join(blocks) + "\n"
+
+
+def _segment(source: str, node: ast.AST) -> str:
+    """The source of a top-level statement (ast gives None only for nodes without positions)."""
+    return ast.get_source_segment(source, node) or ""
 
 
 def synced_yaml(yaml_text: str, code: str) -> str:

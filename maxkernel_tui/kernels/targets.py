@@ -20,15 +20,12 @@ MIB = 1024**2
 class TpuTarget:
     name: str  # short name used on the command line and in listings
     topology: str  # argument of jax.experimental.topologies.get_topology_desc
-    device_kind: str  # what jax reports for a device of this generation
     hbm_bytes: int
     generation: int  # newer generations are preferred among equal HBM sizes
     peak_bf16_flops: float = 0.0  # dense bf16 matmul flop/s
-    peak_int8_ops: float | None = None  # int8 matmul op/s, where published
     hbm_bandwidth: float = 0.0  # bytes/s
     vmem_bytes: int = 0
     mxu: tuple[int, int] = (128, 128)
-    tensorcores: int = 1
 
 
 TARGETS: dict[str, TpuTarget] = {
@@ -37,67 +34,52 @@ TARGETS: dict[str, TpuTarget] = {
         TpuTarget(
             "v5e",
             "v5e:2x2",
-            "TPU v5 lite",
             16 * GIB,
             5,
             peak_bf16_flops=197e12,
-            peak_int8_ops=394e12,
             hbm_bandwidth=819e9,
             vmem_bytes=128 * MIB,
             mxu=(128, 128),
-            tensorcores=1,
         ),
         TpuTarget(
             "v6e",
             "v6e:2x2",
-            "TPU v6 lite",
             32 * GIB,
             6,
             peak_bf16_flops=918e12,
-            peak_int8_ops=1836e12,
             hbm_bandwidth=1640e9,
             vmem_bytes=128 * MIB,
             mxu=(256, 256),
-            tensorcores=1,
         ),
         TpuTarget(
             "v4",
             "v4:2x2x1",
-            "TPU v4",
             32 * GIB,
             4,
             peak_bf16_flops=275e12,
-            peak_int8_ops=None,
             hbm_bandwidth=1228e9,
             vmem_bytes=16 * MIB,
             mxu=(128, 128),
-            tensorcores=2,
         ),
         TpuTarget(
             "v5p",
             "v5p:2x2x1",
-            "TPU v5",
             95 * GIB,
             5,
             peak_bf16_flops=459e12,
-            peak_int8_ops=918e12,
             hbm_bandwidth=2765e9,
             vmem_bytes=64 * MIB,
             mxu=(128, 128),
-            tensorcores=2,
         ),
         TpuTarget(
             "tpu7x",
             "tpu7x:2x2",
-            "TPU7x",
             192 * GIB,
             7,
             peak_bf16_flops=2307e12,
-            peak_int8_ops=None,
             hbm_bandwidth=7370e9,
             vmem_bytes=64 * MIB,
             mxu=(256, 256),
-            tensorcores=2,
         ),
     )
 }

@@ -10,6 +10,7 @@ Children get a scrubbed environment (no credentials) and their own process group
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -104,7 +105,7 @@ class LineWorker:
         self._cwd = cwd
         self._limits = limits
         self._proc: subprocess.Popen | None = None
-        self._stderr = tempfile.TemporaryFile()
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115  closed by close()
         self._buffer = b""
 
     def ask(self, request: str, timeout: float) -> dict[str, Any]:
@@ -303,10 +304,8 @@ def python_module_argv(module: str, *args: str) -> list[str]:
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):  # it ended on its own
         os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
     proc.wait()
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from textual import work
 from textual.app import ComposeResult
@@ -16,7 +16,8 @@ from textual.widgets import DataTable, Footer, Header, Static, TextArea
 from maxkernel_tui.commands.sessions import list_summaries
 from maxkernel_tui.config import cache_dir
 from maxkernel_tui.kernels.catalog import cached_description, describe_tasks
-from maxkernel_tui.kernels.listing import format_task, task_record
+from maxkernel_tui.kernels.description import TaskDescription
+from maxkernel_tui.kernels.listing import format_task
 from maxkernel_tui.kernels.loader import builtin_suite_dir, load_tasks
 from maxkernel_tui.kernels.task import Task
 
@@ -24,7 +25,7 @@ from maxkernel_tui.kernels.task import Task
 class TaskDescribed(Message):
     """A worker finished describing one task (shapes, cost)."""
 
-    def __init__(self, task_id: str, description: dict[str, Any]) -> None:
+    def __init__(self, task_id: str, description: TaskDescription) -> None:
         super().__init__()
         self.task_id = task_id
         self.description = description
@@ -51,7 +52,7 @@ class TaskPickerScreen(Screen[None]):
         self._cache = cache if cache is not None else cache_dir()
         self._tasks, self._errors = load_tasks(tasks_dir or builtin_suite_dir())
         self._by_id = {t.task_id: t for t in self._tasks}
-        self._descriptions: dict[str, dict[str, Any]] = {}
+        self._descriptions: dict[str, TaskDescription] = {}
         self._shown: str | None = None
 
     def compose(self) -> ComposeResult:
@@ -107,7 +108,7 @@ class TaskPickerScreen(Screen[None]):
         describe_tasks(self._tasks, self._cache, on_progress=self._post_described)
         self.app.call_from_thread(self._status, "all tasks described")
 
-    def _post_described(self, task_id: str, description: dict[str, Any]) -> None:
+    def _post_described(self, task_id: str, description: TaskDescription) -> None:
         self.post_message(TaskDescribed(task_id, description))
 
     def on_task_described(self, message: TaskDescribed) -> None:
@@ -122,12 +123,12 @@ class TaskPickerScreen(Screen[None]):
 
     def _row(self, task: Task) -> tuple[str, str, str]:
         """id, category, and the reference's XLA-estimated GFLOP with the TPU it was compiled for."""
-        description = self._descriptions.get(task.task_id, {})
-        cost = description.get("cost", {})
-        if "error" in description or "error" in cost:
+        description = self._descriptions.get(task.task_id)
+        cost = description.cost if description is not None else None
+        if description is not None and not description.cacheable:
             flops = "error"
-        elif "flops" in cost:
-            flops = f"{cost['flops'] / 1e9:,.1f} {cost['target']}"
+        elif cost is not None and cost.flops is not None:
+            flops = f"{cost.flops / 1e9:,.1f} {cost.target}"
         else:
             flops = "…"
         return task.task_id, task.category, flops
@@ -140,7 +141,7 @@ class TaskPickerScreen(Screen[None]):
                 f"{task.task_id}  [{task.category}]  {task.operation}\n(not described yet: press d)"
             )
         else:
-            heading = format_task(task_record(task, description))
+            heading = format_task(task, description)
         summary = f"{heading}\n\n{task.description}"
         self.query_one("#summary", Static).update(summary)
         self.query_one("#source", TextArea).load_text(

@@ -544,8 +544,8 @@ class WorkbenchScreen(Screen[None]):
         warnings = [w for ws in summary.warnings.values() for w in ws]
         timing = (
             "timing: not measured (no TPU)"
-            if not summary.trace or not summary.trace["kind"].startswith("measured")
-            else f"trace: {summary.trace['kind']}"
+            if not summary.trace or not summary.trace.measured
+            else f"trace: {summary.trace.kind}"
         )
         self.query_one("#roofline", Static).update(
             f"{first.target if first else ''} {bar}\n{timing}"

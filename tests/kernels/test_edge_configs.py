@@ -44,6 +44,7 @@ def test_tpu_tiles_are_kept_where_the_check_shapes_had_them():
     assert "ranks differ" in tile_problems([(64, 512)], [(64, 512), (1,)])[0]
 
 
+@pytest.mark.slow  # the reference runs in a jax worker
 def test_validation_runs_the_reference_in_a_worker(suite_tasks):
     task = find_task("12p", suite_tasks)
     accepted, rejected = validate_edge_configs(
@@ -69,6 +70,7 @@ def test_validation_runs_the_reference_in_a_worker(suite_tasks):
     assert "'../up': the name must be" in reasons
 
 
+@pytest.mark.slow  # the reference runs in a jax worker
 def test_a_slow_reference_is_rejected(suite_tasks):
     task = find_task("12p", suite_tasks)
     accepted, (reason,) = validate_edge_configs(

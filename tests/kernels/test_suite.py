@@ -8,59 +8,7 @@ import pytest
 
 from maxkernel_tui.kernels import reference_runtime as runtime
 from maxkernel_tui.kernels.suite_sync import main as suite_sync_main
-
-JAXBENCH_IDS = [
-    "1p_Flash_Attention",
-    "2p_GQA_Attention",
-    "3p_MLA_Attention",
-    "4p_Sparse_Attention",
-    "5p_Flex_Attention",
-    "6p_Paged_Attention",
-    "7p_Ragged_Paged_Attention",
-    "8p_GEMM",
-    "9p_SwiGLU_MLP",
-    "10p_Sparse_MoE",
-    "11p_Megablox_GMM",
-    "12p_RMSNorm",
-    "13p_Cross_Entropy",
-    "14p_Ragged_Dot",
-    "15p_RetNet_Retention",
-    "16p_Mamba2_SSD",
-    "17p_Triangle_Multiplication",
-    "18k_Conv2D_ReLU_BiasAdd",
-    "19k_Matmul_Subtract_Multiply_ReLU",
-    "20k_Gemm_Multiply_LeakyReLU",
-    "21k_Gemm_Divide_Sum_Scaling",
-    "22k_Conv2d_InstanceNorm_Divide",
-    "23k_Matmul_Sum_Max_AvgPool_LogSumExp_LogSumExp",
-    "24k_Matmul_Scale_ResidualAdd_Clamp_LogSumExp_Mish",
-    "25k_Conv3d_GroupNorm_Mean",
-    "26k_BMM_InstanceNorm_Sum_ResidualAdd_Multiply",
-    "27k_Matmul_Mish_Mish",
-    "28k_ConvTranspose3d_LayerNorm_GELU_Scaling",
-    "29k_Matmul_Swish_Sum_GroupNorm",
-    "30k_Matmul_Scaling_ResidualAdd",
-    "31k_Gemm_BatchNorm_GELU_ReLU",
-    "32k_Gemm_Sigmoid_LogSumExp",
-    "33k_Conv3d_Mish_Tanh",
-    "34k_Conv2d_Activation_BatchNorm",
-    "35k_Gemm_Scaling_Hardtanh_GELU",
-    "36k_Matmul_Sigmoid_Sum",
-    "37k_Matmul_Swish_Scaling",
-    "38k_Matmul_Dropout_Softmax",
-    "39k_Conv2d_GELU_GlobalAvgPool",
-    "40k_Gemm_GroupNorm_Min_BiasAdd",
-    "41k_Gemm_Add_ReLU",
-    "42k_Gemm_Max_Subtract_GELU",
-    "43k_Gemm_BatchNorm_Scaling_Softmax",
-    "44k_Matmul_Divide_GELU",
-    "45k_Gemm_GroupNorm_Swish_Multiply_Swish",
-    "46k_Conv2d_GroupNorm_Tanh_HardSwish_ResidualAdd_LogSumExp",
-    "47k_Matmul_Add_Swish_Tanh_GELU_Hardtanh",
-    "48k_Matmul_BatchNorm_BiasAdd_Divide_Swish",
-    "49k_Matmul_AvgPool_GELU_Scale_Max",
-    "50k_Matmul_GELU_Softmax",
-]
+from tests.support.kernels import JAXBENCH_IDS
 
 CATEGORIES = {"attention", "gemm", "moe", "norm", "loss", "ssm", "triangle", "kb-gemm", "kb-conv"}
 
@@ -134,6 +82,7 @@ def test_suite_holds_exactly_the_50_jaxbench_tasks(suite_tasks):
         assert task.agent_visible_configs() == tuple(c for c in task.configs if c != "heldout")
 
 
+@pytest.mark.slow  # runs all 50 references under jax
 @pytest.mark.parametrize("task_id", JAXBENCH_IDS)
 def test_reference_runs_on_check_and_matches_its_traced_shapes(suite_tasks, task_id):
     task = next(t for t in suite_tasks if t.task_id == task_id)
@@ -150,23 +99,25 @@ def test_reference_runs_on_check_and_matches_its_traced_shapes(suite_tasks, task
         )
 
 
+@pytest.mark.slow  # suite_descriptions: 50 tasks described in workers
 def test_heldout_shapes_are_not_a_multiple_of_check(suite_descriptions):
     for task_id, description in suite_descriptions.items():
-        check = description["configs"]["check"]["inputs"]
-        heldout = description["configs"]["heldout"]["inputs"]
-        ratios = [h / c for hs, cs in zip(heldout, check) for h, c in zip(hs["shape"], cs["shape"])]
+        check = description.configs["check"].inputs
+        heldout = description.configs["heldout"].inputs
+        ratios = [h / c for hs, cs in zip(heldout, check) for h, c in zip(hs.shape, cs.shape)]
         assert any(not float(r).is_integer() for r in ratios), (
             f"{task_id}: heldout is a multiple of check"
         )
 
 
+@pytest.mark.slow  # suite_descriptions: 50 tasks described in workers
 def test_production_shapes_come_from_eval_shape(suite_descriptions):
     for task_id, (inputs, static, output) in PRODUCTION_FACTS.items():
-        bench = suite_descriptions[task_id]["configs"]["bench"]
+        bench = suite_descriptions[task_id].configs["bench"]
         if inputs is not None:
-            assert [(tuple(s["shape"]), s["dtype"]) for s in bench["inputs"]] == inputs, task_id
-            assert bench["static"] == static, task_id
-        assert [(tuple(s["shape"]), s["dtype"]) for s in bench["outputs"]] == [output], task_id
+            assert [(tuple(s.shape), s.dtype) for s in bench.inputs] == inputs, task_id
+            assert bench.static == static, task_id
+        assert [(tuple(s.shape), s.dtype) for s in bench.outputs] == [output], task_id
 
 
 def test_production_inputs_are_traced_not_allocated(suite_tasks):
@@ -179,19 +130,20 @@ def test_production_inputs_are_traced_not_allocated(suite_tasks):
 @pytest.mark.slow
 def test_every_reference_compiles_ahead_of_time_for_tpu(suite_descriptions):
     for task_id, description in suite_descriptions.items():
-        cost = description["cost"]
-        assert "error" not in cost, f"{task_id}: {cost['error']}"
-        assert cost["flops"] > 0 and cost["bytes_accessed"] > 0, task_id
-        if cost["target"] != "v5e":  # only because v5e's HBM is too small, and the listing says so
-            assert cost["did_not_fit"][0]["target"] == "v5e", task_id
-            assert "HBM" in cost["did_not_fit"][0]["reason"], task_id
+        cost = description.cost
+        assert cost.error is None, f"{task_id}: {cost.error}"
+        assert cost.flops > 0 and cost.bytes_accessed > 0, task_id
+        if cost.target != "v5e":  # only because v5e's HBM is too small, and the listing says so
+            assert cost.did_not_fit[0].target == "v5e", task_id
+            assert "HBM" in cost.did_not_fit[0].reason, task_id
 
 
+@pytest.mark.slow  # suite_descriptions: 50 tasks described in workers
 def test_gemm_cost_matches_the_formula(suite_descriptions):
-    cost = suite_descriptions["8p_GEMM"]["cost"]
-    assert cost["target"] == "v5e"
-    assert cost["flops"] == pytest.approx(2 * 8192 * 8192 * 28672, rel=0.01)
-    assert cost["bytes_accessed"] == pytest.approx(2 * (8192 * 8192 + 2 * 8192 * 28672), rel=0.01)
+    cost = suite_descriptions["8p_GEMM"].cost
+    assert cost.target == "v5e"
+    assert cost.flops == pytest.approx(2 * 8192 * 8192 * 28672, rel=0.01)
+    assert cost.bytes_accessed == pytest.approx(2 * (8192 * 8192 + 2 * 8192 * 28672), rel=0.01)
 
 
 def test_yaml_input_gen_code_is_generated_from_reference(capsys):

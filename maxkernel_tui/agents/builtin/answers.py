@@ -12,7 +12,6 @@ import ast
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from maxkernel_tui.agents.builtin.autotune import analyse_source, reference_cost
 from maxkernel_tui.agents.builtin.draft import KernelDraft, draft_candidates, plan_task
@@ -20,6 +19,7 @@ from maxkernel_tui.agents.builtin.errors import BuiltinAgentError
 from maxkernel_tui.agents.builtin.tunables import Tunables
 from maxkernel_tui.agents.roles.context import StepContext
 from maxkernel_tui.kernels.loader import load_task
+from maxkernel_tui.kernels.perf.analysis import ReferenceCost
 from maxkernel_tui.kernels.perf.model import Estimate, estimate
 from maxkernel_tui.kernels.targets import TARGETS
 from maxkernel_tui.kernels.task import Task
@@ -43,7 +43,7 @@ class TaskDrafts:
     candidates: list[
         Candidate
     ]  # every distinct kernel on offer, in the order a debugger tries them
-    reference_cost: dict[str, Any] | None
+    reference_cost: ReferenceCost | None
 
 
 class DraftCache:
@@ -102,21 +102,21 @@ def plan_markdown(drafts: TaskDrafts, step: StepContext) -> str:
         "",
     ]
     lines += [
-        f"- kernel {i} `{k['name']}`: "
-        + "; ".join(f"{b['role']} {tuple(b['shape'])} {b['dtype']}" for b in k["blocks"])
+        f"- kernel {i} `{k.name}`: "
+        + "; ".join(f"{b.role} {tuple(b.shape)} {b.dtype}" for b in k.blocks)
         for i, k in enumerate(kernels)
     ]
     lines += ["", "## Grid", ""]
     lines += [
-        f"- kernel {i}: grid {tuple(k['grid'])}, dimension semantics "
-        f"{tuple(k['dimension_semantics']) if k['dimension_semantics'] else 'unstated'}, {k['steps']} steps"
+        f"- kernel {i}: grid {tuple(k.grid)}, dimension semantics "
+        f"{tuple(k.dimension_semantics) if k.dimension_semantics else 'unstated'}, {k.steps} steps"
         for i, k in enumerate(kernels)
     ]
     lines += ["", "## Memory", ""]
     lines += [
-        f"- kernel {i}: VMEM footprint {k['vmem_bytes'] / 2**20:.1f} MiB (double-buffered blocks and "
+        f"- kernel {i}: VMEM footprint {k.vmem_bytes / 2**20:.1f} MiB (double-buffered blocks and "
         f"scratch) of the {found.vmem_capacity / 2**20:.0f} MiB on {drafts.target}; "
-        f"{k['hbm_bytes'] / 1e9:.3g} GB moved from and to HBM"
+        f"{k.hbm_bytes / 1e9:.3g} GB moved from and to HBM"
         for i, k in enumerate(kernels)
     ]
     lines += [

@@ -12,7 +12,6 @@ import math
 import types
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
 
 import jax
 
@@ -20,6 +19,7 @@ from maxkernel_tui.agents.builtin.errors import CannotPlan
 from maxkernel_tui.agents.builtin.tunables import CHOICES, Tunables
 from maxkernel_tui.kernels import aot
 from maxkernel_tui.kernels import reference_runtime as runtime
+from maxkernel_tui.kernels.perf.analysis import KernelAnalysis, ReferenceCost
 from maxkernel_tui.kernels.perf.model import Estimate, estimate, minimal_io_bytes
 from maxkernel_tui.kernels.perf.pallas_analysis import analyze
 from maxkernel_tui.kernels.targets import TARGETS
@@ -42,7 +42,7 @@ class TuneResult:
     trials: list[Trial]
 
 
-def analyse_source(source: str, task: Task) -> tuple[list[dict[str, Any]], int]:
+def analyse_source(source: str, task: Task) -> tuple[list[KernelAnalysis], int]:
     """The static analysis of each `pallas_call` of a kernel file at the task's bench shapes, and
     the least bytes any implementation moves (the file is ours: it runs in this process, traced
     only, never executed)."""
@@ -51,21 +51,21 @@ def analyse_source(source: str, task: Task) -> tuple[list[dict[str, Any]], int]:
     reference = runtime.load_reference(task)
     specs, static, outputs = runtime.io_specs(task, reference, task.configs[0])
     traced = jax.make_jaxpr(lambda *dynamic: module.computation(*dynamic, *static))(*specs)
-    return [k.to_json() for k in analyze(traced)], minimal_io_bytes(specs, outputs)
+    return analyze(traced), minimal_io_bytes(specs, outputs)
 
 
 def estimate_source(
     source: str,
     task: Task,
     target: str = DEFAULT_TARGET,
-    reference_cost: dict[str, Any] | None = None,
+    reference_cost: ReferenceCost | None = None,
 ) -> Estimate:
     """The model's estimate for a kernel file at the task's bench shapes."""
     kernels, io_bytes = analyse_source(source, task)
     return estimate(kernels, TARGETS[target], reference_cost, io_bytes=io_bytes)
 
 
-def reference_cost(task: Task, target: str = DEFAULT_TARGET) -> dict[str, Any] | None:
+def reference_cost(task: Task, target: str = DEFAULT_TARGET) -> ReferenceCost | None:
     """XLA's cost analysis of the reference compiled ahead of time for the TPU (for the
     roofline); None when it does not compile there."""
     reference = runtime.load_reference(task)
@@ -76,13 +76,7 @@ def reference_cost(task: Task, target: str = DEFAULT_TARGET) -> dict[str, Any] |
         )
     except Exception:  # the roofline is optional; a reference too big for the target has none
         return None
-    cost = compiled.cost_analysis()
-    cost = (cost[0] if isinstance(cost, list) else cost) or {}
-    return {
-        "flops": cost.get("flops"),
-        "bytes_accessed": cost.get("bytes accessed"),
-        "optimal_seconds": cost.get("optimal_seconds"),
-    }
+    return ReferenceCost.from_xla(aot.cost_of(compiled))
 
 
 def autotune(

@@ -55,19 +55,20 @@ def task_facts(task: Task, target: str) -> str:
     reference's cost on the target (cached by the catalog), tolerances, the reference source."""
     described = describe_tasks([task], cache_dir(), target=target, workers=1)[task.task_id]
     lines = [f"id: {task.task_id}", f"what: {task.description.strip()}"]
-    for name, shapes in described.get("configs", {}).items():
+    for name, shapes in described.configs.items():
         tolerance = task.tolerances.get(name)
         limits = f"; atol {tolerance.atol:g}, rtol {tolerance.rtol:g}" if tolerance else ""
+        data = shapes.to_json()
         lines.append(
-            f"configuration {name}: inputs {json.dumps(shapes['inputs'])}, static {shapes['static']}, "
-            f"outputs {json.dumps(shapes['outputs'])}{limits}"
+            f"configuration {name}: inputs {json.dumps(data['inputs'])}, static {shapes.static}, "
+            f"outputs {json.dumps(data['outputs'])}{limits}"
         )
-    cost = described.get("cost", {})
-    if "flops" in cost:
+    cost = described.cost
+    if cost is not None and cost.flops is not None:
         lines.append(
-            f"XLA reference on TPU {cost['target']} (estimated by XLA's cost analysis): "
-            f"{cost['flops']:.3g} flops, {cost['bytes_accessed']:.3g} bytes accessed, "
-            f"optimal {cost['optimal_seconds'] * 1e3:.3f} ms"
+            f"XLA reference on TPU {cost.target} (estimated by XLA's cost analysis): "
+            f"{cost.flops:.3g} flops, {cost.bytes_accessed:.3g} bytes accessed, "
+            f"optimal {(cost.optimal_seconds or 0.0) * 1e3:.3f} ms"
         )
     lines.append(
         "The first configuration is the production (bench) shape; the kernel must also be correct on "

@@ -13,6 +13,7 @@ from typing import Any
 from maxkernel_tui.kernels.edge_configs import EdgeConfig, validate_edge_configs
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
 from maxkernel_tui.kernels.evaluation.report import Check
+from maxkernel_tui.kernels.perf.analysis import ReferenceCost
 from maxkernel_tui.kernels.perf.profile import ProfileError, profile_kernel
 from maxkernel_tui.kernels.task import Task
 
@@ -32,7 +33,7 @@ class KernelTools:
         self.options = EvalOptions(target=target, seeds=seeds)
         self._shared = harness
         self._harness: Harness | None = None
-        self._reference_costs: dict[str, dict[str, Any]] | None = None
+        self._reference_costs: dict[str, ReferenceCost] | None = None
         self._lock = (
             threading.Lock()
         )  # one evaluation at a time: the harness owns one reference process
@@ -88,7 +89,7 @@ class KernelTools:
                 )
             except ProfileError as error:
                 return None, "", str(error)
-            if not any("error" in cost for cost in summary.reference_costs.values()):
+            if not any(cost.error for cost in summary.reference_costs.values()):
                 self._reference_costs = summary.reference_costs
             return summary.to_json(), summary.to_text(), None
 

@@ -3,8 +3,9 @@
     python -m maxkernel_tui.kernels.evaluation.candidate_worker
 
 Started ahead of time by the harness's pool; prints `{"ready": true}` once jax is imported,
-then reads ONE request line and answers with event lines: a `check` per finished check, a
-`run` per numerics run (outputs saved as .npy in the request's directory), then `done`.
+then reads ONE request line (a `CandidateRequest`) and answers with event lines
+(evaluation/protocol.py): a `check` per finished check, a `run` per numerics run (outputs saved
+as .npy in the request's directory), then `done`.
 The comparison with the reference happens in the caller, not here, so nothing the candidate
 does in this process can reach the reference's outputs.
 """
@@ -16,6 +17,7 @@ import resource
 import sys
 import time
 import traceback
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +28,17 @@ from maxkernel_tui.kernels import aot
 from maxkernel_tui.kernels import reference_runtime as runtime
 from maxkernel_tui.kernels.evaluation.jaxpr_work import Work, measure
 from maxkernel_tui.kernels.evaluation.outputs import save_outputs
+from maxkernel_tui.kernels.evaluation.protocol import (
+    CandidateEvent,
+    CandidateRequest,
+    Done,
+    NumericsRun,
+    WorkerProblem,
+    event_to_json,
+)
+from maxkernel_tui.kernels.evaluation.report import FAIL, PASS, Check, CheckStatus
 from maxkernel_tui.kernels.loader import load_task
+from maxkernel_tui.kernels.targets import TpuTarget
 from maxkernel_tui.kernels.task import TaskError
 from maxkernel_tui.kernels.workers import READY
 
@@ -37,22 +49,13 @@ XLA_FLOPS_FLOOR = 1e7  # tiny matmuls (index arithmetic, small projections) do n
 XLA_REDUCED_FLOOR = 1e6
 
 
-def _emit(kind: str, payload: dict[str, Any]) -> None:
-    print(json.dumps({kind: payload}), flush=True)
+def _emit(event: CandidateEvent) -> None:
+    print(json.dumps(event_to_json(event)), flush=True)
 
 
-def _check(name: str, status: str, detail: str, start: float, **data: Any) -> bool:
-    _emit(
-        "check",
-        {
-            "name": name,
-            "status": status,
-            "detail": detail,
-            "seconds": round(time.perf_counter() - start, 3),
-            "data": data,
-        },
-    )
-    return status == "pass"
+def _check(name: str, status: CheckStatus, detail: str, start: float, **data: Any) -> bool:
+    _emit(Check(name, status, detail, round(time.perf_counter() - start, 3), data))
+    return status == PASS
 
 
 def _first_lines(error: BaseException, limit: int = 700) -> str:
@@ -73,129 +76,119 @@ def load_candidate(path: Path) -> Any:
     return runtime.module_from_source(path, "candidate_kernel")
 
 
-def evaluate_candidate(request: dict[str, Any]) -> None:
+@dataclass(frozen=True)
+class _Subject:
+    """The candidate and its task at production shapes, as every check sees them."""
+
+    task: Any
+    reference: Any  # the reference module
+    candidate: Any  # the candidate module
+    specs: Any  # dynamic inputs (jax.ShapeDtypeStruct)
+    static: Any  # static arguments
+    expected: list  # the reference's output avals
+
+    def program(self, *dynamic: Any) -> Any:
+        return self.candidate.computation(*dynamic, *self.static)
+
+
+def evaluate_candidate(request: CandidateRequest) -> None:
     """Trace, TPU lowering, TPU compile, then the candidate's outputs for each numerics run."""
     start = time.perf_counter()
     try:
-        target = aot.target_for(request["target"])
+        target = aot.target_for(request.target)
     except KeyError as error:
-        _emit("usage_error", {"detail": str(error.args[0])})
+        _emit(WorkerProblem(str(error.args[0]), usage=True))
         return
-    task = load_task(request["task"])
-    reference = runtime.load_reference(task)
-    task = runtime.with_extra_configs(task, reference, request.get("extra_configs") or {})
-    try:
-        candidate = load_candidate(Path(request["kernel"]))
-    except Exception as error:
-        _check("trace", "fail", f"the kernel fails to import: {_first_lines(error)}", start)
-        return
-    specs, static, expected = runtime.io_specs(task, reference, request["bench_config"])
-
-    def candidate_fn(*dynamic: Any) -> Any:
-        return candidate.computation(*dynamic, *static)
-
-    if not _trace_check(
-        task,
-        reference,
-        candidate,
-        candidate_fn,
-        specs,
-        static,
-        expected,
-        start,
-        require_pallas=request.get("require_pallas", True),
+    subject = _load(request, start)
+    if (
+        subject is not None
+        and _trace_check(subject, start, request.require_pallas)
+        and _lower_check(subject)
+        and _compile_check(subject, target)
     ):
-        return
-    start = time.perf_counter()
+        _numerics_runs(subject, request)
+
+
+def _load(request: CandidateRequest, start: float) -> _Subject | None:
+    """The task, its reference and the candidate; None (and a failed trace check) when the
+    candidate does not import."""
+    task = load_task(request.task)
+    reference = runtime.load_reference(task)
+    task = runtime.with_extra_configs(task, reference, request.extra_configs)
     try:
-        jax.jit(candidate_fn, keep_unused=True).trace(*specs).lower(lowering_platforms=("tpu",))
+        candidate = load_candidate(Path(request.kernel))
     except Exception as error:
-        _check(
-            "tpu_lower",
-            "fail",
-            f"cannot be lowered for TPU at production shapes: {_first_lines(error)}",
-            start,
-        )
-        return
-    _check("tpu_lower", "pass", "lowered for TPU (Mosaic) at production shapes", start)
+        _check("trace", FAIL, f"the kernel fails to import: {_first_lines(error)}", start)
+        return None
+    specs, static, expected = runtime.io_specs(task, reference, request.bench_config)
+    return _Subject(task, reference, candidate, specs, static, expected)
 
-    start = time.perf_counter()
+
+def _trace_check(subject: _Subject, start: float, require_pallas: bool) -> bool:
     try:
-        aot.compile_for_tpu(candidate_fn, specs, target)
-    except Exception as error:
-        _check(
-            "tpu_compile", "fail", f"TPU {target.name} compile failed: {_first_lines(error)}", start
+        runtime.check_signature(
+            subject.task, subject.candidate.computation, len(subject.specs), subject.static
         )
-        return
-    _check(
-        "tpu_compile",
-        "pass",
-        f"compiled ahead of time for TPU {target.name} with libtpu",
-        start,
-        target=target.name,
-    )
-    _numerics_runs(task, reference, candidate, request)
-
-
-def _trace_check(
-    task: Any,
-    reference: Any,
-    candidate: Any,
-    candidate_fn: Any,
-    specs: Any,
-    static: Any,
-    expected: list,
-    start: float,
-    require_pallas: bool,
-) -> bool:
-    try:
-        runtime.check_signature(task, candidate.computation, len(specs), static)
-        traced = jax.make_jaxpr(candidate_fn)(*specs)
+        traced = jax.make_jaxpr(subject.program)(*subject.specs)
     except TaskError as error:
-        return _check(
-            "trace",
-            "fail",
-            error.problem.replace("computation", "the kernel's computation", 1),
-            start,
-        )
+        detail = error.problem.replace("computation", "the kernel's computation", 1)
+        return _check("trace", FAIL, detail, start)
     except Exception as error:
-        return _check(
-            "trace", "fail", f"fails to trace at production shapes: {_first_lines(error)}", start
-        )
-    got = traced.out_avals
+        detail = f"fails to trace at production shapes: {_first_lines(error)}"
+        return _check("trace", FAIL, detail, start)
+    got, expected = traced.out_avals, subject.expected
     if [(tuple(e.shape), str(e.dtype)) for e in expected] != [
         (tuple(g.shape), str(g.dtype)) for g in got
     ]:
-        return _check(
-            "trace",
-            "fail",
-            f"outputs differ from the reference's: {_avals(got)} instead of {_avals(expected)}",
-            start,
-        )
+        detail = f"outputs differ from the reference's: {_avals(got)} instead of {_avals(expected)}"
+        return _check("trace", FAIL, detail, start)
     if not require_pallas:
-        return _check(
-            "trace", "pass", f"sanity run (no Pallas required): outputs {_avals(got)}", start
-        )
+        detail = f"sanity run (no Pallas required): outputs {_avals(got)}"
+        return _check("trace", PASS, detail, start)
+    return _pallas_check(subject, traced, start)
+
+
+def _pallas_check(subject: _Subject, traced: Any, start: float) -> bool:
+    """The heavy work runs inside Pallas kernels, not in XLA around them."""
     work = measure(traced)
-    reference_work = measure(jax.make_jaxpr(lambda *d: reference.computation(*d, *static))(*specs))
     if not work.has_pallas:
-        return _check(
-            "trace",
-            "fail",
-            "no pallas_call: the work runs in plain XLA (jnp), not in a Pallas kernel",
-            start,
-        )
-    outside = _outside_problem(work, reference_work)
+        detail = "no pallas_call: the work runs in plain XLA (jnp), not in a Pallas kernel"
+        return _check("trace", FAIL, detail, start)
+    static = subject.static
+    reference = jax.make_jaxpr(lambda *d: subject.reference.computation(*d, *static))
+    outside = _outside_problem(work, measure(reference(*subject.specs)))
     if outside:
-        return _check("trace", "fail", outside, start, heavy_ops=work.heavy_ops[:5])
+        return _check("trace", FAIL, outside, start, heavy_ops=work.heavy_ops[:5])
     return _check(
         "trace",
-        "pass",
+        PASS,
         f"{len(work.pallas_calls)} pallas_call(s); heavy work inside Pallas "
         f"(outside: {work.xla_flops:.3g} flops, {work.xla_reduced:.3g} reduced elements); "
-        f"outputs {_avals(got)}",
+        f"outputs {_avals(traced.out_avals)}",
         start,
     )
+
+
+def _lower_check(subject: _Subject) -> bool:
+    start = time.perf_counter()
+    try:
+        program = jax.jit(subject.program, keep_unused=True)
+        program.trace(*subject.specs).lower(lowering_platforms=("tpu",))
+    except Exception as error:
+        detail = f"cannot be lowered for TPU at production shapes: {_first_lines(error)}"
+        return _check("tpu_lower", FAIL, detail, start)
+    return _check("tpu_lower", PASS, "lowered for TPU (Mosaic) at production shapes", start)
+
+
+def _compile_check(subject: _Subject, target: TpuTarget) -> bool:
+    start = time.perf_counter()
+    try:
+        aot.compile_for_tpu(subject.program, subject.specs, target)
+    except Exception as error:
+        detail = f"TPU {target.name} compile failed: {_first_lines(error)}"
+        return _check("tpu_compile", FAIL, detail, start)
+    detail = f"compiled ahead of time for TPU {target.name} with libtpu"
+    return _check("tpu_compile", PASS, detail, start, target=target.name)
 
 
 def _outside_problem(work: Work, reference: Work) -> str | None:
@@ -215,29 +208,30 @@ def _avals(avals: Any) -> str:
     return ", ".join(f"{a.dtype}{list(a.shape)}" for a in avals)
 
 
-def _numerics_runs(task: Any, reference: Any, candidate: Any, request: dict[str, Any]) -> None:
+def _numerics_runs(subject: _Subject, request: CandidateRequest) -> None:
+    task, reference, candidate = subject.task, subject.reference, subject.candidate
     params = pltpu.InterpretParams(
         uninitialized_memory="nan",
         out_of_bounds_reads="raise",
-        detect_races=bool(request.get("detect_races")),
+        detect_races=request.detect_races,
     )
-    out_dir = Path(request["out_dir"])
-    for config, seed in request["runs"]:
+    for config, seed in request.runs:
         start = time.perf_counter()
-        run: dict[str, Any] = {"config": config, "seed": seed}
+        files: list[str] | None = None
+        races: bool | None = None
+        error: str | None = None
         try:
             dynamic, static = runtime.make_inputs(task, reference, config, seed)
+            program = jax.jit(lambda *d, static=static: candidate.computation(*d, *static))
             with pltpu.force_tpu_interpret_mode(params):
-                output = jax.block_until_ready(
-                    jax.jit(lambda *d: candidate.computation(*d, *static))(*dynamic)
-                )
-            run["files"] = save_outputs(out_dir, f"candidate-{config}-{seed}", output)
-            run["races"] = _races_found() if request.get("detect_races") else None
-        except Exception as error:
-            run["error"] = _first_lines(error)
+                output = jax.block_until_ready(program(*dynamic))
+            files = save_outputs(Path(request.out_dir), f"candidate-{config}-{seed}", output)
+            races = _races_found() if request.detect_races else None
+        except Exception as failure:
+            error = _first_lines(failure)
             pltpu.reset_tpu_interpret_mode_state()  # the interpreter keeps state after an error
-        run["seconds"] = round(time.perf_counter() - start, 3)
-        _emit("run", run)
+        seconds = round(time.perf_counter() - start, 3)
+        _emit(NumericsRun(config, seed, files, error, races, seconds))
 
 
 def _races_found() -> bool | None:
@@ -256,10 +250,10 @@ def main() -> None:
     if not line.strip():
         return
     try:
-        evaluate_candidate(json.loads(line))
+        evaluate_candidate(CandidateRequest.from_json(json.loads(line)))
     except Exception:  # a harness bug must still end the protocol cleanly
-        _emit("error", {"detail": traceback.format_exc(limit=3)[-1500:]})
-    _emit("done", {})
+        _emit(WorkerProblem(traceback.format_exc(limit=3)[-1500:]))
+    _emit(Done())
 
 
 if __name__ == "__main__":

@@ -16,8 +16,18 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from maxkernel_tui.kernels.evaluation.protocol import (
+    CandidateEvent,
+    CandidateRequest,
+    Done,
+    NumericsRun,
+    ReferenceAnswer,
+    ReferenceRequest,
+    Run,
+    WorkerProblem,
+    event_from_json,
+)
 from maxkernel_tui.kernels.evaluation.report import FAIL, PASS, SKIP, Check, EvalReport
 from maxkernel_tui.kernels.evaluation.static_checks import static_problems
 from maxkernel_tui.kernels.evaluation.timing import timing_check
@@ -119,7 +129,8 @@ class Harness:
                 source
             )  # the candidate never sees its original folder
             events = self._run_candidate(worker, workdir, task, options, runs, extra, report)
-            worker.close()  # its job is done: free its memory before the reference runs (finally is a no-op then)
+            # its job is done: free its memory before the reference runs (finally is a no-op then)
+            worker.close()
             if report.failure is None and runs:
                 self._check_numerics(task, runs, extra, events, workdir, report)
             if report.failure is None and options.extra_configs and not extra:
@@ -145,56 +156,36 @@ class Harness:
         workdir: Path,
         task: Task,
         options: EvalOptions,
-        runs: list[tuple[str, int]],
+        runs: list[Run],
         extra: dict[str, dict[str, int]],
         report: EvalReport,
-    ) -> dict[tuple[str, int], dict[str, Any]]:
-        request = {
-            "kernel": str(workdir / "kernel.py"),
-            "task": str(task.folder),
-            "target": options.target,
-            "bench_config": task.configs[0],
-            "runs": runs,
-            "out_dir": str(workdir),
-            "extra_configs": extra,
-            "detect_races": options.detect_races,
-            "require_pallas": options.require_pallas,
-        }
-        outputs: dict[tuple[str, int], dict[str, Any]] = {}
+    ) -> dict[Run, NumericsRun]:
+        request = CandidateRequest(
+            kernel=str(workdir / "kernel.py"),
+            task=str(task.folder),
+            target=options.target,
+            bench_config=task.configs[0],
+            runs=runs,
+            out_dir=str(workdir),
+            extra_configs=extra,
+            detect_races=options.detect_races,
+            require_pallas=options.require_pallas,
+        )
+        outputs: dict[Run, NumericsRun] = {}
         deadline = time.monotonic() + options.timeout
         stage_started = time.monotonic()
-        worker.send(json.dumps(request))
+        worker.send(json.dumps(request.to_json()))
         while True:
             try:
-                event = worker.receive(max(deadline - time.monotonic(), 0.01))
+                event = event_from_json(worker.receive(max(deadline - time.monotonic(), 0.01)))
             except WorkerFailure as failure:
-                report.add(
-                    Check(
-                        _stage_in_progress(report),
-                        FAIL,
-                        self._failure_detail(failure, worker),
-                        round(time.monotonic() - stage_started, 3),
-                    )
-                )
+                seconds = round(time.monotonic() - stage_started, 3)
+                detail = self._failure_detail(failure, worker)
+                report.add(Check(_stage_in_progress(report), FAIL, detail, seconds))
                 return outputs
-            if "check" in event:
-                report.add(Check(**event["check"]))
+            if isinstance(event, Check):
                 stage_started = time.monotonic()
-                if event["check"]["status"] == FAIL:
-                    return outputs
-            elif "run" in event:
-                outputs[(event["run"]["config"], event["run"]["seed"])] = event["run"]
-            elif "usage_error" in event:
-                raise UsageError(event["usage_error"]["detail"])
-            elif "error" in event:
-                report.add(
-                    Check(
-                        _stage_in_progress(report),
-                        FAIL,
-                        f"harness error: {event['error']['detail']}",
-                    )
-                )
-            elif "done" in event:
+            if _take(event, report, outputs):
                 return outputs
 
     def _failure_detail(self, failure: WorkerFailure, worker: LineWorker) -> str:
@@ -202,37 +193,34 @@ class Harness:
             return f"the kernel {failure}"
         text = str(failure)
         if any(sign in text for sign in _OOM_SIGNS):
-            return f"out of memory (limit {self.memory_bytes / GIB:.0f} GiB): the candidate process {text}"
+            limit = f"{self.memory_bytes / GIB:.0f} GiB"
+            return f"out of memory (limit {limit}): the candidate process {text}"
         return f"the candidate process crashed: {text}"
 
     def _check_numerics(
         self,
         task: Task,
-        runs: list[tuple[str, int]],
+        runs: list[Run],
         extra: dict[str, dict[str, int]],
-        candidate_runs: dict[tuple[str, int], dict[str, Any]],
+        candidate_runs: dict[Run, NumericsRun],
         workdir: Path,
         report: EvalReport,
     ) -> None:
         reference_started = time.monotonic()
         reference_dir = workdir / "reference"
         reference_dir.mkdir()
-        request = {
-            "task": str(task.folder),
-            "runs": runs,
-            "out_dir": str(reference_dir),
-            "extra_configs": extra,
-        }
+        request = ReferenceRequest(str(task.folder), runs, str(reference_dir), extra)
         with self._reference_lock:
             try:
-                answer = self._reference.ask(json.dumps(request), timeout=1800)
+                raw = self._reference.ask(json.dumps(request.to_json()), timeout=1800)
+                answer = ReferenceAnswer.from_json(raw)
             except WorkerFailure as failure:
-                answer = {"error": f"reference process failed: {failure}"}
-        if "error" in answer:
-            report.add(Check("numerics", FAIL, f"cannot compute the reference: {answer['error']}"))
+                answer = ReferenceAnswer(error=f"reference process failed: {failure}")
+        if answer.error is not None:
+            report.add(Check("numerics", FAIL, f"cannot compute the reference: {answer.error}"))
             return
         reference_seconds = time.monotonic() - reference_started
-        reference_runs = {(r["config"], r["seed"]): r for r in answer["runs"]}
+        reference_runs = {r.key: r for r in answer.runs}
         groups = (
             ("numerics", lambda c: c != HELDOUT and c not in extra),
             (EDGE, lambda c: c in extra),
@@ -245,7 +233,7 @@ class Harness:
                 check = _compare_runs(check_name, task, selected, candidate_runs, reference_runs)
                 # the kernel's own runs, plus the reference and the comparison
                 kernel_seconds = sum(
-                    candidate_runs.get(run, {}).get("seconds", 0.0) for run in selected
+                    candidate_runs[run].seconds for run in selected if run in candidate_runs
                 )
                 check.seconds = round(
                     kernel_seconds + reference_seconds + time.monotonic() - started, 3
@@ -280,8 +268,9 @@ def _static_check(source: str, kernel: Path, report: EvalReport) -> bool:
     return True
 
 
-def _numerics_plan(task: Task, options: EvalOptions, report: EvalReport) -> list[tuple[str, int]]:
-    """(configuration, seed) pairs: fresh seeds on check, one on held-out; a plain task's own inputs."""
+def _numerics_plan(task: Task, options: EvalOptions, report: EvalReport) -> list[Run]:
+    """(configuration, seed) pairs: fresh seeds on check, one on held-out; a plain task's own
+    inputs."""
     if not task.named_configs:
         return [(name, 0) for name in ([options.config] if options.config else task.configs)]
     seeds = [secrets.randbelow(2**31 - 1) for _ in range(max(options.seeds, 1))]
@@ -290,7 +279,8 @@ def _numerics_plan(task: Task, options: EvalOptions, report: EvalReport) -> list
         count = 1 if options.config == HELDOUT else len(seeds)
         return [(options.config, seed) for seed in seeds[:count]]
     plan = [(CHECK, seed) for seed in seeds] if CHECK in task.configs else []
-    # One seed per edge case: they test shapes, not random draws; derived so a report's seeds say it.
+    # One seed per edge case: they test shapes, not random draws; derived so a report's seeds
+    # say it.
     plan += [(name, seeds[0] ^ (0xED6E + n)) for n, (name, _) in enumerate(options.extra_configs)]
     if HELDOUT in task.configs:
         plan.append((HELDOUT, seeds[0] ^ 0x5EED))
@@ -310,6 +300,22 @@ def _extra_configs(task: Task, options: EvalOptions) -> dict[str, dict[str, int]
     return {name: dict(params) for name, params in options.extra_configs}
 
 
+def _take(event: CandidateEvent, report: EvalReport, outputs: dict[Run, NumericsRun]) -> bool:
+    """Record one event of the candidate worker; True when it has nothing more to say."""
+    if isinstance(event, Check):
+        report.add(event)
+        return event.status == FAIL
+    if isinstance(event, NumericsRun):
+        outputs[event.key] = event
+        return False
+    if isinstance(event, WorkerProblem):
+        if event.usage:
+            raise UsageError(event.detail)
+        report.add(Check(_stage_in_progress(report), FAIL, f"harness error: {event.detail}"))
+        return False
+    return isinstance(event, Done)
+
+
 def _stage_in_progress(report: EvalReport) -> str:
     done = {c.name for c in report.checks}
     return next((stage for stage in _STAGES if stage not in done), "numerics")
@@ -318,9 +324,9 @@ def _stage_in_progress(report: EvalReport) -> str:
 def _compare_runs(
     name: str,
     task: Task,
-    runs: list[tuple[str, int]],
-    candidate_runs: dict[tuple[str, int], dict[str, Any]],
-    reference_runs: dict[tuple[str, int], dict[str, Any]],
+    runs: list[Run],
+    candidate_runs: dict[Run, NumericsRun],
+    reference_runs: dict[Run, NumericsRun],
 ) -> Check:
     details = []
     for config, seed in runs:
@@ -329,11 +335,11 @@ def _compare_runs(
         reference = reference_runs[(config, seed)]
         if candidate is None:
             return Check(name, FAIL, f"{label}: the kernel produced no output")
-        if "error" in candidate:
-            return Check(name, FAIL, f"{label}: the kernel failed: {candidate['error']}")
-        if "error" in reference:
-            return Check(name, FAIL, f"{label}: the reference failed: {reference['error']}")
-        if candidate.get("races"):
+        if candidate.error is not None or candidate.files is None:
+            return Check(name, FAIL, f"{label}: the kernel failed: {candidate.error}")
+        if reference.error is not None or reference.files is None:
+            return Check(name, FAIL, f"{label}: the reference failed: {reference.error}")
+        if candidate.races:
             return Check(
                 name,
                 FAIL,
@@ -344,7 +350,7 @@ def _compare_runs(
         )  # NumPy: not at the UI's start-up
 
         tolerance = task.tolerance(config)
-        comparison = compare_files(candidate["files"], reference["files"], tolerance)
+        comparison = compare_files(candidate.files, reference.files, tolerance)
         if not comparison.ok:
             return Check(
                 name,

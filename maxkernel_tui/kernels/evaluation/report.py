@@ -4,41 +4,41 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from enum import StrEnum
+from typing import Any, Literal
 
-PASS, FAIL, SKIP = "pass", "fail", "skip"
-ACCEPTED, REJECTED = "accepted", "rejected"
 
-# The checks in the order they run; cheap first.
-# `edge`: numerics on the tester's validated edge-case configurations, when there are any.
-CHECK_ORDER = (
-    "static",
-    "trace",
-    "tpu_lower",
-    "tpu_compile",
-    "numerics",
-    "edge",
-    "heldout",
-    "timing",
-)
+class CheckStatus(StrEnum):
+    PASS = "pass"
+    FAIL = "fail"
+    SKIP = "skip"  # not run, and says why (e.g. timing without a TPU)
+
+
+class Verdict(StrEnum):
+    ACCEPTED = "accepted"
+    REJECTED = "rejected"
+
+
+PASS, FAIL, SKIP = CheckStatus.PASS, CheckStatus.FAIL, CheckStatus.SKIP
+ACCEPTED, REJECTED = Verdict.ACCEPTED, Verdict.REJECTED
+SPEEDUP = "speedup over the XLA reference"  # what the timing that decides a win is
 
 
 @dataclass
 class Check:
     name: str
-    status: str  # pass | fail | skip
+    status: CheckStatus
     detail: str
     seconds: float = 0.0
     data: dict[str, Any] = field(default_factory=dict)
 
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Check:
         return cls(
-            data["name"],
-            data["status"],
-            data["detail"],
-            data.get("seconds", 0.0),
-            dict(data.get("data") or {}),
+            **dict(data, status=CheckStatus(data["status"]), data=dict(data.get("data") or {}))
         )
 
 
@@ -47,8 +47,8 @@ class Timing:
     """One timed figure of a report: a median (`median_s`, `ci95`) or a ratio (`ratio`, `ci95`),
     always measured on a real device, which `device` names."""
 
-    what: str  # "kernel", "XLA reference", "speedup over the XLA reference"
-    kind: str  # "measured"
+    what: str  # "kernel", "XLA reference", SPEEDUP
+    kind: Literal["measured"]  # never an estimate: a report shows only what a device timed
     device: str
     label: str  # the figure in words, with its device
     median_s: float | None = None
@@ -62,18 +62,10 @@ class Timing:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Timing:
+        """Also reads the older spelling `ci95_s`."""
+        known = {k: v for k, v in data.items() if k not in ("ci95", "ci95_s")}
         ci95 = data.get("ci95") or data.get("ci95_s")
-        return cls(
-            what=data["what"],
-            kind=data["kind"],
-            device=data["device"],
-            label=data["label"],
-            median_s=data.get("median_s"),
-            ratio=data.get("ratio"),
-            ci95=None if ci95 is None else (float(ci95[0]), float(ci95[1])),
-            samples=data.get("samples"),
-            significant=data.get("significant"),
-        )
+        return cls(**known, ci95=None if ci95 is None else (float(ci95[0]), float(ci95[1])))
 
 
 @dataclass
@@ -90,7 +82,7 @@ class EvalReport:
     on_check: Callable[[Check], None] | None = field(default=None, repr=False, compare=False)
 
     @property
-    def verdict(self) -> str:
+    def verdict(self) -> Verdict:
         decided = [c for c in self.checks if c.status != SKIP]
         if any(c.status == FAIL for c in self.checks) or not decided:
             return REJECTED
@@ -113,7 +105,7 @@ class EvalReport:
             "targets": self.targets,
             "device": self.device,
             "verdict": self.verdict,
-            "checks": [asdict(c) for c in self.checks],
+            "checks": [c.to_json() for c in self.checks],
             "timings": [t.to_json() for t in self.timings],
             "seeds": self.seeds,
         }
@@ -141,9 +133,8 @@ def format_check(check: Check) -> str:
 
 def format_report(report: EvalReport) -> str:
     """A line per check, then the verdict and the reason."""
-    lines = [
-        f"{report.task_id} ← {report.kernel}  (TPU target {', '.join(report.targets)}; {report.device})"
-    ]
+    targets = ", ".join(report.targets)
+    lines = [f"{report.task_id} ← {report.kernel}  (TPU target {targets}; {report.device})"]
     for check in report.checks:
         lines.append(f"  {format_check(check)}")
     for timing in report.timings:

@@ -105,7 +105,7 @@ def _defines_computation(tree: ast.Module) -> bool:
 
 
 def _imported_names(tree: ast.Module) -> set[str]:
-    names = set()
+    names: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names.update((a.asname or a.name).split(".")[0] for a in node.names)
@@ -117,11 +117,8 @@ def _imported_names(tree: ast.Module) -> set[str]:
 def _node_problems(node: ast.AST, imported_names: set[str]) -> list[str]:
     line = getattr(node, "lineno", "?")
     if isinstance(node, ast.Import):
-        return [
-            _module_problem(alias.name, line)
-            for alias in node.names
-            if _module_problem(alias.name, line)
-        ]
+        problems = (_module_problem(alias.name, line) for alias in node.names)
+        return [problem for problem in problems if problem]
     if isinstance(node, ast.ImportFrom):
         module = "." * node.level + (node.module or "")
         problem = _module_problem(module, line)
@@ -173,7 +170,8 @@ def _module_problem(module: str, line: object) -> str | None:
     if top in ALLOWED_MODULES:
         return None
     why = _WHY_MODULE.get(top, "imports a module outside the allowed set")
-    return f"{why} (`import {module}` at line {line}; allowed: {', '.join(sorted(ALLOWED_MODULES - {'__future__'}))})"
+    allowed = ", ".join(sorted(ALLOWED_MODULES - {"__future__"}))
+    return f"{why} (`import {module}` at line {line}; allowed: {allowed})"
 
 
 def _attribute_root(target: ast.AST) -> str | None:

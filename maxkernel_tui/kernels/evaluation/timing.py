@@ -12,9 +12,9 @@ import glob
 import json
 import os
 from pathlib import Path
-from typing import Any
 
-from maxkernel_tui.kernels.evaluation.report import PASS, SKIP, Check, Timing
+from maxkernel_tui.kernels.evaluation.protocol import TimingAnswer, TimingRequest
+from maxkernel_tui.kernels.evaluation.report import PASS, SKIP, SPEEDUP, Check, Timing
 from maxkernel_tui.kernels.evaluation.stats import median_estimate, speedup
 from maxkernel_tui.kernels.task import Task
 from maxkernel_tui.kernels.workers import (
@@ -43,18 +43,12 @@ def timing_check(kernel: Path, task: Task, timeout: float) -> tuple[Check, list[
             "not measured: no TPU on this machine; times in TPU interpret mode on a "
             "CPU are a simulator's, not the kernel's, so none are shown",
         ), []
-    request = {
-        "kernel": str(kernel),
-        "task": str(task.folder),
-        "config": task.configs[0],
-        "repeats": REPEATS,
-        "warmups": WARMUPS,
-    }
+    request = TimingRequest(str(kernel), str(task.folder), task.configs[0], REPEATS, WARMUPS)
     worker = LineWorker(
         python_module_argv("maxkernel_tui.kernels.evaluation.timing_worker"), scrubbed_env()
     )
     try:
-        answer = worker.ask(json.dumps(request), timeout)
+        answer = TimingAnswer.from_json(worker.ask(json.dumps(request.to_json()), timeout))
     except WorkerFailure as failure:
         return Check("timing", SKIP, f"not measured: the timing process failed: {failure}"), []
     finally:
@@ -62,17 +56,17 @@ def timing_check(kernel: Path, task: Task, timeout: float) -> tuple[Check, list[
     return summarize_timing(answer)
 
 
-def summarize_timing(answer: dict[str, Any]) -> tuple[Check, list[Timing]]:
+def summarize_timing(answer: TimingAnswer) -> tuple[Check, list[Timing]]:
     """Medians, intervals and the speedup over the XLA reference, each labelled with its device."""
-    if answer["platform"] != "tpu":
+    if answer.platform != "tpu":
         return Check(
-            "timing", SKIP, f"not shown: measured on {answer['platform']}, which is not a TPU"
+            "timing", SKIP, f"not shown: measured on {answer.platform}, which is not a TPU"
         ), []
-    where = f"{answer['device']} ({answer['platform']})"
+    where = f"{answer.device} ({answer.platform})"
+    candidate, reference = answer.samples.candidate, answer.samples.reference
     timings = []
-    for name in ("candidate", "reference"):
-        estimate = median_estimate(answer["samples"][name])
-        what = "kernel" if name == "candidate" else "XLA reference"
+    for what, samples in (("kernel", candidate), ("XLA reference", reference)):
+        estimate = median_estimate(samples)
         timings.append(
             Timing(
                 what=what,
@@ -80,16 +74,16 @@ def summarize_timing(answer: dict[str, Any]) -> tuple[Check, list[Timing]]:
                 device=where,
                 median_s=estimate.median,
                 ci95=(estimate.low, estimate.high),
-                samples=len(answer["samples"][name]),
+                samples=len(samples),
                 label=f"{what}: median {estimate.median * 1e3:.3f} ms (95% CI "
                 f"{estimate.low * 1e3:.3f}-{estimate.high * 1e3:.3f} ms), measured wall time "
                 f"around block_until_ready on {where}",
             )
         )
-    gain = speedup(answer["samples"]["reference"], answer["samples"]["candidate"])
+    gain = speedup(reference, candidate)
     timings.append(
         Timing(
-            what="speedup over the XLA reference",
+            what=SPEEDUP,
             kind="measured",
             device=where,
             ratio=gain.ratio,

@@ -1,5 +1,5 @@
 """The TPU performance model of a Pallas kernel: estimated time, bound, share of the roofline.
-No jax here; it reads the static analysis (as JSON) and the TPU table.
+No jax here; it reads the static analysis (perf/analysis.py) and the TPU table.
 
 The pipeline overlaps the transfer of the next step's blocks with this step's compute, so with
 n steps moving I bytes in and O bytes out each and computing for C:
@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+from maxkernel_tui.kernels.perf.analysis import Block, KernelAnalysis, ReferenceCost
 from maxkernel_tui.kernels.targets import TpuTarget
 
 STEP_OVERHEAD_S = 0.35e-6
@@ -32,12 +34,16 @@ VPU_SHARE = 1 / 16
 EUP_SHARE = 1 / 64
 
 
+Bound = Literal["memory", "compute", "overhead"]  # what takes the most time
+EstimateKind = Literal["estimated", "estimated, calibrated"]  # the model, or it scaled by TPU runs
+
+
 @dataclass
 class Estimate:
     target: str
-    kind: str  # "estimated" (model) or "estimated, calibrated" (model scaled by TPU measurements)
+    kind: EstimateKind
     seconds: float
-    bound: str  # memory | compute | overhead
+    bound: Bound
     transfer_seconds: float
     compute_seconds: float
     overhead_seconds: float
@@ -54,6 +60,20 @@ class Estimate:
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Estimate:
+        return cls(**data)
+
+
+@dataclass(frozen=True)
+class CalibrationRecord:
+    """One TPU measurement next to the model's estimate for the same kernel."""
+
+    target: str
+    measured_s: float
+    estimated_s: float
+    kernel: str
+
 
 def minimal_io_bytes(inputs: Any, outputs: Any) -> int:
     """The least any implementation must move: every input read once, every output written once.
@@ -62,54 +82,38 @@ def minimal_io_bytes(inputs: Any, outputs: Any) -> int:
 
 
 def estimate(
-    kernels: list[dict[str, Any]],
+    kernels: Sequence[KernelAnalysis],
     target: TpuTarget,
-    reference_cost: dict[str, Any] | None = None,
+    reference_cost: ReferenceCost | None = None,
     calibration: dict[str, float] | None = None,
     io_bytes: int | None = None,
 ) -> Estimate:
     """The program's Pallas kernels run one after another; their times add up. The roofline is
     the task's: the reference's flops, and `io_bytes` (inputs read and outputs written once)
     or, without it, the bytes XLA's reference moves."""
-    transfer = compute = overhead = seconds = 0.0
-    total_bytes = total_flops = 0.0
-    for kernel in kernels:
-        steps = max(kernel["steps"], 1)
-        moved_out = sum(
-            b["bytes"] * b["fetches"] for b in kernel["blocks"] if b["role"].startswith("output")
-        )
-        step_in = (kernel["hbm_bytes"] - moved_out) / steps / target.hbm_bandwidth
-        step_out = moved_out / steps / target.hbm_bandwidth
-        step_compute = _step_compute(kernel, target)
-        seconds += (
-            step_in
-            + (steps - 1) * max(step_compute, step_in + step_out)
-            + step_compute
-            + step_out
-            + steps * STEP_OVERHEAD_S
-        )
-        transfer += kernel["hbm_bytes"] / target.hbm_bandwidth
-        compute += step_compute * steps
-        overhead += STEP_OVERHEAD_S * steps
-        total_bytes += kernel["hbm_bytes"]
-        total_flops += kernel["mxu_flops_per_step"] * steps
     factor = (calibration or {}).get(target.name, 1.0)
-    seconds *= factor
-    vmem = max((k["vmem_bytes"] for k in kernels), default=0)
+    seconds = sum(_pipeline_seconds(k, target) for k in kernels) * factor
+    transfer = sum(k.hbm_bytes / target.hbm_bandwidth for k in kernels)
+    compute = sum(_step_compute(k, target) * _steps(k) for k in kernels)
+    overhead = sum(STEP_OVERHEAD_S * _steps(k) for k in kernels)
+    parts: list[tuple[Bound, float]] = [
+        ("memory", transfer),
+        ("compute", compute),
+        ("overhead", overhead),
+    ]
+    vmem = max((k.vmem_bytes for k in kernels), default=0)
     roofline = _roofline(reference_cost, target, io_bytes)
-    reference_seconds = (reference_cost or {}).get("optimal_seconds")
+    reference_seconds = reference_cost.optimal_seconds if reference_cost else None
     return Estimate(
         target=target.name,
         kind="estimated, calibrated" if factor != 1.0 else "estimated",
         seconds=seconds,
-        bound=max(
-            (("memory", transfer), ("compute", compute), ("overhead", overhead)), key=lambda p: p[1]
-        )[0],
+        bound=max(parts, key=lambda part: part[1])[0],
         transfer_seconds=transfer,
         compute_seconds=compute,
         overhead_seconds=overhead,
-        hbm_bytes=int(total_bytes),
-        flops=total_flops,
+        hbm_bytes=sum(k.hbm_bytes for k in kernels),
+        flops=sum(k.mxu_flops_per_step * _steps(k) for k in kernels),
         vmem_bytes=vmem,
         vmem_capacity=target.vmem_bytes,
         fits_vmem=vmem <= target.vmem_bytes,
@@ -120,95 +124,118 @@ def estimate(
     )
 
 
-def _step_compute(kernel: dict[str, Any], target: TpuTarget) -> float:
+def _steps(kernel: KernelAnalysis) -> int:
+    return max(kernel.steps, 1)
+
+
+def _pipeline_seconds(kernel: KernelAnalysis, target: TpuTarget) -> float:
+    """One kernel's time: the pipeline formula of the module docstring."""
+    steps = _steps(kernel)
+    moved_out = sum(b.bytes * b.fetches for b in kernel.blocks if b.is_output)
+    step_in = (kernel.hbm_bytes - moved_out) / steps / target.hbm_bandwidth
+    step_out = moved_out / steps / target.hbm_bandwidth
+    step_compute = _step_compute(kernel, target)
+    return (
+        step_in
+        + (steps - 1) * max(step_compute, step_in + step_out)
+        + step_compute
+        + step_out
+        + steps * STEP_OVERHEAD_S
+    )
+
+
+def _step_compute(kernel: KernelAnalysis, target: TpuTarget) -> float:
     peak = target.peak_bf16_flops
-    bf16_flops = kernel["mxu_flops_per_step"] - kernel["mxu_f32_flops_per_step"]
-    mxu = bf16_flops / peak + kernel["mxu_f32_flops_per_step"] * F32_MXU_SLOWDOWN / peak
-    vector = kernel["vector_ops_per_step"] / (peak * VPU_SHARE)
-    transcendental = kernel["transcendentals_per_step"] / (peak * EUP_SHARE)
+    bf16_flops = kernel.mxu_flops_per_step - kernel.mxu_f32_flops_per_step
+    mxu = bf16_flops / peak + kernel.mxu_f32_flops_per_step * F32_MXU_SLOWDOWN / peak
+    vector = kernel.vector_ops_per_step / (peak * VPU_SHARE)
+    transcendental = kernel.transcendentals_per_step / (peak * EUP_SHARE)
     return max(mxu, vector + transcendental)
 
 
 def _roofline(
-    reference_cost: dict[str, Any] | None, target: TpuTarget, io_bytes: int | None
+    reference_cost: ReferenceCost | None, target: TpuTarget, io_bytes: int | None
 ) -> float | None:
     """max(flops / peak, bytes / bandwidth) of the task."""
-    if not reference_cost or "flops" not in reference_cost:
+    if reference_cost is None or reference_cost.flops is None:
         return None
-    moved = io_bytes if io_bytes is not None else reference_cost["bytes_accessed"]
-    return max(reference_cost["flops"] / target.peak_bf16_flops, moved / target.hbm_bandwidth)
+    moved = io_bytes if io_bytes is not None else reference_cost.bytes_accessed
+    if moved is None:
+        return None
+    return max(reference_cost.flops / target.peak_bf16_flops, moved / target.hbm_bandwidth)
 
 
 def load_calibration(path: Path) -> dict[str, float]:
     """Per generation, the median of measured / estimated seconds recorded on real TPUs."""
-    try:
-        records = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):
-        return {}
     factors: dict[str, list[float]] = {}
-    for record in records:
-        factors.setdefault(record["target"], []).append(
-            record["measured_s"] / record["estimated_s"]
-        )
+    for record in _calibration_records(path):
+        factors.setdefault(record.target, []).append(record.measured_s / record.estimated_s)
     return {target: sorted(values)[len(values) // 2] for target, values in factors.items()}
 
 
 def record_calibration(
     path: Path, target: str, measured_s: float, estimated_s: float, kernel: str
 ) -> None:
-    """Append one TPU measurement next to the model's estimate for the same kernel."""
-    try:
-        records = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):
-        records = []
-    records.append(
-        {"target": target, "measured_s": measured_s, "estimated_s": estimated_s, "kernel": kernel}
-    )
+    """Append one TPU measurement next to the model's estimate for the same kernel. The hook of
+    the measured path on a real TPU (the TPU measurement issue); only tests call it so far."""
+    records = _calibration_records(path)
+    records.append(CalibrationRecord(target, measured_s, estimated_s, kernel))
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(records, indent=1))
+    path.write_text(json.dumps([asdict(r) for r in records], indent=1))
 
 
-def warnings_for(kernel: dict[str, Any], target: TpuTarget) -> list[str]:
+def _calibration_records(path: Path) -> list[CalibrationRecord]:
+    try:
+        return [CalibrationRecord(**r) for r in json.loads(path.read_text())]
+    except (OSError, json.JSONDecodeError):
+        return []
+
+
+def warnings_for(kernel: KernelAnalysis, target: TpuTarget) -> list[str]:
     """What a kernel engineer would want flagged before compiling, for this generation."""
-    warnings = []
-    for block in kernel["blocks"]:
-        if (
-            block["memory_space"] == "vmem"
-            and not block["role"].startswith("scratch")
-            and len(block["shape"]) >= 2
-        ):
-            rows, lanes = block["shape"][-2:]
-            if (rows % 8 or lanes % 128) and [rows, lanes] != block["array_shape"][-2:]:
-                warnings.append(
-                    f"{block['role']} block {block['shape']} of {block['array_shape']}: last two dims "
-                    "neither multiples of (8, 128) nor the array's own: the TPU cannot lower it"
-                )
+    warnings = [_tiling_warning(b) for b in kernel.blocks if _untileable(b)]
     capacity = target.vmem_bytes
-    if kernel["vmem_bytes"] > capacity:
+    footprint = f"VMEM footprint {kernel.vmem_bytes / 2**20:.1f} MiB"
+    if kernel.vmem_bytes > capacity:
         warnings.append(
-            f"VMEM footprint {kernel['vmem_bytes'] / 2**20:.1f} MiB exceeds the {capacity / 2**20:.0f} "
+            f"{footprint} exceeds the {capacity / 2**20:.0f} "
             f"MiB of VMEM on {target.name}: this tiling cannot compile"
         )
-    elif kernel["vmem_bytes"] > VMEM_WARN_SHARE * capacity:
+    elif kernel.vmem_bytes > VMEM_WARN_SHARE * capacity:
         warnings.append(
-            f"VMEM footprint {kernel['vmem_bytes'] / 2**20:.1f} MiB is over {VMEM_WARN_SHARE:.0%} "
+            f"{footprint} is over {VMEM_WARN_SHARE:.0%} "
             f"of the {capacity / 2**20:.0f} MiB of VMEM on {target.name}"
         )
-    for m, k, n in kernel["matmul_dims"]:
+    for m, k, n in kernel.matmul_dims:
         if k % target.mxu[0] or n % target.mxu[1]:
             warnings.append(
                 f"matmul ({m}x{k}) @ ({k}x{n}): K and N not multiples of the "
                 f"{target.mxu[0]}x{target.mxu[1]} MXU of {target.name}"
             )
-    moved_per_step = kernel["hbm_bytes"] / max(kernel["steps"], 1)
-    if kernel["steps"] > 64 and moved_per_step < TINY_STEP_BYTES:
+    moved_per_step = kernel.hbm_bytes / max(kernel.steps, 1)
+    if kernel.steps > 64 and moved_per_step < TINY_STEP_BYTES:
         warnings.append(
-            f"{kernel['steps']} grid steps moving {moved_per_step / 1024:.1f} KiB each: per-step "
+            f"{kernel.steps} grid steps moving {moved_per_step / 1024:.1f} KiB each: per-step "
             "overhead dominates; use larger blocks"
         )
-    if not kernel["index_maps_exact"]:
+    if not kernel.index_maps_exact:
         warnings.append(
             "index maps depend on data (scalar prefetch) or the grid is huge: HBM bytes assume "
             "every block is fetched at every step (an upper bound)"
         )
     return list(dict.fromkeys(warnings))
+
+
+def _untileable(block: Block) -> bool:
+    """A pipelined block whose last two dims are neither multiples of (8, 128) nor the array's."""
+    if block.memory_space != "vmem" or block.is_scratch or len(block.shape) < 2:
+        return False
+    rows, lanes = block.shape[-2:]
+    return bool(rows % 8 or lanes % 128) and list(block.shape[-2:]) != list(block.array_shape[-2:])
+
+
+def _tiling_warning(block: Block) -> str:
+    return (
+        f"{block.role} block {block.shape} of {block.array_shape}: last two dims "
+        "neither multiples of (8, 128) nor the array's own: the TPU cannot lower it"
+    )

@@ -11,7 +11,7 @@ Nothing here runs the kernel.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import jax
@@ -19,6 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from maxkernel_tui.kernels.evaluation.jaxpr_work import sub_jaxprs
+from maxkernel_tui.kernels.perf.analysis import Block, KernelAnalysis, MemorySpace
 
 # Grids larger than this are not enumerated: every block is assumed fetched at every step.
 MAX_ENUMERATED_STEPS = 1 << 20
@@ -83,38 +84,14 @@ _VECTOR = {
 
 
 @dataclass
-class Block:
-    role: str  # input i / output i / scratch i
-    shape: list[int]
-    array_shape: list[int]  # the whole operand the block tiles
-    dtype: str
-    memory_space: str  # vmem (pipelined), any (left in HBM), smem, semaphore
-    bytes: int
-    fetches: int  # how many times the pipeline moves it between HBM and VMEM
+class _BodyWork:
+    """What one grid step of a kernel body computes."""
 
-
-@dataclass
-class KernelAnalysis:
-    name: str
-    grid: list[int]
-    dimension_semantics: list[str]
-    blocks: list[Block]
-    scalar_prefetch: int
-    vmem_bytes: int  # double-buffered pipelined blocks + scratch
-    vmem_limit_bytes: int | None  # what the kernel asked for, if anything
-    hbm_bytes: int  # total over the grid
-    steps: int
-    mxu_flops_per_step: float
-    mxu_f32_flops_per_step: float  # the part with f32 operands (multi-pass on the MXU)
-    vector_ops_per_step: float
-    transcendentals_per_step: float
-    matmul_dims: list[list[int]] = field(
-        default_factory=list
-    )  # (m, k, n) of each matmul in the body
-    index_maps_exact: bool = True  # False: data-dependent index maps, fetch counts are upper bounds
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+    mxu: float = 0.0
+    mxu_f32: float = 0.0
+    vector: float = 0.0
+    transcendental: float = 0.0
+    dims: list[list[int]] = field(default_factory=list)
 
 
 def analyze(closed_jaxpr: Any) -> list[KernelAnalysis]:
@@ -138,10 +115,41 @@ def _analyze_call(eqn: Any) -> KernelAnalysis:
     grid_mapping = eqn.params["grid_mapping"]
     grid = [int(g) for g in grid_mapping.grid]
     steps = math.prod(grid) if grid else 1
-    mappings = grid_mapping.block_mappings
     block_indices, exact = _block_indices_per_step(grid_mapping, grid, steps)
+    blocks = _pipelined_blocks(grid_mapping, block_indices, steps) + _scratch(grid_mapping)
+    body = _body_work(eqn.params["jaxpr"])
+    params = _compiler_params(eqn.params.get("compiler_params"))
+    return KernelAnalysis(
+        name=_kernel_name(eqn),
+        grid=grid,
+        dimension_semantics=[
+            str(s).lower().split(".")[-1]
+            for s in getattr(params, "dimension_semantics", None) or []
+        ],
+        blocks=blocks,
+        scalar_prefetch=int(grid_mapping.num_index_operands),
+        # pipelined blocks are double-buffered, scratch is not
+        vmem_bytes=sum(
+            b.bytes * (1 if b.is_scratch else 2) for b in blocks if b.memory_space == "vmem"
+        ),
+        vmem_limit_bytes=getattr(params, "vmem_limit_bytes", None),
+        hbm_bytes=sum(b.bytes * b.fetches for b in blocks),
+        steps=steps,
+        mxu_flops_per_step=body.mxu,
+        mxu_f32_flops_per_step=body.mxu_f32,
+        vector_ops_per_step=body.vector,
+        transcendentals_per_step=body.transcendental,
+        matmul_dims=body.dims,
+        index_maps_exact=exact,
+    )
+
+
+def _pipelined_blocks(
+    grid_mapping: Any, block_indices: list[np.ndarray | None], steps: int
+) -> list[Block]:
+    """The inputs and outputs, with how often the pipeline moves each."""
     blocks = []
-    for position, mapping in enumerate(mappings):
+    for position, mapping in enumerate(grid_mapping.block_mappings):
         role = (
             f"input {position}"
             if position < grid_mapping.num_inputs
@@ -154,6 +162,11 @@ def _analyze_call(eqn: Any) -> KernelAnalysis:
         fetches = _fetch_count(block_indices[position], steps) if space == "vmem" else 0
         array_shape = [int(d) for d in mapping.array_aval.shape]
         blocks.append(Block(role, shape, array_shape, str(dtype), space, size, fetches))
+    return blocks
+
+
+def _scratch(grid_mapping: Any) -> list[Block]:
+    blocks = []
     for position, aval in enumerate(grid_mapping.scratch_avals):
         inner = getattr(aval, "inner_aval", aval)
         shape = [int(d) for d in getattr(inner, "shape", ())]
@@ -162,33 +175,7 @@ def _analyze_call(eqn: Any) -> KernelAnalysis:
         blocks.append(
             Block(f"scratch {position}", shape, shape, str(dtype), _memory_space(aval), size, 0)
         )
-    body = _body_work(eqn.params["jaxpr"])
-    params = _compiler_params(eqn.params.get("compiler_params"))
-    return KernelAnalysis(
-        name=_kernel_name(eqn),
-        grid=grid,
-        dimension_semantics=[
-            str(s).lower().split(".")[-1]
-            for s in getattr(params, "dimension_semantics", None) or []
-        ],
-        blocks=blocks,
-        scalar_prefetch=int(grid_mapping.num_index_operands),
-        vmem_bytes=sum(
-            2 * b.bytes
-            for b in blocks
-            if b.memory_space == "vmem" and not b.role.startswith("scratch")
-        )
-        + sum(b.bytes for b in blocks if b.role.startswith("scratch") and b.memory_space == "vmem"),
-        vmem_limit_bytes=getattr(params, "vmem_limit_bytes", None),
-        hbm_bytes=sum(b.bytes * b.fetches for b in blocks),
-        steps=steps,
-        mxu_flops_per_step=body["mxu"],
-        mxu_f32_flops_per_step=body["mxu_f32"],
-        vector_ops_per_step=body["vector"],
-        transcendentals_per_step=body["transcendental"],
-        matmul_dims=body["dims"],
-        index_maps_exact=exact,
-    )
+    return blocks
 
 
 def _itemsize(dtype: Any) -> int:
@@ -198,7 +185,7 @@ def _itemsize(dtype: Any) -> int:
         return 4
 
 
-def _memory_space(aval: Any) -> str:
+def _memory_space(aval: Any) -> MemorySpace:
     space = str(getattr(aval, "memory_space", "") or "").lower()
     if "smem" in space:
         return "smem"
@@ -232,7 +219,7 @@ def _block_indices_per_step(
             mappings
         ), not grid_mapping.num_index_operands and steps <= MAX_ENUMERATED_STEPS
     points = np.stack(np.unravel_index(np.arange(steps), grid), axis=-1).astype(np.int32)
-    indices = []
+    indices: list[np.ndarray | None] = []
     for mapping in mappings:
         closed = mapping.index_map_jaxpr
 
@@ -259,19 +246,13 @@ def _fetch_count(indices: np.ndarray | None, steps: int) -> int:
     return 1 + int(changed.sum())
 
 
-def _body_work(body: Any) -> dict[str, Any]:
-    totals: dict[str, Any] = {
-        "mxu": 0.0,
-        "mxu_f32": 0.0,
-        "vector": 0.0,
-        "transcendental": 0.0,
-        "dims": [],
-    }
+def _body_work(body: Any) -> _BodyWork:
+    totals = _BodyWork()
     _walk_body(body, totals)
     return totals
 
 
-def _walk_body(jaxpr: Any, totals: dict[str, Any]) -> None:
+def _walk_body(jaxpr: Any, totals: _BodyWork) -> None:
     """Work per grid step. Branches under pl.when count fully: an upper bound."""
     for eqn in jaxpr.eqns:
         name = eqn.primitive.name
@@ -280,13 +261,13 @@ def _walk_body(jaxpr: Any, totals: dict[str, Any]) -> None:
             (lhs_contract, _), _ = eqn.params["dimension_numbers"]
             lhs, rhs = eqn.invars[0].aval.shape, eqn.invars[1].aval.shape
             k = math.prod(lhs[d] for d in lhs_contract)
-            totals["mxu"] += 2.0 * out_elements * k
+            totals.mxu += 2.0 * out_elements * k
             if eqn.invars[0].aval.dtype == np.float32:
-                totals["mxu_f32"] += 2.0 * out_elements * k
-            totals["dims"].append([int(out_elements // max(rhs[-1], 1)), int(k), int(rhs[-1])])
+                totals.mxu_f32 += 2.0 * out_elements * k
+            totals.dims.append([int(out_elements // max(rhs[-1], 1)), int(k), int(rhs[-1])])
         elif name in _TRANSCENDENTAL:
-            totals["transcendental"] += out_elements
+            totals.transcendental += out_elements
         elif name in _VECTOR:
-            totals["vector"] += out_elements
+            totals.vector += out_elements
         for sub in sub_jaxprs(eqn.params):
             _walk_body(sub, totals)

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from maxkernel_tui.kernels.evaluation.static_checks import static_problems
+from maxkernel_tui.kernels.perf.analysis import ProfileAnswer, ProfileRequest, ReferenceCost
 from maxkernel_tui.kernels.perf.model import estimate, load_calibration, warnings_for
 from maxkernel_tui.kernels.perf.summary import ProfileSummary
 from maxkernel_tui.kernels.targets import TARGETS
@@ -42,10 +43,27 @@ def profile_kernel(
     calibration_file: Path | None = None,
     timeout: float = 600.0,
     trace: bool = True,
-    reference_costs: dict[str, dict] | None = None,
+    reference_costs: dict[str, ReferenceCost] | None = None,
 ) -> ProfileSummary:
     """`trace=False`: the static analysis and the model's estimates only (no run of the kernel);
     `reference_costs`: the reference's XLA costs per target from an earlier profile (no compile)."""
+    source = _profilable_source(kernel, targets)
+    workdir = Path(tempfile.mkdtemp(prefix="mkt-profile-"))
+    (workdir / "kernel.py").write_text(source)
+    request = ProfileRequest(
+        kernel=str(workdir / "kernel.py"),
+        task=str(task.folder),
+        targets=list(targets),
+        trace_dir=str(trace_root / f"{task.task_id}-{time.strftime('%Y%m%d-%H%M%S')}"),
+        trace=trace,
+        reference_costs=reference_costs or {},
+    )
+    answer = _ask_worker(workdir, request, timeout)
+    return summarize(task.task_id, kernel.name, answer, targets, calibration_file)
+
+
+def _profilable_source(kernel: Path, targets: tuple[str, ...]) -> str:
+    """The kernel's source, once the targets are known and it keeps the static rules."""
     unknown = [t for t in targets if t not in TARGETS]
     if unknown:
         raise ProfileError(
@@ -55,70 +73,56 @@ def profile_kernel(
     problems = static_problems(source, kernel.name)
     if problems:
         raise ProfileError("the kernel breaks the static rules: " + "; ".join(problems))
-    workdir = Path(tempfile.mkdtemp(prefix="mkt-profile-"))
-    (workdir / "kernel.py").write_text(source)
-    trace_dir = trace_root / f"{task.task_id}-{time.strftime('%Y%m%d-%H%M%S')}"
+    return source
+
+
+def _ask_worker(workdir: Path, request: ProfileRequest, timeout: float) -> ProfileAnswer:
+    """One profile in a worker process of its own, in `workdir` (removed afterwards)."""
     worker = LineWorker(
         python_module_argv("maxkernel_tui.kernels.perf.profile_worker"),
         dict(jax_worker_env(), TMPDIR=str(workdir)),
         cwd=str(workdir),
         limits=Limits(memory_bytes=8 * GIB),
     )
-    request = {
-        "kernel": str(workdir / "kernel.py"),
-        "task": str(task.folder),
-        "targets": list(targets),
-        "trace_dir": str(trace_dir),
-        "trace": trace,
-        "reference_costs": reference_costs or {},
-    }
     try:
-        answer = worker.ask(json.dumps(request), timeout)
+        answer = worker.ask(json.dumps(request.to_json()), timeout)
     except WorkerFailure as failure:
         raise ProfileError(f"the profile process failed: {failure}") from None
     finally:
         worker.close()
         shutil.rmtree(workdir, ignore_errors=True)
-    if "error" in answer:
+    if "error" in answer:  # the worker's own failure, in place of an answer
         raise ProfileError(answer["error"])
-    return summarize(task.task_id, kernel.name, answer, targets, calibration_file)
+    return ProfileAnswer.from_json(answer)
 
 
 def summarize(
     task_id: str,
     kernel: str,
-    answer: dict,
+    answer: ProfileAnswer,
     targets: tuple[str, ...],
     calibration_file: Path | None = None,
 ) -> ProfileSummary:
     calibration = load_calibration(calibration_file) if calibration_file else {}
-    costs = answer["reference_costs"]
     estimates, warnings, problems = [], {}, []
     for name in targets:
         target = TARGETS[name]
-        cost = costs.get(name, {})
-        if "error" in cost:
-            problems.append(f"XLA cost of the reference on {name}: {cost['error']}")
-        estimates.append(
-            estimate(
-                answer["kernels"],
-                target,
-                None if "error" in cost else cost,
-                calibration,
-                answer.get("io_bytes"),
-            )
-        )
-        warnings[name] = [w for k in answer["kernels"] for w in warnings_for(k, target)]
-    if not answer["kernels"]:
+        cost = answer.reference_costs.get(name)
+        if cost is not None and cost.error is not None:
+            problems.append(f"XLA cost of the reference on {name}: {cost.error}")
+            cost = None
+        estimates.append(estimate(answer.kernels, target, cost, calibration, answer.io_bytes))
+        warnings[name] = [w for k in answer.kernels for w in warnings_for(k, target)]
+    if not answer.kernels:
         problems.append("no pallas_call in the program: nothing for the kernel model to analyse")
     return ProfileSummary(
         task_id,
         kernel,
-        answer["config"],
-        answer["kernels"],
+        answer.config,
+        answer.kernels,
         estimates,
         warnings,
-        costs,
-        answer.get("trace"),
+        answer.reference_costs,
+        answer.trace,
         problems,
     )

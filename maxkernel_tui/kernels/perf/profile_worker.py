@@ -3,9 +3,9 @@ shapes, the reference's XLA cost on each TPU generation, and a trace. Imports ja
 
     python -m maxkernel_tui.kernels.perf.profile_worker
 
-One request ({"kernel", "task", "targets", "trace_dir"}, optionally "trace": false and
-"reference_costs" already known per target), one JSON answer. On a TPU the trace is the device's
-(measured); elsewhere it is the host side of a CPU interpret-mode run, labelled so.
+One request (a `ProfileRequest`), one JSON answer (a `ProfileAnswer`, or {"error"}). On a TPU
+the trace is the device's (measured); elsewhere it is the host side of a CPU interpret-mode
+run, labelled so.
 """
 
 from __future__ import annotations
@@ -25,6 +25,14 @@ from maxkernel_tui.kernels import aot
 from maxkernel_tui.kernels import reference_runtime as runtime
 from maxkernel_tui.kernels.evaluation.candidate_worker import load_candidate
 from maxkernel_tui.kernels.loader import load_task
+from maxkernel_tui.kernels.perf.analysis import (
+    MEASURED,
+    ProfileAnswer,
+    ProfileRequest,
+    ReferenceCost,
+    Trace,
+    TraceEvent,
+)
 from maxkernel_tui.kernels.perf.model import minimal_io_bytes
 from maxkernel_tui.kernels.perf.pallas_analysis import analyze
 from maxkernel_tui.kernels.task import CHECK
@@ -35,51 +43,40 @@ TOP_EVENTS = 8
 _PROFILER_FRAMES = ("$profiler.py", "$contextlib.py", "$threading.py")
 
 
-def profile(request: dict[str, Any]) -> dict[str, Any]:
-    task = load_task(request["task"])
+def profile(request: ProfileRequest) -> ProfileAnswer:
+    task = load_task(request.task)
     reference = runtime.load_reference(task)
-    candidate = load_candidate(Path(request["kernel"]))
+    candidate = load_candidate(Path(request.kernel))
     bench = task.configs[0]
     specs, static, outputs = runtime.io_specs(task, reference, bench)
     kernels = analyze(jax.make_jaxpr(lambda *d: candidate.computation(*d, *static))(*specs))
-    answer: dict[str, Any] = {
-        "config": bench,
-        "kernels": [k.to_json() for k in kernels],
-        "reference_costs": {},
-        "io_bytes": minimal_io_bytes(specs, outputs),
+    known = request.reference_costs  # the reference does not change between candidates
+    costs = {
+        name: known.get(name) or _reference_cost(reference, specs, static, name)
+        for name in request.targets
     }
-    known = request.get("reference_costs") or {}  # the reference does not change between candidates
-    for name in request["targets"]:
-        answer["reference_costs"][name] = known.get(name) or _reference_cost(
-            reference, specs, static, name
-        )
-    if not request.get("trace", True):  # an estimate only (the autotuner's candidates)
-        answer["trace"] = None
-        return answer
-    on_tpu = jax.devices()[0].platform == "tpu"
-    config = bench if on_tpu or CHECK not in task.configs else CHECK
-    answer["trace"] = _trace(task, reference, candidate, config, Path(request["trace_dir"]), on_tpu)
-    return answer
+    trace = None
+    if request.trace:  # without it, an estimate only (the autotuner's candidates)
+        on_tpu = jax.devices()[0].platform == "tpu"
+        config = bench if on_tpu or CHECK not in task.configs else CHECK
+        trace = _trace(task, reference, candidate, config, Path(request.trace_dir), on_tpu)
+    return ProfileAnswer(bench, kernels, costs, minimal_io_bytes(specs, outputs), trace)
 
 
-def _reference_cost(reference: Any, specs: Any, static: Any, target_name: str) -> dict[str, Any]:
+def _reference_cost(reference: Any, specs: Any, static: Any, target_name: str) -> ReferenceCost:
     try:
         compiled = aot.compile_for_tpu(
             lambda *d: reference.computation(*d, *static), specs, aot.target_for(target_name)
         )
     except Exception as error:
-        return {"error": (str(error).strip().splitlines() or [type(error).__name__])[0][:300]}
-    cost = aot.cost_of(compiled)
-    return {
-        "flops": cost.get("flops"),
-        "bytes_accessed": cost.get("bytes accessed"),
-        "optimal_seconds": cost.get("optimal_seconds"),
-    }
+        first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        return ReferenceCost(error=first[:300])
+    return ReferenceCost.from_xla(aot.cost_of(compiled))
 
 
 def _trace(
     task: Any, reference: Any, candidate: Any, config: str, trace_dir: Path, on_tpu: bool
-) -> dict[str, Any]:
+) -> Trace:
     """Run the kernel (twice: compile, then the traced run) under jax.profiler and summarize."""
     dynamic, static = runtime.make_inputs(task, reference, config, seed=0)
     program = jax.jit(lambda *d: candidate.computation(*d, *static))
@@ -94,20 +91,14 @@ def _trace(
     files = sorted(trace_dir.rglob("*.xplane.pb"))
     events = _top_events(files[-1], on_tpu) if files else []
     kind = (
-        "measured on TPU (device trace)"
+        f"{MEASURED} on TPU (device trace)"
         if on_tpu
         else "host-side trace of a CPU interpret-mode run, not device time"
     )
-    return {
-        "dir": str(trace_dir),
-        "config": config,
-        "kind": kind,
-        "wall_seconds": wall,
-        "top_events": events,
-    }
+    return Trace(str(trace_dir), config, kind, wall, events)
 
 
-def _top_events(xplane: Path, on_tpu: bool) -> list[dict[str, Any]]:
+def _top_events(xplane: Path, on_tpu: bool) -> list[TraceEvent]:
     """Total time per event name on the device planes (TPU) or the host planes (CPU)."""
     data = jax.profiler.ProfileData.from_file(str(xplane))
     totals: dict[str, float] = defaultdict(float)
@@ -119,7 +110,7 @@ def _top_events(xplane: Path, on_tpu: bool) -> list[dict[str, Any]]:
                 if not event.name.startswith(_PROFILER_FRAMES):
                     totals[event.name] += event.duration_ns
     ranked = sorted(totals.items(), key=lambda item: -item[1])[:TOP_EVENTS]
-    return [{"name": name[:80], "milliseconds": round(ns / 1e6, 3)} for name, ns in ranked]
+    return [TraceEvent(name[:80], round(ns / 1e6, 3)) for name, ns in ranked]
 
 
 def main() -> None:
@@ -127,7 +118,8 @@ def main() -> None:
     line = sys.stdin.readline()
     if line.strip():
         try:
-            print(json.dumps(profile(json.loads(line))), flush=True)
+            answer = profile(ProfileRequest.from_json(json.loads(line)))
+            print(json.dumps(answer.to_json()), flush=True)
         except Exception as error:  # the caller reports it; the process ends either way
             print(json.dumps({"error": f"{type(error).__name__}: {str(error)[:500]}"}), flush=True)
 

@@ -6,6 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from maxkernel_tui.kernels.perf.analysis import (
+    KernelAnalysis,
+    ReferenceCost,
+    Trace,
+    costs_from_json,
+)
 from maxkernel_tui.kernels.perf.model import Estimate
 
 BAR_WIDTH = 24
@@ -16,11 +22,11 @@ class ProfileSummary:
     task_id: str
     kernel: str
     config: str  # the configuration the static analysis used (production shapes)
-    kernels: list[dict[str, Any]]  # static analysis of each pallas_call
+    kernels: list[KernelAnalysis]  # static analysis of each pallas_call
     estimates: list[Estimate]
     warnings: dict[str, list[str]]  # per target
-    reference_costs: dict[str, dict[str, Any]]
-    trace: dict[str, Any] | None = None
+    reference_costs: dict[str, ReferenceCost]
+    trace: Trace | None = None
     problems: list[str] = field(default_factory=list)  # why parts could not be produced
 
     def to_json(self) -> dict[str, Any]:
@@ -28,33 +34,32 @@ class ProfileSummary:
             "task": self.task_id,
             "kernel": self.kernel,
             "config": self.config,
-            "kernels": self.kernels,
+            "kernels": [k.to_json() for k in self.kernels],
             "estimates": [e.to_json() for e in self.estimates],
             "warnings": self.warnings,
             "reference_costs": {
-                t: dict(c, kind="estimated", source=f"XLA cost analysis, AOT compile for {t}")
+                t: dict(
+                    c.to_json(), kind="estimated", source=f"XLA cost analysis, AOT compile for {t}"
+                )
                 for t, c in self.reference_costs.items()
             },
-            "trace": self.trace,
+            "trace": None if self.trace is None else self.trace.to_json(),
             "problems": self.problems,
         }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ProfileSummary:
         """Back from `to_json` (a stored profile); the labels `to_json` adds are dropped."""
-        costs = {
-            t: {k: v for k, v in c.items() if k not in ("kind", "source")}
-            for t, c in data["reference_costs"].items()
-        }
+        trace = data.get("trace")
         return cls(
             data["task"],
             data["kernel"],
             data["config"],
-            data["kernels"],
-            [Estimate(**e) for e in data["estimates"]],
+            [KernelAnalysis.from_json(k) for k in data["kernels"]],
+            [Estimate.from_json(e) for e in data["estimates"]],
             data["warnings"],
-            costs,
-            data.get("trace"),
+            costs_from_json(data["reference_costs"]),
+            None if trace is None else Trace.from_json(trace),
             data.get("problems", []),
         )
 
@@ -80,21 +85,22 @@ class ProfileSummary:
         ]
         for index, kernel in enumerate(self.kernels):
             blocks = ", ".join(
-                f"{b['role']} {b['shape']} {b['dtype']} ({b['memory_space']}, x{b['fetches']})"
-                for b in kernel["blocks"]
+                f"{b.role} {b.shape} {b.dtype} ({b.memory_space}, x{b.fetches})"
+                for b in kernel.blocks
             )
             lines.append(
-                f"kernel {index} {kernel['name']}: grid {kernel['grid']} "
-                f"{kernel['dimension_semantics'] or ''}; {kernel['steps']} steps; {blocks}"
+                f"kernel {index} {kernel.name}: grid {kernel.grid} "
+                f"{kernel.dimension_semantics or ''}; {kernel.steps} steps; {blocks}"
             )
             lines.append(
-                f"  per step: {kernel['mxu_flops_per_step']:.3g} MXU flops, "
-                f"{kernel['vector_ops_per_step']:.3g} vector ops, "
-                f"{kernel['hbm_bytes'] / max(kernel['steps'], 1) / 2**20:.2f} MiB from HBM"
+                f"  per step: {kernel.mxu_flops_per_step:.3g} MXU flops, "
+                f"{kernel.vector_ops_per_step:.3g} vector ops, "
+                f"{kernel.hbm_bytes / max(kernel.steps, 1) / 2**20:.2f} MiB from HBM"
             )
         for estimate in self.estimates:
             lines.append(
-                f"{estimate.target} ({estimate.kind}): {_time(estimate.seconds)}, {estimate.bound}-bound; "
+                f"{estimate.target} ({estimate.kind}): {_time(estimate.seconds)}, "
+                f"{estimate.bound}-bound; "
                 f"VMEM {estimate.vmem_bytes / 2**20:.1f}/{estimate.vmem_capacity / 2**20:.0f} MiB; "
                 f"HBM {estimate.hbm_bytes / 1e9:.3g} GB; {estimate.flops / 1e9:.3g} GFLOP; "
                 f"roofline {_time(estimate.roofline_seconds)} "
@@ -105,14 +111,12 @@ class ProfileSummary:
             lines.append(f"  {roofline_bar(estimate.roofline_share)}")
             lines.extend(f"  warning: {w}" for w in self.warnings.get(estimate.target, []))
         if self.trace:
-            events = "; ".join(
-                f"{e['name']} {e['milliseconds']} ms" for e in self.trace["top_events"][:5]
+            events = "; ".join(f"{e.name} {e.milliseconds} ms" for e in self.trace.top_events[:5])
+            lines.append(
+                f"trace ({self.trace.kind}, {self.trace.config} shapes): {events or 'no events'}"
             )
             lines.append(
-                f"trace ({self.trace['kind']}, {self.trace['config']} shapes): {events or 'no events'}"
-            )
-            lines.append(
-                f"  open it: xprof --logdir {self.trace['dir']} --port 8791 "
+                f"  open it: xprof --logdir {self.trace.dir} --port 8791 "
                 "(on a TPU VM, from your machine: ssh -L 8791:localhost:8791 <vm>, then http://localhost:8791)"
             )
         lines.extend(f"not available: {p}" for p in self.problems)

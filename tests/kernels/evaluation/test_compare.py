@@ -1,4 +1,5 @@
-"""Output comparison: allclose in float64, NaN from unwritten memory named, worst element located."""
+"""Output comparison: allclose in float64, NaN from unwritten memory named, worst element
+located."""
 
 import numpy as np
 

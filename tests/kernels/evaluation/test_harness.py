@@ -2,15 +2,16 @@
 caller unharmed by kernels that hang, crash or eat memory."""
 
 import json
-import pathlib
 
 import pytest
 
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
 from maxkernel_tui.kernels.loader import find_task, load_task
 from maxkernel_tui.kernels.workers import jax_worker_env
+from tests.support.paths import KERNELS
 
-KERNELS = pathlib.Path(__file__).resolve().parents[2] / "data" / "kernels"
+pytestmark = pytest.mark.slow  # candidate and reference jax worker processes
+
 ADAPTED = KERNELS.parent / "adapted_tasks"
 SECRET = "sk-test-0123456789-secret"
 

@@ -66,6 +66,6 @@ def test_missing_computation():
 
 def test_problems_name_their_line():
     assert static_problems("import jax\nimport time\ndef computation(x):\n    return x\n") == [
-        "touches clocks (`import time` at line 2; allowed: collections, dataclasses, enum, functools, "
-        "itertools, jax, jaxlib, math, ml_dtypes, numpy, operator, typing)"
+        "touches clocks (`import time` at line 2; allowed: collections, dataclasses, enum, "
+        "functools, itertools, jax, jaxlib, math, ml_dtypes, numpy, operator, typing)"
     ]

@@ -3,12 +3,15 @@
 import json
 import random
 
+import pytest
+
 from maxkernel_tui.kernels.evaluation import timing_worker
+from maxkernel_tui.kernels.evaluation.protocol import TimingAnswer, TimingRequest, TimingSamples
 from maxkernel_tui.kernels.evaluation.report import EvalReport
 from maxkernel_tui.kernels.evaluation.stats import median_estimate, speedup
 from maxkernel_tui.kernels.evaluation.timing import summarize_timing, timing_check, tpu_present
 from maxkernel_tui.kernels.loader import find_task
-from tests.kernels.evaluation.test_harness import KERNELS
+from tests.support.paths import KERNELS
 
 
 def noisy(center, spread, n=50, seed=0):
@@ -36,29 +39,32 @@ def test_median_interval_contains_the_median():
 
 
 def test_tpu_timings_are_labelled_measured_with_their_device():
-    answer = {
-        "platform": "tpu",
-        "device": "TPU v5 lite",
-        "samples": {"candidate": noisy(1e-3, 0.02), "reference": noisy(1.5e-3, 0.02, seed=2)},
-    }
+    answer = TimingAnswer(
+        platform="tpu",
+        device="TPU v5 lite",
+        samples=TimingSamples(candidate=noisy(1e-3, 0.02), reference=noisy(1.5e-3, 0.02, seed=2)),
+    )
     check, timings = summarize_timing(answer)
     assert check.status == "pass" and "significant" in check.detail
     assert all(t.kind == "measured" and t.device == "TPU v5 lite (tpu)" for t in timings)
     assert timings[2].significant and 1.4 < timings[2].ratio < 1.6
 
 
+@pytest.mark.slow  # runs the kernel under jax in this process
 def test_times_off_a_tpu_are_never_shown(suite_tasks, monkeypatch):
     task = find_task("12p", suite_tasks)
-    answer = timing_worker.measure(
-        {
-            "kernel": str(KERNELS / "honest" / "12p_RMSNorm.py"),
-            "task": str(task.folder),
-            "config": "check",
-            "repeats": 3,
-            "warmups": 1,
-        }
+    request = TimingRequest(
+        kernel=str(KERNELS / "honest" / "12p_RMSNorm.py"),
+        task=str(task.folder),
+        config="check",
+        repeats=3,
+        warmups=1,
     )
-    assert answer["platform"] == "cpu" and len(answer["samples"]["candidate"]) == 3
+    answer = timing_worker.measure(
+        TimingRequest.from_json(json.loads(json.dumps(request.to_json())))
+    )
+    assert answer.platform == "cpu" and len(answer.samples.candidate) == 3
+    assert TimingAnswer.from_json(json.loads(json.dumps(answer.to_json()))) == answer
     check, timings = summarize_timing(answer)
     assert check.status == "skip" and timings == [] and "not a TPU" in check.detail
     monkeypatch.setenv("MAXKERNEL_TUI_NO_TPU", "1")
@@ -68,11 +74,11 @@ def test_times_off_a_tpu_are_never_shown(suite_tasks, monkeypatch):
 
 
 def test_a_report_read_back_from_json_is_the_same_report():
-    answer = {
-        "platform": "tpu",
-        "device": "TPU v5 lite",
-        "samples": {"candidate": noisy(1e-3, 0.02), "reference": noisy(1.5e-3, 0.02, seed=2)},
-    }
+    answer = TimingAnswer(
+        platform="tpu",
+        device="TPU v5 lite",
+        samples=TimingSamples(candidate=noisy(1e-3, 0.02), reference=noisy(1.5e-3, 0.02, seed=2)),
+    )
     check, timings = summarize_timing(answer)
     report = EvalReport("12p", "k.py", ["v5e"], "cpu", [check], timings, [1, 2])
     again = EvalReport.from_json(json.loads(json.dumps(report.to_json())))

@@ -6,10 +6,12 @@ import jax.numpy as jnp
 import pytest
 from jax.experimental import pallas as pl
 
+from maxkernel_tui.kernels.perf.analysis import ReferenceCost
 from maxkernel_tui.kernels.perf.model import STEP_OVERHEAD_S, estimate
 from maxkernel_tui.kernels.perf.pallas_analysis import analyze
 from maxkernel_tui.kernels.targets import TARGETS
-from tests.kernels.perf.test_pallas_analysis import KERNELS, load
+from tests.support.kernels import load
+from tests.support.paths import KERNELS
 
 
 def _double_kernel(x_ref, o_ref):
@@ -23,12 +25,9 @@ def untiled_double(x):
 @pytest.mark.parametrize("name", ["v5e", "v6e"])
 def test_untiled_elementwise_kernel_costs_bytes_over_bandwidth(name):
     target = TARGETS[name]
-    kernels = [
-        k.to_json()
-        for k in analyze(
-            jax.make_jaxpr(untiled_double)(jax.ShapeDtypeStruct((2048, 2048), jnp.float32))
-        )
-    ]
+    kernels = analyze(
+        jax.make_jaxpr(untiled_double)(jax.ShapeDtypeStruct((2048, 2048), jnp.float32))
+    )
     result = estimate(kernels, target)
     moved = 2 * 2048 * 2048 * 4
     assert result.hbm_bytes == moved and result.bound == "memory"
@@ -48,12 +47,12 @@ def test_large_bf16_gemm_is_compute_bound_near_peak_on_v5e(name):
         jax.ShapeDtypeStruct((8192, 28672), jnp.bfloat16),
     )
     target = TARGETS[name]
-    reference = {
-        "flops": 2 * 8192 * 8192 * 28672,
-        "bytes_accessed": 2 * (8192 * 8192 + 2 * 8192 * 28672),
-        "optimal_seconds": 0.0195,
-    }
-    result = estimate([k.to_json() for k in analyze(jaxpr)], target, reference)
+    reference = ReferenceCost(
+        flops=2 * 8192 * 8192 * 28672,
+        bytes_accessed=2 * (8192 * 8192 + 2 * 8192 * 28672),
+        optimal_seconds=0.0195,
+    )
+    result = estimate(analyze(jaxpr), target, reference)
     achieved = result.flops / result.seconds
     if (
         name == "v5e"
@@ -74,12 +73,9 @@ def test_calibration_scales_and_labels(tmp_path):
     record_calibration(path, "v5e", measured_s=1.3e-3, estimated_s=1.0e-3, kernel="c")
     factors = load_calibration(path)
     assert factors == {"v5e": pytest.approx(1.3)}
-    kernels = [
-        k.to_json()
-        for k in analyze(
-            jax.make_jaxpr(untiled_double)(jax.ShapeDtypeStruct((1024, 1024), jnp.float32))
-        )
-    ]
+    kernels = analyze(
+        jax.make_jaxpr(untiled_double)(jax.ShapeDtypeStruct((1024, 1024), jnp.float32))
+    )
     plain, calibrated = (
         estimate(kernels, TARGETS["v5e"]),
         estimate(kernels, TARGETS["v5e"], calibration=factors),

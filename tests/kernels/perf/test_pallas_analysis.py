@@ -1,7 +1,7 @@
 """Static analysis of Pallas kernels against figures computed by hand."""
 
 import functools
-import importlib.util
+import json
 import re
 
 import jax
@@ -11,25 +11,22 @@ from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 
 from maxkernel_tui.kernels import aot
+from maxkernel_tui.kernels.perf.analysis import KernelAnalysis
 from maxkernel_tui.kernels.perf.model import warnings_for
 from maxkernel_tui.kernels.perf.pallas_analysis import analyze
 from maxkernel_tui.kernels.targets import MIB, TARGETS
-from tests.kernels.evaluation.test_harness import KERNELS
+from tests.support.kernels import load
+from tests.support.paths import KERNELS
 
 BF16, F32 = jnp.bfloat16, jnp.float32
-
-
-def load(path):
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def single(fn, *specs):
     kernels = analyze(jax.make_jaxpr(fn)(*specs))
     assert len(kernels) == 1
-    return kernels[0].to_json()
+    # what crosses a process comes back the same
+    assert KernelAnalysis.from_json(json.loads(json.dumps(kernels[0].to_json()))) == kernels[0]
+    return kernels[0]
 
 
 def test_tiled_gemm():
@@ -39,26 +36,26 @@ def test_tiled_gemm():
         jax.ShapeDtypeStruct((8192, 8192), BF16),
         jax.ShapeDtypeStruct((8192, 28672), BF16),
     )
-    assert k["grid"] == [8, 28, 16] and k["dimension_semantics"] == [
+    assert k.grid == [8, 28, 16] and k.dimension_semantics == [
         "parallel",
         "parallel",
         "arbitrary",
     ]
-    a, b, out, acc = k["blocks"]
-    assert (a["shape"], a["fetches"]) == (
+    a, _b, out, acc = k.blocks
+    assert (a.shape, a.fetches) == (
         [1024, 512],
         8 * 28 * 16,
     )  # k is innermost: a new A block every step
-    assert (out["shape"], out["fetches"]) == ([1024, 1024], 8 * 28)  # written back once per (i, j)
-    assert acc["memory_space"] == "vmem" and acc["bytes"] == 1024 * 1024 * 4
+    assert (out.shape, out.fetches) == ([1024, 1024], 8 * 28)  # written back once per (i, j)
+    assert acc.memory_space == "vmem" and acc.bytes == 1024 * 1024 * 4
     # double-buffered A, B and output blocks, plus the f32 accumulator
     assert (
-        k["vmem_bytes"]
+        k.vmem_bytes
         == 2 * (1024 * 512 * 2 + 512 * 1024 * 2 + 1024 * 1024 * 2) + 1024 * 1024 * 4
         == 12 * MIB
     )
-    assert k["hbm_bytes"] == 3584 * (1 * MIB + 1 * MIB) + 224 * 2 * MIB
-    assert k["mxu_flops_per_step"] == 2 * 1024 * 1024 * 512 and k["mxu_f32_flops_per_step"] == 0
+    assert k.hbm_bytes == 3584 * (1 * MIB + 1 * MIB) + 224 * 2 * MIB
+    assert k.mxu_flops_per_step == 2 * 1024 * 1024 * 512 and k.mxu_f32_flops_per_step == 0
 
 
 def test_row_wise_norm():
@@ -68,15 +65,11 @@ def test_row_wise_norm():
         jax.ShapeDtypeStruct((8, 4096, 8192), BF16),
         jax.ShapeDtypeStruct((8192,), BF16),
     )
-    x, scale, out = k["blocks"]
-    assert (
-        k["steps"] == 256 and x["fetches"] == 256 and scale["fetches"] == 1
-    )  # scale stays resident
-    assert k["vmem_bytes"] == 2 * (128 * 8192 * 2) * 2 + 2 * 8192 * 2
-    assert k["hbm_bytes"] == 2 * 8 * 4096 * 8192 * 2 + 8192 * 2  # read x once, write y once
-    assert (
-        k["mxu_flops_per_step"] == 0 and k["transcendentals_per_step"] == 128
-    )  # one rsqrt per row
+    x, scale, _out = k.blocks
+    assert k.steps == 256 and x.fetches == 256 and scale.fetches == 1  # scale stays resident
+    assert k.vmem_bytes == 2 * (128 * 8192 * 2) * 2 + 2 * 8192 * 2
+    assert k.hbm_bytes == 2 * 8 * 4096 * 8192 * 2 + 8192 * 2  # read x once, write y once
+    assert k.mxu_flops_per_step == 0 and k.transcendentals_per_step == 128  # one rsqrt per row
     assert warnings_for(k, TARGETS["v5e"]) == []
 
 
@@ -102,8 +95,8 @@ def test_scalar_prefetch_index_maps_give_an_upper_bound():
     k = single(
         gather_rows, jax.ShapeDtypeStruct((16,), jnp.int32), jax.ShapeDtypeStruct((256, 128), F32)
     )
-    assert k["scalar_prefetch"] == 1 and not k["index_maps_exact"]
-    assert [b["fetches"] for b in k["blocks"]] == [16, 16]
+    assert k.scalar_prefetch == 1 and not k.index_maps_exact
+    assert [b.fetches for b in k.blocks] == [16, 16]
     assert any("upper bound" in w for w in warnings_for(k, TARGETS["v5e"]))
 
 
@@ -126,10 +119,10 @@ def copy_from_hbm(x):
 
 def test_manual_dma_input_left_in_hbm():
     k = single(copy_from_hbm, jax.ShapeDtypeStruct((512, 256), F32))
-    spaces = [(b["role"], b["memory_space"]) for b in k["blocks"]]
+    spaces = [(b.role, b.memory_space) for b in k.blocks]
     assert ("input 0", "any") in spaces and ("scratch 1", "semaphore") in spaces
     assert (
-        next(b for b in k["blocks"] if b["role"] == "input 0")["fetches"] == 0
+        next(b for b in k.blocks if b.role == "input 0").fetches == 0
     )  # the kernel moves it itself
 
 
@@ -141,7 +134,7 @@ def test_over_vmem_tiling_is_flagged_before_compiling():
         jax.ShapeDtypeStruct((8192, 8192), F32),
         jax.ShapeDtypeStruct((8192,), F32),
     )
-    assert k["vmem_bytes"] > 128 * MIB
+    assert k.vmem_bytes > 128 * MIB
     assert any(
         "exceeds the 128 MiB of VMEM on v5e: this tiling cannot compile" in w
         for w in warnings_for(k, TARGETS["v5e"])
@@ -169,6 +162,7 @@ def _vmem_reported_by_libtpu(name):
     return int(found.group(1))
 
 
+@pytest.mark.slow  # compiles for every TPU generation
 @pytest.mark.parametrize("name", sorted(TARGETS))
 def test_vmem_capacity_in_the_table_is_what_libtpu_reports(name):
     assert _vmem_reported_by_libtpu(name) == TARGETS[name].vmem_bytes

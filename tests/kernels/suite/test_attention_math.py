@@ -7,8 +7,11 @@ vectorised references.
 
 import jax
 import numpy as np
+import pytest
 
 from maxkernel_tui.kernels.reference_runtime import jitted_reference
+
+pytestmark = pytest.mark.slow  # runs the references under jax on their check shapes
 
 
 def _f64(x):

@@ -3,6 +3,9 @@
 import math
 
 import numpy as np
+import pytest
+
+pytestmark = pytest.mark.slow  # runs the references under jax on their check shapes
 
 
 def _f64(a):

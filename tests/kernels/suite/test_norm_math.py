@@ -1,6 +1,9 @@
 """12p RMSNorm checked against a float64 NumPy formulation."""
 
 import numpy as np
+import pytest
+
+pytestmark = pytest.mark.slow  # runs the references under jax on their check shapes
 
 
 def test_12p_rmsnorm_matches_numpy(reference):

@@ -6,6 +6,9 @@ references do on purpose, narrow enough that a wrong routing, group, mask or gat
 
 import jax.numpy as jnp
 import numpy as np
+import pytest
+
+pytestmark = pytest.mark.slow  # runs the references under jax on their check shapes
 
 
 def f64(array):

@@ -1,0 +1,169 @@
+"""The evaluation's worker protocols as data: what the harness asks the candidate, reference and
+timing processes (one JSON line in) and what they answer (JSON lines out). No jax here: the
+workers write these types and the harness reads them back, each through one `from_json`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from maxkernel_tui.kernels.evaluation.report import Check
+
+Run = tuple[str, int]  # (configuration, seed) of one numerics run
+
+
+def _runs(data: Any) -> list[Run]:
+    return [(str(config), int(seed)) for config, seed in data]
+
+
+@dataclass(frozen=True)
+class CandidateRequest:
+    kernel: str  # the candidate's file, in its private directory
+    task: str  # the task's folder
+    target: str  # TPU generation to compile for
+    bench_config: str  # production shapes: trace, lowering and compile
+    runs: list[Run]
+    out_dir: str  # where the outputs of the numerics runs go (.npy)
+    extra_configs: dict[str, dict[str, int]] = field(default_factory=dict)  # validated edge cases
+    detect_races: bool = False
+    require_pallas: bool = True
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> CandidateRequest:
+        return cls(**dict(data, runs=_runs(data["runs"])))
+
+
+@dataclass(frozen=True)
+class NumericsRun:
+    """The outputs of one (configuration, seed) run, saved as files, or why there are none."""
+
+    config: str
+    seed: int
+    files: list[str] | None = None
+    error: str | None = None
+    races: bool | None = None  # TPU interpret mode's race detector, when asked for
+    seconds: float = 0.0
+
+    @property
+    def key(self) -> Run:
+        return (self.config, self.seed)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> NumericsRun:
+        return cls(**data)
+
+
+@dataclass(frozen=True)
+class WorkerProblem:
+    """The worker could not do its job: a wrong request (`usage`), or a bug in the harness."""
+
+    detail: str
+    usage: bool = False
+
+
+@dataclass(frozen=True)
+class Done:
+    """The candidate worker's last line."""
+
+
+CandidateEvent = Check | NumericsRun | WorkerProblem | Done
+
+
+def event_to_json(event: CandidateEvent) -> dict[str, Any]:
+    """One line of the candidate worker: {"check"}, {"run"}, {"usage_error"}, {"error"} or
+    {"done"}."""
+    if isinstance(event, Check):
+        return {"check": event.to_json()}
+    if isinstance(event, NumericsRun):
+        return {"run": event.to_json()}
+    if isinstance(event, WorkerProblem):
+        return {"usage_error" if event.usage else "error": {"detail": event.detail}}
+    return {"done": {}}
+
+
+def event_from_json(data: Mapping[str, Any]) -> CandidateEvent:
+    (kind, payload), *_ = data.items()
+    if kind == "check":
+        return Check.from_json(payload)
+    if kind == "run":
+        return NumericsRun.from_json(payload)
+    if kind in ("usage_error", "error"):
+        return WorkerProblem(payload.get("detail", ""), usage=kind == "usage_error")
+    return Done()
+
+
+@dataclass(frozen=True)
+class ReferenceRequest:
+    task: str
+    runs: list[Run]
+    out_dir: str
+    extra_configs: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ReferenceRequest:
+        return cls(**dict(data, runs=_runs(data["runs"])))
+
+
+@dataclass(frozen=True)
+class ReferenceAnswer:
+    runs: list[NumericsRun] = field(default_factory=list)
+    error: str | None = None  # the task itself could not be loaded
+
+    def to_json(self) -> dict[str, Any]:
+        if self.error is not None:
+            return {"error": self.error}
+        return {"runs": [run.to_json() for run in self.runs]}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ReferenceAnswer:
+        runs = [NumericsRun.from_json(run) for run in data.get("runs", [])]
+        return cls(runs, data.get("error"))
+
+
+@dataclass(frozen=True)
+class TimingRequest:
+    kernel: str
+    task: str
+    config: str
+    repeats: int
+    warmups: int
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> TimingRequest:
+        return cls(**data)
+
+
+@dataclass(frozen=True)
+class TimingSamples:
+    """Seconds per call of each program, interleaved call by call."""
+
+    candidate: list[float]
+    reference: list[float]
+
+
+@dataclass(frozen=True)
+class TimingAnswer:
+    device: str  # jax's device kind
+    platform: str  # tpu, cpu, ...
+    samples: TimingSamples
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> TimingAnswer:
+        return cls(**dict(data, samples=TimingSamples(**data["samples"])))

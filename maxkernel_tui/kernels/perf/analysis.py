@@ -1,0 +1,178 @@
+"""What the profile of a candidate finds, as data: the static analysis of each Pallas kernel
+(blocks, grid, work per step), the reference's XLA cost per TPU generation, the trace, and the
+profile worker's request and answer (one JSON line each way). No jax here: the worker writes
+these types, the model, the summary, the UI and the agents read them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+MEASURED = "measured"  # how a trace taken on a TPU labels its kind
+# vmem: pipelined through VMEM; any: left in HBM (the kernel copies it itself); smem; semaphore
+MemorySpace = Literal["vmem", "any", "smem", "semaphore"]
+
+
+@dataclass(frozen=True)
+class Block:
+    role: str  # input i / output i / scratch i
+    shape: list[int]
+    array_shape: list[int]  # the whole operand the block tiles
+    dtype: str
+    memory_space: MemorySpace
+    bytes: int
+    fetches: int  # how many times the pipeline moves it between HBM and VMEM
+
+    @property
+    def is_output(self) -> bool:
+        return self.role.startswith("output")
+
+    @property
+    def is_scratch(self) -> bool:
+        return self.role.startswith("scratch")
+
+
+@dataclass(frozen=True)
+class KernelAnalysis:
+    name: str
+    grid: list[int]
+    dimension_semantics: list[str]
+    blocks: list[Block]
+    scalar_prefetch: int
+    vmem_bytes: int  # double-buffered pipelined blocks + scratch
+    vmem_limit_bytes: int | None  # what the kernel asked for, if anything
+    hbm_bytes: int  # total over the grid
+    steps: int
+    mxu_flops_per_step: float
+    mxu_f32_flops_per_step: float  # the part with f32 operands (multi-pass on the MXU)
+    vector_ops_per_step: float
+    transcendentals_per_step: float
+    matmul_dims: list[list[int]] = field(default_factory=list)  # (m, k, n) of each body matmul
+    index_maps_exact: bool = True  # False: data-dependent index maps, fetch counts are upper bounds
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> KernelAnalysis:
+        return cls(**dict(data, blocks=[Block(**b) for b in data["blocks"]]))
+
+
+@dataclass(frozen=True)
+class ReferenceCost:
+    """XLA's cost analysis of the reference compiled ahead of time for one TPU generation, or why
+    it could not be compiled there (`error`)."""
+
+    flops: float | None = None
+    bytes_accessed: float | None = None
+    optimal_seconds: float | None = None
+    error: str | None = None
+
+    @classmethod
+    def from_xla(cls, cost: Mapping[str, float]) -> ReferenceCost:
+        """From `compiled.cost_analysis()`, whose keys have spaces."""
+        return cls(cost.get("flops"), cost.get("bytes accessed"), cost.get("optimal_seconds"))
+
+    def to_json(self) -> dict[str, Any]:
+        if self.error is not None:
+            return {"error": self.error}
+        return {
+            "flops": self.flops,
+            "bytes_accessed": self.bytes_accessed,
+            "optimal_seconds": self.optimal_seconds,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ReferenceCost:
+        """Also reads a labelled cost of a stored profile (its `kind` and `source` are dropped)."""
+        return cls(
+            data.get("flops"),
+            data.get("bytes_accessed"),
+            data.get("optimal_seconds"),
+            data.get("error"),
+        )
+
+
+@dataclass(frozen=True)
+class TraceEvent:
+    name: str
+    milliseconds: float
+
+
+@dataclass(frozen=True)
+class Trace:
+    """A run of the kernel under jax.profiler: where it is, and the busiest events."""
+
+    dir: str
+    config: str
+    kind: str  # "measured on TPU (device trace)" or a CPU interpret-mode run's host-side trace
+    wall_seconds: float
+    top_events: list[TraceEvent]
+
+    @property
+    def measured(self) -> bool:
+        return self.kind.startswith(MEASURED)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Trace:
+        return cls(**dict(data, top_events=[TraceEvent(**e) for e in data["top_events"]]))
+
+
+def costs_to_json(costs: Mapping[str, ReferenceCost]) -> dict[str, dict[str, Any]]:
+    return {target: cost.to_json() for target, cost in costs.items()}
+
+
+def costs_from_json(data: Mapping[str, Mapping[str, Any]]) -> dict[str, ReferenceCost]:
+    return {target: ReferenceCost.from_json(cost) for target, cost in data.items()}
+
+
+@dataclass(frozen=True)
+class ProfileRequest:
+    kernel: str  # the candidate's file, in the worker's private directory
+    task: str  # the task's folder
+    targets: list[str]
+    trace_dir: str
+    trace: bool = True  # False: the static analysis and the estimates only
+    reference_costs: dict[str, ReferenceCost] = field(default_factory=dict)  # known already
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(asdict(self), reference_costs=costs_to_json(self.reference_costs))
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ProfileRequest:
+        costs = costs_from_json(data.get("reference_costs") or {})
+        return cls(**dict(data, reference_costs=costs))
+
+
+@dataclass(frozen=True)
+class ProfileAnswer:
+    config: str  # the configuration the static analysis used (production shapes)
+    kernels: list[KernelAnalysis]
+    reference_costs: dict[str, ReferenceCost]
+    io_bytes: int | None = None  # inputs read and outputs written once
+    trace: Trace | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "config": self.config,
+            "kernels": [k.to_json() for k in self.kernels],
+            "reference_costs": costs_to_json(self.reference_costs),
+            "io_bytes": self.io_bytes,
+            "trace": None if self.trace is None else self.trace.to_json(),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ProfileAnswer:
+        trace = data.get("trace")
+        return cls(
+            config=data["config"],
+            kernels=[KernelAnalysis.from_json(k) for k in data["kernels"]],
+            reference_costs=costs_from_json(data["reference_costs"]),
+            io_bytes=data.get("io_bytes"),
+            trace=None if trace is None else Trace.from_json(trace),
+        )

@@ -1,0 +1,70 @@
+"""The evaluation's worker protocols: what a worker writes, the harness reads back the same."""
+
+import json
+
+import pytest
+
+from maxkernel_tui.kernels.evaluation.protocol import (
+    CandidateRequest,
+    Done,
+    NumericsRun,
+    ReferenceAnswer,
+    ReferenceRequest,
+    WorkerProblem,
+    event_from_json,
+    event_to_json,
+)
+from maxkernel_tui.kernels.evaluation.report import FAIL, PASS, Check
+
+
+def over_the_wire(data):
+    return json.loads(json.dumps(data))
+
+
+def test_a_candidate_request_keeps_its_runs_as_pairs():
+    request = CandidateRequest(
+        "/w/kernel.py",
+        "/suite/12p",
+        "v5e",
+        "bench",
+        [("check", 7), ("heldout", 9)],
+        "/w",
+        extra_configs={"edge_small": {"batch": 1}},
+        detect_races=True,
+    )
+    again = CandidateRequest.from_json(over_the_wire(request.to_json()))
+    assert again == request and again.runs[0] == ("check", 7)
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        Check("trace", PASS, "1 pallas_call(s)", 0.5, {"heavy_ops": []}),
+        Check("tpu_compile", FAIL, "TPU v5e compile failed: boom", 1.0),
+        NumericsRun("check", 7, files=["/w/candidate-check-7-0.npy"], races=False, seconds=0.2),
+        NumericsRun("heldout", 9, error="ValueError: shapes"),
+        WorkerProblem("libtpu does not know TPU 'v99'", usage=True),
+        WorkerProblem("Traceback ..."),
+        Done(),
+    ],
+)
+def test_each_candidate_event_reads_back_as_it_was_written(event):
+    line = over_the_wire(event_to_json(event))
+    assert len(line) == 1 and event_from_json(line) == event
+
+
+def test_the_wire_keys_of_candidate_events():
+    assert list(event_to_json(Check("static", PASS, "ok"))) == ["check"]
+    assert list(event_to_json(WorkerProblem("x", usage=True))) == ["usage_error"]
+    assert list(event_to_json(WorkerProblem("x"))) == ["error"]
+    assert event_to_json(Done()) == {"done": {}}
+
+
+def test_reference_answers_carry_runs_or_an_error():
+    request = ReferenceRequest("/suite/12p", [("check", 7)], "/w/reference")
+    assert ReferenceRequest.from_json(over_the_wire(request.to_json())) == request
+    answer = ReferenceAnswer([NumericsRun("check", 7, files=["/w/reference/r-0.npy"])])
+    assert ReferenceAnswer.from_json(over_the_wire(answer.to_json())) == answer
+    failed = ReferenceAnswer(error="no such task")
+    assert failed.to_json() == {"error": "no such task"}
+    assert ReferenceAnswer.from_json(failed.to_json()) == failed

@@ -1,0 +1,83 @@
+"""A profile summary from a stubbed analysis: its JSON (stored, read back), table and text."""
+
+import json
+
+from maxkernel_tui.kernels.perf.analysis import (
+    Block,
+    KernelAnalysis,
+    ProfileAnswer,
+    ReferenceCost,
+    Trace,
+    TraceEvent,
+)
+from maxkernel_tui.kernels.perf.profile import summarize
+from maxkernel_tui.kernels.perf.summary import ProfileSummary
+
+MIB = 2**20
+
+KERNEL = KernelAnalysis(
+    name="_rms_kernel",
+    grid=[256],
+    dimension_semantics=["parallel"],
+    blocks=[
+        Block("input 0", [128, 8192], [8, 4096, 8192], "bfloat16", "vmem", 2 * MIB, 256),
+        Block("output 0", [128, 8192], [8, 4096, 8192], "bfloat16", "vmem", 2 * MIB, 256),
+    ],
+    scalar_prefetch=0,
+    vmem_bytes=8 * MIB,
+    vmem_limit_bytes=None,
+    hbm_bytes=1024 * MIB,
+    steps=256,
+    mxu_flops_per_step=0.0,
+    mxu_f32_flops_per_step=0.0,
+    vector_ops_per_step=4 * 128 * 8192,
+    transcendentals_per_step=128,
+)
+ANSWER = ProfileAnswer(
+    config="bench",
+    kernels=[KERNEL],
+    reference_costs={
+        "v5e": ReferenceCost(flops=1e9, bytes_accessed=1.2e9, optimal_seconds=1.5e-3),
+        "v6e": ReferenceCost(error="RESOURCE_EXHAUSTED"),
+    },
+    io_bytes=1024 * MIB,
+    trace=Trace(
+        "/traces/12p", "check", "host-side trace of a CPU run", 0.4, [TraceEvent("x", 1.5)]
+    ),
+)
+
+
+def test_the_profile_answer_crosses_the_process_unchanged():
+    assert ProfileAnswer.from_json(json.loads(json.dumps(ANSWER.to_json()))) == ANSWER
+
+
+def test_a_stored_summary_reads_back_with_its_labels_dropped():
+    summary = summarize("12p_RMSNorm", "k.py", ANSWER, ("v5e", "v6e"))
+    stored = json.loads(json.dumps(summary.to_json()))
+    assert stored["reference_costs"]["v5e"]["kind"] == "estimated"
+    assert stored["reference_costs"]["v6e"] == {
+        "error": "RESOURCE_EXHAUSTED",
+        "kind": "estimated",
+        "source": "XLA cost analysis, AOT compile for v6e",
+    }
+    again = ProfileSummary.from_json(stored)
+    assert again == summary and again.to_json() == stored
+
+
+def test_a_failed_reference_cost_is_a_problem_and_leaves_the_estimate_without_roofline():
+    summary = summarize("12p_RMSNorm", "k.py", ANSWER, ("v5e", "v6e"))
+    v5e, v6e = summary.estimates
+    assert v5e.bound == "memory" and v5e.roofline_share is not None and v5e.speedup is not None
+    assert v6e.roofline_share is None and v6e.speedup is None
+    assert summary.problems == ["XLA cost of the reference on v6e: RESOURCE_EXHAUSTED"]
+
+
+def test_table_and_text_say_what_is_estimated():
+    summary = summarize("12p_RMSNorm", "k.py", ANSWER, ("v5e",))
+    (row,) = summary.table_rows()
+    assert row[0] == "v5e" and row[1] == "8.0/128 MiB" and row[3] == "memory"
+    text = summary.to_text()
+    assert "all figures estimated by the model unless marked measured" in text
+    assert "kernel 0 _rms_kernel: grid [256] ['parallel']; 256 steps" in text
+    assert "trace (host-side trace of a CPU run, check shapes): x 1.5 ms" in text
+    assert not summary.trace.measured
