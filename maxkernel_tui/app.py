@@ -10,8 +10,6 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from textual.app import App
 from textual.binding import Binding, BindingType
 
-from maxkernel_tui.commands.sessions import existing_store, resolve_session
-from maxkernel_tui.commands.tasks import resolve_task
 from maxkernel_tui.config import (
     ENV,
     FILE,
@@ -30,6 +28,8 @@ from maxkernel_tui.screens.sessions import SessionsScreen
 from maxkernel_tui.screens.settings import SettingsScreen
 from maxkernel_tui.screens.task_picker import TaskPickerScreen
 from maxkernel_tui.screens.workbench import WorkbenchScreen
+from maxkernel_tui.services.sessions import existing_store, resolve_session
+from maxkernel_tui.services.tasks import resolve_task
 from maxkernel_tui.store import StoreError
 from maxkernel_tui.themes import DEFAULT_THEME, THEMES
 

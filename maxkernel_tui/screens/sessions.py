@@ -1,7 +1,7 @@
 """Sessions: the sessions in the store, to resume one in the workbench or export its best kernel.
 
-The rows and the export are the `sessions` and `export` commands' own (commands/sessions.py,
-commands/export.py): the screen and the CLI cannot disagree about a session."""
+The rows and the export are the `sessions` and `export` commands' own (services/sessions.py,
+services/export.py): the screen and the CLI cannot disagree about a session."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Input, Static
 
-from maxkernel_tui.commands.export import export_session
-from maxkernel_tui.commands.sessions import (
+from maxkernel_tui.services.export import export_session
+from maxkernel_tui.services.sessions import (
     SESSION_HEADER,
     existing_store,
     list_summaries,

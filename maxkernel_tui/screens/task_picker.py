@@ -13,12 +13,12 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static, TextArea
 
-from maxkernel_tui.commands.sessions import list_summaries
 from maxkernel_tui.config import cache_dir
 from maxkernel_tui.kernels.catalog import cached_description, describe_tasks
 from maxkernel_tui.kernels.listing import format_task, task_record
 from maxkernel_tui.kernels.loader import builtin_suite_dir, load_tasks
 from maxkernel_tui.kernels.task import Task
+from maxkernel_tui.services.sessions import list_summaries
 
 
 class TaskDescribed(Message):
