@@ -13,6 +13,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Input, Static
 
+from maxkernel_tui.screens.messages import ResumeRequested
 from maxkernel_tui.services.export import export_session
 from maxkernel_tui.services.sessions import (
     SESSION_HEADER,
@@ -99,7 +100,7 @@ class SessionsScreen(Screen[None]):
         if session_id is None:
             self.notify("no session to resume", severity="warning")
             return
-        self.app.resume_session(session_id)
+        self.post_message(ResumeRequested(session_id))
 
     def action_export(self) -> None:
         session_id = self._selected()

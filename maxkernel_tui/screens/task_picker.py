@@ -18,6 +18,7 @@ from maxkernel_tui.kernels.catalog import cached_description, describe_tasks
 from maxkernel_tui.kernels.listing import format_task, task_record
 from maxkernel_tui.kernels.loader import builtin_suite_dir, load_tasks
 from maxkernel_tui.kernels.task import Task
+from maxkernel_tui.screens.messages import TaskChosen
 from maxkernel_tui.services.sessions import list_summaries
 
 
@@ -94,7 +95,7 @@ class TaskPickerScreen(Screen[None]):
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         """Enter on a task opens it in the workbench."""
-        self.app.open_workbench(self._by_id[event.row_key.value])
+        self.post_message(TaskChosen(self._by_id[event.row_key.value]))
 
     def action_describe(self) -> None:
         self._status(

@@ -19,6 +19,7 @@ from textual.app import App
 from maxkernel_tui.app import MaxKernelApp
 from maxkernel_tui.config import load_settings
 from maxkernel_tui.kernels.loader import find_task
+from tests.support.waiting import until
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 SIZE = (140, 40)
@@ -118,12 +119,14 @@ async def test_approval_view_snapshot(tmp_path, suite_tasks, suite_cache, monkey
     )
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("f5")
-        for _ in range(2400):  # until the proposal waits and every event before it is drawn
-            link = app.screen._link
-            if link is not None and link.gate.pending is not None and not link.pending_events:
-                break
-            await pilot.pause(0.05)
-        await pilot.pause(0.3)
-        assert app.screen._link.gate.pending is not None
+        # until the proposal is shown and every event before it is drawn
+        screen = app.screen
+        await until(
+            pilot,
+            lambda: (
+                screen.agents.proposal is not None and screen.link is not None and screen.link.settled
+            ),
+        )
+        await pilot.pause()
         assert_snapshot("approval", app, tmp_path)
         await pilot.press("escape")

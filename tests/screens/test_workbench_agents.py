@@ -75,8 +75,8 @@ async def until(pilot, condition, timeout: float = 240.0):
 
 
 def pending(app):
-    link = app.screen._link
-    return link.gate.pending if link is not None else None
+    link = app.screen.link
+    return link.pending if link is not None else None
 
 
 def status(app) -> str:
@@ -101,7 +101,7 @@ async def test_approve_a_plan_and_the_kernel_appears_in_source(make_app) -> None
         )
         await pilot.press("a")
         await until(pilot, lambda: (p := pending(app)) is not None and p.subject == "kernel")
-        assert "tiles of 256 rows" in app.screen._plan  # the approved plan is on screen
+        assert "tiles of 256 rows" in app.screen.plan.text  # the approved plan is on screen
         await pilot.press("a")
         source = app.screen.query_one("#source", TextArea)
         await until(pilot, lambda: "BLOCK_ROWS = 256" in source.text)
@@ -156,8 +156,7 @@ async def test_edit_a_proposed_kernel_then_it_is_evaluated(make_app) -> None:
                 line.startswith("verdict: ") for line in app.screen.query_one("#tests", Log).lines
             ),
         )
-        link = app.screen._link
-        (version,) = link.store.kernel_versions(link.session_id)
+        (version,) = app.screen.link.kernel_versions()
         assert "BLOCK_ROWS = 128" in version.source
 
 
@@ -176,7 +175,7 @@ async def test_escape_cancels_the_running_model_call(make_app) -> None:
         await pilot.press("escape")
         await until(pilot, lambda: provider.cancelled.is_set())
         await until(pilot, lambda: "─ stopped ─" in status(app), timeout=20)
-        assert not app.screen._link.is_running
+        assert not app.screen.link.is_running
 
 
 async def test_hand_off_to_auto_mid_session_and_back(make_app) -> None:
@@ -211,7 +210,7 @@ async def test_a_session_reopens_after_the_app_is_closed(make_app, tmp_path) -> 
         await until(pilot, lambda: pending(app))
         await pilot.press("a")
         await until(pilot, lambda: (p := pending(app)) is not None and p.subject == "kernel")
-        session_id = app.screen._link.session_id
+        session_id = app.screen.link.session_id
     with Store(make_app.settings.store_path) as store:
         assert store.session(session_id).status == "stopped"
 
@@ -219,7 +218,7 @@ async def test_a_session_reopens_after_the_app_is_closed(make_app, tmp_path) -> 
     reopened = make_app(later, resume=session_id)
     async with reopened.run_test(size=SIZE) as pilot:
         await until(
-            pilot, lambda: "kept plan" in reopened.screen._plan
+            pilot, lambda: "kept plan" in reopened.screen.plan.text
         )  # drawn from the stored events
         await pilot.press("f5")
         await until(pilot, lambda: (p := pending(reopened)) is not None and p.subject == "kernel")

@@ -1,0 +1,44 @@
+"""The workbench's profile pane: the kernel's estimates per TPU generation in a table, and the
+roofline bar, the timing's origin and the profiler's warnings under it. No jax here."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import DataTable, Static
+
+from maxkernel_tui.kernels.perf.summary import ProfileSummary, roofline_bar
+
+COLUMNS = ("TPU", "VMEM", "HBM", "bound", "est. time", "roofline", "est. speedup")
+
+
+class ProfilePane(Vertical):
+    def compose(self) -> ComposeResult:
+        yield DataTable(id="profile", cursor_type="none")
+        yield Static("roofline: not profiled yet (ctrl+o)", id="roofline", markup=False)
+
+    def on_mount(self) -> None:
+        self.border_title = "Profile (estimated)"
+        self.query_one(DataTable).add_columns(*COLUMNS)
+
+    def show(self, summary: ProfileSummary) -> None:
+        table = self.query_one(DataTable)
+        table.clear()
+        for row in summary.table_rows():
+            table.add_row(*row)
+        self.query_one("#roofline", Static).update(roofline_text(summary))
+
+    def show_error(self, error: str) -> None:
+        self.query_one("#roofline", Static).update(f"profile failed: {error}")
+
+
+def roofline_text(summary: ProfileSummary) -> str:
+    """The first estimate's roofline bar, where the timing comes from, and each warning once."""
+    first = summary.estimates[0] if summary.estimates else None
+    bar = roofline_bar(first.roofline_share if first else None)
+    kind = summary.trace["kind"] if summary.trace else ""
+    timing = f"trace: {kind}" if kind.startswith("measured") else "timing: not measured (no TPU)"
+    warnings = dict.fromkeys(w for ws in summary.warnings.values() for w in ws)
+    return f"{first.target if first else ''} {bar}\n{timing}" + "".join(
+        f"\n⚠ {w}" for w in warnings
+    )
