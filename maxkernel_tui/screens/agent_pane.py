@@ -3,7 +3,7 @@ decision with its diff, and a one-line input for a rejection reason or a message
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from rich.syntax import Syntax
 from textual.app import ComposeResult
@@ -50,7 +50,7 @@ Purpose = Literal["reject", "message"]  # what the open input line is for
 
 
 class AgentPane(Horizontal):
-    def __init__(self, **kwargs: str) -> None:
+    def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.purpose: Purpose | None = None
         self.proposal: Proposal | None = None  # the proposal shown, waiting for a decision

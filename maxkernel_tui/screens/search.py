@@ -30,9 +30,11 @@ FOLLOW_S = (
 
 
 class SearchControl(Protocol):
-    """What the screen's keys ask of a search running in this process (agents.search.runner.Search)."""
+    """What the screen's keys ask of a search running in this process
+    (agents.search.runner.Search)."""
 
-    paused: bool
+    @property
+    def paused(self) -> bool: ...
 
     def pause(self) -> None: ...
     def resume(self) -> None: ...
@@ -120,7 +122,8 @@ class SearchScreen(Screen[None]):
         self._tick()
 
     def mark_stale(self, *_: Any) -> None:
-        """Something changed: the next tick reads the store. Safe from any thread (a journal listener)."""
+        """Something changed: the next tick reads the store. Safe from any thread (a journal
+        listener)."""
         self._stale = True
 
     def on_unmount(self) -> None:
@@ -173,7 +176,8 @@ class SearchScreen(Screen[None]):
             "" if self._control is None else (" ─ PAUSED" if self._control.paused else " ─ running")
         )
         self.query_one("#counters", Static).update(
-            f" search ─ {self.kernel_task.task_id}{state} ─ {len(nodes)} nodes ─ evaluations {evals}{cap} "
+            f" search ─ {self.kernel_task.task_id}{state} ─ {len(nodes)} nodes ─ "
+            f"evaluations {evals}{cap} "
             f"({evals / minutes:.1f}/min) ─ {tokens:,} tok ${cost:.2f} ─ best {best_text} "
             f"({self._view.score_kind() or 'no score yet'})"
         )

@@ -27,7 +27,8 @@ from maxkernel_tui.store import StoreError
 class SessionsScreen(Screen[None]):
     CSS_PATH = "sessions.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
-        # priority: the table would take enter itself; from the filter box enter resumes the top match
+        # priority: the table would take enter itself; from the filter box enter resumes the top
+        # match
         Binding("enter", "resume", "Resume", priority=True),
         Binding("e", "export", "Export"),
         Binding("slash", "filter", "Filter"),

@@ -108,7 +108,7 @@ class SettingsScreen(Screen[None]):
             widget = self.query_one(f"#{name}")
             if isinstance(widget, Input):
                 values[name] = widget.value.strip() or None
-            else:
+            elif isinstance(widget, Select):
                 values[name] = widget.value
         return values
 

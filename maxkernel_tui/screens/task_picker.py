@@ -77,7 +77,8 @@ class TaskPickerScreen(Screen[None]):
         known = len(self._descriptions)
         errors = "".join(f"\n{e}" for e in self._errors)
         self._status(
-            f"{known}/{len(self._tasks)} tasks described (cached); press d to describe the rest{errors}"
+            f"{known}/{len(self._tasks)} tasks described (cached); "
+            f"press d to describe the rest{errors}"
         )
         table.focus()
 
@@ -95,7 +96,8 @@ class TaskPickerScreen(Screen[None]):
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         """Enter on a task opens it in the workbench."""
-        self.post_message(TaskChosen(self._by_id[event.row_key.value]))
+        if event.row_key.value is not None:
+            self.post_message(TaskChosen(self._by_id[event.row_key.value]))
 
     def action_describe(self) -> None:
         self._status(
@@ -122,7 +124,8 @@ class TaskPickerScreen(Screen[None]):
             self._show(task)
 
     def _row(self, task: Task) -> tuple[str, str, str]:
-        """id, category, and the reference's XLA-estimated GFLOP with the TPU it was compiled for."""
+        """id, category, and the reference's XLA-estimated GFLOP with the TPU it was compiled
+        for."""
         description = self._descriptions.get(task.task_id, {})
         cost = description.get("cost", {})
         if "error" in description or "error" in cost:

@@ -3,6 +3,8 @@ that keeps the most recent lines. No jax here."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Log
@@ -27,7 +29,7 @@ class TestsPane(Vertical):
         self.write(INTRO)
 
     @property
-    def lines(self) -> list[str]:
+    def lines(self) -> Sequence[str]:
         return self.query_one(Log).lines
 
     def write(self, line: str) -> None:

@@ -420,11 +420,11 @@ class WorkbenchScreen(Screen[None]):
 
     @work(thread=True, exclusive=True, group="evaluate")
     def _evaluate(self) -> None:
+        def on_check(check: Check) -> None:
+            self.post_message(CheckFinished(check))
+
         report = self._harness().evaluate(
-            self._kernel_path,
-            self.kernel_task,
-            EvalOptions(target=self.target),
-            on_check=lambda check: self.post_message(CheckFinished(check)),
+            self._kernel_path, self.kernel_task, EvalOptions(target=self.target), on_check=on_check
         )
         self.post_message(EvaluationFinished(report))
 

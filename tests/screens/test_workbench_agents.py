@@ -75,8 +75,8 @@ async def until(pilot, condition, timeout: float = 240.0):
 
 
 def pending(app):
-    link = app.screen.link
-    return link.pending if link is not None else None
+    """The proposal on screen, waiting for a key."""
+    return app.screen.agents.proposal
 
 
 def status(app) -> str:
