@@ -91,7 +91,8 @@ class AgentLink:
         """The running engine's mode; None before the first start."""
         return self.engine.mode if self.engine is not None else None
 
-    def _gate_for(self, mode: str) -> Gate:
+    def gate_for(self, mode: str) -> Gate:
+        """The gate the engine asks in `mode`: the engineer in HITL, nobody in Auto."""
         return self.gate if mode == HITL else AutoGate()
 
     async def start(self, mode: str) -> None:
@@ -106,7 +107,7 @@ class AgentLink:
             self.settings,
             task=None if self.session_id else self.task,
             mode=mode,
-            gates=self._gate_for,
+            gates=self.gate_for,
             limits=self.limits,
             resume=self.session_id,
             provider=self.provider,

@@ -171,7 +171,8 @@ class WorkbenchScreen(Screen[None]):
 
     # -- the agents -------------------------------------------------------------------------------
 
-    def _agent_link(self) -> AgentLink:
+    def agent_link(self) -> AgentLink:
+        """The link to the agents, made on first use (the engine loads then)."""
         if self._link is None:
             from maxkernel_tui.screens.agent_link import AgentLink
 
@@ -186,7 +187,7 @@ class WorkbenchScreen(Screen[None]):
         return self._link
 
     def _reopen(self, session_id: str) -> None:
-        for event in self._agent_link().history(session_id):
+        for event in self.agent_link().history(session_id):
             self._draw(event)
         self.agents.log_line(f"reopened session {session_id}: F5 continues it")
 
@@ -195,7 +196,7 @@ class WorkbenchScreen(Screen[None]):
         self._start_agents(self.mode)
 
     def action_toggle_auto(self) -> None:
-        link = self._agent_link()
+        link = self.agent_link()
         self.mode = HITL if self.mode == AUTO else AUTO
         if link.is_running:
             link.hand_off(self.mode)
@@ -211,7 +212,7 @@ class WorkbenchScreen(Screen[None]):
 
         config = SearchConfig(max_evals=GRAPH_EVALUATIONS)
         screens: list[SearchScreen] = []  # the screen needs the session the search opens
-        opened = await self._agent_link().open_search(
+        opened = await self.agent_link().open_search(
             self.source.save(),
             config,
             listener=lambda event: screens[0].mark_stale() if screens else None,
@@ -238,7 +239,7 @@ class WorkbenchScreen(Screen[None]):
             await opened.aclose()
 
     def _start_agents(self, mode: str) -> None:
-        link = self._agent_link()
+        link = self.agent_link()
         if link.is_running:
             self.notify("the agents are already running (esc stops them)")
             return
@@ -313,7 +314,7 @@ class WorkbenchScreen(Screen[None]):
 
     def action_previous_version(self) -> None:
         """Back to the kernel version before the one shown; the agents start from it."""
-        link = self._agent_link()
+        link = self.agent_link()
         earlier = [v for v in link.kernel_versions() if v.number < self.source.version]
         if not earlier:
             self.notify("no earlier kernel version")

@@ -1,6 +1,6 @@
 """Driving the agents from the workbench with the keyboard (Pilot): approve, reject with a reason,
 edit, Esc, hand-off to Auto and back, reopen a session after the app is closed. The model is an
-in-process fake; the store, harness and profiler are real."""
+in-process fake; the store, harness and profiler are real (slow: worker processes)."""
 
 from __future__ import annotations
 
@@ -15,10 +15,12 @@ from maxkernel_tui.app import MaxKernelApp
 from maxkernel_tui.config import load_settings
 from maxkernel_tui.kernels.loader import find_task
 from maxkernel_tui.store.db import Store
-from tests.agents.orchestration.conftest import DIAGNOSIS, GOOD, kernel, plan
 from tests.fakes.role_provider import RoleProvider
+from tests.support import waiting
+from tests.support.screens import DIAGNOSIS, GOOD, kernel, plan, status, workbench_state
 
 SIZE = (160, 48)
+pytestmark = pytest.mark.slow  # the real harness: evaluation and profiling in worker processes
 
 
 class HangingProvider(RoleProvider):
@@ -63,24 +65,15 @@ def make_app(tmp_path, suite_tasks, suite_cache, monkeypatch):
 
 
 async def until(pilot, condition, timeout: float = 240.0):
-    """Let the app run until `condition()` holds."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while asyncio.get_running_loop().time() < deadline:
-        value = condition()
-        if value:
-            return value
-        await pilot.pause(0.05)
-    activity = "\n".join(pilot.app.screen.query_one("#activity", Log).lines[-6:])
-    raise AssertionError(f"condition not met in time; status: {status(pilot.app)}\n{activity}")
+    """Let the app run until `condition()` holds; say what the workbench showed if it does not."""
+    return await waiting.until(
+        pilot, condition, timeout, describe=lambda: workbench_state(pilot.app)
+    )
 
 
 def pending(app):
     """The proposal on screen, waiting for a key."""
     return app.screen.agents.proposal
-
-
-def status(app) -> str:
-    return str(app.screen.query_one("#status", Static).content)
 
 
 async def test_approve_a_plan_and_the_kernel_appears_in_source(make_app) -> None:
