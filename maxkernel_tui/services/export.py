@@ -70,13 +70,14 @@ def markdown_report(
     kernel_file: str,
 ) -> str:
     lines = [f"# {session.task_id}: kernel v{version.number}", ""]
+    origin = f", from v{parent.number}" if parent else ""
     title = f" — {_cell(session.title)}" if session.title else ""
     lines += [
         "| | |",
         "|---|---|",
         f"| session | `{session.id}` ({session.mode}, {session.status}){title} |",
         f"| task | `{session.task_id}` |",
-        f"| kernel | v{version.number}, {local_time(version.created)}{f', from v{parent.number}' if parent else ''} |",
+        f"| kernel | v{version.number}, {local_time(version.created)}{origin} |",
         f"| chosen as | {because} |",
         f"| file | `{kernel_file}` |",
     ]
@@ -105,22 +106,25 @@ def evaluation_markdown(report: dict[str, Any], created: float) -> list[str]:
     verdict = str(report.get("verdict", "unknown"))
     failed = next((c for c in report.get("checks", []) if c.get("status") == "fail"), None)
     reason = f": {failed['name']}: {_cell(failed.get('detail', ''))}" if failed else ""
+    targets = ", ".join(report.get("targets", [])) or "?"
+    seeds = ", ".join(map(str, report.get("seeds", []))) or "-"
     lines = [
         "## Evaluation",
         "",
         f"**{verdict.upper()}**{reason}",
         "",
         (
-            f"Evaluated {local_time(created)} for TPU {', '.join(report.get('targets', [])) or '?'}; "
-            f"numerics on {report.get('device', '?')}; seeds {', '.join(map(str, report.get('seeds', []))) or '-'}."
+            f"Evaluated {local_time(created)} for TPU {targets}; "
+            f"numerics on {report.get('device', '?')}; seeds {seeds}."
         ),
         "",
         "| check | result | detail | seconds |",
         "|---|---|---|---:|",
     ]
     for check in report.get("checks", []):
+        status = check.get("status")
         lines.append(
-            f"| {_cell(check.get('name', '?'))} | {_MARKS.get(check.get('status'), check.get('status'))} "
+            f"| {_cell(check.get('name', '?'))} | {_MARKS.get(status, status)} "
             f"| {_cell(check.get('detail', ''))} | {float(check.get('seconds', 0.0)):.1f} |"
         )
     lines += ["", "### Timings", ""]

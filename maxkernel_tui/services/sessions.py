@@ -1,5 +1,6 @@
 """The sessions in the store, as the sessions listing, the sessions screen and resume see them:
-open the store if there is one, list, resolve an id prefix, and one session's table cells. No jax."""
+open the store if there is one, list, resolve an id prefix, and one session's table cells.
+No jax here."""
 
 from __future__ import annotations
 
