@@ -3,10 +3,10 @@
 The engineer edits, evaluates and profiles by hand, or runs the agents (F5): in HITL each
 proposal waits here for a key, F2 hands the session to Auto and back, Esc stops the running
 step. Each pane is a widget of its own (plan_pane, source_pane, tests_pane, profile_pane,
-agent_pane); this screen routes keys and messages to them. Evaluation and profiling run the
-harness from threads, which runs kernels in worker processes: this process never imports jax.
-What the agents do arrives as `AgentEvents` messages from the agent link, in batches.
-"""
+agent_pane) with its children and state; this screen routes keys and messages to them. The
+tests and profile panes run the harness from threads, which runs kernels in worker processes:
+this process never imports jax. What the agents do arrives as `AgentEvents` messages from the
+agent link (agent_link.py), in batches."""
 
 from __future__ import annotations
 
@@ -14,28 +14,24 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
-from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Grid
-from textual.message import Message
 from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
 from maxkernel_tui.agents.orchestration.gates import APPROVE, EDIT, REJECT, Decision, Proposal
 from maxkernel_tui.config import Settings
-from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
-from maxkernel_tui.kernels.evaluation.report import Check, EvalReport
-from maxkernel_tui.kernels.perf.profile import ProfileError, profile_kernel
+from maxkernel_tui.kernels.evaluation.harness import Harness
 from maxkernel_tui.kernels.perf.summary import ProfileSummary
 from maxkernel_tui.kernels.starter import starter_source
 from maxkernel_tui.kernels.task import Task
 from maxkernel_tui.screens.agent_pane import AgentPane
 from maxkernel_tui.screens.plan_pane import PlanPane
-from maxkernel_tui.screens.profile_pane import ProfilePane
+from maxkernel_tui.screens.profile_pane import ProfileFinished, ProfilePane
 from maxkernel_tui.screens.source_pane import SourcePane
-from maxkernel_tui.screens.tests_pane import TestsPane
+from maxkernel_tui.screens.tests_pane import EvaluationFinished, TestsPane
 from maxkernel_tui.store.db import open_store
 from maxkernel_tui.store.rows import AUTO, HITL
 
@@ -49,25 +45,6 @@ if (
 
 GRAPH_EVALUATIONS = 12  # a search handed off from the workbench stops after this many evaluations
 IDLE = "idle"
-
-
-class CheckFinished(Message):
-    def __init__(self, check: Check) -> None:
-        super().__init__()
-        self.check = check
-
-
-class EvaluationFinished(Message):
-    def __init__(self, report: EvalReport) -> None:
-        super().__init__()
-        self.report = report
-
-
-class ProfileFinished(Message):
-    def __init__(self, summary: ProfileSummary | None, error: str | None) -> None:
-        super().__init__()
-        self.summary = summary
-        self.error = error
 
 
 class WorkbenchScreen(Screen[None]):
@@ -412,50 +389,18 @@ class WorkbenchScreen(Screen[None]):
         self.source.save()
         self.tests.begin(self._kernel_path.name, self.kernel_task.task_id, self.target)
         self.step = "evaluating"
-        self._evaluate()
+        self.tests.evaluate(self._harness, self._kernel_path, self.kernel_task, self.target)
 
     def action_profile(self) -> None:
         self.source.save()
         self.step = "profiling"
-        self._profile()
-
-    @work(thread=True, exclusive=True, group="evaluate")
-    def _evaluate(self) -> None:
-        def on_check(check: Check) -> None:
-            self.post_message(CheckFinished(check))
-
-        report = self._harness().evaluate(
-            self._kernel_path, self.kernel_task, EvalOptions(target=self.target), on_check=on_check
-        )
-        self.post_message(EvaluationFinished(report))
-
-    @work(thread=True, exclusive=True, group="profile")
-    def _profile(self) -> None:
-        try:
-            summary = profile_kernel(
-                self._kernel_path,
-                self.kernel_task,
-                trace_root=self._cache / "traces",
-                calibration_file=self._cache / "calibration.json",
-            )
-        except ProfileError as error:
-            self.post_message(ProfileFinished(None, str(error)))
-            return
-        self.post_message(ProfileFinished(summary, None))
-
-    def on_check_finished(self, message: CheckFinished) -> None:
-        self.tests.show_check(message.check)
+        self.profile.profile(self._kernel_path, self.kernel_task, self._cache)
 
     def on_evaluation_finished(self, message: EvaluationFinished) -> None:
-        self.tests.show_report(message.report)
         self.step = IDLE
 
     def on_profile_finished(self, message: ProfileFinished) -> None:
         self.step = IDLE
-        if message.summary is None:
-            self.profile.show_error(message.error or "")
-        else:
-            self.profile.show(message.summary)
 
     def _plan_intro(self) -> str:
         task = self.kernel_task

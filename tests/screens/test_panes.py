@@ -15,7 +15,8 @@ from maxkernel_tui.agents.orchestration.gates import APPROVE, REJECT, Proposal
 from maxkernel_tui.config import load_settings
 from maxkernel_tui.kernels.evaluation.report import Check, EvalReport
 from maxkernel_tui.kernels.loader import builtin_suite_dir, find_task, load_tasks
-from maxkernel_tui.screens.workbench import CheckFinished, EvaluationFinished, WorkbenchScreen
+from maxkernel_tui.screens.tests_pane import CheckFinished, EvaluationFinished
+from maxkernel_tui.screens.workbench import WorkbenchScreen
 from maxkernel_tui.store.rows import AUTO, HITL
 from tests.support.screens import status
 from tests.support.waiting import until
@@ -57,11 +58,11 @@ async def test_checks_and_the_verdict_are_drawn_in_the_tests_pane(tmp_path) -> N
         screen = app.workbench
         screen.step = "evaluating"
         check = Check("tpu_compile", "fail", "TPU v5e compile failed", 1.5)
-        screen.post_message(CheckFinished(check))
+        screen.tests.post_message(CheckFinished(check))
         await until(pilot, lambda: any("tpu_compile" in line for line in screen.tests.lines))
         assert screen.tests.lines[-1].startswith("✗ tpu_compile")
         report = EvalReport("12p_RMSNorm", "kernel.py", ["v5e"], "cpu", checks=[check])
-        screen.post_message(EvaluationFinished(report))
+        screen.tests.post_message(EvaluationFinished(report))
         await until(pilot, lambda: screen.step == "idle")
         assert screen.tests.lines[-1].startswith("verdict: REJECTED")
         assert "─ idle ─" in status(app)

@@ -13,6 +13,7 @@ import io
 import os
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 from textual.app import App
 from textual.widgets._footer import FooterKey
@@ -113,6 +114,7 @@ async def test_workbench_snapshot(tmp_path, suite_tasks):
         assert_snapshot("workbench", app, tmp_path)
 
 
+@pytest.mark.slow  # a real session starts: the store, the engine and the harness's workers
 async def test_approval_view_snapshot(tmp_path, suite_tasks, suite_cache, monkeypatch):
     """The workbench with the planner's proposal waiting for a key: its header, keys and text."""
     monkeypatch.setenv("MAXKERNEL_TUI_CACHE_DIR", str(suite_cache))

@@ -90,7 +90,8 @@ def test_real_terminal_workbench_with_an_empty_home(tmp_path):
     tmux = ["tmux", "-L", socket]
     command = (
         f"env -i HOME={home} PATH=/usr/bin:/bin TERM=xterm-256color "
-        f"{sys.executable} -m maxkernel_tui.cli --task 12p_RMSNorm; echo EXITED $? > {tmp_path / 'exit'}; sleep 30"
+        f"{sys.executable} -m maxkernel_tui.cli --task 12p_RMSNorm; "
+        f"echo EXITED $? > {tmp_path / 'exit'}; sleep 30"
     )
     subprocess.run(
         [*tmux, "new-session", "-d", "-s", "t", "-x", "160", "-y", "48", command], check=True
