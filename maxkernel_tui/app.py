@@ -1,4 +1,6 @@
-"""The Textual app: screens, theme and global bindings. Thin; never imports jax."""
+"""The Textual app: screens, theme and global bindings, and the one place that handles what the
+screens ask of it (screens/messages.py: open a task, resume, promote a kernel, saved settings).
+Thin; never imports jax."""
 
 from __future__ import annotations
 
@@ -10,8 +12,6 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from textual.app import App
 from textual.binding import Binding, BindingType
 
-from maxkernel_tui.commands.sessions import existing_store, resolve_session
-from maxkernel_tui.commands.tasks import resolve_task
 from maxkernel_tui.config import (
     ENV,
     FILE,
@@ -25,11 +25,19 @@ from maxkernel_tui.config import (
 from maxkernel_tui.kernels.evaluation.harness import Harness
 from maxkernel_tui.kernels.task import Task, TaskError
 from maxkernel_tui.screens.help import HelpScreen, key_help
+from maxkernel_tui.screens.messages import (
+    KernelPromoted,
+    ResumeRequested,
+    SettingsSaved,
+    TaskChosen,
+)
 from maxkernel_tui.screens.palette import MaxKernelCommands
 from maxkernel_tui.screens.sessions import SessionsScreen
 from maxkernel_tui.screens.settings import SettingsScreen
 from maxkernel_tui.screens.task_picker import TaskPickerScreen
 from maxkernel_tui.screens.workbench import WorkbenchScreen
+from maxkernel_tui.services.sessions import existing_store, resolve_session
+from maxkernel_tui.services.tasks import resolve_task
 from maxkernel_tui.store import StoreError
 from maxkernel_tui.themes import DEFAULT_THEME, THEMES
 
@@ -56,8 +64,9 @@ class MaxKernelApp(App[None]):
         resume: str | None = None,
         agent_provider: Provider | None = None,
     ) -> None:
-        """`resume`: a session id (or unique prefix) to reopen in the workbench instead of the picker.
-        `agent_provider`: the model behind the agents instead of the configured one (tests)."""
+        """`resume`: a session id (or unique prefix) to reopen in the workbench instead of the
+        picker. `agent_provider`: the model behind the agents instead of the configured one
+        (tests)."""
         super().__init__()
         self._tasks_dir = tasks_dir
         self._cache = cache if cache is not None else cache_dir()
@@ -82,9 +91,8 @@ class MaxKernelApp(App[None]):
             TaskPickerScreen(self._tasks_dir, self._cache, store_path=self._settings.store_path)
         )
         if self._resume is not None:
-            self.resume_session(
-                self._resume
-            )  # over the picker: a failure leaves the picker and says why
+            # over the picker: a failure leaves the picker and says why
+            self.resume_session(self._resume)
 
     def _theme_name(self, wanted: str | None) -> str:
         """The configured theme when the app knows it; else the default (the terminal's own palette,
@@ -118,10 +126,9 @@ class MaxKernelApp(App[None]):
                 self._workdir(task),
                 self._cache,
                 self.harness,
-                target=self._settings.tpu_target,
+                self._settings,
                 provider=provider,
                 budget_cap=_budget_cap(self._settings),
-                settings=self._settings,
                 agent_provider=self._agent_provider,
                 session_id=session_id,
             )
@@ -153,15 +160,28 @@ class MaxKernelApp(App[None]):
         self.notify(note, title="sessions")
         return True
 
-    def promote_kernel(self, task: Task, source: str, origin: str) -> None:
-        """Open the workbench (HITL) on `source`, e.g. a graph-search node promoted by the engineer."""
-        note = f"{origin} promoted to the workbench" + self._place_kernel(task, source)
-        self.open_workbench(task)
+    # -- what the screens ask (screens/messages.py) -----------------------------------------------
+
+    def on_task_chosen(self, message: TaskChosen) -> None:
+        self.open_workbench(message.task)
+
+    def on_resume_requested(self, message: ResumeRequested) -> None:
+        self.resume_session(message.session_id)
+
+    def on_kernel_promoted(self, message: KernelPromoted) -> None:
+        """Open the workbench (HITL) on the promoted kernel."""
+        note = f"{message.origin} promoted to the workbench"
+        note += self._place_kernel(message.task, message.source)
+        self.open_workbench(message.task)
         self.notify(note, title="search")
 
+    def on_settings_saved(self, message: SettingsSaved) -> None:
+        notes = self.apply_settings(message.changed)
+        self.notify("\n".join([f"saved to {message.path}", *notes]), title="settings")
+
     def _place_kernel(self, task: Task, source: str) -> str:
-        """Make `source` the workbench's kernel file; a different kernel already there is kept beside
-        it as kernel.py.bak (the note says so)."""
+        """Make `source` the workbench's kernel file; a different kernel already there is kept
+        beside it as kernel.py.bak (the note says so)."""
         kernel = self._workdir(task) / "kernel.py"
         note = ""
         if kernel.is_file() and kernel.read_text(encoding="utf-8") != source:

@@ -124,3 +124,12 @@ def test_the_workbench_starts_without_the_agents_engine():
 def test_modules_stay_small():
     for path in PACKAGE.rglob("*.py"):
         assert len(path.read_text().splitlines()) <= 600, f"{path} passes 600 lines: split it"
+
+
+def test_the_ui_never_imports_the_commands():
+    """The screens and the app share the CLI's helpers through maxkernel_tui.services, never
+    through the commands themselves."""
+    ui = {**imports_of("screens"), "app.py": imported_modules(PACKAGE / "app.py")}
+    for module, names in ui.items():
+        bad = [n for n in names if n.startswith("maxkernel_tui.commands")]
+        assert not bad, f"{module} imports {bad}"

@@ -12,11 +12,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from maxkernel_tui.commands.sessions import existing_store, local_time
 from maxkernel_tui.config import add_settings_flags, settings_from_args
-from maxkernel_tui.store import Evaluation, KernelVersion, Session, Store, StoreError
-
-_MARKS = {"pass": "✓ pass", "fail": "✗ fail", "skip": "– skip"}
+from maxkernel_tui.services.export import export_session
+from maxkernel_tui.services.sessions import existing_store
 
 
 def add_parser(commands: Any) -> None:
@@ -46,119 +44,3 @@ def run(args: argparse.Namespace) -> int:
     for file in written:
         print(file)
     return 0
-
-
-def export_session(store: Store, prefix: str, out: Path) -> list[Path]:
-    """Write the best kernel of the session named by `prefix` and its report into `out`; the files
-    written. StoreError when there is no such session or it has no kernel yet."""
-    session = store.find_session(prefix)
-    best = store.best_kernel(session.id)
-    if best is None:
-        raise StoreError(f"session {session.id} has no kernel yet")
-    version, evaluation = best
-    parent = store.kernel_version(version.parent_id) if version.parent_id is not None else None
-    return write_export(
-        out, session, version, evaluation, parent, _chosen_because(store, version, evaluation)
-    )
-
-
-def _chosen_because(store: Store, version: KernelVersion, evaluation: Evaluation | None) -> str:
-    if evaluation is not None and evaluation.verdict == "accepted":
-        return "the kernel of the session's latest accepted evaluation"
-    count = len(store.kernel_versions(version.session_id))
-    return f"no accepted evaluation in this session: the latest of its {count} kernel version(s)"
-
-
-def write_export(
-    out: Path,
-    session: Session,
-    version: KernelVersion,
-    evaluation: Evaluation | None,
-    parent: KernelVersion | None,
-    because: str,
-) -> list[Path]:
-    out.mkdir(parents=True, exist_ok=True)
-    kernel, report = out / f"{session.task_id}.py", out / f"{session.task_id}.md"
-    verdict = evaluation.verdict if evaluation else "not evaluated"
-    header = (
-        f"# {session.task_id}: kernel v{version.number} of maxkernel-tui session {session.id} "
-        f"({verdict}). Report: {report.name}\n"
-    )
-    kernel.write_text(header + version.source + ("" if version.source.endswith("\n") else "\n"))
-    report.write_text(markdown_report(session, version, evaluation, parent, because, kernel.name))
-    return [kernel, report]
-
-
-def _cell(text: Any) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ").strip()
-
-
-def markdown_report(
-    session: Session,
-    version: KernelVersion,
-    evaluation: Evaluation | None,
-    parent: KernelVersion | None,
-    because: str,
-    kernel_file: str,
-) -> str:
-    lines = [f"# {session.task_id}: kernel v{version.number}", ""]
-    title = f" — {_cell(session.title)}" if session.title else ""
-    lines += [
-        "| | |",
-        "|---|---|",
-        f"| session | `{session.id}` ({session.mode}, {session.status}){title} |",
-        f"| task | `{session.task_id}` |",
-        f"| kernel | v{version.number}, {local_time(version.created)}{f', from v{parent.number}' if parent else ''} |",
-        f"| chosen as | {because} |",
-        f"| file | `{kernel_file}` |",
-    ]
-    if evaluation is None:
-        lines += [
-            "",
-            "## Evaluation",
-            "",
-            f"Not evaluated. Run `maxkernel-tui eval {kernel_file} --task {session.task_id}`.",
-        ]
-    else:
-        lines += ["", *evaluation_markdown(evaluation.report, evaluation.created)]
-    if version.plan.strip():
-        lines += ["", "## Plan", "", version.plan.strip()]
-    lines += [
-        "",
-        "## Reproduce",
-        "",
-        f"    maxkernel-tui eval {kernel_file} --task {session.task_id}",
-        "",
-    ]
-    return "\n".join(lines)
-
-
-def evaluation_markdown(report: dict[str, Any], created: float) -> list[str]:
-    verdict = str(report.get("verdict", "unknown"))
-    failed = next((c for c in report.get("checks", []) if c.get("status") == "fail"), None)
-    reason = f": {failed['name']}: {_cell(failed.get('detail', ''))}" if failed else ""
-    lines = [
-        "## Evaluation",
-        "",
-        f"**{verdict.upper()}**{reason}",
-        "",
-        (
-            f"Evaluated {local_time(created)} for TPU {', '.join(report.get('targets', [])) or '?'}; "
-            f"numerics on {report.get('device', '?')}; seeds {', '.join(map(str, report.get('seeds', []))) or '-'}."
-        ),
-        "",
-        "| check | result | detail | seconds |",
-        "|---|---|---|---:|",
-    ]
-    for check in report.get("checks", []):
-        lines.append(
-            f"| {_cell(check.get('name', '?'))} | {_MARKS.get(check.get('status'), check.get('status'))} "
-            f"| {_cell(check.get('detail', ''))} | {float(check.get('seconds', 0.0)):.1f} |"
-        )
-    lines += ["", "### Timings", ""]
-    timings = report.get("timings") or []
-    if timings:
-        lines += [f"- {_cell(t.get('label', t))}" for t in timings]
-    else:
-        lines.append("None: timings are measured only on a real TPU.")
-    return lines

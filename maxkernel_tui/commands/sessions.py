@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 import json
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from maxkernel_tui.config import add_settings_flags, settings_from_args
-from maxkernel_tui.store import Session, SessionSummary, Store, StoreError
+from maxkernel_tui.services.sessions import SESSION_HEADER, list_summaries, session_cells
+from maxkernel_tui.store import SessionSummary
 
 
 def add_parser(commands: Any) -> None:
@@ -22,35 +22,6 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
     add_settings_flags(parser, ("data_dir",))
     parser.set_defaults(run=run)
-
-
-def existing_store(path: Path) -> Store | None:
-    """The store at `path`, or None when there is none yet (nothing is created)."""
-    return Store(path) if path.is_file() else None
-
-
-def list_summaries(path: Path) -> list[SessionSummary]:
-    """Every session in the store at `path`, most recent first; [] when there is no store yet."""
-    store = existing_store(path)
-    if store is None:
-        return []
-    with store:
-        return store.list_sessions()
-
-
-def resolve_session(prefix: str, path: Path) -> Session:
-    """The session an id or unique prefix names; with "" the most recently updated one.
-    StoreError (saying why) when there is no store, no session, or no such session."""
-    store = existing_store(path)
-    if store is None:
-        raise StoreError(f"no sessions yet (no session store at {path})")
-    with store:
-        if prefix:
-            return store.find_session(prefix)
-        summaries = store.list_sessions()
-    if not summaries:
-        raise StoreError(f"no sessions yet in {path}")
-    return summaries[0].session
 
 
 def run(args: argparse.Namespace) -> int:
@@ -74,10 +45,6 @@ def iso_time(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-def local_time(seconds: float) -> str:
-    return datetime.fromtimestamp(seconds).strftime("%Y-%m-%d %H:%M")
-
-
 def session_record(summary: SessionSummary) -> dict[str, Any]:
     s = summary.session
     return {
@@ -94,30 +61,6 @@ def session_record(summary: SessionSummary) -> dict[str, Any]:
         "created": iso_time(s.created),
         "updated": iso_time(s.updated),
     }
-
-
-SESSION_HEADER = ("ID", "TASK", "MODE", "STATUS", "VERSIONS", "BEST", "TOKENS", "COST", "UPDATED")
-
-
-def session_cells(summary: SessionSummary) -> tuple[str, ...]:
-    """One session as the text cells of SESSION_HEADER (shared by this listing and the TUI)."""
-    s = summary.session
-    best = (
-        "-"
-        if summary.best_version is None
-        else f"v{summary.best_version} {summary.best_verdict or 'not evaluated'}"
-    )
-    return (
-        s.id,
-        s.task_id,
-        s.mode,
-        s.status,
-        str(summary.kernel_versions),
-        best,
-        f"{summary.tokens:,}",
-        f"${summary.cost:.2f}",
-        local_time(s.updated),
-    )
 
 
 def format_sessions(summaries: list[SessionSummary]) -> str:

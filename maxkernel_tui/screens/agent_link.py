@@ -1,12 +1,19 @@
-"""The workbench's link to a session's engine: start, resume, interrupt, hand off, decide, and the
-events, collected as they happen and handed to the screen in batches (a few times a second), so
-that a fast model stream never re-renders the screen per token. No jax here."""
+"""The workbench's link to a session's engine: start, resume, interrupt, hand off, decide, explain,
+and what the session does, delivered to the screen as `AgentEvents` messages: the events and the
+proposals that wait for the engineer, in the order they happened, batched a few times a second so
+that a fast model stream never re-renders the screen per token. No jax here; this module loads
+the engine, so the workbench imports it only when the agents first run."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+
+from textual.message import Message
+from textual.message_pump import MessagePump
 
 from maxkernel_tui.agents.llm.provider import Provider
 from maxkernel_tui.agents.orchestration.engine import LoopLimits, Outcome, SessionEngine
@@ -19,11 +26,26 @@ from maxkernel_tui.agents.orchestration.gates import (
     Proposal,
 )
 from maxkernel_tui.agents.orchestration.session import OpenSession, open_session
+from maxkernel_tui.agents.search.config import SearchConfig
+from maxkernel_tui.agents.search.launch import OpenSearch
 from maxkernel_tui.config import Settings
 from maxkernel_tui.kernels.evaluation.harness import Harness
 from maxkernel_tui.kernels.task import Task
 from maxkernel_tui.store.db import Store
-from maxkernel_tui.store.rows import STOPPED
+from maxkernel_tui.store.rows import HITL, STOPPED, KernelVersion
+
+DRAW_INTERVAL_S = 0.1  # what the session did is delivered at most this often
+AgentUpdate = SessionEvent | Proposal  # a proposal: it waits for the engineer's decision
+
+
+class AgentEvents(Message):
+    """What the session did since the last batch, in order. `finished`: its loop has ended by
+    itself (not stopped by the engineer)."""
+
+    def __init__(self, updates: list[AgentUpdate], finished: bool) -> None:
+        super().__init__()
+        self.updates = updates
+        self.finished = finished
 
 
 @dataclass
@@ -32,16 +54,19 @@ class AgentLink:
     settings: Settings
     task: Task
     harness: Callable[[], Harness]
-    on_proposal: Callable[[Proposal], None]
+    target: MessagePump  # where the batches are posted (the workbench)
     provider: Provider | None = None  # tests inject one; else the configured provider
     limits: LoopLimits = field(default_factory=LoopLimits)
     session_id: str | None = None
-    pending_events: list[SessionEvent] = field(default_factory=list)
     opened: OpenSession | None = None
     running: asyncio.Task[Outcome] | None = None
+    _undelivered: list[AgentUpdate] = field(default_factory=list, init=False)
+    _armed: bool = field(default=False, init=False)  # a delivery is scheduled
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
 
     def __post_init__(self) -> None:
-        self.gate = InteractiveGate(on_pending=self.on_proposal)
+        self.gate = InteractiveGate(on_pending=self._collect)
+        self._loop = asyncio.get_running_loop()
 
     @property
     def engine(self) -> SessionEngine | None:
@@ -51,11 +76,28 @@ class AgentLink:
     def is_running(self) -> bool:
         return self.running is not None and not self.running.done()
 
-    def _gate_for(self, mode: str) -> Gate:
-        return self.gate if mode == "hitl" else AutoGate()
+    @property
+    def pending(self) -> Proposal | None:
+        """The proposal waiting for the engineer's decision, if any."""
+        return self.gate.pending
+
+    @property
+    def settled(self) -> bool:
+        """Everything the session did so far has been delivered."""
+        return not self._undelivered and not self._armed
+
+    @property
+    def mode(self) -> str | None:
+        """The running engine's mode; None before the first start."""
+        return self.engine.mode if self.engine is not None else None
+
+    def gate_for(self, mode: str) -> Gate:
+        """The gate the engine asks in `mode`: the engineer in HITL, nobody in Auto."""
+        return self.gate if mode == HITL else AutoGate()
 
     async def start(self, mode: str) -> None:
-        """Run the session's loop: a new session, or the stopped one again (stored steps are reused)."""
+        """Run the session's loop: a new session, or the stopped one again (stored steps are
+        reused)."""
         if self.is_running:
             return
         if self.opened is not None:
@@ -65,17 +107,18 @@ class AgentLink:
             self.settings,
             task=None if self.session_id else self.task,
             mode=mode,
-            gates=self._gate_for,
+            gates=self.gate_for,
             limits=self.limits,
             resume=self.session_id,
             provider=self.provider,
-            listener=self.pending_events.append,
+            listener=self._collect,
             harness=self.harness,
         )
         self.session_id = self.opened.session_id
         if self.opened.resumed and self.opened.engine.mode != mode:
             self.opened.engine.hand_off(mode)
         self.running = asyncio.create_task(self.opened.engine.run())
+        self.running.add_done_callback(lambda _: self._schedule())
 
     def history(self, session_id: str) -> list[SessionEvent]:
         """A stored session's events, to draw the panes of a reopened session."""
@@ -84,16 +127,21 @@ class AgentLink:
         self.session_id = session_id
         return Journal(self.store, session_id).history()
 
+    def kernel_versions(self) -> list[KernelVersion]:
+        """The session's kernel versions, oldest first; [] before it has started."""
+        return [] if self.session_id is None else self.store.kernel_versions(self.session_id)
+
+    def kernel_source(self, version_id: int) -> str:
+        return self.store.kernel_version(version_id).source
+
     async def interrupt(self) -> bool:
         """Cancel the running step (a model call in flight is closed); False when nothing runs."""
         if not self.is_running:
             return False
         assert self.running is not None
         self.running.cancel()
-        try:
+        with contextlib.suppress(asyncio.CancelledError):
             await self.running
-        except asyncio.CancelledError:
-            pass
         if self.session_id:
             self.store.update_session(self.session_id, status=STOPPED)
         return True
@@ -112,9 +160,56 @@ class AgentLink:
         self.engine.intervene(subject, content)
         return True
 
-    def take_events(self) -> list[SessionEvent]:
-        events, self.pending_events[:] = list(self.pending_events), []
-        return events
+    async def explain(self, question: str) -> str | None:
+        """The explainer's answer about the session; None when no session was started."""
+        return None if self.engine is None else await self.engine.explain(question)
+
+    async def open_search(
+        self, seed: str, config: SearchConfig, listener: Callable[[SessionEvent], None]
+    ) -> OpenSearch:
+        """Stop the session and open a graph search of the task seeded with `seed` as its root."""
+        from maxkernel_tui.agents.search.launch import open_search
+
+        await self.interrupt()
+        return await open_search(
+            self.store,
+            self.settings,
+            task=self.task,
+            config=config,
+            seed=seed,
+            provider=self.provider,
+            listener=listener,
+        )
+
+    # -- delivery -------------------------------------------------------------------------------
+
+    def _collect(self, update: AgentUpdate) -> None:
+        """Called by the engine and the gate, possibly from another thread."""
+        with self._lock:
+            self._undelivered.append(update)
+        self._schedule()
+
+    def _schedule(self) -> None:
+        with self._lock:
+            if self._armed:
+                return
+            self._armed = True
+        self._loop.call_soon_threadsafe(self._loop.call_later, DRAW_INTERVAL_S, self._deliver)
+
+    def drain(self) -> list[AgentUpdate]:
+        """What is not delivered yet, taken now (to draw it before the engineer's stop)."""
+        with self._lock:
+            updates, self._undelivered = self._undelivered, []
+        return updates
+
+    def _deliver(self) -> None:
+        updates = self.drain()
+        with self._lock:
+            self._armed = False
+        running = self.running
+        finished = running is not None and running.done() and not running.cancelled()
+        if updates or finished:
+            self.target.post_message(AgentEvents(updates, finished))
 
     async def aclose(self) -> None:
         await self.interrupt()

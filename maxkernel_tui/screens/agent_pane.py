@@ -1,7 +1,9 @@
 """The agents' pane: what the sub-agents do and say (streamed), the proposal waiting for a
-decision with its diff, and a one-line input for a rejection reason or a message."""
+decision with its diff, and a one-line input for a rejection reason or a message. No jax here."""
 
 from __future__ import annotations
+
+from typing import Any, Literal
 
 from rich.syntax import Syntax
 from textual.app import ComposeResult
@@ -12,6 +14,7 @@ from maxkernel_tui.agents.orchestration import diffs
 from maxkernel_tui.agents.orchestration.gates import Proposal
 
 ACTIVITY_LINES = 3000  # the activity log keeps the most recent lines only
+TITLE = "Agents  (F5 run · F2 HITL⇄Auto · esc stop · ctrl+t message)"
 KEYS = "a approve · e edit (ctrl+s submits) · r reject · f2 hand off to Auto · esc stop"
 
 
@@ -43,8 +46,14 @@ class ProposalView(VerticalScroll, can_focus=True):
         self.scroll_home(animate=False)
 
 
+Purpose = Literal["reject", "message"]  # what the open input line is for
+
+
 class AgentPane(Horizontal):
-    purpose = ""  # what the open input line is for: "reject" or "message"
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.purpose: Purpose | None = None
+        self.proposal: Proposal | None = None  # the proposal shown, waiting for a decision
 
     def compose(self) -> ComposeResult:
         yield Log(id="activity", max_lines=ACTIVITY_LINES)
@@ -52,10 +61,21 @@ class AgentPane(Horizontal):
         yield Input(id="agent-input")
 
     def on_mount(self) -> None:
-        self.query_one("#proposal").display = False
-        self.query_one("#agent-input").display = False
+        self.border_title = TITLE
+        self.query_one(ProposalView).display = False
+        self.query_one(Input).display = False
+
+    def log_line(self, line: str) -> None:
+        """One line of activity, on a line of its own even after streamed text."""
+        log = self.query_one(Log)
+        log.write(("" if log.lines and not log.lines[-1] else "\n") + line + "\n")
+
+    def stream(self, text: str) -> None:
+        """Streamed model text, as it comes."""
+        self.query_one(Log).write(text)
 
     def show_proposal(self, proposal: Proposal) -> None:
+        self.proposal = proposal
         view = self.query_one(ProposalView)
         view.show(proposal)
         view.display = True
@@ -63,16 +83,22 @@ class AgentPane(Horizontal):
         view.focus()
 
     def hide_proposal(self) -> None:
+        self.proposal = None
         self.query_one(ProposalView).display = False
         self.remove_class("-pending")
 
-    def ask(self, placeholder: str, purpose: str) -> None:
+    @property
+    def asking(self) -> bool:
+        """The input line is open."""
+        return bool(self.query_one(Input).display)
+
+    def ask(self, placeholder: str, purpose: Purpose) -> None:
         """Open the input line; the screen reads `purpose` when the engineer presses enter."""
-        field = self.query_one("#agent-input", Input)
+        field = self.query_one(Input)
         field.placeholder, field.value = placeholder, ""
         self.purpose = purpose
         field.display = True
         field.focus()
 
     def close_input(self) -> None:
-        self.query_one("#agent-input", Input).display = False
+        self.query_one(Input).display = False

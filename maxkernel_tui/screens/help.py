@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from rich.text import Text
 from textual.app import App, ComposeResult
@@ -22,7 +22,7 @@ class KeyHelp:
     enabled: bool
 
 
-def key_help(app: App[object], screen: Screen[object]) -> list[KeyHelp]:
+def key_help(app: App[Any], screen: Screen[Any]) -> list[KeyHelp]:
     """The bindings active on `screen` now, hidden ones included, screen's own first."""
     rows = []
     for key, active in screen.active_bindings.items():

@@ -1,4 +1,5 @@
-"""The app's own commands in Textual's command palette (ctrl+p), beside Textual's system commands."""
+"""The app's own commands in Textual's command palette (ctrl+p), beside Textual's system
+commands."""
 
 from __future__ import annotations
 

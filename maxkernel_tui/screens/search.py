@@ -7,14 +7,12 @@ when something changed: events only mark the view stale. Never imports jax."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
-from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Log, Markdown, Sparkline, Static, Tree
 
@@ -22,6 +20,7 @@ from maxkernel_tui.agents.orchestration.diffs import unified
 from maxkernel_tui.agents.search.export import label
 from maxkernel_tui.agents.search.graph import ACCEPTED, Node, NodeSet, load_nodes
 from maxkernel_tui.kernels.task import Task
+from maxkernel_tui.screens.messages import KernelPromoted
 from maxkernel_tui.store.db import Store
 
 TICK_S = 0.25  # the view's frame: a few redraws a second at most
@@ -31,22 +30,16 @@ FOLLOW_S = (
 
 
 class SearchControl(Protocol):
-    """What the screen's keys ask of a search running in this process (agents.search.runner.Search)."""
+    """What the screen's keys ask of a search running in this process
+    (agents.search.runner.Search)."""
 
-    paused: bool
+    @property
+    def paused(self) -> bool: ...
 
     def pause(self) -> None: ...
     def resume(self) -> None: ...
     def stop(self) -> None: ...
     def prune(self, ref: str) -> Any: ...
-
-
-class NodePromoted(Message):
-    """A node's kernel goes to the workbench (back to HITL on it)."""
-
-    def __init__(self, task: Task, node: Node) -> None:
-        super().__init__()
-        self.task, self.node = task, node
 
 
 def node_line(node: Node) -> str:
@@ -94,14 +87,13 @@ class SearchScreen(Screen[None]):
         *,
         control: SearchControl | None = None,
         max_evals: int | None = None,
-        on_promote: Callable[[Task, Node], None] | None = None,
     ) -> None:
         super().__init__()
         self.kernel_task, self.session_id = task, session_id
         self._store = Store(
             store_path
         )  # a reader of its own: the search writes through the shared one
-        self._control, self._max_evals, self._on_promote = control, max_evals, on_promote
+        self._control, self._max_evals = control, max_evals
         self._sources: dict[int, str] = {}
         self._view = NodeSet([])
         self._stale, self._read_at, self._started = True, 0.0, time.monotonic()
@@ -130,7 +122,8 @@ class SearchScreen(Screen[None]):
         self._tick()
 
     def mark_stale(self, *_: Any) -> None:
-        """Something changed: the next tick reads the store. Safe from any thread (a journal listener)."""
+        """Something changed: the next tick reads the store. Safe from any thread (a journal
+        listener)."""
         self._stale = True
 
     def on_unmount(self) -> None:
@@ -183,7 +176,8 @@ class SearchScreen(Screen[None]):
             "" if self._control is None else (" ─ PAUSED" if self._control.paused else " ─ running")
         )
         self.query_one("#counters", Static).update(
-            f" search ─ {self.kernel_task.task_id}{state} ─ {len(nodes)} nodes ─ evaluations {evals}{cap} "
+            f" search ─ {self.kernel_task.task_id}{state} ─ {len(nodes)} nodes ─ "
+            f"evaluations {evals}{cap} "
             f"({evals / minutes:.1f}/min) ─ {tokens:,} tok ${cost:.2f} ─ best {best_text} "
             f"({self._view.score_kind() or 'no score yet'})"
         )
@@ -258,8 +252,6 @@ class SearchScreen(Screen[None]):
                 severity="warning",
             )
             return
-        self.post_message(NodePromoted(self.kernel_task, node))
-        if self._on_promote is not None:
-            self._on_promote(self.kernel_task, node)
-        elif hasattr(self.app, "promote_kernel"):
-            self.app.promote_kernel(self.kernel_task, node.source, f"search node #{node.number}")
+        self.post_message(
+            KernelPromoted(self.kernel_task, node.source, f"search node #{node.number}")
+        )

@@ -1,7 +1,7 @@
 """Sessions: the sessions in the store, to resume one in the workbench or export its best kernel.
 
-The rows and the export are the `sessions` and `export` commands' own (commands/sessions.py,
-commands/export.py): the screen and the CLI cannot disagree about a session."""
+The rows and the export are the `sessions` and `export` commands' own (services/sessions.py,
+services/export.py): the screen and the CLI cannot disagree about a session."""
 
 from __future__ import annotations
 
@@ -13,8 +13,9 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Input, Static
 
-from maxkernel_tui.commands.export import export_session
-from maxkernel_tui.commands.sessions import (
+from maxkernel_tui.screens.messages import ResumeRequested
+from maxkernel_tui.services.export import export_session
+from maxkernel_tui.services.sessions import (
     SESSION_HEADER,
     existing_store,
     list_summaries,
@@ -26,7 +27,8 @@ from maxkernel_tui.store import StoreError
 class SessionsScreen(Screen[None]):
     CSS_PATH = "sessions.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
-        # priority: the table would take enter itself; from the filter box enter resumes the top match
+        # priority: the table would take enter itself; from the filter box enter resumes the top
+        # match
         Binding("enter", "resume", "Resume", priority=True),
         Binding("e", "export", "Export"),
         Binding("slash", "filter", "Filter"),
@@ -99,7 +101,7 @@ class SessionsScreen(Screen[None]):
         if session_id is None:
             self.notify("no session to resume", severity="warning")
             return
-        self.app.resume_session(session_id)
+        self.post_message(ResumeRequested(session_id))
 
     def action_export(self) -> None:
         session_id = self._selected()

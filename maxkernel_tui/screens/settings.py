@@ -23,6 +23,7 @@ from maxkernel_tui.config import (
     validate_settings,
 )
 from maxkernel_tui.kernels.targets import TARGETS
+from maxkernel_tui.screens.messages import SettingsSaved
 from maxkernel_tui.themes import DEFAULT_THEME
 
 # (setting, label): the order of the form
@@ -107,7 +108,7 @@ class SettingsScreen(Screen[None]):
             widget = self.query_one(f"#{name}")
             if isinstance(widget, Input):
                 values[name] = widget.value.strip() or None
-            else:
+            elif isinstance(widget, Select):
                 values[name] = widget.value
         return values
 
@@ -143,8 +144,7 @@ class SettingsScreen(Screen[None]):
         except (ConfigError, OSError) as error:
             self.query_one("#where", Static).update(f"✗ not saved: {error}")
             return
-        notes = self.app.apply_settings(changed)
-        self.notify("\n".join([f"saved to {path}", *notes]), title="settings")
+        self.app.post_message(SettingsSaved(changed, path))  # to the app: this screen closes now
         self.dismiss()
 
     def action_cancel(self) -> None:

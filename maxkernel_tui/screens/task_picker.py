@@ -13,13 +13,14 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static, TextArea
 
-from maxkernel_tui.commands.sessions import list_summaries
 from maxkernel_tui.config import cache_dir
 from maxkernel_tui.kernels.catalog import cached_description, describe_tasks
 from maxkernel_tui.kernels.description import TaskDescription
 from maxkernel_tui.kernels.listing import format_task
 from maxkernel_tui.kernels.loader import builtin_suite_dir, load_tasks
 from maxkernel_tui.kernels.task import Task
+from maxkernel_tui.screens.messages import TaskChosen
+from maxkernel_tui.services.sessions import list_summaries
 
 
 class TaskDescribed(Message):
@@ -77,7 +78,8 @@ class TaskPickerScreen(Screen[None]):
         known = len(self._descriptions)
         errors = "".join(f"\n{e}" for e in self._errors)
         self._status(
-            f"{known}/{len(self._tasks)} tasks described (cached); press d to describe the rest{errors}"
+            f"{known}/{len(self._tasks)} tasks described (cached); "
+            f"press d to describe the rest{errors}"
         )
         table.focus()
 
@@ -95,7 +97,8 @@ class TaskPickerScreen(Screen[None]):
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         """Enter on a task opens it in the workbench."""
-        self.app.open_workbench(self._by_id[event.row_key.value])
+        if event.row_key.value is not None:
+            self.post_message(TaskChosen(self._by_id[event.row_key.value]))
 
     def action_describe(self) -> None:
         self._status(

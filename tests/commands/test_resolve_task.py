@@ -6,9 +6,9 @@ import shutil
 
 import pytest
 
-from maxkernel_tui.commands.tasks import resolve_task
 from maxkernel_tui.kernels.loader import builtin_suite_dir
 from maxkernel_tui.kernels.task import TaskError
+from maxkernel_tui.services.tasks import resolve_task
 
 
 @pytest.mark.parametrize("name", ["12p", "12p_RMSNorm", str(builtin_suite_dir() / "12p_RMSNorm")])

@@ -8,6 +8,8 @@ from maxkernel_tui.app import MaxKernelApp
 from maxkernel_tui.config import load_settings
 from maxkernel_tui.kernels.loader import find_task
 from maxkernel_tui.screens.help import HelpScreen
+from tests.support.screens import palette_offers
+from tests.support.waiting import until
 
 
 def make_app(tmp_path, task=None) -> MaxKernelApp:
@@ -69,7 +71,7 @@ async def test_help_from_the_command_palette_lists_the_screen_below_it(tmp_path)
     app = make_app(tmp_path)
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.press("ctrl+p", *"help")
-        await pilot.pause(0.3)
+        await until(pilot, lambda: palette_offers(app, "help"))
         await pilot.press("enter")
         await pilot.pause()
         assert isinstance(app.screen, HelpScreen)

@@ -5,7 +5,6 @@ accepted node opens the workbench on that node's kernel."""
 from __future__ import annotations
 
 import asyncio
-import time
 
 import pytest
 from textual.widgets import Sparkline, Static, TextArea, Tree
@@ -18,18 +17,9 @@ from maxkernel_tui.kernels.loader import find_task
 from maxkernel_tui.screens.search import SearchScreen
 from maxkernel_tui.screens.workbench import WorkbenchScreen
 from maxkernel_tui.store.db import Store
-from tests.agents.search.conftest import variant
 from tests.fakes.role_provider import RoleProvider
-
-
-async def until(pilot, condition, timeout: float = 120.0):
-    """Let the app run until `condition()` holds (the search works on the same loop)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if value := condition():
-            return value
-        await pilot.pause(0.2)
-    raise AssertionError("condition not met in time")
+from tests.support.screens import variant
+from tests.support.waiting import until
 
 
 def labels(screen: SearchScreen) -> list[str]:
@@ -42,6 +32,7 @@ def labels(screen: SearchScreen) -> list[str]:
     return found
 
 
+@pytest.mark.slow  # a real search: evaluations in worker processes
 @pytest.mark.asyncio
 async def test_follow_a_running_search_and_promote_a_node(
     tmp_path, suite_tasks, suite_cache, monkeypatch

@@ -14,7 +14,7 @@ from maxkernel_tui.config import load_settings
 from maxkernel_tui.screens.sessions import SessionsScreen
 from maxkernel_tui.screens.workbench import WorkbenchScreen
 from maxkernel_tui.store import Store
-from tests.screens.test_task_picker import wait_for
+from tests.support.waiting import wait_for
 
 LATEST = "def computation(x, scale, epsilon):\n    return x  # v2\n"
 
@@ -154,7 +154,8 @@ def test_real_terminal_resume_shows_the_session_kernel(tmp_path, sessions):
     command = (
         f"env -i HOME={tmp_path} PATH=/usr/bin:/bin TERM=xterm-256color "
         f"MAXKERNEL_TUI_DATA_DIR={tmp_path / 'data'} MAXKERNEL_TUI_CONFIG={tmp_path / 'none.toml'} "
-        f"{sys.executable} -m maxkernel_tui.cli --resume; echo EXITED $? > {tmp_path / 'exit'}; sleep 30"
+        f"{sys.executable} -m maxkernel_tui.cli --resume; "
+        f"echo EXITED $? > {tmp_path / 'exit'}; sleep 30"
     )
     subprocess.run(
         [*tmux, "new-session", "-d", "-s", "t", "-x", "160", "-y", "48", command], check=True

@@ -11,6 +11,8 @@ from textual.widgets import Input, Select, Static
 from maxkernel_tui.app import MaxKernelApp
 from maxkernel_tui.config import ConfigError, load_settings, save_settings
 from maxkernel_tui.screens.settings import SettingsScreen
+from tests.support.screens import palette_offers
+from tests.support.waiting import until
 
 
 def make_app(tmp_path, env=None) -> MaxKernelApp:
@@ -27,7 +29,8 @@ def make_app(tmp_path, env=None) -> MaxKernelApp:
 async def test_save_writes_only_changed_fields_and_applies_them(tmp_path):
     config = tmp_path / "config.toml"
     config.write_text(
-        '# my settings\nprovider = "gemini"\n\n[prices."gemini-2.5-pro"]\ninput = 1.25\noutput = 10\n'
+        '# my settings\nprovider = "gemini"\n\n'
+        '[prices."gemini-2.5-pro"]\ninput = 1.25\noutput = 10\n'
     )
     app = make_app(tmp_path)
     async with app.run_test(size=(160, 48)) as pilot:
@@ -102,7 +105,7 @@ async def test_command_palette_opens_settings(tmp_path):
     app = make_app(tmp_path)
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.press("ctrl+p", *"settings")
-        await pilot.pause(0.3)
+        await until(pilot, lambda: palette_offers(app, "settings"))
         await pilot.press("enter")
         await pilot.pause()
         assert isinstance(app.screen, SettingsScreen)

@@ -13,12 +13,17 @@ import io
 import os
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 from textual.app import App
+from textual.widgets._footer import FooterKey
 
 from maxkernel_tui.app import MaxKernelApp
 from maxkernel_tui.config import load_settings
 from maxkernel_tui.kernels.loader import find_task
+from tests.fakes.role_provider import RoleProvider
+from tests.support.screens import plan
+from tests.support.waiting import until
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 SIZE = (140, 40)
@@ -76,6 +81,11 @@ def assert_snapshot(name: str, app: App[object], tmp_path: Path) -> None:
     )
 
 
+def footer_drawn(app: App[object]) -> bool:
+    """The footer's keys are on screen (the footer fills in a few frames after the panes)."""
+    return bool(app.screen.query(FooterKey)) and "Evaluate" in screen_text(app).splitlines()[-1]
+
+
 def settings_in(tmp_path: Path):
     return load_settings(
         env={
@@ -99,15 +109,14 @@ async def test_workbench_snapshot(tmp_path, suite_tasks):
         cache=tmp_path / "cache", task=find_task("12p", suite_tasks), settings=settings_in(tmp_path)
     )
     async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: footer_drawn(app))
         await pilot.pause()
         assert_snapshot("workbench", app, tmp_path)
 
 
+@pytest.mark.slow  # a real session starts: the store, the engine and the harness's workers
 async def test_approval_view_snapshot(tmp_path, suite_tasks, suite_cache, monkeypatch):
     """The workbench with the planner's proposal waiting for a key: its header, keys and text."""
-    from tests.agents.orchestration.conftest import plan
-    from tests.fakes.role_provider import RoleProvider
-
     monkeypatch.setenv("MAXKERNEL_TUI_CACHE_DIR", str(suite_cache))
     provider = RoleProvider({"planner": [plan("Row blocks of 256 rows.")]})
     app = MaxKernelApp(
@@ -118,12 +127,16 @@ async def test_approval_view_snapshot(tmp_path, suite_tasks, suite_cache, monkey
     )
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("f5")
-        for _ in range(2400):  # until the proposal waits and every event before it is drawn
-            link = app.screen._link
-            if link is not None and link.gate.pending is not None and not link.pending_events:
-                break
-            await pilot.pause(0.05)
-        await pilot.pause(0.3)
-        assert app.screen._link.gate.pending is not None
+        # until the proposal is shown and every event before it is drawn
+        screen = app.screen
+        await until(
+            pilot,
+            lambda: (
+                screen.agents.proposal is not None
+                and screen.link is not None
+                and screen.link.settled
+            ),
+        )
+        await pilot.pause()
         assert_snapshot("approval", app, tmp_path)
         await pilot.press("escape")

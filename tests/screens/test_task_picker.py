@@ -4,15 +4,16 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 
 import pytest
 from textual.widgets import DataTable, Static, TextArea
 
 from maxkernel_tui.app import MaxKernelApp
 from tests.support.paths import ADAPTED_TASKS
+from tests.support.waiting import wait_for
 
 
+@pytest.mark.slow  # every task described first, in jax worker processes
 async def test_lists_builtin_tasks_and_shows_the_highlighted_reference(
     suite_descriptions, suite_cache
 ):
@@ -36,6 +37,7 @@ async def test_lists_builtin_tasks_and_shows_the_highlighted_reference(
         )
 
 
+@pytest.mark.slow  # describes the tasks in jax worker processes
 async def test_describe_runs_in_workers_and_updates_rows(tmp_path):
     app = MaxKernelApp(tasks_dir=ADAPTED_TASKS, cache=tmp_path)
     async with app.run_test(size=(160, 48)) as pilot:
@@ -51,22 +53,16 @@ async def test_describe_runs_in_workers_and_updates_rows(tmp_path):
         assert "all tasks described" in str(app.screen.query_one("#status", Static).content)
 
 
-def wait_for(condition, timeout=60.0, interval=0.2):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(interval)
-    raise AssertionError("condition not met in time")
-
-
+@pytest.mark.slow  # the real program in a real terminal
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 def test_real_terminal_opens_and_quits(suite_descriptions, suite_cache, tmp_path):
     socket = f"mkt-test-{os.getpid()}"
     tmux = ["tmux", "-L", socket]
     env = f"MAXKERNEL_TUI_CACHE_DIR={suite_cache} TERM=xterm-256color"
-    command = f"env {env} {sys.executable} -m maxkernel_tui.cli; echo EXITED $? > {tmp_path / 'exit'}; sleep 30"
+    command = (
+        f"env {env} {sys.executable} -m maxkernel_tui.cli; "
+        f"echo EXITED $? > {tmp_path / 'exit'}; sleep 30"
+    )
     subprocess.run(
         [*tmux, "new-session", "-d", "-s", "t", "-x", "160", "-y", "48", command], check=True
     )

@@ -10,8 +10,10 @@ from textual.widgets import DataTable, Log, Static, TextArea
 from maxkernel_tui.app import MaxKernelApp
 from maxkernel_tui.config import load_settings
 from maxkernel_tui.kernels.loader import find_task
-from tests.kernels.evaluation.test_harness import KERNELS
-from tests.screens.test_task_picker import wait_for
+from tests.support.paths import KERNELS
+from tests.support.waiting import wait_for
+
+pytestmark = pytest.mark.slow  # the real harness (worker processes) and a real terminal
 
 
 def make_app(tmp_path, suite_tasks, task_id="12p"):
@@ -54,7 +56,8 @@ async def test_evaluating_the_starter_says_why_it_is_rejected(tmp_path, suite_ta
         await app.workers.wait_for_complete()
         await pilot.pause()
         lines = app.screen.query_one("#tests", Log).lines
-        # the skeleton copies x whole into VMEM: 512 MiB at production shapes, which the TPU compile refuses
+        # the skeleton copies x whole into VMEM: 512 MiB at production shapes, which the TPU
+        # compile refuses
         assert lines[-1].startswith("verdict: REJECTED: tpu_compile: TPU v5e compile failed")
         assert "RESOURCE_EXHAUSTED" in lines[-1]
 
@@ -86,8 +89,9 @@ def test_real_terminal_workbench_with_an_empty_home(tmp_path):
     socket = f"mkt-wb-{tmp_path.name}"
     tmux = ["tmux", "-L", socket]
     command = (
-        f"env -i HOME={home} PATH=/usr/bin:/bin TERM=xterm-256color {sys.executable} -m maxkernel_tui.cli "
-        f"--task 12p_RMSNorm; echo EXITED $? > {tmp_path / 'exit'}; sleep 30"
+        f"env -i HOME={home} PATH=/usr/bin:/bin TERM=xterm-256color "
+        f"{sys.executable} -m maxkernel_tui.cli --task 12p_RMSNorm; "
+        f"echo EXITED $? > {tmp_path / 'exit'}; sleep 30"
     )
     subprocess.run(
         [*tmux, "new-session", "-d", "-s", "t", "-x", "160", "-y", "48", command], check=True

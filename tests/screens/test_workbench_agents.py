@@ -1,6 +1,6 @@
 """Driving the agents from the workbench with the keyboard (Pilot): approve, reject with a reason,
 edit, Esc, hand-off to Auto and back, reopen a session after the app is closed. The model is an
-in-process fake; the store, harness and profiler are real."""
+in-process fake; the store, harness and profiler are real (slow: worker processes)."""
 
 from __future__ import annotations
 
@@ -15,10 +15,12 @@ from maxkernel_tui.app import MaxKernelApp
 from maxkernel_tui.config import load_settings
 from maxkernel_tui.kernels.loader import find_task
 from maxkernel_tui.store.db import Store
-from tests.agents.orchestration.conftest import DIAGNOSIS, GOOD, kernel, plan
 from tests.fakes.role_provider import RoleProvider
+from tests.support import waiting
+from tests.support.screens import DIAGNOSIS, GOOD, kernel, plan, status, workbench_state
 
 SIZE = (160, 48)
+pytestmark = pytest.mark.slow  # the real harness: evaluation and profiling in worker processes
 
 
 class HangingProvider(RoleProvider):
@@ -63,24 +65,15 @@ def make_app(tmp_path, suite_tasks, suite_cache, monkeypatch):
 
 
 async def until(pilot, condition, timeout: float = 240.0):
-    """Let the app run until `condition()` holds."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while asyncio.get_running_loop().time() < deadline:
-        value = condition()
-        if value:
-            return value
-        await pilot.pause(0.05)
-    activity = "\n".join(pilot.app.screen.query_one("#activity", Log).lines[-6:])
-    raise AssertionError(f"condition not met in time; status: {status(pilot.app)}\n{activity}")
+    """Let the app run until `condition()` holds; say what the workbench showed if it does not."""
+    return await waiting.until(
+        pilot, condition, timeout, describe=lambda: workbench_state(pilot.app)
+    )
 
 
 def pending(app):
-    link = app.screen._link
-    return link.gate.pending if link is not None else None
-
-
-def status(app) -> str:
-    return str(app.screen.query_one("#status", Static).content)
+    """The proposal on screen, waiting for a key."""
+    return app.screen.agents.proposal
 
 
 async def test_approve_a_plan_and_the_kernel_appears_in_source(make_app) -> None:
@@ -101,7 +94,7 @@ async def test_approve_a_plan_and_the_kernel_appears_in_source(make_app) -> None
         )
         await pilot.press("a")
         await until(pilot, lambda: (p := pending(app)) is not None and p.subject == "kernel")
-        assert "tiles of 256 rows" in app.screen._plan  # the approved plan is on screen
+        assert "tiles of 256 rows" in app.screen.plan.text  # the approved plan is on screen
         await pilot.press("a")
         source = app.screen.query_one("#source", TextArea)
         await until(pilot, lambda: "BLOCK_ROWS = 256" in source.text)
@@ -156,8 +149,7 @@ async def test_edit_a_proposed_kernel_then_it_is_evaluated(make_app) -> None:
                 line.startswith("verdict: ") for line in app.screen.query_one("#tests", Log).lines
             ),
         )
-        link = app.screen._link
-        (version,) = link.store.kernel_versions(link.session_id)
+        (version,) = app.screen.link.kernel_versions()
         assert "BLOCK_ROWS = 128" in version.source
 
 
@@ -176,7 +168,7 @@ async def test_escape_cancels_the_running_model_call(make_app) -> None:
         await pilot.press("escape")
         await until(pilot, lambda: provider.cancelled.is_set())
         await until(pilot, lambda: "─ stopped ─" in status(app), timeout=20)
-        assert not app.screen._link.is_running
+        assert not app.screen.link.is_running
 
 
 async def test_hand_off_to_auto_mid_session_and_back(make_app) -> None:
@@ -211,7 +203,7 @@ async def test_a_session_reopens_after_the_app_is_closed(make_app, tmp_path) -> 
         await until(pilot, lambda: pending(app))
         await pilot.press("a")
         await until(pilot, lambda: (p := pending(app)) is not None and p.subject == "kernel")
-        session_id = app.screen._link.session_id
+        session_id = app.screen.link.session_id
     with Store(make_app.settings.store_path) as store:
         assert store.session(session_id).status == "stopped"
 
@@ -219,7 +211,7 @@ async def test_a_session_reopens_after_the_app_is_closed(make_app, tmp_path) -> 
     reopened = make_app(later, resume=session_id)
     async with reopened.run_test(size=SIZE) as pilot:
         await until(
-            pilot, lambda: "kept plan" in reopened.screen._plan
+            pilot, lambda: "kept plan" in reopened.screen.plan.text
         )  # drawn from the stored events
         await pilot.press("f5")
         await until(pilot, lambda: (p := pending(reopened)) is not None and p.subject == "kernel")

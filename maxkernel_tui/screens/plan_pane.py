@@ -1,0 +1,59 @@
+"""The workbench's plan pane: the task and the agreed plan as Markdown, an editor for the
+engineer's own version, and the plans the agents proposed until they are decided. No jax here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import ContentSwitcher, Markdown, TextArea
+
+from maxkernel_tui.agents.orchestration.gates import EDIT, REJECT
+
+SHOWN, EDITOR = "plan", "plan-editor"  # the switch's two children
+
+
+class PlanPane(Vertical):
+    def __init__(self, intro: str, **kwargs: Any) -> None:
+        """`intro`: what the pane shows before there is a plan (the task and how to start)."""
+        super().__init__(**kwargs)
+        self._intro = intro
+        self.text = ""  # the agreed plan, "" before there is one
+        self._proposed: dict[str, str] = {}  # proposed plans by step, until decided
+
+    def compose(self) -> ComposeResult:
+        with ContentSwitcher(initial=SHOWN, id="plan-switch"):
+            yield Markdown(self._intro, id=SHOWN)
+            yield TextArea(language="markdown", id=EDITOR)
+
+    def on_mount(self) -> None:
+        self.border_title = "Plan"
+
+    @property
+    def editing(self) -> bool:
+        return self.query_one(ContentSwitcher).current == EDITOR
+
+    def show(self, text: str) -> None:
+        self.text = text
+        self.query_one(f"#{SHOWN}", Markdown).update(text)
+
+    def propose(self, step: str, content: str) -> None:
+        self._proposed[step] = content
+
+    def decided(self, step: str, action: str, content: str | None) -> None:
+        """A decision on a step's proposal: an approved or edited plan becomes the plan."""
+        if step in self._proposed and action != REJECT:
+            self.show(content if action == EDIT and content else self._proposed[step])
+
+    def edit(self, text: str) -> None:
+        """Open the editor on `text`."""
+        editor = self.query_one(f"#{EDITOR}", TextArea)
+        editor.load_text(text)
+        self.query_one(ContentSwitcher).current = EDITOR
+        editor.focus()
+
+    def close_editor(self) -> str:
+        """Back to the shown plan; the editor's text."""
+        self.query_one(ContentSwitcher).current = SHOWN
+        return self.query_one(f"#{EDITOR}", TextArea).text

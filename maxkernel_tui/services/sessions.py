@@ -1,0 +1,67 @@
+"""The sessions in the store, as the sessions listing, the sessions screen and resume see them:
+open the store if there is one, list, resolve an id prefix, and one session's table cells.
+No jax here."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+from maxkernel_tui.store import Session, SessionSummary, Store, StoreError
+
+
+def existing_store(path: Path) -> Store | None:
+    """The store at `path`, or None when there is none yet (nothing is created)."""
+    return Store(path) if path.is_file() else None
+
+
+def list_summaries(path: Path) -> list[SessionSummary]:
+    """Every session in the store at `path`, most recent first; [] when there is no store yet."""
+    store = existing_store(path)
+    if store is None:
+        return []
+    with store:
+        return store.list_sessions()
+
+
+def resolve_session(prefix: str, path: Path) -> Session:
+    """The session an id or unique prefix names; with "" the most recently updated one.
+    StoreError (saying why) when there is no store, no session, or no such session."""
+    store = existing_store(path)
+    if store is None:
+        raise StoreError(f"no sessions yet (no session store at {path})")
+    with store:
+        if prefix:
+            return store.find_session(prefix)
+        summaries = store.list_sessions()
+    if not summaries:
+        raise StoreError(f"no sessions yet in {path}")
+    return summaries[0].session
+
+
+def local_time(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds).strftime("%Y-%m-%d %H:%M")
+
+
+SESSION_HEADER = ("ID", "TASK", "MODE", "STATUS", "VERSIONS", "BEST", "TOKENS", "COST", "UPDATED")
+
+
+def session_cells(summary: SessionSummary) -> tuple[str, ...]:
+    """One session as the text cells of SESSION_HEADER (shared by this listing and the TUI)."""
+    s = summary.session
+    best = (
+        "-"
+        if summary.best_version is None
+        else f"v{summary.best_version} {summary.best_verdict or 'not evaluated'}"
+    )
+    return (
+        s.id,
+        s.task_id,
+        s.mode,
+        s.status,
+        str(summary.kernel_versions),
+        best,
+        f"{summary.tokens:,}",
+        f"${summary.cost:.2f}",
+        local_time(s.updated),
+    )

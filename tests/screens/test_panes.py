@@ -1,0 +1,121 @@
+"""The workbench's panes on their own, fast: no harness, no worker processes, no model. A check
+is drawn in the tests pane, a profile in the profile pane, a proposal offered through the agent
+link's gate is shown and a key decides it, and the mode and step reactives drive the status line
+and the keys."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from textual.app import App
+from textual.widgets import DataTable, Static
+
+from maxkernel_tui.agents.orchestration.gates import APPROVE, REJECT, Proposal
+from maxkernel_tui.config import load_settings
+from maxkernel_tui.kernels.evaluation.report import Check, EvalReport
+from maxkernel_tui.kernels.loader import builtin_suite_dir, find_task, load_tasks
+from maxkernel_tui.screens.tests_pane import CheckFinished, EvaluationFinished
+from maxkernel_tui.screens.workbench import WorkbenchScreen
+from maxkernel_tui.store.rows import AUTO, HITL
+from tests.support.screens import status
+from tests.support.waiting import until
+
+SIZE = (160, 48)
+PLAN = Proposal(
+    step="i1/plan", role="planner", subject="plan", content="Rows in blocks of 256.",
+    previous="", summary="row blocks",
+)  # fmt: skip
+
+
+class Bench(App[None]):
+    """Only the workbench, with a harness nobody calls."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        super().__init__()
+        settings = load_settings(
+            env={
+                "MAXKERNEL_TUI_DATA_DIR": str(tmp_path / "data"),
+                "MAXKERNEL_TUI_CONFIG": str(tmp_path / "none.toml"),
+            }
+        )
+        tasks, _ = load_tasks(builtin_suite_dir())
+        self.workbench = WorkbenchScreen(
+            find_task("12p", tasks),
+            tmp_path / "work",
+            tmp_path / "cache",
+            harness=lambda: None,  # type: ignore[arg-type,return-value]  # warmed, never used
+            settings=settings,
+        )
+
+    def on_mount(self) -> None:
+        self.push_screen(self.workbench)
+
+
+async def test_checks_and_the_verdict_are_drawn_in_the_tests_pane(tmp_path) -> None:
+    app = Bench(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = app.workbench
+        screen.step = "evaluating"
+        check = Check("tpu_compile", "fail", "TPU v5e compile failed", 1.5)
+        screen.tests.post_message(CheckFinished(check))
+        await until(pilot, lambda: any("tpu_compile" in line for line in screen.tests.lines))
+        assert screen.tests.lines[-1].startswith("✗ tpu_compile")
+        report = EvalReport("12p_RMSNorm", "kernel.py", ["v5e"], "cpu", checks=[check])
+        screen.tests.post_message(EvaluationFinished(report))
+        await until(pilot, lambda: screen.step == "idle")
+        assert screen.tests.lines[-1].startswith("verdict: REJECTED")
+        assert "─ idle ─" in status(app)
+
+
+async def test_a_profile_failure_is_said_under_the_table(tmp_path) -> None:
+    app = Bench(tmp_path)
+    async with app.run_test(size=SIZE):
+        screen = app.workbench
+        assert len(screen.profile.query_one(DataTable).columns) == 7
+        screen.profile.show_error("no such kernel")
+        roofline = str(screen.profile.query_one("#roofline", Static).content)
+        assert roofline == "profile failed: no such kernel"
+
+
+async def test_a_proposal_is_shown_a_key_decides_it_and_it_is_hidden(tmp_path) -> None:
+    app = Bench(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = app.workbench
+        assert screen.check_action("approve", ()) is None  # nothing waits: the key is dimmed
+        gate = screen.agent_link().gate_for(HITL)  # the gate the engine would ask
+        decision = asyncio.ensure_future(gate.decide(PLAN))
+        shown = await until(pilot, lambda: screen.agents.proposal)
+        assert shown == PLAN and screen.step == "i1/plan: waiting for you"
+        header = str(screen.query_one("#proposal-header", Static).content)
+        assert header.startswith("planner proposes a plan (row blocks)")
+        assert screen.active_bindings["a"].enabled  # the proposal has the focus, and the key acts
+        await pilot.press("a")
+        assert (await asyncio.wait_for(decision, 5)).action == APPROVE
+        assert screen.agents.proposal is None
+        assert not screen.query_one("#proposal").display
+        assert screen.step == "working"
+
+
+async def test_a_rejection_asks_why_and_the_reason_goes_with_it(tmp_path) -> None:
+    app = Bench(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = app.workbench
+        decision = asyncio.ensure_future(screen.agent_link().gate_for(HITL).decide(PLAN))
+        await until(pilot, lambda: screen.agents.proposal)
+        await pilot.press("r")
+        assert screen.agents.asking and screen.agents.purpose == "reject"
+        await pilot.press(*"smaller", "enter")
+        answer = await asyncio.wait_for(decision, 5)
+        assert (answer.action, answer.feedback) == (REJECT, "smaller")
+        assert not screen.agents.asking
+
+
+async def test_the_mode_reactive_drives_the_status_line(tmp_path) -> None:
+    app = Bench(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = app.workbench
+        assert "─ HITL ─ idle ─ v5e (AOT)" in status(app)
+        screen.mode = AUTO
+        await until(pilot, lambda: "─ AUTO ─" in status(app))
+        assert not screen.active_bindings["escape"].enabled  # nothing runs: Stop is dimmed
