@@ -125,7 +125,8 @@ class TaskPickerScreen(Screen[None]):
             self._show(task)
 
     def _row(self, task: Task) -> tuple[str, str, str]:
-        """id, category, and the reference's XLA-estimated GFLOP with the TPU it was compiled for."""
+        """id, category, and the reference's XLA-estimated GFLOP with the TPU it was compiled
+        for."""
         description = self._descriptions.get(task.task_id)
         cost = description.cost if description is not None else None
         if description is not None and not description.cacheable:
