@@ -18,7 +18,6 @@ from maxkernel_tui.commands.agent_flags import (
     settings_from,
     write_best,
 )
-from maxkernel_tui.store.rows import STOPPED
 
 # The engine's modules load only when a session runs: the rest of the CLI stays quick to start.
 
@@ -27,8 +26,10 @@ def add_parser(commands: Any) -> None:
     parser = commands.add_parser(
         "run",
         help="run a session headless: Auto, or HITL at this terminal",
-        description="Run the agents on TASK: plan, implement, test (debugging failures), profile, autotune, "
-        "iteration after iteration. Every event is stored as it happens; a stopped session continues "
+        description="Run the agents on TASK: plan, implement, test (debugging failures), profile, "
+        "autotune, "
+        "iteration after iteration. Every event is stored as it happens; a stopped session "
+        "continues "
         "with --resume without paying again for stored model answers.",
     )
     parser.add_argument(
@@ -132,15 +133,17 @@ async def _session(args: argparse.Namespace, settings: Any, task: Any, limits: A
         print(f"error: {error}", file=sys.stderr)
         return 2
     print(
-        f"session {opened.session_id} ({'resumed' if opened.resumed else 'new'}); store {store.path}",
+        f"session {opened.session_id} ({'resumed' if opened.resumed else 'new'}); store "
+        f"{store.path}",
         file=sys.stderr,
     )
     try:
         outcome = await opened.engine.run()
     except (asyncio.CancelledError, KeyboardInterrupt, EOFError) as stop:
-        store.update_session(opened.session_id, status=STOPPED)
+        # the engine has marked the session stopped
         print(
-            f"\nstopped ({type(stop).__name__}); continue with: maxkernel-tui run --resume {opened.session_id}",
+            f"\nstopped ({type(stop).__name__}); continue with: maxkernel-tui run --resume "
+            f"{opened.session_id}",
             file=sys.stderr,
         )
         return 130

@@ -1,5 +1,7 @@
 """Open a session's engine, new or resumed: the store row, the journal, the provider behind the
-client and its budget, the tools, the session's directory, and the task's facts for prompts."""
+client and its budget, the tools, the session's directory, and the task's facts for prompts.
+This is the engine's composition root: the one place the real client and tools are built.
+No jax here (the tools run it in worker processes)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from maxkernel_tui.agents.budget import BudgetExceeded, session_budget
+from maxkernel_tui.agents.budget import Budget, session_budget
 from maxkernel_tui.agents.llm.client import LLMClient
 from maxkernel_tui.agents.llm.provider import Provider
 from maxkernel_tui.agents.llm.registry import build_provider
@@ -26,7 +28,7 @@ from maxkernel_tui.kernels.evaluation.harness import Harness
 from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.task import Task
 from maxkernel_tui.store.db import Store
-from maxkernel_tui.store.rows import ACTIVE
+from maxkernel_tui.store.rows import Mode
 
 
 @dataclass
@@ -34,20 +36,19 @@ class OpenSession:
     engine: SessionEngine
     session_id: str
     resumed: bool
+    provider: Provider
+    tools: KernelTools
 
     async def aclose(self) -> None:
-        await self.engine.client.provider.aclose()
-        self.engine.tools.close()
+        await self.provider.aclose()
+        self.tools.close()
 
 
 def provider_settings(settings: Settings) -> dict[str, Any]:
     """The registry's mapping for the configured provider (names of variables, never keys)."""
-    found: dict[str, Any] = {"name": settings.provider}
-    if settings.model:
-        found["model"] = settings.model
-    if settings.base_url and settings.provider in ("gemini", "openai"):
-        found["base_url"] = settings.base_url
-    return found
+    base_url = settings.base_url if settings.provider in ("gemini", "openai") else None
+    chosen = {"name": settings.provider, "model": settings.model, "base_url": base_url}
+    return {name: value for name, value in chosen.items() if value}
 
 
 def task_facts(task: Task, target: str) -> str:
@@ -59,7 +60,8 @@ def task_facts(task: Task, target: str) -> str:
         tolerance = task.tolerances.get(name)
         limits = f"; atol {tolerance.atol:g}, rtol {tolerance.rtol:g}" if tolerance else ""
         lines.append(
-            f"configuration {name}: inputs {json.dumps(shapes['inputs'])}, static {shapes['static']}, "
+            f"configuration {name}: inputs {json.dumps(shapes['inputs'])}, static "
+            f"{shapes['static']}, "
             f"outputs {json.dumps(shapes['outputs'])}{limits}"
         )
     cost = described.get("cost", {})
@@ -70,7 +72,8 @@ def task_facts(task: Task, target: str) -> str:
             f"optimal {cost['optimal_seconds'] * 1e3:.3f} ms"
         )
     lines.append(
-        "The first configuration is the production (bench) shape; the kernel must also be correct on "
+        "The first configuration is the production (bench) shape; the kernel must also be correct "
+        "on "
         "the others, and on held-out shapes it has not seen."
     )
     reference = (task.folder / "reference.py").read_text(encoding="utf-8")
@@ -83,7 +86,7 @@ async def open_session(
     settings: Settings,
     *,
     task: Task | None = None,
-    mode: str = "auto",
+    mode: str = Mode.AUTO,
     gates: Callable[[str], Gate],
     limits: LoopLimits | None = None,
     resume: str | None = None,
@@ -106,7 +109,6 @@ async def open_session(
         if settings.source("provider").kind != "flag":  # the session goes on with its own model
             settings = replace(settings, provider=started.provider, model=started.model)
         limits = LoopLimits(**started.limits)
-        store.update_session(session.id, status=ACTIVE)
     else:
         assert task is not None
         target = settings.tpu_target
@@ -144,20 +146,17 @@ async def open_session(
         limits=limits,
         model=settings.model,
     )
-    return OpenSession(engine, session.id, resume is not None)
+    return OpenSession(engine, session.id, resume is not None, provider, tools)
 
 
-def _charge_earlier_usage(budget: Any, store: Store, session_id: str) -> None:
-    """A resumed session's budget starts from what it has already spent."""
+def _charge_earlier_usage(budget: Budget, store: Store, session_id: str) -> None:
+    """A resumed session's budget starts from what it has already spent (already over: the
+    first call will say so)."""
     calls = store.llm_calls(session_id)
-    if not calls:
-        return
-    try:
-        reservation = budget.reserve("", 0, 0)
-    except BudgetExceeded:
-        return  # already over: the first call will say so
-    reservation.settle(
-        sum(c.prompt_tokens for c in calls),
-        sum(c.completion_tokens for c in calls),
-        sum(c.cost for c in calls),
-    )
+    if calls:
+        budget.charge(
+            sum(c.prompt_tokens for c in calls),
+            sum(c.completion_tokens for c in calls),
+            sum(c.cost for c in calls),
+            calls=len(calls),
+        )

@@ -73,8 +73,9 @@ def parse_answer(text: str) -> str:
 
 
 def parse_edge_cases(text: str) -> str:
-    """The tester's answer, `{"configs": [{"name": "edge_...", "params": {...}, "why": "..."}]}` (bare
-    or in one fenced block), checked and returned as canonical JSON; the harness's rules on the
+    """The tester's answer,
+    `{"configs": [{"name": "edge_...", "params": {...}, "why": "..."}]}` (bare or in one fenced
+    block), checked and returned as canonical JSON; the harness's rules on the
     values themselves are applied by the validation, which runs the reference."""
     blocks = _JSON_BLOCK.findall(text)
     raw = blocks[0] if len(blocks) == 1 else text.strip()

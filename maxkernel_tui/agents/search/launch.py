@@ -13,7 +13,7 @@ from maxkernel_tui.agents.orchestration.gates import AutoGate
 from maxkernel_tui.agents.orchestration.journal import Listener
 from maxkernel_tui.agents.orchestration.session import OpenSession, open_session
 from maxkernel_tui.agents.search.algorithms import Algorithm, Beam, Parallel
-from maxkernel_tui.agents.search.config import SearchConfig
+from maxkernel_tui.agents.search.config import SearchConfig, StoredSearch
 from maxkernel_tui.agents.search.evolve import Evolve
 from maxkernel_tui.agents.search.graph import ROOT, SearchGraph
 from maxkernel_tui.agents.search.limits import CappedTools, GatedClient
@@ -22,6 +22,7 @@ from maxkernel_tui.agents.strategies import applicable
 from maxkernel_tui.config import Settings
 from maxkernel_tui.kernels.task import Task
 from maxkernel_tui.store.db import Store
+from maxkernel_tui.store.rows import Mode
 
 
 @dataclass
@@ -67,7 +68,7 @@ async def open_search(
         store,
         settings,
         task=task,
-        mode="graph",
+        mode=Mode.GRAPH,
         gates=lambda mode: AutoGate(),
         limits=limits,
         resume=resume,
@@ -77,12 +78,13 @@ async def open_search(
     engine = opened.engine
     graph = SearchGraph(engine.journal)
     if resume is not None:
-        if "config" not in graph.extra:
+        stored = StoredSearch.from_json(graph.extra)
+        if stored is None:
             await opened.aclose()
             raise ValueError(
                 f"session {opened.session_id} is not a graph search; resume it with `run --resume`"
             )
-        config, seed = SearchConfig.from_json(graph.extra["config"]), graph.extra.get("seed", "")
+        config, seed = stored.config, stored.seed
     else:
         plan = root_plan(seed)
         graph.ensure(
@@ -92,7 +94,7 @@ async def open_search(
             parents=[],
             strategy=plan.strategy,
             plan=plan.plan,
-            extra={"config": config.to_json(), "seed": seed},
+            extra=StoredSearch(config, seed).to_json(),
         )
     spent = sum(isinstance(e, EvaluationDone) for e in engine.journal.history())
     search = Search(
