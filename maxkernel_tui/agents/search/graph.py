@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from typing import Any
 
+from maxkernel_tui.agents.orchestration import keys
 from maxkernel_tui.agents.orchestration.events import SearchNodeChanged
 from maxkernel_tui.agents.orchestration.journal import Journal
 from maxkernel_tui.agents.search.fingerprint import kernel_hash
@@ -268,7 +269,7 @@ class SearchGraph(NodeSet):
     def _announce(self, node: Node, what: str) -> None:
         self.journal.emit(
             SearchNodeChanged(
-                f"{node.ref}/node/{what}",
+                keys.node_change(node.ref, what),
                 node.ref,
                 node.number,
                 node.status,

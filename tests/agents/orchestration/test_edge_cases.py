@@ -14,8 +14,8 @@ from maxkernel_tui.agents.orchestration.events import (
     decode,
 )
 from maxkernel_tui.agents.roles.parsers import edge_proposals, parse_edge_cases
-from tests.agents.orchestration.conftest import DIAGNOSIS, GOOD, KERNELS, kernel, plan
 from tests.fakes.role_provider import RoleProvider
+from tests.support.engine import DIAGNOSIS, GOOD, KERNELS, kernel, plan
 
 CHUNKED = (
     KERNELS / "rmsnorm_fixed_chunk.py"

@@ -23,8 +23,8 @@ from maxkernel_tui.agents.orchestration.gates import (
     ScriptedGate,
 )
 from maxkernel_tui.agents.roles.tunables import set_tunables
-from tests.agents.orchestration.conftest import BAD, DIAGNOSIS, GOOD, kernel, plan
 from tests.fakes.role_provider import RoleProvider
+from tests.support.engine import BAD, DIAGNOSIS, GOOD, kernel, plan
 
 pytestmark = pytest.mark.asyncio
 

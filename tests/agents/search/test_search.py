@@ -7,7 +7,8 @@ import pytest
 
 from maxkernel_tui.agents.orchestration.events import EvaluationDone
 from maxkernel_tui.agents.search.graph import ACCEPTED, REJECTED, STOPPED
-from tests.agents.search.conftest import (
+from tests.fakes.role_provider import RoleProvider
+from tests.support.engine import (
     BAD,
     GOOD,
     graph_from_events,
@@ -15,7 +16,6 @@ from tests.agents.search.conftest import (
     kernel,
     variant,
 )
-from tests.fakes.role_provider import RoleProvider
 
 pytestmark = pytest.mark.asyncio
 
