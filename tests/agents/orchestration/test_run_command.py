@@ -10,11 +10,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from maxkernel_tui.store.db import Store
 from tests.fakes.role_gemini import RoleGemini, ServedInThread
 from tests.fakes.role_provider import NO_EDGE_CASES
 from tests.support.cli_runs import KEY, command, finished
 from tests.support.engine import BAD, DIAGNOSIS, GOOD, kernel, plan
+
+# a CLI subprocess with the real harness and profiler in worker processes: minutes
+pytestmark = pytest.mark.slow
 
 
 def answers() -> dict[str, list[str]]:

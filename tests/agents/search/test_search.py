@@ -17,7 +17,8 @@ from tests.support.engine import (
     variant,
 )
 
-pytestmark = pytest.mark.asyncio
+# the real harness and profiler in worker processes: tens of seconds per test
+pytestmark = [pytest.mark.asyncio, pytest.mark.slow]
 
 
 def evaluations(store, session_id: str) -> int:

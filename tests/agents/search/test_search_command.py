@@ -9,10 +9,15 @@ import os
 import signal
 import subprocess
 
+import pytest
+
 from maxkernel_tui.store.db import Store
 from tests.fakes.role_gemini import RoleGemini, ServedInThread
 from tests.support.cli_runs import command, finished
 from tests.support.engine import graph_from_events, graph_in_store, variant
+
+# a CLI subprocess with the real harness and profiler in worker processes: minutes
+pytestmark = pytest.mark.slow
 
 # parallel, two lines, budget 3: the root (1 evaluation), one node per line (2): 3 nodes and
 # 3 evaluations
