@@ -27,10 +27,8 @@ def add_parser(commands: Any) -> None:
         "run",
         help="run a session headless: Auto, or HITL at this terminal",
         description="Run the agents on TASK: plan, implement, test (debugging failures), profile, "
-        "autotune, "
-        "iteration after iteration. Every event is stored as it happens; a stopped session "
-        "continues "
-        "with --resume without paying again for stored model answers.",
+        "autotune, iteration after iteration. Every event is stored as it happens; a stopped "
+        "session continues with --resume without paying again for stored model answers.",
     )
     parser.add_argument(
         "--task", metavar="ID|DIR", help="built-in task id (or its number) or a task folder"

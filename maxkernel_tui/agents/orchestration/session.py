@@ -60,9 +60,8 @@ def task_facts(task: Task, target: str) -> str:
         tolerance = task.tolerances.get(name)
         limits = f"; atol {tolerance.atol:g}, rtol {tolerance.rtol:g}" if tolerance else ""
         lines.append(
-            f"configuration {name}: inputs {json.dumps(shapes['inputs'])}, static "
-            f"{shapes['static']}, "
-            f"outputs {json.dumps(shapes['outputs'])}{limits}"
+            f"configuration {name}: inputs {json.dumps(shapes['inputs'])}, "
+            f"static {shapes['static']}, outputs {json.dumps(shapes['outputs'])}{limits}"
         )
     cost = described.get("cost", {})
     if "flops" in cost:
@@ -73,8 +72,7 @@ def task_facts(task: Task, target: str) -> str:
         )
     lines.append(
         "The first configuration is the production (bench) shape; the kernel must also be correct "
-        "on "
-        "the others, and on held-out shapes it has not seen."
+        "on the others, and on held-out shapes it has not seen."
     )
     reference = (task.folder / "reference.py").read_text(encoding="utf-8")
     lines.append(f"reference.py:\n```python\n{reference}```")
