@@ -18,6 +18,7 @@ from maxkernel_tui.commands.agent_flags import (
     settings_from,
     write_best,
 )
+from maxkernel_tui.store.rows import Mode
 
 # The engine's modules load only when a session runs: the rest of the CLI stays quick to start.
 
@@ -35,8 +36,8 @@ def add_parser(commands: Any) -> None:
     )
     parser.add_argument(
         "--mode",
-        choices=("auto", "hitl"),
-        default="auto",
+        choices=(Mode.AUTO, Mode.HITL),
+        default=Mode.AUTO,
         help="auto: every proposal approved; hitl: you decide at each gate (default auto)",
     )
     parser.add_argument("--max-iterations", type=int, default=3, metavar="N")
@@ -81,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
         print("error: --max-iterations must be at least 1", file=sys.stderr)
         return 2
     settings = settings_from(args)
-    if args.mode == "hitl" and not sys.stdin.isatty():
+    if args.mode == Mode.HITL and not sys.stdin.isatty():
         print(
             "error: --mode hitl asks at each gate and needs a terminal; use --mode auto",
             file=sys.stderr,
@@ -103,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
 def _gates(mode: str) -> Any:
     from maxkernel_tui.agents.orchestration.gates import AutoGate
 
-    if mode == "hitl":
+    if mode == Mode.HITL:
         from maxkernel_tui.commands.terminal_gate import TerminalGate
 
         return TerminalGate()
