@@ -29,7 +29,8 @@ def add_parser(commands: Any) -> None:
         help="graph search over candidate kernels: parallel, beam or evolutionary",
         description="Search over many candidate kernels: each node is an expansion in which the "
         "implementer applies one TPU optimisation strategy to a parent kernel and the harness "
-        "judges the result. Nodes are stored as they change; a stopped or killed search continues with --resume.",
+        "judges the result. Nodes are stored as they change; a stopped or killed search "
+        "continues with --resume.",
     )
     what = parser.add_mutually_exclusive_group()
     what.add_argument(

@@ -8,6 +8,8 @@ stop resuming.
 
 from __future__ import annotations
 
+START = "start"  # the ref of the session's first event (SessionStarted)
+
 
 def iteration(number: int) -> str:
     """The prefix of the loop's iteration `number` (from 1): `i2`."""

@@ -16,6 +16,7 @@ from maxkernel_tui.agents.budget import Budget, session_budget
 from maxkernel_tui.agents.llm.client import LLMClient
 from maxkernel_tui.agents.llm.provider import Provider
 from maxkernel_tui.agents.llm.registry import build_provider
+from maxkernel_tui.agents.orchestration import keys
 from maxkernel_tui.agents.orchestration.engine import LoopLimits, SessionEngine
 from maxkernel_tui.agents.orchestration.events import SessionStarted
 from maxkernel_tui.agents.orchestration.gates import Gate
@@ -79,6 +80,43 @@ def task_facts(task: Task, target: str) -> str:
     return "\n".join(lines)
 
 
+@dataclass(frozen=True)
+class _Opening:
+    """What a session runs on: new, or as it was started (a resume)."""
+
+    journal: Journal
+    task: Task
+    mode: str
+    target: str
+    settings: Settings
+    limits: LoopLimits
+
+
+def _resumed(store: Store, settings: Settings, resume: str) -> _Opening:
+    """The stored session `resume` names, with its task, mode, target, limits and (unless a flag
+    chose another) its own model."""
+    session = store.find_session(resume)
+    journal = Journal(store, session.id)
+    started = journal.recall(keys.START, SessionStarted)
+    if started is None:
+        raise ValueError(
+            f"session {session.id} was not started by `run` or the workbench; nothing to resume"
+        )
+    if settings.source("provider").kind != "flag":  # the session goes on with its own model
+        settings = replace(settings, provider=started.provider, model=started.model)
+    task = load_task(Path(started.task_dir))
+    limits = LoopLimits(**started.limits)
+    return _Opening(journal, task, session.mode, started.target, settings, limits)
+
+
+def _created(
+    store: Store, settings: Settings, task: Task, mode: str, limits: LoopLimits
+) -> _Opening:
+    session = store.create_session(task.task_id, mode, title=f"{task.task_id} ({mode})")
+    journal = Journal(store, session.id)
+    return _Opening(journal, task, mode, settings.tpu_target, settings, limits)
+
+
 async def open_session(
     store: Store,
     settings: Settings,
@@ -96,55 +134,43 @@ async def open_session(
     """A new session on `task`, or `resume` (an id or its prefix) with its stored task and mode.
     `listener` gets every new event from the first (the session's start) on."""
     if resume is not None:
-        session = store.find_session(resume)
-        journal = Journal(store, session.id)
-        started = journal.recall("start", SessionStarted)
-        if started is None:
-            raise ValueError(
-                f"session {session.id} was not started by `run` or the workbench; nothing to resume"
-            )
-        task, mode, target = load_task(Path(started.task_dir)), session.mode, started.target
-        if settings.source("provider").kind != "flag":  # the session goes on with its own model
-            settings = replace(settings, provider=started.provider, model=started.model)
-        limits = LoopLimits(**started.limits)
+        opening = _resumed(store, settings, resume)
     else:
         assert task is not None
-        target = settings.tpu_target
-        session = store.create_session(task.task_id, mode, title=f"{task.task_id} ({mode})")
-        journal = Journal(store, session.id)
-    limits = limits or LoopLimits()
+        opening = _created(store, settings, task, mode, limits or LoopLimits())
+    journal, task, settings = opening.journal, opening.task, opening.settings
     provider = provider or build_provider(provider_settings(settings), env)
     budget = session_budget(settings)
-    _charge_earlier_usage(budget, store, session.id)
+    _charge_earlier_usage(budget, store, journal.session_id)
     if listener is not None:
         journal.subscribe(listener)
     journal.emit(
         SessionStarted(
-            "start",
+            keys.START,
             str(task.folder),
             task.task_id,
-            mode,
-            target,
+            opening.mode,
+            opening.target,
             provider.name,
             provider.model,
-            limits.to_json(),
+            opening.limits.to_json(),
         )
     )
-    facts = await asyncio.to_thread(task_facts, task, target)
-    workspace = Workspace(settings.data_dir / "sessions" / session.id)
-    tools = KernelTools(task, target, workspace.path("traces"), harness=harness)
+    facts = await asyncio.to_thread(task_facts, task, opening.target)
+    workspace = Workspace(settings.data_dir / "sessions" / journal.session_id)
+    tools = KernelTools(task, opening.target, workspace.path("traces"), harness=harness)
     engine = SessionEngine(
         journal=journal,
         client=LLMClient(provider, budget=budget),
         tools=tools,
         workspace=workspace,
         gates=gates,
-        mode=mode,
+        mode=opening.mode,
         task_facts=facts,
-        limits=limits,
+        limits=opening.limits,
         model=settings.model,
     )
-    return OpenSession(engine, session.id, resume is not None, provider, tools)
+    return OpenSession(engine, journal.session_id, resume is not None, provider, tools)
 
 
 def _charge_earlier_usage(budget: Budget, store: Store, session_id: str) -> None:
