@@ -6,7 +6,8 @@ conservatively (characters / 3, where real tokenisers give about 4) plus the ful
 `max_tokens` of output. If that could pass any cap the call is refused with `BudgetExceeded` and
 never sent. Reservations count against the cap until settled with the real usage, so calls
 running in parallel cannot overrun it together. Every settlement reports a `BudgetMeter` to the
-scope's `on_meter` callback (a child inherits its parent's).
+scope's `on_meter` callback (a child inherits its parent's). Usage that was never reserved
+(what a resumed session spent before) is `charge`d directly.
 """
 
 from __future__ import annotations
@@ -65,8 +66,8 @@ def _as_price(value: Price | Mapping[str, float] | Sequence[float]) -> Price:
     if isinstance(value, Price):
         return value
     if isinstance(value, Mapping):
-        return Price(**value)
-    return Price(*value)
+        return Price(**value)  # type: ignore[arg-type]  # a TOML table of rates
+    return Price(*value)  # type: ignore[arg-type]  # (input, output[, long_input, long_output])
 
 
 class PriceTable:
@@ -152,8 +153,7 @@ class Reservation:
     def settle(self, prompt_tokens: int, completion_tokens: int, cost_usd: float | None) -> None:
         """Charge what the call really used, in every scope, and report the meters."""
         self._release()
-        for scope in self._chain:
-            scope._charge(prompt_tokens, completion_tokens, cost_usd)
+        self._chain[0].charge(prompt_tokens, completion_tokens, cost_usd)
 
     def release(self) -> None:
         """Free the hold without charging (nothing was spent)."""
@@ -180,9 +180,11 @@ class Budget:
     ) -> None:
         self.scope = scope
         self.cap = cap or Cap()
-        self.prices = prices or (parent.prices if parent else PriceTable())
+        self.prices: PriceTable = prices or (parent.prices if parent else PriceTable())
         self.parent = parent
-        self.on_meter = on_meter or (parent.on_meter if parent else None)
+        self.on_meter: Callable[[BudgetMeter], None] | None = on_meter or (
+            parent.on_meter if parent else None
+        )
         self.spent = Spent()
         self._reserved_tokens = 0
         self._reserved_usd = 0.0
@@ -193,7 +195,8 @@ class Budget:
         return Budget(scope, cap, parent=self)
 
     def _chain(self) -> list[Budget]:
-        chain, scope = [], self
+        chain: list[Budget] = []
+        scope: Budget | None = self
         while scope is not None:
             chain.append(scope)
             scope = scope.parent
@@ -237,25 +240,40 @@ class Budget:
                     f'model\'s price (or "*" for a free local server) or cap tokens instead.',
                     self.scope,
                 )
-            left = self.cap.usd - self.spent.usd - self._reserved_usd
-            if usd > left:
+            usd_left = self.cap.usd - self.spent.usd - self._reserved_usd
+            if usd > usd_left:
                 raise BudgetExceeded(
                     f"Budget of {self.scope}: the next call to {model} could cost {_usd(usd)} "
-                    f"({worst}), but only {_usd(max(left, 0))} of the {_usd(self.cap.usd)} cap is "
-                    f"left ({_usd(self.spent.usd)} spent). The call was not sent.",
+                    f"({worst}), but only {_usd(max(usd_left, 0))} of the {_usd(self.cap.usd)} "
+                    f"cap is left ({_usd(self.spent.usd)} spent). The call was not sent.",
                     self.scope,
                 )
 
-    def _charge(self, prompt_tokens: int, completion_tokens: int, cost_usd: float | None) -> None:
+    def charge(
+        self,
+        prompt_tokens: int,
+        completion_tokens: int,
+        cost_usd: float | None,
+        *,
+        calls: int = 1,
+    ) -> None:
+        """Charge usage that needs no reservation (a settled call, or what a resumed session
+        spent before) in this scope and every parent, and report the meters."""
+        for scope in self._chain():
+            scope._add(prompt_tokens, completion_tokens, cost_usd, calls)
+
+    def _add(
+        self, prompt_tokens: int, completion_tokens: int, cost_usd: float | None, calls: int
+    ) -> None:
         with self._lock:
             s = self.spent
             self.spent = replace(
                 s,
-                calls=s.calls + 1,
+                calls=s.calls + calls,
                 prompt_tokens=s.prompt_tokens + prompt_tokens,
                 completion_tokens=s.completion_tokens + completion_tokens,
                 usd=s.usd + (cost_usd or 0.0),
-                unpriced_calls=s.unpriced_calls + (cost_usd is None),
+                unpriced_calls=s.unpriced_calls + (calls if cost_usd is None else 0),
             )
             meter = BudgetMeter(self.scope, self.spent, self.cap)
         if self.on_meter is not None:

@@ -18,7 +18,7 @@ from maxkernel_tui.commands.agent_flags import (
     write_best,
 )
 from maxkernel_tui.config import settings_from_args
-from maxkernel_tui.store.rows import STOPPED
+from maxkernel_tui.store.rows import Mode
 
 # The engine's modules load only when a session runs: the rest of the CLI stays quick to start.
 
@@ -27,17 +27,17 @@ def add_parser(commands: Any) -> None:
     parser = commands.add_parser(
         "run",
         help="run a session headless: Auto, or HITL at this terminal",
-        description="Run the agents on TASK: plan, implement, test (debugging failures), profile, autotune, "
-        "iteration after iteration. Every event is stored as it happens; a stopped session continues "
-        "with --resume without paying again for stored model answers.",
+        description="Run the agents on TASK: plan, implement, test (debugging failures), profile, "
+        "autotune, iteration after iteration. Every event is stored as it happens; a stopped "
+        "session continues with --resume without paying again for stored model answers.",
     )
     parser.add_argument(
         "--task", metavar="ID|DIR", help="built-in task id (or its number) or a task folder"
     )
     parser.add_argument(
         "--mode",
-        choices=("auto", "hitl"),
-        default="auto",
+        choices=(Mode.AUTO, Mode.HITL),
+        default=Mode.AUTO,
         help="auto: every proposal approved; hitl: you decide at each gate (default auto)",
     )
     parser.add_argument("--max-iterations", type=int, default=3, metavar="N")
@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
         print("error: --max-iterations must be at least 1", file=sys.stderr)
         return 2
     settings = settings_from_args(args)
-    if args.mode == "hitl" and not sys.stdin.isatty():
+    if args.mode == Mode.HITL and not sys.stdin.isatty():
         print(
             "error: --mode hitl asks at each gate and needs a terminal; use --mode auto",
             file=sys.stderr,
@@ -104,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
 def _gates(mode: str) -> Any:
     from maxkernel_tui.agents.orchestration.gates import AutoGate
 
-    if mode == "hitl":
+    if mode == Mode.HITL:
         from maxkernel_tui.commands.terminal_gate import TerminalGate
 
         return TerminalGate()
@@ -132,15 +132,17 @@ async def _session(args: argparse.Namespace, settings: Any, task: Any, limits: A
         print(f"error: {error}", file=sys.stderr)
         return 2
     print(
-        f"session {opened.session_id} ({'resumed' if opened.resumed else 'new'}); store {store.path}",
+        f"session {opened.session_id} ({'resumed' if opened.resumed else 'new'}); store "
+        f"{store.path}",
         file=sys.stderr,
     )
     try:
         outcome = await opened.engine.run()
     except (asyncio.CancelledError, KeyboardInterrupt, EOFError) as stop:
-        store.update_session(opened.session_id, status=STOPPED)
+        # the engine has marked the session stopped
         print(
-            f"\nstopped ({type(stop).__name__}); continue with: maxkernel-tui run --resume {opened.session_id}",
+            f"\nstopped ({type(stop).__name__}); continue with: maxkernel-tui run --resume "
+            f"{opened.session_id}",
             file=sys.stderr,
         )
         return 130

@@ -19,7 +19,6 @@ from maxkernel_tui.commands.agent_flags import (
     write_best,
 )
 from maxkernel_tui.config import settings_from_args
-from maxkernel_tui.store.rows import STOPPED
 
 # The search's modules load only when a search runs: the rest of the CLI stays quick to start.
 
@@ -28,9 +27,10 @@ def add_parser(commands: Any) -> None:
     parser = commands.add_parser(
         "search",
         help="graph search over candidate kernels: parallel, beam or evolutionary",
-        description="Search over many candidate kernels: each node is an expansion in which the implementer "
-        "applies one TPU optimisation strategy to a parent kernel and the harness judges the result. "
-        "Nodes are stored as they change; a stopped or killed search continues with --resume.",
+        description="Search over many candidate kernels: each node is an expansion in which the "
+        "implementer applies one TPU optimisation strategy to a parent kernel and the harness "
+        "judges the result. Nodes are stored as they change; a stopped or killed search "
+        "continues with --resume.",
     )
     what = parser.add_mutually_exclusive_group()
     what.add_argument(
@@ -86,7 +86,8 @@ def add_parser(commands: Any) -> None:
         "--graph",
         type=Path,
         metavar="FILE",
-        help="write the graph: .dot for Graphviz, else JSON (with --suite: FILE's name plus the task id)",
+        help="write the graph: .dot for Graphviz, else JSON (with --suite: FILE's name plus the "
+        "task id)",
     )
     parser.set_defaults(run=run)
 
@@ -177,7 +178,7 @@ async def _one(
     try:
         outcome = await opened.search.run()
     except (asyncio.CancelledError, KeyboardInterrupt) as stop:
-        store.update_session(opened.session_id, status=STOPPED)
+        # the search has marked the session stopped
         print(
             f"\nstopped ({type(stop).__name__}); continue with: maxkernel-tui search --resume "
             f"{opened.session_id}",

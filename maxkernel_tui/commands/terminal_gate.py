@@ -18,7 +18,9 @@ from maxkernel_tui.agents.orchestration.gates import (
     REJECT,
     Decision,
     Proposal,
+    Subject,
 )
+from maxkernel_tui.store.rows import Mode
 
 _PROMPT = "[a]pprove  [e]dit in $EDITOR  [r]eject with a reason  [h]and off to Auto > "
 
@@ -39,12 +41,12 @@ class TerminalGate:
             if answer in ("a", "approve"):
                 return Decision(APPROVE)
             if answer in ("h", "handoff"):
-                return Decision(HANDOFF, mode="auto")
+                return Decision(HANDOFF, mode=Mode.AUTO)
             if answer in ("r", "reject"):
                 return Decision(REJECT, feedback=(await _ask("why? > ")).strip() or None)
             if answer in ("e", "edit"):
                 edited = await asyncio.to_thread(
-                    _edit, proposal.content, ".py" if proposal.subject == "kernel" else ".md"
+                    _edit, proposal.content, ".py" if proposal.subject == Subject.KERNEL else ".md"
                 )
                 if edited.strip() and edited != proposal.content:
                     return Decision(EDIT, content=edited)

@@ -3,13 +3,35 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
-# Session modes (hitl: a person decides at each gate; auto: every proposal approved; graph: a
-# search) and statuses.
-HITL, AUTO, GRAPH = "hitl", "auto", "graph"
-MODES = (HITL, AUTO, GRAPH)
-ACTIVE, STOPPED, DONE, FAILED = "active", "stopped", "done", "failed"
+
+class Mode(StrEnum):
+    """How a session's proposals are decided: by the engineer, approved, or by a graph search."""
+
+    HITL = "hitl"
+    AUTO = "auto"
+    GRAPH = "graph"
+
+
+class SessionStatus(StrEnum):
+    """A session's state in the store; only the engine (and a search's runner) changes it."""
+
+    ACTIVE = "active"
+    STOPPED = "stopped"
+    DONE = "done"
+    FAILED = "failed"
+
+
+HITL, AUTO, GRAPH = Mode.HITL, Mode.AUTO, Mode.GRAPH
+MODES = tuple(Mode)
+ACTIVE, STOPPED, DONE, FAILED = (
+    SessionStatus.ACTIVE,
+    SessionStatus.STOPPED,
+    SessionStatus.DONE,
+    SessionStatus.FAILED,
+)
 
 
 class StoreError(Exception):

@@ -112,3 +112,17 @@ async def test_search_scopes_are_charged_in_the_session_too(backend: Harness) ->
     assert (search.spent.tokens, session.spent.tokens) == (18, 36)
     assert [m.scope for m in meters] == ["search:beam-1", "session", "session"]
     assert len(backend.server.requests) == 2
+
+
+def test_charge_counts_usage_that_was_never_reserved_in_every_scope() -> None:
+    """What a resumed session spent before: charged as it was, even past the cap (no model
+    price needed), so that the next call is refused."""
+    meters: list[BudgetMeter] = []
+    session = Budget(cap=Cap(tokens=100, usd=1.0), on_meter=meters.append)
+    search = session.child("search")
+    search.charge(80, 40, 0.5, calls=3)
+    assert session.spent.tokens == search.spent.tokens == 120
+    assert session.spent.calls == 3 and session.spent.usd == 0.5
+    assert [m.scope for m in meters] == ["search", "session"]
+    with pytest.raises(BudgetExceeded):
+        session.reserve("gemini-2.5-flash", 1, 1)

@@ -73,7 +73,8 @@ def describe(event: SessionEvent) -> str | None:
                 "no accepted kernel"
                 if event.best_version_id is None
                 else (
-                    f"best kernel version id {event.best_version_id}, {_score(event.best_score, event.score_kind)}"
+                    f"best kernel version id {event.best_version_id}, "
+                    f"{_score(event.best_score, event.score_kind)}"
                 )
             )
             return f"session ended: {event.reason}; {best}"

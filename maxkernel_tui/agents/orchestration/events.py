@@ -11,6 +11,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, ClassVar
 
+from maxkernel_tui.kernels.evaluation.report import EvalReport
+from maxkernel_tui.kernels.perf.summary import ProfileSummary
+
 
 @dataclass(frozen=True)
 class SessionEvent:
@@ -87,7 +90,7 @@ class ProposalMade(SessionEvent):
     kind: ClassVar[str] = "proposal"
     step: str
     role: str
-    subject: str  # "plan" or "kernel"
+    subject: str  # gates.Subject: plan or kernel
     content: str
     previous: str  # what it would replace ("" when nothing)
     summary: str
@@ -97,7 +100,7 @@ class ProposalMade(SessionEvent):
 class DecisionMade(SessionEvent):
     kind: ClassVar[str] = "decision"
     step: str
-    action: str  # approve | edit | reject | handoff
+    action: str  # gates.Action: approve | edit | reject | handoff
     content: str | None = None
     feedback: str | None = None
     mode: str | None = None
@@ -120,23 +123,36 @@ class EvaluationDone(SessionEvent):
     version_id: int
     verdict: str
     failure: str | None  # "check: detail" of the first failed check
-    report: dict[str, Any]
+    report: dict[str, Any]  # EvalReport.to_json()
+
+    def eval_report(self) -> EvalReport:
+        return EvalReport.from_json(self.report)
 
 
 @dataclass(frozen=True)
 class ProfileDone(SessionEvent):
     kind: ClassVar[str] = "profile"
     step: str
-    version_id: int
+    version_id: int | None  # None for an estimate only (an autotune candidate)
     score: float | None  # the fitness the loop ranks by
     score_kind: str  # e.g. "estimated speedup vs XLA on v5e" or "measured speedup on TPU v5e"
-    summary: dict[str, Any]
+    summary: dict[str, Any]  # ProfileSummary.to_json(); {} when the profile failed
     error: str | None = None
+    text: str = ""  # the summary as the agents read it (ProfileSummary.to_text())
+
+    def profile_summary(self) -> ProfileSummary | None:
+        failed = self.error is not None or not self.summary
+        return None if failed else ProfileSummary.from_json(self.summary)
+
+    def profile_text(self) -> str:
+        """The text; events stored before it had its own field kept it inside the summary."""
+        return self.text or str(self.summary.get("text", ""))
 
 
 @dataclass(frozen=True)
 class Note(SessionEvent):
-    """A sub-agent's text that informs later steps without a gate (diagnosis, autotune log, answer)."""
+    """A sub-agent's text that informs later steps without a gate (diagnosis, autotune log,
+    answer)."""
 
     kind: ClassVar[str] = "note"
     step: str
@@ -161,7 +177,7 @@ class Intervention(SessionEvent):
 
     kind: ClassVar[str] = "intervention"
     step: str
-    subject: str  # kernel | plan | message
+    subject: str  # gates.Subject: kernel | plan | message | mode
     content: str
 
 
@@ -169,7 +185,7 @@ class Intervention(SessionEvent):
 class ModeChanged(SessionEvent):
     kind: ClassVar[str] = "mode"
     step: str
-    mode: str  # hitl | auto | graph
+    mode: str  # rows.Mode: hitl | auto | graph
 
 
 @dataclass(frozen=True)
@@ -204,7 +220,7 @@ class SearchNodeChanged(SessionEvent):
     kind: ClassVar[str] = "search_node"
     node: str  # the node's ref within the search, e.g. "n7"
     number: int  # the "#7" a user sees
-    status: str
+    status: str  # graph.NodeStatus
     parents: list[str]
     strategy: str
     score: float | None = None

@@ -11,16 +11,38 @@ import asyncio
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Protocol
 
-APPROVE, EDIT, REJECT, HANDOFF = "approve", "edit", "reject", "handoff"
+from maxkernel_tui.store.rows import Mode
+
+
+class Action(StrEnum):
+    """What a gate decided about a proposal."""
+
+    APPROVE = "approve"
+    EDIT = "edit"
+    REJECT = "reject"
+    HANDOFF = "handoff"
+
+
+class Subject(StrEnum):
+    """What a proposal or an engineer's intervention is about (a proposal: plan or kernel)."""
+
+    PLAN = "plan"
+    KERNEL = "kernel"
+    MESSAGE = "message"  # a chat message, taken as feedback
+    MODE = "mode"  # a hand-off, logged at the step boundary
+
+
+APPROVE, EDIT, REJECT, HANDOFF = Action.APPROVE, Action.EDIT, Action.REJECT, Action.HANDOFF
 
 
 @dataclass(frozen=True)
 class Proposal:
     step: str
     role: str
-    subject: str  # "plan" or "kernel"
+    subject: str  # Subject.PLAN or Subject.KERNEL
     content: str
     previous: str  # what it would replace ("" when nothing)
     summary: str
@@ -34,11 +56,11 @@ class Decision:
     mode: str | None = None  # handoff: "auto" or "graph"
 
     def __post_init__(self) -> None:
-        if self.action not in (APPROVE, EDIT, REJECT, HANDOFF):
+        if self.action not in tuple(Action):
             raise ValueError(f"unknown decision {self.action!r}")
         if self.action == EDIT and not self.content:
             raise ValueError("an edit decision needs the edited content")
-        if self.action == HANDOFF and self.mode not in ("auto", "graph"):
+        if self.action == HANDOFF and self.mode not in (Mode.AUTO, Mode.GRAPH):
             raise ValueError("a hand-off names the mode it hands to: auto or graph")
 
 

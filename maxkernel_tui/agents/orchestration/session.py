@@ -1,5 +1,7 @@
 """Open a session's engine, new or resumed: the store row, the journal, the provider behind the
-client and its budget, the tools, the session's directory, and the task's facts for prompts."""
+client and its budget, the tools, the session's directory, and the task's facts for prompts.
+This is the engine's composition root: the one place the real client and tools are built.
+No jax here (the tools run it in worker processes)."""
 
 from __future__ import annotations
 
@@ -10,23 +12,24 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from maxkernel_tui.agents.budget import BudgetExceeded, session_budget
+from maxkernel_tui.agents.budget import Budget, session_budget
 from maxkernel_tui.agents.llm.client import LLMClient
 from maxkernel_tui.agents.llm.provider import Provider
-from maxkernel_tui.agents.providers import build_provider
+from maxkernel_tui.agents.orchestration import keys
 from maxkernel_tui.agents.orchestration.engine import LoopLimits, SessionEngine
 from maxkernel_tui.agents.orchestration.events import SessionStarted
 from maxkernel_tui.agents.orchestration.gates import Gate
 from maxkernel_tui.agents.orchestration.journal import Journal, Listener
 from maxkernel_tui.agents.orchestration.tools import KernelTools
 from maxkernel_tui.agents.orchestration.workspace import Workspace
+from maxkernel_tui.agents.providers import build_provider
 from maxkernel_tui.config import Settings, cache_dir
 from maxkernel_tui.kernels.catalog import describe_tasks
 from maxkernel_tui.kernels.evaluation.harness import Harness
 from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.task import Task
 from maxkernel_tui.store.db import Store
-from maxkernel_tui.store.rows import ACTIVE
+from maxkernel_tui.store.rows import Mode
 
 
 @dataclass
@@ -34,20 +37,19 @@ class OpenSession:
     engine: SessionEngine
     session_id: str
     resumed: bool
+    provider: Provider
+    tools: KernelTools
 
     async def aclose(self) -> None:
-        await self.engine.client.provider.aclose()
-        self.engine.tools.close()
+        await self.provider.aclose()
+        self.tools.close()
 
 
 def provider_settings(settings: Settings) -> dict[str, Any]:
     """The registry's mapping for the configured provider (names of variables, never keys)."""
-    found: dict[str, Any] = {"name": settings.provider}
-    if settings.model:
-        found["model"] = settings.model
-    if settings.base_url and settings.provider in ("gemini", "openai"):
-        found["base_url"] = settings.base_url
-    return found
+    base_url = settings.base_url if settings.provider in ("gemini", "openai") else None
+    chosen = {"name": settings.provider, "model": settings.model, "base_url": base_url}
+    return {name: value for name, value in chosen.items() if value}
 
 
 def task_facts(task: Task, target: str) -> str:
@@ -71,12 +73,49 @@ def task_facts(task: Task, target: str) -> str:
             f"optimal {(cost.optimal_seconds or 0.0) * 1e3:.3f} ms"
         )
     lines.append(
-        "The first configuration is the production (bench) shape; the kernel must also be correct on "
-        "the others, and on held-out shapes it has not seen."
+        "The first configuration is the production (bench) shape; the kernel must also be correct "
+        "on the others, and on held-out shapes it has not seen."
     )
     reference = (task.folder / "reference.py").read_text(encoding="utf-8")
     lines.append(f"reference.py:\n```python\n{reference}```")
     return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class _Opening:
+    """What a session runs on: new, or as it was started (a resume)."""
+
+    journal: Journal
+    task: Task
+    mode: str
+    target: str
+    settings: Settings
+    limits: LoopLimits
+
+
+def _resumed(store: Store, settings: Settings, resume: str) -> _Opening:
+    """The stored session `resume` names, with its task, mode, target, limits and (unless a flag
+    chose another) its own model."""
+    session = store.find_session(resume)
+    journal = Journal(store, session.id)
+    started = journal.recall(keys.START, SessionStarted)
+    if started is None:
+        raise ValueError(
+            f"session {session.id} was not started by `run` or the workbench; nothing to resume"
+        )
+    if settings.source("provider").kind != "flag":  # the session goes on with its own model
+        settings = replace(settings, provider=started.provider, model=started.model)
+    task = load_task(Path(started.task_dir))
+    limits = LoopLimits(**started.limits)
+    return _Opening(journal, task, session.mode, started.target, settings, limits)
+
+
+def _created(
+    store: Store, settings: Settings, task: Task, mode: str, limits: LoopLimits
+) -> _Opening:
+    session = store.create_session(task.task_id, mode, title=f"{task.task_id} ({mode})")
+    journal = Journal(store, session.id)
+    return _Opening(journal, task, mode, settings.tpu_target, settings, limits)
 
 
 async def open_session(
@@ -84,7 +123,7 @@ async def open_session(
     settings: Settings,
     *,
     task: Task | None = None,
-    mode: str = "auto",
+    mode: str = Mode.AUTO,
     gates: Callable[[str], Gate],
     limits: LoopLimits | None = None,
     resume: str | None = None,
@@ -96,69 +135,53 @@ async def open_session(
     """A new session on `task`, or `resume` (an id or its prefix) with its stored task and mode.
     `listener` gets every new event from the first (the session's start) on."""
     if resume is not None:
-        session = store.find_session(resume)
-        journal = Journal(store, session.id)
-        started = journal.recall("start", SessionStarted)
-        if started is None:
-            raise ValueError(
-                f"session {session.id} was not started by `run` or the workbench; nothing to resume"
-            )
-        task, mode, target = load_task(Path(started.task_dir)), session.mode, started.target
-        if settings.source("provider").kind != "flag":  # the session goes on with its own model
-            settings = replace(settings, provider=started.provider, model=started.model)
-        limits = LoopLimits(**started.limits)
-        store.update_session(session.id, status=ACTIVE)
+        opening = _resumed(store, settings, resume)
     else:
         assert task is not None
-        target = settings.tpu_target
-        session = store.create_session(task.task_id, mode, title=f"{task.task_id} ({mode})")
-        journal = Journal(store, session.id)
-    limits = limits or LoopLimits()
+        opening = _created(store, settings, task, mode, limits or LoopLimits())
+    journal, task, settings = opening.journal, opening.task, opening.settings
     provider = provider or build_provider(provider_settings(settings), env)
     budget = session_budget(settings)
-    _charge_earlier_usage(budget, store, session.id)
+    _charge_earlier_usage(budget, store, journal.session_id)
     if listener is not None:
         journal.subscribe(listener)
     journal.emit(
         SessionStarted(
-            "start",
+            keys.START,
             str(task.folder),
             task.task_id,
-            mode,
-            target,
+            opening.mode,
+            opening.target,
             provider.name,
             provider.model,
-            limits.to_json(),
+            opening.limits.to_json(),
         )
     )
-    facts = await asyncio.to_thread(task_facts, task, target)
-    workspace = Workspace(settings.data_dir / "sessions" / session.id)
-    tools = KernelTools(task, target, workspace.path("traces"), harness=harness)
+    facts = await asyncio.to_thread(task_facts, task, opening.target)
+    workspace = Workspace(settings.data_dir / "sessions" / journal.session_id)
+    tools = KernelTools(task, opening.target, workspace.path("traces"), harness=harness)
     engine = SessionEngine(
         journal=journal,
         client=LLMClient(provider, budget=budget),
         tools=tools,
         workspace=workspace,
         gates=gates,
-        mode=mode,
+        mode=opening.mode,
         task_facts=facts,
-        limits=limits,
+        limits=opening.limits,
         model=settings.model,
     )
-    return OpenSession(engine, session.id, resume is not None)
+    return OpenSession(engine, journal.session_id, resume is not None, provider, tools)
 
 
-def _charge_earlier_usage(budget: Any, store: Store, session_id: str) -> None:
-    """A resumed session's budget starts from what it has already spent."""
+def _charge_earlier_usage(budget: Budget, store: Store, session_id: str) -> None:
+    """A resumed session's budget starts from what it has already spent (already over: the
+    first call will say so)."""
     calls = store.llm_calls(session_id)
-    if not calls:
-        return
-    try:
-        reservation = budget.reserve("", 0, 0)
-    except BudgetExceeded:
-        return  # already over: the first call will say so
-    reservation.settle(
-        sum(c.prompt_tokens for c in calls),
-        sum(c.completion_tokens for c in calls),
-        sum(c.cost for c in calls),
-    )
+    if calls:
+        budget.charge(
+            sum(c.prompt_tokens for c in calls),
+            sum(c.completion_tokens for c in calls),
+            sum(c.cost for c in calls),
+            calls=len(calls),
+        )

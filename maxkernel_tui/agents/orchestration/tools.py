@@ -1,21 +1,66 @@
-"""The engine's tools: the immutable harness and the profiler, run off the event loop (they block
-on worker processes) so that the UI and model streams keep going. No jax here."""
+"""What the engine needs of the world, as protocols (`Tools`, `Client`), and the real tools
+(`KernelTools`): the immutable harness and the profiler, run off the event loop (they block on
+worker processes) so that the UI and model streams keep going. The engine, its gates and the
+search depend on the protocols only; tests give them in-process fakes. No jax here."""
 
 from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable
-from dataclasses import replace
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
+from maxkernel_tui.agents.llm.types import Request, StreamChunk
 from maxkernel_tui.kernels.edge_configs import EdgeConfig, validate_edge_configs
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
-from maxkernel_tui.kernels.evaluation.report import Check
+from maxkernel_tui.kernels.evaluation.report import Check, EvalReport
 from maxkernel_tui.kernels.perf.analysis import ReferenceCost
 from maxkernel_tui.kernels.perf.profile import ProfileError, profile_kernel
+from maxkernel_tui.kernels.perf.summary import ProfileSummary
 from maxkernel_tui.kernels.task import Task
+
+CheckListener = Callable[[Check], None]
+
+
+@dataclass(frozen=True)
+class ProfileResult:
+    """A profile: its summary, or why there is none."""
+
+    summary: ProfileSummary | None
+    error: str | None = None
+
+    @property
+    def text(self) -> str:
+        """The summary as the agents read it ("" without one)."""
+        return "" if self.summary is None else self.summary.to_text()
+
+
+class Tools(Protocol):
+    """The harness and the profiler on one task and TPU target."""
+
+    task: Task
+    target: str
+
+    async def evaluate(self, kernel: Path, on_check: CheckListener | None = None) -> EvalReport: ...
+
+    async def profile(self, kernel: Path, *, estimate_only: bool = False) -> ProfileResult: ...
+
+    async def validate_edge_configs(
+        self, proposals: list[EdgeConfig]
+    ) -> tuple[list[EdgeConfig], list[str]]: ...
+
+    def set_extra_configs(self, configs: list[EdgeConfig]) -> None: ...
+
+
+class Client(Protocol):
+    """What the engine asks of a model client (`LLMClient`): one call's chunks, ending in `Done`.
+    Chunk types the engine does not know are ignored."""
+
+    def stream(
+        self, request: Request, *, parse: Callable[[str], Any] | None = None
+    ) -> AsyncIterator[StreamChunk]: ...
 
 
 class KernelTools:
@@ -28,15 +73,14 @@ class KernelTools:
         seeds: int = 2,
         harness: Callable[[], Harness] | None = None,
     ) -> None:
-        """`harness`: a shared one (the TUI's), which `close` leaves running; else one of our own."""
+        """`harness`: a shared one (the TUI's), which `close` leaves running; else our own."""
         self.task, self.target, self.trace_root = task, target, trace_root
         self.options = EvalOptions(target=target, seeds=seeds)
         self._shared = harness
         self._harness: Harness | None = None
         self._reference_costs: dict[str, ReferenceCost] | None = None
-        self._lock = (
-            threading.Lock()
-        )  # one evaluation at a time: the harness owns one reference process
+        # one evaluation at a time: the harness owns one reference process
+        self._lock = threading.Lock()
 
     def _get_harness(self) -> Harness:
         if self._shared is not None:
@@ -45,16 +89,10 @@ class KernelTools:
             self._harness = Harness()
         return self._harness
 
-    async def evaluate(
-        self, kernel: Path, on_check: Callable[[Check], None] | None = None
-    ) -> dict[str, Any]:
-        def run() -> dict[str, Any]:
+    async def evaluate(self, kernel: Path, on_check: CheckListener | None = None) -> EvalReport:
+        def run() -> EvalReport:
             with self._lock:
-                return (
-                    self._get_harness()
-                    .evaluate(kernel, self.task, self.options, on_check)
-                    .to_json()
-                )
+                return self._get_harness().evaluate(kernel, self.task, self.options, on_check)
 
         return await asyncio.to_thread(run)
 
@@ -70,14 +108,11 @@ class KernelTools:
         """(accepted, reasons for the rejected); the reference runs in a worker process."""
         return await asyncio.to_thread(validate_edge_configs, self.task, proposals)
 
-    async def profile(
-        self, kernel: Path, *, estimate_only: bool = False
-    ) -> tuple[dict[str, Any] | None, str, str | None]:
-        """(summary as JSON, as text, error); the summary is None when the profile failed.
-        `estimate_only`: the model's estimate without running the kernel (autotune candidates); the
-        reference's XLA cost is compiled once per session and reused."""
+    async def profile(self, kernel: Path, *, estimate_only: bool = False) -> ProfileResult:
+        """`estimate_only`: the model's estimate without running the kernel (autotune candidates);
+        the reference's XLA cost is compiled once per session and reused."""
 
-        def run() -> tuple[dict[str, Any] | None, str, str | None]:
+        def run() -> ProfileResult:
             try:
                 summary = profile_kernel(
                     kernel,
@@ -88,10 +123,10 @@ class KernelTools:
                     reference_costs=self._reference_costs,
                 )
             except ProfileError as error:
-                return None, "", str(error)
+                return ProfileResult(None, str(error))
             if not any(cost.error for cost in summary.reference_costs.values()):
                 self._reference_costs = summary.reference_costs
-            return summary.to_json(), summary.to_text(), None
+            return ProfileResult(summary)
 
         return await asyncio.to_thread(run)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from maxkernel_tui.agents.roles.tunables import find_tunables
@@ -72,9 +73,22 @@ def parse_answer(text: str) -> str:
     return text.strip() + "\n"
 
 
+@dataclass(frozen=True)
+class EdgeCase:
+    """One of the tester's edge-case configurations, as it answered it."""
+
+    name: str
+    params: dict[str, int]
+    why: str
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
 def parse_edge_cases(text: str) -> str:
-    """The tester's answer, `{"configs": [{"name": "edge_...", "params": {...}, "why": "..."}]}` (bare
-    or in one fenced block), checked and returned as canonical JSON; the harness's rules on the
+    """The tester's answer,
+    `{"configs": [{"name": "edge_...", "params": {...}, "why": "..."}]}` (bare or in one fenced
+    block), checked and returned as canonical JSON; the harness's rules on the
     values themselves are applied by the validation, which runs the reference."""
     blocks = _JSON_BLOCK.findall(text)
     raw = blocks[0] if len(blocks) == 1 else text.strip()
@@ -87,22 +101,28 @@ def parse_edge_cases(text: str) -> str:
         raise ValueError(
             f"the JSON object needs a `configs` list of at most {MAX_EDGE_CASES} entries"
         )
-    names = [_edge_case_name(n, entry) for n, entry in enumerate(configs)]
-    if len(set(names)) != len(names):
+    cases = [_edge_case(n, entry) for n, entry in enumerate(configs)]
+    if len({c.name for c in cases}) != len(cases):
         raise ValueError("each edge case needs a name of its own")
-    return json.dumps({"configs": [{k: c[k] for k in ("name", "params", "why")} for c in configs]})
+    return json.dumps({"configs": [c.to_json() for c in cases]})
+
+
+def edge_cases(parsed: str) -> list[EdgeCase]:
+    """The edge cases of a `parse_edge_cases` answer."""
+    return [EdgeCase(**entry) for entry in json.loads(parsed).get("configs", [])]
 
 
 def edge_proposals(parsed: str) -> list[tuple[str, dict[str, int]]]:
     """(name, params) of each edge case in a `parse_edge_cases` answer."""
-    return [(c["name"], c["params"]) for c in json.loads(parsed)["configs"]]
+    return [(case.name, case.params) for case in edge_cases(parsed)]
 
 
-def _edge_case_name(n: int, entry: Any) -> str:
-    """The entry's name; a ValueError saying what is wrong with entry `n` otherwise."""
+def _edge_case(n: int, entry: Any) -> EdgeCase:
+    """Entry `n` of the answer's configs; a ValueError saying what is wrong with it otherwise."""
     if not isinstance(entry, dict) or set(entry) != {"name", "params", "why"}:
         raise ValueError(f"configs[{n}] must be an object with exactly `name`, `params` and `why`")
-    name, params, why = entry["name"], entry["params"], entry["why"]
+    case = EdgeCase(**entry)
+    name, params, why = case.name, case.params, case.why
     if not isinstance(name, str) or not name.startswith("edge_") or not EDGE_NAME.match(name):
         raise ValueError(
             f"configs[{n}].name {name!r} must start with `edge_` and use only a-z, 0-9 and _ "
@@ -122,4 +142,4 @@ def _edge_case_name(n: int, entry: Any) -> str:
         raise ValueError(
             f"configs[{n}].why must say in words which failure the edge case would catch"
         )
-    return name
+    return case

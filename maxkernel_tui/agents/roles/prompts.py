@@ -7,6 +7,7 @@ knowledge for that role) and one user message with exactly the context the role 
 from __future__ import annotations
 
 import json
+from enum import StrEnum
 
 from maxkernel_tui.agents.knowledge import for_role
 from maxkernel_tui.agents.llm.types import Message, Request
@@ -15,72 +16,94 @@ from maxkernel_tui.kernels.edge_configs import MAX_SCALE, check_params
 from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.task import TaskError
 
-PLANNER, IMPLEMENTER, DEBUGGER, PROFILER, EXPLAINER = (
-    "planner",
-    "implementer",
-    "debugger",
-    "profiler",
-    "explainer",
-)
-TESTER = "tester"
 
-_JOBS = {
+class Role(StrEnum):
+    """Who does a step: the sub-agents that are asked a model, and the autotuner, which is not."""
+
+    PLANNER = "planner"
+    IMPLEMENTER = "implementer"
+    DEBUGGER = "debugger"
+    PROFILER = "profiler"
+    EXPLAINER = "explainer"
+    TESTER = "tester"
+    AUTOTUNER = "autotuner"
+
+
+PLANNER, IMPLEMENTER, DEBUGGER, PROFILER, EXPLAINER, TESTER = (
+    Role.PLANNER,
+    Role.IMPLEMENTER,
+    Role.DEBUGGER,
+    Role.PROFILER,
+    Role.EXPLAINER,
+    Role.TESTER,
+)
+
+_JOBS: dict[str, str] = {
     PLANNER: (
         "You are the planner of a team that writes Pallas kernels for TPUs. From the task, the "
-        "current kernel and its latest evaluation and profile, write the plan for the next kernel: "
-        "tiling and block shapes, the grid and its dimension semantics, BlockSpecs and memory spaces, "
-        "pipelining, and the bound you expect (memory or compute) with the arithmetic that says why. "
-        "Answer in Markdown with the sections `## Tiling`, `## Grid`, `## Memory` and `## Expected bound`."
+        "current kernel and its latest evaluation and profile, write the plan for the next "
+        "kernel: tiling and block shapes, the grid and its dimension semantics, BlockSpecs and "
+        "memory spaces, pipelining, and the bound you expect (memory or compute) with the "
+        "arithmetic that says why. Answer in Markdown with the sections `## Tiling`, `## Grid`, "
+        "`## Memory` and `## Expected bound`."
     ),
     IMPLEMENTER: (
-        "You are the implementer of a team that writes Pallas kernels for TPUs. Write the complete kernel "
-        "file that carries out the approved plan. Answer with exactly one ```python block."
+        "You are the implementer of a team that writes Pallas kernels for TPUs. Write the "
+        "complete kernel file that carries out the approved plan. Answer with exactly one "
+        "```python block."
     ),
     DEBUGGER: (
-        "You are the debugger of a team that writes Pallas kernels for TPUs. The kernel below failed a "
-        "check of the evaluation harness. Find the cause and answer with the corrected complete kernel "
-        "file in exactly one ```python block, preceded by one sentence naming the cause."
+        "You are the debugger of a team that writes Pallas kernels for TPUs. The kernel below "
+        "failed a check of the evaluation harness. Find the cause and answer with the corrected "
+        "complete kernel file in exactly one ```python block, preceded by one sentence naming the "
+        "cause."
     ),
     PROFILER: (
-        "You are the profiler of a team that writes Pallas kernels for TPUs. Read the profile summary "
-        "(every figure says whether it was estimated or measured, and for which TPU) and diagnose what "
-        "limits the kernel. End with one line `Next: ...` naming the single most promising change."
+        "You are the profiler of a team that writes Pallas kernels for TPUs. Read the profile "
+        "summary (every figure says whether it was estimated or measured, and for which TPU) and "
+        "diagnose what limits the kernel. End with one line `Next: ...` naming the single most "
+        "promising change."
     ),
     TESTER: (
-        "You are the tester of a team that writes Pallas kernels for TPUs. The immutable harness measures "
-        "every kernel; you never write measurement code. Propose at most 3 extra input configurations "
-        "(edge cases) on which the harness will also check the kernel's numerics: sizes where kernels like "
-        "the one below break, e.g. ragged or non-power-of-two sizes, sizes smaller than one block, sizes "
-        "the kernel's block does not divide. Use exactly the keys of the check configuration, positive ints "
-        f"at most {MAX_SCALE}x the check values; keep a size a multiple of 128 or of 8 where the check "
-        "shapes have one in their last two dims (TPU tiles), or the proposal is rejected. Answer with one "
-        'JSON object: {"configs": [{"name": "edge_...", "params": {...}, "why": "..."}]}.'
+        "You are the tester of a team that writes Pallas kernels for TPUs. The immutable harness "
+        "measures every kernel; you never write measurement code. Propose at most 3 extra input "
+        "configurations (edge cases) on which the harness will also check the kernel's numerics: "
+        "sizes where kernels like the one below break, e.g. ragged or non-power-of-two sizes, "
+        "sizes smaller than one block, sizes the kernel's block does not divide. Use exactly the "
+        "keys of the check configuration, positive ints at most "
+        f"{MAX_SCALE}x the check values; keep a size a multiple of 128 or of 8 where the check "
+        "shapes have one in their last two dims (TPU tiles), or the proposal is rejected. "
+        'Answer with one JSON object: {"configs": [{"name": '
+        '"edge_...", "params": {...}, "why": "..."}]}.'
     ),
     EXPLAINER: (
-        "You answer a kernel engineer's questions about the session below: the task, the plan, the kernel, "
-        "its evaluation and profile. Be concrete and short; say when a figure is an estimate."
+        "You answer a kernel engineer's questions about the session below: the task, the plan, "
+        "the kernel, its evaluation and profile. Be concrete and short; say when a figure is an "
+        "estimate."
     ),
 }
 
 _RULES = (
-    "Rules of the harness (a kernel breaking them is rejected): the file is self-contained and defines "
-    "`computation(*dynamic_args, *static_args)` with the reference's signature; it imports only jax, "
-    "jax.numpy, jax.experimental.pallas (as pl), jax.experimental.pallas.tpu (as pltpu), functools, math "
-    "and numpy; the heavy work runs inside `pl.pallas_call`; never pass `interpret=`; no clocks, files, "
-    "environment, callbacks or global state. Declare the tunable parameters in one place: a comment line "
-    "`# Tunables` followed directly by module-level lines `NAME = <int>`; use those names in the code."
+    "Rules of the harness (a kernel breaking them is rejected): the file is self-contained and "
+    "defines `computation(*dynamic_args, *static_args)` with the reference's signature; it "
+    "imports only jax, jax.numpy, jax.experimental.pallas (as pl), jax.experimental.pallas.tpu "
+    "(as pltpu), functools, math and numpy; the heavy work runs inside `pl.pallas_call`; never "
+    "pass `interpret=`; no clocks, files, environment, callbacks or global state. Declare the "
+    "tunable parameters in one place: a comment line `# Tunables` followed directly by "
+    "module-level lines `NAME = <int>`; use those names in the code."
 )
 
 
 def _sections(role: str, ctx: StepContext) -> list[tuple[str, str | None]]:
-    shown = {
+    sections: dict[str, tuple[str, ...]] = {
         PLANNER: ("task", "kernel", "evaluation", "profile", "diagnosis", "feedback"),
         IMPLEMENTER: ("task", "plan", "kernel", "feedback"),
         DEBUGGER: ("task", "plan", "kernel", "failure", "attempts", "feedback"),
         PROFILER: ("task", "kernel", "profile", "feedback"),
         EXPLAINER: ("task", "plan", "kernel", "evaluation", "profile", "question"),
         TESTER: ("task", "check", "kernel", "feedback"),
-    }[role]
+    }
+    shown = sections[role]
     parts = {
         "task": ("Task", ctx.task_facts),
         "plan": ("Approved plan", ctx.plan),

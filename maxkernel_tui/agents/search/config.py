@@ -51,3 +51,22 @@ class SearchConfig:
     def from_json(cls, data: dict[str, Any]) -> SearchConfig:
         names = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in names})
+
+
+@dataclass(frozen=True)
+class StoredSearch:
+    """What a search's root node keeps of it (its `extra`): the settings and the seed kernel."""
+
+    config: SearchConfig
+    seed: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"config": self.config.to_json(), "seed": self.seed}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> StoredSearch | None:
+        """None when `data` is not a search's (a session that is not a graph search)."""
+        config = data.get("config")
+        if not isinstance(config, dict):
+            return None
+        return cls(SearchConfig.from_json(config), str(data.get("seed") or ""))

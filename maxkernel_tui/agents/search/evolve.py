@@ -19,10 +19,11 @@ MIGRATE_EVERY = 2  # generations between migrations
 def crossover(a: Node, b: Node, **tags: object) -> NodePlan:
     plan = f"crossover of #{a.number} and #{b.number}: keep what makes each of them fast"
     instruction = (
-        f"Crossover. Two accepted kernels for this task follow: #{a.number} (the current kernel) and "
-        f"#{b.number}. Write one kernel that combines their strengths: take the tiling, pipelining and "
-        "layout choices that make each fast, keep it correct on every configuration, and say in the "
-        f"plan which parts come from which parent.\n\nKernel #{a.number}:\n```python\n{a.source}```\n\n"
+        f"Crossover. Two accepted kernels for this task follow: #{a.number} (the current kernel) "
+        f"and #{b.number}. Write one kernel that combines their strengths: take the tiling, "
+        "pipelining and layout choices that make each fast, keep it correct on every "
+        "configuration, and say in the plan which parts come from which parent.\n\n"
+        f"Kernel #{a.number}:\n```python\n{a.source}```\n\n"
         f"Kernel #{b.number}:\n```python\n{b.source}```"
     )
     return NodePlan((a.ref, b.ref), "crossover", plan, instruction, dict(tags))

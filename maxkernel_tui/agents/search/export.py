@@ -13,7 +13,7 @@ from maxkernel_tui.agents.search.graph import (
     SearchGraph,
 )
 
-_COLOURS = {ACCEPTED: "palegreen", REJECTED: "lightpink", MERGED: "lightgrey"}
+_COLOURS: dict[str, str] = {ACCEPTED: "palegreen", REJECTED: "lightpink", MERGED: "lightgrey"}
 
 
 def node_json(node: Node) -> dict[str, Any]:
@@ -38,7 +38,8 @@ def to_json(graph: SearchGraph) -> str:
 
 def label(node: Node) -> str:
     """`#17 ✓ 1.42× grow-row-blocks`: number, status mark, score, strategy."""
-    mark = {ACCEPTED: "✓", REJECTED: "✗", MERGED: "≡"}.get(node.status, "…")
+    marks: dict[str, str] = {ACCEPTED: "✓", REJECTED: "✗", MERGED: "≡"}
+    mark = marks.get(node.status, "…")
     score = f" {node.score:.3g}×" if node.score is not None else ""
     return f"#{node.number} {mark}{score} {node.strategy}"
 

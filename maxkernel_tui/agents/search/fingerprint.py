@@ -11,7 +11,8 @@ _SKIP = {tokenize.COMMENT, tokenize.NL, tokenize.ENCODING}
 
 
 def normalized(source: str) -> str:
-    """The source's tokens without comments and layout; the text itself when it does not tokenize."""
+    """The source's tokens without comments and layout; the text itself when it does not
+    tokenize."""
     try:
         # an indent is a token whatever its width: re-indenting does not make another kernel
         tokens = [

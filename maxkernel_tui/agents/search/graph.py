@@ -6,24 +6,32 @@ search: creating a node that exists returns it, which is what makes a resumed se
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from enum import StrEnum
 from typing import Any
 
+from maxkernel_tui.agents.orchestration import keys
 from maxkernel_tui.agents.orchestration.events import SearchNodeChanged
 from maxkernel_tui.agents.orchestration.journal import Journal
 from maxkernel_tui.agents.search.fingerprint import kernel_hash
 from maxkernel_tui.store.db import Store
+from maxkernel_tui.store.rows import SearchNode
 
-PENDING, RUNNING, ACCEPTED, REJECTED, MERGED, STOPPED, FAILED, PRUNED = (
-    "pending",
-    "running",
-    "accepted",
-    "rejected",
-    "merged",
-    "stopped",
-    "failed",
-    "pruned",
-)
+
+class NodeStatus(StrEnum):
+    """A search node's state; the final ones are not run again by a resumed search."""
+
+    PENDING = "pending"
+    RUNNING = "running"
+    ACCEPTED = "accepted"
+    REJECTED = "rejected"
+    MERGED = "merged"
+    STOPPED = "stopped"
+    FAILED = "failed"
+    PRUNED = "pruned"
+
+
+PENDING, RUNNING, ACCEPTED, REJECTED, MERGED, STOPPED, FAILED, PRUNED = tuple(NodeStatus)
 FINAL = frozenset({ACCEPTED, REJECTED, MERGED, PRUNED})  # a resumed search does not run these again
 ROOT = "n0"
 
@@ -57,22 +65,31 @@ class Node:
         return self.status in FINAL
 
     def data(self) -> dict[str, Any]:
-        return {
-            "ref": self.ref,
-            "number": self.number,
-            "round": self.round,
-            "parents": self.parents,
-            "plan": self.plan,
-            "score_kind": self.score_kind,
-            "hash": self.hash,
-            "evals": self.evals,
-            "tokens": self.tokens,
-            "cost_usd": self.cost_usd,
-            "detail": self.detail,
-            "merged_into": self.merged_into,
-            "pruned_round": self.pruned_round,
-            "tags": self.tags,
-        }
+        """The node's `data` column: its fields that the row's own columns do not hold."""
+        return {name: getattr(self, name) for name in _DATA_FIELDS}
+
+    @classmethod
+    def from_row(cls, row: SearchNode) -> Node:
+        """The node a stored row holds (its `data` column as `data` wrote it)."""
+        stored = {k: v for k, v in row.data.items() if k in _DATA_FIELDS}
+        return cls(
+            **stored,
+            strategy=row.strategy,
+            status=row.status,
+            score=row.score,
+            version_id=row.kernel_version_id,
+            row_id=row.id,
+            updated=row.updated,
+        )
+
+
+# Every field but those the row has columns for, the source (in the kernel version) and the
+# row's own bookkeeping.
+_DATA_FIELDS = tuple(
+    f.name
+    for f in fields(Node)
+    if f.name not in ("strategy", "status", "score", "version_id", "source", "row_id", "updated")
+)
 
 
 def load_nodes(store: Store, session_id: str, sources: dict[int, str] | None = None) -> list[Node]:
@@ -81,29 +98,7 @@ def load_nodes(store: Store, session_id: str, sources: dict[int, str] | None = N
     cache = {} if sources is None else sources
     nodes = []
     for row in store.search_nodes(session_id):
-        data = row.data
-        node = Node(
-            ref=data["ref"],
-            number=data["number"],
-            round=data["round"],
-            parents=data["parents"],
-            strategy=row.strategy,
-            plan=data.get("plan", ""),
-            status=row.status,
-            score=row.score,
-            score_kind=data.get("score_kind", ""),
-            version_id=row.kernel_version_id,
-            hash=data.get("hash", ""),
-            evals=data.get("evals", 0),
-            tokens=data.get("tokens", 0),
-            cost_usd=data.get("cost_usd", 0.0),
-            detail=data.get("detail", ""),
-            merged_into=data.get("merged_into"),
-            pruned_round=data.get("pruned_round"),
-            tags=data.get("tags", {}),
-            row_id=row.id,
-            updated=row.updated,
-        )
+        node = Node.from_row(row)
         if node.version_id is not None:
             if node.version_id not in cache:
                 cache[node.version_id] = store.kernel_version(node.version_id).source
@@ -274,7 +269,7 @@ class SearchGraph(NodeSet):
     def _announce(self, node: Node, what: str) -> None:
         self.journal.emit(
             SearchNodeChanged(
-                f"{node.ref}/node/{what}",
+                keys.node_change(node.ref, what),
                 node.ref,
                 node.number,
                 node.status,

@@ -7,13 +7,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from maxkernel_tui.agents.llm.provider import Provider
-from maxkernel_tui.agents.orchestration.engine import LoopLimits
+from maxkernel_tui.agents.orchestration.engine import LoopLimits, SessionEngine
 from maxkernel_tui.agents.orchestration.events import EvaluationDone
 from maxkernel_tui.agents.orchestration.gates import AutoGate
 from maxkernel_tui.agents.orchestration.journal import Listener
 from maxkernel_tui.agents.orchestration.session import OpenSession, open_session
 from maxkernel_tui.agents.search.algorithms import Algorithm, Beam, Parallel
-from maxkernel_tui.agents.search.config import SearchConfig
+from maxkernel_tui.agents.search.config import SearchConfig, StoredSearch
 from maxkernel_tui.agents.search.evolve import Evolve
 from maxkernel_tui.agents.search.graph import ROOT, SearchGraph
 from maxkernel_tui.agents.search.limits import CappedTools, GatedClient
@@ -22,6 +22,7 @@ from maxkernel_tui.agents.strategies import applicable
 from maxkernel_tui.config import Settings
 from maxkernel_tui.kernels.task import Task
 from maxkernel_tui.store.db import Store
+from maxkernel_tui.store.rows import Mode
 
 
 @dataclass
@@ -46,6 +47,11 @@ def algorithm_for(config: SearchConfig, family: str) -> Algorithm:
     return Evolve(config, strategies)
 
 
+def search_limits(config: SearchConfig) -> LoopLimits:
+    """The limits of a search's engine: one line of work per expansion, no autotune."""
+    return LoopLimits(max_iterations=1, tune_candidates=0, max_debug_attempts=config.debug_attempts)
+
+
 async def open_search(
     store: Store,
     settings: Settings,
@@ -60,29 +66,38 @@ async def open_search(
     """A new search on `task` with `config` (from `seed`, a kernel source, when given), or the
     search `resume` names, with its stored settings."""
     config = config or SearchConfig()
-    limits = LoopLimits(
-        max_iterations=1, tune_candidates=0, max_debug_attempts=config.debug_attempts
-    )
     opened = await open_session(
         store,
         settings,
         task=task,
-        mode="graph",
+        mode=Mode.GRAPH,
         gates=lambda mode: AutoGate(),
-        limits=limits,
+        limits=search_limits(config),
         resume=resume,
         provider=provider,
         listener=listener,
     )
-    engine = opened.engine
+    try:
+        search = search_on(opened.engine, config, seed, resumed=resume is not None)
+    except ValueError:
+        await opened.aclose()
+        raise
+    return OpenSearch(search, opened)
+
+
+def search_on(
+    engine: SessionEngine, config: SearchConfig, seed: str = "", *, resumed: bool = False
+) -> Search:
+    """The search of `engine`'s Graph session: a new one with `config` from `seed`, or, when
+    `resumed`, the stored one with its own settings (a ValueError if the session has none)."""
     graph = SearchGraph(engine.journal)
-    if resume is not None:
-        if "config" not in graph.extra:
-            await opened.aclose()
+    if resumed:
+        stored = StoredSearch.from_json(graph.extra)
+        if stored is None:
             raise ValueError(
-                f"session {opened.session_id} is not a graph search; resume it with `run --resume`"
+                f"session {engine.session_id} is not a graph search; resume it with `run --resume`"
             )
-        config, seed = SearchConfig.from_json(graph.extra["config"]), graph.extra.get("seed", "")
+        config, seed = stored.config, stored.seed
     else:
         plan = root_plan(seed)
         graph.ensure(
@@ -92,10 +107,10 @@ async def open_search(
             parents=[],
             strategy=plan.strategy,
             plan=plan.plan,
-            extra={"config": config.to_json(), "seed": seed},
+            extra=StoredSearch(config, seed).to_json(),
         )
     spent = sum(isinstance(e, EvaluationDone) for e in engine.journal.history())
-    search = Search(
+    return Search(
         base=engine,
         config=config,
         graph=graph,
@@ -104,4 +119,3 @@ async def open_search(
         tools=CappedTools(engine.tools, config.eval_concurrency, config.max_evals, spent),
         seed=seed,
     )
-    return OpenSearch(search, opened)

@@ -2,7 +2,8 @@
 on resume), the unfinished ones expand concurrently, one SessionEngine each (they share the
 journal, the gated client and the capped tools), identical kernels are merged, and the caps are
 checked before the next round. A node left running by a killed process is not final, so a
-resumed search runs it again; its stored steps cost nothing the second time."""
+resumed search runs it again; its stored steps cost nothing the second time. The runner owns the
+Graph session's status: active while it runs, then done or stopped. No jax here."""
 
 from __future__ import annotations
 
@@ -12,15 +13,18 @@ from typing import Any
 
 from maxkernel_tui.agents.budget import BudgetExceeded
 from maxkernel_tui.agents.llm.errors import LLMError
-from maxkernel_tui.agents.orchestration.engine import SessionEngine, StepGivenUp
+from maxkernel_tui.agents.orchestration import keys
+from maxkernel_tui.agents.orchestration.engine import SessionEngine
 from maxkernel_tui.agents.orchestration.events import (
     EvaluationDone,
     LlmAnswer,
     SessionEnded,
 )
 from maxkernel_tui.agents.orchestration.gates import AutoGate
+from maxkernel_tui.agents.orchestration.steps import StepGivenUp, Steps
 from maxkernel_tui.agents.search.algorithms import Algorithm, NodePlan
 from maxkernel_tui.agents.search.config import SearchConfig
+from maxkernel_tui.agents.search.expansion import expand, node_steps
 from maxkernel_tui.agents.search.fingerprint import kernel_hash
 from maxkernel_tui.agents.search.graph import (
     ACCEPTED,
@@ -34,8 +38,7 @@ from maxkernel_tui.agents.search.graph import (
     SearchGraph,
 )
 from maxkernel_tui.agents.search.limits import CappedTools, GatedClient
-from maxkernel_tui.store.rows import DONE
-from maxkernel_tui.store.rows import STOPPED as SESSION_STOPPED
+from maxkernel_tui.store.rows import Mode, SessionStatus
 
 INITIAL = (
     "Write a first correct Pallas TPU kernel for this task: a simple, safe tiling that the harness "
@@ -93,7 +96,7 @@ class Search:
         self._go.set()
 
     def stop(self) -> None:
-        """Cancel the running expansions: their nodes stay unfinished, and `--resume` reruns them."""
+        """Cancel the running expansions: their nodes stay unfinished; `--resume` reruns them."""
         self._stopping = True
         self._go.set()
         for task in self._tasks:
@@ -105,6 +108,16 @@ class Search:
     # -- the search ----------------------------------------------------------------------------
 
     async def run(self) -> SearchOutcome:
+        self._set_status(SessionStatus.ACTIVE)
+        try:
+            reason = await self._rounds()
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            self._set_status(SessionStatus.STOPPED)  # cancelled (Ctrl-C): `--resume` goes on
+            raise
+        return self._finish(reason)
+
+    async def _rounds(self) -> str:
+        """Round after round until the depth, the caps or a stop; why the search ended."""
         reason, counter = "", 0
         for round_ in range(self.config.depth + 1):
             self.round = round_
@@ -114,8 +127,7 @@ class Search:
                 else self.algorithm.plan_round(self.graph, round_)
             )
             if not plans:
-                reason = "nothing left to expand"
-                break
+                return "nothing left to expand"
             nodes = []
             for plan in plans:
                 nodes.append(
@@ -135,10 +147,8 @@ class Search:
             self.graph.merge_duplicates(nodes)
             reason = self._why_stop(round_)
             if reason:
-                break
-        else:
-            reason = f"depth {self.config.depth} reached"
-        return self._finish(reason)
+                return reason
+        return reason or f"depth {self.config.depth} reached"
 
     async def _run_round(self, work: list[tuple[Node, NodePlan]]) -> None:
         tasks = self._tasks = [
@@ -174,7 +184,10 @@ class Search:
             return
         if self._budget or (
             self.tools.exhausted()
-            and self.base.journal.recall(f"{node.ref}/implement/eval", EvaluationDone) is None
+            and self.base.journal.recall(
+                keys.sub(keys.node_step(node.ref, "implement"), "eval"), EvaluationDone
+            )
+            is None
         ):
             # nothing to evaluate it with: asking the model for a kernel would be money thrown away
             self.graph.update(node, STOPPED, detail=self._budget or "no evaluations left")
@@ -183,8 +196,8 @@ class Search:
         parent = self.graph[node.parents[0]] if node.parents else None
         source = parent.source if parent is not None and parent.status == ACCEPTED else self.seed
         try:
-            done = await self._engine().expand(
-                node.ref, source, parent.plan if parent else "", plan.instruction
+            done = await expand(
+                self._steps(), node.ref, source, parent.plan if parent else "", plan.instruction
             )
         except BudgetExceeded as error:
             self._budget = self._budget or str(error)
@@ -205,34 +218,36 @@ class Search:
             **self._spent(node.ref),
         )
 
-    def _engine(self) -> SessionEngine:
-        """A fresh engine per expansion: an engine's state is one line of work, and expansions
-        run side by side."""
+    def _steps(self) -> Steps:
+        """A fresh line of work per expansion (expansions run side by side), on the session's
+        journal with the search's gated client and capped tools."""
         base = self.base
-        return SessionEngine(
+        return Steps(
             journal=base.journal,
             client=self.client,
-            tools=self.tools,  # type: ignore[arg-type]
+            tools=self.tools,
             workspace=base.workspace,
             gates=lambda mode: AutoGate(),
-            mode="graph",
+            mode=Mode.GRAPH,
             task_facts=base.task_facts,
             limits=base.limits,
             model=base.model,
         )
 
     def _spent(self, ref: str) -> dict[str, Any]:
-        """Evaluations, tokens and dollars of the node's steps, from the journal (stored ones too)."""
-        steps = [f"{ref}/implement"] + [
-            f"{ref}/debug{k}" for k in range(1, self.base.limits.max_debug_attempts + 1)
-        ]
+        """Evaluations, tokens and dollars of the node's steps, from the journal (stored ones
+        too)."""
+        steps = node_steps(ref, self.base.limits.max_debug_attempts)
         recall = self.base.journal.recall
-        answers = [a for s in steps if (a := recall(f"{s}/llm", LlmAnswer)) is not None]
+        answers = [a for s in steps if (a := recall(keys.sub(s, "llm"), LlmAnswer)) is not None]
         return {
-            "evals": sum(recall(f"{s}/eval", EvaluationDone) is not None for s in steps),
+            "evals": sum(recall(keys.sub(s, "eval"), EvaluationDone) is not None for s in steps),
             "tokens": sum(a.tokens for a in answers),
             "cost_usd": sum(a.cost_usd or 0.0 for a in answers),
         }
+
+    def _set_status(self, status: SessionStatus) -> None:
+        self.base.store.update_session(self.base.session_id, status=status, mode=Mode.GRAPH)
 
     def _finish(self, reason: str) -> SearchOutcome:
         best = self.graph.best()
@@ -240,13 +255,12 @@ class Search:
         evaluations = sum(n.evals for n in self.graph.in_order())
         self.base.journal.emit(
             SessionEnded(
-                f"end/search/{len(self.graph)}/{evaluations}/{reason}",
+                keys.search_end(len(self.graph), evaluations, reason),
                 reason,
                 best.version_id if best else None,
                 best.score if best else None,
                 kind,
             )
         )
-        status = SESSION_STOPPED if self._stopping else DONE
-        self.base.store.update_session(self.base.session_id, status=status, mode="graph")
+        self._set_status(SessionStatus.STOPPED if self._stopping else SessionStatus.DONE)
         return SearchOutcome(reason, best, kind, len(self.graph), evaluations)

@@ -17,8 +17,8 @@ from maxkernel_tui.agents.builtin.errors import (
     CannotPlanError,
 )
 from maxkernel_tui.agents.llm.client import LLMClient
-from maxkernel_tui.agents.providers import build_provider
 from maxkernel_tui.agents.llm.types import Message, Request
+from maxkernel_tui.agents.providers import build_provider
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
 from maxkernel_tui.kernels.loader import builtin_suite_dir, load_task
 

@@ -14,8 +14,8 @@ from maxkernel_tui.agents.orchestration.events import (
     decode,
 )
 from maxkernel_tui.agents.roles.parsers import edge_proposals, parse_edge_cases
-from tests.agents.orchestration.conftest import DIAGNOSIS, GOOD, KERNELS, kernel, plan
 from tests.fakes.role_provider import RoleProvider
+from tests.support.engine import DIAGNOSIS, GOOD, KERNELS, kernel, plan
 
 CHUNKED = (
     KERNELS / "rmsnorm_fixed_chunk.py"
@@ -38,6 +38,7 @@ def events(store, session_id: str, cls: type) -> list:
     return [e for e in decoded if isinstance(e, cls)]
 
 
+@pytest.mark.slow  # the real harness validates and evaluates the edge cases
 @pytest.mark.asyncio
 async def test_an_edge_case_fails_the_first_kernel_and_is_kept_on_resume(open_on, store) -> None:
     provider = RoleProvider(

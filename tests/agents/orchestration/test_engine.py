@@ -23,10 +23,11 @@ from maxkernel_tui.agents.orchestration.gates import (
     ScriptedGate,
 )
 from maxkernel_tui.agents.roles.tunables import set_tunables
-from tests.agents.orchestration.conftest import BAD, DIAGNOSIS, GOOD, kernel, plan
 from tests.fakes.role_provider import RoleProvider
+from tests.support.engine import BAD, DIAGNOSIS, GOOD, kernel, plan
 
-pytestmark = pytest.mark.asyncio
+# the real harness and profiler in worker processes: tens of seconds per test
+pytestmark = [pytest.mark.asyncio, pytest.mark.slow]
 
 
 def kinds(store, session_id: str) -> list[str]:

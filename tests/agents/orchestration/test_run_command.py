@@ -13,11 +13,13 @@ from pathlib import Path
 import pytest
 
 from maxkernel_tui.store.db import Store
-from tests.agents.orchestration.conftest import BAD, DIAGNOSIS, GOOD, kernel, plan
 from tests.fakes.role_gemini import RoleGemini, ServedInThread
 from tests.fakes.role_provider import NO_EDGE_CASES
+from tests.support.cli_runs import KEY, command, finished
+from tests.support.engine import BAD, DIAGNOSIS, GOOD, kernel, plan
 
-KEY = "gemini-test-key-0123456789"
+# a CLI subprocess with the real harness and profiler in worker processes: minutes
+pytestmark = pytest.mark.slow
 
 
 def answers() -> dict[str, list[str]]:
@@ -28,26 +30,6 @@ def answers() -> dict[str, list[str]]:
         "profiler": [DIAGNOSIS, DIAGNOSIS],
         "tester": [NO_EDGE_CASES],
     }
-
-
-@pytest.fixture
-def env(tmp_path: Path, suite_cache: Path) -> dict[str, str]:
-    return dict(
-        os.environ,
-        HOME=str(tmp_path / "home"),
-        MAXKERNEL_TUI_DATA_DIR=str(tmp_path / "data"),
-        MAXKERNEL_TUI_CACHE_DIR=str(suite_cache),
-        GEMINI_API_KEY=KEY,
-        JAX_PLATFORMS="cpu",
-    )
-
-
-def command(*args: str) -> list[str]:
-    return [sys.executable, "-m", "maxkernel_tui.cli", *args]
-
-
-def finished(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run(args, env=env, capture_output=True, text=True, timeout=900, check=False)
 
 
 RUN = (
@@ -146,7 +128,7 @@ def test_a_killed_run_resumes_without_repeating_stored_calls(
 def test_ctrl_c_stops_cleanly_and_says_how_to_continue(env: dict[str, str], tmp_path: Path) -> None:
     with ServedInThread(RoleGemini(answers())) as server:
         env["GOOGLE_GEMINI_BASE_URL"] = server.url
-        # A process started from a background job inherits SIGINT ignored; a user's terminal does not.
+        # A process started from a background job inherits SIGINT ignored; a terminal does not.
         with_default_sigint = [
             sys.executable,
             "-c",

@@ -24,7 +24,7 @@ from maxkernel_tui.agents.search.graph import (
 from maxkernel_tui.agents.strategies import applicable
 from maxkernel_tui.commands.search import summary_table
 from maxkernel_tui.store.db import Store
-from tests.agents.search.conftest import GOOD, graph_from_events, graph_in_store
+from tests.support.engine import GOOD, graph_from_events, graph_in_store
 
 ESTIMATED = "estimated speedup vs XLA on v5e (model)"
 

@@ -7,7 +7,8 @@ import pytest
 
 from maxkernel_tui.agents.orchestration.events import EvaluationDone
 from maxkernel_tui.agents.search.graph import ACCEPTED, REJECTED, STOPPED
-from tests.agents.search.conftest import (
+from tests.fakes.role_provider import RoleProvider
+from tests.support.engine import (
     BAD,
     GOOD,
     graph_from_events,
@@ -15,9 +16,9 @@ from tests.agents.search.conftest import (
     kernel,
     variant,
 )
-from tests.fakes.role_provider import RoleProvider
 
-pytestmark = pytest.mark.asyncio
+# the real harness and profiler in worker processes: tens of seconds per test
+pytestmark = [pytest.mark.asyncio, pytest.mark.slow]
 
 
 def evaluations(store, session_id: str) -> int:

@@ -9,12 +9,18 @@ import os
 import signal
 import subprocess
 
-from maxkernel_tui.store.db import Store
-from tests.agents.orchestration.test_run_command import command, env, finished  # noqa: F401
-from tests.agents.search.conftest import graph_from_events, graph_in_store, variant
-from tests.fakes.role_gemini import RoleGemini, ServedInThread
+import pytest
 
-# parallel, two lines, budget 3: the root (1 evaluation), one node per line (2): 3 nodes, 3 evaluations
+from maxkernel_tui.store.db import Store
+from tests.fakes.role_gemini import RoleGemini, ServedInThread
+from tests.support.cli_runs import command, finished
+from tests.support.engine import graph_from_events, graph_in_store, variant
+
+# a CLI subprocess with the real harness and profiler in worker processes: minutes
+pytestmark = pytest.mark.slow
+
+# parallel, two lines, budget 3: the root (1 evaluation), one node per line (2): 3 nodes and
+# 3 evaluations
 SEARCH = (
     "search",
     "--task",
@@ -35,7 +41,7 @@ SEARCH = (
 )
 
 
-def test_a_killed_search_resumes_to_the_same_graph_and_writes_its_best(env, tmp_path) -> None:  # noqa: F811
+def test_a_killed_search_resumes_to_the_same_graph_and_writes_its_best(env, tmp_path) -> None:
     answers = {"implementer": [variant(256), variant(128), variant(512), variant(64)]}
     with ServedInThread(RoleGemini(answers)) as server:
         env["GOOGLE_GEMINI_BASE_URL"] = server.url

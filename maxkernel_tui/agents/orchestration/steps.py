@@ -1,0 +1,409 @@
+"""The step primitives of a session, in one place: propose (ask a role, decide at the gate), ask,
+decide, new version, evaluate, profile, debug, edge cases, and the engineer's interventions taken
+at step boundaries. The HITL/Auto loop (engine.py) and a search's expansion (search/expansion.py)
+drive them. No jax here.
+
+Every result that costs something (a model answer, a decision, an evaluation, a profile) is an
+event stored under the step's key (keys.py); a step that finds its event stored reuses it, which
+is what makes resuming a session cheap.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any, TypeVar
+
+from maxkernel_tui.agents.llm.errors import LLMError
+from maxkernel_tui.agents.orchestration import diffs, keys
+from maxkernel_tui.agents.orchestration.asking import ModelCalls, Parse
+from maxkernel_tui.agents.orchestration.events import (
+    DecisionMade,
+    EdgeCasesChosen,
+    ErrorRaised,
+    EvaluationDone,
+    Intervention,
+    ModeChanged,
+    Note,
+    ProfileDone,
+    ProposalMade,
+    SessionEvent,
+    StepStarted,
+    VersionCreated,
+)
+from maxkernel_tui.agents.orchestration.gates import (
+    APPROVE,
+    EDIT,
+    HANDOFF,
+    REJECT,
+    Decision,
+    Gate,
+    GateHolder,
+    Proposal,
+    Subject,
+)
+from maxkernel_tui.agents.orchestration.journal import Journal
+from maxkernel_tui.agents.orchestration.scoring import Score, estimated_score, measured_score
+from maxkernel_tui.agents.orchestration.tools import Client, ProfileResult, Tools
+from maxkernel_tui.agents.orchestration.workspace import Workspace
+from maxkernel_tui.agents.roles import parsers
+from maxkernel_tui.agents.roles.context import Failure, StepContext
+from maxkernel_tui.agents.roles.prompts import DEBUGGER, TESTER, Role
+from maxkernel_tui.kernels.evaluation.report import ACCEPTED, Check, EvalReport, format_check
+from maxkernel_tui.kernels.perf.summary import ProfileSummary
+from maxkernel_tui.store.rows import Mode, SessionStatus
+
+E = TypeVar("E", bound=SessionEvent)
+
+
+@dataclass(frozen=True)
+class LoopLimits:
+    max_iterations: int = 3
+    max_debug_attempts: int = 3  # debugger fixes per failing kernel
+    max_rejections: int = 5  # re-proposals of one step before it is given up
+    patience: int = 2  # iterations without a significant improvement before Auto stops
+    min_improvement: float = 0.02  # what counts as significant (relative)
+    target_score: float | None = None  # stop once the best score reaches it
+    tune_candidates: int = 6  # performance-model estimates per autotune
+    tune_evaluations: int = 1  # harness evaluations per autotune
+    # the tester proposes edge-case configurations after the first accepted kernel
+    edge_cases: bool = True
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+class StepGivenUp(Exception):
+    """A step's proposals were rejected more often than the limits allow."""
+
+
+def failure_of(report: EvalReport) -> Failure | None:
+    """The check that rejected the kernel, if one did."""
+    failed = report.failure
+    return None if failed is None else Failure(failed.name, failed.detail)
+
+
+def failure_text(report: EvalReport) -> str:
+    failure = failure_of(report)
+    return "no check decided" if failure is None else str(failure)
+
+
+def evaluation_text(report: EvalReport) -> str:
+    """The report as the agents read it."""
+    lines = [f"verdict: {report.verdict}"]
+    lines += [f"{c.status} {c.name}: {c.detail}" for c in report.checks]
+    lines += [t.label for t in report.timings]
+    return "\n".join(lines)
+
+
+class Steps:
+    """One line of work on a session: its current plan and kernel, and the steps that move it."""
+
+    def __init__(
+        self,
+        *,
+        journal: Journal,
+        client: Client,
+        tools: Tools,
+        workspace: Workspace,
+        gates: Callable[[str], Gate],
+        mode: str,
+        task_facts: str,
+        limits: LoopLimits = LoopLimits(),
+        model: str | None = None,
+    ) -> None:
+        self.journal, self.client, self.tools, self.workspace = journal, client, tools, workspace
+        self.store, self.session_id = journal.store, journal.session_id
+        self.task = tools.task
+        self._gate_for = gates  # mode -> the gate that decides in that mode
+        self.gates = GateHolder(gates(mode))
+        self.mode = mode
+        self.limits, self.model, self.task_facts = limits, model, task_facts
+        self.calls = ModelCalls(journal, client, self._emit, model)
+        self.plan = ""
+        self.kernel: str | None = None
+        self.version_id: int | None = None
+        self.step = ""
+        self.feedback: list[str] = []
+        self._queued: list[tuple[str, str]] = []  # interventions waiting for the next step boundary
+        self.last_report: EvalReport | None = None
+        self.last_profile: tuple[dict[str, Any] | None, str] = (None, "")
+        self.diagnosis: str | None = None
+        self._stopped = False
+
+    # -- what the UI calls ------------------------------------------------------------------
+
+    def hand_off(self, mode: str) -> None:
+        """Swap the gate now (a proposal waiting on the interactive gate is approved); the mode
+        change is logged at the next step boundary, like every intervention."""
+        self.gates.swap(self._gate_for(mode))
+        self._queued.append((Subject.MODE, mode))
+
+    def intervene(self, subject: str, content: str) -> None:
+        """The engineer's edit of the kernel or plan, or a chat message; taken at the next step."""
+        if subject not in (Subject.KERNEL, Subject.PLAN, Subject.MESSAGE):
+            raise ValueError(f"unknown intervention {subject!r}")
+        self._queued.append((subject, content))
+
+    # -- steps --------------------------------------------------------------------------------
+
+    async def propose(
+        self,
+        step: str,
+        role: Role,
+        subject: Subject,
+        parse: Parse,
+        previous: str,
+        *,
+        failure: Failure | None = None,
+        previous_attempts: tuple[str, ...] = (),
+    ) -> str:
+        """Ask `role`, show the proposal at the gate, and return what was decided on; a rejection
+        asks again with the reason."""
+        for attempt in range(self.limits.max_rejections + 1):
+            key = keys.retry(step, attempt)
+            self.take_interventions(key)
+            previous = self._current(subject) or previous
+            self.start(key, role)
+            ctx = replace(self.context(), failure=failure, previous_attempts=previous_attempts)
+            text = await self.calls.ask(key, role, ctx, parse)
+            decision = await self.decide(
+                key, Proposal(key, role, subject, text, previous, diffs.summary(previous, text))
+            )
+            if decision.action == REJECT:
+                self.feedback.append(
+                    f"{role}'s proposal was rejected: {decision.feedback or 'no reason given'}"
+                )
+                continue
+            # The engineer's edit is taken as written: the harness, not the parser, judges it.
+            return decision.content if decision.action == EDIT and decision.content else text
+        raise StepGivenUp(
+            f"{step}: {self.limits.max_rejections + 1} proposals rejected; the session stops here"
+        )
+
+    async def ask(self, key: str, role: Role, ctx: StepContext, parse: Parse) -> str:
+        return await self.calls.ask(key, role, ctx, parse)
+
+    async def decide(self, key: str, proposal: Proposal) -> Decision:
+        """The gate's decision on `proposal` (the stored one on replay); a hand-off approves."""
+        self._emit(ProposalMade(keys.sub(key, "proposal"), **asdict(proposal)))
+        stored = self.journal.recall(keys.sub(key, "decision"), DecisionMade)
+        if stored is None:
+            decision, by = await self.gates.decide(proposal)
+            stored = self._emit(
+                DecisionMade(
+                    keys.sub(key, "decision"),
+                    key,
+                    decision.action,
+                    decision.content,
+                    decision.feedback,
+                    decision.mode,
+                    by,
+                )
+            )
+        if stored.action == HANDOFF:
+            self.set_mode(key, stored.mode or Mode.AUTO)
+        action = APPROVE if stored.action == HANDOFF else stored.action
+        return Decision(action, stored.content, stored.feedback)
+
+    async def new_version(self, step: str, source: str, origin: str) -> EvalReport:
+        """Store `source` as the next kernel version, make it current, evaluate it."""
+        created = self.journal.recall(keys.sub(step, "version"), VersionCreated)
+        if created is None:
+            version = self.store.add_kernel_version(
+                self.session_id, source, self.plan, parent_id=self.version_id
+            )
+            created = self._emit(
+                VersionCreated(keys.sub(step, "version"), step, version.id, version.number, origin)
+            )
+        self.kernel, self.version_id = source, created.version_id
+        path = self.workspace.write(f"v{created.number}.py", source)
+        return await self.evaluate(step, path, created.version_id)
+
+    async def evaluate(self, step: str, path: Path, version_id: int) -> EvalReport:
+        """Evaluate the kernel at `path` (version `version_id`) with the harness, once per step."""
+        stored = self.journal.recall(keys.sub(step, "eval"), EvaluationDone)
+        if stored is not None:
+            self.last_report = stored.eval_report()
+            return self.last_report
+        loop = asyncio.get_running_loop()
+
+        def on_check(check: Check) -> None:  # from the harness's thread: log it on the loop
+            note = Note(keys.sub(step, f"check/{check.name}"), step, TESTER, format_check(check))
+            loop.call_soon_threadsafe(self._emit, note)
+
+        self.start(keys.sub(step, "test"), TESTER)
+        report = await self.tools.evaluate(path, on_check)
+        data = report.to_json()
+        self.store.record_evaluation(version_id, data)
+        failure = failure_of(report)
+        self._emit(
+            EvaluationDone(
+                keys.sub(step, "eval"),
+                step,
+                version_id,
+                report.verdict,
+                None if failure is None else str(failure),
+                data,
+            )
+        )
+        self.last_report = report
+        return report
+
+    async def debug(self, prefix: str, report: EvalReport, attempts: list[str]) -> EvalReport:
+        """The debugger fixes what the harness rejects, up to the limit of attempts (shared by all
+        the failures of one iteration; `attempts` keeps them)."""
+        while report.verdict != ACCEPTED and len(attempts) < self.limits.max_debug_attempts:
+            attempts.append(failure_text(report))
+            step = keys.debug(prefix, len(attempts))
+            fixed = await self.propose(
+                step,
+                DEBUGGER,
+                Subject.KERNEL,
+                parsers.parse_kernel,
+                self.kernel or "",
+                failure=failure_of(report),
+                previous_attempts=tuple(attempts[:-1]),
+            )
+            report = await self.new_version(step, fixed, DEBUGGER)
+        return report
+
+    async def edge_cases(self, step: str, report: EvalReport) -> EvalReport:
+        """The tester proposes edge-case configurations; the validated ones join every later
+        evaluation, and the accepted kernel is evaluated again with them (the new report)."""
+        self.start(step, TESTER)
+        chosen = self.journal.recall(keys.sub(step, "edges"), EdgeCasesChosen)
+        if chosen is None:  # a resumed session takes the validated ones as stored
+            chosen = await self._choose_edge_cases(step)
+        self.tools.set_extra_configs([(name, params) for name, params in chosen.accepted])
+        if not chosen.accepted or self.version_id is None:
+            return report
+        path = self.workspace.write(keys.file_name(step), self.kernel or "")
+        return await self.evaluate(step, path, self.version_id)
+
+    async def _choose_edge_cases(self, step: str) -> EdgeCasesChosen:
+        try:
+            text = await self.calls.ask(step, TESTER, self.context(), parsers.parse_edge_cases)
+        except LLMError as error:  # edge cases are extra checks: without them the session goes on
+            self._emit(ErrorRaised(keys.sub(step, "error"), step, TESTER, str(error)))
+            text = parsers.parse_edge_cases('{"configs": []}')
+        accepted, rejected = await self.tools.validate_edge_configs(parsers.edge_proposals(text))
+        lines = [f"edge case {name} {params}" for name, params in accepted]
+        lines += [f"rejected {r}" for r in rejected]
+        shown = "\n".join(lines) or "no edge cases proposed"
+        self._emit(Note(keys.sub(step, "note"), step, TESTER, shown))
+        pairs: list[list[Any]] = [[n, p] for n, p in accepted]
+        return self._emit(EdgeCasesChosen(keys.sub(step, "edges"), step, pairs, rejected))
+
+    async def profile(
+        self, step: str, source: str, version_id: int | None, report: EvalReport | None
+    ) -> tuple[Score, Score]:
+        """(the score the session ranks by, the performance model's estimate). Without a
+        `version_id` the kernel is only estimated (an autotune candidate)."""
+        stored = self.journal.recall(keys.sub(step, "profile"), ProfileDone)
+        if stored is None:
+            self.start(step, Role.PROFILER)
+            path = self.workspace.write(f"profiles/{keys.file_name(step)}", source)
+            result = await self.tools.profile(path, estimate_only=version_id is None)
+            stored = self._emit(self._profiled(step, version_id, report, result))
+        if version_id is not None:
+            self.last_profile = (stored.summary or None, stored.profile_text())
+        summary = stored.profile_summary()
+        estimate = Score(None, "") if summary is None else self._estimate(summary)
+        return Score(stored.score, stored.score_kind), estimate
+
+    def _profiled(
+        self, step: str, version_id: int | None, report: EvalReport | None, result: ProfileResult
+    ) -> ProfileDone:
+        summary = result.summary
+        score = (measured_score(report) if report else None) or (
+            Score(None, "no profile") if summary is None else self._estimate(summary)
+        )
+        data = {} if summary is None else summary.to_json()
+        if summary is not None and version_id is not None:
+            self.store.record_profile(version_id, data)
+        ref = keys.sub(step, "profile")
+        text = result.text
+        return ProfileDone(ref, step, version_id, score.value, score.kind, data, result.error, text)
+
+    def _estimate(self, summary: ProfileSummary) -> Score:
+        return estimated_score(summary, self.tools.target)
+
+    # -- state ----------------------------------------------------------------------------------
+
+    def take_interventions(self, key: str) -> None:
+        """Apply the engineer's edits and messages at this step boundary: stored ones on replay,
+        then any queued since."""
+        n = 0
+        while (stored := self.journal.recall(self._intervention(key, n), Intervention)) is not None:
+            self._apply(key, stored)
+            n += 1
+        while self._queued:
+            subject, content = self._queued.pop(0)
+            event = Intervention(self._intervention(key, n), key, subject, content)
+            self._apply(key, self._emit(event))
+            n += 1
+
+    @staticmethod
+    def _intervention(key: str, n: int) -> str:
+        return keys.sub(key, f"intervention{n}")
+
+    def _apply(self, key: str, intervention: Intervention) -> None:
+        if intervention.subject == Subject.MODE:
+            self.set_mode(key, intervention.content)
+        elif intervention.subject == Subject.PLAN:
+            self.plan = intervention.content
+        elif intervention.subject == Subject.KERNEL:
+            version = self.store.add_kernel_version(
+                self.session_id, intervention.content, self.plan, parent_id=self.version_id
+            )
+            self.kernel, self.version_id = intervention.content, version.id
+            self.feedback.append("the engineer edited the kernel: start from the current kernel")
+        else:
+            self.feedback.append(intervention.content)
+
+    def set_mode(self, key: str, mode: str) -> None:
+        if mode == self.mode:
+            return
+        if self.gates.gate.name != self._gate_for(mode).name:
+            self.gates.swap(self._gate_for(mode))
+        self.mode = mode
+        self._emit(ModeChanged(keys.sub(key, "mode"), key, mode))
+        self.store.update_session(self.session_id, mode=mode)
+
+    def set_status(self, status: SessionStatus) -> None:
+        """The session's status in the store (with its mode): only the engine writes it."""
+        self.store.update_session(self.session_id, status=status, mode=self.mode)
+
+    def _current(self, subject: str) -> str:
+        return self.plan if subject == Subject.PLAN else self.kernel or ""
+
+    def context(self) -> StepContext:
+        report = self.last_report
+        summary, text = self.last_profile
+        return StepContext(
+            task_dir=str(self.task.folder),
+            task_id=self.task.task_id,
+            target=self.tools.target,
+            iteration=keys.iteration_of(self.step),
+            task_facts=self.task_facts,
+            kernel=self.kernel,
+            plan=self.plan or None,
+            feedback=tuple(self.feedback[-8:]),
+            evaluation=None if report is None else evaluation_text(report),
+            profile=summary,
+            profile_text=text or None,
+            diagnosis=self.diagnosis,
+        )
+
+    def start(self, key: str, role: str) -> None:
+        self.step = key
+        iteration = keys.iteration_of(key)
+        self._emit(StepStarted(keys.sub(key, "start"), key, role, iteration, f"{role} ({key})"))
+
+    def _emit(self, event: E) -> E:
+        # once stopped, work still finishing in threads must not log into the session, which a
+        # resumed engine now owns
+        return event if self._stopped else self.journal.emit(event)

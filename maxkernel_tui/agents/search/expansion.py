@@ -1,0 +1,52 @@
+"""One search expansion, on the session's step primitives: the implementer applies a strategy to
+a parent kernel, the debugger fixes what the harness rejects, an accepted kernel is profiled.
+Its steps are keyed under the node (`n3/implement`, `n3/debug1`, `n3/profile`), so a resumed
+search reuses them. No jax here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from maxkernel_tui.agents.orchestration import keys
+from maxkernel_tui.agents.orchestration.gates import Subject
+from maxkernel_tui.agents.orchestration.steps import Steps, failure_text
+from maxkernel_tui.agents.roles import parsers
+from maxkernel_tui.agents.roles.prompts import IMPLEMENTER
+from maxkernel_tui.kernels.evaluation.report import ACCEPTED, REJECTED
+
+
+@dataclass(frozen=True)
+class Expansion:
+    """What one search expansion produced: the last kernel version and how it fared."""
+
+    version_id: int
+    source: str
+    verdict: str
+    score: float | None  # None when rejected or not scored
+    score_kind: str
+    failure: str | None
+
+
+def node_steps(node: str, max_debug_attempts: int) -> list[str]:
+    """The keys of every step of `node`'s expansion that can ask a model or evaluate."""
+    implement = keys.node_step(node, "implement")
+    return [implement] + [keys.debug(node, k) for k in range(1, max_debug_attempts + 1)]
+
+
+async def expand(steps: Steps, node: str, parent: str, plan: str, instruction: str) -> Expansion:
+    """Expand `node` from `parent` (a kernel's source, "" for none) and its `plan`, applying
+    `instruction` (a strategy); `steps` is a fresh line of work of the search's session."""
+    steps.kernel, steps.plan, steps.feedback = parent or None, plan, [instruction]
+    steps.version_id = None
+    implement = keys.node_step(node, "implement")
+    source = await steps.propose(
+        implement, IMPLEMENTER, Subject.KERNEL, parsers.parse_kernel, parent
+    )
+    report = await steps.new_version(implement, source, IMPLEMENTER)
+    report = await steps.debug(node, report, [])
+    assert steps.kernel is not None and steps.version_id is not None
+    if report.verdict != ACCEPTED:
+        return Expansion(steps.version_id, steps.kernel, REJECTED, None, "", failure_text(report))
+    profile = keys.node_step(node, "profile")
+    score, _ = await steps.profile(profile, steps.kernel, steps.version_id, report)
+    return Expansion(steps.version_id, steps.kernel, ACCEPTED, score.value, score.kind, None)

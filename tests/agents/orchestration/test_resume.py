@@ -1,0 +1,66 @@
+"""Resume on fake tools (no jax, milliseconds): a session stopped in the middle is marked stopped
+by the engine, and running it again repeats no stored model call, decision, evaluation or
+profile."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from maxkernel_tui.agents.orchestration.events import SessionEnded
+from maxkernel_tui.agents.orchestration.gates import ScriptedGate
+from maxkernel_tui.agents.roles.tunables import set_tunables
+from tests.fakes.role_provider import RoleProvider
+from tests.support.engine import (
+    BAD,
+    DIAGNOSIS,
+    GOOD,
+    Bench,
+    FakeTools,
+    StopAt,
+    events,
+    kernel,
+    plan,
+)
+
+pytestmark = pytest.mark.asyncio
+
+
+async def test_a_stopped_session_resumes_without_repeating_stored_work(bench: Bench) -> None:
+    first = RoleProvider(
+        {
+            "planner": [plan()],
+            "implementer": [kernel(BAD)],
+            "debugger": [kernel(GOOD)],
+            "profiler": [DIAGNOSIS],
+        }
+    )
+    gate = StopAt("i1/tune/apply0")  # after the profile and the autotune's estimates
+    engine = bench.engine(first, gate=gate, mode="hitl", tune_candidates=2)
+    running = asyncio.create_task(engine.run())
+    await asyncio.wait_for(gate.reached.wait(), 10)
+    running.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    store, session = bench.store, engine.session_id
+    assert store.session(session).status == "stopped"  # the engine said so, not its caller
+    paid = len(store.llm_calls(session))
+
+    second, again, tools = RoleProvider({}), ScriptedGate(), FakeTools()
+    resumed = bench.engine(
+        second, gate=again, mode="hitl", session_id=session, tools=tools, tune_candidates=2
+    )
+    outcome = await resumed.run()
+
+    assert second.requests == []  # every model answer was stored
+    assert [p.step for p in again.seen] == ["i1/tune/apply0"]  # only the undecided proposal
+    tuned = set_tunables(GOOD, {"BLOCK_ROWS": 512})
+    assert tools.evaluated == [tuned]  # the stored evaluations were not run again
+    assert tools.profiled == [(tuned, False)]  # nor the profile and the estimates
+    assert outcome.best is not None and outcome.best.source == tuned
+    assert len(events(store, session, SessionEnded)) == 1
+    refs = [e.payload["ref"] for e in store.events(session)]
+    assert len(refs) == len(set(refs))  # the replay wrote nothing twice
+    assert len(store.llm_calls(session)) == paid
+    assert store.session(session).status == "done"

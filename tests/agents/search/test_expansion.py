@@ -1,0 +1,142 @@
+"""Searches on fake tools (no jax, milliseconds): each algorithm expands to its evaluation budget,
+ranks only accepted kernels, and keeps the store and the events in agreement; an expansion debugs
+a rejected kernel; a cancelled search is marked stopped and resumes without redoing its nodes."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from maxkernel_tui.agents.orchestration.events import EvaluationDone
+from maxkernel_tui.agents.search.expansion import expand
+from maxkernel_tui.agents.search.graph import ACCEPTED, REJECTED, STOPPED
+from tests.fakes.role_provider import RoleProvider
+from tests.support.engine import (
+    BAD,
+    GOOD,
+    Bench,
+    FakeTools,
+    events,
+    graph_from_events,
+    graph_in_store,
+    kernel,
+    rejected,
+    variant,
+)
+
+pytestmark = pytest.mark.asyncio
+
+
+@pytest.mark.parametrize(
+    "algorithm, shape, first, budget",
+    [
+        # the beam's first kernel fails TPU lowering and the debugger fixes it: two evaluations
+        ("beam", {"width": 2, "branches": 2}, kernel(BAD), 3),
+        ("parallel", {"width": 2}, variant(256), 2),
+        ("evolve", {"population": 4, "islands": 2}, variant(256), 2),
+    ],
+    ids=["beam", "parallel", "evolve"],
+)
+async def test_a_search_runs_to_its_budget_and_ranks_only_accepted_kernels(
+    bench: Bench, algorithm: str, shape: dict[str, int], first: str, budget: int
+) -> None:
+    provider = RoleProvider(
+        {
+            "implementer": [first, variant(128), variant(512), variant(64), variant(32)],
+            "debugger": [kernel(GOOD)] * 4,
+        }
+    )
+    search = bench.search(
+        provider, algorithm=algorithm, depth=4, max_evals=budget, llm_concurrency=2, **shape
+    )
+    outcome = await search.run()
+
+    store, session = bench.store, search.base.session_id
+    assert outcome.reason == f"evaluation budget spent ({budget}/{budget})"
+    assert len(events(store, session, EvaluationDone)) == budget == outcome.evaluations
+    nodes = search.graph.in_order()
+    assert nodes[0].status == ACCEPTED and nodes[0].evals == budget - 1
+    assert any(n.status == STOPPED for n in nodes)  # a node that found no evaluation left
+    ranked = search.graph.ranked()
+    assert ranked and all(
+        n.status == ACCEPTED and n.score_kind == outcome.score_kind for n in ranked
+    )
+    assert outcome.best is ranked[0] and "estimated" in outcome.score_kind
+    assert not any(n.status == REJECTED for n in ranked)
+    assert graph_from_events(store, session) == graph_in_store(store, session)
+    assert store.session(session).status == "done"
+
+
+@pytest.mark.parametrize("algorithm", ["parallel", "beam", "evolve"])
+async def test_each_algorithm_grows_the_graph_round_by_round_to_its_depth(
+    bench: Bench, algorithm: str
+) -> None:
+    rows = [8, 16, 32, 64, 128, 512, 1024, 2048, 4096, 8192] * 3
+    provider = RoleProvider({"implementer": [variant(r) for r in [256, *rows]]})
+    search = bench.search(provider, algorithm=algorithm, depth=2, width=2, population=2)
+    outcome = await search.run()
+
+    assert outcome.reason == "depth 2 reached"
+    rounds = {n.round for n in search.graph.in_order()}
+    assert rounds == {0, 1, 2}
+    assert all(len(n.parents) >= 1 for n in search.graph.in_order() if n.round > 0)
+    assert outcome.best is not None and outcome.best.status == ACCEPTED
+
+
+async def test_an_expansion_debugs_what_the_harness_rejects(bench: Bench) -> None:
+    provider = RoleProvider({"implementer": [kernel(BAD)], "debugger": [kernel(GOOD)]})
+    engine = bench.engine(provider, mode="graph", max_debug_attempts=1)
+    done = await expand(engine, "n4", "", "plan", "write a first kernel")
+    assert done.verdict == "accepted" and done.source == GOOD and done.score == 1.0
+    assert [e.step for e in events(bench.store, engine.session_id, EvaluationDone)] == [
+        "n4/implement",
+        "n4/debug1",
+    ]
+    assert "write a first kernel" in provider.prompts("implementer")[0]
+
+
+async def test_an_expansion_that_stays_rejected_says_why(bench: Bench) -> None:
+    tools = FakeTools(judge=lambda source, tools: rejected("numerics", "max error 3.0"))
+    provider = RoleProvider({"implementer": [kernel(GOOD)], "debugger": [kernel(GOOD)]})
+    engine = bench.engine(provider, mode="graph", max_debug_attempts=1, tools=tools)
+    done = await expand(engine, "n1", GOOD, "plan", "grow the blocks")
+    assert done.verdict == "rejected" and done.score is None
+    assert done.failure == "numerics: max error 3.0"
+    assert tools.profiled == []  # a rejected kernel is not profiled
+
+
+async def test_a_cancelled_search_is_stopped_and_resumes_without_redoing_nodes(
+    bench: Bench,
+) -> None:
+    hanging = asyncio.Event()
+
+    class Hangs(RoleProvider):
+        """Answers the root and the first round's two nodes, then waits for ever."""
+
+        async def stream(self, request):  # type: ignore[no-untyped-def]
+            if len(self.requests) == 3:
+                hanging.set()
+                await asyncio.Event().wait()
+            async for chunk in super().stream(request):
+                yield chunk
+
+    answers = {"implementer": [variant(r) for r in (256, 128, 512)]}
+    search = bench.search(Hangs(answers), algorithm="parallel", width=2, depth=2)
+    running = asyncio.create_task(search.run())
+    await asyncio.wait_for(hanging.wait(), 10)
+    running.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    store, session = bench.store, search.base.session_id
+    assert store.session(session).status == "stopped"
+    done_before = {n.ref for n in search.graph.in_order() if n.final}
+
+    second = RoleProvider({"implementer": [variant(r) for r in (64, 32, 1024)]})
+    resumed = bench.search(second, session_id=session, algorithm="parallel", width=2, depth=2)
+    outcome = await resumed.run()
+
+    assert outcome.reason == "depth 2 reached" and len(resumed.graph) == 5
+    asked = len(second.requests)
+    assert asked == 5 - len(done_before)  # one model call per node not finished before
+    assert store.session(session).status == "done"
