@@ -32,7 +32,7 @@ from maxkernel_tui.config import Settings
 from maxkernel_tui.kernels.evaluation.harness import Harness
 from maxkernel_tui.kernels.task import Task
 from maxkernel_tui.store.db import Store
-from maxkernel_tui.store.rows import HITL, STOPPED, KernelVersion
+from maxkernel_tui.store.rows import HITL, KernelVersion
 
 DRAW_INTERVAL_S = 0.1  # what the session did is delivered at most this often
 AgentUpdate = SessionEvent | Proposal  # a proposal: it waits for the engineer's decision
@@ -141,9 +141,7 @@ class AgentLink:
         assert self.running is not None
         self.running.cancel()
         with contextlib.suppress(asyncio.CancelledError):
-            await self.running
-        if self.session_id:
-            self.store.update_session(self.session_id, status=STOPPED)
+            await self.running  # the engine marks the session stopped
         return True
 
     def decide(self, decision: Decision) -> bool:
