@@ -1,40 +1,16 @@
-"""What the screen tests share: the kernels and model answers their fake agents give, and readers
-of the workbench's status and activity for a failing wait.
-
-The kernels and answers are the ones the engine and search tests script (the same files and
-text), kept here so that no test module imports another."""
+"""What the screen tests share: readers of the workbench's status and activity for a failing
+wait, and the kernels and model answers their fake agents give (the engine tests' own, from
+tests/support/engine.py)."""
 
 from __future__ import annotations
 
 from textual.app import App
 from textual.widgets import Log, Static
 
-from maxkernel_tui.agents.roles.tunables import set_tunables
-from tests.support.paths import KERNELS
+from tests.support.engine import DIAGNOSIS, GOOD, kernel, plan, variant
 
-GOOD = (KERNELS / "agent" / "rmsnorm_tunable.py").read_text()
-DIAGNOSIS = "Memory-bound at the estimated share of roofline.\nNext: larger row blocks.\n"
-
-
-def plan(note: str = "") -> str:
-    """A planner's answer: a plan for the RMSNorm task, with `note` in its first line."""
-    return (
-        f"Row blocks of BLOCK_ROWS rows with the full hidden dimension. {note}\n\n"
-        "## Tiling\nRows in blocks of 256, hidden 8192 whole.\n\n"
-        "## Grid\n(rows // 256,), parallel.\n\n"
-        "## Memory\nx block in VMEM, double-buffered: 2 x 256 x 8192 x 2 B.\n\n"
-        "## Expected bound\nMemory: one read and one write of x.\n"
-    )
-
-
-def kernel(source: str) -> str:
-    """An implementer's answer carrying `source`."""
-    return f"Here is the kernel.\n```python\n{source}```\n"
-
-
-def variant(rows: int) -> str:
-    """The good kernel with another row block: another kernel, another estimate."""
-    return kernel(set_tunables(GOOD, {"BLOCK_ROWS": rows}))
+__all__ = ["DIAGNOSIS", "GOOD", "kernel", "palette_offers", "plan", "status", "variant"]
+__all__ += ["workbench_state"]
 
 
 def status(app: App[object]) -> str:

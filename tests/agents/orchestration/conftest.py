@@ -1,6 +1,5 @@
 """Fixtures of the engine tests: the fast ones run on `bench` (fake tools, no jax); the slow
-ones open real sessions (`open_on`). The kernels and answers come from tests/support/engine.py
-(re-exported here for the screen tests that still import them from this module)."""
+ones open real sessions (`open_on`). The kernels and answers are in tests/support/engine.py."""
 
 from __future__ import annotations
 
@@ -11,11 +10,10 @@ import pytest
 
 from maxkernel_tui.store.db import Store
 from tests.support.cli_runs import env
-from tests.support.engine import BAD, DIAGNOSIS, GOOD, KERNELS, Bench, kernel, plan
+from tests.support.engine import Bench
 from tests.support.sessions import open_on, rmsnorm, settings, store
 
-__all__ = ["BAD", "DIAGNOSIS", "GOOD", "KERNELS", "kernel", "plan"]
-__all__ += ["env", "open_on", "rmsnorm", "settings", "store"]
+__all__ = ["env", "open_on", "rmsnorm", "settings", "store"]  # fixtures, shared with the search
 
 
 @pytest.fixture

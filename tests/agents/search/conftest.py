@@ -1,8 +1,7 @@
 """Fixtures of the search tests: the fast ones run on `bench` (fake tools, no jax); the slow ones
 open real searches on 12p_RMSNorm (`open_search_on`), with a provider that answers each role from
 its own queue. Kernels differ by their row block, so they are distinct kernels with distinct
-estimated speedups. Shared code comes from tests/support (re-exported here for the screen tests
-that still import it from this module)."""
+estimated speedups. Shared code comes from tests/support."""
 
 from __future__ import annotations
 
@@ -18,19 +17,10 @@ from maxkernel_tui.config import Settings
 from maxkernel_tui.kernels.task import Task
 from maxkernel_tui.store.db import Store
 from tests.support.cli_runs import env
-from tests.support.engine import (
-    BAD,
-    GOOD,
-    Bench,
-    graph_from_events,
-    graph_in_store,
-    kernel,
-    variant,
-)
+from tests.support.engine import Bench
 from tests.support.sessions import rmsnorm, settings, store
 
-__all__ = ["BAD", "GOOD", "graph_from_events", "graph_in_store", "kernel", "variant"]
-__all__ += ["env", "rmsnorm", "settings", "store"]
+__all__ = ["env", "rmsnorm", "settings", "store"]  # fixtures
 
 
 @pytest.fixture
