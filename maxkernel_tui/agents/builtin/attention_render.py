@@ -3,7 +3,8 @@
 Grid (batch, query head, query block, key block) with the key blocks innermost and "arbitrary";
 a query head reads key head h // group. Under a causal mask, key blocks wholly above the
 diagonal are neither fetched (their index map clamps to the last block needed) nor computed,
-and only blocks crossing the diagonal build the mask.
+and only blocks crossing the diagonal build the mask. The kernel's steps come from the real
+code in pieces/attention.py.
 """
 
 from __future__ import annotations
@@ -14,16 +15,11 @@ import numpy as np
 
 from maxkernel_tui.agents.builtin import source_parts as parts
 from maxkernel_tui.agents.builtin.attention import AttentionSpec
+from maxkernel_tui.agents.builtin.pieces import attention as steps
+from maxkernel_tui.agents.builtin.pieces import body_lines, function_source
 from maxkernel_tui.agents.builtin.primitives import dtype_source
 from maxkernel_tui.agents.builtin.program import Program
 from maxkernel_tui.agents.builtin.tunables import Tunables
-
-_LAST_KV_BLOCK = '''\
-def _last_kv_block(q_block, block_q, block_k):
-    """The last key block a query block needs under the causal mask."""
-    # lax.div: both operands are non-negative, and `//` on traced integers lowers through sign.
-    return jax.lax.div(q_block * block_q + block_q - 1, block_k)
-'''
 
 
 def render_attention(spec: AttentionSpec, program: Program, tunables: Tunables) -> str:
@@ -42,7 +38,7 @@ def render_attention(spec: AttentionSpec, program: Program, tunables: Tunables) 
             f'"""\n    return logits.astype(LOGITS_DTYPE).astype(jnp.float32)\n'
         )
     if spec.causal:
-        sections.append(_LAST_KV_BLOCK)
+        sections.append(function_source(steps._last_kv_block))
     sections += [_kernel(spec, rounds), _computation(spec, program)]
     return "\n\n".join(section.rstrip("\n") + "\n" for section in sections)
 
@@ -101,19 +97,16 @@ def _kernel(spec: AttentionSpec, rounds: bool) -> str:
         + (["bias_ref"] if spec.bias is not None else [])
         + ["o_ref", "max_ref", "sum_ref", "acc_ref"]
     )
-    steps = [
-        "logits = jax.lax.dot_general(",
-        "    q_ref[...], k_ref[...], (((1,), (1,)), ((), ())), preferred_element_type=jnp.float32)",
-    ]
+    logits = body_lines(steps.block_logits, 0)
     if rounds:
-        steps.append("logits = _as_reference_logits(logits)")
+        logits.append("logits = _as_reference_logits(logits)")
     if spec.scale is not None:
-        steps.append(
+        logits.append(
             "logits = _as_reference_logits(logits * SCALE)" if rounds else "logits = logits * SCALE"
         )
     if spec.bias is not None:
         added = "logits + bias_ref[...].astype(jnp.float32)"
-        steps.append(f"logits = _as_reference_logits({added})" if rounds else f"logits = {added}")
+        logits.append(f"logits = _as_reference_logits({added})" if rounds else f"logits = {added}")
     lines = [
         f"def _attention_kernel({', '.join(refs)}, *, block_q, block_k):",
         '    """One query block against one key block: update the running max, sum and output."""',
@@ -121,31 +114,14 @@ def _kernel(spec: AttentionSpec, rounds: bool) -> str:
         "",
         "    @pl.when(kj == 0)",
         "    def _start_row_block():",
-        "        max_ref[...] = jnp.full_like(max_ref, -jnp.inf)",
-        "        sum_ref[...] = jnp.zeros_like(sum_ref)",
-        "        acc_ref[...] = jnp.zeros_like(acc_ref)",
+        *body_lines(steps.start_statistics, 8),
         "",
     ]
     lines += ["    def _attend(masked):" if spec.causal else "    def _attend():"]
-    lines += [f"        {step}" for step in steps]
+    lines += [f"        {line}" for line in logits]
     if spec.causal:
-        lines += [
-            "        if masked:",
-            "            rows = qi * block_q + jax.lax.broadcasted_iota(jnp.int32, logits.shape, 0)",
-            "            cols = kj * block_k + jax.lax.broadcasted_iota(jnp.int32, logits.shape, 1)",
-            "            logits = jnp.where(cols <= rows, logits, MASK_VALUE)",
-        ]
-    lines += [
-        "        previous = max_ref[...]",
-        "        current = jnp.maximum(previous, jnp.max(logits, axis=1, keepdims=True))",
-        "        rescale = jnp.exp(previous - current)",
-        "        weights = jnp.exp(logits - current)",
-        "        sum_ref[...] = rescale * sum_ref[...] + jnp.sum(weights, axis=1, keepdims=True)",
-        "        acc_ref[...] = rescale * acc_ref[...] + jnp.dot(",
-        "            weights.astype(v_ref.dtype), v_ref[...], preferred_element_type=jnp.float32)",
-        "        max_ref[...] = current",
-        "",
-    ]
+        lines += ["        if masked:", *body_lines(steps.causal_mask, 12)]
+    lines += [*body_lines(steps.online_softmax_step, 8), ""]
     if spec.causal:
         lines += [
             "    # Blocks wholly below the diagonal need no mask; blocks wholly above it are skipped.",
@@ -161,7 +137,7 @@ def _kernel(spec: AttentionSpec, rounds: bool) -> str:
         "",
         "    @pl.when(kj == last)",
         "    def _finish_row_block():",
-        "        o_ref[...] = (acc_ref[...] / sum_ref[...]).astype(o_ref.dtype)",
+        *body_lines(steps.finish_output, 8),
     ]
     return "\n".join(lines) + "\n"
 
