@@ -82,7 +82,12 @@ def answer(step: StepContext, cache: DraftCache) -> str:
 def plan_markdown(drafts: TaskDrafts, step: StepContext) -> str:
     best = drafts.drafts[0]
     kernels, io_bytes = analyse_source(best.source, drafts.task)
-    found = estimate(kernels, TARGETS[drafts.target], drafts.reference_cost, io_bytes=io_bytes)
+    found = estimate(
+        [k.to_json() for k in kernels],
+        TARGETS[drafts.target],
+        drafts.reference_cost,
+        io_bytes=io_bytes,
+    )
     lines = [
         f"# Plan: {best.family}",
         "",
@@ -102,21 +107,22 @@ def plan_markdown(drafts: TaskDrafts, step: StepContext) -> str:
         "",
     ]
     lines += [
-        f"- kernel {i} `{k['name']}`: "
-        + "; ".join(f"{b['role']} {tuple(b['shape'])} {b['dtype']}" for b in k["blocks"])
+        f"- kernel {i} `{k.name}`: "
+        + "; ".join(f"{b.role} {tuple(b.shape)} {b.dtype}" for b in k.blocks)
         for i, k in enumerate(kernels)
     ]
     lines += ["", "## Grid", ""]
     lines += [
-        f"- kernel {i}: grid {tuple(k['grid'])}, dimension semantics "
-        f"{tuple(k['dimension_semantics']) if k['dimension_semantics'] else 'unstated'}, {k['steps']} steps"
+        f"- kernel {i}: grid {tuple(k.grid)}, dimension semantics "
+        f"{tuple(k.dimension_semantics) if k.dimension_semantics else 'unstated'}, "
+        f"{k.steps} steps"
         for i, k in enumerate(kernels)
     ]
     lines += ["", "## Memory", ""]
     lines += [
-        f"- kernel {i}: VMEM footprint {k['vmem_bytes'] / 2**20:.1f} MiB (double-buffered blocks and "
-        f"scratch) of the {found.vmem_capacity / 2**20:.0f} MiB on {drafts.target}; "
-        f"{k['hbm_bytes'] / 1e9:.3g} GB moved from and to HBM"
+        f"- kernel {i}: VMEM footprint {k.vmem_bytes / 2**20:.1f} MiB (double-buffered blocks "
+        f"and scratch) of the {found.vmem_capacity / 2**20:.0f} MiB on {drafts.target}; "
+        f"{k.hbm_bytes / 1e9:.3g} GB moved from and to HBM"
         for i, k in enumerate(kernels)
     ]
     lines += [

@@ -59,15 +59,17 @@ def recognise_attention(program: Program, task: Task) -> AttentionSpec:
         for o in second.inputs
         if not _depends_on(o, first, producers)
     ]
-    if None in scores or len(values) != 1 or values[0] is None or len(set(scores + values)) != 3:
+    query, key = scores
+    value = values[0] if len(values) == 1 else None
+    if query is None or key is None or value is None or len({query, key, value}) != 3:
         raise CannotPlan("not attention: the matmuls do not read three distinct inputs")
     seq = _repeated_dim(first.outputs[0].shape)
-    seq_first = _seq_first(program, [*scores, values[0]], seq)
-    bias = _bias(program, chain, producers, {*scores, values[0]})
+    seq_first = _seq_first(program, [query, key, value], seq)
+    bias = _bias(program, chain, producers, {query, key, value})
     base = AttentionSpec(
-        scores[0],
-        scores[1],
-        values[0],
+        query,
+        key,
+        value,
         bias,
         seq_first,
         _uses_iota(program),

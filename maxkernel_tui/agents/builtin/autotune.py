@@ -21,7 +21,7 @@ from maxkernel_tui.agents.builtin.tunables import CHOICES, Tunables
 from maxkernel_tui.kernels import aot
 from maxkernel_tui.kernels import reference_runtime as runtime
 from maxkernel_tui.kernels.perf.model import Estimate, estimate, minimal_io_bytes
-from maxkernel_tui.kernels.perf.pallas_analysis import analyze
+from maxkernel_tui.kernels.perf.pallas_analysis import KernelAnalysis, analyze
 from maxkernel_tui.kernels.targets import TARGETS
 from maxkernel_tui.kernels.task import Task
 
@@ -42,7 +42,7 @@ class TuneResult:
     trials: list[Trial]
 
 
-def analyse_source(source: str, task: Task) -> tuple[list[dict[str, Any]], int]:
+def analyse_source(source: str, task: Task) -> tuple[list[KernelAnalysis], int]:
     """The static analysis of each `pallas_call` of a kernel file at the task's bench shapes, and
     the least bytes any implementation moves (the file is ours: it runs in this process, traced
     only, never executed)."""
@@ -51,7 +51,7 @@ def analyse_source(source: str, task: Task) -> tuple[list[dict[str, Any]], int]:
     reference = runtime.load_reference(task)
     specs, static, outputs = runtime.io_specs(task, reference, task.configs[0])
     traced = jax.make_jaxpr(lambda *dynamic: module.computation(*dynamic, *static))(*specs)
-    return [k.to_json() for k in analyze(traced)], minimal_io_bytes(specs, outputs)
+    return analyze(traced), minimal_io_bytes(specs, outputs)
 
 
 def estimate_source(
@@ -62,7 +62,9 @@ def estimate_source(
 ) -> Estimate:
     """The model's estimate for a kernel file at the task's bench shapes."""
     kernels, io_bytes = analyse_source(source, task)
-    return estimate(kernels, TARGETS[target], reference_cost, io_bytes=io_bytes)
+    return estimate(
+        [k.to_json() for k in kernels], TARGETS[target], reference_cost, io_bytes=io_bytes
+    )
 
 
 def reference_cost(task: Task, target: str = DEFAULT_TARGET) -> dict[str, Any] | None:
@@ -109,7 +111,9 @@ def autotune(
         raise CannotPlan(
             f"no block sizes give a kernel that fits VMEM at bench shapes{': ' + errors if errors else ''}"
         )
-    return TuneResult(best, trials[best].estimate, list(trials.values()))
+    found = trials[best].estimate
+    assert found is not None  # its score is finite
+    return TuneResult(best, found, list(trials.values()))
 
 
 def _trial(render: Callable[[Tunables], str], task: Task, tunables: Tunables, target: str) -> Trial:

@@ -112,7 +112,7 @@ def draft_candidates(
 
 def _stage_kernel_plan(plan: Plan) -> KernelPlan:
     matmuls = [stage.matmul for stage in plan.stages if isinstance(stage, MatmulStage)]
-    knobs = ("block_rows",)
+    knobs: tuple[str, ...] = ("block_rows",)
     knobs += ("block_cols",) if any(not stage.full_cols for stage in plan.stages) else ()
     knobs += ("block_depth",) if matmuls else ()
     narrow = any(np.dtype(matmul.lhs.dtype).itemsize < 4 for matmul in matmuls)

@@ -196,7 +196,7 @@ class _Emitter:
             return
         value = self._operand(eqn.inputs[0])
         var = eqn.outputs[0]
-        if all(eqn.inputs[0].shape[a].is_one() for a in eqn.params["axes"]):
+        if eqn.reduces_unit_axes_only:
             self._alias(var, eqn.inputs[0])  # over size-1 axes only: nothing to reduce
             return
         function = REDUCTIONS[eqn.primitive]

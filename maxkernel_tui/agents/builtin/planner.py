@@ -55,6 +55,11 @@ class Plan:
     relayouts: list[Eqn] = field(default_factory=list)
 
     @property
+    def outputs(self) -> list[Var]:
+        """The program's results (a plan exists only when none of them is a constant)."""
+        return [o for o in self.program.outputs if isinstance(o, Var)]
+
+    @property
     def family(self) -> str:
         if len(self.stages) > 1:
             return f"multi-stage ({'+'.join(s.label for s in self.stages)})"
@@ -155,30 +160,29 @@ class _Planner:
                     self._place(self.producer[operand], stage)
         for operand in eqn.inputs:
             if isinstance(operand, Var) and operand not in stage.kinds:
-                stage.kinds[operand] = classify(operand.shape, stage.frame)
+                _classify_into(stage, operand)
         for output in eqn.outputs:
-            stage.kinds[output] = classify(output.shape, stage.frame)
+            _classify_into(stage, output)
             self.stage_of[output] = stage
         stage.eqns.append(eqn)
 
     def _fits(self, eqn: Eqn, stage: Stage) -> bool:
         """Whether the equation can run inside `stage`: every operand has a kind there, and the
         operation maps those kinds onto the kind of its result."""
-        operands = [self._kind_in(o, stage) for o in eqn.inputs]
+        found = [self._kind_in(o, stage) for o in eqn.inputs]
+        operands = [k for k in found if k is not None]
         result = classify(eqn.outputs[0].shape, stage.frame)
-        if result is None or any(k is None for k in operands) or len(eqn.outputs) != 1:
+        if result is None or len(operands) != len(found) or len(eqn.outputs) != 1:
             return False
         source = operands[0]
-        if eqn.primitive in REDUCTIONS and not all(
-            eqn.inputs[0].shape[a].is_one() for a in eqn.params["axes"]
-        ):
+        if eqn.primitive in REDUCTIONS and not eqn.reduces_unit_axes_only:
             if stage.reduces_rows:
                 return reduces_rows(source, result)
             return _reduction_allowed(eqn.primitive, source, result)
         if stage.reduces_rows and result.spans_rows:
             return False  # a column-reduction stage yields only what is left once rows are reduced
         if is_elementwise(eqn.primitive, len(eqn.inputs)):
-            joined = join([k for k in operands if k is not None])
+            joined = join(operands)
             return joined is not None and same_layout(joined, result)
         if eqn.primitive in REDUCTIONS:
             return same_layout(source, result)
@@ -242,7 +246,7 @@ class _Planner:
                 True,
             )
         if not batch and rhs in self.producer and self.producer[rhs].primitive == "transpose":
-            rhs, transposed = self.producer[rhs].inputs[0], not transposed
+            rhs, transposed = self.producer[rhs].source, not transposed
         out = eqn.outputs[0]
         frame = Frame(
             tuple(out.shape[:batch]),
@@ -299,7 +303,7 @@ class _Planner:
             "squeeze",
             "expand_dims",
         ):
-            var = self.producer[var].inputs[0]
+            var = self.producer[var].source
         return var
 
     # -- stages and their operands -----------------------------------------------------------
@@ -332,7 +336,7 @@ class _Planner:
             raise CannotPlan("a value of the reference comes from nowhere the agent can follow")
         if self._relaid_later(var):
             transpose = self.producer.pop(var)
-            self._materialize(transpose.inputs[0])
+            self._materialize(transpose.source)
             self.relayouts.append(transpose)
             self.relaid.add(var)
             return
@@ -361,14 +365,14 @@ class _Planner:
                 root = self.storage.get(var, var)
                 needed_later[root] = root
         for transpose in self.relayouts:
-            root = self.storage.get(transpose.inputs[0], transpose.inputs[0])
+            root = self.storage.get(transpose.source, transpose.source)
             needed_later[root] = root
         for stage in self.stages:
             stage.outputs = [
                 v for key, v in needed_later.items() if self.stage_of.get(key) is stage
             ]
             for var in stage.outputs:
-                kind = stage.kinds[var]
+                kind = stage.kinds[var]  # every result a stage computes has a kind there
                 if kind.spans_rows == stage.reduces_rows:
                     raise CannotPlan(
                         f"a {kind.name} result of shape {_shape(var)} would need every row of a "
@@ -380,11 +384,19 @@ class _Planner:
                     )
         for stage in self.stages:
             for var in stage.inputs:
-                kind = stage.kinds.get(var)
-                if kind is None or kind.name == GROUP_ROW:
+                held = stage.kinds.get(var)
+                if held is None or held.name == GROUP_ROW:
                     raise CannotPlan(
                         f"a stage input of shape {_shape(var)} does not fit the stage's tiling"
                     )
+
+
+def _classify_into(stage: Stage, var: Var) -> None:
+    """Note the kind of `var` in `stage`; one that fits no kind there is caught when the stages
+    are connected (a stage input without a kind does not fit its tiling)."""
+    kind = classify(var.shape, stage.frame)
+    if kind is not None:
+        stage.kinds[var] = kind
 
 
 def reduces_rows(source: Kind, result: Kind) -> bool:

@@ -83,6 +83,21 @@ class Eqn:
     outputs: list[Var]
     params: dict[str, Any]
 
+    @property
+    def source(self) -> Var:
+        """The value a view or transpose is of (constants are folded before they get one)."""
+        operand = self.inputs[0]
+        assert isinstance(operand, Var), f"`{self.primitive}` of a constant"
+        return operand
+
+    @property
+    def reduces_unit_axes_only(self) -> bool:
+        """For a reduction: whether it is over size-1 axes only (nothing to reduce)."""
+        source = self.inputs[0]
+        return isinstance(source, Var) and all(
+            source.shape[axis].is_one() for axis in self.params["axes"]
+        )
+
 
 @dataclass
 class Program:
@@ -247,8 +262,9 @@ class _Builder:
             and inputs[0].bench == inputs[0].check
         ):
             return [inputs[1 + int(inputs[0].bench)]]
-        if all(isinstance(i, Literal) for i in inputs) and _scalar_outputs(eqn_b):
-            return self._fold(eqn_b, eqn_c, inputs)
+        literals = [i for i in inputs if isinstance(i, Literal)]
+        if len(literals) == len(inputs) and _scalar_outputs(eqn_b):
+            return self._fold(eqn_b, eqn_c, literals)
         conv = self._plain_conv_output(eqn_b, inputs) if name == "conv_general_dilated" else None
         outputs = (
             [conv]
@@ -322,10 +338,9 @@ class _Builder:
 
     def _operand(self, env: dict[Any, Operand], var_b: Any, var_c: Any) -> Operand:
         if isinstance(var_b, core.Literal):
+            aval: Any = var_b.aval  # a ShapedArray: jax types it as any abstract value
             return Literal(
-                np.asarray(var_b.val).item(),
-                np.asarray(var_c.val).item(),
-                np.dtype(var_b.aval.dtype),
+                np.asarray(var_b.val).item(), np.asarray(var_c.val).item(), np.dtype(aval.dtype)
             )
         return env[var_b]
 

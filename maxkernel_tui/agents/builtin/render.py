@@ -12,7 +12,6 @@ import re
 import textwrap
 from dataclasses import dataclass
 
-
 from maxkernel_tui.agents.builtin import source_parts as parts
 from maxkernel_tui.agents.builtin.dims import Dim
 from maxkernel_tui.agents.builtin.epilogue import GROUP_HELPER, KernelBody, emit_body
@@ -89,9 +88,11 @@ class _Writer:
         ]
         if GROUP_HELPER in self.helpers:
             helpers.append(parts.GROUP_TOTALS)
-        standard = (["functools"] if any("functools.partial" in s for s in stages) else []) + (
-            ["math"] if GROUP_HELPER in self.helpers else []
-        )
+        uses = {
+            "functools": any("functools.partial" in s for s in stages),
+            "math": GROUP_HELPER in self.helpers,
+        }
+        standard = [module for module, used in uses.items() if used]
         sections = [
             self._docstring() + "\n" + parts.imports(standard),
             self._tunables() + "\n" + parts.VMEM_CONSTANTS,
@@ -340,15 +341,13 @@ class _Writer:
 
     def _relayout_ready_values(self) -> None:
         """The transposes whose source is computed by now, as XLA statements in computation()."""
-        ready = True
-        while ready:
-            ready = [
-                t
-                for t in self.pending_relayouts
-                if self.plan.storage.get(t.inputs[0], t.inputs[0]) in self.values
-            ]
+        while ready := [
+            t
+            for t in self.pending_relayouts
+            if self.plan.storage.get(t.source, t.source) in self.values
+        ]:
             for transpose in ready:
-                source, result = transpose.inputs[0], transpose.outputs[0]
+                source, result = transpose.source, transpose.outputs[0]
                 name = f"relayout{len(self.plan.relayouts) - len(self.pending_relayouts)}"
                 permutation = tuple(transpose.params["permutation"])
                 if not self.values_relaid:
@@ -366,7 +365,7 @@ class _Writer:
     def _computation(self) -> str:
         self._relayout_ready_values()
         program = self.plan.program
-        results = [self._as_form(o, o.shape) for o in program.outputs]
+        results = [self._as_form(o, o.shape) for o in self.plan.outputs]
         if program.output_tree.num_leaves == 1 and not program.output_tree.children():
             returned = results[0]
         else:

@@ -21,6 +21,8 @@ from maxkernel_tui.agents.llm.registry import build_provider
 from maxkernel_tui.agents.llm.types import Message, Request
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
 from maxkernel_tui.kernels.loader import builtin_suite_dir, load_task
+from maxkernel_tui.kernels.perf.model import Estimate
+from maxkernel_tui.kernels.perf.summary import ProfileSummary
 
 RMSNORM = builtin_suite_dir() / "12p_RMSNorm"
 PLAN_HEADINGS = ("tiling", "grid", "memory", "expected bound")
@@ -106,6 +108,7 @@ async def test_a_missing_or_invalid_context_is_a_plain_error(context, error):
 
 
 def profile(steps: int, hbm_bytes: int, bound: str, share: float, fits: bool = True) -> dict:
+    """A profile summary as the engine sends it (ProfileSummary.to_json()) with these figures."""
     kernel = {
         "name": "_stage1_kernel",
         "grid": [steps],
@@ -114,17 +117,28 @@ def profile(steps: int, hbm_bytes: int, bound: str, share: float, fits: bool = T
         "hbm_bytes": hbm_bytes,
         "mxu_f32_flops_per_step": 0.0,
     }
-    estimate = {
-        "target": "v5e",
-        "seconds": 1e-3,
-        "bound": bound,
-        "roofline_share": share,
-        "vmem_bytes": 2**20,
-        "vmem_capacity": 128 * 2**20,
-        "hbm_bytes": hbm_bytes,
-        "fits_vmem": fits,
-    }
-    return {"kernels": [kernel], "estimates": [estimate], "warnings": {"v5e": []}, "problems": []}
+    estimate = Estimate(
+        target="v5e",
+        kind="estimated",
+        seconds=1e-3,
+        bound=bound,
+        transfer_seconds=1e-3,
+        compute_seconds=1e-4,
+        overhead_seconds=1e-5,
+        hbm_bytes=hbm_bytes,
+        flops=1e9,
+        vmem_bytes=2**20,
+        vmem_capacity=128 * 2**20,
+        fits_vmem=fits,
+        roofline_seconds=share * 1e-3,
+        roofline_share=share,
+        reference_seconds=None,
+        speedup=None,
+    )
+    summary = ProfileSummary(
+        "12p_RMSNorm", "kernel.py", "bench", [kernel], [estimate], {"v5e": []}, {}
+    )
+    return summary.to_json()
 
 
 @pytest.mark.parametrize(
@@ -165,3 +179,11 @@ def test_the_caller_never_imports_jax():
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=True
     )
     assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+async def test_a_profile_that_is_not_a_summary_is_a_plain_error():
+    provider = build_provider({"name": "builtin"})
+    with pytest.raises(BuiltinAgentError, match="not a profile summary") as raised:
+        await LLMClient(provider).complete(ask("profiler", RMSNORM, profile={"kernels": []}))
+    assert not raised.value.retryable
+    await provider.aclose()
