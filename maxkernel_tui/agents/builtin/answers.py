@@ -101,7 +101,8 @@ def plan_markdown(drafts: TaskDrafts, step: StepContext) -> str:
         "## Tiling",
         "",
         (
-            f"Tunables (autotuned with the {drafts.target} performance model): {_tunable_words(best)}. Each "
+            f"Tunables (autotuned with the {drafts.target} performance model): "
+            f"{_tunable_words(best)}. Each "
             "shrinks at call time to a divisor of the actual size that keeps the (8, 128) tiling."
         ),
         "",
@@ -129,7 +130,8 @@ def plan_markdown(drafts: TaskDrafts, step: StepContext) -> str:
         "",
         "## Expected bound",
         "",
-        f"An estimate of the performance model for TPU {drafts.target} at bench shapes, not a measurement: "
+        f"An estimate of the performance model for TPU {drafts.target} at bench shapes, not a "
+        "measurement: "
         f"{_estimate_words(found)}"
         + (
             f", {found.roofline_share:.0%} of the roofline"
@@ -194,14 +196,16 @@ def _explanation(drafts: TaskDrafts, step: StepContext) -> str:
     if step.question:
         lines += [
             (
-                "The built-in agent does not interpret free-form questions; this is what it knows about "
+                "The built-in agent does not interpret free-form questions; this is what it knows "
+                "about "
                 "its plan."
             ),
             "",
         ]
     lines += [
         (
-            f"It recognised **{best.family}** in the reference's jaxpr (it reads the program's structure, "
+            f"It recognised **{best.family}** in the reference's jaxpr (it reads the program's "
+            "structure, "
             "never the task's name)."
         ),
         "",

@@ -34,7 +34,8 @@ def render_attention(spec: AttentionSpec, program: Program, tunables: Tunables) 
     if rounds:
         sections.append(
             f"def _as_reference_logits(logits):\n"
-            f'    """Round f32 logits where the reference rounds them ({np.dtype(spec.logits_dtype).name}).'
+            '    """Round f32 logits where the reference rounds them '
+            f"({np.dtype(spec.logits_dtype).name})."
             f'"""\n    return logits.astype(LOGITS_DTYPE).astype(jnp.float32)\n'
         )
     if spec.causal:
@@ -56,9 +57,11 @@ def _docstring(spec: AttentionSpec) -> str:
     ]
     reading = " + ".join(p for p in pieces if p) or "no scale, bias or mask"
     plan = (
-        f"Plan: softmax over keys of Q K^T ({reading}), then times V; inputs {layout}; query head h "
+        f"Plan: softmax over keys of Q K^T ({reading}), then times V; inputs {layout}; query head "
+        "h "
         "reads key head h // group. The agent checked this reading against the reference at check "
-        "shapes. Online softmax: running max and sum in f32 VMEM scratch, the output accumulated in "
+        "shapes. Online softmax: running max and sum in f32 VMEM scratch, the output accumulated "
+        "in "
         "f32 and divided once at the last key block. Key blocks innermost and 'arbitrary'."
     )
     return "\n".join(
@@ -75,7 +78,8 @@ def _docstring(spec: AttentionSpec) -> str:
 
 def _constants(spec: AttentionSpec, tunables: Tunables, rounds: bool) -> str:
     lines = [
-        "# Tunables: preferred query and key/value block lengths (shrunk to divisors of the sequence).",
+        "# Tunables: preferred query and key/value block lengths (shrunk to divisors of the "
+        "sequence).",
         f"BLOCK_Q = {tunables.block_rows}",
         f"BLOCK_KV = {tunables.block_cols}",
     ]
@@ -124,9 +128,11 @@ def _kernel(spec: AttentionSpec, rounds: bool) -> str:
     lines += [*body_lines(steps.online_softmax_step, 8), ""]
     if spec.causal:
         lines += [
-            "    # Blocks wholly below the diagonal need no mask; blocks wholly above it are skipped.",
+            "    # Blocks wholly below the diagonal need no mask; blocks wholly above it are "
+            "skipped.",
             "    below = kj * block_k + block_k - 1 <= qi * block_q",
-            "    crossing = jnp.logical_and(kj * block_k <= qi * block_q + block_q - 1, jnp.logical_not(below))",
+            "    crossing = jnp.logical_and(kj * block_k <= qi * block_q + block_q - 1, "
+            "jnp.logical_not(below))",
             "    pl.when(below)(functools.partial(_attend, False))",
             "    pl.when(crossing)(functools.partial(_attend, True))",
             "    last = _last_kv_block(qi, block_q, block_k)",
@@ -151,7 +157,8 @@ def _computation(spec: AttentionSpec, program: Program) -> str:
         lines += [f"    bias = {names[spec.bias]}"]
     if spec.seq_first:
         lines += [
-            "    # The kernel's blocks want (seq, dim) last: move the heads in front of the sequence.",
+            "    # The kernel's blocks want (seq, dim) last: move the heads in front of the "
+            "sequence.",
             f"    q, k, v = (jnp.swapaxes(t, 1, 2) for t in ({query}, {key}, {value}))",
         ]
     elif (query, key, value) != ("q", "k", "v"):
@@ -160,7 +167,8 @@ def _computation(spec: AttentionSpec, program: Program) -> str:
     lines += [
         "    batch, heads, seq, head_size = q.shape",
         "    group = heads // k.shape[1]",
-        f"    block_q = _pick_block(seq, BLOCK_Q, {8 * max(1, 4 // program.inputs[spec.query].dtype.itemsize)})",
+        "    block_q = _pick_block(seq, BLOCK_Q, "
+        f"{8 * max(1, 4 // program.inputs[spec.query].dtype.itemsize)})",
         "    block_k = _pick_block(seq, BLOCK_KV, 128)",
         "",
         "    def query_block(b, h, i, j):",
@@ -205,21 +213,26 @@ def _computation(spec: AttentionSpec, program: Program) -> str:
         blocks.append("_block_bytes(block_q, block_k, bias.dtype)")
     blocks.append("_block_bytes(block_q, head_size, q.dtype)")  # the output block
     lines += [
-        "    # Two buffers per block, f32 statistics and output accumulator, ~3 f32 logits temporaries.",
+        "    # Two buffers per block, f32 statistics and output accumulator, ~3 f32 logits "
+        "temporaries.",
         "    footprint = 2 * (" + "\n                     + ".join(blocks) + ")",
-        "    footprint += (2 * _block_bytes(block_q, 1, jnp.float32) + _block_bytes(block_q, head_size, jnp.float32)",
+        "    footprint += (2 * _block_bytes(block_q, 1, jnp.float32) + _block_bytes(block_q, "
+        "head_size, jnp.float32)",
         "                  + 3 * _block_bytes(block_q, block_k, jnp.float32))",
         "    out = pl.pallas_call(",
         "        functools.partial(_attention_kernel, block_q=block_q, block_k=block_k),",
-        f"        out_shape=jax.ShapeDtypeStruct((batch, heads, seq, head_size), {dtype_source(output.dtype)}),",
+        "        out_shape=jax.ShapeDtypeStruct((batch, heads, seq, head_size), "
+        f"{dtype_source(output.dtype)}),",
         "        grid=(batch, heads, seq // block_q, seq // block_k),",
         "        in_specs=[",
         *[f"            {s}," for s in specs],
         "        ],",
         "        out_specs=pl.BlockSpec((None, None, block_q, head_size), query_block),",
-        "        scratch_shapes=[pltpu.VMEM((block_q, 1), jnp.float32), pltpu.VMEM((block_q, 1), jnp.float32),",
+        "        scratch_shapes=[pltpu.VMEM((block_q, 1), jnp.float32), pltpu.VMEM((block_q, 1), "
+        "jnp.float32),",
         "                        pltpu.VMEM((block_q, head_size), jnp.float32)],",
-        '        compiler_params=_compiler_params(("parallel", "parallel", "parallel", "arbitrary"), footprint),',
+        '        compiler_params=_compiler_params(("parallel", "parallel", "parallel", '
+        '"arbitrary"), footprint),',
         f"    )({', '.join(operands)})",
         f"    return {'jnp.swapaxes(out, 1, 2)' if spec.seq_first else 'out'}",
     ]

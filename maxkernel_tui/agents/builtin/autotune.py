@@ -109,7 +109,8 @@ def autotune(
     if math.isinf(score(best)):
         errors = "; ".join(sorted({t.error for t in trials.values() if t.error}))
         raise CannotPlan(
-            f"no block sizes give a kernel that fits VMEM at bench shapes{': ' + errors if errors else ''}"
+            "no block sizes give a kernel that fits VMEM at bench "
+            f"shapes{': ' + errors if errors else ''}"
         )
     found = trials[best].estimate
     assert found is not None  # its score is finite

@@ -230,8 +230,8 @@ class _Planner:
                 "a matmul that is not (batch..., rows..., depth) x (batch..., depth, cols) up to "
                 f"transposes: dimension numbers {eqn.params['dimension_numbers']}"
             )
-        # The kernel reads (batch..., rows..., depth) and (batch..., depth, cols) or (batch..., cols,
-        # depth); other axis orders are laid out that way by XLA first.
+        # The kernel reads (batch..., rows..., depth) and (batch..., depth, cols) or (batch...,
+        # cols, depth); other axis orders are laid out that way by XLA first.
         lhs_order = (*lhs_batch, *lhs_free, *lhs_contract)
         if lhs_order != tuple(range(len(lhs.shape))):
             lhs = self._transposed(lhs, lhs_order)

@@ -85,7 +85,8 @@ class BuiltinProvider:
                     self._worker.ask, json.dumps(step.to_request(step.role)), self._step_timeout_s
                 )
             except WorkerFailure as failure:
-                # A crashed worker restarts on the next ask; a step that timed out would time out again.
+                # A crashed worker restarts on the next ask; a step that timed out would time out
+                # again.
                 raise ProviderError(
                     f"the built-in agent's worker failed on the {step.role} step: {failure}",
                     retryable=failure.kind == "died",

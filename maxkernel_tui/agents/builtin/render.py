@@ -116,7 +116,8 @@ class _Writer:
             )
         lines += [
             "",
-            "Block sizes come from the shapes at call time, starting from the tunables below (chosen",
+            "Block sizes come from the shapes at call time, starting from the tunables below "
+            "(chosen",
             "with the v5e performance model).",
             '"""',
         ]
@@ -126,10 +127,12 @@ class _Writer:
         t = self.tunables
         # The `# Tunables` line comes directly before the assignments: the autotuner's contract.
         return (
-            "# Each block size shrinks to a divisor of the actual size that keeps the TPU's (8, 128)\n"
+            "# Each block size shrinks to a divisor of the actual size that keeps the TPU's (8, "
+            "128)\n"
             "# tiling, and further while the VMEM footprint is over budget.\n"
             "# Tunables: preferred block sizes.\n"
-            f"BLOCK_ROWS = {t.block_rows}\nBLOCK_COLS = {t.block_cols}\nBLOCK_DEPTH = {t.block_depth}\n"
+            f"BLOCK_ROWS = {t.block_rows}\nBLOCK_COLS = {t.block_cols}\nBLOCK_DEPTH = "
+            f"{t.block_depth}\n"
         )
 
     def _dim(self, dim: Dim) -> str:
@@ -278,7 +281,8 @@ class _Writer:
 
     def _spec(self, operand: _Operand, grid: tuple[str, ...]) -> str:
         block = (("None",) if operand.batched else ()) + operand.block
-        return f"pl.BlockSpec(({', '.join(block)}), {parts.index_map_name(operand.role, grid, operand.batched)})"
+        index_map = parts.index_map_name(operand.role, grid, operand.batched)
+        return f"pl.BlockSpec(({', '.join(block)}), {index_map})"
 
     def _footprint(
         self, stage: Stage, operands: list[_Operand], outputs: list[_Operand], body: KernelBody
@@ -307,7 +311,8 @@ class _Writer:
             f"    def footprint({stage.footprint_params}):",
             f"        # Two buffers per pipelined block, plus {what}.",
             f"        blocks = ({joined})",
-            f"        return 2 * blocks + {scratch} * _block_bytes(tm, tn, jnp.float32){accumulators}",
+            f"        return 2 * blocks + {scratch} * _block_bytes(tm, tn, "
+            f"jnp.float32){accumulators}",
         ]
 
     # -- computation -------------------------------------------------------------------------
@@ -357,7 +362,8 @@ class _Writer:
                     )
                 self.values_relaid = True
                 self.calls.append(
-                    f"    {name} = jnp.transpose({self._as_form(source, source.shape)}, {permutation})"
+                    f"    {name} = jnp.transpose({self._as_form(source, source.shape)}, "
+                    f"{permutation})"
                 )
                 self.values[result] = (name, result.shape)
                 self.pending_relayouts.remove(transpose)
@@ -381,7 +387,8 @@ class _Writer:
             if s in program.dims.origins
         ]
         bindings += [
-            f"    {self.symbol_names[s]} = {self.symbol_names[base]} {'-' if offset < 0 else '+'} {abs(offset)}"
+            f"    {self.symbol_names[s]} = {self.symbol_names[base]} {'-' if offset < 0 else '+'} "
+            f"{abs(offset)}"
             for s, (base, offset) in program.dims.shifts.items()
             if s in used
         ]

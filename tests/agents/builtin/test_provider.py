@@ -167,7 +167,8 @@ def test_the_caller_never_imports_jax():
 
         async def main():
             provider = build_provider({{"name": "builtin"}})
-            request = Request((Message("user", "plan"),), context={{"role": "planner", "task_dir": {str(RMSNORM)!r}}})
+            context = {{"role": "planner", "task_dir": {str(RMSNORM)!r}}}
+            request = Request((Message("user", "plan"),), context=context)
             answer = await LLMClient(provider).complete(request)
             await provider.aclose()
             assert "## Tiling" in answer.text
