@@ -41,6 +41,7 @@ def kernel_of(answer: str) -> str:
     return blocks[0]
 
 
+@pytest.mark.slow  # the agent's jax worker
 async def test_plan_kernel_and_next_kernel_for_rmsnorm(tmp_path):
     provider = build_provider({"name": "builtin"})
     client = LLMClient(provider)
@@ -75,6 +76,7 @@ async def test_plan_kernel_and_next_kernel_for_rmsnorm(tmp_path):
         await provider.aclose()
 
 
+@pytest.mark.slow  # the agent's jax worker
 async def test_a_task_it_cannot_plan_gets_a_plain_error():
     provider = build_provider({"name": "builtin"})
     try:
@@ -158,6 +160,7 @@ async def test_the_profiler_names_one_next_step_from_the_figures(summary, next_w
     await provider.aclose()
 
 
+@pytest.mark.slow  # the agent's jax worker
 def test_the_caller_never_imports_jax():
     script = textwrap.dedent(f"""
         import asyncio, sys
