@@ -25,7 +25,7 @@ from maxkernel_tui.agents.builtin.tunables import Tunables
 def render_attention(spec: AttentionSpec, program: Program, tunables: Tunables) -> str:
     rounds = np.dtype(spec.logits_dtype) != np.float32
     sections = [
-        _docstring(spec) + "\n" + parts.imports(["functools"]),
+        _docstring(spec) + "\n" + parts.imports("functools"),
         _constants(spec, tunables, rounds) + "\n" + parts.VMEM_CONSTANTS,
         parts.PICK_BLOCK,
         parts.BLOCK_BYTES,
@@ -96,11 +96,8 @@ def _constants(spec: AttentionSpec, tunables: Tunables, rounds: bool) -> str:
 
 
 def _kernel(spec: AttentionSpec, rounds: bool) -> str:
-    refs = (
-        ["q_ref", "k_ref", "v_ref"]
-        + (["bias_ref"] if spec.bias is not None else [])
-        + ["o_ref", "max_ref", "sum_ref", "acc_ref"]
-    )
+    operands = ("q", "k", "v", "bias") if spec.bias is not None else ("q", "k", "v")
+    refs = [f"{name}_ref" for name in (*operands, "o", "max", "sum", "acc")]
     logits = body_lines(steps.block_logits, 0)
     if rounds:
         logits.append("logits = _as_reference_logits(logits)")

@@ -94,7 +94,7 @@ class _Writer:
         }
         standard = [module for module, used in uses.items() if used]
         sections = [
-            self._docstring() + "\n" + parts.imports(standard),
+            self._docstring() + "\n" + parts.imports(*standard),
             self._tunables() + "\n" + parts.VMEM_CONSTANTS,
             *helpers,
             *self.index_maps.values(),

@@ -17,7 +17,7 @@ from jax.experimental.pallas import tpu as pltpu
 """
 
 
-def imports(standard: list[str]) -> str:
+def imports(*standard: str) -> str:
     """The file's imports: the standard-library modules it uses, then jax and Pallas."""
     head = "".join(f"import {module}\n" for module in sorted(standard))
     return head + ("\n" if head else "") + JAX_IMPORTS

@@ -23,6 +23,8 @@ from maxkernel_tui.agents.builtin.program import Eqn, Literal, Operand, Var
 if TYPE_CHECKING:
     from maxkernel_tui.agents.builtin.epilogue import KernelBody
 
+ACCUMULATOR_REF = "acc_ref"  # a matmul stage's f32 scratch, as its kernel names it
+
 
 @dataclass(frozen=True)
 class Matmul:
@@ -323,7 +325,7 @@ class MatmulStage(Stage):
         return "pltpu.VMEM((tm, tn), jnp.float32)"
 
     def scratch_refs(self, body: KernelBody) -> list[str]:
-        return ["acc_ref"]
+        return [ACCUMULATOR_REF]
 
     def kernel_source(self, header: str, refs: list[str], body: KernelBody) -> str:
         depth_axis = 3 if self.batched else 2
