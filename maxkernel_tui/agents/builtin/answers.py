@@ -21,6 +21,7 @@ from maxkernel_tui.agents.builtin.tunables import Tunables
 from maxkernel_tui.agents.roles.context import StepContext
 from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.perf.model import Estimate, estimate
+from maxkernel_tui.kernels.perf.pallas_analysis import KernelAnalysis
 from maxkernel_tui.kernels.targets import TARGETS
 from maxkernel_tui.kernels.task import Task
 
@@ -98,11 +99,39 @@ def plan_markdown(drafts: TaskDrafts, step: StepContext) -> str:
         "",
         *_kernel_plan_lines(best.source),
         "",
+        *_kernel_sections(drafts, kernels, found),
+        "",
+        "## Expected bound",
+        "",
+        _bound_words(drafts.target, found),
+    ]
+    if len(drafts.drafts) > 1:
+        lines += ["", "## Alternatives", ""]
+        lines += [
+            f"- {d.family}: {_estimate_words(d.estimate)} ({_tunable_words(d)})"
+            for d in drafts.drafts[1:]
+        ]
+    if step.feedback:
+        lines += [
+            "",
+            (
+                "The built-in agent plans from the reference's structure alone; the feedback "
+                f"({chr(10).join(step.feedback).strip()[:200]!r}) does not change this plan."
+            ),
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def _kernel_sections(
+    drafts: TaskDrafts, kernels: list[KernelAnalysis], found: Estimate
+) -> list[str]:
+    """The plan's Tiling, Grid and Memory sections, one line per kernel in each."""
+    lines = [
         "## Tiling",
         "",
         (
             f"Tunables (autotuned with the {drafts.target} performance model): "
-            f"{_tunable_words(best)}. Each "
+            f"{_tunable_words(drafts.drafts[0])}. Each "
             "shrinks at call time to a divisor of the actual size that keeps the (8, 128) tiling."
         ),
         "",
@@ -126,40 +155,22 @@ def plan_markdown(drafts: TaskDrafts, step: StepContext) -> str:
         f"{k.hbm_bytes / 1e9:.3g} GB moved from and to HBM"
         for i, k in enumerate(kernels)
     ]
-    lines += [
-        "",
-        "## Expected bound",
-        "",
-        f"An estimate of the performance model for TPU {drafts.target} at bench shapes, not a "
-        "measurement: "
-        f"{_estimate_words(found)}"
-        + (
-            f", {found.roofline_share:.0%} of the roofline"
-            if found.roofline_share is not None
-            else ""
-        )
-        + (
-            f", est. speedup {found.speedup:.2f}x over XLA's own estimate for the reference"
-            if found.speedup is not None
-            else ""
-        )
-        + ".",
-    ]
-    if len(drafts.drafts) > 1:
-        lines += ["", "## Alternatives", ""]
-        lines += [
-            f"- {d.family}: {_estimate_words(d.estimate)} ({_tunable_words(d)})"
-            for d in drafts.drafts[1:]
-        ]
-    if step.feedback:
-        lines += [
-            "",
-            (
-                "The built-in agent plans from the reference's structure alone; the feedback "
-                f"({chr(10).join(step.feedback).strip()[:200]!r}) does not change this plan."
-            ),
-        ]
-    return "\n".join(lines) + "\n"
+    return lines
+
+
+def _bound_words(target: str, found: Estimate) -> str:
+    share = (
+        f", {found.roofline_share:.0%} of the roofline" if found.roofline_share is not None else ""
+    )
+    speedup = (
+        f", est. speedup {found.speedup:.2f}x over XLA's own estimate for the reference"
+        if found.speedup is not None
+        else ""
+    )
+    return (
+        f"An estimate of the performance model for TPU {target} at bench shapes, not a "
+        f"measurement: {_estimate_words(found)}{share}{speedup}."
+    )
 
 
 def _debugger_answer(drafts: TaskDrafts, step: StepContext) -> str:

@@ -146,43 +146,8 @@ def _kernel(spec: AttentionSpec, rounds: bool) -> str:
 
 
 def _computation(spec: AttentionSpec, program: Program) -> str:
-    names = program.arg_names
-    query, key, value = names[spec.query], names[spec.key], names[spec.value]
-    output = program.outputs[0]
-    lines = [f"def computation({', '.join(names)}):"]
-    if spec.bias is not None and names[spec.bias] != "bias":
-        lines += [f"    bias = {names[spec.bias]}"]
-    if spec.seq_first:
-        lines += [
-            "    # The kernel's blocks want (seq, dim) last: move the heads in front of the "
-            "sequence.",
-            f"    q, k, v = (jnp.swapaxes(t, 1, 2) for t in ({query}, {key}, {value}))",
-        ]
-    elif (query, key, value) != ("q", "k", "v"):
-        lines += [f"    q, k, v = {query}, {key}, {value}"]
     kv = "jnp.minimum(j, _last_kv_block(i, block_q, block_k))" if spec.causal else "j"
-    lines += [
-        "    batch, heads, seq, head_size = q.shape",
-        "    group = heads // k.shape[1]",
-        "    block_q = _pick_block(seq, BLOCK_Q, "
-        f"{8 * max(1, 4 // program.inputs[spec.query].dtype.itemsize)})",
-        "    block_k = _pick_block(seq, BLOCK_KV, 128)",
-        "",
-        "    def query_block(b, h, i, j):",
-        '        """Query (and output) block i of head h."""',
-        "        return b, h, i, 0",
-        "",
-        "    def kv_block(b, h, i, j):",
-        '        """Key/value block j of the key head that query head h reads'
-        + (
-            ' (clamped to the\n        last block the causal mask keeps)."""'
-            if spec.causal
-            else '."""'
-        ),
-        "        # lax.div: `//` on traced integers lowers through sign, which Mosaic lacks here.",
-        f"        return b, jax.lax.div(h, group), {kv}, 0",
-        "",
-    ]
+    lines = _layout_lines(spec, program) + _index_map_lines(spec, kv)
     operands = ["q", "k", "v"]
     specs = [
         "pl.BlockSpec((None, None, block_q, head_size), query_block)",
@@ -209,7 +174,61 @@ def _computation(spec: AttentionSpec, program: Program) -> str:
         )
         blocks.append("_block_bytes(block_q, block_k, bias.dtype)")
     blocks.append("_block_bytes(block_q, head_size, q.dtype)")  # the output block
-    lines += [
+    lines += _call_lines(spec, program, operands, specs, blocks)
+    return "\n".join(lines) + "\n"
+
+
+def _layout_lines(spec: AttentionSpec, program: Program) -> list[str]:
+    """computation()'s start: q, k and v as (batch, heads, seq, dim), and the block lengths."""
+    names = program.arg_names
+    query, key, value = names[spec.query], names[spec.key], names[spec.value]
+    lines = [f"def computation({', '.join(names)}):"]
+    if spec.bias is not None and names[spec.bias] != "bias":
+        lines += [f"    bias = {names[spec.bias]}"]
+    if spec.seq_first:
+        lines += [
+            "    # The kernel's blocks want (seq, dim) last: move the heads in front of the "
+            "sequence.",
+            f"    q, k, v = (jnp.swapaxes(t, 1, 2) for t in ({query}, {key}, {value}))",
+        ]
+    elif (query, key, value) != ("q", "k", "v"):
+        lines += [f"    q, k, v = {query}, {key}, {value}"]
+    return lines + [
+        "    batch, heads, seq, head_size = q.shape",
+        "    group = heads // k.shape[1]",
+        "    block_q = _pick_block(seq, BLOCK_Q, "
+        f"{8 * max(1, 4 // program.inputs[spec.query].dtype.itemsize)})",
+        "    block_k = _pick_block(seq, BLOCK_KV, 128)",
+        "",
+    ]
+
+
+def _index_map_lines(spec: AttentionSpec, kv: str) -> list[str]:
+    """The query and key/value index maps (`kv`: the key block a grid step reads)."""
+    return [
+        "    def query_block(b, h, i, j):",
+        '        """Query (and output) block i of head h."""',
+        "        return b, h, i, 0",
+        "",
+        "    def kv_block(b, h, i, j):",
+        '        """Key/value block j of the key head that query head h reads'
+        + (
+            ' (clamped to the\n        last block the causal mask keeps)."""'
+            if spec.causal
+            else '."""'
+        ),
+        "        # lax.div: `//` on traced integers lowers through sign, which Mosaic lacks here.",
+        f"        return b, jax.lax.div(h, group), {kv}, 0",
+        "",
+    ]
+
+
+def _call_lines(
+    spec: AttentionSpec, program: Program, operands: list[str], specs: list[str], blocks: list[str]
+) -> list[str]:
+    """The VMEM footprint, the pallas_call and the result in the reference's layout."""
+    output = program.outputs[0]
+    return [
         "    # Two buffers per block, f32 statistics and output accumulator, ~3 f32 logits "
         "temporaries.",
         "    footprint = 2 * (" + "\n                     + ".join(blocks) + ")",
@@ -233,4 +252,3 @@ def _computation(spec: AttentionSpec, program: Program) -> str:
         f"    )({', '.join(operands)})",
         f"    return {'jnp.swapaxes(out, 1, 2)' if spec.seq_first else 'out'}",
     ]
-    return "\n".join(lines) + "\n"
