@@ -27,13 +27,6 @@ _ROLE = {TILE: "tile", ROW: "row", COL: "col", SCALAR: "scalar"}
 _WRAPPER_LOCALS = ("rows", "cols", "depth", "batch", "tm", "tn", "tk", "footprint")
 _BLOCK = {TILE: ("tm", "tn"), ROW: ("tm", "1"), COL: ("1", "tn"), SCALAR: ("1", "1")}
 _ARRAY = {"tile": "rows, cols", "row": "rows, 1", "col": "1, cols", "scalar": "1, 1"}
-_HEAD_ROLES = (
-    "lhs",
-    "rhs",
-    "rhs_t",
-    "image",
-    "taps",
-)  # operands of the matmul or convolution itself
 # Tile-sized f32 temporaries the VMEM estimate allows for, at most, besides the blocks.
 _MAX_LIVE_TEMPORARIES = 4
 _GROUP_TEMPORARIES = 2  # the chunked copy and the totals of _group_totals
@@ -47,6 +40,7 @@ class _Operand:
     batched: bool
     form: tuple[Dim, ...]  # the array the stage receives
     block: tuple[str, ...]  # the block (rows and cols last), as source
+    head: bool = False  # an operand of the stage's matmul or convolution (read by its head)
 
 
 def render_kernel(plan: Plan, tunables: Tunables) -> str:
@@ -147,9 +141,7 @@ class _Writer:
         self._relayout_ready_values()
         operands = self._operands(stage)
         outputs = self._outputs(stage)
-        ref_names = {
-            o.var: f"{o.param}_ref" for o in operands + outputs if o.role not in _HEAD_ROLES
-        }
+        ref_names = {o.var: f"{o.param}_ref" for o in operands + outputs if not o.head}
         body = emit_body(stage, self.plan.program.dims, self.symbol_names, ref_names)
         self.helpers |= body.helpers
         grid = stage.grid
@@ -171,7 +163,7 @@ class _Writer:
         for head in stage.head_operands():
             param = self._unique(head.var, taken)
             operands.append(
-                _Operand(head.var, param, head.role, head.batched, head.form, head.block)
+                _Operand(head.var, param, head.role, head.batched, head.form, head.block, True)
             )
         for var in stage.inputs:
             kind = stage.kinds[var]
@@ -298,7 +290,6 @@ class _Writer:
         temporaries = min(body.tile_temporaries, _MAX_LIVE_TEMPORARIES)
         if GROUP_HELPER in body.helpers:
             temporaries += _GROUP_TEMPORARIES
-        # A convolution's sum lives in the body, beside a shifted view of the image.
         scratch = temporaries + stage.head_scratch
         what = (
             "the f32 accumulator and " if stage.head_scratch else ""
