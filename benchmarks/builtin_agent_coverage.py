@@ -1,7 +1,8 @@
 """Which built-in tasks the built-in agent solves: for every task, the kernel it writes, the real
 harness's verdict on it, and the performance model's estimate on TPU v5e.
 
-    JAX_PLATFORMS=cpu python benchmarks/builtin_agent_coverage.py [--tasks 12p 41k ...] [--kernels DIR]
+    JAX_PLATFORMS=cpu python benchmarks/builtin_agent_coverage.py [--tasks 12p 41k ...] \
+        [--kernels DIR]
 
 Writes benchmarks/results/builtin_agent_coverage.md and replaces the table between the
 coverage markers in README.md (with --tasks, prints the table only). Each
@@ -77,7 +78,8 @@ def cover(task: Task, harness: Harness, kernels: Path) -> Row:
 
 def table(rows: list[Row]) -> str:
     lines = [
-        "| task | family | verdict | est. v5e time | est. % of roofline | est. speedup vs XLA | why not |",
+        "| task | family | verdict | est. v5e time | est. % of roofline | est. speedup vs XLA | "
+        "why not |",
         "|---|---|---|---|---|---|---|",
     ]
     for row in rows:
@@ -98,14 +100,16 @@ def readme_table(rows: list[Row], command: str) -> str:
     """The README's short form: verdict and estimated roofline share per task."""
     accepted = sum(r.verdict == "accepted" for r in rows)
     lines = [
-        f"Accepted by `eval`: **{accepted} of {len(rows)}** (`{command}`, {datetime.date.today().isoformat()}; "
+        f"Accepted by `eval`: **{accepted} of {len(rows)}** (`{command}`, "
+        f"{datetime.date.today().isoformat()}; "
         "roofline shares are estimates of the performance model for v5e, not measurements).",
         "",
         "| task | family | verdict | est. % of v5e roofline |",
         "|---|---|---|---|",
     ]
     lines += [
-        f"| {r.task} | {r.family} | {r.verdict} | {_number(r.roofline and r.roofline * 100, '{:.0f}%')} |"
+        f"| {r.task} | {r.family} | {r.verdict} | "
+        f"{_number(r.roofline and r.roofline * 100, '{:.0f}%')} |"
         for r in rows
     ]
     return "\n".join(lines)
@@ -124,19 +128,28 @@ def report(rows: list[Row], command: str, seconds: float) -> str:
         [
             "# Built-in agent coverage of the built-in suite",
             "",
-            f"Generated {datetime.date.today().isoformat()} by `{command}` in {seconds / 60:.1f} min on a CPU-only "
+            f"Generated {datetime.date.today().isoformat()} by `{command}` in {seconds / 60:.1f} "
+            "min on a CPU-only "
             f"machine (jax {jax.__version__}).",
             "",
-            f"**Accepted: {accepted}/{len(rows)}** (planned {planned}; every planned kernel evaluated by the real "
-            f"harness with {SEEDS} seeds: static, trace, TPU lowering and v5e compile at bench shapes, numerics on "
+            f"**Accepted: {accepted}/{len(rows)}** (planned {planned}; every planned kernel "
+            "evaluated by the real "
+            f"harness with {SEEDS} seeds: static, trace, TPU lowering and v5e compile at bench "
+            "shapes, numerics on "
             "check and heldout shapes in TPU interpret mode).",
             "",
-            "Times, roofline shares and speedups are estimates of the performance model for TPU v5e at bench "
-            "shapes (roofline: the reference's XLA flops and every input read and output written once); nothing "
-            "was measured on a TPU. f32 matmuls stay near 33%: the model prices f32 MXU work at a third of the "
-            "bf16 rate, while the roofline and XLA's estimate for the reference (DEFAULT precision: one bf16 pass) "
-            "use the bf16 peak; the kernels keep f32 operands because the harness checks them against a "
-            'HIGHEST-precision reference, and bf16 operands failed that check on 3 tasks. "-" where the '
+            "Times, roofline shares and speedups are estimates of the performance model for TPU "
+            "v5e at bench "
+            "shapes (roofline: the reference's XLA flops and every input read and output written "
+            "once); nothing "
+            "was measured on a TPU. f32 matmuls stay near 33%: the model prices f32 MXU work at a "
+            "third of the "
+            "bf16 rate, while the roofline and XLA's estimate for the reference (DEFAULT "
+            "precision: one bf16 pass) "
+            "use the bf16 peak; the kernels keep f32 operands because the harness checks them "
+            "against a "
+            'HIGHEST-precision reference, and bf16 operands failed that check on 3 tasks. "-" '
+            "where the "
             "reference does not compile for v5e (no XLA cost to compare with).",
             "",
             table(rows),
@@ -168,7 +181,8 @@ def main() -> None:
             row = cover(task, harness, kernels)
             rows.append(row)
             print(
-                f"{row.task:55s} {row.verdict:12s} {row.seconds:5.1f}s {row.family:40s} {row.reason[:150]}",
+                f"{row.task:55s} {row.verdict:12s} {row.seconds:5.1f}s {row.family:40s} "
+                f"{row.reason[:150]}",
                 flush=True,
             )
     if args.tasks:
@@ -178,7 +192,8 @@ def main() -> None:
     RESULTS.write_text(report(rows, command, time.monotonic() - started))
     README.write_text(replace_between_markers(README.read_text(), readme_table(rows, command)))
     print(
-        f"accepted {sum(r.verdict == 'accepted' for r in rows)}/{len(rows)}; wrote {RESULTS} and the README table"
+        f"accepted {sum(r.verdict == 'accepted' for r in rows)}/{len(rows)}; wrote {RESULTS} and "
+        "the README table"
     )
 
 

@@ -19,7 +19,7 @@ from maxkernel_tui.agents.builtin.errors import BuiltinAgentError
 from maxkernel_tui.agents.builtin.tunables import Tunables
 from maxkernel_tui.agents.roles.context import StepContext
 from maxkernel_tui.kernels.loader import load_task
-from maxkernel_tui.kernels.perf.analysis import ReferenceCost
+from maxkernel_tui.kernels.perf.analysis import KernelAnalysis, ReferenceCost
 from maxkernel_tui.kernels.perf.model import Estimate, estimate
 from maxkernel_tui.kernels.targets import TARGETS
 from maxkernel_tui.kernels.task import Task
@@ -82,7 +82,12 @@ def answer(step: StepContext, cache: DraftCache) -> str:
 def plan_markdown(drafts: TaskDrafts, step: StepContext) -> str:
     best = drafts.drafts[0]
     kernels, io_bytes = analyse_source(best.source, drafts.task)
-    found = estimate(kernels, TARGETS[drafts.target], drafts.reference_cost, io_bytes=io_bytes)
+    found = estimate(
+        kernels,
+        TARGETS[drafts.target],
+        drafts.reference_cost,
+        io_bytes=io_bytes,
+    )
     lines = [
         f"# Plan: {best.family}",
         "",
@@ -93,49 +98,11 @@ def plan_markdown(drafts: TaskDrafts, step: StepContext) -> str:
         "",
         *_kernel_plan_lines(best.source),
         "",
-        "## Tiling",
-        "",
-        (
-            f"Tunables (autotuned with the {drafts.target} performance model): {_tunable_words(best)}. Each "
-            "shrinks at call time to a divisor of the actual size that keeps the (8, 128) tiling."
-        ),
-        "",
-    ]
-    lines += [
-        f"- kernel {i} `{k.name}`: "
-        + "; ".join(f"{b.role} {tuple(b.shape)} {b.dtype}" for b in k.blocks)
-        for i, k in enumerate(kernels)
-    ]
-    lines += ["", "## Grid", ""]
-    lines += [
-        f"- kernel {i}: grid {tuple(k.grid)}, dimension semantics "
-        f"{tuple(k.dimension_semantics) if k.dimension_semantics else 'unstated'}, {k.steps} steps"
-        for i, k in enumerate(kernels)
-    ]
-    lines += ["", "## Memory", ""]
-    lines += [
-        f"- kernel {i}: VMEM footprint {k.vmem_bytes / 2**20:.1f} MiB (double-buffered blocks and "
-        f"scratch) of the {found.vmem_capacity / 2**20:.0f} MiB on {drafts.target}; "
-        f"{k.hbm_bytes / 1e9:.3g} GB moved from and to HBM"
-        for i, k in enumerate(kernels)
-    ]
-    lines += [
+        *_kernel_sections(drafts, kernels, found),
         "",
         "## Expected bound",
         "",
-        f"An estimate of the performance model for TPU {drafts.target} at bench shapes, not a measurement: "
-        f"{_estimate_words(found)}"
-        + (
-            f", {found.roofline_share:.0%} of the roofline"
-            if found.roofline_share is not None
-            else ""
-        )
-        + (
-            f", est. speedup {found.speedup:.2f}x over XLA's own estimate for the reference"
-            if found.speedup is not None
-            else ""
-        )
-        + ".",
+        _bound_words(drafts.target, found),
     ]
     if len(drafts.drafts) > 1:
         lines += ["", "## Alternatives", ""]
@@ -152,6 +119,57 @@ def plan_markdown(drafts: TaskDrafts, step: StepContext) -> str:
             ),
         ]
     return "\n".join(lines) + "\n"
+
+
+def _kernel_sections(
+    drafts: TaskDrafts, kernels: list[KernelAnalysis], found: Estimate
+) -> list[str]:
+    """The plan's Tiling, Grid and Memory sections, one line per kernel in each."""
+    lines = [
+        "## Tiling",
+        "",
+        (
+            f"Tunables (autotuned with the {drafts.target} performance model): "
+            f"{_tunable_words(drafts.drafts[0])}. Each "
+            "shrinks at call time to a divisor of the actual size that keeps the (8, 128) tiling."
+        ),
+        "",
+    ]
+    lines += [
+        f"- kernel {i} `{k.name}`: "
+        + "; ".join(f"{b.role} {tuple(b.shape)} {b.dtype}" for b in k.blocks)
+        for i, k in enumerate(kernels)
+    ]
+    lines += ["", "## Grid", ""]
+    lines += [
+        f"- kernel {i}: grid {tuple(k.grid)}, dimension semantics "
+        f"{tuple(k.dimension_semantics) if k.dimension_semantics else 'unstated'}, "
+        f"{k.steps} steps"
+        for i, k in enumerate(kernels)
+    ]
+    lines += ["", "## Memory", ""]
+    lines += [
+        f"- kernel {i}: VMEM footprint {k.vmem_bytes / 2**20:.1f} MiB (double-buffered blocks "
+        f"and scratch) of the {found.vmem_capacity / 2**20:.0f} MiB on {drafts.target}; "
+        f"{k.hbm_bytes / 1e9:.3g} GB moved from and to HBM"
+        for i, k in enumerate(kernels)
+    ]
+    return lines
+
+
+def _bound_words(target: str, found: Estimate) -> str:
+    share = (
+        f", {found.roofline_share:.0%} of the roofline" if found.roofline_share is not None else ""
+    )
+    speedup = (
+        f", est. speedup {found.speedup:.2f}x over XLA's own estimate for the reference"
+        if found.speedup is not None
+        else ""
+    )
+    return (
+        f"An estimate of the performance model for TPU {target} at bench shapes, not a "
+        f"measurement: {_estimate_words(found)}{share}{speedup}."
+    )
 
 
 def _debugger_answer(drafts: TaskDrafts, step: StepContext) -> str:
@@ -188,14 +206,16 @@ def _explanation(drafts: TaskDrafts, step: StepContext) -> str:
     if step.question:
         lines += [
             (
-                "The built-in agent does not interpret free-form questions; this is what it knows about "
+                "The built-in agent does not interpret free-form questions; this is what it knows "
+                "about "
                 "its plan."
             ),
             "",
         ]
     lines += [
         (
-            f"It recognised **{best.family}** in the reference's jaxpr (it reads the program's structure, "
+            f"It recognised **{best.family}** in the reference's jaxpr (it reads the program's "
+            "structure, "
             "never the task's name)."
         ),
         "",

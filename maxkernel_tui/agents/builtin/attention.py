@@ -49,7 +49,7 @@ def recognise_attention(program: Program, task: Task) -> AttentionSpec:
     if len(dots) != 2:
         raise CannotPlan(f"not attention: {len(dots)} matmul(s), attention has two")
     first, second = dots
-    producers = {id(o): eqn for eqn in program.eqns for o in eqn.outputs}
+    producers = {o: eqn for eqn in program.eqns for o in eqn.outputs}
     chain = _between(program, first, second)
     if not {"exp", "reduce_max", "reduce_sum"} <= {eqn.primitive for eqn in chain}:
         raise CannotPlan("not attention: no softmax between the two matmuls")
@@ -59,15 +59,17 @@ def recognise_attention(program: Program, task: Task) -> AttentionSpec:
         for o in second.inputs
         if not _depends_on(o, first, producers)
     ]
-    if None in scores or len(values) != 1 or values[0] is None or len(set(scores + values)) != 3:
+    query, key = scores
+    value = values[0] if len(values) == 1 else None
+    if query is None or key is None or value is None or len({query, key, value}) != 3:
         raise CannotPlan("not attention: the matmuls do not read three distinct inputs")
     seq = _repeated_dim(first.outputs[0].shape)
-    seq_first = _seq_first(program, [*scores, values[0]], seq)
-    bias = _bias(program, chain, producers, {*scores, values[0]})
+    seq_first = _seq_first(program, [query, key, value], seq)
+    bias = _bias(program, chain, producers, {query, key, value})
     base = AttentionSpec(
-        scores[0],
-        scores[1],
-        values[0],
+        query,
+        key,
+        value,
         bias,
         seq_first,
         _uses_iota(program),
@@ -132,16 +134,16 @@ def _reproduces_reference(spec: AttentionSpec, program: Program, task: Task) -> 
 
 def _between(program: Program, first: Eqn, second: Eqn) -> list[Eqn]:
     """Equations on the path from the first matmul's result to the second matmul."""
-    reached = {id(first.outputs[0])}
+    reached = {first.outputs[0]}
     chain = []
     for eqn in program.eqns[program.eqns.index(first) + 1 : program.eqns.index(second)]:
-        if any(isinstance(i, Var) and id(i) in reached for i in eqn.inputs):
+        if any(isinstance(i, Var) and i in reached for i in eqn.inputs):
             chain.append(eqn)
-            reached.update(id(o) for o in eqn.outputs)
+            reached.update(o for o in eqn.outputs)
     return chain
 
 
-def _depends_on(operand: Any, eqn: Eqn, producers: dict[int, Eqn]) -> bool:
+def _depends_on(operand: Any, eqn: Eqn, producers: dict[Var, Eqn]) -> bool:
     pending = [operand]
     while pending:
         var = pending.pop()
@@ -149,19 +151,17 @@ def _depends_on(operand: Any, eqn: Eqn, producers: dict[int, Eqn]) -> bool:
             continue
         if any(var is o for o in eqn.outputs):
             return True
-        if id(var) in producers:
-            pending.extend(producers[id(var)].inputs)
+        if var in producers:
+            pending.extend(producers[var].inputs)
     return False
 
 
-def _input_of(program: Program, producers: dict[int, Eqn], operand: Any) -> int | None:
+def _input_of(program: Program, producers: dict[Var, Eqn], operand: Any) -> int | None:
     """The dynamic argument a matmul operand is a reshape of, if it is one."""
     while (
-        isinstance(operand, Var)
-        and id(operand) in producers
-        and producers[id(operand)].primitive in _VIEWS
+        isinstance(operand, Var) and operand in producers and producers[operand].primitive in _VIEWS
     ):
-        operand = producers[id(operand)].inputs[0]
+        operand = producers[operand].inputs[0]
     for position, var in enumerate(program.inputs):
         if var is operand and len(var.shape) == 4:
             return position
@@ -191,34 +191,30 @@ def _seq_first(program: Program, positions: list[int], seq: Dim) -> bool:
 
 
 def _bias(
-    program: Program, chain: list[Eqn], producers: dict[int, Eqn], operands: set[int]
+    program: Program, chain: list[Eqn], producers: dict[Var, Eqn], operands: set[int]
 ) -> int | None:
     """The one input added to the logits (through broadcasts and casts), if any; every other
     input the program reads must be one of the matmul operands."""
     added = {
-        id(_traced_back(i, producers))
-        for eqn in chain
-        if eqn.primitive == "add"
-        for i in eqn.inputs
+        _traced_back(i, producers) for eqn in chain if eqn.primitive == "add" for i in eqn.inputs
     }
-    used = {id(i) for eqn in program.eqns for i in eqn.inputs}
-    extra = {p for p, var in enumerate(program.inputs) if p not in operands and id(var) in used}
-    if len(extra) > 1 or any(id(program.inputs[p]) not in added for p in extra):
+    used = {i for eqn in program.eqns for i in eqn.inputs}
+    extra = {p for p, var in enumerate(program.inputs) if p not in operands and var in used}
+    if len(extra) > 1 or any(program.inputs[p] not in added for p in extra):
         raise CannotPlan(
             "attention that reads inputs besides queries, keys, values and one additive bias"
         )
     return extra.pop() if extra else None
 
 
-def _traced_back(operand: Any, producers: dict[int, Eqn]) -> Any:
+def _traced_back(operand: Any, producers: dict[Var, Eqn]) -> Any:
     """What a broadcast, reshape or cast was made from."""
     while (
         isinstance(operand, Var)
-        and id(operand) in producers
-        and producers[id(operand)].primitive
-        in ("broadcast_in_dim", "convert_element_type", *_VIEWS)
+        and operand in producers
+        and producers[operand].primitive in ("broadcast_in_dim", "convert_element_type", *_VIEWS)
     ):
-        operand = producers[id(operand)].inputs[0]
+        operand = producers[operand].inputs[0]
     return operand
 
 
@@ -226,7 +222,7 @@ def _uses_iota(program: Program) -> bool:
     return any(eqn.primitive == "iota" for eqn in program.eqns)
 
 
-def _mask_value(chain: list[Eqn], producers: dict[int, Eqn]) -> float:
+def _mask_value(chain: list[Eqn], producers: dict[Var, Eqn]) -> float:
     for eqn in chain:
         if eqn.primitive == "select_n":
             for operand in eqn.inputs[1:]:
@@ -236,7 +232,7 @@ def _mask_value(chain: list[Eqn], producers: dict[int, Eqn]) -> float:
     return -1e30
 
 
-def _literal_behind(operand: Any, producers: dict[int, Eqn]) -> float | None:
+def _literal_behind(operand: Any, producers: dict[Var, Eqn]) -> float | None:
     """The scalar a broadcast or cast of a constant carries."""
     operand = _traced_back(operand, producers)
     if isinstance(operand, Literal) and not isinstance(operand.bench, bool):

@@ -3,7 +3,8 @@
 Grid (batch, query head, query block, key block) with the key blocks innermost and "arbitrary";
 a query head reads key head h // group. Under a causal mask, key blocks wholly above the
 diagonal are neither fetched (their index map clamps to the last block needed) nor computed,
-and only blocks crossing the diagonal build the mask.
+and only blocks crossing the diagonal build the mask. The kernel's steps come from the real
+code in pieces/attention.py.
 """
 
 from __future__ import annotations
@@ -14,22 +15,17 @@ import numpy as np
 
 from maxkernel_tui.agents.builtin import source_parts as parts
 from maxkernel_tui.agents.builtin.attention import AttentionSpec
+from maxkernel_tui.agents.builtin.pieces import attention as steps
+from maxkernel_tui.agents.builtin.pieces import body_lines, function_source
 from maxkernel_tui.agents.builtin.primitives import dtype_source
 from maxkernel_tui.agents.builtin.program import Program
 from maxkernel_tui.agents.builtin.tunables import Tunables
-
-_LAST_KV_BLOCK = '''\
-def _last_kv_block(q_block, block_q, block_k):
-    """The last key block a query block needs under the causal mask."""
-    # lax.div: both operands are non-negative, and `//` on traced integers lowers through sign.
-    return jax.lax.div(q_block * block_q + block_q - 1, block_k)
-'''
 
 
 def render_attention(spec: AttentionSpec, program: Program, tunables: Tunables) -> str:
     rounds = np.dtype(spec.logits_dtype) != np.float32
     sections = [
-        _docstring(spec) + "\n" + parts.imports(["functools"]),
+        _docstring(spec) + "\n" + parts.imports("functools"),
         _constants(spec, tunables, rounds) + "\n" + parts.VMEM_CONSTANTS,
         parts.PICK_BLOCK,
         parts.BLOCK_BYTES,
@@ -38,11 +34,12 @@ def render_attention(spec: AttentionSpec, program: Program, tunables: Tunables) 
     if rounds:
         sections.append(
             f"def _as_reference_logits(logits):\n"
-            f'    """Round f32 logits where the reference rounds them ({np.dtype(spec.logits_dtype).name}).'
+            '    """Round f32 logits where the reference rounds them '
+            f"({np.dtype(spec.logits_dtype).name})."
             f'"""\n    return logits.astype(LOGITS_DTYPE).astype(jnp.float32)\n'
         )
     if spec.causal:
-        sections.append(_LAST_KV_BLOCK)
+        sections.append(function_source(steps._last_kv_block))
     sections += [_kernel(spec, rounds), _computation(spec, program)]
     return "\n\n".join(section.rstrip("\n") + "\n" for section in sections)
 
@@ -60,9 +57,11 @@ def _docstring(spec: AttentionSpec) -> str:
     ]
     reading = " + ".join(p for p in pieces if p) or "no scale, bias or mask"
     plan = (
-        f"Plan: softmax over keys of Q K^T ({reading}), then times V; inputs {layout}; query head h "
+        f"Plan: softmax over keys of Q K^T ({reading}), then times V; inputs {layout}; query head "
+        "h "
         "reads key head h // group. The agent checked this reading against the reference at check "
-        "shapes. Online softmax: running max and sum in f32 VMEM scratch, the output accumulated in "
+        "shapes. Online softmax: running max and sum in f32 VMEM scratch, the output accumulated "
+        "in "
         "f32 and divided once at the last key block. Key blocks innermost and 'arbitrary'."
     )
     return "\n".join(
@@ -79,7 +78,8 @@ def _docstring(spec: AttentionSpec) -> str:
 
 def _constants(spec: AttentionSpec, tunables: Tunables, rounds: bool) -> str:
     lines = [
-        "# Tunables: preferred query and key/value block lengths (shrunk to divisors of the sequence).",
+        "# Tunables: preferred query and key/value block lengths (shrunk to divisors of the "
+        "sequence).",
         f"BLOCK_Q = {tunables.block_rows}",
         f"BLOCK_KV = {tunables.block_cols}",
     ]
@@ -96,24 +96,18 @@ def _constants(spec: AttentionSpec, tunables: Tunables, rounds: bool) -> str:
 
 
 def _kernel(spec: AttentionSpec, rounds: bool) -> str:
-    refs = (
-        ["q_ref", "k_ref", "v_ref"]
-        + (["bias_ref"] if spec.bias is not None else [])
-        + ["o_ref", "max_ref", "sum_ref", "acc_ref"]
-    )
-    steps = [
-        "logits = jax.lax.dot_general(",
-        "    q_ref[...], k_ref[...], (((1,), (1,)), ((), ())), preferred_element_type=jnp.float32)",
-    ]
+    operands = ("q", "k", "v", "bias") if spec.bias is not None else ("q", "k", "v")
+    refs = [f"{name}_ref" for name in (*operands, "o", "max", "sum", "acc")]
+    logits = body_lines(steps.block_logits, 0)
     if rounds:
-        steps.append("logits = _as_reference_logits(logits)")
+        logits.append("logits = _as_reference_logits(logits)")
     if spec.scale is not None:
-        steps.append(
+        logits.append(
             "logits = _as_reference_logits(logits * SCALE)" if rounds else "logits = logits * SCALE"
         )
     if spec.bias is not None:
         added = "logits + bias_ref[...].astype(jnp.float32)"
-        steps.append(f"logits = _as_reference_logits({added})" if rounds else f"logits = {added}")
+        logits.append(f"logits = _as_reference_logits({added})" if rounds else f"logits = {added}")
     lines = [
         f"def _attention_kernel({', '.join(refs)}, *, block_q, block_k):",
         '    """One query block against one key block: update the running max, sum and output."""',
@@ -121,36 +115,21 @@ def _kernel(spec: AttentionSpec, rounds: bool) -> str:
         "",
         "    @pl.when(kj == 0)",
         "    def _start_row_block():",
-        "        max_ref[...] = jnp.full_like(max_ref, -jnp.inf)",
-        "        sum_ref[...] = jnp.zeros_like(sum_ref)",
-        "        acc_ref[...] = jnp.zeros_like(acc_ref)",
+        *body_lines(steps.start_statistics, 8),
         "",
     ]
     lines += ["    def _attend(masked):" if spec.causal else "    def _attend():"]
-    lines += [f"        {step}" for step in steps]
+    lines += [f"        {line}" for line in logits]
+    if spec.causal:
+        lines += ["        if masked:", *body_lines(steps.causal_mask, 12)]
+    lines += [*body_lines(steps.online_softmax_step, 8), ""]
     if spec.causal:
         lines += [
-            "        if masked:",
-            "            rows = qi * block_q + jax.lax.broadcasted_iota(jnp.int32, logits.shape, 0)",
-            "            cols = kj * block_k + jax.lax.broadcasted_iota(jnp.int32, logits.shape, 1)",
-            "            logits = jnp.where(cols <= rows, logits, MASK_VALUE)",
-        ]
-    lines += [
-        "        previous = max_ref[...]",
-        "        current = jnp.maximum(previous, jnp.max(logits, axis=1, keepdims=True))",
-        "        rescale = jnp.exp(previous - current)",
-        "        weights = jnp.exp(logits - current)",
-        "        sum_ref[...] = rescale * sum_ref[...] + jnp.sum(weights, axis=1, keepdims=True)",
-        "        acc_ref[...] = rescale * acc_ref[...] + jnp.dot(",
-        "            weights.astype(v_ref.dtype), v_ref[...], preferred_element_type=jnp.float32)",
-        "        max_ref[...] = current",
-        "",
-    ]
-    if spec.causal:
-        lines += [
-            "    # Blocks wholly below the diagonal need no mask; blocks wholly above it are skipped.",
+            "    # Blocks wholly below the diagonal need no mask; blocks wholly above it are "
+            "skipped.",
             "    below = kj * block_k + block_k - 1 <= qi * block_q",
-            "    crossing = jnp.logical_and(kj * block_k <= qi * block_q + block_q - 1, jnp.logical_not(below))",
+            "    crossing = jnp.logical_and(kj * block_k <= qi * block_q + block_q - 1, "
+            "jnp.logical_not(below))",
             "    pl.when(below)(functools.partial(_attend, False))",
             "    pl.when(crossing)(functools.partial(_attend, True))",
             "    last = _last_kv_block(qi, block_q, block_k)",
@@ -161,47 +140,14 @@ def _kernel(spec: AttentionSpec, rounds: bool) -> str:
         "",
         "    @pl.when(kj == last)",
         "    def _finish_row_block():",
-        "        o_ref[...] = (acc_ref[...] / sum_ref[...]).astype(o_ref.dtype)",
+        *body_lines(steps.finish_output, 8),
     ]
     return "\n".join(lines) + "\n"
 
 
 def _computation(spec: AttentionSpec, program: Program) -> str:
-    names = program.arg_names
-    query, key, value = names[spec.query], names[spec.key], names[spec.value]
-    output = program.outputs[0]
-    lines = [f"def computation({', '.join(names)}):"]
-    if spec.bias is not None and names[spec.bias] != "bias":
-        lines += [f"    bias = {names[spec.bias]}"]
-    if spec.seq_first:
-        lines += [
-            "    # The kernel's blocks want (seq, dim) last: move the heads in front of the sequence.",
-            f"    q, k, v = (jnp.swapaxes(t, 1, 2) for t in ({query}, {key}, {value}))",
-        ]
-    elif (query, key, value) != ("q", "k", "v"):
-        lines += [f"    q, k, v = {query}, {key}, {value}"]
     kv = "jnp.minimum(j, _last_kv_block(i, block_q, block_k))" if spec.causal else "j"
-    lines += [
-        "    batch, heads, seq, head_size = q.shape",
-        "    group = heads // k.shape[1]",
-        f"    block_q = _pick_block(seq, BLOCK_Q, {8 * max(1, 4 // program.inputs[spec.query].dtype.itemsize)})",
-        "    block_k = _pick_block(seq, BLOCK_KV, 128)",
-        "",
-        "    def query_block(b, h, i, j):",
-        '        """Query (and output) block i of head h."""',
-        "        return b, h, i, 0",
-        "",
-        "    def kv_block(b, h, i, j):",
-        '        """Key/value block j of the key head that query head h reads'
-        + (
-            ' (clamped to the\n        last block the causal mask keeps)."""'
-            if spec.causal
-            else '."""'
-        ),
-        "        # lax.div: `//` on traced integers lowers through sign, which Mosaic lacks here.",
-        f"        return b, jax.lax.div(h, group), {kv}, 0",
-        "",
-    ]
+    lines = _layout_lines(spec, program) + _index_map_lines(spec, kv)
     operands = ["q", "k", "v"]
     specs = [
         "pl.BlockSpec((None, None, block_q, head_size), query_block)",
@@ -228,23 +174,81 @@ def _computation(spec: AttentionSpec, program: Program) -> str:
         )
         blocks.append("_block_bytes(block_q, block_k, bias.dtype)")
     blocks.append("_block_bytes(block_q, head_size, q.dtype)")  # the output block
-    lines += [
-        "    # Two buffers per block, f32 statistics and output accumulator, ~3 f32 logits temporaries.",
+    lines += _call_lines(spec, program, operands, specs, blocks)
+    return "\n".join(lines) + "\n"
+
+
+def _layout_lines(spec: AttentionSpec, program: Program) -> list[str]:
+    """computation()'s start: q, k and v as (batch, heads, seq, dim), and the block lengths."""
+    names = program.arg_names
+    query, key, value = names[spec.query], names[spec.key], names[spec.value]
+    lines = [f"def computation({', '.join(names)}):"]
+    if spec.bias is not None and names[spec.bias] != "bias":
+        lines += [f"    bias = {names[spec.bias]}"]
+    if spec.seq_first:
+        lines += [
+            "    # The kernel's blocks want (seq, dim) last: move the heads in front of the "
+            "sequence.",
+            f"    q, k, v = (jnp.swapaxes(t, 1, 2) for t in ({query}, {key}, {value}))",
+        ]
+    elif (query, key, value) != ("q", "k", "v"):
+        lines += [f"    q, k, v = {query}, {key}, {value}"]
+    return lines + [
+        "    batch, heads, seq, head_size = q.shape",
+        "    group = heads // k.shape[1]",
+        "    block_q = _pick_block(seq, BLOCK_Q, "
+        f"{8 * max(1, 4 // program.inputs[spec.query].dtype.itemsize)})",
+        "    block_k = _pick_block(seq, BLOCK_KV, 128)",
+        "",
+    ]
+
+
+def _index_map_lines(spec: AttentionSpec, kv: str) -> list[str]:
+    """The query and key/value index maps (`kv`: the key block a grid step reads)."""
+    return [
+        "    def query_block(b, h, i, j):",
+        '        """Query (and output) block i of head h."""',
+        "        return b, h, i, 0",
+        "",
+        "    def kv_block(b, h, i, j):",
+        '        """Key/value block j of the key head that query head h reads'
+        + (
+            ' (clamped to the\n        last block the causal mask keeps)."""'
+            if spec.causal
+            else '."""'
+        ),
+        "        # lax.div: `//` on traced integers lowers through sign, which Mosaic lacks here.",
+        f"        return b, jax.lax.div(h, group), {kv}, 0",
+        "",
+    ]
+
+
+def _call_lines(
+    spec: AttentionSpec, program: Program, operands: list[str], specs: list[str], blocks: list[str]
+) -> list[str]:
+    """The VMEM footprint, the pallas_call and the result in the reference's layout."""
+    output = program.outputs[0]
+    return [
+        "    # Two buffers per block, f32 statistics and output accumulator, ~3 f32 logits "
+        "temporaries.",
         "    footprint = 2 * (" + "\n                     + ".join(blocks) + ")",
-        "    footprint += (2 * _block_bytes(block_q, 1, jnp.float32) + _block_bytes(block_q, head_size, jnp.float32)",
+        "    footprint += (2 * _block_bytes(block_q, 1, jnp.float32) + _block_bytes(block_q, "
+        "head_size, jnp.float32)",
         "                  + 3 * _block_bytes(block_q, block_k, jnp.float32))",
         "    out = pl.pallas_call(",
         "        functools.partial(_attention_kernel, block_q=block_q, block_k=block_k),",
-        f"        out_shape=jax.ShapeDtypeStruct((batch, heads, seq, head_size), {dtype_source(output.dtype)}),",
+        "        out_shape=jax.ShapeDtypeStruct((batch, heads, seq, head_size), "
+        f"{dtype_source(output.dtype)}),",
         "        grid=(batch, heads, seq // block_q, seq // block_k),",
         "        in_specs=[",
         *[f"            {s}," for s in specs],
         "        ],",
         "        out_specs=pl.BlockSpec((None, None, block_q, head_size), query_block),",
-        "        scratch_shapes=[pltpu.VMEM((block_q, 1), jnp.float32), pltpu.VMEM((block_q, 1), jnp.float32),",
+        "        scratch_shapes=[pltpu.VMEM((block_q, 1), jnp.float32), pltpu.VMEM((block_q, 1), "
+        "jnp.float32),",
         "                        pltpu.VMEM((block_q, head_size), jnp.float32)],",
-        '        compiler_params=_compiler_params(("parallel", "parallel", "parallel", "arbitrary"), footprint),',
+        '        compiler_params=_compiler_params(("parallel", "parallel", "parallel", '
+        '"arbitrary"), footprint),',
         f"    )({', '.join(operands)})",
         f"    return {'jnp.swapaxes(out, 1, 2)' if spec.seq_first else 'out'}",
     ]
-    return "\n".join(lines) + "\n"

@@ -101,9 +101,12 @@ def autotune(
     if math.isinf(score(best)):
         errors = "; ".join(sorted({t.error for t in trials.values() if t.error}))
         raise CannotPlan(
-            f"no block sizes give a kernel that fits VMEM at bench shapes{': ' + errors if errors else ''}"
+            "no block sizes give a kernel that fits VMEM at bench "
+            f"shapes{': ' + errors if errors else ''}"
         )
-    return TuneResult(best, trials[best].estimate, list(trials.values()))
+    found = trials[best].estimate
+    assert found is not None  # its score is finite
+    return TuneResult(best, found, list(trials.values()))
 
 
 def _trial(render: Callable[[Tunables], str], task: Task, tunables: Tunables, target: str) -> Trial:

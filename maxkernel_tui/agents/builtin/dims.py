@@ -147,7 +147,7 @@ class DimTable:
             (False, (_exact(bench), _exact(check))),
             (True, (_inverse(bench), _inverse(check))),
         ):
-            if _whole(b) and _whole(c):
+            if b is not None and c is not None and _whole(b) and _whole(c):
                 found = self._express(b, c)
                 if found is not None:
                     return ShapeLiteral(found, reciprocal)
@@ -163,7 +163,9 @@ class DimTable:
         symbols = sorted(self._values)
         found = []
         for count in (1, 2, 3):
-            shapes = [(combo, ()) for combo in combinations_with_replacement(symbols, count)]
+            shapes: list[tuple[tuple[str, ...], tuple[str, ...]]] = [
+                (combo, ()) for combo in combinations_with_replacement(symbols, count)
+            ]
             if count == 2:
                 shapes += [((a,), (b,)) for a in symbols for b in symbols if a != b]
             for numerator, over in shapes:

@@ -21,6 +21,7 @@ from maxkernel_tui.agents.builtin.errors import CannotPlan
 from maxkernel_tui.agents.builtin.planner import Plan, plan_program
 from maxkernel_tui.agents.builtin.program import Program, trace_program
 from maxkernel_tui.agents.builtin.render import render_kernel
+from maxkernel_tui.agents.builtin.stages import MatmulStage
 from maxkernel_tui.agents.builtin.tunables import Tunables, default_tunables
 from maxkernel_tui.kernels.perf.model import Estimate
 from maxkernel_tui.kernels.task import Task
@@ -110,12 +111,9 @@ def draft_candidates(
 
 
 def _stage_kernel_plan(plan: Plan) -> KernelPlan:
-    knobs = ["block_rows"]
-    knobs += ["block_cols"] if any(not stage.full_cols for stage in plan.stages) else []
-    knobs += ["block_depth"] if any(stage.matmul for stage in plan.stages) else []
-    narrow = any(
-        stage.matmul and np.dtype(stage.matmul.lhs.dtype).itemsize < 4 for stage in plan.stages
-    )
-    return KernelPlan(
-        plan.family, partial(render_kernel, plan), tuple(knobs), default_tunables(narrow)
-    )
+    matmuls = [stage.matmul for stage in plan.stages if isinstance(stage, MatmulStage)]
+    knobs: tuple[str, ...] = ("block_rows",)
+    knobs += ("block_cols",) if any(not stage.full_cols for stage in plan.stages) else ()
+    knobs += ("block_depth",) if matmuls else ()
+    narrow = any(np.dtype(matmul.lhs.dtype).itemsize < 4 for matmul in matmuls)
+    return KernelPlan(plan.family, partial(render_kernel, plan), knobs, default_tunables(narrow))

@@ -14,7 +14,7 @@ import numpy as np
 
 from maxkernel_tui.agents.builtin.dims import DimTable, ShapeLiteral
 from maxkernel_tui.agents.builtin.layout import COL, GROUP_ROW, ROW, SCALAR, TILE, Kind, same_layout
-from maxkernel_tui.agents.builtin.planner import Stage, reduces_rows
+from maxkernel_tui.agents.builtin.planner import reduces_rows
 from maxkernel_tui.agents.builtin.primitives import (
     ELEMENTWISE,
     REDUCTIONS,
@@ -23,6 +23,7 @@ from maxkernel_tui.agents.builtin.primitives import (
     picks_one_per_row,
 )
 from maxkernel_tui.agents.builtin.program import Eqn, Literal, Operand, Var
+from maxkernel_tui.agents.builtin.stages import MatmulStage, Stage
 
 _PREFIX = {TILE: "y", GROUP_ROW: "g", ROW: "r", COL: "c", SCALAR: "s"}
 _KERNEL_SHAPE = {
@@ -56,7 +57,7 @@ class KernelBody:
 
 
 def emit_body(
-    stage: Stage, table: DimTable, symbol_names: dict[str, str], ref_names: dict[int, str]
+    stage: Stage, table: DimTable, symbol_names: dict[str, str], ref_names: dict[Var, str]
 ) -> KernelBody:
     """The statements that compute the stage's outputs from its refs (and accumulator)."""
     return _Emitter(stage, table, symbol_names, ref_names).run()
@@ -64,13 +65,13 @@ def emit_body(
 
 class _Emitter:
     def __init__(
-        self, stage: Stage, table: DimTable, symbol_names: dict[str, str], ref_names: dict[int, str]
+        self, stage: Stage, table: DimTable, symbol_names: dict[str, str], ref_names: dict[Var, str]
     ):
         self.stage = stage
         self.table = table
         self.symbol_names = symbol_names
         self.ref_names = ref_names
-        self.values: dict[int, str] = {}
+        self.values: dict[Var, str] = {}
         self.finish_lines: list[str] = []
         self.step_lines: list[str] = []
         self.lines = self.finish_lines  # where the next statement goes
@@ -83,13 +84,13 @@ class _Emitter:
     def run(self) -> KernelBody:
         result = self.stage.head_result
         if result is not None:  # the matmul's accumulator scratch, or the convolution's local sum
-            accumulated = "acc_ref[...]" if self.stage.matmul else "acc"
+            accumulated = "acc_ref[...]" if isinstance(self.stage, MatmulStage) else "acc"
             cast = "" if result.dtype == np.float32 else f".astype({dtype_source(result.dtype)})"
             self._assign(result, f"{accumulated}{cast}")
         for eqn in self.stage.eqns:
             self._equation(eqn)
         for var in self.stage.outputs:
-            self.lines.append(f"{self.ref_names[id(var)]}[...] = {self._operand(var)}")
+            self.lines.append(f"{self.ref_names[var]}[...] = {self._operand(var)}")
         ordered = [k for k in ("tm", "tn") if k in self.keywords] + sorted(
             self.keywords - {"tm", "tn"}
         )
@@ -106,9 +107,9 @@ class _Emitter:
     def _operand(self, operand: Operand) -> str:
         if isinstance(operand, Literal):
             return self._literal(operand)
-        if id(operand) not in self.values:  # a stage input: load its block where it is first used
-            self._assign(operand, f"{self.ref_names[id(operand)]}[...]")
-        return self.values[id(operand)]
+        if operand not in self.values:  # a stage input: load its block where it is first used
+            self._assign(operand, f"{self.ref_names[operand]}[...]")
+        return self.values[operand]
 
     def _literal(self, literal: Literal) -> str:
         value = literal.value(self.table)
@@ -129,16 +130,16 @@ class _Emitter:
         return repr(value)
 
     def _assign(self, var: Var, expression: str) -> None:
-        kind = self.stage.kinds[id(var)]
+        kind = self.stage.kinds[var]
         name = f"{_PREFIX[kind.name]}{self.counter}"
         self.counter += 1
         self.lines.append(f"{name} = {expression}")
-        self.values[id(var)] = name
+        self.values[var] = name
         if kind.name in (TILE, GROUP_ROW):
             self.temporaries += 1
 
     def _alias(self, var: Var, source: Operand) -> None:
-        self.values[id(var)] = self._operand(source)
+        self.values[var] = self._operand(source)
 
     def _shape(self, kind: Kind) -> str:
         shape = _KERNEL_SHAPE[kind.name]
@@ -153,7 +154,7 @@ class _Emitter:
     # -- equations -----------------------------------------------------------------------------
     def _equation(self, eqn: Eqn) -> None:
         result = eqn.outputs[0]
-        result_kind = self.stage.kinds[id(result)]
+        result_kind = self.stage.kinds[result]
         source_kind = self.stage.kind(eqn.inputs[0])
         if is_elementwise(eqn.primitive, len(eqn.inputs)):
             arguments = [self._operand(o) for o in eqn.inputs]
@@ -190,12 +191,12 @@ class _Emitter:
         )
 
     def _reduction(self, eqn: Eqn, source: Kind, result: Kind) -> None:
-        if self.stage.across_rows and reduces_rows(source, result):
+        if self.stage.reduces_rows and reduces_rows(source, result):
             self._accumulate(eqn, result)
             return
         value = self._operand(eqn.inputs[0])
         var = eqn.outputs[0]
-        if all(eqn.inputs[0].shape[a].is_one() for a in eqn.params["axes"]):
+        if eqn.reduces_unit_axes_only:
             self._alias(var, eqn.inputs[0])  # over size-1 axes only: nothing to reduce
             return
         function = REDUCTIONS[eqn.primitive]

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from maxkernel_tui.agents.builtin.dims import Dim
 from maxkernel_tui.agents.builtin.errors import CannotPlan
 from maxkernel_tui.agents.builtin.layout import (
     COL,
@@ -36,101 +35,35 @@ from maxkernel_tui.agents.builtin.primitives import (
     picks_one_per_row,
 )
 from maxkernel_tui.agents.builtin.program import Eqn, Literal, Operand, Program, Var
-
-
-@dataclass(frozen=True)
-class Matmul:
-    eqn: Eqn
-    lhs: Var
-    rhs: Var
-    rhs_transposed: bool  # weight stored (cols, depth): contract over its last axis
-    depth: Dim
-    precision: str | None  # "HIGHEST" when the reference asks for it
-
-    @property
-    def result(self) -> Var:
-        return self.eqn.outputs[0]
-
-
-@dataclass(frozen=True)
-class Conv:
-    """A plain convolution (primitives.is_plain_conv): the image (batch, channels, height, width)
-    and the kernel (out channels, channels, kh, kw); its result is the stage's tile."""
-
-    eqn: Eqn
-    image: Var
-    kernel: Var
-
-    @property
-    def result(self) -> Var:
-        return self.eqn.outputs[0]
-
-
-@dataclass(eq=False)
-class Stage:
-    number: int
-    frame: Frame
-    matmul: Matmul | None = None
-    conv: Conv | None = None  # a convolution stage: frame (batch,) x (out channels,) x pixels
-    across_rows: bool = (
-        False  # a column-reduction stage: reduces over rows, yields cols and scalars
-    )
-    eqns: list[Eqn] = field(default_factory=list)
-    kinds: dict[int, Kind] = field(default_factory=dict)
-    inputs: list[Var] = field(default_factory=list)
-    outputs: list[Var] = field(default_factory=list)
-
-    def kind(self, operand: Operand) -> Kind:
-        return Kind(SCALAR) if isinstance(operand, Literal) else self.kinds[id(operand)]
-
-    @property
-    def full_cols(self) -> bool:
-        """Whether a block must span every column: a row-wise reduction or groups of columns."""
-        return any(k.name == GROUP_ROW or k.width is not None for k in self.kinds.values()) or any(
-            (eqn.primitive in REDUCTIONS or picks_one_per_row(eqn.primitive, eqn.params))
-            and self.kind(eqn.inputs[0]).spans_cols
-            and not self.kind(eqn.outputs[0]).spans_cols
-            for eqn in self.eqns
-        )
-
-    @property
-    def batched(self) -> bool:
-        return bool(self.frame.batch)
-
-    @property
-    def reads(self) -> list[Var]:
-        """The operands of the matmul or convolution that heads the stage, read from HBM."""
-        if self.matmul:
-            return [self.matmul.lhs, self.matmul.rhs]
-        return [self.conv.image, self.conv.kernel] if self.conv else []
-
-    @property
-    def head_result(self) -> Var | None:
-        head = self.matmul or self.conv
-        return head.result if head else None
+from maxkernel_tui.agents.builtin.stages import (
+    ColumnReductionStage,
+    Conv,
+    ConvStage,
+    Matmul,
+    MatmulStage,
+    Stage,
+)
 
 
 @dataclass
 class Plan:
     program: Program
     stages: list[Stage]
-    storage: dict[int, Var]  # a free view (reshape) of a value -> the value that holds the data
+    storage: dict[Var, Var]  # a free view (reshape) of a value -> the value that holds the data
     # Transposes XLA does between stages, in order: the next stage reads the result from HBM in
     # the layout its tiling wants (a matmul's batch and contraction axes where it expects them).
     relayouts: list[Eqn] = field(default_factory=list)
 
     @property
+    def outputs(self) -> list[Var]:
+        """The program's results (a plan exists only when none of them is a constant)."""
+        return [o for o in self.program.outputs if isinstance(o, Var)]
+
+    @property
     def family(self) -> str:
-        stage = self.stages[0]
         if len(self.stages) > 1:
-            return f"multi-stage ({'+'.join(_stage_label(s) for s in self.stages)})"
-        if stage.conv:
-            return "convolution (implicit GEMM) + epilogue"
-        if stage.matmul is None:
-            return "row-wise reduction" if stage.full_cols else "element-wise"
-        if stage.batched:
-            return "batched matmul"
-        return "matmul + row-wise epilogue" if stage.full_cols else "matmul + element-wise epilogue"
+            return f"multi-stage ({'+'.join(s.label for s in self.stages)})"
+        return self.stages[0].family
 
 
 def plan_program(program: Program, split_rowwise: bool = False) -> Plan:
@@ -139,7 +72,9 @@ def plan_program(program: Program, split_rowwise: bool = False) -> Plan:
     the weight is no longer re-read for every block of rows (better when the rows are wide)."""
     fused = _Planner(program, frozenset()).plan()
     split = frozenset(
-        id(s.matmul.eqn) for s in fused.stages if s.matmul and s.full_cols and not s.batched
+        s.matmul.eqn
+        for s in fused.stages
+        if isinstance(s, MatmulStage) and s.full_cols and not s.batched
     )
     if not split_rowwise or not split:
         return fused
@@ -147,16 +82,16 @@ def plan_program(program: Program, split_rowwise: bool = False) -> Plan:
 
 
 class _Planner:
-    def __init__(self, program: Program, split: frozenset[int]) -> None:
+    def __init__(self, program: Program, split: frozenset[Eqn]) -> None:
         self.program = program
         self.split = split  # matmul equations whose epilogue goes to a stage of its own
-        self.companions: dict[int, Stage] = {}
+        self.companions: dict[Eqn, Stage] = {}
         self.stages: list[Stage] = []
-        self.stage_of: dict[int, Stage] = {}
-        self.producer: dict[int, Eqn] = {}  # floating values: computed from parameters only
-        self.storage: dict[int, Var] = {}
+        self.stage_of: dict[Var, Stage] = {}
+        self.producer: dict[Var, Eqn] = {}  # floating values: computed from parameters only
+        self.storage: dict[Var, Var] = {}
         self.relayouts: list[Eqn] = []
-        self.relaid: set[int] = set()  # values a relayout produces: read from HBM like inputs
+        self.relaid: set[Var] = set()  # values a relayout produces: read from HBM like inputs
 
     def plan(self) -> Plan:
         if any(eqn.primitive == "iota" for eqn in self.program.eqns):
@@ -171,9 +106,7 @@ class _Planner:
                 raise CannotPlan("the reference returns a constant")
             self._materialize(output)
         self._connect()
-        if not any(
-            stage.matmul or stage.conv or stage.full_cols or stage.eqns for stage in self.stages
-        ):
+        if not any(stage.head or stage.full_cols or stage.eqns for stage in self.stages):
             raise CannotPlan("the reference does no work a kernel could take over")
         return Plan(self.program, self.stages, self.storage, self.relayouts)
 
@@ -188,23 +121,21 @@ class _Planner:
         if eqn.primitive == "transpose":
             # Floats until used: a matmul reads a transposed weight as it is stored; anything
             # else gets the transpose done by XLA (a relayout) before the stage that reads it.
-            self.producer[id(eqn.outputs[0])] = eqn
+            self.producer[eqn.outputs[0]] = eqn
             return
         sources = [
-            self.stage_of[id(v)]
-            for v in eqn.inputs
-            if isinstance(v, Var) and id(v) in self.stage_of
+            self.stage_of[v] for v in eqn.inputs if isinstance(v, Var) and v in self.stage_of
         ]
         if not sources:
             for output in eqn.outputs:
-                self.producer[id(output)] = eqn
+                self.producer[output] = eqn
             return
         stage = max(sources, key=lambda s: s.number)
-        if stage.matmul and id(stage.matmul.eqn) in self.split:
+        if isinstance(stage, MatmulStage) and stage.matmul.eqn in self.split:
             stage = self._companion(stage)
         if not self._fits(eqn, stage):
             if eqn.primitive in REDUCTIONS:
-                stage = self._new_stage(stage.frame, across_rows=True)
+                stage = self._add(ColumnReductionStage(len(self.stages) + 1, stage.frame))
                 if not self._fits(eqn, stage):
                     raise CannotPlan(
                         f"`{eqn.primitive}` over {_shapes(eqn)} reduces in a way no tiling of its "
@@ -212,7 +143,7 @@ class _Planner:
                     )
                 self._place(eqn, stage)
                 return
-            stage = self._new_stage(Frame.of(eqn.outputs[0].shape))
+            stage = self._add(Stage(len(self.stages) + 1, Frame.of(eqn.outputs[0].shape)))
             if not self._fits(eqn, stage):
                 raise CannotPlan(
                     f"`{eqn.primitive}` mixes values that no 2-D tiling holds together "
@@ -222,41 +153,36 @@ class _Planner:
 
     def _place(self, eqn: Eqn, stage: Stage) -> None:
         for operand in eqn.inputs:
-            if (
-                isinstance(operand, Var)
-                and id(operand) in self.producer
-                and id(operand) not in stage.kinds
-            ):
+            if isinstance(operand, Var) and operand in self.producer and operand not in stage.kinds:
                 if self._relaid_later(operand):
                     self._materialize(operand)
                 else:
-                    self._place(self.producer[id(operand)], stage)
+                    self._place(self.producer[operand], stage)
         for operand in eqn.inputs:
-            if isinstance(operand, Var) and id(operand) not in stage.kinds:
-                stage.kinds[id(operand)] = classify(operand.shape, stage.frame)
+            if isinstance(operand, Var) and operand not in stage.kinds:
+                _classify_into(stage, operand)
         for output in eqn.outputs:
-            stage.kinds[id(output)] = classify(output.shape, stage.frame)
-            self.stage_of[id(output)] = stage
+            _classify_into(stage, output)
+            self.stage_of[output] = stage
         stage.eqns.append(eqn)
 
     def _fits(self, eqn: Eqn, stage: Stage) -> bool:
         """Whether the equation can run inside `stage`: every operand has a kind there, and the
         operation maps those kinds onto the kind of its result."""
-        operands = [self._kind_in(o, stage) for o in eqn.inputs]
+        found = [self._kind_in(o, stage) for o in eqn.inputs]
+        operands = [k for k in found if k is not None]
         result = classify(eqn.outputs[0].shape, stage.frame)
-        if result is None or any(k is None for k in operands) or len(eqn.outputs) != 1:
+        if result is None or len(operands) != len(found) or len(eqn.outputs) != 1:
             return False
         source = operands[0]
-        if eqn.primitive in REDUCTIONS and not all(
-            eqn.inputs[0].shape[a].is_one() for a in eqn.params["axes"]
-        ):
-            if stage.across_rows:
+        if eqn.primitive in REDUCTIONS and not eqn.reduces_unit_axes_only:
+            if stage.reduces_rows:
                 return reduces_rows(source, result)
             return _reduction_allowed(eqn.primitive, source, result)
-        if stage.across_rows and result.spans_rows:
+        if stage.reduces_rows and result.spans_rows:
             return False  # a column-reduction stage yields only what is left once rows are reduced
         if is_elementwise(eqn.primitive, len(eqn.inputs)):
-            joined = join([k for k in operands if k is not None])
+            joined = join(operands)
             return joined is not None and same_layout(joined, result)
         if eqn.primitive in REDUCTIONS:
             return same_layout(source, result)
@@ -273,18 +199,18 @@ class _Planner:
     def _kind_in(self, operand: Operand, stage: Stage) -> Kind | None:
         if isinstance(operand, Literal):
             return Kind(SCALAR)
-        if id(operand) in stage.kinds:
-            return stage.kinds[id(operand)]
+        if operand in stage.kinds:
+            return stage.kinds[operand]
         if (
-            id(operand) in self.producer
+            operand in self.producer
             and not self._relaid_later(operand)
-            and not self._fits(self.producer[id(operand)], stage)
+            and not self._fits(self.producer[operand], stage)
         ):
             return None
         return classify(operand.shape, stage.frame)
 
     def _relaid_later(self, var: Var) -> bool:
-        return self.producer[id(var)].primitive == "transpose"
+        return self.producer[var].primitive == "transpose"
 
     # -- matmuls -----------------------------------------------------------------------------
     def _matmul_stage(self, eqn: Eqn) -> None:
@@ -304,8 +230,8 @@ class _Planner:
                 "a matmul that is not (batch..., rows..., depth) x (batch..., depth, cols) up to "
                 f"transposes: dimension numbers {eqn.params['dimension_numbers']}"
             )
-        # The kernel reads (batch..., rows..., depth) and (batch..., depth, cols) or (batch..., cols,
-        # depth); other axis orders are laid out that way by XLA first.
+        # The kernel reads (batch..., rows..., depth) and (batch..., depth, cols) or (batch...,
+        # cols, depth); other axis orders are laid out that way by XLA first.
         lhs_order = (*lhs_batch, *lhs_free, *lhs_contract)
         if lhs_order != tuple(range(len(lhs.shape))):
             lhs = self._transposed(lhs, lhs_order)
@@ -319,12 +245,8 @@ class _Planner:
                 self._transposed(rhs, (*rhs_batch, rhs_free[0], rhs_contract[0])),
                 True,
             )
-        if (
-            not batch
-            and id(rhs) in self.producer
-            and self.producer[id(rhs)].primitive == "transpose"
-        ):
-            rhs, transposed = self.producer[id(rhs)].inputs[0], not transposed
+        if not batch and rhs in self.producer and self.producer[rhs].primitive == "transpose":
+            rhs, transposed = self.producer[rhs].source, not transposed
         out = eqn.outputs[0]
         frame = Frame(
             tuple(out.shape[:batch]),
@@ -337,12 +259,10 @@ class _Planner:
         # else computed from parameters becomes a stage of its own.
         self._materialize(lhs)
         self._materialize(rhs)
-        stage = self._new_stage(frame)
-        stage.matmul = Matmul(
-            eqn, lhs, rhs, transposed, lhs.shape[-1], "HIGHEST" if highest else None
-        )
-        stage.kinds[id(out)] = Kind(TILE, batched=bool(batch))
-        self.stage_of[id(out)] = stage
+        matmul = Matmul(eqn, lhs, rhs, transposed, lhs.shape[-1], "HIGHEST" if highest else None)
+        stage = self._add(MatmulStage(len(self.stages) + 1, frame, matmul=matmul))
+        stage.kinds[out] = Kind(TILE, batched=bool(batch))
+        self.stage_of[out] = stage
 
     def _conv_stage(self, eqn: Eqn) -> None:
         """A convolution heads a stage whose frame is (batch,) x (out channels,) x (pixels): the
@@ -365,65 +285,63 @@ class _Planner:
         frame = Frame((batch,), (channels,), height * width)
         self._materialize(image)
         self._materialize(kernel)
-        stage = self._new_stage(frame)
-        stage.conv = Conv(eqn, image, kernel)
-        stage.kinds[id(out)] = Kind(TILE, width, batched=True)
-        self.stage_of[id(out)] = stage
+        stage = self._add(ConvStage(len(self.stages) + 1, frame, conv=Conv(eqn, image, kernel)))
+        stage.kinds[out] = Kind(TILE, width, batched=True)
+        self.stage_of[out] = stage
 
     def _transposed(self, var: Var, order: tuple[int, ...]) -> Var:
         """A value standing for `var` with its axes in `order`, produced by a transpose."""
         result = Var(
             tuple(var.shape[a] for a in order), var.dtype, tuple(var.bench_shape[a] for a in order)
         )
-        self.producer[id(result)] = Eqn("transpose", [var], [result], {"permutation": order})
+        self.producer[result] = Eqn("transpose", [var], [result], {"permutation": order})
         return result
 
     def _view_root(self, var: Var) -> Var:
-        while id(var) in self.producer and self.producer[id(var)].primitive in (
+        while var in self.producer and self.producer[var].primitive in (
             "reshape",
             "squeeze",
             "expand_dims",
         ):
-            var = self.producer[id(var)].inputs[0]
+            var = self.producer[var].source
         return var
 
     # -- stages and their operands -----------------------------------------------------------
-    def _companion(self, matmul_stage: Stage) -> Stage:
+    def _companion(self, matmul_stage: MatmulStage) -> Stage:
         """The row-wise stage that takes over the epilogue of a split matmul stage."""
-        key = id(matmul_stage.matmul.eqn)
+        key = matmul_stage.matmul.eqn
         if key not in self.companions:
-            self.companions[key] = self._new_stage(matmul_stage.frame)
+            self.companions[key] = self._add(Stage(len(self.stages) + 1, matmul_stage.frame))
         return self.companions[key]
 
-    def _new_stage(self, frame: Frame, across_rows: bool = False) -> Stage:
-        stage = Stage(len(self.stages) + 1, frame, across_rows=across_rows)
+    def _add(self, stage: Stage) -> Stage:
         self.stages.append(stage)
         return stage
 
     def _materialize(self, var: Var) -> None:
         """Make sure `var` is computed by some stage (values from parameters get their own)."""
         if (
-            id(var) in self.stage_of
+            var in self.stage_of
             or var in self.program.inputs
-            or id(var) in self.storage
-            or id(var) in self.relaid
+            or var in self.storage
+            or var in self.relaid
         ):
             return
         root = self._view_root(var)
         if root is not var:
-            self.storage[id(var)] = root
+            self.storage[var] = root
             self._materialize(root)
             return
-        if id(var) not in self.producer:
+        if var not in self.producer:
             raise CannotPlan("a value of the reference comes from nowhere the agent can follow")
         if self._relaid_later(var):
-            transpose = self.producer.pop(id(var))
-            self._materialize(transpose.inputs[0])
+            transpose = self.producer.pop(var)
+            self._materialize(transpose.source)
             self.relayouts.append(transpose)
-            self.relaid.add(id(var))
+            self.relaid.add(var)
             return
-        stage = self._new_stage(Frame.of(var.shape))
-        producer = self.producer.pop(id(var))
+        stage = self._add(Stage(len(self.stages) + 1, Frame.of(var.shape)))
+        producer = self.producer.pop(var)
         if not self._fits(producer, stage):
             raise CannotPlan(
                 f"`{producer.primitive}` on parameters ({_shapes(producer)}) fits no tiling"
@@ -432,35 +350,30 @@ class _Planner:
 
     def _connect(self) -> None:
         """Stage inputs and outputs: whatever crosses a stage boundary goes through HBM."""
-        needed_later: dict[int, Var] = {
-            id(o): o for o in self.program.outputs if isinstance(o, Var)
-        }
+        needed_later: dict[Var, Var] = {o: o for o in self.program.outputs if isinstance(o, Var)}
         for stage in self.stages:
-            produced = {id(o) for e in stage.eqns for o in e.outputs}
+            produced = {o for e in stage.eqns for o in e.outputs}
             if stage.head_result is not None:
-                produced.add(id(stage.head_result))
+                produced.add(stage.head_result)
             operands = [
-                o
-                for e in stage.eqns
-                for o in e.inputs
-                if isinstance(o, Var) and id(o) not in produced
+                o for e in stage.eqns for o in e.inputs if isinstance(o, Var) and o not in produced
             ]
             for var in operands:
                 if all(var is not seen for seen in stage.inputs):
                     stage.inputs.append(var)
             for var in stage.inputs + stage.reads:
-                root = self.storage.get(id(var), var)
-                needed_later[id(root)] = root
+                root = self.storage.get(var, var)
+                needed_later[root] = root
         for transpose in self.relayouts:
-            root = self.storage.get(id(transpose.inputs[0]), transpose.inputs[0])
-            needed_later[id(root)] = root
+            root = self.storage.get(transpose.source, transpose.source)
+            needed_later[root] = root
         for stage in self.stages:
             stage.outputs = [
                 v for key, v in needed_later.items() if self.stage_of.get(key) is stage
             ]
             for var in stage.outputs:
-                kind = stage.kinds[id(var)]
-                if kind.spans_rows == stage.across_rows:
+                kind = stage.kinds[var]  # every result a stage computes has a kind there
+                if kind.spans_rows == stage.reduces_rows:
                     raise CannotPlan(
                         f"a {kind.name} result of shape {_shape(var)} would need every row of a "
                         "row-tiled stage: not planned"
@@ -471,11 +384,19 @@ class _Planner:
                     )
         for stage in self.stages:
             for var in stage.inputs:
-                kind = stage.kinds.get(id(var))
-                if kind is None or kind.name == GROUP_ROW:
+                held = stage.kinds.get(var)
+                if held is None or held.name == GROUP_ROW:
                     raise CannotPlan(
                         f"a stage input of shape {_shape(var)} does not fit the stage's tiling"
                     )
+
+
+def _classify_into(stage: Stage, var: Var) -> None:
+    """Note the kind of `var` in `stage`; one that fits no kind there is caught when the stages
+    are connected (a stage input without a kind does not fit its tiling)."""
+    kind = classify(var.shape, stage.frame)
+    if kind is not None:
+        stage.kinds[var] = kind
 
 
 def reduces_rows(source: Kind, result: Kind) -> bool:
@@ -499,16 +420,6 @@ def _view_allowed(source: Kind, result: Kind) -> bool:
         return True
     joined = join([source, result])
     return joined is not None and same_layout(joined, result)
-
-
-def _stage_label(stage: Stage) -> str:
-    if stage.conv:
-        return "convolution"
-    if stage.matmul:
-        return "batched matmul" if stage.batched else "matmul"
-    if stage.across_rows:
-        return "column-reduction"
-    return "row-wise" if stage.full_cols else "element-wise"
 
 
 def _shape(var: Var) -> str:

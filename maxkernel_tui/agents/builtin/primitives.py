@@ -117,13 +117,23 @@ def is_plain_conv(params: dict[str, Any]) -> bool:
     return (
         (tuple(numbers.lhs_spec), tuple(numbers.rhs_spec), tuple(numbers.out_spec))
         == (identity,) * 3
-        and tuple(params["window_strides"]) == (1, 1)
-        and all(tuple(p) == (0, 0) for p in params["padding"])
-        and tuple(params["lhs_dilation"]) == (1, 1)
-        and tuple(params["rhs_dilation"]) == (1, 1)
-        and params["feature_group_count"] == 1
-        and params["batch_group_count"] == 1
+        and all(tuple(p) == (0, 0) for p in params.get("padding", ()))
+        and all(_plain(params.get(name)) == plain for name, plain in _PLAIN_CONV.items())
     )
+
+
+# A plain convolution's parameters, besides its layouts and padding.
+_PLAIN_CONV: dict[str, object] = {
+    "window_strides": (1, 1),
+    "lhs_dilation": (1, 1),
+    "rhs_dilation": (1, 1),
+    "feature_group_count": 1,
+    "batch_group_count": 1,
+}
+
+
+def _plain(value: object) -> object:
+    return tuple(value) if isinstance(value, (list, tuple)) else value
 
 
 def picks_one_per_row(primitive: str, params: dict[str, Any]) -> bool:

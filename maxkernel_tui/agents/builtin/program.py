@@ -83,6 +83,21 @@ class Eqn:
     outputs: list[Var]
     params: dict[str, Any]
 
+    @property
+    def source(self) -> Var:
+        """The value a view or transpose is of (constants are folded before they get one)."""
+        operand = self.inputs[0]
+        assert isinstance(operand, Var), f"`{self.primitive}` of a constant"
+        return operand
+
+    @property
+    def reduces_unit_axes_only(self) -> bool:
+        """For a reduction: whether it is over size-1 axes only (nothing to reduce)."""
+        source = self.inputs[0]
+        return isinstance(source, Var) and all(
+            source.shape[axis].is_one() for axis in self.params["axes"]
+        )
+
 
 @dataclass
 class Program:
@@ -196,18 +211,18 @@ class _Builder:
     def __init__(self, table: DimTable) -> None:
         self.table = table
         self.eqns: list[Eqn] = []
-        self.untranslatable: dict[int, str] = {}  # id(eqn) -> why
-        self.vague: dict[int, str] = {}  # id(var) -> the size rule it breaks
+        self.untranslatable: dict[Eqn, str] = {}  # why
+        self.vague: dict[Var, str] = {}  # the size rule it breaks
 
     def check(self, live: list[Eqn]) -> None:
         """Raise for the first problem among the equations the outputs need."""
         for eqn in live:
-            if id(eqn) in self.untranslatable:
-                raise CannotPlan(self.untranslatable[id(eqn)])
+            if eqn in self.untranslatable:
+                raise CannotPlan(self.untranslatable[eqn])
         for eqn in live:
             for var in eqn.outputs:
-                if id(var) in self.vague:
-                    raise ShapeRuleError(self.vague[id(var)])
+                if var in self.vague:
+                    raise ShapeRuleError(self.vague[var])
 
     def walk(self, closed_b: Any, closed_c: Any, args: list[Operand]) -> list[Operand]:
         jaxpr_b, consts_b = _open(closed_b)
@@ -247,8 +262,9 @@ class _Builder:
             and inputs[0].bench == inputs[0].check
         ):
             return [inputs[1 + int(inputs[0].bench)]]
-        if all(isinstance(i, Literal) for i in inputs) and _scalar_outputs(eqn_b):
-            return self._fold(eqn_b, eqn_c, inputs)
+        literals = [i for i in inputs if isinstance(i, Literal)]
+        if len(literals) == len(inputs) and _scalar_outputs(eqn_b):
+            return self._fold(eqn_b, eqn_c, literals)
         conv = self._plain_conv_output(eqn_b, inputs) if name == "conv_general_dilated" else None
         outputs = (
             [conv]
@@ -260,7 +276,7 @@ class _Builder:
             shapes = ", ".join(
                 str(tuple(v.aval.shape)) for v in eqn_b.invars if hasattr(v.aval, "shape")
             )
-            self.untranslatable[id(eqn)] = (
+            self.untranslatable[eqn] = (
                 f"the reference uses `{name}` ({shapes}), which the built-in agent "
                 "does not translate into a kernel"
             )
@@ -302,7 +318,7 @@ class _Builder:
                 problems.append(str(error))
         var = Var(tuple(dims), np.dtype(bench.dtype), tuple(bench.shape))
         if problems:
-            self.vague[id(var)] = problems[0]
+            self.vague[var] = problems[0]
         return var
 
     def _fold(self, eqn_b: Any, eqn_c: Any, inputs: list[Literal]) -> list[Operand]:
@@ -322,10 +338,9 @@ class _Builder:
 
     def _operand(self, env: dict[Any, Operand], var_b: Any, var_c: Any) -> Operand:
         if isinstance(var_b, core.Literal):
+            aval: Any = var_b.aval  # a ShapedArray: jax types it as any abstract value
             return Literal(
-                np.asarray(var_b.val).item(),
-                np.asarray(var_c.val).item(),
-                np.dtype(var_b.aval.dtype),
+                np.asarray(var_b.val).item(), np.asarray(var_c.val).item(), np.dtype(aval.dtype)
             )
         return env[var_b]
 
@@ -358,10 +373,10 @@ def _scalar_outputs(eqn: Any) -> bool:
 
 def _live(eqns: list[Eqn], outputs: list[Operand]) -> list[Eqn]:
     """The equations the outputs depend on, in their original order."""
-    needed = {id(o) for o in outputs if isinstance(o, Var)}
+    needed = {o for o in outputs if isinstance(o, Var)}
     kept: list[Eqn] = []
     for eqn in reversed(eqns):
-        if any(id(o) in needed for o in eqn.outputs):
+        if any(o in needed for o in eqn.outputs):
             kept.append(eqn)
-            needed.update(id(i) for i in eqn.inputs if isinstance(i, Var))
+            needed.update(i for i in eqn.inputs if isinstance(i, Var))
     return kept[::-1]

@@ -17,6 +17,7 @@ from collections.abc import AsyncGenerator
 from maxkernel_tui.agents.builtin.context import read_context
 from maxkernel_tui.agents.builtin.diagnosis import diagnose
 from maxkernel_tui.agents.builtin.errors import BuiltinAgentError, CannotPlanError
+from maxkernel_tui.agents.builtin.reply import Failure, WorkerReply
 from maxkernel_tui.agents.builtin.tester import answer_tester
 from maxkernel_tui.agents.llm.errors import ProviderError
 from maxkernel_tui.agents.llm.types import (
@@ -80,19 +81,21 @@ class BuiltinProvider:
             if self._worker is None:
                 self._worker = LineWorker(python_module_argv(WORKER_MODULE), jax_worker_env())
             try:
-                reply = await asyncio.to_thread(
+                data = await asyncio.to_thread(
                     self._worker.ask, json.dumps(step.to_request(step.role)), self._step_timeout_s
                 )
             except WorkerFailure as failure:
-                # A crashed worker restarts on the next ask; a step that timed out would time out again.
+                # A crashed worker restarts on the next ask; a step that timed out would time out
+                # again.
                 raise ProviderError(
                     f"the built-in agent's worker failed on the {step.role} step: {failure}",
                     retryable=failure.kind == "died",
                 ) from None
-        if "text" in reply:
-            return str(reply["text"])
-        if reply.get("kind") == "cannot_plan":
-            raise CannotPlanError(str(reply.get("error")))
+        reply = WorkerReply.from_json(data)
+        if reply.text is not None:
+            return reply.text
+        if reply.failure is Failure.CANNOT_PLAN:
+            raise CannotPlanError(reply.error)
         raise BuiltinAgentError(
-            f"the built-in agent could not answer the {step.role} step: {reply.get('error')}"
+            f"the built-in agent could not answer the {step.role} step: {reply.error}"
         )

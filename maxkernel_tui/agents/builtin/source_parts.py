@@ -1,10 +1,13 @@
-"""Fixed pieces of every generated kernel file: imports, VMEM constants, helpers, index maps.
+"""Fixed pieces of every generated kernel file as text: imports, VMEM constants, helpers (taken
+from the real code in pieces/), index maps (one line each, from the table below).
 
-Kept as text: they are copied into each file, so each file stands alone (the harness loads a
-candidate with nothing but jax and numpy importable).
+Text, because each file stands alone: the harness loads a candidate with nothing but jax and
+numpy importable. Imports jax through pieces/.
 """
 
 from __future__ import annotations
+
+from maxkernel_tui.agents.builtin.pieces import blocks, function_source, groups, section_source
 
 JAX_IMPORTS = """\
 import jax
@@ -14,92 +17,20 @@ from jax.experimental.pallas import tpu as pltpu
 """
 
 
-def imports(standard: list[str]) -> str:
+def imports(*standard: str) -> str:
     """The file's imports: the standard-library modules it uses, then jax and Pallas."""
     head = "".join(f"import {module}\n" for module in sorted(standard))
     return head + ("\n" if head else "") + JAX_IMPORTS
 
 
-VMEM_CONSTANTS = """\
-# Scoped VMEM a kernel gets by default (v5e); a larger footprint asks for more, up to the cap
-# (v5e and v6e have 128 MiB of VMEM). Blocks shrink until their footprint fits the budget.
-DEFAULT_SCOPED_VMEM = 16 * 2**20
-VMEM_BUDGET = 48 * 2**20
-VMEM_LIMIT_CAP = 100 * 2**20
-"""
-
-PICK_BLOCK = '''\
-def _pick_block(size, preferred, align):
-    """The largest multiple of `align` that divides `size` and is at most `preferred`; the whole
-    dimension when there is none (a block spanning a full dimension is always legal)."""
-    block = min(preferred, size) // align * align
-    while block >= align:
-        if size % block == 0:
-            return block
-        block -= align
-    return size
-'''
-
-BLOCK_BYTES = '''\
-def _block_bytes(rows, cols, dtype):
-    """VMEM bytes of a (rows, cols) block, padded to whole (sublane, 128-lane) tiles."""
-    itemsize = jnp.dtype(dtype).itemsize
-    sublanes = 8 * max(1, 4 // itemsize)
-    return -(-rows // sublanes) * sublanes * (-(-cols // 128) * 128) * itemsize
-'''
-
-COMPILER_PARAMS = '''\
-def _compiler_params(semantics, footprint):
-    """Ask for more than the default scoped VMEM only when the blocks need it."""
-    limit = None
-    if footprint > DEFAULT_SCOPED_VMEM:
-        limit = min(max(2 * footprint, 32 * 2**20), VMEM_LIMIT_CAP)
-    return pltpu.CompilerParams(dimension_semantics=semantics, vmem_limit_bytes=limit)
-'''
-
-FIT_BLOCKS = '''\
-def _fit_blocks(rows, depth, tm, tk, row_align, footprint):
-    """Shrink the depth step (down to 256), then the row block, until the footprint fits."""
-    while footprint(tm, tk) > VMEM_BUDGET:
-        smaller_tk = _pick_block(depth, tk // 2, 128)
-        smaller_tm = _pick_block(rows, tm // 2, row_align)
-        if tk > 256 and smaller_tk < tk:
-            tk = smaller_tk
-        elif smaller_tm < tm:
-            tm = smaller_tm
-        else:
-            break
-    return tm, tk
-'''
-
-FIT_ROWS = '''\
-def _fit_rows(rows, tm, row_align, footprint):
-    """Shrink the row block until the footprint fits."""
-    while footprint(tm) > VMEM_BUDGET:
-        smaller = _pick_block(rows, tm // 2, row_align)
-        if smaller >= tm:
-            break
-        tm = smaller
-    return tm
-'''
-
-GROUP_TOTALS = '''\
-def _group_totals(tile, width):
-    """Each column gets the sum over its group of `width` adjacent columns: (tm, tn) -> (tm, tn).
-    Done on the MXU as chunks of whole groups times a block-diagonal 0/1 matrix, so the tile keeps
-    its lane-dense layout (a reshape to (..., width) would waste lanes when width < 128)."""
-    rows, cols = tile.shape
-    chunk = width * 128 // math.gcd(width, 128)
-    if cols % chunk:
-        chunk = cols
-    lane = jax.lax.broadcasted_iota(jnp.int32, (chunk, chunk), 0)
-    other = jax.lax.broadcasted_iota(jnp.int32, (chunk, chunk), 1)
-    same_group = (jax.lax.div(lane, width) == jax.lax.div(other, width)).astype(jnp.float32)
-    chunks = tile.astype(jnp.float32).reshape(rows * (cols // chunk), chunk)
-    totals = jnp.dot(chunks, same_group, precision=jax.lax.Precision.HIGHEST,
-                     preferred_element_type=jnp.float32)
-    return totals.reshape(rows, cols).astype(tile.dtype)
-'''
+# The helpers, from the real code in pieces/ (copied into each file, never imported by it).
+VMEM_CONSTANTS = section_source(blocks, "vmem")
+PICK_BLOCK = function_source(blocks._pick_block)
+BLOCK_BYTES = function_source(blocks._block_bytes)
+COMPILER_PARAMS = function_source(blocks._compiler_params)
+FIT_BLOCKS = function_source(blocks._fit_blocks)
+FIT_ROWS = function_source(blocks._fit_rows)
+GROUP_TOTALS = function_source(groups._group_totals)
 
 # Index maps, by grid: matmul (i, j, k), batched matmul (b, i, j, k), element-wise (i, j), and
 # column reduction (j, i): row blocks innermost. Each entry: role -> (block index, description).

@@ -36,7 +36,7 @@ def answer_tester(context: Mapping[str, Any] | None) -> str:
     sizes = {
         k: v for k, v in (check or {}).items() if isinstance(v, int) and not isinstance(v, bool)
     }
-    configs = []
+    configs: list[dict[str, object]] = []
     # the largest sizes first: they are the ones blocks tile
     for key in sorted(sizes, key=lambda k: -sizes[k]):
         value = odd_tiles(sizes[key])
@@ -44,7 +44,7 @@ def answer_tester(context: Mapping[str, Any] | None) -> str:
             configs.append(
                 {
                     "name": _name(key, value),
-                    "params": {**check, key: value},  # type: ignore[dict-item]
+                    "params": {**(check or {}), key: value},
                     "why": _why(key, sizes[key], value),
                 }
             )

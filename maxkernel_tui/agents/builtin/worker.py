@@ -4,32 +4,31 @@
 
 Imports jax (the drafting modules trace the reference and the kernels). The provider
 (provider.py) starts it once, on its first step, and keeps it, so that drafts cached here serve
-the steps that follow. Answers: {"text": ...}, or {"error": ..., "kind": "cannot_plan" |
-"no_answer" | "internal"}.
+the steps that follow. Answers: a WorkerReply (reply.py) as JSON.
 """
 
 from __future__ import annotations
 
 import json
 import sys
-from typing import Any
 
 from maxkernel_tui.agents.builtin.answers import DraftCache, answer
 from maxkernel_tui.agents.builtin.errors import BuiltinAgentError, CannotPlan
+from maxkernel_tui.agents.builtin.reply import Failure, WorkerReply
 from maxkernel_tui.agents.roles.context import StepContext
 from maxkernel_tui.kernels.workers import READY
 
 
-def respond(line: str, cache: DraftCache) -> dict[str, Any]:
+def respond(line: str, cache: DraftCache) -> WorkerReply:
     try:
-        return {"text": answer(StepContext.from_request(json.loads(line)), cache)}
+        return WorkerReply(answer(StepContext.from_request(json.loads(line)), cache))
     except CannotPlan as reason:
-        return {"error": str(reason), "kind": "cannot_plan"}
+        return WorkerReply(error=str(reason), failure=Failure.CANNOT_PLAN)
     except BuiltinAgentError as error:
-        return {"error": str(error), "kind": "no_answer"}
+        return WorkerReply(error=str(error), failure=Failure.NO_ANSWER)
     except Exception as error:
         first = (str(error).strip().splitlines() or [""])[0][:300]
-        return {"error": f"{type(error).__name__}: {first}", "kind": "internal"}
+        return WorkerReply(error=f"{type(error).__name__}: {first}", failure=Failure.INTERNAL)
 
 
 def main() -> None:
@@ -37,7 +36,7 @@ def main() -> None:
     print(json.dumps(READY), flush=True)  # jax came with this module's imports
     for line in sys.stdin:
         if line.strip():
-            print(json.dumps(respond(line, cache)), flush=True)
+            print(json.dumps(respond(line, cache).to_json()), flush=True)
 
 
 if __name__ == "__main__":

@@ -14,14 +14,25 @@ from importlib import resources
 
 # Topic name -> one line saying what it covers (also shown to agents that pick topics).
 TOPICS: dict[str, str] = {
-    "harness": "what a candidate file must look like: computation(), allowed imports, no interpret=, tunables",
+    "harness": (
+        "what a candidate file must look like: computation(), allowed imports, no interpret=, "
+        "tunables"
+    ),
     "memory": "HBM, VMEM, SMEM and semaphores; pltpu.MemorySpace, pl.ANY, scratch shapes",
-    "blockspec": "BlockSpec index maps, the (8, 128) rule and dtype packing, grid order, dimension semantics",
-    "tiling": "VMEM budgets and peak numbers per TPU generation, footprint arithmetic, block size choice",
+    "blockspec": (
+        "BlockSpec index maps, the (8, 128) rule and dtype packing, grid order, dimension semantics"
+    ),
+    "tiling": (
+        "VMEM budgets and peak numbers per TPU generation, footprint arithmetic, block size choice"
+    ),
     "matmul": "MXU shapes, precision and preferred_element_type, the pl.when accumulator pattern",
     "rowwise": "memory-bound row kernels (norms, softmax, losses) with a runnable RMSNorm",
-    "pipelining": "double buffering by BlockSpec, pl.Buffered, emit_pipeline, manual DMA with semaphores",
-    "scalar_prefetch": "PrefetchScalarGridSpec: data-dependent block indices, gathers, grouped matmuls",
+    "pipelining": (
+        "double buffering by BlockSpec, pl.Buffered, emit_pipeline, manual DMA with semaphores"
+    ),
+    "scalar_prefetch": (
+        "PrefetchScalarGridSpec: data-dependent block indices, gathers, grouped matmuls"
+    ),
     "attention": "flash attention: online softmax, causal block skipping, GQA and decode variants",
     "errors": "real lowering and compile error messages and how to fix each",
 }

@@ -15,7 +15,7 @@ def table_with_inputs() -> tuple[DimTable, Dim, Dim]:
 
 
 def test_input_sizes_are_symbols_even_when_both_traces_agree():
-    table, rows, cols = table_with_inputs()
+    table, _, cols = table_with_inputs()
     fixed = table.input_dim(2, 2, position=0, axis=1)
     assert not fixed.is_const and table.origins[fixed.symbols[0]] == (0, 1)
     assert table.input_dim(1, 1, position=0, axis=2) == Dim.const(1)
@@ -32,7 +32,7 @@ def test_other_sizes_are_multiples_products_or_constants():
 
 
 def test_constants_that_follow_the_shapes_become_size_expressions():
-    table, rows, cols = table_with_inputs()
+    table, _, cols = table_with_inputs()
     assert table.literal(2.0, 2.0) == 2.0
     assert table.literal(8192.0, 384.0) == ShapeLiteral(cols)
     assert table.literal(1 / 8192, 1 / 384) == ShapeLiteral(cols, reciprocal=True)

@@ -18,7 +18,7 @@ from maxkernel_tui.kernels.task import Task
 
 OPTIONS = EvalOptions(seeds=1)  # one fresh seed and the held-out shapes: CI time
 # The agent traces with jax in this process; the harness then starts workers (fork + exec at once).
-pytestmark = pytest.mark.filterwarnings("ignore:os.fork:RuntimeWarning")
+pytestmark = [pytest.mark.filterwarnings("ignore:os.fork:RuntimeWarning"), pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")

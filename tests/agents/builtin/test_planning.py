@@ -34,7 +34,8 @@ from maxkernel_tui.kernels.loader import find_task
         (
             "17p",
             [
-                "multi-stage (element-wise+matmul+matmul+matmul+matmul+batched matmul+row-wise+matmul+matmul)"
+                "multi-stage (element-wise+matmul+matmul+matmul+matmul+batched "
+                "matmul+row-wise+matmul+matmul)"
             ],
         ),
         ("5p", ["attention"]),

@@ -21,6 +21,8 @@ from maxkernel_tui.agents.llm.types import Message, Request
 from maxkernel_tui.agents.providers import build_provider
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
 from maxkernel_tui.kernels.loader import builtin_suite_dir, load_task
+from maxkernel_tui.kernels.perf.model import Estimate
+from maxkernel_tui.kernels.perf.summary import ProfileSummary
 
 RMSNORM = builtin_suite_dir() / "12p_RMSNorm"
 PLAN_HEADINGS = ("tiling", "grid", "memory", "expected bound")
@@ -39,6 +41,7 @@ def kernel_of(answer: str) -> str:
     return blocks[0]
 
 
+@pytest.mark.slow  # the agent's jax worker
 async def test_plan_kernel_and_next_kernel_for_rmsnorm(tmp_path):
     provider = build_provider({"name": "builtin"})
     client = LLMClient(provider)
@@ -73,6 +76,7 @@ async def test_plan_kernel_and_next_kernel_for_rmsnorm(tmp_path):
         await provider.aclose()
 
 
+@pytest.mark.slow  # the agent's jax worker
 async def test_a_task_it_cannot_plan_gets_a_plain_error():
     provider = build_provider({"name": "builtin"})
     try:
@@ -106,6 +110,7 @@ async def test_a_missing_or_invalid_context_is_a_plain_error(context, error):
 
 
 def profile(steps: int, hbm_bytes: int, bound: str, share: float, fits: bool = True) -> dict:
+    """A profile summary as the engine sends it (ProfileSummary.to_json()) with these figures."""
     kernel = {
         "name": "_stage1_kernel",
         "grid": [steps],
@@ -114,17 +119,28 @@ def profile(steps: int, hbm_bytes: int, bound: str, share: float, fits: bool = T
         "hbm_bytes": hbm_bytes,
         "mxu_f32_flops_per_step": 0.0,
     }
-    estimate = {
-        "target": "v5e",
-        "seconds": 1e-3,
-        "bound": bound,
-        "roofline_share": share,
-        "vmem_bytes": 2**20,
-        "vmem_capacity": 128 * 2**20,
-        "hbm_bytes": hbm_bytes,
-        "fits_vmem": fits,
-    }
-    return {"kernels": [kernel], "estimates": [estimate], "warnings": {"v5e": []}, "problems": []}
+    estimate = Estimate(
+        target="v5e",
+        kind="estimated",
+        seconds=1e-3,
+        bound=bound,
+        transfer_seconds=1e-3,
+        compute_seconds=1e-4,
+        overhead_seconds=1e-5,
+        hbm_bytes=hbm_bytes,
+        flops=1e9,
+        vmem_bytes=2**20,
+        vmem_capacity=128 * 2**20,
+        fits_vmem=fits,
+        roofline_seconds=share * 1e-3,
+        roofline_share=share,
+        reference_seconds=None,
+        speedup=None,
+    )
+    summary = ProfileSummary(
+        "12p_RMSNorm", "kernel.py", "bench", [kernel], [estimate], {"v5e": []}, {}
+    )
+    return summary.to_json()
 
 
 @pytest.mark.parametrize(
@@ -144,6 +160,7 @@ async def test_the_profiler_names_one_next_step_from_the_figures(summary, next_w
     await provider.aclose()
 
 
+@pytest.mark.slow  # the agent's jax worker
 def test_the_caller_never_imports_jax():
     script = textwrap.dedent(f"""
         import asyncio, sys
@@ -153,7 +170,8 @@ def test_the_caller_never_imports_jax():
 
         async def main():
             provider = build_provider({{"name": "builtin"}})
-            request = Request((Message("user", "plan"),), context={{"role": "planner", "task_dir": {str(RMSNORM)!r}}})
+            context = {{"role": "planner", "task_dir": {str(RMSNORM)!r}}}
+            request = Request((Message("user", "plan"),), context=context)
             answer = await LLMClient(provider).complete(request)
             await provider.aclose()
             assert "## Tiling" in answer.text
@@ -165,3 +183,11 @@ def test_the_caller_never_imports_jax():
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=True
     )
     assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+async def test_a_profile_that_is_not_a_summary_is_a_plain_error():
+    provider = build_provider({"name": "builtin"})
+    with pytest.raises(BuiltinAgentError, match="not a profile summary") as raised:
+        await LLMClient(provider).complete(ask("profiler", RMSNORM, profile={"kernels": []}))
+    assert not raised.value.retryable
+    await provider.aclose()

@@ -1,0 +1,66 @@
+"""Block sizes and VMEM: the helpers every generated kernel file carries (copied into it by
+render.py and attention_render.py). Imports jax: the helpers run as the generated file runs them.
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+from jax.experimental.pallas import tpu as pltpu
+
+# piece: vmem
+# Scoped VMEM a kernel gets by default (v5e); a larger footprint asks for more, up to the cap
+# (v5e and v6e have 128 MiB of VMEM). Blocks shrink until their footprint fits the budget.
+DEFAULT_SCOPED_VMEM = 16 * 2**20
+VMEM_BUDGET = 48 * 2**20
+VMEM_LIMIT_CAP = 100 * 2**20
+# end piece
+
+
+def _pick_block(size, preferred, align):
+    """The largest multiple of `align` that divides `size` and is at most `preferred`; the whole
+    dimension when there is none (a block spanning a full dimension is always legal)."""
+    block = min(preferred, size) // align * align
+    while block >= align:
+        if size % block == 0:
+            return block
+        block -= align
+    return size
+
+
+def _block_bytes(rows, cols, dtype):
+    """VMEM bytes of a (rows, cols) block, padded to whole (sublane, 128-lane) tiles."""
+    itemsize = jnp.dtype(dtype).itemsize
+    sublanes = 8 * max(1, 4 // itemsize)
+    return -(-rows // sublanes) * sublanes * (-(-cols // 128) * 128) * itemsize
+
+
+def _compiler_params(semantics, footprint):
+    """Ask for more than the default scoped VMEM only when the blocks need it."""
+    limit = None
+    if footprint > DEFAULT_SCOPED_VMEM:
+        limit = min(max(2 * footprint, 32 * 2**20), VMEM_LIMIT_CAP)
+    return pltpu.CompilerParams(dimension_semantics=semantics, vmem_limit_bytes=limit)
+
+
+def _fit_blocks(rows, depth, tm, tk, row_align, footprint):
+    """Shrink the depth step (down to 256), then the row block, until the footprint fits."""
+    while footprint(tm, tk) > VMEM_BUDGET:
+        smaller_tk = _pick_block(depth, tk // 2, 128)
+        smaller_tm = _pick_block(rows, tm // 2, row_align)
+        if tk > 256 and smaller_tk < tk:
+            tk = smaller_tk
+        elif smaller_tm < tm:
+            tm = smaller_tm
+        else:
+            break
+    return tm, tk
+
+
+def _fit_rows(rows, tm, row_align, footprint):
+    """Shrink the row block until the footprint fits."""
+    while footprint(tm) > VMEM_BUDGET:
+        smaller = _pick_block(rows, tm // 2, row_align)
+        if smaller >= tm:
+            break
+        tm = smaller
+    return tm

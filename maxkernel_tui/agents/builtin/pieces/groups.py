@@ -1,0 +1,29 @@
+"""Group statistics on the lane-dense tile layout: the helper a kernel with a group norm (or any
+sum over groups of adjacent columns) carries. Imports jax.
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+
+
+# fmt: off
+def _group_totals(tile, width):
+    """Each column gets the sum over its group of `width` adjacent columns: (tm, tn) -> (tm, tn).
+    Done on the MXU as chunks of whole groups times a block-diagonal 0/1 matrix, so the tile keeps
+    its lane-dense layout (a reshape to (..., width) would waste lanes when width < 128)."""
+    rows, cols = tile.shape
+    chunk = width * 128 // math.gcd(width, 128)
+    if cols % chunk:
+        chunk = cols
+    lane = jax.lax.broadcasted_iota(jnp.int32, (chunk, chunk), 0)
+    other = jax.lax.broadcasted_iota(jnp.int32, (chunk, chunk), 1)
+    same_group = (jax.lax.div(lane, width) == jax.lax.div(other, width)).astype(jnp.float32)
+    chunks = tile.astype(jnp.float32).reshape(rows * (cols // chunk), chunk)
+    totals = jnp.dot(chunks, same_group, precision=jax.lax.Precision.HIGHEST,
+                     preferred_element_type=jnp.float32)
+    return totals.reshape(rows, cols).astype(tile.dtype)
+# fmt: on
