@@ -22,7 +22,7 @@ from maxkernel_tui.agents.orchestration.gates import Gate
 from maxkernel_tui.agents.orchestration.journal import Journal, Listener
 from maxkernel_tui.agents.orchestration.tools import KernelTools
 from maxkernel_tui.agents.orchestration.workspace import Workspace
-from maxkernel_tui.agents.providers import build_provider
+from maxkernel_tui.agents.providers import PROVIDERS, build_provider
 from maxkernel_tui.config import Settings, cache_dir
 from maxkernel_tui.kernels.catalog import describe_tasks
 from maxkernel_tui.kernels.evaluation.harness import Harness
@@ -46,10 +46,17 @@ class OpenSession:
 
 
 def provider_settings(settings: Settings) -> dict[str, Any]:
-    """The registry's mapping for the configured provider (names of variables, never keys)."""
-    base_url = settings.base_url if settings.provider in ("gemini", "openai") else None
-    chosen = {"name": settings.provider, "model": settings.model, "base_url": base_url}
-    return {name: value for name, value in chosen.items() if value}
+    """The registry's mapping for the configured provider (names of variables, never keys), with
+    only the settings its kind takes: the built-in agent has no model to choose, so a model set
+    for other providers (in the config file, or stored by a session it resumes) is not its."""
+    kind = PROVIDERS.get(settings.provider)
+    chosen = {"model": settings.model, "base_url": settings.base_url}
+    taken = {
+        name: value
+        for name, value in chosen.items()
+        if value and (kind is None or name in kind.keys)
+    }
+    return {"name": settings.provider, **taken}
 
 
 def task_facts(task: Task, target: str) -> str:

@@ -21,6 +21,7 @@ from maxkernel_tui.agents.llm.types import Message, Request
 from maxkernel_tui.agents.providers import build_provider
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
 from maxkernel_tui.kernels.loader import builtin_suite_dir, load_task
+from maxkernel_tui.kernels.perf.analysis import KernelAnalysis
 from maxkernel_tui.kernels.perf.model import Estimate
 from maxkernel_tui.kernels.perf.summary import ProfileSummary
 
@@ -111,14 +112,21 @@ async def test_a_missing_or_invalid_context_is_a_plain_error(context, error):
 
 def profile(steps: int, hbm_bytes: int, bound: str, share: float, fits: bool = True) -> dict:
     """A profile summary as the engine sends it (ProfileSummary.to_json()) with these figures."""
-    kernel = {
-        "name": "_stage1_kernel",
-        "grid": [steps],
-        "dimension_semantics": ["parallel"],
-        "steps": steps,
-        "hbm_bytes": hbm_bytes,
-        "mxu_f32_flops_per_step": 0.0,
-    }
+    kernel = KernelAnalysis(
+        name="_stage1_kernel",
+        grid=[steps],
+        dimension_semantics=["parallel"],
+        blocks=[],
+        scalar_prefetch=0,
+        vmem_bytes=2**20,
+        vmem_limit_bytes=None,
+        hbm_bytes=hbm_bytes,
+        steps=steps,
+        mxu_flops_per_step=0.0,
+        mxu_f32_flops_per_step=0.0,
+        vector_ops_per_step=0.0,
+        transcendentals_per_step=0.0,
+    )
     estimate = Estimate(
         target="v5e",
         kind="estimated",
