@@ -20,6 +20,7 @@ from maxkernel_tui.agents.orchestration.events import (
     UsageReport,
     VersionCreated,
 )
+from maxkernel_tui.agents.orchestration.gates import UNCHANGED
 
 
 def _score(value: float | None, kind: str) -> str:
@@ -43,6 +44,8 @@ def describe(event: SessionEvent) -> str | None:
             return None
         case ProposalMade():
             return f"  {event.role} proposes a {event.subject} ({event.summary})"
+        case DecisionMade() if event.by == UNCHANGED:
+            return "  unchanged: the same as before, kept without asking"
         case DecisionMade():
             why = f": {event.feedback}" if event.feedback else ""
             return f"  decision: {event.action}{why} (by {event.by})"

@@ -47,6 +47,14 @@ class Proposal:
     previous: str  # what it would replace ("" when nothing)
     summary: str
 
+    @property
+    def unchanged(self) -> bool:
+        """It proposes what is already there (whitespace aside): nothing to decide."""
+        return bool(self.previous.strip()) and self.content.strip() == self.previous.strip()
+
+
+UNCHANGED = "unchanged"  # who decided a proposal that changes nothing: no gate was asked
+
 
 @dataclass(frozen=True)
 class Decision:

@@ -38,6 +38,7 @@ from maxkernel_tui.agents.orchestration.gates import (
     EDIT,
     HANDOFF,
     REJECT,
+    UNCHANGED,
     Decision,
     Gate,
     GateHolder,
@@ -190,6 +191,10 @@ class Steps:
         """The gate's decision on `proposal` (the stored one on replay); a hand-off approves."""
         self._emit(ProposalMade(keys.sub(key, "proposal"), **asdict(proposal)))
         stored = self.journal.recall(keys.sub(key, "decision"), DecisionMade)
+        if stored is None and proposal.unchanged:
+            # Nothing new to judge (iteration 2's planner often repeats the plan): kept without
+            # asking, and said so, rather than presented as new work.
+            stored = self._emit(DecisionMade(keys.sub(key, "decision"), key, APPROVE, by=UNCHANGED))
         if stored is None:
             decision, by = await self.gates.decide(proposal)
             stored = self._emit(

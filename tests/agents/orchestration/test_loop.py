@@ -9,8 +9,10 @@ import json
 import pytest
 
 from maxkernel_tui.agents.budget import Budget, Cap
+from maxkernel_tui.agents.orchestration.describe import describe
 from maxkernel_tui.agents.orchestration.events import (
     BudgetReport,
+    DecisionMade,
     EdgeCasesChosen,
     EvaluationDone,
     ModeChanged,
@@ -250,3 +252,23 @@ async def test_the_harness_checks_reach_the_log_as_they_come(bench: Bench) -> No
     await engine.run()
     notes = [n.ref for n in events(bench.store, engine.session_id, Note)]
     assert "i1/implement/check/numerics" in notes
+
+
+async def test_an_unchanged_plan_is_kept_without_asking_in_hitl(bench: Bench) -> None:
+    gate = ScriptedGate([Decision(APPROVE)] * 8)
+    provider = RoleProvider(
+        {
+            "planner": [plan("a"), plan("a")],  # iteration 2 repeats the approved plan
+            "implementer": [kernel(GOOD)] * 2,
+            "profiler": [DIAGNOSIS] * 2,
+        }
+    )
+    engine = bench.engine(provider, gate=gate, mode="hitl", max_iterations=2, patience=5)
+    await engine.run()
+
+    asked = [(p.step, p.subject) for p in gate.seen]
+    assert ("i1/plan", "plan") in asked and ("i2/plan", "plan") not in asked
+    decisions = {d.step: d for d in events(bench.store, engine.session_id, DecisionMade)}
+    assert decisions["i2/plan"].action == APPROVE and decisions["i2/plan"].by == "unchanged"
+    notes = [line for line in map(describe, events(bench.store, engine.session_id)) if line]
+    assert "  unchanged: the same as before, kept without asking" in notes
