@@ -1,5 +1,5 @@
 """Input far larger than any kernel is refused at once, with its size and the limit in words:
-a candidate file, a task's files (a model's answers: tests/agents/orchestration)."""
+a candidate file, a task's files, a model's answer to any role (agents and search)."""
 
 import subprocess
 import sys
@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from maxkernel_tui.agents.roles import parsers
 from maxkernel_tui.kernels.evaluation.static_checks import static_problems
 from maxkernel_tui.kernels.limits import MAX_SOURCE_BYTES
 from maxkernel_tui.kernels.loader import load_task
@@ -55,3 +56,21 @@ def test_eval_of_a_huge_file_is_rejected_within_seconds(tmp_path):
     assert done.returncode == 1, done.stderr
     assert "over the limit of 512 KiB" in done.stdout and "static" in done.stdout
     assert elapsed < 30, f"took {elapsed:.0f} s"
+
+
+@pytest.mark.parametrize(
+    "parse",
+    [
+        parsers.parse_plan,
+        parsers.parse_kernel,
+        parsers.parse_diagnosis,
+        parsers.parse_answer,
+        parsers.parse_edge_cases,
+    ],
+)
+def test_a_huge_model_answer_is_refused_before_it_is_parsed(parse):
+    answer = "```python\n" + HUGE + "```\n"
+    started = time.monotonic()
+    with pytest.raises(ValueError, match=r"the answer is 11.4 MiB .* over the limit of 512 KiB"):
+        parse(answer)
+    assert time.monotonic() - started < 1.0

@@ -4,14 +4,17 @@ message, so each message says exactly what to fix."""
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import re
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from maxkernel_tui.agents.roles.tunables import find_tunables
 from maxkernel_tui.kernels.edge_configs import EDGE_NAME
 from maxkernel_tui.kernels.evaluation.static_checks import static_problems
+from maxkernel_tui.kernels.limits import text_oversize_problem
 
 PLAN_SECTIONS = ("tiling", "grid", "memory", "expected bound")
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s*(.+?)\s*#*\s*$", re.MULTILINE)
@@ -20,6 +23,20 @@ MAX_EDGE_CASES = 3
 _PYTHON_BLOCK = re.compile(r"```(?:python|py)[ \t]*\n(.*?)\n```", re.DOTALL)
 
 
+def _bounded(parse: Callable[[str], str]) -> Callable[[str], str]:
+    """`parse`, refusing at once an answer larger than any kernel file (the regular expressions
+    and `ast.parse` would take minutes on megabytes); the model is asked again with why."""
+
+    @functools.wraps(parse)
+    def checked(text: str) -> str:
+        if too_large := text_oversize_problem(text, "the answer"):
+            raise ValueError(too_large)
+        return parse(text)
+
+    return checked
+
+
+@_bounded
 def parse_plan(text: str) -> str:
     """The plan as Markdown, with every required section present."""
     headings = [h.lower() for h in _HEADING.findall(text)]
@@ -33,6 +50,7 @@ def parse_plan(text: str) -> str:
     return text.strip() + "\n"
 
 
+@_bounded
 def parse_kernel(text: str) -> str:
     """The kernel file of exactly one ```python block: it parses, defines `computation`, follows
     the harness's static rules and declares its tunables."""
@@ -58,6 +76,7 @@ def parse_kernel(text: str) -> str:
     return source
 
 
+@_bounded
 def parse_diagnosis(text: str) -> str:
     """The profiler's diagnosis, which must end in one `Next:` line."""
     if not re.search(r"^\s*(\*\*)?Next:", text, re.MULTILINE):
@@ -67,6 +86,7 @@ def parse_diagnosis(text: str) -> str:
     return text.strip() + "\n"
 
 
+@_bounded
 def parse_answer(text: str) -> str:
     if not text.strip():
         raise ValueError("the answer is empty")
@@ -85,6 +105,7 @@ class EdgeCase:
         return asdict(self)
 
 
+@_bounded
 def parse_edge_cases(text: str) -> str:
     """The tester's answer,
     `{"configs": [{"name": "edge_...", "params": {...}, "why": "..."}]}` (bare or in one fenced
