@@ -16,6 +16,7 @@ from pathlib import Path
 from maxkernel_tui.agents.builtin.autotune import analyse_source, reference_cost
 from maxkernel_tui.agents.builtin.draft import KernelDraft, draft_candidates, plan_task
 from maxkernel_tui.agents.builtin.errors import BuiltinAgentError
+from maxkernel_tui.agents.builtin.strategy_moves import NOT_A_CHANGE, NoMove, apply_strategy
 from maxkernel_tui.agents.builtin.tunables import Tunables
 from maxkernel_tui.agents.roles.context import StepContext
 from maxkernel_tui.kernels.loader import load_task
@@ -65,6 +66,8 @@ def answer(step: StepContext, cache: DraftCache) -> str:
     drafts = cache.get(step.task_dir, step.target)
     if step.role == "planner":
         return plan_markdown(drafts, step)
+    if step.role == "implementer" and step.strategy not in NOT_A_CHANGE:
+        return _strategy_answer(drafts, step)
     if step.role == "implementer":
         best = drafts.drafts[0]
         return _kernel_answer(
@@ -77,6 +80,18 @@ def answer(step: StepContext, cache: DraftCache) -> str:
     if step.role == "explainer":
         return _explanation(drafts, step)
     raise BuiltinAgentError(f"the built-in agent's worker does not answer role {step.role!r}")
+
+
+def _strategy_answer(drafts: TaskDrafts, step: StepContext) -> str:
+    """The parent kernel with the search strategy's change of block sizes (BuiltinAgentError
+    when the strategy has none for it: an answer that changes nothing would cost an evaluation
+    and teach the search nothing)."""
+    assert step.strategy is not None
+    try:
+        source, words = apply_strategy(step.kernel or drafts.drafts[0].source, step.strategy)
+    except NoMove as reason:
+        raise BuiltinAgentError(str(reason)) from None
+    return _kernel_answer(f"Strategy **{step.strategy}**: {words}.", source)
 
 
 def plan_markdown(drafts: TaskDrafts, step: StepContext) -> str:

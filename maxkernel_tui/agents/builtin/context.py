@@ -15,7 +15,7 @@ from maxkernel_tui.kernels.targets import DEFAULT_TARGET, TARGETS
 from maxkernel_tui.kernels.task import TaskError
 
 ROLES = ("planner", "implementer", "debugger", "profiler", "explainer")
-_TEXT_FIELDS = ("kernel", "plan", "question")
+_TEXT_FIELDS = ("kernel", "plan", "question", "strategy")
 
 
 def read_context(

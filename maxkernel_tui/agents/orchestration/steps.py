@@ -132,6 +132,7 @@ class Steps:
         self.last_report: EvalReport | None = None
         self.last_profile: tuple[dict[str, Any] | None, str] = (None, "")
         self.diagnosis: str | None = None
+        self.strategy: str | None = None  # a search expansion's strategy, by name
         self._stopped = False
 
     # -- what the UI calls ------------------------------------------------------------------
@@ -401,6 +402,7 @@ class Steps:
             profile=summary,
             profile_text=text or None,
             diagnosis=self.diagnosis,
+            strategy=self.strategy,
         )
 
     def start(self, key: str, role: str) -> None:

@@ -47,6 +47,7 @@ class StepContext:
     profile_text: str | None = None
     diagnosis: str | None = None
     question: str | None = None
+    strategy: str | None = None  # the graph search's strategy for this expansion, by name
     previous_attempts: tuple[str, ...] = field(default=())  # earlier failed fixes (debugger)
 
     def to_request(self, role: str) -> dict[str, Any]:
@@ -62,6 +63,7 @@ class StepContext:
             "failure": None if self.failure is None else self.failure.to_json(),
             "profile": self.profile,
             "question": self.question,
+            "strategy": self.strategy,
         }
 
     @classmethod
@@ -80,4 +82,5 @@ class StepContext:
             failure=None if failure is None else Failure.from_json(failure),
             profile=None if profile is None else dict(profile),
             question=data.get("question"),
+            strategy=data.get("strategy"),
         )

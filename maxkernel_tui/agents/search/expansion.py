@@ -5,6 +5,7 @@ search reuses them. No jax here."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from maxkernel_tui.agents.orchestration import keys
@@ -27,21 +28,42 @@ class Expansion:
     failure: str | None
 
 
+@dataclass(frozen=True)
+class Duplicate:
+    """The implementer wrote a kernel the graph already has (node `twin`): nothing was evaluated."""
+
+    twin: str
+    source: str
+
+
 def node_steps(node: str, max_debug_attempts: int) -> list[str]:
     """The keys of every step of `node`'s expansion that can ask a model or evaluate."""
     implement = keys.node_step(node, "implement")
     return [implement] + [keys.debug(node, k) for k in range(1, max_debug_attempts + 1)]
 
 
-async def expand(steps: Steps, node: str, parent: str, plan: str, instruction: str) -> Expansion:
+async def expand(
+    steps: Steps,
+    node: str,
+    parent: str,
+    plan: str,
+    instruction: str,
+    *,
+    strategy: str = "",
+    claim: Callable[[str], str | None] = lambda source: None,
+) -> Expansion | Duplicate:
     """Expand `node` from `parent` (a kernel's source, "" for none) and its `plan`, applying
-    `instruction` (a strategy); `steps` is a fresh line of work of the search's session."""
+    `strategy` (its `instruction` is what the implementer reads); `steps` is a fresh line of work
+    of the search's session. `claim(source)` names the node that already has the implementer's
+    kernel, if one does: the expansion then stops before anything is evaluated."""
     steps.kernel, steps.plan, steps.feedback = parent or None, plan, [instruction]
-    steps.version_id = None
+    steps.version_id, steps.strategy = None, strategy or None
     implement = keys.node_step(node, "implement")
     source = await steps.propose(
         implement, IMPLEMENTER, Subject.KERNEL, parsers.parse_kernel, parent
     )
+    if (twin := claim(source)) is not None:
+        return Duplicate(twin, source)
     report = await steps.new_version(implement, source, IMPLEMENTER)
     report = await steps.debug(node, report, [])
     assert steps.kernel is not None and steps.version_id is not None

@@ -245,13 +245,17 @@ class SearchGraph(NodeSet):
                 ),
                 None,
             )
-            if twin is None:
-                continue
-            for parent in node.parents:
-                if parent not in twin.parents and parent != twin.ref:
-                    twin.parents.append(parent)
-            self.update(twin, twin.status, why=f"merged {node.ref}")
-            self.update(node, MERGED, merged_into=twin.ref, detail=f"same kernel as #{twin.number}")
+            if twin is not None:
+                self.merge(node, twin)
+
+    def merge(self, node: Node, twin: Node, *, evaluated: bool = True) -> None:
+        """`node` has `twin`'s kernel: one node per kernel, with every parent that led to it."""
+        for parent in node.parents:
+            if parent not in twin.parents and parent != twin.ref:
+                twin.parents.append(parent)
+        self.update(twin, twin.status, why=f"merged {node.ref}")
+        detail = f"same kernel as #{twin.number}" + ("" if evaluated else " (not evaluated)")
+        self.update(node, MERGED, merged_into=twin.ref, detail=detail)
 
     def prune(self, ref: str, round_: int) -> list[Node]:
         """Grow nothing more from `ref` and its descendants; those not started yet are dropped."""

@@ -24,7 +24,7 @@ from maxkernel_tui.agents.orchestration.gates import AutoGate
 from maxkernel_tui.agents.orchestration.steps import StepGivenUp, Steps
 from maxkernel_tui.agents.search.algorithms import Algorithm, NodePlan
 from maxkernel_tui.agents.search.config import SearchConfig
-from maxkernel_tui.agents.search.expansion import expand, node_steps
+from maxkernel_tui.agents.search.expansion import Duplicate, expand, node_steps
 from maxkernel_tui.agents.search.fingerprint import kernel_hash
 from maxkernel_tui.agents.search.graph import (
     ACCEPTED,
@@ -81,6 +81,12 @@ class Search:
         self._tasks: list[asyncio.Task[None]] = []
         self._stopping = False
         self._budget: str | None = None
+        # Each kernel's fingerprint -> the first node that has it (judged or being judged), so a
+        # node whose implementer repeats a kernel is merged before it costs an evaluation.
+        self._kernels: dict[str, str] = {}
+        for known in graph.in_order():
+            if known.hash:
+                self._kernels.setdefault(known.hash, known.ref)
 
     # -- controls (the TUI's keys) -------------------------------------------------------------
 
@@ -197,7 +203,13 @@ class Search:
         source = parent.source if parent is not None and parent.status == ACCEPTED else self.seed
         try:
             done = await expand(
-                self._steps(), node.ref, source, parent.plan if parent else "", plan.instruction
+                self._steps(),
+                node.ref,
+                source,
+                parent.plan if parent else "",
+                plan.instruction,
+                strategy=plan.strategy,
+                claim=lambda kernel: self._claim(kernel, node.ref),
             )
         except BudgetExceeded as error:
             self._budget = self._budget or str(error)
@@ -205,6 +217,10 @@ class Search:
             return
         except (LLMError, StepGivenUp) as error:
             self.graph.update(node, FAILED, detail=str(error), **self._spent(node.ref))
+            return
+        if isinstance(done, Duplicate):
+            node.source = done.source
+            self.graph.merge(node, self.graph[done.twin], evaluated=False)
             return
         self.graph.update(
             node,
@@ -217,6 +233,12 @@ class Search:
             detail=done.failure or "",
             **self._spent(node.ref),
         )
+
+    def _claim(self, source: str, ref: str) -> str | None:
+        """The node that already has `source`'s kernel, or None after recording `ref` as its.
+        Synchronous: siblings running side by side cannot both claim one kernel."""
+        twin = self._kernels.setdefault(kernel_hash(source), ref)
+        return None if twin == ref else twin
 
     def _steps(self) -> Steps:
         """A fresh line of work per expansion (expansions run side by side), on the session's

@@ -10,7 +10,7 @@ import pytest
 
 from maxkernel_tui.agents.orchestration.events import EvaluationDone
 from maxkernel_tui.agents.search.expansion import expand
-from maxkernel_tui.agents.search.graph import ACCEPTED, REJECTED, STOPPED
+from maxkernel_tui.agents.search.graph import ACCEPTED, MERGED, REJECTED, STOPPED
 from tests.fakes.role_provider import RoleProvider
 from tests.support.engine import (
     BAD,
@@ -140,3 +140,17 @@ async def test_a_cancelled_search_is_stopped_and_resumes_without_redoing_nodes(
     asked = len(second.requests)
     assert asked == 5 - len(done_before)  # one model call per node not finished before
     assert store.session(session).status == "done"
+
+
+async def test_a_kernel_the_graph_has_is_merged_before_it_is_evaluated(bench: Bench) -> None:
+    # The root writes GOOD; of its two children, one writes GOOD again and one a new kernel.
+    provider = RoleProvider({"implementer": [kernel(GOOD), kernel(GOOD), variant(128)]})
+    search = bench.search(provider, algorithm="parallel", width=2, depth=1, max_evals=10)
+    await search.run()
+
+    nodes = search.graph.in_order()
+    merged = [n for n in nodes if n.status == MERGED]
+    assert len(merged) == 1 and merged[0].merged_into == nodes[0].ref
+    assert merged[0].evals == 0 and "(not evaluated)" in merged[0].detail
+    assert len(events(bench.store, search.base.session_id, EvaluationDone)) == 2
+    assert bench.tools.evaluated.count(GOOD) == 1  # the repeat never reached the harness
