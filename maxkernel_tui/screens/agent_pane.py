@@ -8,6 +8,7 @@ from typing import Any, Literal
 from rich.syntax import Syntax
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
+from textual.message import Message
 from textual.widgets import Input, Log, Static
 
 from maxkernel_tui.agents.orchestration import diffs
@@ -50,6 +51,13 @@ Purpose = Literal["reject", "message"]  # what the open input line is for
 
 
 class AgentPane(Horizontal):
+    class ProposalWaiting(Message):
+        """A proposal is shown (or no longer): the screen makes room for it beside the panes."""
+
+        def __init__(self, waiting: bool) -> None:
+            super().__init__()
+            self.waiting = waiting
+
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.purpose: Purpose | None = None
@@ -80,12 +88,14 @@ class AgentPane(Horizontal):
         view.show(proposal)
         view.display = True
         self.add_class("-pending")
+        self.post_message(self.ProposalWaiting(True))
         view.focus()
 
     def hide_proposal(self) -> None:
         self.proposal = None
         self.query_one(ProposalView).display = False
         self.remove_class("-pending")
+        self.post_message(self.ProposalWaiting(False))
 
     @property
     def asking(self) -> bool:

@@ -331,6 +331,11 @@ class WorkbenchScreen(Screen[None]):
                 else:
                     self._draw(update)
 
+    def on_agent_pane_proposal_waiting(self, message: AgentPane.ProposalWaiting) -> None:
+        # The proposal takes room from the editor, not from the verdict: the tests and profile
+        # row grows to half of the panes while a proposal waits.
+        self.set_class(message.waiting, "-proposal")
+
     def _show_proposal(self, proposal: Proposal) -> None:
         if proposal.subject == "plan":
             self.plan.propose(proposal.step, proposal.content)

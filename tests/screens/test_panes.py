@@ -119,3 +119,18 @@ async def test_the_mode_reactive_drives_the_status_line(tmp_path) -> None:
         screen.mode = AUTO
         await until(pilot, lambda: "─ AUTO ─" in status(app))
         assert not screen.active_bindings["escape"].enabled  # nothing runs: Stop is dimmed
+
+
+async def test_the_tests_pane_stays_readable_while_a_proposal_waits(tmp_path) -> None:
+    app = Bench(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = app.workbench
+        tests, agents = screen.query_one("#tests"), screen.query_one("#agents")
+        idle = agents.size.height
+        decision = asyncio.ensure_future(screen.agent_link().gate_for(HITL).decide(PLAN))
+        await until(pilot, lambda: screen.agents.proposal and agents.size.height > idle)
+        shown = tests.size.height
+        assert shown >= 10, f"{shown} lines of checks while a proposal waits"
+        await pilot.press("a")
+        await asyncio.wait_for(decision, 5)
+        await until(pilot, lambda: not screen.has_class("-proposal"))
