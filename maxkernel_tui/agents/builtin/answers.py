@@ -66,7 +66,7 @@ def answer(step: StepContext, cache: DraftCache) -> str:
     drafts = cache.get(step.task_dir, step.target)
     if step.role == "planner":
         return plan_markdown(drafts, step)
-    if step.role == "implementer" and step.strategy not in NOT_A_CHANGE:
+    if step.role == "implementer" and (step.strategy or "") not in NOT_A_CHANGE:
         return _strategy_answer(drafts, step)
     if step.role == "implementer":
         best = drafts.drafts[0]
@@ -86,12 +86,12 @@ def _strategy_answer(drafts: TaskDrafts, step: StepContext) -> str:
     """The parent kernel with the search strategy's change of block sizes (BuiltinAgentError
     when the strategy has none for it: an answer that changes nothing would cost an evaluation
     and teach the search nothing)."""
-    assert step.strategy is not None
+    strategy = step.strategy or ""
     try:
-        source, words = apply_strategy(step.kernel or drafts.drafts[0].source, step.strategy)
+        source, words = apply_strategy(step.kernel or drafts.drafts[0].source, strategy)
     except NoMove as reason:
         raise BuiltinAgentError(str(reason)) from None
-    return _kernel_answer(f"Strategy **{step.strategy}**: {words}.", source)
+    return _kernel_answer(f"Strategy **{strategy}**: {words}.", source)
 
 
 def plan_markdown(drafts: TaskDrafts, step: StepContext) -> str:
