@@ -11,7 +11,6 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import Screen
-from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Header, Static, TextArea
 
 from maxkernel_tui.config import cache_dir
@@ -31,9 +30,6 @@ class TaskDescribed(Message):
         super().__init__()
         self.task_id = task_id
         self.description = description
-
-
-SETTLE_S = 0.4  # how long the cursor rests on a task before it is described
 
 
 class TaskPickerScreen(Screen[None]):
@@ -59,7 +55,6 @@ class TaskPickerScreen(Screen[None]):
         self._by_id = {t.task_id: t for t in self._tasks}
         self._descriptions: dict[str, TaskDescription] = {}
         self._shown: str | None = None
-        self._settle: Timer | None = None  # describes the task the cursor rests on
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -99,20 +94,6 @@ class TaskPickerScreen(Screen[None]):
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if event.row_key.value is not None:
             self._show(self._by_id[event.row_key.value])
-            # Once the cursor rests, describe that task in the background (a worker process):
-            # arrowing through the list starts nothing for the tasks passed over.
-            if self._settle is not None:
-                self._settle.stop()
-            self._settle = self.set_timer(SETTLE_S, self._describe_shown)
-
-    def _describe_shown(self) -> None:
-        task = self._by_id.get(self._shown or "")
-        if task is not None and task.task_id not in self._descriptions:
-            self._describe_one(task)
-
-    @work(thread=True, group="describe-one")
-    def _describe_one(self, task: Task) -> None:
-        describe_tasks([task], self._cache, workers=1, on_progress=self._post_described)
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         """Enter on a task opens it in the workbench."""
@@ -161,8 +142,7 @@ class TaskPickerScreen(Screen[None]):
         description = self._descriptions.get(task.task_id)
         if description is None:
             heading = (
-                f"{task.task_id}  [{task.category}]  {task.operation}\n"
-                "(describing it in the background…; d describes every task)"
+                f"{task.task_id}  [{task.category}]  {task.operation}\n(not described yet: press d)"
             )
         else:
             heading = format_task(task, description)
