@@ -25,7 +25,7 @@ def test_a_killed_builtin_session_resumes_with_its_own_provider(tmp_path, suite_
     log = tmp_path / "first.err"
     with log.open("w") as stderr:
         first = subprocess.Popen(
-            [*cli, "--task", "12p", "--provider", "builtin", "--max-iterations", "2", "--json"],
+            [*cli, "--task", "12p", "--provider", "builtin", "--max-iterations", "1", "--json"],
             env=env,
             stdout=subprocess.PIPE,
             stderr=stderr,
