@@ -19,6 +19,7 @@ import time
 import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import astuple, replace
 from pathlib import Path
 from typing import Any
 
@@ -394,29 +395,9 @@ class Store:
         latency_s: float,
         error: str | None = None,
     ) -> LlmCall:
-        error = None if error is None else redact_text(error)
-        now = time.time()
-        with self._write() as conn:
-            self._require_session(conn, session_id)
-            cursor = conn.execute(
-                "INSERT INTO llm_calls (session_id, model, provider, prompt_tokens, "
-                "completion_tokens, cost, latency_s, error, created) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    session_id,
-                    model,
-                    provider,
-                    int(prompt_tokens),
-                    int(completion_tokens),
-                    float(cost),
-                    float(latency_s),
-                    error,
-                    now,
-                ),
-            )
-            self._touch(conn, session_id)
-        return LlmCall(
-            _row_id(cursor),
+        # The row as stored; its id comes from the insert.
+        call = LlmCall(
+            0,
             session_id,
             model,
             provider,
@@ -424,9 +405,19 @@ class Store:
             int(completion_tokens),
             float(cost),
             float(latency_s),
-            error,
-            now,
+            None if error is None else redact_text(error),
+            time.time(),
         )
+        with self._write() as conn:
+            self._require_session(conn, session_id)
+            cursor = conn.execute(
+                "INSERT INTO llm_calls (session_id, model, provider, prompt_tokens, "
+                "completion_tokens, cost, latency_s, error, created) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                astuple(call)[1:],
+            )
+            self._touch(conn, session_id)
+        return replace(call, id=_row_id(cursor))
 
     def llm_calls(self, session_id: str) -> list[LlmCall]:
         return [
