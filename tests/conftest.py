@@ -7,6 +7,8 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 # process unless told ("multi-process lockfile").
 os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
 
+import fcntl
+
 import pytest
 
 from maxkernel_tui.kernels.catalog import describe_tasks
@@ -22,12 +24,20 @@ def suite_tasks():
 
 @pytest.fixture(scope="session")
 def suite_cache(tmp_path_factory):
-    """A cache directory private to this test session."""
+    """A cache directory private to this test run, shared by its xdist processes (their base
+    temp dirs are siblings), so the suite is described once per run, not once per process."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = tmp_path_factory.getbasetemp().parent / "suite-cache"
+        shared.mkdir(exist_ok=True)
+        return shared
     return tmp_path_factory.mktemp("cache")
 
 
 @pytest.fixture(scope="session")
 def suite_descriptions(suite_tasks, suite_cache):
-    """Every built-in task described once per session, in worker processes: shapes of every
-    configuration and the reference compiled ahead of time for TPU (v5e first)."""
-    return describe_tasks(suite_tasks, suite_cache, with_cost=True, workers=2)
+    """Every built-in task described once per run, in worker processes: shapes of every
+    configuration and the reference compiled ahead of time for TPU (v5e first). The lock makes
+    a second xdist process wait for the first and then read its cache."""
+    with (suite_cache / "describe.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return describe_tasks(suite_tasks, suite_cache, with_cost=True, workers=2)

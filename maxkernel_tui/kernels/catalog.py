@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -36,8 +38,10 @@ def describe_tasks(
     refresh: bool = False,
     timeout: float = DESCRIBE_TIMEOUT_S,
     on_progress: Callable[[str, TaskDescription], None] | None = None,
+    stop: threading.Event | None = None,
 ) -> dict[str, TaskDescription]:
-    """task_id -> description: its configurations' shapes (and cost), or its error."""
+    """task_id -> description: its configurations' shapes (and cost), or its error. Setting
+    `stop` ends the work at once; the tasks not described by then are left out."""
     descriptions: dict[str, TaskDescription] = {}
     missing: dict[str, Task] = {}
     for task in tasks:
@@ -67,8 +71,9 @@ def describe_tasks(
             timeout=timeout,
             env=jax_worker_env(),
             on_answer=record,
+            stop=stop,
         )
-    return {t.task_id: descriptions[t.task_id] for t in tasks}
+    return {t.task_id: descriptions[t.task_id] for t in tasks if t.task_id in descriptions}
 
 
 def cached_description(
@@ -97,7 +102,7 @@ def _write_cache(
 ) -> None:
     path = _cache_path(cache_dir, task, with_cost, target)
     path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_suffix(".tmp")
+    temporary = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")  # one per writer
     temporary.write_text(json.dumps(described.to_json()))
     temporary.replace(path)  # atomic: a killed process never leaves half an entry
 

@@ -158,6 +158,13 @@ class LineWorker:
         self._proc = None
         self._stderr.close()
 
+    def kill(self) -> None:
+        """Stop the child from another thread; a pending `receive` then fails as "died"."""
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+
     def stderr_tail(self, lines: int = 3) -> str:
         """The last lines the child wrote to stderr, libtpu's start-up warnings left out."""
         self._stderr.seek(0)
@@ -260,18 +267,24 @@ def run_requests(
     timeout: float,
     env: dict[str, str] | None = None,
     on_answer: Callable[[str, dict[str, Any]], None] | None = None,
+    stop: threading.Event | None = None,
 ) -> dict[str, dict[str, Any]]:
-    """Send each request to one of `workers` children; failures come back as {"error": ...}."""
+    """Send each request to one of `workers` children; failures come back as {"error": ...}.
+    Setting `stop` kills the children at once and leaves the requests not yet answered out."""
     pending: queue.Queue[str] = queue.Queue()
     for request in requests:
         pending.put(request)
     answers: dict[str, dict[str, Any]] = {}
     lock = threading.Lock()
+    live: list[LineWorker] = []
+    stopped = stop if stop is not None else threading.Event()
 
     def serve() -> None:
         worker = LineWorker(argv, env if env is not None else scrubbed_env())
+        with lock:
+            live.append(worker)
         try:
-            while True:
+            while not stopped.is_set():
                 try:
                     request = pending.get_nowait()
                 except queue.Empty:
@@ -281,10 +294,14 @@ def run_requests(
                 except WorkerFailure as failure:
                     answer = {"error": str(failure)}
                 with lock:
+                    if stopped.is_set():
+                        return  # killed by `stop`: not an answer
                     answers[request] = answer
                     if on_answer is not None:
                         on_answer(request, answer)
         finally:
+            with lock:
+                live.remove(worker)
             worker.close()
 
     threads = [
@@ -293,6 +310,13 @@ def run_requests(
     ]
     for thread in threads:
         thread.start()
+    while any(thread.is_alive() for thread in threads):
+        if stopped.wait(0.1):
+            with lock:  # again until all are gone: a worker may be starting right now
+                for worker in live:
+                    worker.kill()
+            for thread in threads:
+                thread.join(0.1)
     for thread in threads:
         thread.join()
     return answers

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import ClassVar
 
@@ -11,6 +12,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Header, Static, TextArea
 
 from maxkernel_tui.config import cache_dir
@@ -30,6 +32,9 @@ class TaskDescribed(Message):
         super().__init__()
         self.task_id = task_id
         self.description = description
+
+
+SETTLE_S = 0.4  # how long the cursor rests on a task before that task is described
 
 
 class TaskPickerScreen(Screen[None]):
@@ -55,6 +60,9 @@ class TaskPickerScreen(Screen[None]):
         self._by_id = {t.task_id: t for t in self._tasks}
         self._descriptions: dict[str, TaskDescription] = {}
         self._shown: str | None = None
+        self._settle: Timer | None = None  # describes the task the cursor rests on
+        # Set when the screen goes away: describing workers still running are killed.
+        self._leaving = threading.Event()
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -79,7 +87,7 @@ class TaskPickerScreen(Screen[None]):
         errors = "".join(f"\n{e}" for e in self._errors)
         self._status(
             f"{known}/{len(self._tasks)} tasks described (cached); "
-            f"press d to describe the rest{errors}"
+            f"the one under the cursor is described by itself, d describes the rest{errors}"
         )
         table.focus()
 
@@ -94,6 +102,25 @@ class TaskPickerScreen(Screen[None]):
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if event.row_key.value is not None:
             self._show(self._by_id[event.row_key.value])
+            # Only once the cursor rests: arrowing through the list starts no worker for the
+            # tasks passed over.
+            if self._settle is not None:
+                self._settle.stop()
+            self._settle = self.set_timer(SETTLE_S, self._describe_shown)
+
+    def on_unmount(self) -> None:
+        self._leaving.set()
+
+    def _describe_shown(self) -> None:
+        task = self._by_id.get(self._shown or "")
+        if task is not None and task.task_id not in self._descriptions:
+            self._describe_one(task)
+
+    @work(thread=True, group="describe-one")
+    def _describe_one(self, task: Task) -> None:
+        describe_tasks(
+            [task], self._cache, workers=1, on_progress=self._post_described, stop=self._leaving
+        )
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         """Enter on a task opens it in the workbench."""
@@ -108,8 +135,11 @@ class TaskPickerScreen(Screen[None]):
 
     @work(thread=True, exclusive=True, group="describe")
     def _describe_all(self) -> None:
-        describe_tasks(self._tasks, self._cache, on_progress=self._post_described)
-        self.app.call_from_thread(self._status, "all tasks described")
+        describe_tasks(
+            self._tasks, self._cache, on_progress=self._post_described, stop=self._leaving
+        )
+        if not self._leaving.is_set():
+            self.app.call_from_thread(self._status, "all tasks described")
 
     def _post_described(self, task_id: str, description: TaskDescription) -> None:
         self.post_message(TaskDescribed(task_id, description))
@@ -142,7 +172,8 @@ class TaskPickerScreen(Screen[None]):
         description = self._descriptions.get(task.task_id)
         if description is None:
             heading = (
-                f"{task.task_id}  [{task.category}]  {task.operation}\n(not described yet: press d)"
+                f"{task.task_id}  [{task.category}]  {task.operation}\n"
+                "(describing it in the background…; d describes every task)"
             )
         else:
             heading = format_task(task, description)
