@@ -4,6 +4,10 @@ Each candidate is rendered, traced at bench shapes, analysed (perf/pallas_analys
 estimated for a TPU generation (perf/model.py); the fastest estimate whose VMEM footprint fits
 wins. The search is coordinate-wise: one knob at a time over its choices, the others held at
 the best so far.
+
+With a `Timer` (a TPU under the tool), the model's order is only the first cut: its best few
+settings are timed on the device (measured_tune.py) and the measured best is proposed. Without
+one, the estimate decides. `TuneResult.basis` says which, and every figure carries its kind.
 """
 
 from __future__ import annotations
@@ -12,10 +16,12 @@ import math
 import types
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Literal
 
 import jax
 
 from maxkernel_tui.agents.builtin.errors import CannotPlan
+from maxkernel_tui.agents.builtin.measured_tune import Measurement, Timer, measure_best
 from maxkernel_tui.agents.builtin.tunables import CHOICES, Tunables
 from maxkernel_tui.kernels import aot
 from maxkernel_tui.kernels import reference_runtime as runtime
@@ -38,8 +44,28 @@ class Trial:
 @dataclass(frozen=True)
 class TuneResult:
     best: Tunables
-    estimate: Estimate
+    estimate: Estimate  # the model's, of `best`
     trials: list[Trial]
+    measurement: Measurement | None = None  # the device timings, when a timer chose `best`
+
+    @property
+    def basis(self) -> Literal["measured", "estimated"]:
+        return "measured" if self.measurement is not None else "estimated"
+
+    @property
+    def chosen_by(self) -> str:
+        if self.measurement is None:
+            return f"the {self.estimate.target} performance model (estimated)"
+        return f"timings on the device ({self.measurement.clock}; measured)"
+
+    def lines(self) -> list[str]:
+        """The autotune's figures in words, each saying whether it is measured or estimated."""
+        if self.measurement is not None:
+            return self.measurement.lines()
+        return [
+            f"chosen by the {self.estimate.target} performance model: "
+            f"{self.estimate.seconds * 1e3:.3f} ms ({self.estimate.kind}); not measured"
+        ]
 
 
 def analyse_source(source: str, task: Task) -> tuple[list[KernelAnalysis], int]:
@@ -85,8 +111,10 @@ def autotune(
     start: Tunables,
     knobs: tuple[str, ...],
     target: str = DEFAULT_TARGET,
+    timer: Timer | None = None,
 ) -> TuneResult:
-    """The tunables with the best estimate, searched one knob at a time from `start`."""
+    """The tunables with the best estimate, searched one knob at a time from `start`; with a
+    `timer`, the best measured of the model's best few."""
     trials: dict[Tunables, Trial] = {}
 
     def score(tunables: Tunables) -> float:
@@ -104,9 +132,15 @@ def autotune(
             "no block sizes give a kernel that fits VMEM at bench "
             f"shapes{': ' + errors if errors else ''}"
         )
+    measurement = None
+    if timer is not None:
+        ranked = [(t, score(t)) for t in trials if not math.isinf(score(t))]
+        ranked.sort(key=lambda item: item[1])
+        measurement = measure_best(ranked, render, timer)
+        best = measurement.best if measurement is not None else best
     found = trials[best].estimate
     assert found is not None  # its score is finite
-    return TuneResult(best, found, list(trials.values()))
+    return TuneResult(best, found, list(trials.values()), measurement)
 
 
 def _trial(render: Callable[[Tunables], str], task: Task, tunables: Tunables, target: str) -> Trial:

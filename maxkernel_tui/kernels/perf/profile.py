@@ -14,7 +14,8 @@ from pathlib import Path
 
 from maxkernel_tui.kernels.evaluation.static_checks import static_problems
 from maxkernel_tui.kernels.perf.analysis import ProfileAnswer, ProfileRequest, ReferenceCost
-from maxkernel_tui.kernels.perf.model import estimate, load_calibration, warnings_for
+from maxkernel_tui.kernels.perf.calibration import Calibration, load_calibration
+from maxkernel_tui.kernels.perf.model import estimate, warnings_for
 from maxkernel_tui.kernels.perf.summary import ProfileSummary
 from maxkernel_tui.kernels.targets import TARGETS
 from maxkernel_tui.kernels.task import Task
@@ -103,7 +104,7 @@ def summarize(
     targets: tuple[str, ...],
     calibration_file: Path | None = None,
 ) -> ProfileSummary:
-    calibration = load_calibration(calibration_file) if calibration_file else {}
+    calibration = load_calibration(calibration_file) if calibration_file else Calibration()
     estimates, warnings, problems = [], {}, []
     for name in targets:
         target = TARGETS[name]
@@ -125,4 +126,5 @@ def summarize(
         answer.reference_costs,
         answer.trace,
         problems,
+        calibration.counts(targets),
     )
