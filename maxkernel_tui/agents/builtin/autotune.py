@@ -50,11 +50,12 @@ class TuneResult:
 
     @property
     def basis(self) -> Literal["measured", "estimated"]:
-        return "measured" if self.measurement is not None else "estimated"
+        measured = self.measurement is not None and self.measurement.best is not None
+        return "measured" if measured else "estimated"
 
     @property
     def chosen_by(self) -> str:
-        if self.measurement is None:
+        if self.measurement is None or self.measurement.best is None:
             return f"the {self.estimate.target} performance model (estimated)"
         return f"timings on the device ({self.measurement.clock}; measured)"
 
@@ -137,7 +138,7 @@ def autotune(
         ranked = [(t, score(t)) for t in trials if not math.isinf(score(t))]
         ranked.sort(key=lambda item: item[1])
         measurement = measure_best(ranked, render, timer)
-        best = measurement.best if measurement is not None else best
+        best = measurement.best or best
     found = trials[best].estimate
     assert found is not None  # its score is finite
     return TuneResult(best, found, list(trials.values()), measurement)

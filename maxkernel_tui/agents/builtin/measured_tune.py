@@ -47,13 +47,13 @@ class MeasuredTrial:
 
 @dataclass(frozen=True)
 class Measurement:
-    """What the timer found: the chosen setting, every timed trial, and the chosen one's gain
-    over the model's pick (None when the model's pick stayed)."""
+    """What the timer found: the chosen setting (None when none could be timed), every timed
+    trial, and the chosen one's gain over the model's pick (None when the model's pick stayed)."""
 
-    best: Tunables
+    best: Tunables | None
     trials: list[MeasuredTrial]
     clock: str
-    gain: Speedup | None
+    gain: Speedup | None = None
 
     def lines(self) -> list[str]:
         """Each figure with its kind: the model's estimate and the measured median."""
@@ -67,11 +67,18 @@ class Measurement:
             lines.append(
                 f"{_words(trial.tunables)}: estimated {trial.estimated_s * 1e3:.3f} ms, {measured}"
             )
-        verdict = (
-            f"chosen: {_words(self.best)}, {self.gain.describe()} over the model's pick (measured)"
-            if self.gain is not None
-            else f"chosen: {_words(self.best)}, the model's pick (no setting significantly faster)"
-        )
+        if self.best is None:
+            verdict = "chosen: the model's pick (estimated): no setting could be timed"
+        elif self.gain is not None:
+            verdict = (
+                f"chosen: {_words(self.best)}, {self.gain.describe()} over the model's pick "
+                "(measured)"
+            )
+        else:
+            verdict = (
+                f"chosen: {_words(self.best)}, the model's pick (measured: no setting "
+                "significantly faster)"
+            )
         return [*lines, verdict]
 
 
@@ -85,13 +92,13 @@ def measure_best(
     render: Callable[[Tunables], str],
     timer: Timer,
     keep: int = MEASURED_CANDIDATES,
-) -> Measurement | None:
-    """`ranked`: (tunables, estimated seconds) that fit, the model's best first. None when no
-    candidate could be timed (the caller keeps the estimate)."""
+) -> Measurement:
+    """`ranked`: (tunables, estimated seconds) that fit, the model's best first. The best is
+    None when no candidate could be timed (the caller keeps the model's pick)."""
     trials = [_timed(tunables, seconds, render, timer) for tunables, seconds in ranked[:keep]]
     timed = [t for t in trials if t.samples]
     if not timed:
-        return None
+        return Measurement(None, trials, timer.clock)
     pick = timed[0]  # the model's best that ran
     gains = [(speedup(list(pick.samples), list(t.samples)), t) for t in timed[1:]]
     wins = [(gain, t) for gain, t in gains if gain.significant_win]
