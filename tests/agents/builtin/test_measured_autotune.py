@@ -9,13 +9,14 @@ from maxkernel_tui.agents.builtin.measured_tune import measure_best
 from maxkernel_tui.agents.builtin.tunables import Tunables
 from maxkernel_tui.agents.roles.tunables import find_tunables
 
+MATMUL_SIZE = {128: 48, 256: 256, 512: 320, 1024: 384}  # per block_rows: small blocks are fast
+
 
 class XlaTimer:
     """Times, on the CPU backend, an XLA matmul whose size the source's block_rows picks: small
     blocks are made fast here, whatever the model thinks of them."""
 
     clock = "wall clock on the CPU backend (XLA computations standing in for the TPU)"
-    SIZES = {128: 48, 256: 256, 512: 320, 1024: 384}
 
     def __init__(self):
         self.timed = []
@@ -28,7 +29,7 @@ class XlaTimer:
 
         rows = find_tunables(source)["BLOCK_ROWS"]
         self.timed.append(rows)
-        size = self.SIZES[rows]
+        size = MATMUL_SIZE[rows]
         inputs = [(jnp.full((size, size), s),) for s in (1.0, 2.0)]
         program = named_jit(f"rows{rows}", lambda x: jnp.tanh(x @ x))
         timed = time_interleaved({"k": program}, inputs, repeats=15, warmups=2, clock=WALL_CLOCK)
