@@ -15,16 +15,16 @@ from __future__ import annotations
 import math
 import types
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Literal
 
 import jax
 
 from maxkernel_tui.agents.builtin.errors import CannotPlan
-from maxkernel_tui.agents.builtin.measured_tune import Measurement, Timer, measure_best
 from maxkernel_tui.agents.builtin.tunables import CHOICES, Tunables
 from maxkernel_tui.kernels import aot
 from maxkernel_tui.kernels import reference_runtime as runtime
+from maxkernel_tui.kernels.evaluation.measured_choice import Measurement, Timer, measure_best
 from maxkernel_tui.kernels.perf.analysis import KernelAnalysis, ReferenceCost
 from maxkernel_tui.kernels.perf.model import Estimate, estimate, minimal_io_bytes
 from maxkernel_tui.kernels.perf.pallas_analysis import analyze
@@ -135,10 +135,10 @@ def autotune(
         )
     measurement = None
     if timer is not None:
-        ranked = [(t, score(t)) for t in trials if not math.isinf(score(t))]
-        ranked.sort(key=lambda item: item[1])
-        measurement = measure_best(ranked, render, timer)
-        best = measurement.best or best
+        fitting = sorted((t for t in trials if not math.isinf(score(t))), key=score)
+        ranked = [(asdict(t), f"estimated {score(t) * 1e3:.3f} ms") for t in fitting]
+        measurement = measure_best(ranked, lambda setting: render(Tunables(**setting)), timer)
+        best = Tunables(**measurement.best) if measurement.best is not None else best
     found = trials[best].estimate
     assert found is not None  # its score is finite
     return TuneResult(best, found, list(trials.values()), measurement)

@@ -18,12 +18,12 @@ from maxkernel_tui.agents.builtin.attention import recognise_attention
 from maxkernel_tui.agents.builtin.attention_render import render_attention
 from maxkernel_tui.agents.builtin.autotune import DEFAULT_TARGET, autotune, estimate_source
 from maxkernel_tui.agents.builtin.errors import CannotPlan
-from maxkernel_tui.agents.builtin.measured_tune import Timer, device_timer
 from maxkernel_tui.agents.builtin.planner import Plan, plan_program
 from maxkernel_tui.agents.builtin.program import Program, trace_program
 from maxkernel_tui.agents.builtin.render import render_kernel
 from maxkernel_tui.agents.builtin.stages import MatmulStage
 from maxkernel_tui.agents.builtin.tunables import Tunables, default_tunables
+from maxkernel_tui.kernels.evaluation.measured_choice import Timer, device_timer
 from maxkernel_tui.kernels.perf.model import Estimate
 from maxkernel_tui.kernels.task import Task
 

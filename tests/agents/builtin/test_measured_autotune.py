@@ -5,9 +5,9 @@ whether it is estimated or measured."""
 import pytest
 
 from maxkernel_tui.agents.builtin.autotune import autotune
-from maxkernel_tui.agents.builtin.measured_tune import measure_best
 from maxkernel_tui.agents.builtin.tunables import Tunables
 from maxkernel_tui.agents.roles.tunables import find_tunables
+from maxkernel_tui.kernels.evaluation.measured_choice import measure_best
 
 MATMUL_SIZE = {128: 48, 256: 256, 512: 320, 1024: 384}  # per block_rows: small blocks are fast
 
@@ -47,9 +47,11 @@ def test_with_a_timer_the_measured_best_of_the_models_few_is_proposed(suite_task
     result = autotune(plan.render, task, plan.start, ("block_rows",), timer=timer)
     measurement = result.measurement
     assert result.basis == "measured" and measurement is not None
-    estimated = [trial.estimated_s for trial in measurement.trials]
-    assert estimated == sorted(estimated)  # timed in the model's order
-    assert sorted(timer.timed) == sorted(t.tunables.block_rows for t in measurement.trials)
+    by_model = sorted((t for t in result.trials if t.estimate), key=lambda t: t.estimate.seconds)
+    assert [t.setting["block_rows"] for t in measurement.trials] == [
+        t.tunables.block_rows for t in by_model if t.estimate.fits_vmem
+    ][:4]  # timed in the model's order
+    assert sorted(timer.timed) == sorted(t.setting["block_rows"] for t in measurement.trials)
     assert result.best.block_rows == 128 and result.estimate.seconds > 0
     lines = result.lines()
     assert all("estimated" in line and "measured" in line for line in lines[:-1])
@@ -68,14 +70,14 @@ class FixedTimer:
 
 
 def test_the_models_pick_stays_when_nothing_is_significantly_faster_and_failures_are_said():
-    ranked = [(Tunables(256), 1e-3), (Tunables(512), 2e-3), (Tunables(1024), 3e-3)]
+    ranked = [({"rows": r}, f"estimated {r} us") for r in (256, 512, 1024)]
     render = {256: "ok", 512: "broken", 1024: "ok"}
-    found = measure_best(ranked, lambda t: render[t.block_rows], FixedTimer())
-    assert found.best == Tunables(256) and found.gain is None
+    found = measure_best(ranked, lambda setting: render[setting["rows"]], FixedTimer())
+    assert found.best == {"rows": 256} and found.gain is None
     lines = found.lines()
     assert "not measured: Mosaic failed to compile" in lines[1]
     assert lines[-1].endswith("the model's pick (measured: no setting significantly faster)")
-    none_ran = measure_best([(Tunables(512), 1e-3)], lambda t: "broken", FixedTimer())
+    none_ran = measure_best([({"rows": 512}, "?")], lambda setting: "broken", FixedTimer())
     assert none_ran.best is None
     assert none_ran.lines()[-1] == "chosen: the model's pick (estimated): no setting could be timed"
 
