@@ -2,8 +2,11 @@
 
 On a machine without a TPU the check is skipped and says why: TPU interpret mode on a CPU is
 a simulator, so its times say nothing about the kernel on a TPU. On a TPU, the candidate and
-the XLA reference are timed interleaved; the speedup is a ratio of medians with a bootstrap
-95% interval, and it counts as a win only when the whole interval is above 1.
+the XLA reference are timed interleaved, each call's device time read from a profiler trace
+(device_clock.py; the wall clock only as a labelled fallback), after the candidate matched the
+reference on the device; the speedup is a ratio of medians with a bootstrap 95% interval, and it
+counts as a win only when the whole interval is above 1. Each measured timing also appends a
+calibration record (device_timer.py).
 """
 
 from __future__ import annotations

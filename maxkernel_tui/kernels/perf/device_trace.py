@@ -4,10 +4,11 @@ and the DMA-wait and compute shares of a kernel's time on a TPU. No jax at impor
 event list, so it runs (and is tested) anywhere.
 
 A compiled program's events carry the XLA module's name (`jit_<function name>`) in the
-`hlo_module` stat, and the events of one execution share a `run_id` stat: XLA's ops on the CPU
-backend, the "XLA Modules" and "XLA Ops" lines of a TPU's device plane. One run's device time is
-the span of its events, first start to last end. When a trace has device planes (`/device:...`),
-only they count: the host's events of the same module are dispatch, not device time.
+`hlo_module` stat. On a TPU's device plane each event of the "XLA Modules" line is one execution
+(named `jit_<function name>(<program id>)`); elsewhere (XLA's ops on the CPU backend) the events
+of one execution share a `run_id` stat. One run's device time is the span of its events. When
+a trace has device planes (`/device:...`), only they count: the host's events of the same module
+are dispatch, not device time.
 
 The DMA share (MaxKernel's SyncWait share) is the time of the device events whose names say they
 wait on a transfer (`SyncWait`, `dma`, `wait`), over the kernel's device time.
@@ -103,7 +104,7 @@ def module_name(function_name: str) -> str:
 def run_seconds(events: Iterable[DeviceEvent], module: str) -> list[float]:
     """Device seconds of each run of `module`, in the order the runs started."""
     runs = _runs(_device_side(list(events)), module)
-    ordered = sorted(runs.values(), key=lambda run: min(e.start_ns for e in run))
+    ordered = sorted(runs, key=lambda run: min(e.start_ns for e in run))
     return [_span_ns(run) / 1e9 for run in ordered]
 
 
@@ -119,11 +120,13 @@ def dma_share(events: Iterable[DeviceEvent], module: str | None = None) -> DmaSh
     on_tpu = [e for e in events if e.plane.startswith(DEVICE_PLANE_PREFIX) and "TPU" in e.plane]
     if module is not None:
         on_tpu = [e for e in on_tpu if e.module == module]
-    runs = _runs(on_tpu, module) if module is not None else {None: on_tpu}
-    total = sum(_span_ns(run) for run in runs.values() if run)
+    runs = _runs(on_tpu, module) or ([on_tpu] if module is None and on_tpu else [])
+    total = sum(_span_ns(run) for run in runs)
     if total <= 0:
         return None
-    waiting = sum(e.duration_ns for e in on_tpu if _DMA_WAIT.search(e.name))
+    waiting = sum(
+        e.duration_ns for e in on_tpu if e.line != MODULE_LINE and _DMA_WAIT.search(e.name)
+    )
     share = min(waiting / total, 1.0)
     return DmaShare(share, 1.0 - share, total / 1e9, len(runs))
 
@@ -133,18 +136,18 @@ def _device_side(events: list[DeviceEvent]) -> list[DeviceEvent]:
     return device or events
 
 
-def _runs(events: Iterable[DeviceEvent], module: str | None) -> dict[object, list[DeviceEvent]]:
-    """The events of `module`, grouped by run: by `run_id`, or one run per "XLA Modules" event
-    where a trace has no run ids."""
-    runs: dict[object, list[DeviceEvent]] = defaultdict(list)
-    for index, event in enumerate(events):
-        if module is not None and event.module != module:
-            continue
+def _runs(events: Iterable[DeviceEvent], module: str | None) -> list[list[DeviceEvent]]:
+    """The events of `module` (or all), one list per run: each "XLA Modules" event is one run
+    where there are such (a TPU's device plane), else the events that share a `run_id`."""
+    mine = [e for e in events if module is None or e.module == module]
+    executions = [[e] for e in mine if e.line == MODULE_LINE]
+    if executions:
+        return executions
+    by_run: dict[tuple[str, int], list[DeviceEvent]] = defaultdict(list)
+    for event in mine:
         if event.run_id is not None:
-            runs[(event.plane, event.run_id)].append(event)
-        elif event.line == MODULE_LINE:
-            runs[("module event", index)].append(event)
-    return runs
+            by_run[(event.plane, event.run_id)].append(event)
+    return list(by_run.values())
 
 
 def _span_ns(run: Sequence[DeviceEvent]) -> float:

@@ -35,11 +35,12 @@ def test_host_events_of_the_module_are_dispatch_and_do_not_count_when_a_device_p
     assert run_seconds([host], MODULE) == pytest.approx([900e-6])  # a CPU trace: host is all
 
 
-def test_a_tpu_trace_without_run_ids_counts_one_run_per_module_event():
+def test_on_a_tpu_plane_each_module_event_is_one_run_whatever_the_ops_carry():
     events = [
         op("jit_mkt_candidate(4)", 0, 80, line="XLA Modules"),
-        op("fusion", 10, 30),  # no run id: inside the module event's span anyway
-        op("jit_mkt_candidate(4)", 300, 70, line="XLA Modules"),
+        op("fusion", 10, 30, run=7),  # inside the module event's span; never a run of its own
+        op("jit_mkt_candidate(4)", 300, 70, line="XLA Modules", run=8),
+        op("fusion", 310, 20),
     ]
     assert run_seconds(events, MODULE) == pytest.approx([80e-6, 70e-6])
 
