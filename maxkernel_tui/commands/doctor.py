@@ -32,6 +32,7 @@ from maxkernel_tui.config import (
     secret_status,
     settings_from_args,
 )
+from maxkernel_tui.kernels.evaluation.measured_paths import measured_paths
 from maxkernel_tui.kernels.evaluation.timing import tpu_present
 from maxkernel_tui.kernels.workers import scrubbed_env
 from maxkernel_tui.store import Store, StoreError
@@ -99,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
                 f"{settings.config_file} ({source}){warnings}",
             )
         )
-    findings += [check_jax(), check_tpu(), check_libtpu()]
+    findings += [check_jax(), check_tpu(), check_measured_paths(), check_libtpu()]
     if settings is not None:
         findings += check_providers(settings)
         findings.append(check_store(settings))
@@ -160,6 +161,19 @@ def check_tpu() -> Finding:
         "mode, no timings",
         {"present": False},
     )
+
+
+def check_measured_paths() -> Finding:
+    """Which measured paths (device timing, measured autotune, ...) run here; none without a TPU."""
+    paths = measured_paths(tpu_present())
+    active = [p.name for p in paths if p.active]
+    detail = (
+        f"active: {', '.join(active)}"
+        if active
+        else "none active (no TPU): " + ", ".join(p.name for p in paths) + " need one"
+    )
+    data = {p.name: {"active": p.active, "detail": p.detail} for p in paths}
+    return Finding("measured paths", INFO, detail, data)
 
 
 def check_libtpu() -> Finding:

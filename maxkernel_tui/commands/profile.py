@@ -11,6 +11,7 @@ from typing import Any
 
 from maxkernel_tui.commands.tasks import resolve_kernel_and_task
 from maxkernel_tui.config import cache_dir, flag_of
+from maxkernel_tui.kernels.perf.calibration import default_calibration_file
 from maxkernel_tui.kernels.perf.profile import DEFAULT_TARGETS, ProfileError, profile_kernel
 from maxkernel_tui.kernels.targets import TARGETS
 
@@ -48,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
             task,
             targets=tuple(args.tpu or DEFAULT_TARGETS),
             trace_root=cache_dir() / "traces",
-            calibration_file=cache_dir() / "calibration.json",
+            calibration_file=default_calibration_file(),
         )
     except ProfileError as error:
         print(f"error: {error}", file=sys.stderr)

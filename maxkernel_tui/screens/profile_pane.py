@@ -12,6 +12,7 @@ from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import DataTable, Static
 
+from maxkernel_tui.kernels.perf.calibration import CALIBRATION_FILE_NAME
 from maxkernel_tui.kernels.perf.profile import ProfileError, profile_kernel
 from maxkernel_tui.kernels.perf.summary import ProfileSummary, roofline_bar
 from maxkernel_tui.kernels.task import Task
@@ -53,7 +54,7 @@ class ProfilePane(Vertical):
                 kernel,
                 task,
                 trace_root=cache / "traces",
-                calibration_file=cache / "calibration.json",
+                calibration_file=cache / CALIBRATION_FILE_NAME,
             )
         except ProfileError as error:
             self.post_message(ProfileFinished(None, str(error)))

@@ -24,6 +24,10 @@ def test_doctor_here_no_tpu_libtpu_present_no_provider_exit_0(run_cli, tmp_path)
     assert report["ok"] is True
     assert by_name["jax"]["status"] == "ok" and by_name["jax"]["data"]["backend"] in ("cpu", "tpu")
     assert by_name["TPU"]["data"]["present"] is tpu_present()
+    paths = by_name["measured paths"]
+    assert all(path["active"] is tpu_present() for path in paths["data"].values())
+    if not tpu_present():
+        assert paths["detail"].startswith("none active (no TPU): device timing, measured autotune")
     assert by_name["libtpu"]["data"]["version"] == importlib.metadata.version("libtpu")
     assert by_name["provider"]["data"] == {"chosen": "builtin", "configured": ["builtin"]}
     assert by_name["gemini"]["data"]["configured"] is False

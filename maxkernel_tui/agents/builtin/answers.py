@@ -144,7 +144,7 @@ def _kernel_sections(
         "## Tiling",
         "",
         (
-            f"Tunables (autotuned with the {drafts.target} performance model): "
+            f"Tunables (autotuned for {drafts.target}, chosen by {drafts.drafts[0].chosen_by}): "
             f"{_tunable_words(drafts.drafts[0])}. Each "
             "shrinks at call time to a divisor of the actual size that keeps the (8, 128) tiling."
         ),

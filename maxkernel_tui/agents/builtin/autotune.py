@@ -4,6 +4,10 @@ Each candidate is rendered, traced at bench shapes, analysed (perf/pallas_analys
 estimated for a TPU generation (perf/model.py); the fastest estimate whose VMEM footprint fits
 wins. The search is coordinate-wise: one knob at a time over its choices, the others held at
 the best so far.
+
+With a `Timer` (a TPU under the tool), the model's order is only the first cut: its best few
+settings are timed on the device (measured_tune.py) and the measured best is proposed. Without
+one, the estimate decides. `TuneResult.basis` says which, and every figure carries its kind.
 """
 
 from __future__ import annotations
@@ -11,7 +15,8 @@ from __future__ import annotations
 import math
 import types
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
+from typing import Literal
 
 import jax
 
@@ -19,6 +24,7 @@ from maxkernel_tui.agents.builtin.errors import CannotPlan
 from maxkernel_tui.agents.builtin.tunables import CHOICES, Tunables
 from maxkernel_tui.kernels import aot
 from maxkernel_tui.kernels import reference_runtime as runtime
+from maxkernel_tui.kernels.evaluation.measured_choice import Measurement, Timer, measure_best
 from maxkernel_tui.kernels.perf.analysis import KernelAnalysis, ReferenceCost
 from maxkernel_tui.kernels.perf.model import Estimate, estimate, minimal_io_bytes
 from maxkernel_tui.kernels.perf.pallas_analysis import analyze
@@ -38,8 +44,29 @@ class Trial:
 @dataclass(frozen=True)
 class TuneResult:
     best: Tunables
-    estimate: Estimate
+    estimate: Estimate  # the model's, of `best`
     trials: list[Trial]
+    measurement: Measurement | None = None  # the device timings, when a timer chose `best`
+
+    @property
+    def basis(self) -> Literal["measured", "estimated"]:
+        measured = self.measurement is not None and self.measurement.best is not None
+        return "measured" if measured else "estimated"
+
+    @property
+    def chosen_by(self) -> str:
+        if self.measurement is None or self.measurement.best is None:
+            return f"the {self.estimate.target} performance model (estimated)"
+        return f"timings on the device ({self.measurement.clock}; measured)"
+
+    def lines(self) -> list[str]:
+        """The autotune's figures in words, each saying whether it is measured or estimated."""
+        if self.measurement is not None:
+            return self.measurement.lines()
+        return [
+            f"chosen by the {self.estimate.target} performance model: "
+            f"{self.estimate.seconds * 1e3:.3f} ms ({self.estimate.kind}); not measured"
+        ]
 
 
 def analyse_source(source: str, task: Task) -> tuple[list[KernelAnalysis], int]:
@@ -85,8 +112,10 @@ def autotune(
     start: Tunables,
     knobs: tuple[str, ...],
     target: str = DEFAULT_TARGET,
+    timer: Timer | None = None,
 ) -> TuneResult:
-    """The tunables with the best estimate, searched one knob at a time from `start`."""
+    """The tunables with the best estimate, searched one knob at a time from `start`; with a
+    `timer`, the best measured of the model's best few."""
     trials: dict[Tunables, Trial] = {}
 
     def score(tunables: Tunables) -> float:
@@ -104,9 +133,15 @@ def autotune(
             "no block sizes give a kernel that fits VMEM at bench "
             f"shapes{': ' + errors if errors else ''}"
         )
+    measurement = None
+    if timer is not None:
+        fitting = sorted((t for t in trials if not math.isinf(score(t))), key=score)
+        ranked = [(asdict(t), f"estimated {score(t) * 1e3:.3f} ms") for t in fitting]
+        measurement = measure_best(ranked, lambda setting: render(Tunables(**setting)), timer)
+        best = Tunables(**measurement.best) if measurement.best is not None else best
     found = trials[best].estimate
     assert found is not None  # its score is finite
-    return TuneResult(best, found, list(trials.values()))
+    return TuneResult(best, found, list(trials.values()), measurement)
 
 
 def _trial(render: Callable[[Tunables], str], task: Task, tunables: Tunables, target: str) -> Trial:

@@ -23,6 +23,7 @@ from maxkernel_tui.agents.builtin.program import Program, trace_program
 from maxkernel_tui.agents.builtin.render import render_kernel
 from maxkernel_tui.agents.builtin.stages import MatmulStage
 from maxkernel_tui.agents.builtin.tunables import Tunables, default_tunables
+from maxkernel_tui.kernels.evaluation.measured_choice import Timer, device_timer
 from maxkernel_tui.kernels.perf.model import Estimate
 from maxkernel_tui.kernels.task import Task
 
@@ -43,6 +44,7 @@ class KernelDraft:
     family: str  # what the agent recognised, e.g. "matmul + row-wise epilogue"
     tunables: Tunables
     estimate: Estimate  # the performance model's, for `target`, at bench shapes
+    chosen_by: str = "the performance model (estimated)"  # or the device timings (measured)
 
 
 def plan_task(task: Task) -> list[KernelPlan]:
@@ -89,22 +91,25 @@ def draft_kernel(task: Task, *, tune: bool = True, target: str = DEFAULT_TARGET)
 
 
 def draft_candidates(
-    task: Task, *, tune: bool = True, target: str = DEFAULT_TARGET
+    task: Task, *, tune: bool = True, target: str = DEFAULT_TARGET, timer: Timer | None = None
 ) -> list[KernelDraft]:
     """One draft per plan (autotuned with `tune`; without, the first plan only, untuned), the
-    best estimate first. CannotPlan when no plan has a tiling that fits."""
+    best estimate first. CannotPlan when no plan has a tiling that fits. The autotune times its
+    best few settings with `timer`, by default the TPU's when there is one."""
     drafts, problems = [], []
+    timer = timer if timer is not None else (device_timer(task) if tune else None)
     for plan in plan_task(task)[: None if tune else 1]:
         if tune:
             try:
-                result = autotune(plan.render, task, plan.start, plan.knobs, target)
+                result = autotune(plan.render, task, plan.start, plan.knobs, target, timer)
             except CannotPlan as problem:  # this plan has no tiling that fits; another may
                 problems.append(f"{plan.family}: {problem}")
                 continue
-            tunables, found = result.best, result.estimate
+            tunables, found, chosen_by = result.best, result.estimate, result.chosen_by
         else:
             tunables, found = plan.start, estimate_source(plan.render(plan.start), task, target)
-        drafts.append(KernelDraft(plan.render(tunables), plan.family, tunables, found))
+            chosen_by = "not tuned: the plan's defaults (estimated)"
+        drafts.append(KernelDraft(plan.render(tunables), plan.family, tunables, found, chosen_by))
     if not drafts:
         raise CannotPlan("; ".join(problems))
     return sorted(drafts, key=lambda draft: draft.estimate.seconds)

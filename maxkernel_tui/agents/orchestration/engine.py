@@ -11,6 +11,7 @@ status: active while it runs, then done, failed or stopped (a cancelled run incl
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from maxkernel_tui.agents.budget import BudgetExceeded
@@ -34,6 +35,7 @@ from maxkernel_tui.agents.roles import parsers
 from maxkernel_tui.agents.roles.autotuner import describe_change, neighbours
 from maxkernel_tui.agents.roles.prompts import EXPLAINER, IMPLEMENTER, PLANNER, PROFILER, Role
 from maxkernel_tui.agents.roles.tunables import find_tunables, set_tunables
+from maxkernel_tui.kernels.evaluation.measured_choice import measure_best
 from maxkernel_tui.kernels.evaluation.report import ACCEPTED, EvalReport
 from maxkernel_tui.store.rows import Mode, SessionStatus
 
@@ -176,7 +178,8 @@ class SessionEngine(Steps):
 
     async def _autotune(self, i: int) -> None:
         """Estimate each neighbouring setting of the declared tunables with the performance model;
-        propose the best that beats the current kernel; the harness must accept it."""
+        propose the best that beats the current kernel (on a TPU: the measured best of those);
+        the harness must accept it."""
         assert self.kernel is not None
         base, tunables = self.kernel, find_tunables(self.kernel)
         step = keys.iteration_step(i, "tune")
@@ -187,16 +190,47 @@ class SessionEngine(Steps):
         # Candidates are ranked by the model against the current kernel's estimate (of the same
         # kind); the harness, and on a TPU the timing, decide whether the winner is kept.
         scored = await self._estimate_candidates(step, base, candidates)
-        winners = [
-            values
+        winning = [
+            (value, values)
             for value, values in scored
             if significantly_better(
                 value, self._current_estimate.value, self.limits.min_improvement
             )
         ]
+        winners = [values for _, values in winning]
+        if self.timer is not None and winning:
+            winners = await self._measured_winners(step, base, tunables, winning)
         for n, values in enumerate(winners[: self.limits.tune_evaluations]):
             if await self._try_setting(keys.sub(step, f"apply{n}"), base, tunables, values):
                 return
+
+    async def _measured_winners(
+        self,
+        step: str,
+        base: str,
+        tunables: dict[str, int],
+        winning: list[tuple[float, dict[str, int]]],
+    ) -> list[dict[str, int]]:
+        """On a TPU: the current kernel and the model's best few timed on the device; the
+        measured best, if it beats the current kernel significantly (else none). When nothing
+        could be timed, the model's winners stand."""
+        assert self.timer is not None
+        current = self._current_estimate
+        shown = "?" if current.value is None else f"{current.value:.3g}"
+        ranked: list[tuple[Mapping[str, int], str]] = [(tunables, f"{current.kind} {shown}")]
+        ranked += [(values, f"{current.kind} {value:.3g}") for value, values in winning]
+        measurement = await asyncio.to_thread(
+            measure_best,
+            ranked,
+            lambda values: set_tunables(base, dict(values)),
+            self.timer,
+            baseline="the current kernel",
+        )
+        text = "\n".join(["settings timed on the device", *measurement.lines()])
+        self._emit(Note(keys.sub(step, "measured"), step, Role.AUTOTUNER, text))
+        if measurement.best is None:
+            return [values for _, values in winning]
+        return [] if measurement.best == tunables else [dict(measurement.best)]
 
     async def _estimate_candidates(
         self, step: str, base: str, candidates: list[dict[str, int]]

@@ -26,6 +26,7 @@ from maxkernel_tui.agents.providers import PROVIDERS, build_provider
 from maxkernel_tui.config import Settings, cache_dir
 from maxkernel_tui.kernels.catalog import describe_tasks
 from maxkernel_tui.kernels.evaluation.harness import Harness
+from maxkernel_tui.kernels.evaluation.measured_choice import device_timer
 from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.task import Task
 from maxkernel_tui.store.db import Store
@@ -177,6 +178,7 @@ async def open_session(
         task_facts=facts,
         limits=opening.limits,
         model=settings.model,
+        timer=device_timer(task),
     )
     return OpenSession(engine, journal.session_id, resume is not None, provider, tools)
 

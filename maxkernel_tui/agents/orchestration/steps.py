@@ -52,6 +52,7 @@ from maxkernel_tui.agents.orchestration.workspace import Workspace
 from maxkernel_tui.agents.roles import parsers
 from maxkernel_tui.agents.roles.context import Failure, StepContext
 from maxkernel_tui.agents.roles.prompts import DEBUGGER, TESTER, Role
+from maxkernel_tui.kernels.evaluation.measured_choice import Timer
 from maxkernel_tui.kernels.evaluation.report import ACCEPTED, Check, EvalReport, format_check
 from maxkernel_tui.kernels.perf.summary import ProfileSummary
 from maxkernel_tui.store.rows import Mode, SessionStatus
@@ -114,7 +115,9 @@ class Steps:
         task_facts: str,
         limits: LoopLimits = LoopLimits(),
         model: str | None = None,
+        timer: Timer | None = None,
     ) -> None:
+        """`timer`: the device's, on a TPU VM: the autotuner then times its candidates."""
         self.journal, self.client, self.tools, self.workspace = journal, client, tools, workspace
         self.store, self.session_id = journal.store, journal.session_id
         self.task = tools.task
@@ -122,6 +125,7 @@ class Steps:
         self.gates = GateHolder(gates(mode))
         self.mode = mode
         self.limits, self.model, self.task_facts = limits, model, task_facts
+        self.timer = timer
         self.calls = ModelCalls(journal, client, self._emit, model)
         self.plan = ""
         self.kernel: str | None = None

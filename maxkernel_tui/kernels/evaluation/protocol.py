@@ -7,11 +7,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from maxkernel_tui.kernels.evaluation.report import Check
+from maxkernel_tui.kernels.perf.calibration import ModelPoint
 
 Run = tuple[str, int]  # (configuration, seed) of one numerics run
+Clock = Literal["device trace", "wall clock"]  # what measured a timing's samples
+DEVICE_TRACE: Clock = "device trace"
+WALL_CLOCK: Clock = "wall clock"
 
 
 def _runs(data: Any) -> list[Run]:
@@ -156,14 +160,34 @@ class TimingSamples:
 
 
 @dataclass(frozen=True)
+class DeviceNumerics:
+    """The candidate against the reference on the device, at the timed (production) shapes."""
+
+    ok: bool
+    detail: str
+
+
+@dataclass(frozen=True)
 class TimingAnswer:
     device: str  # jax's device kind
     platform: str  # tpu, cpu, ...
     samples: TimingSamples
+    clock: Clock = WALL_CLOCK
+    clock_note: str = ""  # why the wall clock where the device trace was wanted
+    numerics: DeviceNumerics | None = None  # on a TPU only
+    model: ModelPoint | None = None  # the model's estimate of the candidate (for calibration)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> TimingAnswer:
-        return cls(**dict(data, samples=TimingSamples(**data["samples"])))
+        numerics, model = data.get("numerics"), data.get("model")
+        return cls(
+            **dict(
+                data,
+                samples=TimingSamples(**data["samples"]),
+                numerics=None if numerics is None else DeviceNumerics(**numerics),
+                model=None if model is None else ModelPoint.from_json(model),
+            )
+        )

@@ -2,27 +2,25 @@
 
 On a machine without a TPU the check is skipped and says why: TPU interpret mode on a CPU is
 a simulator, so its times say nothing about the kernel on a TPU. On a TPU, the candidate and
-the XLA reference are timed interleaved; the speedup is a ratio of medians with a bootstrap
-95% interval, and it counts as a win only when the whole interval is above 1.
+the XLA reference are timed interleaved, each call's device time read from a profiler trace
+(device_clock.py; the wall clock only as a labelled fallback), after the candidate matched the
+reference on the device; the speedup is a ratio of medians with a bootstrap 95% interval, and it
+counts as a win only when the whole interval is above 1. Each measured timing also appends a
+calibration record (device_timer.py).
 """
 
 from __future__ import annotations
 
 import glob
-import json
 import os
 from pathlib import Path
 
-from maxkernel_tui.kernels.evaluation.protocol import TimingAnswer, TimingRequest
-from maxkernel_tui.kernels.evaluation.report import PASS, SKIP, SPEEDUP, Check, Timing
+from maxkernel_tui.kernels.evaluation.device_timer import record_timing, run_timing_worker
+from maxkernel_tui.kernels.evaluation.protocol import WALL_CLOCK, TimingAnswer
+from maxkernel_tui.kernels.evaluation.report import FAIL, PASS, SKIP, SPEEDUP, Check, Timing
 from maxkernel_tui.kernels.evaluation.stats import median_estimate, speedup
 from maxkernel_tui.kernels.task import Task
-from maxkernel_tui.kernels.workers import (
-    LineWorker,
-    WorkerFailure,
-    python_module_argv,
-    scrubbed_env,
-)
+from maxkernel_tui.kernels.workers import WorkerFailure
 
 REPEATS = 50
 WARMUPS = 5
@@ -35,7 +33,9 @@ def tpu_present() -> bool:
     return bool(glob.glob("/dev/accel*")) or bool(glob.glob("/dev/vfio/[0-9]*"))
 
 
-def timing_check(kernel: Path, task: Task, timeout: float) -> tuple[Check, list[Timing]]:
+def timing_check(
+    kernel: Path, task: Task, timeout: float, calibration_file: Path | None = None
+) -> tuple[Check, list[Timing]]:
     if not tpu_present():
         return Check(
             "timing",
@@ -43,16 +43,11 @@ def timing_check(kernel: Path, task: Task, timeout: float) -> tuple[Check, list[
             "not measured: no TPU on this machine; times in TPU interpret mode on a "
             "CPU are a simulator's, not the kernel's, so none are shown",
         ), []
-    request = TimingRequest(str(kernel), str(task.folder), task.configs[0], REPEATS, WARMUPS)
-    worker = LineWorker(
-        python_module_argv("maxkernel_tui.kernels.evaluation.timing_worker"), scrubbed_env()
-    )
     try:
-        answer = TimingAnswer.from_json(worker.ask(json.dumps(request.to_json()), timeout))
+        answer = run_timing_worker(kernel, task, timeout, REPEATS, WARMUPS)
     except WorkerFailure as failure:
         return Check("timing", SKIP, f"not measured: the timing process failed: {failure}"), []
-    finally:
-        worker.close()
+    record_timing(answer, kernel.name, task.task_id, calibration_file)
     return summarize_timing(answer)
 
 
@@ -62,7 +57,10 @@ def summarize_timing(answer: TimingAnswer) -> tuple[Check, list[Timing]]:
         return Check(
             "timing", SKIP, f"not shown: measured on {answer.platform}, which is not a TPU"
         ), []
+    if answer.numerics is not None and not answer.numerics.ok:
+        return Check("timing", FAIL, f"wrong result {answer.numerics.detail}"), []
     where = f"{answer.device} ({answer.platform})"
+    clock = clock_words(answer)
     candidate, reference = answer.samples.candidate, answer.samples.reference
     timings = []
     for what, samples in (("kernel", candidate), ("XLA reference", reference)):
@@ -76,8 +74,8 @@ def summarize_timing(answer: TimingAnswer) -> tuple[Check, list[Timing]]:
                 ci95=(estimate.low, estimate.high),
                 samples=len(samples),
                 label=f"{what}: median {estimate.median * 1e3:.3f} ms (95% CI "
-                f"{estimate.low * 1e3:.3f}-{estimate.high * 1e3:.3f} ms), measured wall time "
-                f"around block_until_ready on {where}",
+                f"{estimate.low * 1e3:.3f}-{estimate.high * 1e3:.3f} ms), measured {clock} "
+                f"on {where}",
             )
         )
     gain = speedup(reference, candidate)
@@ -89,11 +87,21 @@ def summarize_timing(answer: TimingAnswer) -> tuple[Check, list[Timing]]:
             ratio=gain.ratio,
             ci95=(gain.low, gain.high),
             significant=gain.significant_win,
-            label=f"speedup over the XLA reference {gain.describe()}, measured on {where}",
+            label=f"speedup over the XLA reference {gain.describe()}, measured ({clock}) on "
+            f"{where}",
         )
     )
     return Check(
         "timing",
         PASS,
-        f"speedup over the XLA reference {gain.describe()}; expert Pallas kernel: not compared yet",
+        f"speedup over the XLA reference {gain.describe()} ({clock}); expert Pallas kernel: not "
+        "compared yet" + (f"; {answer.numerics.detail}" if answer.numerics else ""),
     ), timings
+
+
+def clock_words(answer: TimingAnswer) -> str:
+    """How the samples were measured, in words, with the reason for a wall-clock fallback."""
+    if answer.clock != WALL_CLOCK:
+        return "device time from the profiler trace"
+    words = "wall time around block_until_ready (dispatch included)"
+    return f"{words}; no device trace: {answer.clock_note}" if answer.clock_note else words

@@ -2,10 +2,12 @@
 
     python -m maxkernel_tui.kernels.evaluation.timing_worker
 
-One request (a `TimingRequest`), one answer (a `TimingAnswer`): per-call wall
-times around `block_until_ready` of the compiled candidate and reference, interleaved, on
-inputs rotated between fresh seeds so no call can reuse the previous one's result. Only runs
-after the candidate passed every other check (static rules forbid touching clocks).
+One request (a `TimingRequest`), one answer (a `TimingAnswer`): per-call times of the compiled
+candidate and reference, interleaved, on inputs rotated between fresh seeds so no call can reuse
+the previous one's result; device time from a profiler trace on a TPU, else wall time around
+`block_until_ready` (device_clock.py says which). On a TPU it also checks the candidate against
+the reference on the device at these shapes and sends the model's estimate for calibration.
+Only runs after the candidate passed every other check (static rules forbid touching clocks).
 """
 
 from __future__ import annotations
@@ -13,16 +15,20 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
-import time
 from pathlib import Path
+from typing import Any
 
 import jax
 from jax.experimental.pallas import tpu as pltpu
 
 from maxkernel_tui.kernels import reference_runtime as runtime
 from maxkernel_tui.kernels.evaluation.candidate_worker import load_candidate
+from maxkernel_tui.kernels.evaluation.device_checks import device_numerics, model_point
+from maxkernel_tui.kernels.evaluation.device_clock import choose_clock, named_jit, time_interleaved
 from maxkernel_tui.kernels.evaluation.protocol import TimingAnswer, TimingRequest, TimingSamples
 from maxkernel_tui.kernels.loader import load_task
+from maxkernel_tui.kernels.perf.calibration import ModelPoint
+from maxkernel_tui.kernels.perf.model import minimal_io_bytes
 from maxkernel_tui.kernels.workers import READY
 
 INPUT_SETS = 2  # rotated; production inputs can take GBs of HBM each
@@ -38,26 +44,47 @@ def measure(request: TimingRequest) -> TimingAnswer:
     inputs = [dynamic for dynamic, _ in pairs]
     static = pairs[0][1]
     device = jax.devices()[0]
+    on_tpu = device.platform == "tpu"
     # On anything but a TPU this is only a plumbing check: interpret mode, and the caller is told.
-    interpret = (
-        pltpu.force_tpu_interpret_mode() if device.platform != "tpu" else contextlib.nullcontext()
-    )
+    interpret = pltpu.force_tpu_interpret_mode() if not on_tpu else contextlib.nullcontext()
     with interpret:
         # Both take the arrays only; the static args are compile-time constants of each program.
         programs = {
-            "candidate": jax.jit(lambda *d: candidate.computation(*d, *static)),
-            "reference": jax.jit(lambda *d: reference.computation(*d, *static)),
+            "candidate": named_jit("candidate", lambda *d: candidate.computation(*d, *static)),
+            "reference": named_jit("reference", lambda *d: reference.computation(*d, *static)),
         }
-        samples: dict[str, list[float]] = {name: [] for name in programs}
-        for program in programs.values():
-            for i in range(request.warmups):
-                jax.block_until_ready(program(*inputs[i % INPUT_SETS]))
-        for repeat in range(request.repeats):
-            for name, program in programs.items():
-                start = time.perf_counter()
-                jax.block_until_ready(program(*inputs[repeat % INPUT_SETS]))
-                samples[name].append(time.perf_counter() - start)
-    return TimingAnswer(device.device_kind, device.platform, TimingSamples(**samples))
+        numerics = None
+        if on_tpu:  # production shapes on the device, after every CPU check passed
+            tolerance = task.tolerance(request.config)
+            numerics = device_numerics(
+                programs["candidate"], programs["reference"], inputs[0], tolerance, request.config
+            )
+        timed = time_interleaved(
+            programs, inputs, request.repeats, request.warmups, choose_clock(device.platform)
+        )
+    return TimingAnswer(
+        device.device_kind,
+        device.platform,
+        TimingSamples(**timed.samples),
+        timed.clock,
+        timed.note,
+        numerics,
+        _model_point(task, reference, candidate, request.config, device.device_kind)
+        if on_tpu
+        else None,
+    )
+
+
+def _model_point(
+    task: Any, reference: Any, candidate: Any, config: str, device_kind: str
+) -> ModelPoint | None:
+    specs, static, outputs = runtime.io_specs(task, reference, config)
+    return model_point(
+        lambda *d: candidate.computation(*d, *static),
+        specs,
+        device_kind,
+        minimal_io_bytes(specs, outputs),
+    )
 
 
 def main() -> None:

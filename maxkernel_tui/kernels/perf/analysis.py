@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from maxkernel_tui.kernels.perf.device_trace import DmaShare
+
 MEASURED = "measured"  # how a trace taken on a TPU labels its kind
 # vmem: pipelined through VMEM; any: left in HBM (the kernel copies it itself); smem; semaphore
 MemorySpace = Literal["vmem", "any", "smem", "semaphore"]
@@ -110,6 +112,7 @@ class Trace:
     kind: str  # "measured on TPU (device trace)" or a CPU interpret-mode run's host-side trace
     wall_seconds: float
     top_events: list[TraceEvent]
+    dma: DmaShare | None = None  # from a TPU device trace only (measured)
 
     @property
     def measured(self) -> bool:
@@ -120,7 +123,14 @@ class Trace:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Trace:
-        return cls(**dict(data, top_events=[TraceEvent(**e) for e in data["top_events"]]))
+        dma = data.get("dma")
+        return cls(
+            **dict(
+                data,
+                top_events=[TraceEvent(**e) for e in data["top_events"]],
+                dma=None if dma is None else DmaShare(**dma),
+            )
+        )
 
 
 def costs_to_json(costs: Mapping[str, ReferenceCost]) -> dict[str, dict[str, Any]]:

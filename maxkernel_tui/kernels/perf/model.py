@@ -11,19 +11,19 @@ Assumptions, all stated in the output:
     vector element operations at 1/16 and transcendentals at 1/64 of the bf16 peak (rough VPU
     and EUP rates); vector and transcendental work add up, MXU work overlaps them;
   - overhead: 0.35 us per grid step (pipeline bookkeeping and DMA issue).
-A calibration file (measured / estimated per generation, written on a TPU) scales the result.
+The calibration file (perf/calibration.py: TPU measurements beside these estimates) scales the
+result per generation.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any, Literal
 
 from maxkernel_tui.kernels.perf.analysis import Block, KernelAnalysis, ReferenceCost
+from maxkernel_tui.kernels.perf.calibration import Calibration
 from maxkernel_tui.kernels.targets import TpuTarget
 
 STEP_OVERHEAD_S = 0.35e-6
@@ -65,16 +65,6 @@ class Estimate:
         return cls(**data)
 
 
-@dataclass(frozen=True)
-class CalibrationRecord:
-    """One TPU measurement next to the model's estimate for the same kernel."""
-
-    target: str
-    measured_s: float
-    estimated_s: float
-    kernel: str
-
-
 def minimal_io_bytes(inputs: Any, outputs: Any) -> int:
     """The least any implementation must move: every input read once, every output written once.
     Takes anything with `.shape` and `.dtype` (jax.ShapeDtypeStruct)."""
@@ -85,13 +75,13 @@ def estimate(
     kernels: Sequence[KernelAnalysis],
     target: TpuTarget,
     reference_cost: ReferenceCost | None = None,
-    calibration: dict[str, float] | None = None,
+    calibration: Calibration | None = None,
     io_bytes: int | None = None,
 ) -> Estimate:
     """The program's Pallas kernels run one after another; their times add up. The roofline is
     the task's: the reference's flops, and `io_bytes` (inputs read and outputs written once)
     or, without it, the bytes XLA's reference moves."""
-    factor = (calibration or {}).get(target.name, 1.0)
+    factor = calibration.factor(target.name) if calibration else 1.0
     seconds = sum(_pipeline_seconds(k, target) for k in kernels) * factor
     transfer = sum(k.hbm_bytes / target.hbm_bandwidth for k in kernels)
     compute = sum(_step_compute(k, target) * _steps(k) for k in kernels)
@@ -163,32 +153,6 @@ def _roofline(
     if moved is None:
         return None
     return max(reference_cost.flops / target.peak_bf16_flops, moved / target.hbm_bandwidth)
-
-
-def load_calibration(path: Path) -> dict[str, float]:
-    """Per generation, the median of measured / estimated seconds recorded on real TPUs."""
-    factors: dict[str, list[float]] = {}
-    for record in _calibration_records(path):
-        factors.setdefault(record.target, []).append(record.measured_s / record.estimated_s)
-    return {target: sorted(values)[len(values) // 2] for target, values in factors.items()}
-
-
-def record_calibration(
-    path: Path, target: str, measured_s: float, estimated_s: float, kernel: str
-) -> None:
-    """Append one TPU measurement next to the model's estimate for the same kernel. The hook of
-    the measured path on a real TPU (the TPU measurement issue); only tests call it so far."""
-    records = _calibration_records(path)
-    records.append(CalibrationRecord(target, measured_s, estimated_s, kernel))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps([asdict(r) for r in records], indent=1))
-
-
-def _calibration_records(path: Path) -> list[CalibrationRecord]:
-    try:
-        return [CalibrationRecord(**r) for r in json.loads(path.read_text())]
-    except (OSError, json.JSONDecodeError):
-        return []
 
 
 def warnings_for(kernel: KernelAnalysis, target: TpuTarget) -> list[str]:

@@ -13,8 +13,10 @@ import time
 from pathlib import Path
 
 from maxkernel_tui.kernels.evaluation.static_checks import static_problems
+from maxkernel_tui.kernels.evaluation.timing import tpu_present
 from maxkernel_tui.kernels.perf.analysis import ProfileAnswer, ProfileRequest, ReferenceCost
-from maxkernel_tui.kernels.perf.model import estimate, load_calibration, warnings_for
+from maxkernel_tui.kernels.perf.calibration import Calibration, load_calibration
+from maxkernel_tui.kernels.perf.model import estimate, warnings_for
 from maxkernel_tui.kernels.perf.summary import ProfileSummary
 from maxkernel_tui.kernels.targets import TARGETS
 from maxkernel_tui.kernels.task import Task
@@ -24,6 +26,7 @@ from maxkernel_tui.kernels.workers import (
     WorkerFailure,
     jax_worker_env,
     python_module_argv,
+    scrubbed_env,
 )
 
 DEFAULT_TARGETS = ("v5e", "v6e")
@@ -78,9 +81,11 @@ def _profilable_source(kernel: Path, targets: tuple[str, ...]) -> str:
 
 def _ask_worker(workdir: Path, request: ProfileRequest, timeout: float) -> ProfileAnswer:
     """One profile in a worker process of its own, in `workdir` (removed afterwards)."""
+    # On a TPU VM a traced profile runs on the TPU (a device trace, its DMA share); else the CPU.
+    env = scrubbed_env() if request.trace and tpu_present() else jax_worker_env()
     worker = LineWorker(
         python_module_argv("maxkernel_tui.kernels.perf.profile_worker"),
-        dict(jax_worker_env(), TMPDIR=str(workdir)),
+        dict(env, TMPDIR=str(workdir)),
         cwd=str(workdir),
         limits=Limits(memory_bytes=8 * GIB),
     )
@@ -103,7 +108,7 @@ def summarize(
     targets: tuple[str, ...],
     calibration_file: Path | None = None,
 ) -> ProfileSummary:
-    calibration = load_calibration(calibration_file) if calibration_file else {}
+    calibration = load_calibration(calibration_file) if calibration_file else Calibration()
     estimates, warnings, problems = [], {}, []
     for name in targets:
         target = TARGETS[name]
@@ -125,4 +130,5 @@ def summarize(
         answer.reference_costs,
         answer.trace,
         problems,
+        calibration.counts(targets),
     )

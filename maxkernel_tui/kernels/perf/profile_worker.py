@@ -4,8 +4,8 @@ shapes, the reference's XLA cost on each TPU generation, and a trace. Imports ja
     python -m maxkernel_tui.kernels.perf.profile_worker
 
 One request (a `ProfileRequest`), one JSON answer (a `ProfileAnswer`, or {"error"}). On a TPU
-the trace is the device's (measured); elsewhere it is the host side of a CPU interpret-mode
-run, labelled so.
+the trace is the device's (measured, with the DMA-wait and compute shares of its device time);
+elsewhere it is the host side of a CPU interpret-mode run, labelled so.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from maxkernel_tui.kernels.perf.analysis import (
     Trace,
     TraceEvent,
 )
+from maxkernel_tui.kernels.perf.device_trace import dma_share, load_events
 from maxkernel_tui.kernels.perf.model import minimal_io_bytes
 from maxkernel_tui.kernels.perf.pallas_analysis import analyze
 from maxkernel_tui.kernels.task import CHECK
@@ -90,12 +91,13 @@ def _trace(
         wall = time.perf_counter() - start
     files = sorted(trace_dir.rglob("*.xplane.pb"))
     events = _top_events(files[-1], on_tpu) if files else []
+    dma = dma_share(load_events(files[-1])) if files and on_tpu else None
     kind = (
         f"{MEASURED} on TPU (device trace)"
         if on_tpu
         else "host-side trace of a CPU interpret-mode run, not device time"
     )
-    return Trace(str(trace_dir), config, kind, wall, events)
+    return Trace(str(trace_dir), config, kind, wall, events, dma)
 
 
 def _top_events(xplane: Path, on_tpu: bool) -> list[TraceEvent]:

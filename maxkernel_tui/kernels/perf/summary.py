@@ -28,6 +28,7 @@ class ProfileSummary:
     reference_costs: dict[str, ReferenceCost]
     trace: Trace | None = None
     problems: list[str] = field(default_factory=list)  # why parts could not be produced
+    calibration: dict[str, int] = field(default_factory=dict)  # TPU measurements per target
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -45,6 +46,7 @@ class ProfileSummary:
             },
             "trace": None if self.trace is None else self.trace.to_json(),
             "problems": self.problems,
+            "calibration": self.calibration,
         }
 
     @classmethod
@@ -61,6 +63,7 @@ class ProfileSummary:
             costs_from_json(data["reference_costs"]),
             None if trace is None else Trace.from_json(trace),
             data.get("problems", []),
+            dict(data.get("calibration") or {}),
         )
 
     def table_rows(self) -> list[tuple[str, ...]]:
@@ -77,6 +80,13 @@ class ProfileSummary:
             )
             for e in self.estimates
         ]
+
+    def estimate_kind(self, estimate: Estimate) -> str:
+        """ "estimated", or "estimated, calibrated by N TPU measurements"."""
+        count = self.calibration.get(estimate.target, 0)
+        if estimate.kind == "estimated" or not count:
+            return estimate.kind
+        return f"{estimate.kind} by {count} TPU measurement{'s' if count != 1 else ''}"
 
     def to_text(self) -> str:
         lines = [
@@ -99,7 +109,7 @@ class ProfileSummary:
             )
         for estimate in self.estimates:
             lines.append(
-                f"{estimate.target} ({estimate.kind}): {_time(estimate.seconds)}, "
+                f"{estimate.target} ({self.estimate_kind(estimate)}): {_time(estimate.seconds)}, "
                 f"{estimate.bound}-bound; "
                 f"VMEM {estimate.vmem_bytes / 2**20:.1f}/{estimate.vmem_capacity / 2**20:.0f} MiB; "
                 f"HBM {estimate.hbm_bytes / 1e9:.3g} GB; {estimate.flops / 1e9:.3g} GFLOP; "
@@ -115,6 +125,8 @@ class ProfileSummary:
             lines.append(
                 f"trace ({self.trace.kind}, {self.trace.config} shapes): {events or 'no events'}"
             )
+            if self.trace.dma is not None:
+                lines.append(f"  {self.trace.dma.describe()}")
             lines.append(
                 f"  open it: xprof --logdir {self.trace.dir} --port 8791 "
                 "(on a TPU VM, from your machine: ssh -L 8791:localhost:8791 <vm>, then http://localhost:8791)"

@@ -62,25 +62,3 @@ def test_large_bf16_gemm_is_compute_bound_near_peak_on_v5e(name):
     else:  # v6e's higher flop/byte balance makes the same tiling memory-bound: the model says so
         assert result.bound == "memory" and achieved < 0.9 * target.peak_bf16_flops
     assert result.kind == "estimated" and result.speedup == pytest.approx(0.0195 / result.seconds)
-
-
-def test_calibration_scales_and_labels(tmp_path):
-    from maxkernel_tui.kernels.perf.model import load_calibration, record_calibration
-
-    path = tmp_path / "calibration.json"
-    record_calibration(path, "v5e", measured_s=1.2e-3, estimated_s=1.0e-3, kernel="a")
-    record_calibration(path, "v5e", measured_s=1.4e-3, estimated_s=1.0e-3, kernel="b")
-    record_calibration(path, "v5e", measured_s=1.3e-3, estimated_s=1.0e-3, kernel="c")
-    factors = load_calibration(path)
-    assert factors == {"v5e": pytest.approx(1.3)}
-    kernels = analyze(
-        jax.make_jaxpr(untiled_double)(jax.ShapeDtypeStruct((1024, 1024), jnp.float32))
-    )
-    plain, calibrated = (
-        estimate(kernels, TARGETS["v5e"]),
-        estimate(kernels, TARGETS["v5e"], calibration=factors),
-    )
-    assert (
-        calibrated.seconds == pytest.approx(plain.seconds * 1.3)
-        and calibrated.kind == "estimated, calibrated"
-    )
