@@ -26,6 +26,7 @@ from jax.experimental.pallas import tpu as pltpu
 
 from maxkernel_tui.kernels import aot
 from maxkernel_tui.kernels import reference_runtime as runtime
+from maxkernel_tui.kernels.evaluation import kernel_work, production_checks
 from maxkernel_tui.kernels.evaluation.jaxpr_work import Work, measure
 from maxkernel_tui.kernels.evaluation.outputs import save_outputs
 from maxkernel_tui.kernels.evaluation.protocol import (
@@ -33,13 +34,14 @@ from maxkernel_tui.kernels.evaluation.protocol import (
     CandidateRequest,
     Done,
     NumericsRun,
+    Run,
     WorkerProblem,
     event_to_json,
 )
-from maxkernel_tui.kernels.evaluation.report import FAIL, PASS, Check, CheckStatus
+from maxkernel_tui.kernels.evaluation.report import FAIL, PASS, SKIP, Check, CheckStatus
 from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.targets import TpuTarget
-from maxkernel_tui.kernels.task import TaskError
+from maxkernel_tui.kernels.task import CHECK, TaskError
 from maxkernel_tui.kernels.workers import READY
 
 # Heavy work left to XLA outside the Pallas kernels, as a share of the reference's own.
@@ -106,7 +108,9 @@ def evaluate_candidate(request: CandidateRequest) -> None:
         and _lower_check(subject)
         and _compile_check(subject, target)
     ):
-        _numerics_runs(subject, request)
+        runs = _production_check(subject, request)
+        if runs is not None:
+            _numerics_runs(subject, request, runs)
 
 
 def _load(request: CandidateRequest, start: float) -> _Subject | None:
@@ -191,6 +195,40 @@ def _compile_check(subject: _Subject, target: TpuTarget) -> bool:
     return _check("tpu_compile", PASS, detail, start, target=target.name)
 
 
+def _production_check(subject: _Subject, request: CandidateRequest) -> list[Run] | None:
+    """The defences of evaluation/production_checks.py; the numerics runs to do (with production
+    shapes added where they are affordable), or None when a defence rejects the kernel."""
+    start = time.perf_counter()
+    task, bench = subject.task, request.bench_config
+    if CHECK not in task.configs or bench == CHECK:
+        detail = "no check configuration to compare production shapes with"
+        _check(production_checks.CHECK_NAME, SKIP, detail, start)
+        return request.runs
+    static = subject.static
+    check_specs, check_static = runtime.input_specs(task, subject.reference, CHECK)
+
+    def at(config: str, specs: Any, static: Any) -> production_checks.Shapes:
+        return kernel_work.measure_shapes(
+            config,
+            lambda *d: subject.candidate.computation(*d, *static),
+            lambda *d: subject.reference.computation(*d, *static),
+            specs,
+        )
+
+    findings = production_checks.judge(
+        at(bench, subject.specs, static),
+        at(CHECK, check_specs, check_static),
+        on_tpu=jax.default_backend() == "tpu",
+    )
+    _emit(findings.to_check(time.perf_counter() - start))
+    if findings.failure is not None:
+        return None
+    numerics = next(d for d in findings.defences if d.name == "numerics")
+    if numerics.outcome == "scheduled" and request.runs:
+        return [*request.runs, (bench, request.runs[0][1])]
+    return request.runs
+
+
 def _outside_problem(work: Work, reference: Work) -> str | None:
     flops_budget = max(XLA_FLOPS_SHARE * reference.xla_flops, XLA_FLOPS_FLOOR)
     reduced_budget = max(XLA_REDUCED_SHARE * reference.xla_reduced, XLA_REDUCED_FLOOR)
@@ -208,14 +246,14 @@ def _avals(avals: Any) -> str:
     return ", ".join(f"{a.dtype}{list(a.shape)}" for a in avals)
 
 
-def _numerics_runs(subject: _Subject, request: CandidateRequest) -> None:
+def _numerics_runs(subject: _Subject, request: CandidateRequest, runs: list[Run]) -> None:
     task, reference, candidate = subject.task, subject.reference, subject.candidate
     params = pltpu.InterpretParams(
         uninitialized_memory="nan",
         out_of_bounds_reads="raise",
         detect_races=request.detect_races,
     )
-    for config, seed in request.runs:
+    for config, seed in runs:
         start = time.perf_counter()
         files: list[str] | None = None
         races: bool | None = None

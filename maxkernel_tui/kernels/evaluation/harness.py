@@ -46,7 +46,7 @@ from maxkernel_tui.kernels.workers import (
 GIB = 1024**3
 _CANDIDATE_WORKER = "maxkernel_tui.kernels.evaluation.candidate_worker"
 _REFERENCE_WORKER = "maxkernel_tui.kernels.evaluation.reference_worker"
-_STAGES = ("trace", "tpu_lower", "tpu_compile", "numerics")
+_STAGES = ("trace", "tpu_lower", "tpu_compile", "production", "numerics")
 EDGE = "edge"  # numerics on the tester's validated edge-case configurations
 _OOM_SIGNS = (
     "MemoryError",
@@ -131,6 +131,8 @@ class Harness:
             events = self._run_candidate(worker, workdir, task, options, runs, extra, report)
             # its job is done: free its memory before the reference runs (finally is a no-op then)
             worker.close()
+            # production shapes, where the candidate found them affordable (production_checks)
+            runs += [key for key in events if key not in runs]
             if report.failure is None and runs:
                 self._check_numerics(task, runs, extra, events, workdir, report)
             if report.failure is None and options.extra_configs and not extra:
