@@ -59,6 +59,7 @@ def test_honest_kernels_are_accepted(harness, suite_tasks, task_id):
         "trace",
         "tpu_lower",
         "tpu_compile",
+        "production",
         "numerics",
         "heldout",
         "timing",
@@ -130,13 +131,14 @@ def test_an_edge_configuration_is_checked_after_numerics(harness, suite_tasks):
         "trace",
         "tpu_lower",
         "tpu_compile",
+        "production",
         "numerics",
         "edge",
         "heldout",
         "timing",
     ]
     assert honest.verdict == "accepted", honest.failure
-    assert "edge_hidden seed" in honest.checks[5].detail
+    assert "edge_hidden seed" in honest.checks[6].detail
     assert chunked.failure.name == "edge", chunked.failure
     assert (
         "edge_hidden" in chunked.failure.detail
