@@ -17,6 +17,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from maxkernel_tui.kernels.evaluation.expert_comparison import (
+    estimated_expert_check,
+    is_expert,
+    measured,
+)
 from maxkernel_tui.kernels.evaluation.protocol import (
     CandidateEvent,
     CandidateRequest,
@@ -30,7 +35,7 @@ from maxkernel_tui.kernels.evaluation.protocol import (
 )
 from maxkernel_tui.kernels.evaluation.report import FAIL, PASS, SKIP, Check, EvalReport
 from maxkernel_tui.kernels.evaluation.static_checks import static_problems
-from maxkernel_tui.kernels.evaluation.timing import timing_check
+from maxkernel_tui.kernels.evaluation.timing import timing_check, tpu_present
 from maxkernel_tui.kernels.limits import file_oversize_problem
 from maxkernel_tui.kernels.targets import DEFAULT_TARGET
 from maxkernel_tui.kernels.task import CHECK, HELDOUT, Task
@@ -147,6 +152,7 @@ class Harness:
             if report.failure is None:
                 check, report.timings = timing_check(workdir / "kernel.py", task, options.timeout)
                 report.add(check)
+                _compare_with_expert(kernel, workdir / "kernel.py", task, options, report)
         finally:
             worker.close()
             shutil.rmtree(workdir, ignore_errors=True)
@@ -244,6 +250,19 @@ class Harness:
                 report.add(check)
                 if check.status == FAIL:
                     return
+
+
+def _compare_with_expert(
+    kernel: Path, copy: Path, task: Task, options: EvalOptions, report: EvalReport
+) -> None:
+    """The kernel beside the task's expert: measured with the timing on a TPU, else estimated."""
+    expert = task.expert_path
+    if expert is None or is_expert(kernel, task):
+        return
+    report.expert = measured(expert.name, report.timings)
+    if report.expert is None and not tpu_present():
+        check, report.expert = estimated_expert_check(copy, task, options.target, options.timeout)
+        report.add(check)
 
 
 def _read_source(kernel: Path, report: EvalReport) -> str | None:

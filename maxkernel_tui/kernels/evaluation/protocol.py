@@ -138,6 +138,7 @@ class TimingRequest:
     config: str
     repeats: int
     warmups: int
+    expert: str | None = None  # the task's expert baseline, timed interleaved with the others
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -153,6 +154,7 @@ class TimingSamples:
 
     candidate: list[float]
     reference: list[float]
+    expert: list[float] = field(default_factory=list)  # empty when the task has no expert
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ import json
 import os
 from pathlib import Path
 
+from maxkernel_tui.kernels.evaluation.expert_figures import EXPERT_SPEEDUP
 from maxkernel_tui.kernels.evaluation.protocol import TimingAnswer, TimingRequest
 from maxkernel_tui.kernels.evaluation.report import PASS, SKIP, SPEEDUP, Check, Timing
 from maxkernel_tui.kernels.evaluation.stats import median_estimate, speedup
@@ -43,7 +44,10 @@ def timing_check(kernel: Path, task: Task, timeout: float) -> tuple[Check, list[
             "not measured: no TPU on this machine; times in TPU interpret mode on a "
             "CPU are a simulator's, not the kernel's, so none are shown",
         ), []
-    request = TimingRequest(str(kernel), str(task.folder), task.configs[0], REPEATS, WARMUPS)
+    expert = None if task.expert_path is None else str(task.expert_path)
+    request = TimingRequest(
+        str(kernel), str(task.folder), task.configs[0], REPEATS, WARMUPS, expert
+    )
     worker = LineWorker(
         python_module_argv("maxkernel_tui.kernels.evaluation.timing_worker"), scrubbed_env()
     )
@@ -64,8 +68,10 @@ def summarize_timing(answer: TimingAnswer) -> tuple[Check, list[Timing]]:
         ), []
     where = f"{answer.device} ({answer.platform})"
     candidate, reference = answer.samples.candidate, answer.samples.reference
+    expert = answer.samples.expert
     timings = []
-    for what, samples in (("kernel", candidate), ("XLA reference", reference)):
+    programs = [("kernel", candidate), ("XLA reference", reference)]
+    for what, samples in programs + ([("expert", expert)] if expert else []):
         estimate = median_estimate(samples)
         timings.append(
             Timing(
@@ -92,8 +98,21 @@ def summarize_timing(answer: TimingAnswer) -> tuple[Check, list[Timing]]:
             label=f"speedup over the XLA reference {gain.describe()}, measured on {where}",
         )
     )
+    versus_expert = "the task has no expert Pallas kernel"
+    if expert:
+        against = speedup(expert, candidate)
+        versus_expert = f"{EXPERT_SPEEDUP} {against.describe()}"
+        timings.append(
+            Timing(
+                what=EXPERT_SPEEDUP,
+                kind="measured",
+                device=where,
+                ratio=against.ratio,
+                ci95=(against.low, against.high),
+                significant=against.significant_win,
+                label=f"{versus_expert}, measured on {where} (interleaved)",
+            )
+        )
     return Check(
-        "timing",
-        PASS,
-        f"speedup over the XLA reference {gain.describe()}; expert Pallas kernel: not compared yet",
+        "timing", PASS, f"speedup over the XLA reference {gain.describe()}; {versus_expert}"
     ), timings

@@ -48,6 +48,9 @@ def measure(request: TimingRequest) -> TimingAnswer:
             "candidate": jax.jit(lambda *d: candidate.computation(*d, *static)),
             "reference": jax.jit(lambda *d: reference.computation(*d, *static)),
         }
+        if request.expert is not None:
+            expert = load_candidate(Path(request.expert))
+            programs["expert"] = jax.jit(lambda *d: expert.computation(*d, *static))
         samples: dict[str, list[float]] = {name: [] for name in programs}
         for program in programs.values():
             for i in range(request.warmups):
