@@ -105,7 +105,7 @@ def evaluate_candidate(request: CandidateRequest) -> None:
     if (
         subject is not None
         and _trace_check(subject, start, request.require_pallas)
-        and _lower_check(subject)
+        and _lower_check(subject, target)
         and _compile_check(subject, target)
     ):
         runs = _production_check(subject, request)
@@ -173,11 +173,12 @@ def _pallas_check(subject: _Subject, traced: Any, start: float) -> bool:
     )
 
 
-def _lower_check(subject: _Subject) -> bool:
+def _lower_check(subject: _Subject, target: TpuTarget) -> bool:
     start = time.perf_counter()
     try:
         program = jax.jit(subject.program, keep_unused=True)
-        program.trace(*subject.specs).lower(lowering_platforms=("tpu",))
+        with aot.on_target(target):
+            program.trace(*subject.specs).lower(lowering_platforms=("tpu",))
     except Exception as error:
         detail = f"cannot be lowered for TPU at production shapes: {_first_lines(error)}"
         return _check("tpu_lower", FAIL, detail, start)
