@@ -133,7 +133,9 @@ class Harness:
             (workdir / "kernel.py").write_text(
                 source
             )  # the candidate never sees its original folder
-            events = self._run_candidate(worker, workdir, task, options, runs, extra, report)
+            events = self._run_candidate(
+                worker, workdir, task, options, runs, extra, report, is_expert(kernel, task)
+            )
             # its job is done: free its memory before the reference runs (finally is a no-op then)
             worker.close()
             # production shapes, where the candidate found them affordable (production_checks)
@@ -167,6 +169,7 @@ class Harness:
         runs: list[Run],
         extra: dict[str, dict[str, int]],
         report: EvalReport,
+        expert_baseline: bool,
     ) -> dict[Run, NumericsRun]:
         request = CandidateRequest(
             kernel=str(workdir / "kernel.py"),
@@ -178,6 +181,7 @@ class Harness:
             extra_configs=extra,
             detect_races=options.detect_races,
             require_pallas=options.require_pallas,
+            expert_baseline=expert_baseline,
         )
         outputs: dict[Run, NumericsRun] = {}
         deadline = time.monotonic() + options.timeout

@@ -29,6 +29,9 @@ class CandidateRequest:
     extra_configs: dict[str, dict[str, int]] = field(default_factory=dict)  # validated edge cases
     detect_races: bool = False
     require_pallas: bool = True
+    # The task's own expert baseline (Task.expert_path): heavy work it leaves to XLA (JAXBench's
+    # optimized.py projects in XLA around its attention kernel) is reported, not rejected.
+    expert_baseline: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
