@@ -10,6 +10,7 @@ kernel and the XLA reference (evaluation/timing.py), with the same statistics.
 from __future__ import annotations
 
 import tempfile
+import time
 from pathlib import Path
 
 from maxkernel_tui.kernels.evaluation.expert_figures import EXPERT_SPEEDUP, ExpertComparison
@@ -63,6 +64,7 @@ def estimated_expert_check(
 
     expert = task.expert_path
     assert expert is not None
+    started = time.monotonic()
     try:
         with tempfile.TemporaryDirectory(prefix="mkt-expert-") as traces:
             estimates = [
@@ -80,4 +82,5 @@ def estimated_expert_check(
     except (ProfileError, KeyError) as error:
         return Check(CHECK_NAME, SKIP, f"not compared with the expert {expert.name}: {error}"), None
     comparison = from_estimates(estimates[0], estimates[1], expert.name)
-    return Check(CHECK_NAME, PASS, comparison.label, data=comparison.to_json()), comparison
+    seconds = round(time.monotonic() - started, 3)
+    return Check(CHECK_NAME, PASS, comparison.label, seconds, comparison.to_json()), comparison
