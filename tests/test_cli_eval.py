@@ -31,6 +31,7 @@ def test_eval_accepts_an_honest_kernel_with_a_json_report():
         "trace",
         "tpu_lower",
         "tpu_compile",
+        "production",
         "numerics",
         "heldout",
         "timing",

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from maxkernel_tui.config import cache_dir, flag_of
+from maxkernel_tui.kernels.evaluation.expert_figures import MATCHES_EXPERT, ExpertComparison
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
 from maxkernel_tui.kernels.evaluation.report import ACCEPTED, SPEEDUP, EvalReport, Timing
 from maxkernel_tui.kernels.loader import builtin_suite_dir, load_tasks
@@ -64,17 +65,26 @@ class BenchRow:
     detail: str
     timings: list[Timing]
     seconds: float
+    expert: ExpertComparison | None = None  # beside the task's expert baseline, where one exists
 
     @property
     def significantly_faster(self) -> bool:
         return any(t.significant and t.what == SPEEDUP for t in self.timings)
 
     def to_json(self) -> dict[str, Any]:
-        return dict(asdict(self), timings=[t.to_json() for t in self.timings])
+        expert = None if self.expert is None else self.expert.to_json()
+        return dict(asdict(self), timings=[t.to_json() for t in self.timings], expert=expert)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> BenchRow:
-        return cls(**dict(data, timings=[Timing.from_json(t) for t in data["timings"]]))
+        expert = data.get("expert")
+        return cls(
+            **dict(
+                data,
+                timings=[Timing.from_json(t) for t in data["timings"]],
+                expert=None if expert is None else ExpertComparison.from_json(expert),
+            )
+        )
 
     @classmethod
     def of(cls, key: str, task: Task, kernel: Path, report: EvalReport) -> BenchRow:
@@ -88,6 +98,7 @@ class BenchRow:
             detail=failed.detail if failed else "",
             timings=report.timings,
             seconds=round(sum(c.seconds for c in report.checks), 1),
+            expert=report.expert,
         )
 
 
@@ -100,10 +111,19 @@ class BenchTotals:
     correct: int
     timed: int
     fast: float | None
+    with_expert: int = 0  # correct kernels compared with their task's expert
+    match_expert: int = 0  # of those, at >= MATCHES_EXPERT of the expert's speed
 
     def to_json(self) -> dict[str, Any]:
         fast_p = None if self.fast is None else {"p": 1.0, "fast": self.fast}
-        return {"tasks": self.tasks, "correct": self.correct, "timed": self.timed, "fast_p": fast_p}
+        return {
+            "tasks": self.tasks,
+            "correct": self.correct,
+            "timed": self.timed,
+            "fast_p": fast_p,
+            "with_expert": self.with_expert,
+            "match_expert": self.match_expert,
+        }
 
 
 def run(args: argparse.Namespace) -> int:
@@ -193,18 +213,28 @@ def _append(path: Path, row: BenchRow) -> None:
 def _totals(results: list[BenchRow]) -> BenchTotals:
     timed = [r for r in results if r.timings]
     fast = [r for r in timed if r.verdict == ACCEPTED and r.significantly_faster]
+    compared = [r.expert for r in results if r.verdict == ACCEPTED and r.expert is not None]
     return BenchTotals(
         tasks=len(results),
         correct=sum(r.verdict == ACCEPTED for r in results),
         timed=len(timed),
         fast=len(fast) / len(results) if timed else None,
+        with_expert=len(compared),
+        match_expert=sum(c.matches for c in compared),
     )
 
 
 def _format_row(row: BenchRow) -> str:
     mark = "✓" if row.verdict == ACCEPTED else "✗"
     why = f"  {row.failed_check}: {row.detail[:110]}" if row.failed_check else ""
-    return f"{mark} {row.task:<58} {row.verdict:<9} {row.seconds:6.1f}s{why}"
+    return f"{mark} {row.task:<58} {row.verdict:<9} {row.seconds:6.1f}s {_versus_expert(row)}{why}"
+
+
+def _versus_expert(row: BenchRow) -> str:
+    """The vs-expert column: the kernel's speed as a share of the expert's, e = estimated."""
+    if row.expert is None:
+        return f"{'-':>9}"
+    return f"{row.expert.ratio:6.2f}x {row.expert.kind[0]}"
 
 
 def _format_totals(totals: BenchTotals, path: Path) -> str:
@@ -215,4 +245,10 @@ def _format_totals(totals: BenchTotals, path: Path) -> str:
         else f"fast_1 {totals.fast:.2f} (correct and significantly faster than XLA, measured on "
         f"TPU; {totals.timed} timed)"
     )
-    return f"correct {totals.correct}/{totals.tasks}; {fast}\nresults: {path}"
+    expert = (
+        f"; at >= {MATCHES_EXPERT:.2f}x of the expert: {totals.match_expert}/{totals.with_expert} "
+        "(vs-expert column: e = estimated by the model, m = measured on a TPU)"
+        if totals.with_expert
+        else ""
+    )
+    return f"correct {totals.correct}/{totals.tasks}; {fast}{expert}\nresults: {path}"

@@ -50,8 +50,20 @@ def target_for(name: str) -> TpuTarget:
 
 @functools.cache
 def _single_device_sharding(topology: str) -> NamedSharding:
-    devices = topologies.get_topology_desc(topology, "tpu").devices
-    return NamedSharding(Mesh(devices[:1], ("x",)), PartitionSpec())
+    return NamedSharding(Mesh([target_device(topology)], ("x",)), PartitionSpec())
+
+
+@functools.cache
+def target_device(topology: str) -> Any:
+    """The first chip of a TPU topology, as a device description (nothing runs on it)."""
+    return topologies.get_topology_desc(topology, "tpu").devices[0]
+
+
+def on_target(target: TpuTarget) -> Any:
+    """A context in which the target's chip is jax's default device: kernels that ask the
+    default device for its TPU kind while lowering (jax's ragged paged attention, through
+    `pltpu.get_tpu_info`) see the target's instead of the CPU's."""
+    return jax.default_device(target_device(target.topology))
 
 
 def compile_for_tpu(fn: Callable, specs: Sequence[jax.ShapeDtypeStruct], target: TpuTarget) -> Any:
@@ -60,7 +72,8 @@ def compile_for_tpu(fn: Callable, specs: Sequence[jax.ShapeDtypeStruct], target:
     args = [jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sharding) for s in specs]
     try:
         # keep_unused: an argument the program ignores still pins it to the TPU device
-        return jax.jit(fn, keep_unused=True).lower(*args).compile()
+        with on_target(target):
+            return jax.jit(fn, keep_unused=True).lower(*args).compile()
     except Exception as error:
         text = str(error)
         if "RESOURCE_EXHAUSTED" in text and "HBM" in text:

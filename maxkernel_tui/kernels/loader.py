@@ -23,6 +23,7 @@ from maxkernel_tui.kernels.limits import file_oversize_problem
 from maxkernel_tui.kernels.task import (
     BENCH,
     DEFAULT_TOLERANCE,
+    EXPERT_PY,
     REFERENCE_PY,
     TASK_YAML,
     Task,
@@ -77,7 +78,13 @@ def load_task(folder: Path | str) -> Task:
         tolerances=tolerances,
         named_configs=named,
         inputs_from_yaml=inputs_from_yaml,
+        expert_path=_expert_path(folder.resolve()),
     )
+
+
+def _expert_path(folder: Path) -> Path | None:
+    expert = folder / EXPERT_PY
+    return expert if expert.is_file() else None
 
 
 def load_tasks(root: Path | str) -> tuple[list[Task], list[TaskError]]:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 TASK_YAML = "kernel_task.yaml"
 REFERENCE_PY = "reference.py"
+EXPERT_PY = "expert.py"  # a suite task's expert baseline (jax's own Pallas kernel, tuned)
 
 # The configurations our own tasks declare. External tasks in the plain adapted format only
 # have production shapes, named `bench` (or `bench.0`, `bench.1`, ... for a list of inputs).
@@ -47,6 +48,8 @@ class Task:
     named_configs: bool = False
     # Where get_inputs comes from: reference.py, or the yaml's input_gen_code.
     inputs_from_yaml: bool = False
+    # The task's expert kernel, a baseline beside XLA (a suite expert.py, JAXBench's optimized.py).
+    expert_path: Path | None = None
 
     @property
     def yaml_path(self) -> Path:

@@ -25,10 +25,23 @@ TIMING_WORKER = "maxkernel_tui.kernels.evaluation.timing_worker"
 
 
 def run_timing_worker(
-    kernel: Path, task: Task, timeout: float, repeats: int, warmups: int
+    kernel: Path,
+    task: Task,
+    timeout: float,
+    repeats: int,
+    warmups: int,
+    expert: Path | None = None,
 ) -> TimingAnswer:
-    """One timing of `kernel` at the task's production shapes; WorkerFailure when it fails."""
-    request = TimingRequest(str(kernel), str(task.folder), task.configs[0], repeats, warmups)
+    """One timing of `kernel` at the task's production shapes (beside `expert`, interleaved, when
+    given); WorkerFailure when it fails."""
+    request = TimingRequest(
+        str(kernel),
+        str(task.folder),
+        task.configs[0],
+        repeats,
+        warmups,
+        None if expert is None else str(expert),
+    )
     worker = LineWorker(python_module_argv(TIMING_WORKER), scrubbed_env())
     try:
         return TimingAnswer.from_json(worker.ask(json.dumps(request.to_json()), timeout))

@@ -17,6 +17,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from maxkernel_tui.kernels.evaluation.expert_comparison import (
+    estimated_expert_check,
+    is_expert,
+    measured,
+)
 from maxkernel_tui.kernels.evaluation.protocol import (
     CandidateEvent,
     CandidateRequest,
@@ -30,7 +35,7 @@ from maxkernel_tui.kernels.evaluation.protocol import (
 )
 from maxkernel_tui.kernels.evaluation.report import FAIL, PASS, SKIP, Check, EvalReport
 from maxkernel_tui.kernels.evaluation.static_checks import static_problems
-from maxkernel_tui.kernels.evaluation.timing import timing_check
+from maxkernel_tui.kernels.evaluation.timing import timing_check, tpu_present
 from maxkernel_tui.kernels.limits import file_oversize_problem
 from maxkernel_tui.kernels.targets import DEFAULT_TARGET
 from maxkernel_tui.kernels.task import CHECK, HELDOUT, Task
@@ -46,7 +51,7 @@ from maxkernel_tui.kernels.workers import (
 GIB = 1024**3
 _CANDIDATE_WORKER = "maxkernel_tui.kernels.evaluation.candidate_worker"
 _REFERENCE_WORKER = "maxkernel_tui.kernels.evaluation.reference_worker"
-_STAGES = ("trace", "tpu_lower", "tpu_compile", "numerics")
+_STAGES = ("trace", "tpu_lower", "tpu_compile", "production", "numerics")
 EDGE = "edge"  # numerics on the tester's validated edge-case configurations
 _OOM_SIGNS = (
     "MemoryError",
@@ -128,9 +133,13 @@ class Harness:
             (workdir / "kernel.py").write_text(
                 source
             )  # the candidate never sees its original folder
-            events = self._run_candidate(worker, workdir, task, options, runs, extra, report)
+            events = self._run_candidate(
+                worker, workdir, task, options, runs, extra, report, is_expert(kernel, task)
+            )
             # its job is done: free its memory before the reference runs (finally is a no-op then)
             worker.close()
+            # production shapes, where the candidate found them affordable (production_checks)
+            runs += [key for key in events if key not in runs]
             if report.failure is None and runs:
                 self._check_numerics(task, runs, extra, events, workdir, report)
             if report.failure is None and options.extra_configs and not extra:
@@ -145,6 +154,7 @@ class Harness:
             if report.failure is None:
                 check, report.timings = timing_check(workdir / "kernel.py", task, options.timeout)
                 report.add(check)
+                _compare_with_expert(kernel, workdir / "kernel.py", task, options, report)
         finally:
             worker.close()
             shutil.rmtree(workdir, ignore_errors=True)
@@ -159,6 +169,7 @@ class Harness:
         runs: list[Run],
         extra: dict[str, dict[str, int]],
         report: EvalReport,
+        expert_baseline: bool,
     ) -> dict[Run, NumericsRun]:
         request = CandidateRequest(
             kernel=str(workdir / "kernel.py"),
@@ -170,6 +181,7 @@ class Harness:
             extra_configs=extra,
             detect_races=options.detect_races,
             require_pallas=options.require_pallas,
+            expert_baseline=expert_baseline,
         )
         outputs: dict[Run, NumericsRun] = {}
         deadline = time.monotonic() + options.timeout
@@ -242,6 +254,19 @@ class Harness:
                 report.add(check)
                 if check.status == FAIL:
                     return
+
+
+def _compare_with_expert(
+    kernel: Path, copy: Path, task: Task, options: EvalOptions, report: EvalReport
+) -> None:
+    """The kernel beside the task's expert: measured with the timing on a TPU, else estimated."""
+    expert = task.expert_path
+    if expert is None or is_expert(kernel, task):
+        return
+    report.expert = measured(expert.name, report.timings)
+    if report.expert is None and not tpu_present():
+        check, report.expert = estimated_expert_check(copy, task, options.target, options.timeout)
+        report.add(check)
 
 
 def _read_source(kernel: Path, report: EvalReport) -> str | None:

@@ -33,6 +33,9 @@ class CandidateRequest:
     extra_configs: dict[str, dict[str, int]] = field(default_factory=dict)  # validated edge cases
     detect_races: bool = False
     require_pallas: bool = True
+    # The task's own expert baseline (Task.expert_path): heavy work it leaves to XLA (JAXBench's
+    # optimized.py projects in XLA around its attention kernel) is reported, not rejected.
+    expert_baseline: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -142,6 +145,7 @@ class TimingRequest:
     config: str
     repeats: int
     warmups: int
+    expert: str | None = None  # the task's expert baseline, timed interleaved with the others
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -157,6 +161,7 @@ class TimingSamples:
 
     candidate: list[float]
     reference: list[float]
+    expert: list[float] = field(default_factory=list)  # empty when the task has no expert
 
 
 @dataclass(frozen=True)

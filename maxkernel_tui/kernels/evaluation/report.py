@@ -7,6 +7,8 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any, Literal
 
+from maxkernel_tui.kernels.evaluation.expert_figures import ExpertComparison
+
 
 class CheckStatus(StrEnum):
     PASS = "pass"
@@ -78,6 +80,8 @@ class EvalReport:
     # Timings only from a real device; each says measured/estimated and where.
     timings: list[Timing] = field(default_factory=list)
     seeds: list[int] = field(default_factory=list)
+    # The kernel beside the task's expert baseline (evaluation/expert_comparison.py).
+    expert: ExpertComparison | None = None
     # Called with each check as it is added, so a UI can show progress before the verdict.
     on_check: Callable[[Check], None] | None = field(default=None, repr=False, compare=False)
 
@@ -108,6 +112,7 @@ class EvalReport:
             "checks": [c.to_json() for c in self.checks],
             "timings": [t.to_json() for t in self.timings],
             "seeds": self.seeds,
+            "expert": None if self.expert is None else self.expert.to_json(),
         }
 
     @classmethod
@@ -121,6 +126,7 @@ class EvalReport:
             checks=[Check.from_json(c) for c in data["checks"]],
             timings=[Timing.from_json(t) for t in data.get("timings", [])],
             seeds=list(data.get("seeds", [])),
+            expert=ExpertComparison.from_json(data["expert"]) if data.get("expert") else None,
         )
 
 
@@ -139,6 +145,8 @@ def format_report(report: EvalReport) -> str:
         lines.append(f"  {format_check(check)}")
     for timing in report.timings:
         lines.append(f"  timing: {timing.label}")
+    if report.expert is not None:
+        lines.append(f"  expert: {report.expert.label}")
     failure = report.failure
     reason = f": {failure.name}: {failure.detail}" if failure else ""
     lines.append(f"verdict: {report.verdict.upper()}{reason}")

@@ -16,6 +16,7 @@ import os
 from pathlib import Path
 
 from maxkernel_tui.kernels.evaluation.device_timer import record_timing, run_timing_worker
+from maxkernel_tui.kernels.evaluation.expert_figures import EXPERT_SPEEDUP
 from maxkernel_tui.kernels.evaluation.protocol import WALL_CLOCK, TimingAnswer
 from maxkernel_tui.kernels.evaluation.report import FAIL, PASS, SKIP, SPEEDUP, Check, Timing
 from maxkernel_tui.kernels.evaluation.stats import median_estimate, speedup
@@ -44,7 +45,7 @@ def timing_check(
             "CPU are a simulator's, not the kernel's, so none are shown",
         ), []
     try:
-        answer = run_timing_worker(kernel, task, timeout, REPEATS, WARMUPS)
+        answer = run_timing_worker(kernel, task, timeout, REPEATS, WARMUPS, task.expert_path)
     except WorkerFailure as failure:
         return Check("timing", SKIP, f"not measured: the timing process failed: {failure}"), []
     record_timing(answer, kernel.name, task.task_id, calibration_file)
@@ -62,8 +63,10 @@ def summarize_timing(answer: TimingAnswer) -> tuple[Check, list[Timing]]:
     where = f"{answer.device} ({answer.platform})"
     clock = clock_words(answer)
     candidate, reference = answer.samples.candidate, answer.samples.reference
+    expert = answer.samples.expert
     timings = []
-    for what, samples in (("kernel", candidate), ("XLA reference", reference)):
+    programs = [("kernel", candidate), ("XLA reference", reference)]
+    for what, samples in programs + ([("expert", expert)] if expert else []):
         estimate = median_estimate(samples)
         timings.append(
             Timing(
@@ -91,11 +94,26 @@ def summarize_timing(answer: TimingAnswer) -> tuple[Check, list[Timing]]:
             f"{where}",
         )
     )
+    versus_expert = "the task has no expert Pallas kernel"
+    if expert:
+        against = speedup(expert, candidate)
+        versus_expert = f"{EXPERT_SPEEDUP} {against.describe()}"
+        timings.append(
+            Timing(
+                what=EXPERT_SPEEDUP,
+                kind="measured",
+                device=where,
+                ratio=against.ratio,
+                ci95=(against.low, against.high),
+                significant=against.significant_win,
+                label=f"{versus_expert}, measured ({clock}) on {where} (interleaved)",
+            )
+        )
     return Check(
         "timing",
         PASS,
-        f"speedup over the XLA reference {gain.describe()} ({clock}); expert Pallas kernel: not "
-        "compared yet" + (f"; {answer.numerics.detail}" if answer.numerics else ""),
+        f"speedup over the XLA reference {gain.describe()} ({clock}); {versus_expert}"
+        + (f"; {answer.numerics.detail}" if answer.numerics else ""),
     ), timings
 
 

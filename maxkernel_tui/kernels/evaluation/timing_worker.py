@@ -53,6 +53,9 @@ def measure(request: TimingRequest) -> TimingAnswer:
             "candidate": named_jit("candidate", lambda *d: candidate.computation(*d, *static)),
             "reference": named_jit("reference", lambda *d: reference.computation(*d, *static)),
         }
+        if request.expert is not None:
+            expert = load_candidate(Path(request.expert))
+            programs["expert"] = named_jit("expert", lambda *d: expert.computation(*d, *static))
         numerics = None
         if on_tpu:  # production shapes on the device, after every CPU check passed
             tolerance = task.tolerance(request.config)

@@ -10,6 +10,7 @@ import json
 import shutil
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from maxkernel_tui.kernels.evaluation.static_checks import static_problems
@@ -62,7 +63,41 @@ def profile_kernel(
         reference_costs=reference_costs or {},
     )
     answer = _ask_worker(workdir, request, timeout)
-    return summarize(task.task_id, kernel.name, answer, targets, calibration_file)
+    summary = summarize(task.task_id, kernel.name, answer, targets, calibration_file)
+    expert = task.expert_path
+    if expert is not None and kernel.resolve() != expert.resolve():
+        _add_expert(summary, expert, request, answer, timeout, calibration_file)
+    return summary
+
+
+def _add_expert(
+    summary: ProfileSummary,
+    expert: Path,
+    request: ProfileRequest,
+    answer: ProfileAnswer,
+    timeout: float,
+    calibration_file: Path | None,
+) -> None:
+    """The task's expert baseline estimated beside the kernel (static analysis, no trace)."""
+    workdir = Path(tempfile.mkdtemp(prefix="mkt-profile-expert-"))
+    try:
+        (workdir / "kernel.py").write_text(expert.read_text(encoding="utf-8"))
+        expert_request = replace(
+            request,
+            kernel=str(workdir / "kernel.py"),
+            trace=False,
+            reference_costs=answer.reference_costs,
+        )
+        expert_answer = _ask_worker(workdir, expert_request, timeout)
+    except (OSError, ProfileError) as error:
+        summary.problems.append(f"the expert {expert.name}: {error}")
+        return
+    targets = tuple(request.targets)
+    expert_summary = summarize(
+        summary.task_id, expert.name, expert_answer, targets, calibration_file
+    )
+    summary.expert = expert.name
+    summary.expert_estimates = expert_summary.estimates
 
 
 def _profilable_source(kernel: Path, targets: tuple[str, ...]) -> str:

@@ -29,6 +29,9 @@ class ProfileSummary:
     trace: Trace | None = None
     problems: list[str] = field(default_factory=list)  # why parts could not be produced
     calibration: dict[str, int] = field(default_factory=dict)  # TPU measurements per target
+    # The task's expert baseline (Task.expert_path), estimated the same way, per target.
+    expert: str | None = None
+    expert_estimates: list[Estimate] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -47,6 +50,8 @@ class ProfileSummary:
             "trace": None if self.trace is None else self.trace.to_json(),
             "problems": self.problems,
             "calibration": self.calibration,
+            "expert": self.expert,
+            "expert_estimates": [e.to_json() for e in self.expert_estimates],
         }
 
     @classmethod
@@ -64,6 +69,8 @@ class ProfileSummary:
             None if trace is None else Trace.from_json(trace),
             data.get("problems", []),
             dict(data.get("calibration") or {}),
+            data.get("expert"),
+            [Estimate.from_json(e) for e in data.get("expert_estimates", [])],
         )
 
     def table_rows(self) -> list[tuple[str, ...]]:
@@ -120,6 +127,7 @@ class ProfileSummary:
             )
             lines.append(f"  {roofline_bar(estimate.roofline_share)}")
             lines.extend(f"  warning: {w}" for w in self.warnings.get(estimate.target, []))
+            lines.extend(self._expert_line(estimate))
         if self.trace:
             events = "; ".join(f"{e.name} {e.milliseconds} ms" for e in self.trace.top_events[:5])
             lines.append(
@@ -133,6 +141,15 @@ class ProfileSummary:
             )
         lines.extend(f"not available: {p}" for p in self.problems)
         return "\n".join(lines)
+
+    def _expert_line(self, kernel: Estimate) -> list[str]:
+        expert = next((e for e in self.expert_estimates if e.target == kernel.target), None)
+        if expert is None or not kernel.seconds:
+            return []
+        return [
+            f"  expert {self.expert} ({expert.kind}): {_time(expert.seconds)} on {expert.target}"
+            f" -> this kernel at {expert.seconds / kernel.seconds:.2f}x of the expert (estimated)"
+        ]
 
 
 def roofline_bar(share: float | None, width: int = BAR_WIDTH) -> str:

@@ -51,18 +51,24 @@ def harness():
 
 @pytest.mark.parametrize("task_id", HONEST)
 def test_honest_kernels_are_accepted(harness, suite_tasks, task_id):
-    report = harness.evaluate(KERNELS / "honest" / f"{task_id}.py", find_task(task_id, suite_tasks))
+    task = find_task(task_id, suite_tasks)
+    report = harness.evaluate(KERNELS / "honest" / f"{task_id}.py", task)
     assert report.verdict == "accepted", report.failure
     checks = {c.name: c for c in report.checks}
+    # a task with an expert baseline also shows the kernel beside it (estimated off a TPU)
+    expert = ["expert"] if task.expert_path else []
     assert [c.name for c in report.checks] == [
         "static",
         "trace",
         "tpu_lower",
         "tpu_compile",
+        "production",
         "numerics",
         "heldout",
         "timing",
+        *expert,
     ]
+    assert (report.expert is not None) == bool(expert)
     assert checks["numerics"].detail.startswith("3 run(s) within tolerance")
     assert checks["timing"].status == "skip" and "no TPU" in checks["timing"].detail
     assert len(set(report.seeds)) == 3
@@ -130,13 +136,14 @@ def test_an_edge_configuration_is_checked_after_numerics(harness, suite_tasks):
         "trace",
         "tpu_lower",
         "tpu_compile",
+        "production",
         "numerics",
         "edge",
         "heldout",
         "timing",
     ]
     assert honest.verdict == "accepted", honest.failure
-    assert "edge_hidden seed" in honest.checks[5].detail
+    assert "edge_hidden seed" in honest.checks[6].detail
     assert chunked.failure.name == "edge", chunked.failure
     assert (
         "edge_hidden" in chunked.failure.detail

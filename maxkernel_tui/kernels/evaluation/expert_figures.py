@@ -1,0 +1,43 @@
+"""One figure: a kernel's speed beside its task's expert baseline, estimated or measured. Plain
+data, no jax; evaluation/expert_comparison.py makes it, reports and `bench` show it."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+MATCHES_EXPERT = 0.95  # a kernel at or above this share of the expert's speed matches it
+EXPERT_SPEEDUP = "speedup over the expert Pallas kernel"  # the measured Timing's `what`
+
+
+@dataclass(frozen=True)
+class ExpertComparison:
+    """The kernel's speed as a share of the expert's: expert time / kernel time (>1: faster)."""
+
+    kind: Literal["estimated", "measured"]
+    where: str  # "v5e (performance model)" or the TPU that measured it
+    expert: str  # the expert's file name
+    kernel_s: float
+    expert_s: float
+    ratio: float
+    ci95: tuple[float, float] | None = None  # measured only
+
+    @property
+    def label(self) -> str:
+        interval = f" (95% CI {self.ci95[0]:.2f}-{self.ci95[1]:.2f})" if self.ci95 else ""
+        return (
+            f"{self.ratio:.2f}x of the expert{interval}: kernel {self.kernel_s * 1e3:.3f} ms, "
+            f"expert {self.expert} {self.expert_s * 1e3:.3f} ms, {self.kind} on {self.where}"
+        )
+
+    @property
+    def matches(self) -> bool:
+        return self.ratio >= MATCHES_EXPERT
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ExpertComparison:
+        ci95 = data.get("ci95")
+        return cls(**dict(data, ci95=None if ci95 is None else (float(ci95[0]), float(ci95[1]))))

@@ -1,0 +1,243 @@
+"""Verdicts earned at production shapes: defences against a kernel that is exact on the small
+shapes the numerics run and does something else at the shapes it will run at. No jax here:
+evaluation/kernel_work.py measures the programs, this module judges them.
+
+Each defence compares the kernel at production (`bench`) shapes with the same kernel at the
+`check` shapes whose numerics were verified, so an honest kernel whose blocks or grid grow with
+the shapes passes, and so does one that takes a fast path the check shapes also took:
+  - work: the kernel's matmul flops (inside Pallas and left to XLA) against the reference's,
+    at production shapes, may not fall materially below the same ratio at check shapes;
+  - coverage: the output blocks the grid visits must cover every output at production shapes
+    when they covered it at check shapes (no part left to stale memory);
+  - bodies: the production kernel bodies use every kind of arithmetic the checked bodies used,
+    with the same matmul operand types (no cheaper body above a size);
+  - numerics: production shapes run in TPU interpret mode when that is affordable, and always
+    on a TPU; the numerics check then compares them with the reference.
+A defence that cannot judge (data-dependent work, no matmuls) says why instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from maxkernel_tui.kernels.evaluation.report import FAIL, PASS, Check
+
+DefenceName = Literal["work", "coverage", "bodies", "numerics"]
+Outcome = Literal["passed", "failed", "not applicable", "scheduled"]
+
+# A kernel may do less than this share of the work (relative to the reference) at production
+# shapes than it did at check shapes: causal or ragged kernels skip more blocks as shapes grow.
+WORK_SHARE_FLOOR = 0.5
+# Production shapes run in interpret mode only below these: the reference's flops and the
+# kernels' grid steps (interpretation costs about a millisecond per step).
+AFFORDABLE_FLOPS = 2e9
+AFFORDABLE_STEPS = 2048
+AFFORDABLE_BYTES = 64 * 2**20  # the inputs
+CHECK_NAME = "production"
+# The operations that do a body's arithmetic, which a cheaper body would drop. Masking and index
+# bookkeeping (iota, compares, selects, casts) are left out: an honest kernel masks a ragged
+# last block on check shapes and skips that on production shapes that divide evenly.
+COMPUTE_OPERATIONS = frozenset(
+    {
+        "dot_general",
+        "reduce_sum",
+        "reduce_max",
+        "reduce_min",
+        "cumsum",
+        "exp",
+        "exp2",
+        "log",
+        "log1p",
+        "tanh",
+        "logistic",
+        "rsqrt",
+        "sqrt",
+        "erf",
+        "pow",
+        "sin",
+        "cos",
+        "div",
+    }
+)
+
+
+@dataclass(frozen=True)
+class KernelWork:
+    """One pallas_call at one set of shapes (evaluation/kernel_work.py measures it)."""
+
+    name: str
+    steps: int
+    mxu_flops: float  # over the whole grid; an upper bound across pl.when branches
+    exact: bool  # False when the work depends on data (while loops, scalar prefetch)
+    operations: list[str]  # primitive names used by the body
+    matmul_types: list[str]  # "bfloat16 x bfloat16 -> float32" per kind of matmul
+    output_coverage: float | None  # least share of an output its blocks write; None: unknown
+
+
+@dataclass(frozen=True)
+class ProgramWork:
+    kernels: list[KernelWork]
+    xla_flops: float  # matmul/conv flops outside Pallas
+
+    @property
+    def flops(self) -> float:
+        return sum(k.mxu_flops for k in self.kernels) + self.xla_flops
+
+    @property
+    def exact(self) -> bool:
+        return all(k.exact for k in self.kernels)
+
+    @property
+    def steps(self) -> int:
+        return sum(k.steps for k in self.kernels)
+
+    @property
+    def coverage(self) -> float | None:
+        known = [k.output_coverage for k in self.kernels]
+        return None if any(c is None for c in known) else min(known, default=1.0)  # type: ignore[type-var]
+
+    @property
+    def operations(self) -> set[str]:
+        return {op for k in self.kernels for op in k.operations}
+
+    @property
+    def matmul_types(self) -> set[str]:
+        return {t for k in self.kernels for t in k.matmul_types}
+
+
+@dataclass(frozen=True)
+class Shapes:
+    """The candidate and the reference measured at one configuration."""
+
+    config: str
+    candidate: ProgramWork
+    reference_flops: float  # matmul/conv flops of the reference program
+    input_bytes: int
+
+
+@dataclass(frozen=True)
+class Defence:
+    name: DefenceName
+    outcome: Outcome
+    detail: str
+
+
+@dataclass
+class ProductionFindings:
+    defences: list[Defence] = field(default_factory=list)
+
+    @property
+    def failure(self) -> Defence | None:
+        return next((d for d in self.defences if d.outcome == "failed"), None)
+
+    def to_check(self, seconds: float) -> Check:
+        failure = self.failure
+        if failure is not None:
+            detail = f"at production shapes: {failure.detail}"
+        else:
+            detail = "; ".join(f"{d.name}: {d.outcome}" for d in self.defences)
+        data: dict[str, Any] = {"defences": [asdict(d) for d in self.defences]}
+        return Check(CHECK_NAME, FAIL if failure else PASS, detail, round(seconds, 3), data)
+
+
+def judge(production: Shapes, checked: Shapes, *, on_tpu: bool) -> ProductionFindings:
+    """Every defence, production shapes against the checked ones."""
+    return ProductionFindings(
+        [
+            work_defence(production, checked),
+            coverage_defence(production.candidate, checked.candidate),
+            bodies_defence(production.candidate, checked.candidate),
+            numerics_defence(production, on_tpu=on_tpu),
+        ]
+    )
+
+
+def work_defence(production: Shapes, checked: Shapes) -> Defence:
+    if production.reference_flops <= 0 or checked.reference_flops <= 0:
+        return Defence("work", "not applicable", "the reference does no matmul work")
+    if not (production.candidate.exact and checked.candidate.exact):
+        return Defence(
+            "work",
+            "not applicable",
+            "the kernel's work depends on data (while loops or scalar-prefetch index maps)",
+        )
+    at_production = production.candidate.flops / production.reference_flops
+    at_check = checked.candidate.flops / checked.reference_flops
+    summary = (
+        f"kernel {production.candidate.flops:.3g} matmul flops against the reference's "
+        f"{production.reference_flops:.3g} ({at_production:.2f}x) at {production.config}, "
+        f"{at_check:.2f}x at {checked.config}"
+    )
+    if at_production < WORK_SHARE_FLOOR * at_check:
+        return Defence("work", "failed", f"the kernel does materially less work: {summary}")
+    return Defence("work", "passed", summary)
+
+
+def coverage_defence(production: ProgramWork, checked: ProgramWork) -> Defence:
+    covered, covered_checked = production.coverage, checked.coverage
+    if covered is None or covered_checked is None:
+        return Defence(
+            "coverage",
+            "not applicable",
+            "outputs written by DMA, through data-dependent index maps, or over a huge grid",
+        )
+    if covered < covered_checked:
+        return Defence(
+            "coverage",
+            "failed",
+            f"the grid writes only {covered:.1%} of an output (left to stale memory), "
+            f"against {covered_checked:.1%} at the checked shapes",
+        )
+    return Defence("coverage", "passed", f"output blocks cover {covered:.0%} of every output")
+
+
+def bodies_defence(production: ProgramWork, checked: ProgramWork) -> Defence:
+    if not production.kernels or not checked.kernels:
+        return Defence("bodies", "not applicable", "no pallas_call to compare")
+    missing = sorted((checked.operations - production.operations) & COMPUTE_OPERATIONS)
+    if missing:
+        return Defence(
+            "bodies",
+            "failed",
+            "the kernel body differs from the one the numerics checked: it no longer uses "
+            + ", ".join(missing),
+        )
+    if production.matmul_types != checked.matmul_types:
+        return Defence(
+            "bodies",
+            "failed",
+            "the kernel's matmuls change operand types: "
+            f"{sorted(production.matmul_types)} instead of {sorted(checked.matmul_types)}",
+        )
+    return Defence(
+        "bodies",
+        "passed",
+        f"{len(production.kernels)} kernel(s) use the operations and matmul types checked "
+        f"with {len(checked.kernels)}",
+    )
+
+
+def numerics_defence(production: Shapes, *, on_tpu: bool) -> Defence:
+    if on_tpu:
+        return Defence("numerics", "scheduled", "production shapes run on the TPU")
+    if affordable(production):
+        return Defence(
+            "numerics", "scheduled", "production shapes run in TPU interpret mode (affordable)"
+        )
+    return Defence(
+        "numerics",
+        "not applicable",
+        f"production shapes too large for interpret mode ({production.reference_flops:.3g} "
+        f"flops, {production.candidate.steps} grid steps, {production.input_bytes / 2**20:.0f} "
+        f"MiB of inputs; limits {AFFORDABLE_FLOPS:.0g}, {AFFORDABLE_STEPS}, "
+        f"{AFFORDABLE_BYTES / 2**20:.0f} MiB) and no TPU here",
+    )
+
+
+def affordable(production: Shapes) -> bool:
+    return (
+        production.reference_flops <= AFFORDABLE_FLOPS
+        and production.candidate.steps <= AFFORDABLE_STEPS
+        and production.input_bytes <= AFFORDABLE_BYTES
+    )

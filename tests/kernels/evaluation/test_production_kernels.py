@@ -1,0 +1,62 @@
+"""Real kernels measured at production and check shapes (kernel_work.py): cheats that differ
+only at production shapes are rejected for their reason, an honest size-dependent block choice
+and the suite's experts pass. In-process jax tracing; one harness run end to end."""
+
+from pathlib import Path
+
+import pytest
+
+from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
+from maxkernel_tui.kernels.loader import find_task, load_task
+
+pytestmark = pytest.mark.slow  # imports jax, traces the suite's experts at production shapes
+
+DATA = Path(__file__).resolve().parents[2] / "data" / "production"
+
+
+def _findings(kernel: Path, task):
+    from maxkernel_tui.kernels import reference_runtime as runtime
+    from maxkernel_tui.kernels.evaluation import kernel_work, production_checks
+    from maxkernel_tui.kernels.evaluation.candidate_worker import load_candidate
+
+    reference, candidate = runtime.load_reference(task), load_candidate(kernel)
+
+    def at(config):
+        specs, static = runtime.input_specs(task, reference, config)
+        return kernel_work.measure_shapes(
+            config,
+            lambda *d: candidate.computation(*d, *static),
+            lambda *d: reference.computation(*d, *static),
+            specs,
+        )
+
+    return production_checks.judge(at("bench"), at("check"), on_tpu=False)
+
+
+def test_kernels_that_cheat_only_at_production_shapes_are_rejected_and_honest_ones_pass(
+    suite_tasks,
+):
+    task = load_task(DATA / "small_gemm")
+    honest = _findings(DATA / "honest_blocks.py", task)
+    assert honest.failure is None
+    assert {d.name: d.outcome for d in honest.defences}["numerics"] == "scheduled"
+    cheap = _findings(DATA / "cheap_body_above_size.py", task).failure
+    assert cheap.name == "work" and "materially less work" in cheap.detail
+    stale = _findings(DATA / "stale_rows_above_size.py", task).failure
+    assert stale.name == "coverage" and "50.0%" in stale.detail
+    for expert_task in ("8p", "1p", "7p"):
+        expert = find_task(expert_task, suite_tasks)
+        assert _findings(expert.expert_path, expert).failure is None, expert_task
+
+
+def test_the_harness_reports_the_production_defences_and_runs_affordable_production_shapes():
+    task = load_task(DATA / "small_gemm")
+    options = EvalOptions(seeds=1)
+    with Harness() as harness:
+        stale = harness.evaluate(DATA / "stale_rows_above_size.py", task, options)
+        honest = harness.evaluate(DATA / "honest_blocks.py", task, options)
+    assert stale.failure.name == "production" and "stale memory" in stale.failure.detail
+    assert honest.verdict == "accepted", honest.failure
+    checks = {c.name: c for c in honest.checks}
+    assert "numerics: scheduled" in checks["production"].detail
+    assert "bench seed" in checks["numerics"].detail  # production shapes ran in interpret mode
