@@ -78,6 +78,8 @@ class EvalReport:
     # Timings only from a real device; each says measured/estimated and where.
     timings: list[Timing] = field(default_factory=list)
     seeds: list[int] = field(default_factory=list)
+    # On which shapes and inputs each verdict was earned, in words (evaluation/provenance.py).
+    inputs: list[str] = field(default_factory=list)
     # Called with each check as it is added, so a UI can show progress before the verdict.
     on_check: Callable[[Check], None] | None = field(default=None, repr=False, compare=False)
 
@@ -108,6 +110,7 @@ class EvalReport:
             "checks": [c.to_json() for c in self.checks],
             "timings": [t.to_json() for t in self.timings],
             "seeds": self.seeds,
+            "inputs": self.inputs,
         }
 
     @classmethod
@@ -121,6 +124,7 @@ class EvalReport:
             checks=[Check.from_json(c) for c in data["checks"]],
             timings=[Timing.from_json(t) for t in data.get("timings", [])],
             seeds=list(data.get("seeds", [])),
+            inputs=list(data.get("inputs", [])),
         )
 
 
@@ -139,6 +143,7 @@ def format_report(report: EvalReport) -> str:
         lines.append(f"  {format_check(check)}")
     for timing in report.timings:
         lines.append(f"  timing: {timing.label}")
+    lines += [f"  inputs: {line}" for line in report.inputs]
     failure = report.failure
     reason = f": {failure.name}: {failure.detail}" if failure else ""
     lines.append(f"verdict: {report.verdict.upper()}{reason}")

@@ -20,7 +20,6 @@ import jax
 from jax.experimental.pallas import tpu as pltpu
 
 from maxkernel_tui.kernels import reference_runtime as runtime
-from maxkernel_tui.kernels.evaluation.candidate_worker import load_candidate
 from maxkernel_tui.kernels.evaluation.protocol import TimingAnswer, TimingRequest, TimingSamples
 from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.workers import READY
@@ -31,7 +30,7 @@ INPUT_SETS = 2  # rotated; production inputs can take GBs of HBM each
 def measure(request: TimingRequest) -> TimingAnswer:
     task = load_task(request.task)
     reference = runtime.load_reference(task)
-    candidate = load_candidate(Path(request.kernel))
+    candidate = runtime.load_candidate(task, reference, Path(request.kernel))
     pairs = [
         runtime.make_inputs(task, reference, request.config, seed) for seed in range(INPUT_SETS)
     ]
