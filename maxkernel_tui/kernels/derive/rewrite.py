@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import copy
+from dataclasses import dataclass
 
 from maxkernel_tui.kernels.derive.sites import function, is_key_call
 
@@ -21,35 +22,57 @@ SEED = "__seed__"
 MIX = "__mix_seed__"
 
 
+@dataclass(frozen=True)
+class BuilderNames:
+    """What the rewritten builder is called and how it names its sizes, seed and key mixer:
+    dunder names when it lives hidden in a worker's module, plain ones in a written file."""
+
+    function: str = BUILDER
+    sizes: str = SIZES
+    seed: str = SEED
+    mix: str = MIX
+
+
+HIDDEN = BuilderNames()
+
+
 def mix_seed(seed: int, key: object) -> int:
     """A fixed key of the task's code, made fresh by the run's seed (a positive 31-bit int)."""
     return (int(seed) * 1_000_003 + int(key)) % (2**31 - 1)  # type: ignore[call-overload]
 
 
-def builder_source(module: ast.Module, builder: str, local_sizes: set[str]) -> str:
+def builder_source(
+    module: ast.Module, builder: str, local_sizes: set[str], names: BuilderNames = HIDDEN
+) -> str:
     """The text of `__derived_builder__(__sizes__, __seed__, <builder's own parameters>)`."""
+    return ast.unparse(rewritten_builder(module, builder, local_sizes, names))
+
+
+def rewritten_builder(
+    module: ast.Module, builder: str, local_sizes: set[str], names: BuilderNames = HIDDEN
+) -> ast.FunctionDef:
     original = function(module, builder)
     if original is None:
         raise ValueError(f"no `{builder}` function")
     fn = copy.deepcopy(original)
-    fn.name = BUILDER
+    fn.name = names.function
     fn.decorator_list = []
-    fn.args.posonlyargs = [ast.arg(SIZES), ast.arg(SEED), *fn.args.posonlyargs]
-    fn.body = [_sized(statement, local_sizes) for statement in fn.body]
-    fn = _SeededKeys().visit(fn)
-    return ast.unparse(ast.fix_missing_locations(ast.Module([fn], type_ignores=[])))
+    fn.args.posonlyargs = [ast.arg(names.sizes), ast.arg(names.seed), *fn.args.posonlyargs]
+    fn.body = [_sized(statement, local_sizes, names.sizes) for statement in fn.body]
+    fn = _SeededKeys(names).visit(fn)
+    return ast.fix_missing_locations(fn)
 
 
-def _sized(statement: ast.stmt, names: set[str]) -> ast.stmt:
+def _sized(statement: ast.stmt, names: set[str], sizes: str) -> ast.stmt:
     """`batch = 4096` -> `batch = __sizes__["batch"]` (also inside `a, b = 8, 128`)."""
     if not isinstance(statement, ast.Assign) or len(statement.targets) != 1:
         return statement
     target, value = statement.targets[0], statement.value
     if isinstance(target, ast.Name) and target.id in names and _is_int(value):
-        statement.value = _lookup(target.id)
+        statement.value = _lookup(sizes, target.id)
     elif isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple):
         value.elts = [
-            _lookup(t.id) if isinstance(t, ast.Name) and t.id in names and _is_int(v) else v
+            _lookup(sizes, t.id) if isinstance(t, ast.Name) and t.id in names and _is_int(v) else v
             for t, v in zip(target.elts, value.elts)
         ]
     return statement
@@ -59,15 +82,17 @@ def _is_int(node: ast.AST) -> bool:
     return isinstance(node, ast.Constant) and type(node.value) is int
 
 
-def _lookup(name: str) -> ast.expr:
-    return ast.Subscript(ast.Name(SIZES, ast.Load()), ast.Constant(name), ast.Load())
+def _lookup(sizes: str, name: str) -> ast.expr:
+    return ast.Subscript(ast.Name(sizes, ast.Load()), ast.Constant(name), ast.Load())
 
 
 class _SeededKeys(ast.NodeTransformer):
+    def __init__(self, names: BuilderNames) -> None:
+        self.names = names
+
     def visit_Call(self, node: ast.Call) -> ast.AST:
         self.generic_visit(node)
         if is_key_call(node):
-            node.args[0] = ast.Call(
-                ast.Name(MIX, ast.Load()), [ast.Name(SEED, ast.Load()), node.args[0]], []
-            )
+            seed = ast.Name(self.names.seed, ast.Load())
+            node.args[0] = ast.Call(ast.Name(self.names.mix, ast.Load()), [seed, node.args[0]], [])
         return node

@@ -5,7 +5,9 @@ Every size keeps its divisibility by the powers of two it has, up to `POW2_CAP` 
 for production with 1024x2048 blocks still tiles, and the TPU's (8, 128) tile rules keep
 holding); sizes up to `KEEP_UP_TO` are kept as they are (head counts, head dims, channels).
 Sizes tied together in production (one is the product of two others: pages x page size =
-context) stay tied.
+context) stay tied. A task small enough to check at production sizes gets them doubled instead:
+a check equal to production would tell no size apart from another it merely equals there (the
+built-in agent probes with check), and a kernel hard-coding production would pass it.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from dataclasses import dataclass
 
 POW2_CAP = 2048
 KEEP_UP_TO = 512
+GROW_FROM = 16  # a small task's sizes from here up are doubled; smaller ones are constants
 MAX_CHANGED_HELDOUT = 1  # sizes a held-out configuration moves off `check` (keeps it cheap)
 
 
@@ -53,6 +56,8 @@ def derive_sizes(production: dict[str, int]) -> DerivedSizes:
     """`check` and `heldout` for a task's named sizes."""
     ties = find_ties(production)
     check = {name: check_size(n) for name, n in production.items()}
+    if check == production:
+        check = {name: 2 * n if n >= GROW_FROM else n for name, n in production.items()}
     problems = list(_apply_ties(check, ties))
     heldout = dict(check)
     tied = {t.free for t in ties}

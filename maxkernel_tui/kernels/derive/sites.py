@@ -32,10 +32,12 @@ class Sites:
 
 
 def function(module: ast.Module, name: str) -> ast.FunctionDef | None:
+    """The top-level function of that name; the last one when redefined (it is what runs)."""
+    found = None
     for node in module.body:
         if isinstance(node, ast.FunctionDef) and node.name == name:
-            return node
-    return None
+            found = node
+    return found
 
 
 def find_sites(module: ast.Module, builder: str) -> Sites:
