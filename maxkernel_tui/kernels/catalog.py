@@ -109,8 +109,7 @@ def _cache_path(cache_dir: Path, task: Task, with_cost: bool, target: str) -> Pa
 
     digest = hashlib.sha256()
     for part in (
-        task.yaml_path.read_bytes(),
-        task.reference_path.read_bytes(),
+        *(path.read_bytes() for path in task.defining_files),
         f"{FORMAT_VERSION}|{installed_version('jax')}|{installed_version('libtpu')}|{with_cost}|{target}".encode(),
     ):
         digest.update(hashlib.sha256(part).digest())

@@ -83,7 +83,9 @@ def derivation_record(task: Task) -> dict[str, Any]:
 
 def format_task(task: Task, description: TaskDescription) -> str:
     lines = [f"{task.task_id}  [{task.category}]  {task.operation}"]
-    lines += [f"  warning: {warning}" for warning in task.warnings]
+    lines += [f"  note: {note}" for note in task.format_notes]
+    derivation = task.derivation.warnings() if task.derivation is not None else ()
+    lines += [f"  warning: {warning}" for warning in derivation]
     if description.error is not None:
         lines.append(f"  error: {description.error}")
         return "\n".join(lines)
@@ -94,7 +96,7 @@ def format_task(task: Task, description: TaskDescription) -> str:
         static = f"  static {tuple(config.static)}" if config.static else ""
         outputs = " ".join(format_spec(s) for s in config.outputs)
         ran = (
-            f"  (reference {config.reference_seconds:.2f} s here, measured)"
+            f"  (validated: reference {config.reference_seconds:.2f} s here, measured, compile included)"
             if config.reference_seconds is not None
             else ""
         )

@@ -80,6 +80,15 @@ class Task:
         return self.folder / self.reference_file
 
     @property
+    def defining_files(self) -> tuple[Path, ...]:
+        """The files whose content is the task (for cache keys): yaml, reference, expert."""
+        files = [self.yaml_path] if self.source_format != "jaxbench" else []
+        files.append(self.reference_path)
+        if self.expert_path is not None:
+            files.append(self.expert_path)
+        return tuple(files)
+
+    @property
     def derived(self) -> bool:
         """Whether check and heldout were derived from production sizes (not declared)."""
         return self.derivation is not None and self.derivation.derived

@@ -64,8 +64,9 @@ def rewritten_builder(
 
 
 def _sized(statement: ast.stmt, names: set[str], sizes: str) -> ast.stmt:
-    """`batch = 4096` -> `batch = __sizes__["batch"]` (also inside `a, b = 8, 128`)."""
-    if not isinstance(statement, ast.Assign) or len(statement.targets) != 1:
+    """`batch = 4096` -> `batch = __sizes__["batch"]` (also inside `a, b = 8, 128`, and
+    `h = w = 64` reads the first name's size: equal in production, so equal when derived)."""
+    if not isinstance(statement, ast.Assign):
         return statement
     target, value = statement.targets[0], statement.value
     if isinstance(target, ast.Name) and target.id in names and _is_int(value):

@@ -5,7 +5,9 @@ Every size keeps its divisibility by the powers of two it has, up to `POW2_CAP` 
 for production with 1024x2048 blocks still tiles, and the TPU's (8, 128) tile rules keep
 holding); sizes up to `KEEP_UP_TO` are kept as they are (head counts, head dims, channels).
 Sizes tied together in production (one is the product of two others: pages x page size =
-context) stay tied. A task small enough to check at production sizes gets them doubled instead:
+context) stay tied where the size that follows is a count up to KEEP_UP_TO (pages, heads,
+experts) or keeps its own divisibility; otherwise equal products are taken for a coincidence.
+A task small enough to check at production sizes gets them doubled instead:
 a check equal to production would tell no size apart from another it merely equals there (the
 built-in agent probes with check), and a kernel hard-coding production would pass it.
 """
@@ -57,7 +59,8 @@ def derive_sizes(production: dict[str, int]) -> DerivedSizes:
     ties = find_ties(production)
     check = {name: check_size(n) for name, n in production.items()}
     if check == production:
-        check = {name: 2 * n if n >= GROW_FROM else n for name, n in production.items()}
+        check = {name: 2 * n if GROW_FROM <= n <= KEEP_UP_TO else n for name, n in production.items()}
+    ties = tuple(t for t in ties if _follows(t, check[t.total], check[t.other], production))
     problems = list(_apply_ties(check, ties))
     heldout = dict(check)
     tied = {t.free for t in ties}
@@ -93,6 +96,14 @@ def find_ties(production: dict[str, int]) -> tuple[Tie, ...]:
     return tuple(ties)
 
 
+def _follows(tie: Tie, total: int, other: int, production: dict[str, int]) -> bool:
+    """Whether the free size of a tie follows the others, or the product is a coincidence."""
+    free = production[tie.free]
+    if free <= KEEP_UP_TO or total % other:
+        return True
+    return (total // other) % pow2_part(free) == 0
+
+
 def _apply_ties(sizes: dict[str, int], ties: tuple[Tie, ...]) -> list[str]:
     problems = []
     for tie in ties:
@@ -117,6 +128,7 @@ def _heldout_moves(production: dict[str, int], check: dict[str, int], tied: set[
     moves = (non_multiple + room)[:MAX_CHANGED_HELDOUT]
     if moves:
         return moves
-    # everything is at production size already (a small task): grow the largest size once
-    growable = sorted(free, key=lambda n: -production[n])
-    return growable[:1] if growable and production[growable[0]] >= 8 else []
+    # check is at or above production everywhere (a small task): grow the smallest size that
+    # is no constant, once, which keeps the held-out run cheap
+    growable = sorted((n for n in free if production[n] >= GROW_FROM), key=lambda n: production[n])
+    return growable[:1]

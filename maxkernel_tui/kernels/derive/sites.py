@@ -63,12 +63,13 @@ def _int_assignments(body: list[ast.stmt]) -> dict[str, tuple[int, int]]:
     """`name = 4096` and `a, b = 8, 128` at the top of a body (not inside branches)."""
     found: dict[str, tuple[int, int]] = {}
     for node in body:
-        if not isinstance(node, ast.Assign) or len(node.targets) != 1:
+        if not isinstance(node, ast.Assign):
             continue
-        target, value = node.targets[0], node.value
-        pairs: list[tuple[ast.expr, ast.expr]] = [(target, value)]
-        if isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple):
-            pairs = list(zip(target.elts, value.elts))
+        value = node.value
+        pairs: list[tuple[ast.expr, ast.expr]] = [(target, value) for target in node.targets]
+        if len(node.targets) == 1 and isinstance(node.targets[0], ast.Tuple):
+            if isinstance(value, ast.Tuple):
+                pairs = list(zip(node.targets[0].elts, value.elts))
         for name, constant in pairs:
             if isinstance(name, ast.Name) and _is_int(constant):
                 found[name.id] = (constant.value, node.lineno)  # type: ignore[attr-defined]

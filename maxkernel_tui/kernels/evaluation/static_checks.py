@@ -96,11 +96,13 @@ def static_problems(
         return [f"does not parse: {error.msg} (line {error.lineno})"]
     defined = _top_level_names(tree)
     problems = []
+    judged: list[ast.stmt] = reachable_statements(tree, entry_points)
     if not any(name in defined for name in entry_points):
         wanted = " or ".join(f"`{name}`" for name in entry_points)
         problems.append(f"does not define a top-level {wanted}")
+        judged = tree.body  # nothing is reachable: say everything that is wrong
     imported_names = _imported_names(tree)
-    for statement in reachable_statements(tree, entry_points):
+    for statement in judged:
         for node in ast.walk(statement):
             problems.extend(_node_problems(node, imported_names))
     return list(dict.fromkeys(problems))  # one line per distinct problem, in source order
