@@ -19,6 +19,7 @@ from maxkernel_tui.kernels.importers import ImportOptions, PlainTaskSource, Task
 
 KIND = "jax-function"
 _ARG = re.compile(r"^([a-z]+[0-9]*)\[([0-9, ]*)\]$")
+_TOKEN = re.compile(r"[^\s\[]+\[[^\]]*\]|\S+")  # a spec may hold spaces: i32[3, 5]
 _DTYPES = {
     "bf16": "jnp.bfloat16",
     "f16": "jnp.float16",
@@ -42,7 +43,7 @@ class ArraySpec:
 def parse_args(text: str) -> list[ArraySpec]:
     """`bf16[8,4096,8192] f32[8192]` -> specs; TaskImportError naming a bad entry."""
     specs = []
-    for token in text.split():
+    for token in _TOKEN.findall(text):
         match = _ARG.match(token)
         if match is None or match.group(1) not in _DTYPES:
             known = ", ".join(_DTYPES)
