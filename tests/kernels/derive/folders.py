@@ -170,7 +170,7 @@ JAXBENCH_EXPERT = """
     from jax.experimental import pallas as pl
 
     CONFIG = {'name': 'gemm_bias', 'M': 1024, 'K': 4096, 'N': 2048}
-    TUNED_PARAMS = {'block_m': 512, 'block_n': 1024}
+    TUNED_PARAMS = {'block_m': 256, 'block_n': 512}
 
 
     def _kernel(x_ref, w_ref, o_ref):
@@ -220,3 +220,14 @@ def write_jaxbench(root: Path, task_id: str = "8p_GEMM_Bias", expert: bool = Tru
     if expert:
         (folder / "optimized.py").write_text(textwrap.dedent(JAXBENCH_EXPERT).lstrip())
     return folder
+
+
+def move_inputs_to_yaml(folder: Path) -> None:
+    """The plain format's other spelling: get_inputs in the yaml's input_gen_code only (its sizes
+    are then not derived: the task keeps its production inputs)."""
+    source = (folder / "reference.py").read_text()
+    get_inputs, computation = source.split("\n\ndef computation")
+    (folder / "reference.py").write_text("import jax\n\ndef computation" + computation)
+    meta = (folder / "kernel_task.yaml").read_text().replace('input_gen_code: ""\n', "")
+    code = "\n".join("  " + line for line in get_inputs.splitlines())
+    (folder / "kernel_task.yaml").write_text(meta + "input_gen_code: |\n" + code + "\n")

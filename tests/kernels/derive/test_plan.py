@@ -9,7 +9,7 @@ from maxkernel_tui.kernels.derive.render import our_format
 from maxkernel_tui.kernels.derive.rewrite import builder_source
 from maxkernel_tui.kernels.loader import load_task, load_tasks
 from maxkernel_tui.kernels.task import BENCH, CHECK, HELDOUT
-from tests.kernels.derive.folders import PLAIN, write_jaxbench, write_plain
+from tests.kernels.derive.folders import PLAIN, move_inputs_to_yaml, write_jaxbench, write_plain
 
 
 @pytest.mark.parametrize("task_id", sorted(PLAIN))
@@ -60,12 +60,7 @@ def test_a_jaxbench_folder_without_workload_is_refused_by_name(tmp_path):
 
 def test_inputs_in_the_yaml_fall_back_to_production_with_a_warning(tmp_path):
     folder = write_plain(tmp_path, "41k_Gemm_Add_ReLU")
-    source = (folder / "reference.py").read_text()
-    get_inputs, computation = source.split("\n\ndef computation")
-    (folder / "reference.py").write_text("import jax\n\ndef computation" + computation)
-    meta = (folder / "kernel_task.yaml").read_text().replace('input_gen_code: ""\n', "")
-    code = "\n".join("  " + line for line in get_inputs.splitlines())
-    (folder / "kernel_task.yaml").write_text(meta + "input_gen_code: |\n" + code + "\n")
+    move_inputs_to_yaml(folder)
     task = load_task(folder)
     assert task.configs == (BENCH,) and not task.derived and not task.named_configs
     assert "not derived (get_inputs lives in the yaml's input_gen_code)" in task.warnings[0]
