@@ -70,8 +70,8 @@ def _validate(task: Any, module: Any, config: str) -> float:
     for leaf in jax.tree.leaves(output):
         if jnp.issubdtype(leaf.dtype, jnp.inexact) and not bool(jnp.isfinite(leaf).all()):
             raise TaskError(
-                task.reference_path, f"the derived {config!r} configuration gives non-finite "
-                "reference outputs"
+                task.reference_path,
+                f"the derived {config!r} configuration gives non-finite reference outputs",
             )
     return seconds
 

@@ -96,7 +96,8 @@ def format_task(task: Task, description: TaskDescription) -> str:
         static = f"  static {tuple(config.static)}" if config.static else ""
         outputs = " ".join(format_spec(s) for s in config.outputs)
         ran = (
-            f"  (validated: reference {config.reference_seconds:.2f} s here, measured, compile included)"
+            f"  (validated: reference {config.reference_seconds:.2f} s here, measured, "
+            "compile included)"
             if config.reference_seconds is not None
             else ""
         )

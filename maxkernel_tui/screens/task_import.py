@@ -59,8 +59,10 @@ class TaskImportScreen(ModalScreen[Task | None]):
         )
 
     def out_folder(self, file: Path) -> Path:
-        return Path(self._value("out")).expanduser() if self._value("out") else (
-            self._default_root / file.stem
+        return (
+            Path(self._value("out")).expanduser()
+            if self._value("out")
+            else (self._default_root / file.stem)
         )
 
     @on(Button.Pressed, "#import")

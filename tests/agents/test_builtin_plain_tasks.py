@@ -11,7 +11,7 @@ import textwrap
 
 import pytest
 
-from tests.kernels.derive.folders import write_plain
+from tests.support.task_folders import write_plain
 
 pytestmark = pytest.mark.slow  # built-in agent sessions through the real harness
 
@@ -36,8 +36,20 @@ def _cli(tmp_path, *args: str) -> subprocess.CompletedProcess[str]:
 def _solve(tmp_path, task: str, name: str) -> None:
     out = tmp_path / f"{name}.py"
     run = _cli(
-        tmp_path, "run", "--task", task, "--mode", "auto", "--provider", "builtin",
-        "--max-iterations", "1", "--tune-candidates", "0", "--out", str(out),
+        tmp_path,
+        "run",
+        "--task",
+        task,
+        "--mode",
+        "auto",
+        "--provider",
+        "builtin",
+        "--max-iterations",
+        "1",
+        "--tune-candidates",
+        "0",
+        "--out",
+        str(out),
     )
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     judged = _cli(tmp_path, "eval", str(out), "--task", task, "--seeds", "1")
@@ -54,8 +66,24 @@ def test_a_beam_search_with_the_builtin_provider_writes_an_accepted_kernel(tmp_p
     task = write_plain(tmp_path / "tasks", "41k_Gemm_Add_ReLU")
     out = tmp_path / "best.py"
     search = _cli(
-        tmp_path, "search", "--task", str(task), "--algorithm", "beam", "--provider", "builtin",
-        "--width", "1", "--depth", "1", "--branches", "1", "--max-evals", "3", "--out", str(out),
+        tmp_path,
+        "search",
+        "--task",
+        str(task),
+        "--algorithm",
+        "beam",
+        "--provider",
+        "builtin",
+        "--width",
+        "1",
+        "--depth",
+        "1",
+        "--branches",
+        "1",
+        "--max-evals",
+        "3",
+        "--out",
+        str(out),
     )
     assert search.returncode == 0, search.stdout[-2000:] + search.stderr[-2000:]
     assert _cli(tmp_path, "eval", str(out), "--task", str(task), "--seeds", "1").returncode == 0
@@ -77,8 +105,14 @@ def test_the_builtin_agent_solves_an_imported_function(tmp_path):
     )
     task = tmp_path / "tasks" / "imported_gemm"
     imported = _cli(
-        tmp_path, "tasks", "import", str(source), "--out", str(task),
-        "--args", "f32[256,512] f32[512,256] f32[256]",
+        tmp_path,
+        "tasks",
+        "import",
+        str(source),
+        "--out",
+        str(task),
+        "--args",
+        "f32[256,512] f32[512,256] f32[256]",
     )
     assert imported.returncode == 0, imported.stderr[-2000:]
     _solve(tmp_path, str(task), "imported")

@@ -37,8 +37,18 @@ def test_a_function_imported_with_args_and_one_with_get_inputs_list_three_config
     source.write_text(textwrap.dedent(FUNCTION))
     tasks = tmp_path / "tasks"
     with_args = cli(
-        "tasks", "import", str(source), "--function", "rms_norm", "--out", str(tasks / "from_args"),
-        "--args", "f32[8,2048,4096] f32[4096]", "--static", "1e-5", cache=tmp_path / "cache",
+        "tasks",
+        "import",
+        str(source),
+        "--function",
+        "rms_norm",
+        "--out",
+        str(tasks / "from_args"),
+        "--args",
+        "f32[8,2048,4096] f32[4096]",
+        "--static",
+        "1e-5",
+        cache=tmp_path / "cache",
     )
     assert "wrote" in with_args.stdout and "atol 0.001, rtol 0.001" in with_args.stdout
     own = cli(
@@ -46,7 +56,12 @@ def test_a_function_imported_with_args_and_one_with_get_inputs_list_three_config
     )
     assert "from a jax-function" in own.stdout
     again = cli(
-        "tasks", "import", str(source), "--out", str(tasks / "own_inputs"), check=False,
+        "tasks",
+        "import",
+        str(source),
+        "--out",
+        str(tasks / "own_inputs"),
+        check=False,
         cache=tmp_path / "cache",
     )
     assert again.returncode == 2 and "exists: pass --force" in again.stderr

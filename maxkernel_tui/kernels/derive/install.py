@@ -38,17 +38,26 @@ def install(task: Task, module: ModuleType) -> None:
         _install_derived(task, module, derivation)
     elif task.source_format == "jaxbench":
         builder = getattr(module, derivation.builder)
-        module.get_inputs = lambda: _split(module, _call_builder(task, builder, ()))
+        module.__dict__["get_inputs"] = lambda: _split(module, _call_builder(task, builder, ()))
 
 
 def bind_candidate(task: Task, reference: ModuleType, candidate: ModuleType) -> None:
     """The candidate's entry point as `computation`, and its module-level sizes (JAXBench's
     `CONFIG`) kept equal to the task's for every configuration."""
     if task.source_format == "jaxbench":
-        entry = next((getattr(candidate, n, None) for n in task.entry_points if callable(getattr(candidate, n, None))), None)
+        entry = next(
+            (
+                getattr(candidate, n, None)
+                for n in task.entry_points
+                if callable(getattr(candidate, n, None))
+            ),
+            None,
+        )
         if entry is None:
-            raise TaskError(task.reference_path, "the kernel defines neither workload nor computation")
-        candidate.computation = _reordering(reference, entry)
+            raise TaskError(
+                task.reference_path, "the kernel defines neither workload nor computation"
+            )
+        candidate.__dict__["computation"] = _reordering(reference, entry)
     bound = getattr(reference, _BOUND, None)
     if bound is not None:
         bound.append(candidate)
@@ -57,22 +66,25 @@ def bind_candidate(task: Task, reference: ModuleType, candidate: ModuleType) -> 
 def _install_derived(task: Task, module: ModuleType, derivation: Derivation) -> None:
     tree = ast.parse(task.reference_path.read_text(encoding="utf-8"))
     local_sizes = {s.name for s in derivation.sites if s.kind == "local"}
-    code = compile(builder_source(tree, derivation.builder, local_sizes), str(task.reference_path), "exec")
+    code = compile(
+        builder_source(tree, derivation.builder, local_sizes), str(task.reference_path), "exec"
+    )
     module.__dict__[MIX] = mix_seed
     exec(code, module.__dict__)
     builder = module.__dict__[BUILDER]
-    module.CONFIGS = {name: dict(sizes) for name, sizes in derivation.sizes.items()}
+    configs = {name: dict(sizes) for name, sizes in derivation.sizes.items()}
+    module.__dict__["CONFIGS"] = configs  # edge cases join it (reference_runtime.py)
     bound: list[ModuleType] = [module]
     setattr(module, _BOUND, bound)
 
     def get_inputs(config: str = BENCH, seed: int = 0) -> Any:
-        sizes = module.CONFIGS[config]
+        sizes = configs[config]
         for target in bound:
             _set_module_sizes(target, derivation, sizes)
         produced = _call_builder(task, builder, (sizes, seed))
         return _split(module, produced) if task.source_format == "jaxbench" else produced
 
-    module.get_inputs = get_inputs
+    module.__dict__["get_inputs"] = get_inputs
 
 
 def _set_module_sizes(module: ModuleType, derivation: Derivation, sizes: dict[str, int]) -> None:
@@ -107,7 +119,7 @@ def _install_entry(task: Task, module: ModuleType) -> None:
     workload = getattr(module, "workload", None)
     if not callable(workload):
         raise TaskError(task.reference_path, "`workload` is not callable")
-    module.computation = _reordering(module, workload)
+    module.__dict__["computation"] = _reordering(module, workload)
 
 
 def _reordering(reference: ModuleType, entry: Callable[..., Any]) -> Callable[..., Any]:

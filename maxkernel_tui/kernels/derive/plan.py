@@ -62,8 +62,11 @@ def plan_derivation(module: ast.Module, builder: str) -> Derivation:
     production = {s.name: s.value for s in sizes}
     derived = derive_sizes(production)
     if derived.heldout == derived.check:
-        return Derivation(builder, sizes=_configs(production, derived.check, derived.check),
-                          fallback=derived.problems[-1])
+        return Derivation(
+            builder,
+            sizes=_configs(production, derived.check, derived.check),
+            fallback=derived.problems[-1],
+        )
     return Derivation(
         builder,
         sites=sizes,
@@ -74,7 +77,9 @@ def plan_derivation(module: ast.Module, builder: str) -> Derivation:
     )
 
 
-def _configs(production: dict[str, int], check: dict[str, int], heldout: dict[str, int]) -> dict[str, dict[str, int]]:
+def _configs(
+    production: dict[str, int], check: dict[str, int], heldout: dict[str, int]
+) -> dict[str, dict[str, int]]:
     return {BENCH: dict(production), CHECK: dict(check), HELDOUT: dict(heldout)}
 
 

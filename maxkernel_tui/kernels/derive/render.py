@@ -48,7 +48,9 @@ def our_format(reference_py: str, derivation: Derivation) -> str:
         "# Named input configurations: `bench` is the production shape; `check` and `heldout`\n"
         "# were derived from it by maxkernel-tui (same powers of two, up to 2048).\n"
     )
-    new_function = comment + configs + "\n" + _KEY_HELPER + "\n\n" + ast.unparse(ast.fix_missing_locations(fn))
+    new_function = (
+        comment + configs + "\n" + _KEY_HELPER + "\n\n" + ast.unparse(ast.fix_missing_locations(fn))
+    )
     lines = reference_py.splitlines()
     start = min([original.lineno] + [d.lineno for d in original.decorator_list]) - 1
     end = original.end_lineno or original.lineno

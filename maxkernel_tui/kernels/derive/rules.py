@@ -59,7 +59,9 @@ def derive_sizes(production: dict[str, int]) -> DerivedSizes:
     ties = find_ties(production)
     check = {name: check_size(n) for name, n in production.items()}
     if check == production:
-        check = {name: 2 * n if GROW_FROM <= n <= KEEP_UP_TO else n for name, n in production.items()}
+        check = {
+            name: 2 * n if GROW_FROM <= n <= KEEP_UP_TO else n for name, n in production.items()
+        }
     ties = tuple(t for t in ties if _follows(t, check[t.total], check[t.other], production))
     problems = list(_apply_ties(check, ties))
     heldout = dict(check)

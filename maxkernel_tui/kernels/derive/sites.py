@@ -67,9 +67,9 @@ def _int_assignments(body: list[ast.stmt]) -> dict[str, tuple[int, int]]:
             continue
         value = node.value
         pairs: list[tuple[ast.expr, ast.expr]] = [(target, value) for target in node.targets]
-        if len(node.targets) == 1 and isinstance(node.targets[0], ast.Tuple):
-            if isinstance(value, ast.Tuple):
-                pairs = list(zip(node.targets[0].elts, value.elts))
+        first = node.targets[0]
+        if len(node.targets) == 1 and isinstance(first, ast.Tuple) and isinstance(value, ast.Tuple):
+            pairs = list(zip(first.elts, value.elts))
         for name, constant in pairs:
             if isinstance(name, ast.Name) and _is_int(constant):
                 found[name.id] = (constant.value, node.lineno)  # type: ignore[attr-defined]

@@ -127,9 +127,8 @@ def _entry_function(path: Path, tree: ast.Module, wanted: str | None) -> str:
     candidates = [f for f in functions if f != "get_inputs" and not f.startswith("_")]
     if wanted is None:
         if len(candidates) != 1:
-            raise TaskImportError(
-                f"{path}: say which function with --function (found {', '.join(candidates) or 'none'})"
-            )
+            found = ", ".join(candidates) or "none"
+            raise TaskImportError(f"{path}: say which function with --function (found {found})")
         return candidates[0]
     if wanted not in functions:
         raise TaskImportError(
@@ -186,9 +185,7 @@ def _dtype_words(source: str) -> list[str]:
     return [word for word in _LOW_PRECISION if word in source]
 
 
-def _tolerance(
-    given: tuple[float, float] | None, dtypes: list[str]
-) -> tuple[float, float, str]:
+def _tolerance(given: tuple[float, float] | None, dtypes: list[str]) -> tuple[float, float, str]:
     if given is not None:
         return given[0], given[1], f"tolerance atol {given[0]:g}, rtol {given[1]:g} (given)"
     if any(d in _LOW_PRECISION for d in dtypes):

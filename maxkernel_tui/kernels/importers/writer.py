@@ -23,7 +23,12 @@ from maxkernel_tui.kernels.derive.render import our_format
 from maxkernel_tui.kernels.description import TaskDescription
 from maxkernel_tui.kernels.importers import PlainTaskSource, TaskImportError
 from maxkernel_tui.kernels.task import REFERENCE_PY, TASK_YAML
-from maxkernel_tui.kernels.workers import LineWorker, WorkerFailure, jax_worker_env, python_module_argv
+from maxkernel_tui.kernels.workers import (
+    LineWorker,
+    WorkerFailure,
+    jax_worker_env,
+    python_module_argv,
+)
 
 VALIDATE_TIMEOUT_S = 600.0
 _TASK_ID = "task_id"
@@ -36,7 +41,9 @@ class WrittenTask:
     notes: tuple[str, ...]
 
 
-def write_task(source: PlainTaskSource, out: Path, *, force: bool = False, kind: str) -> WrittenTask:
+def write_task(
+    source: PlainTaskSource, out: Path, *, force: bool = False, kind: str
+) -> WrittenTask:
     """Write `source` as a task folder at `out`; TaskImportError (and nothing written) when it
     cannot be derived or validated, or `out` exists without `force`."""
     out = out.resolve()
@@ -44,7 +51,9 @@ def write_task(source: PlainTaskSource, out: Path, *, force: bool = False, kind:
         raise TaskImportError(f"{out} exists: pass --force to replace it")
     task_id = source.task_id or out.name
     reference = _our_reference(source)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent if out.parent.is_dir() else None))
+    staging = Path(
+        tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent if out.parent.is_dir() else None)
+    )
     try:
         folder = staging / out.name
         folder.mkdir()
@@ -66,7 +75,9 @@ def _our_reference(source: PlainTaskSource) -> str:
     try:
         tree = ast.parse(source.reference_py)
     except SyntaxError as error:
-        raise TaskImportError(f"the translated reference does not parse: {error.msg} at line {error.lineno}") from None
+        raise TaskImportError(
+            f"the translated reference does not parse: {error.msg} at line {error.lineno}"
+        ) from None
     derivation = plan_derivation(tree, "get_inputs")
     try:
         return our_format(source.reference_py, derivation)

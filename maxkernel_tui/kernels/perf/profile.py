@@ -62,7 +62,9 @@ def profile_kernel(
     return summarize(task.task_id, kernel.name, answer, targets, calibration_file)
 
 
-def _profilable_source(kernel: Path, targets: tuple[str, ...], entry_points: tuple[str, ...]) -> str:
+def _profilable_source(
+    kernel: Path, targets: tuple[str, ...], entry_points: tuple[str, ...]
+) -> str:
     """The kernel's source, once the targets are known and it keeps the static rules."""
     unknown = [t for t in targets if t not in TARGETS]
     if unknown:

@@ -11,8 +11,8 @@ from maxkernel_tui.kernels.loader import load_task, load_tasks
 from maxkernel_tui.kernels.perf.profile import profile_kernel
 from maxkernel_tui.kernels.perf.profile_worker import NO_CPU_TRACE
 from maxkernel_tui.kernels.task import CHECK, HELDOUT
-from tests.kernels.derive.folders import PLAIN, move_inputs_to_yaml, write_jaxbench, write_plain
-from tests.kernels.derive.kernels import HARD_CODED_GEMM, HONEST_GEMM
+from tests.support.plain_kernels import HARD_CODED_GEMM, HONEST_GEMM
+from tests.support.task_folders import PLAIN, move_inputs_to_yaml, write_jaxbench, write_plain
 
 pytestmark = pytest.mark.slow  # jax worker processes, TPU compiles
 

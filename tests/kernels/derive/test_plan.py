@@ -9,7 +9,7 @@ from maxkernel_tui.kernels.derive.render import our_format
 from maxkernel_tui.kernels.derive.rewrite import builder_source
 from maxkernel_tui.kernels.loader import load_task, load_tasks
 from maxkernel_tui.kernels.task import BENCH, CHECK, HELDOUT
-from tests.kernels.derive.folders import PLAIN, move_inputs_to_yaml, write_jaxbench, write_plain
+from tests.support.task_folders import PLAIN, move_inputs_to_yaml, write_jaxbench, write_plain
 
 
 @pytest.mark.parametrize("task_id", sorted(PLAIN))

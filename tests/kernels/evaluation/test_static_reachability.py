@@ -4,7 +4,7 @@ timing helper and a `__main__` block and pass; a clock reached from `workload` i
 import textwrap
 
 from maxkernel_tui.kernels.evaluation.static_checks import static_problems
-from tests.kernels.derive.folders import JAXBENCH_EXPERT
+from tests.support.task_folders import JAXBENCH_EXPERT
 
 JAXBENCH_ENTRIES = ("workload", "computation")
 

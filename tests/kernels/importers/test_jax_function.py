@@ -51,7 +51,9 @@ def test_args_become_a_plain_get_inputs_whose_sizes_derive():
     plain = _translate(
         SOURCE, function="rms_norm", args="bf16[8,4096,8192] bf16[8192]", static=("1e-5",)
     )
-    assert "    size_1 = 4096" in plain.reference_py and "computation = rms_norm" in plain.reference_py
+    assert (
+        "    size_1 = 4096" in plain.reference_py and "computation = rms_norm" in plain.reference_py
+    )
     assert "return [x0, x1], [1e-05]" in plain.reference_py
     derivation = plan_derivation(ast.parse(plain.reference_py), "get_inputs")
     assert derivation.sizes["check"] == {"size_0": 8, "size_1": 2048, "size_2": 2048}
@@ -74,7 +76,11 @@ def test_a_get_inputs_in_the_file_is_used_and_f32_gets_maxkernels_default():
         (SOURCE, {"function": "other"}, "no get_inputs() in the file: say the inputs with --args"),
         (SOURCE, {"function": "other", "args": "f64[8]"}, "is not DTYPE[D0,D1,...]"),
         (SOURCE, {"function": "other", "args": "f32[0]"}, "has a size that is not positive"),
-        (SOURCE, {"function": "other", "args": "f32[8]", "static": ("x+1",)}, "not a Python literal"),
+        (
+            SOURCE,
+            {"function": "other", "args": "f32[8]", "static": ("x+1",)},
+            "not a Python literal",
+        ),
         (WITH_INPUTS, {"static": ("1",)}, "--static applies to --args"),
     ],
 )
@@ -85,7 +91,11 @@ def test_bad_input_gets_a_clear_error(source, options, message):
 
 def test_parse_args_reads_each_dtype_and_shape():
     specs = parse_args("bf16[8,4096] f32[] i32[3, 5]")
-    assert [(s.dtype, s.shape) for s in specs] == [("bf16", (8, 4096)), ("f32", ()), ("i32", (3, 5))]
+    assert [(s.dtype, s.shape) for s in specs] == [
+        ("bf16", (8, 4096)),
+        ("f32", ()),
+        ("i32", (3, 5)),
+    ]
 
 
 class _TorchLike:
@@ -104,7 +114,9 @@ def test_the_registry_finds_the_importer_per_source_kind_and_takes_one_more(monk
     monkeypatch.setattr(registry, "_IMPORTERS", list(importers()))
     assert detect(Path("a.py"), SOURCE).kind == "jax-function"
     register(_TorchLike())
-    assert detect(Path("m.py"), "import jax\nclass M(nn.Module): pass\n").kind == "pytorch-module-test"
+    assert (
+        detect(Path("m.py"), "import jax\nclass M(nn.Module): pass\n").kind == "pytorch-module-test"
+    )
     with pytest.raises(ValueError, match="already registered"):
         register(_TorchLike())
     with pytest.raises(TaskImportError, match="not a source kind tasks import knows"):

@@ -1,7 +1,7 @@
-"""Candidate kernels for the plain GEMM+bias+ReLU task of folders.py: an honest one that reads
+"""Candidate kernels for the plain GEMM+bias+ReLU task of task_folders.py: an honest one that reads
 its sizes from its inputs, and one that hard-codes the production shape."""
 
-HONEST_GEMM = '''
+HONEST_GEMM = """
 import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
@@ -39,7 +39,7 @@ def computation(x, w, b):
         out_shape=jax.ShapeDtypeStruct((m, n), x.dtype),
         scratch_shapes=[pltpu.VMEM((BLOCK_M, BLOCK_N), jnp.float32)],
     )(x, w, b.reshape(1, n))
-'''
+"""
 
 HARD_CODED_GEMM = HONEST_GEMM.replace(
     "    m, depth = x.shape\n    n = w.shape[1]\n", "    m, depth, n = 256, 512, 256\n"

@@ -87,7 +87,8 @@ PLAIN = {
             context = 8192
             head_dim = 128
             q = jax.random.normal(jax.random.key(0), (head_dim,), dtype=dtype)
-            pages = jax.random.normal(jax.random.key(1), (num_pages, page_size, head_dim), dtype=dtype)
+            shape = (num_pages, page_size, head_dim)
+            pages = jax.random.normal(jax.random.key(1), shape, dtype=dtype)
             table = jax.random.permutation(jax.random.key(2), num_pages)
             return [q, pages, table], [context]
 
@@ -107,10 +108,10 @@ PLAIN = {
             out_channels = 16
             height = width = 32
             kernel_size = 3
-            x = jax.random.normal(jax.random.key(0), (batch, in_channels, height, width), dtype=dtype)
-            w = jax.random.normal(
-                jax.random.key(1), (out_channels, in_channels, kernel_size, kernel_size), dtype=dtype
-            )
+            x_shape = (batch, in_channels, height, width)
+            w_shape = (out_channels, in_channels, kernel_size, kernel_size)
+            x = jax.random.normal(jax.random.key(0), x_shape, dtype=dtype)
+            w = jax.random.normal(jax.random.key(1), w_shape, dtype=dtype)
             return [x, w], []
 
 
