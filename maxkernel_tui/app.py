@@ -88,7 +88,12 @@ class MaxKernelApp(App[None]):
             self.open_workbench(self._initial_task)
             return
         self.push_screen(
-            TaskPickerScreen(self._tasks_dir, self._cache, store_path=self._settings.store_path)
+            TaskPickerScreen(
+                self._tasks_dir,
+                self._cache,
+                store_path=self._settings.store_path,
+                imports_dir=self._settings.data_dir / "imported",
+            )
         )
         if self._resume is not None:
             # over the picker: a failure leaves the picker and says why

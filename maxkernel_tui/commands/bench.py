@@ -177,8 +177,7 @@ def _key(task: Task, kernel: Path, options: EvalOptions) -> str:
     digest = hashlib.sha256()
     for part in (
         kernel.read_bytes(),
-        task.reference_path.read_bytes(),
-        task.yaml_path.read_bytes(),
+        *(path.read_bytes() for path in task.defining_files),
         f"{options.target}|{options.require_pallas}".encode(),
     ):
         digest.update(hashlib.sha256(part).digest())

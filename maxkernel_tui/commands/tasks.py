@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from maxkernel_tui.commands import task_import
 from maxkernel_tui.config import cache_dir
 from maxkernel_tui.kernels.description import TaskDescription
 from maxkernel_tui.kernels.listing import format_task, task_record
@@ -42,7 +43,7 @@ def add_parser(commands: Any, where: argparse.ArgumentParser) -> None:
         "--workers", type=int, default=2, help="worker processes (default %(default)s)"
     )
     tasks.set_defaults(run=list_tasks)
-    tasks_commands = tasks.add_subparsers(dest="tasks_command", metavar="show")
+    tasks_commands = tasks.add_subparsers(dest="tasks_command", metavar="show|import")
     show = tasks_commands.add_parser(
         "show",
         parents=[where],
@@ -51,6 +52,7 @@ def add_parser(commands: Any, where: argparse.ArgumentParser) -> None:
     )
     show.add_argument("task_id", help="task id, or its number prefix such as 12p")
     show.set_defaults(run=show_task)
+    task_import.add_parser(tasks_commands, where)
 
 
 def resolve_kernel_and_task(kernel: Path, task_name: str) -> Task:

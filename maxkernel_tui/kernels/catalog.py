@@ -24,7 +24,7 @@ from maxkernel_tui.kernels.workers import jax_worker_env, python_module_argv, ru
 
 # Of the worker's JSON answer (TaskDescription.to_json): bump when it changes, so cached
 # descriptions are redone.
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: derived configurations validated, declared flops
 DESCRIBE_TIMEOUT_S = 600.0  # one task: tracing plus a TPU compile of a large reference
 
 
@@ -114,8 +114,7 @@ def _cache_path(cache_dir: Path, task: Task, with_cost: bool, target: str) -> Pa
 
     digest = hashlib.sha256()
     for part in (
-        task.yaml_path.read_bytes(),
-        task.reference_path.read_bytes(),
+        *(path.read_bytes() for path in task.defining_files),
         f"{FORMAT_VERSION}|{installed_version('jax')}|{installed_version('libtpu')}|{with_cost}|{target}".encode(),
     ):
         digest.update(hashlib.sha256(part).digest())

@@ -12,9 +12,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
+
+import jax
+import jax.numpy as jnp
 
 from maxkernel_tui.kernels import reference_runtime as runtime
 from maxkernel_tui.kernels.aot import OutOfHbm, compile_with_fallback
@@ -28,7 +32,7 @@ from maxkernel_tui.kernels.description import (
 )
 from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.targets import DEFAULT_TARGET
-from maxkernel_tui.kernels.task import TaskError
+from maxkernel_tui.kernels.task import BENCH, TaskError
 from maxkernel_tui.kernels.workers import READY
 from maxkernel_tui.versions import installed_version
 
@@ -42,15 +46,46 @@ def describe_folder(folder: Path, with_cost: bool, target: str = DEFAULT_TARGET)
         module = runtime.load_reference(task)
         names = runtime.config_names(task, module)
         configs = {name: _config_shapes(task, module, name) for name in names}
+        flops = _declared_flops(task, module)
     except TaskError as error:
         return replace(found, error=str(error))
     cost = _bench_cost(task, module, next(iter(configs)), target) if with_cost else None
-    return replace(found, configs=configs, cost=cost)
+    return replace(found, configs=configs, cost=cost, declared_flops=flops)
 
 
 def _config_shapes(task: Any, module: Any, config: str) -> ConfigShapes:
     specs, static, outputs = runtime.io_specs(task, module, config)
-    return ConfigShapes([_spec(s) for s in specs], list(static), [_spec(s) for s in outputs])
+    seconds = _validate(task, module, config) if task.derived and config != BENCH else None
+    return ConfigShapes(
+        [_spec(s) for s in specs], list(static), [_spec(s) for s in outputs], seconds
+    )
+
+
+def _validate(task: Any, module: Any, config: str) -> float:
+    """A derived configuration is usable when the reference runs on it with finite outputs:
+    the wall time of that run (compile included) on this CPU."""
+    start = time.perf_counter()
+    _, _, output = runtime.run_reference(task, module, config, seed=0)
+    seconds = round(time.perf_counter() - start, 3)
+    for leaf in jax.tree.leaves(output):
+        if jnp.issubdtype(leaf.dtype, jnp.inexact) and not bool(jnp.isfinite(leaf).all()):
+            raise TaskError(
+                task.reference_path,
+                f"the derived {config!r} configuration gives non-finite reference outputs",
+            )
+    return seconds
+
+
+def _declared_flops(task: Any, module: Any) -> float | None:
+    """JAXBench's get_flops(), evaluated at production sizes."""
+    get_flops = getattr(module, "get_flops", None)
+    if task.source_format != "jaxbench" or not callable(get_flops):
+        return None
+    runtime.input_specs(task, module, BENCH)  # sets the production sizes on the module
+    try:
+        return float(get_flops())
+    except Exception as error:
+        raise TaskError(task.reference_path, f"get_flops() fails: {error}") from None
 
 
 def _bench_cost(task: Any, module: Any, config: str, target: str) -> XlaCost:

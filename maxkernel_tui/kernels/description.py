@@ -27,9 +27,12 @@ class ConfigShapes:
     inputs: list[TensorSpec]
     static: list[Any]
     outputs: list[TensorSpec]
+    # A derived configuration is validated by running the reference on it (finite outputs);
+    # measured wall time on this machine's CPU, compile included.
+    reference_seconds: float | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        return {k: v for k, v in asdict(self).items() if v is not None}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ConfigShapes:
@@ -37,6 +40,7 @@ class ConfigShapes:
             inputs=[TensorSpec(**s) for s in data["inputs"]],
             static=list(data["static"]),
             outputs=[TensorSpec(**s) for s in data["outputs"]],
+            reference_seconds=data.get("reference_seconds"),
         )
 
 
@@ -86,6 +90,7 @@ class TaskDescription:
     configs: dict[str, ConfigShapes] = field(default_factory=dict)
     cost: XlaCost | None = None  # None when asked for shapes only
     error: str | None = None
+    declared_flops: float | None = None  # the task's own get_flops() (JAXBench), if any
 
     @property
     def cacheable(self) -> bool:
@@ -102,6 +107,8 @@ class TaskDescription:
         data.update(configs={name: shapes.to_json() for name, shapes in self.configs.items()})
         if self.cost is not None:
             data.update(cost=self.cost.to_json())
+        if self.declared_flops is not None:
+            data.update(declared_flops=self.declared_flops)
         return data
 
     @classmethod
@@ -116,4 +123,5 @@ class TaskDescription:
             configs={name: ConfigShapes.from_json(c) for name, c in configs.items()},
             cost=None if cost is None else XlaCost.from_json(cost),
             error=data.get("error"),
+            declared_flops=data.get("declared_flops"),
         )

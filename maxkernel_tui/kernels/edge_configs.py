@@ -41,6 +41,8 @@ def check_params(task: Task) -> dict[str, Any] | None:
     None when the task has none or it is not a literal."""
     if not task.named_configs or CHECK not in task.configs:
         return None
+    if task.derived and task.derivation is not None:  # plain/JAXBench: derived, not declared
+        return dict(task.derivation.sizes[CHECK])
     try:
         module = ast.parse(task.reference_path.read_text(encoding="utf-8"))
         for node in module.body:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from maxkernel_tui.kernels.description import TaskDescription, TensorSpec, XlaCost
-from maxkernel_tui.kernels.task import Task
+from maxkernel_tui.kernels.task import BENCH, Task
 
 _SHORT_DTYPES = {
     "bfloat16": "bf16",
@@ -35,9 +35,21 @@ def task_record(task: Task, description: TaskDescription) -> dict[str, Any]:
         "folder": str(task.folder),
         "tolerances": {c: {"atol": t.atol, "rtol": t.rtol} for c, t in task.tolerances.items()},
     }
+    record.update(format=task.source_format, warnings=list(task.warnings))
+    if task.expert_path is not None:
+        record.update(expert=str(task.expert_path))
     if description.error is not None:
         return dict(record, error=description.error)
-    record.update(configs={name: c.to_json() for name, c in description.configs.items()})
+    record.update(
+        configs={
+            name: dict(c.to_json(), derived=is_derived(task, name))
+            for name, c in description.configs.items()
+        }
+    )
+    if task.derivation is not None:
+        record.update(derivation=derivation_record(task))
+    if description.declared_flops is not None:
+        record.update(declared_flops=description.declared_flops)
     cost = description.cost
     if cost is not None and cost.error is None:
         record.update(cost=dict(cost.to_json(), kind="estimated", source=cost_provenance(cost)))
@@ -46,17 +58,52 @@ def task_record(task: Task, description: TaskDescription) -> dict[str, Any]:
     return record
 
 
+def is_derived(task: Task, config: str) -> bool:
+    """A configuration we derived from the production sizes (not one the task declares)."""
+    return task.derived and config != BENCH
+
+
+def config_label(task: Task, config: str) -> str:
+    """`check (derived)` where we derived it, else the name."""
+    return f"{config} (derived)" if is_derived(task, config) else config
+
+
+def derivation_record(task: Task) -> dict[str, Any]:
+    derivation = task.derivation
+    assert derivation is not None
+    return {
+        "derived": derivation.derived,
+        "from": derivation.builder,
+        "sizes": derivation.sizes,
+        "ties": list(derivation.ties),
+        "seeded_keys": derivation.keys,
+        "fallback": derivation.fallback,
+    }
+
+
 def format_task(task: Task, description: TaskDescription) -> str:
     lines = [f"{task.task_id}  [{task.category}]  {task.operation}"]
+    lines += [f"  note: {note}" for note in task.format_notes]
+    derivation = task.derivation.warnings() if task.derivation is not None else ()
+    lines += [f"  warning: {warning}" for warning in derivation]
     if description.error is not None:
         lines.append(f"  error: {description.error}")
         return "\n".join(lines)
-    width = max(len(name) for name in description.configs)
+    labels = {name: config_label(task, name) for name in description.configs}
+    width = max(len(label) for label in labels.values())
     for name, config in description.configs.items():
         inputs = " ".join(format_spec(s) for s in config.inputs)
         static = f"  static {tuple(config.static)}" if config.static else ""
         outputs = " ".join(format_spec(s) for s in config.outputs)
-        lines.append(f"  {name:<{width}}  {inputs}{static} -> {outputs}")
+        ran = (
+            f"  (validated: reference {config.reference_seconds:.2f} s here, measured, "
+            "compile included)"
+            if config.reference_seconds is not None
+            else ""
+        )
+        lines.append(f"  {labels[name]:<{width}}  {inputs}{static} -> {outputs}{ran}")
+    if description.declared_flops is not None:
+        lines.append(f"  flops: {_si(description.declared_flops, 'FLOP')} (the task's get_flops())")
     if description.cost is not None:
         lines.append("  " + format_cost(description.cost))
     return "\n".join(lines)

@@ -19,11 +19,13 @@ from pathlib import Path
 
 import yaml
 
+from maxkernel_tui.kernels.derive.plan import Derivation, plan_derivation
 from maxkernel_tui.kernels.limits import file_oversize_problem
 from maxkernel_tui.kernels.task import (
     BENCH,
     DEFAULT_TOLERANCE,
     EXPERT_PY,
+    JAXBENCH_BASELINE,
     REFERENCE_PY,
     TASK_YAML,
     Task,
@@ -48,15 +50,19 @@ def load_task(folder: Path | str) -> Task:
     folder = Path(folder)
     if not folder.is_dir():
         raise TaskError(folder, "not a task folder (no such directory)")
-    meta = _read_yaml(folder / TASK_YAML)
-    reference = _parse_python(folder / REFERENCE_PY)
+    if not (folder / TASK_YAML).exists() and (folder / JAXBENCH_BASELINE).is_file():
+        from maxkernel_tui.kernels.jaxbench_native import load_jaxbench_task
+
+        return load_jaxbench_task(folder, parse_python(folder / JAXBENCH_BASELINE))
+    meta = read_yaml(folder / TASK_YAML)
+    reference = parse_python(folder / REFERENCE_PY)
 
     task_id = meta.get("task_id")
     if not isinstance(task_id, str) or not task_id.strip():
         raise TaskError(folder / TASK_YAML, "missing or empty `task_id`")
     description = str(meta.get("description") or "").strip()
 
-    names = _defined_names(reference)
+    names = defined_names(reference)
     if "computation" not in names:
         raise TaskError(folder / REFERENCE_PY, "does not define `computation`")
     inputs_from_yaml = "get_inputs" not in names
@@ -67,24 +73,41 @@ def load_task(folder: Path | str) -> Task:
     named = declared is not None
     config_names = declared if declared is not None else _plain_configs(meta)
     tolerances = _tolerances(folder / TASK_YAML, meta, config_names)
+    derivation = None if named else _plain_derivation(reference, inputs_from_yaml, config_names)
+    if derivation is not None and derivation.derived:
+        named, config_names = True, derivation.configs()
+        tolerances = {name: tolerances[BENCH] for name in config_names}
 
     return Task(
         task_id=task_id.strip(),
         folder=folder.resolve(),
         description=description,
-        category=str(meta.get("category") or _category_from_id(task_id)),
-        operation=str(meta.get("operation") or _first_sentence(description)),
+        category=str(meta.get("category") or category_from_id(task_id)),
+        operation=str(meta.get("operation") or first_sentence(description)),
         configs=config_names,
         tolerances=tolerances,
         named_configs=named,
         inputs_from_yaml=inputs_from_yaml,
         expert_path=_expert_path(folder.resolve()),
+        source_format="ours" if derivation is None else "plain",
+        derivation=derivation,
     )
 
 
 def _expert_path(folder: Path) -> Path | None:
     expert = folder / EXPERT_PY
     return expert if expert.is_file() else None
+
+
+def _plain_derivation(
+    reference: ast.Module, inputs_from_yaml: bool, configs: tuple[str, ...]
+) -> Derivation:
+    """check and heldout for a plain task, or why it keeps only its production inputs."""
+    if inputs_from_yaml:
+        return Derivation("get_inputs", fallback="get_inputs lives in the yaml's input_gen_code")
+    if configs != (BENCH,):
+        return Derivation("get_inputs", fallback=f"get_inputs gives {len(configs)} inputs")
+    return plan_derivation(reference, "get_inputs")
 
 
 def load_tasks(root: Path | str) -> tuple[list[Task], list[TaskError]]:
@@ -126,7 +149,7 @@ def _id_sort_key(task_id: str) -> tuple[int, int, str]:
     return (0, int(match.group(1)), task_id)
 
 
-def _read_yaml(path: Path) -> dict:
+def read_yaml(path: Path) -> dict:
     if not path.is_file():
         raise TaskError(path, "missing file")
     _refuse_oversize(path)
@@ -146,7 +169,8 @@ def _refuse_oversize(path: Path) -> None:
         raise TaskError(path, too_large)
 
 
-def _parse_python(path: Path, source: str | None = None) -> ast.Module:
+def parse_python(path: Path, source: str | None = None) -> ast.Module:
+    """The module's AST; a missing, oversized or broken file is a TaskError naming it."""
     if source is None:
         if not path.is_file():
             raise TaskError(path, "missing file")
@@ -158,7 +182,7 @@ def _parse_python(path: Path, source: str | None = None) -> ast.Module:
         raise TaskError(path, f"does not parse: {error.msg} at line {error.lineno}") from None
 
 
-def _defined_names(module: ast.Module) -> set[str]:
+def defined_names(module: ast.Module) -> set[str]:
     """Top-level functions and assignments (`computation = jax.jit(_impl)` counts)."""
     names: set[str] = set()
     for node in module.body:
@@ -179,7 +203,7 @@ def _function(module: ast.Module, name: str) -> ast.FunctionDef | None:
 def _require_yaml_get_inputs(path: Path, code: object) -> None:
     if not isinstance(code, str) or not code.strip():
         raise TaskError(path, "no `get_inputs` in reference.py and no `input_gen_code` here")
-    if "get_inputs" not in _defined_names(_parse_python(path, code)):
+    if "get_inputs" not in defined_names(parse_python(path, code)):
         raise TaskError(path, "`input_gen_code` does not define `get_inputs`")
 
 
@@ -254,13 +278,13 @@ def _number(path: Path, key: str, value: object) -> float:
     return float(value)  # type: ignore[arg-type]
 
 
-def _category_from_id(task_id: str) -> str:
+def category_from_id(task_id: str) -> str:
     for pattern, category in _ID_CATEGORY:
         if pattern.match(task_id):
             return category
     return "custom"
 
 
-def _first_sentence(text: str, limit: int = 60) -> str:
+def first_sentence(text: str, limit: int = 60) -> str:
     sentence = re.split(r"(?<=[.:;])\s|\n", text.strip(), maxsplit=1)[0]
     return sentence if len(sentence) <= limit else sentence[: limit - 1] + "…"

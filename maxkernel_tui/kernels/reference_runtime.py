@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from maxkernel_tui.kernels.derive.install import bind_candidate, install
 from maxkernel_tui.kernels.task import BENCH, Task, TaskError
 
 StaticArgs = tuple[Any, ...]
@@ -46,9 +47,23 @@ def load_reference(task: Task) -> ModuleType:
         )
     except Exception as error:  # any failure of user code is a task error, never a crash
         raise TaskError(task.reference_path, f"fails to import: {_describe(error)}") from None
+    try:
+        install(task, module)  # plain and JAXBench tasks: our CONFIGS, get_inputs, computation
+    except TaskError:
+        raise
+    except Exception as error:
+        raise TaskError(task.reference_path, f"cannot derive inputs: {_describe(error)}") from None
     if not callable(getattr(module, "computation", None)):
         raise TaskError(task.reference_path, "`computation` is not callable")
     return module
+
+
+def load_candidate(task: Task, reference: ModuleType, path: Path) -> ModuleType:
+    """A candidate kernel file as a fresh module whose `computation` takes the task's inputs
+    (JAXBench candidates may define `workload` instead)."""
+    candidate = module_from_source(path, "candidate_kernel")
+    bind_candidate(task, reference, candidate)
+    return candidate
 
 
 def with_extra_configs(task: Task, module: ModuleType, extra: dict[str, dict[str, int]]) -> Task:

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from maxkernel_tui.kernels.derive.plan import Derivation
 
 TASK_YAML = "kernel_task.yaml"
 REFERENCE_PY = "reference.py"
@@ -16,6 +20,16 @@ CHECK = "check"
 HELDOUT = "heldout"
 
 DEFAULT_TOLERANCE = 1e-3  # what MaxKernel's harness uses when a yaml omits atol/rtol
+
+# How a task folder is written: ours (CONFIGS with check/heldout), MaxKernel's plain adapted
+# format (production shapes only), or JAXBench's native `baseline.py`.
+TaskFormat = Literal["ours", "plain", "jaxbench"]
+JAXBENCH_BASELINE = "baseline.py"
+JAXBENCH_EXPERT = "optimized.py"
+JAXBENCH_TOLERANCE = 1e-2  # JAXBench's own harness: allclose(atol=1e-2, rtol=1e-2)
+JAXBENCH_INPUTS_NOTE = (
+    "inputs built as JAXBench's harness builds them: create_inputs(dtype=jnp.bfloat16)"
+)
 
 
 class TaskError(Exception):
@@ -48,8 +62,15 @@ class Task:
     named_configs: bool = False
     # Where get_inputs comes from: reference.py, or the yaml's input_gen_code.
     inputs_from_yaml: bool = False
-    # The task's expert kernel, a baseline beside XLA (a suite expert.py, JAXBench's optimized.py).
+    source_format: TaskFormat = "ours"
+    reference_file: str = REFERENCE_PY
+    # The names a candidate may define as its entry point (JAXBench's files call it workload).
+    entry_points: tuple[str, ...] = ("computation",)
+    # check/heldout derived from the production sizes (plain and JAXBench tasks), or why not.
+    derivation: Derivation | None = field(default=None, hash=False, compare=False)
+    # The task's expert kernel (a JAXBench `optimized.py` beside the baseline), if any.
     expert_path: Path | None = None
+    format_notes: tuple[str, ...] = ()
 
     @property
     def yaml_path(self) -> Path:
@@ -57,7 +78,27 @@ class Task:
 
     @property
     def reference_path(self) -> Path:
-        return self.folder / REFERENCE_PY
+        return self.folder / self.reference_file
+
+    @property
+    def defining_files(self) -> tuple[Path, ...]:
+        """The files whose content is the task (for cache keys): yaml, reference, expert."""
+        files = [self.yaml_path] if self.source_format != "jaxbench" else []
+        files.append(self.reference_path)
+        if self.expert_path is not None:
+            files.append(self.expert_path)
+        return tuple(files)
+
+    @property
+    def derived(self) -> bool:
+        """Whether check and heldout were derived from production sizes (not declared)."""
+        return self.derivation is not None and self.derivation.derived
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """What the listing and every report say about how this task is judged."""
+        derived = self.derivation.warnings() if self.derivation is not None else ()
+        return self.format_notes + derived
 
     def tolerance(self, config: str) -> Tolerance:
         return self.tolerances[config]

@@ -22,6 +22,7 @@ from maxkernel_tui.kernels.listing import format_task
 from maxkernel_tui.kernels.loader import builtin_suite_dir, load_tasks
 from maxkernel_tui.kernels.task import Task
 from maxkernel_tui.screens.messages import TaskChosen
+from maxkernel_tui.screens.task_import import TaskImportScreen
 from maxkernel_tui.services.sessions import list_summaries
 
 
@@ -41,6 +42,7 @@ class TaskPickerScreen(Screen[None]):
     CSS_PATH = "task_picker.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("d", "describe", "Describe tasks (shapes, TPU cost)"),
+        Binding("n", "import_task", "Import a JAX function as a task"),
         Binding("s", "app.open_sessions", "Sessions"),
         Binding("c", "app.open_settings", "Settings"),
         Binding("q", "app.quit", "Quit"),
@@ -51,9 +53,12 @@ class TaskPickerScreen(Screen[None]):
         tasks_dir: Path | None = None,
         cache: Path | None = None,
         store_path: Path | None = None,
+        imports_dir: Path | None = None,
     ) -> None:
-        """`store_path`: the session store, for the count of recent sessions in the header."""
+        """`store_path`: the session store, for the count of recent sessions in the header;
+        `imports_dir`: where `n` writes imported tasks unless told otherwise."""
         super().__init__()
+        self._imports_dir = imports_dir if imports_dir is not None else Path.cwd() / "tasks"
         self._store_path = store_path
         self._cache = cache if cache is not None else cache_dir()
         self._tasks, self._errors = load_tasks(tasks_dir or builtin_suite_dir())
@@ -132,6 +137,14 @@ class TaskPickerScreen(Screen[None]):
             "describing tasks in worker processes (shapes via eval_shape, AOT TPU compile)…"
         )
         self._describe_all()
+
+    def action_import_task(self) -> None:
+        """The import form; the new task opens in the workbench."""
+        self.app.push_screen(TaskImportScreen(self._imports_dir), self._imported)
+
+    def _imported(self, task: Task | None) -> None:
+        if task is not None:
+            self.post_message(TaskChosen(task))
 
     @work(thread=True, exclusive=True, group="describe")
     def _describe_all(self) -> None:

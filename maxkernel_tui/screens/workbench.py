@@ -24,6 +24,7 @@ from textual.widgets import Footer, Input, Static
 from maxkernel_tui.agents.orchestration.gates import APPROVE, EDIT, REJECT, Decision, Proposal
 from maxkernel_tui.config import Settings
 from maxkernel_tui.kernels.evaluation.harness import Harness
+from maxkernel_tui.kernels.listing import config_label
 from maxkernel_tui.kernels.perf.summary import ProfileSummary
 from maxkernel_tui.kernels.starter import starter_source
 from maxkernel_tui.kernels.task import Task
@@ -409,11 +410,12 @@ class WorkbenchScreen(Screen[None]):
 
     def _plan_intro(self) -> str:
         task = self.kernel_task
-        configs = ", ".join(task.agent_visible_configs())
+        configs = ", ".join(config_label(task, c) for c in task.agent_visible_configs())
+        warnings = "".join(f"\n\n> {warning}" for warning in task.warnings)
         return (
             f"### {task.task_id}\n\n{task.description}\n\n*category* {task.category} · "
             f"*configurations* {configs} · *tolerance* atol "
-            f"{task.tolerance(task.configs[0]).atol:g}\n\n"
+            f"{task.tolerance(task.configs[0]).atol:g}{warnings}\n\n"
             "No plan yet: F5 runs the agents, or edit the source directly."
         )
 

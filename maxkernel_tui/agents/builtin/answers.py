@@ -299,6 +299,6 @@ def _normalised(source: str) -> str:
 
 def _content_digest(task: Task) -> str:
     digest = hashlib.sha256()
-    for path in (task.yaml_path, task.reference_path):
+    for path in task.defining_files:
         digest.update(hashlib.sha256(path.read_bytes()).digest())
     return digest.hexdigest()

@@ -74,10 +74,6 @@ def _first_lines(error: BaseException, limit: int = 700) -> str:
     return " | ".join(lines)[:limit]
 
 
-def load_candidate(path: Path) -> Any:
-    return runtime.module_from_source(path, "candidate_kernel")
-
-
 @dataclass(frozen=True)
 class _Subject:
     """The candidate and its task at production shapes, as every check sees them."""
@@ -120,7 +116,7 @@ def _load(request: CandidateRequest, start: float) -> _Subject | None:
     reference = runtime.load_reference(task)
     task = runtime.with_extra_configs(task, reference, request.extra_configs)
     try:
-        candidate = load_candidate(Path(request.kernel))
+        candidate = runtime.load_candidate(task, reference, Path(request.kernel))
     except Exception as error:
         _check("trace", FAIL, f"the kernel fails to import: {_first_lines(error)}", start)
         return None

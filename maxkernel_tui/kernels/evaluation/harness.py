@@ -33,6 +33,7 @@ from maxkernel_tui.kernels.evaluation.protocol import (
     WorkerProblem,
     event_from_json,
 )
+from maxkernel_tui.kernels.evaluation.provenance import verdict_inputs
 from maxkernel_tui.kernels.evaluation.report import FAIL, PASS, SKIP, Check, EvalReport
 from maxkernel_tui.kernels.evaluation.static_checks import static_problems
 from maxkernel_tui.kernels.evaluation.timing import timing_check, tpu_present
@@ -120,9 +121,10 @@ class Harness:
             on_check=on_check,
         )
         source = _read_source(kernel, report)
-        if source is None or not _static_check(source, kernel, report):
+        if source is None or not _static_check(source, kernel, task, report):
             return report
         runs = _numerics_plan(task, options, report)
+        report.inputs = verdict_inputs(task, runs)
         extra = _extra_configs(task, options)
         if extra:
             task = task.with_extra_configs(
@@ -280,9 +282,9 @@ def _read_source(kernel: Path, report: EvalReport) -> str | None:
         return None
 
 
-def _static_check(source: str, kernel: Path, report: EvalReport) -> bool:
+def _static_check(source: str, kernel: Path, task: Task, report: EvalReport) -> bool:
     start = time.monotonic()
-    problems = static_problems(source, kernel.name)
+    problems = static_problems(source, kernel.name, task.entry_points)
     seconds = round(time.monotonic() - start, 3)
     if problems:
         report.add(Check("static", FAIL, "; ".join(problems), seconds, {"problems": problems}))

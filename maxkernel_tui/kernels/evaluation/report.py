@@ -82,6 +82,8 @@ class EvalReport:
     seeds: list[int] = field(default_factory=list)
     # The kernel beside the task's expert baseline (evaluation/expert_comparison.py).
     expert: ExpertComparison | None = None
+    # On which shapes and inputs each verdict was earned, in words (evaluation/provenance.py).
+    inputs: list[str] = field(default_factory=list)
     # Called with each check as it is added, so a UI can show progress before the verdict.
     on_check: Callable[[Check], None] | None = field(default=None, repr=False, compare=False)
 
@@ -113,6 +115,7 @@ class EvalReport:
             "timings": [t.to_json() for t in self.timings],
             "seeds": self.seeds,
             "expert": None if self.expert is None else self.expert.to_json(),
+            "inputs": self.inputs,
         }
 
     @classmethod
@@ -127,6 +130,7 @@ class EvalReport:
             timings=[Timing.from_json(t) for t in data.get("timings", [])],
             seeds=list(data.get("seeds", [])),
             expert=ExpertComparison.from_json(data["expert"]) if data.get("expert") else None,
+            inputs=list(data.get("inputs", [])),
         )
 
 
@@ -147,6 +151,7 @@ def format_report(report: EvalReport) -> str:
         lines.append(f"  timing: {timing.label}")
     if report.expert is not None:
         lines.append(f"  expert: {report.expert.label}")
+    lines += [f"  inputs: {line}" for line in report.inputs]
     failure = report.failure
     reason = f": {failure.name}: {failure.detail}" if failure else ""
     lines.append(f"verdict: {report.verdict.upper()}{reason}")

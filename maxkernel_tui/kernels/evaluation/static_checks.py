@@ -5,6 +5,11 @@ A candidate may import only jax, numpy and a few pure standard-library modules. 
 touch clocks, the environment, processes, files, the import system, the reference or this
 harness; it may not patch library attributes, keep global state or call back into Python from
 device code. Each rule answers one known way of fooling a harness.
+
+The rules judge what importing the file runs (its module-level statements) and every top-level
+function or class the entry point can reach; reachability is conservative: any reference to a
+name counts. So a JAXBench expert file's unused `benchmark()` timing helper and its `__main__`
+block are not held against it, while a clock reached from `workload` still is.
 """
 
 from __future__ import annotations
@@ -78,30 +83,77 @@ _FORBIDDEN_ATTRIBUTES = {
 }
 
 
-def static_problems(source: str, filename: str = "kernel.py") -> list[str]:
-    """Every rule the source breaks, each a sentence naming the line; empty when clean."""
+def static_problems(
+    source: str, filename: str = "kernel.py", entry_points: tuple[str, ...] = ("computation",)
+) -> list[str]:
+    """Every rule the reachable source breaks, each a sentence naming the line; empty when
+    clean. `entry_points`: the names a candidate may define (the first is the usual one)."""
     if too_large := text_oversize_problem(source, filename):
         return [too_large]  # refused before parsing, which alone would take minutes
     try:
         tree = ast.parse(source, filename=filename)
     except SyntaxError as error:
         return [f"does not parse: {error.msg} (line {error.lineno})"]
-    problems = [] if _defines_computation(tree) else ["does not define a top-level `computation`"]
+    defined = _top_level_names(tree)
+    problems = []
+    judged: list[ast.stmt] = reachable_statements(tree, entry_points)
+    if not any(name in defined for name in entry_points):
+        wanted = " or ".join(f"`{name}`" for name in entry_points)
+        problems.append(f"does not define a top-level {wanted}")
+        judged = tree.body  # nothing is reachable: say everything that is wrong
     imported_names = _imported_names(tree)
-    for node in ast.walk(tree):
-        problems.extend(_node_problems(node, imported_names))
+    for statement in judged:
+        for node in ast.walk(statement):
+            problems.extend(_node_problems(node, imported_names))
     return list(dict.fromkeys(problems))  # one line per distinct problem, in source order
 
 
-def _defines_computation(tree: ast.Module) -> bool:
+def _top_level_names(tree: ast.Module) -> dict[str, list[ast.stmt]]:
+    """Each top-level name and the statements that define it (def, class, assignment)."""
+    names: dict[str, list[ast.stmt]] = {}
     for node in tree.body:
-        if isinstance(node, ast.FunctionDef) and node.name == "computation":
-            return True
-        if isinstance(node, ast.Assign) and any(
-            getattr(t, "id", None) == "computation" for t in node.targets
-        ):
-            return True
-    return False
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.setdefault(node.name, []).append(node)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                for leaf in ast.walk(target):
+                    if isinstance(leaf, ast.Name):
+                        names.setdefault(leaf.id, []).append(node)
+    return names
+
+
+def _is_main_block(node: ast.stmt) -> bool:
+    """`if __name__ == "__main__":` never runs when the harness imports the file."""
+    test = node.test if isinstance(node, ast.If) else None
+    return (
+        isinstance(test, ast.Compare)
+        and isinstance(test.left, ast.Name)
+        and test.left.id == "__name__"
+        and len(test.comparators) == 1
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value == "__main__"
+    )
+
+
+def reachable_statements(tree: ast.Module, entry_points: tuple[str, ...]) -> list[ast.stmt]:
+    """What importing the file runs, plus the definitions the entry points can reach."""
+    definitions = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    defined = _top_level_names(tree)
+    chosen: list[ast.stmt] = [
+        node for node in tree.body if not isinstance(node, definitions) and not _is_main_block(node)
+    ]
+    pending = list(chosen) + [d for name in entry_points for d in defined.get(name, [])]
+    seen: set[int] = {id(node) for node in chosen}
+    while pending:
+        node = pending.pop()
+        if id(node) not in seen:
+            seen.add(id(node))
+            chosen.append(node)
+        for leaf in ast.walk(node):
+            if isinstance(leaf, ast.Name):
+                pending.extend(d for d in defined.get(leaf.id, []) if id(d) not in seen)
+    return sorted(chosen, key=lambda n: n.lineno)
 
 
 def _imported_names(tree: ast.Module) -> set[str]:

@@ -22,7 +22,6 @@ import jax
 from jax.experimental.pallas import tpu as pltpu
 
 from maxkernel_tui.kernels import reference_runtime as runtime
-from maxkernel_tui.kernels.evaluation.candidate_worker import load_candidate
 from maxkernel_tui.kernels.evaluation.device_checks import device_numerics, model_point
 from maxkernel_tui.kernels.evaluation.device_clock import choose_clock, named_jit, time_interleaved
 from maxkernel_tui.kernels.evaluation.protocol import TimingAnswer, TimingRequest, TimingSamples
@@ -37,7 +36,7 @@ INPUT_SETS = 2  # rotated; production inputs can take GBs of HBM each
 def measure(request: TimingRequest) -> TimingAnswer:
     task = load_task(request.task)
     reference = runtime.load_reference(task)
-    candidate = load_candidate(Path(request.kernel))
+    candidate = runtime.load_candidate(task, reference, Path(request.kernel))
     pairs = [
         runtime.make_inputs(task, reference, request.config, seed) for seed in range(INPUT_SETS)
     ]
@@ -54,7 +53,7 @@ def measure(request: TimingRequest) -> TimingAnswer:
             "reference": named_jit("reference", lambda *d: reference.computation(*d, *static)),
         }
         if request.expert is not None:
-            expert = load_candidate(Path(request.expert))
+            expert = runtime.load_candidate(task, reference, Path(request.expert))
             programs["expert"] = named_jit("expert", lambda *d: expert.computation(*d, *static))
         numerics = None
         if on_tpu:  # production shapes on the device, after every CPU check passed

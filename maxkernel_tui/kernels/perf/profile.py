@@ -51,7 +51,7 @@ def profile_kernel(
 ) -> ProfileSummary:
     """`trace=False`: the static analysis and the model's estimates only (no run of the kernel);
     `reference_costs`: the reference's XLA costs per target from an earlier profile (no compile)."""
-    source = _profilable_source(kernel, targets)
+    source = _profilable_source(kernel, targets, task.entry_points)
     workdir = Path(tempfile.mkdtemp(prefix="mkt-profile-"))
     (workdir / "kernel.py").write_text(source)
     request = ProfileRequest(
@@ -100,7 +100,9 @@ def _add_expert(
     summary.expert_estimates = expert_summary.estimates
 
 
-def _profilable_source(kernel: Path, targets: tuple[str, ...]) -> str:
+def _profilable_source(
+    kernel: Path, targets: tuple[str, ...], entry_points: tuple[str, ...]
+) -> str:
     """The kernel's source, once the targets are known and it keeps the static rules."""
     unknown = [t for t in targets if t not in TARGETS]
     if unknown:
@@ -108,7 +110,7 @@ def _profilable_source(kernel: Path, targets: tuple[str, ...]) -> str:
             f"no performance figures for TPU {', '.join(unknown)}; known: {', '.join(TARGETS)}"
         )
     source = kernel.read_text(encoding="utf-8")
-    problems = static_problems(source, kernel.name)
+    problems = static_problems(source, kernel.name, entry_points)
     if problems:
         raise ProfileError("the kernel breaks the static rules: " + "; ".join(problems))
     return source

@@ -23,7 +23,6 @@ from jax.experimental.pallas import tpu as pltpu
 
 from maxkernel_tui.kernels import aot
 from maxkernel_tui.kernels import reference_runtime as runtime
-from maxkernel_tui.kernels.evaluation.candidate_worker import load_candidate
 from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.perf.analysis import (
     MEASURED,
@@ -40,6 +39,10 @@ from maxkernel_tui.kernels.task import CHECK
 from maxkernel_tui.kernels.workers import READY
 
 TOP_EVENTS = 8
+NO_CPU_TRACE = (
+    "skipped: the task has no check configuration, and interpret mode at production shapes "
+    "would take minutes on a CPU"
+)
 # Python frames of the profiler itself, not of the program.
 _PROFILER_FRAMES = ("$profiler.py", "$contextlib.py", "$threading.py")
 
@@ -47,7 +50,7 @@ _PROFILER_FRAMES = ("$profiler.py", "$contextlib.py", "$threading.py")
 def profile(request: ProfileRequest) -> ProfileAnswer:
     task = load_task(request.task)
     reference = runtime.load_reference(task)
-    candidate = load_candidate(Path(request.kernel))
+    candidate = runtime.load_candidate(task, reference, Path(request.kernel))
     bench = task.configs[0]
     specs, static, outputs = runtime.io_specs(task, reference, bench)
     kernels = analyze(jax.make_jaxpr(lambda *d: candidate.computation(*d, *static))(*specs))
@@ -59,8 +62,11 @@ def profile(request: ProfileRequest) -> ProfileAnswer:
     trace = None
     if request.trace:  # without it, an estimate only (the autotuner's candidates)
         on_tpu = jax.devices()[0].platform == "tpu"
-        config = bench if on_tpu or CHECK not in task.configs else CHECK
-        trace = _trace(task, reference, candidate, config, Path(request.trace_dir), on_tpu)
+        if on_tpu or CHECK in task.configs:
+            config = bench if on_tpu else CHECK
+            trace = _trace(task, reference, candidate, config, Path(request.trace_dir), on_tpu)
+        else:  # interpret mode at production shapes takes minutes on a CPU: never run it
+            trace = Trace("", bench, NO_CPU_TRACE, 0.0, [])
     return ProfileAnswer(bench, kernels, costs, minimal_io_bytes(specs, outputs), trace)
 
 

@@ -128,7 +128,9 @@ class ProfileSummary:
             lines.append(f"  {roofline_bar(estimate.roofline_share)}")
             lines.extend(f"  warning: {w}" for w in self.warnings.get(estimate.target, []))
             lines.extend(self._expert_line(estimate))
-        if self.trace:
+        if self.trace and not self.trace.dir:  # skipped; its kind says why
+            lines.append(f"trace: {self.trace.kind}")
+        elif self.trace:
             events = "; ".join(f"{e.name} {e.milliseconds} ms" for e in self.trace.top_events[:5])
             lines.append(
                 f"trace ({self.trace.kind}, {self.trace.config} shapes): {events or 'no events'}"

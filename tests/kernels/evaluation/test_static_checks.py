@@ -44,7 +44,10 @@ def test_clean_kernel_passes():
         ("jax.block_until_ready = lambda x: x", "touches the timing path"),
         ("import jax\njax.numpy.exp = abs", "patches a library attribute (`jax.numpy.exp` at line"),
         ("import numpy as np\nnp.random.seed = None", "patches a library attribute"),
-        ("cache = {}\ndef f():\n    global cache", "keeps state across calls (`global` at line"),
+        (
+            "cache = {}\ndef f():\n    global cache\nf()",
+            "keeps state across calls (`global` at line",
+        ),
         ("x = jax.pure_callback(f, y)", "calls back into Python from device code"),
         ("jax.config.update('jax_enable_x64', True)", "changes jax configuration"),
         ("g = f.__globals__", "uses interpreter internals (`__globals__`"),

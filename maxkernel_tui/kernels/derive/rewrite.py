@@ -1,0 +1,99 @@
+"""The input builder of a plain or JAXBench task, rewritten to take its sizes and seed from a
+derived configuration. Pure AST; no jax.
+
+`get_inputs()` with `batch = 4096` and `jax.random.key(0)` becomes
+`__derived_builder__(__sizes__, __seed__)` with `batch = __sizes__["batch"]` and
+`jax.random.key(__mix_seed__(__seed__, 0))`: distinct fixed keys stay distinct, and every seed
+gives fresh inputs. Module-level sizes and JAXBench's `CONFIG` are set on the module itself
+(derive/install.py), so the reference reads the same sizes as its inputs.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+from dataclasses import dataclass
+
+from maxkernel_tui.kernels.derive.sites import function, is_key_call
+
+BUILDER = "__derived_builder__"
+SIZES = "__sizes__"
+SEED = "__seed__"
+MIX = "__mix_seed__"
+
+
+@dataclass(frozen=True)
+class BuilderNames:
+    """What the rewritten builder is called and how it names its sizes, seed and key mixer:
+    dunder names when it lives hidden in a worker's module, plain ones in a written file."""
+
+    function: str = BUILDER
+    sizes: str = SIZES
+    seed: str = SEED
+    mix: str = MIX
+
+
+HIDDEN = BuilderNames()
+
+
+def mix_seed(seed: int, key: object) -> int:
+    """A fixed key of the task's code, made fresh by the run's seed (a positive 31-bit int)."""
+    return (int(seed) * 1_000_003 + int(key)) % (2**31 - 1)  # type: ignore[call-overload]
+
+
+def builder_source(
+    module: ast.Module, builder: str, local_sizes: set[str], names: BuilderNames = HIDDEN
+) -> str:
+    """The text of `__derived_builder__(__sizes__, __seed__, <builder's own parameters>)`."""
+    return ast.unparse(rewritten_builder(module, builder, local_sizes, names))
+
+
+def rewritten_builder(
+    module: ast.Module, builder: str, local_sizes: set[str], names: BuilderNames = HIDDEN
+) -> ast.FunctionDef:
+    original = function(module, builder)
+    if original is None:
+        raise ValueError(f"no `{builder}` function")
+    fn = copy.deepcopy(original)
+    fn.name = names.function
+    fn.decorator_list = []
+    fn.args.posonlyargs = [ast.arg(names.sizes), ast.arg(names.seed), *fn.args.posonlyargs]
+    fn.body = [_sized(statement, local_sizes, names.sizes) for statement in fn.body]
+    fn = _SeededKeys(names).visit(fn)
+    return ast.fix_missing_locations(fn)
+
+
+def _sized(statement: ast.stmt, names: set[str], sizes: str) -> ast.stmt:
+    """`batch = 4096` -> `batch = __sizes__["batch"]` (also inside `a, b = 8, 128`, and
+    `h = w = 64` reads the first name's size: equal in production, so equal when derived)."""
+    if not isinstance(statement, ast.Assign):
+        return statement
+    target, value = statement.targets[0], statement.value
+    if isinstance(target, ast.Name) and target.id in names and _is_int(value):
+        statement.value = _lookup(sizes, target.id)
+    elif isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple):
+        value.elts = [
+            _lookup(sizes, t.id) if isinstance(t, ast.Name) and t.id in names and _is_int(v) else v
+            for t, v in zip(target.elts, value.elts)
+        ]
+    return statement
+
+
+def _is_int(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and type(node.value) is int
+
+
+def _lookup(sizes: str, name: str) -> ast.expr:
+    return ast.Subscript(ast.Name(sizes, ast.Load()), ast.Constant(name), ast.Load())
+
+
+class _SeededKeys(ast.NodeTransformer):
+    def __init__(self, names: BuilderNames) -> None:
+        self.names = names
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        if is_key_call(node):
+            seed = ast.Name(self.names.seed, ast.Load())
+            node.args[0] = ast.Call(ast.Name(self.names.mix, ast.Load()), [seed, node.args[0]], [])
+        return node

@@ -1,0 +1,117 @@
+"""The shared writer of `tasks import`: a `PlainTaskSource` becomes a task folder in our format.
+No jax in this process; the reference is validated in a worker.
+
+It derives `check` and `heldout` from the production sizes (kernels/derive/), rewrites
+reference.py with `CONFIGS` and `get_inputs(config, seed)` (still callable with no arguments,
+so MaxKernel's harness reads the folder), writes `kernel_task.yaml` (with `input_gen_code`), has
+the describe worker trace every configuration and run the reference on the derived ones, and only
+then moves the folder into place. Nothing is overwritten without `force`.
+"""
+
+from __future__ import annotations
+
+import ast
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from maxkernel_tui.kernels.derive.plan import plan_derivation
+from maxkernel_tui.kernels.derive.render import our_format
+from maxkernel_tui.kernels.description import TaskDescription
+from maxkernel_tui.kernels.importers import PlainTaskSource, TaskImportError
+from maxkernel_tui.kernels.task import REFERENCE_PY, TASK_YAML
+from maxkernel_tui.kernels.workers import (
+    LineWorker,
+    WorkerFailure,
+    jax_worker_env,
+    python_module_argv,
+)
+
+VALIDATE_TIMEOUT_S = 600.0
+_TASK_ID = "task_id"
+
+
+@dataclass(frozen=True)
+class WrittenTask:
+    folder: Path
+    description: TaskDescription  # the worker's: shapes per configuration, reference times
+    notes: tuple[str, ...]
+
+
+def write_task(
+    source: PlainTaskSource, out: Path, *, force: bool = False, kind: str
+) -> WrittenTask:
+    """Write `source` as a task folder at `out`; TaskImportError (and nothing written) when it
+    cannot be derived or validated, or `out` exists without `force`."""
+    out = out.resolve()
+    if out.exists() and not force:
+        raise TaskImportError(f"{out} exists: pass --force to replace it")
+    task_id = source.task_id or out.name
+    reference = _our_reference(source)
+    staging = Path(
+        tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent if out.parent.is_dir() else None)
+    )
+    try:
+        folder = staging / out.name
+        folder.mkdir()
+        (folder / REFERENCE_PY).write_text(reference, encoding="utf-8")
+        (folder / TASK_YAML).write_text(_yaml(task_id, source, reference, kind), encoding="utf-8")
+        for name, text in source.extra_files.items():
+            (folder / Path(name).name).write_text(text, encoding="utf-8")
+        description = validate_folder(folder)
+        if out.exists():
+            shutil.rmtree(out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        folder.rename(out)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return WrittenTask(out, description, source.notes)
+
+
+def _our_reference(source: PlainTaskSource) -> str:
+    try:
+        tree = ast.parse(source.reference_py)
+    except SyntaxError as error:
+        raise TaskImportError(
+            f"the translated reference does not parse: {error.msg} at line {error.lineno}"
+        ) from None
+    derivation = plan_derivation(tree, "get_inputs")
+    try:
+        return our_format(source.reference_py, derivation)
+    except ValueError as error:
+        raise TaskImportError(str(error)) from None
+
+
+def _yaml(task_id: str, source: PlainTaskSource, reference: str, kind: str) -> str:
+    meta = {
+        _TASK_ID: task_id,
+        "description": source.description,
+        "category": "imported",
+        "operation": f"imported {kind}",
+        "atol": source.atol,
+        "rtol": source.rtol,
+        "notes": list(source.notes),
+        "input_gen_code": reference,
+    }
+    return yaml.safe_dump(meta, sort_keys=False, width=100)
+
+
+def validate_folder(folder: Path) -> TaskDescription:
+    """Shapes of every configuration (eval_shape) and a run of the reference on each derived
+    one (finite outputs), in the describe worker; TaskImportError saying what failed."""
+    worker = LineWorker(
+        python_module_argv("maxkernel_tui.kernels.describe", "--no-cost"), jax_worker_env()
+    )
+    try:
+        answer = worker.ask(str(folder), VALIDATE_TIMEOUT_S)
+    except WorkerFailure as failure:
+        raise TaskImportError(f"the reference could not be validated: {failure}") from None
+    finally:
+        worker.close()
+    description = TaskDescription.from_json(answer)
+    if description.error is not None:
+        raise TaskImportError(f"the reference does not validate: {description.error}")
+    return description

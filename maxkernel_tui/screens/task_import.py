@@ -1,0 +1,96 @@
+"""The import form the task picker opens with `n`: a file, a function, its input shapes and a
+folder; the same flow as `maxkernel-tui tasks import`. No jax in this process: the reference is
+validated in a worker (kernels/importers/), from a Textual thread worker.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import ClassVar
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, Static
+from textual.worker import Worker, WorkerState
+
+from maxkernel_tui.kernels.importers import ImportOptions, TaskImportError
+from maxkernel_tui.kernels.importers.service import ImportedTask, import_task
+from maxkernel_tui.kernels.task import Task
+
+_FIELDS = (
+    ("file", "Python file", "path/to/model.py"),
+    ("function", "Function (blank: the only one)", "rms_norm"),
+    ("args", "Input shapes (blank: the file's get_inputs())", "bf16[8,4096,8192] f32[8192]"),
+    ("static", "Static arguments, space-separated literals", "1e-5"),
+    ("out", "Task folder to write", ""),
+)
+
+
+class TaskImportScreen(ModalScreen[Task | None]):
+    """Dismissed with the new task (the picker opens it in the workbench), or None."""
+
+    CSS_PATH = "task_import.tcss"
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, default_root: Path) -> None:
+        super().__init__()
+        self._default_root = default_root
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="form"):
+            yield Static("Import a JAX function as a task", id="title")
+            for name, label, placeholder in _FIELDS:
+                yield Label(label)
+                yield Input(placeholder=placeholder or str(self._default_root / "NAME"), id=name)
+            yield Button("Import", id="import", variant="primary")
+            yield Static(id="message", markup=False)
+
+    def _value(self, name: str) -> str:
+        return self.query_one(f"#{name}", Input).value.strip()
+
+    def options(self) -> ImportOptions:
+        return ImportOptions(
+            function=self._value("function") or None,
+            args=self._value("args") or None,
+            static=tuple(self._value("static").split()),
+        )
+
+    def out_folder(self, file: Path) -> Path:
+        return (
+            Path(self._value("out")).expanduser()
+            if self._value("out")
+            else (self._default_root / file.stem)
+        )
+
+    @on(Button.Pressed, "#import")
+    @on(Input.Submitted)
+    def start_import(self) -> None:
+        file = Path(self._value("file")).expanduser()
+        if not self._value("file"):
+            self._say("say which Python file to import")
+            return
+        self._say("validating the reference in a worker process…")
+        self._import(file, self.out_folder(file), self.options())
+
+    @work(thread=True, exclusive=True, group="import", exit_on_error=False)
+    def _import(self, file: Path, out: Path, options: ImportOptions) -> ImportedTask:
+        return import_task(file, out, options)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker.group != "import":
+            return
+        if event.state == WorkerState.SUCCESS and isinstance(event.worker.result, ImportedTask):
+            self.dismiss(event.worker.result.task)
+        elif event.state == WorkerState.ERROR:
+            error = event.worker.error
+            text = str(error) if isinstance(error, TaskImportError) else repr(error)
+            self._say(f"error: {text}")
+
+    def _say(self, text: str) -> None:
+        self.query_one("#message", Static).update(text)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,118 @@
+"""The built-in agent on plain tasks, through the real CLI and harness: `run --provider builtin`
+writes a kernel that `eval` accepts on a plain GEMM+bias+ReLU (whose M and N coincide at
+production sizes) and on a plain RMSNorm; a beam search writes an accepted kernel on the GEMM;
+an imported function is solved too. Kept to one iteration, no autotuning: these are end-to-end
+tests of plain tasks, not of the agent's tuning."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from tests.support.task_folders import write_plain
+
+pytestmark = pytest.mark.slow  # built-in agent sessions through the real harness
+
+
+def _cli(tmp_path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if "KEY" not in k and "TOKEN" not in k}
+    env.update(
+        HOME=str(tmp_path / "home"),
+        MAXKERNEL_TUI_DATA_DIR=str(tmp_path / "data"),
+        MAXKERNEL_TUI_CACHE_DIR=str(tmp_path / "cache"),
+        MAXKERNEL_TUI_CONFIG=str(tmp_path / "none.toml"),
+    )
+    return subprocess.run(
+        [sys.executable, "-m", "maxkernel_tui.cli", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
+
+
+def _solve(tmp_path, task: str, name: str) -> None:
+    out = tmp_path / f"{name}.py"
+    run = _cli(
+        tmp_path,
+        "run",
+        "--task",
+        task,
+        "--mode",
+        "auto",
+        "--provider",
+        "builtin",
+        "--max-iterations",
+        "1",
+        "--tune-candidates",
+        "0",
+        "--out",
+        str(out),
+    )
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    judged = _cli(tmp_path, "eval", str(out), "--task", task, "--seeds", "1")
+    assert judged.returncode == 0, judged.stdout[-2000:]
+    assert "heldout" in judged.stdout and "derived" in judged.stdout
+
+
+def test_the_builtin_agent_solves_a_plain_gemm_and_a_plain_rmsnorm(tmp_path):
+    for task_id, name in (("41k_Gemm_Add_ReLU", "gemm"), ("12p_RMSNorm", "rmsnorm")):
+        _solve(tmp_path, str(write_plain(tmp_path / "tasks", task_id)), name)
+
+
+def test_a_beam_search_with_the_builtin_provider_writes_an_accepted_kernel(tmp_path):
+    task = write_plain(tmp_path / "tasks", "41k_Gemm_Add_ReLU")
+    out = tmp_path / "best.py"
+    search = _cli(
+        tmp_path,
+        "search",
+        "--task",
+        str(task),
+        "--algorithm",
+        "beam",
+        "--provider",
+        "builtin",
+        "--width",
+        "1",
+        "--depth",
+        "1",
+        "--branches",
+        "1",
+        "--max-evals",
+        "3",
+        "--out",
+        str(out),
+    )
+    assert search.returncode == 0, search.stdout[-2000:] + search.stderr[-2000:]
+    assert _cli(tmp_path, "eval", str(out), "--task", str(task), "--seeds", "1").returncode == 0
+
+
+def test_the_builtin_agent_solves_an_imported_function(tmp_path):
+    source = tmp_path / "mine.py"
+    source.write_text(
+        textwrap.dedent(
+            """
+            import jax
+            import jax.numpy as jnp
+
+
+            def gemm_relu(x, w, b):
+                return jax.nn.relu(x @ w + b)
+            """
+        )
+    )
+    task = tmp_path / "tasks" / "imported_gemm"
+    imported = _cli(
+        tmp_path,
+        "tasks",
+        "import",
+        str(source),
+        "--out",
+        str(task),
+        "--args",
+        "f32[256,512] f32[512,256] f32[256]",
+    )
+    assert imported.returncode == 0, imported.stderr[-2000:]
+    _solve(tmp_path, str(task), "imported")

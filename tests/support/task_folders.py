@@ -1,0 +1,234 @@
+"""Task folders written for these tests: MaxKernel's plain style (sizes as local integers,
+fixed keys, `get_inputs(dtype=jnp.float32)` returning `[dynamic], [static]`) and JAXBench's
+native style (`CONFIG`, `create_inputs`, `workload`, `get_flops`, an `optimized.py` with a
+`benchmark()` helper and a `__main__` block), across families."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+_YAML = """task_id: {task_id}
+description: Kernel task for {task_id}
+input_gen_code: ""
+atol: {tol}
+rtol: {tol}
+"""
+
+PLAIN = {
+    "41k_Gemm_Add_ReLU": """
+        import jax
+        import jax.numpy as jnp
+
+
+        def get_inputs(dtype=jnp.float32):
+            batch_size = 256
+            in_features = 512
+            out_features = 256
+            key = jax.random.key(0)
+            k1, k2 = jax.random.split(key)
+            x = jax.random.normal(k1, (batch_size, in_features), dtype=dtype)
+            w = jax.random.normal(k2, (in_features, out_features), dtype=dtype) * 0.05
+            b = jax.random.normal(jax.random.key(0xBADC0DE), (out_features,), dtype=dtype)
+            return [x, w, b], []
+
+
+        def computation(x, w, b):
+            return jax.nn.relu(x @ w + b)
+        """,
+    "12p_RMSNorm": """
+        import jax
+        import jax.numpy as jnp
+
+
+        def get_inputs(dtype=jnp.float32):
+            batch = 4
+            seq = 1024
+            hidden = 4096
+            x = jax.random.normal(jax.random.key(0), (batch, seq, hidden), dtype=dtype)
+            scale = jax.random.normal(jax.random.key(1), (hidden,), dtype=dtype) * 0.1 + 1.0
+            return [x, scale], [1e-5]
+
+
+        def computation(x, scale, eps):
+            r = jax.lax.rsqrt(jnp.mean(x * x, axis=-1, keepdims=True) + eps)
+            return x * r * scale
+        """,
+    "1p_Attention_Static": """
+        import jax
+        import jax.numpy as jnp
+
+
+        def get_inputs(dtype=jnp.float32):
+            batch, heads = 2, 4
+            seq_len = 2048
+            head_dim = 128
+            k1, k2, k3 = jax.random.split(jax.random.key(42), 3)
+            q = jax.random.normal(k1, (batch, heads, seq_len, head_dim), dtype=dtype)
+            k = jax.random.normal(k2, (batch, heads, seq_len, head_dim), dtype=dtype)
+            v = jax.random.normal(k3, (batch, heads, seq_len, head_dim), dtype=dtype)
+            return [q, k, v], [seq_len, head_dim]
+
+
+        def computation(q, k, v, seq_len, head_dim):
+            s = jnp.einsum("bhqd,bhkd->bhqk", q, k) / jnp.sqrt(float(head_dim))
+            mask = jnp.tril(jnp.ones((seq_len, seq_len), bool))
+            s = jnp.where(mask, s, -1e30)
+            return jnp.einsum("bhqk,bhkd->bhqd", jax.nn.softmax(s, axis=-1), v)
+        """,
+    "6p_Paged_Gather": """
+        import jax
+        import jax.numpy as jnp
+
+
+        def get_inputs(dtype=jnp.float32):
+            num_pages = 512
+            page_size = 16
+            context = 8192
+            head_dim = 128
+            q = jax.random.normal(jax.random.key(0), (head_dim,), dtype=dtype)
+            shape = (num_pages, page_size, head_dim)
+            pages = jax.random.normal(jax.random.key(1), shape, dtype=dtype)
+            table = jax.random.permutation(jax.random.key(2), num_pages)
+            return [q, pages, table], [context]
+
+
+        def computation(q, pages, table, context):
+            kv = pages[table].reshape(context, pages.shape[-1])
+            return jax.nn.softmax(kv @ q) @ kv
+        """,
+    "18k_Conv2D_ReLU": """
+        import jax
+        import jax.numpy as jnp
+
+
+        def get_inputs(dtype=jnp.float32):
+            batch = 128
+            in_channels = 3
+            out_channels = 16
+            height = width = 32
+            kernel_size = 3
+            x_shape = (batch, in_channels, height, width)
+            w_shape = (out_channels, in_channels, kernel_size, kernel_size)
+            x = jax.random.normal(jax.random.key(0), x_shape, dtype=dtype)
+            w = jax.random.normal(jax.random.key(1), w_shape, dtype=dtype)
+            return [x, w], []
+
+
+        def computation(x, w):
+            y = jax.lax.conv_general_dilated(x, w, (1, 1), "VALID")
+            return jax.nn.relu(y)
+        """,
+}
+
+JAXBENCH_BASELINE = """
+    \"\"\"GEMM with a bias, as JAXBench writes a baseline.\"\"\"
+    import jax
+    import jax.numpy as jnp
+
+    CONFIG = {
+        'name': 'gemm_bias',
+        'model': 'test-model',
+        'operator': 'gemm',
+        'M': 1024,
+        'K': 4096,
+        'N': 2048,
+    }
+
+
+    def create_inputs(dtype=jnp.bfloat16):
+        key = jax.random.PRNGKey(42)
+        k1, k2 = jax.random.split(key)
+        x = jax.random.normal(k1, (CONFIG['M'], CONFIG['K']), dtype=dtype)
+        w = jax.random.normal(k2, (CONFIG['K'], CONFIG['N']), dtype=dtype) * 0.02
+        return x, w
+
+
+    def workload(x, w):
+        return jnp.dot(x, w).reshape(CONFIG['M'], CONFIG['N'])
+
+
+    def get_flops():
+        return 2 * CONFIG['M'] * CONFIG['K'] * CONFIG['N']
+
+
+    def benchmark(num_warmup=2, num_iters=5):
+        import time
+        x, w = create_inputs()
+        start = time.perf_counter()
+        for _ in range(num_iters):
+            workload(x, w).block_until_ready()
+        return (time.perf_counter() - start) / num_iters
+
+
+    if __name__ == '__main__':
+        print(benchmark())
+    """
+
+JAXBENCH_EXPERT = """
+    import jax
+    import jax.numpy as jnp
+    from jax.experimental import pallas as pl
+
+    CONFIG = {'name': 'gemm_bias', 'M': 1024, 'K': 4096, 'N': 2048}
+    TUNED_PARAMS = {'block_m': 256, 'block_n': 512}
+
+
+    def _kernel(x_ref, w_ref, o_ref):
+        o_ref[...] = jnp.dot(
+            x_ref[...], w_ref[...], preferred_element_type=jnp.float32
+        ).astype(o_ref.dtype)
+
+
+    def workload(x, w):
+        bm, bn = TUNED_PARAMS['block_m'], TUNED_PARAMS['block_n']
+        m, n = CONFIG['M'], CONFIG['N']
+        return pl.pallas_call(
+            _kernel,
+            grid=(m // bm, n // bn),
+            in_specs=[
+                pl.BlockSpec((bm, x.shape[1]), lambda i, j: (i, 0)),
+                pl.BlockSpec((w.shape[0], bn), lambda i, j: (0, j)),
+            ],
+            out_specs=pl.BlockSpec((bm, bn), lambda i, j: (i, j)),
+            out_shape=jax.ShapeDtypeStruct((m, n), x.dtype),
+        )(x, w)
+
+
+    def benchmark(num_iters=5):
+        import time
+        start = time.perf_counter()
+        return time.perf_counter() - start
+
+
+    if __name__ == '__main__':
+        print(benchmark())
+    """
+
+
+def write_plain(root: Path, task_id: str, tol: float = 1e-3) -> Path:
+    folder = root / task_id
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "kernel_task.yaml").write_text(_YAML.format(task_id=task_id, tol=tol))
+    (folder / "reference.py").write_text(textwrap.dedent(PLAIN[task_id]).lstrip())
+    return folder
+
+
+def write_jaxbench(root: Path, task_id: str = "8p_GEMM_Bias", expert: bool = True) -> Path:
+    folder = root / task_id
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "baseline.py").write_text(textwrap.dedent(JAXBENCH_BASELINE).lstrip())
+    if expert:
+        (folder / "optimized.py").write_text(textwrap.dedent(JAXBENCH_EXPERT).lstrip())
+    return folder
+
+
+def move_inputs_to_yaml(folder: Path) -> None:
+    """The plain format's other spelling: get_inputs in the yaml's input_gen_code only (its sizes
+    are then not derived: the task keeps its production inputs)."""
+    source = (folder / "reference.py").read_text()
+    get_inputs, computation = source.split("\n\ndef computation")
+    (folder / "reference.py").write_text("import jax\n\ndef computation" + computation)
+    meta = (folder / "kernel_task.yaml").read_text().replace('input_gen_code: ""\n', "")
+    code = "\n".join("  " + line for line in get_inputs.splitlines())
+    (folder / "kernel_task.yaml").write_text(meta + "input_gen_code: |\n" + code + "\n")
