@@ -22,6 +22,7 @@ from maxkernel_tui.kernels import reference_runtime as runtime
 from maxkernel_tui.kernels.perf.analysis import KernelAnalysis, ReferenceCost
 from maxkernel_tui.kernels.perf.model import Estimate, estimate, minimal_io_bytes
 from maxkernel_tui.kernels.perf.pallas_analysis import analyze
+from maxkernel_tui.kernels.perf.xla_model import XLA_DEFAULT, XlaPrecision
 from maxkernel_tui.kernels.targets import TARGETS
 from maxkernel_tui.kernels.task import Task
 
@@ -59,10 +60,18 @@ def estimate_source(
     task: Task,
     target: str = DEFAULT_TARGET,
     reference_cost: ReferenceCost | None = None,
+    reference_precision: XlaPrecision = XLA_DEFAULT,
 ) -> Estimate:
-    """The model's estimate for a kernel file at the task's bench shapes."""
+    """The model's estimate for a kernel file at the task's bench shapes, against XLA at
+    `reference_precision`."""
     kernels, io_bytes = analyse_source(source, task)
-    return estimate(kernels, TARGETS[target], reference_cost, io_bytes=io_bytes)
+    return estimate(
+        kernels,
+        TARGETS[target],
+        reference_cost,
+        io_bytes=io_bytes,
+        reference_precision=reference_precision,
+    )
 
 
 def reference_cost(task: Task, target: str = DEFAULT_TARGET) -> ReferenceCost | None:

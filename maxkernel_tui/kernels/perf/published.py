@@ -50,13 +50,14 @@ class MatmulMeasurement:
 SMALL_BLOCKS = (128, 128, 128)
 GUIDE_BLOCKS = (512, 1024, 1024)
 
+_GUIDE_ROWS: tuple[tuple[Implementation, tuple[int, int, int] | None, tuple[float, ...]], ...] = (
+    ("pallas", SMALL_BLOCKS, (0.037, 0.059, 0.061)),
+    ("pallas", GUIDE_BLOCKS, (0.086, 0.785, 0.915)),
+    ("xla", None, (0.091, 0.843, 0.923)),
+)
 MATMUL_GUIDE: tuple[MatmulMeasurement, ...] = tuple(
     MatmulMeasurement(size, kind, blocks, share)
-    for kind, blocks, shares in (
-        ("pallas", SMALL_BLOCKS, (0.037, 0.059, 0.061)),
-        ("pallas", GUIDE_BLOCKS, (0.086, 0.785, 0.915)),
-        ("xla", None, (0.091, 0.843, 0.923)),
-    )
+    for kind, blocks, shares in _GUIDE_ROWS
     for size, share in zip((1024, 4096, 8192), shares, strict=True)
 )
 

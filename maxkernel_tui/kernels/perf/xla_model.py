@@ -32,8 +32,11 @@ class XlaPrecision:
 
 
 XLA_DEFAULT = XlaPrecision(1, "XLA at its default precision (one bf16 MXU pass)")
+XLA_HIGH = XlaPrecision(
+    3, "XLA at Precision.HIGH (three bf16 MXU passes): the task's tolerance needs f32 matmuls"
+)
 XLA_HIGHEST = XlaPrecision(
-    6, "XLA at Precision.HIGHEST (six bf16 MXU passes): the task's tolerance needs f32 matmuls"
+    6, "XLA at Precision.HIGHEST (six bf16 MXU passes): the task asks for full f32 matmuls"
 )
 
 
