@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import datetime
+import json
 import os
 import tempfile
 import time
@@ -43,6 +45,7 @@ README_START = (
 )
 README_END = "<!-- builtin-agent-coverage:end -->"
 SEEDS = 2
+COMMAND = "JAX_PLATFORMS=cpu python benchmarks/builtin_agent_coverage.py"
 LAST_RUN_VERDICT = "verdict of the last full run (not re-evaluated: --no-eval)"
 
 
@@ -208,6 +211,14 @@ def main() -> None:
     )
     parser.add_argument("--kernels", type=Path, help="keep the generated kernels in this folder")
     parser.add_argument(
+        "--rows", type=Path, help="keep each task's row as JSON in this folder (for --from-rows)"
+    )
+    parser.add_argument(
+        "--from-rows",
+        type=Path,
+        help="write the tables from the rows kept in this folder by earlier runs (no drafting)",
+    )
+    parser.add_argument(
         "--no-eval",
         action="store_true",
         help="estimates only; verdicts are the README table's (the last full run)",
@@ -219,6 +230,19 @@ def main() -> None:
     kernels = args.kernels or Path(tempfile.mkdtemp(prefix="builtin-agent-"))
     kernels.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
+    if args.from_rows:
+        kept = {r.task: r for r in map(_read_row, sorted(args.from_rows.glob("*.json")))}
+        missing = [t.task_id for t in tasks if t.task_id not in kept]
+        if missing:
+            raise SystemExit(f"no row kept for {', '.join(missing)}")
+        _write(
+            [kept[t.task_id] for t in tasks],
+            f"{COMMAND} --no-eval"
+            if any(r.reason == LAST_RUN_VERDICT for r in kept.values())
+            else COMMAND,
+            sum(r.seconds for r in kept.values()),
+        )
+        return
     rows = []
     verdicts = readme_verdicts(README.read_text())
     with contextlib.ExitStack() as stack:
@@ -226,6 +250,9 @@ def main() -> None:
         for task in tasks:
             row = cover(task, harness, kernels, verdicts)
             rows.append(row)
+            if args.rows:
+                args.rows.mkdir(parents=True, exist_ok=True)
+                (args.rows / f"{row.task}.json").write_text(json.dumps(dataclasses.asdict(row)))
             print(
                 f"{row.task:55s} {row.verdict:12s} {row.seconds:5.1f}s {row.family:40s} "
                 f"{_number(row.speedup, '{:.2f}x')} {row.precision} {row.reason[:150]}",
@@ -234,10 +261,15 @@ def main() -> None:
     if args.tasks:
         print(table(rows))
         return
-    command = "JAX_PLATFORMS=cpu python benchmarks/builtin_agent_coverage.py" + (
-        " --no-eval" if args.no_eval else ""
-    )
-    RESULTS.write_text(report(rows, command, time.monotonic() - started))
+    _write(rows, COMMAND + (" --no-eval" if args.no_eval else ""), time.monotonic() - started)
+
+
+def _read_row(path: Path) -> Row:
+    return Row(**json.loads(path.read_text()))
+
+
+def _write(rows: list[Row], command: str, seconds: float) -> None:
+    RESULTS.write_text(report(rows, command, seconds))
     README.write_text(replace_between_markers(README.read_text(), readme_table(rows, command)))
     print(
         f"accepted {sum(r.verdict == 'accepted' for r in rows)}/{len(rows)}; wrote {RESULTS} and "
