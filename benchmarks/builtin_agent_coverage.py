@@ -15,7 +15,10 @@ reference on v5e; no TPU is involved, so these are estimates, never measurements
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
 import datetime
+import json
 import os
 import tempfile
 import time
@@ -23,13 +26,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
+os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")  # other processes may hold libtpu
 
 import jax
 
 from maxkernel_tui.agents.builtin import CannotPlan, draft_kernel
 from maxkernel_tui.agents.builtin.autotune import estimate_source, reference_cost
+from maxkernel_tui.agents.builtin.operand_precision import operand_words
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
 from maxkernel_tui.kernels.loader import builtin_suite_dir, find_task, load_tasks
+from maxkernel_tui.kernels.perf.xla_model import XLA_DEFAULT
 from maxkernel_tui.kernels.task import Task
 
 RESULTS = Path(__file__).resolve().parent / "results" / "builtin_agent_coverage.md"
@@ -39,6 +45,8 @@ README_START = (
 )
 README_END = "<!-- builtin-agent-coverage:end -->"
 SEEDS = 2
+COMMAND = "JAX_PLATFORMS=cpu python benchmarks/builtin_agent_coverage.py"
+LAST_RUN_VERDICT = "verdict of the last full run (not re-evaluated: --no-eval)"
 
 
 @dataclass
@@ -51,9 +59,12 @@ class Row:
     roofline: float | None = None
     speedup: float | None = None
     seconds: float = 0.0
+    precision: str = "-"  # the matmuls' operand precision the agent chose
+    compared_at: str = "-"  # the XLA precision the speedup compares with
 
 
-def cover(task: Task, harness: Harness, kernels: Path) -> Row:
+def cover(task: Task, harness: Harness | None, kernels: Path, verdicts: dict[str, str]) -> Row:
+    """Without a harness (--no-eval), the verdict is the last full run's, from `verdicts`."""
     started = time.monotonic()
     try:
         draft = draft_kernel(task)
@@ -61,35 +72,46 @@ def cover(task: Task, harness: Harness, kernels: Path) -> Row:
         return Row(task.task_id, "-", "not planned", str(error), seconds=time.monotonic() - started)
     kernel = kernels / f"{task.task_id}.py"
     kernel.write_text(draft.source)
-    report = harness.evaluate(kernel, task, EvalOptions(seeds=SEEDS))
-    reason = f"{report.failure.name}: {report.failure.detail}" if report.failure else ""
-    model = estimate_source(draft.source, task, reference_cost=reference_cost(task))
+    if harness is None:
+        verdict, reason = verdicts.get(task.task_id, "not evaluated"), LAST_RUN_VERDICT
+    else:
+        report = harness.evaluate(kernel, task, EvalOptions(seeds=SEEDS))
+        verdict = report.verdict
+        reason = f"{report.failure.name}: {report.failure.detail}" if report.failure else ""
+    xla = draft.precision.xla if draft.precision else XLA_DEFAULT
+    model = estimate_source(
+        draft.source, task, reference_cost=reference_cost(task), reference_precision=xla
+    )
     return Row(
         task.task_id,
         draft.family,
-        report.verdict,
+        verdict,
         reason,
         model.seconds * 1e3,
         model.roofline_share,
         model.speedup,
         time.monotonic() - started,
+        operand_words(draft.precision.per_matmul) if draft.precision else "own dtypes",
+        f"{xla.passes} pass{'es' if xla.passes > 1 else ''}",
     )
 
 
 def table(rows: list[Row]) -> str:
     lines = [
-        "| task | family | verdict | est. v5e time | est. % of roofline | est. speedup vs XLA | "
-        "why not |",
-        "|---|---|---|---|---|---|---|",
+        "| task | family | verdict | matmul operands | est. v5e time | est. % of roofline | "
+        "est. speedup vs XLA | XLA MXU passes | why not |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
         cells = [
             row.task,
             row.family,
             row.verdict,
+            row.precision,
             _number(row.estimate_ms, "{:.3f} ms"),
             _number(row.roofline and row.roofline * 100, "{:.0f}%"),
             _number(row.speedup, "{:.2f}x"),
+            row.compared_at,
             row.reason.replace("|", "\\|").replace("\n", " ")[:300],
         ]
         lines.append("| " + " | ".join(cells) + " |")
@@ -97,22 +119,44 @@ def table(rows: list[Row]) -> str:
 
 
 def readme_table(rows: list[Row], command: str) -> str:
-    """The README's short form: verdict and estimated roofline share per task."""
+    """The README's short form: verdict, estimated roofline share and speedup over XLA per task,
+    and a column for the expert's ratio (filled where an expert kernel is compared)."""
     accepted = sum(r.verdict == "accepted" for r in rows)
     lines = [
-        f"Accepted by `eval`: **{accepted} of {len(rows)}** (`{command}`, "
-        f"{datetime.date.today().isoformat()}; "
-        "roofline shares are estimates of the performance model for v5e, not measurements).",
+        f"Accepted by `eval`: **{accepted} of {len(rows)}**{_verdict_source(rows)} (`{command}`, "
+        f"{datetime.date.today().isoformat()}; roofline shares and speedups are estimates of the "
+        "performance model for v5e, not measurements; the speedup compares with XLA at the "
+        "precision the kernel's matmuls need, one bf16 pass unless the column says more).",
         "",
-        "| task | family | verdict | est. % of v5e roofline |",
-        "|---|---|---|---|",
+        "| task | family | verdict | est. % of v5e roofline | est. vs XLA (MXU passes) | "
+        "est. vs expert |",
+        "|---|---|---|---|---|---|",
     ]
     lines += [
         f"| {r.task} | {r.family} | {r.verdict} | "
-        f"{_number(r.roofline and r.roofline * 100, '{:.0f}%')} |"
+        f"{_number(r.roofline and r.roofline * 100, '{:.0f}%')} | "
+        f"{_number(r.speedup, '{:.2f}x')}{_passes(r)} | - |"
         for r in rows
     ]
     return "\n".join(lines)
+
+
+def _verdict_source(rows: list[Row]) -> str:
+    carried = any(r.reason == LAST_RUN_VERDICT for r in rows)
+    return (
+        " (verdicts of the last full run; this run drafted and estimated only)" if carried else ""
+    )
+
+
+def _passes(row: Row) -> str:
+    return f" ({row.compared_at})" if row.speedup is not None else ""
+
+
+def readme_verdicts(text: str) -> dict[str, str]:
+    """Task id -> verdict, from the README table between the coverage markers."""
+    start, end = text.index(README_START), text.index(README_END)
+    cells = [line.split("|") for line in text[start:end].splitlines() if line.startswith("| ")]
+    return {row[1].strip(): row[3].strip() for row in cells if len(row) > 4}
 
 
 def replace_between_markers(text: str, replacement: str) -> str:
@@ -132,7 +176,8 @@ def report(rows: list[Row], command: str, seconds: float) -> str:
             "min on a CPU-only "
             f"machine (jax {jax.__version__}).",
             "",
-            f"**Accepted: {accepted}/{len(rows)}** (planned {planned}; every planned kernel "
+            f"**Accepted: {accepted}/{len(rows)}**{_verdict_source(rows)} (planned {planned}; "
+            "every planned kernel "
             "evaluated by the real "
             f"harness with {SEEDS} seeds: static, trace, TPU lowering and v5e compile at bench "
             "shapes, numerics on "
@@ -142,15 +187,12 @@ def report(rows: list[Row], command: str, seconds: float) -> str:
             "v5e at bench "
             "shapes (roofline: the reference's XLA flops and every input read and output written "
             "once); nothing "
-            "was measured on a TPU. f32 matmuls stay near 33%: the model prices f32 MXU work at a "
-            "third of the "
-            "bf16 rate, while the roofline and XLA's estimate for the reference (DEFAULT "
-            "precision: one bf16 pass) "
-            "use the bf16 peak; the kernels keep f32 operands because the harness checks them "
-            "against a "
-            'HIGHEST-precision reference, and bf16 operands failed that check on 3 tasks. "-" '
-            "where the "
-            "reference does not compile for v5e (no XLA cost to compare with).",
+            "was measured on a TPU. The agent feeds the MXU bf16 operands with f32 accumulation "
+            "wherever the reference, evaluated with them, stays within the tolerance on check, "
+            "heldout and edge shapes (agents/builtin/precision.py); elsewhere f32 operands, and "
+            "the speedup then compares with XLA at the same number of MXU passes (column 'XLA "
+            "MXU passes'). XLA's time is the model's (perf/xla_model.py), dispatch included. "
+            '"-" where the reference does not compile for v5e (no XLA cost to compare with).',
             "",
             table(rows),
             "",
@@ -168,6 +210,19 @@ def main() -> None:
         "--tasks", nargs="*", help="task ids or numbers (default: every built-in task)"
     )
     parser.add_argument("--kernels", type=Path, help="keep the generated kernels in this folder")
+    parser.add_argument(
+        "--rows", type=Path, help="keep each task's row as JSON in this folder (for --from-rows)"
+    )
+    parser.add_argument(
+        "--from-rows",
+        type=Path,
+        help="write the tables from the rows kept in this folder by earlier runs (no drafting)",
+    )
+    parser.add_argument(
+        "--no-eval",
+        action="store_true",
+        help="estimates only; verdicts are the README table's (the last full run)",
+    )
     args = parser.parse_args()
     tasks, _ = load_tasks(builtin_suite_dir())
     if args.tasks:
@@ -175,21 +230,46 @@ def main() -> None:
     kernels = args.kernels or Path(tempfile.mkdtemp(prefix="builtin-agent-"))
     kernels.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
+    if args.from_rows:
+        kept = {r.task: r for r in map(_read_row, sorted(args.from_rows.glob("*.json")))}
+        missing = [t.task_id for t in tasks if t.task_id not in kept]
+        if missing:
+            raise SystemExit(f"no row kept for {', '.join(missing)}")
+        _write(
+            [kept[t.task_id] for t in tasks],
+            f"{COMMAND} --no-eval"
+            if any(r.reason == LAST_RUN_VERDICT for r in kept.values())
+            else COMMAND,
+            sum(r.seconds for r in kept.values()),
+        )
+        return
     rows = []
-    with Harness() as harness:
+    verdicts = readme_verdicts(README.read_text())
+    with contextlib.ExitStack() as stack:
+        harness = None if args.no_eval else stack.enter_context(Harness())
         for task in tasks:
-            row = cover(task, harness, kernels)
+            row = cover(task, harness, kernels, verdicts)
             rows.append(row)
+            if args.rows:
+                args.rows.mkdir(parents=True, exist_ok=True)
+                (args.rows / f"{row.task}.json").write_text(json.dumps(dataclasses.asdict(row)))
             print(
                 f"{row.task:55s} {row.verdict:12s} {row.seconds:5.1f}s {row.family:40s} "
-                f"{row.reason[:150]}",
+                f"{_number(row.speedup, '{:.2f}x')} {row.precision} {row.reason[:150]}",
                 flush=True,
             )
     if args.tasks:
         print(table(rows))
         return
-    command = "JAX_PLATFORMS=cpu python benchmarks/builtin_agent_coverage.py"
-    RESULTS.write_text(report(rows, command, time.monotonic() - started))
+    _write(rows, COMMAND + (" --no-eval" if args.no_eval else ""), time.monotonic() - started)
+
+
+def _read_row(path: Path) -> Row:
+    return Row(**json.loads(path.read_text()))
+
+
+def _write(rows: list[Row], command: str, seconds: float) -> None:
+    RESULTS.write_text(report(rows, command, seconds))
     README.write_text(replace_between_markers(README.read_text(), readme_table(rows, command)))
     print(
         f"accepted {sum(r.verdict == 'accepted' for r in rows)}/{len(rows)}; wrote {RESULTS} and "

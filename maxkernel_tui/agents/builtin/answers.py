@@ -16,12 +16,14 @@ from pathlib import Path
 from maxkernel_tui.agents.builtin.autotune import analyse_source, reference_cost
 from maxkernel_tui.agents.builtin.draft import KernelDraft, draft_candidates, plan_task
 from maxkernel_tui.agents.builtin.errors import BuiltinAgentError
+from maxkernel_tui.agents.builtin.operand_precision import operand_words
 from maxkernel_tui.agents.builtin.strategy_moves import NOT_A_CHANGE, NoMove, apply_strategy
 from maxkernel_tui.agents.builtin.tunables import Tunables
 from maxkernel_tui.agents.roles.context import StepContext
 from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.perf.analysis import KernelAnalysis, ReferenceCost
 from maxkernel_tui.kernels.perf.model import Estimate, estimate
+from maxkernel_tui.kernels.perf.xla_model import XLA_DEFAULT
 from maxkernel_tui.kernels.targets import TARGETS
 from maxkernel_tui.kernels.task import Task
 
@@ -72,7 +74,7 @@ def answer(step: StepContext, cache: DraftCache) -> str:
         best = drafts.drafts[0]
         return _kernel_answer(
             f"Kernel for **{best.family}**, tunables chosen with the {step.target} performance "
-            f"model ({_estimate_words(best.estimate)}).",
+            f"model ({_estimate_words(best.estimate)}). {_precision_words(best)}",
             best.source,
         )
     if step.role == "debugger":
@@ -102,6 +104,7 @@ def plan_markdown(drafts: TaskDrafts, step: StepContext) -> str:
         TARGETS[drafts.target],
         drafts.reference_cost,
         io_bytes=io_bytes,
+        reference_precision=best.precision.xla if best.precision else XLA_DEFAULT,
     )
     lines = [
         f"# Plan: {best.family}",
@@ -114,6 +117,10 @@ def plan_markdown(drafts: TaskDrafts, step: StepContext) -> str:
         *_kernel_plan_lines(best.source),
         "",
         *_kernel_sections(drafts, kernels, found),
+        "",
+        "## Precision",
+        "",
+        _precision_words(best),
         "",
         "## Expected bound",
         "",
@@ -177,7 +184,8 @@ def _bound_words(target: str, found: Estimate) -> str:
         f", {found.roofline_share:.0%} of the roofline" if found.roofline_share is not None else ""
     )
     speedup = (
-        f", est. speedup {found.speedup:.2f}x over XLA's own estimate for the reference"
+        f", est. speedup {found.speedup:.2f}x over the model's time for the reference "
+        f"({found.reference_precision})"
         if found.speedup is not None
         else ""
     )
@@ -240,11 +248,14 @@ def _explanation(drafts: TaskDrafts, step: StepContext) -> str:
             f"Tunables: {_tunable_words(best)}, chosen with the {drafts.target} performance model; "
             f"{_estimate_words(best.estimate)} (an estimate, not a measurement)."
         ),
+        "",
+        _precision_words(best),
     ]
     return "\n".join(lines) + "\n"
 
 
 _HALVED = "with halved block sizes"
+_OWN_PRECISION = "with the operands' own dtype on the MXU (no bf16 rounding)"
 
 
 def _draft(task: Task, target: str) -> TaskDrafts:
@@ -252,7 +263,11 @@ def _draft(task: Task, target: str) -> TaskDrafts:
     candidates = [
         Candidate(d.source, d.family, d.tunables, f"autotuned for {target}") for d in drafts
     ]
-    for plan in plan_task(task):
+    for plan in plan_task(task, choose_precision=True):
+        if plan.as_reference is not None:  # the chosen precision may fail the harness's check
+            candidates.append(
+                Candidate(plan.as_reference(plan.start), plan.family, plan.start, _OWN_PRECISION)
+            )
         halved = Tunables(
             *(
                 max(128, value // 2)
@@ -286,6 +301,19 @@ def _tunable_words(candidate: KernelDraft | Candidate) -> str:
         return f"BLOCK_Q = {t.block_rows}, BLOCK_KV = {t.block_cols}"
     return (
         f"BLOCK_ROWS = {t.block_rows}, BLOCK_COLS = {t.block_cols}, BLOCK_DEPTH = {t.block_depth}"
+    )
+
+
+def _precision_words(draft: KernelDraft) -> str:
+    if draft.precision is None or not draft.precision.per_matmul:
+        return (
+            "Matmul operands: their own dtypes, at the reference's precision; the estimated "
+            "speedup compares with XLA at its default precision."
+        )
+    choice = draft.precision
+    return (
+        f"Matmul operands: {operand_words(choice.per_matmul)}. Why: {choice.why}. "
+        f"The estimated speedup compares with {choice.xla.words}."
     )
 
 

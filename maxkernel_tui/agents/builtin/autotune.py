@@ -28,6 +28,7 @@ from maxkernel_tui.kernels.evaluation.measured_choice import Measurement, Timer,
 from maxkernel_tui.kernels.perf.analysis import KernelAnalysis, ReferenceCost
 from maxkernel_tui.kernels.perf.model import Estimate, estimate, minimal_io_bytes
 from maxkernel_tui.kernels.perf.pallas_analysis import analyze
+from maxkernel_tui.kernels.perf.xla_model import XLA_DEFAULT, XlaPrecision
 from maxkernel_tui.kernels.targets import TARGETS
 from maxkernel_tui.kernels.task import Task
 
@@ -86,10 +87,18 @@ def estimate_source(
     task: Task,
     target: str = DEFAULT_TARGET,
     reference_cost: ReferenceCost | None = None,
+    reference_precision: XlaPrecision = XLA_DEFAULT,
 ) -> Estimate:
-    """The model's estimate for a kernel file at the task's bench shapes."""
+    """The model's estimate for a kernel file at the task's bench shapes, against XLA at
+    `reference_precision`."""
     kernels, io_bytes = analyse_source(source, task)
-    return estimate(kernels, TARGETS[target], reference_cost, io_bytes=io_bytes)
+    return estimate(
+        kernels,
+        TARGETS[target],
+        reference_cost,
+        io_bytes=io_bytes,
+        reference_precision=reference_precision,
+    )
 
 
 def reference_cost(task: Task, target: str = DEFAULT_TARGET) -> ReferenceCost | None:

@@ -18,7 +18,9 @@ from maxkernel_tui.agents.builtin.attention import recognise_attention
 from maxkernel_tui.agents.builtin.attention_render import render_attention
 from maxkernel_tui.agents.builtin.autotune import DEFAULT_TARGET, autotune, estimate_source
 from maxkernel_tui.agents.builtin.errors import CannotPlan
+from maxkernel_tui.agents.builtin.operand_precision import PrecisionChoice
 from maxkernel_tui.agents.builtin.planner import Plan, plan_program
+from maxkernel_tui.agents.builtin.precision import choose_precisions
 from maxkernel_tui.agents.builtin.program import Program, trace_program
 from maxkernel_tui.agents.builtin.render import render_kernel
 from maxkernel_tui.agents.builtin.stages import MatmulStage
@@ -30,12 +32,16 @@ from maxkernel_tui.kernels.task import Task
 
 @dataclass(frozen=True)
 class KernelPlan:
-    """One way to write the kernel: what it is, how to render it, which knobs matter."""
+    """One way to write the kernel: what it is, how to render it, which knobs matter, the
+    operand precision of its matmuls, and the same kernel with the operands' own dtype (a
+    debugger's fallback when the chosen precision fails the harness; None when it is the same)."""
 
     family: str
     render: Callable[[Tunables], str]
     knobs: tuple[str, ...]
     start: Tunables
+    precision: PrecisionChoice | None = None
+    as_reference: Callable[[Tunables], str] | None = None
 
 
 @dataclass(frozen=True)
@@ -45,19 +51,22 @@ class KernelDraft:
     tunables: Tunables
     estimate: Estimate  # the performance model's, for `target`, at bench shapes
     chosen_by: str = "the performance model (estimated)"  # or the device timings (measured)
+    precision: PrecisionChoice | None = None  # its matmuls' operand precision, and why
 
 
-def plan_task(task: Task) -> list[KernelPlan]:
+def plan_task(task: Task, *, choose_precision: bool = False) -> list[KernelPlan]:
     """The plans the agent would consider for `task`, preferred first; CannotPlan says plainly
     why there is none. Sizes that merely coincide are told apart first (program.py); a plan that
-    needs them equal (attention's query and key lengths) is looked for again without that."""
+    needs them equal (attention's query and key lengths) is looked for again without that.
+    `choose_precision`: the matmuls' operand precision is chosen (precision.py: it runs the
+    reference on the numerics configurations); without, the operands keep their own dtype."""
     try:
-        return _plans(trace_program(task), task)
+        return _plans(trace_program(task), task, choose_precision)
     except CannotPlan:
-        return _plans(trace_program(task, separate=False), task)
+        return _plans(trace_program(task, separate=False), task, choose_precision)
 
 
-def _plans(program: Program, task: Task) -> list[KernelPlan]:
+def _plans(program: Program, task: Task, choose_precision: bool) -> list[KernelPlan]:
     try:
         fused = plan_program(program)
     except CannotPlan as stage_problem:
@@ -81,7 +90,13 @@ def _plans(program: Program, task: Task) -> list[KernelPlan]:
         ]
     split = plan_program(program, split_rowwise=True)
     stage_plans = [fused] if len(split.stages) == len(fused.stages) else [fused, split]
-    return [_stage_kernel_plan(plan) for plan in stage_plans]
+    matmuls = [stage.matmul for stage in fused.stages if isinstance(stage, MatmulStage)]
+    precision = (
+        choose_precisions(task, len(matmuls), [bool(m.precision) for m in matmuls])
+        if choose_precision
+        else None
+    )
+    return [_stage_kernel_plan(plan, precision) for plan in stage_plans]
 
 
 def draft_kernel(task: Task, *, tune: bool = True, target: str = DEFAULT_TARGET) -> KernelDraft:
@@ -98,7 +113,7 @@ def draft_candidates(
     best few settings with `timer`, by default the TPU's when there is one."""
     drafts, problems = [], []
     timer = timer if timer is not None else (device_timer(task) if tune else None)
-    for plan in plan_task(task)[: None if tune else 1]:
+    for plan in plan_task(task, choose_precision=True)[: None if tune else 1]:
         if tune:
             try:
                 result = autotune(plan.render, task, plan.start, plan.knobs, target, timer)
@@ -109,16 +124,30 @@ def draft_candidates(
         else:
             tunables, found = plan.start, estimate_source(plan.render(plan.start), task, target)
             chosen_by = "not tuned: the plan's defaults (estimated)"
-        drafts.append(KernelDraft(plan.render(tunables), plan.family, tunables, found, chosen_by))
+        drafts.append(
+            KernelDraft(
+                plan.render(tunables), plan.family, tunables, found, chosen_by, plan.precision
+            )
+        )
     if not drafts:
         raise CannotPlan("; ".join(problems))
     return sorted(drafts, key=lambda draft: draft.estimate.seconds)
 
 
-def _stage_kernel_plan(plan: Plan) -> KernelPlan:
+def _stage_kernel_plan(plan: Plan, precision: PrecisionChoice | None) -> KernelPlan:
     matmuls = [stage.matmul for stage in plan.stages if isinstance(stage, MatmulStage)]
     knobs: tuple[str, ...] = ("block_rows",)
     knobs += ("block_cols",) if any(not stage.full_cols for stage in plan.stages) else ()
     knobs += ("block_depth",) if matmuls else ()
-    narrow = any(np.dtype(matmul.lhs.dtype).itemsize < 4 for matmul in matmuls)
-    return KernelPlan(plan.family, partial(render_kernel, plan), knobs, default_tunables(narrow))
+    wide = [np.dtype(matmul.lhs.dtype).itemsize >= 4 for matmul in matmuls]
+    # f32 blocks cast to bf16 in the kernel: still f32 in HBM and VMEM, so no larger blocks
+    chosen = precision.per_matmul if precision else ()
+    narrowed = any(w and p == "bf16" for w, p in zip(wide, chosen, strict=False))
+    return KernelPlan(
+        plan.family,
+        partial(render_kernel, plan, precision=precision),
+        knobs,
+        default_tunables(not all(wide)),
+        precision,
+        partial(render_kernel, plan) if narrowed else None,
+    )

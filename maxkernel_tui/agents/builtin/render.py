@@ -16,10 +16,11 @@ from maxkernel_tui.agents.builtin import source_parts as parts
 from maxkernel_tui.agents.builtin.dims import Dim
 from maxkernel_tui.agents.builtin.epilogue import GROUP_HELPER, KernelBody, emit_body
 from maxkernel_tui.agents.builtin.layout import COL, ROW, SCALAR, TILE, Kind
+from maxkernel_tui.agents.builtin.operand_precision import PrecisionChoice, operand_words
 from maxkernel_tui.agents.builtin.planner import Plan
 from maxkernel_tui.agents.builtin.primitives import dtype_source
 from maxkernel_tui.agents.builtin.program import Var
-from maxkernel_tui.agents.builtin.stages import Stage, indent
+from maxkernel_tui.agents.builtin.stages import MatmulStage, Stage, indent
 from maxkernel_tui.agents.builtin.tunables import Tunables
 
 _ROLE = {TILE: "tile", ROW: "row", COL: "col", SCALAR: "scalar"}
@@ -43,14 +44,19 @@ class _Operand:
     head: bool = False  # an operand of the stage's matmul or convolution (read by its head)
 
 
-def render_kernel(plan: Plan, tunables: Tunables) -> str:
-    return _Writer(plan, tunables).render()
+def render_kernel(plan: Plan, tunables: Tunables, precision: PrecisionChoice | None = None) -> str:
+    """`precision`: the operand precision of each matmul stage, in order (None: the operands'
+    own dtype at the reference's precision)."""
+    return _Writer(plan, tunables, precision).render()
 
 
 class _Writer:
-    def __init__(self, plan: Plan, tunables: Tunables) -> None:
+    def __init__(
+        self, plan: Plan, tunables: Tunables, precision: PrecisionChoice | None = None
+    ) -> None:
         self.plan = plan
         self.tunables = tunables
+        self.precision = precision
         program = plan.program
         self.symbol_names = {
             symbol: f"{program.arg_names[position]}_dim{axis}"
@@ -107,6 +113,12 @@ class _Writer:
         for stage in self.plan.stages:
             lines += textwrap.wrap(
                 f"- stage {stage.number}: {stage.summary()}", 96, subsequent_indent="  "
+            )
+        if self.precision is not None and self.precision.per_matmul:
+            lines += [""] + textwrap.wrap(
+                f"Matmul operands: {operand_words(self.precision.per_matmul)}. "
+                f"Why: {self.precision.why}.",
+                96,
             )
         lines += [
             "",
@@ -215,6 +227,10 @@ class _Writer:
         names = stage.kernel_keywords(body)
         keywords = f", *, {', '.join(names)}" if names else ""
         header = f"def _stage{stage.number}_kernel({', '.join(refs)}{keywords}):"
+        if isinstance(stage, MatmulStage) and self.precision is not None:
+            matmuls = [s for s in self.plan.stages if isinstance(s, MatmulStage)]
+            chosen = self.precision.per_matmul[matmuls.index(stage)]
+            return stage.kernel_source(header, refs, body, chosen)
         return stage.kernel_source(header, refs, body)
 
     def _wrapper_source(

@@ -17,6 +17,7 @@ import numpy as np
 from maxkernel_tui.agents.builtin import source_parts as parts
 from maxkernel_tui.agents.builtin.dims import Dim
 from maxkernel_tui.agents.builtin.layout import GROUP_ROW, SCALAR, Frame, Kind
+from maxkernel_tui.agents.builtin.operand_precision import OperandPrecision
 from maxkernel_tui.agents.builtin.primitives import REDUCTIONS, picks_one_per_row
 from maxkernel_tui.agents.builtin.program import Eqn, Literal, Operand, Var
 
@@ -327,13 +328,33 @@ class MatmulStage(Stage):
     def scratch_refs(self, body: KernelBody) -> list[str]:
         return [ACCUMULATOR_REF]
 
-    def kernel_source(self, header: str, refs: list[str], body: KernelBody) -> str:
+    def kernel_source(
+        self,
+        header: str,
+        refs: list[str],
+        body: KernelBody,
+        operands: OperandPrecision | None = None,
+    ) -> str:
+        """`operands`: the precision chosen for this matmul (operand_precision.py); None keeps the
+        operands' own dtype at the reference's precision."""
         depth_axis = 3 if self.batched else 2
         lhs, rhs = f"{refs[0]}[...]", f"{refs[1]}[...]"
-        precision = ", precision=jax.lax.Precision.HIGHEST" if self.matmul.precision else ""
+        highest = operands == "highest" or (operands is None and self.matmul.precision)
+        precision = ", precision=jax.lax.Precision.HIGHEST" if highest else ""
         why = ""
-        if self.matmul.precision:
+        if highest:
             why += "    # The reference asks for full f32 precision (Precision.HIGHEST).\n"
+        if operands == "bf16" and np.dtype(self.matmul.lhs.dtype).itemsize > 2:
+            lhs, rhs = f"{lhs}.astype(jnp.bfloat16)", f"{rhs}.astype(jnp.bfloat16)"
+            why += (
+                "    # bf16 operands, f32 accumulation: one MXU pass, and the numerics stay within "
+                "the\n    # task's tolerance with them (see the docstring).\n"
+            )
+        elif operands == "f32":
+            why += (
+                "    # f32 operands: with bf16 ones the numerics leave the task's tolerance (see "
+                "the docstring).\n"
+            )
         if self.matmul.rhs_transposed:
             why += (
                 "    # The weight is stored (cols, depth): contract both blocks on their last "

@@ -19,7 +19,7 @@ from typing import Any
 from maxkernel_tui.agents.builtin.errors import BuiltinAgentError
 from maxkernel_tui.kernels.edge_configs import check_params
 from maxkernel_tui.kernels.loader import load_task
-from maxkernel_tui.kernels.task import TaskError
+from maxkernel_tui.kernels.task import Task, TaskError
 
 MAX_PROPOSALS = 3
 
@@ -30,25 +30,34 @@ def answer_tester(context: Mapping[str, Any] | None) -> str:
     if not isinstance(task_dir, str) or not task_dir:
         raise BuiltinAgentError("the request's context has no task_dir (the task folder)")
     try:
-        check = check_params(load_task(Path(task_dir)))
+        task = load_task(Path(task_dir))
     except TaskError as error:
         raise BuiltinAgentError(f"the request's task_dir is not a usable task: {error}") from None
+    configs = [
+        {"name": name, "params": params, "why": why} for name, params, why in _proposals(task)
+    ]
+    return json.dumps({"configs": configs})
+
+
+def edge_proposals(task: Task) -> list[tuple[str, dict[str, Any]]]:
+    """The tester's edge cases for `task` as (name, params of CONFIGS), unvalidated."""
+    return [(name, params) for name, params, _ in _proposals(task)]
+
+
+def _proposals(task: Task) -> list[tuple[str, dict[str, Any], str]]:
+    check = check_params(task)
     sizes = {
         k: v for k, v in (check or {}).items() if isinstance(v, int) and not isinstance(v, bool)
     }
-    configs: list[dict[str, object]] = []
+    proposals: list[tuple[str, dict[str, Any], str]] = []
     # the largest sizes first: they are the ones blocks tile
     for key in sorted(sizes, key=lambda k: -sizes[k]):
         value = odd_tiles(sizes[key])
-        if value != sizes[key] and len(configs) < MAX_PROPOSALS:
-            configs.append(
-                {
-                    "name": _name(key, value),
-                    "params": {**(check or {}), key: value},
-                    "why": _why(key, sizes[key], value),
-                }
+        if value != sizes[key] and len(proposals) < MAX_PROPOSALS:
+            proposals.append(
+                (_name(key, value), {**(check or {}), key: value}, _why(key, sizes[key], value))
             )
-    return json.dumps({"configs": configs})
+    return proposals
 
 
 def odd_tiles(value: int) -> int:

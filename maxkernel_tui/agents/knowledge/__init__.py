@@ -35,6 +35,9 @@ TOPICS: dict[str, str] = {
     ),
     "attention": "flash attention: online softmax, causal block skipping, GQA and decode variants",
     "errors": "real lowering and compile error messages and how to fix each",
+    "experts": (
+        "what precision a task's reference implies; the expert kernels' tilings per task family"
+    ),
 }
 
 # What each sub-agent reads by default: the planner reasons about costs and layout, the
@@ -42,10 +45,10 @@ TOPICS: dict[str, str] = {
 # reason about budgets and overlap, the explainer answers the engineer's questions, the tester
 # reads evaluation reports.
 ROLE_TOPICS: dict[str, tuple[str, ...]] = {
-    "planner": ("tiling", "blockspec", "memory", "matmul", "pipelining"),
+    "planner": ("tiling", "blockspec", "memory", "matmul", "pipelining", "experts"),
     "implementer": ("harness", "blockspec", "memory", "matmul", "rowwise"),
     "debugger": ("errors", "harness", "blockspec", "memory"),
-    "profiler": ("tiling", "pipelining", "matmul"),
+    "profiler": ("tiling", "pipelining", "matmul", "experts"),
     "autotuner": ("harness", "tiling", "blockspec"),
     "explainer": ("memory", "blockspec", "tiling", "pipelining"),
     "tester": ("harness", "errors"),

@@ -61,8 +61,11 @@ _JOBS: dict[str, str] = {
     PROFILER: (
         "You are the profiler of a team that writes Pallas kernels for TPUs. Read the profile "
         "summary (every figure says whether it was estimated or measured, and for which TPU) and "
-        "diagnose what limits the kernel. End with one line `Next: ...` naming the single most "
-        "promising change."
+        "diagnose what limits the kernel. Say whether its matmuls run more MXU passes than the "
+        "task's tolerance needs (the harness compares with the reference at full f32; bf16 "
+        "operands with f32 accumulation take one pass, f32 operands several) and how its "
+        "tiling compares with the expert kernel's for the task family (knowledge pack, "
+        "`experts`). End with one line `Next: ...` naming the single most promising change."
     ),
     TESTER: (
         "You are the tester of a team that writes Pallas kernels for TPUs. The immutable harness "

@@ -53,6 +53,7 @@ class KernelAnalysis:
     transcendentals_per_step: float
     matmul_dims: list[list[int]] = field(default_factory=list)  # (m, k, n) of each body matmul
     index_maps_exact: bool = True  # False: data-dependent index maps, fetch counts are upper bounds
+    mxu_highest_flops_per_step: float = 0.0  # the f32 part at Precision.HIGHEST (six passes)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -1,16 +1,28 @@
-"""The TPU performance model of a Pallas kernel: estimated time, bound, share of the roofline.
-No jax here; it reads the static analysis (perf/analysis.py) and the TPU table.
+"""The TPU performance model of a Pallas kernel: estimated time, bound, share of the roofline,
+and the speedup over XLA's time for the reference (perf/xla_model.py). No jax here; it reads
+the static analysis (perf/analysis.py) and the TPU table.
 
 The pipeline overlaps the transfer of the next step's blocks with this step's compute, so with
-n steps moving I bytes in and O bytes out each and computing for C:
-    time = I/BW + (n - 1) * max(C, (I + O)/BW) + C + O/BW + n * overhead
-(the first fetch and the last write-back are not hidden; one step is bytes/BW + C + overhead).
-Assumptions, all stated in the output:
-  - transfer: the step's share of HBM bytes at the chip's HBM bandwidth;
-  - compute: MXU flops at peak bf16 (f32 operands at 1/3: the MXU takes several bf16 passes),
-    vector element operations at 1/16 and transcendentals at 1/64 of the bf16 peak (rough VPU
-    and EUP rates); vector and transcendental work add up, MXU work overlaps them;
-  - overhead: 0.35 us per grid step (pipeline bookkeeping and DMA issue).
+n steps moving I bytes in and O bytes out each, computing for C and paying the per-step
+overhead S:
+    time = dispatch + I/BW + (n - 1) * max(C + S, (I + O)/BW) + C + S + O/BW
+(the prologue's first fetch and the epilogue's last write-back are not hidden). The terms, each
+checked against the published measurements in perf/published.py (benchmarks/model_vs_published.py
+prints the residuals):
+  - dispatch: DISPATCH_S for the host to launch one jitted call, paid by XLA's reference too (the
+    guide's 1024^3 matmuls, timed with timeit, take 120 us for 11 us of MXU work);
+  - per-step overhead: STEP_OVERHEAD_S of scalar-core work per grid step (DMA issue, semaphore
+    waits, index maps), serial with the step's compute while the DMA engines run beside it
+    (the guide's 128-wide blocks: 0.35 us per step at 1024^3, 4096^3 and 8192^3 alike);
+  - MXU utilisation against block shape: a (m, k) @ (k, n) block runs at peak * m / (m +
+    MXU_FILL_ROWS), times k and n over their padding to the MXU's width: each weight tile loaded
+    into the systolic array costs the fill and drain of MXU_FILL_ROWS rows on top of the m rows
+    streamed through it;
+  - precision: bf16 operands take one MXU pass; f32 operands F32_MXU_SLOWDOWN at Mosaic's default
+    precision and HIGHEST_MXU_PASSES at Precision.HIGHEST; vector element operations run at
+    1/16 and transcendentals at 1/64 of the bf16 peak (rough VPU and EUP rates); vector and
+    transcendental work add up, MXU work overlaps them;
+  - transfer: the step's share of HBM bytes at the chip's HBM bandwidth.
 The calibration file (perf/calibration.py: TPU measurements beside these estimates) scales the
 result per generation.
 """
@@ -24,12 +36,16 @@ from typing import Any, Literal
 
 from maxkernel_tui.kernels.perf.analysis import Block, KernelAnalysis, ReferenceCost
 from maxkernel_tui.kernels.perf.calibration import Calibration
+from maxkernel_tui.kernels.perf.xla_model import XLA_DEFAULT, XlaPrecision, xla_seconds
 from maxkernel_tui.kernels.targets import TpuTarget
 
-STEP_OVERHEAD_S = 0.35e-6
+DISPATCH_S = 100e-6
+STEP_OVERHEAD_S = 0.33e-6
+MXU_FILL_ROWS = 16
 VMEM_WARN_SHARE = 0.75
 TINY_STEP_BYTES = 64 * 1024  # below this per step, the per-step overhead dominates
 F32_MXU_SLOWDOWN = 3.0
+HIGHEST_MXU_PASSES = 6.0
 VPU_SHARE = 1 / 16
 EUP_SHARE = 1 / 64
 
@@ -54,8 +70,10 @@ class Estimate:
     fits_vmem: bool
     roofline_seconds: float | None  # the task's own minimum on this TPU (reference flops and bytes)
     roofline_share: float | None  # roofline / estimated time
-    reference_seconds: float | None  # XLA's optimal_seconds for the reference on this TPU
+    reference_seconds: float | None  # XLA's time for the reference (perf/xla_model.py), dispatch in
     speedup: float | None  # reference_seconds / seconds
+    dispatch_seconds: float = DISPATCH_S  # part of `seconds` and of `reference_seconds`
+    reference_precision: str = XLA_DEFAULT.words  # what XLA's time was taken at
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -77,12 +95,14 @@ def estimate(
     reference_cost: ReferenceCost | None = None,
     calibration: Calibration | None = None,
     io_bytes: int | None = None,
+    reference_precision: XlaPrecision = XLA_DEFAULT,
 ) -> Estimate:
-    """The program's Pallas kernels run one after another; their times add up. The roofline is
-    the task's: the reference's flops, and `io_bytes` (inputs read and outputs written once)
-    or, without it, the bytes XLA's reference moves."""
+    """The program's Pallas kernels run one after another, in one jitted call; their times add
+    up. The roofline is the task's: the reference's flops, and `io_bytes` (inputs read and
+    outputs written once) or, without it, the bytes XLA's reference moves. The speedup is over
+    XLA at `reference_precision`."""
     factor = calibration.factor(target.name) if calibration else 1.0
-    seconds = sum(_pipeline_seconds(k, target) for k in kernels) * factor
+    seconds = (DISPATCH_S + sum(_pipeline_seconds(k, target) for k in kernels)) * factor
     transfer = sum(k.hbm_bytes / target.hbm_bandwidth for k in kernels)
     compute = sum(_step_compute(k, target) * _steps(k) for k in kernels)
     overhead = sum(STEP_OVERHEAD_S * _steps(k) for k in kernels)
@@ -93,7 +113,8 @@ def estimate(
     ]
     vmem = max((k.vmem_bytes for k in kernels), default=0)
     roofline = _roofline(reference_cost, target, io_bytes)
-    reference_seconds = reference_cost.optimal_seconds if reference_cost else None
+    xla = xla_seconds(reference_cost, target, reference_precision)
+    reference_seconds = DISPATCH_S + xla if xla else None
     return Estimate(
         target=target.name,
         kind="estimated, calibrated" if factor != 1.0 else "estimated",
@@ -111,6 +132,7 @@ def estimate(
         roofline_share=roofline / seconds if roofline and seconds else None,
         reference_seconds=reference_seconds,
         speedup=reference_seconds / seconds if reference_seconds and seconds else None,
+        reference_precision=reference_precision.words,
     )
 
 
@@ -119,28 +141,44 @@ def _steps(kernel: KernelAnalysis) -> int:
 
 
 def _pipeline_seconds(kernel: KernelAnalysis, target: TpuTarget) -> float:
-    """One kernel's time: the pipeline formula of the module docstring."""
+    """One kernel's device time: the pipeline formula of the module docstring."""
     steps = _steps(kernel)
     moved_out = sum(b.bytes * b.fetches for b in kernel.blocks if b.is_output)
     step_in = (kernel.hbm_bytes - moved_out) / steps / target.hbm_bandwidth
     step_out = moved_out / steps / target.hbm_bandwidth
     step_compute = _step_compute(kernel, target)
-    return (
-        step_in
-        + (steps - 1) * max(step_compute, step_in + step_out)
-        + step_compute
-        + step_out
-        + steps * STEP_OVERHEAD_S
-    )
+    busy = step_compute + STEP_OVERHEAD_S
+    return step_in + (steps - 1) * max(busy, step_in + step_out) + busy + step_out
 
 
 def _step_compute(kernel: KernelAnalysis, target: TpuTarget) -> float:
-    peak = target.peak_bf16_flops
-    bf16_flops = kernel.mxu_flops_per_step - kernel.mxu_f32_flops_per_step
-    mxu = bf16_flops / peak + kernel.mxu_f32_flops_per_step * F32_MXU_SLOWDOWN / peak
-    vector = kernel.vector_ops_per_step / (peak * VPU_SHARE)
-    transcendental = kernel.transcendentals_per_step / (peak * EUP_SHARE)
+    peak = target.peak_bf16_flops * mxu_utilisation(kernel.matmul_dims, target.mxu)
+    f32 = kernel.mxu_f32_flops_per_step - kernel.mxu_highest_flops_per_step
+    bf16 = kernel.mxu_flops_per_step - kernel.mxu_f32_flops_per_step
+    passes = bf16 + f32 * F32_MXU_SLOWDOWN + kernel.mxu_highest_flops_per_step * HIGHEST_MXU_PASSES
+    mxu = passes / peak
+    vector = kernel.vector_ops_per_step / (target.peak_bf16_flops * VPU_SHARE)
+    transcendental = kernel.transcendentals_per_step / (target.peak_bf16_flops * EUP_SHARE)
     return max(mxu, vector + transcendental)
+
+
+def mxu_utilisation(dims: Sequence[Sequence[int]], mxu: tuple[int, int]) -> float:
+    """The share of the MXU peak the body's matmuls reach, weighted by their flops: rows streamed
+    over rows plus the fill and drain, and k and n over their padding to the MXU's width."""
+    work = [m * k * n for m, k, n in dims]
+    if not dims or not sum(work):
+        return 1.0
+    slowed = sum(
+        w / _block_utilisation(m, k, n, mxu) for w, (m, k, n) in zip(work, dims, strict=True)
+    )
+    return sum(work) / slowed
+
+
+def _block_utilisation(m: int, k: int, n: int, mxu: tuple[int, int]) -> float:
+    if not (m and k and n):
+        return 1.0
+    padded_k, padded_n = -(-k // mxu[0]) * mxu[0], -(-n // mxu[1]) * mxu[1]
+    return m / (m + MXU_FILL_ROWS) * (k / padded_k) * (n / padded_n)
 
 
 def _roofline(

@@ -89,6 +89,7 @@ class _BodyWork:
 
     mxu: float = 0.0
     mxu_f32: float = 0.0
+    mxu_highest: float = 0.0
     vector: float = 0.0
     transcendental: float = 0.0
     dims: list[list[int]] = field(default_factory=list)
@@ -141,6 +142,7 @@ def _analyze_call(eqn: Any) -> KernelAnalysis:
         transcendentals_per_step=body.transcendental,
         matmul_dims=body.dims,
         index_maps_exact=exact,
+        mxu_highest_flops_per_step=body.mxu_highest,
     )
 
 
@@ -264,6 +266,8 @@ def _walk_body(jaxpr: Any, totals: _BodyWork) -> None:
             totals.mxu += 2.0 * out_elements * k
             if eqn.invars[0].aval.dtype == np.float32:
                 totals.mxu_f32 += 2.0 * out_elements * k
+                if "HIGHEST" in str(eqn.params.get("precision")):
+                    totals.mxu_highest += 2.0 * out_elements * k
             totals.dims.append([int(out_elements // max(rhs[-1], 1)), int(k), int(rhs[-1])])
         elif name in _TRANSCENDENTAL:
             totals.transcendental += out_elements

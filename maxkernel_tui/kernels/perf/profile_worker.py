@@ -84,12 +84,15 @@ def _reference_cost(reference: Any, specs: Any, static: Any, target_name: str) -
 def _trace(
     task: Any, reference: Any, candidate: Any, config: str, trace_dir: Path, on_tpu: bool
 ) -> Trace:
-    """Run the kernel (twice: compile, then the traced run) under jax.profiler and summarize."""
+    """Run the kernel under jax.profiler and summarize. On a TPU it runs twice (compile, then
+    the traced run); on a CPU once, compile included: that trace is the host side of the
+    interpreter anyway, and a second interpret-mode run would double the profile's time."""
     dynamic, static = runtime.make_inputs(task, reference, config, seed=0)
     program = jax.jit(lambda *d: candidate.computation(*d, *static))
     interpret = pltpu.InterpretParams() if not on_tpu else None
     with pltpu.force_tpu_interpret_mode(interpret) if interpret else contextlib.nullcontext():
-        jax.block_until_ready(program(*dynamic))
+        if on_tpu:
+            jax.block_until_ready(program(*dynamic))
         trace_dir.mkdir(parents=True, exist_ok=True)
         start = time.perf_counter()
         with jax.profiler.trace(str(trace_dir)):

@@ -122,7 +122,9 @@ class ProfileSummary:
                 f"HBM {estimate.hbm_bytes / 1e9:.3g} GB; {estimate.flops / 1e9:.3g} GFLOP; "
                 f"roofline {_time(estimate.roofline_seconds)} "
                 f"({_share(estimate.roofline_share)} of it reached); XLA reference "
-                f"{_time(estimate.reference_seconds)} (XLA's estimate) -> est. speedup "
+                f"{_time(estimate.reference_seconds)} (the model's, from XLA's cost analysis: "
+                f"{estimate.reference_precision}; dispatch "
+                f"{_time(estimate.dispatch_seconds)} in both) -> est. speedup "
                 f"{_speedup(estimate.speedup)}"
             )
             lines.append(f"  {roofline_bar(estimate.roofline_share)}")

@@ -1,0 +1,41 @@
+"""The operand precision of a generated kernel's matmuls, as data: the vocabulary, a choice per
+matmul with its reason, and the XLA precision it is compared at. No jax here (precision.py
+makes the choice in the agent's worker; the renderer and the answers read it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from maxkernel_tui.kernels.perf.xla_model import XLA_DEFAULT, XLA_HIGH, XLA_HIGHEST, XlaPrecision
+
+# bf16: operands rounded to bf16, f32 accumulation (one MXU pass); f32: f32 operands at Mosaic's
+# default precision (several passes); highest: f32 operands at Precision.HIGHEST.
+OperandPrecision = Literal["bf16", "f32", "highest"]
+
+_NAMES: dict[OperandPrecision, str] = {
+    "bf16": "bf16",
+    "f32": "f32 at Mosaic's default",
+    "highest": "f32 at HIGHEST",
+}
+
+
+@dataclass(frozen=True)
+class PrecisionChoice:
+    """One precision per matmul of the program (in program order), and why."""
+
+    per_matmul: tuple[OperandPrecision, ...]
+    why: str
+
+    @property
+    def xla(self) -> XlaPrecision:
+        """The precision XLA's reference is compared at: the most any matmul needed."""
+        if "highest" in self.per_matmul:
+            return XLA_HIGHEST
+        return XLA_HIGH if "f32" in self.per_matmul else XLA_DEFAULT
+
+
+def operand_words(choice: Sequence[OperandPrecision]) -> str:
+    return ", ".join(_NAMES[p] for p in choice)

@@ -1,0 +1,221 @@
+"""The operand precision of each matmul the built-in agent writes, and why. Imports jax: it runs
+in the agent's worker process.
+
+bf16 operands with f32 accumulation (one MXU pass) are tried first: the reference is evaluated
+equation by equation with that matmul's operands rounded to bf16 and its sum kept in f32, which
+is what the kernel's MXU does, and compared with the reference at full f32 precision (as the
+harness computes it) within the task's tolerance on the check and heldout configurations and the
+built-in tester's edge cases. Where that fails, the matmul keeps f32 operands (Mosaic's default,
+several passes), or Precision.HIGHEST where the reference asks for it; each matmul is raised
+alone first, so a program whose one sensitive matmul needs f32 keeps bf16 on the others.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import itertools
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from maxkernel_tui.agents.builtin.operand_precision import (
+    OperandPrecision,
+    PrecisionChoice,
+    operand_words,
+)
+from maxkernel_tui.agents.builtin.tester import edge_proposals
+from maxkernel_tui.kernels import reference_runtime as runtime
+from maxkernel_tui.kernels.evaluation.compare import compare_arrays
+from maxkernel_tui.kernels.task import BENCH, Task, TaskError
+
+SEEDS = (0, 1)
+# Calls the evaluation walks into (and their body's parameter), so that every dot_general is
+# seen in program order.
+_CALL_BODIES = {
+    "pjit": "jaxpr",
+    "jit": "jaxpr",
+    "closed_call": "call_jaxpr",
+    "core_call": "call_jaxpr",
+    "custom_jvp_call": "call_jaxpr",
+    "custom_vjp_call": "call_jaxpr",
+    "remat": "jaxpr",
+    "checkpoint": "jaxpr",
+}
+
+
+def choose_precisions(task: Task, matmuls: int, asks_highest: Sequence[bool]) -> PrecisionChoice:
+    """The cheapest precision per matmul whose numerics pass (module docstring), kept per task
+    content for the life of the process. `asks_highest`: per matmul, whether the reference
+    states Precision.HIGHEST (kept as its f32 fallback)."""
+    key = (_content_key(task), matmuls, tuple(asks_highest))
+    if key not in _CHOSEN:
+        _CHOSEN[key] = _choose(task, matmuls, asks_highest)
+    return _CHOSEN[key]
+
+
+_CHOSEN: dict[tuple[str, int, tuple[bool, ...]], PrecisionChoice] = {}
+
+
+def _content_key(task: Task) -> str:
+    digest = hashlib.sha256(str(task.folder).encode())
+    for path in (task.yaml_path, task.reference_path):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def _choose(task: Task, matmuls: int, asks_highest: Sequence[bool]) -> PrecisionChoice:
+    if not matmuls:
+        return PrecisionChoice((), "no matmul")
+    emulation = _Emulation(task, matmuls)
+    bf16: OperandPrecision = "bf16"
+    cheapest = (bf16,) * matmuls
+    if emulation.passes(cheapest):
+        return PrecisionChoice(
+            cheapest,
+            f"bf16 operands, f32 accumulation (one MXU pass): {emulation.where} stay within "
+            "the task's tolerance with them",
+        )
+    for choice in _raised_choices(matmuls, asks_highest):
+        if emulation.passes(choice):
+            raised = [str(i + 1) for i, p in enumerate(choice) if p != "bf16"]
+            return PrecisionChoice(
+                choice,
+                f"matmul {', '.join(raised)} with f32 operands ({operand_words(choice)}): with "
+                f"bf16 operands {emulation.where} leave the task's tolerance "
+                f"({emulation.failure})",
+            )
+    fallback: tuple[OperandPrecision, ...] = tuple("highest" if h else "f32" for h in asks_highest)
+    return PrecisionChoice(
+        fallback,
+        f"f32 operands ({operand_words(fallback)}): with bf16 operands {emulation.where} leave the "
+        f"task's tolerance ({emulation.failure})",
+    )
+
+
+def _raised_choices(
+    matmuls: int, asks_highest: Sequence[bool]
+) -> Iterator[tuple[OperandPrecision, ...]]:
+    """One matmul raised to f32 at a time (to HIGHEST where the reference asks for it), then all
+    of them."""
+    raised: list[OperandPrecision] = ["highest" if h else "f32" for h in asks_highest]
+    for index in range(matmuls) if matmuls > 1 else ():
+        choice: list[OperandPrecision] = ["bf16"] * matmuls
+        choice[index] = raised[index]
+        yield tuple(choice)
+
+
+@dataclass
+class _Case:
+    """One numerics configuration and seed: the reference's output at full precision, and the
+    reference compiled once with a per-matmul flag that rounds that matmul's operands to bf16."""
+
+    config: str
+    want: list[Any]
+    emulate: Callable[[jax.Array], list[Any]]
+
+
+class _Emulation:
+    """The reference on every numerics configuration, at full precision and with chosen matmul
+    operand precisions (f32 and HIGHEST are both emulated at full f32)."""
+
+    def __init__(self, task: Task, matmuls: int) -> None:
+        module = runtime.load_reference(task)
+        with contextlib.suppress(TaskError):  # a task without named configurations: no edges
+            task = runtime.with_extra_configs(task, module, dict(edge_proposals(task)))
+        names = [c for c in runtime.config_names(task, module) if not c.startswith(BENCH)]
+        self.task, self.matmuls = task, matmuls
+        self.cases = [c for name in names for c in _cases(task, module, name, matmuls)]
+        self.where = f"{', '.join(dict.fromkeys(names))} (seeds {', '.join(map(str, SEEDS))})"
+        self.failure = ""
+
+    def passes(self, choice: tuple[OperandPrecision, ...]) -> bool:
+        rounded = jnp.asarray([p == "bf16" for p in choice] or [False], bool)
+        for case in self.cases:
+            for got, want in zip(case.emulate(rounded), case.want, strict=True):
+                found = compare_arrays(
+                    np.asarray(got), np.asarray(want), self.task.tolerance(case.config)
+                )
+                if not found.ok:
+                    self.failure = f"{case.config}: {found.describe()}"
+                    return False
+        return True
+
+
+def _cases(task: Task, module: Any, config: str, matmuls: int) -> list[_Case]:
+    """The configuration at every seed, compiled once; none when the reference cannot take it
+    (an edge case it rejects is not a numerics failure). The reference at full precision is the
+    same program with no matmul rounded."""
+    try:
+        inputs = [runtime.make_inputs(task, module, config, seed) for seed in SEEDS]
+        dynamic, static = inputs[0]
+        closed = jax.make_jaxpr(lambda *d: module.computation(*d, *static))(*dynamic)
+    except Exception:
+        return []
+
+    @jax.jit
+    def emulate(rounded: jax.Array, *args: Any) -> list[Any]:
+        with jax.default_matmul_precision("highest"):
+            return _eval_jaxpr(closed.jaxpr, closed.consts, args, rounded, itertools.count())
+
+    full = jnp.zeros((max(matmuls, 1),), bool)
+    cases = []
+    for dynamic, _ in inputs:
+        leaves = jax.tree.leaves(dynamic)
+        try:
+            want = emulate(full, *leaves)
+        except Exception:
+            return []
+        cases.append(_Case(config, want, _on_inputs(emulate, leaves)))
+    return cases
+
+
+def _on_inputs(emulate: Callable[..., list[Any]], leaves: list[Any]) -> Callable[[jax.Array], Any]:
+    return lambda rounded: emulate(rounded, *leaves)
+
+
+def _eval_jaxpr(
+    jaxpr: Any, consts: Sequence[Any], args: Sequence[Any], rounded: jax.Array, counter: Any
+) -> list[Any]:
+    """The jaxpr equation by equation; the n-th dot_general with bf16 operands where
+    `rounded[n]` (any beyond the flags at full precision)."""
+    env: dict[Any, Any] = {}
+
+    def read(var: Any) -> Any:
+        return var.val if hasattr(var, "val") else env[var]
+
+    env.update(zip(jaxpr.constvars, consts, strict=True))
+    env.update(zip(jaxpr.invars, args, strict=True))
+    for eqn in jaxpr.eqns:
+        values = [read(v) for v in eqn.invars]
+        body = eqn.params.get(_CALL_BODIES.get(eqn.primitive.name, ""))
+        if eqn.primitive.name == "dot_general":
+            index = next(counter)
+            flag = rounded[index] if index < rounded.shape[0] else False
+            results = [jnp.where(flag, _dot(eqn, values, True), _dot(eqn, values, False))]
+        elif body is not None:  # a closed jaxpr (jit, custom_jvp) or an open one (remat)
+            inner, consts = (body.jaxpr, body.consts) if hasattr(body, "consts") else (body, [])
+            results = _eval_jaxpr(inner, consts, values, rounded, counter)
+        else:
+            out = eqn.primitive.bind(*values, **eqn.params)
+            results = list(out) if eqn.primitive.multiple_results else [out]
+        env.update(zip(eqn.outvars, results, strict=True))
+    return [read(v) for v in jaxpr.outvars]
+
+
+def _dot(eqn: Any, values: list[Any], bf16: bool) -> Any:
+    lhs, rhs = values
+    if bf16 and jnp.issubdtype(lhs.dtype, jnp.floating):
+        lhs, rhs = lhs.astype(jnp.bfloat16), rhs.astype(jnp.bfloat16)
+    result = jax.lax.dot_general(
+        lhs,
+        rhs,
+        eqn.params["dimension_numbers"],
+        precision=jax.lax.Precision.HIGHEST,
+        preferred_element_type=jnp.float32,
+    )
+    return result.astype(eqn.outvars[0].aval.dtype)

@@ -1,0 +1,53 @@
+"""XLA's own time for the reference, as the performance model compares a kernel with it. No jax.
+
+XLA's cost analysis (compiled ahead of time for the generation) counts the reference's flops and
+the HBM bytes its compiled program moves; its `optimal_seconds` is not used, because against the
+Pallas matmul guide's measurements on v5e it is 26% above the MXU time at 4096^3 and exactly the
+MXU time at 8192^3, while XLA ran at 97% and 94% of the peak there. The model instead takes:
+    time = max(flops * passes / peak, bytes / bandwidth) / XLA_EFFICIENCY
+with `passes` the bf16 MXU passes of the precision compared at (1 at XLA's default precision on
+a TPU; 6 at Precision.HIGHEST, which the cost analysis does not tell apart: its counts are the
+same at every precision).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from maxkernel_tui.kernels.perf.analysis import ReferenceCost
+from maxkernel_tui.kernels.targets import TpuTarget
+
+# XLA's fused programs reach this share of the roofline of their own flops and bytes: the guide
+# measured its bf16 matmul at 84.3% and 92.3% of the v5e peak at 4096^3 and 8192^3 with host
+# dispatch included, about 95% without.
+XLA_EFFICIENCY = 0.95
+
+
+@dataclass(frozen=True)
+class XlaPrecision:
+    """The precision XLA's reference is compared at, and why."""
+
+    passes: int  # bf16 MXU passes per matmul
+    words: str  # e.g. "XLA at its default precision (one bf16 pass)"
+
+
+XLA_DEFAULT = XlaPrecision(1, "XLA at its default precision (one bf16 MXU pass)")
+XLA_HIGH = XlaPrecision(
+    3, "XLA at Precision.HIGH (three bf16 MXU passes): the task's tolerance needs f32 matmuls"
+)
+XLA_HIGHEST = XlaPrecision(
+    6, "XLA at Precision.HIGHEST (six bf16 MXU passes): the task asks for full f32 matmuls"
+)
+
+
+def xla_seconds(
+    cost: ReferenceCost | None, target: TpuTarget, precision: XlaPrecision = XLA_DEFAULT
+) -> float | None:
+    """XLA's device time for the reference on `target` (the module docstring's formula); XLA's
+    own optimal_seconds when the cost has no flops or bytes; None without a cost."""
+    if cost is None:
+        return None
+    if cost.flops is None or cost.bytes_accessed is None:
+        return cost.optimal_seconds
+    mxu = cost.flops * precision.passes / target.peak_bf16_flops
+    return max(mxu, cost.bytes_accessed / target.hbm_bandwidth) / XLA_EFFICIENCY

@@ -1,0 +1,73 @@
+"""The built-in agent's operand precision per matmul: bf16 operands where the task's tolerance
+allows them, f32 where it does not, said with the reason, and the speedup compared with XLA at
+the same number of MXU passes. The tasks are written here, in tmp_path: an f32 GEMM + bias + ReLU
+shaped like the suite's 41k at bench shapes, with a loose and a tight tolerance."""
+
+from pathlib import Path
+
+import pytest
+
+from maxkernel_tui.agents.builtin.autotune import estimate_source
+from maxkernel_tui.agents.builtin.draft import plan_task
+from maxkernel_tui.agents.builtin.precision import choose_precisions
+from maxkernel_tui.agents.builtin.tunables import Tunables
+from maxkernel_tui.kernels.loader import load_task
+from maxkernel_tui.kernels.perf.analysis import ReferenceCost
+from maxkernel_tui.kernels.task import Task
+
+REFERENCE = '''"""relu(x @ W + b), all f32 (a task of the precision tests)."""
+import jax
+import jax.numpy as jnp
+
+CONFIGS = {
+    "bench": {"rows": 4096, "depth": 8192, "cols": 8192},
+    "check": {"rows": 64, "depth": 512, "cols": 256},
+    "heldout": {"rows": 40, "depth": 384, "cols": 384},
+}
+
+
+def get_inputs(config="bench", seed=0):
+    c = CONFIGS[config]
+    key_x, key_w, key_b = jax.random.split(jax.random.key(seed), 3)
+    x = jax.random.uniform(key_x, (c["rows"], c["depth"]), jnp.float32)
+    weight = jax.random.normal(key_w, (c["depth"], c["cols"]), jnp.float32) * 0.02
+    bias = jax.random.normal(key_b, (c["cols"],), jnp.float32) * 0.02
+    return (x, weight, bias), ()
+
+
+def computation(x, weight, bias):
+    return jax.nn.relu(jnp.matmul(x, weight) + bias)
+'''
+
+
+def _task(folder: Path, tolerance: float) -> Task:
+    folder.mkdir(parents=True)
+    (folder / "reference.py").write_text(REFERENCE)
+    (folder / "kernel_task.yaml").write_text(
+        f"task_id: {folder.name}\ndescription: f32 GEMM + bias + ReLU\n"
+        f"atol: {tolerance}\nrtol: {tolerance}\n"
+    )
+    return load_task(folder)
+
+
+@pytest.mark.slow
+def test_bf16_operands_where_the_tolerance_allows_f32_where_it_does_not(tmp_path):
+    loose, tight = _task(tmp_path / "loose", 1e-2), _task(tmp_path / "tight", 1e-6)
+
+    cheap = choose_precisions(loose, 1, [False])
+    assert cheap.per_matmul == ("bf16",) and cheap.xla.passes == 1
+    assert "check, heldout" in cheap.why and "stay within" in cheap.why
+    exact = choose_precisions(tight, 1, [False])
+    assert exact.per_matmul == ("f32",) and exact.xla.passes == 3
+    assert "leave the task's tolerance" in exact.why and "outside tolerance" in exact.why
+
+    # The kernel says so and casts its blocks; at 41k's bench shapes and 1024-wide blocks the
+    # model puts it level with XLA's one bf16 pass (the issue asks for >= 0.9x).
+    (plan,) = plan_task(loose, choose_precision=True)
+    source = plan.render(Tunables(1024, 1024, 1024))
+    assert ".astype(jnp.bfloat16)" in source and "Matmul operands: bf16." in source
+    rows, depth, cols = 4096, 8192, 8192
+    xla = ReferenceCost(2.0 * rows * depth * cols, 4.0 * (rows * depth + depth * cols))
+    found = estimate_source(source, loose, reference_cost=xla, reference_precision=cheap.xla)
+    assert found.speedup is not None and found.speedup >= 0.9
+    assert "default precision" in found.reference_precision
