@@ -1,0 +1,146 @@
+"""The worker of the PyTorch comparison: runs a KernelBench module (at the request's sizes, with
+the translation's weights) and its traced JAX translation on the same inputs, and answers with
+the first statement whose values differ. Imports torch and jax; run only as a worker.
+
+Reads one `ComparisonRequest` as JSON on stdin; prints one `Comparison` as JSON.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import sys
+import traceback
+from dataclasses import asdict
+from typing import Any
+
+import jax
+import numpy as np
+import torch
+
+from maxkernel_tui.kernels.porting.torch_compare import Comparison, ComparisonRequest
+
+Records = dict[tuple[int, str], np.ndarray]
+
+
+class _Traced(ast.NodeTransformer):
+    """Adds `record(line, name, value)` after each assignment of `Model.forward`, and records
+    the returned value as `return`."""
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> ast.ClassDef:
+        if node.name == "Model":
+            for method in node.body:
+                if isinstance(method, ast.FunctionDef) and method.name == "forward":
+                    method.body = [s for stmt in method.body for s in self._traced(stmt)]
+        return node
+
+    def _traced(self, stmt: ast.stmt) -> list[ast.stmt]:
+        def record(name: str, value: ast.expr) -> ast.stmt:
+            call = ast.Call(
+                ast.Name("record", ast.Load()),
+                [ast.Constant(stmt.lineno), ast.Constant(name), value],
+                [],
+            )
+            return ast.copy_location(ast.Expr(call), stmt)
+
+        if isinstance(stmt, ast.Return) and stmt.value is not None:
+            keep = ast.copy_location(
+                ast.Assign([ast.Name("result_", ast.Store())], stmt.value), stmt
+            )
+            done = ast.copy_location(ast.Return(ast.Name("result_", ast.Load())), stmt)
+            return [keep, record("return", ast.Name("result_", ast.Load())), done]
+        targets: list[ast.expr] = []
+        if isinstance(stmt, ast.Assign):
+            targets = [e for t in stmt.targets for e in (t.elts if isinstance(t, ast.Tuple) else [t])]
+        elif isinstance(stmt, ast.AugAssign):
+            targets = [stmt.target]
+        names = [t.id for t in targets if isinstance(t, ast.Name)]
+        return [stmt, *(record(n, ast.Name(n, ast.Load())) for n in names)]
+
+
+def _at_sizes(source: str, sizes: dict[str, int]) -> ast.Module:
+    """The module with its top-level size constants set to `sizes` (line numbers kept)."""
+    tree = ast.parse(source)
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+            if isinstance(target, ast.Name) and target.id in sizes:
+                node.value = ast.copy_location(ast.Constant(sizes[target.id]), node.value)
+    return ast.fix_missing_locations(_Traced().visit(tree))
+
+
+def _recorder(records: Records) -> Any:
+    def record(line: int, name: str, value: Any) -> None:
+        if isinstance(value, torch.Tensor):
+            records[(line, name)] = value.detach().double().numpy()
+        elif isinstance(value, jax.Array):
+            records[(line, name)] = np.asarray(value, dtype=np.float64)
+
+    return record
+
+
+def run_torch(request: ComparisonRequest, inputs: list[np.ndarray]) -> Records:
+    records: Records = {}
+    namespace: dict[str, Any] = {"__name__": "kernelbench_module", "record": _recorder(records)}
+    exec(compile(_at_sizes(request.module_source, request.sizes), "module.py", "exec"), namespace)
+    model = namespace["Model"](*namespace.get("get_init_inputs", list)())
+    for module in model.modules():
+        if isinstance(module, torch.nn.modules.dropout._DropoutNd):
+            module.eval()  # the translation's dropout is eval mode's identity
+    state = model.state_dict()
+    arguments = []
+    for path, value in zip(request.torch_paths, inputs):
+        tensor = torch.from_numpy(np.array(value, dtype=np.float32))
+        if path is None:
+            arguments.append(tensor)
+        else:
+            if tuple(state[path].shape) != tuple(tensor.shape):
+                raise ValueError(f"{path}: PyTorch has {tuple(state[path].shape)}, the "
+                                 f"translation {tuple(tensor.shape)}")
+            state[path] = tensor
+    model.load_state_dict(state)
+    with torch.no_grad():
+        model(*arguments)
+    return records
+
+
+def run_jax(request: ComparisonRequest) -> tuple[list[np.ndarray], Records]:
+    records: Records = {}
+    namespace: dict[str, Any] = {"__name__": "traced_reference", "record": _recorder(records)}
+    exec(compile(request.traced_reference, "reference.py", "exec"), namespace)
+    dynamic, static = namespace["get_inputs"]()
+    namespace["computation"](*dynamic, *static)
+    return [np.asarray(a) for a in dynamic], records
+
+
+def first_divergence(request: ComparisonRequest, ours: Records, theirs: Records) -> Comparison:
+    worst = 0.0
+    for n, ((line, name), value) in enumerate(ours.items()):
+        expected = theirs.get((line, name))
+        if expected is None:
+            continue
+        if expected.shape != value.shape:
+            return Comparison(False, float("nan"), n, line, name,
+                              f"shape {value.shape} where PyTorch has {expected.shape}")
+        difference = float(np.max(np.abs(value - expected), initial=0.0))
+        worst = max(worst, difference)
+        if not np.allclose(value, expected, atol=request.atol, rtol=request.rtol):
+            return Comparison(False, difference, n, line, name,
+                              f"`{name}` differs by up to {difference:.3g}")
+    return Comparison(True, worst, len(ours))
+
+
+def main() -> None:
+    request = ComparisonRequest(**json.loads(sys.stdin.read()))
+    try:
+        inputs, ours = run_jax(request)
+        theirs = run_torch(request, inputs)
+        result = first_divergence(request, ours, theirs)
+    except Exception as error:  # noqa: BLE001 - any failure is reported, not raised
+        tail = traceback.format_exc().strip().splitlines()[-1]
+        result = Comparison(False, float("nan"), 0, error=f"{type(error).__name__}: {tail}")
+    print(json.dumps(asdict(result)))
+
+
+if __name__ == "__main__":
+    main()
