@@ -231,7 +231,6 @@ _CONSTRUCTOR_OVERRIDES: dict[str, Signature] = {
     **{name: Signature.of(("p", 0.5), ("inplace", False)) for name in _STATELESS if "Dropout" in name},
 }
 
-LAYER_NAMES = frozenset(_WITH_PARAMS) | frozenset(_STATELESS)
 
 
 def build_layer(

@@ -14,7 +14,8 @@ import operator
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from maxkernel_tui.kernels.porting.layers import LAYER_NAMES, Layer, Sequential, build_layer
+from maxkernel_tui.kernels.importers import TaskImportError
+from maxkernel_tui.kernels.porting.layers import Layer, Sequential, build_layer
 from maxkernel_tui.kernels.porting.values import Dim, Init, TensorInit, fail, line_of, static
 
 TORCH, NN, FUNCTIONAL = "torch", "torch.nn", "torch.nn.functional"
@@ -95,14 +96,13 @@ def read_module(source: str) -> ModuleFile:
     functions: dict[str, ast.FunctionDef] = {}
     model: ast.ClassDef | None = None
     for node in tree.body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            name = node.targets[0].id
-            value = evaluator.eval(node.value)
-            if isinstance(value, Dim) or (isinstance(value, int) and not isinstance(value, bool)):
-                code = value.expr if isinstance(value, Dim) else repr(value)
-                constants[name] = (static(value), code)  # type: ignore[assignment]
-                value = Dim(static(value), name)  # type: ignore[arg-type]
-            evaluator.env[name] = value
+        if isinstance(node, ast.Assign):
+            for name, value in _assignments(node, evaluator):
+                if isinstance(value, Dim) or (isinstance(value, int) and not isinstance(value, bool)):
+                    code = value.expr if isinstance(value, Dim) else repr(value)
+                    constants[name] = (int(static(value)), code)  # type: ignore[call-overload]
+                    value = Dim(constants[name][0], name)
+                evaluator.env[name] = value
         elif isinstance(node, ast.FunctionDef):
             functions[node.name] = node
         elif isinstance(node, ast.ClassDef) and node.name == "Model":
@@ -116,6 +116,28 @@ def read_module(source: str) -> ModuleFile:
         functions["get_inputs"],
         functions.get("get_init_inputs"),
     )
+
+
+def _assignments(node: ast.Assign, evaluator: StaticEval) -> list[tuple[str, object]]:
+    """(name, value) of a module-level `a = 1`, `a = b = 1` or `a, b = 1, 2`; other
+    assignments (to attributes, of things the evaluator cannot read) are left out."""
+    pairs: list[tuple[str, object]] = []
+    for target in node.targets:
+        if isinstance(target, ast.Name):
+            pairs.append((target.id, node.value))  # type: ignore[arg-type]
+        elif (
+            isinstance(target, ast.Tuple)
+            and isinstance(node.value, ast.Tuple)
+            and len(target.elts) == len(node.value.elts)
+        ):
+            pairs += [(t.id, v) for t, v in zip(target.elts, node.value.elts) if isinstance(t, ast.Name)]
+    found = []
+    for name, expression in pairs:
+        try:
+            found.append((name, evaluator.eval(expression)))  # type: ignore[arg-type]
+        except TaskImportError:
+            continue  # not a constant (a device, a helper object): forward may not use it
+    return found
 
 
 class StaticEval:
@@ -191,8 +213,6 @@ class StaticEval:
         if any(isinstance(a, ast.Starred) for a in node.args):
             args = _spread_starred(node.args, args)
         kwargs = {k.arg: self.eval(k.value) for k in node.keywords if k.arg}
-        if name and name.startswith(NN + ".") and name.removeprefix(NN + ".") in LAYER_NAMES:
-            return build_layer(name.removeprefix(NN + "."), args, kwargs, line)
         if name == f"{NN}.Sequential":
             if not all(isinstance(a, Layer) for a in args):
                 raise fail(line, "nn.Sequential takes layers only")
@@ -201,6 +221,9 @@ class StaticEval:
             if not args or not isinstance(args[0], TensorInit):
                 raise fail(line, "nn.Parameter needs a tensor from torch.randn/rand/ones/zeros")
             return Parameter(args[0])
+        layer = name.removeprefix(NN + ".") if name and name.startswith(NN + ".") else ""
+        if layer[:1].isupper() and "." not in layer:
+            return build_layer(layer, args, kwargs, line)  # an unknown layer is named there
         if name and name.startswith(TORCH + ".") and name.removeprefix(TORCH + ".") in _FACTORIES:
             shape = args[0] if len(args) == 1 and isinstance(args[0], tuple | list) else args
             kind = _FACTORIES[name.removeprefix(TORCH + ".")]
