@@ -31,7 +31,8 @@ MODE_NOTE = (
 )
 
 
-def _task_id(path: Path) -> str:
+def task_id_of(path: Path) -> str:
+    """The task id a file's stem gives (letters, digits and _)."""
     return re.sub(r"[^A-Za-z0-9_]+", "_", path.stem).strip("_") or "module"
 
 
@@ -46,7 +47,7 @@ class TorchModuleImporter:
         return "torch" in source and is_module_file(tree)
 
     def translate(self, path: Path, source: str, options: ImportOptions) -> PlainTaskSource:
-        task_id = _task_id(path)
+        task_id = task_id_of(path)
         try:
             translation = translate_module(source, task_id)
         except TaskImportError as error:

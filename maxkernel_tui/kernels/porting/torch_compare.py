@@ -13,6 +13,7 @@ from pathlib import Path
 
 from maxkernel_tui.kernels.importers import TaskImportError
 from maxkernel_tui.kernels.porting.emit import render_reference
+from maxkernel_tui.kernels.porting.sources import harness_sizes
 from maxkernel_tui.kernels.porting.values import Translation
 from maxkernel_tui.kernels.workers import jax_worker_env, python_module_argv
 
@@ -26,13 +27,16 @@ NOT_COMPARED = (
 
 @dataclass(frozen=True)
 class ComparisonRequest:
-    """What the worker needs: the module's source and the sizes to run it at, the traced JAX
-    reference at those sizes, and which reference input fills which PyTorch parameter."""
+    """What the worker needs: the module's source, the sizes to run both at (the module's and
+    `get_inputs`' integer constants of those names), the JAX reference (traced or not), and
+    which reference input fills which PyTorch parameter."""
 
     module_source: str
     sizes: dict[str, int]
-    traced_reference: str
-    torch_paths: list[str | None]  # per reference input: its name in state_dict(), or None
+    reference: str
+    # Per reference input, its name in state_dict() or None for a forward input; None: the
+    # forward's inputs then the parameters in `named_parameters()` order.
+    torch_paths: list[str | None] | None
     atol: float
     rtol: float
 
@@ -57,13 +61,17 @@ def torch_available() -> bool:
 def comparison_sizes(translation: Translation) -> dict[str, int]:
     """Small sizes for the comparison: each literal size constant halved while it is even and
     above `SMALLEST` (so divisibility by small powers of two and odd sizes are kept)."""
-    sizes = {}
-    for name, (value, code) in translation.constants.items():
-        if code == repr(value):
-            while value > SMALLEST and value % 2 == 0:
-                value //= 2
-            sizes[name] = value
-    return sizes
+    return {
+        name: shrunk(value)
+        for name, (value, code) in translation.constants.items()
+        if code == repr(value)
+    }
+
+
+def shrunk(size: int) -> int:
+    while size > SMALLEST and size % 2 == 0:
+        size //= 2
+    return size
 
 
 def at_sizes(translation: Translation, sizes: dict[str, int]) -> Translation:
@@ -109,12 +117,26 @@ def compare(
     request = ComparisonRequest(
         module_source=source,
         sizes=sizes,
-        traced_reference=render_reference(small, "traced", traced=True),
+        reference=render_reference(small, "traced", traced=True),
         torch_paths=[t.torch_path for t in translation.inputs],
         atol=atol,
         rtol=rtol,
     )
     return sizes, run_comparison(request)
+
+
+def compare_reference(
+    harness: str, reference: str, atol: float, rtol: float
+) -> tuple[dict[str, int], Comparison]:
+    """A reference written for a file with a PyTorch harness (the porter's), compared with the
+    harness's module at the harness's sizes shrunk; inputs by order (`ComparisonRequest`)."""
+    sizes = {name: shrunk(value) for name, value in harness_sizes(harness).items()}
+    request = ComparisonRequest(harness, sizes, reference, None, atol, rtol)
+    return sizes, run_comparison(request)
+
+
+def describe_sizes(sizes: dict[str, int]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sizes.items()) or "its own sizes"
 
 
 def compare_or_note(
@@ -125,7 +147,7 @@ def compare_or_note(
     if not torch_available():
         return NOT_COMPARED
     sizes, result = compare(source, translation, atol, rtol)
-    shown = ", ".join(f"{k}={v}" for k, v in sizes.items())
+    shown = describe_sizes(sizes)
     if result.error:
         raise TaskImportError(f"{path}: could not compare with PyTorch at {shown}: {result.error}")
     if not result.agrees:

@@ -21,6 +21,7 @@ import torch
 from maxkernel_tui.kernels.porting.torch_compare import Comparison, ComparisonRequest
 
 Records = dict[tuple[int, str], np.ndarray]
+OUTPUT = (0, "output")  # the final outputs, compared after the traced statements
 
 
 class _Traced(ast.NodeTransformer):
@@ -58,15 +59,29 @@ class _Traced(ast.NodeTransformer):
         return [stmt, *(record(n, ast.Name(n, ast.Load())) for n in names)]
 
 
-def _at_sizes(source: str, sizes: dict[str, int]) -> ast.Module:
-    """The module with its top-level size constants set to `sizes` (line numbers kept)."""
-    tree = ast.parse(source)
-    for node in tree.body:
+def _set_sizes(body: list[ast.stmt], sizes: dict[str, int]) -> None:
+    """Sets `name = <int>` assignments in `body` to `sizes` (line numbers kept)."""
+    for node in body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
             target = node.targets[0]
             if isinstance(target, ast.Name) and target.id in sizes:
                 node.value = ast.copy_location(ast.Constant(sizes[target.id]), node.value)
+
+
+def _module_at_sizes(source: str, sizes: dict[str, int]) -> ast.Module:
+    """The PyTorch module with its top-level size constants set to `sizes`, traced."""
+    tree = ast.parse(source)
+    _set_sizes(tree.body, sizes)
     return ast.fix_missing_locations(_Traced().visit(tree))
+
+
+def _reference_at_sizes(source: str, sizes: dict[str, int]) -> ast.Module:
+    """The JAX reference with the size constants of its `get_inputs` set to `sizes`."""
+    tree = ast.parse(source)
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == "get_inputs":
+            _set_sizes(node.body, sizes)
+    return tree
 
 
 def _recorder(records: Records) -> Any:
@@ -82,14 +97,19 @@ def _recorder(records: Records) -> Any:
 def run_torch(request: ComparisonRequest, inputs: list[np.ndarray]) -> Records:
     records: Records = {}
     namespace: dict[str, Any] = {"__name__": "kernelbench_module", "record": _recorder(records)}
-    exec(compile(_at_sizes(request.module_source, request.sizes), "module.py", "exec"), namespace)
+    tree = _module_at_sizes(request.module_source, request.sizes)
+    exec(compile(tree, "module.py", "exec"), namespace)
     model = namespace["Model"](*namespace.get("get_init_inputs", list)())
     for module in model.modules():
         if isinstance(module, torch.nn.modules.dropout._DropoutNd):
             module.eval()  # the translation's dropout is eval mode's identity
     state = model.state_dict()
+    paths = request.torch_paths
+    if paths is None:  # by order: the forward's inputs, then the parameters
+        names = [name for name, _ in model.named_parameters()]
+        paths = [None] * (len(inputs) - len(names)) + names
     arguments = []
-    for path, value in zip(request.torch_paths, inputs):
+    for path, value in zip(paths, inputs):
         tensor = torch.from_numpy(np.array(value, dtype=np.float32))
         if path is None:
             arguments.append(tensor)
@@ -100,16 +120,18 @@ def run_torch(request: ComparisonRequest, inputs: list[np.ndarray]) -> Records:
             state[path] = tensor
     model.load_state_dict(state)
     with torch.no_grad():
-        model(*arguments)
+        records[OUTPUT] = model(*arguments).detach().double().numpy()
     return records
 
 
 def run_jax(request: ComparisonRequest) -> tuple[list[np.ndarray], Records]:
     records: Records = {}
     namespace: dict[str, Any] = {"__name__": "traced_reference", "record": _recorder(records)}
-    exec(compile(request.traced_reference, "reference.py", "exec"), namespace)
-    dynamic, static = namespace["get_inputs"]()
-    namespace["computation"](*dynamic, *static)
+    tree = _reference_at_sizes(request.reference, request.sizes)
+    exec(compile(tree, "reference.py", "exec"), namespace)
+    dynamic, static = jax.jit(namespace["get_inputs"])()
+    output = namespace["computation"](*dynamic, *static)  # eager: `record` sees values
+    records[OUTPUT] = np.asarray(output, dtype=np.float64)
     return [np.asarray(a) for a in dynamic], records
 
 
@@ -120,17 +142,28 @@ def first_divergence(request: ComparisonRequest, ours: Records, theirs: Records)
         if expected is None:
             continue
         if expected.shape != value.shape:
-            return Comparison(False, float("nan"), n, line, name,
-                              f"shape {value.shape} where PyTorch has {expected.shape}")
+            return Comparison(
+                False,
+                float("nan"),
+                n,
+                line or None,
+                name,
+                f"shape {value.shape} where PyTorch has {expected.shape}",
+            )
         difference = float(np.max(np.abs(value - expected), initial=0.0))
         worst = max(worst, difference)
         if not np.allclose(value, expected, atol=request.atol, rtol=request.rtol):
-            return Comparison(False, difference, n, line, name,
-                              f"`{name}` differs by up to {difference:.3g}")
+            where = "the outputs differ" if (line, name) == OUTPUT else f"`{name}` differs"
+            return Comparison(
+                False, difference, n, line or None, name, f"{where} by up to {difference:.3g}"
+            )
     return Comparison(True, worst, len(ours))
 
 
 def main() -> None:
+    # Both sides get the same inputs whatever the generator; eager threefry draws compile per
+    # shape (over 40 s for one module on a loaded 2-core machine), rbg's in one program.
+    jax.config.update("jax_default_prng_impl", "unsafe_rbg")
     request = ComparisonRequest(**json.loads(sys.stdin.read()))
     try:
         inputs, ours = run_jax(request)
