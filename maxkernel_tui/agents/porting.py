@@ -67,7 +67,7 @@ class PorterImporter:
         return kernel_source_kind(path, source) is not None or self._offline.detects(path, source)
 
     def translate(self, path: Path, source: str, options: ImportOptions) -> PlainTaskSource:
-        kind = kernel_source_kind(path, source)
+        kind: str | None = kernel_source_kind(path, source)
         if kind is None:  # a PyTorch module: offline first
             try:
                 return self._offline.translate(path, source, options)
@@ -123,5 +123,7 @@ class PorterImporter:
         if has_pytorch_harness(path, source):
             reason = NOT_COMPARED
         if not self.approve(Review(path, source, reference, reason)):
-            raise TaskImportError(f"{path}: the porter's reference was not approved; nothing written")
+            raise TaskImportError(
+                f"{path}: the porter's reference was not approved; nothing written"
+            )
         return f"approved by the engineer ({reason})"

@@ -19,7 +19,7 @@ from tests.support.paths import TESTS
 
 PORTING = TESTS / "data" / "porting"
 TRITON = PORTING / "triton_softmax.py"
-REFERENCE = '''import jax
+REFERENCE = """import jax
 import jax.numpy as jnp
 
 
@@ -32,7 +32,7 @@ def get_inputs(dtype=jnp.float32):
 
 def computation(x):
     return jax.nn.softmax(x, axis=1)
-'''
+"""
 ANSWER = f"The kernel is a row-wise softmax.\n\n```python\n{REFERENCE}```\n"
 
 
@@ -83,9 +83,9 @@ def test_with_torch_the_porters_reference_is_checked_against_the_pytorch_harness
 
 def test_a_reference_the_engineer_rejects_is_not_written():
     cuda = PORTING / "vector_add.cu"
-    with ServedInThread(RoleGemini({"porter": [ANSWER]})) as server:
-        with pytest.raises(TaskImportError, match="not approved; nothing written"):
-            porter(server, Engineer(approves=False)).translate(cuda, cuda.read_text(), ImportOptions())
+    served = ServedInThread(RoleGemini({"porter": [ANSWER]}))
+    with served as server, pytest.raises(TaskImportError, match="not approved; nothing written"):
+        porter(server, Engineer(approves=False)).translate(cuda, cuda.read_text(), ImportOptions())
 
 
 def test_a_cuda_file_without_an_llm_provider_gets_a_clear_message():
@@ -93,7 +93,9 @@ def test_a_cuda_file_without_an_llm_provider_gets_a_clear_message():
     for client in (None, LLMClient(BuiltinProvider())):
         importer = PorterImporter(client, Engineer(approves=True))
         assert importer.detects(cuda, cuda.read_text())
-        with pytest.raises(TaskImportError, match="needs an LLM provider .* built-in offline agent cannot port"):
+        with pytest.raises(
+            TaskImportError, match=r"needs an LLM provider .* built-in offline agent cannot port"
+        ):
             importer.translate(cuda, cuda.read_text(), ImportOptions())
 
 
@@ -102,5 +104,7 @@ def test_the_review_shows_source_and_reference_side_by_side():
     assert [part.strip() for part in text.splitlines()[0].split("│")] == ["source", "JAX"]
     assert [line.split("│")[0].strip() for line in text.splitlines()[2:]] == ["a", "bb", ""]
     assert [line.split("│")[1].strip() for line in text.splitlines()[2:]] == [
-        "x = 1", "y = 2", "z = 3"
+        "x = 1",
+        "y = 2",
+        "z = 3",
     ]

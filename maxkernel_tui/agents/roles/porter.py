@@ -74,8 +74,11 @@ def parse_reference(text: str) -> str:
         name
         for node in ast.walk(tree)
         for name in (
-            [a.name for a in node.names] if isinstance(node, ast.Import)
-            else [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            [a.name for a in node.names]
+            if isinstance(node, ast.Import)
+            else [node.module or ""]
+            if isinstance(node, ast.ImportFrom)
+            else []
         )
     ]
     refused = sorted({n for n in imported if n.split(".")[0] not in _ALLOWED_IMPORTS})

@@ -109,7 +109,9 @@ class ForwardTranslator:
             value = self.expr(node.value)
             return self._assign(node.target, self._arith(current, symbol, value), line)
         kind = type(node).__name__.lower()
-        raise fail(line, f"`{kind}` statements are not supported in forward: {ast.unparse(node)[:60]}")
+        raise fail(
+            line, f"`{kind}` statements are not supported in forward: {ast.unparse(node)[:60]}"
+        )
 
     def _assign(self, target: ast.expr, value: Expr, line: int) -> Statement:
         if isinstance(target, ast.Name):
@@ -171,7 +173,7 @@ class ForwardTranslator:
 
     def _arith(self, left: Expr, symbol: str, right: Expr) -> Expr:
         if left.is_static and right.is_static:
-            value = eval(f"a {symbol} b", {}, {"a": left.value, "b": right.value})  # noqa: S307
+            value = eval(f"a {symbol} b", {}, {"a": left.value, "b": right.value})
             return literal(value)
         if symbol == "@":
             self.operators.append("matmul")
@@ -199,7 +201,11 @@ class ForwardTranslator:
     def _call(self, node: ast.Call) -> Expr:
         line = line_of(node)
         func = node.func
-        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+        if (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and func.value.id == "self"
+        ):
             return self._layer_call(func.attr, node)
         if any(isinstance(a, ast.Starred) for a in node.args):
             raise fail(line, f"`*` arguments are not supported: {ast.unparse(node)[:60]}")

@@ -13,13 +13,11 @@ _HELPERS = Path(__file__).with_name("jax_ops.py")
 
 
 @functools.cache
-def _definitions() -> tuple[str, dict[str, ast.stmt]]:
+def _definitions() -> tuple[str, dict[str, ast.FunctionDef | ast.ClassDef]]:
     text = _HELPERS.read_text(encoding="utf-8")
     tree = ast.parse(text)
     defs = {
-        node.name: node
-        for node in tree.body
-        if isinstance(node, ast.FunctionDef | ast.ClassDef)
+        node.name: node for node in tree.body if isinstance(node, ast.FunctionDef | ast.ClassDef)
     }
     return text, defs
 

@@ -224,12 +224,16 @@ class ValuesIndices(NamedTuple):
 
 def max_along(x, dim, keepdim):
     """`torch.max(x, dim, keepdim)`: values and indices."""
-    return ValuesIndices(jnp.max(x, axis=dim, keepdims=keepdim), jnp.argmax(x, dim, keepdims=keepdim))
+    return ValuesIndices(
+        jnp.max(x, axis=dim, keepdims=keepdim), jnp.argmax(x, dim, keepdims=keepdim)
+    )
 
 
 def min_along(x, dim, keepdim):
     """`torch.min(x, dim, keepdim)`: values and indices."""
-    return ValuesIndices(jnp.min(x, axis=dim, keepdims=keepdim), jnp.argmin(x, dim, keepdims=keepdim))
+    return ValuesIndices(
+        jnp.min(x, axis=dim, keepdims=keepdim), jnp.argmin(x, dim, keepdims=keepdim)
+    )
 
 
 def variance(x, dim, correction, keepdim):

@@ -9,9 +9,9 @@ conv, out_channels / groups for a transposed conv. Norm layers start at weight o
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 from maxkernel_tui.kernels.porting.operators import OPS
 from maxkernel_tui.kernels.porting.signatures import Signature, bind
@@ -72,11 +72,18 @@ def _conv(n: int, transposed: bool) -> LayerBuild:
         if b["padding_mode"] != "zeros":
             raise fail(line, f"padding_mode={b['padding_mode']!r} is not supported (only 'zeros')")
         kernel = static(b["kernel_size"])
-        kernel_sizes = tuple(kernel) if isinstance(kernel, tuple | list) else (kernel,) * n
+        kernel_sizes = cast(
+            tuple[int, ...], tuple(kernel) if isinstance(kernel, tuple | list) else (kernel,) * n
+        )
+        volume = 1
+        for size in kernel_sizes:
+            volume *= size
         groups = int(static(b["groups"]))  # type: ignore[call-overload]
         cin, cout = b["in_channels"], b["out_channels"]
-        weight_shape = (cin, _divided(cout, groups)) if transposed else (cout, _divided(cin, groups))
-        fan_in = f"{shape_code(weight_shape[1])} * {math.prod(kernel_sizes)}"
+        weight_shape = (
+            (cin, _divided(cout, groups)) if transposed else (cout, _divided(cin, groups))
+        )
+        fan_in = f"{shape_code(weight_shape[1])} * {volume}"
         init = _fan_in_bound(fan_in)
         params = [ParamSlot("weight", (*weight_shape, *kernel_sizes), init)]
         if b["bias"]:
@@ -92,8 +99,12 @@ def _conv(n: int, transposed: bool) -> LayerBuild:
 
 def _batch_norm(b: dict[str, object], line: int | None) -> Layer:
     params = _affine(b["affine"], (b["num_features"],))
-    return Layer("BatchNorm", "batch_norm", {"eps": static(b["eps"]), "training": True,
-                 "running_mean": None, "running_var": None}, params)
+    return Layer(
+        "BatchNorm",
+        "batch_norm",
+        {"eps": static(b["eps"]), "training": True, "running_mean": None, "running_var": None},
+        params,
+    )
 
 
 def _instance_norm(b: dict[str, object], line: int | None) -> Layer:
@@ -228,9 +239,12 @@ _CONSTRUCTOR_OVERRIDES: dict[str, Signature] = {
     "Softmax": Signature.of(("dim", None)),
     "LogSoftmax": Signature.of(("dim", None)),
     "Identity": Signature(()),
-    **{name: Signature.of(("p", 0.5), ("inplace", False)) for name in _STATELESS if "Dropout" in name},
+    **{
+        name: Signature.of(("p", 0.5), ("inplace", False))
+        for name in _STATELESS
+        if "Dropout" in name
+    },
 }
-
 
 
 def build_layer(

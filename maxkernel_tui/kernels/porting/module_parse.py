@@ -89,7 +89,9 @@ def is_module_file(tree: ast.Module) -> bool:
 def read_module(source: str) -> ModuleFile:
     tree = ast.parse(source)
     if not is_module_file(tree):
-        raise fail(None, "not a KernelBench module: it needs `class Model(nn.Module)` and `get_inputs()`")
+        raise fail(
+            None, "not a KernelBench module: it needs `class Model(nn.Module)` and `get_inputs()`"
+        )
     aliases = _aliases(tree)
     evaluator = StaticEval({}, aliases)
     constants: dict[str, tuple[int, str]] = {}
@@ -98,7 +100,9 @@ def read_module(source: str) -> ModuleFile:
     for node in tree.body:
         if isinstance(node, ast.Assign):
             for name, value in _assignments(node, evaluator):
-                if isinstance(value, Dim) or (isinstance(value, int) and not isinstance(value, bool)):
+                if isinstance(value, Dim) or (
+                    isinstance(value, int) and not isinstance(value, bool)
+                ):
                     code = value.expr if isinstance(value, Dim) else repr(value)
                     constants[name] = (int(static(value)), code)  # type: ignore[call-overload]
                     value = Dim(constants[name][0], name)
@@ -121,20 +125,22 @@ def read_module(source: str) -> ModuleFile:
 def _assignments(node: ast.Assign, evaluator: StaticEval) -> list[tuple[str, object]]:
     """(name, value) of a module-level `a = 1`, `a = b = 1` or `a, b = 1, 2`; other
     assignments (to attributes, of things the evaluator cannot read) are left out."""
-    pairs: list[tuple[str, object]] = []
+    pairs: list[tuple[str, ast.expr]] = []
     for target in node.targets:
         if isinstance(target, ast.Name):
-            pairs.append((target.id, node.value))  # type: ignore[arg-type]
+            pairs.append((target.id, node.value))
         elif (
             isinstance(target, ast.Tuple)
             and isinstance(node.value, ast.Tuple)
             and len(target.elts) == len(node.value.elts)
         ):
-            pairs += [(t.id, v) for t, v in zip(target.elts, node.value.elts) if isinstance(t, ast.Name)]
+            pairs += [
+                (t.id, v) for t, v in zip(target.elts, node.value.elts) if isinstance(t, ast.Name)
+            ]
     found = []
     for name, expression in pairs:
         try:
-            found.append((name, evaluator.eval(expression)))  # type: ignore[arg-type]
+            found.append((name, evaluator.eval(expression)))
         except TaskImportError:
             continue  # not a constant (a device, a helper object): forward may not use it
     return found
@@ -171,7 +177,9 @@ class StaticEval:
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
             value = self.eval(node.operand)
             if isinstance(value, Dim):
-                return Dim(-value.value, f"-{value.expr}") if isinstance(node.op, ast.USub) else value
+                return (
+                    Dim(-value.value, f"-{value.expr}") if isinstance(node.op, ast.USub) else value
+                )
             return -value if isinstance(node.op, ast.USub) else value  # type: ignore[operator]
         if isinstance(node, ast.BinOp):
             return self._binary(node)
@@ -179,7 +187,9 @@ class StaticEval:
             return self._attribute(node)
         if isinstance(node, ast.Call):
             return self._call(node)
-        raise fail(line_of(node), f"`{ast.unparse(node)}` is not a constant the translator can read")
+        raise fail(
+            line_of(node), f"`{ast.unparse(node)}` is not a constant the translator can read"
+        )
 
     def _attribute(self, node: ast.Attribute) -> object:
         if isinstance(node.value, ast.Name) and node.value.id == "self":
@@ -190,7 +200,9 @@ class StaticEval:
         name = self.dotted(node)
         if name in ("math.pi", "math.e"):
             return getattr(math, node.attr)
-        raise fail(line_of(node), f"`{ast.unparse(node)}` is not a constant the translator can read")
+        raise fail(
+            line_of(node), f"`{ast.unparse(node)}` is not a constant the translator can read"
+        )
 
     def _binary(self, node: ast.BinOp) -> object:
         left, right = self.eval(node.left), self.eval(node.right)
@@ -209,7 +221,9 @@ class StaticEval:
     def _call(self, node: ast.Call) -> object:
         name = self.dotted(node.func)
         line = line_of(node)
-        args = [self.eval(a.value) if isinstance(a, ast.Starred) else self.eval(a) for a in node.args]
+        args = [
+            self.eval(a.value) if isinstance(a, ast.Starred) else self.eval(a) for a in node.args
+        ]
         if any(isinstance(a, ast.Starred) for a in node.args):
             args = _spread_starred(node.args, args)
         kwargs = {k.arg: self.eval(k.value) for k in node.keywords if k.arg}
@@ -230,7 +244,7 @@ class StaticEval:
             return TensorInit(tuple(shape), Init(kind))  # type: ignore[arg-type]
         if isinstance(node.func, ast.Name) and node.func.id in ("int", "float", "tuple", "list"):
             return {"int": int, "float": float, "tuple": tuple, "list": list}[node.func.id](
-                *[static(a) for a in args]  # type: ignore[operator]
+                *[static(a) for a in args]
             )
         if name and name.startswith("math.") and hasattr(math, name[5:]):
             return getattr(math, name[5:])(*[static(a) for a in args])
@@ -270,7 +284,9 @@ def run_function(fn: ast.FunctionDef, evaluator: StaticEval) -> object:
     for statement in fn.body:
         if isinstance(statement, ast.Return):
             return None if statement.value is None else evaluator.eval(statement.value)
-        if isinstance(statement, ast.Assign) and all(isinstance(t, ast.Name) for t in statement.targets):
+        if isinstance(statement, ast.Assign) and all(
+            isinstance(t, ast.Name) for t in statement.targets
+        ):
             value = evaluator.eval(statement.value)
             for target in statement.targets:
                 evaluator.env[target.id] = value  # type: ignore[attr-defined]
@@ -300,18 +316,24 @@ def build_model(module: ModuleFile) -> ModelSpec:
         raise fail(line_of(module.model), "class Model has no forward")
     init_args: list[object] = []
     if module.get_init_inputs is not None:
-        returned = run_function(module.get_init_inputs, StaticEval(dict(module.env), module.aliases))
+        returned = run_function(
+            module.get_init_inputs, StaticEval(dict(module.env), module.aliases)
+        )
         init_args = list(returned) if isinstance(returned, tuple | list) else [returned]
     if "__init__" in methods:
         _run_init(methods["__init__"], init_args, module, spec)
     inputs = run_function(module.get_inputs, StaticEval(dict(module.env), module.aliases))
     if not isinstance(inputs, tuple | list) or not all(isinstance(i, TensorInit) for i in inputs):
-        raise fail(line_of(module.get_inputs), "get_inputs must return a list of torch.rand/randn tensors")
-    spec.inputs = list(inputs)  # type: ignore[arg-type]
+        raise fail(
+            line_of(module.get_inputs), "get_inputs must return a list of torch.rand/randn tensors"
+        )
+    spec.inputs = [i for i in inputs if isinstance(i, TensorInit)]
     return spec
 
 
-def _run_init(init: ast.FunctionDef, args: list[object], module: ModuleFile, spec: ModelSpec) -> None:
+def _run_init(
+    init: ast.FunctionDef, args: list[object], module: ModuleFile, spec: ModelSpec
+) -> None:
     params = [a.arg for a in init.args.args[1:]]
     defaults = init.args.defaults
     env = dict(module.env)
@@ -319,7 +341,9 @@ def _run_init(init: ast.FunctionDef, args: list[object], module: ModuleFile, spe
     for name, default in zip(params[len(params) - len(defaults) :], defaults):
         env[name] = evaluator.eval(default)
     if len(args) > len(params):
-        raise fail(line_of(init), f"get_init_inputs gives {len(args)} values, __init__ takes {len(params)}")
+        raise fail(
+            line_of(init), f"get_init_inputs gives {len(args)} values, __init__ takes {len(params)}"
+        )
     env.update(zip(params, args))
     missing = [p for p in params if p not in env]
     if missing:
@@ -331,7 +355,11 @@ def _run_init(init: ast.FunctionDef, args: list[object], module: ModuleFile, spe
             raise fail(line_of(statement), "__init__ may only assign attributes and locals")
         target = statement.targets[0]
         value = evaluator.eval(statement.value)
-        if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
+        if (
+            isinstance(target, ast.Attribute)
+            and isinstance(target.value, ast.Name)
+            and target.value.id == "self"
+        ):
             env[f"self.{target.attr}"] = value
             spec.attributes[target.attr] = value
         elif isinstance(target, ast.Name):

@@ -285,7 +285,9 @@ VarargsEmit = Callable[[Expr, Sequence[Expr], str, int | None], str]
 VARARGS: dict[str, VarargsEmit] = {
     "view": lambda x, args, what, line: f"{x.code}.reshape({_dims_code(args, what, line)})",
     "reshape": lambda x, args, what, line: f"{x.code}.reshape({_dims_code(args, what, line)})",
-    "permute": lambda x, args, what, line: f"jnp.transpose({x.code}, {_dims_code(args, what, line)})",
+    "permute": lambda x, args, what, line: (
+        f"jnp.transpose({x.code}, {_dims_code(args, what, line)})"
+    ),
 }
 
 
@@ -303,7 +305,9 @@ OPS: dict[str, Op] = {
     "softsign": _unary("jax.nn.soft_sign"),
     "mish": Op(Signature.of(X), lambda a: f"mish({a.code(X)})", helpers=("mish",)),
     "gelu": Op(Signature.of(X, ("approximate", "none")), _gelu),
-    "elu": Op(Signature.of(X, ("alpha", 1.0)), lambda a: f"jax.nn.elu({a.code(X)}, {a.code('alpha')})"),
+    "elu": Op(
+        Signature.of(X, ("alpha", 1.0)), lambda a: f"jax.nn.elu({a.code(X)}, {a.code('alpha')})"
+    ),
     "leaky_relu": Op(
         Signature.of(X, ("negative_slope", 0.01)),
         lambda a: f"jax.nn.leaky_relu({a.code(X)}, {a.code('negative_slope')})",
@@ -322,7 +326,9 @@ OPS: dict[str, Op] = {
     # reductions
     "logsumexp": Op(
         Signature.of(X, "dim", ("keepdim", False)),
-        lambda a: f"jax.nn.logsumexp({a.code(X)}, axis={_dim_code(a)}, keepdims={a.value('keepdim')!r})",
+        lambda a: (
+            f"jax.nn.logsumexp({a.code(X)}, axis={_dim_code(a)}, keepdims={a.value('keepdim')!r})"
+        ),
         aliases=_DIM_ALIASES,
     ),
     "sum": _reduction("jnp.sum"),
@@ -337,11 +343,13 @@ OPS: dict[str, Op] = {
     "var": _spread("var"),
     "std": _spread("std"),
     "cumsum": Op(
-        Signature.of(X, "dim"), lambda a: f"jnp.cumsum({a.code(X)}, axis={_dim_code(a)})",
+        Signature.of(X, "dim"),
+        lambda a: f"jnp.cumsum({a.code(X)}, axis={_dim_code(a)})",
         aliases=_DIM_ALIASES,
     ),
     "cumprod": Op(
-        Signature.of(X, "dim"), lambda a: f"jnp.cumprod({a.code(X)}, axis={_dim_code(a)})",
+        Signature.of(X, "dim"),
+        lambda a: f"jnp.cumprod({a.code(X)}, axis={_dim_code(a)})",
         aliases=_DIM_ALIASES,
     ),
     # element-wise
@@ -364,7 +372,9 @@ OPS: dict[str, Op] = {
     "sign": _unary("jnp.sign"),
     "floor": _unary("jnp.floor"),
     "ceil": _unary("jnp.ceil"),
-    "pow": Op(Signature.of(X, "exponent"), lambda a: f"jnp.power({a.code(X)}, {a.code('exponent')})"),
+    "pow": Op(
+        Signature.of(X, "exponent"), lambda a: f"jnp.power({a.code(X)}, {a.code('exponent')})"
+    ),
     "add": _arith("+"),
     "sub": _arith("-"),
     "mul": _arith("*"),
@@ -379,8 +389,12 @@ OPS: dict[str, Op] = {
     "matmul": _binary("jnp.matmul"),
     "mm": _binary("jnp.matmul"),
     "bmm": _binary("jnp.matmul"),
-    "tril": Op(Signature.of(X, ("diagonal", 0)), lambda a: f"jnp.tril({a.code(X)}, {a.code('diagonal')})"),
-    "triu": Op(Signature.of(X, ("diagonal", 0)), lambda a: f"jnp.triu({a.code(X)}, {a.code('diagonal')})"),
+    "tril": Op(
+        Signature.of(X, ("diagonal", 0)), lambda a: f"jnp.tril({a.code(X)}, {a.code('diagonal')})"
+    ),
+    "triu": Op(
+        Signature.of(X, ("diagonal", 0)), lambda a: f"jnp.triu({a.code(X)}, {a.code('diagonal')})"
+    ),
     # layers as functions
     "linear": Op(
         Signature.of(X, "weight", ("bias", None)),
@@ -393,7 +407,9 @@ OPS: dict[str, Op] = {
     **{f"avg_pool{n}d": _avg_pool(n) for n in (1, 2, 3)},
     **{f"adaptive_avg_pool{n}d": _adaptive_pool(n, "jnp.mean") for n in (1, 2, 3)},
     **{f"adaptive_max_pool{n}d": _adaptive_pool(n, "jnp.max") for n in (1, 2, 3)},
-    "group_norm": _norm("group_norm", "num_groups", ("weight", None), ("bias", None), ("eps", 1e-5)),
+    "group_norm": _norm(
+        "group_norm", "num_groups", ("weight", None), ("bias", None), ("eps", 1e-5)
+    ),
     "layer_norm": _norm(
         "layer_norm", "normalized_shape", ("weight", None), ("bias", None), ("eps", 1e-5)
     ),
@@ -451,7 +467,11 @@ OPS: dict[str, Op] = {
     ),
     "size": Op(
         Signature.of(X, ("dim", None)),
-        lambda a: f"{a.code(X)}.shape" if a.value("dim") is None else f"{a.code(X)}.shape[{a.code('dim')}]",
+        lambda a: (
+            f"{a.code(X)}.shape"
+            if a.value("dim") is None
+            else f"{a.code(X)}.shape[{a.code('dim')}]"
+        ),
     ),
     "contiguous": Op(Signature.of(X), _identity),
     "float": Op(Signature.of(X), _identity),
@@ -468,7 +488,9 @@ OPS: dict[str, Op] = {
 }
 
 
-def emit_op(name: str, args: Sequence[Expr], kwargs: dict[str, Expr], line: int | None) -> tuple[str, tuple[str, ...]]:
+def emit_op(
+    name: str, args: Sequence[Expr], kwargs: dict[str, Expr], line: int | None
+) -> tuple[str, tuple[str, ...]]:
     """The JAX code of operator `name` applied to `args`, and the helpers it needs."""
     op = OPS[name]
     what = f"`{name}`"

@@ -6,7 +6,9 @@ from __future__ import annotations
 from itertools import zip_longest
 
 
-def side_by_side(left: str, right: str, width: int = 160, titles: tuple[str, str] = ("", "")) -> str:
+def side_by_side(
+    left: str, right: str, width: int = 160, titles: tuple[str, str] = ("", "")
+) -> str:
     """`left` and `right` in columns of `width // 2`, long lines cut with `…`."""
     column = max(20, (width - 3) // 2)
 

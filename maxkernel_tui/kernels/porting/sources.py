@@ -19,7 +19,7 @@ _TRITON_MARKERS = re.compile(r"^\s*@triton\.jit|^\s*import triton|^\s*from trito
 
 
 def kernel_source_kind(path: Path, source: str) -> SourceKind | None:
-    """"cuda" for a .cu file or Python carrying CUDA (`load_inline`), "triton" for a Triton
+    """ "cuda" for a .cu file or Python carrying CUDA (`load_inline`), "triton" for a Triton
     kernel file, else None."""
     if path.suffix in CUDA_SUFFIXES:
         return "cuda"

@@ -52,7 +52,9 @@ class _Traced(ast.NodeTransformer):
             return [keep, record("return", ast.Name("result_", ast.Load())), done]
         targets: list[ast.expr] = []
         if isinstance(stmt, ast.Assign):
-            targets = [e for t in stmt.targets for e in (t.elts if isinstance(t, ast.Tuple) else [t])]
+            targets = [
+                e for t in stmt.targets for e in (t.elts if isinstance(t, ast.Tuple) else [t])
+            ]
         elif isinstance(stmt, ast.AugAssign):
             targets = [stmt.target]
         names = [t.id for t in targets if isinstance(t, ast.Name)]
@@ -115,8 +117,10 @@ def run_torch(request: ComparisonRequest, inputs: list[np.ndarray]) -> Records:
             arguments.append(tensor)
         else:
             if tuple(state[path].shape) != tuple(tensor.shape):
-                raise ValueError(f"{path}: PyTorch has {tuple(state[path].shape)}, the "
-                                 f"translation {tuple(tensor.shape)}")
+                raise ValueError(
+                    f"{path}: PyTorch has {tuple(state[path].shape)}, the "
+                    f"translation {tuple(tensor.shape)}"
+                )
             state[path] = tensor
     model.load_state_dict(state)
     with torch.no_grad():
@@ -136,28 +140,24 @@ def run_jax(request: ComparisonRequest) -> tuple[list[np.ndarray], Records]:
 
 
 def first_divergence(request: ComparisonRequest, ours: Records, theirs: Records) -> Comparison:
-    worst = 0.0
-    for n, ((line, name), value) in enumerate(ours.items()):
+    """The first of our records (in the order the reference made them) that PyTorch's record of
+    the same line and name disagrees with; records PyTorch has not made are left out."""
+    worst, compared = 0.0, 0
+    for (line, name), value in ours.items():
         expected = theirs.get((line, name))
         if expected is None:
             continue
+        compared += 1
+        where = "the outputs" if (line, name) == OUTPUT else f"`{name}`"
         if expected.shape != value.shape:
-            return Comparison(
-                False,
-                float("nan"),
-                n,
-                line or None,
-                name,
-                f"shape {value.shape} where PyTorch has {expected.shape}",
-            )
+            detail = f"{where}: shape {value.shape} where PyTorch has {expected.shape}"
+            return Comparison(False, float("nan"), compared, line or None, name, detail)
         difference = float(np.max(np.abs(value - expected), initial=0.0))
         worst = max(worst, difference)
         if not np.allclose(value, expected, atol=request.atol, rtol=request.rtol):
-            where = "the outputs differ" if (line, name) == OUTPUT else f"`{name}` differs"
-            return Comparison(
-                False, difference, n, line or None, name, f"{where} by up to {difference:.3g}"
-            )
-    return Comparison(True, worst, len(ours))
+            detail = f"{where} differ by up to {difference:.3g}"
+            return Comparison(False, difference, compared, line or None, name, detail)
+    return Comparison(True, worst, compared)
 
 
 def main() -> None:
@@ -169,7 +169,7 @@ def main() -> None:
         inputs, ours = run_jax(request)
         theirs = run_torch(request, inputs)
         result = first_divergence(request, ours, theirs)
-    except Exception as error:  # noqa: BLE001 - any failure is reported, not raised
+    except Exception as error:
         tail = traceback.format_exc().strip().splitlines()[-1]
         result = Comparison(False, float("nan"), 0, error=f"{type(error).__name__}: {tail}")
     print(json.dumps(asdict(result)))

@@ -33,9 +33,9 @@ def _conv_transpose2d(x, w, b, stride, padding):
     full = np.zeros((n, w.shape[1], (h - 1) * stride + kh, (wd - 1) * stride + kw))
     for i in range(kh):
         for j in range(kw):
-            full[:, :, i : i + (h - 1) * stride + 1 : stride, j : j + (wd - 1) * stride + 1 : stride] += (
-                np.einsum("nchw,co->nohw", x, w[:, :, i, j])
-            )
+            full[
+                :, :, i : i + (h - 1) * stride + 1 : stride, j : j + (wd - 1) * stride + 1 : stride
+            ] += np.einsum("nchw,co->nohw", x, w[:, :, i, j])
     cropped = full[:, :, padding : full.shape[2] - padding, padding : full.shape[3] - padding]
     return cropped + b[None, :, None, None]
 
@@ -46,7 +46,7 @@ def _normalised(x, axes, eps=1e-5):
 
 
 def _group_norm(x, groups, w, b):
-    n, c = x.shape[:2]
+    n = x.shape[0]
     y = _normalised(x.reshape(n, groups, -1), (2,)).reshape(x.shape)
     return y * w[None, :, None, None] + b[None, :, None, None]
 

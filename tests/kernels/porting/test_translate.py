@@ -23,8 +23,22 @@ FAMILIES = {
     "transposed convs": {"ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"},
     "norms": {"BatchNorm", "InstanceNorm", "GroupNorm", "LayerNorm"},
     "activations": {
-        "relu", "gelu", "silu", "mish", "tanh", "sigmoid", "hardswish", "Hardtanh",
-        "LeakyReLU", "softplus", "elu", "selu", "SELU", "ELU", "Tanh", "relu6",
+        "relu",
+        "gelu",
+        "silu",
+        "mish",
+        "tanh",
+        "sigmoid",
+        "hardswish",
+        "Hardtanh",
+        "LeakyReLU",
+        "softplus",
+        "elu",
+        "selu",
+        "SELU",
+        "ELU",
+        "Tanh",
+        "relu6",
     },
     "softmax and log-sum-exp": {"Softmax", "logsumexp"},
     "reductions": {"sum", "mean", "max", "min", "amax"},
@@ -63,7 +77,8 @@ def test_production_sizes_are_integer_constants_inside_get_inputs():
         ImportOptions(),
     )
     get_inputs = next(
-        n for n in ast.parse(source.reference_py).body
+        n
+        for n in ast.parse(source.reference_py).body
         if isinstance(n, ast.FunctionDef) and n.name == "get_inputs"
     )
     constants = {
@@ -79,7 +94,12 @@ def test_parameters_are_inputs_with_pytorchs_initialisation():
     translation = translated(KERNELBENCH / "conv2d_groupnorm_tanh_hardswish.py")
     inputs = {t.name: t for t in translation.inputs}
     assert list(inputs) == [
-        "x", "conv_weight", "conv_bias", "group_norm_weight", "group_norm_bias", "bias"
+        "x",
+        "conv_weight",
+        "conv_bias",
+        "group_norm_weight",
+        "group_norm_bias",
+        "bias",
     ]
     assert inputs["conv_weight"].torch_path == "conv.weight"
     assert inputs["conv_weight"].init.bound == "1 / math.sqrt(in_channels * 9)"
@@ -88,7 +108,10 @@ def test_parameters_are_inputs_with_pytorchs_initialisation():
     assert (inputs["bias"].init.kind, inputs["bias"].init.scale) == ("normal", 0.02)
     # kernel_size and groups are hyperparameters (literals); the channels stay named sizes
     assert [str(getattr(d, "expr", d)) for d in inputs["conv_weight"].shape] == [
-        "out_channels", "in_channels", "3", "3"
+        "out_channels",
+        "in_channels",
+        "3",
+        "3",
     ]
 
 
@@ -103,12 +126,21 @@ def test_sizes_tied_by_code_keep_their_definition():
     translation = translated(KERNELBENCH / "sequential_batchnorm1d_selu.py")
     assert translation.constants["hidden"] == (256, "(in_features * 2)")
     names = [t.name for t in translation.inputs]
-    assert names == ["x", "net_0_weight", "net_0_bias", "net_1_weight", "net_1_bias", "net_4_weight"]
+    assert names == [
+        "x",
+        "net_0_weight",
+        "net_0_bias",
+        "net_1_weight",
+        "net_1_bias",
+        "net_4_weight",
+    ]
 
 
 def test_an_unsupported_operator_is_named_with_its_line():
     path = KERNELBENCH / "unsupported_fft.py"
-    with pytest.raises(TaskImportError, match=r"unsupported_fft.py: line 11: operator `torch.fft.rfft`"):
+    with pytest.raises(
+        TaskImportError, match=r"unsupported_fft.py: line 11: operator `torch.fft.rfft`"
+    ):
         TorchModuleImporter().translate(path, path.read_text(), ImportOptions())
 
 
@@ -116,8 +148,13 @@ def test_an_unsupported_layer_and_a_loop_are_named_with_their_lines():
     layer = (KERNELBENCH / "gemm_relu_divide.py").read_text().replace("nn.Linear(", "nn.Bilinear(")
     with pytest.raises(TaskImportError, match=r"line 10: layer nn.Bilinear is not supported"):
         translate_module(layer, "m")
-    loop = (KERNELBENCH / "gemm_relu_divide.py").read_text().replace(
-        "        x = torch.relu(x)\n", "        for _ in range(2):\n            x = torch.relu(x)\n"
+    loop = (
+        (KERNELBENCH / "gemm_relu_divide.py")
+        .read_text()
+        .replace(
+            "        x = torch.relu(x)\n",
+            "        for _ in range(2):\n            x = torch.relu(x)\n",
+        )
     )
     with pytest.raises(TaskImportError, match=r"line 15: `for` statements are not supported"):
         translate_module(loop, "m")
@@ -134,6 +171,8 @@ def test_only_kernelbench_module_files_are_detected():
 @pytest.mark.skipif(torch_available(), reason="with torch installed the import compares instead")
 def test_without_torch_the_task_says_it_was_not_compared():
     path = KERNELBENCH / "rms_norm.py"
-    source = TorchModuleImporter().translate(path, path.read_text(), ImportOptions(tolerance=(1e-3, 1e-4)))
+    source = TorchModuleImporter().translate(
+        path, path.read_text(), ImportOptions(tolerance=(1e-3, 1e-4))
+    )
     assert NOT_COMPARED in source.notes
     assert (source.atol, source.rtol) == (1e-3, 1e-4)
