@@ -10,6 +10,7 @@ from maxkernel_tui.agents.llm.client import LLMClient
 from maxkernel_tui.agents.llm.gemini import GeminiProvider
 from maxkernel_tui.agents.llm.retry import RetryPolicy
 from maxkernel_tui.agents.porting import PorterImporter, Review
+from maxkernel_tui.commands.port_review import approve_on_terminal
 from maxkernel_tui.kernels.importers import ImportOptions, TaskImportError
 from maxkernel_tui.kernels.porting.side_by_side import side_by_side
 from maxkernel_tui.kernels.porting.torch_compare import NOT_COMPARED, torch_available
@@ -108,3 +109,16 @@ def test_the_review_shows_source_and_reference_side_by_side():
         "y = 2",
         "z = 3",
     ]
+
+
+def test_on_a_terminal_only_yes_approves_the_reference(tmp_path):
+    review = Review(tmp_path / "k.cu", "__global__ void k() {}", REFERENCE, "no harness")
+    shown: list[str] = []
+
+    def ended(prompt: str) -> str:
+        raise EOFError
+
+    assert approve_on_terminal(review, ask=lambda prompt: "y", show=shown.append)
+    assert not approve_on_terminal(review, ask=lambda prompt: "", show=shown.append)
+    assert not approve_on_terminal(review, ask=ended, show=shown.append)
+    assert "__global__ void k() {}" in shown[1] and "def computation(x):" in shown[1]
