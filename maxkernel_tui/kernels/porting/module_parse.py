@@ -264,19 +264,26 @@ def _code(value: object) -> str:
 
 
 def _scaled(left: object, right: object, kind: type, line: int | None) -> TensorInit:
-    """`torch.randn(n) * 0.02`, `0.1 + torch.rand(n)`: a factory's values scaled or shifted."""
-    tensor, number = (left, right) if isinstance(left, TensorInit) else (right, left)
+    """`torch.randn(n) * 0.02`, `torch.rand(n) * 2 - 1`, `0.1 + torch.rand(n)`: a factory's
+    values scaled or shifted by a number."""
+    tensor_left = isinstance(left, TensorInit)
+    tensor, number = (left, right) if tensor_left else (right, left)
     assert isinstance(tensor, TensorInit)
-    if not isinstance(number, int | float) or kind not in (ast.Mult, ast.Add, ast.Div):
-        raise fail(line, "a parameter may only be a factory times, over or plus a number")
-    init = tensor.init
+    allowed = (ast.Mult, ast.Add, ast.Sub) + ((ast.Div,) if tensor_left else ())
+    if not isinstance(number, int | float) or isinstance(number, bool) or kind not in allowed:
+        raise fail(line, "a tensor may only be a factory times, plus, minus or over a number")
+    scale, offset = tensor.init.scale, tensor.init.offset
     if kind is ast.Mult:
-        init = Init(init.kind, init.bound, init.scale * number, init.offset * number)
+        scale, offset = scale * number, offset * number
     elif kind is ast.Div:
-        init = Init(init.kind, init.bound, init.scale / number, init.offset / number)
+        scale, offset = scale / number, offset / number
+    elif kind is ast.Add:
+        offset += number
+    elif tensor_left:
+        offset -= number
     else:
-        init = Init(init.kind, init.bound, init.scale, init.offset + number)
-    return TensorInit(tensor.shape, init)
+        scale, offset = -scale, number - offset
+    return TensorInit(tensor.shape, Init(tensor.init.kind, tensor.init.bound, scale, offset))
 
 
 def run_function(fn: ast.FunctionDef, evaluator: StaticEval) -> object:

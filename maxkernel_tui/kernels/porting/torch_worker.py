@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import json
+import linecache
 import sys
 import traceback
 from dataclasses import asdict
@@ -86,6 +87,13 @@ def _reference_at_sizes(source: str, sizes: dict[str, int]) -> ast.Module:
     return tree
 
 
+def _as_file(name: str, source: str) -> str:
+    """`name`, with `source` registered as its text: code that reads its own source (Triton's
+    `@triton.jit`, `inspect`) then works on code compiled from a string."""
+    linecache.cache[name] = (len(source), None, source.splitlines(True), name)
+    return name
+
+
 def _recorder(records: Records) -> Any:
     def record(line: int, name: str, value: Any) -> None:
         if isinstance(value, torch.Tensor):
@@ -100,7 +108,7 @@ def run_torch(request: ComparisonRequest, inputs: list[np.ndarray]) -> Records:
     records: Records = {}
     namespace: dict[str, Any] = {"__name__": "kernelbench_module", "record": _recorder(records)}
     tree = _module_at_sizes(request.module_source, request.sizes)
-    exec(compile(tree, "module.py", "exec"), namespace)
+    exec(compile(tree, _as_file("module.py", request.module_source), "exec"), namespace)
     model = namespace["Model"](*namespace.get("get_init_inputs", list)())
     for module in model.modules():
         if isinstance(module, torch.nn.modules.dropout._DropoutNd):
