@@ -179,8 +179,12 @@ def test_without_torch_the_task_says_it_was_not_compared():
 
 
 def test_inputs_scaled_and_shifted_from_a_factory_keep_their_distribution():
-    source = (KERNELBENCH / "gemm_relu_divide.py").read_text().replace(
-        "torch.randn(batch_size, in_features)", "1 - torch.rand(batch_size, in_features) * 2"
+    source = (
+        (KERNELBENCH / "gemm_relu_divide.py")
+        .read_text()
+        .replace(
+            "torch.randn(batch_size, in_features)", "1 - torch.rand(batch_size, in_features) * 2"
+        )
     )
     x = translate_module(source, "m").inputs[0]
     assert (x.init.kind, x.init.scale, x.init.offset) == ("uniform", -2.0, 1.0)
