@@ -8,7 +8,10 @@ can check that its `dim` or `kernel_size` is known when the reference is written
 from __future__ import annotations
 
 import ast
+import operator
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from maxkernel_tui.kernels.porting.helper_source import helper_names
 from maxkernel_tui.kernels.porting.layers import Layer, Sequential
@@ -39,6 +42,16 @@ _ARITH = {
     ast.Mod: "%",
     ast.Pow: "**",
     ast.MatMult: "@",
+}
+_STATIC_ARITH: dict[str, Callable[[Any, Any], object]] = {
+    "+": operator.add,
+    "-": operator.sub,
+    "*": operator.mul,
+    "/": operator.truediv,
+    "//": operator.floordiv,
+    "%": operator.mod,
+    "**": operator.pow,
+    "@": operator.matmul,
 }
 RESERVED = frozenset({"jax", "jnp", "lax", "math", "NamedTuple", "computation", "get_inputs"})
 
@@ -173,8 +186,7 @@ class ForwardTranslator:
 
     def _arith(self, left: Expr, symbol: str, right: Expr) -> Expr:
         if left.is_static and right.is_static:
-            value = eval(f"a {symbol} b", {}, {"a": left.value, "b": right.value})
-            return literal(value)
+            return literal(_STATIC_ARITH[symbol](left.value, right.value))
         if symbol == "@":
             self.operators.append("matmul")
         return Expr(f"({left.code} {symbol} {right.code})")
