@@ -5,3 +5,4 @@ import pathlib
 TESTS = pathlib.Path(__file__).resolve().parent.parent
 ADAPTED_TASKS = TESTS / "data" / "adapted_tasks"  # task folders in the JaxBench adapted format
 KERNELS = TESTS / "data" / "kernels"  # honest/ and cheats/ candidate kernels, agent/ fixtures
+KERNELBENCH = TESTS / "data" / "kernelbench"  # PyTorch modules in KernelBench's format

@@ -1,0 +1,129 @@
+"""Porting through the porter sub-agent: CUDA and Triton sources, and PyTorch modules the
+offline translator does not cover, become plain tasks. No jax, no torch in this process.
+
+`PorterImporter` follows the importers' contract (`kernels.importers.SourceImporter`). Its answer
+is gated by the comparison with PyTorch where the file has a PyTorch harness and torch is
+installed; otherwise the engineer approves it, shown beside the source (`Review`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from maxkernel_tui.agents.llm.client import LLMClient
+from maxkernel_tui.agents.llm.errors import LLMError
+from maxkernel_tui.agents.roles.porter import build_port_request, parse_reference
+from maxkernel_tui.kernels.importers import ImportOptions, PlainTaskSource, TaskImportError
+from maxkernel_tui.kernels.importers.torch_module import (
+    DEFAULT_TOLERANCE,
+    SOURCE_COPY,
+    TorchModuleImporter,
+    task_id_of,
+)
+from maxkernel_tui.kernels.porting.sources import has_pytorch_harness, kernel_source_kind
+from maxkernel_tui.kernels.porting.torch_compare import (
+    NOT_COMPARED,
+    compare_reference,
+    describe_sizes,
+    torch_available,
+)
+
+BUILTIN = "builtin"
+NO_PROVIDER = (
+    "porting a {kind} source needs an LLM provider (gemini or openai, in the settings or with "
+    "--provider); the built-in offline agent cannot port CUDA or Triton code"
+)
+
+
+@dataclass(frozen=True)
+class Review:
+    """What the engineer approves: the source and the porter's reference, and why no
+    comparison with PyTorch decided instead."""
+
+    path: Path
+    source: str
+    reference: str
+    reason: str
+
+
+Approve = Callable[[Review], bool]
+
+
+class PorterImporter:
+    """CUDA/Triton files, and KernelBench modules the translator cannot do, through the porter.
+    `client` is None when no LLM provider is configured: the import then says what to set."""
+
+    kind = "porter"
+
+    def __init__(self, client: LLMClient | None, approve: Approve) -> None:
+        self.client = client
+        self.approve = approve
+        self._offline = TorchModuleImporter()
+
+    def detects(self, path: Path, source: str) -> bool:
+        return kernel_source_kind(path, source) is not None or self._offline.detects(path, source)
+
+    def translate(self, path: Path, source: str, options: ImportOptions) -> PlainTaskSource:
+        kind: str | None = kernel_source_kind(path, source)
+        if kind is None:  # a PyTorch module: offline first
+            try:
+                return self._offline.translate(path, source, options)
+            except TaskImportError as error:
+                if self._usable() is None:
+                    raise TaskImportError(f"{error} (an LLM provider could port it)") from None
+            kind = "PyTorch"
+        client = self._usable()
+        if client is None:
+            raise TaskImportError(f"{path}: " + NO_PROVIDER.format(kind=kind))
+        reference = self._ask(client, path, source, kind)
+        atol, rtol = options.tolerance or DEFAULT_TOLERANCE
+        note = self._gate(path, source, reference, atol, rtol)
+        return PlainTaskSource(
+            task_id=task_id_of(path),
+            description=f"{kind} source {path.name} ported to JAX by the porter agent",
+            reference_py=reference,
+            atol=atol,
+            rtol=rtol,
+            notes=(f"reference written by the porter agent ({client.provider.name})", note),
+            extra_files={SOURCE_COPY if path.suffix == ".py" else f"source{path.suffix}": source},
+        )
+
+    def _usable(self) -> LLMClient | None:
+        if self.client is None or self.client.provider.name == BUILTIN:
+            return None
+        return self.client
+
+    def _ask(self, client: LLMClient, path: Path, source: str, kind: str) -> str:
+        request = build_port_request(source, path.name, kind, has_pytorch_harness(path, source))
+        try:
+            response = asyncio.run(client.complete(request, parse=parse_reference))
+        except LLMError as error:
+            raise TaskImportError(f"{path}: the porter agent failed: {error}") from None
+        return parse_reference(response.text)
+
+    def _gate(self, path: Path, source: str, reference: str, atol: float, rtol: float) -> str:
+        """The note for the task once the reference passed its gate; a `TaskImportError` if the
+        comparison or the engineer refused it."""
+        if has_pytorch_harness(path, source) and torch_available():
+            sizes, result = compare_reference(source, reference, atol, rtol)
+            shown = describe_sizes(sizes)
+            if result.error or not result.agrees:
+                raise TaskImportError(
+                    f"{path}: the porter's reference disagrees with the PyTorch harness at "
+                    f"{shown}: {result.error or result.detail}; nothing written"
+                )
+            return (
+                f"compared with the file's PyTorch harness at {shown}: agrees within atol "
+                f"{atol}, rtol {rtol} (max |difference| {result.max_abs_diff:.2e}, measured)"
+            )
+        reason = "the file has no PyTorch harness"
+        if has_pytorch_harness(path, source):
+            reason = NOT_COMPARED
+        if not self.approve(Review(path, source, reference, reason)):
+            raise TaskImportError(
+                f"{path}: the porter's reference was not approved; nothing written"
+            )
+        return f"approved by the engineer ({reason})"

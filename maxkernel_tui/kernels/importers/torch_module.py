@@ -1,0 +1,71 @@
+"""The importer of PyTorch modules in KernelBench's format (`class Model(nn.Module)`,
+`get_inputs()`, `get_init_inputs()`): translated offline from the source into a plain task.
+No jax, no torch in this process.
+
+Where torch is installed, the translation is run beside the PyTorch module in a worker
+(`porting.torch_compare`) and refused if they disagree; otherwise the task says it was not
+compared with PyTorch.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+from maxkernel_tui.kernels.importers import ImportOptions, PlainTaskSource, TaskImportError
+from maxkernel_tui.kernels.porting.emit import render_reference
+from maxkernel_tui.kernels.porting.module_parse import is_module_file
+from maxkernel_tui.kernels.porting.torch_compare import compare_or_note
+from maxkernel_tui.kernels.porting.translate import translate_module
+
+DEFAULT_TOLERANCE = (1e-2, 1e-2)  # (atol, rtol) for float32, as JaxBench's KernelBench tasks
+SOURCE_COPY = "source_module.py"
+INIT_NOTE = (
+    "parameters drawn from the distributions PyTorch initialises them with (from "
+    "jax.random.key(0), not PyTorch's random stream)"
+)
+MODE_NOTE = (
+    "BatchNorm uses batch statistics (PyTorch's default training mode, which KernelBench "
+    "runs); dropout is the identity (eval mode)"
+)
+
+
+def task_id_of(path: Path) -> str:
+    """The task id a file's stem gives (letters, digits and _)."""
+    return re.sub(r"[^A-Za-z0-9_]+", "_", path.stem).strip("_") or "module"
+
+
+class TorchModuleImporter:
+    kind = "pytorch-module"
+
+    def detects(self, path: Path, source: str) -> bool:
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            return False
+        return "torch" in source and is_module_file(tree)
+
+    def translate(self, path: Path, source: str, options: ImportOptions) -> PlainTaskSource:
+        task_id = task_id_of(path)
+        try:
+            translation = translate_module(source, task_id)
+        except TaskImportError as error:
+            raise TaskImportError(f"{path}: {error}") from None
+        operators = ", ".join(dict.fromkeys(translation.operators))
+        header = (
+            f"JAX reference translated from the PyTorch module {path.name} by maxkernel-tui.\n\n"
+            f"Operators: {operators}.\n{INIT_NOTE[0].upper()}{INIT_NOTE[1:]}.\n{MODE_NOTE}.\n"
+        )
+        reference = render_reference(translation, header)
+        atol, rtol = options.tolerance or DEFAULT_TOLERANCE
+        comparison = compare_or_note(source, translation, atol, rtol, path)
+        return PlainTaskSource(
+            task_id=task_id,
+            description=f"PyTorch module {path.name} ported to JAX ({operators})",
+            reference_py=reference,
+            atol=atol,
+            rtol=rtol,
+            notes=(INIT_NOTE, MODE_NOTE, comparison),
+            extra_files={SOURCE_COPY: source},
+        )
