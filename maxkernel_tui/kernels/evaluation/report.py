@@ -78,6 +78,8 @@ class EvalReport:
     # Timings only from a real device; each says measured/estimated and where.
     timings: list[Timing] = field(default_factory=list)
     seeds: list[int] = field(default_factory=list)
+    # Where it ran: "local" (this machine's worker pool) or the Ray node that produced it.
+    executor_node: str = "local"
     # Called with each check as it is added, so a UI can show progress before the verdict.
     on_check: Callable[[Check], None] | None = field(default=None, repr=False, compare=False)
 
@@ -108,6 +110,7 @@ class EvalReport:
             "checks": [c.to_json() for c in self.checks],
             "timings": [t.to_json() for t in self.timings],
             "seeds": self.seeds,
+            "executor_node": self.executor_node,
         }
 
     @classmethod
@@ -121,6 +124,7 @@ class EvalReport:
             checks=[Check.from_json(c) for c in data["checks"]],
             timings=[Timing.from_json(t) for t in data.get("timings", [])],
             seeds=list(data.get("seeds", [])),
+            executor_node=data.get("executor_node", "local"),
         )
 
 
