@@ -21,7 +21,7 @@ from maxkernel_tui.commands import (
     tasks,
 )
 from maxkernel_tui.config import ConfigError
-from maxkernel_tui.kernels.executors.jobs import ClusterError
+from maxkernel_tui.kernels.executors.errors import ClusterError
 from maxkernel_tui.kernels.task import TaskError
 from maxkernel_tui.store import StoreError
 

@@ -12,7 +12,7 @@ from typing import Protocol
 from maxkernel_tui.agents.orchestration.tools import KernelTools, Tools
 from maxkernel_tui.config import Settings
 from maxkernel_tui.kernels.evaluation.harness import Harness
-from maxkernel_tui.kernels.executors.jobs import ClusterError
+from maxkernel_tui.kernels.executors.errors import ClusterError
 from maxkernel_tui.kernels.task import Task
 
 

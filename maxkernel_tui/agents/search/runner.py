@@ -38,7 +38,7 @@ from maxkernel_tui.agents.search.graph import (
     SearchGraph,
 )
 from maxkernel_tui.agents.search.limits import CappedTools, GatedClient
-from maxkernel_tui.kernels.executors.jobs import EvaluationLost
+from maxkernel_tui.kernels.executors.errors import EvaluationLost
 from maxkernel_tui.store.rows import Mode, SessionStatus
 
 INITIAL = (

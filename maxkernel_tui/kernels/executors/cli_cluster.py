@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 START_TIMEOUT_S = 180.0
+START_ATTEMPTS = 2
 # Ray's own `ray` entry point, with the loopback address left as it is given.
 _WORKER_CLI = (
     "import sys, ray._private.services as services; "
@@ -89,7 +90,7 @@ class CliCluster:
         env = dict(os.environ if base_env is None else base_env, **self.driver_env())
         try:
             for index in range(self.nodes):
-                self._start_node(index, env)
+                self._start_node_retried(index, env)
         except BaseException:
             self.stop()
             raise
@@ -98,16 +99,7 @@ class CliCluster:
     def stop(self) -> None:
         """End every process of the nodes this cluster started, by their process groups."""
         for node in reversed(self.started):
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(node.group, signal.SIGTERM)
-        deadline = time.monotonic() + 15
-        for node in self.started:
-            while time.monotonic() < deadline and _group_alive(node.group):
-                time.sleep(0.1)
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(node.group, signal.SIGKILL)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                node.process.wait(timeout=5)
+            _kill_group(node)
         self.started = []
 
     def __enter__(self) -> CliCluster:
@@ -115,6 +107,19 @@ class CliCluster:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+    def _start_node_retried(self, index: int, env: dict[str, str]) -> None:
+        """Start a node, once more if it fails: on a loaded machine a raylet gives up when its
+        agents take over Ray's fixed 15 s to start."""
+        for attempt in range(START_ATTEMPTS):
+            try:
+                self._start_node(index, env)
+                return
+            except RuntimeError:
+                failed = self.started.pop()
+                _kill_group(failed)
+                if attempt == START_ATTEMPTS - 1:
+                    raise
 
     def _start_node(self, index: int, env: dict[str, str]) -> None:
         ray = str(Path(sys.executable).with_name("ray"))
@@ -157,6 +162,20 @@ class CliCluster:
                 tail = log.read_text(errors="replace")[-2000:]
                 raise RuntimeError(f"ray start of node {index} failed:\n{tail}")
             time.sleep(0.2)
+
+
+def _kill_group(node: CliNode) -> None:
+    """SIGTERM to the node's process group (`ray start --block` stops its processes), then
+    SIGKILL to whatever of the group is left."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(node.group, signal.SIGTERM)
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and _group_alive(node.group):
+        time.sleep(0.1)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(node.group, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        node.process.wait(timeout=5)
 
 
 def _group_alive(group: int) -> bool:

@@ -20,15 +20,6 @@ MAX_TASK_BYTES = 16 * 1024 * 1024
 _SKIPPED_PARTS = ("__pycache__", ".git")
 
 
-class ClusterError(ValueError):
-    """The cluster cannot be used (unreachable, without token authentication, no node able to
-    start the service, Ray not installed); the message says why and what to do."""
-
-
-class EvaluationLost(RuntimeError):
-    """An evaluation that no node could finish (every node it was sent to was lost)."""
-
-
 class TaskShippingError(ValueError):
     """The task folder cannot be sent to a node (too large, unreadable)."""
 

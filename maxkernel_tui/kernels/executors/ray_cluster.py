@@ -17,7 +17,7 @@ from pathlib import Path
 
 import ray
 
-from maxkernel_tui.kernels.executors.jobs import ClusterError
+from maxkernel_tui.kernels.executors.errors import ClusterError
 
 LOCAL = "local"  # `--ray local`: a private cluster on this machine
 NAMESPACE = "maxkernel-tui"

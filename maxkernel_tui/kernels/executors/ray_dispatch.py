@@ -16,13 +16,8 @@ from typing import Any, TypeVar
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from maxkernel_tui.kernels.executors.jobs import (
-    EvalAnswer,
-    EvalJob,
-    EvaluationLost,
-    ProfileAnswer,
-    ProfileJob,
-)
+from maxkernel_tui.kernels.executors.errors import EvaluationLost
+from maxkernel_tui.kernels.executors.jobs import EvalAnswer, EvalJob, ProfileAnswer, ProfileJob
 from maxkernel_tui.kernels.executors.node_service import NodeService
 from maxkernel_tui.kernels.executors.ray_cluster import ClusterFacts, NodeFacts
 
