@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -78,7 +79,7 @@ def _search(cluster: CliCluster, *extra: str) -> list[str]:
         "--width",
         "2",
         "--branches",
-        "1",
+        "2",
         "--provider",
         "builtin",
         "--ray",
@@ -103,24 +104,41 @@ def _no_duplicate_evaluations(data_dir: Path) -> None:
     assert set(per_version.values()) == {1}, per_version
 
 
-def test_a_beam_search_spreads_over_both_nodes_and_no_node_sees_a_driver_secret(
+def test_a_beam_search_spreads_over_both_nodes_survives_losing_one_and_leaks_no_secret(
     clusters, tmp_path, suite_cache
 ) -> None:
+    """Rounds 0 and 1 run on both nodes; when round 2's kernels go out, node 1's raylet is
+    killed: its evaluation is retried on node 0 and the search ends with every node judged."""
     cluster, _ = clusters
     env = _cli_env(cluster, tmp_path, suite_cache)
     best = tmp_path / "best.py"
-    done = subprocess.run(
-        _search(cluster, "--depth", "1", "--out", str(best)),
+    raylet = cluster.started[1].raylet_pid()
+    assert raylet is not None
+    search = subprocess.Popen(
+        _search(cluster, "--depth", "2", "--out", str(best)),
         env=env,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=600,
     )
-    assert done.returncode == 0, done.stderr[-3000:]
-    evaluations = _events(done.stdout, "evaluation")
-    nodes = {e["executor_node"] for e in evaluations}
-    assert len(nodes) == 2 and "local" not in nodes, nodes
-    assert all(e["report"]["executor_node"] == e["executor_node"] for e in evaluations)
+    assert search.stdout is not None
+    before = []
+    for line in search.stdout:
+        before.append(json.loads(line))
+        if before[-1]["kind"] == "version" and _round_of(before[-1]["step"]) == 2:
+            os.kill(raylet, signal.SIGKILL)
+            break
+    out, err = search.communicate(timeout=900)
+    assert search.returncode == 0, err[-3000:]
+    after = [json.loads(line) for line in out.splitlines()]
+    spread = {e["executor_node"] for e in before if e["kind"] == "evaluation"}
+    assert len(spread) == 2 and "local" not in spread, spread
+    survivors = {e["executor_node"] for e in after if e["kind"] == "evaluation"}
+    assert len(survivors) == 1 and survivors < spread, survivors
+    final = {e["node"]: e["status"] for e in before + after if e["kind"] == "search_node"}
+    assert len(final) >= 5 and set(final.values()) <= {"accepted", "rejected", "merged"}, final
+    _no_duplicate_evaluations(tmp_path / "data")
+    wait_for(lambda: cluster.started[1].raylet_pid() is None, 10, what="the raylet is gone")
     accepted = subprocess.run(
         [sys.executable, "-m", "maxkernel_tui.cli", "eval", str(best), "--task", str(TASK)],
         env=env,
@@ -129,12 +147,17 @@ def test_a_beam_search_spreads_over_both_nodes_and_no_node_sees_a_driver_secret(
         timeout=600,
     )
     assert accepted.returncode == 0, accepted.stdout[-2000:]
-    _no_duplicate_evaluations(tmp_path / "data")
     logs = [p for p in (cluster.root / "t").rglob("*") if p.is_file()]
     assert logs, "the cluster wrote no logs to look in"
     leaked = [str(p) for p in logs if CANARY.encode() in p.read_bytes()]
     assert not leaked, leaked
-    assert CANARY not in done.stdout and CANARY not in done.stderr
+    assert CANARY not in out and CANARY not in err
+
+
+def _round_of(step: str) -> int:
+    """The round of a search node's step ("n3/implement" -> 2 with width 2, branches 2)."""
+    number = int(step.split("/", 1)[0][1:])
+    return 0 if number == 0 else 1 if number <= 2 else 2
 
 
 def test_a_cluster_without_token_auth_is_refused_with_the_reason(
@@ -145,45 +168,9 @@ def test_a_cluster_without_token_auth_is_refused_with_the_reason(
     done = subprocess.run(
         _search(open_cluster, "--depth", "1"), env=env, capture_output=True, text=True, timeout=120
     )
-    assert done.returncode == 2
+    assert done.returncode == 2, done.stderr[-2000:]
     assert "without token authentication: refused" in done.stderr
     assert "--ray-insecure" in done.stderr
-    assert not _events(done.stdout, "llm_answer")  # refused before any model call
-    assert not (tmp_path / "data" / "sessions.db").exists() or _sessions(tmp_path) == 0
-
-
-def _sessions(tmp_path: Path) -> int:
+    assert done.stdout == ""  # refused before a session is stored or any model is called
     with Store(tmp_path / "data" / "sessions.db") as store:
-        return len(store.list_sessions())
-
-
-def test_a_node_whose_raylet_is_killed_mid_search_loses_nothing(
-    clusters, tmp_path, suite_cache
-) -> None:
-    cluster, _ = clusters
-    env = _cli_env(cluster, tmp_path, suite_cache)
-    raylet = cluster.started[1].raylet_pid()
-    assert raylet is not None
-    search = subprocess.Popen(
-        _search(cluster, "--depth", "2"),
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert search.stdout is not None
-    lines = []
-    for line in search.stdout:  # kill the node when the first round's kernels go out
-        lines.append(line)
-        event = json.loads(line)
-        if event["kind"] == "version" and not event["step"].startswith("n0/"):
-            os.kill(raylet, 9)
-            break
-    out, err = search.communicate(timeout=600)
-    lines.append(out)
-    assert search.returncode in (0, 1), err[-3000:]
-    wait_for(lambda: cluster.started[1].raylet_pid() is None, 10, what="the raylet is gone")
-    nodes = _events("".join(lines), "search_node")
-    final = {event["node"]: event["status"] for event in nodes}  # the last word on each
-    assert final and all(s in ("accepted", "rejected", "merged", "failed") for s in final.values())
-    _no_duplicate_evaluations(tmp_path / "data")
+        assert store.list_sessions() == []
