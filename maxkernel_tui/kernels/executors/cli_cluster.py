@@ -19,6 +19,8 @@ from pathlib import Path
 
 START_TIMEOUT_S = 180.0
 START_ATTEMPTS = 2
+# A loaded machine starts a node's agents and workers slowly: Ray's defaults give up too soon.
+_PATIENT = {"RAY_agent_register_timeout_ms": "120000", "RAY_worker_register_timeout_seconds": "180"}
 # Ray's own `ray` entry point, with the loopback address left as it is given.
 _WORKER_CLI = (
     "import sys, ray._private.services as services; "
@@ -88,6 +90,7 @@ class CliCluster:
             self.token_path.write_text(secrets.token_hex(32))
             self.token_path.chmod(0o600)
         env = dict(os.environ if base_env is None else base_env, **self.driver_env())
+        env.update(_PATIENT)
         try:
             for index in range(self.nodes):
                 self._start_node_retried(index, env)
