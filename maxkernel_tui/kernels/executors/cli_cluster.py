@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 START_TIMEOUT_S = 180.0
-START_ATTEMPTS = 2
+START_ATTEMPTS = 3
 # A loaded machine starts a node's agents and workers slowly: Ray's defaults give up too soon.
 _PATIENT = {"RAY_agent_register_timeout_ms": "120000", "RAY_worker_register_timeout_seconds": "180"}
 # Ray's own `ray` entry point, with the loopback address left as it is given.
@@ -106,7 +106,9 @@ class CliCluster:
         self.started = []
 
     def __enter__(self) -> CliCluster:
-        return self.start()
+        return self.start(
+            {k: v for k, v in os.environ.items() if "KEY" not in k and "TOKEN" not in k}
+        )
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
