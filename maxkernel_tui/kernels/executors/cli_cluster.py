@@ -140,6 +140,7 @@ class CliCluster:
             f"--runtime-env-agent-port={free_port()}",
             f"--metrics-export-port={free_port()}",
             "--disable-usage-stats",
+            "--include-log-monitor=false",  # it only streams logs to drivers, which take none
         ]
         if index == 0:
             argv += [
