@@ -21,6 +21,7 @@ from maxkernel_tui.commands import (
     tasks,
 )
 from maxkernel_tui.config import ConfigError
+from maxkernel_tui.kernels.executors.errors import ClusterError
 from maxkernel_tui.kernels.task import TaskError
 from maxkernel_tui.store import StoreError
 
@@ -75,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
             return _open_app(args.task, args.resume)
         _stop_on_term_and_hangup()
         return args.run(args)
-    except (TaskError, ConfigError, StoreError) as error:
+    except (TaskError, ConfigError, StoreError, ClusterError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # Ctrl-C, SIGTERM or SIGHUP in a command that does not say more

@@ -127,6 +127,15 @@ def _target(value: Any) -> str:
     return _text(value).lower()
 
 
+def _ray_address(value: Any) -> str:
+    """`local`, or HOST:PORT of a Ray cluster's head."""
+    address = _text(value)
+    host, _, port = address.rpartition(":")
+    if address != "local" and not (host and port.isdigit()):
+        raise ValueError("expected HOST:PORT of the Ray head node, or local")
+    return address
+
+
 def _path(value: Any) -> Path:
     return Path(_text(value)).expanduser()
 
@@ -166,6 +175,7 @@ class Spec:
     # Older spellings of the flag, still read (hidden from --help) so that command lines written
     # before flags were unified keep working.
     aliases: tuple[str, ...] = ()
+    table: str | None = None  # the TOML table that holds it in the file (None: top level)
 
     @property
     def env_name(self) -> str:
@@ -233,6 +243,16 @@ SPECS: tuple[Spec, ...] = (
         unset="(the default theme)",
     ),
     Spec(
+        "ray",
+        _ray_address,
+        "ADDRESS",
+        "--ray",
+        "run evaluations on a Ray cluster: HOST:PORT of its head, or local for a private one on "
+        "this machine (default: this machine's worker pool)",
+        unset="(local worker pool)",
+        table="executor",
+    ),
+    Spec(
         "prices",
         _prices,
         "",
@@ -243,6 +263,10 @@ SPECS: tuple[Spec, ...] = (
     ),
 )
 SPEC_BY_NAME = {spec.name: spec for spec in SPECS}
+_TABLES: dict[str, set[str]] = {}
+for _spec in SPECS:
+    if _spec.table is not None:
+        _TABLES.setdefault(_spec.table, set()).add(_spec.name)
 
 
 def flag_of(name: str) -> str:
@@ -272,6 +296,7 @@ class Settings:
     tpu_target: str = DEFAULT_TPU_TARGET
     data_dir: Path = field(default_factory=default_data_dir)
     theme: str | None = None  # None: the app's default theme
+    ray: str | None = None  # a Ray cluster's head (HOST:PORT) or "local"; None: the local pool
     prices: dict[str, dict[str, float]] = field(default_factory=dict)
     config_file: Path = field(default_factory=config_path)
     sources: dict[str, Source] = field(default_factory=dict)
@@ -300,8 +325,9 @@ def read_file(path: Path) -> tuple[dict[str, Any], list[str]]:
         raise ConfigError(f"{path}: cannot read: {error}") from None
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(f"{path}: invalid TOML: {error}") from None
-    values, warnings = {}, []
-    for name, value in data.items():
+    values: dict[str, Any] = {}
+    warnings: list[str] = []
+    for name, value in _flatten_tables(data, path, warnings).items():
         if name in SPEC_BY_NAME:
             values[name] = value
         elif _looks_secret(name):
@@ -314,6 +340,22 @@ def read_file(path: Path) -> tuple[dict[str, Any], list[str]]:
                 f"{path}: unknown setting {name!r} ignored (known: {', '.join(SPEC_BY_NAME)})"
             )
     return values, warnings
+
+
+def _flatten_tables(data: dict[str, Any], path: Path, warnings: list[str]) -> dict[str, Any]:
+    """The file's settings by name: top-level ones, and those of their tables ([executor])."""
+    flat = {k: v for k, v in data.items() if k not in _TABLES}
+    for table, names in _TABLES.items():
+        entries = data.get(table, {})
+        if not isinstance(entries, dict):
+            warnings.append(f"{path}: {table!r} should be a table ([{table}]); ignored")
+            continue
+        for name, value in entries.items():
+            if name in names:
+                flat[name] = value
+            else:
+                warnings.append(f"{path}: unknown setting {name!r} in [{table}] ignored")
+    return flat
 
 
 def load_settings(
@@ -447,11 +489,14 @@ def save_settings(values: Mapping[str, Any], path: Path | None = None) -> Path:
     )  # raises on a file that is not TOML: never overwrite what we cannot read
     lines = old_text.splitlines()
     for name, value in wanted.items():
-        lines = _set_top_level(
-            lines, name, None if value is None else f"{name} = {_toml_value(value)}"
-        )
+        line = None if value is None else f"{name} = {_toml_value(value)}"
+        table = SPEC_BY_NAME[name].table
+        if table is None:
+            lines = _set_top_level(lines, name, line)
+        else:
+            lines = _set_in_table(lines, table, name, line)
     new_text = "\n".join(lines) + "\n"
-    result = tomllib.loads(new_text)
+    result = _flatten_tables(tomllib.loads(new_text), path, [])
     expected = {k: v for k, v in (old | wanted).items() if v is not None}
     if {k: result.get(k) for k in expected} != expected or set(result) - set(expected) - set(old):
         raise ConfigError(
@@ -486,3 +531,25 @@ def _set_top_level(lines: list[str], name: str, line: str | None) -> list[str]:
     while end > 0 and not lines[end - 1].strip():
         end -= 1
     return lines[:end] + [line] + lines[end:]
+
+
+def _set_in_table(lines: list[str], table: str, name: str, line: str | None) -> list[str]:
+    """`lines` with `name` of `[table]` set to `line` (removed when None); the table is added at
+    the end of the file when it is not there."""
+    header = re.compile(rf"^\s*\[{re.escape(table)}\]\s*(#.*)?$")
+    start = next((i for i, text in enumerate(lines) if header.match(text)), None)
+    if start is None:
+        if line is None:
+            return lines
+        gap = [""] if lines and lines[-1].strip() else []
+        return [*lines, *gap, f"[{table}]", line]
+    end = next(
+        (i for i in range(start + 1, len(lines)) if lines[i].lstrip().startswith("[")), len(lines)
+    )
+    assignment = re.compile(rf'^\s*(?:{re.escape(name)}|"{re.escape(name)}")\s*=')
+    for i in range(start + 1, end):
+        if assignment.match(lines[i]):
+            return lines[:i] + ([line] if line is not None else []) + lines[i + 1 :]
+    if line is None:
+        return lines
+    return lines[: start + 1] + [line] + lines[start + 1 :]

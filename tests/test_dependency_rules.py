@@ -133,3 +133,35 @@ def test_the_ui_never_imports_the_commands():
     for module, names in ui.items():
         bad = [n for n in names if n.startswith("maxkernel_tui.commands")]
         assert not bad, f"{module} imports {bad}"
+
+
+RAY_MODULES = (
+    "kernels/executors/ray_cluster.py",
+    "kernels/executors/ray_dispatch.py",
+    "agents/executors/ray_tools.py",
+)
+
+
+def test_only_the_ray_executor_modules_import_ray():
+    found = [
+        f"{module} imports {name}"
+        for part in ("kernels", "agents", "commands", "screens", "services", "store")
+        for module, names in sorted(imports_of(part).items())
+        for name in sorted(names)
+        if name.split(".")[0] == "ray" and module not in RAY_MODULES
+    ]
+    assert found == []
+
+
+def test_ray_is_imported_only_when_the_ray_executor_is_chosen():
+    """Not by the UI at start-up, the CLI, or a session opened on the local executor."""
+    code = (
+        "import sys, maxkernel_tui.cli, maxkernel_tui.app, maxkernel_tui.commands.search, "
+        "maxkernel_tui.commands.bench, maxkernel_tui.commands.run, maxkernel_tui.commands.doctor, "
+        "maxkernel_tui.agents.orchestration.session, maxkernel_tui.agents.search.launch; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'ray'))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == "[]"

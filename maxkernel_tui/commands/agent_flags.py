@@ -1,5 +1,6 @@
-"""What `run` and `search` share: the model and budget flags (from the settings table), the
-event printer (text or JSON lines), and writing the best kernel. No jax."""
+"""What `run`, `search` and `bench` share: the model and budget flags (from the settings table),
+the executor flags (`--ray`, `--ray-insecure`), the event printer (text or JSON lines), and
+writing the best kernel. No jax."""
 
 from __future__ import annotations
 
@@ -21,6 +22,25 @@ def add_model_flags(parser: argparse.ArgumentParser, scope: str) -> None:
     "search"). `config.settings_from_args` reads them back."""
     add_settings_flags(parser, MODEL_SETTINGS, scope)
     parser.add_argument("--json", action="store_true", help="stream events as JSON lines")
+
+
+def add_executor_flags(parser: argparse.ArgumentParser) -> None:
+    """`--ray ADDRESS|local` (a setting: also `[executor] ray` in the config file) and the
+    per-command `--ray-insecure`, never stored."""
+    add_settings_flags(parser, ("ray",))
+    parser.add_argument(
+        "--ray-insecure",
+        action="store_true",
+        help="connect to a Ray cluster without token authentication: anyone who can reach its "
+        "ports can then run code on its nodes and read what is sent there",
+    )
+
+
+def executor_of(args: argparse.Namespace, settings: Any) -> Any:
+    """The `ExecutorChoice` of a command's flags and settings."""
+    from maxkernel_tui.agents.executors.choice import ExecutorChoice
+
+    return ExecutorChoice.of(settings, insecure=getattr(args, "ray_insecure", False))
 
 
 def event_printer(

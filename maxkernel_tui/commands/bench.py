@@ -3,7 +3,8 @@
 Candidates are files named after task ids (`12p_RMSNorm.py`, or just `12p.py`). Without
 `--kernels`, every reference is evaluated against itself: a sanity run of the whole pipeline.
 Results are appended to a JSON-lines file as each task finishes, so an interrupted run resumes
-where it stopped (a task is redone only when its kernel or task files changed).
+where it stopped (a task is redone only when its kernel or task files changed). With `--ray`,
+the tasks are evaluated side by side on the cluster's nodes, each row naming its node.
 """
 
 from __future__ import annotations
@@ -12,11 +13,15 @@ import argparse
 import hashlib
 import json
 import sys
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from maxkernel_tui.config import cache_dir, flag_of
+from maxkernel_tui.commands.agent_flags import add_executor_flags, executor_of
+from maxkernel_tui.config import cache_dir, flag_of, settings_from_args
 from maxkernel_tui.kernels.evaluation.expert_figures import MATCHES_EXPERT, ExpertComparison
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
 from maxkernel_tui.kernels.evaluation.report import ACCEPTED, SPEEDUP, EvalReport, Timing
@@ -50,6 +55,7 @@ def add_parser(commands: Any) -> None:
         help="JSON-lines results file to resume from (default: in the cache directory)",
     )
     parser.add_argument("--json", action="store_true", help="print the results as one JSON object")
+    add_executor_flags(parser)
     parser.set_defaults(run=run)
 
 
@@ -66,6 +72,7 @@ class BenchRow:
     timings: list[Timing]
     seconds: float
     expert: ExpertComparison | None = None  # beside the task's expert baseline, where one exists
+    executor_node: str = "local"  # where it was evaluated: this machine, or a Ray node
 
     @property
     def significantly_faster(self) -> bool:
@@ -99,6 +106,7 @@ class BenchRow:
             timings=report.timings,
             seconds=round(sum(c.seconds for c in report.checks), 1),
             expert=report.expert,
+            executor_node=report.executor_node,
         )
 
 
@@ -139,26 +147,59 @@ def run(args: argparse.Namespace) -> int:
     options = EvalOptions(
         target=args.tpu, timeout=args.timeout, require_pallas=args.kernels is not None
     )
-    results = []
-    with Harness() as harness:
-        for task, kernel in pairs:
-            key = _key(task, kernel, options)
-            if key in done:
-                results.append(done[key])
-                continue
-            row = BenchRow.of(key, task, kernel, harness.evaluate(kernel, task, options))
+    keys = [_key(task, kernel, options) for task, kernel in pairs]
+    rows = {key: done[key] for key in keys if key in done}
+    with _evaluator(args, options) as (evaluate, slots), ThreadPoolExecutor(slots) as pool:
+        running = {
+            pool.submit(evaluate, kernel, task): (key, task, kernel)
+            for key, (task, kernel) in zip(keys, pairs)
+            if key not in rows
+        }
+        for finished in as_completed(running):  # appended as each ends: a rerun resumes
+            key, task, kernel = running[finished]
+            row = rows[key] = BenchRow.of(key, task, kernel, finished.result())
             _append(results_path, row)
-            results.append(row)
             if not args.json:
                 print(_format_row(row), flush=True)
+    results = [rows[key] for key in keys]
     totals = _totals(results)
     if args.json:
-        rows = [r.to_json() for r in results]
-        summary = {"results": rows, "summary": totals.to_json(), "results_file": str(results_path)}
+        summary = {
+            "results": [r.to_json() for r in results],
+            "summary": totals.to_json(),
+            "results_file": str(results_path),
+        }
         print(json.dumps(summary))
     else:
         print(_format_totals(totals, results_path))
     return 0 if all(r.verdict == ACCEPTED for r in results) and not errors else 1
+
+
+Evaluate = Callable[[Path, Task], EvalReport]
+
+
+@contextmanager
+def _evaluator(args: argparse.Namespace, options: EvalOptions) -> Iterator[tuple[Evaluate, int]]:
+    """How each candidate is evaluated, and how many at once: this machine's harness (one), or
+    the Ray cluster of `--ray` (its slots)."""
+    executor = executor_of(args, settings_from_args(args))
+    if executor.ray is None:
+        with Harness() as harness:
+            yield (lambda kernel, task: harness.evaluate(kernel, task, options)), 1
+        return
+    from maxkernel_tui.agents.executors.ray_tools import shared_dispatcher
+    from maxkernel_tui.kernels.executors.jobs import EvalJob, TaskFiles
+
+    dispatcher = shared_dispatcher(executor)
+
+    def evaluate(kernel: Path, task: Task) -> EvalReport:
+        source = kernel.read_text(encoding="utf-8")
+        return dispatcher.evaluate(EvalJob(TaskFiles.of(task), kernel.name, source, options)).report
+
+    try:
+        yield evaluate, dispatcher.slots
+    finally:
+        executor.release()
 
 
 def _pairs(tasks: list[Task], kernels: Path | None) -> list[tuple[Task, Path]]:
@@ -226,7 +267,11 @@ def _totals(results: list[BenchRow]) -> BenchTotals:
 def _format_row(row: BenchRow) -> str:
     mark = "✓" if row.verdict == ACCEPTED else "✗"
     why = f"  {row.failed_check}: {row.detail[:110]}" if row.failed_check else ""
-    return f"{mark} {row.task:<58} {row.verdict:<9} {row.seconds:6.1f}s {_versus_expert(row)}{why}"
+    where = "" if row.executor_node == "local" else f"  [{row.executor_node}]"
+    return (
+        f"{mark} {row.task:<58} {row.verdict:<9} {row.seconds:6.1f}s {_versus_expert(row)}"
+        f"{where}{why}"
+    )
 
 
 def _versus_expert(row: BenchRow) -> str:

@@ -3,8 +3,10 @@
 jax is asked in a child process (what backend and devices it finds); versions come from the
 installed distributions' metadata; a TPU is looked for as the evaluation harness does. Providers
 are reported from the settings and the environment (keys as set / not set), and a configured
-URL is probed with a short HTTP request that carries no credentials. Exit status 0 when the
-tool can run (settings valid, jax usable, the store opens, the chosen provider configured).
+URL is probed with a short HTTP request that carries no credentials. With a Ray cluster chosen
+(`--ray`, `[executor] ray`), the cluster is reported: nodes, resources, TPUs, authentication (Ray
+is imported only then). Exit status 0 when the tool can run (settings valid, jax usable, the
+store opens, the chosen provider configured, the chosen cluster usable).
 """
 
 from __future__ import annotations
@@ -73,6 +75,11 @@ def add_parser(commands: Any) -> None:
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     add_settings_flags(parser)
+    parser.add_argument(
+        "--ray-insecure",
+        action="store_true",
+        help="report a Ray cluster that runs without token authentication instead of refusing it",
+    )
     parser.set_defaults(run=run)
 
 
@@ -104,6 +111,7 @@ def run(args: argparse.Namespace) -> int:
     if settings is not None:
         findings += check_providers(settings)
         findings.append(check_store(settings))
+        findings.append(check_ray(settings.ray, args.ray_insecure))
     can_run = not any(f.status == FAIL for f in findings)
     if args.json:
         print(json.dumps({"ok": can_run, "checks": [asdict(f) for f in findings]}, indent=1))
@@ -309,4 +317,44 @@ def check_store(settings: Settings) -> Finding:
         OK,
         f"{path} (opens; schema v{version}; {count} session(s))",
         {"path": str(path), "opens": True, "sessions": count, "schema_version": version},
+    )
+
+
+def check_ray(address: str | None, insecure: bool) -> Finding:
+    """The chosen Ray cluster: nodes, CPUs, TPUs, auth, and where the token is read from (never
+    the token). Ray is imported only when a cluster is chosen."""
+    if address is None:
+        return Finding("ray cluster", INFO, "not used: evaluations run on this machine (--ray)")
+    try:
+        from maxkernel_tui.kernels.executors import ray_cluster
+    except ImportError as error:
+        return Finding(
+            "ray cluster", FAIL, f"Ray is not installed ({error}): pip install 'maxkernel-tui[ray]'"
+        )
+    from maxkernel_tui.kernels.executors.errors import ClusterError
+
+    try:
+        facts = ray_cluster.connect(address, insecure=insecure)
+    except ClusterError as error:
+        return Finding("ray cluster", FAIL, str(error), {"address": address})
+    try:
+        nodes = [
+            {
+                "node": n.node_id[:8],
+                "address": n.address,
+                "alive": n.alive,
+                "head": n.head,
+                "cpus": n.cpus,
+                "tpus": n.tpus,
+                "resources": n.resources,
+            }
+            for n in facts.nodes
+        ]
+    finally:
+        ray_cluster.disconnect()
+    source = ray_cluster.token_source() or "none"
+    status = OK if facts.alive else FAIL
+    detail = f"{facts.describe()}; token read from {source}"
+    return Finding(
+        "ray cluster", status, detail, {"address": address, "auth": facts.auth, "nodes": nodes}
     )

@@ -13,8 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from maxkernel_tui.commands.agent_flags import (
+    add_executor_flags,
     add_model_flags,
     event_printer,
+    executor_of,
     write_best,
 )
 from maxkernel_tui.config import settings_from_args
@@ -59,6 +61,7 @@ def add_parser(commands: Any) -> None:
         help="settings of the tunables the autotuner estimates per iteration (default 6)",
     )
     add_model_flags(parser, "session")
+    add_executor_flags(parser)
     parser.add_argument(
         "--out", type=Path, metavar="FILE", help="write the best accepted kernel here"
     )
@@ -127,8 +130,9 @@ async def _session(args: argparse.Namespace, settings: Any, task: Any, limits: A
             limits=limits,
             resume=args.resume,
             listener=event_printer(args.json),
+            executor=executor_of(args, settings),
         )
-    except LLMError as error:
+    except (LLMError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     print(
@@ -148,6 +152,7 @@ async def _session(args: argparse.Namespace, settings: Any, task: Any, limits: A
         return 130
     finally:
         await opened.aclose()
+        executor_of(args, settings).release()
     return _finish(outcome, args.out)
 
 

@@ -14,8 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from maxkernel_tui.commands.agent_flags import (
+    add_executor_flags,
     add_model_flags,
     event_printer,
+    executor_of,
     write_best,
 )
 from maxkernel_tui.config import settings_from_args
@@ -76,6 +78,7 @@ def add_parser(commands: Any) -> None:
         "--max-evals", type=int, metavar="N", help="cap on harness evaluations for the search"
     )
     add_model_flags(parser, "search")
+    add_executor_flags(parser)
     parser.add_argument(
         "--out",
         type=Path,
@@ -124,6 +127,8 @@ def run(args: argparse.Namespace) -> int:
         return code
     except KeyboardInterrupt:  # asyncio.run re-raises it after the search has stopped
         return 130
+    finally:
+        executor_of(args, settings).release()
 
 
 def _task(name: str) -> Any:
@@ -166,6 +171,7 @@ async def _one(
             resume=args.resume,
             seed=seed,
             listener=_printer(args, prefix),
+            executor=executor_of(args, settings),
         )
     except (LLMError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
@@ -219,28 +225,35 @@ def _finish(outcome: Any, out: Path | None) -> int:
 
 
 async def _suite(args: argparse.Namespace, settings: Any, config: Any, seed: str) -> int:
+    """Every task of the suite, one search each: one after another locally; on a Ray cluster
+    side by side (as many as the cluster has slots), so that every node stays busy."""
     from maxkernel_tui.kernels.loader import builtin_suite_dir, load_tasks
 
     tasks, errors = load_tasks(builtin_suite_dir() if args.suite == "builtin" else Path(args.suite))
     for error in errors:
         print(f"skipped: {error}", file=sys.stderr)
-    rows, worst = [], 0
-    for task in tasks:
+    executor = executor_of(args, settings)
+    await asyncio.to_thread(executor.prepare)  # an unusable cluster is said once, up front
+    side_by_side = asyncio.Semaphore(executor.slots())
+
+    async def search_task(task: Any) -> tuple[int, Any]:
         out = args.out / f"{task.task_id}.py" if args.out else None
         graph = (
             args.graph.with_name(f"{args.graph.stem}.{task.task_id}{args.graph.suffix}")
             if args.graph
             else None
         )
-        code, result = await _one(
-            args, settings, config, task, seed, out, graph, prefix=f"[{task.task_id}] "
-        )
-        if code == 130:
-            return 130
-        worst = max(worst, code)
-        rows.append(_summary_row(task.task_id, result))
+        async with side_by_side:
+            return await _one(
+                args, settings, config, task, seed, out, graph, prefix=f"[{task.task_id}] "
+            )
+
+    done = await asyncio.gather(*(search_task(task) for task in tasks))
+    if any(code == 130 for code, _ in done):
+        return 130
+    rows = [_summary_row(task.task_id, result) for task, (_, result) in zip(tasks, done)]
     print(summary_table(rows))
-    return worst
+    return max((code for code, _ in done), default=0)
 
 
 def _summary_row(task_id: str, result: Any) -> list[str]:

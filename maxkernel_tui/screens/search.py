@@ -196,7 +196,8 @@ class SearchScreen(Screen[None]):
             f"score: {node.score:.3g} ({node.score_kind})"
             if node.score is not None
             else "score: none",
-            f"{node.evals} evaluations · {node.tokens:,} tokens · ${node.cost_usd:.4f}",
+            f"{node.evals} evaluations · {node.tokens:,} tokens · ${node.cost_usd:.4f}"
+            + (f" · evaluated on {node.executor_node}" if node.executor_node else ""),
         ]
         if node.detail:
             facts.append(f"*{node.detail}*")

@@ -1,4 +1,5 @@
-"""Settings: provider, model, TPU generation, budget and theme, written to the TOML config file.
+"""Settings: provider, model, TPU generation, budget, theme and the Ray cluster evaluations run
+on (`[executor] ray`), written to the TOML config file.
 
 Only the fields the user changed are written (a value that came from an environment variable is
 not copied into the file), through config.save_settings, which validates first: on any invalid
@@ -34,6 +35,7 @@ FIELDS = (
     ("budget_dollars", "Budget (USD per session)"),
     ("budget_tokens", "Budget (tokens per session)"),
     ("theme", "Theme"),
+    ("ray", "Ray cluster (HOST:PORT or local)"),
 )
 
 
@@ -82,6 +84,7 @@ class SettingsScreen(Screen[None]):
             "model": "the provider's default",
             "budget_dollars": "no cap, e.g. 5.00",
             "budget_tokens": "no cap, e.g. 2000000",
+            "ray": "none: this machine's worker pool",
         }[name]
         return Input(
             "" if value is None else f"{value:g}" if isinstance(value, float) else str(value),

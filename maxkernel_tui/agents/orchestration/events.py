@@ -124,6 +124,7 @@ class EvaluationDone(SessionEvent):
     verdict: str
     failure: str | None  # "check: detail" of the first failed check
     report: dict[str, Any]  # EvalReport.to_json()
+    executor_node: str = "local"  # where it ran: this machine's pool, or a Ray node
 
     def eval_report(self) -> EvalReport:
         return EvalReport.from_json(self.report)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from maxkernel_tui.agents.budget import Budget, session_budget
+from maxkernel_tui.agents.executors.choice import ClosableTools, ExecutorChoice, build_tools
 from maxkernel_tui.agents.llm.client import LLMClient
 from maxkernel_tui.agents.llm.provider import Provider
 from maxkernel_tui.agents.orchestration import keys
@@ -20,7 +21,6 @@ from maxkernel_tui.agents.orchestration.engine import LoopLimits, SessionEngine
 from maxkernel_tui.agents.orchestration.events import SessionStarted
 from maxkernel_tui.agents.orchestration.gates import Gate
 from maxkernel_tui.agents.orchestration.journal import Journal, Listener
-from maxkernel_tui.agents.orchestration.tools import KernelTools
 from maxkernel_tui.agents.orchestration.workspace import Workspace
 from maxkernel_tui.agents.providers import PROVIDERS, build_provider
 from maxkernel_tui.config import Settings, cache_dir
@@ -39,7 +39,7 @@ class OpenSession:
     session_id: str
     resumed: bool
     provider: Provider
-    tools: KernelTools
+    tools: ClosableTools
 
     async def aclose(self) -> None:
         await self.provider.aclose()
@@ -139,9 +139,14 @@ async def open_session(
     provider: Provider | None = None,
     listener: Listener | None = None,
     harness: Callable[[], Harness] | None = None,
+    executor: ExecutorChoice | None = None,
 ) -> OpenSession:
     """A new session on `task`, or `resume` (an id or its prefix) with its stored task and mode.
-    `listener` gets every new event from the first (the session's start) on."""
+    `listener` gets every new event from the first (the session's start) on. `executor`: where
+    evaluations run (default: the settings' choice); a cluster that cannot be used is a
+    ClusterError (ValueError) before anything is stored or paid for."""
+    executor = executor or ExecutorChoice.of(settings)
+    await asyncio.to_thread(executor.prepare)
     if resume is not None:
         opening = _resumed(store, settings, resume)
     else:
@@ -167,7 +172,9 @@ async def open_session(
     )
     facts = await asyncio.to_thread(task_facts, task, opening.target)
     workspace = Workspace(settings.data_dir / "sessions" / journal.session_id)
-    tools = KernelTools(task, opening.target, workspace.path("traces"), harness=harness)
+    tools = await asyncio.to_thread(
+        build_tools, executor, task, opening.target, workspace.path("traces"), harness
+    )
     engine = SessionEngine(
         journal=journal,
         client=LLMClient(provider, budget=budget),

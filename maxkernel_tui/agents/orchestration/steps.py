@@ -257,6 +257,7 @@ class Steps:
                 report.verdict,
                 None if failure is None else str(failure),
                 data,
+                report.executor_node,
             )
         )
         self.last_report = report

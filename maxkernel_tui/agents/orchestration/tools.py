@@ -63,7 +63,14 @@ class Client(Protocol):
     ) -> AsyncIterator[StreamChunk]: ...
 
 
+def with_edge_configs(options: EvalOptions, configs: list[EdgeConfig]) -> EvalOptions:
+    """`options` with edge-case configurations every later evaluation checks too."""
+    return replace(options, extra_configs=tuple((name, dict(params)) for name, params in configs))
+
+
 class KernelTools:
+    slots = 1  # evaluations at once: the harness owns one reference process
+
     def __init__(
         self,
         task: Task,
@@ -98,9 +105,7 @@ class KernelTools:
 
     def set_extra_configs(self, configs: list[EdgeConfig]) -> None:
         """Edge-case configurations every later evaluation checks too (the `edge` check)."""
-        self.options = replace(
-            self.options, extra_configs=tuple((name, dict(params)) for name, params in configs)
-        )
+        self.options = with_edge_configs(self.options, configs)
 
     async def validate_edge_configs(
         self, proposals: list[EdgeConfig]

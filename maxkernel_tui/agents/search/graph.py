@@ -54,6 +54,7 @@ class Node:
     tokens: int = 0
     cost_usd: float = 0.0
     detail: str = ""
+    executor_node: str = ""  # where its last evaluation ran ("local" or a Ray node)
     merged_into: str | None = None
     pruned_round: int | None = None  # from the round after this one, nothing grows from the node
     tags: dict[str, Any] = field(default_factory=dict)  # the algorithm's bookkeeping: line, island

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from maxkernel_tui.agents.executors.choice import ExecutorChoice
 from maxkernel_tui.agents.llm.provider import Provider
 from maxkernel_tui.agents.orchestration.engine import LoopLimits, SessionEngine
 from maxkernel_tui.agents.orchestration.events import EvaluationDone
@@ -62,6 +63,7 @@ async def open_search(
     seed: str = "",
     provider: Provider | None = None,
     listener: Listener | None = None,
+    executor: ExecutorChoice | None = None,
 ) -> OpenSearch:
     """A new search on `task` with `config` (from `seed`, a kernel source, when given), or the
     search `resume` names, with its stored settings."""
@@ -76,9 +78,12 @@ async def open_search(
         resume=resume,
         provider=provider,
         listener=listener,
+        executor=executor,
     )
     try:
-        search = search_on(opened.engine, config, seed, resumed=resume is not None)
+        search = search_on(
+            opened.engine, config, seed, resumed=resume is not None, slots=opened.tools.slots
+        )
     except ValueError:
         await opened.aclose()
         raise
@@ -86,10 +91,16 @@ async def open_search(
 
 
 def search_on(
-    engine: SessionEngine, config: SearchConfig, seed: str = "", *, resumed: bool = False
+    engine: SessionEngine,
+    config: SearchConfig,
+    seed: str = "",
+    *,
+    resumed: bool = False,
+    slots: int = 1,
 ) -> Search:
     """The search of `engine`'s Graph session: a new one with `config` from `seed`, or, when
-    `resumed`, the stored one with its own settings (a ValueError if the session has none)."""
+    `resumed`, the stored one with its own settings (a ValueError if the session has none).
+    `slots`: evaluations the tools run at once (a cluster's): the search keeps them all busy."""
     graph = SearchGraph(engine.journal)
     if resumed:
         stored = StoredSearch.from_json(graph.extra)
@@ -116,6 +127,8 @@ def search_on(
         graph=graph,
         algorithm=algorithm_for(config, engine.task.category),
         client=GatedClient(engine.client, config.llm_concurrency),
-        tools=CappedTools(engine.tools, config.eval_concurrency, config.max_evals, spent),
+        tools=CappedTools(
+            engine.tools, max(config.eval_concurrency, slots), config.max_evals, spent
+        ),
         seed=seed,
     )

@@ -38,6 +38,7 @@ from maxkernel_tui.agents.search.graph import (
     SearchGraph,
 )
 from maxkernel_tui.agents.search.limits import CappedTools, GatedClient
+from maxkernel_tui.kernels.executors.errors import EvaluationLost
 from maxkernel_tui.store.rows import Mode, SessionStatus
 
 INITIAL = (
@@ -215,7 +216,7 @@ class Search:
             self._budget = self._budget or str(error)
             self.graph.update(node, STOPPED, detail=str(error), **self._spent(node.ref))
             return
-        except (LLMError, StepGivenUp) as error:
+        except (LLMError, StepGivenUp, EvaluationLost) as error:
             self.graph.update(node, FAILED, detail=str(error), **self._spent(node.ref))
             return
         if isinstance(done, Duplicate):
@@ -262,8 +263,10 @@ class Search:
         steps = node_steps(ref, self.base.limits.max_debug_attempts)
         recall = self.base.journal.recall
         answers = [a for s in steps if (a := recall(keys.sub(s, "llm"), LlmAnswer)) is not None]
+        evals = [e for s in steps if (e := recall(keys.sub(s, "eval"), EvaluationDone)) is not None]
         return {
-            "evals": sum(recall(keys.sub(s, "eval"), EvaluationDone) is not None for s in steps),
+            "evals": len(evals),
+            "executor_node": evals[-1].executor_node if evals else "",
             "tokens": sum(a.tokens for a in answers),
             "cost_usd": sum(a.cost_usd or 0.0 for a in answers),
         }

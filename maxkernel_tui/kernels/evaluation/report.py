@@ -84,6 +84,8 @@ class EvalReport:
     expert: ExpertComparison | None = None
     # On which shapes and inputs each verdict was earned, in words (evaluation/provenance.py).
     inputs: list[str] = field(default_factory=list)
+    # Where it ran: "local" (this machine's worker pool) or the Ray node that produced it.
+    executor_node: str = "local"
     # Called with each check as it is added, so a UI can show progress before the verdict.
     on_check: Callable[[Check], None] | None = field(default=None, repr=False, compare=False)
 
@@ -116,6 +118,7 @@ class EvalReport:
             "seeds": self.seeds,
             "expert": None if self.expert is None else self.expert.to_json(),
             "inputs": self.inputs,
+            "executor_node": self.executor_node,
         }
 
     @classmethod
@@ -131,6 +134,7 @@ class EvalReport:
             seeds=list(data.get("seeds", [])),
             expert=ExpertComparison.from_json(data["expert"]) if data.get("expert") else None,
             inputs=list(data.get("inputs", [])),
+            executor_node=data.get("executor_node", "local"),
         )
 
 
