@@ -14,9 +14,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from maxkernel_tui.agents.llm.client import LLMClient
-from maxkernel_tui.agents.llm.errors import LLMError
+from maxkernel_tui.agents.llm.errors import LLMError, ProviderConfigError
+from maxkernel_tui.agents.orchestration.session import provider_settings
+from maxkernel_tui.agents.providers import build_provider
 from maxkernel_tui.agents.roles.porter import build_port_request, parse_reference
-from maxkernel_tui.kernels.importers import ImportOptions, PlainTaskSource, TaskImportError
+from maxkernel_tui.config import Settings
+from maxkernel_tui.kernels.importers import (
+    ImportOptions,
+    PlainTaskSource,
+    SourceImporter,
+    TaskImportError,
+)
+from maxkernel_tui.kernels.importers.registry import offline_importers
 from maxkernel_tui.kernels.importers.torch_module import (
     DEFAULT_TOLERANCE,
     SOURCE_COPY,
@@ -127,3 +136,15 @@ class PorterImporter:
                 f"{path}: the porter's reference was not approved; nothing written"
             )
         return f"approved by the engineer ({reason})"
+
+
+def task_importers(settings: Settings, approve: Approve) -> tuple[SourceImporter, ...]:
+    """What `tasks import` tries, in order: the porter with the configured provider (it takes
+    CUDA and Triton files, and modules the translator refuses), then the offline importers. A
+    provider that cannot be built (a missing key) leaves the porter without a client: it then
+    says what to set, and only when a file needs it."""
+    try:
+        client: LLMClient | None = LLMClient(build_provider(provider_settings(settings)))
+    except ProviderConfigError:
+        client = None
+    return (PorterImporter(client, approve), *offline_importers())

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from maxkernel_tui.config import add_settings_flags, settings_from_args
 from maxkernel_tui.kernels.importers import ImportOptions, TaskImportError
 from maxkernel_tui.kernels.importers.service import import_task
 from maxkernel_tui.kernels.listing import config_label, format_spec
@@ -20,7 +21,7 @@ def add_parser(tasks_commands: Any, where: argparse.ArgumentParser) -> None:
     parser = tasks_commands.add_parser(
         "import",
         parents=[where],
-        help="turn your own JAX function into a task folder",
+        help="turn a JAX function, a PyTorch module or a CUDA/Triton kernel into a task folder",
         description="Turn a function of yours into a task folder in our format: production "
         "shapes become `bench`, `check` and `heldout` are derived from their sizes, the "
         "reference is validated in a worker before anything is written.",
@@ -45,6 +46,8 @@ def add_parser(tasks_commands: Any, where: argparse.ArgumentParser) -> None:
         help="ATOL,RTOL (default by dtype: 1e-2 for 16-bit floats, else 1e-3)",
     )
     parser.add_argument("--force", action="store_true", help="replace an existing --out folder")
+    # CUDA and Triton files (and modules the offline translator refuses) go to the porter agent.
+    add_settings_flags(parser, ("provider", "model"))
     parser.set_defaults(run=run_import)
 
 
@@ -57,6 +60,10 @@ def _tolerance(text: str) -> tuple[float, float]:
 
 
 def run_import(args: argparse.Namespace) -> int:
+    # The porter's LLM client and the engine's modules load only when a task is imported.
+    from maxkernel_tui.agents.porting import task_importers
+    from maxkernel_tui.commands.port_review import approve_on_terminal
+
     options = ImportOptions(
         function=args.function,
         args=args.args,
@@ -64,7 +71,13 @@ def run_import(args: argparse.Namespace) -> int:
         tolerance=args.tolerance,
     )
     try:
-        written = import_task(args.file, args.out, options, force=args.force)
+        written = import_task(
+            args.file,
+            args.out,
+            options,
+            force=args.force,
+            importers=task_importers(settings_from_args(args), approve_on_terminal),
+        )
     except TaskImportError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -2,35 +2,30 @@
 No jax.
 
 Each importer's `detects` looks at the file statically; the first that recognises it translates
-it. Another kind (the PyTorch module importer) joins with `register`, before the JAX function
-importer, which accepts any file that imports jax.
+it, so the more specific kinds come first. Importers that need an LLM (the porter, in agents/)
+are put before these by the caller that has a client.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from maxkernel_tui.kernels.importers import SourceImporter, TaskImportError
 from maxkernel_tui.kernels.importers.jax_function import JaxFunctionImporter
-
-_IMPORTERS: list[SourceImporter] = [JaxFunctionImporter()]
-
-
-def register(importer: SourceImporter) -> None:
-    """Add a source kind; it is asked before the ones already known (they are more general)."""
-    if any(known.kind == importer.kind for known in _IMPORTERS):
-        raise ValueError(f"an importer of kind {importer.kind!r} is already registered")
-    _IMPORTERS.insert(0, importer)
+from maxkernel_tui.kernels.importers.torch_module import TorchModuleImporter
 
 
-def importers() -> tuple[SourceImporter, ...]:
-    return tuple(_IMPORTERS)
+def offline_importers() -> tuple[SourceImporter, ...]:
+    """What needs nothing but the file: a PyTorch module in KernelBench's format, then a JAX
+    function (which accepts any file that imports jax)."""
+    return (TorchModuleImporter(), JaxFunctionImporter())
 
 
-def detect(path: Path, source: str) -> SourceImporter:
+def detect(path: Path, source: str, importers: Sequence[SourceImporter]) -> SourceImporter:
     """The importer that recognises this file; TaskImportError naming the kinds tried."""
-    for importer in _IMPORTERS:
+    for importer in importers:
         if importer.detects(path, source):
             return importer
-    kinds = ", ".join(importer.kind for importer in _IMPORTERS)
+    kinds = ", ".join(importer.kind for importer in importers)
     raise TaskImportError(f"{path}: not a source kind tasks import knows (tried {kinds})")

@@ -4,12 +4,13 @@ translate, write. No jax in this process.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from maxkernel_tui.kernels.description import TaskDescription
-from maxkernel_tui.kernels.importers import ImportOptions, TaskImportError
-from maxkernel_tui.kernels.importers.registry import detect
+from maxkernel_tui.kernels.importers import ImportOptions, SourceImporter, TaskImportError
+from maxkernel_tui.kernels.importers.registry import detect, offline_importers
 from maxkernel_tui.kernels.importers.writer import write_task
 from maxkernel_tui.kernels.limits import file_oversize_problem
 from maxkernel_tui.kernels.loader import load_task
@@ -26,15 +27,21 @@ class ImportedTask:
 
 
 def import_task(
-    path: Path, out: Path, options: ImportOptions, *, force: bool = False
+    path: Path,
+    out: Path,
+    options: ImportOptions,
+    *,
+    force: bool = False,
+    importers: Sequence[SourceImporter] | None = None,
 ) -> ImportedTask:
-    """The task folder written at `out`; TaskImportError with what went wrong (nothing written)."""
+    """The task folder written at `out`; TaskImportError with what went wrong (nothing written).
+    `importers`: the source kinds to try, in order (default: the offline ones)."""
     if not path.is_file():
         raise TaskImportError(f"{path}: no such file")
     if too_large := file_oversize_problem(path, path.name):
         raise TaskImportError(f"{path}: {too_large}")
     source = path.read_text(encoding="utf-8")
-    importer = detect(path, source)
+    importer = detect(path, source, offline_importers() if importers is None else importers)
     translated = importer.translate(path, source, options)
     written = write_task(translated, out, force=force, kind=importer.kind)
     try:

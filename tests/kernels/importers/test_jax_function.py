@@ -10,8 +10,9 @@ import pytest
 from maxkernel_tui.kernels.derive.plan import plan_derivation
 from maxkernel_tui.kernels.importers import ImportOptions, PlainTaskSource, TaskImportError
 from maxkernel_tui.kernels.importers.jax_function import JaxFunctionImporter, parse_args
-from maxkernel_tui.kernels.importers.registry import detect, importers, register
+from maxkernel_tui.kernels.importers.registry import detect, offline_importers
 from maxkernel_tui.kernels.importers.writer import write_task
+from tests.support.paths import KERNELBENCH
 
 SOURCE = """import jax
 import jax.numpy as jnp
@@ -98,29 +99,13 @@ def test_parse_args_reads_each_dtype_and_shape():
     ]
 
 
-class _TorchLike:
-    kind = "pytorch-module-test"
-
-    def detects(self, path: Path, source: str) -> bool:
-        return "nn.Module" in source
-
-    def translate(self, path: Path, source: str, options: ImportOptions) -> PlainTaskSource:
-        raise TaskImportError("not in this test")
-
-
-def test_the_registry_finds_the_importer_per_source_kind_and_takes_one_more(monkeypatch):
-    from maxkernel_tui.kernels.importers import registry
-
-    monkeypatch.setattr(registry, "_IMPORTERS", list(importers()))
-    assert detect(Path("a.py"), SOURCE).kind == "jax-function"
-    register(_TorchLike())
-    assert (
-        detect(Path("m.py"), "import jax\nclass M(nn.Module): pass\n").kind == "pytorch-module-test"
-    )
-    with pytest.raises(ValueError, match="already registered"):
-        register(_TorchLike())
+def test_the_offline_importers_tell_a_pytorch_module_from_a_jax_function():
+    found = offline_importers()
+    assert detect(Path("a.py"), SOURCE, found).kind == "jax-function"
+    module = (KERNELBENCH / "gemm_relu_divide.py").read_text()
+    assert detect(KERNELBENCH / "gemm_relu_divide.py", module, found).kind == "pytorch-module"
     with pytest.raises(TaskImportError, match="not a source kind tasks import knows"):
-        detect(Path("a.txt"), "hello")
+        detect(Path("a.txt"), "hello", found)
 
 
 def test_the_writer_refuses_to_overwrite_without_force(tmp_path):
