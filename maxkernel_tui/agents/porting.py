@@ -62,28 +62,22 @@ Approve = Callable[[Review], bool]
 
 
 class PorterImporter:
-    """CUDA/Triton files, and KernelBench modules the translator cannot do, through the porter.
-    `client` is None when no LLM provider is configured: the import then says what to set."""
+    """CUDA/Triton files, and KernelBench modules the offline translator refused (it is tried
+    first: the porter comes after it in `task_importers`), through the porter agent. `client` is
+    None when no LLM provider is configured: the import then says what to set."""
 
     kind = "porter"
 
     def __init__(self, client: LLMClient | None, approve: Approve) -> None:
         self.client = client
         self.approve = approve
-        self._offline = TorchModuleImporter()
+        self._modules = TorchModuleImporter()
 
     def detects(self, path: Path, source: str) -> bool:
-        return kernel_source_kind(path, source) is not None or self._offline.detects(path, source)
+        return kernel_source_kind(path, source) is not None or self._modules.detects(path, source)
 
     def translate(self, path: Path, source: str, options: ImportOptions) -> PlainTaskSource:
-        kind: str | None = kernel_source_kind(path, source)
-        if kind is None:  # a PyTorch module: offline first
-            try:
-                return self._offline.translate(path, source, options)
-            except TaskImportError as error:
-                if self._usable() is None:
-                    raise TaskImportError(f"{error} (an LLM provider could port it)") from None
-            kind = "PyTorch"
+        kind = kernel_source_kind(path, source) or "PyTorch"
         client = self._usable()
         if client is None:
             raise TaskImportError(f"{path}: " + NO_PROVIDER.format(kind=kind))
@@ -139,12 +133,12 @@ class PorterImporter:
 
 
 def task_importers(settings: Settings, approve: Approve) -> tuple[SourceImporter, ...]:
-    """What `tasks import` tries, in order: the porter with the configured provider (it takes
-    CUDA and Triton files, and modules the translator refuses), then the offline importers. A
+    """What `tasks import` tries, in order: the offline importers, then the porter with the
+    configured provider (CUDA and Triton files, and modules the translator refuses). A
     provider that cannot be built (a missing key) leaves the porter without a client: it then
     says what to set, and only when a file needs it."""
     try:
         client: LLMClient | None = LLMClient(build_provider(provider_settings(settings)))
     except ProviderConfigError:
         client = None
-    return (PorterImporter(client, approve), *offline_importers())
+    return (*offline_importers(), PorterImporter(client, approve))

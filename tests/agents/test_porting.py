@@ -12,11 +12,12 @@ from maxkernel_tui.agents.llm.retry import RetryPolicy
 from maxkernel_tui.agents.porting import PorterImporter, Review
 from maxkernel_tui.commands.port_review import approve_on_terminal
 from maxkernel_tui.kernels.importers import ImportOptions, TaskImportError
+from maxkernel_tui.kernels.importers.registry import offline_importers, translate
 from maxkernel_tui.kernels.porting.side_by_side import side_by_side
 from maxkernel_tui.kernels.porting.torch_compare import NOT_COMPARED, torch_available
 from tests.fakes.role_gemini import RoleGemini, ServedInThread
 from tests.support.llm import GEMINI_KEY
-from tests.support.paths import TESTS
+from tests.support.paths import KERNELBENCH, TESTS
 
 PORTING = TESTS / "data" / "porting"
 TRITON = PORTING / "triton_softmax.py"
@@ -122,3 +123,13 @@ def test_on_a_terminal_only_yes_approves_the_reference(tmp_path):
     assert not approve_on_terminal(review, ask=lambda prompt: "", show=shown.append)
     assert not approve_on_terminal(review, ask=ended, show=shown.append)
     assert "__global__ void k() {}" in shown[1] and "def computation(x):" in shown[1]
+
+
+def test_a_module_the_translator_refuses_goes_to_the_porter_which_needs_a_provider():
+    module = KERNELBENCH / "unsupported_fft.py"
+    importers = (*offline_importers(), PorterImporter(None, Engineer(approves=True)))
+    with pytest.raises(TaskImportError) as refused:
+        translate(module, module.read_text(), ImportOptions(), importers)
+    offline, porter = str(refused.value).split("; then ")
+    assert "fft" in offline and "line 11" in offline
+    assert "porting a PyTorch source needs an LLM provider" in porter

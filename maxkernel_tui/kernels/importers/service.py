@@ -10,7 +10,7 @@ from pathlib import Path
 
 from maxkernel_tui.kernels.description import TaskDescription
 from maxkernel_tui.kernels.importers import ImportOptions, SourceImporter, TaskImportError
-from maxkernel_tui.kernels.importers.registry import detect, offline_importers
+from maxkernel_tui.kernels.importers.registry import offline_importers, translate
 from maxkernel_tui.kernels.importers.writer import write_task
 from maxkernel_tui.kernels.limits import file_oversize_problem
 from maxkernel_tui.kernels.loader import load_task
@@ -41,8 +41,9 @@ def import_task(
     if too_large := file_oversize_problem(path, path.name):
         raise TaskImportError(f"{path}: {too_large}")
     source = path.read_text(encoding="utf-8")
-    importer = detect(path, source, offline_importers() if importers is None else importers)
-    translated = importer.translate(path, source, options)
+    importer, translated = translate(
+        path, source, options, offline_importers() if importers is None else importers
+    )
     written = write_task(translated, out, force=force, kind=importer.kind)
     try:
         task = load_task(written.folder)

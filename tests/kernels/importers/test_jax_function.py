@@ -10,7 +10,7 @@ import pytest
 from maxkernel_tui.kernels.derive.plan import plan_derivation
 from maxkernel_tui.kernels.importers import ImportOptions, PlainTaskSource, TaskImportError
 from maxkernel_tui.kernels.importers.jax_function import JaxFunctionImporter, parse_args
-from maxkernel_tui.kernels.importers.registry import detect, offline_importers
+from maxkernel_tui.kernels.importers.registry import detecting, offline_importers
 from maxkernel_tui.kernels.importers.writer import write_task
 from tests.support.paths import KERNELBENCH
 
@@ -101,11 +101,12 @@ def test_parse_args_reads_each_dtype_and_shape():
 
 def test_the_offline_importers_tell_a_pytorch_module_from_a_jax_function():
     found = offline_importers()
-    assert detect(Path("a.py"), SOURCE, found).kind == "jax-function"
+    assert [i.kind for i in detecting(Path("a.py"), SOURCE, found)] == ["jax-function"]
     module = (KERNELBENCH / "gemm_relu_divide.py").read_text()
-    assert detect(KERNELBENCH / "gemm_relu_divide.py", module, found).kind == "pytorch-module"
+    kinds = [i.kind for i in detecting(KERNELBENCH / "gemm_relu_divide.py", module, found)]
+    assert kinds == ["pytorch-module"]
     with pytest.raises(TaskImportError, match="not a source kind tasks import knows"):
-        detect(Path("a.txt"), "hello", found)
+        detecting(Path("a.txt"), "hello", found)
 
 
 def test_the_writer_refuses_to_overwrite_without_force(tmp_path):
