@@ -88,7 +88,14 @@ def test_bench_sanity_run_resumes(tmp_path):
     first = json.loads(
         cli("bench", "--suite", str(ADAPTED_TASKS), "--json", "--results", str(results)).stdout
     )
-    assert first["summary"] == {"tasks": 2, "correct": 2, "timed": 0, "fast_p": None}
+    assert first["summary"] == {
+        "tasks": 2,
+        "correct": 2,
+        "timed": 0,
+        "fast_p": None,
+        "with_expert": 0,
+        "match_expert": 0,
+    }
     assert len(results.read_text().splitlines()) == 2
     results.write_text(
         results.read_text().splitlines()[0] + "\n"
@@ -149,6 +156,8 @@ def test_fast_p_counts_only_correct_and_significantly_faster_tasks():
         "correct": 3,
         "timed": 3,
         "fast_p": {"p": 1.0, "fast": 0.5},
+        "with_expert": 0,
+        "match_expert": 0,
     }
     assert _totals(rows[2:3]).to_json()["fast_p"] is None
     # a results file line reads back as the row it was

@@ -205,7 +205,6 @@ def _production_check(subject: _Subject, request: CandidateRequest) -> list[Run]
         _check(production_checks.CHECK_NAME, SKIP, detail, start)
         return request.runs
     static = subject.static
-    check_specs, check_static = runtime.input_specs(task, subject.reference, CHECK)
 
     def at(config: str, specs: Any, static: Any) -> production_checks.Shapes:
         return kernel_work.measure_shapes(
@@ -215,11 +214,17 @@ def _production_check(subject: _Subject, request: CandidateRequest) -> list[Run]
             specs,
         )
 
-    findings = production_checks.judge(
-        at(bench, subject.specs, static),
-        at(CHECK, check_specs, check_static),
-        on_tpu=jax.default_backend() == "tpu",
-    )
+    try:
+        check_specs, check_static = runtime.input_specs(task, subject.reference, CHECK)
+        findings = production_checks.judge(
+            at(bench, subject.specs, static),
+            at(CHECK, check_specs, check_static),
+            on_tpu=jax.default_backend() == "tpu",
+        )
+    except Exception as error:  # a program the analysis cannot read is judged by numerics alone
+        detail = f"defences not applied: the kernels could not be measured: {_first_lines(error)}"
+        _check(production_checks.CHECK_NAME, SKIP, detail, start)
+        return request.runs
     _emit(findings.to_check(time.perf_counter() - start))
     if findings.failure is not None:
         return None

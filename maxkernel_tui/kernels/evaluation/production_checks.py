@@ -94,8 +94,9 @@ class ProgramWork:
 
     @property
     def coverage(self) -> float | None:
-        known = [k.output_coverage for k in self.kernels]
-        return None if any(c is None for c in known) else min(known, default=1.0)  # type: ignore[type-var]
+        """The least covered output of any kernel; None when one kernel's is unknown."""
+        known = [k.output_coverage for k in self.kernels if k.output_coverage is not None]
+        return min(known, default=1.0) if len(known) == len(self.kernels) else None
 
     @property
     def operations(self) -> set[str]:

@@ -44,7 +44,7 @@ def test_kernels_that_cheat_only_at_production_shapes_are_rejected_and_honest_on
     assert cheap.name == "work" and "materially less work" in cheap.detail
     stale = _findings(DATA / "stale_rows_above_size.py", task).failure
     assert stale.name == "coverage" and "50.0%" in stale.detail
-    for expert_task in ("8p", "1p", "7p"):
+    for expert_task in ("8p", "1p", "11p"):
         expert = find_task(expert_task, suite_tasks)
         assert _findings(expert.expert_path, expert).failure is None, expert_task
 
