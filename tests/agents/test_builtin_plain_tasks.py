@@ -13,7 +13,8 @@ import pytest
 
 from tests.support.task_folders import write_plain
 
-pytestmark = pytest.mark.slow  # built-in agent sessions through the real harness
+# Built-in agent sessions through the real harness: several minutes each on a 2-core machine.
+pytestmark = [pytest.mark.slow, pytest.mark.heavy]
 
 
 def _cli(tmp_path, *args: str) -> subprocess.CompletedProcess[str]:
