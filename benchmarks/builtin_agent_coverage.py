@@ -91,7 +91,9 @@ def cover(task: Task, harness: Harness | None, kernels: Path, verdicts: dict[str
         model.roofline_share,
         model.speedup,
         time.monotonic() - started,
-        operand_words(draft.precision.per_matmul) if draft.precision else "own dtypes",
+        (operand_words(draft.precision.per_matmul) or "no matmul")
+        if draft.precision
+        else "own dtypes",
         f"{xla.passes} pass{'es' if xla.passes > 1 else ''}",
     )
 

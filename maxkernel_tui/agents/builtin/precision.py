@@ -62,7 +62,7 @@ _CHOSEN: dict[tuple[str, int, tuple[bool, ...]], PrecisionChoice] = {}
 
 
 def _content_key(task: Task) -> str:
-    digest = hashlib.sha256(str(task.folder).encode())
+    digest = hashlib.sha256(f"{task.folder} {task.tolerances}".encode())
     for path in (task.yaml_path, task.reference_path):
         digest.update(path.read_bytes())
     return digest.hexdigest()
