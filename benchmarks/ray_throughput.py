@@ -30,7 +30,7 @@ from maxkernel_tui.kernels.loader import load_task
 
 ROOT = Path(__file__).resolve().parents[1]
 TASK = ROOT / "tests" / "data" / "ray_tasks" / "1r_Scaled_Add"
-KERNEL = ROOT / "tests" / "data" / "ray_tasks" / "kernels" / "1r_Scaled_Add.py"
+KERNEL = ROOT / "tests" / "data" / "ray_kernels" / "1r_Scaled_Add.py"
 RESULTS = ROOT / "benchmarks" / "results" / "ray_throughput.md"
 OPTIONS = EvalOptions(seeds=2)
 

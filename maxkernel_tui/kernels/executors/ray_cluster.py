@@ -152,6 +152,7 @@ def connect(address: str, *, insecure: bool = False) -> ClusterFacts:
             log_to_driver=False,
             configure_logging=False,
         )
+        _ray_messages_to_stderr()
         return describe(address, Auth.TOKEN)
     auth = probe_auth(address)
     if auth == Auth.NONE and not insecure:
@@ -177,7 +178,24 @@ def connect(address: str, *, insecure: bool = False) -> ClusterFacts:
         )
     except (ConnectionError, RuntimeError) as error:
         raise ClusterError(f"cannot connect to the Ray cluster at {address}: {error}") from None
+    _ray_messages_to_stderr()
     return describe(address, auth)
+
+
+def _ray_messages_to_stderr() -> None:
+    """What Ray itself prints in the driver (a node's raylet dying, say) goes to stderr: stdout
+    is the command's own (JSON lines with --json)."""
+    from ray._private import worker
+
+    shown = worker.print_to_stdstream
+    if getattr(shown, "to_stderr", False):
+        return
+
+    def to_stderr(data: dict, ignore_prefix: bool) -> None:
+        shown(dict(data, is_err=True), ignore_prefix)
+
+    to_stderr.to_stderr = True  # type: ignore[attr-defined]
+    worker.print_to_stdstream = to_stderr
 
 
 def describe(address: str, auth: Auth) -> ClusterFacts:
