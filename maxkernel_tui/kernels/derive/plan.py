@@ -60,7 +60,7 @@ def plan_derivation(module: ast.Module, builder: str) -> Derivation:
     if not sizes:
         return Derivation(builder, fallback=f"`{builder}` has no named integer sizes")
     production = {s.name: s.value for s in sizes}
-    derived = derive_sizes(production)
+    derived = derive_sizes(production, sites.shapes)
     if derived.heldout == derived.check:
         return Derivation(
             builder,

@@ -9,17 +9,22 @@ context) stay tied where the size that follows is a count up to KEEP_UP_TO (page
 experts) or keeps its own divisibility; otherwise equal products are taken for a coincidence.
 A task small enough to check at production sizes gets them doubled instead:
 a check equal to production would tell no size apart from another it merely equals there (the
-built-in agent probes with check), and a kernel hard-coding production would pass it.
+built-in agent probes with check), and a kernel hard-coding production would pass it. Doubling
+stops where a shape the input code writes would pass `MAX_DOUBLED_ELEMENTS` (a 16x64x256x256
+activation doubled is 4 GiB of f32): such a task is checked at its production sizes, and its
+held-out run still moves one size.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 POW2_CAP = 2048
 KEEP_UP_TO = 512
 GROW_FROM = 16  # a small task's sizes from here up are doubled; smaller ones are constants
 MAX_CHANGED_HELDOUT = 1  # sizes a held-out configuration moves off `check` (keeps it cheap)
+MAX_DOUBLED_ELEMENTS = 2**22  # per tensor: 16 MiB of f32, a fraction of a second on a CPU
 
 
 @dataclass(frozen=True)
@@ -54,14 +59,19 @@ def check_size(n: int) -> int:
     return step * max(1, -(-KEEP_UP_TO // step))
 
 
-def derive_sizes(production: dict[str, int]) -> DerivedSizes:
-    """`check` and `heldout` for a task's named sizes."""
+def derive_sizes(
+    production: dict[str, int], shapes: tuple[tuple[str | int, ...], ...] = ()
+) -> DerivedSizes:
+    """`check` and `heldout` for a task's named sizes; `shapes`: the tuples of sizes the input
+    code writes (they bound the doubling of a small task)."""
     ties = find_ties(production)
     check = {name: check_size(n) for name, n in production.items()}
     if check == production:
-        check = {
+        doubled = {
             name: 2 * n if GROW_FROM <= n <= KEEP_UP_TO else n for name, n in production.items()
         }
+        if all(_elements(shape, doubled) <= MAX_DOUBLED_ELEMENTS for shape in shapes):
+            check = doubled
     ties = tuple(t for t in ties if _follows(t, check[t.total], check[t.other], production))
     problems = list(_apply_ties(check, ties))
     heldout = dict(check)
@@ -134,3 +144,7 @@ def _heldout_moves(production: dict[str, int], check: dict[str, int], tied: set[
     # is no constant, once, which keeps the held-out run cheap
     growable = sorted((n for n in free if production[n] >= GROW_FROM), key=lambda n: production[n])
     return growable[:1]
+
+
+def _elements(shape: tuple[str | int, ...], sizes: dict[str, int]) -> int:
+    return math.prod(sizes.get(part, 1) if isinstance(part, str) else part for part in shape)

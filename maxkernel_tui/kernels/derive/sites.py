@@ -24,11 +24,16 @@ class SizeSite:
     line: int
 
 
+# A shape written in the input builder: size names and integer literals, e.g. ("batch", 3, "h").
+ShapeTuple = tuple[str | int, ...]
+
+
 @dataclass(frozen=True)
 class Sites:
     sizes: tuple[SizeSite, ...]
     keys: int  # fixed PRNG key calls in the input builder
     notes: tuple[str, ...]  # sizes left at production, with the reason
+    shapes: tuple[ShapeTuple, ...] = ()  # the tuples of sizes the builder writes
 
 
 def function(module: ast.Module, name: str) -> ast.FunctionDef | None:
@@ -56,7 +61,29 @@ def find_sites(module: ast.Module, builder: str) -> Sites:
         if name in used and name not in local
     ]
     sizes += _config_sizes(module)
-    return Sites(tuple(sizes), _count_keys(fn), tuple(_literal_notes(fn)))
+    named = {site.name for site in sizes}
+    return Sites(tuple(sizes), _count_keys(fn), tuple(_literal_notes(fn)), _shapes(fn, named))
+
+
+def _shapes(fn: ast.FunctionDef, names: set[str]) -> tuple[ShapeTuple, ...]:
+    """Tuples of size names and integer literals with at least one size name: the shapes the
+    builder makes (a tuple with anything else in it is not read as a shape)."""
+    shapes: list[ShapeTuple] = []
+    for node in ast.walk(fn):
+        if not isinstance(node, ast.Tuple) or not node.elts:
+            continue
+        shape: list[str | int] = []
+        for element in node.elts:
+            if isinstance(element, ast.Name) and element.id in names:
+                shape.append(element.id)
+            elif _is_int(element):
+                shape.append(element.value)  # type: ignore[attr-defined]
+            else:
+                break
+        else:
+            if any(isinstance(part, str) for part in shape):
+                shapes.append(tuple(shape))
+    return tuple(shapes)
 
 
 def _int_assignments(body: list[ast.stmt]) -> dict[str, tuple[int, int]]:

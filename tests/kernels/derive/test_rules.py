@@ -30,6 +30,15 @@ def test_a_small_task_is_checked_at_doubled_sizes_so_equal_sizes_can_be_told_apa
     assert derived.heldout != derived.check and derived.heldout["k"] == 3
 
 
+def test_a_task_whose_doubled_tensor_would_be_huge_is_checked_at_production_sizes():
+    production = {"batch": 16, "features": 64, "dim1": 256, "dim2": 256}
+    derived = derive_sizes(production, shapes=(("batch", "features", "dim1", "dim2"),))
+    assert derived.check == production
+    assert derived.heldout != derived.check
+    small = derive_sizes({"M": 256, "K": 512, "N": 256}, shapes=(("M", "K"), ("K", "N"), ("N",)))
+    assert small.check == {"M": 512, "K": 1024, "N": 512}  # small tensors: still doubled
+
+
 def test_pages_times_page_size_stays_equal_to_the_context():
     derived = derive_sizes({"num_pages": 512, "page_size": 16, "context": 8192})
     for sizes in (derived.check, derived.heldout):
