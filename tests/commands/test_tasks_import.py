@@ -9,7 +9,8 @@ import pytest
 
 from tests.support.cli import cli
 
-pytestmark = pytest.mark.slow  # validation and listing run jax worker processes
+# validation and listing run jax worker processes (the heavy tier, left out of CI)
+pytestmark = [pytest.mark.slow, pytest.mark.heavy]
 
 FUNCTION = """
     import jax

@@ -39,13 +39,19 @@ def accepted(harness: Harness, task: Task, folder: Path, *, tune: bool) -> None:
     ("task_id", "tune"),
     [
         ("8p", False),  # bf16 GEMM
-        ("14p", False),  # batched matmul
+        pytest.param("14p", False, marks=pytest.mark.heavy),  # batched matmul
         ("12p", False),  # row-wise normalisation, no matmul
         ("19k", False),  # f32 GEMM, element-wise epilogue
-        ("38k", True),  # the model splits the softmax epilogue into its own stage
-        ("40k", False),  # groups of columns, then an outer broadcast in a second stage
+        pytest.param(
+            "38k", True, marks=pytest.mark.heavy
+        ),  # the model splits the softmax epilogue into its own stage
+        pytest.param(
+            "40k", False, marks=pytest.mark.heavy
+        ),  # groups of columns, then an outer broadcast in a second stage
         ("2p", False),  # attention: grouped query heads, (batch, seq, heads, dim) layout
-        ("31k", False),  # batch statistics: reductions over rows in column-reduction stages
+        pytest.param(
+            "31k", False, marks=pytest.mark.heavy
+        ),  # batch statistics: reductions over rows in column-reduction stages
         ("22k", False),  # convolution as an implicit GEMM, instance norm over each output image
     ],
 )

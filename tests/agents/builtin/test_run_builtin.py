@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 OUR_TASKS = Path(__file__).parent / "tasks"
-pytestmark = pytest.mark.slow  # the CLI, the agent's jax worker and the real harness
+# the CLI, the agent's jax worker and the real harness (the heavy tier, left out of CI)
+pytestmark = [pytest.mark.slow, pytest.mark.heavy]
 
 
 def test_run_with_the_builtin_agent_writes_a_kernel_that_eval_accepts(

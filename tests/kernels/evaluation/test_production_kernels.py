@@ -9,7 +9,8 @@ import pytest
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
 from maxkernel_tui.kernels.loader import find_task, load_task
 
-pytestmark = pytest.mark.slow  # imports jax, traces the suite's experts at production shapes
+# imports jax, traces the suite's experts at production shapes (the heavy tier, left out of CI)
+pytestmark = [pytest.mark.slow, pytest.mark.heavy]
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "production"
 
