@@ -41,7 +41,7 @@ def accepted(harness: Harness, task: Task, folder: Path, *, tune: bool) -> None:
         ("8p", False),  # bf16 GEMM
         pytest.param("14p", False, marks=pytest.mark.heavy),  # batched matmul
         ("12p", False),  # row-wise normalisation, no matmul
-        ("19k", False),  # f32 GEMM, element-wise epilogue
+        pytest.param("19k", False, marks=pytest.mark.heavy),  # f32 GEMM, element-wise epilogue
         pytest.param(
             "38k", True, marks=pytest.mark.heavy
         ),  # the model splits the softmax epilogue into its own stage
@@ -52,7 +52,9 @@ def accepted(harness: Harness, task: Task, folder: Path, *, tune: bool) -> None:
         pytest.param(
             "31k", False, marks=pytest.mark.heavy
         ),  # batch statistics: reductions over rows in column-reduction stages
-        ("22k", False),  # convolution as an implicit GEMM, instance norm over each output image
+        pytest.param(
+            "22k", False, marks=pytest.mark.heavy
+        ),  # convolution as an implicit GEMM, instance norm over each output image
     ],
 )
 def test_suite_kernels_are_accepted(harness, suite_tasks, tmp_path, task_id, tune):

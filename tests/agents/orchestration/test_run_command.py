@@ -19,7 +19,8 @@ from tests.support.cli_runs import KEY, command, finished
 from tests.support.engine import BAD, DIAGNOSIS, GOOD, kernel, plan
 
 # a CLI subprocess with the real harness and profiler in worker processes: minutes
-pytestmark = pytest.mark.slow
+# the heavy tier: the engine's fake-tool tests cover the same behaviour in CI
+pytestmark = [pytest.mark.slow, pytest.mark.heavy]
 
 
 def answers() -> dict[str, list[str]]:
