@@ -39,6 +39,7 @@ def events(store, session_id: str, cls: type) -> list:
 
 
 @pytest.mark.slow  # the real harness validates and evaluates the edge cases
+@pytest.mark.heavy
 @pytest.mark.asyncio
 async def test_an_edge_case_fails_the_first_kernel_and_is_kept_on_resume(open_on, store) -> None:
     provider = RoleProvider(

@@ -27,7 +27,8 @@ from tests.fakes.role_provider import RoleProvider
 from tests.support.engine import BAD, DIAGNOSIS, GOOD, kernel, plan
 
 # the real harness and profiler in worker processes: tens of seconds per test
-pytestmark = [pytest.mark.asyncio, pytest.mark.slow]
+# the real harness: the heavy tier (test_loop.py runs the same scenarios on fake tools in CI)
+pytestmark = [pytest.mark.asyncio, pytest.mark.slow, pytest.mark.heavy]
 
 
 def kinds(store, session_id: str) -> list[str]:

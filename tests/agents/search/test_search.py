@@ -30,8 +30,11 @@ def evaluations(store, session_id: str) -> int:
     [
         # the beam's first kernel fails TPU lowering and the debugger fixes it: two evaluations
         ("beam", {"width": 2, "branches": 2}, kernel(BAD), 3),
-        ("parallel", {"width": 2}, variant(256), 2),
-        ("evolve", {"population": 4, "islands": 2}, variant(256), 2),
+        # the heavy tier: the same runner, other algorithms (expansion.py's fake-tool tests)
+        pytest.param("parallel", {"width": 2}, variant(256), 2, marks=pytest.mark.heavy),
+        pytest.param(
+            "evolve", {"population": 4, "islands": 2}, variant(256), 2, marks=pytest.mark.heavy
+        ),
     ],
     ids=["beam", "parallel", "evolve"],
 )
