@@ -19,7 +19,7 @@ from maxkernel_tui.kernels.evaluation.device_timer import record_timing, run_tim
 from maxkernel_tui.kernels.evaluation.expert_figures import EXPERT_SPEEDUP
 from maxkernel_tui.kernels.evaluation.protocol import WALL_CLOCK, TimingAnswer
 from maxkernel_tui.kernels.evaluation.report import FAIL, PASS, SKIP, SPEEDUP, Check, Timing
-from maxkernel_tui.kernels.evaluation.stats import median_estimate, speedup
+from maxkernel_tui.kernels.evaluation.stats import Speedup, median_estimate, speedup
 from maxkernel_tui.kernels.task import Task
 from maxkernel_tui.kernels.workers import WorkerFailure
 
@@ -82,39 +82,32 @@ def summarize_timing(answer: TimingAnswer) -> tuple[Check, list[Timing]]:
             )
         )
     gain = speedup(reference, candidate)
-    timings.append(
-        Timing(
-            what=SPEEDUP,
-            kind="measured",
-            device=where,
-            ratio=gain.ratio,
-            ci95=(gain.low, gain.high),
-            significant=gain.significant_win,
-            label=f"speedup over the XLA reference {gain.describe()}, measured ({clock}) on "
-            f"{where}",
-        )
-    )
+    label = f"speedup over the XLA reference {gain.describe()}, measured ({clock}) on {where}"
+    timings.append(_speedup_timing(SPEEDUP, gain, where, label))
     versus_expert = "the task has no expert Pallas kernel"
     if expert:
         against = speedup(expert, candidate)
         versus_expert = f"{EXPERT_SPEEDUP} {against.describe()}"
-        timings.append(
-            Timing(
-                what=EXPERT_SPEEDUP,
-                kind="measured",
-                device=where,
-                ratio=against.ratio,
-                ci95=(against.low, against.high),
-                significant=against.significant_win,
-                label=f"{versus_expert}, measured ({clock}) on {where} (interleaved)",
-            )
-        )
+        label = f"{versus_expert}, measured ({clock}) on {where} (interleaved)"
+        timings.append(_speedup_timing(EXPERT_SPEEDUP, against, where, label))
     return Check(
         "timing",
         PASS,
         f"speedup over the XLA reference {gain.describe()} ({clock}); {versus_expert}"
         + (f"; {answer.numerics.detail}" if answer.numerics else ""),
     ), timings
+
+
+def _speedup_timing(what: str, gain: Speedup, where: str, label: str) -> Timing:
+    return Timing(
+        what=what,
+        kind="measured",
+        device=where,
+        ratio=gain.ratio,
+        ci95=(gain.low, gain.high),
+        significant=gain.significant_win,
+        label=label,
+    )
 
 
 def clock_words(answer: TimingAnswer) -> str:
