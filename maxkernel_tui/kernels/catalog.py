@@ -24,7 +24,7 @@ from maxkernel_tui.kernels.workers import jax_worker_env, python_module_argv, ru
 
 # Of the worker's JSON answer (TaskDescription.to_json): bump when it changes, so cached
 # descriptions are redone.
-FORMAT_VERSION = 2  # 2: derived configurations validated, declared flops
+FORMAT_VERSION = 3  # 2: derived configurations validated, declared flops; 3: inputs timed apart
 DESCRIBE_TIMEOUT_S = 600.0  # one task: tracing plus a TPU compile of a large reference
 
 

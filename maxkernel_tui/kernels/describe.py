@@ -55,25 +55,32 @@ def describe_folder(folder: Path, with_cost: bool, target: str = DEFAULT_TARGET)
 
 def _config_shapes(task: Any, module: Any, config: str) -> ConfigShapes:
     specs, static, outputs = runtime.io_specs(task, module, config)
-    seconds = _validate(task, module, config) if task.derived and config != BENCH else None
+    timed = _validate(task, module, config) if task.derived and config != BENCH else None
     return ConfigShapes(
-        [_spec(s) for s in specs], list(static), [_spec(s) for s in outputs], seconds
+        [_spec(s) for s in specs],
+        list(static),
+        [_spec(s) for s in outputs],
+        reference_seconds=timed[1] if timed else None,
+        inputs_seconds=timed[0] if timed else None,
     )
 
 
-def _validate(task: Any, module: Any, config: str) -> float:
+def _validate(task: Any, module: Any, config: str) -> tuple[float, float]:
     """A derived configuration is usable when the reference runs on it with finite outputs:
-    the wall time of that run (compile included) on this CPU."""
+    (seconds to make the inputs, seconds of the reference's first run, compile included)."""
     start = time.perf_counter()
-    _, _, output = runtime.run_reference(task, module, config, seed=0)
-    seconds = round(time.perf_counter() - start, 3)
+    dynamic, static = runtime.make_inputs(task, module, config, seed=0)
+    jax.block_until_ready(dynamic)
+    made = time.perf_counter()
+    output = runtime.run_reference_on(task, module, config, dynamic, static)
+    timed = (round(made - start, 3), round(time.perf_counter() - made, 3))
     for leaf in jax.tree.leaves(output):
         if jnp.issubdtype(leaf.dtype, jnp.inexact) and not bool(jnp.isfinite(leaf).all()):
             raise TaskError(
                 task.reference_path,
                 f"the derived {config!r} configuration gives non-finite reference outputs",
             )
-    return seconds
+    return timed
 
 
 def _declared_flops(task: Any, module: Any) -> float | None:

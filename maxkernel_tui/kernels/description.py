@@ -27,9 +27,11 @@ class ConfigShapes:
     inputs: list[TensorSpec]
     static: list[Any]
     outputs: list[TensorSpec]
-    # A derived configuration is validated by running the reference on it (finite outputs);
-    # measured wall time on this machine's CPU, compile included.
+    # A derived configuration is validated by running the reference on it (finite outputs):
+    # wall times measured on this machine's CPU of making its inputs (the task's get_inputs,
+    # eager) and of the reference's first run on them (compile included).
     reference_seconds: float | None = None
+    inputs_seconds: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if v is not None}
@@ -41,6 +43,7 @@ class ConfigShapes:
             static=list(data["static"]),
             outputs=[TensorSpec(**s) for s in data["outputs"]],
             reference_seconds=data.get("reference_seconds"),
+            inputs_seconds=data.get("inputs_seconds"),
         )
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from maxkernel_tui.kernels.description import TaskDescription, TensorSpec, XlaCost
+from maxkernel_tui.kernels.description import ConfigShapes, TaskDescription, TensorSpec, XlaCost
 from maxkernel_tui.kernels.task import BENCH, Task
 
 _SHORT_DTYPES = {
@@ -95,12 +95,7 @@ def format_task(task: Task, description: TaskDescription) -> str:
         inputs = " ".join(format_spec(s) for s in config.inputs)
         static = f"  static {tuple(config.static)}" if config.static else ""
         outputs = " ".join(format_spec(s) for s in config.outputs)
-        ran = (
-            f"  (validated: reference {config.reference_seconds:.2f} s here, measured, "
-            "compile included)"
-            if config.reference_seconds is not None
-            else ""
-        )
+        ran = _validated(config)
         lines.append(f"  {labels[name]:<{width}}  {inputs}{static} -> {outputs}{ran}")
     if description.declared_flops is not None:
         lines.append(f"  flops: {_si(description.declared_flops, 'FLOP')} (the task's get_flops())")
@@ -121,6 +116,19 @@ def format_cost(cost: XlaCost) -> str:
         f"XLA cost on {cost.target}: {_si(cost.flops, 'FLOP')}, "
         f"{_si(cost.bytes_accessed, 'B')} accessed, "
         f"roofline {_seconds(cost.optimal_seconds)} ({cost_provenance(cost)}{moved})"
+    )
+
+
+def _validated(config: ConfigShapes) -> str:
+    """How a derived configuration was validated: its reference run, and making its inputs."""
+    if config.reference_seconds is None:
+        return ""
+    inputs = (
+        f", its inputs {config.inputs_seconds:.2f} s" if config.inputs_seconds is not None else ""
+    )
+    return (
+        f"  (validated: reference {config.reference_seconds:.2f} s here, compile included"
+        f"{inputs}; measured)"
     )
 
 

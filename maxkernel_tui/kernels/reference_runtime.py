@@ -194,10 +194,17 @@ def run_reference(
 ) -> tuple[tuple, StaticArgs, Any]:
     """(dynamic args, static args, output) of the reference on one configuration."""
     dynamic, static = make_inputs(task, module, config, seed)
+    return dynamic, static, run_reference_on(task, module, config, dynamic, static)
+
+
+def run_reference_on(
+    task: Task, module: ModuleType, config: str, dynamic: tuple, static: StaticArgs
+) -> Any:
+    """The reference's output on inputs already made for `config`."""
     check_signature(task, module.computation, len(dynamic), static)
     try:
         output = jitted_reference(module, len(dynamic), len(static))(*dynamic, *static)
-        return dynamic, static, jax.block_until_ready(output)
+        return jax.block_until_ready(output)
     except Exception as error:
         raise TaskError(
             task.reference_path, f"computation fails on {config!r}: {_describe(error)}"

@@ -81,3 +81,13 @@ def test_json_record_labels_the_cost_estimated_and_keeps_errors():
     assert format_task(task, TaskDescription(error="no reference")).endswith("error: no reference")
     shapes_only = TaskDescription(configs={"bench": ConfigShapes([], [], [])})
     assert "cost" not in task_record(task, shapes_only)
+
+
+def test_a_validated_configuration_shows_its_reference_and_input_times_as_measured():
+    spec = TensorSpec([128, 256], "float32")
+    timed = ConfigShapes([spec], [], [spec], reference_seconds=0.12, inputs_seconds=3.0)
+    described = TaskDescription(configs={"bench": ConfigShapes([spec], [], [spec]), "check": timed})
+    text = format_task(_task(), described)
+    shown = "(validated: reference 0.12 s here, compile included, its inputs 3.00 s; measured)"
+    assert shown in text
+    assert TaskDescription.from_json(described.to_json()).configs["check"] == timed

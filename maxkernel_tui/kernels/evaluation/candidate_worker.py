@@ -258,6 +258,9 @@ def _numerics_runs(subject: _Subject, request: CandidateRequest, runs: list[Run]
         out_of_bounds_reads="raise",
         detect_races=request.detect_races,
     )
+    # One jitted program per configuration and static arguments: the seeds of a configuration
+    # differ only in their inputs, so the interpreter's program is traced and compiled once.
+    programs: dict[tuple[str, str], Any] = {}
     for config, seed in runs:
         start = time.perf_counter()
         files: list[str] | None = None
@@ -265,7 +268,11 @@ def _numerics_runs(subject: _Subject, request: CandidateRequest, runs: list[Run]
         error: str | None = None
         try:
             dynamic, static = runtime.make_inputs(task, reference, config, seed)
-            program = jax.jit(lambda *d, static=static: candidate.computation(*d, *static))
+            program = programs.get((config, repr(static)))
+            if program is None:
+                program = programs[config, repr(static)] = jax.jit(
+                    lambda *d, static=static: candidate.computation(*d, *static)
+                )
             with pltpu.force_tpu_interpret_mode(params):
                 output = jax.block_until_ready(program(*dynamic))
             files = save_outputs(Path(request.out_dir), f"candidate-{config}-{seed}", output)

@@ -30,7 +30,8 @@ def test_every_family_validates_its_derived_configurations_in_a_worker(tmp_path)
         assert description.error is None, description.error
         assert list(description.configs) == ["bench", CHECK, HELDOUT]
         for config in (CHECK, HELDOUT):
-            assert description.configs[config].reference_seconds is not None
+            timed = description.configs[config]
+            assert timed.reference_seconds is not None and timed.inputs_seconds is not None
         assert description.configs[CHECK].inputs != description.configs["bench"].inputs
     assert described["8p_GEMM_Bias"].declared_flops == 2 * 1024 * 4096 * 2048
     paged = described["6p_Paged_Gather"].configs[CHECK]

@@ -28,7 +28,7 @@ from maxkernel_tui.store.db import Store
 from tests.support.waiting import wait_for
 
 # two Ray clusters and real harnesses on their nodes; `-m "not ray"` leaves them out
-pytestmark = [pytest.mark.slow, pytest.mark.ray, pytest.mark.heavy]
+pytestmark = [pytest.mark.slow, pytest.mark.ray]
 
 TASK = Path(__file__).parents[2] / "data" / "ray_tasks" / "1r_Scaled_Add"
 CANARY = "mkt-canary-5f1c0e29d4b7"
