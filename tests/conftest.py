@@ -33,6 +33,14 @@ def suite_cache(tmp_path_factory):
     return tmp_path_factory.mktemp("cache")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def xla_cache(suite_cache):
+    """One jax compilation cache for the run's workers (and the CLI processes tests start,
+    which inherit it), so a test never reads the user's cache nor one of an earlier run."""
+    os.environ["MAXKERNEL_TUI_XLA_CACHE"] = str(suite_cache / "xla")
+    return suite_cache / "xla"
+
+
 @pytest.fixture(scope="session")
 def suite_descriptions(suite_tasks, suite_cache):
     """Every built-in task described once per run, in worker processes: shapes of every

@@ -27,6 +27,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from maxkernel_tui.config import cache_dir
+
+XLA_CACHE_BYTES = 2 * 1024**3
+XLA_CACHE_MIN_COMPILE_S = 0.1  # below this a compile costs less than reading its entry
+
 _PACKAGE_PARENT = Path(__file__).resolve().parents[2]
 
 # What a child may inherit; everything else (API keys, tokens, cloud credentials) is dropped.
@@ -57,7 +62,24 @@ def jax_worker_env() -> dict[str, str]:
     """The scrubbed environment of a jax worker on a machine with or without a TPU: jax on the
     CPU (tracing, interpret mode), libtpu only for ahead-of-time compiles, which several workers
     do at once; libtpu refuses that ("multi-process lockfile") unless told."""
-    return scrubbed_env(JAX_PLATFORMS="cpu", ALLOW_MULTIPLE_LIBTPU_LOAD="1")
+    return scrubbed_env(JAX_PLATFORMS="cpu", ALLOW_MULTIPLE_LIBTPU_LOAD="1", **xla_cache_env())
+
+
+def xla_cache_env() -> dict[str, str]:
+    """jax's persistent compilation cache, shared by this user's workers: a reference, its
+    input draws and a kernel's program compile once across worker processes and sessions
+    (a fresh worker otherwise recompiles every eager random draw). Bounded: past the size jax
+    evicts the least recently used entries, under a file lock the processes share. Its key is
+    a hash of the program and the compile options, so a stale entry is never used.
+    MAXKERNEL_TUI_XLA_CACHE is `off` or another directory; the default is the cache dir's `xla`."""
+    chosen = os.environ.get("MAXKERNEL_TUI_XLA_CACHE", "")
+    if chosen == "off":
+        return {}
+    return {
+        "JAX_COMPILATION_CACHE_DIR": chosen or str(cache_dir() / "xla"),
+        "JAX_COMPILATION_CACHE_MAX_SIZE": str(XLA_CACHE_BYTES),
+        "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": str(XLA_CACHE_MIN_COMPILE_S),
+    }
 
 
 class WorkerFailure(Exception):
