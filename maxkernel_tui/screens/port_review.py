@@ -10,7 +10,7 @@ until a key answers.
 from __future__ import annotations
 
 from concurrent.futures import Future
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
@@ -18,7 +18,8 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Label, Static, TextArea
 
-from maxkernel_tui.agents.porting import Approve, Review
+if TYPE_CHECKING:  # the agents (and their model clients) load when an import first runs
+    from maxkernel_tui.agents.porting import Approve, Review
 
 _LANGUAGES = {".py": "python", ".cu": "cpp", ".cuh": "cpp", ".cpp": "cpp", ".cc": "cpp"}
 

@@ -20,7 +20,6 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 from textual.worker import Worker, WorkerState
 
-from maxkernel_tui.agents.porting import task_importers
 from maxkernel_tui.config import Settings
 from maxkernel_tui.kernels.importers import ImportOptions, TaskImportError
 from maxkernel_tui.kernels.importers.service import ImportedTask, import_task
@@ -88,6 +87,9 @@ class TaskImportScreen(ModalScreen[Task | None]):
 
     @work(thread=True, exclusive=True, group="import", exit_on_error=False)
     def _import(self, file: Path, out: Path, options: ImportOptions) -> ImportedTask:
+        # The porter's model client loads here, in the worker, not at the app's start-up.
+        from maxkernel_tui.agents.porting import task_importers
+
         importers = task_importers(self._settings(), approve_in_app(self.app))
         return import_task(file, out, options, importers=importers)
 

@@ -1,8 +1,8 @@
 """The picker's import flow with GPU sources: a CUDA file with the built-in provider gets its plain
 "cannot port" message in the form; a Triton file whose PyTorch module runs the kernel goes to the
-porter (a real google-genai client against the fake Gemini server), whose reference is shown beside the source for the engineer
-(torch is absent here, so no comparison decides): rejecting writes nothing, approving writes the
-task and opens it in the workbench."""
+porter (a real google-genai client against the fake Gemini server), whose reference is shown
+beside the source for the engineer (torch is absent here, so no comparison decides): rejecting
+writes nothing, approving writes the task and opens it in the workbench."""
 
 from __future__ import annotations
 
