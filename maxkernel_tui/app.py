@@ -93,6 +93,7 @@ class MaxKernelApp(App[None]):
                 self._cache,
                 store_path=self._settings.store_path,
                 imports_dir=self._settings.data_dir / "imported",
+                settings=lambda: self._settings,
             )
         )
         if self._resume is not None:

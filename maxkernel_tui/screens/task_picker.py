@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar
 
@@ -15,7 +16,7 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Header, Static, TextArea
 
-from maxkernel_tui.config import cache_dir
+from maxkernel_tui.config import Settings, cache_dir, load_settings
 from maxkernel_tui.kernels.catalog import cached_description, describe_tasks
 from maxkernel_tui.kernels.description import TaskDescription
 from maxkernel_tui.kernels.listing import format_task
@@ -42,7 +43,7 @@ class TaskPickerScreen(Screen[None]):
     CSS_PATH = "task_picker.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("d", "describe", "Describe tasks (shapes, TPU cost)"),
-        Binding("n", "import_task", "Import a JAX function as a task"),
+        Binding("n", "import_task", "Import a task"),
         Binding("s", "app.open_sessions", "Sessions"),
         Binding("c", "app.open_settings", "Settings"),
         Binding("q", "app.quit", "Quit"),
@@ -54,10 +55,13 @@ class TaskPickerScreen(Screen[None]):
         cache: Path | None = None,
         store_path: Path | None = None,
         imports_dir: Path | None = None,
+        settings: Callable[[], Settings] = load_settings,
     ) -> None:
         """`store_path`: the session store, for the count of recent sessions in the header;
-        `imports_dir`: where `n` writes imported tasks unless told otherwise."""
+        `imports_dir`: where `n` writes imported tasks unless told otherwise; `settings`: the
+        app's settings now (`n` ports CUDA and Triton files with their provider)."""
         super().__init__()
+        self._settings = settings
         self._imports_dir = imports_dir if imports_dir is not None else Path.cwd() / "tasks"
         self._store_path = store_path
         self._cache = cache if cache is not None else cache_dir()
@@ -140,7 +144,7 @@ class TaskPickerScreen(Screen[None]):
 
     def action_import_task(self) -> None:
         """The import form; the new task opens in the workbench."""
-        self.app.push_screen(TaskImportScreen(self._imports_dir), self._imported)
+        self.app.push_screen(TaskImportScreen(self._imports_dir, self._settings), self._imported)
 
     def _imported(self, task: Task | None) -> None:
         if task is not None:

@@ -4,13 +4,12 @@ production sizes) and on a plain RMSNorm; a beam search writes an accepted kerne
 an imported function is solved too. Kept to one iteration, no autotuning: these are end-to-end
 tests of plain tasks, not of the agent's tuning."""
 
-import os
 import subprocess
-import sys
 import textwrap
 
 import pytest
 
+from tests.support.cli_runs import command, finished, solved_by_builtin, user_env
 from tests.support.task_folders import write_plain
 
 # Built-in agent sessions through the real harness: several minutes each on a 2-core machine.
@@ -18,44 +17,15 @@ pytestmark = [pytest.mark.slow, pytest.mark.heavy]
 
 
 def _cli(tmp_path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if "KEY" not in k and "TOKEN" not in k}
-    env.update(
-        HOME=str(tmp_path / "home"),
-        MAXKERNEL_TUI_DATA_DIR=str(tmp_path / "data"),
-        MAXKERNEL_TUI_CACHE_DIR=str(tmp_path / "cache"),
-        MAXKERNEL_TUI_CONFIG=str(tmp_path / "none.toml"),
-    )
-    return subprocess.run(
-        [sys.executable, "-m", "maxkernel_tui.cli", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=1200,
-    )
+    return finished(command(*args), user_env(tmp_path, tmp_path / "cache"), timeout=1200)
 
 
 def _solve(tmp_path, task: str, name: str, derived: bool = True) -> None:
     """`derived`: the task's check/heldout are derived at load (plain), not declared (ours)."""
-    out = tmp_path / f"{name}.py"
-    run = _cli(
-        tmp_path,
-        "run",
-        "--task",
-        task,
-        "--mode",
-        "auto",
-        "--provider",
-        "builtin",
-        "--max-iterations",
-        "1",
-        "--tune-candidates",
-        "0",
-        "--out",
-        str(out),
+    judged = solved_by_builtin(
+        task, tmp_path / f"{name}.py", user_env(tmp_path, tmp_path / "cache")
     )
-    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
-    judged = _cli(tmp_path, "eval", str(out), "--task", task, "--seeds", "1")
-    assert judged.returncode == 0, judged.stdout[-2000:]
+    assert judged.returncode == 0, judged.stdout[-2000:] + judged.stderr[-2000:]
     assert "verdict: ACCEPTED" in judged.stdout and "heldout: heldout" in judged.stdout
     assert ("numerics: check, derived" in judged.stdout) is derived
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 from maxkernel_tui.kernels.importers import ImportOptions, PlainTaskSource, TaskImportError
@@ -25,10 +26,22 @@ INIT_NOTE = (
     "parameters drawn from the distributions PyTorch initialises them with (from "
     "jax.random.key(0), not PyTorch's random stream)"
 )
-MODE_NOTE = (
-    "BatchNorm uses batch statistics (PyTorch's default training mode, which KernelBench "
-    "runs); dropout is the identity (eval mode)"
+BATCH_NORM_NOTE = (
+    "BatchNorm uses batch statistics (PyTorch's default training mode, which KernelBench runs)"
 )
+DROPOUT_NOTE = "dropout is the identity (eval mode)"
+
+
+def mode_notes(operators: Sequence[str]) -> tuple[str, ...]:
+    """What the reference assumes of the module's mode, for the operators it has (BatchNorm's
+    statistics, dropout), so that a module with neither gets no such note."""
+    names = [op.lower() for op in operators]
+    notes = []
+    if any(name.startswith(("batchnorm", "batch_norm")) for name in names):
+        notes.append(BATCH_NORM_NOTE)
+    if any("dropout" in name for name in names):
+        notes.append(DROPOUT_NOTE)
+    return tuple(notes)
 
 
 def task_id_of(path: Path) -> str:
@@ -53,9 +66,11 @@ class TorchModuleImporter:
         except TaskImportError as error:
             raise TaskImportError(f"{path}: {error}") from None
         operators = ", ".join(dict.fromkeys(translation.operators))
+        notes = (INIT_NOTE, *mode_notes(translation.operators))
         header = (
             f"JAX reference translated from the PyTorch module {path.name} by maxkernel-tui.\n\n"
-            f"Operators: {operators}.\n{INIT_NOTE[0].upper()}{INIT_NOTE[1:]}.\n{MODE_NOTE}.\n"
+            f"Operators: {operators}.\n"
+            + "".join(f"{note[0].upper()}{note[1:]}.\n" for note in notes)
         )
         reference = render_reference(translation, header)
         atol, rtol = options.tolerance or DEFAULT_TOLERANCE
@@ -66,6 +81,6 @@ class TorchModuleImporter:
             reference_py=reference,
             atol=atol,
             rtol=rtol,
-            notes=(INIT_NOTE, MODE_NOTE, comparison),
+            notes=(*notes, comparison),
             extra_files={SOURCE_COPY: source},
         )

@@ -4,12 +4,11 @@ the suite (suite tasks: test_generated_kernels.py and benchmarks/builtin_agent_c
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.support.cli_runs import command, finished, user_env
 
 OUR_TASKS = Path(__file__).parent / "tasks"
 # the CLI, the agent's jax worker and the real harness (the heavy tier, left out of CI)
@@ -22,18 +21,10 @@ def test_run_with_the_builtin_agent_writes_a_kernel_that_eval_accepts(
     task = str(
         OUR_TASKS / "gemm_hardswish_layernorm"
     )  # a task the agent has never seen, as a folder
-    env = {k: v for k, v in os.environ.items() if "KEY" not in k and "TOKEN" not in k}
-    env.update(
-        HOME=str(tmp_path / "home"),
-        MAXKERNEL_TUI_DATA_DIR=str(tmp_path / "data"),
-        MAXKERNEL_TUI_CACHE_DIR=str(suite_cache),
-        JAX_PLATFORMS="cpu",
-    )
+    env = user_env(tmp_path, suite_cache)
     out = tmp_path / "kernel.py"
-    cli = [sys.executable, "-m", "maxkernel_tui.cli"]
-    run = subprocess.run(
-        [
-            *cli,
+    run = finished(
+        command(
             "run",
             "--task",
             task,
@@ -47,21 +38,10 @@ def test_run_with_the_builtin_agent_writes_a_kernel_that_eval_accepts(
             "0",
             "--out",
             str(out),
-        ],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=False,
+        ),
+        env,
     )
     assert run.returncode == 0, run.stderr[-3000:] + run.stdout[-3000:]
     assert "provider builtin" in run.stdout and "evaluation of v1: ACCEPTED" in run.stdout
-    accepted = subprocess.run(
-        [*cli, "eval", str(out), "--task", task, "--seeds", "1"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+    accepted = finished(command("eval", str(out), "--task", task, "--seeds", "1"), env, 600)
     assert accepted.returncode == 0, accepted.stdout[-3000:]

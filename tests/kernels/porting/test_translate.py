@@ -8,7 +8,13 @@ from pathlib import Path
 import pytest
 
 from maxkernel_tui.kernels.importers import ImportOptions, TaskImportError
-from maxkernel_tui.kernels.importers.torch_module import SOURCE_COPY, TorchModuleImporter
+from maxkernel_tui.kernels.importers.torch_module import (
+    BATCH_NORM_NOTE,
+    DROPOUT_NOTE,
+    SOURCE_COPY,
+    TorchModuleImporter,
+    mode_notes,
+)
 from maxkernel_tui.kernels.porting.torch_compare import NOT_COMPARED, torch_available
 from maxkernel_tui.kernels.porting.translate import translate_module
 from tests.support.paths import KERNELBENCH
@@ -191,3 +197,13 @@ def test_inputs_scaled_and_shifted_from_a_factory_keep_their_distribution():
     divided = source.replace("1 - torch.rand(batch_size, in_features) * 2", "2 / torch.rand(4)")
     with pytest.raises(TaskImportError, match="line 27: a tensor may only be a factory"):
         translate_module(divided, "m")
+
+
+def test_a_task_notes_batchnorm_statistics_and_dropout_only_where_the_module_has_them():
+    def notes(module: str) -> tuple[str, ...]:
+        source = (KERNELBENCH / f"{module}.py").read_text()
+        return mode_notes(translate_module(source, module).operators)
+
+    assert notes("gemm_relu_divide") == ()
+    assert notes("sequential_batchnorm1d_selu") == (BATCH_NORM_NOTE, DROPOUT_NOTE)
+    assert notes("conv_transpose1d_sigmoid") == (DROPOUT_NOTE,)
