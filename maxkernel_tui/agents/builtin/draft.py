@@ -23,7 +23,7 @@ from maxkernel_tui.agents.builtin.planner import Plan, plan_program
 from maxkernel_tui.agents.builtin.precision import choose_precisions
 from maxkernel_tui.agents.builtin.program import Program, trace_program
 from maxkernel_tui.agents.builtin.render import render_kernel
-from maxkernel_tui.agents.builtin.stages import MatmulStage
+from maxkernel_tui.agents.builtin.stages import MatmulStage, mxu_stages
 from maxkernel_tui.agents.builtin.tunables import Tunables, default_tunables
 from maxkernel_tui.kernels.evaluation.measured_choice import Timer, device_timer
 from maxkernel_tui.kernels.perf.model import Estimate
@@ -90,9 +90,9 @@ def _plans(program: Program, task: Task, choose_precision: bool) -> list[KernelP
         ]
     split = plan_program(program, split_rowwise=True)
     stage_plans = [fused] if len(split.stages) == len(fused.stages) else [fused, split]
-    matmuls = [stage.matmul for stage in fused.stages if isinstance(stage, MatmulStage)]
+    heads = [stage.head for stage in mxu_stages(fused.stages) if stage.head]
     precision = (
-        choose_precisions(task, len(matmuls), [bool(m.precision) for m in matmuls])
+        choose_precisions(task, len(heads), [bool(h.precision) for h in heads])
         if choose_precision
         else None
     )
@@ -135,11 +135,12 @@ def draft_candidates(
 
 
 def _stage_kernel_plan(plan: Plan, precision: PrecisionChoice | None) -> KernelPlan:
-    matmuls = [stage.matmul for stage in plan.stages if isinstance(stage, MatmulStage)]
+    heads = [stage.head for stage in mxu_stages(plan.stages) if stage.head]
     knobs: tuple[str, ...] = ("block_rows",)
     knobs += ("block_cols",) if any(not stage.full_cols for stage in plan.stages) else ()
-    knobs += ("block_depth",) if matmuls else ()
-    wide = [np.dtype(matmul.lhs.dtype).itemsize >= 4 for matmul in matmuls]
+    has_depth = any(isinstance(stage, MatmulStage) for stage in plan.stages)  # a conv has none
+    knobs += ("block_depth",) if has_depth else ()
+    wide = [np.dtype(head.lhs.dtype).itemsize >= 4 for head in heads]
     # f32 blocks cast to bf16 in the kernel: still f32 in HBM and VMEM, so no larger blocks
     chosen = precision.per_matmul if precision else ()
     narrowed = any(w and p == "bf16" for w, p in zip(wide, chosen, strict=False))

@@ -8,6 +8,7 @@ harness computes it) within the task's tolerance on the check and heldout config
 built-in tester's edge cases. Where that fails, the matmul keeps f32 operands (Mosaic's default,
 several passes), or Precision.HIGHEST where the reference asks for it; each matmul is raised
 alone first, so a program whose one sensitive matmul needs f32 keeps bf16 on the others.
+A convolution counts as one matmul: the implicit GEMM's per-tap matmuls share its precision.
 """
 
 from __future__ import annotations
@@ -34,6 +35,9 @@ from maxkernel_tui.kernels.evaluation.compare import compare_arrays
 from maxkernel_tui.kernels.task import BENCH, Task, TaskError
 
 SEEDS = (0, 1)
+# The equations a kernel runs on the MXU, one operand precision each, counted in program order
+# (the built-in agent's convolution is an implicit GEMM: one matmul per tap).
+_MXU_PRIMITIVES = ("dot_general", "conv_general_dilated")
 # Calls the evaluation walks into (and their body's parameter), so that every dot_general is
 # seen in program order.
 _CALL_BODIES = {
@@ -181,7 +185,7 @@ def _on_inputs(emulate: Callable[..., list[Any]], leaves: list[Any]) -> Callable
 def _eval_jaxpr(
     jaxpr: Any, consts: Sequence[Any], args: Sequence[Any], rounded: jax.Array, counter: Any
 ) -> list[Any]:
-    """The jaxpr equation by equation; the n-th dot_general with bf16 operands where
+    """The jaxpr equation by equation; the n-th matmul or convolution with bf16 operands where
     `rounded[n]` (any beyond the flags at full precision)."""
     env: dict[Any, Any] = {}
 
@@ -193,10 +197,10 @@ def _eval_jaxpr(
     for eqn in jaxpr.eqns:
         values = [read(v) for v in eqn.invars]
         body = eqn.params.get(_CALL_BODIES.get(eqn.primitive.name, ""))
-        if eqn.primitive.name == "dot_general":
+        if eqn.primitive.name in _MXU_PRIMITIVES:
             index = next(counter)
             flag = rounded[index] if index < rounded.shape[0] else False
-            results = [jnp.where(flag, _dot(eqn, values, True), _dot(eqn, values, False))]
+            results = [jnp.where(flag, _on_mxu(eqn, values, True), _on_mxu(eqn, values, False))]
         elif body is not None:  # a closed jaxpr (jit, custom_jvp) or an open one (remat)
             inner, consts = (body.jaxpr, body.consts) if hasattr(body, "consts") else (body, [])
             results = _eval_jaxpr(inner, consts, values, rounded, counter)
@@ -207,15 +211,11 @@ def _eval_jaxpr(
     return [read(v) for v in jaxpr.outvars]
 
 
-def _dot(eqn: Any, values: list[Any], bf16: bool) -> Any:
+def _on_mxu(eqn: Any, values: list[Any], bf16: bool) -> Any:
+    """A matmul or convolution equation at full f32, or with bf16 operands and f32 sums."""
     lhs, rhs = values
     if bf16 and jnp.issubdtype(lhs.dtype, jnp.floating):
         lhs, rhs = lhs.astype(jnp.bfloat16), rhs.astype(jnp.bfloat16)
-    result = jax.lax.dot_general(
-        lhs,
-        rhs,
-        eqn.params["dimension_numbers"],
-        precision=jax.lax.Precision.HIGHEST,
-        preferred_element_type=jnp.float32,
-    )
-    return result.astype(eqn.outvars[0].aval.dtype)
+    highest = jax.lax.Precision.HIGHEST
+    params = dict(eqn.params, precision=(highest, highest), preferred_element_type=jnp.float32)
+    return eqn.primitive.bind(lhs, rhs, **params).astype(eqn.outvars[0].aval.dtype)

@@ -20,7 +20,7 @@ from maxkernel_tui.agents.builtin.operand_precision import PrecisionChoice, oper
 from maxkernel_tui.agents.builtin.planner import Plan
 from maxkernel_tui.agents.builtin.primitives import dtype_source
 from maxkernel_tui.agents.builtin.program import Var
-from maxkernel_tui.agents.builtin.stages import MatmulStage, Stage, indent
+from maxkernel_tui.agents.builtin.stages import ConvStage, MatmulStage, Stage, indent, mxu_stages
 from maxkernel_tui.agents.builtin.tunables import Tunables
 
 _ROLE = {TILE: "tile", ROW: "row", COL: "col", SCALAR: "scalar"}
@@ -227,9 +227,8 @@ class _Writer:
         names = stage.kernel_keywords(body)
         keywords = f", *, {', '.join(names)}" if names else ""
         header = f"def _stage{stage.number}_kernel({', '.join(refs)}{keywords}):"
-        if isinstance(stage, MatmulStage) and self.precision is not None:
-            matmuls = [s for s in self.plan.stages if isinstance(s, MatmulStage)]
-            chosen = self.precision.per_matmul[matmuls.index(stage)]
+        if isinstance(stage, MatmulStage | ConvStage) and self.precision is not None:
+            chosen = self.precision.per_matmul[mxu_stages(self.plan.stages).index(stage)]
             return stage.kernel_source(header, refs, body, chosen)
         return stage.kernel_source(header, refs, body)
 

@@ -54,6 +54,17 @@ class Conv:
     def result(self) -> Var:
         return self.eqn.outputs[0]
 
+    @property
+    def lhs(self) -> Var:
+        """The image: the convolution's left operand, as a matmul's `lhs` (its dtype)."""
+        return self.image
+
+    @property
+    def precision(self) -> str | None:
+        """ "HIGHEST" when the reference asks for it, as `Matmul.precision`."""
+        asked = self.eqn.params.get("precision")
+        return "HIGHEST" if asked is not None and "HIGHEST" in str(asked) else None
+
 
 @dataclass(frozen=True)
 class HeadOperand:
@@ -480,8 +491,31 @@ class ConvStage(Stage):
         rest = [k for k in body.keywords if k not in ("tm", "tn")]
         return ["tm", "tn", *rest, "taps_h", "taps_w", "row_len"]
 
-    def kernel_source(self, header: str, refs: list[str], body: KernelBody) -> str:
+    def kernel_source(
+        self,
+        header: str,
+        refs: list[str],
+        body: KernelBody,
+        operands: OperandPrecision | None = None,
+    ) -> str:
+        """`operands`: the precision chosen for the taps' matmuls (operand_precision.py); None
+        keeps the operands' own dtype at the reference's precision."""
         image_ref, taps_ref = refs[0], refs[1]
+        weights, view = f"{taps_ref}[dh * taps_w + dw]", "view"
+        highest = operands == "highest" or (operands is None and self.conv.precision)
+        precision = ", precision=jax.lax.Precision.HIGHEST" if highest else ""
+        why = ""
+        if operands == "bf16" and np.dtype(self.conv.image.dtype).itemsize > 2:
+            weights, view = f"{weights}.astype(jnp.bfloat16)", "view.astype(jnp.bfloat16)"
+            why = (
+                "    # bf16 operands, f32 accumulation: one MXU pass per tap, and the numerics "
+                "stay within\n    # the task's tolerance with them (see the docstring).\n"
+            )
+        elif operands == "f32":
+            why = (
+                "    # f32 operands: with bf16 ones the numerics leave the task's tolerance (see "
+                "the docstring).\n"
+            )
         return (
             f"{header}\n"
             f'    """Stage {self.number}: the convolution of one image for a block of output '
@@ -489,16 +523,24 @@ class ConvStage(Stage):
             "    implicit GEMM: each tap's (tm, channels) weights times the image's channels seen "
             "at the\n"
             '    tap\'s lane offset, summed in f32; then the epilogue."""\n'
+            f"{why}"
             "    acc = jnp.zeros((tm, tn), jnp.float32)\n"
             "    for dh in range(taps_h):  # unrolled while tracing: taps_h * taps_w matmuls\n"
             "        for dw in range(taps_w):\n"
             f"            view = {image_ref}[dw, :, pl.ds(dh * row_len, tn)]\n"
-            f"            acc += jnp.dot({taps_ref}[dh * taps_w + dw], view, "
-            "preferred_element_type=jnp.float32)\n\n"
+            f"            acc += jnp.dot({weights}, {view}, "
+            f"preferred_element_type=jnp.float32{precision})\n\n"
             "    # The epilogue, translated equation by equation from the reference's jaxpr.\n"
             + "\n".join(indent(body.lines, 1))
             + "\n"
         )
+
+
+def mxu_stages(stages: list[Stage]) -> list[Stage]:
+    """The stages headed by a matmul or a convolution, in plan order: each gets one operand
+    precision (operand_precision.py), as the reference's dot_general or conv_general_dilated
+    equations do in program order (precision.py)."""
+    return [stage for stage in stages if stage.head is not None]
 
 
 def indent(lines: list[str], depth: int) -> list[str]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from maxkernel_tui.kernels.evaluation.expert_figures import EXPERT_TUNING
 from maxkernel_tui.kernels.perf.analysis import (
     KernelAnalysis,
     ReferenceCost,
@@ -151,7 +152,8 @@ class ProfileSummary:
         if expert is None or not kernel.seconds:
             return []
         return [
-            f"  expert {self.expert} ({expert.kind}): {_time(expert.seconds)} on {expert.target}"
+            f"  expert {self.expert} ({EXPERT_TUNING}; {expert.kind}): {_time(expert.seconds)} on "
+            f"{expert.target}"
             f" -> this kernel at {expert.seconds / kernel.seconds:.2f}x of the expert (estimated)"
         ]
 

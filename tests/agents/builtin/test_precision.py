@@ -9,6 +9,7 @@ import pytest
 
 from maxkernel_tui.agents.builtin.autotune import estimate_source
 from maxkernel_tui.agents.builtin.draft import plan_task
+from maxkernel_tui.agents.builtin.operand_precision import operand_words
 from maxkernel_tui.agents.builtin.precision import choose_precisions
 from maxkernel_tui.agents.builtin.tunables import Tunables
 from maxkernel_tui.kernels.loader import load_task
@@ -40,11 +41,11 @@ def computation(x, weight, bias):
 '''
 
 
-def _task(folder: Path, tolerance: float) -> Task:
+def _task(folder: Path, tolerance: float, reference: str = REFERENCE) -> Task:
     folder.mkdir(parents=True)
-    (folder / "reference.py").write_text(REFERENCE)
+    (folder / "reference.py").write_text(reference)
     (folder / "kernel_task.yaml").write_text(
-        f"task_id: {folder.name}\ndescription: f32 GEMM + bias + ReLU\n"
+        f"task_id: {folder.name}\ndescription: {reference.splitlines()[0][3:-3]}\n"
         f"atol: {tolerance}\nrtol: {tolerance}\n"
     )
     return load_task(folder)
@@ -72,3 +73,43 @@ def test_bf16_operands_where_the_tolerance_allows_f32_where_it_does_not(tmp_path
     found = estimate_source(source, loose, reference_cost=xla, reference_precision=cheap.xla)
     assert found.speedup is not None and found.speedup >= 0.9
     assert "default precision" in found.reference_precision
+
+
+CONV_REFERENCE = '''"""relu(conv3x3(x, W) + b), f32 NCHW x OIHW (a task of the precision tests)."""
+import jax
+import jax.numpy as jnp
+
+CONFIGS = {
+    "bench": {"batch": 16, "channels": 16, "out_channels": 64, "size": 128},
+    "check": {"batch": 2, "channels": 16, "out_channels": 64, "size": 16},
+    "heldout": {"batch": 3, "channels": 16, "out_channels": 32, "size": 24},
+}
+
+
+def get_inputs(config="bench", seed=0):
+    c = CONFIGS[config]
+    key_x, key_w, key_b = jax.random.split(jax.random.key(seed), 3)
+    x = jax.random.uniform(key_x, (c["batch"], c["channels"], c["size"], c["size"]), jnp.float32)
+    weight = jax.random.normal(key_w, (c["out_channels"], c["channels"], 3, 3), jnp.float32) * 0.1
+    bias = jax.random.normal(key_b, (c["out_channels"],), jnp.float32) * 0.1
+    return (x, weight, bias), ()
+
+
+def computation(x, weight, bias):
+    y = jax.lax.conv_general_dilated(
+        x, weight, (1, 1), "VALID", dimension_numbers=("NCHW", "OIHW", "NCHW"))
+    return jax.nn.relu(y + bias[None, :, None, None])
+'''
+
+
+@pytest.mark.slow  # the reference on every numerics shape, for two tolerances: ~25 s here
+def test_a_convolution_gets_bf16_taps_where_the_tolerance_allows_and_f32_where_not(tmp_path):
+    for name, tolerance, chosen, passes in (("loose", 1e-2, "bf16", 1), ("tight", 1e-6, "f32", 3)):
+        task = _task(tmp_path / name, tolerance, CONV_REFERENCE)
+        (plan,) = plan_task(task, choose_precision=True)
+        assert plan.family == "convolution (implicit GEMM) + epilogue"
+        assert plan.precision is not None and plan.precision.per_matmul == (chosen,), name
+        assert plan.precision.xla.passes == passes  # XLA's convolution at the same passes
+        source = plan.render(plan.start)
+        assert ("view.astype(jnp.bfloat16)" in source) == (chosen == "bf16")
+        assert f"Matmul operands: {operand_words((chosen,))}." in source

@@ -21,6 +21,7 @@ from maxkernel_tui.agents.builtin.stages import (
     Matmul,
     MatmulStage,
     Stage,
+    mxu_stages,
 )
 
 ROWS, COLS, DEPTH, BATCH = (Dim(Fraction(1), (name,)) for name in ("s0", "s1", "s2", "s3"))
@@ -139,3 +140,24 @@ def test_every_kind_writes_a_kernel_that_parses(label):
     assert source.startswith(header) and "out_ref[...] = y0" in source
     summary = stage.summary()
     assert summary.endswith(".") and "equation(s) of the reference" in summary
+
+
+def test_the_stages_headed_by_a_matmul_or_a_convolution_each_take_one_operand_precision():
+    assert mxu_stages(list(STAGES.values())) == [
+        STAGES["matmul"],
+        STAGES["batched matmul"],
+        STAGES["convolution"],
+    ]
+
+
+@pytest.mark.parametrize("label", ["matmul", "convolution"])
+def test_an_mxu_stage_casts_its_f32_operands_to_bf16_only_when_that_precision_is_chosen(label):
+    stage = STAGES[label]
+    body = KernelBody(["out_ref[...] = y0"], ["tm", "tn"])
+    refs = ["a_ref", "b_ref", "out_ref", *stage.scratch_refs(body)]
+    header = f"def _stage1_kernel({', '.join(refs)}, *, {', '.join(stage.kernel_keywords(body))}):"
+    bf16, own = (stage.kernel_source(header, refs, body, p) for p in ("bf16", None))
+    ast.parse(bf16)
+    assert bf16.count(".astype(jnp.bfloat16)") == 2 and "one MXU pass" in bf16
+    assert ".astype(jnp.bfloat16)" not in own and "Precision.HIGHEST" not in own
+    assert "Precision.HIGHEST" in stage.kernel_source(header, refs, body, "highest")

@@ -1,40 +1,47 @@
 """Every suite expert baseline (jax's own Pallas kernel with JAXBench's tuning) is accepted by the
-full evaluation. About 1.5 to 5 minutes per expert on two shared cores, so it runs only when
-MAXKERNEL_TUI_EXPERT_EVALS=1 (the figures are in the experts note); the production-shape
-defences on the experts are also covered by test_production_kernels.py."""
+full evaluation, on v6e: JAXBench tuned them there, and on v5e the 1p and 8p tilings exceed the
+16 MiB default scoped VMEM (the README's expert section says so). Minutes per expert on two
+cores (figures in the experts2 note), so these are in the heavy tier: `pytest -m heavy`. The
+production-shape defences on the experts are covered more cheaply by test_production_kernels.py.
+"""
 
-import os
+from collections.abc import Iterator
 
 import pytest
 
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
 from maxkernel_tui.kernels.loader import find_task
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(
-        not os.environ.get("MAXKERNEL_TUI_EXPERT_EVALS"),
-        reason="full evaluations of the eight experts take tens of minutes on a CPU; "
-        "set MAXKERNEL_TUI_EXPERT_EVALS=1",
-    ),
-]
+pytestmark = [pytest.mark.slow, pytest.mark.heavy]
 
-# JAXBench tuned these on v6e: on v5e the 1p and 8p tilings exceed the 16 MiB default scoped VMEM.
 TARGET = "v6e"
+# One seed: check (seed 0 and 1) and heldout shapes still run; more seeds repeat the same kernel.
+OPTIONS = EvalOptions(target=TARGET, seeds=1, timeout=1800)
+# Proven in test_interpreter_limits.py: neither of jax 0.10.2's interpret modes can run the
+# kernel's unconditional ref reshape (TPU mode) and masked int-indexed store (HLO mode); every
+# check before numerics (static, trace, TPU lowering, v6e compile, production) must still pass.
 INTERPRETER_CANNOT_RUN = {
-    "7p": "jax 0.10.2's TPU interpret mode fails inside ragged_paged_attention "
-    "('ReshapeTransform' object has no attribute 'indices')",
+    "7p": "jax 0.10.2's TPU interpret mode cannot read through the reshaped kv ref of "
+    "ragged_paged_attention ('ReshapeTransform' object has no attribute 'indices')",
 }
 
 
+@pytest.fixture(scope="module")
+def harness() -> Iterator[Harness]:
+    """One harness for all eight: its reference worker and warm pool are reused."""
+    with Harness() as shared:
+        yield shared
+
+
 @pytest.mark.parametrize("task_id", ["1p", "2p", "3p", "4p", "6p", "7p", "8p", "11p"])
-def test_each_expert_baseline_is_accepted(suite_tasks, task_id):
-    if task_id in INTERPRETER_CANNOT_RUN:
-        pytest.xfail(INTERPRETER_CANNOT_RUN[task_id])
+def test_each_expert_baseline_is_accepted(suite_tasks, harness, task_id):
     task = find_task(task_id, suite_tasks)
-    with Harness() as harness:
-        report = harness.evaluate(
-            task.expert_path, task, EvalOptions(target=TARGET, seeds=1, timeout=1800)
-        )
-    assert report.verdict == "accepted", report.failure
+    assert task.expert_path is not None
+    report = harness.evaluate(task.expert_path, task, OPTIONS)
+    failure = report.failure
+    if task_id in INTERPRETER_CANNOT_RUN and failure and "ReshapeTransform" in failure.detail:
+        # Only the proven interpreter limit excuses it, after every check before numerics passed.
+        assert failure.name == "numerics", failure
+        pytest.xfail(INTERPRETER_CANNOT_RUN[task_id])
+    assert report.verdict == "accepted", failure
     assert report.expert is None  # the expert is not compared with itself

@@ -41,6 +41,7 @@ def test_off_a_tpu_the_comparison_is_the_models_and_says_so_through_a_report_rou
     assert again.expert == comparison
     assert "expert: 0.50x of the expert" in format_report(again)
     assert "estimated on v5e (performance model" in format_report(again)
+    assert "expert.py (JAXBench's tuning, made on TPU v6e)" in format_report(again)
 
 
 def test_bench_shows_a_vs_expert_column_and_counts_kernels_matching_the_expert(tmp_path):
