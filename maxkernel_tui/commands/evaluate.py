@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
         timeout=args.timeout,
         detect_races=args.detect_races,
     )
-    with Harness() as harness:
+    with Harness(pool_size=0) as harness:  # one evaluation: no spare worker to start
         try:
             report = harness.evaluate(args.kernel, task, options)
         except UsageError as error:

@@ -225,7 +225,8 @@ class LineWorker:
 class WarmPool:
     """Pre-started single-use workers. Each serves one job in a fresh process with a private
     directory (its cwd and TMPDIR); a replacement starts in the background, so the next job
-    does not wait for jax's import."""
+    does not wait for jax's import. `size=0` starts nothing ahead: for one job, where a spare
+    would only be started and closed."""
 
     def __init__(
         self,
@@ -239,37 +240,49 @@ class WarmPool:
         self._env = env
         self._limits = limits
         self._size = size
-        self._ready: queue.Queue[tuple[LineWorker, Path]] = queue.Queue()
+        # a started worker, or None where a background start failed (take starts its own)
+        self._ready: queue.Queue[tuple[LineWorker, Path] | None] = queue.Queue()
+        self._starting = 0  # background starts not yet in `_ready`
+        self._lock = threading.Lock()
         self._closed = False
         for _ in range(size):
             self._replenish()
 
     def take(self) -> tuple[LineWorker, Path]:
-        """A started worker and its private directory; the caller closes the worker."""
-        try:
-            taken = self._ready.get_nowait()
-        except queue.Empty:
+        """A started worker and its private directory; the caller closes the worker. One being
+        started in the background is waited for rather than started twice."""
+        with self._lock:
+            waiting = self._starting > 0 or not self._ready.empty()
+        taken = None
+        if waiting:
+            with contextlib.suppress(queue.Empty):  # a start that hangs: take() starts its own
+                taken = self._ready.get(timeout=STARTUP_TIMEOUT_S)
+        if taken is None:
             taken = self._spawn()
-        self._replenish()
+        if self._size:
+            self._replenish()
         return taken
 
     def close(self) -> None:
         self._closed = True
         while not self._ready.empty():
-            worker, _ = self._ready.get_nowait()
-            worker.close()
+            if (spare := self._ready.get_nowait()) is not None:
+                spare[0].close()
 
     def _replenish(self) -> None:
         def fill() -> None:
-            try:
+            spawned: tuple[LineWorker, Path] | None = None
+            with contextlib.suppress(WorkerFailure):  # take() then starts one and says why
                 spawned = self._spawn()
-            except WorkerFailure:
-                return  # take() will start one itself and report why it fails
-            if self._closed:
-                spawned[0].close()
-            else:
-                self._ready.put(spawned)
+            with self._lock:
+                self._starting -= 1
+                if self._closed and spawned is not None:
+                    spawned[0].close()
+                else:
+                    self._ready.put(spawned)
 
+        with self._lock:
+            self._starting += 1
         threading.Thread(target=fill, daemon=True).start()
 
     def _spawn(self) -> tuple[LineWorker, Path]:
