@@ -45,11 +45,10 @@ def finished(
     )
 
 
-def solved_by_builtin(task: str, out: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
-    """`eval` of the kernel that `run --mode auto --provider builtin` wrote for `task` (one
-    iteration, no autotuning: these runs test the loop on a task, not the agent's tuning); the
-    failed `run` itself when it wrote none."""
-    run = finished(
+def builtin_run(task: str, out: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
+    """`run --mode auto --provider builtin` on `task`, writing its kernel to `out` (one
+    iteration, no autotuning: these runs test the loop on a task, not the agent's tuning)."""
+    return finished(
         command(
             "run",
             "--task",
@@ -68,6 +67,12 @@ def solved_by_builtin(task: str, out: Path, env: dict[str, str]) -> subprocess.C
         env,
         timeout=1200,
     )
+
+
+def solved_by_builtin(task: str, out: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
+    """`eval` of the kernel that `builtin_run` wrote for `task`; the failed `run` itself when it
+    wrote none."""
+    run = builtin_run(task, out, env)
     if run.returncode != 0:
         return run
     return finished(command("eval", str(out), "--task", task, "--seeds", "1"), env)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cli_runs import command, finished, user_env
+from tests.support.cli_runs import builtin_run, command, finished, user_env
 
 OUR_TASKS = Path(__file__).parent / "tasks"
 # the CLI, the agent's jax worker and the real harness (the heavy tier, left out of CI)
@@ -23,24 +23,7 @@ def test_run_with_the_builtin_agent_writes_a_kernel_that_eval_accepts(
     )  # a task the agent has never seen, as a folder
     env = user_env(tmp_path, suite_cache)
     out = tmp_path / "kernel.py"
-    run = finished(
-        command(
-            "run",
-            "--task",
-            task,
-            "--mode",
-            "auto",
-            "--provider",
-            "builtin",
-            "--max-iterations",
-            "1",
-            "--tune-candidates",
-            "0",
-            "--out",
-            str(out),
-        ),
-        env,
-    )
+    run = builtin_run(task, out, env)
     assert run.returncode == 0, run.stderr[-3000:] + run.stdout[-3000:]
     assert "provider builtin" in run.stdout and "evaluation of v1: ACCEPTED" in run.stdout
     accepted = finished(command("eval", str(out), "--task", task, "--seeds", "1"), env, 600)
