@@ -18,24 +18,12 @@ from maxkernel_tui.kernels.porting.torch_compare import NOT_COMPARED, torch_avai
 from tests.fakes.role_gemini import RoleGemini, ServedInThread
 from tests.support.llm import GEMINI_KEY
 from tests.support.paths import KERNELBENCH, TESTS
+from tests.support.porter_answers import porter_answer, softmax_reference
 
 PORTING = TESTS / "data" / "porting"
 TRITON = PORTING / "triton_softmax.py"
-REFERENCE = """import jax
-import jax.numpy as jnp
-
-
-def get_inputs(dtype=jnp.float32):
-    batch_size = 4096
-    dim = 1024
-    x = jax.random.normal(jax.random.key(0), (batch_size, dim), dtype=dtype)
-    return [x], []
-
-
-def computation(x):
-    return jax.nn.softmax(x, axis=1)
-"""
-ANSWER = f"The kernel is a row-wise softmax.\n\n```python\n{REFERENCE}```\n"
+REFERENCE = softmax_reference(4096, 1024)
+ANSWER = porter_answer(REFERENCE)
 
 
 class Engineer:

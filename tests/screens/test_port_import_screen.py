@@ -20,26 +20,14 @@ from maxkernel_tui.screens.workbench import WorkbenchScreen
 from tests.fakes.role_gemini import RoleGemini, ServedInThread
 from tests.support.llm import GEMINI_KEY
 from tests.support.paths import TESTS
+from tests.support.porter_answers import porter_answer, softmax_reference
 from tests.support.waiting import until
 
 SIZE = (160, 48)
 PORTING = TESTS / "data" / "porting"
 TRITON = PORTING / "triton_layer.py"  # its module runs the Triton kernel
-REFERENCE = """import jax
-import jax.numpy as jnp
-
-
-def get_inputs(dtype=jnp.float32):
-    batch_size = 512
-    dim = 256
-    x = jax.random.normal(jax.random.key(0), (batch_size, dim), dtype=dtype)
-    return [x], []
-
-
-def computation(x):
-    return jax.nn.softmax(x, axis=1)
-"""
-ANSWER = f"A row-wise softmax.\n\n```python\n{REFERENCE}```\n"
+REFERENCE = softmax_reference(512, 256)
+ANSWER = porter_answer(REFERENCE, "A row-wise softmax.")
 
 needs_review = pytest.mark.skipif(
     torch_available(), reason="with torch the file's PyTorch harness decides, not the engineer"
