@@ -9,8 +9,8 @@ import pytest
 
 from tests.support.cli import cli
 
-# validation and listing run jax worker processes (the heavy tier, left out of CI)
-pytestmark = [pytest.mark.slow, pytest.mark.heavy]
+# validation and listing run jax worker processes
+pytestmark = pytest.mark.slow
 
 FUNCTION = """
     import jax

@@ -52,7 +52,6 @@ def _task(folder: Path, tolerance: float, reference: str = REFERENCE) -> Task:
 
 
 @pytest.mark.slow
-@pytest.mark.heavy  # the reference at every shape, twice: minutes here
 def test_bf16_operands_where_the_tolerance_allows_f32_where_it_does_not(tmp_path):
     loose, tight = _task(tmp_path / "loose", 1e-2), _task(tmp_path / "tight", 1e-6)
 

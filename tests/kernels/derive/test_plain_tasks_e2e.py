@@ -14,8 +14,8 @@ from maxkernel_tui.kernels.task import CHECK, HELDOUT
 from tests.support.plain_kernels import HARD_CODED_GEMM, HONEST_GEMM
 from tests.support.task_folders import PLAIN, move_inputs_to_yaml, write_jaxbench, write_plain
 
-# jax worker processes, TPU compiles; minutes in all: the heavy tier, left out of CI
-pytestmark = [pytest.mark.slow, pytest.mark.heavy]
+# jax worker processes and TPU compiles: about a minute in all
+pytestmark = pytest.mark.slow
 
 
 def test_every_family_validates_its_derived_configurations_in_a_worker(tmp_path):

@@ -9,8 +9,8 @@ import pytest
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
 from maxkernel_tui.kernels.loader import find_task, load_task
 
-# imports jax, traces the suite's experts at production shapes (the heavy tier, left out of CI)
-pytestmark = [pytest.mark.slow, pytest.mark.heavy]
+# imports jax, traces the suite's experts at production shapes (about 20 s)
+pytestmark = pytest.mark.slow
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "production"
 
@@ -18,9 +18,9 @@ DATA = Path(__file__).resolve().parents[2] / "data" / "production"
 def _findings(kernel: Path, task):
     from maxkernel_tui.kernels import reference_runtime as runtime
     from maxkernel_tui.kernels.evaluation import kernel_work, production_checks
-    from maxkernel_tui.kernels.evaluation.candidate_worker import load_candidate
 
-    reference, candidate = runtime.load_reference(task), load_candidate(kernel)
+    reference = runtime.load_reference(task)
+    candidate = runtime.load_candidate(task, reference, kernel)
 
     def at(config):
         specs, static = runtime.input_specs(task, reference, config)

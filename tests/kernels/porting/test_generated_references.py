@@ -132,7 +132,6 @@ def results(tmp_path_factory):
 
 
 @pytest.mark.slow
-@pytest.mark.heavy  # all 12 references in one jax process: minutes here
 def test_every_generated_reference_runs_to_finite_outputs_of_pytorchs_shapes(results):
     shapes = {stem: tuple(arrays["output"].shape) for stem, arrays in results.items()}
     assert shapes == SHAPES
@@ -140,7 +139,6 @@ def test_every_generated_reference_runs_to_finite_outputs_of_pytorchs_shapes(res
 
 
 @pytest.mark.slow
-@pytest.mark.heavy  # all 12 references in one jax process: minutes here
 @pytest.mark.parametrize("stem", sorted(NUMPY))
 def test_generated_references_agree_with_float64_numpy(results, stem):
     arrays = results[stem]
