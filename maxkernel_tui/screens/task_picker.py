@@ -37,6 +37,7 @@ class TaskDescribed(Message):
 
 
 SETTLE_S = 0.4  # how long the cursor rests on a task before that task is described
+ALL_DESCRIBED = "all tasks described"
 
 
 class TaskPickerScreen(Screen[None]):
@@ -156,7 +157,7 @@ class TaskPickerScreen(Screen[None]):
             self._tasks, self._cache, on_progress=self._post_described, stop=self._leaving
         )
         if not self._leaving.is_set():
-            self.app.call_from_thread(self._status, "all tasks described")
+            self.app.call_from_thread(self._status, ALL_DESCRIBED)
 
     def _post_described(self, task_id: str, description: TaskDescription) -> None:
         self.post_message(TaskDescribed(task_id, description))
@@ -167,7 +168,10 @@ class TaskPickerScreen(Screen[None]):
         task = self._by_id[message.task_id]
         for column, value in zip(table.columns, self._row(task)):
             table.update_cell(message.task_id, column, value)
-        self._status(f"described {message.task_id}")
+        # The describe-all worker and the one for the task under the cursor answer in any
+        # order: the status says "all" once every task has a description, whoever came last.
+        every = all(t.task_id in self._descriptions for t in self._tasks)
+        self._status(ALL_DESCRIBED if every else f"described {message.task_id}")
         if self._shown == task.task_id:
             self._show(task)
 

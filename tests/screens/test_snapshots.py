@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 from textual.app import App
+from textual.pilot import Pilot
+from textual.widgets import TextArea
 from textual.widgets._footer import FooterKey
 
 from maxkernel_tui.app import MaxKernelApp
@@ -81,6 +83,14 @@ def assert_snapshot(name: str, app: App[object], tmp_path: Path) -> None:
     )
 
 
+async def steady_cursors(pilot: Pilot[object]) -> None:
+    """A blinking cursor is in the frame or not depending on the instant of the capture: stop
+    the blinking (a focused editor then always draws its cursor)."""
+    for editor in pilot.app.screen.query(TextArea):
+        editor.cursor_blink = False
+    await pilot.pause()
+
+
 def footer_drawn(app: App[object]) -> bool:
     """The footer's keys are on screen (the footer fills in a few frames after the panes)."""
     return bool(app.screen.query(FooterKey)) and "Evaluate" in screen_text(app).splitlines()[-1]
@@ -109,7 +119,7 @@ async def test_workbench_snapshot(tmp_path, suite_tasks):
         cache=tmp_path / "cache", task=find_task("12p", suite_tasks), settings=settings_in(tmp_path)
     )
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause()
+        await steady_cursors(pilot)
         # Checked again right before the capture, with no await in between: the footer redraws
         # (blank for a frame) when the bindings change, e.g. once the harness has warmed up.
         await until(pilot, lambda: footer_drawn(app))
@@ -139,6 +149,6 @@ async def test_approval_view_snapshot(tmp_path, suite_tasks, suite_cache, monkey
                 and screen.link.settled
             ),
         )
-        await pilot.pause()
+        await steady_cursors(pilot)
         assert_snapshot("approval", app, tmp_path)
         await pilot.press("escape")
