@@ -42,6 +42,7 @@ from maxkernel_tui.agents.builtin.stages import (
     Matmul,
     MatmulStage,
     Stage,
+    asked_precision,
 )
 
 
@@ -253,13 +254,11 @@ class _Planner:
             tuple(d for d in out.shape[batch:-1] if not d.is_one()),
             out.shape[-1],
         )
-        precision = eqn.params.get("precision")
-        highest = precision is not None and "HIGHEST" in str(precision)
         # The operands are read from HBM: a view resolves to the value holding the data, anything
         # else computed from parameters becomes a stage of its own.
         self._materialize(lhs)
         self._materialize(rhs)
-        matmul = Matmul(eqn, lhs, rhs, transposed, lhs.shape[-1], "HIGHEST" if highest else None)
+        matmul = Matmul(eqn, lhs, rhs, transposed, lhs.shape[-1], asked_precision(eqn))
         stage = self._add(MatmulStage(len(self.stages) + 1, frame, matmul=matmul))
         stage.kinds[out] = Kind(TILE, batched=bool(batch))
         self.stage_of[out] = stage

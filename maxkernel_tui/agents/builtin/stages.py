@@ -62,8 +62,7 @@ class Conv:
     @property
     def precision(self) -> str | None:
         """ "HIGHEST" when the reference asks for it, as `Matmul.precision`."""
-        asked = self.eqn.params.get("precision")
-        return "HIGHEST" if asked is not None and "HIGHEST" in str(asked) else None
+        return asked_precision(self.eqn)
 
 
 @dataclass(frozen=True)
@@ -534,6 +533,12 @@ class ConvStage(Stage):
             + "\n".join(indent(body.lines, 1))
             + "\n"
         )
+
+
+def asked_precision(eqn: Eqn) -> str | None:
+    """ "HIGHEST" when a matmul or convolution equation of the reference asks for it, else None."""
+    asked = eqn.params.get("precision")
+    return "HIGHEST" if asked is not None and "HIGHEST" in str(asked) else None
 
 
 def mxu_stages(stages: list[Stage]) -> list[Stage]:
