@@ -65,6 +65,12 @@ def jax_worker_env() -> dict[str, str]:
     return scrubbed_env(JAX_PLATFORMS="cpu", ALLOW_MULTIPLE_LIBTPU_LOAD="1", **xla_cache_env())
 
 
+def device_worker_env() -> dict[str, str]:
+    """The scrubbed environment of a jax worker that runs on this machine's TPU (timing, a
+    device-traced profile): jax picks its platform, and the compiles go to the shared cache."""
+    return scrubbed_env(**xla_cache_env())
+
+
 def xla_cache_env() -> dict[str, str]:
     """jax's persistent compilation cache, shared by this user's workers: a reference, its
     input draws and a kernel's program compile once across worker processes and sessions

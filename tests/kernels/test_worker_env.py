@@ -10,6 +10,7 @@ from maxkernel_tui.kernels.loader import builtin_suite_dir, find_task, load_task
 from maxkernel_tui.kernels.workers import (
     XLA_CACHE_BYTES,
     LineWorker,
+    device_worker_env,
     jax_worker_env,
     python_module_argv,
 )
@@ -25,6 +26,13 @@ def test_workers_share_a_bounded_compilation_cache_under_the_cache_dir(monkeypat
     assert env["JAX_COMPILATION_CACHE_DIR"] == str(tmp_path / "xla")
     assert env["JAX_COMPILATION_CACHE_MAX_SIZE"] == str(XLA_CACHE_BYTES)
     assert "MKT_TEST_API_KEY" not in env and env["JAX_PLATFORMS"] == "cpu"
+
+
+def test_a_worker_on_the_tpu_keeps_its_platform_and_shares_the_cache(monkeypatch, tmp_path):
+    monkeypatch.setenv("MAXKERNEL_TUI_XLA_CACHE", str(tmp_path / "xla"))
+    env = device_worker_env()
+    assert "JAX_PLATFORMS" not in env  # jax picks the TPU
+    assert env["JAX_COMPILATION_CACHE_DIR"] == str(tmp_path / "xla")
 
 
 @pytest.mark.parametrize(

@@ -19,7 +19,7 @@ from maxkernel_tui.kernels.perf.calibration import (
     record_measurement,
 )
 from maxkernel_tui.kernels.task import Task
-from maxkernel_tui.kernels.workers import LineWorker, python_module_argv, scrubbed_env
+from maxkernel_tui.kernels.workers import LineWorker, device_worker_env, python_module_argv
 
 TIMING_WORKER = "maxkernel_tui.kernels.evaluation.timing_worker"
 
@@ -42,7 +42,7 @@ def run_timing_worker(
         warmups,
         None if expert is None else str(expert),
     )
-    worker = LineWorker(python_module_argv(TIMING_WORKER), scrubbed_env())
+    worker = LineWorker(python_module_argv(TIMING_WORKER), device_worker_env())
     try:
         return TimingAnswer.from_json(worker.ask(json.dumps(request.to_json()), timeout))
     finally:

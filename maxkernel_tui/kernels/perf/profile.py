@@ -25,9 +25,9 @@ from maxkernel_tui.kernels.workers import (
     Limits,
     LineWorker,
     WorkerFailure,
+    device_worker_env,
     jax_worker_env,
     python_module_argv,
-    scrubbed_env,
 )
 
 DEFAULT_TARGETS = ("v5e", "v6e")
@@ -119,7 +119,7 @@ def _profilable_source(
 def _ask_worker(workdir: Path, request: ProfileRequest, timeout: float) -> ProfileAnswer:
     """One profile in a worker process of its own, in `workdir` (removed afterwards)."""
     # On a TPU VM a traced profile runs on the TPU (a device trace, its DMA share); else the CPU.
-    env = scrubbed_env() if request.trace and tpu_present() else jax_worker_env()
+    env = device_worker_env() if request.trace and tpu_present() else jax_worker_env()
     worker = LineWorker(
         python_module_argv("maxkernel_tui.kernels.perf.profile_worker"),
         dict(env, TMPDIR=str(workdir)),
