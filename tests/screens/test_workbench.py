@@ -82,6 +82,9 @@ async def test_profile_fills_the_table_and_the_roofline_bar(tmp_path, suite_task
         )
 
 
+PANE_TITLES = ("Plan", "Source", "Tests", "Profile")
+
+
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 def test_real_terminal_workbench_with_an_empty_home(tmp_path):
     home = tmp_path / "home"
@@ -103,9 +106,17 @@ def test_real_terminal_workbench_with_an_empty_home(tmp_path):
                 [*tmux, "capture-pane", "-p", "-t", "t"], capture_output=True, text=True
             ).stdout
 
-        text = wait_for(lambda: (s := screen()) and "pl.pallas_call" in s and s)
-        for title in ("Plan", "Source", "Tests", "Profile"):
-            assert f"╭ {title}" in text or f"─ {title}" in text, title
+        def shows_workbench() -> bool:
+            text = screen()
+            titled = all(f"╭ {t}" in text or f"─ {t}" in text for t in PANE_TITLES)
+            return titled and "pl.pallas_call" in text
+
+        # The terminal is written in pieces and a capture can land mid-frame, so the test
+        # waits for a whole frame rather than asserting on the first one with the source.
+        try:
+            wait_for(shows_workbench)
+        except AssertionError as missing:
+            raise AssertionError(f"no full workbench frame; last screen:\n{screen()}") from missing
         subprocess.run([*tmux, "send-keys", "-t", "t", "C-q"], check=True)
         assert (
             wait_for(
