@@ -127,10 +127,14 @@ class FakeTools:
     evaluated: list[str] = field(default_factory=list)  # sources, in order
     profiled: list[tuple[str, bool]] = field(default_factory=list)  # (source, estimate_only)
     extra_configs: list[EdgeConfig] = field(default_factory=list)
+    edge_passes: int = 0  # evaluations asked for the edge cases alone
 
-    async def evaluate(self, kernel: Path, on_check: CheckListener | None = None) -> EvalReport:
+    async def evaluate(
+        self, kernel: Path, on_check: CheckListener | None = None, *, edges_only: bool = False
+    ) -> EvalReport:
         source = kernel.read_text()
         self.evaluated.append(source)
+        self.edge_passes += edges_only
         result = self.judge(source, self)
         for check in result.checks:
             if on_check is not None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 from maxkernel_tui.agents.executors.choice import ExecutorChoice
@@ -77,12 +78,15 @@ class RayTools:
     def slots(self) -> int:
         return self._dispatcher.slots
 
-    async def evaluate(self, kernel: Path, on_check: CheckListener | None = None) -> EvalReport:
+    async def evaluate(
+        self, kernel: Path, on_check: CheckListener | None = None, *, edges_only: bool = False
+    ) -> EvalReport:
         if too_large := file_oversize_problem(kernel, kernel.name):
             report = EvalReport(self.task.task_id, kernel.name, [self.target], "not sent")
             report.add(Check("static", FAIL, too_large))
             return report
-        job = EvalJob(self._files, kernel.name, kernel.read_text(encoding="utf-8"), self.options)
+        options = replace(self.options, edges_only=edges_only)
+        job = EvalJob(self._files, kernel.name, kernel.read_text(encoding="utf-8"), options)
         answer = await asyncio.to_thread(self._dispatcher.evaluate, job)
         if on_check is not None:  # the node's checks, in their order, once the report is back
             for check in answer.report.checks:

@@ -232,8 +232,12 @@ class Steps:
         path = self.workspace.write(f"v{created.number}.py", source)
         return await self.evaluate(step, path, created.version_id)
 
-    async def evaluate(self, step: str, path: Path, version_id: int) -> EvalReport:
-        """Evaluate the kernel at `path` (version `version_id`) with the harness, once per step."""
+    async def evaluate(
+        self, step: str, path: Path, version_id: int, judged: EvalReport | None = None
+    ) -> EvalReport:
+        """Evaluate the kernel at `path` (version `version_id`) with the harness, once per step.
+        With `judged` (the version's full report) only its edge cases are evaluated, and the
+        result is `judged` joined with them."""
         stored = self.journal.recall(keys.sub(step, "eval"), EvaluationDone)
         if stored is not None:
             self.last_report = stored.eval_report()
@@ -245,7 +249,9 @@ class Steps:
             loop.call_soon_threadsafe(self._emit, note)
 
         self.start(keys.sub(step, "test"), TESTER)
-        report = await self.tools.evaluate(path, on_check)
+        report = await self.tools.evaluate(path, on_check, edges_only=judged is not None)
+        if judged is not None:
+            report = judged.with_edge_pass(report)
         data = report.to_json()
         self.store.record_evaluation(version_id, data)
         failure = failure_of(report)
@@ -283,7 +289,8 @@ class Steps:
 
     async def edge_cases(self, step: str, report: EvalReport) -> EvalReport:
         """The tester proposes edge-case configurations; the validated ones join every later
-        evaluation, and the accepted kernel is evaluated again with them (the new report)."""
+        evaluation, and the accepted kernel is evaluated on them (its report, with the `edge`
+        check added: check, held-out and production shapes were judged already)."""
         self.start(step, TESTER)
         chosen = self.journal.recall(keys.sub(step, "edges"), EdgeCasesChosen)
         if chosen is None:  # a resumed session takes the validated ones as stored
@@ -292,7 +299,7 @@ class Steps:
         if not chosen.accepted or self.version_id is None:
             return report
         path = self.workspace.write(keys.file_name(step), self.kernel or "")
-        return await self.evaluate(step, path, self.version_id)
+        return await self.evaluate(step, path, self.version_id, judged=report)
 
     async def _choose_edge_cases(self, step: str) -> EdgeCasesChosen:
         try:

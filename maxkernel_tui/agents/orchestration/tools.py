@@ -43,7 +43,12 @@ class Tools(Protocol):
     task: Task
     target: str
 
-    async def evaluate(self, kernel: Path, on_check: CheckListener | None = None) -> EvalReport: ...
+    async def evaluate(
+        self, kernel: Path, on_check: CheckListener | None = None, *, edges_only: bool = False
+    ) -> EvalReport:
+        """The harness's report; `edges_only`: numerics on the edge cases alone, for a kernel
+        already accepted (EvalOptions.edges_only)."""
+        ...
 
     async def profile(self, kernel: Path, *, estimate_only: bool = False) -> ProfileResult: ...
 
@@ -96,10 +101,14 @@ class KernelTools:
             self._harness = Harness()
         return self._harness
 
-    async def evaluate(self, kernel: Path, on_check: CheckListener | None = None) -> EvalReport:
+    async def evaluate(
+        self, kernel: Path, on_check: CheckListener | None = None, *, edges_only: bool = False
+    ) -> EvalReport:
+        options = replace(self.options, edges_only=edges_only)
+
         def run() -> EvalReport:
             with self._lock:
-                return self._get_harness().evaluate(kernel, self.task, self.options, on_check)
+                return self._get_harness().evaluate(kernel, self.task, options, on_check)
 
         return await asyncio.to_thread(run)
 

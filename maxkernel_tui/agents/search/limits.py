@@ -53,13 +53,15 @@ class CappedTools:
     def exhausted(self) -> bool:
         return self.cap is not None and self.spent >= self.cap
 
-    async def evaluate(self, kernel: Path, on_check: CheckListener | None = None) -> EvalReport:
+    async def evaluate(
+        self, kernel: Path, on_check: CheckListener | None = None, *, edges_only: bool = False
+    ) -> EvalReport:
         async with self._slots:
             if self.cap is not None and self.spent >= self.cap:
                 raise EvaluationsExhausted(self.cap)
             # counted when it starts: a second evaluation must not slip in meanwhile
             self.spent += 1
-            return await self.tools.evaluate(kernel, on_check)
+            return await self.tools.evaluate(kernel, on_check, edges_only=edges_only)
 
     async def profile(self, kernel: Path, *, estimate_only: bool = False) -> ProfileResult:
         async with self._slots:

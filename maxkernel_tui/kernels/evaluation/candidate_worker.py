@@ -229,7 +229,7 @@ def _production_check(subject: _Subject, request: CandidateRequest) -> list[Run]
     if findings.failure is not None:
         return None
     numerics = next(d for d in findings.defences if d.name == "numerics")
-    if numerics.outcome == "scheduled" and request.runs:
+    if numerics.outcome == "scheduled" and request.runs and not request.edges_only:
         return [*request.runs, (bench, request.runs[0][1])]
     return request.runs
 

@@ -34,7 +34,7 @@ from maxkernel_tui.kernels.evaluation.protocol import (
     event_from_json,
 )
 from maxkernel_tui.kernels.evaluation.provenance import verdict_inputs
-from maxkernel_tui.kernels.evaluation.report import FAIL, PASS, SKIP, Check, EvalReport
+from maxkernel_tui.kernels.evaluation.report import EDGE, FAIL, PASS, SKIP, Check, EvalReport
 from maxkernel_tui.kernels.evaluation.static_checks import static_problems
 from maxkernel_tui.kernels.evaluation.timing import timing_check, tpu_present
 from maxkernel_tui.kernels.limits import file_oversize_problem
@@ -53,7 +53,6 @@ GIB = 1024**3
 _CANDIDATE_WORKER = "maxkernel_tui.kernels.evaluation.candidate_worker"
 _REFERENCE_WORKER = "maxkernel_tui.kernels.evaluation.reference_worker"
 _STAGES = ("trace", "tpu_lower", "tpu_compile", "production", "numerics")
-EDGE = "edge"  # numerics on the tester's validated edge-case configurations
 _OOM_SIGNS = (
     "MemoryError",
     "RESOURCE_EXHAUSTED",
@@ -78,6 +77,11 @@ class EvalOptions:
     # Validated edge cases (name, parameters of the task's CONFIGS): numerics on each, one seed,
     # with the check tolerance; reported as the `edge` check.
     extra_configs: tuple[tuple[str, dict[str, int]], ...] = ()
+    # Numerics on extra_configs alone, for a kernel already judged on check, held-out and
+    # production shapes (the tester's pass after a kernel is accepted): the static, trace,
+    # lowering, compile and production checks run again, timing and the expert comparison do
+    # not (EvalReport.with_edge_pass joins the two reports).
+    edges_only: bool = False
 
 
 class Harness:
@@ -126,6 +130,8 @@ class Harness:
         runs = _numerics_plan(task, options, report)
         report.inputs = verdict_inputs(task, runs)
         extra = _extra_configs(task, options)
+        if options.edges_only and not extra:
+            raise UsageError("an edge-case pass needs edge-case configurations")
         if extra:
             task = task.with_extra_configs(
                 tuple(extra)
@@ -153,7 +159,7 @@ class Harness:
                         "no extra edge-case configurations",
                     )
                 )
-            if report.failure is None:
+            if report.failure is None and not options.edges_only:
                 check, report.timings = timing_check(workdir / "kernel.py", task, options.timeout)
                 report.add(check)
                 _compare_with_expert(kernel, workdir / "kernel.py", task, options, report)
@@ -184,6 +190,7 @@ class Harness:
             detect_races=options.detect_races,
             require_pallas=options.require_pallas,
             expert_baseline=expert_baseline,
+            edges_only=options.edges_only,
         )
         outputs: dict[Run, NumericsRun] = {}
         deadline = time.monotonic() + options.timeout
@@ -308,7 +315,10 @@ def _numerics_plan(task: Task, options: EvalOptions, report: EvalReport) -> list
     plan = [(CHECK, seed) for seed in seeds] if CHECK in task.configs else []
     # One seed per edge case: they test shapes, not random draws; derived so a report's seeds
     # say it.
-    plan += [(name, seeds[0] ^ (0xED6E + n)) for n, (name, _) in enumerate(options.extra_configs)]
+    edges = [(name, seeds[0] ^ (0xED6E + n)) for n, (name, _) in enumerate(options.extra_configs)]
+    if options.edges_only:
+        return edges
+    plan += edges
     if HELDOUT in task.configs:
         plan.append((HELDOUT, seeds[0] ^ 0x5EED))
     return plan or [(task.configs[0], seeds[0])]

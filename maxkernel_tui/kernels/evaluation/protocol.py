@@ -36,6 +36,8 @@ class CandidateRequest:
     # The task's own expert baseline (Task.expert_path): heavy work it leaves to XLA (JAXBench's
     # optimized.py projects in XLA around its attention kernel) is reported, not rejected.
     expert_baseline: bool = False
+    # Numerics on the edge cases only: production shapes were judged in an earlier evaluation.
+    edges_only: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -24,6 +24,7 @@ class Verdict(StrEnum):
 PASS, FAIL, SKIP = CheckStatus.PASS, CheckStatus.FAIL, CheckStatus.SKIP
 ACCEPTED, REJECTED = Verdict.ACCEPTED, Verdict.REJECTED
 SPEEDUP = "speedup over the XLA reference"  # what the timing that decides a win is
+EDGE = "edge"  # numerics on the tester's validated edge-case configurations
 
 
 @dataclass
@@ -120,6 +121,18 @@ class EvalReport:
             "inputs": self.inputs,
             "executor_node": self.executor_node,
         }
+
+    def with_edge_pass(self, edge_pass: EvalReport) -> EvalReport:
+        """This (full) report joined with the edge-case pass of the same kernel
+        (EvalOptions.edges_only): the pass's `edge` check, or the check that stopped it, goes
+        where a full evaluation puts `edge` (after numerics); seeds, timings and the expert
+        comparison stay this report's."""
+        added = [c for c in edge_pass.checks if c.name == EDGE or c.status == FAIL]
+        names = [c.name for c in self.checks]
+        at = names.index("numerics") + 1 if "numerics" in names else len(names)
+        inputs = self.inputs + [line for line in edge_pass.inputs if line not in self.inputs]
+        checks = self.checks[:at] + added + self.checks[at:]
+        return replace(self, checks=checks, inputs=inputs, on_check=None)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> EvalReport:

@@ -238,8 +238,12 @@ async def test_an_edge_case_fails_the_first_kernel_and_goes_to_the_debugger(benc
     judged = {e.step: e for e in events(store, session, EvaluationDone)}
     assert judged["i1/implement"].verdict == "accepted"
     assert judged["i1/tester"].verdict == "rejected"
+    # the tester's evaluation is an edge pass joined to the accepted kernel's report
+    tester_checks = [(c["name"], c["status"]) for c in judged["i1/tester"].report["checks"]]
+    assert tester_checks == [("static", "pass"), ("numerics", "pass"), ("edge", "fail")]
     assert "edge: edge_hidden" in provider.prompts("debugger")[0]
     assert judged["i1/debug1"].verdict == "accepted"
+    assert tools.edge_passes == 1  # the debugger's fix gets a full evaluation, edges included
     assert tools.extra_configs == [("edge_hidden", {"hidden": 384})]
 
 

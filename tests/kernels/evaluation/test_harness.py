@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
+from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness, UsageError
 from maxkernel_tui.kernels.loader import find_task, load_task
 from maxkernel_tui.kernels.workers import jax_worker_env
 from tests.support.paths import KERNELS
@@ -149,6 +149,32 @@ def test_an_edge_configuration_is_checked_after_numerics(harness, suite_tasks):
         "edge_hidden" in chunked.failure.detail
         and "elements outside tolerance" in chunked.failure.detail
     )
+
+
+def test_an_edge_pass_runs_the_edge_cases_alone_and_joins_the_full_report(harness, suite_tasks):
+    """The tester's pass on an accepted kernel: the checks up to production again, numerics on
+    the edge case only (no check, held-out or timing); joined, `edge` sits where a full
+    evaluation puts it. Without edge cases the pass is refused."""
+    task = find_task("12p", suite_tasks)
+    kernel = KERNELS / "agent" / "rmsnorm_fixed_chunk.py"  # right on the task's own shapes
+    judged = harness.evaluate(kernel, task, EvalOptions(seeds=1))
+    edges = EvalOptions(seeds=1, extra_configs=(EDGE_HIDDEN,), edges_only=True)
+    edge_pass = harness.evaluate(kernel, task, edges)
+    assert [c.name for c in edge_pass.checks] == [
+        "static",
+        "trace",
+        "tpu_lower",
+        "tpu_compile",
+        "production",
+        "edge",
+    ]
+    assert any(line.startswith("numerics: edge_hidden") for line in edge_pass.inputs)
+    joined = judged.with_edge_pass(edge_pass)
+    assert judged.verdict == "accepted" and joined.verdict == "rejected"
+    assert [c.name for c in joined.checks][5:] == ["numerics", "edge", "heldout", "timing"]
+    assert joined.failure.name == "edge" and joined.seeds == judged.seeds
+    with pytest.raises(UsageError, match="needs edge-case configurations"):
+        harness.evaluate(kernel, task, EvalOptions(edges_only=True))
 
 
 def test_a_task_without_named_configurations_gets_no_edge_runs(harness):
