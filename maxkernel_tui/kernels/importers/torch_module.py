@@ -19,6 +19,7 @@ from maxkernel_tui.kernels.porting.emit import render_reference
 from maxkernel_tui.kernels.porting.module_parse import is_module_file
 from maxkernel_tui.kernels.porting.torch_compare import compare_or_note
 from maxkernel_tui.kernels.porting.translate import translate_module
+from maxkernel_tui.kernels.porting.values import Tensor
 
 DEFAULT_TOLERANCE = (1e-2, 1e-2)  # (atol, rtol) for float32, as JaxBench's KernelBench tasks
 SOURCE_COPY = "source_module.py"
@@ -44,6 +45,17 @@ def mode_notes(operators: Sequence[str]) -> tuple[str, ...]:
     return tuple(notes)
 
 
+def near_constant_note(inputs: Sequence[Tensor]) -> tuple[str, ...]:
+    """Which learned parameters are drawn around the constant PyTorch starts them at."""
+    near = [tensor.name for tensor in inputs if tensor.init.around is not None]
+    if not near:
+        return ()
+    return (
+        f"learned parameters PyTorch starts at ones or zeros ({', '.join(near)}) are drawn "
+        "around that constant (plus N(0, 1) x 0.1), so that a kernel ignoring them fails",
+    )
+
+
 def task_id_of(path: Path) -> str:
     """The task id a file's stem gives (letters, digits and _)."""
     return re.sub(r"[^A-Za-z0-9_]+", "_", path.stem).strip("_") or "module"
@@ -66,7 +78,11 @@ class TorchModuleImporter:
         except TaskImportError as error:
             raise TaskImportError(f"{path}: {error}") from None
         operators = ", ".join(dict.fromkeys(translation.operators))
-        notes = (INIT_NOTE, *mode_notes(translation.operators))
+        notes = (
+            INIT_NOTE,
+            *mode_notes(translation.operators),
+            *near_constant_note(translation.inputs),
+        )
         header = (
             f"JAX reference translated from the PyTorch module {path.name} by maxkernel-tui.\n\n"
             f"Operators: {operators}.\n"

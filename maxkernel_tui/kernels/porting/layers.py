@@ -4,7 +4,9 @@ with PyTorch's default initialisation, and the operator each applies. No jax.
 PyTorch initialises linear and conv weights with `kaiming_uniform_(a=sqrt(5))` and their biases
 from U(-1/sqrt(fan_in), 1/sqrt(fan_in)); the weight's bound works out to the same
 1/sqrt(fan_in). fan_in is `weight.size(1)` times the kernel's size: in_channels / groups for a
-conv, out_channels / groups for a transposed conv. Norm layers start at weight ones, bias zeros.
+conv, out_channels / groups for a transposed conv. Norm layers start at weight ones and bias
+zeros in PyTorch; here they are drawn around those values instead (`values.near_constant`), so
+that a kernel ignoring the affine parameters gets wrong numerics rather than passing.
 """
 
 from __future__ import annotations
@@ -15,9 +17,17 @@ from typing import cast
 
 from maxkernel_tui.kernels.porting.operators import OPS
 from maxkernel_tui.kernels.porting.signatures import Signature, bind
-from maxkernel_tui.kernels.porting.values import Dim, Init, fail, shape_code, sizes_of, static
+from maxkernel_tui.kernels.porting.values import (
+    Dim,
+    Init,
+    fail,
+    near_constant,
+    shape_code,
+    sizes_of,
+    static,
+)
 
-ONES, ZEROS = Init("ones"), Init("zeros")
+NORM_WEIGHT, NORM_BIAS = near_constant(Init("ones")), near_constant(Init("zeros"))
 
 
 @dataclass(frozen=True)
@@ -122,16 +132,16 @@ def _layer_norm(b: dict[str, object], line: int | None) -> Layer:
     shape = sizes_of(b["normalized_shape"])
     params: tuple[ParamSlot, ...] = ()
     if b["elementwise_affine"]:
-        params = (ParamSlot("weight", shape, ONES),)
+        params = (ParamSlot("weight", shape, NORM_WEIGHT),)
         if b["bias"]:
-            params += (ParamSlot("bias", shape, ZEROS),)
+            params += (ParamSlot("bias", shape, NORM_BIAS),)
     arguments = {"normalized_shape": static(shape), "eps": static(b["eps"])}
     return Layer("LayerNorm", "layer_norm", arguments, params)
 
 
 def _rms_norm(b: dict[str, object], line: int | None) -> Layer:
     shape = sizes_of(b["normalized_shape"])
-    params = (ParamSlot("weight", shape, ONES),) if b["elementwise_affine"] else ()
+    params = (ParamSlot("weight", shape, NORM_WEIGHT),) if b["elementwise_affine"] else ()
     arguments = {"normalized_shape": static(shape), "eps": static(b["eps"])}
     return Layer("RMSNorm", "rms_norm", arguments, params)
 
@@ -139,7 +149,7 @@ def _rms_norm(b: dict[str, object], line: int | None) -> Layer:
 def _affine(affine: object, shape: tuple[object, ...]) -> tuple[ParamSlot, ...]:
     if not affine:
         return ()
-    return (ParamSlot("weight", shape, ONES), ParamSlot("bias", shape, ZEROS))
+    return (ParamSlot("weight", shape, NORM_WEIGHT), ParamSlot("bias", shape, NORM_BIAS))
 
 
 _CONV = (

@@ -12,11 +12,19 @@ import ast
 import math
 import operator
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from maxkernel_tui.kernels.importers import TaskImportError
 from maxkernel_tui.kernels.porting.layers import Layer, Sequential, build_layer
-from maxkernel_tui.kernels.porting.values import Dim, Init, TensorInit, fail, line_of, static
+from maxkernel_tui.kernels.porting.values import (
+    Dim,
+    Init,
+    TensorInit,
+    fail,
+    line_of,
+    near_constant,
+    static,
+)
 
 TORCH, NN, FUNCTIONAL = "torch", "torch.nn", "torch.nn.functional"
 _DEFAULT_ALIASES = {"torch": TORCH, "nn": NN, "F": FUNCTIONAL, "math": "math"}
@@ -234,7 +242,8 @@ class StaticEval:
         if name == f"{NN}.Parameter":
             if not args or not isinstance(args[0], TensorInit):
                 raise fail(line, "nn.Parameter needs a tensor from torch.randn/rand/ones/zeros")
-            return Parameter(args[0])
+            # learned: one PyTorch starts at ones or zeros is drawn near them (near_constant)
+            return Parameter(replace(args[0], init=near_constant(args[0].init)))
         layer = name.removeprefix(NN + ".") if name and name.startswith(NN + ".") else ""
         if layer[:1].isupper() and "." not in layer:
             return build_layer(layer, args, kwargs, line)  # an unknown layer is named there

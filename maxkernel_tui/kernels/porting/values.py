@@ -71,16 +71,21 @@ class Init:
     bound: str | None = None  # code over the size constants
     scale: float = 1.0
     offset: float = 0.0
+    around: float | None = None  # the constant PyTorch starts it at, when drawn near it instead
 
-    def describe(self) -> str:
-        base = {
-            "uniform": f"U(-{self.bound}, {self.bound})" if self.bound else "U(0, 1)",
-            "normal": "N(0, 1)",
-            "ones": "ones",
-            "zeros": "zeros",
-        }[self.kind]
-        scaled = base if self.scale == 1.0 else f"{base} x {self.scale}"
-        return scaled if self.offset == 0.0 else f"{scaled} + {self.offset}"
+
+NEAR_SPREAD = 0.1  # of the draw around a learned parameter's starting constant
+
+
+def near_constant(init: Init) -> Init:
+    """A learned parameter PyTorch starts at a constant (a norm's ones and zeros,
+    `nn.Parameter(torch.ones(n))`), drawn around that constant instead, by N(0, 1) x NEAR_SPREAD:
+    a kernel that ignores the parameter then gets wrong numerics, where at ones or zeros it
+    would pass. Other inits are returned as they are."""
+    if init.kind not in ("ones", "zeros"):
+        return init
+    constant = (init.scale if init.kind == "ones" else 0.0) + init.offset
+    return Init("normal", scale=NEAR_SPREAD, offset=constant, around=constant)
 
 
 @dataclass(frozen=True)

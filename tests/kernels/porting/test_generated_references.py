@@ -145,3 +145,18 @@ def test_generated_references_agree_with_float64_numpy(results, stem):
     inputs = [arrays[f"input{i}"].astype(np.float64) for i in range(len(arrays) - 1)]
     expected = NUMPY[stem](*inputs)
     np.testing.assert_allclose(arrays["output"], expected, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "stem, weight, bias",
+    [("conv2d_groupnorm_tanh_hardswish", 3, 4), ("linear_layernorm_gelu_logsumexp", 3, 4)],
+)
+def test_a_computation_ignoring_a_norms_affine_parameters_fails(results, stem, weight, bias):
+    """The norm's weight and bias are drawn near PyTorch's ones and zeros, not equal to them:
+    the same module with them left out is outside the import's default tolerance (1e-2)."""
+    arrays = results[stem]
+    inputs = [arrays[f"input{i}"].astype(np.float64) for i in range(len(arrays) - 1)]
+    inputs[weight], inputs[bias] = np.ones_like(inputs[weight]), np.zeros_like(inputs[bias])
+    ignoring = NUMPY[stem](*inputs)
+    assert not np.allclose(arrays["output"], ignoring, rtol=1e-2, atol=1e-2)

@@ -96,7 +96,7 @@ def test_production_sizes_are_integer_constants_inside_get_inputs():
     assert get_inputs.body[-1].value.elts[1].elts == []  # no static arguments
 
 
-def test_parameters_are_inputs_with_pytorchs_initialisation():
+def test_parameters_are_inputs_with_pytorchs_initialisation_and_norms_near_it():
     translation = translated(KERNELBENCH / "conv2d_groupnorm_tanh_hardswish.py")
     inputs = {t.name: t for t in translation.inputs}
     assert list(inputs) == [
@@ -109,8 +109,10 @@ def test_parameters_are_inputs_with_pytorchs_initialisation():
     ]
     assert inputs["conv_weight"].torch_path == "conv.weight"
     assert inputs["conv_weight"].init.bound == "1 / math.sqrt(in_channels * 9)"
-    assert inputs["group_norm_weight"].init.kind == "ones"
-    assert inputs["group_norm_bias"].init.kind == "zeros"
+    # near PyTorch's ones and zeros, not equal: a kernel ignoring them must fail
+    weight, norm_bias = inputs["group_norm_weight"].init, inputs["group_norm_bias"].init
+    assert (weight.kind, weight.scale, weight.offset) == ("normal", 0.1, 1.0)
+    assert (norm_bias.kind, norm_bias.scale, norm_bias.offset) == ("normal", 0.1, 0.0)
     assert (inputs["bias"].init.kind, inputs["bias"].init.scale) == ("normal", 0.02)
     # kernel_size and groups are hyperparameters (literals); the channels stay named sizes
     assert [str(getattr(d, "expr", d)) for d in inputs["conv_weight"].shape] == [
@@ -207,3 +209,16 @@ def test_a_task_notes_batchnorm_statistics_and_dropout_only_where_the_module_has
     assert notes("gemm_relu_divide") == ()
     assert notes("sequential_batchnorm1d_selu") == (BATCH_NORM_NOTE, DROPOUT_NOTE)
     assert notes("conv_transpose1d_sigmoid") == (DROPOUT_NOTE,)
+
+
+def test_a_learned_parameter_pytorch_starts_at_ones_is_drawn_near_them_and_the_task_says_so():
+    path = KERNELBENCH / "rms_norm_last_dim.py"
+    ones = path.read_text().replace("torch.randn(hidden_size)", "torch.ones(hidden_size)")
+    assert ones != path.read_text()
+    (weight,) = [t for t in translate_module(ones, "m").inputs if t.torch_path == "weight"]
+    assert (weight.init.kind, weight.init.offset, weight.init.around) == ("normal", 1.0, 1.0)
+    header = TorchModuleImporter().translate(path, ones, ImportOptions()).reference_py
+    assert "Learned parameters PyTorch starts at ones or zeros (weight) are drawn" in header
+    # a parameter drawn at random in the module itself is left as PyTorch draws it
+    drawn = TorchModuleImporter().translate(path, path.read_text(), ImportOptions()).reference_py
+    assert "Learned parameters PyTorch starts" not in drawn
