@@ -1,0 +1,39 @@
+"""The real tools' use of the task catalog: the reference's XLA cost the session's start
+described is handed to the first profile, which then compiles no reference of its own."""
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from maxkernel_tui.agents.orchestration import tools as tools_module
+from maxkernel_tui.agents.orchestration.tools import KernelTools, described_reference_costs
+from maxkernel_tui.kernels.catalog import describe_tasks
+from maxkernel_tui.kernels.loader import find_task
+from maxkernel_tui.kernels.perf.profile import ProfileError
+from tests.support.paths import KERNELS
+
+
+@pytest.mark.slow  # one describe worker: the reference traced, run and compiled for TPU
+def test_the_first_profile_gets_the_described_reference_cost(suite_tasks, tmp_path, monkeypatch):
+    monkeypatch.setenv("MAXKERNEL_TUI_CACHE_DIR", str(tmp_path / "cache"))
+    task = find_task("12p", suite_tasks)
+    assert described_reference_costs(task, "v5e") is None  # nothing described yet
+    described = describe_tasks([task], tmp_path / "cache", target="v5e", workers=1)
+    cost = described[task.task_id].cost
+    assert cost is not None and cost.target == "v5e" and cost.flops
+
+    handed: list[object] = []
+
+    def fake_profile(kernel: Path, task: object, **options: object) -> object:
+        handed.append(options["reference_costs"])
+        raise ProfileError("not profiled in this test")
+
+    monkeypatch.setattr(tools_module, "profile_kernel", fake_profile)
+    tools = KernelTools(task, "v5e", tmp_path / "traces")
+    result = asyncio.run(tools.profile(KERNELS / "honest" / "12p_RMSNorm.py"))
+    assert result.error == "not profiled in this test"
+    (known,) = handed
+    assert known["v5e"].flops == cost.flops and known["v5e"].bytes_accessed == cost.bytes_accessed
+    # for another generation the cache has no cost: the profile compiles the reference itself
+    assert described_reference_costs(task, "v4") is None
