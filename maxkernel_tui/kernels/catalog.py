@@ -17,7 +17,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from maxkernel_tui.config import cache_dir
 from maxkernel_tui.kernels.description import TaskDescription
+from maxkernel_tui.kernels.perf.analysis import ReferenceCost
 from maxkernel_tui.kernels.targets import DEFAULT_TARGET
 from maxkernel_tui.kernels.task import Task
 from maxkernel_tui.kernels.workers import jax_worker_env, python_module_argv, run_requests
@@ -81,6 +83,18 @@ def cached_description(
 ) -> TaskDescription | None:
     """What the cache already knows about a task, with or without cost; never computes."""
     return _read_cache(cache_dir, task, with_cost=False, target=target)
+
+
+def described_reference_cost(task: Task, target: str) -> ReferenceCost | None:
+    """The reference's XLA cost at production shapes on `target`, from the task's cached
+    description in this user's cache (a session describes its task before its first step): the
+    profile and the built-in agent's drafts then compile no reference again. None when the
+    cache has no such cost (not described yet, another generation, or it did not compile)."""
+    described = cached_description(task, cache_dir(), target)
+    cost = None if described is None else described.cost
+    if cost is None or cost.error or cost.target != target or cost.config != task.configs[0]:
+        return None
+    return ReferenceCost(cost.flops, cost.bytes_accessed, cost.optimal_seconds)
 
 
 def _read_cache(

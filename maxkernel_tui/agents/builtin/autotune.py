@@ -24,6 +24,7 @@ from maxkernel_tui.agents.builtin.errors import CannotPlan
 from maxkernel_tui.agents.builtin.tunables import CHOICES, Tunables
 from maxkernel_tui.kernels import aot
 from maxkernel_tui.kernels import reference_runtime as runtime
+from maxkernel_tui.kernels.catalog import described_reference_cost
 from maxkernel_tui.kernels.evaluation.measured_choice import Measurement, Timer, measure_best
 from maxkernel_tui.kernels.perf.analysis import KernelAnalysis, ReferenceCost
 from maxkernel_tui.kernels.perf.model import Estimate, estimate, minimal_io_bytes
@@ -103,7 +104,10 @@ def estimate_source(
 
 def reference_cost(task: Task, target: str = DEFAULT_TARGET) -> ReferenceCost | None:
     """XLA's cost analysis of the reference compiled ahead of time for the TPU (for the
-    roofline); None when it does not compile there."""
+    roofline), from the task's cached description when there is one; None when it does not
+    compile there."""
+    if (described := described_reference_cost(task, target)) is not None:
+        return described
     reference = runtime.load_reference(task)
     specs, static = runtime.input_specs(task, reference, task.configs[0])
     try:

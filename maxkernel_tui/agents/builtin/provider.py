@@ -28,6 +28,7 @@ from maxkernel_tui.agents.llm.types import (
     TokenCount,
 )
 from maxkernel_tui.agents.roles.context import StepContext
+from maxkernel_tui.config import cache_dir
 from maxkernel_tui.kernels.targets import DEFAULT_TARGET
 from maxkernel_tui.kernels.workers import (
     LineWorker,
@@ -79,7 +80,9 @@ class BuiltinProvider:
     async def _ask_worker(self, step: StepContext) -> str:
         async with self._lock:
             if self._worker is None:
-                self._worker = LineWorker(python_module_argv(WORKER_MODULE), jax_worker_env())
+                # the cache dir: the worker reads the reference's cost from the task catalog
+                env = dict(jax_worker_env(), MAXKERNEL_TUI_CACHE_DIR=str(cache_dir()))
+                self._worker = LineWorker(python_module_argv(WORKER_MODULE), env)
             try:
                 data = await asyncio.to_thread(
                     self._worker.ask, json.dumps(step.to_request(step.role)), self._step_timeout_s

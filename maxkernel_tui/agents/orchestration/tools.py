@@ -13,8 +13,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from maxkernel_tui.agents.llm.types import Request, StreamChunk
-from maxkernel_tui.config import cache_dir
-from maxkernel_tui.kernels.catalog import cached_description
+from maxkernel_tui.kernels.catalog import described_reference_cost
 from maxkernel_tui.kernels.edge_configs import EdgeConfig, validate_edge_configs
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
 from maxkernel_tui.kernels.evaluation.report import Check, EvalReport
@@ -75,17 +74,6 @@ def with_edge_configs(options: EvalOptions, configs: list[EdgeConfig]) -> EvalOp
     return replace(options, extra_configs=tuple((name, dict(params)) for name, params in configs))
 
 
-def described_reference_costs(task: Task, target: str) -> dict[str, ReferenceCost] | None:
-    """The reference's XLA cost on `target` from the task's cached description (a session
-    describes its task before the first step), so that the first profile compiles no reference
-    again; None when the cache has no cost at production shapes for this target."""
-    described = cached_description(task, cache_dir(), target)
-    cost = None if described is None else described.cost
-    if cost is None or cost.error or cost.target != target or cost.config != task.configs[0]:
-        return None
-    return {target: ReferenceCost(cost.flops, cost.bytes_accessed, cost.optimal_seconds)}
-
-
 class KernelTools:
     slots = 1  # evaluations at once: the harness owns one reference process
 
@@ -140,8 +128,10 @@ class KernelTools:
         the reference's XLA cost is compiled once per session and reused."""
 
         def run() -> ProfileResult:
-            if self._reference_costs is None:
-                self._reference_costs = described_reference_costs(self.task, self.target)
+            if self._reference_costs is None and (
+                known := described_reference_cost(self.task, self.target)
+            ):
+                self._reference_costs = {self.target: known}
             try:
                 summary = profile_kernel(
                     kernel,

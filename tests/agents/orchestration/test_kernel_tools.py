@@ -1,14 +1,16 @@
-"""The real tools' use of the task catalog: the reference's XLA cost the session's start
-described is handed to the first profile, which then compiles no reference of its own."""
+"""The reference's XLA cost the session's start described (the task catalog) is reused: handed
+to the first profile, and read by the built-in agent's drafts, neither compiling the reference
+again."""
 
 import asyncio
 from pathlib import Path
 
 import pytest
 
+from maxkernel_tui.agents.builtin import autotune
 from maxkernel_tui.agents.orchestration import tools as tools_module
-from maxkernel_tui.agents.orchestration.tools import KernelTools, described_reference_costs
-from maxkernel_tui.kernels.catalog import describe_tasks
+from maxkernel_tui.agents.orchestration.tools import KernelTools
+from maxkernel_tui.kernels.catalog import describe_tasks, described_reference_cost
 from maxkernel_tui.kernels.loader import find_task
 from maxkernel_tui.kernels.perf.profile import ProfileError
 from tests.support.paths import KERNELS
@@ -18,7 +20,7 @@ from tests.support.paths import KERNELS
 def test_the_first_profile_gets_the_described_reference_cost(suite_tasks, tmp_path, monkeypatch):
     monkeypatch.setenv("MAXKERNEL_TUI_CACHE_DIR", str(tmp_path / "cache"))
     task = find_task("12p", suite_tasks)
-    assert described_reference_costs(task, "v5e") is None  # nothing described yet
+    assert described_reference_cost(task, "v5e") is None  # nothing described yet
     described = describe_tasks([task], tmp_path / "cache", target="v5e", workers=1)
     cost = described[task.task_id].cost
     assert cost is not None and cost.target == "v5e" and cost.flops
@@ -36,4 +38,11 @@ def test_the_first_profile_gets_the_described_reference_cost(suite_tasks, tmp_pa
     (known,) = handed
     assert known["v5e"].flops == cost.flops and known["v5e"].bytes_accessed == cost.bytes_accessed
     # for another generation the cache has no cost: the profile compiles the reference itself
-    assert described_reference_costs(task, "v4") is None
+    assert described_reference_cost(task, "v4") is None
+
+    def no_compile(*args: object) -> object:
+        raise AssertionError("the reference was compiled again")
+
+    monkeypatch.setattr(autotune.aot, "compile_for_tpu", no_compile)
+    drafted = autotune.reference_cost(task, "v5e")
+    assert drafted is not None and drafted.flops == cost.flops
