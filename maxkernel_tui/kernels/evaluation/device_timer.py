@@ -12,6 +12,7 @@ import statistics
 import tempfile
 from pathlib import Path
 
+from maxkernel_tui.kernels.device_lock import device_turn
 from maxkernel_tui.kernels.evaluation.protocol import TimingAnswer, TimingRequest
 from maxkernel_tui.kernels.perf.calibration import (
     CalibrationRecord,
@@ -42,11 +43,12 @@ def run_timing_worker(
         warmups,
         None if expert is None else str(expert),
     )
-    worker = LineWorker(python_module_argv(TIMING_WORKER), device_worker_env())
-    try:
-        return TimingAnswer.from_json(worker.ask(json.dumps(request.to_json()), timeout))
-    finally:
-        worker.close()
+    with device_turn(timeout):  # the TPU is this process's alone while it times
+        worker = LineWorker(python_module_argv(TIMING_WORKER), device_worker_env())
+        try:
+            return TimingAnswer.from_json(worker.ask(json.dumps(request.to_json()), timeout))
+        finally:
+            worker.close()
 
 
 def record_timing(

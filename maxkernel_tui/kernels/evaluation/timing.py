@@ -47,7 +47,8 @@ def timing_check(
     try:
         answer = run_timing_worker(kernel, task, timeout, REPEATS, WARMUPS, task.expert_path)
     except WorkerFailure as failure:
-        return Check("timing", SKIP, f"not measured: the timing process failed: {failure}"), []
+        why = failure if failure.kind == "busy" else f"the timing process failed: {failure}"
+        return Check("timing", SKIP, f"not measured: {why}"), []
     record_timing(answer, kernel.name, task.task_id, calibration_file)
     return summarize_timing(answer)
 

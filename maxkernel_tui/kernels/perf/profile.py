@@ -6,6 +6,7 @@ limit, killed on timeout), after the same static rules as the evaluation.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import tempfile
@@ -13,6 +14,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from maxkernel_tui.kernels.device_lock import device_turn
 from maxkernel_tui.kernels.evaluation.static_checks import static_problems
 from maxkernel_tui.kernels.evaluation.timing import tpu_present
 from maxkernel_tui.kernels.perf.analysis import ProfileAnswer, ProfileRequest, ReferenceCost
@@ -118,20 +120,25 @@ def _profilable_source(
 
 def _ask_worker(workdir: Path, request: ProfileRequest, timeout: float) -> ProfileAnswer:
     """One profile in a worker process of its own, in `workdir` (removed afterwards)."""
-    # On a TPU VM a traced profile runs on the TPU (a device trace, its DMA share); else the CPU.
-    env = device_worker_env() if request.trace and tpu_present() else jax_worker_env()
-    worker = LineWorker(
-        python_module_argv("maxkernel_tui.kernels.perf.profile_worker"),
-        dict(env, TMPDIR=str(workdir)),
-        cwd=str(workdir),
-        limits=Limits(memory_bytes=8 * GIB),
-    )
+    # On a TPU VM a traced profile runs on the TPU (a device trace, its DMA share), in its turn;
+    # else on the CPU.
+    on_tpu = request.trace and tpu_present()
+    env = device_worker_env() if on_tpu else jax_worker_env()
     try:
-        answer = worker.ask(json.dumps(request.to_json()), timeout)
+        with device_turn(timeout) if on_tpu else contextlib.nullcontext():
+            worker = LineWorker(
+                python_module_argv("maxkernel_tui.kernels.perf.profile_worker"),
+                dict(env, TMPDIR=str(workdir)),
+                cwd=str(workdir),
+                limits=Limits(memory_bytes=8 * GIB),
+            )
+            try:
+                answer = worker.ask(json.dumps(request.to_json()), timeout)
+            finally:
+                worker.close()
     except WorkerFailure as failure:
         raise ProfileError(f"the profile process failed: {failure}") from None
     finally:
-        worker.close()
         shutil.rmtree(workdir, ignore_errors=True)
     if "error" in answer:  # the worker's own failure, in place of an answer
         raise ProfileError(answer["error"])
