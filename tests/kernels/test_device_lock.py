@@ -20,6 +20,11 @@ with device_turn(timeout=5):
 """
 
 
+def _take_turn(timeout: float) -> None:
+    with device_turn(timeout):
+        pass
+
+
 @pytest.fixture(autouse=True)
 def own_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("MAXKERNEL_TUI_CACHE_DIR", str(tmp_path))
@@ -37,8 +42,7 @@ def test_a_second_thread_waits_for_the_turn_and_is_told_who_holds_it():
     thread.start()
     assert held.wait(10)
     with pytest.raises(WorkerFailure, match=rf"in use for 0 s by process {os.getpid()}") as busy:
-        with device_turn(timeout=0.3):
-            pass
+        _take_turn(timeout=0.3)
     assert busy.value.kind == "busy"
     release.set()
     with device_turn(timeout=10):  # the holder let go: this one's turn
@@ -57,8 +61,7 @@ def test_another_process_holding_the_tpu_is_named_and_then_waited_for():
     try:
         assert child.stdout.readline().strip() == "held"
         with pytest.raises(WorkerFailure, match=f"by process {child.pid}"):
-            with device_turn(timeout=0.3):
-                pass
+            _take_turn(timeout=0.3)
         child.stdin.write("done\n")
         child.stdin.flush()
         with device_turn(timeout=10):  # waits until the child has let go

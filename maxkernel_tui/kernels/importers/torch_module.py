@@ -17,6 +17,7 @@ from pathlib import Path
 from maxkernel_tui.kernels.importers import ImportOptions, PlainTaskSource, TaskImportError
 from maxkernel_tui.kernels.porting.emit import render_reference
 from maxkernel_tui.kernels.porting.module_parse import is_module_file
+from maxkernel_tui.kernels.porting.sources import kernel_source_kind
 from maxkernel_tui.kernels.porting.torch_compare import compare_or_note
 from maxkernel_tui.kernels.porting.translate import translate_module
 from maxkernel_tui.kernels.porting.values import Tensor
@@ -43,6 +44,19 @@ def mode_notes(operators: Sequence[str]) -> tuple[str, ...]:
     if any("dropout" in name for name in names):
         notes.append(DROPOUT_NOTE)
     return tuple(notes)
+
+
+def unused_kernel_note(path: Path, source: str) -> tuple[str, ...]:
+    """A file that carries a Triton or CUDA kernel but whose Model.forward translated as plain
+    PyTorch: the task is the PyTorch, and the kernel was never looked at (nor the porter asked)."""
+    kind = kernel_source_kind(path, source)
+    if kind is None:
+        return ()
+    name = "Triton" if kind == "triton" else "CUDA"
+    return (
+        f"the file's {name} kernel is not part of this task: Model.forward is plain PyTorch "
+        "and was translated as written, without the porter",
+    )
 
 
 def near_constant_note(inputs: Sequence[Tensor]) -> tuple[str, ...]:
@@ -82,6 +96,7 @@ class TorchModuleImporter:
             INIT_NOTE,
             *mode_notes(translation.operators),
             *near_constant_note(translation.inputs),
+            *unused_kernel_note(path, source),
         )
         header = (
             f"JAX reference translated from the PyTorch module {path.name} by maxkernel-tui.\n\n"

@@ -17,7 +17,7 @@ from maxkernel_tui.kernels.importers.torch_module import (
 )
 from maxkernel_tui.kernels.porting.torch_compare import NOT_COMPARED, torch_available
 from maxkernel_tui.kernels.porting.translate import translate_module
-from tests.support.paths import KERNELBENCH
+from tests.support.paths import KERNELBENCH, TESTS
 
 MODULES = sorted(p for p in KERNELBENCH.glob("*.py") if not p.stem.startswith("unsupported"))
 
@@ -222,3 +222,12 @@ def test_a_learned_parameter_pytorch_starts_at_ones_is_drawn_near_them_and_the_t
     # a parameter drawn at random in the module itself is left as PyTorch draws it
     drawn = TorchModuleImporter().translate(path, path.read_text(), ImportOptions()).reference_py
     assert "Learned parameters PyTorch starts" not in drawn
+
+
+def test_a_triton_file_whose_forward_is_plain_pytorch_says_its_kernel_is_not_the_task():
+    path = TESTS / "data" / "porting" / "triton_softmax.py"
+    notes = TorchModuleImporter().translate(path, path.read_text(), ImportOptions()).notes
+    assert any("Triton kernel is not part of this task" in note for note in notes)
+    plain = KERNELBENCH / "gemm_relu_divide.py"
+    plain_notes = TorchModuleImporter().translate(plain, plain.read_text(), ImportOptions()).notes
+    assert not any("kernel is not part of this task" in note for note in plain_notes)
