@@ -14,7 +14,7 @@ from maxkernel_tui.config import load_settings
 from maxkernel_tui.screens.sessions import SessionsScreen
 from maxkernel_tui.screens.workbench import WorkbenchScreen
 from maxkernel_tui.store import Store
-from tests.support.waiting import wait_for
+from tests.support.waiting import wait_for, wait_for_frame
 
 LATEST = "def computation(x, scale, epsilon):\n    return x  # v2\n"
 
@@ -170,8 +170,7 @@ def test_real_terminal_resume_shows_the_session_kernel(tmp_path, sessions):
                 text=True,
             ).stdout
 
-        text = wait_for(lambda: (s := screen()) and "return x  # v2" in s and s)
-        assert "12p_RMSNorm ─ HITL" in text
+        wait_for_frame(screen, "return x  # v2", "12p_RMSNorm ─ HITL")
         subprocess.run([*tmux, "send-keys", "-t", "t", "C-q"], check=True)
         assert (
             wait_for(

@@ -10,7 +10,7 @@ from textual.widgets import DataTable, Static, TextArea
 
 from maxkernel_tui.app import MaxKernelApp
 from tests.support.paths import ADAPTED_TASKS
-from tests.support.waiting import wait_for
+from tests.support.waiting import wait_for, wait_for_frame
 
 
 @pytest.mark.slow  # every task described first, in jax worker processes
@@ -73,8 +73,7 @@ def test_real_terminal_opens_and_quits(suite_descriptions, suite_cache, tmp_path
                 [*tmux, "capture-pane", "-p", "-t", "t"], capture_output=True, text=True
             ).stdout
 
-        text = wait_for(lambda: (s := screen()) and "12p_RMSNorm" in s and s)
-        assert "maxkernel-tui" in text and "1p_Flash_Attention" in text
+        wait_for_frame(screen, "12p_RMSNorm", "maxkernel-tui", "1p_Flash_Attention")
         subprocess.run([*tmux, "send-keys", "-t", "t", "Down"], check=True)
         wait_for(lambda: "│ 2p_GQA_Attention" in screen())  # the summary follows the cursor
         subprocess.run([*tmux, "send-keys", "-t", "t", "q"], check=True)

@@ -11,7 +11,7 @@ from maxkernel_tui.app import MaxKernelApp
 from maxkernel_tui.config import load_settings
 from maxkernel_tui.kernels.loader import find_task
 from tests.support.paths import KERNELS
-from tests.support.waiting import wait_for
+from tests.support.waiting import wait_for, wait_for_frame
 
 pytestmark = pytest.mark.slow  # the real harness (worker processes) and a real terminal
 
@@ -82,9 +82,6 @@ async def test_profile_fills_the_table_and_the_roofline_bar(tmp_path, suite_task
         )
 
 
-PANE_TITLES = ("Plan", "Source", "Tests", "Profile")
-
-
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 def test_real_terminal_workbench_with_an_empty_home(tmp_path):
     home = tmp_path / "home"
@@ -106,17 +103,8 @@ def test_real_terminal_workbench_with_an_empty_home(tmp_path):
                 [*tmux, "capture-pane", "-p", "-t", "t"], capture_output=True, text=True
             ).stdout
 
-        def shows_workbench() -> bool:
-            text = screen()
-            titled = all(f"╭ {t}" in text or f"─ {t}" in text for t in PANE_TITLES)
-            return titled and "pl.pallas_call" in text
-
-        # The terminal is written in pieces and a capture can land mid-frame, so the test
-        # waits for a whole frame rather than asserting on the first one with the source.
-        try:
-            wait_for(shows_workbench)
-        except AssertionError as missing:
-            raise AssertionError(f"no full workbench frame; last screen:\n{screen()}") from missing
+        # the four pane titles ("╭─ Plan ─…") and the source, in one frame
+        wait_for_frame(screen, "─ Plan", "─ Source", "─ Tests", "─ Profile", "pl.pallas_call")
         subprocess.run([*tmux, "send-keys", "-t", "t", "C-q"], check=True)
         assert (
             wait_for(

@@ -40,3 +40,19 @@ async def until(
         await pilot.pause(interval)
     shown = f"; {describe()}" if describe is not None else ""
     raise AssertionError(f"condition not met in {timeout:.0f} s{shown}")
+
+
+def wait_for_frame(capture: Callable[[], str], *needles: str, timeout: float = 60.0) -> str:
+    """The first terminal capture holding every one of `needles`. A terminal is written in
+    pieces, so a capture can land mid-frame: wait for one frame with all of them rather than
+    assert on the first capture with one. A miss shows the last capture."""
+    last = [""]
+
+    def whole() -> str | None:
+        last[0] = capture()
+        return last[0] if all(needle in last[0] for needle in needles) else None
+
+    try:
+        return wait_for(whole, timeout)
+    except AssertionError:
+        raise AssertionError(f"no frame with all of {needles}; last screen:\n{last[0]}") from None
