@@ -97,14 +97,8 @@ def test_real_terminal_workbench_with_an_empty_home(tmp_path):
         [*tmux, "new-session", "-d", "-s", "t", "-x", "160", "-y", "48", command], check=True
     )
     try:
-
-        def screen():
-            return subprocess.run(
-                [*tmux, "capture-pane", "-p", "-t", "t"], capture_output=True, text=True
-            ).stdout
-
         # the four pane titles ("╭─ Plan ─…") and the source, in one frame
-        wait_for_frame(screen, "─ Plan", "─ Source", "─ Tests", "─ Profile", "pl.pallas_call")
+        wait_for_frame(tmux, "─ Plan", "─ Source", "─ Tests", "─ Profile", "pl.pallas_call")
         subprocess.run([*tmux, "send-keys", "-t", "t", "C-q"], check=True)
         assert (
             wait_for(

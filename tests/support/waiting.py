@@ -4,6 +4,7 @@ event loop of a Textual app under test (its workers and timers keep running whil
 from __future__ import annotations
 
 import asyncio
+import subprocess
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -42,14 +43,22 @@ async def until(
     raise AssertionError(f"condition not met in {timeout:.0f} s{shown}")
 
 
-def wait_for_frame(capture: Callable[[], str], *needles: str, timeout: float = 60.0) -> str:
-    """The first terminal capture holding every one of `needles`. A terminal is written in
-    pieces, so a capture can land mid-frame: wait for one frame with all of them rather than
-    assert on the first capture with one. A miss shows the last capture."""
+def pane_text(tmux: list[str]) -> str:
+    """What the tmux session "t" on the server `tmux` (["tmux", "-L", socket]) shows now."""
+    captured = subprocess.run(
+        [*tmux, "capture-pane", "-p", "-t", "t"], check=False, capture_output=True, text=True
+    )
+    return captured.stdout
+
+
+def wait_for_frame(tmux: list[str], *needles: str, timeout: float = 60.0) -> str:
+    """The first capture of the tmux session "t" holding every one of `needles`. A terminal is
+    written in pieces, so a capture can land mid-frame: wait for one frame with all of them
+    rather than assert on the first capture with one. A miss shows the last capture."""
     last = [""]
 
     def whole() -> str | None:
-        last[0] = capture()
+        last[0] = pane_text(tmux)
         return last[0] if all(needle in last[0] for needle in needles) else None
 
     try:

@@ -20,7 +20,7 @@ from maxkernel_tui.kernels.porting.module_parse import is_module_file
 from maxkernel_tui.kernels.porting.sources import kernel_source_kind
 from maxkernel_tui.kernels.porting.torch_compare import compare_or_note
 from maxkernel_tui.kernels.porting.translate import translate_module
-from maxkernel_tui.kernels.porting.values import Tensor
+from maxkernel_tui.kernels.porting.values import NEAR_SPREAD, Tensor
 
 DEFAULT_TOLERANCE = (1e-2, 1e-2)  # (atol, rtol) for float32, as JaxBench's KernelBench tasks
 SOURCE_COPY = "source_module.py"
@@ -66,7 +66,8 @@ def near_constant_note(inputs: Sequence[Tensor]) -> tuple[str, ...]:
         return ()
     return (
         f"learned parameters PyTorch starts at ones or zeros ({', '.join(near)}) are drawn "
-        "around that constant (plus N(0, 1) x 0.1), so that a kernel ignoring them fails",
+        f"around that constant (plus N(0, 1) x {NEAR_SPREAD:g}), so that a kernel ignoring them "
+        "fails",
     )
 
 
