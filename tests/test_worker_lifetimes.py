@@ -19,8 +19,24 @@ KERNEL = KERNELS / "honest" / "12p_RMSNorm.py"
 HANGS = KERNELS / "cheats" / "hangs.py"  # its worker spins until the evaluation's timeout
 
 
+def children(pid: int) -> set[int]:
+    return {p for p, parent in _parents().items() if parent == pid}
+
+
 def descendants(pid: int) -> set[int]:
     """The live processes below `pid` (children, grandchildren, ...), from /proc."""
+    parents = _parents()
+    found, todo = set(), [pid]
+    while todo:
+        parent = todo.pop()
+        below = [p for p, pp in parents.items() if pp == parent]
+        found.update(below)
+        todo.extend(below)
+    return found
+
+
+def _parents() -> dict[int, int]:
+    """pid -> parent pid of every live process, from /proc."""
     parents: dict[int, int] = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
@@ -30,13 +46,7 @@ def descendants(pid: int) -> set[int]:
                 continue
             if fields[0] != "Z":
                 parents[int(entry.name)] = int(fields[1])
-    found, todo = set(), [pid]
-    while todo:
-        parent = todo.pop()
-        children = [p for p, pp in parents.items() if pp == parent]
-        found.update(children)
-        todo.extend(children)
-    return found
+    return parents
 
 
 def alive(pid: int) -> bool:
@@ -65,10 +75,13 @@ def start(*args: str) -> subprocess.Popen:
 
 
 def workers_of(command: subprocess.Popen) -> set[int]:
-    """Wait until a worker of the command is at work (past jax's import: 2.5 s of CPU), and
-    return every process below the command."""
+    """Wait until a worker of the command is at work (a process its fork server forked, two
+    levels below it, that has used CPU of its own), and return every process below the
+    command."""
     wait_for(
-        lambda: any(cpu_seconds(p) > 2.5 for p in descendants(command.pid)),
+        lambda: any(
+            cpu_seconds(p) > 0.5 for child in children(command.pid) for p in descendants(child)
+        ),
         timeout=120,
         interval=0.05,
         what="a worker process at work",

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from maxkernel_tui.config import cache_dir
+from maxkernel_tui.kernels.fork_server import ForkedChild, forked_child
 
 XLA_CACHE_BYTES = 2 * 1024**3
 XLA_CACHE_MIN_COMPILE_S = 0.1  # below this a compile costs less than reading its entry
@@ -132,7 +133,7 @@ class LineWorker:
         self._env = env
         self._cwd = cwd
         self._limits = limits
-        self._proc: subprocess.Popen | None = None
+        self._proc: subprocess.Popen[bytes] | ForkedChild | None = None
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115  closed by close()
         self._buffer = b""
 
@@ -165,7 +166,10 @@ class LineWorker:
         self._stderr.seek(0)
         self._stderr.truncate()
         self._buffer = b""
-        self._proc = subprocess.Popen(
+        # A jax worker is forked from a server that has imported jax already.
+        self._proc = forked_child(
+            self._argv, self._env, self._cwd, self._stderr.fileno()
+        ) or subprocess.Popen(
             self._argv,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -368,7 +372,7 @@ def python_module_argv(module: str, *args: str) -> list[str]:
     return [sys.executable, "-m", "maxkernel_tui.kernels.worker_main", module, *args]
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
+def _kill_group(proc: subprocess.Popen[bytes] | ForkedChild) -> None:
     with contextlib.suppress(ProcessLookupError):  # it ended on its own
         os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()

@@ -1,0 +1,89 @@
+"""Jax workers are forked from a fork server that has imported jax already: each one looks like
+a fresh `Popen` of its module (own session, directory, environment, limits, exit status), one
+server serves an environment, and a dead server takes its children with it and is replaced."""
+
+import os
+import signal
+
+import pytest
+
+from maxkernel_tui.kernels.workers import (
+    Limits,
+    LineWorker,
+    WorkerFailure,
+    jax_worker_env,
+    python_module_argv,
+    scrubbed_env,
+)
+from tests.support.waiting import wait_for
+
+pytestmark = pytest.mark.slow  # the server imports jax (two seconds of CPU)
+
+PROBE = python_module_argv("tests.support.probe_worker")
+
+
+def _probe(env: dict[str, str], **options) -> tuple[LineWorker, dict]:
+    worker = LineWorker(PROBE, env, **options)
+    return worker, worker.ask("{}", 60)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_a_jax_worker_is_forked_from_the_server_of_its_environment(tmp_path):
+    first, seen = _probe(
+        dict(jax_worker_env(), TMPDIR=str(tmp_path)),
+        cwd=str(tmp_path),
+        limits=Limits(memory_bytes=3 * 2**30),
+    )
+    second, again = _probe(jax_worker_env())
+    try:
+        assert seen["jax_already_imported"] and seen["parent"] != os.getpid()
+        assert again["parent"] == seen["parent"]  # one server for the environment
+        assert seen["session_leader"]  # its group is killed alone on a timeout
+        assert seen["cwd"] == str(tmp_path) and seen["tmp"] == str(tmp_path)
+        assert seen["memory_limit"] == 3 * 2**30
+        assert seen["env"]["JAX_PLATFORMS"] == "cpu"
+        # what jax's import sets for libtpu (no metadata-server queries) stays
+        assert seen["env"]["TPU_SKIP_MDS_QUERY"] == "1"
+        assert again["tmp"] != str(tmp_path)
+    finally:
+        first.close()
+        second.close()
+
+
+def test_a_worker_outside_the_cpu_jax_environment_is_started_afresh():
+    worker, seen = _probe(scrubbed_env())
+    worker.close()
+    assert seen["parent"] == os.getpid() and not seen["jax_already_imported"]
+
+
+def test_a_forked_worker_reports_its_exit_like_a_started_one():
+    worker = LineWorker(PROBE, jax_worker_env())
+    try:
+        worker.send('{"exit": 3}')
+        with pytest.raises(WorkerFailure, match=r"worker died \(exit status 3\)"):
+            worker.receive(60)
+        worker.send('{"kill": true}')  # a restarted worker, forked again
+        with pytest.raises(WorkerFailure, match="killed by SIGKILL"):
+            worker.receive(60)
+    finally:
+        worker.close()
+
+
+def test_a_dead_server_takes_its_workers_along_and_is_replaced():
+    env = dict(jax_worker_env(), MAXKERNEL_TUI_PROBE_SERVER="own")  # not the other tests'
+    worker, seen = _probe(env)
+    server = seen["parent"]
+    try:
+        os.kill(server, signal.SIGKILL)
+        wait_for(lambda: not _alive(seen["pid"]), 10, what="its worker to notice and end")
+        again = worker.ask("{}", 60)  # the ended worker restarts: from a new server
+        assert again["pid"] != seen["pid"]
+        assert again["parent"] not in (server, os.getpid()) and again["jax_already_imported"]
+    finally:
+        worker.close()
