@@ -11,7 +11,7 @@ import pytest
 from tests.support.cli_runs import builtin_run, command, finished, user_env
 
 OUR_TASKS = Path(__file__).parent / "tasks"
-# the CLI, the agent's jax worker and the real harness (the heavy tier, left out of CI)
+# the CLI, the agent's jax worker and the real harness (the heavy tier)
 pytestmark = [pytest.mark.slow, pytest.mark.heavy]
 
 

@@ -27,7 +27,7 @@ from tests.fakes.role_provider import RoleProvider
 from tests.support.engine import BAD, DIAGNOSIS, GOOD, kernel, plan
 
 # the real harness and profiler in worker processes: tens of seconds per test
-# the real harness: the heavy tier (test_loop.py runs the same scenarios on fake tools in CI)
+# the real harness: the heavy tier (test_loop.py runs them on fake tools in the fast tier)
 pytestmark = [pytest.mark.asyncio, pytest.mark.slow, pytest.mark.heavy]
 
 

@@ -19,7 +19,7 @@ from tests.support.cli_runs import KEY, command, finished
 from tests.support.engine import BAD, DIAGNOSIS, GOOD, kernel, plan
 
 # a CLI subprocess with the real harness and profiler in worker processes: minutes
-# the heavy tier: the engine's fake-tool tests cover the same behaviour in CI
+# the heavy tier: the engine's fake-tool tests cover the same behaviour in the fast tier
 pytestmark = [pytest.mark.slow, pytest.mark.heavy]
 
 

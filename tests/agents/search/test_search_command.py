@@ -17,7 +17,7 @@ from tests.support.cli_runs import command, finished
 from tests.support.engine import graph_from_events, graph_in_store, variant
 
 # a CLI subprocess with the real harness and profiler in worker processes: minutes
-# the heavy tier: the engine's fake-tool tests cover the same behaviour in CI
+# the heavy tier: the engine's fake-tool tests cover the same behaviour in the fast tier
 pytestmark = [pytest.mark.slow, pytest.mark.heavy]
 
 # parallel, two lines, budget 3: the root (1 evaluation), one node per line (2): 3 nodes and

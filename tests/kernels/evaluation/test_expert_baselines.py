@@ -1,7 +1,7 @@
 """Every suite expert baseline (jax's own Pallas kernel with JAXBench's tuning) is accepted by the
 full evaluation, on v6e: JAXBench tuned them there, and on v5e the 1p and 8p tilings exceed the
-16 MiB default scoped VMEM (the README's expert section says so). Minutes per expert on two
-cores (figures in the experts2 note), so these are in the heavy tier: `pytest -m heavy`. The
+16 MiB default scoped VMEM (the README's expert section says so). Up to half a minute per expert
+on two cores, so these are in the heavy tier (`-m "not heavy"` leaves them out). The
 production-shape defences on the experts are covered more cheaply by test_production_kernels.py.
 """
 
