@@ -21,7 +21,8 @@ import sys
 import tempfile
 import threading
 from collections.abc import Sequence
-from typing import IO, Any
+from dataclasses import asdict, dataclass
+from typing import IO, Literal
 
 SERVER_MODULE = "maxkernel_tui.kernels.fork_server_process"
 WORKER_MAIN = "maxkernel_tui.kernels.worker_main"
@@ -30,6 +31,41 @@ _ANSWER_TIMEOUT_S = 60.0
 _MAX_MESSAGE = 1 << 16
 # Read by the workers when they use them, not by their imports: a server serves any value.
 _LATE_VARIABLES = frozenset({"TMPDIR", "MAXKERNEL_TUI_CACHE_DIR"})
+
+
+@dataclass(frozen=True)
+class ForkRequest:
+    """A child to fork: `python -m MODULE ARGS` in `cwd` with exactly `env`."""
+
+    module: str
+    args: list[str]
+    env: dict[str, str]
+    cwd: str
+
+    def to_json(self) -> bytes:
+        return json.dumps(asdict(self)).encode()
+
+    @classmethod
+    def from_json(cls, data: bytes) -> ForkRequest:
+        return cls(**json.loads(data))
+
+
+@dataclass(frozen=True)
+class ServerMessage:
+    """What the server says: it is `ready` (or could not be: `error`), it `forked` child `pid`,
+    or child `pid` ended (`exited`) with `code` (negative: the signal that ended it)."""
+
+    kind: Literal["ready", "error", "forked", "exited"]
+    pid: int = 0
+    code: int = 0
+    error: str = ""
+
+    def to_json(self) -> bytes:
+        return json.dumps(asdict(self)).encode()
+
+    @classmethod
+    def from_json(cls, data: bytes) -> ServerMessage:
+        return cls(**json.loads(data))
 
 
 class ForkServerError(Exception):
@@ -74,7 +110,7 @@ class ForkServer:
                 start_new_session=True,
             )
         self._channel = ours
-        self._answers: queue.Queue[dict[str, Any]] = queue.Queue()
+        self._answers: queue.Queue[ServerMessage] = queue.Queue()
         self._exits: dict[int, int] = {}
         self._children: set[int] = set()
         self._changed = threading.Condition()
@@ -82,9 +118,9 @@ class ForkServer:
         self.alive = True
         threading.Thread(target=self._read, name="fork-server", daemon=True).start()
         greeting = self._answer(START_TIMEOUT_S)
-        if not greeting.get("ready"):
+        if greeting.kind != "ready":
             self.close()
-            raise ForkServerError(str(greeting.get("error", greeting)))
+            raise ForkServerError(greeting.error)
 
     def spawn(
         self, module: str, args: Sequence[str], env: dict[str, str], cwd: str, stderr: int
@@ -93,17 +129,15 @@ class ForkServer:
         its stderr the file descriptor `stderr`."""
         stdin_read, stdin_write = os.pipe()
         stdout_read, stdout_write = os.pipe()
-        request = {"module": module, "args": list(args), "env": env, "cwd": cwd}
+        request = ForkRequest(module, list(args), env, cwd)
         try:
             with self._spawning:
                 socket.send_fds(
-                    self._channel,
-                    [json.dumps(request).encode()],
-                    [stdin_read, stdout_write, stderr],
+                    self._channel, [request.to_json()], [stdin_read, stdout_write, stderr]
                 )
                 answer = self._answer(_ANSWER_TIMEOUT_S)
-            if "pid" not in answer:
-                raise ForkServerError(str(answer.get("error", answer)))
+            if answer.kind != "forked":
+                raise ForkServerError(answer.error)
         except (OSError, ForkServerError):
             self.alive = False  # no more children from it; those it forked go on
             for fd in (stdin_write, stdout_read):
@@ -112,10 +146,9 @@ class ForkServer:
         finally:
             for fd in (stdin_read, stdout_write):
                 os.close(fd)
-        pid = int(answer["pid"])
         with self._changed:
-            self._children.add(pid)
-        return ForkedChild(self, pid, stdin_write, stdout_read)
+            self._children.add(answer.pid)
+        return ForkedChild(self, answer.pid, stdin_write, stdout_read)
 
     def exit_code(self, pid: int) -> int | None:
         with self._changed:
@@ -137,7 +170,7 @@ class ForkServer:
         self._channel.close()
         self._stderr.close()
 
-    def _answer(self, timeout: float) -> dict[str, Any]:
+    def _answer(self, timeout: float) -> ServerMessage:
         try:
             return self._answers.get(timeout=timeout)
         except queue.Empty:
@@ -151,16 +184,18 @@ class ForkServer:
                 data = b""
             if not data:
                 break
-            message = json.loads(data)
-            if "exit" in message:
+            message = ServerMessage.from_json(data)
+            if message.kind == "exited":
                 with self._changed:
-                    self._exits[int(message["exit"])] = int(message["code"])
+                    self._exits[message.pid] = message.code
                     self._changed.notify_all()
             else:
                 self._answers.put(message)
         # The server is gone, and with it (by their guard) every child it forked.
         self.alive = False
-        self._answers.put({"error": f"the fork server ended: {self._stderr_tail()}"})
+        self._answers.put(
+            ServerMessage("error", error=f"the fork server ended: {self._stderr_tail()}")
+        )
         with self._changed:
             for pid in self._children:
                 self._exits.setdefault(pid, -9)

@@ -4,10 +4,10 @@ child per request, so that a worker starts in milliseconds instead of paying jax
 
     python -m maxkernel_tui.kernels.worker_main maxkernel_tui.kernels.fork_server_process FD
 
-FD is its end of a Unix SOCK_SEQPACKET socket. Messages are JSON: first `{"ready": true}` (or
-`{"error": ...}` and an exit); then, per request `{"module", "args", "env", "cwd"}` carrying the
-child's stdin, stdout and stderr as three file descriptors, an answer `{"pid": N}`; and whenever
-a child ends, `{"exit": pid, "code": returncode}` (negative: the signal that ended it).
+FD is its end of a Unix SOCK_SEQPACKET socket, one JSON message per packet (fork_server.py's
+types): first it is ready (or says why not, and ends); then per `ForkRequest`, which carries the
+child's stdin, stdout and stderr as three file descriptors, the pid it forked; and whenever a
+child ends, its exit code.
 
 Forking is safe because nothing here starts a jax backend (the import itself starts none and no
 thread): each child starts its own. The server refuses to serve if an import started one.
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-import json
 import os
 import runpy
 import selectors
@@ -25,9 +24,8 @@ import signal
 import socket
 import sys
 import tempfile
-from dataclasses import dataclass
-from typing import Any
 
+from maxkernel_tui.kernels.fork_server import ForkRequest, ServerMessage
 from maxkernel_tui.kernels.worker_main import guard_parent
 
 # What every jax worker imports; the workers' own modules bring the rest of this package.
@@ -48,21 +46,13 @@ _MAX_MESSAGE = 1 << 20  # a request carries the child's environment: kilobytes
 _SET_BY_IMPORTS: dict[str, str] = {}
 
 
-@dataclass(frozen=True)
-class ChildJob:
-    """What a forked child runs once it has left the server's loop."""
-
-    module: str
-    args: list[str]
-
-
 def main() -> None:
     channel = socket.socket(fileno=int(sys.argv[1]))
     problem = _preload()
     if problem is not None:
-        _send(channel, {"error": problem})
+        _send(channel, ServerMessage("error", error=problem))
         return
-    _send(channel, {"ready": True})
+    _send(channel, ServerMessage("ready"))
     job = _serve(channel)
     if job is not None:  # this is a forked child: the server's loop is behind it
         sys.exit(_run(job))
@@ -85,7 +75,7 @@ def _preload() -> str | None:
     return None
 
 
-def _serve(channel: socket.socket) -> ChildJob | None:
+def _serve(channel: socket.socket) -> ForkRequest | None:
     """Fork children until the client goes away; returns, in a child only, what it runs."""
     wake_read, wake_write = os.pipe()
     os.set_blocking(wake_write, False)
@@ -103,21 +93,21 @@ def _serve(channel: socket.socket) -> ChildJob | None:
                 message, fds, _, _ = socket.recv_fds(channel, _MAX_MESSAGE, 3)
                 if not message:
                     return None  # the client closed its end
-                request = json.loads(message)
+                request = ForkRequest.from_json(message)
                 settled_read, settled_write = os.pipe()
                 pid = os.fork()
                 if pid == 0:  # the selector closes as this returns
                     for fd in (wake_read, wake_write, settled_read):
                         os.close(fd)
                     _become_child(channel, request, fds, settled_write)
-                    return ChildJob(request["module"], list(request["args"]))
+                    return request
                 for fd in (*fds, settled_write):
                     os.close(fd)
                 # Answer once the child leads its own session: the client may kill its group
                 # from then on (an empty read: it died first).
                 os.read(settled_read, 1)
                 os.close(settled_read)
-                _send(channel, {"pid": pid})
+                _send(channel, ServerMessage("forked", pid=pid))
 
 
 def _report_exits(channel: socket.socket) -> None:
@@ -128,11 +118,11 @@ def _report_exits(channel: socket.socket) -> None:
             return
         if pid == 0:
             return
-        _send(channel, {"exit": pid, "code": os.waitstatus_to_exitcode(status)})
+        _send(channel, ServerMessage("exited", pid=pid, code=os.waitstatus_to_exitcode(status)))
 
 
 def _become_child(
-    channel: socket.socket, request: dict[str, Any], fds: list[int], settled: int
+    channel: socket.socket, request: ForkRequest, fds: list[int], settled: int
 ) -> None:
     """What a fresh `Popen` of the worker would have been: its own session, pipes, directory
     and environment, and a guard that ends it when the server (its parent) is gone."""
@@ -148,16 +138,16 @@ def _become_child(
     sys.stdin = open(0, closefd=False)  # noqa: SIM115  the process's own streams
     sys.stdout = open(1, "w", buffering=1, closefd=False)  # noqa: SIM115
     sys.stderr = open(2, "w", buffering=1, closefd=False)  # noqa: SIM115
-    os.chdir(request["cwd"])
+    os.chdir(request.cwd)
     os.environ.clear()
-    os.environ.update(request["env"])
+    os.environ.update(request.env)
     os.environ.update(_SET_BY_IMPORTS)  # as the worker's own imports would set them
     tempfile.tempdir = None  # read TMPDIR again
-    sys.path[0] = request["cwd"]  # as `python -m` puts the working directory first
+    sys.path[0] = request.cwd  # as `python -m` puts the working directory first
     guard_parent(os.getppid())
 
 
-def _run(job: ChildJob) -> int:
+def _run(job: ForkRequest) -> int:
     sys.argv = [job.module, *job.args]
     module = sys.modules.get(job.module)  # a preloaded worker: its main() is what -m runs
     entry = getattr(module, "main", None)
@@ -168,9 +158,9 @@ def _run(job: ChildJob) -> int:
     return 0
 
 
-def _send(channel: socket.socket, message: dict[str, Any]) -> None:
+def _send(channel: socket.socket, message: ServerMessage) -> None:
     with contextlib.suppress(OSError):  # the client is gone; the loop sees its end closed next
-        channel.send(json.dumps(message).encode())
+        channel.send(message.to_json())
 
 
 if __name__ == "__main__":
