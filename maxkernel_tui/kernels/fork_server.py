@@ -250,6 +250,18 @@ def _server_for(env: dict[str, str]) -> ForkServer | None:
         return server
 
 
+def _forget_servers() -> None:
+    """In a process forked from this one without an exec: the servers and their sockets are the
+    parent's, to be neither used nor closed here."""
+    global _lock
+    _lock = threading.Lock()  # another thread may have held it at the fork
+    _servers.clear()
+    _refused.clear()
+
+
+os.register_at_fork(after_in_child=_forget_servers)
+
+
 @atexit.register
 def _close_servers() -> None:
     with _lock:

@@ -7,6 +7,7 @@ import signal
 
 import pytest
 
+from maxkernel_tui.kernels import fork_server
 from maxkernel_tui.kernels.workers import (
     Limits,
     LineWorker,
@@ -87,3 +88,15 @@ def test_a_dead_server_takes_its_workers_along_and_is_replaced():
         assert again["parent"] not in (server, os.getpid()) and again["jax_already_imported"]
     finally:
         worker.close()
+
+
+@pytest.mark.filterwarnings("ignore:os.fork:RuntimeWarning")  # jax may be imported here
+def test_a_process_forked_from_a_client_does_not_use_its_servers():
+    worker, _ = _probe(jax_worker_env())
+    worker.close()
+    assert fork_server._servers  # this process has one
+    child = os.fork()
+    if child == 0:
+        os._exit(0 if not fork_server._servers else 1)  # forgotten in the child
+    assert os.waitpid(child, 0)[1] == 0
+    assert fork_server._servers  # and kept here
