@@ -16,6 +16,7 @@ thread): each child starts its own. The server refuses to serve if an import sta
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import importlib
 import os
 import runpy
@@ -44,6 +45,7 @@ PRELOAD = (
 )
 _MAX_MESSAGE = 1 << 20  # a request carries the child's environment: kilobytes
 _SET_BY_IMPORTS: dict[str, str] = {}
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
 def main() -> None:
@@ -95,11 +97,12 @@ def _serve(channel: socket.socket) -> ForkRequest | None:
                     return None  # the client closed its end
                 request = ForkRequest.from_json(message)
                 settled_read, settled_write = os.pipe()
+                server = os.getpid()
                 pid = os.fork()
                 if pid == 0:  # the selector closes as this returns
                     for fd in (wake_read, wake_write, settled_read):
                         os.close(fd)
-                    _become_child(channel, request, fds, settled_write)
+                    _become_child(channel, request, fds, settled_write, server)
                     return request
                 for fd in (*fds, settled_write):
                     os.close(fd)
@@ -122,7 +125,7 @@ def _report_exits(channel: socket.socket) -> None:
 
 
 def _become_child(
-    channel: socket.socket, request: ForkRequest, fds: list[int], settled: int
+    channel: socket.socket, request: ForkRequest, fds: list[int], settled: int, server: int
 ) -> None:
     """What a fresh `Popen` of the worker would have been: its own session, pipes, directory
     and environment, and a guard that ends it when the server (its parent) is gone."""
@@ -144,7 +147,17 @@ def _become_child(
     os.environ.update(_SET_BY_IMPORTS)  # as the worker's own imports would set them
     tempfile.tempdir = None  # read TMPDIR again
     sys.path[0] = request.cwd  # as `python -m` puts the working directory first
-    guard_parent(os.getppid())
+    _die_with(server)
+    guard_parent(server)
+
+
+def _die_with(server: int) -> None:
+    """SIGKILL from the kernel when the server ends, even while this child runs native code
+    that holds the GIL (where the guard thread cannot run). The server's single thread forked
+    it, so the signal cannot come from a thread that merely ended."""
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != server:  # it ended before the request took effect
+        os._exit(1)
 
 
 def _run(job: ForkRequest) -> int:

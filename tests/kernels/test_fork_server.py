@@ -90,6 +90,17 @@ def test_a_dead_server_takes_its_workers_along_and_is_replaced():
         worker.close()
 
 
+def test_a_worker_holding_the_gil_still_ends_with_its_server():
+    env = dict(jax_worker_env(), MAXKERNEL_TUI_PROBE_SERVER="gil")  # a server of its own
+    worker, seen = _probe(env)
+    try:
+        assert worker.ask('{"hold_gil": 120}', 60) == {"holding": True}
+        os.kill(seen["parent"], signal.SIGKILL)  # its guard thread cannot run now
+        wait_for(lambda: not _alive(seen["pid"]), 10, what="the kernel's SIGKILL on the worker")
+    finally:
+        worker.close()
+
+
 @pytest.mark.filterwarnings("ignore:os.fork:RuntimeWarning")  # jax may be imported here
 def test_a_process_forked_from_a_client_does_not_use_its_servers():
     worker, _ = _probe(jax_worker_env())

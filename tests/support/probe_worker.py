@@ -1,6 +1,7 @@
 """A worker for the fork server's tests, run as `python -m maxkernel_tui.kernels.worker_main
 tests.support.probe_worker`: says where and how it runs, or ends as asked."""
 
+import ctypes
 import json
 import os
 import resource
@@ -15,6 +16,9 @@ def main() -> None:
         request = json.loads(line)
         if "exit" in request:
             sys.exit(request["exit"])
+        if "hold_gil" in request:  # native code that keeps the GIL: no Python thread runs
+            print(json.dumps({"holding": True}), flush=True)
+            ctypes.PyDLL(None).sleep(request["hold_gil"])
         if request.get("kill"):
             os.kill(os.getpid(), signal.SIGKILL)
         print(
