@@ -15,6 +15,23 @@ from maxkernel_tui.kernels.catalog import describe_tasks
 from maxkernel_tui.kernels.loader import builtin_suite_dir, load_tasks
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Files with heavy tests first, then those with other slow tests, then the rest, each file
+    kept whole and in place within its group: xdist (--dist loadfile) then starts the
+    minutes-long files early instead of ending the run on one process while the other idles."""
+
+    def group(item: pytest.Item) -> int:
+        if item.get_closest_marker("heavy"):
+            return 0
+        return 1 if item.get_closest_marker("slow") else 2
+
+    by_file: dict[str, int] = {}
+    for item in items:
+        file = item.nodeid.split("::")[0]
+        by_file[file] = min(by_file.get(file, 2), group(item))
+    items.sort(key=lambda item: by_file[item.nodeid.split("::")[0]])  # stable
+
+
 @pytest.fixture(scope="session")
 def suite_tasks():
     tasks, errors = load_tasks(builtin_suite_dir())
