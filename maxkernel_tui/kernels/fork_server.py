@@ -151,8 +151,8 @@ class ForkServer:
         return ForkedChild(self, answer.pid, stdin_write, stdout_read)
 
     def exit_code(self, pid: int) -> int | None:
-        with self._changed:
-            return self._exits.get(pid)
+        """The child's exit code once it has ended (taken: ForkedChild keeps it), else None."""
+        return self.wait_exit(pid, 0) if pid in self._exits else None
 
     def wait_exit(self, pid: int, timeout: float | None) -> int:
         with self._changed:
@@ -165,7 +165,7 @@ class ForkServer:
         self.alive = False
         with contextlib.suppress(OSError):
             self._channel.shutdown(socket.SHUT_RDWR)
-        self._process.kill()  # its children see it gone and end (their guard)
+        self._process.kill()  # the kernel then kills its children (PR_SET_PDEATHSIG)
         self._process.wait()
         self._channel.close()
         self._stderr.close()
@@ -191,7 +191,7 @@ class ForkServer:
                     self._changed.notify_all()
             else:
                 self._answers.put(message)
-        # The server is gone, and with it (by their guard) every child it forked.
+        # The server is gone, and with it (PR_SET_PDEATHSIG) every child it forked.
         self.alive = False
         self._answers.put(
             ServerMessage("error", error=f"the fork server ended: {self._stderr_tail()}")

@@ -155,7 +155,7 @@ def _die_with(server: int) -> None:
     """SIGKILL from the kernel when the server ends, even while this child runs native code
     that holds the GIL (where the guard thread cannot run). The server's single thread forked
     it, so the signal cannot come from a thread that merely ended."""
-    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != server:  # it ended before the request took effect
         os._exit(1)
 

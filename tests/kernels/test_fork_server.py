@@ -16,6 +16,7 @@ from maxkernel_tui.kernels.workers import (
     python_module_argv,
     scrubbed_env,
 )
+from tests.support.processes import alive
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.slow  # the server imports jax (two seconds of CPU)
@@ -26,13 +27,6 @@ PROBE = python_module_argv("tests.support.probe_worker")
 def _probe(env: dict[str, str], **options) -> tuple[LineWorker, dict]:
     worker = LineWorker(PROBE, env, **options)
     return worker, worker.ask("{}", 60)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def test_a_jax_worker_is_forked_from_the_server_of_its_environment(tmp_path):
@@ -82,7 +76,7 @@ def test_a_dead_server_takes_its_workers_along_and_is_replaced():
     server = seen["parent"]
     try:
         os.kill(server, signal.SIGKILL)
-        wait_for(lambda: not _alive(seen["pid"]), 10, what="its worker to notice and end")
+        wait_for(lambda: not alive(seen["pid"]), 10, what="its worker to notice and end")
         again = worker.ask("{}", 60)  # the ended worker restarts: from a new server
         assert again["pid"] != seen["pid"]
         assert again["parent"] not in (server, os.getpid()) and again["jax_already_imported"]
@@ -96,7 +90,7 @@ def test_a_worker_holding_the_gil_still_ends_with_its_server():
     try:
         assert worker.ask('{"hold_gil": 120}', 60) == {"holding": True}
         os.kill(seen["parent"], signal.SIGKILL)  # its guard thread cannot run now
-        wait_for(lambda: not _alive(seen["pid"]), 10, what="the kernel's SIGKILL on the worker")
+        wait_for(lambda: not alive(seen["pid"]), 10, what="the kernel's SIGKILL on the worker")
     finally:
         worker.close()
 
