@@ -24,13 +24,15 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import IO, Literal
 
+from maxkernel_tui.kernels.sandbox.policy import POLICY_VARIABLE
+
 SERVER_MODULE = "maxkernel_tui.kernels.fork_server_process"
 WORKER_MAIN = "maxkernel_tui.kernels.worker_main"
 START_TIMEOUT_S = 180.0  # the server's imports, on a loaded machine
 _ANSWER_TIMEOUT_S = 60.0
 _MAX_MESSAGE = 1 << 16
 # Read by the workers when they use them, not by their imports: a server serves any value.
-_LATE_VARIABLES = frozenset({"TMPDIR", "MAXKERNEL_TUI_CACHE_DIR"})
+_LATE_VARIABLES = frozenset({"TMPDIR", "MAXKERNEL_TUI_CACHE_DIR", POLICY_VARIABLE})
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ import sys
 import tempfile
 
 from maxkernel_tui.kernels.fork_server import ForkRequest, ServerMessage
-from maxkernel_tui.kernels.worker_main import guard_parent
+from maxkernel_tui.kernels.worker_main import settle
 
 # What every jax worker imports; the workers' own modules bring the rest of this package.
 PRELOAD = (
@@ -148,7 +148,7 @@ def _become_child(
     tempfile.tempdir = None  # read TMPDIR again
     sys.path[0] = request.cwd  # as `python -m` puts the working directory first
     _die_with(server)
-    guard_parent(server)
+    settle(server)  # the sandbox, entered before anything of the request's module runs
 
 
 def _die_with(server: int) -> None:

@@ -10,12 +10,16 @@ takes. The guard notices the new parent within `POLL_S` and kills the group.
 
 from __future__ import annotations
 
+import json
 import os
 import runpy
 import signal
 import sys
 import threading
 import time
+
+from maxkernel_tui.kernels.sandbox.confine import SandboxUnavailable, confine
+from maxkernel_tui.kernels.sandbox.policy import Layer, SandboxPolicy
 
 POLL_S = 0.25
 
@@ -33,11 +37,29 @@ def guard_parent(parent: int, poll_s: float = POLL_S) -> threading.Thread:
     return thread
 
 
+def settle(parent: int) -> None:
+    """Confine this worker by the sandbox policy in its environment (kernels/sandbox), if it
+    has one, and end it once `parent` is gone: the process left outside the PID namespace
+    watches, else a guard thread. A worker whose sandbox cannot be had says why on its first
+    line (where the caller waits for `ready`) and ends."""
+    policy = SandboxPolicy.from_env()
+    if policy is None:
+        guard_parent(parent)
+        return
+    try:
+        state = confine(policy, parent_alive=lambda: os.getppid() == parent)
+    except SandboxUnavailable as error:
+        print(json.dumps({"error": f"untrusted code refused: {error}"}), flush=True)
+        os._exit(3)
+    if Layer.PID_NAMESPACE not in state.active:
+        guard_parent(parent)
+
+
 def main() -> None:
     if len(sys.argv) < 2:
         raise SystemExit("usage: python -m maxkernel_tui.kernels.worker_main MODULE [ARGS]")
     module, args = sys.argv[1], sys.argv[2:]
-    guard_parent(os.getppid())
+    settle(os.getppid())
     sys.argv = [module, *args]
     runpy.run_module(module, run_name="__main__", alter_sys=True)
 

@@ -5,7 +5,9 @@ the per-request timeout start, so it measures the task and not jax's import.
 The jax side runs in a child process so that the caller never pays jax's import, and so that a
 task whose code hangs, crashes or eats memory takes down only its worker: the request gets an
 error naming what happened, the worker is restarted and the remaining requests go on.
-Children get a scrubbed environment (no credentials) and their own process group.
+Children get a scrubbed environment (no credentials) and their own process group. A worker
+given a `SandboxPolicy` confines itself before it runs anything else (kernels/sandbox): its
+private directory is the only place it may write.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import os
 import queue
 import resource
 import selectors
+import shutil
 import signal
 import subprocess
 import sys
@@ -23,12 +26,17 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from maxkernel_tui.config import cache_dir
 from maxkernel_tui.kernels.fork_server import ForkedChild, forked_child
+from maxkernel_tui.kernels.sandbox.policy import (
+    OPT_OUT_VARIABLE,
+    SandboxPolicy,
+    XlaCache,
+)
 
 XLA_CACHE_BYTES = 2 * 1024**3
 XLA_CACHE_MIN_COMPILE_S = 0.1  # below this a compile costs less than reading its entry
@@ -47,6 +55,7 @@ _INHERITED = (
     "PYTHONPATH",
     "VIRTUAL_ENV",
     "XDG_CACHE_HOME",
+    OPT_OUT_VARIABLE,  # the user's choice to run without the sandbox layers this machine lacks
 )
 
 
@@ -89,6 +98,25 @@ def xla_cache_env() -> dict[str, str]:
     }
 
 
+def sandbox_policy(
+    *,
+    readable: Sequence[Path | str] = (),
+    writable: Sequence[Path | str] = (),
+    xla_cache: XlaCache = XlaCache.OFF,
+    accelerator: bool = False,
+) -> SandboxPolicy:
+    """The policy of a worker that runs code we did not write (a kernel, a task's reference, an
+    imported module): beyond the system's files it reads `readable` and writes `writable` and
+    its private directory (LineWorker adds it). Workers that run kernels get no persistent
+    compilation cache: one they could write would be read by later evaluations."""
+    return SandboxPolicy(
+        writable=tuple(str(p) for p in writable),
+        readable=tuple(str(p) for p in readable),
+        xla_cache=xla_cache,
+        accelerator=accelerator,
+    )
+
+
 class WorkerFailure(Exception):
     """A request whose worker timed out or died; the message says which and why."""
 
@@ -108,6 +136,10 @@ class Limits:
     memory_bytes: int | None = None  # address space (RLIMIT_AS)
     cpu_seconds: int | None = None  # CPU time (RLIMIT_CPU): SIGXCPU past it
 
+    def confined(self, policy: SandboxPolicy) -> SandboxPolicy:
+        """`policy` with these limits: a sandboxed worker sets them on itself."""
+        return replace(policy, memory_bytes=self.memory_bytes, cpu_seconds=self.cpu_seconds)
+
     def apply_to(self, pid: int) -> None:
         # prlimit on the new child rather than a preexec_fn: a preexec_fn forces a plain fork of
         # this (multithreaded) process, which jax warns against; the child runs no task code
@@ -119,7 +151,9 @@ class Limits:
 
 
 class LineWorker:
-    """One child process speaking the line protocol, restartable after a failure."""
+    """One child process speaking the line protocol, restartable after a failure. With a
+    `sandbox` policy it runs confined (kernels/sandbox) in a private directory, its `cwd` when
+    given (the caller's to remove), else one it makes and removes; its limits go in the policy."""
 
     def __init__(
         self,
@@ -128,11 +162,21 @@ class LineWorker:
         *,
         cwd: str | None = None,
         limits: Limits | None = None,
+        sandbox: SandboxPolicy | None = None,
     ) -> None:
         self._argv = list(argv)
         self._env = env
-        self._cwd = cwd
         self._limits = limits
+        self._sandboxed = sandbox is not None
+        self._own_dir = sandbox is not None and cwd is None
+        self._cwd = tempfile.mkdtemp(prefix="mkt-worker-") if self._own_dir else cwd
+        if sandbox is not None:
+            assert self._cwd is not None
+            policy = sandbox.with_paths(writable=(self._cwd,))
+            policy = limits.confined(policy) if limits is not None else policy
+            private = {"TMPDIR": self._cwd, "TPU_LOG_DIR": self._cwd}  # libtpu logs to /tmp
+            self._env = dict(env, **private, **policy.to_env())
+            self._limits = None
         self._proc: subprocess.Popen[bytes] | ForkedChild | None = None
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115  closed by close()
         self._buffer = b""
@@ -182,13 +226,20 @@ class LineWorker:
             self._limits.apply_to(self._proc.pid)
         greeting = self._read_line(STARTUP_TIMEOUT_S)
         if greeting != json.dumps(READY):
-            raise WorkerFailure(f"worker did not start: {greeting[:200]!r}", "protocol")
+            raise WorkerFailure(f"worker did not start: {_startup_problem(greeting)}", "protocol")
+
+    @property
+    def directory(self) -> Path | None:
+        """The worker's private directory (sandboxed workers), where it may write."""
+        return Path(self._cwd) if self._sandboxed and self._cwd is not None else None
 
     def close(self) -> None:
         if self._proc is not None and self._proc.poll() is None:
             _kill_group(self._proc)
         self._proc = None
         self._stderr.close()
+        if self._own_dir and self._cwd is not None:
+            shutil.rmtree(self._cwd, ignore_errors=True)
 
     def kill(self) -> None:
         """Stop the child from another thread; a pending `receive` then fails as "died"."""
@@ -245,10 +296,12 @@ class WarmPool:
         *,
         size: int = 1,
         limits: Limits | None = None,
+        sandbox: SandboxPolicy | None = None,
     ) -> None:
         self._argv = list(argv)
         self._env = env
         self._limits = limits
+        self._sandbox = sandbox
         self._size = size
         # a started worker, or None where a background start failed (take starts its own)
         self._ready: queue.Queue[tuple[LineWorker, Path] | None] = queue.Queue()
@@ -298,7 +351,11 @@ class WarmPool:
     def _spawn(self) -> tuple[LineWorker, Path]:
         workdir = Path(tempfile.mkdtemp(prefix="mkt-worker-"))
         worker = LineWorker(
-            self._argv, dict(self._env, TMPDIR=str(workdir)), cwd=str(workdir), limits=self._limits
+            self._argv,
+            dict(self._env, TMPDIR=str(workdir)),
+            cwd=str(workdir),
+            limits=self._limits,
+            sandbox=self._sandbox,
         )
         worker.start()
         return worker, workdir
@@ -313,6 +370,7 @@ def run_requests(
     env: dict[str, str] | None = None,
     on_answer: Callable[[str, dict[str, Any]], None] | None = None,
     stop: threading.Event | None = None,
+    sandbox: SandboxPolicy | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Send each request to one of `workers` children; failures come back as {"error": ...}.
     Setting `stop` kills the children at once and leaves the requests not yet answered out."""
@@ -325,7 +383,7 @@ def run_requests(
     stopped = stop if stop is not None else threading.Event()
 
     def serve() -> None:
-        worker = LineWorker(argv, env if env is not None else scrubbed_env())
+        worker = LineWorker(argv, env if env is not None else scrubbed_env(), sandbox=sandbox)
         with lock:
             live.append(worker)
         try:
@@ -376,6 +434,18 @@ def _kill_group(proc: subprocess.Popen[bytes] | ForkedChild) -> None:
     with contextlib.suppress(ProcessLookupError):  # it ended on its own
         os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
+
+
+def _startup_problem(greeting: str) -> str:
+    """What a worker said instead of `ready`: its `error` (e.g. a sandbox this machine cannot
+    give, worker_main.settle), else the line itself."""
+    try:
+        said = json.loads(greeting)
+    except json.JSONDecodeError:
+        said = None
+    if isinstance(said, dict) and isinstance(said.get("error"), str):
+        return said["error"]
+    return repr(greeting[:200])
 
 
 def _exit_reason(code: int) -> str:

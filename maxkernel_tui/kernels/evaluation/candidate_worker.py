@@ -40,6 +40,8 @@ from maxkernel_tui.kernels.evaluation.protocol import (
 )
 from maxkernel_tui.kernels.evaluation.report import FAIL, PASS, SKIP, Check, CheckStatus
 from maxkernel_tui.kernels.loader import load_task
+from maxkernel_tui.kernels.sandbox.confine import drain_refusals
+from maxkernel_tui.kernels.sandbox.report import SANDBOX, sandbox_check
 from maxkernel_tui.kernels.targets import TpuTarget
 from maxkernel_tui.kernels.task import CHECK, TaskError
 from maxkernel_tui.kernels.workers import READY
@@ -52,6 +54,10 @@ XLA_REDUCED_FLOOR = 1e6
 
 
 def _emit(event: CandidateEvent) -> None:
+    tried = drain_refusals()  # first, so that a failure the sandbox caused is explained
+    if tried:
+        detail = "the kernel tried what the sandbox refuses: " + "; ".join(tried)
+        print(json.dumps(event_to_json(Check(SANDBOX, FAIL, detail))), flush=True)
     print(json.dumps(event_to_json(event)), flush=True)
 
 
@@ -300,6 +306,7 @@ def main() -> None:
     if not line.strip():
         return
     try:
+        _emit(sandbox_check())
         evaluate_candidate(CandidateRequest.from_json(json.loads(line)))
     except Exception:  # a harness bug must still end the protocol cleanly
         _emit(WorkerProblem(traceback.format_exc(limit=3)[-1500:]))

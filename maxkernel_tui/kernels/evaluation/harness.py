@@ -1,9 +1,10 @@
 """`Harness.evaluate`: the evaluation as a library call. No jax in this process.
 
-The candidate runs in a fresh pre-started process of its own (scrubbed environment, private
-directory, memory and CPU limits, killed with its process group on timeout); the reference
-runs in another process; the outputs are compared here. Cheap checks first, stopping at the
-first failure.
+The candidate runs in a fresh pre-started process of its own, in the OS sandbox (scrubbed
+environment, namespaces, Landlock, seccomp: kernels/sandbox; a private directory, memory and CPU
+limits, killed with its process group on timeout); the reference runs in another sandboxed
+process; both read a snapshot of the task taken before either starts (snapshot.py), and the
+outputs are compared here. Cheap checks first, stopping at the first failure.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import json
 import secrets
 import shutil
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -35,11 +37,13 @@ from maxkernel_tui.kernels.evaluation.protocol import (
 )
 from maxkernel_tui.kernels.evaluation.provenance import verdict_inputs
 from maxkernel_tui.kernels.evaluation.report import EDGE, FAIL, PASS, SKIP, Check, EvalReport
+from maxkernel_tui.kernels.evaluation.snapshot import TaskSnapshot, snapshot_task
 from maxkernel_tui.kernels.evaluation.static_checks import static_problems
 from maxkernel_tui.kernels.evaluation.timing import timing_check, tpu_present
 from maxkernel_tui.kernels.limits import file_oversize_problem
+from maxkernel_tui.kernels.sandbox.policy import XlaCache
 from maxkernel_tui.kernels.targets import DEFAULT_TARGET
-from maxkernel_tui.kernels.task import CHECK, HELDOUT, Task
+from maxkernel_tui.kernels.task import CHECK, HELDOUT, Task, TaskError
 from maxkernel_tui.kernels.workers import (
     Limits,
     LineWorker,
@@ -47,6 +51,7 @@ from maxkernel_tui.kernels.workers import (
     WorkerFailure,
     jax_worker_env,
     python_module_argv,
+    sandbox_policy,
 )
 
 GIB = 1024**3
@@ -91,18 +96,27 @@ class Harness:
         self, *, pool_size: int = 1, memory_bytes: int = 8 * GIB, cpu_seconds: int = 3600
     ) -> None:
         self.memory_bytes = memory_bytes
+        # Task snapshots, read by both workers and written by neither.
+        self._snapshots = Path(tempfile.mkdtemp(prefix="mkt-snapshots-"))
         self._candidates = WarmPool(
             python_module_argv(_CANDIDATE_WORKER),
             jax_worker_env(),
             size=pool_size,
             limits=Limits(memory_bytes=memory_bytes, cpu_seconds=cpu_seconds),
+            sandbox=sandbox_policy(readable=(self._snapshots,)),
         )
-        self._reference = LineWorker(python_module_argv(_REFERENCE_WORKER), jax_worker_env())
+        # The reference runs task code only: it may share the compilation cache.
+        self._reference = LineWorker(
+            python_module_argv(_REFERENCE_WORKER),
+            jax_worker_env(),
+            sandbox=sandbox_policy(readable=(self._snapshots,), xla_cache=XlaCache.SHARED),
+        )
         self._reference_lock = threading.Lock()
 
     def close(self) -> None:
         self._candidates.close()
         self._reference.close()
+        shutil.rmtree(self._snapshots, ignore_errors=True)
 
     def __enter__(self) -> Harness:
         return self
@@ -127,6 +141,27 @@ class Harness:
         source = _read_source(kernel, report)
         if source is None or not _static_check(source, kernel, task, report):
             return report
+        try:
+            snapshot = snapshot_task(task, self._snapshots)
+        except (OSError, TaskError) as error:
+            report.add(Check("trace", FAIL, f"cannot snapshot the task: {error}"))
+            return report
+        self._judge(kernel, source, snapshot, options, report)
+        if (change := snapshot.change()) is not None:
+            detail = f"the task changed during the evaluation ({change}): its verdict is void"
+            report.add(Check("task", FAIL, detail))
+        return report
+
+    def _judge(
+        self,
+        kernel: Path,
+        source: str,
+        snapshot: TaskSnapshot,
+        options: EvalOptions,
+        report: EvalReport,
+    ) -> None:
+        """Every check after the static one, on the snapshot of the task."""
+        task = snapshot.task
         runs = _numerics_plan(task, options, report)
         report.inputs = verdict_inputs(task, runs)
         extra = _extra_configs(task, options)
@@ -141,15 +176,16 @@ class Harness:
             (workdir / "kernel.py").write_text(
                 source
             )  # the candidate never sees its original folder
+            expert = is_expert(kernel, snapshot.original)
             events = self._run_candidate(
-                worker, workdir, task, options, runs, extra, report, is_expert(kernel, task)
+                worker, workdir, task, options, runs, extra, report, expert
             )
             # its job is done: free its memory before the reference runs (finally is a no-op then)
             worker.close()
             # production shapes, where the candidate found them affordable (production_checks)
             runs += [key for key in events if key not in runs]
             if report.failure is None and runs:
-                self._check_numerics(task, runs, extra, events, workdir, report)
+                self._check_numerics(task, runs, extra, events, report)
             if report.failure is None and options.extra_configs and not extra:
                 report.add(
                     Check(
@@ -162,11 +198,10 @@ class Harness:
             if report.failure is None and not options.edges_only:
                 check, report.timings = timing_check(workdir / "kernel.py", task, options.timeout)
                 report.add(check)
-                _compare_with_expert(kernel, workdir / "kernel.py", task, options, report)
+                _compare_with_expert(kernel, workdir / "kernel.py", snapshot, options, report)
         finally:
             worker.close()
             shutil.rmtree(workdir, ignore_errors=True)
-        return report
 
     def _run_candidate(
         self,
@@ -224,19 +259,34 @@ class Harness:
         runs: list[Run],
         extra: dict[str, dict[str, int]],
         candidate_runs: dict[Run, NumericsRun],
-        workdir: Path,
         report: EvalReport,
     ) -> None:
         reference_started = time.monotonic()
-        reference_dir = workdir / "reference"
-        reference_dir.mkdir()
-        request = ReferenceRequest(str(task.folder), runs, str(reference_dir), extra)
         with self._reference_lock:
+            # where the reference worker may write; no candidate can
+            assert self._reference.directory is not None
+            reference_dir = Path(tempfile.mkdtemp(dir=self._reference.directory))
+            request = ReferenceRequest(str(task.folder), runs, str(reference_dir), extra)
             try:
                 raw = self._reference.ask(json.dumps(request.to_json()), timeout=1800)
                 answer = ReferenceAnswer.from_json(raw)
             except WorkerFailure as failure:
                 answer = ReferenceAnswer(error=f"reference process failed: {failure}")
+        try:
+            self._compare(task, runs, extra, candidate_runs, answer, reference_started, report)
+        finally:
+            shutil.rmtree(reference_dir, ignore_errors=True)
+
+    def _compare(
+        self,
+        task: Task,
+        runs: list[Run],
+        extra: dict[str, dict[str, int]],
+        candidate_runs: dict[Run, NumericsRun],
+        answer: ReferenceAnswer,
+        reference_started: float,
+        report: EvalReport,
+    ) -> None:
         if answer.error is not None:
             report.add(Check("numerics", FAIL, f"cannot compute the reference: {answer.error}"))
             return
@@ -266,11 +316,12 @@ class Harness:
 
 
 def _compare_with_expert(
-    kernel: Path, copy: Path, task: Task, options: EvalOptions, report: EvalReport
+    kernel: Path, copy: Path, snapshot: TaskSnapshot, options: EvalOptions, report: EvalReport
 ) -> None:
     """The kernel beside the task's expert: measured with the timing on a TPU, else estimated."""
+    task = snapshot.task
     expert = task.expert_path
-    if expert is None or is_expert(kernel, task):
+    if expert is None or is_expert(kernel, snapshot.original):
         return
     report.expert = measured(expert.name, report.timings)
     if report.expert is None and not tpu_present():

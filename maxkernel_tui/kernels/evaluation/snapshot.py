@@ -1,0 +1,100 @@
+"""A task as it was when its evaluation began: its folder's files copied and hashed before any
+code we did not write runs, so that the reference's outputs come from the copy, workers read
+the copy (never the task folder's path) and a task file that changes during the evaluation
+voids it. No jax here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from maxkernel_tui.kernels.task import Task, TaskError
+
+MAX_FILES = 256
+MAX_BYTES = 64 * 1024**2
+_SKIPPED_DIRS = {"__pycache__", ".git", ".ipynb_checkpoints"}
+
+
+@dataclass(frozen=True)
+class TaskSnapshot:
+    original: Task
+    task: Task  # the same task, read from the copy
+    digest: str  # of every file's relative path and content
+
+    def change(self) -> str | None:
+        """How the original folder differs from the copy now (a file named), else None."""
+        try:
+            files = _task_files(self.original.folder)
+        except TaskError as error:
+            return error.problem
+        copied = _task_files(self.task.folder)
+        for relative in sorted(set(files) | set(copied)):
+            if relative not in files:
+                return f"{relative} was removed"
+            if relative not in copied:
+                return f"{relative} was added"
+            if _file_digest(files[relative]) != _file_digest(copied[relative]):
+                return f"{relative} was modified"
+        return None
+
+
+def snapshot_task(task: Task, root: Path) -> TaskSnapshot:
+    """Copy `task`'s folder under `root` (once per content: a copy with the same digest is
+    reused) and return the task read from the copy; TaskError for a folder too large to copy."""
+    files = _task_files(task.folder)
+    digest = _folder_digest(files)
+    safe_id = re.sub(r"[^A-Za-z0-9_.-]", "_", task.task_id)[:60]
+    copy = root / f"{safe_id}-{digest[:20]}"
+    if not copy.is_dir():
+        staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=root))
+        for relative, path in files.items():
+            target = staging / relative
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, target)
+            target.chmod(0o444)
+        try:
+            staging.rename(copy)
+        except OSError:  # another evaluation made the same copy first
+            shutil.rmtree(staging, ignore_errors=True)
+    expert = task.expert_path
+    if expert is not None and expert.resolve().is_relative_to(task.folder.resolve()):
+        expert = copy / expert.resolve().relative_to(task.folder.resolve())
+    return TaskSnapshot(task, replace(task, folder=copy, expert_path=expert), digest)
+
+
+def _task_files(folder: Path) -> dict[str, Path]:
+    """Every regular file of the task folder by relative path (links are not followed)."""
+    found: dict[str, Path] = {}
+    total = 0
+    for base, dirs, names in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if d not in _SKIPPED_DIRS)
+        for name in sorted(names):
+            path = Path(base) / name
+            if path.is_symlink() or not path.is_file() or name.endswith(".pyc"):
+                continue
+            total += path.stat().st_size
+            found[str(path.relative_to(folder))] = path
+            if len(found) > MAX_FILES or total > MAX_BYTES:
+                raise TaskError(
+                    folder,
+                    f"too large to snapshot for an evaluation (over {MAX_FILES} files or "
+                    f"{MAX_BYTES // 1024**2} MiB): keep the task's files in a folder of their own",
+                )
+    return found
+
+
+def _file_digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _folder_digest(files: dict[str, Path]) -> str:
+    digest = hashlib.sha256()
+    for relative in sorted(files):
+        digest.update(relative.encode() + b"\0" + _file_digest(files[relative]).encode())
+    return digest.hexdigest()

@@ -1,0 +1,143 @@
+"""What a sandboxed worker may touch, as data that crosses from the caller to the worker process
+(an environment variable: it holds paths and limits, never secrets). No jax here.
+
+The caller builds a `SandboxPolicy` per worker: the directories it may write (its private
+directory), the directories it may read beyond what Python, jax and libtpu need (a task's
+snapshot), its resource limits and whether it may see this machine's accelerator. The worker
+reads the policy back (`SandboxPolicy.from_env`) and confines itself before any code we did not
+write is touched (sandbox/confine.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import site
+import sys
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from pathlib import Path
+
+POLICY_VARIABLE = "MAXKERNEL_TUI_SANDBOX"
+# Set by the user (flag or setting) to run untrusted code without the layers this machine lacks.
+OPT_OUT_VARIABLE = "MAXKERNEL_TUI_NO_SANDBOX"
+DEFAULT_MAX_PROCESSES = 1024  # threads count: XLA's pools on a large TPU host run hundreds
+
+
+class Layer(StrEnum):
+    """The sandbox's layers, each stopping its own class of attack (README, Sandbox)."""
+
+    USER_NAMESPACE = "user namespace"
+    PID_NAMESPACE = "pid namespace"
+    PRIVATE_PROC = "private /proc"
+    NETWORK_NAMESPACE = "network namespace"
+    LANDLOCK_FILES = "landlock files"
+    LANDLOCK_NETWORK = "landlock tcp"
+    LANDLOCK_SCOPES = "landlock signal and abstract-socket scopes"
+    SECCOMP = "seccomp"
+    NO_NEW_PRIVS = "no_new_privs"
+    PROCESS_LIMIT = "process limit"
+
+
+# Without these, the guarantees of DESIGN.md §4 do not hold: untrusted code is refused.
+REQUIRED_LAYERS = frozenset(
+    {
+        Layer.USER_NAMESPACE,
+        Layer.PID_NAMESPACE,
+        Layer.NETWORK_NAMESPACE,
+        Layer.LANDLOCK_FILES,
+        Layer.SECCOMP,
+        Layer.NO_NEW_PRIVS,
+    }
+)
+
+
+class XlaCache(StrEnum):
+    """What a worker may do with jax's persistent compilation cache: a cache a candidate could
+    write would be read by later evaluations, so workers that run kernels get none."""
+
+    OFF = "off"
+    SHARED = "shared"  # read and write the user's cache (workers that run task code only)
+
+
+@dataclass(frozen=True)
+class SandboxPolicy:
+    writable: tuple[str, ...]  # read-write directories: the worker's private directory
+    readable: tuple[str, ...] = ()  # read-only beyond the system's: a task's snapshot
+    memory_bytes: int | None = None  # RLIMIT_AS
+    cpu_seconds: int | None = None  # RLIMIT_CPU
+    max_processes: int = DEFAULT_MAX_PROCESSES  # processes and threads in the worker's namespace
+    accelerator: bool = False  # the TPU's device files (timing and device traces on a TPU VM)
+    xla_cache: XlaCache = XlaCache.OFF
+    system: tuple[str, ...] = field(default_factory=lambda: system_readable())
+
+    def to_env(self) -> dict[str, str]:
+        return {POLICY_VARIABLE: json.dumps(asdict(self))}
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> SandboxPolicy | None:
+        text = (os.environ if env is None else env).get(POLICY_VARIABLE)
+        if not text:
+            return None
+        data = json.loads(text)
+        for name in ("writable", "readable", "system"):
+            data[name] = tuple(data[name])
+        data["xla_cache"] = XlaCache(data["xla_cache"])
+        return cls(**data)
+
+    def with_paths(
+        self, *, writable: tuple[Path | str, ...] = (), readable: tuple[Path | str, ...] = ()
+    ) -> SandboxPolicy:
+        return SandboxPolicy(
+            writable=self.writable + tuple(str(p) for p in writable),
+            readable=self.readable + tuple(str(p) for p in readable),
+            memory_bytes=self.memory_bytes,
+            cpu_seconds=self.cpu_seconds,
+            max_processes=self.max_processes,
+            accelerator=self.accelerator,
+            xla_cache=self.xla_cache,
+            system=self.system,
+        )
+
+
+def opted_out(env: Mapping[str, str] | None = None) -> bool:
+    return (os.environ if env is None else env).get(OPT_OUT_VARIABLE, "") not in ("", "0")
+
+
+_PACKAGE_PARENT = Path(__file__).resolve().parents[3]
+# System files a Python process with jax and libtpu reads; none holds a user's secret.
+_SYSTEM_PATHS = (
+    "/usr",
+    "/lib",
+    "/lib64",
+    "/bin",
+    "/etc/ld.so.cache",
+    "/etc/localtime",
+    "/etc/nsswitch.conf",
+    "/etc/passwd",  # getpwuid (the home directory of the uid); no password is in it
+    "/etc/os-release",
+    "/dev/null",
+    "/dev/zero",
+    "/dev/urandom",
+    "/dev/random",
+    "/sys/devices/system/cpu",  # CPU counts and caches (XLA's thread pools)
+    "/sys/fs/cgroup",  # the CPU quota
+)
+
+
+def system_readable() -> tuple[str, ...]:
+    """What every sandboxed worker reads: the system's libraries, this Python (its prefixes and
+    the directories its imports come from) and this package. Never the home directory itself."""
+    home = Path.home().resolve()
+    places = [*_SYSTEM_PATHS, sys.prefix, sys.base_prefix, sys.exec_prefix, str(_PACKAGE_PARENT)]
+    places += site.getsitepackages() + [p for p in sys.path[1:] if p]
+    places += [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    chosen: list[str] = []
+    for place in places:
+        resolved = Path(place).resolve()
+        if resolved in (home, Path("/")) or not resolved.exists():
+            continue
+        if str(resolved) not in chosen:
+            chosen.append(str(resolved))
+    return tuple(chosen)
