@@ -20,9 +20,15 @@ from typing import Any
 from maxkernel_tui.config import cache_dir
 from maxkernel_tui.kernels.description import TaskDescription
 from maxkernel_tui.kernels.perf.analysis import ReferenceCost
+from maxkernel_tui.kernels.sandbox.policy import XlaCache
 from maxkernel_tui.kernels.targets import DEFAULT_TARGET
 from maxkernel_tui.kernels.task import Task
-from maxkernel_tui.kernels.workers import jax_worker_env, python_module_argv, run_requests
+from maxkernel_tui.kernels.workers import (
+    jax_worker_env,
+    python_module_argv,
+    run_requests,
+    sandbox_policy,
+)
 
 # Of the worker's JSON answer (TaskDescription.to_json): bump when it changes, so cached
 # descriptions are redone.
@@ -74,6 +80,10 @@ def describe_tasks(
             env=jax_worker_env(),
             on_answer=record,
             stop=stop,
+            # task code runs there: sandboxed, reading the tasks' folders
+            sandbox=sandbox_policy(
+                readable=tuple(t.folder for t in missing.values()), xla_cache=XlaCache.SHARED
+            ),
         )
     return {t.task_id: descriptions[t.task_id] for t in tasks if t.task_id in descriptions}
 

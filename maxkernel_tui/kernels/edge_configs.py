@@ -19,12 +19,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from maxkernel_tui.kernels.sandbox.policy import XlaCache
 from maxkernel_tui.kernels.task import CHECK, Task
 from maxkernel_tui.kernels.workers import (
     LineWorker,
     WorkerFailure,
     jax_worker_env,
     python_module_argv,
+    sandbox_policy,
 )
 
 EdgeConfig = tuple[str, dict[str, int]]
@@ -130,7 +132,9 @@ def validate_edge_configs(
             seen.add(name)
             pending.append((name, params))
     if pending:
-        worker = LineWorker(python_module_argv(_WORKER), jax_worker_env())
+        # the task's own code runs there: sandboxed, sharing the compilation cache
+        policy = sandbox_policy(readable=(task.folder,), xla_cache=XlaCache.SHARED)
+        worker = LineWorker(python_module_argv(_WORKER), jax_worker_env(), sandbox=policy)
         try:
             for name, params in pending:
                 problem = _ask_worker(

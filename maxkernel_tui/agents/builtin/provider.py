@@ -29,12 +29,14 @@ from maxkernel_tui.agents.llm.types import (
 )
 from maxkernel_tui.agents.roles.context import StepContext
 from maxkernel_tui.config import cache_dir
+from maxkernel_tui.kernels.sandbox.policy import XlaCache
 from maxkernel_tui.kernels.targets import DEFAULT_TARGET
 from maxkernel_tui.kernels.workers import (
     LineWorker,
     WorkerFailure,
     jax_worker_env,
     python_module_argv,
+    sandbox_policy,
 )
 
 MODEL = "builtin"
@@ -82,7 +84,11 @@ class BuiltinProvider:
             if self._worker is None:
                 # the cache dir: the worker reads the reference's cost from the task catalog
                 env = dict(jax_worker_env(), MAXKERNEL_TUI_CACHE_DIR=str(cache_dir()))
-                self._worker = LineWorker(python_module_argv(WORKER_MODULE), env)
+                # the task's code runs there (its jaxpr is read): sandboxed, reading the task
+                policy = sandbox_policy(
+                    readable=(step.task_dir, cache_dir()), xla_cache=XlaCache.SHARED
+                )
+                self._worker = LineWorker(python_module_argv(WORKER_MODULE), env, sandbox=policy)
             try:
                 data = await asyncio.to_thread(
                     self._worker.ask, json.dumps(step.to_request(step.role)), self._step_timeout_s

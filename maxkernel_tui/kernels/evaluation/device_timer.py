@@ -20,7 +20,12 @@ from maxkernel_tui.kernels.perf.calibration import (
     record_measurement,
 )
 from maxkernel_tui.kernels.task import Task
-from maxkernel_tui.kernels.workers import LineWorker, device_worker_env, python_module_argv
+from maxkernel_tui.kernels.workers import (
+    LineWorker,
+    device_worker_env,
+    python_module_argv,
+    sandbox_policy,
+)
 
 TIMING_WORKER = "maxkernel_tui.kernels.evaluation.timing_worker"
 
@@ -44,7 +49,9 @@ def run_timing_worker(
         None if expert is None else str(expert),
     )
     with device_turn(timeout):  # the TPU is this process's alone while it times
-        worker = LineWorker(python_module_argv(TIMING_WORKER), device_worker_env())
+        readable = (Path(kernel).parent, task.folder) + (() if expert is None else (expert,))
+        policy = sandbox_policy(readable=readable, accelerator=True)
+        worker = LineWorker(python_module_argv(TIMING_WORKER), device_worker_env(), sandbox=policy)
         try:
             return TimingAnswer.from_json(worker.ask(json.dumps(request.to_json()), timeout))
         finally:

@@ -6,6 +6,10 @@ touch clocks, the environment, processes, files, the import system, the referenc
 harness; it may not patch library attributes, keep global state or call back into Python from
 device code. Each rule answers one known way of fooling a harness.
 
+These rules are fast, readable feedback for agents, not the defence: numpy and jax alone give
+file, URL and pickle I/O and re-export `os`, so what a candidate can reach is decided by the OS
+sandbox its worker runs in (kernels/sandbox); no guarantee rests on the rules.
+
 The rules judge what importing the file runs (its module-level statements) and every top-level
 function or class the entry point can reach; reachability is conservative: any reference to a
 name counts. So a JAXBench expert file's unused `benchmark()` timing helper and its `__main__`
@@ -69,6 +73,24 @@ _FORBIDDEN_CALLS = {
     "input": "reads standard input",
 }
 
+# Functions of numpy (and jax.numpy) that read or write files, open URLs or unpickle.
+_FILE_FUNCTIONS = {
+    "load",
+    "save",
+    "savez",
+    "savez_compressed",
+    "savetxt",
+    "loadtxt",
+    "genfromtxt",
+    "fromfile",
+    "fromregex",
+    "memmap",
+    "DataSource",
+    "open_memmap",
+}
+_ARRAY_FILE_METHODS = {"tofile", "dump", "dumps"}
+_ATTRIBUTE_BY_NAME = {"attrgetter", "methodcaller"}
+
 # Attribute paths that escape device code or change the numerics under the harness.
 _FORBIDDEN_ATTRIBUTES = {
     "pure_callback": "calls back into Python from device code",
@@ -102,9 +124,11 @@ def static_problems(
         problems.append(f"does not define a top-level {wanted}")
         judged = tree.body  # nothing is reachable: say everything that is wrong
     imported_names = _imported_names(tree)
+    modules = _module_aliases(tree)
     for statement in judged:
         for node in ast.walk(statement):
             problems.extend(_node_problems(node, imported_names))
+            problems.extend(_reach_problems(node, modules))
     return list(dict.fromkeys(problems))  # one line per distinct problem, in source order
 
 
@@ -166,6 +190,72 @@ def _imported_names(tree: ast.Module) -> set[str]:
     return names
 
 
+def _module_aliases(tree: ast.Module) -> dict[str, str]:
+    """Each name bound by an import to the module it stands for: `np` -> numpy,
+    `jnp` -> jax.numpy (`from jax import numpy as jnp` too)."""
+    aliases: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    aliases[alias.asname] = alias.name
+                else:
+                    aliases[alias.name.split(".")[0]] = alias.name.split(".")[0]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for alias in node.names:
+                aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    return aliases
+
+
+def _reach_problems(node: ast.AST, modules: dict[str, str]) -> list[str]:
+    """Routes from allowed modules to what they re-export: a forbidden or private module
+    imported by name, numpy's file, URL and pickle functions, attributes by dunder strings."""
+    line = getattr(node, "lineno", "?")
+    if isinstance(node, ast.ImportFrom) and not node.level:
+        for alias in node.names:
+            if alias.name in _WHY_MODULE or alias.name.startswith("_"):
+                return [
+                    f"reaches `{alias.name}` through `{node.module}` "
+                    f"(`from {node.module} import {alias.name}` at line {line})"
+                ]
+    if isinstance(node, ast.Attribute):
+        path = _dotted(node, modules)
+        in_numpy = path is not None and path.startswith(("numpy.", "jax.numpy."))
+        if in_numpy and node.attr in _FILE_FUNCTIONS:
+            return [f"reads or writes files (`{ast.unparse(node)}` at line {line})"]
+        if node.attr in _ARRAY_FILE_METHODS:
+            return [f"writes or pickles arrays (`.{node.attr}` at line {line})"]
+    if isinstance(node, ast.Call) and _callee_name(node) in _ATTRIBUTE_BY_NAME:
+        for argument in node.args:
+            if not (isinstance(argument, ast.Constant) and isinstance(argument.value, str)):
+                return [
+                    f"looks up attributes by computed name (`{_callee_name(node)}` at line {line})"
+                ]
+            if "__" in argument.value:
+                return [f"reaches `{argument.value}` by name (line {line})"]
+    return []
+
+
+def _dotted(node: ast.Attribute, modules: dict[str, str]) -> str | None:
+    """`np.lib.npyio.load` -> "numpy.lib.npyio.load" where `np` names numpy, else None."""
+    parts = [node.attr]
+    value: ast.AST = node.value
+    while isinstance(value, ast.Attribute):
+        parts.append(value.attr)
+        value = value.value
+    if not isinstance(value, ast.Name) or value.id not in modules:
+        return None
+    return ".".join([modules[value.id], *reversed(parts)])
+
+
+def _callee_name(node: ast.Call) -> str | None:
+    if isinstance(node.func, ast.Name):
+        return node.func.id
+    if isinstance(node.func, ast.Attribute):
+        return node.func.attr
+    return None
+
+
 def _node_problems(node: ast.AST, imported_names: set[str]) -> list[str]:
     line = getattr(node, "lineno", "?")
     if isinstance(node, ast.Import):
@@ -219,6 +309,9 @@ def _module_problem(module: str, line: object) -> str | None:
     top = module.lstrip(".").split(".")[0]
     if module.startswith("."):
         return f"imports from its own folder (`{module}` at line {line})"
+    private = next((part for part in module.split(".")[1:] if part.startswith("_")), None)
+    if top in ALLOWED_MODULES and private is not None:
+        return f"imports a private module (`{module}` at line {line})"
     if top in ALLOWED_MODULES:
         return None
     why = _WHY_MODULE.get(top, "imports a module outside the allowed set")

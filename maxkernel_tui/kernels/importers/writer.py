@@ -22,12 +22,14 @@ from maxkernel_tui.kernels.derive.plan import plan_derivation
 from maxkernel_tui.kernels.derive.render import our_format
 from maxkernel_tui.kernels.description import TaskDescription
 from maxkernel_tui.kernels.importers import PlainTaskSource, TaskImportError
+from maxkernel_tui.kernels.sandbox.policy import XlaCache
 from maxkernel_tui.kernels.task import REFERENCE_PY, TASK_YAML
 from maxkernel_tui.kernels.workers import (
     LineWorker,
     WorkerFailure,
     jax_worker_env,
     python_module_argv,
+    sandbox_policy,
 )
 
 VALIDATE_TIMEOUT_S = 600.0
@@ -103,7 +105,9 @@ def validate_folder(folder: Path) -> TaskDescription:
     """Shapes of every configuration (eval_shape) and a run of the reference on each derived
     one (finite outputs), in the describe worker; TaskImportError saying what failed."""
     worker = LineWorker(
-        python_module_argv("maxkernel_tui.kernels.describe", "--no-cost"), jax_worker_env()
+        python_module_argv("maxkernel_tui.kernels.describe", "--no-cost"),
+        jax_worker_env(),
+        sandbox=sandbox_policy(readable=(folder,), xla_cache=XlaCache.SHARED),
     )
     try:
         answer = worker.ask(str(folder), VALIDATE_TIMEOUT_S)

@@ -30,6 +30,7 @@ from maxkernel_tui.kernels.workers import (
     device_worker_env,
     jax_worker_env,
     python_module_argv,
+    sandbox_policy,
 )
 
 DEFAULT_TARGETS = ("v5e", "v6e")
@@ -131,6 +132,11 @@ def _ask_worker(workdir: Path, request: ProfileRequest, timeout: float) -> Profi
                 dict(env, TMPDIR=str(workdir)),
                 cwd=str(workdir),
                 limits=Limits(memory_bytes=8 * GIB),
+                sandbox=sandbox_policy(
+                    readable=(request.task,),
+                    writable=(Path(request.trace_dir).parent,),
+                    accelerator=on_tpu,
+                ),
             )
             try:
                 answer = worker.ask(json.dumps(request.to_json()), timeout)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import subprocess
+import tempfile
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from maxkernel_tui.kernels.importers import TaskImportError
 from maxkernel_tui.kernels.porting.emit import render_reference
 from maxkernel_tui.kernels.porting.sources import harness_sizes
 from maxkernel_tui.kernels.porting.values import Translation
-from maxkernel_tui.kernels.workers import jax_worker_env, python_module_argv
+from maxkernel_tui.kernels.workers import jax_worker_env, python_module_argv, sandbox_policy
 
 WORKER_MODULE = "maxkernel_tui.kernels.porting.torch_worker"
 TIMEOUT_S = 180.0
@@ -84,19 +85,24 @@ def at_sizes(translation: Translation, sizes: dict[str, int]) -> Translation:
 
 def run_comparison(request: ComparisonRequest, timeout_s: float = TIMEOUT_S) -> Comparison:
     """Runs the worker; any failure of the worker itself is a `Comparison` with `error`."""
-    try:
-        done = subprocess.run(
-            python_module_argv(WORKER_MODULE),
-            input=json.dumps(asdict(request)),
-            capture_output=True,
-            text=True,
-            env=jax_worker_env(),
-            timeout=timeout_s,
-            start_new_session=True,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        return Comparison(False, float("nan"), 0, error=f"the comparison took over {timeout_s} s")
+    # the module's code runs there: sandboxed, in a private directory
+    with tempfile.TemporaryDirectory(prefix="mkt-torch-") as private:
+        policy = sandbox_policy(writable=(private,))
+        try:
+            done = subprocess.run(
+                python_module_argv(WORKER_MODULE),
+                input=json.dumps(asdict(request)),
+                capture_output=True,
+                text=True,
+                env=dict(jax_worker_env(), TMPDIR=private, **policy.to_env()),
+                cwd=private,
+                timeout=timeout_s,
+                start_new_session=True,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            error = f"the comparison took over {timeout_s} s"
+            return Comparison(False, float("nan"), 0, error=error)
     lines = done.stdout.strip().splitlines()
     if done.returncode != 0 or not lines:
         tail = " | ".join(done.stderr.strip().splitlines()[-3:])
