@@ -28,6 +28,7 @@ def test_eval_accepts_an_honest_kernel_with_a_json_report():
     )
     assert [c["name"] for c in report["checks"]] == [
         "static",
+        "sandbox",
         "trace",
         "tpu_lower",
         "tpu_compile",

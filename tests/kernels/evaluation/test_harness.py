@@ -59,6 +59,7 @@ def test_honest_kernels_are_accepted(harness, suite_tasks, task_id):
     expert = ["expert"] if task.expert_path else []
     assert [c.name for c in report.checks] == [
         "static",
+        "sandbox",
         "trace",
         "tpu_lower",
         "tpu_compile",
@@ -115,7 +116,7 @@ def test_sanity_run_of_a_reference_against_itself(harness, suite_tasks):
     task = find_task("13p", suite_tasks)
     report = harness.evaluate(task.reference_path, task, EvalOptions(require_pallas=False, seeds=1))
     assert report.verdict == "accepted", report.failure
-    assert "sanity run" in report.checks[1].detail
+    assert "sanity run" in report.checks[2].detail
 
 
 EDGE_HIDDEN = (
