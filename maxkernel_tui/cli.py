@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 from pathlib import Path
@@ -20,7 +21,7 @@ from maxkernel_tui.commands import (
     settings,
     tasks,
 )
-from maxkernel_tui.config import ConfigError
+from maxkernel_tui.config import ConfigError, add_settings_flags
 from maxkernel_tui.kernels.executors.errors import ClusterError
 from maxkernel_tui.kernels.task import TaskError
 from maxkernel_tui.store import StoreError
@@ -47,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="reopen a session in the workbench: an id or a unique prefix of one "
         "(default: the most recent session)",
     )
+    add_settings_flags(parser, ("sandbox",))
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     where = argparse.ArgumentParser(add_help=False)
     where.add_argument(
@@ -72,6 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        _choose_sandbox(getattr(args, "sandbox", None))
         if args.command is None:
             return _open_app(args.task, args.resume)
         _stop_on_term_and_hangup()
@@ -81,6 +84,16 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:  # Ctrl-C, SIGTERM or SIGHUP in a command that does not say more
         return 130
+
+
+def _choose_sandbox(flag: str | None) -> None:
+    """The `sandbox` setting (flag, variable or file) reaches every worker through the
+    variable, which scrubbed environments keep."""
+    from maxkernel_tui.config import load_settings
+    from maxkernel_tui.kernels.sandbox.policy import OPT_OUT, OPT_OUT_VARIABLE
+
+    if load_settings({"sandbox": flag}).sandbox == OPT_OUT:
+        os.environ[OPT_OUT_VARIABLE] = OPT_OUT
 
 
 def _stop_on_term_and_hangup() -> None:

@@ -127,6 +127,13 @@ def _target(value: Any) -> str:
     return _text(value).lower()
 
 
+def _on_off(value: Any) -> str:
+    chosen = _text(value).lower()
+    if chosen not in ("on", "off"):
+        raise ValueError("expected on or off")
+    return chosen
+
+
 def _ray_address(value: Any) -> str:
     """`local`, or HOST:PORT of a Ray cluster's head."""
     address = _text(value)
@@ -253,6 +260,15 @@ SPECS: tuple[Spec, ...] = (
         table="executor",
     ),
     Spec(
+        "sandbox",
+        _on_off,
+        "on|off",
+        "--sandbox",
+        "off: run kernels, task code and imported modules even where this machine lacks a "
+        "sandbox layer (`doctor` lists them; every report then says so). Default on: refuse",
+        unset="on",
+    ),
+    Spec(
         "prices",
         _prices,
         "",
@@ -297,6 +313,7 @@ class Settings:
     data_dir: Path = field(default_factory=default_data_dir)
     theme: str | None = None  # None: the app's default theme
     ray: str | None = None  # a Ray cluster's head (HOST:PORT) or "local"; None: the local pool
+    sandbox: str = "on"  # "off": untrusted code runs where a sandbox layer is missing
     prices: dict[str, dict[str, float]] = field(default_factory=dict)
     config_file: Path = field(default_factory=config_path)
     sources: dict[str, Source] = field(default_factory=dict)

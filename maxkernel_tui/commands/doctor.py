@@ -36,6 +36,8 @@ from maxkernel_tui.config import (
 )
 from maxkernel_tui.kernels.evaluation.measured_paths import measured_paths
 from maxkernel_tui.kernels.evaluation.timing import tpu_present
+from maxkernel_tui.kernels.sandbox.layers import sandbox_layers
+from maxkernel_tui.kernels.sandbox.policy import opted_out
 from maxkernel_tui.kernels.workers import scrubbed_env
 from maxkernel_tui.store import Store, StoreError
 from maxkernel_tui.versions import installed_version
@@ -107,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
                 f"{settings.config_file} ({source}){warnings}",
             )
         )
-    findings += [check_jax(), check_tpu(), check_measured_paths(), check_libtpu()]
+    findings += [check_jax(), check_sandbox(), check_tpu(), check_measured_paths(), check_libtpu()]
     if settings is not None:
         findings += check_providers(settings)
         findings.append(check_store(settings))
@@ -157,6 +159,30 @@ def check_jax() -> Finding:
         return Finding("jax", FAIL, f"{version}: {answer['error']}", answer)
     devices = f"{answer['count']} device(s), {answer['device_kind']}"
     return Finding("jax", OK, f"{answer['jax']}, backend {answer['backend']}: {devices}", answer)
+
+
+def check_sandbox() -> Finding:
+    """The sandbox layers a worker gets here, from a probe worker that enters them."""
+    layers = sandbox_layers()
+    if layers.error is not None:
+        return Finding("sandbox", FAIL, f"the probe failed: {layers.error}")
+    data = {"active": layers.active, "missing": layers.missing, "opted_out": opted_out()}
+    if not layers.lacking:
+        return Finding(
+            "sandbox", OK, "untrusted code runs confined: " + ", ".join(layers.active), data
+        )
+    lacking = "; ".join(f"{name}: {layers.missing[name]}" for name in layers.lacking)
+    if opted_out():
+        return Finding(
+            "sandbox", WARN, f"untrusted code runs WITHOUT {lacking} (sandbox = off)", data
+        )
+    return Finding(
+        "sandbox",
+        FAIL,
+        f'untrusted code is refused: missing {lacking}; `--sandbox off` (or sandbox = "off" '
+        "in the config file) runs it anyway, and every report says so",
+        data,
+    )
 
 
 def check_tpu() -> Finding:

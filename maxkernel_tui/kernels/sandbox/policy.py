@@ -19,9 +19,11 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
-POLICY_VARIABLE = "MAXKERNEL_TUI_SANDBOX"
-# Set by the user (flag or setting) to run untrusted code without the layers this machine lacks.
-OPT_OUT_VARIABLE = "MAXKERNEL_TUI_NO_SANDBOX"
+POLICY_VARIABLE = "MAXKERNEL_TUI_SANDBOX_POLICY"
+# The `sandbox` setting (config.py): `off` runs untrusted code without the layers this machine
+# lacks (the reports say so); anything else refuses it where a layer is missing.
+OPT_OUT_VARIABLE = "MAXKERNEL_TUI_SANDBOX"
+OPT_OUT = "off"
 DEFAULT_MAX_PROCESSES = 1024  # threads count: XLA's pools on a large TPU host run hundreds
 
 
@@ -102,7 +104,7 @@ class SandboxPolicy:
 
 
 def opted_out(env: Mapping[str, str] | None = None) -> bool:
-    return (os.environ if env is None else env).get(OPT_OUT_VARIABLE, "") not in ("", "0")
+    return (os.environ if env is None else env).get(OPT_OUT_VARIABLE, "").lower() == OPT_OUT
 
 
 _PACKAGE_PARENT = Path(__file__).resolve().parents[3]
