@@ -32,7 +32,8 @@ START_TIMEOUT_S = 180.0  # the server's imports, on a loaded machine
 _ANSWER_TIMEOUT_S = 60.0
 _MAX_MESSAGE = 1 << 16
 # Read by the workers when they use them, not by their imports: a server serves any value.
-_LATE_VARIABLES = frozenset({"TMPDIR", "MAXKERNEL_TUI_CACHE_DIR", POLICY_VARIABLE})
+# TPU_LOG_DIR: libtpu's, read when a compile first loads it (a sandboxed worker's own directory).
+_LATE_VARIABLES = frozenset({"TMPDIR", "MAXKERNEL_TUI_CACHE_DIR", "TPU_LOG_DIR", POLICY_VARIABLE})
 
 
 @dataclass(frozen=True)

@@ -139,3 +139,23 @@ def test_a_missing_layer_refuses_untrusted_code_unless_the_user_opted_out(tmp_pa
     assert "user namespace" in refused["refused"] and "unshare" in refused["refused"]
     ran = _nested(tmp_path, **{OPT_OUT_VARIABLE: "off"})
     assert ran["ran"] and "pid namespace" in ran["missing"]
+
+
+@pytest.mark.slow  # a fork server (jax's import)
+def test_sandboxed_workers_of_different_directories_share_one_fork_server(tmp_path):
+    from maxkernel_tui.kernels import fork_server
+    from maxkernel_tui.kernels.workers import LineWorker, jax_worker_env, sandbox_policy
+
+    argv = python_module_argv("tests.support.probe_worker")
+    workers = [
+        LineWorker(argv, jax_worker_env(), sandbox=sandbox_policy(readable=(tmp_path,)))
+        for _ in range(2)
+    ]
+    try:
+        answers = [worker.ask("{}", 60) for worker in workers]
+    finally:
+        for worker in workers:
+            worker.close()
+    assert answers[0]["cwd"] != answers[1]["cwd"]  # each in its own private directory
+    servers = [s for s in fork_server._servers.values() if s.alive]
+    assert len(servers) == 1
