@@ -130,6 +130,9 @@ def test_a_beam_search_spreads_over_both_nodes_and_leaks_no_driver_secret(
     spread = {e["executor_node"] for e in evaluations}
     assert len(spread) == 2 and "local" not in spread, spread
     assert all(e["report"]["executor_node"] == e["executor_node"] for e in evaluations)
+    # the nodes' workers run in the same OS sandbox as local ones
+    sandbox = [c for e in evaluations for c in e["report"]["checks"] if c["name"] == "sandbox"]
+    assert sandbox and all("ran confined" in c["detail"] for c in sandbox), sandbox
     _no_duplicate_evaluations(tmp_path / "data")
     accepted = subprocess.run(
         [sys.executable, "-m", "maxkernel_tui.cli", "eval", str(best), "--task", str(TASK)],
