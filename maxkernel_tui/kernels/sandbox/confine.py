@@ -212,7 +212,9 @@ class _Informant:
             isinstance(flags, int) and flags & _OPEN_WRITE_FLAGS
         )
         allowed = self._writable if writes else self._readable
-        if not full.startswith(allowed) and full + os.sep not in allowed:
+        if full.startswith(allowed) or full + os.sep in allowed:
+            return
+        if writes or os.path.exists(full):  # a library probing for an absent file is harmless
             _refused.append(f"{'write' if writes else 'read'} {full}")
 
 
