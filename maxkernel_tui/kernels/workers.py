@@ -173,6 +173,8 @@ class LineWorker:
         if sandbox is not None:
             assert self._cwd is not None
             policy = sandbox.with_paths(writable=(self._cwd,))
+            for directory in policy.writable:  # Landlock allows only what exists
+                Path(directory).mkdir(parents=True, exist_ok=True)
             policy = limits.confined(policy) if limits is not None else policy
             private = {"TMPDIR": self._cwd, "TPU_LOG_DIR": self._cwd}  # libtpu logs to /tmp
             self._env = dict(env, **private, **policy.to_env())

@@ -134,6 +134,7 @@ def test_an_edge_configuration_is_checked_after_numerics(harness, suite_tasks):
     chunked = harness.evaluate(KERNELS / "agent" / "rmsnorm_fixed_chunk.py", task, options)
     assert [c.name for c in honest.checks] == [
         "static",
+        "sandbox",
         "trace",
         "tpu_lower",
         "tpu_compile",
@@ -144,7 +145,7 @@ def test_an_edge_configuration_is_checked_after_numerics(harness, suite_tasks):
         "timing",
     ]
     assert honest.verdict == "accepted", honest.failure
-    assert "edge_hidden seed" in honest.checks[6].detail
+    assert "edge_hidden seed" in honest.checks[7].detail
     assert chunked.failure.name == "edge", chunked.failure
     assert (
         "edge_hidden" in chunked.failure.detail

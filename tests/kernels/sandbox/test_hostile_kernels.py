@@ -24,7 +24,7 @@ from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
 from maxkernel_tui.kernels.evaluation.report import Check, EvalReport
 from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.task import Task
-from tests.kernels.sandbox import hostile
+from tests.support import hostile_kernels as hostile
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.slow  # candidate and reference jax worker processes
