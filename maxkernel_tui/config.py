@@ -24,6 +24,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from maxkernel_tui.config_roles import RoleSettings, parse_roles, role_words
+
 APP_NAME = "maxkernel-tui"
 ENV_PREFIX = "MAXKERNEL_TUI_"
 PROVIDERS = ("builtin", "gemini", "openai", "replay")  # builtin: the offline agent, no network
@@ -277,6 +279,15 @@ SPECS: tuple[Spec, ...] = (
         unset="(built-in prices)",
         env=False,
     ),
+    Spec(
+        "roles",
+        parse_roles,
+        "",
+        None,
+        "per sub-agent: model, tools and tool calls per step (config file only)",
+        unset="(every role: the session's model and its default tools)",
+        env=False,
+    ),
 )
 SPEC_BY_NAME = {spec.name: spec for spec in SPECS}
 _TABLES: dict[str, set[str]] = {}
@@ -315,12 +326,18 @@ class Settings:
     ray: str | None = None  # a Ray cluster's head (HOST:PORT) or "local"; None: the local pool
     sandbox: str = "on"  # "off": untrusted code runs where a sandbox layer is missing
     prices: dict[str, dict[str, float]] = field(default_factory=dict)
+    roles: dict[str, RoleSettings] = field(default_factory=dict)
     config_file: Path = field(default_factory=config_path)
     sources: dict[str, Source] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
 
     def source(self, name: str) -> Source:
         return self.sources.get(name, Source(DEFAULT))
+
+    def role_model(self, role: str) -> str | None:
+        """The model `role` asks: its own, else the session's (None: the provider's default)."""
+        own = self.roles.get(role)
+        return own.model if own is not None and own.model else self.model
 
     @property
     def store_path(self) -> Path:
@@ -447,6 +464,10 @@ def display_value(name: str, value: Any) -> str:
             for model, price in value.items()
         )
         return ", ".join(shown) or SPEC_BY_NAME[name].unset
+    if name == "roles":
+        return "; ".join(role_words(role, own) for role, own in value.items()) or (
+            SPEC_BY_NAME[name].unset
+        )
     if name == "budget_dollars":
         return f"${value:g}"
     if name == "base_url":

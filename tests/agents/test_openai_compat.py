@@ -50,13 +50,21 @@ async def test_no_key_no_authorization_header(openai: Harness) -> None:
     assert "Authorization" not in openai.server.requests[0].headers
 
 
-async def test_unparsable_tool_arguments_are_reasked(openai: Harness) -> None:
-    openai.server.script.extend(
-        [Answer([], tool_calls=[("f", '{"a": ')]), Answer([], tool_calls=[("f", {"a": 1})])]
+async def test_unparsable_tool_arguments_come_back_as_a_call_marked_malformed(
+    openai: Harness,
+) -> None:
+    """Not re-asked: the tool loop answers the call itself with the error (a re-ask could not
+    name the call the model made)."""
+    openai.server.script.append(
+        Answer([], tool_calls=[("f", '{"a": '), ("g", "[1, 2]"), ("h", '{"b": 2}')])
     )
     response = await openai.client().complete(ask(tools=(ToolSpec("f", "A tool."),)))
-    assert [(c.name, c.arguments) for c in response.tool_calls] == [("f", {"a": 1})]
-    assert "arguments of tool call 'f' are not valid JSON" in str(openai.server.requests[1].body)
+    calls = response.tool_calls
+    assert [(c.name, c.arguments) for c in calls] == [("f", {}), ("g", {}), ("h", {"b": 2})]
+    assert calls[0].malformed is not None and "not valid JSON" in calls[0].malformed
+    assert calls[1].malformed is not None and "not a JSON object" in calls[1].malformed
+    assert calls[2].malformed is None
+    assert len(openai.server.requests) == 1
 
 
 async def test_key_is_redacted_from_errors(openai: Harness) -> None:

@@ -15,9 +15,11 @@ Retries happen on 429, 408, 5xx, connection errors, broken streams and timeouts,
 server's Retry-After; each is announced by a `RetryScheduled` event before the wait. When they
 run out the call raises `RetriesExhausted` naming the attempts and the last error.
 
-Malformed output (structured output that does not parse or validate, tool-call arguments that
-are not JSON) is re-asked with the error appended to the conversation, at most
-`RetryPolicy.max_reasks` times (`ReaskScheduled`), then raised as `MalformedOutput`.
+Malformed output (structured output that does not parse or validate, Gemini's
+MALFORMED_FUNCTION_CALL) is re-asked with the error appended to the conversation, at most
+`RetryPolicy.max_reasks` times (`ReaskScheduled`), then raised as `MalformedOutput`. A tool call
+whose arguments are not JSON is not malformed output: it reaches the caller marked
+(`ToolCall.malformed`), and the tool loop answers it with the error.
 
 Every attempt ends with a `Usage` (an `AttemptEnded` event and a `UsageChunk`, which comes before
 the exception of a failed call too) and is charged to the budget; before each attempt is sent its

@@ -50,8 +50,8 @@ class RetriesExhausted(ProviderError):
 
 
 class MalformedOutput(LLMError):
-    """The answer is complete but unusable: JSON that does not parse or match the schema,
-    tool-call arguments that are not JSON. The client re-asks with this message."""
+    """The answer is complete but unusable: JSON that does not parse or match the schema, a
+    function call the provider itself calls malformed. The client re-asks with this message."""
 
     def __init__(self, message: str, raw: str) -> None:
         super().__init__(message)

@@ -18,7 +18,6 @@ from typing import Any
 import aiohttp
 
 from maxkernel_tui.agents.llm.errors import (
-    MalformedOutput,
     ProviderError,
     StreamBroken,
     redact,
@@ -102,17 +101,18 @@ class _PartialCall:
         self.arguments += function.get("arguments") or ""
 
     def call(self, index: int) -> ToolCall:
+        """The call; one whose arguments cannot be read is kept, marked malformed, so that the
+        model gets the error as the call's result (a re-ask could not name the call)."""
+        call_id = self.id or f"call_{index}"
         try:
             arguments = json.loads(self.arguments or "{}")
         except json.JSONDecodeError as e:
-            raise MalformedOutput(
-                f"the arguments of tool call {self.name!r} are not valid JSON: {e}", self.arguments
-            ) from None
+            why = f"the arguments of tool call {self.name!r} are not valid JSON: {e}"
+            return ToolCall(call_id, self.name, {}, malformed=f"{why}: {self.arguments[:300]!r}")
         if not isinstance(arguments, dict):
-            raise MalformedOutput(
-                f"the arguments of tool call {self.name!r} are not a JSON object", self.arguments
-            )
-        return ToolCall(self.id or f"call_{index}", self.name, arguments)
+            why = f"the arguments of tool call {self.name!r} are not a JSON object"
+            return ToolCall(call_id, self.name, {}, malformed=f"{why}: {self.arguments[:300]!r}")
+        return ToolCall(call_id, self.name, arguments)
 
 
 class _ToolCallParts:

@@ -18,12 +18,15 @@ Then = Literal["retry", "reask"]  # what follows a discarded attempt
 @dataclass(frozen=True)
 class ToolCall:
     """A function call the model asked for. `signature` is an opaque token some providers
-    (Gemini's thought signatures) need echoed back with the call in the next turn."""
+    (Gemini's thought signatures) need echoed back with the call in the next turn. `malformed`
+    says why the call's arguments could not be read (not JSON, not an object); its `arguments`
+    are then empty, and the tool loop answers the call with that error as its result."""
 
     id: str
     name: str
     arguments: dict[str, Any]
     signature: str | None = None
+    malformed: str | None = None
 
 
 @dataclass(frozen=True)

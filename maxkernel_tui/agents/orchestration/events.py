@@ -36,6 +36,8 @@ class SessionStarted(SessionEvent):
     provider: str
     model: str
     limits: dict[str, Any] = field(default_factory=dict)
+    # each role's own model, tools and tool calls per step (agents.tools.assignment.RolePlan)
+    roles: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,38 @@ class LlmAnswer(SessionEvent):
     model: str
     tokens: int
     cost_usd: float | None
+
+
+@dataclass(frozen=True)
+class ToolsCalled(SessionEvent):
+    """A model turn that called tools instead of answering: on resume it is replayed, and the
+    model is not asked that turn again."""
+
+    kind: ClassVar[str] = "tools_called"
+    step: str
+    role: str
+    turn: int  # the step's model turns, from 0
+    text: str  # what the model said beside the calls
+    calls: list[dict[str, Any]]  # llm.types.ToolCall as a dict
+    model: str
+    tokens: int
+    cost_usd: float | None
+
+
+@dataclass(frozen=True)
+class ToolAnswered(SessionEvent):
+    """One tool call's result as the model read it (a refused or failed call too): on resume it
+    is given to the model again, and the tool is not run again."""
+
+    kind: ClassVar[str] = "tool_result"
+    step: str
+    role: str
+    call_id: str
+    name: str
+    arguments: dict[str, Any]
+    ok: bool
+    text: str
+    seconds: float
 
 
 @dataclass(frozen=True)
@@ -237,6 +271,8 @@ EVENT_TYPES: dict[str, type[SessionEvent]] = {
         StepStarted,
         TextChunk,
         LlmAnswer,
+        ToolsCalled,
+        ToolAnswered,
         UsageReport,
         ProposalMade,
         DecisionMade,

@@ -37,6 +37,12 @@ def sub(step: str, name: str) -> str:
     return f"{step}/{name}"
 
 
+def model_turn(step: str, turn: int) -> str:
+    """Where the events of a step's model turn `turn` (from 0) hang: the step itself for the
+    first (as before tools existed), `i1/implement/t2` for the turns after tool results."""
+    return step if turn == 0 else sub(step, f"t{turn}")
+
+
 def debug(prefix: str, attempt: int) -> str:
     """The debugger's `attempt`-th fix (from 1) in the iteration or node `prefix`."""
     return sub(prefix, f"debug{attempt}")

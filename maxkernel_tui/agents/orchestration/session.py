@@ -21,8 +21,11 @@ from maxkernel_tui.agents.orchestration.engine import LoopLimits, SessionEngine
 from maxkernel_tui.agents.orchestration.events import SessionStarted
 from maxkernel_tui.agents.orchestration.gates import Gate
 from maxkernel_tui.agents.orchestration.journal import Journal, Listener
+from maxkernel_tui.agents.orchestration.tools import KernelTools
 from maxkernel_tui.agents.orchestration.workspace import Workspace
 from maxkernel_tui.agents.providers import PROVIDERS, build_provider
+from maxkernel_tui.agents.tools.assignment import RolePlan, role_plan
+from maxkernel_tui.agents.tools.runner import Toolbox
 from maxkernel_tui.config import Settings, cache_dir
 from maxkernel_tui.kernels.catalog import describe_tasks
 from maxkernel_tui.kernels.evaluation.harness import Harness
@@ -40,10 +43,13 @@ class OpenSession:
     resumed: bool
     provider: Provider
     tools: ClosableTools
+    toolbox: Toolbox | None = None  # the sub-agents' tools
 
     async def aclose(self) -> None:
         await self.provider.aclose()
         self.tools.close()
+        if self.toolbox is not None:
+            self.toolbox.close()
 
 
 def provider_settings(settings: Settings) -> dict[str, Any]:
@@ -99,6 +105,7 @@ class _Opening:
     target: str
     settings: Settings
     limits: LoopLimits
+    roles: RolePlan
 
 
 def _resumed(store: Store, settings: Settings, resume: str) -> _Opening:
@@ -115,7 +122,8 @@ def _resumed(store: Store, settings: Settings, resume: str) -> _Opening:
         settings = replace(settings, provider=started.provider, model=started.model)
     task = load_task(Path(started.task_dir))
     limits = LoopLimits(**started.limits)
-    return _Opening(journal, task, session.mode, started.target, settings, limits)
+    roles = RolePlan.from_json(started.roles)  # the roles' models and tools as it started
+    return _Opening(journal, task, session.mode, started.target, settings, limits, roles)
 
 
 def _created(
@@ -123,7 +131,8 @@ def _created(
 ) -> _Opening:
     session = store.create_session(task.task_id, mode, title=f"{task.task_id} ({mode})")
     journal = Journal(store, session.id)
-    return _Opening(journal, task, mode, settings.tpu_target, settings, limits)
+    roles = role_plan(settings)
+    return _Opening(journal, task, mode, settings.tpu_target, settings, limits, roles)
 
 
 async def open_session(
@@ -168,6 +177,7 @@ async def open_session(
             provider.name,
             provider.model,
             opening.limits.to_json(),
+            opening.roles.to_json(),
         )
     )
     facts = await asyncio.to_thread(task_facts, task, opening.target)
@@ -175,6 +185,8 @@ async def open_session(
     tools = await asyncio.to_thread(
         build_tools, executor, task, opening.target, workspace.path("traces"), harness
     )
+    prober = tools if isinstance(tools, KernelTools) else None  # Ray nodes run no probes
+    toolbox = Toolbox(task, opening.target, workspace.path("tools"), prober=prober, profiler=tools)
     engine = SessionEngine(
         journal=journal,
         client=LLMClient(provider, budget=budget),
@@ -186,8 +198,10 @@ async def open_session(
         limits=opening.limits,
         model=settings.model,
         timer=device_timer(task),
+        roles=opening.roles,
+        toolbox=toolbox,
     )
-    return OpenSession(engine, journal.session_id, resume is not None, provider, tools)
+    return OpenSession(engine, journal.session_id, resume is not None, provider, tools, toolbox)
 
 
 def _charge_earlier_usage(budget: Budget, store: Store, session_id: str) -> None:

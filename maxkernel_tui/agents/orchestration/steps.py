@@ -52,6 +52,8 @@ from maxkernel_tui.agents.orchestration.workspace import Workspace
 from maxkernel_tui.agents.roles import parsers
 from maxkernel_tui.agents.roles.context import Failure, StepContext
 from maxkernel_tui.agents.roles.prompts import DEBUGGER, TESTER, Role
+from maxkernel_tui.agents.tools.assignment import RolePlan
+from maxkernel_tui.agents.tools.runner import Toolbox
 from maxkernel_tui.kernels.evaluation.measured_choice import Timer
 from maxkernel_tui.kernels.evaluation.report import ACCEPTED, Check, EvalReport, format_check
 from maxkernel_tui.kernels.perf.summary import ProfileSummary
@@ -116,8 +118,12 @@ class Steps:
         limits: LoopLimits = LoopLimits(),
         model: str | None = None,
         timer: Timer | None = None,
+        roles: RolePlan | None = None,
+        toolbox: Toolbox | None = None,
     ) -> None:
-        """`timer`: the device's, on a TPU VM: the autotuner then times its candidates."""
+        """`timer`: the device's, on a TPU VM: the autotuner then times its candidates.
+        `roles`: each role's model and tools; `toolbox`: what carries out their tool calls
+        (None: no tools are offered)."""
         self.journal, self.client, self.tools, self.workspace = journal, client, tools, workspace
         self.store, self.session_id = journal.store, journal.session_id
         self.task = tools.task
@@ -126,7 +132,7 @@ class Steps:
         self.mode = mode
         self.limits, self.model, self.task_facts = limits, model, task_facts
         self.timer = timer
-        self.calls = ModelCalls(journal, client, self._emit, model)
+        self.calls = ModelCalls(journal, client, self._emit, model, roles=roles, toolbox=toolbox)
         self.plan = ""
         self.kernel: str | None = None
         self.version_id: int | None = None

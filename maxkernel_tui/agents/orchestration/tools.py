@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from maxkernel_tui.agents.llm.types import Request, StreamChunk
 from maxkernel_tui.kernels.catalog import described_reference_cost
 from maxkernel_tui.kernels.edge_configs import EdgeConfig, validate_edge_configs
-from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
+from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness, Probe
 from maxkernel_tui.kernels.evaluation.report import Check, EvalReport
 from maxkernel_tui.kernels.perf.analysis import ReferenceCost
 from maxkernel_tui.kernels.perf.profile import ProfileError, profile_kernel
@@ -116,6 +116,15 @@ class KernelTools:
     def set_extra_configs(self, configs: list[EdgeConfig]) -> None:
         """Edge-case configurations every later evaluation checks too (the `edge` check)."""
         self.options = with_edge_configs(self.options, configs)
+
+    async def probe(self, kernel: Path, probe: Probe) -> EvalReport:
+        """An agent tool's quick look at a candidate (Harness.probe), between evaluations."""
+
+        def run() -> EvalReport:
+            with self._lock:
+                return self._get_harness().probe(kernel, self.task, probe)
+
+        return await asyncio.to_thread(run)
 
     async def validate_edge_configs(
         self, proposals: list[EdgeConfig]

@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 from enum import StrEnum
 
-from maxkernel_tui.agents.knowledge import for_role
-from maxkernel_tui.agents.llm.types import Message, Request
+from maxkernel_tui.agents.knowledge import TOPICS, for_role, role_topics
+from maxkernel_tui.agents.llm.types import Message, Request, ToolSpec
 from maxkernel_tui.agents.roles.context import StepContext
 from maxkernel_tui.kernels.edge_configs import MAX_SCALE, check_params
 from maxkernel_tui.kernels.loader import load_task
@@ -140,14 +140,39 @@ def _check_params(ctx: StepContext) -> str | None:
     return None if params is None else json.dumps(params)
 
 
+def _tools_note(role: str, tools: tuple[ToolSpec, ...]) -> str | None:
+    """How the role may use its tools, and the knowledge topics its prompt leaves out."""
+    if not tools:
+        return None
+    names = [t.name for t in tools]
+    note = (
+        f"You may call tools before you answer ({', '.join(names)}): look an API up rather than "
+        "guess it, and run your draft through `lower` or `check` rather than propose a kernel "
+        "that does not lower. Tool calls per step are limited. Your final answer, without tool "
+        "calls, is in the format asked above."
+    )
+    if "knowledge" in names:
+        shown = set(role_topics(role))
+        others = [f"{name} ({what})" for name, what in TOPICS.items() if name not in shown]
+        note += " More of the knowledge pack by `knowledge(topic)`: " + "; ".join(others) + "."
+    return note
+
+
 def build_request(
-    role: str, ctx: StepContext, *, model: str | None = None, max_tokens: int = 8192
+    role: str,
+    ctx: StepContext,
+    *,
+    model: str | None = None,
+    max_tokens: int = 8192,
+    tools: tuple[ToolSpec, ...] = (),
 ) -> Request:
-    system = "\n\n".join([_JOBS[role], _RULES, f"Target TPU: {ctx.target}.", for_role(role)])
+    parts = [_JOBS[role], _RULES, f"Target TPU: {ctx.target}.", for_role(role)]
+    system = "\n\n".join(part for part in (*parts, _tools_note(role, tools)) if part)
     body = [f"## {title}\n{text}" for title, text in _sections(role, ctx) if text]
     return Request(
         messages=(Message("user", "\n\n".join(body)),),
         system=system,
+        tools=tools,
         model=model,
         max_tokens=max_tokens,
         context=ctx.to_request(role),

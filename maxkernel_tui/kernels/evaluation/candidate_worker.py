@@ -108,9 +108,12 @@ def evaluate_candidate(request: CandidateRequest) -> None:
         subject is not None
         and _trace_check(subject, start, request)
         and _lower_check(subject, target)
+        and request.probe != "tpu_lower"
         and _compile_check(subject, target)
+        and request.probe != "tpu_compile"
     ):
-        runs = _production_check(subject, request)
+        # a probe is feedback at one configuration: the production defences are a verdict's
+        runs = request.runs if request.probe else _production_check(subject, request)
         if runs is not None:
             _numerics_runs(subject, request, runs)
 

@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from maxkernel_tui.kernels.evaluation.expert_comparison import (
     estimated_expert_check,
@@ -87,6 +88,23 @@ class EvalOptions:
     # lowering, compile and production checks run again, timing and the expert comparison do
     # not (EvalReport.with_edge_pass joins the two reports).
     edges_only: bool = False
+
+
+ProbeStage = Literal["tpu_lower", "tpu_compile", "numerics"]
+
+
+@dataclass(frozen=True)
+class Probe:
+    """An agent's quick look at a candidate (the `lower` and `check` tools, agents/tools): the
+    static rules, then trace, TPU lowering and compile at `config` rather than the production
+    shapes, up to `through`; with "numerics", one run at `config` and `seed` compared with the
+    reference. No production defences, timing or expert comparison: feedback, not a verdict."""
+
+    config: str
+    through: ProbeStage
+    target: str = DEFAULT_TARGET
+    seed: int = 0
+    timeout: float = 120.0
 
 
 class Harness:
@@ -203,6 +221,40 @@ class Harness:
             worker.close()
             shutil.rmtree(workdir, ignore_errors=True)
 
+    def probe(self, kernel: Path, task: Task, probe: Probe) -> EvalReport:
+        """The checks `probe` asks for, on the candidate at `kernel`, in a fresh candidate
+        process like an evaluation's."""
+        report = EvalReport(
+            task.task_id,
+            kernel.name,
+            [probe.target],
+            device=f"a probe at configuration {probe.config}: CPU, TPU interpret mode, libtpu",
+        )
+        source = _read_source(kernel, report)
+        if source is None or not _static_check(source, kernel, task, report):
+            return report
+        runs = [(probe.config, probe.seed)] if probe.through == "numerics" else []
+        worker, workdir = self._candidates.take()
+        try:
+            (workdir / "kernel.py").write_text(source)
+            request = CandidateRequest(
+                kernel=str(workdir / "kernel.py"),
+                task=str(task.folder),
+                target=probe.target,
+                bench_config=probe.config,
+                runs=runs,
+                out_dir=str(workdir),
+                probe=probe.through,
+            )
+            events = self._run_request(worker, request, probe.timeout, report)
+            worker.close()
+            if report.failure is None and runs:
+                self._check_numerics(task, runs, {}, events, workdir, report)
+        finally:
+            worker.close()
+            shutil.rmtree(workdir, ignore_errors=True)
+        return report
+
     def _run_candidate(
         self,
         worker: LineWorker,
@@ -227,8 +279,14 @@ class Harness:
             expert_baseline=expert_baseline,
             edges_only=options.edges_only,
         )
+        return self._run_request(worker, request, options.timeout, report)
+
+    def _run_request(
+        self, worker: LineWorker, request: CandidateRequest, timeout: float, report: EvalReport
+    ) -> dict[Run, NumericsRun]:
+        """The candidate's checks into `report`, and the outputs of its numerics runs."""
         outputs: dict[Run, NumericsRun] = {}
-        deadline = time.monotonic() + options.timeout
+        deadline = time.monotonic() + timeout
         stage_started = time.monotonic()
         worker.send(json.dumps(request.to_json()))
         while True:

@@ -38,6 +38,9 @@ class CandidateRequest:
     expert_baseline: bool = False
     # Numerics on the edge cases only: production shapes were judged in an earlier evaluation.
     edges_only: bool = False
+    # An agent's probe (harness.Probe): "" for an evaluation; "tpu_lower" or "tpu_compile" stop
+    # after that stage; "numerics" runs `runs` without the production defences.
+    probe: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
