@@ -1,5 +1,6 @@
-"""A fake Gemini server that answers each sub-agent from its own queue (told apart by the system
-prompt), served from a thread so that a `maxkernel-tui` subprocess can call it."""
+"""Fake Gemini and OpenAI-compatible servers that answer each sub-agent from its own queue (told
+apart by the system prompt), served from a thread so that a `maxkernel-tui` subprocess can call
+them. A queue holds texts (streamed) or whole `Answer`s (tool calls, say)."""
 
 from __future__ import annotations
 
@@ -8,20 +9,27 @@ import re
 import threading
 from collections import defaultdict, deque
 from collections.abc import Iterable, Mapping
+from typing import Any, Generic, TypeVar
 
 from aiohttp import web
 
 from tests.fakes.gemini_server import FakeGemini
-from tests.fakes.scripted import Answer
+from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.scripted import Answer, ScriptedServer
 
 _ROLE = re.compile(r"You are the (\w+)|You answer a kernel engineer")
 
 
-def role_of(body: dict) -> str:
-    text = " ".join(
-        part.get("text", "") for part in body.get("systemInstruction", {}).get("parts", [])
+def _system_text(body: dict[str, Any]) -> str:
+    gemini = body.get("systemInstruction", {}).get("parts", [])
+    openai = [m for m in body.get("messages", []) if m.get("role") == "system"]
+    return " ".join(part.get("text", "") for part in gemini) + " ".join(
+        str(m.get("content", "")) for m in openai
     )
-    match = _ROLE.search(text)
+
+
+def role_of(body: dict[str, Any]) -> str:
+    match = _ROLE.search(_system_text(body))
     return "explainer" if match and match[1] is None else (match[1] if match else "?")
 
 
@@ -31,29 +39,52 @@ def streamed(text: str, size: int = 120) -> Answer:
     )
 
 
-class RoleGemini(FakeGemini):
-    def __init__(self, answers: Mapping[str, Iterable[str]]) -> None:
+Scripted = str | Answer
+
+
+class _ByRole(ScriptedServer):
+    """Each request takes the next reply of its role's queue; `roles` and `bodies` record them."""
+
+    def __init__(self, answers: Mapping[str, Iterable[Scripted]]) -> None:
         super().__init__()
-        self.by_role = defaultdict(deque, {role: deque(texts) for role, texts in answers.items()})
+        self.by_role = defaultdict(deque, {role: deque(items) for role, items in answers.items()})
         self.roles: list[str] = []  # the role of each request, in order
+        self.bodies: list[dict[str, Any]] = []
 
     async def handle(self, request: web.Request, stream: bool) -> web.StreamResponse:
-        role = role_of(await request.json())
+        body = await request.json()
+        role = role_of(body)
         self.roles.append(role)
+        self.bodies.append(body)
         if self.by_role[role]:
-            self.script.append(streamed(self.by_role[role].popleft()))
+            item = self.by_role[role].popleft()
+            self.script.append(item if isinstance(item, Answer) else streamed(item))
         return await super().handle(request, stream)
 
+    def bodies_of(self, role: str) -> list[dict[str, Any]]:
+        return [body for body, r in zip(self.bodies, self.roles) if r == role]
 
-class ServedInThread:
+
+class RoleGemini(_ByRole, FakeGemini):
+    pass
+
+
+class RoleOpenAI(_ByRole, FakeOpenAI):
+    pass
+
+
+S = TypeVar("S", bound=ScriptedServer)
+
+
+class ServedInThread(Generic[S]):
     """Runs a scripted server on its own event loop in a daemon thread."""
 
-    def __init__(self, server: FakeGemini) -> None:
+    def __init__(self, server: S) -> None:
         self.server = server
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
 
-    def __enter__(self) -> FakeGemini:
+    def __enter__(self) -> S:
         self._thread.start()
         asyncio.run_coroutine_threadsafe(self.server.start(), self._loop).result(30)
         return self.server

@@ -23,7 +23,11 @@ from maxkernel_tui.agents.roles.tunables import find_tunables, set_tunables
 from maxkernel_tui.agents.search.config import SearchConfig
 from maxkernel_tui.agents.search.launch import search_limits, search_on
 from maxkernel_tui.agents.search.runner import Search
+from maxkernel_tui.agents.tools.assignment import RolePlan
+from maxkernel_tui.agents.tools.jax_api import JaxApi, LookupFailed
+from maxkernel_tui.agents.tools.runner import Toolbox
 from maxkernel_tui.kernels.edge_configs import EdgeConfig
+from maxkernel_tui.kernels.evaluation.harness import Probe
 from maxkernel_tui.kernels.evaluation.report import FAIL, PASS, Check, EvalReport
 from maxkernel_tui.kernels.loader import builtin_suite_dir, load_task
 from maxkernel_tui.kernels.perf.model import Estimate
@@ -128,6 +132,7 @@ class FakeTools:
     profiled: list[tuple[str, bool]] = field(default_factory=list)  # (source, estimate_only)
     extra_configs: list[EdgeConfig] = field(default_factory=list)
     edge_passes: int = 0  # evaluations asked for the edge cases alone
+    probed: list[tuple[str, str, str]] = field(default_factory=list)  # (source, config, stage)
 
     async def evaluate(
         self, kernel: Path, on_check: CheckListener | None = None, *, edges_only: bool = False
@@ -156,6 +161,26 @@ class FakeTools:
 
     def set_extra_configs(self, configs: list[EdgeConfig]) -> None:
         self.extra_configs = list(configs)
+
+    async def probe(self, kernel: Path, probe: Probe) -> EvalReport:
+        """The agents' `lower` and `check` tools: judged like an evaluation, and recorded."""
+        source = kernel.read_text()
+        self.probed.append((source, probe.config, probe.through))
+        return self.judge(source, self)
+
+
+class FakeJaxApi(JaxApi):
+    """`jax_api` without a jax worker: a few names answer, the rest fail; lookups recorded."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.looked_up: list[str] = []
+
+    async def lookup(self, name: str) -> str:
+        self.looked_up.append(name)
+        if name not in ("pl.BlockSpec", "pl.pallas_call", "pltpu.VMEM"):
+            raise LookupFailed(f"jax.experimental.pallas has no {name!r} (fake)")
+        return f"{name} (class) in jax (fake)\nsignature: {name}(...)"
 
 
 # -- gates -------------------------------------------------------------------------------------
@@ -200,22 +225,38 @@ class Bench:
         session_id: str | None = None,
         budget: Budget | None = None,
         tools: FakeTools | None = None,
+        roles: RolePlan | None = None,
+        jax_api: JaxApi | None = None,
         **limits: object,
     ) -> SessionEngine:
-        """An engine on a new session, or on `session_id` again (a resume)."""
+        """An engine on a new session, or on `session_id` again (a resume). With `jax_api`
+        the sub-agents get their tools (`roles`, or the defaults), on these fake tools."""
         if session_id is None:
             session_id = self.store.create_session("12p_RMSNorm", mode).id
         chosen = gate or AutoGate()
         settings = {"max_iterations": 1, "tune_candidates": 0, **limits}
+        tools = tools or self.tools
+        toolbox = None
+        if jax_api is not None:
+            toolbox = Toolbox(
+                tools.task,
+                TARGET,
+                self.root / session_id / "tools",
+                prober=tools,
+                profiler=tools,
+                jax_api=jax_api,
+            )
         return SessionEngine(
             journal=Journal(self.store, session_id),
             client=LLMClient(provider, budget=budget),
-            tools=tools or self.tools,
+            tools=tools,
             workspace=Workspace(self.root / session_id),
             gates=lambda m: chosen if m == mode else AutoGate(),
             mode=mode,
             task_facts="id: 12p_RMSNorm (facts of the fake task)",
             limits=LoopLimits(**settings),  # type: ignore[arg-type]
+            roles=roles,
+            toolbox=toolbox,
         )
 
     def search(
