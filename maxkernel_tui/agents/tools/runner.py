@@ -127,7 +127,12 @@ class Toolbox:
             report = await self._prober.probe(path, probe)
         except UsageError as error:
             raise ToolFailed(str(error)) from None
-        lines = [format_check(check) for check in report.checks]
+        # the candidate worker words its stages for an evaluation; a probe ran them at `config`
+        shapes = "production shapes" if config == self.task.configs[0] else f"{config} shapes"
+        lines = [
+            format_check(check).replace("at production shapes", f"at {shapes}")
+            for check in report.checks
+        ]
         failed = report.failure
         if failed is None:
             what = {"tpu_lower": "lowered", "tpu_compile": "compiled", "numerics": "checked"}
