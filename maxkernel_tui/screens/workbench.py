@@ -95,6 +95,7 @@ class WorkbenchScreen(Screen[None]):
         self._resume_id = session_id
         self._link: AgentLink | None = None
         self._editing: Proposal | None = None  # a proposal the engineer is editing
+        self._role: str | None = None  # the role of the agents' current step
 
     @property
     def target(self) -> str:
@@ -354,6 +355,7 @@ class WorkbenchScreen(Screen[None]):
             self.agents.log_line(line)
         match event:
             case ev.StepStarted():
+                self._role = event.role
                 self.step = event.step
             case ev.ProposalMade() if event.subject == "plan":
                 self.plan.propose(event.step, event.content)
@@ -442,9 +444,19 @@ class WorkbenchScreen(Screen[None]):
         tokens, cost = self.usage
         self.query_one("#status", Static).update(
             f" maxkernel-tui ─ {self.kernel_task.task_id} ─ {self.mode.upper()} ─ {self.step} ─ "
-            f"{self.target} (AOT) ─ {self._provider} ─ {tokens:,} tok ${cost:.2f} / "
+            f"{self.target} (AOT) ─ {self._model_words()} ─ {tokens:,} tok ${cost:.2f} / "
             f"{self._budget_cap}"
         )
+
+    def _model_words(self) -> str:
+        """The provider and the model the current step's role asks (`[roles.*]`, else the
+        session's); the built-in agent has none to choose."""
+        settings = self._settings
+        if settings.provider == "builtin":
+            return self._provider
+        model = settings.role_model(self._role) if self._role else settings.model
+        own = self._role is not None and self._role in settings.roles
+        return self._provider + (f" {model}" if model else "") + (f" ({self._role})" if own else "")
 
     async def on_unmount(self) -> None:
         if self._link is not None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from maxkernel_tui.agents.orchestration.events import (
     BudgetReport,
     DecisionMade,
@@ -17,6 +19,8 @@ from maxkernel_tui.agents.orchestration.events import (
     SessionEvent,
     SessionStarted,
     StepStarted,
+    ToolAnswered,
+    ToolsCalled,
     UsageReport,
     VersionCreated,
 )
@@ -27,19 +31,39 @@ def _score(value: float | None, kind: str) -> str:
     return "no score" if value is None else f"{value:.3g} ({kind})"
 
 
+def _call_words(name: str, arguments: dict[str, Any]) -> str:
+    """`lower(source: 38 lines, config='bench')`: long strings by their size, not their text."""
+    shown = []
+    for argument, value in arguments.items():
+        if isinstance(value, str) and "\n" in value:
+            shown.append(f"{argument}: {value.count(chr(10)) + 1} lines")
+        else:
+            shown.append(f"{argument}={value!r}"[:60])
+    return f"{name}({', '.join(shown)})"
+
+
 def describe(event: SessionEvent) -> str | None:
     """None for events that are not worth a line of their own (streamed text)."""
     match event:
         case SessionStarted():
+            own = [f"{role} {r['model']}" for role, r in event.roles.items() if r.get("model")]
+            models = "; ".join([event.model, *own])
             return (
                 f"session on {event.task_id}: {event.mode}, TPU {event.target}, "
-                f"provider {event.provider} ({event.model})"
+                f"provider {event.provider} ({models})"
             )
         case StepStarted():
             return f"▸ {event.title}"
         case LlmAnswer():
             cost = "" if event.cost_usd is None else f", ${event.cost_usd:.4f}"
-            return f"  {event.role} answered ({event.tokens} tokens{cost})"
+            return f"  {event.role} answered ({event.model}, {event.tokens} tokens{cost})"
+        case ToolsCalled():
+            called = ", ".join(_call_words(c["name"], c["arguments"]) for c in event.calls)
+            return f"  {event.role} calls {called} ({event.model}, {event.tokens} tokens)"
+        case ToolAnswered():
+            first = (event.text.strip().splitlines() or [""])[0][:100]
+            mark = "→" if event.ok else "✗"
+            return f"    {event.name} {mark} {first}  [{event.seconds:.1f}s]"
         case UsageReport():
             return None
         case ProposalMade():
