@@ -5,7 +5,9 @@ It answers from `Request.context` (the sub-agent contract), never from the promp
 profiler step here, from the profile's figures (diagnosis.py); every other step in a worker
 process that imports jax (worker.py), started on the first such step and kept until `aclose`, so
 drafts it caches serve later steps. The blocking worker calls run in a thread, one at a time.
-Its answers cost nothing and use no model tokens: it reports zero tokens.
+Its answers cost nothing and use no model tokens: it reports zero tokens. Its debugger, offered
+the `lower` tool, lowers each fix before proposing it (tool_use.py), so the offline path runs
+the same tool loop as a model's.
 """
 
 from __future__ import annotations
@@ -13,12 +15,20 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncGenerator
+from dataclasses import replace
 
 from maxkernel_tui.agents.builtin.context import read_context
 from maxkernel_tui.agents.builtin.diagnosis import diagnose
 from maxkernel_tui.agents.builtin.errors import BuiltinAgentError, CannotPlanError
 from maxkernel_tui.agents.builtin.reply import Failure, WorkerReply
 from maxkernel_tui.agents.builtin.tester import answer_tester
+from maxkernel_tui.agents.builtin.tool_use import (
+    LOWER,
+    MAX_LOWERS,
+    lowered_so_far,
+    lowers_first,
+    note,
+)
 from maxkernel_tui.agents.llm.errors import ProviderError
 from maxkernel_tui.agents.llm.types import (
     Finish,
@@ -26,8 +36,11 @@ from maxkernel_tui.agents.llm.types import (
     Request,
     TextDelta,
     TokenCount,
+    ToolCall,
+    ToolCallChunk,
 )
 from maxkernel_tui.agents.roles.context import StepContext
+from maxkernel_tui.agents.roles.parsers import parse_kernel
 from maxkernel_tui.config import cache_dir
 from maxkernel_tui.kernels.sandbox.policy import XlaCache
 from maxkernel_tui.kernels.targets import DEFAULT_TARGET
@@ -65,6 +78,10 @@ class BuiltinProvider:
             yield Finish("stop")
             return
         step = read_context(request.context, self.target)
+        if lowers_first(step.role, request):
+            async for chunk in self._debug_with_lower(step, request):
+                yield chunk
+            return
         if step.role == "profiler":
             assert step.profile is not None  # read_context requires it for this role
             text = diagnose(step.profile, step.target)
@@ -73,6 +90,26 @@ class BuiltinProvider:
         yield TextDelta(text)
         yield TokenCount(0, 0)
         yield Finish("stop")
+
+    async def _debug_with_lower(
+        self, step: StepContext, request: Request
+    ) -> AsyncGenerator[ProviderChunk, None]:
+        """The debugger's fix, lowered first (tool_use.py): a fix that did not lower is passed
+        over for the next kernel on offer, as if it had failed its evaluation."""
+        lowered = lowered_so_far(request)
+        failed = [item for item in lowered if item.failed]
+        current = replace(step, kernel=failed[-1].source) if failed else step
+        text = await self._ask_worker(current)  # the same fix that was lowered last, if it passed
+        ended = bool(lowered) and not lowered[-1].failed  # passed, or the tool could not say
+        if ended or len(lowered) >= MAX_LOWERS:
+            yield TextDelta(note(lowered) + text)
+            yield TokenCount(0, 0)
+            yield Finish("stop")
+            return
+        call = ToolCall(f"builtin-lower-{len(lowered) + 1}", LOWER, {"source": parse_kernel(text)})
+        yield ToolCallChunk(call)
+        yield TokenCount(0, 0)
+        yield Finish("tool_calls")
 
     async def aclose(self) -> None:
         if self._worker is not None:
