@@ -68,9 +68,13 @@ class PorterImporter:
 
     kind = "porter"
 
-    def __init__(self, client: LLMClient | None, approve: Approve) -> None:
+    def __init__(
+        self, client: LLMClient | None, approve: Approve, model: str | None = None
+    ) -> None:
+        """`model`: the porter's own (`[roles.porter] model`), else the provider's."""
         self.client = client
         self.approve = approve
+        self.model = model
         self._modules = TorchModuleImporter()
 
     def detects(self, path: Path, source: str) -> bool:
@@ -100,7 +104,9 @@ class PorterImporter:
         return self.client
 
     def _ask(self, client: LLMClient, path: Path, source: str, kind: str) -> str:
-        request = build_port_request(source, path.name, kind, has_pytorch_harness(path, source))
+        request = build_port_request(
+            source, path.name, kind, has_pytorch_harness(path, source), model=self.model
+        )
         try:
             response = asyncio.run(client.complete(request, parse=parse_reference))
         except LLMError as error:
@@ -141,4 +147,4 @@ def task_importers(settings: Settings, approve: Approve) -> tuple[SourceImporter
         client: LLMClient | None = LLMClient(build_provider(provider_settings(settings)))
     except ProviderConfigError:
         client = None
-    return (*offline_importers(), PorterImporter(client, approve))
+    return (*offline_importers(), PorterImporter(client, approve, settings.role_model("porter")))

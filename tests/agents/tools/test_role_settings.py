@@ -7,9 +7,18 @@ from pathlib import Path
 
 import pytest
 
+from maxkernel_tui.agents.llm.client import LLMClient
+from maxkernel_tui.agents.llm.gemini import GeminiProvider
+from maxkernel_tui.agents.porting import PorterImporter, Review
 from maxkernel_tui.agents.tools.assignment import RolePlan, role_plan
 from maxkernel_tui.agents.tools.specs import DEFAULT_MAX_TOOL_CALLS, DEFAULT_ROLE_TOOLS, ToolName
 from maxkernel_tui.config import ConfigError, display_value, load_settings
+from maxkernel_tui.kernels.importers import ImportOptions
+from maxkernel_tui.kernels.porting.torch_compare import torch_available
+from tests.fakes.role_gemini import RoleGemini, ServedInThread
+from tests.support.llm import GEMINI_KEY
+from tests.support.paths import TESTS
+from tests.support.porter_answers import porter_answer, softmax_reference
 
 FILE = """
 provider = "gemini"
@@ -88,3 +97,20 @@ def test_an_unknown_tool_is_refused_when_the_session_starts(tmp_path: Path) -> N
     with pytest.raises(ConfigError) as wrong:
         role_plan(settings)
     assert "[roles.debugger] tools" in str(wrong.value) and "run_shell" in str(wrong.value)
+
+
+def test_the_porter_asks_its_own_model(tmp_path: Path) -> None:
+    settings = settings_from(tmp_path, '[roles.porter]\nmodel = "gemini-2.5-pro"\n')
+    engineer: list[Review] = []
+    with ServedInThread(RoleGemini({"porter": [porter_answer(softmax_reference(4096, 1024))]})) as (
+        server
+    ):
+        provider = GeminiProvider("gemini-2.5-flash", base_url=server.url, api_key=GEMINI_KEY)
+        model = settings.role_model("porter")
+        importer = PorterImporter(LLMClient(provider), lambda r: engineer.append(r) or True, model)
+        triton = TESTS / "data" / "porting" / "triton_softmax.py"
+        if torch_available():
+            pytest.skip("with torch the comparison with PyTorch runs first (slow)")
+        importer.translate(triton, triton.read_text(), ImportOptions())
+    (request,) = server.requests
+    assert "/models/gemini-2.5-pro:" in request.path
