@@ -1,6 +1,7 @@
-"""The `jax_api` tool's side in this process: one long-lived worker (jax_api_worker.py, started
-on the first lookup, forked from the fork server where there is one) answers every lookup of a
-session; answers are kept, since the installed jax does not change while it runs. No jax here.
+"""The `jax_api` tool's side in this process: one long-lived sandboxed worker (jax_api_worker.py,
+started on the first lookup, forked from the fork server where there is one) answers every
+lookup of a session; answers are kept, since the installed jax does not change while it runs.
+No jax here.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from maxkernel_tui.kernels.workers import (
     WorkerFailure,
     jax_worker_env,
     python_module_argv,
+    sandbox_policy,
 )
 
 WORKER_MODULE = "maxkernel_tui.agents.tools.jax_api_worker"
@@ -39,8 +41,11 @@ class JaxApi:
             if name in self._answers:
                 return self._answers[name]
             if self._worker is None:
-                # scrubbed: no credentials, jax on the CPU
-                self._worker = LineWorker(python_module_argv(WORKER_MODULE), jax_worker_env())
+                # a model chooses the names: sandboxed like the harness's workers (kernels/sandbox),
+                # with a scrubbed environment (no credentials) and jax on the CPU
+                self._worker = LineWorker(
+                    python_module_argv(WORKER_MODULE), jax_worker_env(), sandbox=sandbox_policy()
+                )
             try:
                 answer = self._worker.ask(json.dumps({"name": name}), LOOKUP_TIMEOUT_S)
             except WorkerFailure as failure:

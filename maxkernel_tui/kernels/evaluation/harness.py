@@ -233,13 +233,18 @@ class Harness:
         source = _read_source(kernel, report)
         if source is None or not _static_check(source, kernel, task, report):
             return report
+        try:
+            snapshot = snapshot_task(task, self._snapshots)
+        except (OSError, TaskError) as error:
+            report.add(Check("trace", FAIL, f"cannot snapshot the task: {error}"))
+            return report
         runs = [(probe.config, probe.seed)] if probe.through == "numerics" else []
         worker, workdir = self._candidates.take()
         try:
             (workdir / "kernel.py").write_text(source)
             request = CandidateRequest(
                 kernel=str(workdir / "kernel.py"),
-                task=str(task.folder),
+                task=str(snapshot.task.folder),
                 target=probe.target,
                 bench_config=probe.config,
                 runs=runs,
@@ -249,7 +254,7 @@ class Harness:
             events = self._run_request(worker, request, probe.timeout, report)
             worker.close()
             if report.failure is None and runs:
-                self._check_numerics(task, runs, {}, events, workdir, report)
+                self._check_numerics(snapshot.task, runs, {}, events, report)
         finally:
             worker.close()
             shutil.rmtree(workdir, ignore_errors=True)
