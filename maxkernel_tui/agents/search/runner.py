@@ -255,6 +255,8 @@ class Search:
             task_facts=base.task_facts,
             limits=base.limits,
             model=base.model,
+            roles=base.calls.roles,  # the roles' own models and tools, as in the session
+            toolbox=base.calls.toolbox,
         )
 
     def _spent(self, ref: str) -> dict[str, Any]:

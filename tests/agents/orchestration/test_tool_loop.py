@@ -60,6 +60,10 @@ def calls(*pairs: tuple[str, dict[str, Any] | str], text: str = "Let me look.") 
     return Answer([text], tool_calls=list(pairs))
 
 
+def results_of(bench: Bench, session: str) -> list[ToolAnswered]:
+    return [e for e in events(bench.store, session, ToolAnswered) if isinstance(e, ToolAnswered)]
+
+
 def declared(body: dict[str, Any]) -> list[str]:
     """The tool names a request declared, in either API's shape."""
     if "tools" not in body:
@@ -112,13 +116,12 @@ async def test_the_implementer_looks_up_the_api_lowers_its_draft_and_proposes_it
     store = bench.store
     (turn,) = events(store, session, ToolsCalled)
     assert isinstance(turn, ToolsCalled) and [c["name"] for c in turn.calls] == ["jax_api", "lower"]
-    answered = events(store, session, ToolAnswered)
-    assert [(a.name, a.ok) for a in answered if isinstance(a, ToolAnswered)] == [
+    assert [(a.name, a.ok) for a in results_of(bench, session)] == [
         ("jax_api", True),
         ("lower", True),
     ]
-    verdicts = [e.verdict for e in events(store, session, EvaluationDone)]  # type: ignore[attr-defined]
-    assert verdicts == ["accepted"]
+    (evaluated,) = events(store, session, EvaluationDone)
+    assert isinstance(evaluated, EvaluationDone) and evaluated.verdict == "accepted"
 
 
 async def test_a_failing_tool_and_malformed_calls_reach_the_model_as_results(
@@ -136,9 +139,9 @@ async def test_a_failing_tool_and_malformed_calls_reach_the_model_as_results(
         bench, kind, [calls(*bad_calls), kernel(GOOD)], jax_api=FakeJaxApi()
     )
     assert outcome.best is not None and outcome.best.source == GOOD  # the session went on
-    answered = [a for a in events(bench.store, session, ToolAnswered)]
-    assert all(isinstance(a, ToolAnswered) and not a.ok for a in answered)
-    texts = [a.text for a in answered if isinstance(a, ToolAnswered)]
+    answered = results_of(bench, session)
+    assert not any(a.ok for a in answered)
+    texts = [a.text for a in answered]
     expected = [
         "has no 'pl.NoSuchThing'",
         "no tool named 'compile_it'",
@@ -172,8 +175,8 @@ async def test_the_per_step_limit_stops_a_model_that_loops_on_tools(
     assert api.looked_up == ["pl.BlockSpec"] * 2  # the limit held
     # two calls answered, one round refused, then the model called again and was stopped
     assert len(server.bodies_of("implementer")) == 4
-    refused = [a for a in events(bench.store, session, ToolAnswered) if not a.ok]  # type: ignore[attr-defined]
-    assert len(refused) == 1 and "limit of 2 tool calls" in refused[0].text  # type: ignore[attr-defined]
+    refused = [a for a in results_of(bench, session) if not a.ok]
+    assert len(refused) == 1 and "limit of 2 tool calls" in refused[0].text
     assert bench.store.session(session).status == "failed"
 
 
@@ -268,3 +271,16 @@ async def test_each_role_asks_its_own_model_and_each_model_is_billed_at_its_pric
     flash_rate = budget.prices.cost("gemini-2.5-flash", 1_000_000, 0)
     pro_rate = budget.prices.cost("gemini-2.5-pro", 1_000_000, 0)
     assert pro and pro_rate is not None and flash_rate is not None and pro_rate > flash_rate
+
+
+async def test_many_calls_in_one_turn_cannot_pass_the_limit(bench: Bench, kind: str) -> None:
+    """The limit counts calls, not turns: a turn of five calls with a limit of two runs two."""
+    api = FakeJaxApi()
+    roles = RolePlan({"implementer": RoleAssignment(None, (ToolName.JAX_API,), 2)})
+    burst = calls(*[("jax_api", {"name": "pl.BlockSpec"}) for _ in range(5)])
+    _, outcome, session = await run_session(
+        bench, kind, [burst, kernel(GOOD)], jax_api=api, roles=roles
+    )
+    assert api.looked_up == ["pl.BlockSpec"] * 2
+    assert [a.ok for a in results_of(bench, session)] == [True, True, False, False, False]
+    assert outcome.best is not None  # answering after the refusals is fine
