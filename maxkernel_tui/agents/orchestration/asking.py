@@ -76,7 +76,7 @@ class _TextLog:
 
 
 class ToolLoopStopped(LLMError):
-    """The model went on calling tools after its step's limit was reached and said so."""
+    """The model called tools again after its step's limit was reached and its calls refused."""
 
 
 class ModelCalls:
