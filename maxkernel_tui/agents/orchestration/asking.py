@@ -111,8 +111,11 @@ class ModelCalls:
         request = build_request(
             role, ctx, model=self.model_of(role), tools=tuple(SPECS[t] for t in offered)
         )
-        answer = await self._converse(key, role, ctx, parse, request, offered)
+        turns: list[ToolsCalled] = []
+        answer = await self._converse(key, role, ctx, parse, request, offered, turns)
         usage = answer.usage
+        # the step's whole conversation: the turns that called tools are part of its price
+        costs = [usage.cost_usd, *(turn.cost_usd for turn in turns)]
         self.emit(
             LlmAnswer(
                 keys.sub(key, "llm"),
@@ -120,8 +123,8 @@ class ModelCalls:
                 role,
                 answer.text,
                 usage.model,
-                usage.tokens,
-                usage.cost_usd,
+                usage.tokens + sum(turn.tokens for turn in turns),
+                None if None in costs else sum(c for c in costs if c is not None),
             )
         )
         return answer.parsed if isinstance(answer.parsed, str) else parse(answer.text)
@@ -134,8 +137,10 @@ class ModelCalls:
         parse: Parse,
         request: Request,
         offered: tuple[ToolName, ...],
+        turns: list[ToolsCalled],
     ) -> Response:
-        """Model turns until one answers without tool calls; stored turns and results replayed."""
+        """Model turns until one answers without tool calls (the answer); stored turns and
+        results replayed. The turns that called tools are appended to `turns`."""
         limit = self.roles.of(role).max_tool_calls
         messages, made, refused, turn = list(request.messages), 0, False, 0
         while True:
@@ -153,6 +158,7 @@ class ModelCalls:
                         "was reached and its calls refused; the step stops here"
                     )
                 asked = self.emit(self._turn(base, key, role, turn, answer))
+            turns.append(asked)
             calls = [ToolCall(**call) for call in asked.calls]
             messages.append(Message("assistant", asked.text, tool_calls=tuple(calls)))
             refused = refused or made + len(calls) > limit

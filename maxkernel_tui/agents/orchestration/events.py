@@ -61,7 +61,9 @@ class TextChunk(SessionEvent):
 
 @dataclass(frozen=True)
 class LlmAnswer(SessionEvent):
-    """A complete model answer: on resume it is reused instead of paying for the call again."""
+    """A complete model answer: on resume it is reused instead of paying for the call again.
+    `tokens` and `cost_usd` are the step's whole conversation's, its turns that called tools
+    included."""
 
     kind: ClassVar[str] = "llm_answer"
     step: str

@@ -16,6 +16,7 @@ from maxkernel_tui.agents.llm.openai_compat import OpenAICompatProvider
 from maxkernel_tui.agents.llm.provider import Provider
 from maxkernel_tui.agents.orchestration.events import (
     EvaluationDone,
+    LlmAnswer,
     ToolAnswered,
     ToolsCalled,
 )
@@ -284,3 +285,23 @@ async def test_many_calls_in_one_turn_cannot_pass_the_limit(bench: Bench, kind: 
     assert api.looked_up == ["pl.BlockSpec"] * 2
     assert [a.ok for a in results_of(bench, session)] == [True, True, False, False, False]
     assert outcome.best is not None  # answering after the refusals is fine
+
+
+async def test_a_step_s_answer_carries_the_price_of_its_tool_turns(bench: Bench) -> None:
+    """What a search node or the Agents pane says a step cost includes the turns that called
+    tools, not only the last answer."""
+    first = Answer([], tool_calls=[("jax_api", {"name": "pl.BlockSpec"})], usage=(1000, 100))
+    _, _, session = await run_session(bench, "gemini", [first, kernel(GOOD)], jax_api=FakeJaxApi())
+    (turn,) = [e for e in events(bench.store, session, ToolsCalled) if isinstance(e, ToolsCalled)]
+    answers = [e for e in events(bench.store, session, LlmAnswer) if isinstance(e, LlmAnswer)]
+    (implemented,) = [a for a in answers if a.role == "implementer"]
+    assert turn.tokens == 1100
+    completion = len(kernel(GOOD)) // 4
+    assert implemented.tokens == 1100 + 900 + completion  # both turns, as the server billed
+    prices = Budget().prices
+    first_cost, last_cost = (
+        prices.cost("gemini-2.5-flash", 1000, 100),
+        prices.cost("gemini-2.5-flash", 900, completion),
+    )
+    assert first_cost is not None and last_cost is not None
+    assert implemented.cost_usd == pytest.approx(first_cost + last_cost)
