@@ -134,11 +134,12 @@ class Toolbox:
             for check in report.checks
         ]
         failed = report.failure
+        # the conclusion first: it is what the model (and the Agents pane's line) reads first
         if failed is None:
             what = {"tpu_lower": "lowered", "tpu_compile": "compiled", "numerics": "checked"}
-            lines.append(f"passed: {what[stage]} at {config} for TPU {self.target}")
+            lines.insert(0, f"passed: {what[stage]} at {config} for TPU {self.target}")
         else:
-            lines.append(f"failed at {failed.name}")
+            lines.insert(0, f"failed at {failed.name}: {failed.detail[:200]}")
         if stage == "numerics":
             lines.append(f"(one seed, {seed}, at {config}: feedback, not the harness's verdict)")
         return "\n".join(lines)

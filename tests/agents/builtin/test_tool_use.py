@@ -15,8 +15,8 @@ from maxkernel_tui.kernels.loader import builtin_suite_dir
 from tests.support.engine import BAD
 
 RMSNORM = builtin_suite_dir() / "12p_RMSNorm"
-FAILED = "✓ static ...\n✗ tpu_lower    cannot be lowered for TPU ...\nfailed at tpu_lower"
-PASSED = "✓ static ...\n✓ tpu_compile  compiled ...\npassed: compiled at bench for TPU v5e"
+FAILED = "failed at tpu_lower: cannot be lowered ...\n✓ static ...\n✗ tpu_lower    cannot be ..."
+PASSED = "passed: compiled at bench for TPU v5e\n✓ static ...\n✓ tpu_compile  compiled ..."
 
 
 def debugger_request(*turns: Message, tools: tuple[ToolName, ...] = (ToolName.LOWER,)) -> Request:
