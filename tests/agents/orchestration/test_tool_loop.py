@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from maxkernel_tui.agents.budget import Budget, Cap
+from maxkernel_tui.agents.knowledge import topic
 from maxkernel_tui.agents.llm.gemini import GeminiProvider
 from maxkernel_tui.agents.llm.openai_compat import OpenAICompatProvider
 from maxkernel_tui.agents.llm.provider import Provider
@@ -305,3 +306,21 @@ async def test_a_step_s_answer_carries_the_price_of_its_tool_turns(bench: Bench)
     )
     assert first_cost is not None and last_cost is not None
     assert implemented.cost_usd == pytest.approx(first_cost + last_cost)
+
+
+async def test_knowledge_and_profile_summary_answer_from_the_pack_and_the_profile(
+    bench: Bench,
+) -> None:
+    answers = session_answers([calls(("knowledge", {"topic": "blockspec"})), kernel(GOOD)])
+    answers["profiler"] = [calls(("profile_summary", {})), DIAGNOSIS]
+    server, provider = await serve("gemini", answers)
+    try:
+        engine = bench.engine(provider, jax_api=FakeJaxApi())
+        await engine.run()
+    finally:
+        await provider.aclose()
+        await server.stop()
+    knowledge, profile = results_of(bench, engine.session_id)
+    assert knowledge.ok and knowledge.text == topic("blockspec")
+    assert profile.ok and profile.text == engine.last_profile[1]  # the profiled kernel's summary
+    assert "estimated" in profile.text
