@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from maxkernel_tui.agents.knowledge import topic
 from maxkernel_tui.agents.llm.types import ToolCall
+from maxkernel_tui.agents.orchestration.tools import ProfileResult
 from maxkernel_tui.agents.roles.context import StepContext
 from maxkernel_tui.agents.tools.jax_api import JaxApi, LookupFailed
 from maxkernel_tui.agents.tools.specs import CallProblem, ToolName, checked_arguments
@@ -33,7 +34,9 @@ class Prober(Protocol):
 
 
 class Profiler(Protocol):
-    async def profile(self, kernel: Path, *, estimate_only: bool = False) -> Any: ...
+    """The session's profiler (its `Tools`): an estimate of a kernel not profiled yet."""
+
+    async def profile(self, kernel: Path, *, estimate_only: bool = False) -> ProfileResult: ...
 
 
 @dataclass(frozen=True)
@@ -154,7 +157,7 @@ class Toolbox:
         result = await self._profiler.profile(self._write(ctx.kernel), estimate_only=True)
         if result.summary is None:
             raise ToolFailed(f"the current kernel could not be profiled: {result.error}")
-        return "estimate only (the current kernel is not profiled yet):\n" + str(result.text)
+        return "estimate only (the current kernel is not profiled yet):\n" + result.text
 
     def close(self) -> None:
         self._jax_api.close()
