@@ -102,13 +102,13 @@ def sandbox_policy(
     *,
     readable: Sequence[Path | str] = (),
     writable: Sequence[Path | str] = (),
-    xla_cache: XlaCache = XlaCache.OFF,
+    xla_cache: XlaCache = XlaCache.READ,
     accelerator: bool = False,
 ) -> SandboxPolicy:
     """The policy of a worker that runs code we did not write (a kernel, a task's reference, an
     imported module): beyond the system's files it reads `readable` and writes `writable` and
-    its private directory (LineWorker adds it). Workers that run kernels get no persistent
-    compilation cache: one they could write would be read by later evaluations."""
+    its private directory (LineWorker adds it). Workers that run kernels only read the
+    persistent compilation cache: one they could write would be read by later evaluations."""
     return SandboxPolicy(
         writable=tuple(str(p) for p in writable),
         readable=tuple(str(p) for p in readable),

@@ -73,6 +73,8 @@ def confine(policy: SandboxPolicy, parent_alive: Callable[[], bool]) -> Confinem
         readable += _ACCELERATOR_DEVICES
     cache = os.environ.get("JAX_COMPILATION_CACHE_DIR")
     shared_cache = [cache] if policy.xla_cache == XlaCache.SHARED and cache else []
+    if policy.xla_cache == XlaCache.READ and cache:
+        readable.append(cache)
     writable = [*policy.writable, "/dev/null", *shared_cache] + (
         list(_ACCELERATOR_DEVICES) if policy.accelerator else []
     )
@@ -155,16 +157,30 @@ def _lock_down(readable: list[str], writable: list[str], state: Confinement) -> 
         state.missing[Layer.SECCOMP] = str(error)
 
 
+_NEVER_S = 1e9  # a compile never takes this long: nothing is written
+
+
 def _configure_xla_cache(choice: XlaCache) -> None:
-    """No persistent compilation cache unless the policy shares it: set before jax reads it, or
-    on the jax a fork server imported."""
+    """The persistent compilation cache as the policy says, set before jax first uses it (in
+    the variables for a fresh worker, in the config of the jax a fork server imported). Read
+    only: no eviction (whose lock and access times are writes) and nothing worth writing."""
     if choice == XlaCache.SHARED:
         return
-    os.environ.pop("JAX_COMPILATION_CACHE_DIR", None)
+    settings: dict[str, object]
+    if choice == XlaCache.OFF:
+        os.environ.pop("JAX_COMPILATION_CACHE_DIR", None)
+        settings = {"jax_enable_compilation_cache": False}
+    else:
+        os.environ["JAX_COMPILATION_CACHE_MAX_SIZE"] = "-1"
+        os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = str(_NEVER_S)
+        settings = {
+            "jax_compilation_cache_max_size": -1,
+            "jax_persistent_cache_min_compile_time_secs": _NEVER_S,
+        }
     jax = sys.modules.get("jax")
     if jax is not None:
-        jax.config.update("jax_compilation_cache_dir", None)
-        jax.config.update("jax_enable_compilation_cache", False)
+        for name, value in settings.items():
+            jax.config.update(name, value)
 
 
 _PROCESS_EVENTS = {

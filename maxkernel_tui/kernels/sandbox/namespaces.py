@@ -51,28 +51,59 @@ def enter_user_namespace() -> None:
 
 
 def fork_namespace_init(parent_alive: Callable[[], bool], poll_s: float = 0.25) -> None:
-    """Fork the PID namespace's first process and return in it; this process stays behind as
-    its keeper: it closes its copies of the worker's streams (so the caller sees them end when
-    the worker does), waits for the worker and ends the way it ended, and kills its process
-    group once `parent_alive()` says the caller is gone (it cannot start a thread: a process
-    whose children get a new PID namespace makes none). The caller's kill of the process group
-    reaches both; the worker dies with its keeper (PDEATHSIG)."""
+    """Fork into the new PID namespace and return in the worker, its second process; its first
+    (init: the kernel shields init from its own namespace's signals, so a worker that signals
+    itself could not die as init) only reaps and ends with the worker. This process stays
+    behind as the keeper: it closes its copies of the worker's streams (so the caller sees them
+    end when the worker does), waits, kills the process group once `parent_alive()` says the
+    caller is gone (it cannot start a thread: a process whose children get a new PID namespace
+    makes none), and ends the way the worker ended. The caller's kill of the process group
+    reaches all three; each dies with its parent (PDEATHSIG)."""
     alive_read, alive_write = os.pipe()  # the keeper holds the write end while it lives
+    status_read, status_write = os.pipe()  # init tells the keeper how the worker ended
     pid = os.fork()
     if pid == 0:
         os.close(alive_write)
-        if _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
-            os._exit(1)
-        # getppid says 0 across the namespace's edge: the pipe tells whether the keeper ended
-        # before PDEATHSIG took effect.
-        if select.select([alive_read], [], [], 0)[0]:
-            os._exit(1)
-        os.close(alive_read)
+        os.close(status_read)
+        _die_with_parent(alive_read)
+        _run_init(status_write)  # returns in the worker only
         return
     os.close(alive_read)
-    devnull = os.open(os.devnull, os.O_RDWR)
-    for fd in (0, 1, 2):
-        os.dup2(devnull, fd)
+    os.close(status_write)
+    _keep(pid, status_read, parent_alive, poll_s)
+
+
+def _die_with_parent(alive_read: int) -> None:
+    if _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+        os._exit(1)
+    # getppid says 0 across the namespace's edge: the pipe tells whether the keeper ended
+    # before PDEATHSIG took effect.
+    if select.select([alive_read], [], [], 0)[0]:
+        os._exit(1)
+    os.close(alive_read)
+
+
+def _run_init(status_write: int) -> None:
+    """As the namespace's init: fork the worker and return in it; reap until it ends, hand
+    its wait status to the keeper, and end (which ends every process left in the namespace)."""
+    init_alive_read, init_alive_write = os.pipe()
+    worker = os.fork()
+    if worker == 0:
+        os.close(init_alive_write)
+        os.close(status_write)
+        _die_with_parent(init_alive_read)
+        return
+    os.close(init_alive_read)
+    _quiet_streams()
+    while True:
+        ended, status = os.wait()
+        if ended == worker:
+            os.write(status_write, status.to_bytes(4, "little"))
+            os._exit(0)
+
+
+def _keep(pid: int, status_read: int, parent_alive: Callable[[], bool], poll_s: float) -> None:
+    _quiet_streams()
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
     while True:
         ended, status = os.waitpid(pid, os.WNOHANG)
@@ -81,11 +112,22 @@ def fork_namespace_init(parent_alive: Callable[[], bool], poll_s: float = 0.25) 
         if not parent_alive():
             os.killpg(os.getpgrp(), signal.SIGKILL)
         signal.sigtimedwait({signal.SIGCHLD}, poll_s)
+    told = os.read(status_read, 4)
+    if len(told) == 4:  # the worker's own status, else init's (killed with it)
+        status = int.from_bytes(told, "little")
     if os.WIFSIGNALED(status):
         signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {os.WTERMSIG(status)})
         os.kill(os.getpid(), os.WTERMSIG(status))
     os._exit(os.waitstatus_to_exitcode(status))
+
+
+def _quiet_streams() -> None:
+    """Drop this process's copies of the worker's stdin, stdout and stderr."""
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(devnull, fd)
+    os.close(devnull)
 
 
 def mount_private_proc() -> bool:

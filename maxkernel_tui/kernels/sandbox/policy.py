@@ -57,9 +57,10 @@ REQUIRED_LAYERS = frozenset(
 
 class XlaCache(StrEnum):
     """What a worker may do with jax's persistent compilation cache: a cache a candidate could
-    write would be read by later evaluations, so workers that run kernels get none."""
+    write would be read by later evaluations, so workers that run kernels only read it."""
 
     OFF = "off"
+    READ = "read"  # read entries, never write one (workers that run kernels)
     SHARED = "shared"  # read and write the user's cache (workers that run task code only)
 
 
@@ -71,7 +72,7 @@ class SandboxPolicy:
     cpu_seconds: int | None = None  # RLIMIT_CPU
     max_processes: int = DEFAULT_MAX_PROCESSES  # processes and threads in the worker's namespace
     accelerator: bool = False  # the TPU's device files (timing and device traces on a TPU VM)
-    xla_cache: XlaCache = XlaCache.OFF
+    xla_cache: XlaCache = XlaCache.READ
     system: tuple[str, ...] = field(default_factory=lambda: system_readable())
 
     def to_env(self) -> dict[str, str]:
