@@ -36,11 +36,7 @@ def path_strategies(graph: SearchGraph, node: Node, round_: int) -> set[str]:
     """The strategies applied on the way from the root to `node`, and to its children of rounds
     before `round_` (not later ones: a resumed search must plan `round_` as it was planned)."""
     used = {child.strategy for child in graph.children(node.ref) if child.round < round_}
-    while True:
-        used.add(node.strategy)
-        if not node.parents:
-            return used
-        node = graph[node.parents[0]]
+    return used | {n.strategy for n in graph.first_parent_line(node.ref)}
 
 
 def growable_or_root(graph: SearchGraph, nodes: list[Node], round_: int) -> list[Node]:

@@ -126,6 +126,32 @@ class NodeSet:
     def children(self, ref: str) -> list[Node]:
         return [n for n in self.in_order() if n.parents and n.parents[0] == ref]
 
+    def ancestors(self, ref: str) -> list[Node]:
+        """Every node `ref` descends from through any of its parents, nearest first (`ref` itself
+        excluded). Each node is visited once, so the walk ends even on a graph that a store
+        written before merges kept the graph acyclic holds with a cycle."""
+        seen, found, todo = {ref}, [], list(self.nodes[ref].parents)
+        while todo:
+            parent = todo.pop(0)
+            if parent in seen or parent not in self.nodes:
+                continue
+            seen.add(parent)
+            found.append(self.nodes[parent])
+            todo += self.nodes[parent].parents
+        return found
+
+    def first_parent_line(self, ref: str) -> list[Node]:
+        """`ref` and its first parents up to the root, each node once (the line a kernel grew
+        along); a cycle stored by an older release ends the line where it closes."""
+        line, seen = [self.nodes[ref]], {ref}
+        while line[-1].parents and line[-1].parents[0] in self.nodes:
+            parent = line[-1].parents[0]
+            if parent in seen:
+                break
+            seen.add(parent)
+            line.append(self.nodes[parent])
+        return line
+
     def score_kind(self) -> str:
         """The kind the search ranks by: that of its first scored accepted node. Scores of another
         kind (a measured one among estimates) are never compared with it."""
@@ -250,13 +276,20 @@ class SearchGraph(NodeSet):
                 self.merge(node, twin)
 
     def merge(self, node: Node, twin: Node, *, evaluated: bool = True) -> None:
-        """`node` has `twin`'s kernel: one node per kernel, with every parent that led to it."""
+        """`node` has `twin`'s kernel: one node per kernel, with every parent that led to it.
+        A parent that descends from `twin` (a child that came back to an ancestor's kernel) is
+        not added: the edge would make `twin` its own ancestor, a cycle no walk leaves."""
         for parent in node.parents:
-            if parent not in twin.parents and parent != twin.ref:
+            if parent not in twin.parents and not self._descends(parent, twin.ref):
                 twin.parents.append(parent)
         self.update(twin, twin.status, why=f"merged {node.ref}")
-        detail = f"same kernel as #{twin.number}" + ("" if evaluated else " (not evaluated)")
+        kin = "its ancestor " if self._descends(node.ref, twin.ref) else ""
+        detail = f"same kernel as {kin}#{twin.number}" + ("" if evaluated else " (not evaluated)")
         self.update(node, MERGED, merged_into=twin.ref, detail=detail)
+
+    def _descends(self, ref: str, ancestor: str) -> bool:
+        """`ref` is `ancestor` or below it."""
+        return ref == ancestor or any(a.ref == ancestor for a in self.ancestors(ref))
 
     def prune(self, ref: str, round_: int) -> list[Node]:
         """Grow nothing more from `ref` and its descendants; those not started yet are dropped."""

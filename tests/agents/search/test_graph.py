@@ -8,7 +8,7 @@ import json
 import pytest
 
 from maxkernel_tui.agents.orchestration.journal import Journal
-from maxkernel_tui.agents.search.algorithms import Beam, Parallel
+from maxkernel_tui.agents.search.algorithms import Beam, Parallel, path_strategies
 from maxkernel_tui.agents.search.config import SearchConfig
 from maxkernel_tui.agents.search.evolve import Evolve
 from maxkernel_tui.agents.search.export import to_dot, to_json
@@ -217,3 +217,60 @@ def test_suite_summary_table() -> None:
     header, row = table.splitlines()
     assert header.split() == ["task", "session", "nodes", "evals", "best", "kind"]
     assert row.startswith("12p_RMSNorm  abc")
+
+
+def test_a_grandchild_back_at_the_roots_kernel_merges_without_a_cycle(db) -> None:
+    # The 12p beam case: n3, a child of n2 (a child of the root), wrote the root's kernel again.
+    # The merge once gave the root the parent n2, and the walk to the root never ended.
+    graph = new_graph(db)
+    judge(graph, ROOT, ACCEPTED, 1.0, GOOD)
+    a = child(graph, 1, ROOT, strategy="grow-row-blocks")
+    b = child(graph, 2, ROOT, strategy="shrink-row-blocks")
+    judge(graph, a, ACCEPTED, 2.0, GOOD + "\nx = 1\n")
+    judge(graph, b, ACCEPTED, 0.5, GOOD + "\nx = 2\n")
+    back = child(graph, 3, b, round_=2, strategy="grow-row-blocks")
+    judge(graph, back, ACCEPTED, 1.0, GOOD + "\n# the root's kernel, commented\n")
+    graph.merge_duplicates([graph[back]])
+
+    assert graph[back].status == MERGED and graph[back].merged_into == ROOT
+    assert graph[ROOT].parents == []  # never a child of its own grandchild
+    assert "same kernel as its ancestor #0" in graph[back].detail
+    for node in graph.in_order():
+        assert node.ref not in {n.ref for n in graph.ancestors(node.ref)}
+    assert path_strategies(graph, graph[b], 3) == {
+        "initial",
+        "shrink-row-blocks",
+        "grow-row-blocks",
+    }
+    config = SearchConfig(algorithm="beam", width=2, branches=2)
+    beam = Beam(config, applicable("norm"))
+    assert beam.plan_round(graph, 3)  # plans, and returns
+    assert graph_from_events(db, graph.session_id) == graph_in_store(db, graph.session_id)
+
+
+def test_a_cycle_stored_by_an_older_release_still_ends_every_walk(db) -> None:
+    graph = new_graph(db)
+    judge(graph, ROOT, ACCEPTED, 1.0, GOOD)
+    a = child(graph, 1, ROOT)
+    judge(graph, a, ACCEPTED, 1.1, GOOD + "\nx = 1\n")
+    b = child(graph, 2, a, round_=2, strategy="t")
+    judge(graph, b, ACCEPTED, 1.2, GOOD + "\nx = 2\n")
+    graph.update(graph[ROOT], ACCEPTED, why="old merge", parents=[b])  # the old bug's edge
+    reloaded = SearchGraph(Journal(db, graph.session_id))
+
+    assert [n.ref for n in reloaded.first_parent_line(b)] == [b, a, ROOT]
+    assert {n.ref for n in reloaded.ancestors(ROOT)} == {a, b}  # visited once each
+    assert path_strategies(reloaded, reloaded[b], 3) == {"initial", "s", "t"}
+    assert Beam(SearchConfig(width=1, branches=1), applicable("norm")).plan_round(reloaded, 3)
+
+
+def test_a_child_of_another_line_with_an_earlier_kernel_still_joins_its_parents(db) -> None:
+    graph = new_graph(db)
+    judge(graph, ROOT, ACCEPTED, 1.0, GOOD)
+    a, b = child(graph, 1, ROOT), child(graph, 2, ROOT)
+    judge(graph, a, ACCEPTED, 1.5, GOOD + "\nx = 1\n")
+    judge(graph, b, ACCEPTED, 1.2, GOOD + "\nx = 2\n")
+    c = child(graph, 3, b, round_=2)  # from b's line, it reaches a's kernel: not its ancestor
+    judge(graph, c, ACCEPTED, 1.5, GOOD + "\nx = 1\n")
+    graph.merge_duplicates([graph[c]])
+    assert graph[a].parents == [ROOT, b] and graph[c].detail == "same kernel as #1"
