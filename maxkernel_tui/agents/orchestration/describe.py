@@ -7,6 +7,7 @@ from typing import Any
 from maxkernel_tui.agents.orchestration.events import (
     BudgetReport,
     DecisionMade,
+    EarlierVerdict,
     ErrorRaised,
     EvaluationDone,
     Intervention,
@@ -15,6 +16,7 @@ from maxkernel_tui.agents.orchestration.events import (
     Note,
     ProfileDone,
     ProposalMade,
+    ProposalRepeated,
     SessionEnded,
     SessionEvent,
     SessionStarted,
@@ -40,6 +42,11 @@ def _call_words(name: str, arguments: dict[str, Any]) -> str:
         else:
             shown.append(f"{argument}={value!r}"[:60])
     return f"{name}({', '.join(shown)})"
+
+
+def _version(number: int | None, version_id: int) -> str:
+    """`v3`, the number users see everywhere; events stored before they kept it name the id."""
+    return f"v{number}" if number else f"version id {version_id}"
 
 
 def describe(event: SessionEvent) -> str | None:
@@ -76,8 +83,24 @@ def describe(event: SessionEvent) -> str | None:
         case VersionCreated():
             return f"  kernel v{event.number} ({event.origin})"
         case EvaluationDone():
-            return f"  evaluation of v{event.version_id}: {event.verdict.upper()}" + (
-                f" — {event.failure}" if event.failure else ""
+            return f"  evaluation of {_version(event.version_number, event.version_id)}: " + (
+                f"{event.verdict.upper()}" + (f" — {event.failure}" if event.failure else "")
+            )
+        case EarlierVerdict():
+            return (
+                f"  v{event.version_number} again: not evaluated; its earlier verdict "
+                f"(at {event.judged_at}): {event.verdict.upper()}"
+                + (f" — {event.failure}" if event.failure else "")
+            )
+        case ProposalRepeated() if event.nothing_new:
+            return (
+                f"  {event.role} has nothing new: it proposed a kernel already turned down "
+                f"({event.rejection}) again"
+            )
+        case ProposalRepeated():
+            return (
+                f"  {event.role} proposed a kernel already turned down ({event.rejection}): "
+                "not shown, asked for another"
             )
         case ProfileDone():
             if event.error:
@@ -100,7 +123,7 @@ def describe(event: SessionEvent) -> str | None:
                 "no accepted kernel"
                 if event.best_version_id is None
                 else (
-                    f"best kernel version id {event.best_version_id}, "
+                    f"best kernel {_version(event.best_version_number, event.best_version_id)}, "
                     f"{_score(event.best_score, event.score_kind)}"
                 )
             )

@@ -27,6 +27,7 @@ from maxkernel_tui.agents.orchestration.gates import EDIT, REJECT, Proposal, Sub
 from maxkernel_tui.agents.orchestration.scoring import Score, significantly_better
 from maxkernel_tui.agents.orchestration.steps import (
     LoopLimits,
+    NothingNew,
     StepGivenUp,
     Steps,
     failure_text,
@@ -84,6 +85,8 @@ class SessionEngine(Steps):
         except BudgetExceeded as error:
             self._emit(BudgetReport(keys.sub(self.step, "budget"), self.step, str(error)))
             reason, status = f"budget: {error}", SessionStatus.STOPPED
+        except NothingNew as error:  # the session converged: nothing left to try
+            reason = str(error)
         except StepGivenUp as error:
             reason, status = str(error), SessionStatus.STOPPED
         except LLMError as error:
@@ -96,8 +99,11 @@ class SessionEngine(Steps):
             raise
         best = self.best
         version, score = (best.version_id, best.score) if best else (None, None)
+        number = best.number if best else None
         self._emit(
-            SessionEnded(keys.end(self._iterations), reason, version, score, self.score_kind)
+            SessionEnded(
+                keys.end(self._iterations), reason, version, score, self.score_kind, number
+            )
         )
         self.set_status(status)
         return Outcome(reason, self.best, self.score_kind)

@@ -161,9 +161,42 @@ class EvaluationDone(SessionEvent):
     failure: str | None  # "check: detail" of the first failed check
     report: dict[str, Any]  # EvalReport.to_json()
     executor_node: str = "local"  # where it ran: this machine's pool, or a Ray node
+    # the kernel's verdict key (verdicts.py); "" in events stored before kernels were judged once
+    verdict_key: str = ""
+    version_number: int = 0  # the v-number a user sees; 0 in events stored before it was kept
 
     def eval_report(self) -> EvalReport:
         return EvalReport.from_json(self.report)
+
+
+@dataclass(frozen=True)
+class EarlierVerdict(SessionEvent):
+    """A step's kernel was judged before (same normalised source, task snapshot, configurations
+    and target): its earlier verdict stands, nothing is evaluated and no version is added."""
+
+    kind: ClassVar[str] = "earlier_verdict"
+    step: str
+    version_id: int  # the version that was judged, which becomes the current kernel again
+    version_number: int
+    verdict: str
+    failure: str | None
+    judged_at: str  # the step whose evaluation judged it
+    report: dict[str, Any]  # that evaluation's EvalReport.to_json()
+
+    def eval_report(self) -> EvalReport:
+        return EvalReport.from_json(self.report)
+
+
+@dataclass(frozen=True)
+class ProposalRepeated(SessionEvent):
+    """A role proposed a kernel already turned down: it is not shown at the gate, and the role is
+    asked for another (`nothing_new`: it had none, and the step ends)."""
+
+    kind: ClassVar[str] = "proposal_repeated"
+    step: str
+    role: str
+    rejection: str  # verdicts.Rejection.words()
+    nothing_new: bool = False
 
 
 @dataclass(frozen=True)
@@ -247,6 +280,7 @@ class SessionEnded(SessionEvent):
     best_version_id: int | None
     best_score: float | None
     score_kind: str
+    best_version_number: int | None = None  # the v-number a user sees (absent in older events)
 
 
 @dataclass(frozen=True)
@@ -280,6 +314,8 @@ EVENT_TYPES: dict[str, type[SessionEvent]] = {
         DecisionMade,
         VersionCreated,
         EvaluationDone,
+        EarlierVerdict,
+        ProposalRepeated,
         ProfileDone,
         Note,
         EdgeCasesChosen,

@@ -21,6 +21,7 @@ from maxkernel_tui.agents.orchestration import diffs, keys
 from maxkernel_tui.agents.orchestration.asking import ModelCalls, Parse
 from maxkernel_tui.agents.orchestration.events import (
     DecisionMade,
+    EarlierVerdict,
     EdgeCasesChosen,
     ErrorRaised,
     EvaluationDone,
@@ -29,6 +30,7 @@ from maxkernel_tui.agents.orchestration.events import (
     Note,
     ProfileDone,
     ProposalMade,
+    ProposalRepeated,
     SessionEvent,
     StepStarted,
     VersionCreated,
@@ -48,6 +50,7 @@ from maxkernel_tui.agents.orchestration.gates import (
 from maxkernel_tui.agents.orchestration.journal import Journal
 from maxkernel_tui.agents.orchestration.scoring import Score, estimated_score, measured_score
 from maxkernel_tui.agents.orchestration.tools import Client, ProfileResult, Tools
+from maxkernel_tui.agents.orchestration.verdicts import VerdictBook
 from maxkernel_tui.agents.orchestration.workspace import Workspace
 from maxkernel_tui.agents.roles import parsers
 from maxkernel_tui.agents.roles.context import Failure, StepContext
@@ -67,6 +70,8 @@ class LoopLimits:
     max_iterations: int = 3
     max_debug_attempts: int = 3  # debugger fixes per failing kernel
     max_rejections: int = 5  # re-proposals of one step before it is given up
+    # a role that proposes a kernel already turned down is asked for another this many times
+    max_repeats: int = 3
     patience: int = 2  # iterations without a significant improvement before Auto stops
     min_improvement: float = 0.02  # what counts as significant (relative)
     target_score: float | None = None  # stop once the best score reaches it
@@ -81,6 +86,10 @@ class LoopLimits:
 
 class StepGivenUp(Exception):
     """A step's proposals were rejected more often than the limits allow."""
+
+
+class NothingNew(StepGivenUp):
+    """A role had no kernel to propose but ones already turned down."""
 
 
 def failure_of(report: EvalReport) -> Failure | None:
@@ -120,13 +129,16 @@ class Steps:
         timer: Timer | None = None,
         roles: RolePlan | None = None,
         toolbox: Toolbox | None = None,
+        verdicts: VerdictBook | None = None,
     ) -> None:
         """`timer`: the device's, on a TPU VM: the autotuner then times its candidates.
         `roles`: each role's model and tools; `toolbox`: what carries out their tool calls
-        (None: no tools are offered)."""
+        (None: no tools are offered). `verdicts`: the session's book of judged kernels (a
+        search's expansions share one); by default one read from the journal."""
         self.journal, self.client, self.tools, self.workspace = journal, client, tools, workspace
         self.store, self.session_id = journal.store, journal.session_id
         self.task = tools.task
+        self.verdicts = verdicts or VerdictBook(tools.task, tools.target, journal.history())
         self._gate_for = gates  # mode -> the gate that decides in that mode
         self.gates = GateHolder(gates(mode))
         self.mode = mode
@@ -173,27 +185,69 @@ class Steps:
         previous_attempts: tuple[str, ...] = (),
     ) -> str:
         """Ask `role`, show the proposal at the gate, and return what was decided on; a rejection
-        asks again with the reason."""
-        for attempt in range(self.limits.max_rejections + 1):
+        asks again with the reason. A kernel already turned down is not shown: the role is asked
+        for another (NothingNew when it has none)."""
+        rejections = repeats = attempt = 0
+        repeated: str | None = None  # the turned-down kernel the role is asked to move past
+        while True:
             key = keys.retry(step, attempt)
+            attempt += 1
             self.take_interventions(key)
             previous = self._current(subject) or previous
             self.start(key, role)
             ctx = replace(self.context(), failure=failure, previous_attempts=previous_attempts)
+            if repeated is not None:
+                ctx = replace(ctx, kernel=repeated)
             text = await self.calls.ask(key, role, ctx, parse)
+            turned_down = self._turned_down(key, subject, text)
+            if turned_down is not None:
+                repeats += 1
+                self._repeated(key, role, turned_down, repeats > self.limits.max_repeats)
+                # asked again from the kernel it repeated: an agent that walks its kernels in
+                # order (the built-in one) moves past it, a model reads why it was rejected
+                failure, repeated = Failure("repeat", turned_down), text
+                previous_attempts = (*previous_attempts, turned_down)
+                continue
             decision = await self.decide(
                 key, Proposal(key, role, subject, text, previous, diffs.summary(previous, text))
             )
             if decision.action == REJECT:
-                self.feedback.append(
-                    f"{role}'s proposal was rejected: {decision.feedback or 'no reason given'}"
-                )
+                reason = decision.feedback or "no reason given"
+                self.feedback.append(f"{role}'s proposal was rejected: {reason}")
+                if subject == Subject.KERNEL:
+                    self.verdicts.refuse(text, reason)
+                rejections += 1
+                if rejections > self.limits.max_rejections:
+                    raise StepGivenUp(
+                        f"{step}: {rejections} proposals rejected; the session stops here"
+                    )
                 continue
             # The engineer's edit is taken as written: the harness, not the parser, judges it.
             return decision.content if decision.action == EDIT and decision.content else text
-        raise StepGivenUp(
-            f"{step}: {self.limits.max_rejections + 1} proposals rejected; the session stops here"
+
+    def _turned_down(self, key: str, subject: str, text: str) -> str | None:
+        """Why `text` was turned down before, in words, if it was. A replayed step keeps what it
+        stored: the book holds verdicts given after the step first ran."""
+        decided = self.journal.recall(keys.sub(key, "decision"), DecisionMade)
+        if subject != Subject.KERNEL or decided is not None:
+            return None
+        stored = self.journal.recall(keys.sub(key, "repeat"), ProposalRepeated)
+        if stored is not None:
+            return stored.rejection
+        rejection = self.verdicts.rejection(text)
+        return None if rejection is None else rejection.words()
+
+    def _repeated(self, key: str, role: str, rejection: str, last: bool) -> None:
+        """Say that `role` repeated a turned-down kernel; NothingNew when it did so too often."""
+        self._emit(ProposalRepeated(keys.sub(key, "repeat"), key, role, rejection, last))
+        self.feedback.append(
+            f"{role} proposed a kernel already turned down ({rejection}): propose a different one"
         )
+        if last:
+            raise NothingNew(
+                f"{key}: the {role} has nothing new (its last {self.limits.max_repeats + 1} "
+                "proposals repeated kernels already turned down)"
+            )
 
     async def ask(self, key: str, role: Role, ctx: StepContext, parse: Parse) -> str:
         return await self.calls.ask(key, role, ctx, parse)
@@ -225,8 +279,17 @@ class Steps:
         return Decision(action, stored.content, stored.feedback)
 
     async def new_version(self, step: str, source: str, origin: str) -> EvalReport:
-        """Store `source` as the next kernel version, make it current, evaluate it."""
+        """Store `source` as the next kernel version, make it current, evaluate it. A kernel
+        judged before is neither stored again nor evaluated: its earlier verdict stands."""
+        earlier = self.journal.recall(keys.sub(step, "earlier"), EarlierVerdict)
         created = self.journal.recall(keys.sub(step, "version"), VersionCreated)
+        if earlier is None and created is None:
+            earlier = self._earlier(step, source)
+        if earlier is not None:
+            self.kernel = self.store.kernel_version(earlier.version_id).source
+            self.version_id = earlier.version_id
+            self.last_report = earlier.eval_report()
+            return self.last_report
         if created is None:
             version = self.store.add_kernel_version(
                 self.session_id, source, self.plan, parent_id=self.version_id
@@ -237,6 +300,26 @@ class Steps:
         self.kernel, self.version_id = source, created.version_id
         path = self.workspace.write(f"v{created.number}.py", source)
         return await self.evaluate(step, path, created.version_id)
+
+    def _earlier(self, step: str, source: str) -> EarlierVerdict | None:
+        judged = self.verdicts.earlier(source)
+        if judged is None:
+            return None
+        number = judged.version_number or self._number(judged.version_id)
+        event = EarlierVerdict(
+            keys.sub(step, "earlier"),
+            step,
+            judged.version_id,
+            number,
+            judged.verdict,
+            judged.failure,
+            judged.step,
+            judged.report,
+        )
+        return self._emit(event)
+
+    def _number(self, version_id: int) -> int:
+        return self.store.kernel_version(version_id).number
 
     async def evaluate(
         self, step: str, path: Path, version_id: int, judged: EvalReport | None = None
@@ -261,7 +344,7 @@ class Steps:
         data = report.to_json()
         self.store.record_evaluation(version_id, data)
         failure = failure_of(report)
-        self._emit(
+        done = self._emit(
             EvaluationDone(
                 keys.sub(step, "eval"),
                 step,
@@ -270,26 +353,32 @@ class Steps:
                 None if failure is None else str(failure),
                 data,
                 report.executor_node,
+                self.verdicts.key(path.read_text(encoding="utf-8")),
+                self._number(version_id),
             )
         )
+        self.verdicts.record(done)
         self.last_report = report
         return report
 
     async def debug(self, prefix: str, report: EvalReport, attempts: list[str]) -> EvalReport:
         """The debugger fixes what the harness rejects, up to the limit of attempts (shared by all
-        the failures of one iteration; `attempts` keeps them)."""
+        the failures of one iteration; `attempts` keeps them), or until it has nothing new."""
         while report.verdict != ACCEPTED and len(attempts) < self.limits.max_debug_attempts:
             attempts.append(failure_text(report))
             step = keys.debug(prefix, len(attempts))
-            fixed = await self.propose(
-                step,
-                DEBUGGER,
-                Subject.KERNEL,
-                parsers.parse_kernel,
-                self.kernel or "",
-                failure=failure_of(report),
-                previous_attempts=tuple(attempts[:-1]),
-            )
+            try:
+                fixed = await self.propose(
+                    step,
+                    DEBUGGER,
+                    Subject.KERNEL,
+                    parsers.parse_kernel,
+                    self.kernel or "",
+                    failure=failure_of(report),
+                    previous_attempts=tuple(attempts[:-1]),
+                )
+            except NothingNew:  # said so in the log: the kernel stays rejected
+                return report
             report = await self.new_version(step, fixed, DEBUGGER)
         return report
 
@@ -301,7 +390,9 @@ class Steps:
         chosen = self.journal.recall(keys.sub(step, "edges"), EdgeCasesChosen)
         if chosen is None:  # a resumed session takes the validated ones as stored
             chosen = await self._choose_edge_cases(step)
-        self.tools.set_extra_configs([(name, params) for name, params in chosen.accepted])
+        configs = [(name, params) for name, params in chosen.accepted]
+        self.tools.set_extra_configs(configs)
+        self.verdicts.set_extra_configs(configs)
         if not chosen.accepted or self.version_id is None:
             return report
         path = self.workspace.write(keys.file_name(step), self.kernel or "")

@@ -12,8 +12,8 @@ from typing import Any
 
 from maxkernel_tui.agents.orchestration import keys
 from maxkernel_tui.agents.orchestration.events import SearchNodeChanged
+from maxkernel_tui.agents.orchestration.fingerprint import kernel_hash
 from maxkernel_tui.agents.orchestration.journal import Journal
-from maxkernel_tui.agents.search.fingerprint import kernel_hash
 from maxkernel_tui.store.db import Store
 from maxkernel_tui.store.rows import SearchNode
 

@@ -20,12 +20,12 @@ from maxkernel_tui.agents.orchestration.events import (
     LlmAnswer,
     SessionEnded,
 )
+from maxkernel_tui.agents.orchestration.fingerprint import kernel_hash
 from maxkernel_tui.agents.orchestration.gates import AutoGate
 from maxkernel_tui.agents.orchestration.steps import StepGivenUp, Steps
 from maxkernel_tui.agents.search.algorithms import Algorithm, NodePlan
 from maxkernel_tui.agents.search.config import SearchConfig
 from maxkernel_tui.agents.search.expansion import Duplicate, expand, node_steps
-from maxkernel_tui.agents.search.fingerprint import kernel_hash
 from maxkernel_tui.agents.search.graph import (
     ACCEPTED,
     FAILED,
@@ -280,13 +280,15 @@ class Search:
         best = self.graph.best()
         kind = self.graph.score_kind()
         evaluations = sum(n.evals for n in self.graph.in_order())
+        version = best.version_id if best else None
         self.base.journal.emit(
             SessionEnded(
                 keys.search_end(len(self.graph), evaluations, reason),
                 reason,
-                best.version_id if best else None,
+                version,
                 best.score if best else None,
                 kind,
+                None if version is None else self.base.store.kernel_version(version).number,
             )
         )
         self._set_status(SessionStatus.STOPPED if self._stopping else SessionStatus.DONE)

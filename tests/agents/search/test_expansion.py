@@ -8,8 +8,8 @@ import asyncio
 
 import pytest
 
-from maxkernel_tui.agents.orchestration.events import EvaluationDone
-from maxkernel_tui.agents.search.expansion import expand
+from maxkernel_tui.agents.orchestration.events import EvaluationDone, ProposalRepeated
+from maxkernel_tui.agents.search.expansion import Expansion, expand
 from maxkernel_tui.agents.search.graph import ACCEPTED, MERGED, REJECTED, STOPPED
 from tests.fakes.role_provider import RoleProvider
 from tests.support.engine import (
@@ -98,12 +98,18 @@ async def test_an_expansion_debugs_what_the_harness_rejects(bench: Bench) -> Non
 
 async def test_an_expansion_that_stays_rejected_says_why(bench: Bench) -> None:
     tools = FakeTools(judge=lambda source, tools: rejected("numerics", "max error 3.0"))
-    provider = RoleProvider({"implementer": [kernel(GOOD)], "debugger": [kernel(GOOD)]})
+    # the debugger can only repeat the rejected kernel: asked again, it has nothing new
+    provider = RoleProvider({"implementer": [kernel(GOOD)], "debugger": [kernel(GOOD)] * 4})
     engine = bench.engine(provider, mode="graph", max_debug_attempts=1, tools=tools)
     done = await expand(engine, "n1", GOOD, "plan", "grow the blocks")
+    assert isinstance(done, Expansion)
     assert done.verdict == "rejected" and done.score is None
     assert done.failure == "numerics: max error 3.0"
     assert tools.profiled == []  # a rejected kernel is not profiled
+    assert tools.evaluated == [GOOD]  # judged once, however often it came back
+    repeats = events(bench.store, engine.session_id, ProposalRepeated)
+    assert [r.nothing_new for r in repeats] == [False, False, False, True]
+    assert all("v1, rejected: numerics: max error 3.0" in r.rejection for r in repeats)
 
 
 async def test_a_cancelled_search_is_stopped_and_resumes_without_redoing_nodes(

@@ -7,12 +7,12 @@ import json
 
 import pytest
 
+from maxkernel_tui.agents.orchestration.fingerprint import kernel_hash
 from maxkernel_tui.agents.orchestration.journal import Journal
 from maxkernel_tui.agents.search.algorithms import Beam, Parallel, path_strategies
 from maxkernel_tui.agents.search.config import SearchConfig
 from maxkernel_tui.agents.search.evolve import Evolve
 from maxkernel_tui.agents.search.export import to_dot, to_json
-from maxkernel_tui.agents.search.fingerprint import kernel_hash
 from maxkernel_tui.agents.search.graph import (
     ACCEPTED,
     MERGED,

@@ -1,0 +1,196 @@
+"""A session converges (fake tools, no jax): a kernel is judged once, whoever proposes it and
+however its comments and layout differ; a kernel turned down (by the harness or the engineer) is
+not proposed again: the role is asked for another, and the log says when it has nothing new;
+one version numbering in the log."""
+
+from __future__ import annotations
+
+import pytest
+
+from maxkernel_tui.agents.orchestration.describe import describe
+from maxkernel_tui.agents.orchestration.events import (
+    EarlierVerdict,
+    EvaluationDone,
+    ProposalRepeated,
+    SessionEnded,
+    VersionCreated,
+)
+from maxkernel_tui.agents.orchestration.gates import APPROVE, REJECT, Decision, ScriptedGate
+from maxkernel_tui.agents.orchestration.verdicts import VerdictBook
+from maxkernel_tui.agents.roles.tunables import set_tunables
+from maxkernel_tui.kernels.evaluation.report import EvalReport
+from tests.fakes.role_provider import RoleProvider
+from tests.support.engine import (
+    BAD,
+    DIAGNOSIS,
+    GOOD,
+    Bench,
+    FakeTools,
+    accepted,
+    events,
+    kernel,
+    plan,
+    rejected,
+    rmsnorm_task,
+)
+
+# BAD again, as a model would write it: other comments, other indentation, blank lines
+BAD_RESTYLED = "# the same kernel, restyled\n\n" + BAD.replace("    ", "  ") + "\n\n# end\n"
+
+
+def test_the_verdict_key_ignores_layout_and_names_task_configurations_and_target() -> None:
+    task = rmsnorm_task()
+    book = VerdictBook(task, "v5e", [])
+    assert book.key(BAD) == book.key(BAD_RESTYLED)
+    assert book.key(BAD) != book.key(GOOD)
+    assert book.key(BAD) != VerdictBook(task, "v6e", []).key(BAD)
+    before = book.key(BAD)
+    book.set_extra_configs([("edge_hidden", {"hidden": 384})])
+    assert book.key(BAD) != before  # an edge case joins every later verdict
+    other = task.with_extra_configs(("edge_rows",))
+    assert VerdictBook(other, "v5e", []).key(BAD) != before
+
+
+@pytest.mark.asyncio
+async def test_a_debugger_that_repeats_a_rejected_kernel_is_asked_for_another(
+    bench: Bench,
+) -> None:
+    # implementer: BAD (rejected); the debugger first offers BAD again, restyled, then GOOD
+    provider = RoleProvider(
+        {
+            "planner": [plan()],
+            "implementer": [kernel(BAD)],
+            "debugger": [kernel(BAD_RESTYLED), kernel(GOOD)],
+            "profiler": [DIAGNOSIS],
+        }
+    )
+    gate = ScriptedGate()
+    engine = bench.engine(provider, gate=gate, mode="hitl")
+    outcome = await engine.run()
+
+    store, session = bench.store, engine.session_id
+    assert bench.tools.evaluated == [BAD, GOOD]  # the repeat never reached the harness
+    assert [p.content for p in gate.seen if p.subject == "kernel"] == [BAD, GOOD]  # nor the gate
+    (repeat,) = events(store, session, ProposalRepeated)
+    assert repeat.step == "i1/debug1" and "v1, rejected: tpu_lower" in repeat.rejection
+    asked = [
+        r.context or {} for r in provider.requests if (r.context or {}).get("role") == "debugger"
+    ]
+    second = asked[1]
+    assert second["kernel"] == BAD_RESTYLED and "repeat" in second["failure"]["check"]
+    assert "already turned down" in provider.prompts("debugger")[1]
+    assert outcome.best is not None and outcome.best.number == 2
+    assert [v.number for v in store.kernel_versions(session)] == [1, 2]
+
+
+@pytest.mark.asyncio
+async def test_a_kernel_judged_before_keeps_its_verdict_and_its_version(bench: Bench) -> None:
+    # iteration 2's implementer writes iteration 1's accepted kernel again, restyled
+    restyled = "# once more\n" + GOOD.replace("    ", "  ")
+    provider = RoleProvider(
+        {
+            "planner": [plan("a"), plan("b")],
+            "implementer": [kernel(GOOD), kernel(restyled)],
+            "profiler": [DIAGNOSIS] * 2,
+        }
+    )
+    engine = bench.engine(provider, max_iterations=2, patience=5, edge_cases=False)
+    await engine.run()
+
+    store, session = bench.store, engine.session_id
+    assert bench.tools.evaluated == [GOOD]
+    (earlier,) = events(store, session, EarlierVerdict)
+    assert (earlier.step, earlier.version_number, earlier.verdict) == (
+        "i2/implement",
+        1,
+        "accepted",
+    )
+    assert earlier.judged_at == "i1/implement"
+    assert [v.number for v in store.kernel_versions(session)] == [1]  # no version for a repeat
+    lines = [line for line in map(describe, events(store, session)) if line]
+    assert any(
+        "v1 again: not evaluated; its earlier verdict (at i1/implement): ACCEPTED" in line
+        for line in lines
+    )
+
+
+@pytest.mark.asyncio
+async def test_a_kernel_the_engineer_rejected_is_not_proposed_again(bench: Bench) -> None:
+    slower = set_tunables(GOOD, {"BLOCK_ROWS": 128})
+    gate = ScriptedGate(
+        [
+            Decision(APPROVE),  # the plan
+            Decision(REJECT, feedback="128-row blocks are too small"),
+            Decision(APPROVE),
+        ]
+    )
+    provider = RoleProvider(
+        {
+            "planner": [plan()],
+            "implementer": [kernel(slower), kernel(slower), kernel(GOOD)],
+            "profiler": [DIAGNOSIS],
+        }
+    )
+    engine = bench.engine(provider, gate=gate, mode="hitl")
+    await engine.run()
+
+    assert [p.content for p in gate.seen if p.subject == "kernel"] == [slower, GOOD]
+    (repeat,) = events(bench.store, engine.session_id, ProposalRepeated)
+    assert repeat.rejection == "rejected by the engineer: 128-row blocks are too small"
+    assert "128-row blocks are too small" in provider.prompts("implementer")[1]
+    assert bench.tools.evaluated == [GOOD]
+
+
+@pytest.mark.asyncio
+async def test_an_implementer_with_nothing_new_ends_the_session_and_says_so(
+    bench: Bench,
+) -> None:
+    def judge(source: str, tools: FakeTools) -> EvalReport:
+        return rejected() if source == BAD else accepted()
+
+    provider = RoleProvider(
+        {
+            "planner": [plan("a"), plan("b")],
+            "implementer": [kernel(BAD)] + [kernel(BAD_RESTYLED)] * 4,
+            "debugger": [kernel(BAD)] * 4,
+        }
+    )
+    tools = FakeTools(judge=judge)
+    engine = bench.engine(provider, tools=tools, max_iterations=2, max_debug_attempts=1)
+    outcome = await engine.run()
+
+    store, session = bench.store, engine.session_id
+    assert tools.evaluated == [BAD]
+    assert "the implementer has nothing new" in outcome.reason
+    assert store.session(session).status == "done"  # converged, not interrupted
+    nothing = [r for r in events(store, session, ProposalRepeated) if r.nothing_new]
+    assert [r.role for r in nothing] == ["debugger", "implementer"]
+    lines = [line for line in map(describe, events(store, session)) if line]
+    assert any(line.startswith("  implementer has nothing new") for line in lines)
+
+
+@pytest.mark.asyncio
+async def test_the_log_names_versions_by_the_number_users_see(bench: Bench) -> None:
+    other = bench.store.create_session("12p_RMSNorm", "auto").id
+    for _ in range(5):  # another session's versions push the ids past the numbers
+        bench.store.add_kernel_version(other, "x = 1\n")
+    provider = RoleProvider(
+        {"planner": [plan()], "implementer": [kernel(BAD)], "debugger": [kernel(GOOD)]}
+        | {"profiler": [DIAGNOSIS]}
+    )
+    engine = bench.engine(provider)
+    await engine.run()
+
+    store, session = bench.store, engine.session_id
+    created = events(store, session, VersionCreated)
+    judged = events(store, session, EvaluationDone)
+    assert [c.number for c in created] == [1, 2]
+    assert [e.version_number for e in judged] == [1, 2]
+    assert created[0].version_id != 1  # ids are store-wide; the log must not show them
+    lines = [line for line in map(describe, events(store, session)) if line]
+    assert "  evaluation of v1: REJECTED — tpu_lower: block (12, 8192) is not a multiple of 8" in (
+        lines
+    )
+    (ended,) = events(store, session, SessionEnded)
+    assert ended.best_version_number == 2
+    assert any("best kernel v2," in line for line in lines)
