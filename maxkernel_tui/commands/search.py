@@ -138,12 +138,9 @@ def _task(name: str) -> Any:
 
 
 def _printer(args: argparse.Namespace, prefix: str = "") -> Any:
-    from maxkernel_tui.agents.orchestration.events import SearchNodeChanged
-    from maxkernel_tui.agents.search.describe import describe_node
+    from maxkernel_tui.agents.search.describe import describe_search
 
-    return event_printer(
-        args.json, prefix, lambda e: describe_node(e) if isinstance(e, SearchNodeChanged) else None
-    )
+    return event_printer(args.json, prefix, describe_search)
 
 
 async def _one(

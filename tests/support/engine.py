@@ -20,6 +20,7 @@ from maxkernel_tui.agents.orchestration.journal import Journal
 from maxkernel_tui.agents.orchestration.tools import CheckListener, ProfileResult
 from maxkernel_tui.agents.orchestration.workspace import Workspace
 from maxkernel_tui.agents.roles.tunables import find_tunables, set_tunables
+from maxkernel_tui.agents.search.algorithms import MoveCheck
 from maxkernel_tui.agents.search.config import SearchConfig
 from maxkernel_tui.agents.search.launch import search_limits, search_on
 from maxkernel_tui.agents.search.runner import Search
@@ -265,10 +266,11 @@ class Bench:
         *,
         session_id: str | None = None,
         tools: FakeTools | None = None,
+        moves: MoveCheck | None = None,
         **config: object,
     ) -> Search:
         """A search on a new Graph session with `config`, or the search of `session_id` again
-        (with its stored settings)."""
+        (with its stored settings); `moves`: the agent's word on strategies it cannot apply."""
         settings = SearchConfig(**config)  # type: ignore[arg-type]
         resumed = session_id is not None
         if session_id is None:
@@ -283,7 +285,7 @@ class Bench:
             task_facts="id: 12p_RMSNorm (facts of the fake task)",
             limits=search_limits(settings),
         )
-        return search_on(engine, settings, resumed=resumed)
+        return search_on(engine, settings, resumed=resumed, moves=moves)
 
 
 # -- reading a session back --------------------------------------------------------------------

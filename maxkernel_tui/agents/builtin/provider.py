@@ -21,6 +21,7 @@ from maxkernel_tui.agents.builtin.context import read_context
 from maxkernel_tui.agents.builtin.diagnosis import diagnose
 from maxkernel_tui.agents.builtin.errors import BuiltinAgentError, CannotPlanError
 from maxkernel_tui.agents.builtin.reply import Failure, WorkerReply
+from maxkernel_tui.agents.builtin.strategy_moves import NoMove, apply_strategy
 from maxkernel_tui.agents.builtin.tester import answer_tester
 from maxkernel_tui.agents.builtin.tool_use import (
     LOWER,
@@ -110,6 +111,16 @@ class BuiltinProvider:
         yield ToolCallChunk(call)
         yield TokenCount(0, 0)
         yield Finish("tool_calls")
+
+    def no_move(self, strategy: str, kernel: str) -> str | None:
+        """Why this agent cannot apply a search's `strategy` to `kernel` (None: it can), asked
+        before a node is spent on it (agents.search.algorithms.MoveCheck). In this process: the
+        moves change declared block sizes and need no jax."""
+        try:
+            apply_strategy(kernel, strategy)
+        except NoMove as reason:
+            return str(reason)
+        return None
 
     async def aclose(self) -> None:
         if self._worker is not None:

@@ -300,6 +300,17 @@ class SearchNodeChanged(SessionEvent):
     detail: str = ""
 
 
+@dataclass(frozen=True)
+class StrategySkipped(SessionEvent):
+    """A search strategy the agent has no move for on a node's kernel: skipped before it cost a
+    node or an evaluation."""
+
+    kind: ClassVar[str] = "strategy_skipped"
+    node: str  # the parent it would have grown from
+    strategy: str
+    reason: str
+
+
 EVENT_TYPES: dict[str, type[SessionEvent]] = {
     cls.kind: cls
     for cls in (
@@ -325,6 +336,7 @@ EVENT_TYPES: dict[str, type[SessionEvent]] = {
         ErrorRaised,
         SessionEnded,
         SearchNodeChanged,
+        StrategySkipped,
     )
 }
 

@@ -1,11 +1,13 @@
 """What to expand next. An algorithm plans one round at a time from the nodes of earlier rounds
 only, and picks strategies from the library in a fixed order: planning is a pure function of the
-stored graph, so a resumed search plans the same rounds and finds their nodes already there."""
+stored graph, so a resumed search plans the same rounds and finds their nodes already there.
+A strategy the agent has no move for on a parent's kernel (`MoveCheck`) is skipped before it
+costs a node: the next one in the order takes its place, and `Moves.skipped` keeps why."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from maxkernel_tui.agents.search.config import SearchConfig
 from maxkernel_tui.agents.search.graph import ROOT, Node, SearchGraph
@@ -22,9 +24,51 @@ class NodePlan:
 
 
 class Algorithm(Protocol):
+    moves: Moves
+
     def plan_round(self, graph: SearchGraph, round_: int) -> list[NodePlan]:
         """The expansions of `round_` (1, 2, ...), from the nodes of the rounds before it."""
         ...
+
+
+@runtime_checkable
+class MoveCheck(Protocol):
+    """An agent that knows, without being asked, which strategies it cannot apply (the built-in
+    one changes declared block sizes only); a model is assumed to try any."""
+
+    def no_move(self, strategy: str, kernel: str) -> str | None:
+        """Why `strategy` changes nothing the agent can change in `kernel`; None when it can."""
+        ...
+
+
+@dataclass(frozen=True)
+class Skipped:
+    node: str  # the parent it was skipped on
+    strategy: str
+    reason: str
+
+
+class Moves:
+    """The strategies the agent has a move for on a node's kernel, and those skipped (once each)."""
+
+    def __init__(self, check: MoveCheck | None = None) -> None:
+        self.check = check
+        self.skipped: dict[tuple[str, str], Skipped] = {}
+
+    def usable(self, node: Node, strategies: list[Strategy]) -> list[Strategy]:
+        """`strategies` in their order, without those the agent has no move for on `node`."""
+        if self.check is None or not node.source:
+            return strategies
+        kept = []
+        for strategy in strategies:
+            reason = self.check.no_move(strategy.name, node.source)
+            if reason is None:
+                kept.append(strategy)
+            else:
+                self.skipped.setdefault(
+                    (node.ref, strategy.name), Skipped(node.ref, strategy.name, reason)
+                )
+        return kept
 
 
 def mutation(parents: tuple[str, ...], strategy: Strategy, **tags: Any) -> NodePlan:
@@ -39,6 +83,12 @@ def path_strategies(graph: SearchGraph, node: Node, round_: int) -> set[str]:
     return used | {n.strategy for n in graph.first_parent_line(node.ref)}
 
 
+def rotated(strategies: list[Strategy], offset: int) -> list[Strategy]:
+    """The library from its `offset`-th strategy on, wrapping round."""
+    k = offset % len(strategies)
+    return strategies[k:] + strategies[:k]
+
+
 def growable_or_root(graph: SearchGraph, nodes: list[Node], round_: int) -> list[Node]:
     """`nodes` that may grow, best first (scored ones by score, then the unscored accepted)."""
     ok = [n for n in nodes if graph.growable(n, round_)]
@@ -50,8 +100,11 @@ class Parallel:
     """`width` independent lines from the root; each round every line expands its own best
     accepted kernel with the next strategy of its share of the library."""
 
-    def __init__(self, config: SearchConfig, strategies: list[Strategy]) -> None:
+    def __init__(
+        self, config: SearchConfig, strategies: list[Strategy], moves: Moves | None = None
+    ) -> None:
         self.width, self.strategies = config.width, strategies
+        self.moves = moves or Moves()
 
     def plan_round(self, graph: SearchGraph, round_: int) -> list[NodePlan]:
         plans = []
@@ -69,8 +122,10 @@ class Parallel:
                 continue  # the line was pruned at its start
             best = growable_or_root(graph, members, round_)
             parent = best[0] if best else root
-            strategy = self.strategies[(line + (round_ - 1) * self.width) % len(self.strategies)]
-            plans.append(mutation((parent.ref,), strategy, line=line))
+            start = line + (round_ - 1) * self.width
+            usable = self.moves.usable(parent, rotated(self.strategies, start))
+            if usable:
+                plans.append(mutation((parent.ref,), usable[0], line=line))
         return plans
 
 
@@ -79,13 +134,16 @@ class Beam:
     tried on its path. A child that scores worse than its parent (beyond the tolerance) does not
     enter the beam: the regression gate."""
 
-    def __init__(self, config: SearchConfig, strategies: list[Strategy]) -> None:
+    def __init__(
+        self, config: SearchConfig, strategies: list[Strategy], moves: Moves | None = None
+    ) -> None:
         self.width, self.branches, self.tolerance = (
             config.width,
             config.branches,
             config.regression_tolerance,
         )
         self.strategies = strategies
+        self.moves = moves or Moves()
         self.beam: list[str] = [ROOT]
 
     def plan_round(self, graph: SearchGraph, round_: int) -> list[NodePlan]:
@@ -97,8 +155,9 @@ class Beam:
             if node.pruned_round is not None and node.pruned_round < round_:
                 continue
             used = path_strategies(graph, node, round_)
-            fresh = [s for s in self._rotated(j * self.branches) if s.name not in used]
-            chosen = (fresh or self._rotated(j * self.branches))[: self.branches]
+            order = self.moves.usable(node, rotated(self.strategies, j * self.branches))
+            fresh = [s for s in order if s.name not in used]
+            chosen = (fresh or order)[: self.branches]
             plans += [mutation((ref,), s, beam=j) for s in chosen]
         return plans
 
@@ -115,7 +174,3 @@ class Beam:
         if parent.score is None or child.score is None or parent.score_kind != child.score_kind:
             return True  # nothing comparable: the gate cannot say it regressed
         return child.score >= parent.score * (1.0 - self.tolerance)
-
-    def _rotated(self, offset: int) -> list[Strategy]:
-        k = offset % len(self.strategies)
-        return self.strategies[k:] + self.strategies[:k]

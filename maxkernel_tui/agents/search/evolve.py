@@ -7,7 +7,13 @@ from __future__ import annotations
 
 import difflib
 
-from maxkernel_tui.agents.search.algorithms import NodePlan, growable_or_root, mutation
+from maxkernel_tui.agents.search.algorithms import (
+    Moves,
+    NodePlan,
+    growable_or_root,
+    mutation,
+    rotated,
+)
 from maxkernel_tui.agents.search.config import SearchConfig
 from maxkernel_tui.agents.search.graph import ROOT, Node, SearchGraph
 from maxkernel_tui.agents.strategies import Strategy
@@ -38,8 +44,11 @@ def novelty(node: Node, others: list[Node]) -> float:
 
 
 class Evolve:
-    def __init__(self, config: SearchConfig, strategies: list[Strategy]) -> None:
+    def __init__(
+        self, config: SearchConfig, strategies: list[Strategy], moves: Moves | None = None
+    ) -> None:
         self.islands, self.strategies = config.islands, strategies
+        self.moves = moves or Moves()
         self.per_island = max(1, config.population // config.islands)
         self.migrants: dict[int, list[str]] = {i: [] for i in range(self.islands)}
 
@@ -59,11 +68,9 @@ class Evolve:
                     continue
                 parent = pool[k % len(pool)] if pool else root
                 index = island * self.per_island + (round_ - 1) * self.islands * self.per_island + k
-                plans.append(
-                    mutation(
-                        (parent.ref,), self.strategies[index % len(self.strategies)], island=island
-                    )
-                )
+                usable = self.moves.usable(parent, rotated(self.strategies, index))
+                if usable:
+                    plans.append(mutation((parent.ref,), usable[0], island=island))
         return plans
 
     def population(self, graph: SearchGraph, island: int, round_: int) -> list[Node]:

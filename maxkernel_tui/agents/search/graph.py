@@ -11,7 +11,7 @@ from enum import StrEnum
 from typing import Any
 
 from maxkernel_tui.agents.orchestration import keys
-from maxkernel_tui.agents.orchestration.events import SearchNodeChanged
+from maxkernel_tui.agents.orchestration.events import SearchNodeChanged, StrategySkipped
 from maxkernel_tui.agents.orchestration.fingerprint import kernel_hash
 from maxkernel_tui.agents.orchestration.journal import Journal
 from maxkernel_tui.store.db import Store
@@ -290,6 +290,25 @@ class SearchGraph(NodeSet):
     def _descends(self, ref: str, ancestor: str) -> bool:
         """`ref` is `ancestor` or below it."""
         return ref == ancestor or any(a.ref == ancestor for a in self.ancestors(ref))
+
+    def skip(self, node: str, strategy: str, reason: str) -> None:
+        """Keep (with the search's settings, for a view) and announce a strategy skipped on
+        `node` because the agent has no move for it there."""
+        entry = [node, strategy, reason]
+        skipped = self.extra.setdefault("skipped", [])
+        if entry in skipped:
+            return
+        skipped.append(entry)
+        root = self.nodes[ROOT]
+        self.store.update_search_node(
+            root.row_id,
+            status=root.status,
+            score=root.score,
+            kernel_version_id=root.version_id,
+            data=root.data() | {"extra": self.extra},
+        )
+        ref = keys.sub(keys.node_step(node, "skipped"), strategy)
+        self.journal.emit(StrategySkipped(ref, node, strategy, reason))
 
     def prune(self, ref: str, round_: int) -> list[Node]:
         """Grow nothing more from `ref` and its descendants; those not started yet are dropped."""

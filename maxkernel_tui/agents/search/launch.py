@@ -13,7 +13,7 @@ from maxkernel_tui.agents.orchestration.events import EvaluationDone
 from maxkernel_tui.agents.orchestration.gates import AutoGate
 from maxkernel_tui.agents.orchestration.journal import Listener
 from maxkernel_tui.agents.orchestration.session import OpenSession, open_session
-from maxkernel_tui.agents.search.algorithms import Algorithm, Beam, Parallel
+from maxkernel_tui.agents.search.algorithms import Algorithm, Beam, MoveCheck, Moves, Parallel
 from maxkernel_tui.agents.search.config import SearchConfig, StoredSearch
 from maxkernel_tui.agents.search.evolve import Evolve
 from maxkernel_tui.agents.search.graph import ROOT, SearchGraph
@@ -39,13 +39,13 @@ class OpenSearch:
         await self.session.aclose()
 
 
-def algorithm_for(config: SearchConfig, family: str) -> Algorithm:
+def algorithm_for(config: SearchConfig, family: str, moves: Moves | None = None) -> Algorithm:
     strategies = applicable(family)
     if config.algorithm == "parallel":
-        return Parallel(config, strategies)
+        return Parallel(config, strategies, moves)
     if config.algorithm == "beam":
-        return Beam(config, strategies)
-    return Evolve(config, strategies)
+        return Beam(config, strategies, moves)
+    return Evolve(config, strategies, moves)
 
 
 def search_limits(config: SearchConfig) -> LoopLimits:
@@ -81,8 +81,15 @@ async def open_search(
         executor=executor,
     )
     try:
+        # an agent that knows which strategies it cannot apply: they are skipped, not tried
+        check = opened.provider if isinstance(opened.provider, MoveCheck) else None
         search = search_on(
-            opened.engine, config, seed, resumed=resume is not None, slots=opened.tools.slots
+            opened.engine,
+            config,
+            seed,
+            resumed=resume is not None,
+            slots=opened.tools.slots,
+            moves=check,
         )
     except ValueError:
         await opened.aclose()
@@ -97,10 +104,12 @@ def search_on(
     *,
     resumed: bool = False,
     slots: int = 1,
+    moves: MoveCheck | None = None,
 ) -> Search:
     """The search of `engine`'s Graph session: a new one with `config` from `seed`, or, when
     `resumed`, the stored one with its own settings (a ValueError if the session has none).
-    `slots`: evaluations the tools run at once (a cluster's): the search keeps them all busy."""
+    `slots`: evaluations the tools run at once (a cluster's): the search keeps them all busy.
+    `moves`: the agent's own word on which strategies it cannot apply to a kernel."""
     graph = SearchGraph(engine.journal)
     if resumed:
         stored = StoredSearch.from_json(graph.extra)
@@ -125,7 +134,7 @@ def search_on(
         base=engine,
         config=config,
         graph=graph,
-        algorithm=algorithm_for(config, engine.task.category),
+        algorithm=algorithm_for(config, engine.task.category, Moves(moves)),
         client=GatedClient(engine.client, config.llm_concurrency),
         tools=CappedTools(
             engine.tools, max(config.eval_concurrency, slots), config.max_evals, spent

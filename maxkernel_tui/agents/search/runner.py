@@ -133,6 +133,8 @@ class Search:
                 if round_ == 0
                 else self.algorithm.plan_round(self.graph, round_)
             )
+            for skipped in self.algorithm.moves.skipped.values():
+                self.graph.skip(skipped.node, skipped.strategy, skipped.reason)
             if not plans:
                 return "nothing left to expand"
             nodes = []

@@ -3,8 +3,10 @@ sizes, or says it has none for that kernel (never the same kernel again)."""
 
 import pytest
 
+from maxkernel_tui.agents.builtin.provider import BuiltinProvider
 from maxkernel_tui.agents.builtin.strategy_moves import MOVES, NoMove, apply_strategy
 from maxkernel_tui.agents.roles.tunables import find_tunables
+from maxkernel_tui.agents.search.algorithms import MoveCheck
 from maxkernel_tui.agents.strategies import STRATEGIES
 from tests.support.engine import GOOD  # the RMSNorm kernel: one tunable, BLOCK_ROWS = 256
 
@@ -49,3 +51,12 @@ def test_a_strategy_without_a_move_is_said_so():
 
 def test_every_move_is_a_strategy_of_the_library():
     assert set(MOVES) <= {s.name for s in STRATEGIES}
+
+
+def test_the_agent_names_the_strategies_it_has_no_move_for_before_a_node_is_spent():
+    agent = BuiltinProvider()
+    assert isinstance(agent, MoveCheck)  # what a search asks before it plans a node
+    assert agent.no_move("grow-row-blocks", GOOD) is None
+    manual = agent.no_move("manual-dma-ring", GOOD) or ""
+    assert "no move for strategy 'manual-dma-ring'" in manual
+    assert "changes nothing in this kernel" in (agent.no_move("square-output-tiles", GOOD) or "")

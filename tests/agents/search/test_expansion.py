@@ -8,9 +8,13 @@ import asyncio
 
 import pytest
 
-from maxkernel_tui.agents.orchestration.events import EvaluationDone, ProposalRepeated
+from maxkernel_tui.agents.orchestration.events import (
+    EvaluationDone,
+    ProposalRepeated,
+    StrategySkipped,
+)
 from maxkernel_tui.agents.search.expansion import Expansion, expand
-from maxkernel_tui.agents.search.graph import ACCEPTED, MERGED, REJECTED, STOPPED
+from maxkernel_tui.agents.search.graph import ACCEPTED, FAILED, MERGED, REJECTED, STOPPED
 from tests.fakes.role_provider import RoleProvider
 from tests.support.engine import (
     BAD,
@@ -160,3 +164,33 @@ async def test_a_kernel_the_graph_has_is_merged_before_it_is_evaluated(bench: Be
     assert merged[0].evals == 0 and "(not evaluated)" in merged[0].detail
     assert len(events(bench.store, search.base.session_id, EvaluationDone)) == 2
     assert bench.tools.evaluated.count(GOOD) == 1  # the repeat never reached the harness
+
+
+class RowMovesOnly(RoleProvider):
+    """A provider that, like the built-in agent, says which strategies it cannot apply: here
+    every one but the row-block moves."""
+
+    def no_move(self, strategy: str, kernel: str) -> str | None:
+        rows = ("grow-row-blocks", "shrink-row-blocks")
+        return None if strategy in rows else f"no move for {strategy}"
+
+
+async def test_a_strategy_without_a_move_is_skipped_before_it_costs_a_node(bench: Bench) -> None:
+    provider = RowMovesOnly({"implementer": [variant(r) for r in (256, 512, 128, 1024, 64)]})
+    search = bench.search(
+        provider, moves=provider, algorithm="beam", width=1, branches=2, depth=2, max_evals=10
+    )
+    outcome = await search.run()
+
+    store, session = bench.store, search.base.session_id
+    grown = [n for n in search.graph.in_order() if n.round > 0]
+    assert grown and {n.strategy for n in grown} <= {"grow-row-blocks", "shrink-row-blocks"}
+    assert not [n for n in search.graph.in_order() if n.status == FAILED]
+    skipped = events(store, session, StrategySkipped)
+    assert skipped and all(s.reason == f"no move for {s.strategy}" for s in skipped)
+    assert len({(s.node, s.strategy) for s in skipped}) == len(skipped)  # listed once each
+    root = store.search_nodes(session)[0]
+    assert [tuple(e) for e in root.data["extra"]["skipped"]] == [
+        (s.node, s.strategy, s.reason) for s in skipped
+    ]
+    assert outcome.evaluations == len(bench.tools.evaluated) == 1 + len(grown)
