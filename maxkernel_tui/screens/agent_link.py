@@ -16,6 +16,7 @@ from textual.message import Message
 from textual.message_pump import MessagePump
 
 from maxkernel_tui.agents.llm.provider import Provider
+from maxkernel_tui.agents.orchestration.ending import BestAtEnd, best_at_end
 from maxkernel_tui.agents.orchestration.engine import LoopLimits, Outcome, SessionEngine
 from maxkernel_tui.agents.orchestration.events import SessionEvent
 from maxkernel_tui.agents.orchestration.gates import (
@@ -133,6 +134,22 @@ class AgentLink:
 
     def kernel_source(self, version_id: int) -> str:
         return self.store.kernel_version(version_id).source
+
+    def stored_mode(self, session_id: str) -> str:
+        """The mode a stored session was in when it stopped (the engine keeps it in the store)."""
+        return self.store.session(session_id).mode
+
+    def ended(self, session_id: str | None = None) -> BestAtEnd | None:
+        """What the session (or `session_id`, a search's) ended on; None before it ended."""
+        chosen = session_id or self.session_id
+        return None if chosen is None else best_at_end(self.store, chosen)
+
+    def best_accepted(self) -> str | None:
+        """The session's best accepted kernel so far (what a hand-off to Graph starts from)."""
+        if self.engine is not None and self.engine.best is not None:
+            return self.engine.best.source
+        ended = self.ended()
+        return None if ended is None or ended.version is None else ended.version.source
 
     async def interrupt(self) -> bool:
         """Cancel the running step (a model call in flight is closed); False when nothing runs."""

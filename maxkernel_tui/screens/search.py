@@ -17,13 +17,16 @@ from textual.screen import Screen
 from textual.widgets import Footer, Log, Markdown, Sparkline, Static, Tree
 
 from maxkernel_tui.agents.orchestration.diffs import unified
+from maxkernel_tui.agents.orchestration.ending import best_at_end
 from maxkernel_tui.agents.search.export import label
 from maxkernel_tui.agents.search.graph import ACCEPTED, Node, NodeSet, load_nodes
 from maxkernel_tui.kernels.task import Task
 from maxkernel_tui.screens.messages import KernelPromoted
 from maxkernel_tui.store.db import Store
+from maxkernel_tui.store.rows import SessionStatus
 
 TICK_S = 0.25  # the view's frame: a few redraws a second at most
+ACTIVE = SessionStatus.ACTIVE
 FOLLOW_S = (
     1.0  # how often the store is read when no event says it changed (a search in another process)
 )
@@ -99,6 +102,8 @@ class SearchScreen(Screen[None]):
         self._stale, self._read_at, self._started = True, 0.0, time.monotonic()
         self._shown: dict[str, tuple[Any, ...]] = {}
         self._tree_nodes: dict[str, Any] = {}
+        self._skipped: list[tuple[str, ...]] = []  # (node, strategy, why): no move for it there
+        self._ended: str | None = None  # why the search ended, once it has
 
     def compose(self) -> ComposeResult:
         yield Static(id="counters", markup=False)
@@ -136,11 +141,11 @@ class SearchScreen(Screen[None]):
             return
         self._stale, self._read_at = False, time.monotonic()
         self._view = NodeSet(load_nodes(self._store, self.session_id, self._sources))
-        if (
-            self._max_evals is None and self._view.nodes
-        ):  # a search in another process: its stored cap
-            root = self._store.search_node(self._view.in_order()[0].row_id)
-            self._max_evals = root.data.get("extra", {}).get("config", {}).get("max_evals")
+        if self._view.nodes:  # the search's settings and the strategies it skipped
+            extra = self._store.search_node(self._view.in_order()[0].row_id).data.get("extra", {})
+            if self._max_evals is None:  # a search in another process: its stored cap
+                self._max_evals = extra.get("config", {}).get("max_evals")
+            self._skipped = [tuple(entry) for entry in extra.get("skipped", [])]
         self._draw_tree()
         self.query_one("#best", Sparkline).data = best_over_time(self._view) or [0.0]
         self._draw_counters()
@@ -172,15 +177,26 @@ class SearchScreen(Screen[None]):
         minutes = max((time.monotonic() - self._started) / 60.0, 1 / 60)
         best = self._view.best()
         best_text = "none yet" if best is None else node_line(best)
-        state = (
-            "" if self._control is None else (" ─ PAUSED" if self._control.paused else " ─ running")
-        )
+        skipped = len(self._skipped)
+        state = self._state() + (f" ─ {skipped} strategies skipped (no move)" if skipped else "")
         self.query_one("#counters", Static).update(
             f" search ─ {self.kernel_task.task_id}{state} ─ {len(nodes)} nodes ─ "
             f"evaluations {evals}{cap} "
             f"({evals / minutes:.1f}/min) ─ {tokens:,} tok ${cost:.2f} ─ best {best_text} "
             f"({self._view.score_kind() or 'no score yet'})"
         )
+
+    def _state(self) -> str:
+        """` ─ done: <why it ended>` from the moment the search ends (here or in another
+        process), else running or paused."""
+        if self._ended is None and self._store.session(self.session_id).status != ACTIVE:
+            found = best_at_end(self._store, self.session_id)
+            self._ended = found.reason if found is not None else "ended"
+        if self._ended is not None:
+            return f" ─ done: {self._ended}"
+        if self._control is None:
+            return ""
+        return " ─ PAUSED" if self._control.paused else " ─ running"
 
     def on_tree_node_highlighted(self, event: Tree.NodeHighlighted[str]) -> None:
         if event.node.data is not None:
@@ -201,6 +217,9 @@ class SearchScreen(Screen[None]):
         ]
         if node.detail:
             facts.append(f"*{node.detail}*")
+        skipped = [f"{strategy} ({why})" for ref, strategy, why in self._skipped if ref == node.ref]
+        if skipped:
+            facts.append("skipped here, no move: " + "; ".join(skipped))
         self.query_one("#plan", Markdown).update("\n\n".join(facts + [node.plan]))
         log = self.query_one("#diff", Log)
         log.clear()

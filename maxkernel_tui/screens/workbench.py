@@ -166,7 +166,10 @@ class WorkbenchScreen(Screen[None]):
         return self._link
 
     def _reopen(self, session_id: str) -> None:
-        for event in self.agent_link().history(session_id):
+        link = self.agent_link()
+        # the session's own mode: F5 continues it so, and no hand-off is logged for it
+        self.mode = link.stored_mode(session_id)
+        for event in link.history(session_id):
             self._draw(event)
         self.agents.log_line(f"reopened session {session_id}: F5 continues it")
 
@@ -191,8 +194,10 @@ class WorkbenchScreen(Screen[None]):
 
         config = SearchConfig(max_evals=GRAPH_EVALUATIONS)
         screens: list[SearchScreen] = []  # the screen needs the session the search opens
-        opened = await self.agent_link().open_search(
-            self.source.save(),
+        link = self.agent_link()
+        seed = link.best_accepted() or self.source.save()  # never a rejected kernel
+        opened = await link.open_search(
+            seed,
             config,
             listener=lambda event: screens[0].mark_stale() if screens else None,
         )
@@ -210,12 +215,12 @@ class WorkbenchScreen(Screen[None]):
         self.app.push_screen(screen)
         self.app.run_worker(self._run_search(opened), group="graph")
 
-    @staticmethod
-    async def _run_search(opened: OpenSearch) -> None:
+    async def _run_search(self, opened: OpenSearch) -> None:
         try:
             await opened.search.run()
         finally:
             await opened.aclose()
+        self._show_end(opened.session_id)
 
     def _start_agents(self, mode: str) -> None:
         link = self.agent_link()
@@ -375,6 +380,26 @@ class WorkbenchScreen(Screen[None]):
                 self.mode = event.mode
             case ev.SessionEnded():
                 self.step = IDLE
+                self._show_end()
+
+    def _show_end(self, session_id: str | None = None) -> None:
+        """The best accepted kernel of the session that ended (or of the search `session_id`) in
+        the source, tests and profile; or that there is none."""
+        ended = self._link.ended(session_id) if self._link is not None else None
+        if ended is None:
+            return
+        self.agents.log_line(ended.words())
+        if ended.version is None:
+            self.tests.write("no accepted kernel: the source shows the last version tried")
+            return
+        self.source.show_version(ended.version.number, ended.version.source)
+        if ended.report is not None:
+            self.tests.write(f"── best accepted kernel v{ended.version.number}")
+            for check in ended.report.checks:
+                self.tests.show_check(check)
+            self.tests.show_report(ended.report)
+        if ended.profile is not None:
+            self.profile.show(ended.profile)
 
     # -- by hand --------------------------------------------------------------------------------
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from maxkernel_tui.agents.orchestration.describe import describe
+from maxkernel_tui.agents.orchestration.ending import best_at_end
 from maxkernel_tui.agents.orchestration.events import (
     EarlierVerdict,
     EvaluationDone,
@@ -194,3 +195,42 @@ async def test_the_log_names_versions_by_the_number_users_see(bench: Bench) -> N
     (ended,) = events(store, session, SessionEnded)
     assert ended.best_version_number == 2
     assert any("best kernel v2," in line for line in lines)
+
+
+@pytest.mark.asyncio
+async def test_the_session_ends_on_its_best_accepted_kernel_not_its_last(bench: Bench) -> None:
+    # iteration 1 accepts GOOD; iteration 2's kernel is rejected and its debugger has no fix
+    def judge(source: str, tools: FakeTools) -> EvalReport:
+        return accepted() if source == GOOD else rejected()
+
+    provider = RoleProvider(
+        {
+            "planner": [plan("a"), plan("b")],
+            "implementer": [kernel(GOOD), kernel(BAD)],
+            "debugger": [kernel(GOOD.replace("    ", "  "))] * 4,  # GOOD again: judged, accepted
+            "profiler": [DIAGNOSIS] * 2,
+        }
+    )
+    engine = bench.engine(provider, tools=FakeTools(judge=judge), max_iterations=2, patience=5)
+    assert best_at_end(bench.store, engine.session_id) is None  # not ended yet
+    await engine.run()
+
+    versions = bench.store.kernel_versions(engine.session_id)
+    assert versions[-1].source == BAD  # the last version tried was rejected
+    ended = best_at_end(bench.store, engine.session_id)
+    assert ended is not None and ended.version is not None
+    assert ended.version.source == GOOD and ended.version.number == 1
+    assert ended.report is not None and ended.report.verdict == "accepted"
+    assert ended.profile is not None and "v1" in ended.words()
+
+
+@pytest.mark.asyncio
+async def test_a_session_without_an_accepted_kernel_says_so_at_its_end(bench: Bench) -> None:
+    provider = RoleProvider(
+        {"planner": [plan()], "implementer": [kernel(BAD)], "debugger": [kernel(BAD)] * 4}
+    )
+    engine = bench.engine(provider, tools=FakeTools(judge=lambda s, t: rejected()))
+    await engine.run()
+    ended = best_at_end(bench.store, engine.session_id)
+    assert ended is not None and ended.version is None and ended.report is None
+    assert "without an accepted kernel" in ended.words()
