@@ -130,6 +130,7 @@ class ProposalMade(SessionEvent):
     content: str
     previous: str  # what it would replace ("" when nothing)
     summary: str
+    reverts: str = ""  # what of the engineer's changes it undoes ("" when nothing)
 
 
 @dataclass(frozen=True)

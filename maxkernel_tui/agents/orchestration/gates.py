@@ -46,6 +46,7 @@ class Proposal:
     content: str
     previous: str  # what it would replace ("" when nothing)
     summary: str
+    reverts: str = ""  # what of the engineer's changes it undoes, in words ("" when nothing)
 
     @property
     def unchanged(self) -> bool:

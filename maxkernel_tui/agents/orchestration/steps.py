@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
 from maxkernel_tui.agents.llm.errors import LLMError
 from maxkernel_tui.agents.orchestration import diffs, keys
 from maxkernel_tui.agents.orchestration.asking import ModelCalls, Parse
+from maxkernel_tui.agents.orchestration.engineer import EngineerEdit, EngineerEdits, Revert
 from maxkernel_tui.agents.orchestration.events import (
     DecisionMade,
     EarlierVerdict,
@@ -41,6 +42,7 @@ from maxkernel_tui.agents.orchestration.gates import (
     HANDOFF,
     REJECT,
     UNCHANGED,
+    AutoGate,
     Decision,
     Gate,
     GateHolder,
@@ -48,7 +50,18 @@ from maxkernel_tui.agents.orchestration.gates import (
     Subject,
 )
 from maxkernel_tui.agents.orchestration.journal import Journal
-from maxkernel_tui.agents.orchestration.scoring import Score, estimated_score, measured_score
+from maxkernel_tui.agents.orchestration.limits import (
+    DEFAULT_LIMITS,
+    LoopLimits,
+    NothingNew,
+    StepGivenUp,
+)
+from maxkernel_tui.agents.orchestration.scoring import (
+    Score,
+    estimated_score,
+    measured_score,
+    significantly_better,
+)
 from maxkernel_tui.agents.orchestration.tools import Client, ProfileResult, Tools
 from maxkernel_tui.agents.orchestration.verdicts import VerdictBook
 from maxkernel_tui.agents.orchestration.workspace import Workspace
@@ -58,38 +71,17 @@ from maxkernel_tui.agents.roles.prompts import DEBUGGER, TESTER, Role
 from maxkernel_tui.agents.tools.assignment import RolePlan
 from maxkernel_tui.agents.tools.runner import Toolbox
 from maxkernel_tui.kernels.evaluation.measured_choice import Timer
-from maxkernel_tui.kernels.evaluation.report import ACCEPTED, Check, EvalReport, format_check
+from maxkernel_tui.kernels.evaluation.report import (
+    ACCEPTED,
+    REJECTED,
+    Check,
+    EvalReport,
+    format_check,
+)
 from maxkernel_tui.kernels.perf.summary import ProfileSummary
 from maxkernel_tui.store.rows import Mode, SessionStatus
 
 E = TypeVar("E", bound=SessionEvent)
-
-
-@dataclass(frozen=True)
-class LoopLimits:
-    max_iterations: int = 3
-    max_debug_attempts: int = 3  # debugger fixes per failing kernel
-    max_rejections: int = 5  # re-proposals of one step before it is given up
-    # a role that proposes a kernel already turned down is asked for another this many times
-    max_repeats: int = 3
-    patience: int = 2  # iterations without a significant improvement before Auto stops
-    min_improvement: float = 0.02  # what counts as significant (relative)
-    target_score: float | None = None  # stop once the best score reaches it
-    tune_candidates: int = 6  # performance-model estimates per autotune
-    tune_evaluations: int = 1  # harness evaluations per autotune
-    # the tester proposes edge-case configurations after the first accepted kernel
-    edge_cases: bool = True
-
-    def to_json(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-
-class StepGivenUp(Exception):
-    """A step's proposals were rejected more often than the limits allow."""
-
-
-class NothingNew(StepGivenUp):
-    """A role had no kernel to propose but ones already turned down."""
 
 
 def failure_of(report: EvalReport) -> Failure | None:
@@ -124,7 +116,7 @@ class Steps:
         gates: Callable[[str], Gate],
         mode: str,
         task_facts: str,
-        limits: LoopLimits = LoopLimits(),
+        limits: LoopLimits = DEFAULT_LIMITS,
         model: str | None = None,
         timer: Timer | None = None,
         roles: RolePlan | None = None,
@@ -139,6 +131,10 @@ class Steps:
         self.store, self.session_id = journal.store, journal.session_id
         self.task = tools.task
         self.verdicts = verdicts or VerdictBook(tools.task, tools.target, journal.history())
+        self.edits = EngineerEdits()
+        # a revert of the engineer's change the auto gate approved, and its source: judged
+        # against the engineer's version once evaluated
+        self._revert_pending: tuple[Revert, str] | None = None
         self._gate_for = gates  # mode -> the gate that decides in that mode
         self.gates = GateHolder(gates(mode))
         self.mode = mode
@@ -253,10 +249,17 @@ class Steps:
         return await self.calls.ask(key, role, ctx, parse)
 
     async def decide(self, key: str, proposal: Proposal) -> Decision:
-        """The gate's decision on `proposal` (the stored one on replay); a hand-off approves."""
+        """The gate's decision on `proposal` (the stored one on replay); a hand-off approves.
+        A kernel that undoes the engineer's change is flagged, and always goes to the gate."""
+        revert = None
+        if proposal.subject == Subject.KERNEL:
+            revert = self.edits.reverted_by(proposal.content)
+        if revert is not None:
+            flag = revert.words()
+            proposal = replace(proposal, reverts=flag, summary=f"{proposal.summary} ⚠ {flag}")
         self._emit(ProposalMade(keys.sub(key, "proposal"), **asdict(proposal)))
         stored = self.journal.recall(keys.sub(key, "decision"), DecisionMade)
-        if stored is None and proposal.unchanged:
+        if stored is None and proposal.unchanged and revert is None:
             # Nothing new to judge (iteration 2's planner often repeats the plan): kept without
             # asking, and said so, rather than presented as new work.
             stored = self._emit(DecisionMade(keys.sub(key, "decision"), key, APPROVE, by=UNCHANGED))
@@ -276,7 +279,25 @@ class Steps:
         if stored.action == HANDOFF:
             self.set_mode(key, stored.mode or Mode.AUTO)
         action = APPROVE if stored.action == HANDOFF else stored.action
+        self._decided(key, proposal, stored, revert)
         return Decision(action, stored.content, stored.feedback)
+
+    def _decided(
+        self, key: str, proposal: Proposal, stored: DecisionMade, revert: Revert | None
+    ) -> None:
+        """What a kernel decision means for the engineer's changes: an edit binds; a revert the
+        engineer approved lets the change go; one approved by the auto gate must beat it."""
+        if proposal.subject != Subject.KERNEL:
+            return
+        if stored.action == EDIT and stored.content:
+            edit = EngineerEdit(key, proposal.content, stored.content)
+            self.edits.add(edit)
+            self.feedback.append(edit.feedback())
+        elif revert is not None and stored.action in (APPROVE, HANDOFF):
+            if stored.by == AutoGate.name:
+                self._revert_pending = (revert, proposal.content)
+            else:
+                self.edits.let_go(revert.edit)
 
     async def new_version(self, step: str, source: str, origin: str) -> EvalReport:
         """Store `source` as the next kernel version, make it current, evaluate it. A kernel
@@ -289,7 +310,7 @@ class Steps:
             self.kernel = self.store.kernel_version(earlier.version_id).source
             self.version_id = earlier.version_id
             self.last_report = earlier.eval_report()
-            return self.last_report
+            return await self._judge_revert(step, source, self.last_report)
         if created is None:
             version = self.store.add_kernel_version(
                 self.session_id, source, self.plan, parent_id=self.version_id
@@ -298,8 +319,65 @@ class Steps:
                 VersionCreated(keys.sub(step, "version"), step, version.id, version.number, origin)
             )
         self.kernel, self.version_id = source, created.version_id
+        self.edits.stored(source, created.version_id, created.number)
         path = self.workspace.write(f"v{created.number}.py", source)
-        return await self.evaluate(step, path, created.version_id)
+        report = await self.evaluate(step, path, created.version_id)
+        return await self._judge_revert(step, source, report)
+
+    async def _judge_revert(self, step: str, source: str, report: EvalReport) -> EvalReport:
+        """A kernel the auto gate approved though it undoes the engineer's change stays only
+        with a better verdict than the engineer's version (accepted over rejected; between two
+        accepted ones, a significantly better score); else the engineer's version is current
+        again, and its report is the step's."""
+        pending, self._revert_pending = self._revert_pending, None
+        if pending is None or pending[1] != source:
+            return report
+        revert = pending[0]
+        edit = revert.edit
+        theirs = await self._engineer_report(step, edit)
+        better = await self._beats(step, report, edit, theirs)
+        role = "the agent's" if self.version_id is None else f"v{self._number(self.version_id)}"
+        if better:
+            self.edits.let_go(edit)
+            text = f"{role} {revert.words()} and does better: it stays"
+        else:
+            assert edit.version_id is not None and theirs is not None
+            self.kernel, self.version_id, self.last_report = edit.after, edit.version_id, theirs
+            text = f"{role} {revert.words()} without a better verdict: {edit.name()} stays current"
+            report = theirs
+        self._emit(Note(keys.sub(step, "revert"), step, "engine", text))
+        return report
+
+    async def _beats(
+        self, step: str, ours: EvalReport, edit: EngineerEdit, theirs: EvalReport | None
+    ) -> bool:
+        """The current kernel's verdict beats that of the engineer's version: accepted over
+        rejected over none; between two accepted, a significantly better score of one kind."""
+        rank = {ACCEPTED: 2, REJECTED: 1}
+        mine, other = rank.get(ours.verdict, 0), 0 if theirs is None else rank[theirs.verdict]
+        if mine != other or ours.verdict != ACCEPTED:
+            return mine > other
+        assert self.kernel is not None and self.version_id is not None and theirs is not None
+        score, _ = await self.profile(keys.sub(step, "ours"), self.kernel, self.version_id, ours)
+        engineer, _ = await self.profile(
+            keys.sub(step, "engineer"), edit.after, edit.version_id, theirs
+        )
+        return score.kind == engineer.kind and significantly_better(
+            score.value, engineer.value, self.limits.min_improvement
+        )
+
+    async def _engineer_report(self, step: str, edit: EngineerEdit) -> EvalReport | None:
+        """The verdict of the engineer's version: the earlier one, or an evaluation now."""
+        judged = self.verdicts.earlier(edit.after)
+        if judged is not None:
+            return judged.eval_report()
+        if edit.version_id is None:
+            return None
+        path = self.workspace.write(f"v{edit.number}.py", edit.after)
+        current = self.last_report
+        report = await self.evaluate(keys.sub(step, "engineer"), path, edit.version_id)
+        self.last_report = current
+        return report
 
     def _earlier(self, step: str, source: str) -> EarlierVerdict | None:
         judged = self.verdicts.earlier(source)
@@ -474,8 +552,14 @@ class Steps:
             version = self.store.add_kernel_version(
                 self.session_id, intervention.content, self.plan, parent_id=self.version_id
             )
+            edit = EngineerEdit(
+                key, self.kernel or "", intervention.content, version.id, version.number
+            )
+            self.edits.add(edit)
             self.kernel, self.version_id = intervention.content, version.id
-            self.feedback.append("the engineer edited the kernel: start from the current kernel")
+            self.feedback.append(
+                f"{edit.feedback()}\nstart from the current kernel (the engineer's)"
+            )
         else:
             self.feedback.append(intervention.content)
 

@@ -103,7 +103,7 @@ def _sections(role: str, ctx: StepContext) -> list[tuple[str, str | None]]:
         IMPLEMENTER: ("task", "plan", "kernel", "feedback"),
         DEBUGGER: ("task", "plan", "kernel", "failure", "attempts", "feedback"),
         PROFILER: ("task", "kernel", "profile", "feedback"),
-        EXPLAINER: ("task", "plan", "kernel", "evaluation", "profile", "question"),
+        EXPLAINER: ("task", "plan", "kernel", "evaluation", "profile", "feedback", "question"),
         TESTER: ("task", "check", "kernel", "feedback"),
     }
     shown = sections[role]

@@ -22,7 +22,8 @@ from maxkernel_tui.agents.orchestration.events import (
 )
 from maxkernel_tui.agents.orchestration.fingerprint import kernel_hash
 from maxkernel_tui.agents.orchestration.gates import AutoGate
-from maxkernel_tui.agents.orchestration.steps import StepGivenUp, Steps
+from maxkernel_tui.agents.orchestration.limits import StepGivenUp
+from maxkernel_tui.agents.orchestration.steps import Steps
 from maxkernel_tui.agents.search.algorithms import Algorithm, NodePlan
 from maxkernel_tui.agents.search.config import SearchConfig
 from maxkernel_tui.agents.search.expansion import Duplicate, expand, node_steps
