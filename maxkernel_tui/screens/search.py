@@ -147,7 +147,8 @@ class SearchScreen(Screen[None]):
                 self._max_evals = extra.get("config", {}).get("max_evals")
             self._skipped = [tuple(entry) for entry in extra.get("skipped", [])]
         self._draw_tree()
-        self.query_one("#best", Sparkline).data = best_over_time(self._view) or [0.0]
+        # from 0 (no kernel yet), so that bars show the best's growth, not solid blocks
+        self.query_one("#best", Sparkline).data = [0.0, *best_over_time(self._view)]
         self._draw_counters()
 
     def _draw_tree(self) -> None:

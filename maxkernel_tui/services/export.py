@@ -1,7 +1,9 @@
 """A session's best kernel as a standalone file with its evaluation report in Markdown, for the
 `export` command and the sessions screen. No jax here.
 
-The best kernel is the one of the latest accepted evaluation, else the latest version. The files
+The best kernel is the one the session ended on (its best accepted kernel, as the log and the
+workbench name it); for a session that has not ended, the one of the latest accepted evaluation,
+else the latest version. The files
 are named after the task (`<task_id>.py`, `<task_id>.md`), the names `bench --kernels DIR` reads.
 """
 
@@ -10,6 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from maxkernel_tui.agents.orchestration.ending import best_at_end
+from maxkernel_tui.kernels.evaluation.report import ACCEPTED
 from maxkernel_tui.services.sessions import local_time
 from maxkernel_tui.store import Evaluation, KernelVersion, Session, Store, StoreError
 
@@ -20,14 +24,20 @@ def export_session(store: Store, prefix: str, out: Path) -> list[Path]:
     """Write the best kernel of the session named by `prefix` and its report into `out`; the files
     written. StoreError when there is no such session or it has no kernel yet."""
     session = store.find_session(prefix)
-    best = store.best_kernel(session.id)
-    if best is None:
-        raise StoreError(f"session {session.id} has no kernel yet")
-    version, evaluation = best
+    ended = best_at_end(store, session.id)
+    if ended is not None and ended.version is not None:
+        # the kernel the session ended on, as its log and the workbench name it
+        version = ended.version
+        evaluation = [e for e in store.evaluations(version.id) if e.verdict == ACCEPTED][-1]
+        because = f"the best accepted kernel the session ended on ({ended.score_words})"
+    else:
+        best = store.best_kernel(session.id)
+        if best is None:
+            raise StoreError(f"session {session.id} has no kernel yet")
+        version, evaluation = best
+        because = _chosen_because(store, version, evaluation)
     parent = store.kernel_version(version.parent_id) if version.parent_id is not None else None
-    return write_export(
-        out, session, version, evaluation, parent, _chosen_because(store, version, evaluation)
-    )
+    return write_export(out, session, version, evaluation, parent, because)
 
 
 def _chosen_because(store: Store, version: KernelVersion, evaluation: Evaluation | None) -> str:

@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from maxkernel_tui.agents.orchestration.events import SessionEnded
 from maxkernel_tui.store import Store
 
 ACCEPTED_REPORT = {
@@ -172,3 +173,24 @@ def test_export_without_an_accepted_evaluation_takes_the_latest(run_cli, filled,
 def test_export_without_a_store(run_cli, tmp_path):
     done = run_cli("export", "abc", "--out", str(tmp_path / "out"), expect=2)
     assert "no session store at" in done.stderr
+
+
+def test_export_takes_the_kernel_the_session_ended_on(run_cli, tmp_path):
+    # v1 and v2 both accepted; the session ended naming v1 its best (v2 scored lower): the
+    # export is v1, as the log and the workbench said, not the latest accepted one
+    with Store(tmp_path / "data" / "sessions.db") as store:
+        session = store.create_session("12p_RMSNorm", "auto")
+        v1 = store.add_kernel_version(session.id, "def computation(x, scale, eps):\n    return x\n")
+        store.record_evaluation(v1.id, ACCEPTED_REPORT)
+        v2 = store.add_kernel_version(
+            session.id, "def computation(x, scale, eps):\n    return x + 0\n", parent_id=v1.id
+        )
+        store.record_evaluation(v2.id, ACCEPTED_REPORT)
+        ended = SessionEnded("end/2", "max iterations (2)", v1.id, 1.4, "estimated speedup", 1)
+        store.append_event(session.id, ended.kind, ended.payload())
+    out = tmp_path / "out"
+    run_cli("export", session.id, "--out", str(out))
+    source = (out / "12p_RMSNorm.py").read_text()
+    assert source.startswith(f"# 12p_RMSNorm: kernel v1 of maxkernel-tui session {session.id}")
+    report = (out / "12p_RMSNorm.md").read_text()
+    assert "the best accepted kernel the session ended on (1.4 (estimated speedup))" in report
