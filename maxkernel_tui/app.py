@@ -144,6 +144,8 @@ class MaxKernelApp(App[None]):
         """Open the workbench on a session's task with the session's latest kernel version as the
         source. The workbench reads its source from its kernel file, so that file gets the kernel;
         a different kernel already there is kept beside it as kernel.py.bak."""
+        from maxkernel_tui.agents.orchestration.ending import best_at_end  # not for the first frame
+
         try:
             session = resolve_session(prefix, self._settings.store_path)
             task = resolve_task(session.task_id, self._tasks_dir)
@@ -151,15 +153,16 @@ class MaxKernelApp(App[None]):
             assert store is not None  # resolve_session found the session in it
             with store:
                 versions = store.kernel_versions(session.id)
+                ended = best_at_end(store, session.id)
         except (StoreError, TaskError, OSError) as error:
             self.notify(str(error), title="cannot resume", severity="error", timeout=10)
             return False
         note = f"resumed session {session.id} ({session.mode}, {session.status})"
-        if versions:
-            note += (
-                self._place_kernel(task, versions[-1].source)
-                + f"; source: kernel v{versions[-1].number}"
-            )
+        # an ended session shows the best accepted kernel it ended on, else its latest version
+        shown = ended.version if ended is not None and ended.version is not None else None
+        shown = shown or (versions[-1] if versions else None)
+        if shown is not None:
+            note += self._place_kernel(task, shown.source) + f"; source: kernel v{shown.number}"
         else:
             note += "; it has no kernel version yet"
         self.open_workbench(task, session.id)

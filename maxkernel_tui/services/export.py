@@ -12,7 +12,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from maxkernel_tui.agents.orchestration.ending import best_at_end
 from maxkernel_tui.kernels.evaluation.report import ACCEPTED
 from maxkernel_tui.services.sessions import local_time
 from maxkernel_tui.store import Evaluation, KernelVersion, Session, Store, StoreError
@@ -23,6 +22,8 @@ _MARKS = {"pass": "✓ pass", "fail": "✗ fail", "skip": "– skip"}
 def export_session(store: Store, prefix: str, out: Path) -> list[Path]:
     """Write the best kernel of the session named by `prefix` and its report into `out`; the files
     written. StoreError when there is no such session or it has no kernel yet."""
+    from maxkernel_tui.agents.orchestration.ending import best_at_end  # not for the first frame
+
     session = store.find_session(prefix)
     ended = best_at_end(store, session.id)
     if ended is not None and ended.version is not None:

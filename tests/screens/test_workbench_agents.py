@@ -11,12 +11,14 @@ import pytest
 from textual.widgets import Input, Log, Markdown, Static, TextArea
 
 from maxkernel_tui.agents.llm.types import TextDelta
+from maxkernel_tui.agents.orchestration.limits import LoopLimits
 from maxkernel_tui.app import MaxKernelApp
 from maxkernel_tui.config import load_settings
 from maxkernel_tui.kernels.loader import find_task
 from maxkernel_tui.store.db import Store
 from tests.fakes.role_provider import RoleProvider
 from tests.support import waiting
+from tests.support.engine import BAD
 from tests.support.screens import DIAGNOSIS, GOOD, kernel, plan, status, workbench_state
 
 SIZE = (160, 48)
@@ -243,3 +245,34 @@ async def test_f3_hands_the_current_kernel_to_a_graph_search(make_app) -> None:
         assert nodes[0].parent_id is None
         assert root.source == GOOD  # the workbench's kernel is the root
         await pilot.press("s")  # stop the search
+
+
+async def test_auto_ends_on_its_best_kernel_and_the_session_reopens_in_auto(make_app) -> None:
+    # iteration 1 is accepted; iteration 2's kernel fails TPU lowering and its debugger can only
+    # repeat it: the session ends with v2 rejected, and the workbench shows v1
+    provider = RoleProvider(
+        {
+            "planner": [plan("a"), plan("b")],
+            "implementer": [kernel(GOOD), kernel(BAD)],
+            "debugger": [kernel(BAD)] * 5,
+            "profiler": [DIAGNOSIS] * 2,
+        }
+    )
+    app = make_app(provider)
+    async with app.run_test(size=SIZE) as pilot:
+        app.screen.agent_link().limits = LoopLimits(
+            max_iterations=2, patience=5, tune_candidates=0, edge_cases=False
+        )
+        await pilot.press("f2")  # the agents start in Auto
+        await until(pilot, lambda: app.screen.link.ended() is not None, timeout=400)
+        await until(pilot, lambda: "best accepted kernel v1" in "\n".join(app.screen.tests.lines))
+        session_id = app.screen.link.session_id
+        assert app.screen.source.text == GOOD and app.screen.source.version == 1
+        with Store(make_app.settings.store_path) as store:
+            assert store.kernel_versions(session_id)[-1].source == BAD  # the last one tried
+            assert store.session(session_id).mode == "auto"
+
+    reopened = make_app(RoleProvider({}), resume=session_id)
+    async with reopened.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: "─ AUTO ─" in status(reopened))  # its own mode, not HITL
+        await until(pilot, lambda: reopened.screen.source.version == 1)  # ended on v1

@@ -25,8 +25,9 @@ from maxkernel_tui.agents.orchestration.events import (
 )
 from maxkernel_tui.agents.orchestration.gates import EDIT, REJECT, Proposal, Subject
 from maxkernel_tui.agents.orchestration.limits import LoopLimits, NothingNew, StepGivenUp
+from maxkernel_tui.agents.orchestration.report_text import failure_text
 from maxkernel_tui.agents.orchestration.scoring import Score, significantly_better
-from maxkernel_tui.agents.orchestration.steps import Steps, failure_text
+from maxkernel_tui.agents.orchestration.steps import Steps
 from maxkernel_tui.agents.roles import parsers
 from maxkernel_tui.agents.roles.autotuner import describe_change, neighbours
 from maxkernel_tui.agents.roles.prompts import EXPLAINER, IMPLEMENTER, PLANNER, PROFILER, Role

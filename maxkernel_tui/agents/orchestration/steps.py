@@ -56,6 +56,7 @@ from maxkernel_tui.agents.orchestration.limits import (
     NothingNew,
     StepGivenUp,
 )
+from maxkernel_tui.agents.orchestration.report_text import evaluation_text, failure_of, failure_text
 from maxkernel_tui.agents.orchestration.scoring import (
     Score,
     estimated_score,
@@ -82,25 +83,6 @@ from maxkernel_tui.kernels.perf.summary import ProfileSummary
 from maxkernel_tui.store.rows import Mode, SessionStatus
 
 E = TypeVar("E", bound=SessionEvent)
-
-
-def failure_of(report: EvalReport) -> Failure | None:
-    """The check that rejected the kernel, if one did."""
-    failed = report.failure
-    return None if failed is None else Failure(failed.name, failed.detail)
-
-
-def failure_text(report: EvalReport) -> str:
-    failure = failure_of(report)
-    return "no check decided" if failure is None else str(failure)
-
-
-def evaluation_text(report: EvalReport) -> str:
-    """The report as the agents read it."""
-    lines = [f"verdict: {report.verdict}"]
-    lines += [f"{c.status} {c.name}: {c.detail}" for c in report.checks]
-    lines += [t.label for t in report.timings]
-    return "\n".join(lines)
 
 
 class Steps:

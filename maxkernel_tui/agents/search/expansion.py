@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 from maxkernel_tui.agents.orchestration import keys
 from maxkernel_tui.agents.orchestration.gates import Subject
-from maxkernel_tui.agents.orchestration.steps import Steps, failure_text
+from maxkernel_tui.agents.orchestration.report_text import failure_text
+from maxkernel_tui.agents.orchestration.steps import Steps
 from maxkernel_tui.agents.roles import parsers
 from maxkernel_tui.agents.roles.prompts import IMPLEMENTER
 from maxkernel_tui.kernels.evaluation.report import ACCEPTED, REJECTED
