@@ -260,6 +260,7 @@ class Search:
             model=base.model,
             roles=base.calls.roles,  # the roles' own models and tools, as in the session
             toolbox=base.calls.toolbox,
+            verdicts=base.verdicts,  # one book: a kernel one node judged is judged for all
         )
 
     def _spent(self, ref: str) -> dict[str, Any]:
