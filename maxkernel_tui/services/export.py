@@ -26,10 +26,12 @@ def export_session(store: Store, prefix: str, out: Path) -> list[Path]:
 
     session = store.find_session(prefix)
     ended = best_at_end(store, session.id)
+    evaluation: Evaluation | None
     if ended is not None and ended.version is not None:
         # the kernel the session ended on, as its log and the workbench name it
         version = ended.version
-        evaluation = [e for e in store.evaluations(version.id) if e.verdict == ACCEPTED][-1]
+        accepted = [e for e in store.evaluations(version.id) if e.verdict == ACCEPTED]
+        evaluation = accepted[-1] if accepted else None
         because = f"the best accepted kernel the session ended on ({ended.score_words})"
     else:
         best = store.best_kernel(session.id)
