@@ -71,6 +71,11 @@ def node_change(node: str, what: str) -> str:
     return f"{node}/node/{what}"
 
 
+def strategy_skipped(node: str, strategy: str) -> str:
+    """The ref of a strategy skipped on a search node: `n3/skipped/whole-k`."""
+    return f"{node}/skipped/{strategy}"
+
+
 def file_name(step: str) -> str:
     """A file name for a step's kernel in the session's directory (`i1-tester.py`)."""
     return f"{step.replace('/', '-')}.py"

@@ -307,8 +307,9 @@ class SearchGraph(NodeSet):
             kernel_version_id=root.version_id,
             data=root.data() | {"extra": self.extra},
         )
-        ref = keys.sub(keys.node_step(node, "skipped"), strategy)
-        self.journal.emit(StrategySkipped(ref, node, strategy, reason))
+        self.journal.emit(
+            StrategySkipped(keys.strategy_skipped(node, strategy), node, strategy, reason)
+        )
 
     def prune(self, ref: str, round_: int) -> list[Node]:
         """Grow nothing more from `ref` and its descendants; those not started yet are dropped."""
