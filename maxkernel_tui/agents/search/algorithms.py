@@ -157,7 +157,10 @@ class Beam:
             used = path_strategies(graph, node, round_)
             order = self.moves.usable(node, rotated(self.strategies, j * self.branches))
             fresh = [s for s in order if s.name not in used]
-            chosen = (fresh or order)[: self.branches]
+            # when the path has used them all, one tried on an ancestor may be tried again here;
+            # one tried from this very node would be the same expansion again
+            here = {c.strategy for c in graph.children(ref) if c.round < round_}
+            chosen = (fresh or [s for s in order if s.name not in here])[: self.branches]
             plans += [mutation((ref,), s, beam=j) for s in chosen]
         return plans
 

@@ -9,7 +9,7 @@ import pytest
 
 from maxkernel_tui.agents.orchestration.fingerprint import kernel_hash
 from maxkernel_tui.agents.orchestration.journal import Journal
-from maxkernel_tui.agents.search.algorithms import Beam, Parallel, path_strategies
+from maxkernel_tui.agents.search.algorithms import Beam, Moves, Parallel, path_strategies
 from maxkernel_tui.agents.search.config import SearchConfig
 from maxkernel_tui.agents.search.evolve import Evolve
 from maxkernel_tui.agents.search.export import to_dot, to_json
@@ -274,3 +274,26 @@ def test_a_child_of_another_line_with_an_earlier_kernel_still_joins_its_parents(
     judge(graph, c, ACCEPTED, 1.5, GOOD + "\nx = 1\n")
     graph.merge_duplicates([graph[c]])
     assert graph[a].parents == [ROOT, b] and graph[c].detail == "same kernel as #1"
+
+
+class TwoMoves:
+    def no_move(self, strategy: str, kernel: str) -> str | None:
+        return None if strategy in ("grow-row-blocks", "shrink-row-blocks") else "no move"
+
+
+def test_the_beam_never_plans_an_expansion_it_already_made(db) -> None:
+    # both moves the agent has were tried from the root and did worse: the beam keeps the root
+    # and has nothing new to grow from it, so the search can end instead of repeating them
+    graph = new_graph(db)
+    judge(graph, ROOT, ACCEPTED, 1.0, GOOD)
+    judge(graph, child(graph, 1, ROOT, strategy="grow-row-blocks"), ACCEPTED, 0.9, GOOD + "\na=1\n")
+    judge(
+        graph, child(graph, 2, ROOT, strategy="shrink-row-blocks"), ACCEPTED, 0.8, GOOD + "\nb=1\n"
+    )
+    moves = Moves(TwoMoves())
+    beam = Beam(SearchConfig(width=1, branches=2), applicable("norm"), moves)
+    assert beam.plan_round(graph, 2) == []
+    assert {s.strategy for s in moves.skipped.values()} == {s.name for s in applicable("norm")} - {
+        "grow-row-blocks",
+        "shrink-row-blocks",
+    }
