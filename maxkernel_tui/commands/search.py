@@ -215,9 +215,11 @@ def _finish(outcome: Any, out: Path | None) -> int:
         if outcome.best.score is None
         else f"{outcome.best.score:.3g} ({outcome.score_kind})"
     )
-    print(f"best: #{outcome.best.number} {outcome.best.strategy}, {score}", file=sys.stderr)
+    # the node, and its kernel version as the log and the store name it
+    named = f"#{outcome.best.number} (kernel v{outcome.best_version_number})"
+    print(f"best: {named} {outcome.best.strategy}, {score}", file=sys.stderr)
     if out is not None:
-        write_best(outcome.best.source, out, f"#{outcome.best.number}")
+        write_best(outcome.best.source, out, named)
     return 0
 
 

@@ -56,6 +56,7 @@ class SearchOutcome:
     score_kind: str
     nodes: int
     evaluations: int
+    best_version_number: int | None = None  # the best node's kernel version, as the log names it
 
 
 def root_plan(seed: str) -> NodePlan:
@@ -285,6 +286,7 @@ class Search:
         kind = self.graph.score_kind()
         evaluations = sum(n.evals for n in self.graph.in_order())
         version = best.version_id if best else None
+        number = None if version is None else self.base.store.kernel_version(version).number
         self.base.journal.emit(
             SessionEnded(
                 keys.search_end(len(self.graph), evaluations, reason),
@@ -292,8 +294,8 @@ class Search:
                 version,
                 best.score if best else None,
                 kind,
-                None if version is None else self.base.store.kernel_version(version).number,
+                number,
             )
         )
         self._set_status(SessionStatus.STOPPED if self._stopping else SessionStatus.DONE)
-        return SearchOutcome(reason, best, kind, len(self.graph), evaluations)
+        return SearchOutcome(reason, best, kind, len(self.graph), evaluations, number)
