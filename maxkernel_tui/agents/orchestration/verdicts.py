@@ -1,12 +1,12 @@
 """What a session has judged, by kernel: a kernel is judged once. No jax here.
 
 A verdict is keyed by the kernel's normalised source (fingerprint.py: comments and layout
-aside), the task's snapshot (the hash of the files that define it), the configuration set the
-harness checks (the task's and the tester's edge cases) and the TPU target: the same key, the
-same verdict, so a proposal that repeats a judged kernel is not evaluated again. A kernel the
-engineer rejected at the gate is remembered too, with the reason, though nothing evaluated it.
-The book is rebuilt from the session's events (`EvaluationDone.verdict_key`), so a resumed
-session and every expansion of a search share it.
+aside), the task's snapshot digest (every file of its folder, as the harness hashes it), the
+configuration set the harness checks (the task's and the tester's edge cases) and the TPU
+target: the same key, the same verdict, so a proposal that repeats a judged kernel is not
+evaluated again. A kernel the engineer rejected at the gate is remembered too, with the reason,
+though nothing evaluated it. The book is rebuilt from the session's events
+(`EvaluationDone.verdict_key`), so a resumed session and every expansion of a search share it.
 """
 
 from __future__ import annotations
@@ -25,16 +25,8 @@ from maxkernel_tui.agents.orchestration.fingerprint import kernel_hash
 from maxkernel_tui.agents.orchestration.gates import REJECT, Subject
 from maxkernel_tui.kernels.edge_configs import EdgeConfig
 from maxkernel_tui.kernels.evaluation.report import REJECTED
+from maxkernel_tui.kernels.evaluation.snapshot import task_digest
 from maxkernel_tui.kernels.task import Task
-
-
-def task_snapshot(task: Task) -> str:
-    """The hash of the files whose content is the task: another reference, another verdict."""
-    digest = hashlib.sha256()
-    for path in task.defining_files:
-        digest.update(path.name.encode())
-        digest.update(hashlib.sha256(path.read_bytes()).digest())
-    return digest.hexdigest()[:16]
 
 
 @dataclass(frozen=True)
@@ -53,7 +45,7 @@ class Rejection:
 
 class VerdictBook:
     def __init__(self, task: Task, target: str, history: list[SessionEvent]) -> None:
-        self._base = [task_snapshot(task), sorted(task.configs), target]
+        self._base = [task_digest(task), sorted(task.configs), target]
         self._extra: list[EdgeConfig] = []
         self._judged: dict[str, EvaluationDone] = {}
         self._refused: dict[str, Rejection] = {}  # the engineer's rejections, by kernel

@@ -68,6 +68,12 @@ def snapshot_task(task: Task, root: Path) -> TaskSnapshot:
     return TaskSnapshot(task, replace(task, folder=copy, expert_path=expert), digest)
 
 
+def task_digest(task: Task) -> str:
+    """The digest a snapshot of `task` taken now would have (every file's path and content),
+    without copying anything: what a verdict on the task is keyed by."""
+    return _folder_digest(_task_files(task.folder))
+
+
 def _task_files(folder: Path) -> dict[str, Path]:
     """Every regular file of the task folder by relative path (links are not followed)."""
     found: dict[str, Path] = {}

@@ -5,6 +5,8 @@ one version numbering in the log."""
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 
 from maxkernel_tui.agents.orchestration.describe import describe
@@ -20,6 +22,7 @@ from maxkernel_tui.agents.orchestration.gates import APPROVE, REJECT, Decision, 
 from maxkernel_tui.agents.orchestration.verdicts import VerdictBook
 from maxkernel_tui.agents.roles.tunables import set_tunables
 from maxkernel_tui.kernels.evaluation.report import EvalReport
+from maxkernel_tui.kernels.loader import load_task
 from tests.fakes.role_provider import RoleProvider
 from tests.support.engine import (
     BAD,
@@ -50,6 +53,15 @@ def test_the_verdict_key_ignores_layout_and_names_task_configurations_and_target
     assert book.key(BAD) != before  # an edge case joins every later verdict
     other = task.with_extra_configs(("edge_rows",))
     assert VerdictBook(other, "v5e", []).key(BAD) != before
+
+
+def test_another_task_snapshot_is_another_verdict(tmp_path) -> None:
+    copy = tmp_path / "12p"
+    shutil.copytree(rmsnorm_task().folder, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    key = VerdictBook(load_task(copy), "v5e", []).key(GOOD)
+    reference = copy / "reference.py"
+    reference.write_text(reference.read_text() + "\n# edited\n")
+    assert VerdictBook(load_task(copy), "v5e", []).key(GOOD) != key  # the task changed
 
 
 @pytest.mark.asyncio
