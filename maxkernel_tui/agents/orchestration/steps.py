@@ -292,6 +292,7 @@ class Steps:
             self.kernel = self.store.kernel_version(earlier.version_id).source
             self.version_id = earlier.version_id
             self.last_report = earlier.eval_report()
+            self.edits.stored(source, earlier.version_id, earlier.version_number)
             return await self._judge_revert(step, source, self.last_report)
         if created is None:
             version = self.store.add_kernel_version(
@@ -318,14 +319,14 @@ class Steps:
         edit = revert.edit
         theirs = await self._engineer_report(step, edit)
         better = await self._beats(step, report, edit, theirs)
-        role = "the agent's" if self.version_id is None else f"v{self._number(self.version_id)}"
+        ours = "the agent's" if self.version_id is None else f"v{self._number(self.version_id)}"
         if better:
             self.edits.let_go(edit)
-            text = f"{role} {revert.words()} and does better: it stays"
+            text = f"{ours} {revert.words()} and does better: it stays"
         else:
             assert edit.version_id is not None and theirs is not None
             self.kernel, self.version_id, self.last_report = edit.after, edit.version_id, theirs
-            text = f"{role} {revert.words()} without a better verdict: {edit.name()} stays current"
+            text = f"{ours} {revert.words()} without a better verdict: {edit.name()} stays current"
             report = theirs
         self._emit(Note(keys.sub(step, "revert"), step, "engine", text))
         return report
