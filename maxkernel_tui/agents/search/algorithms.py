@@ -57,18 +57,17 @@ class Moves:
 
     def usable(self, node: Node, strategies: list[Strategy]) -> list[Strategy]:
         """`strategies` in their order, without those the agent has no move for on `node`."""
+        return [s for s in strategies if self.allows(node, s.name)]
+
+    def allows(self, node: Node, strategy: str) -> bool:
+        """The agent has a move for `strategy` (a library name, or "crossover") on `node`'s
+        kernel; when it has none, the skip is kept."""
         if self.check is None or not node.source:
-            return strategies
-        kept = []
-        for strategy in strategies:
-            reason = self.check.no_move(strategy.name, node.source)
-            if reason is None:
-                kept.append(strategy)
-            else:
-                self.skipped.setdefault(
-                    (node.ref, strategy.name), Skipped(node.ref, strategy.name, reason)
-                )
-        return kept
+            return True
+        reason = self.check.no_move(strategy, node.source)
+        if reason is not None:
+            self.skipped.setdefault((node.ref, strategy), Skipped(node.ref, strategy, reason))
+        return reason is None
 
 
 def mutation(parents: tuple[str, ...], strategy: Strategy, **tags: Any) -> NodePlan:

@@ -64,8 +64,9 @@ class Evolve:
             for k in range(self.per_island):
                 if k % 2 == 1 and len(pool) >= 2:
                     a, b = pool[(k // 2) % len(pool)], pool[(k // 2 + 1) % len(pool)]
-                    plans.append(crossover(a, b, island=island))
-                    continue
+                    if self.moves.allows(a, "crossover"):  # else a mutation takes its place
+                        plans.append(crossover(a, b, island=island))
+                        continue
                 parent = pool[k % len(pool)] if pool else root
                 index = island * self.per_island + (round_ - 1) * self.islands * self.per_island + k
                 usable = self.moves.usable(parent, rotated(self.strategies, index))

@@ -297,3 +297,25 @@ def test_the_beam_never_plans_an_expansion_it_already_made(db) -> None:
         "grow-row-blocks",
         "shrink-row-blocks",
     }
+
+
+def test_evolution_makes_no_crossover_an_agent_cannot_write(db) -> None:
+    graph = new_graph(db)
+    judge(graph, ROOT, ACCEPTED, 1.0, GOOD)
+    moves = Moves(TwoMoves())  # grow and shrink row blocks only: no crossover
+    config = SearchConfig(algorithm="evolve", population=4, islands=2)
+    evolve = Evolve(config, applicable("norm"), moves)
+    for i, plan in enumerate(evolve.plan_round(graph, 1), start=1):
+        graph.ensure(
+            f"n{i}",
+            number=i,
+            round_=1,
+            parents=list(plan.parents),
+            strategy=plan.strategy,
+            plan=plan.plan,
+            tags=plan.tags,
+        )
+        judge(graph, f"n{i}", ACCEPTED, 1.0 + i / 10, GOOD + f"\nk = {i}\n")
+    gen2 = evolve.plan_round(graph, 2)
+    assert gen2 and {p.strategy for p in gen2} <= {"grow-row-blocks", "shrink-row-blocks"}
+    assert "crossover" in {s.strategy for s in moves.skipped.values()}
