@@ -162,8 +162,9 @@ class EvaluationDone(SessionEvent):
     failure: str | None  # "check: detail" of the first failed check
     report: dict[str, Any]  # EvalReport.to_json()
     executor_node: str = "local"  # where it ran: this machine's pool, or a Ray node
-    # the kernel's verdict key (verdicts.py); "" in events stored before kernels were judged once
-    verdict_key: str = ""
+    # what the verdict is keyed by (verdicts.py), hashed; not named "key": the store redacts
+    # fields named like credentials. "" in events stored before kernels were judged once
+    verdict_hash: str = ""
     version_number: int = 0  # the v-number a user sees; 0 in events stored before it was kept
 
     def eval_report(self) -> EvalReport:

@@ -6,7 +6,7 @@ configuration set the harness checks (the task's and the tester's edge cases) an
 target: the same key, the same verdict, so a proposal that repeats a judged kernel is not
 evaluated again. A kernel the engineer rejected at the gate is remembered too, with the reason,
 though nothing evaluated it. The book is rebuilt from the session's events
-(`EvaluationDone.verdict_key`), so a resumed session and every expansion of a search share it.
+(`EvaluationDone.verdict_hash`), so a resumed session and every expansion of a search share it.
 """
 
 from __future__ import annotations
@@ -71,8 +71,8 @@ class VerdictBook:
 
     def record(self, event: EvaluationDone) -> None:
         """An evaluation's verdict (the first one for a key stands)."""
-        if event.verdict_key:
-            self._judged.setdefault(event.verdict_key, event)
+        if event.verdict_hash:
+            self._judged.setdefault(event.verdict_hash, event)
 
     def refuse(self, source: str, reason: str) -> None:
         """The engineer rejected this kernel at the gate."""

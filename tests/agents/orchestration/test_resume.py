@@ -8,7 +8,7 @@ import asyncio
 
 import pytest
 
-from maxkernel_tui.agents.orchestration.events import SessionEnded
+from maxkernel_tui.agents.orchestration.events import EarlierVerdict, ProposalRepeated, SessionEnded
 from maxkernel_tui.agents.orchestration.gates import ScriptedGate
 from maxkernel_tui.agents.roles.tunables import set_tunables
 from tests.fakes.role_provider import RoleProvider
@@ -64,3 +64,47 @@ async def test_a_stopped_session_resumes_without_repeating_stored_work(bench: Be
     assert len(refs) == len(set(refs))  # the replay wrote nothing twice
     assert len(store.llm_calls(session)) == paid
     assert store.session(session).status == "done"
+
+
+async def test_a_resumed_session_replays_its_repeats_and_earlier_verdicts_as_they_were(
+    bench: Bench,
+) -> None:
+    # the debugger repeats the rejected BAD (asked again) then writes GOOD; iteration 2 writes
+    # GOOD again (an earlier verdict); then the session stops at iteration 2's diagnosis
+    first = RoleProvider(
+        {
+            "planner": [plan("a"), plan("b")],
+            "implementer": [kernel(BAD), kernel(GOOD)],
+            "debugger": [kernel(BAD), kernel(GOOD)],
+            "profiler": [DIAGNOSIS] * 2,
+        }
+    )
+    gate = StopAt("i2/tune/apply0")
+    engine = bench.engine(first, gate=gate, mode="hitl", max_iterations=2, tune_candidates=2)
+    running = asyncio.create_task(engine.run())
+    await asyncio.wait_for(gate.reached.wait(), 10)
+    running.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    store, session = bench.store, engine.session_id
+    assert [r.step for r in events(store, session, ProposalRepeated)] == ["i1/debug1"]
+    assert [e.step for e in events(store, session, EarlierVerdict)] == ["i2/implement"]
+
+    second, tools = RoleProvider({}), FakeTools()
+    resumed = bench.engine(
+        second,
+        gate=ScriptedGate(),
+        mode="hitl",
+        session_id=session,
+        tools=tools,
+        max_iterations=2,
+        tune_candidates=2,
+    )
+    await resumed.run()
+    assert second.requests == []  # the same answers, in the same places: nothing asked again
+    # i2's autotune proposes i1's tuned kernel: judged before the stop, not evaluated after it
+    assert tools.evaluated == []
+    earlier = [e.step for e in events(store, session, EarlierVerdict)]
+    assert earlier == ["i2/implement", "i2/tune/apply0"]
+    refs = [e.payload["ref"] for e in store.events(session)]
+    assert len(refs) == len(set(refs))
