@@ -143,8 +143,11 @@ class GateHolder:
         self.gate = gate
 
     async def decide(self, proposal: Proposal) -> tuple[Decision, str]:
+        """The decision and the gate that made it: one swapped in while the proposal waited
+        (a hand-off approves it) decided, not the engineer."""
         gate = self.gate
-        return await gate.decide(proposal), gate.name
+        decision = await gate.decide(proposal)
+        return decision, self.gate.name
 
     def swap(self, gate: Gate) -> None:
         old, self.gate = self.gate, gate

@@ -4,6 +4,7 @@ in Auto it stays only with a better verdict than the engineer's version."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 
 import pytest
@@ -14,7 +15,10 @@ from maxkernel_tui.agents.orchestration.events import Note, ProposalMade
 from maxkernel_tui.agents.orchestration.gates import (
     APPROVE,
     EDIT,
+    AutoGate,
     Decision,
+    GateHolder,
+    InteractiveGate,
     Proposal,
     ScriptedGate,
 )
@@ -147,3 +151,16 @@ async def test_in_auto_a_revert_with_a_better_verdict_stays(bench: Bench) -> Non
     (note,) = engine_notes(bench, engine)
     assert "and does better: it stays" in note
     assert not engine.edits.edits  # the change no longer binds
+
+
+@pytest.mark.asyncio
+async def test_a_hand_off_while_a_revert_waits_is_autos_decision_not_the_engineers() -> None:
+    waiting = InteractiveGate()
+    holder = GateHolder(waiting)
+    proposal = Proposal("i2/implement", "implementer", "kernel", GOOD, rows(64), "+1 −1")
+    decided = asyncio.create_task(holder.decide(proposal))
+    while waiting.pending is None:
+        await asyncio.sleep(0)
+    holder.swap(AutoGate())  # F2 while the revert is on screen
+    decision, by = await decided
+    assert decision.action == APPROVE and by == "auto"  # judged as Auto's, against the edit
