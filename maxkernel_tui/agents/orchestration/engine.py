@@ -64,6 +64,7 @@ class SessionEngine(Steps):
     _current_estimate: Score = Score(None, "")
     _explained: int = 0
     _iterations: int = 0  # iterations started, for the end's ref
+    _worked_on: frozenset[int] = frozenset()  # versions profiled (and so tuned) by this loop
 
     async def explain(self, question: str) -> str:
         """The explainer's answer, outside the loop (it may run while a step does)."""
@@ -145,6 +146,12 @@ class SessionEngine(Steps):
             )
             self._restore_best()
             return
+        if self.version_id in self._worked_on:  # an earlier verdict of a kernel already worked on
+            number = self._number(self.version_id)
+            text = f"v{number} again: profiled and tuned before; nothing new in this iteration"
+            self._emit(Note(keys.sub(prefix, "again"), prefix, "engine", text))
+            self._restore_best()
+            return
         await self._profile_version(keys.sub(prefix, "profile"), report)
         diagnose = keys.sub(prefix, "diagnose")
         self.diagnosis = await self.ask(diagnose, PROFILER, self.context(), parsers.parse_diagnosis)
@@ -157,6 +164,7 @@ class SessionEngine(Steps):
         score, self._current_estimate = await self.profile(
             step, self.kernel, self.version_id, report
         )
+        self._worked_on = self._worked_on | {self.version_id}
         self._consider(score)
 
     def _consider(self, score: Score) -> None:

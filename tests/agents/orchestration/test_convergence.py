@@ -120,6 +120,8 @@ async def test_a_kernel_judged_before_keeps_its_verdict_and_its_version(bench: B
     )
     assert earlier.judged_at == "i1/implement"
     assert [v.number for v in store.kernel_versions(session)] == [1]  # no version for a repeat
+    assert bench.tools.profiled == [(GOOD, False)]  # nor a second profile: nothing new to do
+    assert len(provider.prompts("profiler")) == 1
     lines = [line for line in map(describe, events(store, session)) if line]
     assert any(
         "v1 again: not evaluated; its earlier verdict (at i1/implement): ACCEPTED" in line

@@ -122,7 +122,9 @@ async def auto_session_with_an_edit(bench: Bench, edited: str, tools: FakeTools)
 
 
 def engine_notes(bench: Bench, engine: SessionEngine) -> list[str]:
-    return [n.text for n in events(bench.store, engine.session_id, Note) if n.role == "engine"]
+    """What the engine said of reverts."""
+    notes = events(bench.store, engine.session_id, Note)
+    return [n.text for n in notes if n.role == "engine" and "reverts" in n.text]
 
 
 @pytest.mark.asyncio

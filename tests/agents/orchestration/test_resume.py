@@ -8,7 +8,12 @@ import asyncio
 
 import pytest
 
-from maxkernel_tui.agents.orchestration.events import EarlierVerdict, ProposalRepeated, SessionEnded
+from maxkernel_tui.agents.orchestration.events import (
+    EarlierVerdict,
+    Note,
+    ProposalRepeated,
+    SessionEnded,
+)
 from maxkernel_tui.agents.orchestration.gates import ScriptedGate
 from maxkernel_tui.agents.roles.tunables import set_tunables
 from tests.fakes.role_provider import RoleProvider
@@ -70,17 +75,17 @@ async def test_a_resumed_session_replays_its_repeats_and_earlier_verdicts_as_the
     bench: Bench,
 ) -> None:
     # the debugger repeats the rejected BAD (asked again) then writes GOOD; iteration 2 writes
-    # GOOD again (an earlier verdict); then the session stops at iteration 2's diagnosis
+    # GOOD again (an earlier verdict, nothing new to do); the session stops at iteration 3's plan
     first = RoleProvider(
         {
-            "planner": [plan("a"), plan("b")],
+            "planner": [plan("a"), plan("b"), plan("c")],
             "implementer": [kernel(BAD), kernel(GOOD)],
             "debugger": [kernel(BAD), kernel(GOOD)],
-            "profiler": [DIAGNOSIS] * 2,
+            "profiler": [DIAGNOSIS],
         }
     )
-    gate = StopAt("i2/tune/apply0")
-    engine = bench.engine(first, gate=gate, mode="hitl", max_iterations=2, tune_candidates=2)
+    gate = StopAt("i3/plan")
+    engine = bench.engine(first, gate=gate, mode="hitl", max_iterations=3, patience=5)
     running = asyncio.create_task(engine.run())
     await asyncio.wait_for(gate.reached.wait(), 10)
     running.cancel()
@@ -89,22 +94,23 @@ async def test_a_resumed_session_replays_its_repeats_and_earlier_verdicts_as_the
     store, session = bench.store, engine.session_id
     assert [r.step for r in events(store, session, ProposalRepeated)] == ["i1/debug1"]
     assert [e.step for e in events(store, session, EarlierVerdict)] == ["i2/implement"]
+    again = [n for n in events(store, session, Note) if n.ref == "i2/again"]
+    assert len(again) == 1 and "v2 again: profiled and tuned before" in again[0].text
 
-    second, tools = RoleProvider({}), FakeTools()
+    second, tools = RoleProvider({"implementer": [kernel(GOOD)]}), FakeTools()
     resumed = bench.engine(
         second,
         gate=ScriptedGate(),
         mode="hitl",
         session_id=session,
         tools=tools,
-        max_iterations=2,
-        tune_candidates=2,
+        max_iterations=3,
+        patience=5,
     )
     await resumed.run()
-    assert second.requests == []  # the same answers, in the same places: nothing asked again
-    # i2's autotune proposes i1's tuned kernel: judged before the stop, not evaluated after it
-    assert tools.evaluated == []
+    assert len(second.requests) == 1  # i3's implementer: the rest replayed as it was
+    assert tools.evaluated == []  # GOOD was judged before the stop: never again after it
     earlier = [e.step for e in events(store, session, EarlierVerdict)]
-    assert earlier == ["i2/implement", "i2/tune/apply0"]
+    assert earlier == ["i2/implement", "i3/implement"]
     refs = [e.payload["ref"] for e in store.events(session)]
     assert len(refs) == len(set(refs))
