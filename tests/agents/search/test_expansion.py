@@ -194,3 +194,21 @@ async def test_a_strategy_without_a_move_is_skipped_before_it_costs_a_node(bench
         (s.node, s.strategy, s.reason) for s in skipped
     ]
     assert outcome.evaluations == len(bench.tools.evaluated) == 1 + len(grown)
+
+
+async def test_a_beam_whose_grandchild_writes_the_roots_kernel_ends_by_itself(
+    bench: Bench,
+) -> None:
+    # the 12p case through the runner: round 2 brings the root's kernel back; merged into the
+    # root without an edge back to it, and the next round's planning returns
+    answers = [variant(256), variant(512), variant(128), variant(256), variant(1024)]
+    provider = RoleProvider({"implementer": answers + [variant(r) for r in (64, 32, 16, 8)]})
+    search = bench.search(provider, algorithm="beam", width=1, branches=2, depth=3)
+    outcome = await asyncio.wait_for(search.run(), 30)
+
+    graph = search.graph
+    back = next(n for n in graph.in_order() if n.round == 2 and n.merged_into == "n0")
+    assert "same kernel as its ancestor #0" in back.detail
+    assert graph["n0"].parents == []
+    assert all(n.ref not in {a.ref for a in graph.ancestors(n.ref)} for n in graph.in_order())
+    assert outcome.reason and bench.tools.evaluated.count(GOOD) == 1
