@@ -166,6 +166,7 @@ class EvaluationDone(SessionEvent):
     # fields named like credentials. "" in events stored before kernels were judged once
     verdict_hash: str = ""
     version_number: int = 0  # the v-number a user sees; 0 in events stored before it was kept
+    kernel_hash: str = ""  # fingerprint.kernel_hash of the kernel judged ("" in older events)
 
     def eval_report(self) -> EvalReport:
         return EvalReport.from_json(self.report)

@@ -36,6 +36,7 @@ from maxkernel_tui.agents.orchestration.events import (
     StepStarted,
     VersionCreated,
 )
+from maxkernel_tui.agents.orchestration.fingerprint import kernel_hash
 from maxkernel_tui.agents.orchestration.gates import (
     APPROVE,
     EDIT,
@@ -403,6 +404,7 @@ class Steps:
         if judged is not None:
             report = judged.with_edge_pass(report)
         data = report.to_json()
+        source = path.read_text(encoding="utf-8")
         self.store.record_evaluation(version_id, data)
         failure = failure_of(report)
         done = self._emit(
@@ -414,8 +416,9 @@ class Steps:
                 None if failure is None else str(failure),
                 data,
                 report.executor_node,
-                self.verdicts.key(path.read_text(encoding="utf-8")),
+                self.verdicts.key(source),
                 self._number(version_id),
+                kernel_hash(source),
             )
         )
         self.verdicts.record(done)

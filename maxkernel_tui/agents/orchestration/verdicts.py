@@ -48,6 +48,9 @@ class VerdictBook:
         self._base = [task_digest(task), sorted(task.configs), target]
         self._extra: list[EdgeConfig] = []
         self._judged: dict[str, EvaluationDone] = {}
+        # rejections by kernel alone: a kernel rejected at fewer configurations stays rejected
+        # when edge cases join them
+        self._failed: dict[str, Rejection] = {}
         self._refused: dict[str, Rejection] = {}  # the engineer's rejections, by kernel
         kernels: dict[str, str] = {}  # step -> the kernel proposed there
         for event in history:
@@ -73,6 +76,9 @@ class VerdictBook:
         """An evaluation's verdict (the first one for a key stands)."""
         if event.verdict_hash:
             self._judged.setdefault(event.verdict_hash, event)
+        if event.kernel_hash and event.verdict == REJECTED:
+            rejection = Rejection(event.version_number, event.failure or "no check decided")
+            self._failed.setdefault(event.kernel_hash, rejection)
 
     def refuse(self, source: str, reason: str) -> None:
         """The engineer rejected this kernel at the gate."""
@@ -88,4 +94,5 @@ class VerdictBook:
         judged = self.earlier(source)
         if judged is not None and judged.verdict == REJECTED:
             return Rejection(judged.version_number, judged.failure or "no check decided")
-        return self._refused.get(kernel_hash(source))
+        kernel = kernel_hash(source)
+        return self._failed.get(kernel) or self._refused.get(kernel)

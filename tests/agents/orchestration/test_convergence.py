@@ -5,6 +5,7 @@ one version numbering in the log."""
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import pytest
@@ -26,6 +27,7 @@ from maxkernel_tui.kernels.loader import load_task
 from tests.fakes.role_provider import RoleProvider
 from tests.support.engine import (
     BAD,
+    CHUNKED,
     DIAGNOSIS,
     GOOD,
     Bench,
@@ -248,3 +250,32 @@ async def test_a_session_without_an_accepted_kernel_says_so_at_its_end(bench: Be
     ended = best_at_end(bench.store, engine.session_id)
     assert ended is not None and ended.version is None and ended.report is None
     assert "without an accepted kernel" in ended.words()
+
+
+@pytest.mark.asyncio
+async def test_a_kernel_rejected_before_the_edge_cases_joined_stays_rejected(
+    bench: Bench,
+) -> None:
+    # BAD is rejected at i1/implement; GOOD is accepted and the edge case joins every later
+    # verdict; the debugger of iteration 2 offers BAD again: rejected at fewer configurations,
+    # it is rejected at more, and is not evaluated again
+    def judge(source: str, tools: FakeTools) -> EvalReport:
+        return rejected() if source in (BAD, CHUNKED) else accepted()
+
+    edge = {"name": "edge_hidden", "params": {"hidden": 384}, "why": "3 lane tiles"}
+    provider = RoleProvider(
+        {
+            "planner": [plan("a"), plan("b")],
+            "implementer": [kernel(BAD), kernel(CHUNKED)],
+            "debugger": [kernel(GOOD), kernel(BAD), kernel(GOOD.replace("    ", "  "))],
+            "tester": [json.dumps({"configs": [edge]})],
+            "profiler": [DIAGNOSIS] * 2,
+        }
+    )
+    tools = FakeTools(judge=judge, edges=frozenset({"edge_hidden"}))
+    engine = bench.engine(provider, tools=tools, max_iterations=2, patience=5)
+    await engine.run()
+
+    assert tools.evaluated.count(BAD) == 1
+    repeats = events(bench.store, engine.session_id, ProposalRepeated)
+    assert [(r.step, r.rejection.split(":")[0]) for r in repeats] == [("i2/debug1", "v1, rejected")]
