@@ -58,9 +58,12 @@ def plan_derivation(module: ast.Module, builder: str) -> Derivation:
         return Derivation(builder, fallback=str(error))
     sizes = _unique(sites.sizes)
     if not sizes:
-        return Derivation(builder, fallback=f"`{builder}` has no named integer sizes")
+        return Derivation(
+            builder,
+            fallback=f"`{builder}` writes no size: no named integer, dict entry or shape literal",
+        )
     production = {s.name: s.value for s in sizes}
-    derived = derive_sizes(production, sites.shapes)
+    derived = derive_sizes(production, sites.shapes, sites.divisors)
     if derived.heldout == derived.check:
         return Derivation(
             builder,
