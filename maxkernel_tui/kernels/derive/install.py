@@ -6,8 +6,9 @@ of jax itself (JAXBench's `dtype=jnp.bfloat16` is taken from the jax the task im
 
 A derived configuration sets its sizes where the task's code reads them: the builder's locals,
 dicts and shape literals (through the rewritten builder, derive/rewrite.py), module-level size
-constants and dicts of sizes (JAXBench's `CONFIG`) (on the module itself, so `computation` sees them too), and the same names of every
-candidate module bound to the task (an expert file that reads its own `CONFIG`).
+constants and dicts of sizes such as JAXBench's `CONFIG` (on the module itself, so
+`computation` sees them too), and the same names of every candidate module bound to the task
+(an expert file that reads its own `CONFIG`).
 """
 
 from __future__ import annotations

@@ -110,7 +110,7 @@ def find_sites(module: ast.Module, builder: str) -> Sites:
         (),
         _shapes(fn, sizes),
         # a static arg written as a shape's literal follows that size instead of dividing it
-        tuple(sorted(set(_divisors(module, fn)) | _static_literals(fn) - literal_values)),
+        tuple(sorted(set(code_divisors(module, fn)) | _static_literals(fn) - literal_values)),
     )
 
 
@@ -189,9 +189,12 @@ def shape_arguments(fn: ast.FunctionDef) -> Iterator[ast.expr]:
                 if len(node.args) > at:
                     yield node.args[at]
             yield from (k.value for k in node.keywords if k.arg == "shape")
-        elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Tuple):
-            if any(isinstance(t, ast.Name) and t.id.endswith("shape") for t in node.targets):
-                yield node.value
+        elif (
+            isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Tuple)
+            and any(isinstance(t, ast.Name) and t.id.endswith("shape") for t in node.targets)
+        ):
+            yield node.value
 
 
 def literal_nodes(
@@ -204,24 +207,27 @@ def literal_nodes(
         parts = argument.elts if isinstance(argument, (ast.Tuple, ast.List)) else [argument]
         found += [p for p in parts if _is_int(p) and p.value >= LITERAL_FROM]  # type: ignore[attr-defined]
     values = {c.value for c in found}
+    return found + [s for s in _returned_static(fn) if s.value in values]
+
+
+def _returned_static(fn: ast.FunctionDef) -> list[ast.Constant]:
+    """The integer literals of the static list in `return [arrays], [static]`."""
+    found: list[ast.Constant] = []
     for node in ast.walk(fn):
-        if isinstance(node, ast.Return) and isinstance(node.value, ast.Tuple):
-            if len(node.value.elts) == 2 and isinstance(node.value.elts[1], (ast.List, ast.Tuple)):
-                static = node.value.elts[1].elts  # type: ignore[attr-defined]
-                found += [s for s in static if _is_int(s) and s.value in values]
+        returned = node.value if isinstance(node, ast.Return) else None
+        if (
+            isinstance(returned, ast.Tuple)
+            and len(returned.elts) == 2
+            and isinstance(returned.elts[1], (ast.List, ast.Tuple))
+        ):
+            found += [s for s in returned.elts[1].elts if _is_int(s)]  # type: ignore[misc]
     return found
 
 
 def _static_literals(fn: ast.FunctionDef) -> set[int]:
     """Integer static args the builder returns as literals (`[q, k, v], [24]`, a head count):
     the reference receives them, so they divide like its own literals."""
-    found: set[int] = set()
-    for node in ast.walk(fn):
-        if isinstance(node, ast.Return) and isinstance(node.value, ast.Tuple):
-            if len(node.value.elts) == 2 and isinstance(node.value.elts[1], (ast.List, ast.Tuple)):
-                static = node.value.elts[1].elts  # type: ignore[attr-defined]
-                found |= {s.value for s in static if _is_int(s) and s.value >= 2}
-    return found
+    return {s.value for s in _returned_static(fn) if s.value >= 2}
 
 
 def _first_lines(nodes: list[ast.Constant]) -> dict[int, int]:
@@ -259,7 +265,7 @@ def _shapes(fn: ast.FunctionDef, sizes: list[SizeSite]) -> tuple[ShapeTuple, ...
 _NOT_COMPUTATION = frozenset({"benchmark", "get_flops", "main"})
 
 
-def _divisors(module: ast.Module, builder: ast.FunctionDef) -> tuple[int, ...]:
+def code_divisors(module: ast.Module, builder: ast.FunctionDef | None) -> tuple[int, ...]:
     """Integer literals (at least 2) in the bodies of the module's functions other than the
     builder (the reference and its helpers), leaving out indices (`x.shape[1]`) and `axis=`
     arguments: group counts, head counts, reshaped sizes."""

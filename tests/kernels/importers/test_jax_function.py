@@ -57,7 +57,8 @@ def test_args_become_a_plain_get_inputs_whose_sizes_derive():
     )
     assert "return [x0, x1], [1e-05]" in plain.reference_py
     derivation = plan_derivation(ast.parse(plain.reference_py), "get_inputs")
-    assert derivation.sizes["check"] == {"size_0": 8, "size_1": 2048, "size_2": 2048}
+    # 8x2048x2048 is over the check budget of a tensor: the leading size halves to fit
+    assert derivation.sizes["check"] == {"size_0": 2, "size_1": 2048, "size_2": 2048}
     assert (plain.atol, plain.rtol) == (1e-2, 1e-2)
     assert "the default for 16-bit float inputs" in " ".join(plain.notes)
 
