@@ -85,7 +85,7 @@ def _validate(
     compiled first, and not run where XLA's memory analysis says it would not fit this
     machine's available memory: the worker says so instead of being killed without a word."""
     started = time.perf_counter()
-    jitted = runtime.jitted_reference(module, len(specs), len(static))
+    jitted: Any = runtime.jitted_reference(module, len(specs), len(static))  # a jax.jit
     try:
         compiled = jitted.lower(*specs, *static).compile()
     except Exception as error:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from maxkernel_tui.kernels.derive.sites import (
     SizeSite,
     function,
+    int_of,
     is_key_call,
     literal_name,
     literal_nodes,
@@ -97,14 +98,16 @@ def _entries(statement: ast.stmt, entries: dict[tuple[str, str], str], sizes: st
     table = statement.value
     table.values = [
         _lookup(sizes, entries[(name, key.value)])
-        if isinstance(key, ast.Constant) and (name := _table_of(tables, entries, key.value))
+        if isinstance(key, ast.Constant)
+        and isinstance(key.value, str)
+        and (name := _table_of(tables, entries, key.value))
         else value
         for key, value in zip(table.keys, table.values)
     ]
     return statement
 
 
-def _table_of(tables: set[str], entries: dict[tuple[str, str], str], key: object) -> str:
+def _table_of(tables: set[str], entries: dict[tuple[str, str], str], key: str) -> str:
     return next((t for t in tables if (t, key) in entries), "")
 
 
@@ -114,8 +117,9 @@ class _SizedLiterals(ast.NodeTransformer):
         self.sizes = sizes
 
     def visit_Constant(self, node: ast.Constant) -> ast.AST:
-        if id(node) in self.literal_ids:
-            return ast.copy_location(_lookup(self.sizes, literal_name(node.value)), node)
+        value = int_of(node)
+        if id(node) in self.literal_ids and value is not None:
+            return ast.copy_location(_lookup(self.sizes, literal_name(value)), node)
         return node
 
 
@@ -125,18 +129,16 @@ def _sized(statement: ast.stmt, names: set[str], sizes: str) -> ast.stmt:
     if not isinstance(statement, ast.Assign):
         return statement
     target, value = statement.targets[0], statement.value
-    if isinstance(target, ast.Name) and target.id in names and _is_int(value):
+    if isinstance(target, ast.Name) and target.id in names and int_of(value) is not None:
         statement.value = _lookup(sizes, target.id)
     elif isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple):
         value.elts = [
-            _lookup(sizes, t.id) if isinstance(t, ast.Name) and t.id in names and _is_int(v) else v
+            _lookup(sizes, t.id)
+            if isinstance(t, ast.Name) and t.id in names and int_of(v) is not None
+            else v
             for t, v in zip(target.elts, value.elts)
         ]
     return statement
-
-
-def _is_int(node: ast.AST) -> bool:
-    return isinstance(node, ast.Constant) and type(node.value) is int
 
 
 def _lookup(sizes: str, name: str) -> ast.expr:

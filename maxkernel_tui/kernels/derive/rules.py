@@ -86,7 +86,7 @@ def derive_sizes(
     # sizes kept constant divide the sizes around them too (a named num_groups = 512)
     kept = tuple(n for n in production.values() if n <= KEEP_UP_TO)
     factors = tuple(sorted(set(divisors) | set(kept)))
-    pinned = {name for name, n in production.items() if n in divisors}
+    pinned = _pinned(production, divisors)
     check = {
         name: n if name in pinned else check_size(n, factors) for name, n in production.items()
     }
@@ -127,7 +127,7 @@ def shrunk_sizes(
     (porting): 8192 features in 512 groups stop at 512, not at 16."""
     sizes = dict(production)
     divisions = _divisions(production)
-    pinned = {n for n, v in production.items() if v in divisors}
+    pinned = _pinned(production, divisors)
     needed = {n: [d for d in divisors if d >= 2 and v % d == 0] for n, v in production.items()}
 
     def can_halve(name: str) -> bool:
@@ -210,6 +210,12 @@ def _heldout_moves(
     order = non_multiple + room if non_multiple + room else growable
     values = list(dict.fromkeys(production[n] for n in order))
     return [[n for n in free if production[n] == value] for value in values]
+
+
+def _pinned(production: dict[str, int], divisors: tuple[int, ...]) -> set[str]:
+    """Sizes the reference writes as literals, from GROW_FROM up: smaller literals are mostly
+    axes and factors (`transpose(0, 2, 1, 3)`, `x / 2`), not the size of the same value."""
+    return {n for n, v in production.items() if v in divisors and v >= GROW_FROM}
 
 
 def _divisions(production: dict[str, int]) -> list[tuple[str, str]]:

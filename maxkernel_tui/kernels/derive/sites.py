@@ -21,7 +21,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, cast
 
 # local: named int in the builder; module: module-level named int; config: entry of a
 # module-level dict; entry: entry of a dict inside the builder; literal: a literal in a shape
@@ -101,7 +101,7 @@ def find_sites(module: ast.Module, builder: str) -> Sites:
     sizes += _table_sizes(module, fn, {s.name for s in sizes})
     sizes += [
         SizeSite(literal_name(v), v, "literal", line)
-        for v, line in _first_lines(literal_nodes(fn, sizes)).items()
+        for v, line in _first_lines(literal_nodes(fn)).items()
     ]
     literal_values = {s.value for s in sizes if s.kind == "literal"}
     return Sites(
@@ -120,7 +120,9 @@ def _table_sizes(module: ast.Module, fn: ast.FunctionDef, taken: set[str]) -> li
     names is called `<dict>.<key>`."""
     read = _subscripted_tables(fn)
     found: list[SizeSite] = []
-    tables = [(name, d, "entry") for name, d in _dict_assignments(fn.body).items()]
+    tables: list[tuple[str, ast.Dict, SiteKind]] = [
+        (name, d, "entry") for name, d in _dict_assignments(fn.body).items()
+    ]
     tables += [(name, d, "config") for name, d in _dict_assignments(module.body).items()]
     seen_tables: set[str] = set()
     for table, literal, kind in tables:
@@ -128,12 +130,11 @@ def _table_sizes(module: ast.Module, fn: ast.FunctionDef, taken: set[str]) -> li
             continue  # a local dict shadows a module-level one of the same name
         seen_tables.add(table)
         for key, value in zip(literal.keys, literal.values):
-            if isinstance(key, ast.Constant) and isinstance(key.value, str) and _is_int(value):
+            size = int_of(value)
+            if isinstance(key, ast.Constant) and isinstance(key.value, str) and size is not None:
                 name = key.value if key.value not in taken else f"{table}.{key.value}"
                 taken.add(name)
-                found.append(
-                    SizeSite(name, value.value, kind, value.lineno, table, key.value)  # type: ignore[attr-defined]
-                )
+                found.append(SizeSite(name, size, kind, value.lineno, table, key.value))
     return found
 
 
@@ -197,17 +198,15 @@ def shape_arguments(fn: ast.FunctionDef) -> Iterator[ast.expr]:
             yield node.value
 
 
-def literal_nodes(
-    fn: ast.FunctionDef, sizes: list[SizeSite] | tuple[SizeSite, ...] = ()
-) -> list[ast.Constant]:
+def literal_nodes(fn: ast.FunctionDef) -> list[ast.Constant]:
     """Integer literals of at least LITERAL_FROM written where a shape goes, and the static
     args returned as the same literal."""
     found: list[ast.Constant] = []
     for argument in shape_arguments(fn):
         parts = argument.elts if isinstance(argument, (ast.Tuple, ast.List)) else [argument]
-        found += [p for p in parts if _is_int(p) and p.value >= LITERAL_FROM]  # type: ignore[attr-defined]
-    values = {c.value for c in found}
-    return found + [s for s in _returned_static(fn) if s.value in values]
+        found += [p for p in _int_constants(parts) if _value(p) >= LITERAL_FROM]
+    values = {_value(c) for c in found}
+    return found + [s for s in _returned_static(fn) if _value(s) in values]
 
 
 def _returned_static(fn: ast.FunctionDef) -> list[ast.Constant]:
@@ -220,20 +219,20 @@ def _returned_static(fn: ast.FunctionDef) -> list[ast.Constant]:
             and len(returned.elts) == 2
             and isinstance(returned.elts[1], (ast.List, ast.Tuple))
         ):
-            found += [s for s in returned.elts[1].elts if _is_int(s)]  # type: ignore[misc]
+            found += _int_constants(returned.elts[1].elts)
     return found
 
 
 def _static_literals(fn: ast.FunctionDef) -> set[int]:
     """Integer static args the builder returns as literals (`[q, k, v], [24]`, a head count):
     the reference receives them, so they divide like its own literals."""
-    return {s.value for s in _returned_static(fn) if s.value >= 2}
+    return {_value(s) for s in _returned_static(fn) if _value(s) >= 2}
 
 
 def _first_lines(nodes: list[ast.Constant]) -> dict[int, int]:
     lines: dict[int, int] = {}
     for node in sorted(nodes, key=lambda n: n.lineno):
-        lines.setdefault(node.value, node.lineno)
+        lines.setdefault(_value(node), node.lineno)
     return lines
 
 
@@ -242,7 +241,7 @@ def _shapes(fn: ast.FunctionDef, sizes: list[SizeSite]) -> tuple[ShapeTuple, ...
     anything else in it is not read as a shape); a bare size where a shape goes is a 1-D one."""
     literal_values = {s.value for s in sizes if s.kind == "literal"}
     shapes: list[ShapeTuple] = []
-    candidates = [n for n in ast.walk(fn) if isinstance(n, ast.Tuple) and n.elts]
+    candidates: list[ast.expr] = [n for n in ast.walk(fn) if isinstance(n, ast.Tuple) and n.elts]
     candidates += [a for a in shape_arguments(fn) if not isinstance(a, (ast.Tuple, ast.List))]
     for node in candidates:
         shape: list[str | int] = []
@@ -250,8 +249,7 @@ def _shapes(fn: ast.FunctionDef, sizes: list[SizeSite]) -> tuple[ShapeTuple, ...
             name = size_of(element, sizes)
             if name is not None:
                 shape.append(name)
-            elif _is_int(element):
-                value = element.value  # type: ignore[attr-defined]
+            elif (value := int_of(element)) is not None:
                 shape.append(literal_name(value) if value in literal_values else value)
             else:
                 break
@@ -285,10 +283,10 @@ def code_divisors(module: ast.Module, builder: ast.FunctionDef | None) -> tuple[
             elif isinstance(node, ast.keyword) and node.arg in ("axis", "axes", "dimension"):
                 skipped.update(id(n) for n in ast.walk(node.value))
     values = {
-        n.value  # type: ignore[attr-defined]
+        value
         for statement in bodies
         for n in ast.walk(statement)
-        if _is_int(n) and id(n) not in skipped and n.value >= 2  # type: ignore[attr-defined]
+        if (value := int_of(n)) is not None and id(n) not in skipped and value >= 2
     }
     return tuple(sorted(values))
 
@@ -305,17 +303,25 @@ def _int_assignments(body: list[ast.stmt]) -> dict[str, tuple[int, int]]:
         if len(node.targets) == 1 and isinstance(first, ast.Tuple) and isinstance(value, ast.Tuple):
             pairs = list(zip(first.elts, value.elts))
         for name, constant in pairs:
-            if isinstance(name, ast.Name) and _is_int(constant):
-                found[name.id] = (constant.value, node.lineno)  # type: ignore[attr-defined]
+            if isinstance(name, ast.Name) and (size := int_of(constant)) is not None:
+                found[name.id] = (size, node.lineno)
     return found
 
 
-def _is_int(node: ast.AST) -> bool:
-    return (
-        isinstance(node, ast.Constant)
-        and isinstance(node.value, int)
-        and not isinstance(node.value, bool)
-    )
+def int_of(node: ast.AST) -> int | None:
+    """The value of an integer literal (not a bool), None for anything else."""
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    return None
+
+
+def _int_constants(nodes: list[ast.expr]) -> list[ast.Constant]:
+    return [n for n in nodes if isinstance(n, ast.Constant) and type(n.value) is int]
+
+
+def _value(node: ast.Constant) -> int:
+    """The value of a node `_int_constants` kept (an int by then)."""
+    return cast(int, node.value)
 
 
 def config_dict(module: ast.Module) -> ast.Dict | None:
