@@ -34,6 +34,7 @@ from maxkernel_tui.kernels.description import (
 from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.targets import DEFAULT_TARGET
 from maxkernel_tui.kernels.task import BENCH, CHECK, TaskError
+from maxkernel_tui.kernels.tie_probe import tie_groups
 from maxkernel_tui.kernels.workers import READY
 from maxkernel_tui.versions import installed_version
 
@@ -51,10 +52,11 @@ def describe_folder(folder: Path, with_cost: bool, target: str = DEFAULT_TARGET)
         names = runtime.config_names(task, module)
         configs = {name: _config_shapes(task, module, name) for name in names}
         flops = _declared_flops(task, module)
+        ties = tie_groups(task, module)
     except TaskError as error:
         return replace(found, error=str(error))
     cost = _bench_cost(task, module, next(iter(configs)), target) if with_cost else None
-    return replace(found, configs=configs, cost=cost, declared_flops=flops)
+    return replace(found, configs=configs, cost=cost, declared_flops=flops, tie_groups=ties)
 
 
 def _config_shapes(task: Any, module: Any, config: str) -> ConfigShapes:

@@ -78,10 +78,13 @@ def derive_sizes(
     production: dict[str, int],
     shapes: tuple[tuple[str | int, ...], ...] = (),
     divisors: tuple[int, ...] = (),
+    groups: tuple[tuple[str, ...], ...] = (),
 ) -> DerivedSizes:
     """`check` and `heldout` for a task's sizes; `shapes`: the tuples of sizes the input code
     writes (they bound the doubling of a small task); `divisors`: the integer literals of the
-    reference (a size equal to one is pinned, a size one divides stays divisible)."""
+    reference (a size equal to one is pinned, a size one divides stays divisible); `groups`:
+    where known from tracing the reference (tie_probe.py), which sizes of one production value
+    must move together (without them, all sizes of a value do)."""
     ties = find_ties(production)
     # sizes kept constant divide the sizes around them too (a named num_groups = 512)
     kept = tuple(n for n in production.values() if n <= KEEP_UP_TO)
@@ -98,14 +101,17 @@ def derive_sizes(
     problems = list(_apply_ties(check, ties))
     tied = {t.free for t in ties} | pinned
     heldout = dict(check)
-    for names in _heldout_moves(production, check, tied):
+    for names in _heldout_moves(production, check, tied, groups):
         moved = dict(check)
         for name in names:
             # a size shrunk below its own step (to fit the budget) moves by its check's step
             step = min(size_step(production[name], factors), size_step(check[name], factors))
             moved[name] = check[name] + step
         _apply_ties(moved, ties)
-        if not _broken(moved, divisions) and _largest(shapes, moved) <= MAX_CHECK_ELEMENTS:
+        # traced groups stand for what the reference ties; sizes merely dividing one another in
+        # production (256 and 512) may then part, the traced held-out shapes say if they may not
+        kept = divisions if not groups else []
+        if not _broken(moved, kept) and _largest(shapes, moved) <= MAX_CHECK_ELEMENTS:
             heldout = moved
             break
     problems += [p for p in _apply_ties(heldout, ties) if p not in problems]
@@ -195,7 +201,10 @@ def _apply_ties(sizes: dict[str, int], ties: tuple[Tie, ...]) -> list[str]:
 
 
 def _heldout_moves(
-    production: dict[str, int], check: dict[str, int], tied: set[str]
+    production: dict[str, int],
+    check: dict[str, int],
+    tied: set[str],
+    groups: tuple[tuple[str, ...], ...] = (),
 ) -> list[list[str]]:
     """Candidate moves off check, best first, each every size of one production value (equal
     sizes may meet in a contraction): first a value whose step leaves a non-multiple of check,
@@ -208,8 +217,17 @@ def _heldout_moves(
     room.sort(key=lambda n: -production[n])
     growable = sorted((n for n in free if production[n] >= GROW_FROM), key=lambda n: production[n])
     order = non_multiple + room if non_multiple + room else growable
-    values = list(dict.fromkeys(production[n] for n in order))
-    return [[n for n in free if production[n] == value] for value in values]
+    units: list[list[str]] = []
+    for name in order:
+        group = next((g for g in groups if name in g), None)
+        unit = (
+            [n for n in free if n in group]
+            if group is not None
+            else [n for n in free if production[n] == production[name]]
+        )
+        if unit not in units:
+            units.append(unit)
+    return units
 
 
 def _pinned(production: dict[str, int], divisors: tuple[int, ...]) -> set[str]:
