@@ -110,8 +110,8 @@ def derive_sizes(
         _apply_ties(moved, ties)
         # traced groups stand for what the reference ties; sizes merely dividing one another in
         # production (256 and 512) may then part, the traced held-out shapes say if they may not
-        kept = divisions if not groups else []
-        if not _broken(moved, kept) and _largest(shapes, moved) <= MAX_CHECK_ELEMENTS:
+        holding = divisions if not groups else []
+        if not _broken(moved, holding) and _largest(shapes, moved) <= MAX_CHECK_ELEMENTS:
             heldout = moved
             break
     problems += [p for p in _apply_ties(heldout, ties) if p not in problems]
