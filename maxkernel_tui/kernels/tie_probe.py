@@ -13,12 +13,16 @@ size by its value meets a configuration where the values differ.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from types import ModuleType
 
 from maxkernel_tui.kernels import reference_runtime as runtime
 from maxkernel_tui.kernels.task import BENCH, IMPORTED_CATEGORY, Task, TaskError
 
 PROBE = "tie_probe"  # the configuration each probe traces, removed afterwards
+# traces one task may spend (each an eval_shape of inputs and reference); a value whose sizes
+# are not split by then keeps them together, as the static plan does
+MAX_TRACES = 24
 
 
 def tie_groups(task: Task, module: ModuleType) -> list[list[str]]:
@@ -33,37 +37,50 @@ def tie_groups(task: Task, module: ModuleType) -> list[list[str]]:
     by_value: dict[int, list[str]] = {}
     for name, value in production.items():
         by_value.setdefault(value, []).append(name)
+    probes = _Probes(task, module, production)
     groups: list[list[str]] = []
     try:
         for names in (n for n in by_value.values() if len(n) > 1):
-            groups += _split(task, module, production, names)
+            if probes.left < len(names) ** 2:
+                groups.append(names)  # not probed: they move together
+            else:
+                groups += probes.split(names)
     finally:
-        getattr(module, "CONFIGS", {}).pop(PROBE, None)
+        configs.pop(PROBE, None)
     return groups
 
 
-def _split(
-    task: Task, module: ModuleType, production: dict[str, int], names: list[str]
-) -> list[list[str]]:
-    tied = [n for n in names if not _traces(task, module, production, [n])]
-    groups = [[n] for n in names if n not in tied]
-    while tied:
-        group = list(tied)  # shrunk to the smallest set around tied[0] that still traces
-        for other in tied[1:]:
-            smaller = [n for n in group if n != other]
-            if _traces(task, module, production, smaller):
-                group = smaller
-        groups.append(group)
-        tied = [n for n in tied if n not in group]
-    return groups
+@dataclass
+class _Probes:
+    """Traces of the task with some sizes moved, MAX_TRACES at most."""
 
+    task: Task
+    module: ModuleType
+    production: dict[str, int]
+    left: int = MAX_TRACES
 
-def _traces(task: Task, module: ModuleType, production: dict[str, int], moved: list[str]) -> bool:
-    sizes = {name: 2 * value if name in moved else value for name, value in production.items()}
-    getattr(module, "CONFIGS", {}).pop(PROBE, None)
-    try:
-        probing = runtime.with_extra_configs(task, module, {PROBE: sizes})
-        runtime.io_specs(probing, module, PROBE)
-    except TaskError:
-        return False
-    return True
+    def split(self, names: list[str]) -> list[list[str]]:
+        """`names` (of one value) as free sizes and smallest sets that move together."""
+        tied = [n for n in names if not self.traces([n])]
+        groups = [[n] for n in names if n not in tied]
+        while tied:
+            group = list(tied)  # shrunk to the smallest set around tied[0] that still traces
+            for other in tied[1:]:
+                smaller = [n for n in group if n != other]
+                if self.traces(smaller):
+                    group = smaller
+            groups.append(group)
+            tied = [n for n in tied if n not in group]
+        return groups
+
+    def traces(self, moved: list[str]) -> bool:
+        """Whether the inputs and the reference trace with the `moved` sizes doubled."""
+        self.left -= 1
+        sizes = {n: 2 * v if n in moved else v for n, v in self.production.items()}
+        self.module.CONFIGS.pop(PROBE, None)
+        try:
+            probing = runtime.with_extra_configs(self.task, self.module, {PROBE: sizes})
+            runtime.io_specs(probing, self.module, PROBE)
+        except TaskError:
+            return False
+        return True
