@@ -42,7 +42,9 @@ from maxkernel_tui.versions import installed_version
 MEMORY_SHARE = 0.5
 
 
-def describe_folder(folder: Path, with_cost: bool, target: str = DEFAULT_TARGET) -> TaskDescription:
+def describe_folder(
+    folder: Path, with_cost: bool, target: str = DEFAULT_TARGET, with_ties: bool = False
+) -> TaskDescription:
     """Everything a listing needs about one task; errors are reported, never raised."""
     found = TaskDescription(str(folder), FORMAT_VERSION)
     try:
@@ -52,7 +54,7 @@ def describe_folder(folder: Path, with_cost: bool, target: str = DEFAULT_TARGET)
         names = runtime.config_names(task, module)
         configs = {name: _config_shapes(task, module, name) for name in names}
         flops = _declared_flops(task, module)
-        ties = tie_groups(task, module)
+        ties = tie_groups(task, module) if with_ties else []
     except TaskError as error:
         return replace(found, error=str(error))
     cost = _bench_cost(task, module, next(iter(configs)), target) if with_cost else None
@@ -188,12 +190,17 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--no-cost", action="store_true", help="skip the TPU compile")
     parser.add_argument("--target", default=DEFAULT_TARGET)
+    parser.add_argument(
+        "--ties", action="store_true", help="trace which equal sizes the reference ties"
+    )
     args = parser.parse_args(argv)
     print(json.dumps(READY), flush=True)  # jax came with this module's imports
     for line in sys.stdin:
         folder = line.strip()
         if folder:
-            answer = describe_folder(Path(folder), with_cost=not args.no_cost, target=args.target)
+            answer = describe_folder(
+                Path(folder), with_cost=not args.no_cost, target=args.target, with_ties=args.ties
+            )
             print(json.dumps(answer.to_json()), flush=True)
 
 

@@ -94,8 +94,8 @@ class TaskDescription:
     cost: XlaCost | None = None  # None when asked for shapes only
     error: str | None = None
     declared_flops: float | None = None  # the task's own get_flops() (JAXBench), if any
-    # A derived task's sizes of one production value split into those that must move together,
-    # found by tracing the reference (tie_probe.py); empty where no two sizes are equal
+    # A derived or imported task's sizes of one production value split into those that must
+    # move together, found by tracing the reference (tie_probe.py) where asked (`tasks import`)
     tie_groups: list[list[str]] = field(default_factory=list)
 
     @property

@@ -126,7 +126,8 @@ def validate_folder(folder: Path) -> TaskDescription:
     """Shapes of every configuration (eval_shape) and a run of the reference on each derived
     one (finite outputs), in the describe worker; TaskImportError saying what failed."""
     worker = LineWorker(
-        python_module_argv("maxkernel_tui.kernels.describe", "--no-cost"),
+        # --ties: which equal sizes the reference ties, for the CONFIGS written (tie_probe.py)
+        python_module_argv("maxkernel_tui.kernels.describe", "--no-cost", "--ties"),
         jax_worker_env(),
         sandbox=sandbox_policy(readable=(folder,), xla_cache=XlaCache.SHARED),
     )

@@ -1,12 +1,13 @@
 """Tracing the reference tells which equal sizes it ties: a GEMM's m and n (both 256) are free of
 each other while the two 512s meet in the contraction, and `tasks import` then holds out sizes
-where m and n differ; equal sizes written under two names in a plain task are found tied."""
+where m and n differ; equal sizes written under two names in a plain task are found tied
+(described in this process: the test imports jax)."""
 
 import textwrap
 
 import pytest
 
-from maxkernel_tui.kernels.catalog import describe_tasks
+from maxkernel_tui.kernels import describe
 from maxkernel_tui.kernels.importers import ImportOptions
 from maxkernel_tui.kernels.importers.service import import_task
 from maxkernel_tui.kernels.loader import load_task
@@ -63,7 +64,6 @@ def test_equal_sizes_under_two_names_are_found_tied_by_the_contraction(tmp_path)
         'task_id: two_names\ndescription: d\ninput_gen_code: ""\natol: 0.01\nrtol: 0.01\n'
     )
     (folder / "reference.py").write_text(textwrap.dedent(TWO_NAMES).lstrip())
-    task = load_task(folder)
-    described = describe_tasks([task], tmp_path / "cache", with_cost=False, workers=1)
-    groups = sorted(sorted(g) for g in described["two_names"].tie_groups)
+    described = describe.describe_folder(folder, with_cost=False, with_ties=True)
+    groups = sorted(sorted(g) for g in described.tie_groups)
     assert groups == [["batch"], ["d_in", "w_rows"]]
