@@ -5,7 +5,9 @@ One family is written once, with `{name}` where a size goes; a style renders it:
 - `dict`: a dict of sizes inside get_inputs with string entries beside the sizes, read by
   subscript (`CONFIG['batch']`), a bare size where a shape goes, keys from `PRNGKey(42)`;
 - `literal`: the production values written inside the calls (`(4096, 8192)`), keys from
-  `jax.random.key(0xBADC0DE)`.
+  `jax.random.key(0xBADC0DE)`;
+- `module_dict`: a module-level dict of sizes (as JAXBench's `CONFIG`) read by subscript in
+  get_inputs, keys from `jax.random.PRNGKey(7)`.
 Every style fixes its keys, as MaxKernel's dataset does.
 """
 
@@ -15,11 +17,12 @@ import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
-STYLES = ("named", "dict", "literal")
+STYLES = ("named", "dict", "literal", "module_dict")
 _KEYS = {
     "named": "jax.random.key(0)",
     "dict": "jax.random.PRNGKey(42)",
     "literal": "jax.random.key(0xBADC0DE)",
+    "module_dict": "jax.random.PRNGKey(7)",
 }
 
 
@@ -139,13 +142,20 @@ def family_source(family: str, style: str) -> str:
     elif style == "literal":
         head = []
         refs = {name: str(value) for name, value in spec.sizes.items()}
+    elif style == "module_dict":
+        entries = ", ".join(f"'{name}': {value}" for name, value in spec.sizes.items())
+        head = []
+        refs = {name: f"SIZES['{name}']" for name in spec.sizes}
     else:
         raise ValueError(style)
     body = textwrap.dedent(spec.inputs).strip().format(key=_KEYS[style], **refs)
     lines = ["def get_inputs(dtype=jnp.float32):"]
     lines += ["    " + line for line in [*head, *body.splitlines()]]
+    module_sizes = f"SIZES = {{{entries}}}\n\n" if style == "module_dict" else ""
     return (
-        "import jax\nimport jax.numpy as jnp\n\n\n"
+        "import jax\nimport jax.numpy as jnp\n\n"
+        + module_sizes
+        + "\n"
         + "\n".join(lines)
         + "\n\n\n"
         + textwrap.dedent(spec.computation).strip()

@@ -1,9 +1,10 @@
 """Task folders written in each of MaxKernel's ways of writing sizes (named integers; a dict of
 sizes read by subscript with string entries beside the sizes and a bare size for a shape;
-literals inside the calls), across families (GEMM + epilogue, a GEMM with a row sum whose sizes
-all coincide, attention with 24 heads, a conv whose every size is small, a GroupNorm of 48
-groups): each derives `check` and `heldout`, and sizes that must stay tied stay tied. Read
-statically here (no jax); test_styles_e2e.py validates them in the describe worker."""
+literals inside the calls; a module-level dict of sizes, as JAXBench's CONFIG), across families
+(GEMM + epilogue, a GEMM with a row sum whose sizes all coincide, attention with 24 heads, a
+conv whose every size is small, a GroupNorm of 48 groups): each derives `check` and `heldout`,
+and sizes that must stay tied stay tied. Read statically here (no jax); test_styles_e2e.py
+validates them in the describe worker."""
 
 import pytest
 

@@ -1,7 +1,8 @@
-"""The styled task folders through the describe worker: the derived `check` runs to finite
-outputs, `heldout` traces, and the shapes the reference receives keep their ties (a
-contraction's two sides, a head and a group count dividing their sizes); a derived
-configuration too large for the machine's memory is refused with the reason, not run."""
+"""The styled task folders, one style per family and every style met, through the describe
+worker: the derived `check` runs to finite outputs, `heldout` traces, and the shapes the
+reference receives keep their ties (a contraction's two sides, a head and a group count dividing
+their sizes); a derived configuration too large for the machine's memory is refused with the
+reason, not run."""
 
 import pytest
 
@@ -19,7 +20,7 @@ ONE_STYLE_EACH = {
     "gemm_rowsum_equal_sizes": "dict",
     "attention_heads": "literal",
     "conv_bias_relu": "dict",
-    "gemm_groupnorm": "named",
+    "gemm_groupnorm": "module_dict",
 }
 
 
@@ -45,7 +46,7 @@ def test_derived_configurations_validate_in_the_worker_and_keep_their_ties(tmp_p
         assert x[1] == w[0] and w[1] == b[0]
         q, _, _ = shapes["attention_heads_literal"][config]
         assert q[2] % 24 == 0
-        x, w, gamma = shapes["gemm_groupnorm_named"][config]
+        x, w, gamma = shapes["gemm_groupnorm_module_dict"][config]
         assert w[1] % 48 == 0 and gamma == [w[1]]
         x, w, _ = shapes["conv_bias_relu_dict"][config]
         assert x[1] == w[1]
