@@ -32,7 +32,9 @@ from maxkernel_tui.kernels.workers import (
 
 # Of the worker's JSON answer (TaskDescription.to_json): bump when it changes, so cached
 # descriptions are redone.
-FORMAT_VERSION = 3  # 2: derived configurations validated, declared flops; 3: inputs timed apart
+# 2: derived configurations validated, declared flops; 3: inputs timed apart; 4: tie groups,
+# held-out traced only
+FORMAT_VERSION = 4
 DESCRIBE_TIMEOUT_S = 600.0  # one task: tracing plus a TPU compile of a large reference
 
 

@@ -94,6 +94,9 @@ class TaskDescription:
     cost: XlaCost | None = None  # None when asked for shapes only
     error: str | None = None
     declared_flops: float | None = None  # the task's own get_flops() (JAXBench), if any
+    # A derived or imported task's sizes of one production value split into those that must
+    # move together, found by tracing the reference (tie_probe.py) where asked (`tasks import`)
+    tie_groups: list[list[str]] = field(default_factory=list)
 
     @property
     def cacheable(self) -> bool:
@@ -112,6 +115,8 @@ class TaskDescription:
             data.update(cost=self.cost.to_json())
         if self.declared_flops is not None:
             data.update(declared_flops=self.declared_flops)
+        if self.tie_groups:
+            data.update(tie_groups=self.tie_groups)
         return data
 
     @classmethod
@@ -127,4 +132,5 @@ class TaskDescription:
             cost=None if cost is None else XlaCost.from_json(cost),
             error=data.get("error"),
             declared_flops=data.get("declared_flops"),
+            tie_groups=[list(group) for group in data.get("tie_groups") or []],
         )

@@ -19,6 +19,8 @@ BENCH = "bench"
 CHECK = "check"
 HELDOUT = "heldout"
 
+IMPORTED_CATEGORY = "imported"  # what `tasks import` writes as a task's category
+
 DEFAULT_TOLERANCE = 1e-3  # what MaxKernel's harness uses when a yaml omits atol/rtol
 
 # How a task folder is written: ours (CONFIGS with check/heldout), MaxKernel's plain adapted

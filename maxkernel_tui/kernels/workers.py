@@ -182,6 +182,7 @@ class LineWorker:
         self._proc: subprocess.Popen[bytes] | ForkedChild | None = None
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115  closed by close()
         self._buffer = b""
+        self._oom_kills = oom_kills()  # the system's count when the last request was sent
 
     def ask(self, request: str, timeout: float) -> dict[str, Any]:
         self.send(request)
@@ -189,6 +190,7 @@ class LineWorker:
 
     def send(self, request: str) -> None:
         self.start()
+        self._oom_kills = oom_kills()
         assert self._proc is not None and self._proc.stdin is not None
         try:
             self._proc.stdin.write(request.encode() + b"\n")
@@ -278,7 +280,9 @@ class LineWorker:
                 if not chunk:
                     code = self._proc.wait()
                     raise WorkerFailure(
-                        f"worker died ({_exit_reason(code)}): {self.stderr_tail()}", "died"
+                        f"worker died ({_exit_reason(code, self._oom_kills)}): "
+                        f"{self.stderr_tail()}",
+                        "died",
                     )
                 self._buffer += chunk
         line, self._buffer = self._buffer.split(b"\n", 1)
@@ -450,7 +454,33 @@ def _startup_problem(greeting: str) -> str:
     return repr(greeting[:200])
 
 
-def _exit_reason(code: int) -> str:
+def oom_kills() -> int | None:
+    """How many processes the kernel's out-of-memory killer has killed since boot (Linux's
+    /proc/vmstat), None where that is not known."""
+    try:
+        for line in Path("/proc/vmstat").read_text().splitlines():
+            if line.startswith("oom_kill "):
+                return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def _exit_reason(code: int, oom_kills_before: int | None = None) -> str:
+    """Why a child ended; a SIGKILL nobody here sent is, most of the time, the out-of-memory
+    killer, which writes nothing to the child's stderr: say so, with the evidence."""
+    if code == -signal.SIGKILL:
+        now = oom_kills()
+        if now is not None and oom_kills_before is not None and now > oom_kills_before:
+            return (
+                "killed by SIGKILL from the kernel's out-of-memory killer: the machine ran "
+                f"out of memory while it worked (/proc/vmstat oom_kill {oom_kills_before} -> "
+                f"{now})"
+            )
+        return (
+            "killed by SIGKILL, not by a timeout of ours: the system's out-of-memory killer "
+            "(or another process) ended it; it could write nothing"
+        )
     if code < 0:
         try:
             return f"killed by {signal.Signals(-code).name}"

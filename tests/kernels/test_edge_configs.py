@@ -80,9 +80,9 @@ def test_a_slow_reference_is_rejected(suite_tasks):
 
 
 def test_a_task_without_named_configurations_takes_none(tmp_path):
-    from tests.support.paths import ADAPTED_TASKS
+    from tests.support.task_folders import move_inputs_to_yaml, write_plain
 
-    accepted, (reason,) = validate_edge_configs(
-        load_task(ADAPTED_TASKS / "1_Vector_Add"), [("edge_small", {"n": 100})]
-    )
+    folder = write_plain(tmp_path, "41k_Gemm_Add_ReLU")
+    move_inputs_to_yaml(folder)  # its sizes are then not derived
+    accepted, (reason,) = validate_edge_configs(load_task(folder), [("edge_small", {"n": 100})])
     assert accepted == [] and "no named configurations" in reason

@@ -35,10 +35,12 @@ def write_task(root, name="t1", yaml_text=GOOD_YAML, reference=GOOD_REFERENCE):
 def test_plain_adapted_task_loads_with_its_tolerances(tmp_path):
     task = load_task(write_task(tmp_path))
     assert task.task_id == "t1"
-    assert task.configs == ("bench",)
-    assert task.tolerance("bench") == Tolerance(0.01, 0.02)
+    # its shape literal (8, 128) is a size: 128 is doubled for check, 8 is structure
+    assert task.configs == ("bench", "check", "heldout") and task.derived
+    assert task.derivation.sizes["check"] == {"dim_128": 256}
+    assert task.tolerance("bench") == task.tolerance("check") == Tolerance(0.01, 0.02)
     assert task.category == "custom" and task.operation == "doubles x"
-    assert not task.named_configs and not task.inputs_from_yaml
+    assert task.source_format == "plain" and not task.inputs_from_yaml
 
 
 def test_missing_tolerances_default_like_maxkernel(tmp_path):
@@ -148,7 +150,7 @@ def test_adapted_folder_written_elsewhere_loads_unmodified():
     tasks, errors = load_tasks(ADAPTED_TASKS)
     assert errors == []
     add, softmax = tasks
-    assert add.task_id == "1_Vector_Add" and add.configs == ("bench",)
+    assert add.task_id == "1_Vector_Add" and add.configs == ("bench", "check", "heldout")
     assert softmax.inputs_from_yaml and softmax.configs == ("bench.0", "bench.1")
     assert softmax.tolerance("bench.1") == Tolerance(0.02, 0.01)
 

@@ -49,7 +49,9 @@ async def test_describe_runs_in_workers_and_updates_rows(tmp_path):
         assert table.get_row_at(0)[2] == "0.0 v5e"
         summary = str(app.screen.query_one("#summary", Static).content)
         assert "1_Vector_Add  [custom]" in summary
-        assert "bench  f32[4096] f32[4096]  static (2.0,) -> f32[4096]" in summary
+        # its shape literal 4096 is a size: check and heldout are derived from it
+        assert "bench              f32[4096] f32[4096]  static (2.0,) -> f32[4096]" in summary
+        assert "check (derived)    f32[2048] f32[2048]  static (2.0,) -> f32[2048]" in summary
         assert "all tasks described" in str(app.screen.query_one("#status", Static).content)
 
 

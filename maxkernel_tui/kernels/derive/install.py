@@ -4,10 +4,11 @@
 Runs only in worker processes, on modules already executed there; this module imports nothing
 of jax itself (JAXBench's `dtype=jnp.bfloat16` is taken from the jax the task imported).
 
-A derived configuration sets its sizes where the task's code reads them: the builder's locals
-(through the rewritten builder, derive/rewrite.py), module-level size constants and JAXBench's
-`CONFIG` dict (on the module itself, so `computation` sees them too), and the same names of every
-candidate module bound to the task (an expert file that reads its own `CONFIG`).
+A derived configuration sets its sizes where the task's code reads them: the builder's locals,
+dicts and shape literals (through the rewritten builder, derive/rewrite.py), module-level size
+constants and dicts of sizes such as JAXBench's `CONFIG` (on the module itself, so
+`computation` sees them too), and the same names of every candidate module bound to the task
+(an expert file that reads its own `CONFIG`).
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from typing import Any
 
 from maxkernel_tui.kernels.derive.plan import Derivation
 from maxkernel_tui.kernels.derive.rewrite import BUILDER, MIX, builder_source, mix_seed
-from maxkernel_tui.kernels.derive.sites import CONFIG_DICT
 from maxkernel_tui.kernels.task import BENCH, Task, TaskError
 
 _BOUND = "__derived_bound_modules__"  # candidates whose module-level sizes follow the task's
@@ -65,9 +65,10 @@ def bind_candidate(task: Task, reference: ModuleType, candidate: ModuleType) -> 
 
 def _install_derived(task: Task, module: ModuleType, derivation: Derivation) -> None:
     tree = ast.parse(task.reference_path.read_text(encoding="utf-8"))
-    local_sizes = {s.name for s in derivation.sites if s.kind == "local"}
     code = compile(
-        builder_source(tree, derivation.builder, local_sizes), str(task.reference_path), "exec"
+        builder_source(tree, derivation.builder, derivation.sites),
+        str(task.reference_path),
+        "exec",
     )
     module.__dict__[MIX] = mix_seed
     exec(code, module.__dict__)
@@ -88,14 +89,14 @@ def _install_derived(task: Task, module: ModuleType, derivation: Derivation) -> 
 
 
 def _set_module_sizes(module: ModuleType, derivation: Derivation, sizes: dict[str, int]) -> None:
-    table = module.__dict__.get(CONFIG_DICT)
     for site in derivation.sites:
         if site.name not in sizes:
             continue
+        table = module.__dict__.get(site.table)
         if site.kind == "module" and isinstance(module.__dict__.get(site.name), int):
             module.__dict__[site.name] = sizes[site.name]
-        elif site.kind == "config" and isinstance(table, dict) and site.name in table:
-            table[site.name] = sizes[site.name]
+        elif site.kind == "config" and isinstance(table, dict) and site.key in table:
+            table[site.key] = sizes[site.name]
 
 
 def _call_builder(task: Task, builder: Callable[..., Any], leading: tuple) -> Any:

@@ -50,17 +50,23 @@ class Derivation:
         return self.notes
 
 
-def plan_derivation(module: ast.Module, builder: str) -> Derivation:
-    """The derived configurations of a task whose `builder` makes production inputs only."""
+def plan_derivation(
+    module: ast.Module, builder: str, groups: tuple[tuple[str, ...], ...] = ()
+) -> Derivation:
+    """The derived configurations of a task whose `builder` makes production inputs only;
+    `groups`: which equal sizes the reference ties, where tracing it told (tie_probe.py)."""
     try:
         sites = find_sites(module, builder)
     except ValueError as error:
         return Derivation(builder, fallback=str(error))
     sizes = _unique(sites.sizes)
     if not sizes:
-        return Derivation(builder, fallback=f"`{builder}` has no named integer sizes")
+        return Derivation(
+            builder,
+            fallback=f"`{builder}` writes no size: no named integer, dict entry or shape literal",
+        )
     production = {s.name: s.value for s in sizes}
-    derived = derive_sizes(production, sites.shapes)
+    derived = derive_sizes(production, sites.shapes, sites.divisors, groups)
     if derived.heldout == derived.check:
         return Derivation(
             builder,

@@ -28,7 +28,7 @@ def our_format(reference_py: str, derivation: Derivation) -> str:
     """reference.py with CONFIGS and a get_inputs(config, seed) in place of the plain one."""
     if not derivation.derived:
         raise ValueError(f"check and heldout cannot be derived: {derivation.fallback}")
-    module_level = [s.name for s in derivation.sites if s.kind != "local"]
+    module_level = [s.name for s in derivation.sites if s.kind in ("module", "config")]
     if module_level:
         raise ValueError(
             f"get_inputs reads module-level size(s) {module_level}: assign them inside get_inputs"
@@ -36,7 +36,7 @@ def our_format(reference_py: str, derivation: Derivation) -> str:
     tree = ast.parse(reference_py)
     original = function(tree, derivation.builder)
     assert original is not None  # the derivation found it
-    fn = rewritten_builder(tree, derivation.builder, {s.name for s in derivation.sites}, WRITTEN)
+    fn = rewritten_builder(tree, derivation.builder, derivation.sites, WRITTEN)
     # sizes come from CONFIGS[config]; seed becomes an ordinary parameter after config
     fn.args.posonlyargs = fn.args.posonlyargs[2:]
     fn.args.args = [ast.arg("config"), ast.arg("seed"), *fn.args.args]

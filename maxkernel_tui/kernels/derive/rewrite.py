@@ -4,7 +4,10 @@ derived configuration. Pure AST; no jax.
 `get_inputs()` with `batch = 4096` and `jax.random.key(0)` becomes
 `__derived_builder__(__sizes__, __seed__)` with `batch = __sizes__["batch"]` and
 `jax.random.key(__mix_seed__(__seed__, 0))`: distinct fixed keys stay distinct, and every seed
-gives fresh inputs. Module-level sizes and JAXBench's `CONFIG` are set on the module itself
+gives fresh inputs. A dict of sizes inside the builder gets its entries the same way
+(`config = {'name': 'x', 'batch': __sizes__["batch"]}`), and a literal written where a shape
+goes reads its size (`(4096, 8192)` -> `(__sizes__["dim_4096"], __sizes__["dim_8192"])`).
+Module-level sizes and dicts (JAXBench's `CONFIG`) are set on the module itself
 (derive/install.py), so the reference reads the same sizes as its inputs.
 """
 
@@ -14,7 +17,14 @@ import ast
 import copy
 from dataclasses import dataclass
 
-from maxkernel_tui.kernels.derive.sites import function, is_key_call
+from maxkernel_tui.kernels.derive.sites import (
+    SizeSite,
+    function,
+    int_of,
+    is_key_call,
+    literal_name,
+    literal_nodes,
+)
 
 BUILDER = "__derived_builder__"
 SIZES = "__sizes__"
@@ -42,15 +52,23 @@ def mix_seed(seed: int, key: object) -> int:
 
 
 def builder_source(
-    module: ast.Module, builder: str, local_sizes: set[str], names: BuilderNames = HIDDEN
+    module: ast.Module,
+    builder: str,
+    sites: tuple[SizeSite, ...],
+    names: BuilderNames = HIDDEN,
 ) -> str:
     """The text of `__derived_builder__(__sizes__, __seed__, <builder's own parameters>)`."""
-    return ast.unparse(rewritten_builder(module, builder, local_sizes, names))
+    return ast.unparse(rewritten_builder(module, builder, sites, names))
 
 
 def rewritten_builder(
-    module: ast.Module, builder: str, local_sizes: set[str], names: BuilderNames = HIDDEN
+    module: ast.Module,
+    builder: str,
+    sites: tuple[SizeSite, ...],
+    names: BuilderNames = HIDDEN,
 ) -> ast.FunctionDef:
+    """The builder reading every size of `sites` that lives in it (locals, its own dicts of
+    sizes, literals in shapes) from the sizes argument."""
     original = function(module, builder)
     if original is None:
         raise ValueError(f"no `{builder}` function")
@@ -58,9 +76,51 @@ def rewritten_builder(
     fn.name = names.function
     fn.decorator_list = []
     fn.args.posonlyargs = [ast.arg(names.sizes), ast.arg(names.seed), *fn.args.posonlyargs]
-    fn.body = [_sized(statement, local_sizes, names.sizes) for statement in fn.body]
+    literals = {s.value for s in sites if s.kind == "literal"}
+    # found on the copy before anything moves: the rewrite replaces these very nodes
+    literal_ids = {id(c) for c in literal_nodes(fn) if c.value in literals}
+    local_sizes = {s.name for s in sites if s.kind == "local"}
+    entries = {(s.table, s.key): s.name for s in sites if s.kind == "entry"}
+    fn.body = [
+        _entries(_sized(statement, local_sizes, names.sizes), entries, names.sizes)
+        for statement in fn.body
+    ]
+    fn = _SizedLiterals(literal_ids, names.sizes).visit(fn)
     fn = _SeededKeys(names).visit(fn)
     return ast.fix_missing_locations(fn)
+
+
+def _entries(statement: ast.stmt, entries: dict[tuple[str, str], str], sizes: str) -> ast.stmt:
+    """`config = {'name': 'x', 'batch': 4}` -> `config = {'name': 'x', 'batch': __sizes__[...]}`"""
+    if not (isinstance(statement, ast.Assign) and isinstance(statement.value, ast.Dict)):
+        return statement
+    tables = {t.id for t in statement.targets if isinstance(t, ast.Name)}
+    table = statement.value
+    table.values = [
+        _lookup(sizes, entries[(name, key.value)])
+        if isinstance(key, ast.Constant)
+        and isinstance(key.value, str)
+        and (name := _table_of(tables, entries, key.value))
+        else value
+        for key, value in zip(table.keys, table.values)
+    ]
+    return statement
+
+
+def _table_of(tables: set[str], entries: dict[tuple[str, str], str], key: str) -> str:
+    return next((t for t in tables if (t, key) in entries), "")
+
+
+class _SizedLiterals(ast.NodeTransformer):
+    def __init__(self, literal_ids: set[int], sizes: str) -> None:
+        self.literal_ids = literal_ids
+        self.sizes = sizes
+
+    def visit_Constant(self, node: ast.Constant) -> ast.AST:
+        value = int_of(node)
+        if id(node) in self.literal_ids and value is not None:
+            return ast.copy_location(_lookup(self.sizes, literal_name(value)), node)
+        return node
 
 
 def _sized(statement: ast.stmt, names: set[str], sizes: str) -> ast.stmt:
@@ -69,18 +129,16 @@ def _sized(statement: ast.stmt, names: set[str], sizes: str) -> ast.stmt:
     if not isinstance(statement, ast.Assign):
         return statement
     target, value = statement.targets[0], statement.value
-    if isinstance(target, ast.Name) and target.id in names and _is_int(value):
+    if isinstance(target, ast.Name) and target.id in names and int_of(value) is not None:
         statement.value = _lookup(sizes, target.id)
     elif isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple):
         value.elts = [
-            _lookup(sizes, t.id) if isinstance(t, ast.Name) and t.id in names and _is_int(v) else v
+            _lookup(sizes, t.id)
+            if isinstance(t, ast.Name) and t.id in names and int_of(v) is not None
+            else v
             for t, v in zip(target.elts, value.elts)
         ]
     return statement
-
-
-def _is_int(node: ast.AST) -> bool:
-    return isinstance(node, ast.Constant) and type(node.value) is int
 
 
 def _lookup(sizes: str, name: str) -> ast.expr:

@@ -3,7 +3,13 @@ out. Pure Python; no jax, nothing of the task runs here.
 
 Every size keeps its divisibility by the powers of two it has, up to `POW2_CAP` (a kernel tuned
 for production with 1024x2048 blocks still tiles, and the TPU's (8, 128) tile rules keep
-holding); sizes up to `KEEP_UP_TO` are kept as they are (head counts, head dims, channels).
+holding), and by every divisor the reference's code writes or the task keeps constant (a group
+count of 512 or 48, a head count of 24: `hidden // groups` keeps dividing); sizes up to
+`KEEP_UP_TO` are kept as they are (head counts, head dims, channels), and a size the reference
+writes as a literal is pinned (it never moves).
+Every rule is a function of a size's production value, so sizes equal in production (the two
+sides of a contraction, a weight's rows and an input's columns) stay equal in `check`, and the
+held-out configuration moves all sizes of one production value together.
 Sizes tied together in production (one is the product of two others: pages x page size =
 context) stay tied where the size that follows is a count up to KEEP_UP_TO (pages, heads,
 experts) or keeps its own divisibility; otherwise equal products are taken for a coincidence.
@@ -23,8 +29,11 @@ from dataclasses import dataclass
 POW2_CAP = 2048
 KEEP_UP_TO = 512
 GROW_FROM = 16  # a small task's sizes from here up are doubled; smaller ones are constants
-MAX_CHANGED_HELDOUT = 1  # sizes a held-out configuration moves off `check` (keeps it cheap)
 MAX_DOUBLED_ELEMENTS = 2**22  # per tensor: 16 MiB of f32, a fraction of a second on a CPU
+# per tensor at check and heldout: 64 MiB of f32. A conv task whose sizes are all small enough
+# to keep (64x64x128x128) would otherwise be validated at production size, and its held-out
+# run grown past it, until the machine's memory runs out
+MAX_CHECK_ELEMENTS = 2**24
 
 
 @dataclass(frozen=True)
@@ -51,33 +60,60 @@ def pow2_part(n: int) -> int:
     return min(n & -n, POW2_CAP)
 
 
-def check_size(n: int) -> int:
-    """Smallest size near KEEP_UP_TO with n's power-of-two divisibility; small sizes kept."""
+def size_step(n: int, divisors: tuple[int, ...] = ()) -> int:
+    """What a derived size stays a multiple of: n's powers of two (up to POW2_CAP) and every
+    divisor of n among `divisors`."""
+    return math.lcm(pow2_part(n), *(d for d in divisors if d >= 2 and n % d == 0))
+
+
+def check_size(n: int, divisors: tuple[int, ...] = ()) -> int:
+    """Smallest size near KEEP_UP_TO that keeps n's step; small sizes kept."""
     if n <= KEEP_UP_TO:
         return n
-    step = pow2_part(n)
-    return step * max(1, -(-KEEP_UP_TO // step))
+    step = size_step(n, divisors)
+    return min(n, step * max(1, -(-KEEP_UP_TO // step)))
 
 
 def derive_sizes(
-    production: dict[str, int], shapes: tuple[tuple[str | int, ...], ...] = ()
+    production: dict[str, int],
+    shapes: tuple[tuple[str | int, ...], ...] = (),
+    divisors: tuple[int, ...] = (),
+    groups: tuple[tuple[str, ...], ...] = (),
 ) -> DerivedSizes:
-    """`check` and `heldout` for a task's named sizes; `shapes`: the tuples of sizes the input
-    code writes (they bound the doubling of a small task)."""
+    """`check` and `heldout` for a task's sizes; `shapes`: the tuples of sizes the input code
+    writes (they bound the doubling of a small task); `divisors`: the integer literals of the
+    reference (a size equal to one is pinned, a size one divides stays divisible); `groups`:
+    where known from tracing the reference (tie_probe.py), which sizes of one production value
+    must move together (without them, all sizes of a value do)."""
     ties = find_ties(production)
-    check = {name: check_size(n) for name, n in production.items()}
+    # sizes kept constant divide the sizes around them too (a named num_groups = 512)
+    kept = tuple(n for n in production.values() if n <= KEEP_UP_TO)
+    factors = tuple(sorted(set(divisors) | set(kept)))
+    pinned = _pinned(production, divisors)
+    check = {
+        name: n if name in pinned else check_size(n, factors) for name, n in production.items()
+    }
+    divisions = _divisions(production)
     if check == production:
-        doubled = {
-            name: 2 * n if GROW_FROM <= n <= KEEP_UP_TO else n for name, n in production.items()
-        }
-        if all(_elements(shape, doubled) <= MAX_DOUBLED_ELEMENTS for shape in shapes):
-            check = doubled
+        check = _doubled(production, shapes, pinned, divisions)
+    check = _within_budget(check, shapes, pinned, divisions)
     ties = tuple(t for t in ties if _follows(t, check[t.total], check[t.other], production))
     problems = list(_apply_ties(check, ties))
+    tied = {t.free for t in ties} | pinned
     heldout = dict(check)
-    tied = {t.free for t in ties}
-    for name in _heldout_moves(production, check, tied):
-        heldout[name] = check[name] + pow2_part(production[name])
+    for names in _heldout_moves(production, check, tied, groups):
+        moved = dict(check)
+        for name in names:
+            # a size shrunk below its own step (to fit the budget) moves by its check's step
+            step = min(size_step(production[name], factors), size_step(check[name], factors))
+            moved[name] = check[name] + step
+        _apply_ties(moved, ties)
+        # traced groups stand for what the reference ties; sizes merely dividing one another in
+        # production (256 and 512) may then part, the traced held-out shapes say if they may not
+        holding = divisions if not groups else []
+        if not _broken(moved, holding) and _largest(shapes, moved) <= MAX_CHECK_ELEMENTS:
+            heldout = moved
+            break
     problems += [p for p in _apply_ties(heldout, ties) if p not in problems]
     if heldout == check:
         problems.append(
@@ -85,6 +121,40 @@ def derive_sizes(
             "heldout equals check"
         )
     return DerivedSizes(check, heldout, ties, tuple(problems))
+
+
+def shrunk_sizes(
+    production: dict[str, int], divisors: tuple[int, ...], floor: int
+) -> dict[str, int]:
+    """The sizes halved, round by round all together, while even and above `floor` and while
+    every divisor of a size (a literal of the code: a group count) still divides it; a size
+    equal to a divisor is pinned, and a halving that would stop a size dividing another (sizes
+    halving in step keep dividing) is undone for that round. For comparisons at tiny sizes
+    (porting): 8192 features in 512 groups stop at 512, not at 16."""
+    sizes = dict(production)
+    divisions = _divisions(production)
+    pinned = _pinned(production, divisors)
+    needed = {n: [d for d in divisors if d >= 2 and v % d == 0] for n, v in production.items()}
+
+    def can_halve(name: str) -> bool:
+        half, value = sizes[name] // 2, sizes[name]
+        return (
+            name not in pinned
+            and value > floor
+            and value % 2 == 0
+            and not any(half % d for d in needed[name])
+        )
+
+    while halving := {n for n in sizes if can_halve(n)}:
+        halved = {n: v // 2 if n in halving else v for n, v in sizes.items()}
+        broken = {x for d, n in divisions if halved[n] % halved[d] for x in (d, n)}
+        if broken & halving == halving:
+            break
+        kept = {n: v // 2 if n in halving - broken else v for n, v in sizes.items()}
+        if _broken(kept, divisions):  # undoing some broke others: the last good round stands
+            return sizes
+        sizes = kept
+    return sizes
 
 
 def find_ties(production: dict[str, int]) -> tuple[Tie, ...]:
@@ -130,20 +200,104 @@ def _apply_ties(sizes: dict[str, int], ties: tuple[Tie, ...]) -> list[str]:
     return problems
 
 
-def _heldout_moves(production: dict[str, int], check: dict[str, int], tied: set[str]) -> list[str]:
-    """Sizes to move off check: first those whose step leaves a non-multiple of check, then the
-    largest; never a size tied to others (it follows them)."""
-    free = [n for n in production if n not in tied]
+def _heldout_moves(
+    production: dict[str, int],
+    check: dict[str, int],
+    tied: set[str],
+    groups: tuple[tuple[str, ...], ...] = (),
+) -> list[list[str]]:
+    """Candidate moves off check, best first, each every size of one production value (equal
+    sizes may meet in a contraction): first a value whose step leaves a non-multiple of check,
+    then the largest; never a value one of whose sizes is tied to others (it follows them) or
+    pinned. A small task (check at or above production) grows its smallest sizes instead."""
+    blocked = {production[n] for n in tied}
+    free = [n for n in production if production[n] not in blocked]
     non_multiple = [n for n in free if pow2_part(production[n]) < check[n] < production[n]]
     room = [n for n in free if check[n] < production[n] and n not in non_multiple]
     room.sort(key=lambda n: -production[n])
-    moves = (non_multiple + room)[:MAX_CHANGED_HELDOUT]
-    if moves:
-        return moves
-    # check is at or above production everywhere (a small task): grow the smallest size that
-    # is no constant, once, which keeps the held-out run cheap
     growable = sorted((n for n in free if production[n] >= GROW_FROM), key=lambda n: production[n])
-    return growable[:1]
+    order = non_multiple + room if non_multiple + room else growable
+    units: list[list[str]] = []
+    for name in order:
+        group = next((g for g in groups if name in g), None)
+        unit = (
+            [n for n in free if n in group]
+            if group is not None
+            else [n for n in free if production[n] == production[name]]
+        )
+        if unit not in units:
+            units.append(unit)
+    return units
+
+
+def _pinned(production: dict[str, int], divisors: tuple[int, ...]) -> set[str]:
+    """Sizes the reference writes as literals, from GROW_FROM up: smaller literals are mostly
+    axes and factors (`transpose(0, 2, 1, 3)`, `x / 2`), not the size of the same value."""
+    return {n for n, v in production.items() if v in divisors and v >= GROW_FROM}
+
+
+def _divisions(production: dict[str, int]) -> list[tuple[str, str]]:
+    """(d, n): size d divides size n in production and is small enough to be a count (groups,
+    heads, a kernel size): keep it dividing n."""
+    return [
+        (d, n)
+        for d, dv in production.items()
+        for n, nv in production.items()
+        if d != n and 2 <= dv <= KEEP_UP_TO and dv < nv and nv % dv == 0
+    ]
+
+
+def _broken(sizes: dict[str, int], divisions: list[tuple[str, str]]) -> bool:
+    return any(sizes[n] % sizes[d] for d, n in divisions)
+
+
+def _doubled(
+    production: dict[str, int],
+    shapes: tuple[tuple[str | int, ...], ...],
+    pinned: set[str],
+    divisions: list[tuple[str, str]],
+) -> dict[str, int]:
+    """A small task's sizes doubled, except those pinned and those that would stop dividing a
+    size kept as it is; production where a doubled shape would be too large."""
+    growing = {n for n, v in production.items() if GROW_FROM <= v <= KEEP_UP_TO} - pinned
+    while True:
+        doubled = {n: 2 * v if n in growing else v for n, v in production.items()}
+        stuck = {d for d, n in divisions if doubled[n] % doubled[d]}
+        if not stuck & growing:
+            break
+        growing -= stuck
+    if all(_elements(shape, doubled) <= MAX_DOUBLED_ELEMENTS for shape in shapes):
+        return doubled
+    return dict(production)
+
+
+def _within_budget(
+    check: dict[str, int],
+    shapes: tuple[tuple[str | int, ...], ...],
+    pinned: set[str],
+    divisions: list[tuple[str, str]],
+) -> dict[str, int]:
+    """Halve the leading size of the largest shape (with every size of its value) until each
+    shape fits half of MAX_CHECK_ELEMENTS (the held-out run grows one); a size that is pinned,
+    odd, or would stop a division holding is left, and the next size of that shape is tried."""
+    sizes = dict(check)
+    while _largest(shapes, sizes) > MAX_CHECK_ELEMENTS // 2:  # room for the held-out run
+        shape = max(shapes, key=lambda s: _elements(s, sizes))
+        for part in shape:
+            if not isinstance(part, str) or part in pinned or sizes[part] % 2:
+                continue
+            value = sizes[part]
+            halved = {n: v // 2 if v == value and n not in pinned else v for n, v in sizes.items()}
+            if not _broken(halved, divisions):
+                sizes = halved
+                break
+        else:
+            return sizes  # nothing in it can shrink: validation says what it costs
+    return sizes
+
+
+def _largest(shapes: tuple[tuple[str | int, ...], ...], sizes: dict[str, int]) -> int:
+    return max((_elements(shape, sizes) for shape in shapes), default=0)
 
 
 def _elements(shape: tuple[str | int, ...], sizes: dict[str, int]) -> int:

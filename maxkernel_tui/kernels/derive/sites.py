@@ -1,19 +1,50 @@
 """Where a task's input code takes its sizes from, read statically. No jax; nothing runs.
 
-A size is a named integer the input builder uses: a local `batch_size = 4096` in `get_inputs`,
-a module-level `HIDDEN = 8192` it reads, or an integer entry of JAXBench's `CONFIG` dict. Fixed
-PRNG keys (`jax.random.key(0)`, `PRNGKey(42)`) are found so the run's seed can replace them.
+A size is an integer the input builder's shapes are made of, however the code writes it:
+- a named integer: a local `batch_size = 4096` in `get_inputs`, or a module-level `HIDDEN = 8192`
+  it reads;
+- an entry of a dict of sizes read by subscript: a local `config = {'batch': 4, ...}` inside
+  `get_inputs` (MaxKernel's production tasks name it `CONFIG` and put strings such as 'name'
+  beside the sizes) or a module-level one (JAXBench's `CONFIG`), read as `config['batch']`, also
+  where a bare size stands for a shape (`jax.random.normal(k, config['out_features'])`);
+- an integer literal where a shape is written (`jax.random.normal(k, (4096, 8192))`,
+  `jnp.ones(8192)`, `x.reshape(64, 128)`): literals of one value are one size `dim_<value>`
+  (the code gives nothing else to tell them apart, and equal sizes that meet in a contraction must
+  move together), and a static arg written as the same literal follows it.
+Fixed PRNG keys (`jax.random.key(0)`, `PRNGKey(42)`) are found so the run's seed can replace them.
+Integer literals of the rest of the module (the reference's `group_norm(x, 512, ...)`) are
+collected as divisors: a size they divide stays divisible by them (derive/rules.py).
 """
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, cast
 
-SiteKind = Literal["local", "module", "config"]
+# local: named int in the builder; module: module-level named int; config: entry of a
+# module-level dict; entry: entry of a dict inside the builder; literal: a literal in a shape
+SiteKind = Literal["local", "module", "config", "entry", "literal"]
 CONFIG_DICT = "CONFIG"  # JAXBench's module-level dict of dimensions
 KEY_FUNCTIONS = frozenset({"key", "PRNGKey", "default_rng", "RandomState"})
+LITERAL_FROM = 16  # smaller literals in shapes are structure (1, 3x3 kernels), not sizes
+# Calls that take a shape, and where: the positional index of `shape` (or every argument)
+_SHAPE_AT = {
+    "normal": 1,
+    "uniform": 1,
+    "bernoulli": 2,
+    "truncated_normal": 3,
+    "randint": 1,
+    "gumbel": 1,
+    "rademacher": 1,
+    "zeros": 0,
+    "ones": 0,
+    "empty": 0,
+    "full": 0,
+    "broadcast_to": 1,
+}
+_EVERY_ARG = frozenset({"reshape"})
 
 
 @dataclass(frozen=True)
@@ -22,6 +53,8 @@ class SizeSite:
     value: int
     kind: SiteKind
     line: int
+    table: str = ""  # the dict an entry lives in (config, entry)
+    key: str = ""  # its key there
 
 
 # A shape written in the input builder: size names and integer literals, e.g. ("batch", 3, "h").
@@ -34,6 +67,7 @@ class Sites:
     keys: int  # fixed PRNG key calls in the input builder
     notes: tuple[str, ...]  # sizes left at production, with the reason
     shapes: tuple[ShapeTuple, ...] = ()  # the tuples of sizes the builder writes
+    divisors: tuple[int, ...] = ()  # integer literals of the code outside the builder
 
 
 def function(module: ast.Module, name: str) -> ast.FunctionDef | None:
@@ -43,6 +77,10 @@ def function(module: ast.Module, name: str) -> ast.FunctionDef | None:
         if isinstance(node, ast.FunctionDef) and node.name == name:
             found = node
     return found
+
+
+def literal_name(value: int) -> str:
+    return f"dim_{value}"
 
 
 def find_sites(module: ast.Module, builder: str) -> Sites:
@@ -60,30 +98,197 @@ def find_sites(module: ast.Module, builder: str) -> Sites:
         for name, (value, line) in module_ints.items()
         if name in used and name not in local
     ]
-    sizes += _config_sizes(module)
-    named = {site.name for site in sizes}
-    return Sites(tuple(sizes), _count_keys(fn), tuple(_literal_notes(fn)), _shapes(fn, named))
+    sizes += _table_sizes(module, fn, {s.name for s in sizes})
+    sizes += [
+        SizeSite(literal_name(v), v, "literal", line)
+        for v, line in _first_lines(literal_nodes(fn)).items()
+    ]
+    literal_values = {s.value for s in sizes if s.kind == "literal"}
+    return Sites(
+        tuple(sizes),
+        _count_keys(fn),
+        (),
+        _shapes(fn, sizes),
+        # a static arg written as a shape's literal follows that size instead of dividing it
+        tuple(sorted(set(code_divisors(module, fn)) | _static_literals(fn) - literal_values)),
+    )
 
 
-def _shapes(fn: ast.FunctionDef, names: set[str]) -> tuple[ShapeTuple, ...]:
-    """Tuples of size names and integer literals with at least one size name: the shapes the
-    builder makes (a tuple with anything else in it is not read as a shape)."""
-    shapes: list[ShapeTuple] = []
+def _table_sizes(module: ast.Module, fn: ast.FunctionDef, taken: set[str]) -> list[SizeSite]:
+    """Integer entries of the dicts of sizes the builder reads by subscript: its own local
+    dicts first, then module-level ones (JAXBench's CONFIG). A key that another size already
+    names is called `<dict>.<key>`."""
+    read = _subscripted_tables(fn)
+    found: list[SizeSite] = []
+    tables: list[tuple[str, ast.Dict, SiteKind]] = [
+        (name, d, "entry") for name, d in _dict_assignments(fn.body).items()
+    ]
+    tables += [(name, d, "config") for name, d in _dict_assignments(module.body).items()]
+    seen_tables: set[str] = set()
+    for table, literal, kind in tables:
+        if table not in read or table in seen_tables:
+            continue  # a local dict shadows a module-level one of the same name
+        seen_tables.add(table)
+        for key, value in zip(literal.keys, literal.values):
+            size = int_of(value)
+            if isinstance(key, ast.Constant) and isinstance(key.value, str) and size is not None:
+                name = key.value if key.value not in taken else f"{table}.{key.value}"
+                taken.add(name)
+                found.append(SizeSite(name, size, kind, value.lineno, table, key.value))
+    return found
+
+
+def _dict_assignments(body: list[ast.stmt]) -> dict[str, ast.Dict]:
+    found: dict[str, ast.Dict] = {}
+    for node in body:
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    found.setdefault(target.id, node.value)
+    return found
+
+
+def _subscripted_tables(fn: ast.FunctionDef) -> set[str]:
+    return {
+        node.value.id
+        for node in ast.walk(fn)
+        if isinstance(node, ast.Subscript)
+        and isinstance(node.value, ast.Name)
+        and isinstance(node.slice, ast.Constant)
+        and isinstance(node.slice.value, str)
+    }
+
+
+def size_of(node: ast.AST, sizes: list[SizeSite] | tuple[SizeSite, ...]) -> str | None:
+    """The size a name or a dict subscript stands for, if any."""
+    if isinstance(node, ast.Name):
+        for site in sizes:
+            if site.kind in ("local", "module") and site.name == node.id:
+                return site.name
+    if (
+        isinstance(node, ast.Subscript)
+        and isinstance(node.value, ast.Name)
+        and isinstance(node.slice, ast.Constant)
+    ):
+        for site in sizes:
+            if site.table == node.value.id and site.key == node.slice.value:
+                return site.name
+    return None
+
+
+def shape_arguments(fn: ast.FunctionDef) -> Iterator[ast.expr]:
+    """The expressions the builder passes where a shape goes, and the tuples it assigns to a
+    name ending in `shape`."""
     for node in ast.walk(fn):
-        if not isinstance(node, ast.Tuple) or not node.elts:
-            continue
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+            if name in _EVERY_ARG:
+                yield from node.args
+            elif name in _SHAPE_AT:
+                at = _SHAPE_AT[name]
+                if len(node.args) > at:
+                    yield node.args[at]
+            yield from (k.value for k in node.keywords if k.arg == "shape")
+        elif (
+            isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Tuple)
+            and any(isinstance(t, ast.Name) and t.id.endswith("shape") for t in node.targets)
+        ):
+            yield node.value
+
+
+def literal_nodes(fn: ast.FunctionDef) -> list[ast.Constant]:
+    """Integer literals of at least LITERAL_FROM written where a shape goes, and the static
+    args returned as the same literal."""
+    found: list[ast.Constant] = []
+    for argument in shape_arguments(fn):
+        parts = argument.elts if isinstance(argument, (ast.Tuple, ast.List)) else [argument]
+        found += [p for p in _int_constants(parts) if _value(p) >= LITERAL_FROM]
+    values = {_value(c) for c in found}
+    return found + [s for s in _returned_static(fn) if _value(s) in values]
+
+
+def _returned_static(fn: ast.FunctionDef) -> list[ast.Constant]:
+    """The integer literals of the static list in `return [arrays], [static]`."""
+    found: list[ast.Constant] = []
+    for node in ast.walk(fn):
+        returned = node.value if isinstance(node, ast.Return) else None
+        if (
+            isinstance(returned, ast.Tuple)
+            and len(returned.elts) == 2
+            and isinstance(returned.elts[1], (ast.List, ast.Tuple))
+        ):
+            found += _int_constants(returned.elts[1].elts)
+    return found
+
+
+def _static_literals(fn: ast.FunctionDef) -> set[int]:
+    """Integer static args the builder returns as literals (`[q, k, v], [24]`, a head count):
+    the reference receives them, so they divide like its own literals."""
+    return {_value(s) for s in _returned_static(fn) if _value(s) >= 2}
+
+
+def _first_lines(nodes: list[ast.Constant]) -> dict[int, int]:
+    lines: dict[int, int] = {}
+    for node in sorted(nodes, key=lambda n: n.lineno):
+        lines.setdefault(_value(node), node.lineno)
+    return lines
+
+
+def _shapes(fn: ast.FunctionDef, sizes: list[SizeSite]) -> tuple[ShapeTuple, ...]:
+    """Shapes of sizes and integer literals with at least one size in them (a tuple with
+    anything else in it is not read as a shape); a bare size where a shape goes is a 1-D one."""
+    literal_values = {s.value for s in sizes if s.kind == "literal"}
+    shapes: list[ShapeTuple] = []
+    candidates: list[ast.expr] = [n for n in ast.walk(fn) if isinstance(n, ast.Tuple) and n.elts]
+    candidates += [a for a in shape_arguments(fn) if not isinstance(a, (ast.Tuple, ast.List))]
+    for node in candidates:
         shape: list[str | int] = []
-        for element in node.elts:
-            if isinstance(element, ast.Name) and element.id in names:
-                shape.append(element.id)
-            elif _is_int(element):
-                shape.append(element.value)  # type: ignore[attr-defined]
+        for element in node.elts if isinstance(node, ast.Tuple) else [node]:
+            name = size_of(element, sizes)
+            if name is not None:
+                shape.append(name)
+            elif (value := int_of(element)) is not None:
+                shape.append(literal_name(value) if value in literal_values else value)
             else:
                 break
         else:
             if any(isinstance(part, str) for part in shape):
                 shapes.append(tuple(shape))
     return tuple(shapes)
+
+
+# Functions of a task file that are not the computation: their literals divide nothing
+_NOT_COMPUTATION = frozenset({"benchmark", "get_flops", "main"})
+
+
+def code_divisors(module: ast.Module, builder: ast.FunctionDef | None) -> tuple[int, ...]:
+    """Integer literals (at least 2) in the bodies of the module's functions other than the
+    builder (the reference and its helpers), leaving out indices (`x.shape[1]`) and `axis=`
+    arguments: group counts, head counts, reshaped sizes."""
+    bodies = [
+        statement
+        for node in module.body
+        if isinstance(node, ast.FunctionDef)
+        and node is not builder
+        and node.name not in _NOT_COMPUTATION
+        for statement in node.body
+    ]
+    skipped: set[int] = set()
+    for statement in bodies:
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Subscript):
+                skipped.update(id(n) for n in ast.walk(node.slice))
+            elif isinstance(node, ast.keyword) and node.arg in ("axis", "axes", "dimension"):
+                skipped.update(id(n) for n in ast.walk(node.value))
+    values = {
+        value
+        for statement in bodies
+        for n in ast.walk(statement)
+        if (value := int_of(n)) is not None and id(n) not in skipped and value >= 2
+    }
+    return tuple(sorted(values))
 
 
 def _int_assignments(body: list[ast.stmt]) -> dict[str, tuple[int, int]]:
@@ -98,17 +303,25 @@ def _int_assignments(body: list[ast.stmt]) -> dict[str, tuple[int, int]]:
         if len(node.targets) == 1 and isinstance(first, ast.Tuple) and isinstance(value, ast.Tuple):
             pairs = list(zip(first.elts, value.elts))
         for name, constant in pairs:
-            if isinstance(name, ast.Name) and _is_int(constant):
-                found[name.id] = (constant.value, node.lineno)  # type: ignore[attr-defined]
+            if isinstance(name, ast.Name) and (size := int_of(constant)) is not None:
+                found[name.id] = (size, node.lineno)
     return found
 
 
-def _is_int(node: ast.AST) -> bool:
-    return (
-        isinstance(node, ast.Constant)
-        and isinstance(node.value, int)
-        and not isinstance(node.value, bool)
-    )
+def int_of(node: ast.AST) -> int | None:
+    """The value of an integer literal (not a bool), None for anything else."""
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    return None
+
+
+def _int_constants(nodes: list[ast.expr]) -> list[ast.Constant]:
+    return [n for n in nodes if isinstance(n, ast.Constant) and type(n.value) is int]
+
+
+def _value(node: ast.Constant) -> int:
+    """The value of a node `_int_constants` kept (an int by then)."""
+    return cast(int, node.value)
 
 
 def config_dict(module: ast.Module) -> ast.Dict | None:
@@ -122,17 +335,6 @@ def config_dict(module: ast.Module) -> ast.Dict | None:
     return None
 
 
-def _config_sizes(module: ast.Module) -> list[SizeSite]:
-    table = config_dict(module)
-    if table is None:
-        return []
-    return [
-        SizeSite(key.value, value.value, "config", value.lineno)  # type: ignore[attr-defined]
-        for key, value in zip(table.keys, table.values)
-        if isinstance(key, ast.Constant) and isinstance(key.value, str) and _is_int(value)
-    ]
-
-
 def is_key_call(node: ast.AST) -> bool:
     """`jax.random.key(...)`, `random.PRNGKey(...)`, `key(...)` after `from jax.random import`."""
     if not isinstance(node, ast.Call) or not node.args:
@@ -144,17 +346,3 @@ def is_key_call(node: ast.AST) -> bool:
 
 def _count_keys(fn: ast.FunctionDef) -> int:
     return sum(1 for node in ast.walk(fn) if is_key_call(node))
-
-
-def _literal_notes(fn: ast.FunctionDef) -> list[str]:
-    """Large integer literals written inside shape tuples: they stay at production size."""
-    notes = []
-    for node in ast.walk(fn):
-        if isinstance(node, ast.Tuple):
-            for element in node.elts:
-                if _is_int(element) and element.value > 512:  # type: ignore[attr-defined]
-                    notes.append(
-                        f"the literal {element.value} at line {element.lineno} is not a named "  # type: ignore[attr-defined]
-                        "size: left at its production value"
-                    )
-    return notes

@@ -155,16 +155,19 @@ def _static_literals(texts: tuple[str, ...]) -> list[str]:
 
 
 def _generated_get_inputs(specs: list[ArraySpec], statics: list[str]) -> str:
-    """A plain get_inputs: each distinct size a named local, one fixed key per array."""
-    names: dict[int, str] = {}
-    for spec in specs:
-        for size in spec.shape:
-            names.setdefault(size, f"size_{len(names)}")
+    """A plain get_inputs: each array's axis a named local (`x1_0`, axis 0 of the second
+    array), one fixed key per array. Named by place, not by value: a 256x512 @ 512x256 GEMM has
+    m = n = 256, and only tracing the function tells that m and n are free of each other
+    while the two 512s meet in the contraction (kernels/tie_probe.py)."""
     lines = ["", "", "def get_inputs():"]
-    lines += [f"    {name} = {size}" for size, name in names.items()]
+    lines += [
+        f"    x{index}_{axis} = {size}"
+        for index, spec in enumerate(specs)
+        for axis, size in enumerate(spec.shape)
+    ]
     arrays = []
     for index, spec in enumerate(specs):
-        shape = "(" + "".join(f"{names[d]}, " for d in spec.shape) + ")"
+        shape = "(" + "".join(f"x{index}_{axis}, " for axis in range(len(spec.shape))) + ")"
         lines.append(f"    x{index} = {_random_array(spec, shape, index)}")
         arrays.append(f"x{index}")
     lines.append(f"    return [{', '.join(arrays)}], [{', '.join(statics)}]")

@@ -18,12 +18,12 @@ from pathlib import Path
 
 import yaml
 
-from maxkernel_tui.kernels.derive.plan import plan_derivation
+from maxkernel_tui.kernels.derive.plan import Derivation, plan_derivation
 from maxkernel_tui.kernels.derive.render import our_format
 from maxkernel_tui.kernels.description import TaskDescription
 from maxkernel_tui.kernels.importers import PlainTaskSource, TaskImportError
 from maxkernel_tui.kernels.sandbox.policy import XlaCache
-from maxkernel_tui.kernels.task import REFERENCE_PY, TASK_YAML
+from maxkernel_tui.kernels.task import IMPORTED_CATEGORY, REFERENCE_PY, TASK_YAML
 from maxkernel_tui.kernels.workers import (
     LineWorker,
     WorkerFailure,
@@ -52,18 +52,29 @@ def write_task(
     if out.exists() and not force:
         raise TaskImportError(f"{out} exists: pass --force to replace it")
     task_id = source.task_id or out.name
-    reference = _our_reference(source)
+    tree = _parsed(source)
+    derivation = plan_derivation(tree, "get_inputs")
+    reference = _our_reference(source, derivation)
     staging = Path(
         tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent if out.parent.is_dir() else None)
     )
     try:
         folder = staging / out.name
         folder.mkdir()
-        (folder / REFERENCE_PY).write_text(reference, encoding="utf-8")
-        (folder / TASK_YAML).write_text(_yaml(task_id, source, reference, kind), encoding="utf-8")
         for name, text in source.extra_files.items():
             (folder / Path(name).name).write_text(text, encoding="utf-8")
-        description = validate_folder(folder)
+        description = _write_and_validate(folder, task_id, source, reference, kind)
+        groups = tuple(tuple(group) for group in description.tie_groups)
+        refined = plan_derivation(tree, "get_inputs", groups)
+        if groups and refined.sizes != derivation.sizes:
+            # equal sizes the reference does not tie may move apart in held-out: written so
+            # when the reference traces at those sizes, else the plan without them stands
+            try:
+                description = _write_and_validate(
+                    folder, task_id, source, _our_reference(source, refined), kind
+                )
+            except TaskImportError:
+                description = _write_and_validate(folder, task_id, source, reference, kind)
         if out.exists():
             shutil.rmtree(out)
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -73,14 +84,24 @@ def write_task(
     return WrittenTask(out, description, source.notes)
 
 
-def _our_reference(source: PlainTaskSource) -> str:
+def _write_and_validate(
+    folder: Path, task_id: str, source: PlainTaskSource, reference: str, kind: str
+) -> TaskDescription:
+    (folder / REFERENCE_PY).write_text(reference, encoding="utf-8")
+    (folder / TASK_YAML).write_text(_yaml(task_id, source, reference, kind), encoding="utf-8")
+    return validate_folder(folder)
+
+
+def _parsed(source: PlainTaskSource) -> ast.Module:
     try:
-        tree = ast.parse(source.reference_py)
+        return ast.parse(source.reference_py)
     except SyntaxError as error:
         raise TaskImportError(
             f"the translated reference does not parse: {error.msg} at line {error.lineno}"
         ) from None
-    derivation = plan_derivation(tree, "get_inputs")
+
+
+def _our_reference(source: PlainTaskSource, derivation: Derivation) -> str:
     try:
         return our_format(source.reference_py, derivation)
     except ValueError as error:
@@ -91,7 +112,7 @@ def _yaml(task_id: str, source: PlainTaskSource, reference: str, kind: str) -> s
     meta = {
         _TASK_ID: task_id,
         "description": source.description,
-        "category": "imported",
+        "category": IMPORTED_CATEGORY,
         "operation": f"imported {kind}",
         "atol": source.atol,
         "rtol": source.rtol,
@@ -105,7 +126,8 @@ def validate_folder(folder: Path) -> TaskDescription:
     """Shapes of every configuration (eval_shape) and a run of the reference on each derived
     one (finite outputs), in the describe worker; TaskImportError saying what failed."""
     worker = LineWorker(
-        python_module_argv("maxkernel_tui.kernels.describe", "--no-cost"),
+        # --ties: which equal sizes the reference ties, for the CONFIGS written (tie_probe.py)
+        python_module_argv("maxkernel_tui.kernels.describe", "--no-cost", "--ties"),
         jax_worker_env(),
         sandbox=sandbox_policy(readable=(folder,), xla_cache=XlaCache.SHARED),
     )

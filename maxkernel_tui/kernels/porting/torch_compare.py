@@ -5,6 +5,7 @@ by statement, and the first statement whose values disagree is named. No jax, no
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import json
 import subprocess
@@ -12,6 +13,8 @@ import tempfile
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
+from maxkernel_tui.kernels.derive.rules import shrunk_sizes
+from maxkernel_tui.kernels.derive.sites import code_divisors, function
 from maxkernel_tui.kernels.importers import TaskImportError
 from maxkernel_tui.kernels.porting.emit import render_reference
 from maxkernel_tui.kernels.porting.sources import harness_sizes
@@ -61,18 +64,16 @@ def torch_available() -> bool:
 
 def comparison_sizes(translation: Translation) -> dict[str, int]:
     """Small sizes for the comparison: each literal size constant halved while it is even and
-    above `SMALLEST` (so divisibility by small powers of two and odd sizes are kept)."""
-    return {
-        name: shrunk(value)
-        for name, (value, code) in translation.constants.items()
-        if code == repr(value)
+    above `SMALLEST` (so divisibility by small powers of two and odd sizes are kept), and while
+    the literals of the translated forward that divide it still do (a GroupNorm's 512 groups
+    keep 8192 features at 512, not 16); equal sizes halve together."""
+    literal = {
+        name: value for name, (value, code) in translation.constants.items() if code == repr(value)
     }
-
-
-def shrunk(size: int) -> int:
-    while size > SMALLEST and size % 2 == 0:
-        size //= 2
-    return size
+    reference = ast.parse(render_reference(translation, "sizes"))
+    return shrunk_sizes(
+        literal, code_divisors(reference, function(reference, "get_inputs")), SMALLEST
+    )
 
 
 def at_sizes(translation: Translation, sizes: dict[str, int]) -> Translation:
@@ -136,7 +137,9 @@ def compare_reference(
 ) -> tuple[dict[str, int], Comparison]:
     """A reference written for a file with a PyTorch harness (the porter's), compared with the
     harness's module at the harness's sizes shrunk; inputs by order (`ComparisonRequest`)."""
-    sizes = {name: shrunk(value) for name, value in harness_sizes(harness).items()}
+    module = ast.parse(reference)
+    divisors = code_divisors(module, function(module, "get_inputs"))
+    sizes = shrunk_sizes(harness_sizes(harness), divisors, SMALLEST)
     request = ComparisonRequest(harness, sizes, reference, None, atol, rtol)
     return sizes, run_comparison(request)
 

@@ -34,7 +34,7 @@ def test_a_task_without_configurations_gets_an_empty_answer() -> None:
 
     assert (
         edge_proposals(
-            parse_edge_cases(answer_tester({"task_dir": str(ADAPTED_TASKS / "1_Vector_Add")}))
+            parse_edge_cases(answer_tester({"task_dir": str(ADAPTED_TASKS / "2_Softmax_Multi")}))
         )
         == []
     )

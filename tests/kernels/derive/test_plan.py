@@ -7,6 +7,7 @@ import pytest
 
 from maxkernel_tui.kernels.derive.render import our_format
 from maxkernel_tui.kernels.derive.rewrite import builder_source
+from maxkernel_tui.kernels.derive.sites import find_sites
 from maxkernel_tui.kernels.loader import load_task, load_tasks
 from maxkernel_tui.kernels.task import BENCH, CHECK, HELDOUT
 from tests.support.task_folders import PLAIN, move_inputs_to_yaml, write_jaxbench, write_plain
@@ -66,17 +67,19 @@ def test_inputs_in_the_yaml_fall_back_to_production_with_a_warning(tmp_path):
     assert "not derived (get_inputs lives in the yaml's input_gen_code)" in task.warnings[0]
 
 
-def test_a_literal_size_in_a_shape_is_named_in_the_notes(tmp_path):
+def test_a_literal_size_in_a_shape_moves_with_the_named_size_of_its_value(tmp_path):
     folder = write_plain(tmp_path, "12p_RMSNorm")
     text = (folder / "reference.py").read_text().replace("(hidden,)", "(4096,)")
     (folder / "reference.py").write_text(text)
-    assert "the literal 4096 at line 10 is not a named size" in load_task(folder).warnings[0]
+    sizes = load_task(folder).derivation.sizes
+    for config in (CHECK, HELDOUT):
+        assert sizes[config]["dim_4096"] == sizes[config]["hidden"]
 
 
 def test_the_rewritten_builder_reads_sizes_and_makes_every_fixed_key_fresh(tmp_path):
     folder = write_plain(tmp_path, "41k_Gemm_Add_ReLU")
     tree = ast.parse((folder / "reference.py").read_text())
-    text = builder_source(tree, "get_inputs", {"batch_size", "in_features", "out_features"})
+    text = builder_source(tree, "get_inputs", find_sites(tree, "get_inputs").sizes)
     assert "batch_size = __sizes__['batch_size']" in text
     assert "jax.random.key(__mix_seed__(__seed__, 0))" in text
     assert "jax.random.key(__mix_seed__(__seed__, 195936478))" in text

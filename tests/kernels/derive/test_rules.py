@@ -1,6 +1,14 @@
 """The arithmetic of derived sizes: divisibility kept, ties kept, held-out shapes differ."""
 
-from maxkernel_tui.kernels.derive.rules import POW2_CAP, check_size, derive_sizes, pow2_part
+import math
+
+from maxkernel_tui.kernels.derive.rules import (
+    MAX_CHECK_ELEMENTS,
+    POW2_CAP,
+    check_size,
+    derive_sizes,
+    pow2_part,
+)
 
 
 def test_a_size_keeps_its_powers_of_two_up_to_2048():
@@ -11,11 +19,13 @@ def test_a_size_keeps_its_powers_of_two_up_to_2048():
     assert check_size(8192) == 2048 and check_size(3000) == 512 and check_size(128) == 128
 
 
-def test_a_large_gemm_checks_at_2048_cubed_and_holds_out_one_size_moved():
+def test_a_large_gemm_checks_at_2048_cubed_and_holds_out_the_sizes_of_one_value_moved():
     derived = derive_sizes({"M": 4096, "K": 8192, "N": 8192})
     assert derived.check == {"M": 2048, "K": 2048, "N": 2048}
     moved = [k for k in derived.heldout if derived.heldout[k] != derived.check[k]]
-    assert len(moved) == 1 and all(v % 2048 == 0 for v in derived.heldout.values())
+    # K and N are equal in production: they may meet in a contraction, so they move together
+    assert moved == ["K", "N"] and derived.heldout["K"] == derived.heldout["N"]
+    assert all(v % 2048 == 0 for v in derived.heldout.values())
 
 
 def test_a_size_with_an_odd_part_is_held_out_at_a_non_multiple_of_check():
@@ -30,11 +40,14 @@ def test_a_small_task_is_checked_at_doubled_sizes_so_equal_sizes_can_be_told_apa
     assert derived.heldout != derived.check and derived.heldout["k"] == 3
 
 
-def test_a_task_whose_doubled_tensor_would_be_huge_is_checked_at_production_sizes():
+def test_a_task_whose_tensor_is_huge_at_kept_sizes_is_checked_at_halved_ones_that_fit():
     production = {"batch": 16, "features": 64, "dim1": 256, "dim2": 256}
-    derived = derive_sizes(production, shapes=(("batch", "features", "dim1", "dim2"),))
-    assert derived.check == production
+    shape = ("batch", "features", "dim1", "dim2")
+    derived = derive_sizes(production, shapes=(shape,))
+    assert derived.check == {"batch": 2, "features": 64, "dim1": 256, "dim2": 256}
     assert derived.heldout != derived.check
+    for sizes in (derived.check, derived.heldout):
+        assert math.prod(sizes[n] for n in shape) <= MAX_CHECK_ELEMENTS
     small = derive_sizes({"M": 256, "K": 512, "N": 256}, shapes=(("M", "K"), ("K", "N"), ("N",)))
     assert small.check == {"M": 512, "K": 1024, "N": 512}  # small tensors: still doubled
 
@@ -57,3 +70,31 @@ def test_sizes_that_cannot_move_say_so():
     derived = derive_sizes({"k": 3, "groups": 2})
     assert derived.heldout == derived.check
     assert "heldout equals check" in derived.problems[-1]
+
+
+def test_a_group_count_keeps_dividing_its_size_and_a_literal_size_is_pinned():
+    # GroupNorm(48 groups) over 3072 channels: 1024 (the power-of-two rule alone) breaks it
+    derived = derive_sizes({"batch": 4096, "hidden": 3072}, divisors=(48,))
+    for sizes in (derived.check, derived.heldout):
+        assert sizes["hidden"] % 48 == 0 and sizes["hidden"] >= 48
+    # the group count named as a size of its own (kept constant) divides the size as well
+    named = derive_sizes({"batch": 64, "hidden": 3072, "groups": 48})
+    assert named.check["hidden"] % named.check["groups"] == 0
+    assert named.heldout["hidden"] % named.heldout["groups"] == 0
+    # a size the reference writes as a literal (`x.reshape(-1, 8192)`) never moves
+    pinned = derive_sizes({"rows": 4096, "cols": 8192}, divisors=(8192,))
+    assert pinned.check["cols"] == pinned.heldout["cols"] == 8192
+
+
+def test_without_the_divisor_rule_the_group_count_would_break():
+    """The attack the rule answers: powers of two alone give 1024 channels for 48 groups."""
+    assert check_size(3072) % 48 != 0
+    assert check_size(3072, (48,)) % 48 == 0
+
+
+def test_equal_sizes_stay_equal_in_check_and_heldout_so_a_contraction_holds():
+    production = {"batch": 4096, "d_model": 8192, "d_ff": 28672, "d_in": 8192}
+    derived = derive_sizes(production)
+    for sizes in (derived.check, derived.heldout):
+        assert sizes["d_model"] == sizes["d_in"]
+    assert derived.heldout != derived.check

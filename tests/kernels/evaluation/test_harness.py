@@ -180,7 +180,7 @@ def test_an_edge_pass_runs_the_edge_cases_alone_and_joins_the_full_report(harnes
 
 
 def test_a_task_without_named_configurations_gets_no_edge_runs(harness):
-    task = load_task(ADAPTED / "1_Vector_Add")
+    task = load_task(ADAPTED / "2_Softmax_Multi")  # two production inputs: nothing derived
     report = harness.evaluate(
         task.reference_path,
         task,

@@ -150,7 +150,11 @@ def test_generated_references_agree_with_float64_numpy(results, stem):
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "stem, weight, bias",
-    [("conv2d_groupnorm_tanh_hardswish", 3, 4), ("linear_layernorm_gelu_logsumexp", 3, 4)],
+    # linear_layernorm_gelu_logsumexp is compared at its 512 features (its reference writes
+    # `layer_norm(x, (512,), ...)`, which pins them), where a log-sum-exp over 512 averages
+    # the affine parameters' spread to within 1e-2: it cannot show this, only a norm whose
+    # output keeps every feature can
+    [("conv2d_groupnorm_tanh_hardswish", 3, 4)],
 )
 def test_a_computation_ignoring_a_norms_affine_parameters_fails(results, stem, weight, bias):
     """The norm's weight and bias are drawn near PyTorch's ones and zeros, not equal to them:

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from maxkernel_tui.kernels.derive.plan import plan_derivation
+from maxkernel_tui.kernels.derive.rules import shrunk_sizes
 from maxkernel_tui.kernels.importers import ImportOptions, TaskImportError
 from maxkernel_tui.kernels.importers.torch_module import (
     BATCH_NORM_NOTE,
@@ -15,7 +17,12 @@ from maxkernel_tui.kernels.importers.torch_module import (
     TorchModuleImporter,
     mode_notes,
 )
-from maxkernel_tui.kernels.porting.torch_compare import NOT_COMPARED, torch_available
+from maxkernel_tui.kernels.porting.torch_compare import (
+    NOT_COMPARED,
+    SMALLEST,
+    comparison_sizes,
+    torch_available,
+)
 from maxkernel_tui.kernels.porting.translate import translate_module
 from tests.support.paths import KERNELBENCH, TESTS
 
@@ -231,3 +238,26 @@ def test_a_triton_file_whose_forward_is_plain_pytorch_says_its_kernel_is_not_the
     plain = KERNELBENCH / "gemm_relu_divide.py"
     plain_notes = TorchModuleImporter().translate(plain, plain.read_text(), ImportOptions()).notes
     assert not any("kernel is not part of this task" in note for note in plain_notes)
+
+
+@pytest.mark.parametrize(
+    ("stem", "groups"),
+    [("matmul_groupnorm_leakyrelu_sum", 512), ("gemm_biasadd_hardtanh_mish_groupnorm", 256)],
+)
+def test_a_group_norms_group_count_keeps_dividing_its_features_at_every_derived_size(stem, groups):
+    """KernelBench's GroupNorm modules: the translated reference writes the group count as a
+    literal (`group_norm(x, 512, ...)`), so halving the features alone to 16 (as the comparison
+    with PyTorch did) reshapes (16, 8192 -> 16) into (16, 512, 0)."""
+    path = KERNELBENCH / f"{stem}.py"
+    translation = translate_module(path.read_text(), stem)
+    features = next(n for n in translation.constants if n in ("hidden_size", "out_features"))
+    small = comparison_sizes(translation)
+    assert small[features] % groups == 0 and small[features] >= groups
+    # the attack the rule answers: halving without the reference's divisors
+    bare = {n: v for n, (v, _) in translation.constants.items()}
+    assert shrunk_sizes(bare, (), SMALLEST)[features] % groups != 0
+    source = TorchModuleImporter().translate(path, path.read_text(), ImportOptions())
+    derivation = plan_derivation(ast.parse(source.reference_py), "get_inputs")
+    assert derivation.derived, derivation.fallback
+    for config in ("check", "heldout"):
+        assert derivation.sizes[config][features] % groups == 0

@@ -1,0 +1,86 @@
+"""Which of a derived task's equal sizes the reference really ties, found by tracing it. Imports
+jax (through reference_runtime); runs in the describe worker only.
+
+Sizes equal in production move together in the static plan (derive/rules.py): nothing in the
+source says whether they meet in an equation. Here each size of such a value is moved alone
+(doubled, which keeps every divisibility) and the inputs and the reference are traced
+(`jax.eval_shape`: no memory, no compute). A size whose move traces is free of the others; the
+rest are split into the smallest sets that trace when moved together (a contraction's two sides,
+a weight's rows and an input's columns, written under two names). `tasks import` then writes
+held-out sizes that differ wherever the task allows (derive/plan.py), so a kernel that binds a
+size by its value meets a configuration where the values differ.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import ModuleType
+
+from maxkernel_tui.kernels import reference_runtime as runtime
+from maxkernel_tui.kernels.task import BENCH, IMPORTED_CATEGORY, Task, TaskError
+
+PROBE = "tie_probe"  # the configuration each probe traces, removed afterwards
+# traces one task may spend (each an eval_shape of inputs and reference); a value whose sizes
+# are not split by then keeps them together, as the static plan does
+MAX_TRACES = 24
+
+
+def tie_groups(task: Task, module: ModuleType) -> list[list[str]]:
+    """The sizes of every production value held by more than one size, split into the groups
+    that must move together (a free size is a group of its own); [] for a task whose equal
+    sizes all share one name. Probed for derived tasks and imported ones (`tasks import` writes
+    their CONFIGS from the answer), not for the built-in suite's declared configurations."""
+    configs = getattr(module, "CONFIGS", None)
+    if not (task.derived or task.category == IMPORTED_CATEGORY) or not isinstance(configs, dict):
+        return []
+    production = {k: v for k, v in configs.get(BENCH, {}).items() if type(v) is int}
+    by_value: dict[int, list[str]] = {}
+    for name, value in production.items():
+        by_value.setdefault(value, []).append(name)
+    probes = _Probes(task, module, production)
+    groups: list[list[str]] = []
+    try:
+        for names in (n for n in by_value.values() if len(n) > 1):
+            if probes.left < len(names) ** 2:
+                groups.append(names)  # not probed: they move together
+            else:
+                groups += probes.split(names)
+    finally:
+        configs.pop(PROBE, None)
+    return groups
+
+
+@dataclass
+class _Probes:
+    """Traces of the task with some sizes moved, MAX_TRACES at most."""
+
+    task: Task
+    module: ModuleType
+    production: dict[str, int]
+    left: int = MAX_TRACES
+
+    def split(self, names: list[str]) -> list[list[str]]:
+        """`names` (of one value) as free sizes and smallest sets that move together."""
+        tied = [n for n in names if not self.traces([n])]
+        groups = [[n] for n in names if n not in tied]
+        while tied:
+            group = list(tied)  # shrunk to the smallest set around tied[0] that still traces
+            for other in tied[1:]:
+                smaller = [n for n in group if n != other]
+                if self.traces(smaller):
+                    group = smaller
+            groups.append(group)
+            tied = [n for n in tied if n not in group]
+        return groups
+
+    def traces(self, moved: list[str]) -> bool:
+        """Whether the inputs and the reference trace with the `moved` sizes doubled."""
+        self.left -= 1
+        sizes = {n: 2 * v if n in moved else v for n, v in self.production.items()}
+        self.module.CONFIGS.pop(PROBE, None)
+        try:
+            probing = runtime.with_extra_configs(self.task, self.module, {PROBE: sizes})
+            runtime.io_specs(probing, self.module, PROBE)
+        except TaskError:
+            return False
+        return True
