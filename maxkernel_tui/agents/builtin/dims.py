@@ -1,9 +1,11 @@
-"""Sizes that depend on the task's shapes, inferred by comparing two traces of the reference.
+"""Sizes as expressions over the task's input sizes, and scalar constants that follow them.
 
-The reference is traced at two configurations an agent may see (`bench` and `check`). A size that
-is the same in both is a constant; one that differs is a symbol, or a rational multiple or a
-product of symbols (e.g. the group count `features // 16`). The kernel file writes each size as
-an expression over its inputs' shapes, so the same file works at shapes it has never seen.
+Every input size is a symbol; which sizes are one symbol is dataflow.py's decision, by where
+they flow in the reference. The few sizes no dataflow rule reaches, and scalar constants (a
+mean's divisor), are matched by their values in two traces of the reference (`bench` and a
+probe at check shapes): the same in both is a constant, else a rational multiple, product or
+ratio of symbols (e.g. the group count `features // 16`). The kernel file writes each size as an
+expression over its inputs' shapes, so the same file works at shapes it has never seen.
 """
 
 from __future__ import annotations
@@ -87,7 +89,7 @@ class ShapeLiteral:
 
 
 class DimTable:
-    """The symbols of one task: input sizes that differ between the two traces."""
+    """The symbols of one task: the input sizes, and sizes shifted from them."""
 
     def __init__(self) -> None:
         self._values: dict[str, tuple[int, int]] = {}  # symbol -> (bench, check)
@@ -97,15 +99,11 @@ class DimTable:
     def symbols(self) -> dict[str, tuple[int, int]]:
         return dict(self._values)
 
-    def input_dim(self, bench: int, check: int, position: int, axis: int) -> Dim:
-        """A size of a program input. Every one but 1 is a symbol, read from the input's shape in
-        the kernel file, even when both traces agree: a size the agent saw fixed may still vary
-        (a batch of 2 in both configurations need not be 2 at unseen shapes)."""
-        if bench == check == 1:
-            return Dim.const(1)
-        for symbol, values in self._values.items():
-            if values == (bench, check):
-                return Dim(Fraction(1), (symbol,))
+    def new_symbol(self, bench: int, check: int, position: int, axis: int) -> Dim:
+        """A size of a program input, read from the input's shape in the kernel file: its own
+        symbol even when another size has the same values (dataflow.py decides which sizes are
+        one), and even when both traces agree (a batch of 2 in both configurations need not be 2
+        at unseen shapes)."""
         symbol = f"s{len(self._values)}"
         self._values[symbol] = (bench, check)
         self.origins[symbol] = (position, axis)

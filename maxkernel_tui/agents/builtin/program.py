@@ -17,6 +17,12 @@ import jax
 import numpy as np
 from jax.extend import core
 
+from maxkernel_tui.agents.builtin.dataflow import (
+    Nodes,
+    SizeFlow,
+    flow_equation,
+    flow_plain_conv,
+)
 from maxkernel_tui.agents.builtin.dims import Dim, DimTable, ShapeRuleError
 from maxkernel_tui.agents.builtin.errors import CannotPlan
 from maxkernel_tui.agents.builtin.primitives import is_plain_conv, is_translatable
@@ -51,7 +57,8 @@ _STRUCTURAL_PARAMS = (
 
 @dataclass(eq=False)
 class Var:
-    """A value of the program: its sizes and dtype, and its sizes at bench shapes (for messages)."""
+    """A value of the program: its sizes (set once the walk has bound them, dataflow.py) and
+    dtype, and its sizes at bench shapes (for messages)."""
 
     shape: tuple[Dim, ...]
     dtype: np.dtype
@@ -112,70 +119,70 @@ class Program:
 
 
 def trace_program(task: Task, separate: bool = True) -> Program:
-    """The reference of `task`, traced at bench shapes and (when the task has it) check shapes;
-    with `separate`, check shapes in which coincident sizes are told apart where they can be."""
+    """The reference of `task`, traced at bench shapes and (when the task has it) check shapes.
+    Sizes are bound by where they flow (dataflow.py). With `separate`, the check trace is a
+    probe in which input sizes that coincide without being tied are told apart where the
+    reference allows it (so constants that follow one of them find it); without, input sizes of
+    equal values are tied, for plans that need coincident sizes to be one."""
     module = runtime.load_reference(task)
     bench = task.configs[0]
     second = CHECK if CHECK in task.configs else bench
-    traces = []
-    bench_specs, _ = runtime.input_specs(task, module, bench)
-    for config in (bench, second):
-        specs, static = runtime.input_specs(task, module, config)
-        if config != bench and separate:
-            specs = _separate_coincident_sizes(module.computation, bench_specs, specs, static)
-        traced = jax.make_jaxpr(
-            lambda *dynamic, static=static: module.computation(*dynamic, *static), return_shape=True
-        )(*specs)
-        traces.append((specs, static, *traced))
-    (specs_b, static_b, jaxpr_b, shape_b), (specs_c, _, jaxpr_c, _) = traces
+    specs_b, static_b = runtime.input_specs(task, module, bench)
+    specs_c, static_c = runtime.input_specs(task, module, second)
+    jaxpr_b, shape_b = _traced(module.computation, specs_b, static_b)
+    if separate:
+        specs_c = _probe_specs(module.computation, jaxpr_b, specs_b, specs_c, static_c)
+    jaxpr_c, _ = _traced(module.computation, specs_c, static_c)
     arg_names = _argument_names(module.computation, len(specs_b) + len(static_b))
-    table = DimTable()
+    builder = _Builder(SizeFlow(tie_equal_inputs=not separate))
     inputs = [
-        Var(
-            tuple(
-                table.input_dim(b, c, position, axis)
-                for axis, (b, c) in enumerate(zip(sb.shape, sc.shape))
-            ),
-            np.dtype(sb.dtype),
-            tuple(sb.shape),
-        )
-        for position, (sb, sc) in enumerate(zip(specs_b, specs_c))
+        builder.input_var(b, c, position) for position, (b, c) in enumerate(zip(specs_b, specs_c))
     ]
-    builder = _Builder(table)
     outputs = builder.walk(jaxpr_b, jaxpr_c, list(inputs))
+    table = DimTable()
+    builder.resolve(table)
     eqns = _live(builder.eqns, outputs)
     builder.check(eqns)
     return Program(arg_names, inputs, eqns, outputs, table, jax.tree.structure(shape_b))
 
 
-def _separate_coincident_sizes(
-    computation: Any, bench: tuple, check: tuple, static: tuple
+def _traced(computation: Any, specs: tuple, static: tuple) -> tuple[Any, Any]:
+    return jax.make_jaxpr(lambda *dynamic: computation(*dynamic, *static), return_shape=True)(
+        *specs
+    )
+
+
+def _probe_specs(
+    computation: Any, jaxpr_b: Any, bench: tuple, check: tuple, static: tuple
 ) -> tuple:
-    """The check-shape input specs with sizes that merely coincide told apart. Input sizes equal
-    in both traces share a symbol (dims.py); when they are unrelated (out channels and height
-    both 128 then 32), a kernel file would read one for the other and break where they differ.
-    So each axis of such a group is scaled alone, by its own odd factor, and stays scaled when the
-    reference still traces: then nothing ties it to the rest of its group. Sizes the same in both
-    configurations (a 3x3 kernel, a head dim of 128) are left alone: they may be the task's
-    constants."""
-    groups: dict[tuple[int, int], list[tuple[int, int]]] = {}
-    for position, (b, c) in enumerate(zip(bench, check)):
-        for axis, sizes in enumerate(zip(b.shape, c.shape)):
-            if sizes[0] != sizes[1]:
-                groups.setdefault(sizes, []).append((position, axis))
+    """The check-shape input specs with sizes that coincide, without being tied, told apart.
+    The bench trace's dataflow says which input sizes are one; where two such classes have the
+    same values in both traces, all but the first are scaled (each class by its own odd factor)
+    and stay scaled when the reference still traces the same way. Classes the same in both
+    configurations are left alone: constants that follow them stay constants."""
+    flow = SizeFlow()
+    probe = _Builder(flow)
+    try:
+        inputs = [probe.input_var(spec, spec, position) for position, spec in enumerate(bench)]
+        probe.walk(jaxpr_b, jaxpr_b, list(inputs))
+    except CannotPlan:
+        return check  # the real walk says why
+    coinciding: dict[tuple[int, int], list[list[tuple[int, int]]]] = {}
+    for axes in flow.input_classes().values():
+        position, axis = axes[0]
+        values = (bench[position].shape[axis], check[position].shape[axis])
+        if values[0] != values[1]:
+            coinciding.setdefault(values, []).append(axes)
     shapes = [list(spec.shape) for spec in check]
     structure = _structure(computation, shapes, check, static)
     factor = 3
-    for origins in groups.values():
-        tied = list(origins)
-        for position, axis in origins:
-            if len(tied) < 2:
-                break  # the last one left has nothing to be told apart from
+    for classes in coinciding.values():
+        for axes in classes[1:]:
             trial = [list(shape) for shape in shapes]
-            trial[position][axis] *= factor
+            for position, axis in axes:
+                trial[position][axis] *= factor
             if structure is not None and _structure(computation, trial, check, static) == structure:
                 shapes, factor = trial, factor + 2
-                tied.remove((position, axis))
     return tuple(
         jax.ShapeDtypeStruct(tuple(shape), spec.dtype) for shape, spec in zip(shapes, check)
     )
@@ -206,13 +213,36 @@ def _argument_names(computation: Any, count: int) -> list[str]:
 
 
 class _Builder:
-    """Walks the two traces together, producing one list of equations."""
+    """Walks the two traces together, producing one list of equations; the sizes of every value
+    are nodes of `flow` until `resolve` turns them into Dims."""
 
-    def __init__(self, table: DimTable) -> None:
-        self.table = table
+    def __init__(self, flow: SizeFlow) -> None:
+        self.flow = flow
+        self.nodes: dict[Var, Nodes] = {}
         self.eqns: list[Eqn] = []
         self.untranslatable: dict[Eqn, str] = {}  # why
         self.vague: dict[Var, str] = {}  # the size rule it breaks
+
+    def input_var(self, bench: Any, check: Any, position: int) -> Var:
+        var = Var((), np.dtype(bench.dtype), tuple(bench.shape))
+        self.nodes[var] = self.flow.input_nodes(tuple(bench.shape), tuple(check.shape), position)
+        return var
+
+    def resolve(self, table: DimTable) -> None:
+        """Every value's sizes as Dims. A size that follows no rule keeps its bench value and
+        the problem is noted: it only matters if the value survives dead-code removal."""
+        resolver = self.flow.resolver(table)
+        for var, nodes in self.nodes.items():
+            dims, problems = [], []
+            for node, bench in zip(nodes, var.bench_shape):
+                try:
+                    dims.append(resolver.dim(node))
+                except ShapeRuleError as error:
+                    dims.append(Dim.const(bench))
+                    problems.append(str(error))
+            var.shape = tuple(dims)
+            if problems:
+                self.vague[var] = problems[0]
 
     def check(self, live: list[Eqn]) -> None:
         """Raise for the first problem among the equations the outputs need."""
@@ -265,13 +295,20 @@ class _Builder:
         literals = [i for i in inputs if isinstance(i, Literal)]
         if len(literals) == len(inputs) and _scalar_outputs(eqn_b):
             return self._fold(eqn_b, eqn_c, literals)
-        conv = self._plain_conv_output(eqn_b, inputs) if name == "conv_general_dilated" else None
-        outputs = (
-            [conv]
-            if conv
-            else [self._var(vb.aval, vc.aval) for vb, vc in zip(eqn_b.outvars, eqn_c.outvars)]
-        )
-        eqn = Eqn(name, inputs, outputs, dict(eqn_b.params))
+        outputs = [self._var(vb.aval, vc.aval) for vb, vc in zip(eqn_b.outvars, eqn_c.outvars)]
+        operand_nodes = [self.nodes[i] if isinstance(i, Var) else None for i in inputs]
+        result_nodes = [self.nodes[o] for o in outputs]
+        if (
+            name == "conv_general_dilated"
+            and is_plain_conv(eqn_b.params)
+            and None not in operand_nodes
+        ):
+            image, kernel = operand_nodes
+            assert image is not None and kernel is not None
+            flow_plain_conv(self.flow, image, kernel, result_nodes[0])
+        else:
+            flow_equation(self.flow, name, dict(eqn_b.params), operand_nodes, result_nodes)
+        eqn = Eqn(name, inputs, list(outputs), dict(eqn_b.params))
         if not is_translatable(name, len(inputs)):
             shapes = ", ".join(
                 str(tuple(v.aval.shape)) for v in eqn_b.invars if hasattr(v.aval, "shape")
@@ -283,42 +320,10 @@ class _Builder:
         self.eqns.append(eqn)
         return list(outputs)
 
-    def _plain_conv_output(self, eqn_b: Any, inputs: list[Operand]) -> Var | None:
-        """A plain convolution's result, its sizes from the rule of the primitive: (batch, out
-        channels, height - kh + 1, width - kw + 1), never guessed from values (a width of 126
-        in both traces is the width minus 2, not a constant)."""
-        image, kernel = inputs
-        if (
-            not is_plain_conv(eqn_b.params)
-            or not isinstance(image, Var)
-            or not isinstance(kernel, Var)
-        ):
-            return None
-        out = eqn_b.outvars[0].aval
-        try:
-            spatial = [
-                self.table.shifted(image.shape[axis], 1 - kernel.bench_shape[axis])
-                for axis in (2, 3)
-            ]
-        except ShapeRuleError:
-            return None
-        return Var(
-            (image.shape[0], kernel.shape[0], *spatial), np.dtype(out.dtype), tuple(out.shape)
-        )
-
     def _var(self, bench: Any, check: Any) -> Var:
-        """A new value. A size that follows no rule keeps its bench value and the problem is
-        noted: it only matters if the value survives dead-code removal."""
-        dims, problems = [], []
-        for b, c in zip(bench.shape, check.shape):
-            try:
-                dims.append(self.table.dim(b, c))
-            except ShapeRuleError as error:
-                dims.append(Dim.const(b))
-                problems.append(str(error))
-        var = Var(tuple(dims), np.dtype(bench.dtype), tuple(bench.shape))
-        if problems:
-            self.vague[var] = problems[0]
+        """A new value; its sizes are resolved once the walk is over."""
+        var = Var((), np.dtype(bench.dtype), tuple(bench.shape))
+        self.nodes[var] = self.flow.nodes(tuple(bench.shape), tuple(check.shape))
         return var
 
     def _fold(self, eqn_b: Any, eqn_c: Any, inputs: list[Literal]) -> list[Operand]:

@@ -1,4 +1,4 @@
-"""Sizes and constants inferred from two traces: symbols, multiples, products, reciprocals."""
+"""Sizes and constants as expressions over input symbols: multiples, products, reciprocals."""
 
 from fractions import Fraction
 
@@ -9,17 +9,17 @@ from maxkernel_tui.agents.builtin.dims import Dim, DimTable, ShapeLiteral, Shape
 
 def table_with_inputs() -> tuple[DimTable, Dim, Dim]:
     table = DimTable()
-    rows = table.input_dim(4096, 256, position=0, axis=0)
-    cols = table.input_dim(8192, 384, position=1, axis=1)
+    rows = table.new_symbol(4096, 256, position=0, axis=0)
+    cols = table.new_symbol(8192, 384, position=1, axis=1)
     return table, rows, cols
 
 
-def test_input_sizes_are_symbols_even_when_both_traces_agree():
+def test_every_input_size_is_a_symbol_of_its_own_even_when_values_agree():
     table, _, cols = table_with_inputs()
-    fixed = table.input_dim(2, 2, position=0, axis=1)
+    fixed = table.new_symbol(2, 2, position=0, axis=1)
     assert not fixed.is_const and table.origins[fixed.symbols[0]] == (0, 1)
-    assert table.input_dim(1, 1, position=0, axis=2) == Dim.const(1)
-    assert table.input_dim(8192, 384, position=2, axis=0) == cols  # same values, same symbol
+    twin = table.new_symbol(8192, 384, position=2, axis=0)
+    assert twin != cols  # the same values; only the dataflow may say they are one size
 
 
 def test_other_sizes_are_multiples_products_or_constants():
@@ -50,8 +50,8 @@ def test_sizes_render_as_python_over_the_input_shapes():
 
 def test_a_ratio_of_sizes_is_a_size():
     table = DimTable()
-    q_heads = table.input_dim(64, 8, position=0, axis=1)
-    kv_heads = table.input_dim(8, 2, position=1, axis=1)
+    q_heads = table.new_symbol(64, 8, position=0, axis=1)
+    kv_heads = table.new_symbol(8, 2, position=1, axis=1)
     group = table.dim(8, 4)  # query heads per key head
     assert group == Dim(Fraction(1), q_heads.symbols, kv_heads.symbols)
     assert (
@@ -63,8 +63,8 @@ def test_a_ratio_of_sizes_is_a_size():
 
 def test_a_convolution_output_size_is_its_input_size_shifted():
     table = DimTable()
-    height = table.input_dim(128, 32, position=0, axis=2)
-    width = table.input_dim(128, 128, position=0, axis=3)
+    height = table.new_symbol(128, 32, position=0, axis=2)
+    width = table.new_symbol(128, 128, position=0, axis=3)
     out_height, out_width = table.shifted(height, -2), table.shifted(width, -2)
     assert table.shifts[out_height.symbols[0]] == (height.symbols[0], -2)
     assert table.dim(126, 126) == out_width  # width - 2, never the constant 126
