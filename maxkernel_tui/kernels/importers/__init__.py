@@ -43,6 +43,15 @@ class PlainTaskSource:
     notes: tuple[str, ...] = ()
     # Extra files to copy beside reference.py (name -> text), e.g. the original source.
     extra_files: dict[str, str] = field(default_factory=dict)
+    # How atol and rtol were chosen, in words (shown after `notes`).
+    tolerance_note: str = ""
+    # atol and rtol are the 16-bit default, not the user's: the writer raises them where the
+    # reference's own rounding needs more (importers/calibration.py).
+    calibrate_tolerance: bool = False
+
+    @property
+    def all_notes(self) -> tuple[str, ...]:
+        return self.notes + ((self.tolerance_note,) if self.tolerance_note else ())
 
 
 class SourceImporter(Protocol):

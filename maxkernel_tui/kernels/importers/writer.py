@@ -4,8 +4,10 @@ No jax in this process; the reference is validated in a worker.
 It derives `check` and `heldout` from the production sizes (kernels/derive/), rewrites
 reference.py with `CONFIGS` and `get_inputs(config, seed)` (still callable with no arguments,
 so MaxKernel's harness reads the folder), writes `kernel_task.yaml` (with `input_gen_code`), has
-the describe worker trace every configuration and run the reference on the derived ones, and only
-then moves the folder into place. Nothing is overwritten without `force`.
+the describe worker trace every configuration and run the reference on the derived ones (and, for
+a 16-bit default tolerance, the rounding worker measure what the reference's own rounding
+needs: importers/calibration.py), and only then moves the folder into place. Nothing is
+overwritten without `force`.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 import ast
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import yaml
@@ -22,6 +24,7 @@ from maxkernel_tui.kernels.derive.plan import Derivation, plan_derivation
 from maxkernel_tui.kernels.derive.render import our_format
 from maxkernel_tui.kernels.description import TaskDescription
 from maxkernel_tui.kernels.importers import PlainTaskSource, TaskImportError
+from maxkernel_tui.kernels.importers.calibration import calibrated, measure
 from maxkernel_tui.kernels.sandbox.policy import XlaCache
 from maxkernel_tui.kernels.task import IMPORTED_CATEGORY, REFERENCE_PY, TASK_YAML
 from maxkernel_tui.kernels.workers import (
@@ -69,19 +72,21 @@ def write_task(
         if groups and refined.sizes != derivation.sizes:
             # equal sizes the reference does not tie may move apart in held-out: written so
             # when the reference traces at those sizes, else the plan without them stands
+            apart = _our_reference(source, refined)
             try:
-                description = _write_and_validate(
-                    folder, task_id, source, _our_reference(source, refined), kind
-                )
+                description = _write_and_validate(folder, task_id, source, apart, kind)
+                reference = apart
             except TaskImportError:
                 description = _write_and_validate(folder, task_id, source, reference, kind)
+        if source.calibrate_tolerance:
+            source = _calibrated(source, folder, task_id, reference, kind)
         if out.exists():
             shutil.rmtree(out)
         out.parent.mkdir(parents=True, exist_ok=True)
         folder.rename(out)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return WrittenTask(out, description, source.notes)
+    return WrittenTask(out, description, source.all_notes)
 
 
 def _write_and_validate(
@@ -116,10 +121,21 @@ def _yaml(task_id: str, source: PlainTaskSource, reference: str, kind: str) -> s
         "operation": f"imported {kind}",
         "atol": source.atol,
         "rtol": source.rtol,
-        "notes": list(source.notes),
+        "notes": list(source.all_notes),
         "input_gen_code": reference,
     }
     return yaml.safe_dump(meta, sort_keys=False, width=100)
+
+
+def _calibrated(
+    source: PlainTaskSource, folder: Path, task_id: str, reference: str, kind: str
+) -> PlainTaskSource:
+    """`source` with its 16-bit default tolerance checked against the reference's own rounding
+    (measured in a worker on the written folder), and the yaml rewritten to match."""
+    found = calibrated(measure(folder), source.atol)
+    source = replace(source, atol=found.tolerance, rtol=found.tolerance, tolerance_note=found.note)
+    (folder / TASK_YAML).write_text(_yaml(task_id, source, reference, kind), encoding="utf-8")
+    return source
 
 
 def validate_folder(folder: Path) -> TaskDescription:

@@ -61,14 +61,17 @@ def test_args_become_a_plain_get_inputs_whose_sizes_derive():
     # two 8192s (x's last axis, the scale) are equal, so they stay equal
     assert derivation.sizes["check"] == {"x0_0": 2, "x0_1": 2048, "x0_2": 2048, "x1_0": 2048}
     assert (plain.atol, plain.rtol) == (1e-2, 1e-2)
-    assert "the default for 16-bit float inputs" in " ".join(plain.notes)
+    assert (
+        "the default for 16-bit float inputs" in plain.tolerance_note and plain.calibrate_tolerance
+    )
 
 
 def test_a_get_inputs_in_the_file_is_used_and_f32_gets_maxkernels_default():
     plain = _translate(WITH_INPUTS)
     assert "computation = scaled" in plain.reference_py and (plain.atol, plain.rtol) == (1e-3, 1e-3)
     given = _translate(WITH_INPUTS, tolerance=(1e-4, 2e-4))
-    assert (given.atol, given.rtol) == (1e-4, 2e-4) and "(given)" in given.notes[1]
+    assert (given.atol, given.rtol) == (1e-4, 2e-4) and "(given)" in given.tolerance_note
+    assert not given.calibrate_tolerance and not plain.calibrate_tolerance
 
 
 @pytest.mark.parametrize(
