@@ -1,6 +1,7 @@
 """The built-in agent on imported PyTorch modules, through the real CLI: `tasks import` of a
-KernelBench-style GEMM+ReLU+divide and of a Llama-style RMSNorm (over the last dim, with a
-scale), then `run --provider builtin`, then `eval` accepts the kernel on the derived check and
+KernelBench-style GEMM+ReLU+divide, of a Linear + GroupNorm whose derived check makes
+in_features = out_features, and of a Llama-style RMSNorm (over the last dim, with a scale), then
+`run --provider builtin`, then `eval` accepts the kernel on the derived check and
 held-out shapes. (KernelBench's own RMSNorm over the channels of a 16x64x256x256 activation is
 out of the agent's reach: README, "Porting PyTorch, CUDA and Triton sources".)"""
 
@@ -11,15 +12,15 @@ import pytest
 from tests.support.cli_runs import command, finished, solved_by_builtin, user_env
 from tests.support.paths import KERNELBENCH
 
-# Two built-in agent sessions through the real harness: minutes on a 2-core machine.
+# Three built-in agent sessions through the real harness: minutes on a 2-core machine.
 pytestmark = [pytest.mark.slow, pytest.mark.heavy]
 
 
-def test_the_builtin_agent_solves_an_imported_gemm_epilogue_and_an_imported_rmsnorm(
+def test_the_builtin_agent_solves_imported_gemm_epilogues_and_an_imported_rmsnorm(
     tmp_path: Path,
 ) -> None:
     env = user_env(tmp_path, tmp_path / "cache")
-    for module in ("gemm_relu_divide", "rms_norm_last_dim"):
+    for module in ("gemm_relu_divide", "linear_groupnorm", "rms_norm_last_dim"):
         task = tmp_path / "tasks" / module
         imported = finished(
             command("tasks", "import", str(KERNELBENCH / f"{module}.py"), "--out", str(task)), env

@@ -12,6 +12,8 @@ import re
 import textwrap
 from dataclasses import dataclass
 
+import numpy as np
+
 from maxkernel_tui.agents.builtin import source_parts as parts
 from maxkernel_tui.agents.builtin.dims import Dim
 from maxkernel_tui.agents.builtin.epilogue import GROUP_HELPER, KernelBody, emit_body
@@ -88,8 +90,11 @@ class _Writer:
         ]
         if GROUP_HELPER in self.helpers:
             helpers.append(parts.GROUP_TOTALS)
+        matmuls = any(isinstance(s, MatmulStage) for s in self.plan.stages)
+        if matmuls:
+            helpers.append(parts.MATMUL_STAGE)
         uses = {
-            "functools": any("functools.partial" in s for s in stages),
+            "functools": matmuls or any("functools.partial" in s for s in stages),
             "math": GROUP_HELPER in self.helpers,
         }
         standard = [module for module, used in uses.items() if used]
@@ -156,18 +161,88 @@ class _Writer:
         ref_names = {o.var: f"{o.param}_ref" for o in operands + outputs if not o.head}
         body = emit_body(stage, self.plan.program.dims, self.symbol_names, ref_names)
         self.helpers |= body.helpers
+        symbols = [k for k in body.keywords if k not in ("tm", "tn")]
+        self.used_symbols.update(s for s, name in self.symbol_names.items() if name in symbols)
+        if isinstance(stage, MatmulStage):
+            return self._matmul_stage(stage, operands, outputs, body, symbols)
         grid = stage.grid
         for operand in operands + outputs:
             name = parts.index_map_name(operand.role, grid, operand.batched)
             self.index_maps.setdefault(
                 name, parts.index_map_source(operand.role, grid, operand.batched)
             )
-        symbols = [k for k in body.keywords if k not in ("tm", "tn")]
-        self.used_symbols.update(s for s, name in self.symbol_names.items() if name in symbols)
         kernel = self._kernel_source(stage, operands, outputs, body)
         wrapper = self._wrapper_source(stage, operands, outputs, body, symbols, grid)
         self._record_call(stage, operands, outputs, symbols)
         return kernel + "\n\n" + wrapper
+
+    def _matmul_stage(
+        self,
+        stage: MatmulStage,
+        operands: list[_Operand],
+        outputs: list[_Operand],
+        body: KernelBody,
+        symbols: list[str],
+    ) -> str:
+        """A matmul stage: its epilogue as a function, run by the file's copy of
+        pieces/matmul.py's `_matmul_stage` with this stage's parameters."""
+        n = stage.number
+        extras, heads = [o for o in operands if not o.head], [o for o in operands if o.head]
+        refs = ["acc_ref", *(f"{o.param}_ref" for o in extras + outputs)]
+        summary = textwrap.wrap(
+            f'"""Stage {n}: {stage.summary()} This is its epilogue, translated equation by '
+            "equation from the reference's jaxpr, on one (tm, tn) block of the finished f32 "
+            'accumulator."""',
+            92,
+        )
+        keyword_params = ", ".join(["tm", "tn", *symbols])
+        epilogue = "\n".join(
+            [
+                f"def _stage{n}_epilogue({', '.join(refs)}, *, {keyword_params}):",
+                *indent(summary, 1),
+                *indent(body.lines, 1),
+            ]
+        )
+        temporaries = min(body.tile_temporaries, _MAX_LIVE_TEMPORARIES) + stage.head_scratch
+        if GROUP_HELPER in body.helpers:
+            temporaries += _GROUP_TEMPORARIES
+        bound = ", ".join(f"{s}={s}" for s in symbols)
+        keywords = [
+            f"roles={_tuple([repr(o.role) for o in extras])}",
+            f"outputs={_tuple([f'({o.role!r}, {dtype_source(o.var.dtype)})' for o in outputs])}",
+            f"epilogue=functools.partial(_stage{n}_epilogue, {bound})"
+            if symbols
+            else f"epilogue=_stage{n}_epilogue",
+        ]
+        if stage.matmul.rhs_transposed:
+            keywords.append("rhs_transposed=True")
+        chosen = self._operand_precision(stage)
+        if chosen is not None:
+            keywords.append(f"operands={chosen!r}")
+        if stage.batched:
+            keywords.append(f"batched={_tuple([str(o.batched) for o in heads + extras + outputs])}")
+        if stage.full_cols:
+            keywords.append("full_cols=True")
+        keywords += [
+            f"row_align={_row_alignment(operands, outputs)}",
+            f"temporaries={temporaries}",
+        ]
+        self._record_call(stage, operands, outputs, [], keywords, "_matmul_stage")
+        return epilogue + "\n"
+
+    def _operand_precision(self, stage: MatmulStage) -> str | None:
+        """What pieces/matmul.py's `operands` says for this stage: "bf16" casts f32 blocks,
+        "highest" asks for full f32 passes (chosen, or asked by the reference)."""
+        chosen = (
+            self.precision.per_matmul[mxu_stages(self.plan.stages).index(stage)]
+            if self.precision is not None
+            else None
+        )
+        if chosen == "bf16" and np.dtype(stage.matmul.lhs.dtype).itemsize > 2:
+            return "bf16"
+        if chosen == "highest" or (chosen is None and stage.matmul.precision):
+            return "highest"
+        return None
 
     def _operands(self, stage: Stage) -> list[_Operand]:
         taken = set(_WRAPPER_LOCALS)
@@ -227,7 +302,7 @@ class _Writer:
         names = stage.kernel_keywords(body)
         keywords = f", *, {', '.join(names)}" if names else ""
         header = f"def _stage{stage.number}_kernel({', '.join(refs)}{keywords}):"
-        if isinstance(stage, MatmulStage | ConvStage) and self.precision is not None:
+        if isinstance(stage, ConvStage) and self.precision is not None:
             chosen = self.precision.per_matmul[mxu_stages(self.plan.stages).index(stage)]
             return stage.kernel_source(header, refs, body, chosen)
         return stage.kernel_source(header, refs, body)
@@ -251,7 +326,6 @@ class _Writer:
         lines = [signature, *indent(summary, 1), *stage.wrapper_shape_lines(params)]
         lines.append(f"    tm = _pick_block(rows, BLOCK_ROWS, {align})")
         lines.append(stage.cols_block_line(any(o.block[1] == "tn" for o in operands + outputs)))
-        lines += stage.depth_block_lines()
         lines += ["", *self._footprint(stage, operands, outputs, body), ""]
         lines.append(stage.fit_line(align))
         keywords = stage.partial_keywords(body, symbols)
@@ -323,20 +397,27 @@ class _Writer:
 
     # -- computation -------------------------------------------------------------------------
     def _record_call(
-        self, stage: Stage, operands: list[_Operand], outputs: list[_Operand], symbols: list[str]
+        self,
+        stage: Stage,
+        operands: list[_Operand],
+        outputs: list[_Operand],
+        symbols: list[str],
+        keywords: list[str] | None = None,
+        wrapper: str | None = None,
     ) -> None:
+        """computation()'s call of the stage: its own wrapper, or `wrapper` with `keywords`."""
         arguments = [self._as_form(o.var, o.form) for o in operands]
         if stage.takes_sizes:
             arguments += [
                 f"rows={self._dim(stage.frame.row_count)}",
                 f"cols={self._dim(stage.frame.cols)}",
             ]
-        arguments += [f"{s}={s}" for s in symbols]
+        arguments += [f"{s}={s}" for s in symbols] + (keywords or [])
         names = [
             f"stage{stage.number}_out{i}" if len(outputs) > 1 else f"stage{stage.number}_out"
             for i in range(len(outputs))
         ]
-        call = f"    {', '.join(names)} = _stage{stage.number}("
+        call = f"    {', '.join(names)} = {wrapper or f'_stage{stage.number}'}("
         self.calls.append(
             call + f",\n{' ' * len(call)}".join(_wrapped(arguments, 100 - len(call))) + ")"
         )
@@ -436,6 +517,10 @@ def _wrapped(items: list[str], width: int) -> list[str]:
             lines.append("")
         lines[-1] += (", " if lines[-1] else "") + item
     return lines
+
+
+def _tuple(items: list[str]) -> str:
+    return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
 
 
 def _listed(items: list[str]) -> str:

@@ -7,7 +7,13 @@ numpy importable. Imports jax through pieces/.
 
 from __future__ import annotations
 
-from maxkernel_tui.agents.builtin.pieces import blocks, function_source, groups, section_source
+from maxkernel_tui.agents.builtin.pieces import (
+    blocks,
+    function_source,
+    groups,
+    matmul,
+    section_source,
+)
 
 JAX_IMPORTS = """\
 import jax
@@ -31,19 +37,20 @@ COMPILER_PARAMS = function_source(blocks._compiler_params)
 FIT_BLOCKS = function_source(blocks._fit_blocks)
 FIT_ROWS = function_source(blocks._fit_rows)
 GROUP_TOTALS = function_source(groups._group_totals)
+# The matmul stage: kernel and wrapper, parameterised, run with each stage's parameters.
+MATMUL_STAGE = "\n\n".join(
+    function_source(f)
+    for f in (matmul._matmul_kernel, matmul._role_block, matmul._role_bytes, matmul._matmul_stage)
+)
 
-# Index maps, by grid: matmul (i, j, k), batched matmul (b, i, j, k), element-wise (i, j), and
-# column reduction (j, i): row blocks innermost. Each entry: role -> (block index, description).
-MATMUL_GRID = ("i", "j", "k")
-BATCHED_GRID = ("b", "i", "j", "k")
+# Index maps of the stages without a matmul (pieces/matmul.py has its own), by grid:
+# element-wise (i, j), column reduction (j, i): row blocks innermost, and convolution (b, i, j).
+# Each entry: role -> (block index, description).
 ELEMENTWISE_GRID = ("i", "j")
 COLUMN_REDUCTION_GRID = ("j", "i")
 IMAGE_GRID = ("b", "i", "j")  # convolution: image b, out-channel block i, one block of all pixels
 
 _INDEX_MAPS = {
-    "lhs": ("i, k", "Row block i of the left operand, depth step k."),
-    "rhs": ("k, j", "Depth step k, column block j of a (depth, cols) weight."),
-    "rhs_t": ("j, k", "Column block j, depth step k of a weight stored (cols, depth)."),
     "tile": ("i, j", "Tile (i, j): row block i, column block j."),
     "row": ("i, 0", "One value per row: row block i."),
     "col": ("0, j", "One value per column: column block j."),
@@ -55,8 +62,6 @@ _INDEX_MAPS = {
 
 def index_map_name(role: str, grid: tuple[str, ...], batched_operand: bool) -> str:
     suffix = {
-        MATMUL_GRID: "",
-        BATCHED_GRID: "_batched" if batched_operand else "_shared",
         ELEMENTWISE_GRID: "_ew",
         COLUMN_REDUCTION_GRID: "_rows_inner",
         IMAGE_GRID: "_per_image" if batched_operand else "_all_images",
@@ -66,8 +71,6 @@ def index_map_name(role: str, grid: tuple[str, ...], batched_operand: bool) -> s
 
 def index_map_source(role: str, grid: tuple[str, ...], batched_operand: bool) -> str:
     returned, description = _INDEX_MAPS[role]
-    if "k" not in grid:
-        returned = returned.replace("k", "0")
     if batched_operand:
         returned = f"b, {returned}"
         description = f"{description} Batch entry b."

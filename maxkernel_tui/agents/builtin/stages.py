@@ -24,8 +24,6 @@ from maxkernel_tui.agents.builtin.program import Eqn, Literal, Operand, Var
 if TYPE_CHECKING:
     from maxkernel_tui.agents.builtin.epilogue import KernelBody
 
-ACCUMULATOR_REF = "acc_ref"  # a matmul stage's f32 scratch, as its kernel names it
-
 
 @dataclass(frozen=True)
 class Matmul:
@@ -165,9 +163,6 @@ class Stage:
             return "    tn = cols  # no block is tiled along columns"
         return "    tn = _pick_block(cols, BLOCK_COLS, 128)"
 
-    def depth_block_lines(self) -> list[str]:
-        return []
-
     def fit_line(self, align: int) -> str:
         return f"    tm = _fit_rows(rows, tm, {align}, footprint)"
 
@@ -252,14 +247,14 @@ class ColumnReductionStage(Stage):
 @dataclass(eq=False, kw_only=True)
 class MatmulStage(Stage):
     """A matmul (batched when the frame has batch dims) with its fused epilogue: depth last and
-    'arbitrary', the sum in an f32 VMEM accumulator, the epilogue on the finished sum."""
+    'arbitrary', the sum in an f32 VMEM accumulator, the epilogue on the finished sum. Its kernel
+    and wrapper are pieces/matmul.py's; render.py writes its epilogue and parameters."""
 
     matmul: Matmul
 
     takes_sizes: ClassVar[bool] = False
-    footprint_params: ClassVar[str] = "tm, tk"
     head_scratch: ClassVar[int] = 1
-    fit_helper: ClassVar[str] = parts.FIT_BLOCKS
+    fit_helper: ClassVar[str] = parts.FIT_BLOCKS  # pieces/matmul.py's wrapper calls it
 
     @property
     def head(self) -> Matmul:
@@ -305,94 +300,6 @@ class MatmulStage(Stage):
             f"{batch}matmul of {np.dtype(matmul.lhs.dtype).name} rows with {weight}, f32 "
             f"accumulator in VMEM, depth last and 'arbitrary'; fused epilogue of "
             f"{_epilogue(self)}{reach}."
-        )
-
-    @property
-    def grid(self) -> tuple[str, ...]:
-        return parts.BATCHED_GRID if self.batched else parts.MATMUL_GRID
-
-    @property
-    def semantics(self) -> str:
-        return ('"parallel", ' if self.batched else "") + '"parallel", "parallel", "arbitrary"'
-
-    @property
-    def grid_source(self) -> str:
-        return ("batch, " if self.batched else "") + "rows // tm, cols // tn, depth // tk"
-
-    def wrapper_shape_lines(self, params: list[str]) -> list[str]:
-        lhs, rhs = params[0], params[1]
-        return [
-            f"    {'batch, ' if self.batched else ''}rows, depth = {lhs}.shape",
-            f"    cols = {rhs}.shape[{-2 if self.matmul.rhs_transposed else -1}]",
-        ]
-
-    def depth_block_lines(self) -> list[str]:
-        return ["    tk = _pick_block(depth, BLOCK_DEPTH, 128)"]
-
-    def fit_line(self, align: int) -> str:
-        return f"    tm, tk = _fit_blocks(rows, depth, tm, tk, {align}, footprint)"
-
-    def scratch_shapes(self, body: KernelBody) -> str:
-        return "pltpu.VMEM((tm, tn), jnp.float32)"
-
-    def scratch_refs(self, body: KernelBody) -> list[str]:
-        return [ACCUMULATOR_REF]
-
-    def kernel_source(
-        self,
-        header: str,
-        refs: list[str],
-        body: KernelBody,
-        operands: OperandPrecision | None = None,
-    ) -> str:
-        """`operands`: the precision chosen for this matmul (operand_precision.py); None keeps the
-        operands' own dtype at the reference's precision."""
-        depth_axis = 3 if self.batched else 2
-        lhs, rhs = f"{refs[0]}[...]", f"{refs[1]}[...]"
-        highest = operands == "highest" or (operands is None and self.matmul.precision)
-        precision = ", precision=jax.lax.Precision.HIGHEST" if highest else ""
-        why = ""
-        if highest:
-            why += "    # The reference asks for full f32 precision (Precision.HIGHEST).\n"
-        if operands == "bf16" and np.dtype(self.matmul.lhs.dtype).itemsize > 2:
-            lhs, rhs = f"{lhs}.astype(jnp.bfloat16)", f"{rhs}.astype(jnp.bfloat16)"
-            why += (
-                "    # bf16 operands, f32 accumulation: one MXU pass, and the numerics stay within "
-                "the\n    # task's tolerance with them (see the docstring).\n"
-            )
-        elif operands == "f32":
-            why += (
-                "    # f32 operands: with bf16 ones the numerics leave the task's tolerance (see "
-                "the docstring).\n"
-            )
-        if self.matmul.rhs_transposed:
-            why += (
-                "    # The weight is stored (cols, depth): contract both blocks on their last "
-                "axis rather\n    # than transpose the weight in HBM.\n"
-            )
-            dot = (
-                f"jax.lax.dot_general(\n        {lhs}, {rhs}, (((1,), (1,)), ((), ())),\n"
-                f"        preferred_element_type=jnp.float32{precision})"
-            )
-        else:
-            dot = (
-                f"jnp.dot(\n        {lhs}, {rhs},\n"
-                f"        preferred_element_type=jnp.float32{precision})"
-            )
-        return (
-            f"{header}\n"
-            f'    """Stage {self.number}: accumulate the matmul over depth steps, then run the '
-            'epilogue."""\n'
-            f"    k = pl.program_id({depth_axis})\n\n"
-            "    @pl.when(k == 0)\n"
-            "    def _zero_accumulator():\n"
-            "        acc_ref[...] = jnp.zeros_like(acc_ref)\n\n"
-            f"{why}"
-            f"    acc_ref[...] += {dot}\n\n"
-            "    # The epilogue, translated equation by equation from the reference's jaxpr, runs "
-            "once\n    # per output block on the finished f32 accumulator.\n"
-            f"    @pl.when(k == pl.num_programs({depth_axis}) - 1)\n"
-            "    def _epilogue():\n" + "\n".join(indent(body.lines, 2)) + "\n"
         )
 
 

@@ -1,0 +1,170 @@
+"""The matmul stage of the kernels the built-in agent writes: one parameterised kernel and its
+wrapper, in the manner of jax's pallas/ops/tpu/matmul.py. Trace-time `if`s choose what a
+stage needs (a weight stored (cols, depth), bf16 operands, full f32 passes, a batch axis, a
+block spanning every column); the epilogue, translated from the reference's jaxpr, comes in as
+a function of the finished f32 accumulator and the stage's other refs.
+
+render.py copies these functions into each kernel file unchanged, with the helpers of
+blocks.py and the file's BLOCK_* tunables, and calls `_matmul_stage` with the stage's
+parameters; tests call them directly in interpret mode. Imports jax.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import tpu as pltpu
+
+from maxkernel_tui.agents.builtin.pieces.blocks import (
+    _block_bytes,
+    _compiler_params,
+    _fit_blocks,
+    _pick_block,
+)
+
+# Preferred block sizes: the generated file defines its own under `# Tunables`.
+BLOCK_ROWS = 512
+BLOCK_COLS = 512
+BLOCK_DEPTH = 512
+
+
+def _matmul_kernel(*refs, epilogue, inputs, rhs_transposed, operands, batched):
+    """Accumulate lhs @ rhs over depth steps in f32 VMEM scratch, then run the epilogue once per
+    output block. refs: lhs, rhs, the epilogue's `inputs - 2` input refs, its output refs, and
+    the accumulator. `operands`: "bf16" casts both blocks to bf16 (one MXU pass), "highest"
+    asks for full f32 passes, None keeps their dtype at the default precision."""
+    lhs_ref, rhs_ref, acc_ref = refs[0], refs[1], refs[-1]
+    depth_axis = 3 if batched else 2
+    k = pl.program_id(depth_axis)
+
+    @pl.when(k == 0)
+    def _zero_accumulator():
+        acc_ref[...] = jnp.zeros_like(acc_ref)
+
+    lhs, rhs = lhs_ref[...], rhs_ref[...]
+    if operands == "bf16":
+        lhs, rhs = lhs.astype(jnp.bfloat16), rhs.astype(jnp.bfloat16)
+    precision = jax.lax.Precision.HIGHEST if operands == "highest" else None
+    if rhs_transposed:  # the weight is stored (cols, depth): contract both on their last axis
+        acc_ref[...] += jax.lax.dot_general(
+            lhs,
+            rhs,
+            (((1,), (1,)), ((), ())),
+            preferred_element_type=jnp.float32,
+            precision=precision,
+        )
+    else:
+        acc_ref[...] += jnp.dot(lhs, rhs, preferred_element_type=jnp.float32, precision=precision)
+
+    @pl.when(k == pl.num_programs(depth_axis) - 1)
+    def _epilogue():
+        epilogue(acc_ref, *refs[2:inputs], *refs[inputs:-1])
+
+
+def _role_block(role, batched, batched_grid, tm, tn, tk):
+    """The BlockSpec of an operand by its role: lhs (rows, depth), rhs (depth, cols), rhs_t
+    (cols, depth), tile (rows, cols), row (rows, 1), col (1, cols), scalar (1, 1); `batched`
+    operands carry the grid's batch axis in front."""
+    shape, index = {
+        "lhs": ((tm, tk), lambda i, j, k: (i, k)),
+        "rhs": ((tk, tn), lambda i, j, k: (k, j)),
+        "rhs_t": ((tn, tk), lambda i, j, k: (j, k)),
+        "tile": ((tm, tn), lambda i, j, k: (i, j)),
+        "row": ((tm, 1), lambda i, j, k: (i, 0)),
+        "col": ((1, tn), lambda i, j, k: (0, j)),
+        "scalar": ((1, 1), lambda i, j, k: (0, 0)),
+    }[role]
+    if not batched_grid:
+        return pl.BlockSpec(shape, index)
+    if batched:
+        return pl.BlockSpec((None, *shape), lambda b, i, j, k: (b, *index(i, j, k)))
+    return pl.BlockSpec(shape, lambda b, i, j, k: index(i, j, k))
+
+
+def _role_bytes(role, tm, tn, tk, dtype):
+    rows, cols = {
+        "lhs": (tm, tk),
+        "rhs": (tk, tn),
+        "rhs_t": (tn, tk),
+        "tile": (tm, tn),
+        "row": (tm, 1),
+        "col": (1, tn),
+        "scalar": (1, 1),
+    }[role]
+    return _block_bytes(rows, cols, dtype)
+
+
+def _matmul_stage(
+    lhs,
+    rhs,
+    *others,
+    roles,
+    outputs,
+    epilogue,
+    rhs_transposed=False,
+    operands=None,
+    batched=(),
+    full_cols=False,
+    row_align=8,
+    temporaries=1,
+):
+    """One matmul stage: lhs (batch?, rows, depth) times rhs (batch?, depth, cols), or (batch?,
+    cols, depth) when `rhs_transposed`, then `epilogue(acc_ref, *other_refs, *out_refs, tm=,
+    tn=)`. roles: the role of each of `others`; outputs: (role, dtype) of each result;
+    batched: whether each operand (lhs, rhs, others, outputs, in order) has the batch axis,
+    empty for an unbatched grid. `full_cols`: a block spans every column (the epilogue reduces
+    over them). `temporaries`: f32 (tm, tn) values besides the blocks, for the VMEM estimate."""
+    batched_grid = bool(batched)
+    flags = list(batched) or [False] * (2 + len(others) + len(outputs))
+    *lead, rows, depth = lhs.shape
+    cols = rhs.shape[-2] if rhs_transposed else rhs.shape[-1]
+    tm = _pick_block(rows, BLOCK_ROWS, row_align)
+    tn = cols if full_cols else _pick_block(cols, BLOCK_COLS, 128)
+    tk = _pick_block(depth, BLOCK_DEPTH, 128)
+    in_roles = ["lhs", "rhs_t" if rhs_transposed else "rhs", *roles]
+
+    def footprint(tm, tk):
+        # Two buffers per pipelined block, plus the f32 accumulator and its temporaries.
+        blocks = sum(
+            _role_bytes(role, tm, tn, tk, array.dtype)
+            for role, array in zip(in_roles, (lhs, rhs, *others))
+        ) + sum(_role_bytes(role, tm, tn, tk, dtype) for role, dtype in outputs)
+        return 2 * blocks + temporaries * _block_bytes(tm, tn, jnp.float32)
+
+    tm, tk = _fit_blocks(rows, depth, tm, tk, row_align, footprint)
+    sizes = {"tile": (rows, cols), "row": (rows, 1), "col": (1, cols), "scalar": (1, 1)}
+    out_flags = flags[len(in_roles) :]
+    grid = (rows // tm, cols // tn, depth // tk)
+    semantics = ("parallel", "parallel", "arbitrary")
+    if batched_grid:
+        grid, semantics = (lead[0], *grid), ("parallel", *semantics)
+    kernel = functools.partial(
+        _matmul_kernel,
+        epilogue=functools.partial(epilogue, tm=tm, tn=tn),
+        inputs=len(in_roles),
+        rhs_transposed=rhs_transposed,
+        operands=operands,
+        batched=batched_grid,
+    )
+    out_shape = [
+        jax.ShapeDtypeStruct((*lead, *sizes[role]) if flag else sizes[role], dtype)
+        for (role, dtype), flag in zip(outputs, out_flags)
+    ]
+    results = pl.pallas_call(
+        kernel,
+        out_shape=out_shape,
+        grid=grid,
+        in_specs=[
+            _role_block(role, flag, batched_grid, tm, tn, tk) for role, flag in zip(in_roles, flags)
+        ],
+        out_specs=[
+            _role_block(role, flag, batched_grid, tm, tn, tk)
+            for (role, _), flag in zip(outputs, out_flags)
+        ],
+        scratch_shapes=[pltpu.VMEM((tm, tn), jnp.float32)],
+        compiler_params=_compiler_params(semantics, footprint(tm, tk)),
+    )(lhs, rhs, *others)
+    return results[0] if len(results) == 1 else results
