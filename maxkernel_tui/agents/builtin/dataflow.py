@@ -175,6 +175,7 @@ class SizeFlow:
 
     def input_classes(self) -> dict[int, list[tuple[int, int]]]:
         """Every input axis (but size-1 ones), grouped by class: root -> [(position, axis)]."""
+        self.close()
         found: dict[int, list[tuple[int, int]]] = {}
         for node, origin in sorted(self._origins.items(), key=lambda item: item[1]):
             if self._values[node] != (1, 1):

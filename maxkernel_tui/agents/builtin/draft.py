@@ -8,6 +8,7 @@ The performance model picks among the plans and their tunables.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -21,7 +22,7 @@ from maxkernel_tui.agents.builtin.errors import CannotPlan
 from maxkernel_tui.agents.builtin.operand_precision import PrecisionChoice
 from maxkernel_tui.agents.builtin.planner import Plan, plan_program
 from maxkernel_tui.agents.builtin.precision import choose_precisions
-from maxkernel_tui.agents.builtin.program import Program, trace_program
+from maxkernel_tui.agents.builtin.program import Probe, Program, trace_program
 from maxkernel_tui.agents.builtin.render import render_kernel
 from maxkernel_tui.agents.builtin.stages import MatmulStage, mxu_stages
 from maxkernel_tui.agents.builtin.tunables import Tunables, default_tunables
@@ -56,14 +57,15 @@ class KernelDraft:
 
 def plan_task(task: Task, *, choose_precision: bool = False) -> list[KernelPlan]:
     """The plans the agent would consider for `task`, preferred first; CannotPlan says plainly
-    why there is none. Sizes that merely coincide are told apart first (program.py); a plan that
-    needs them equal (attention's query and key lengths) is looked for again without that.
+    why there is none. Sizes are told apart at the probe first, every one, then only those that
+    vary (program.py); a plan that needs coincident sizes equal (attention's query and key
+    lengths) is looked for again with them tied.
     `choose_precision`: the matmuls' operand precision is chosen (precision.py: it runs the
     reference on the numerics configurations); without, the operands keep their own dtype."""
-    try:
-        return _plans(trace_program(task), task, choose_precision)
-    except CannotPlan:
-        return _plans(trace_program(task, separate=False), task, choose_precision)
+    for probe in (Probe.EVERY, Probe.VARYING):
+        with contextlib.suppress(CannotPlan):
+            return _plans(trace_program(task, probe), task, choose_precision)
+    return _plans(trace_program(task, Probe.BY_VALUE), task, choose_precision)
 
 
 def _plans(program: Program, task: Task, choose_precision: bool) -> list[KernelPlan]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import inspect
 import math
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any
 
 import jax
@@ -118,23 +119,34 @@ class Program:
     output_tree: Any  # the pytree structure of the reference's result
 
 
-def trace_program(task: Task, separate: bool = True) -> Program:
-    """The reference of `task`, traced at bench shapes and (when the task has it) check shapes.
-    Sizes are bound by where they flow (dataflow.py). With `separate`, the check trace is a
-    probe in which input sizes that coincide without being tied are told apart where the
-    reference allows it (so constants that follow one of them find it); without, input sizes of
-    equal values are tied, for plans that need coincident sizes to be one."""
+class Probe(Enum):
+    """The configuration the reference is traced at beside bench: how sizes are told apart."""
+
+    EVERY = "every input size apart"  # each class of tied input sizes scaled by its own factor
+    VARYING = "varying input sizes apart"  # only classes that differ between bench and check
+    BY_VALUE = "equal input sizes tied"  # the check shapes as they are; equal sizes are one
+
+
+def trace_program(task: Task, probe: Probe = Probe.EVERY) -> Program:
+    """The reference of `task`, traced at bench shapes and at a probe made from its check
+    shapes (bench when it has none). Sizes are bound by where they flow (dataflow.py); the probe
+    is where constants that follow a size (a mean's divisor) find it by value, so it makes
+    sizes differ where the reference allows: every class of tied input sizes (Probe.EVERY), or
+    only those that already differ between bench and check (Probe.VARYING: a constant such as
+    1/sqrt(head_dim) then stays a constant). Probe.BY_VALUE ties input sizes of equal values,
+    for plans that need coincident sizes to be one (attention's query and key lengths)."""
     module = runtime.load_reference(task)
     bench = task.configs[0]
     second = CHECK if CHECK in task.configs else bench
     specs_b, static_b = runtime.input_specs(task, module, bench)
     specs_c, static_c = runtime.input_specs(task, module, second)
     jaxpr_b, shape_b = _traced(module.computation, specs_b, static_b)
-    if separate:
-        specs_c = _probe_specs(module.computation, jaxpr_b, specs_b, specs_c, static_c)
+    if probe is not Probe.BY_VALUE:
+        every = probe is Probe.EVERY
+        specs_c = _probe_specs(module.computation, jaxpr_b, specs_b, specs_c, static_c, every)
     jaxpr_c, _ = _traced(module.computation, specs_c, static_c)
     arg_names = _argument_names(module.computation, len(specs_b) + len(static_b))
-    builder = _Builder(SizeFlow(tie_equal_inputs=not separate))
+    builder = _Builder(SizeFlow(tie_equal_inputs=probe is Probe.BY_VALUE))
     inputs = [
         builder.input_var(b, c, position) for position, (b, c) in enumerate(zip(specs_b, specs_c))
     ]
@@ -153,13 +165,12 @@ def _traced(computation: Any, specs: tuple, static: tuple) -> tuple[Any, Any]:
 
 
 def _probe_specs(
-    computation: Any, jaxpr_b: Any, bench: tuple, check: tuple, static: tuple
+    computation: Any, jaxpr_b: Any, bench: tuple, check: tuple, static: tuple, every: bool
 ) -> tuple:
-    """The check-shape input specs with sizes that coincide, without being tied, told apart.
-    The bench trace's dataflow says which input sizes are one; where two such classes have the
-    same values in both traces, all but the first are scaled (each class by its own odd factor)
-    and stay scaled when the reference still traces the same way. Classes the same in both
-    configurations are left alone: constants that follow them stay constants."""
+    """The check-shape input specs with sizes told apart. The bench trace's dataflow says which
+    input sizes are one (a class); each class to tell apart is scaled by its own odd factor, and
+    stays scaled when the reference still traces the same way. `every`: every class; else only
+    the classes that differ between bench and check and coincide with another such class."""
     flow = SizeFlow()
     probe = _Builder(flow)
     try:
@@ -171,13 +182,13 @@ def _probe_specs(
     for axes in flow.input_classes().values():
         position, axis = axes[0]
         values = (bench[position].shape[axis], check[position].shape[axis])
-        if values[0] != values[1]:
+        if values[0] != values[1] or every:
             coinciding.setdefault(values, []).append(axes)
     shapes = [list(spec.shape) for spec in check]
     structure = _structure(computation, shapes, check, static)
     factor = 3
     for classes in coinciding.values():
-        for axes in classes[1:]:
+        for axes in classes if every else classes[1:]:
             trial = [list(shape) for shape in shapes]
             for position, axis in axes:
                 trial[position][axis] *= factor

@@ -40,7 +40,19 @@ GROUP_TOTALS = function_source(groups._group_totals)
 # The matmul stage: kernel and wrapper, parameterised, run with each stage's parameters.
 MATMUL_STAGE = "\n\n".join(
     function_source(f)
-    for f in (matmul._matmul_kernel, matmul._role_block, matmul._role_bytes, matmul._matmul_stage)
+    for f in (
+        matmul._matmul_kernel,
+        matmul._lhs_block,
+        matmul._rhs_block,
+        matmul._rhs_t_block,
+        matmul._tile_block,
+        matmul._row_block,
+        matmul._col_block,
+        matmul._scalar_block,
+        matmul._role_block,
+        matmul._role_bytes,
+        matmul._matmul_stage,
+    )
 )
 
 # Index maps of the stages without a matmul (pieces/matmul.py has its own), by grid:

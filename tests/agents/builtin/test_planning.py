@@ -10,7 +10,7 @@ import pytest
 from maxkernel_tui.agents.builtin import CannotPlan, draft_kernel, plan_task
 from maxkernel_tui.agents.builtin.attention import recognise_attention
 from maxkernel_tui.agents.builtin.autotune import autotune, estimate_source
-from maxkernel_tui.agents.builtin.program import trace_program
+from maxkernel_tui.agents.builtin.program import Probe, trace_program
 from maxkernel_tui.agents.builtin.tunables import Tunables
 from maxkernel_tui.kernels.evaluation.static_checks import static_problems
 from maxkernel_tui.kernels.loader import find_task
@@ -80,7 +80,8 @@ def test_the_file_keeps_the_candidate_contract(suite_tasks):
     for expected in (
         "BLOCK_ROWS = ",
         "pl.when(k == 0)",
-        "pl.num_programs(2) - 1",
+        "pl.num_programs(depth_axis) - 1",
+        "def _matmul_stage(",
         '"arbitrary"',
         "pltpu.VMEM((tm, tn), jnp.float32)",
         "vmem_limit_bytes=limit",
@@ -118,11 +119,11 @@ def test_attention_is_read_from_the_program(suite_tasks):
     grouped = find_task("2p", suite_tasks)  # (batch, seq, heads, dim), 4 query heads per key head
     # The flash kernel reads one sequence length: queries and keys are as long, by value (the
     # dataflow ties them only through the mask's iota, whose length is a Python int).
-    spec = recognise_attention(trace_program(grouped, separate=False), grouped)
+    spec = recognise_attention(trace_program(grouped, Probe.BY_VALUE), grouped)
     assert (spec.query, spec.key, spec.value, spec.bias) == (0, 1, 2, None)
     assert spec.seq_first and spec.causal and spec.scale == 0.08837890625
     biased = find_task("5p", suite_tasks)
-    assert recognise_attention(trace_program(biased, separate=False), biased).bias == 3
+    assert recognise_attention(trace_program(biased, Probe.BY_VALUE), biased).bias == 3
 
 
 def test_sizes_that_only_coincide_are_read_where_they_live(suite_tasks):

@@ -64,24 +64,66 @@ def _matmul_kernel(*refs, epilogue, inputs, rhs_transposed, operands, batched):
         epilogue(acc_ref, *refs[2:inputs], *refs[inputs:-1])
 
 
+def _lhs_block(i, j, k):
+    """Row block i of the left operand, depth step k."""
+    return i, k
+
+
+def _rhs_block(i, j, k):
+    """Depth step k, column block j of a (depth, cols) weight."""
+    return k, j
+
+
+def _rhs_t_block(i, j, k):
+    """Column block j, depth step k of a weight stored (cols, depth)."""
+    return j, k
+
+
+def _tile_block(i, j, k):
+    """Tile (i, j): row block i, column block j."""
+    return i, j
+
+
+def _row_block(i, j, k):
+    """One value per row: row block i."""
+    return i, 0
+
+
+def _col_block(i, j, k):
+    """One value per column: column block j."""
+    return 0, j
+
+
+def _scalar_block(i, j, k):
+    """A single value, the same block at every step."""
+    return 0, 0
+
+
 def _role_block(role, batched, batched_grid, tm, tn, tk):
     """The BlockSpec of an operand by its role: lhs (rows, depth), rhs (depth, cols), rhs_t
     (cols, depth), tile (rows, cols), row (rows, 1), col (1, cols), scalar (1, 1); `batched`
     operands carry the grid's batch axis in front."""
     shape, index = {
-        "lhs": ((tm, tk), lambda i, j, k: (i, k)),
-        "rhs": ((tk, tn), lambda i, j, k: (k, j)),
-        "rhs_t": ((tn, tk), lambda i, j, k: (j, k)),
-        "tile": ((tm, tn), lambda i, j, k: (i, j)),
-        "row": ((tm, 1), lambda i, j, k: (i, 0)),
-        "col": ((1, tn), lambda i, j, k: (0, j)),
-        "scalar": ((1, 1), lambda i, j, k: (0, 0)),
+        "lhs": ((tm, tk), _lhs_block),
+        "rhs": ((tk, tn), _rhs_block),
+        "rhs_t": ((tn, tk), _rhs_t_block),
+        "tile": ((tm, tn), _tile_block),
+        "row": ((tm, 1), _row_block),
+        "col": ((1, tn), _col_block),
+        "scalar": ((1, 1), _scalar_block),
     }[role]
     if not batched_grid:
         return pl.BlockSpec(shape, index)
-    if batched:
-        return pl.BlockSpec((None, *shape), lambda b, i, j, k: (b, *index(i, j, k)))
-    return pl.BlockSpec(shape, lambda b, i, j, k: index(i, j, k))
+
+    def per_entry(b, i, j, k):
+        """The block of batch entry b."""
+        return (b, *index(i, j, k))
+
+    def shared(b, i, j, k):
+        """The same block for every batch entry."""
+        return index(i, j, k)
+
+    return pl.BlockSpec((None, *shape), per_entry) if batched else pl.BlockSpec(shape, shared)
 
 
 def _role_bytes(role, tm, tn, tk, dtype):
