@@ -17,6 +17,7 @@ import numpy as np
 from maxkernel_tui.agents.builtin import source_parts as parts
 from maxkernel_tui.agents.builtin.dims import Dim
 from maxkernel_tui.agents.builtin.epilogue import GROUP_HELPER, KernelBody, emit_body
+from maxkernel_tui.agents.builtin.errors import CannotPlan
 from maxkernel_tui.agents.builtin.layout import COL, ROW, SCALAR, TILE, Kind
 from maxkernel_tui.agents.builtin.operand_precision import PrecisionChoice, operand_words
 from maxkernel_tui.agents.builtin.planner import Plan
@@ -93,8 +94,11 @@ class _Writer:
         matmuls = any(isinstance(s, MatmulStage) for s in self.plan.stages)
         if matmuls:
             helpers.append(parts.MATMUL_STAGE)
+        rowwise = any(type(s) is Stage for s in self.plan.stages)
+        if rowwise:
+            helpers.append(parts.ROWWISE_STAGE)
         uses = {
-            "functools": matmuls or any("functools.partial" in s for s in stages),
+            "functools": matmuls or rowwise or any("functools.partial" in s for s in stages),
             "math": GROUP_HELPER in self.helpers,
         }
         standard = [module for module, used in uses.items() if used]
@@ -165,6 +169,8 @@ class _Writer:
         self.used_symbols.update(s for s, name in self.symbol_names.items() if name in symbols)
         if isinstance(stage, MatmulStage):
             return self._matmul_stage(stage, operands, outputs, body, symbols)
+        if type(stage) is Stage:
+            return self._rowwise_stage(stage, operands, outputs, body, symbols)
         grid = stage.grid
         for operand in operands + outputs:
             name = parts.index_map_name(operand.role, grid, operand.batched)
@@ -229,6 +235,53 @@ class _Writer:
         ]
         self._record_call(stage, operands, outputs, [], keywords, "_matmul_stage")
         return epilogue + "\n"
+
+    def _rowwise_stage(
+        self,
+        stage: Stage,
+        operands: list[_Operand],
+        outputs: list[_Operand],
+        body: KernelBody,
+        symbols: list[str],
+    ) -> str:
+        """A row-wise stage: its body as a function, run by the file's copy of
+        pieces/rowwise.py's `_rowwise_stage` with this stage's parameters."""
+        if stage.batched:  # the planner gives batch dims to matmul stages only
+            raise CannotPlan("a row-wise stage with batch dimensions")
+        n = stage.number
+        refs = [f"{o.param}_ref" for o in operands + outputs]
+        summary = textwrap.wrap(
+            f'"""Stage {n}: {stage.summary()} The reference\'s equations, translated one by '
+            'one, on one block."""',
+            92,
+        )
+        keyword_params = ", ".join(["tm", "tn", *symbols])
+        function = "\n".join(
+            [
+                f"def _stage{n}_body({', '.join(refs)}, *, {keyword_params}):",
+                *indent(summary, 1),
+                *indent(body.lines, 1),
+            ]
+        )
+        temporaries = min(body.tile_temporaries, _MAX_LIVE_TEMPORARIES)
+        if GROUP_HELPER in body.helpers:
+            temporaries += _GROUP_TEMPORARIES
+        bound = ", ".join(f"{s}={s}" for s in symbols)
+        keywords = [
+            f"roles={_tuple([repr(o.role) for o in operands])}",
+            f"outputs={_tuple([f'({o.role!r}, {dtype_source(o.var.dtype)})' for o in outputs])}",
+            f"body=functools.partial(_stage{n}_body, {bound})"
+            if symbols
+            else f"body=_stage{n}_body",
+        ]
+        if stage.full_cols:
+            keywords.append("full_cols=True")
+        keywords += [
+            f"row_align={_row_alignment(operands, outputs)}",
+            f"temporaries={temporaries}",
+        ]
+        self._record_call(stage, operands, outputs, [], keywords, "_rowwise_stage")
+        return function + "\n"
 
     def _operand_precision(self, stage: MatmulStage) -> str | None:
         """What pieces/matmul.py's `operands` says for this stage: "bf16" casts f32 blocks,

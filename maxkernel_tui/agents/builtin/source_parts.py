@@ -12,6 +12,7 @@ from maxkernel_tui.agents.builtin.pieces import (
     function_source,
     groups,
     matmul,
+    rowwise,
     section_source,
 )
 
@@ -54,11 +55,22 @@ MATMUL_STAGE = "\n\n".join(
         matmul._matmul_stage,
     )
 )
+# The row-wise stage: its wrapper, parameterised, run with each stage's parameters.
+ROWWISE_STAGE = "\n\n".join(
+    function_source(f)
+    for f in (
+        rowwise._tile_block_2d,
+        rowwise._row_block_2d,
+        rowwise._col_block_2d,
+        rowwise._scalar_block_2d,
+        rowwise._rowwise_block,
+        rowwise._rowwise_stage,
+    )
+)
 
-# Index maps of the stages without a matmul (pieces/matmul.py has its own), by grid:
-# element-wise (i, j), column reduction (j, i): row blocks innermost, and convolution (b, i, j).
+# Index maps of the stages without a piece of their own (pieces/matmul.py and rowwise.py have
+# theirs), by grid: column reduction (j, i): row blocks innermost, and convolution (b, i, j).
 # Each entry: role -> (block index, description).
-ELEMENTWISE_GRID = ("i", "j")
 COLUMN_REDUCTION_GRID = ("j", "i")
 IMAGE_GRID = ("b", "i", "j")  # convolution: image b, out-channel block i, one block of all pixels
 
@@ -74,7 +86,6 @@ _INDEX_MAPS = {
 
 def index_map_name(role: str, grid: tuple[str, ...], batched_operand: bool) -> str:
     suffix = {
-        ELEMENTWISE_GRID: "_ew",
         COLUMN_REDUCTION_GRID: "_rows_inner",
         IMAGE_GRID: "_per_image" if batched_operand else "_all_images",
     }[grid]

@@ -77,7 +77,9 @@ class HeadOperand:
 @dataclass(eq=False)
 class Stage:
     """A row-wise stage: the reference's element-wise and row-wise equations on (tm, tn) tiles,
-    or on blocks of whole rows when a reduction or a group reaches across the columns."""
+    or on blocks of whole rows when a reduction or a group reaches across the columns. Its
+    wrapper is pieces/rowwise.py's; render.py writes its body and parameters. The stages that
+    derive from it keep their own rendered grid and kernel."""
 
     number: int
     frame: Frame
@@ -139,18 +141,19 @@ class Stage:
         reach = "whole rows" if self.full_cols else "(rows, cols) tiles"
         return f"element-wise/row-wise body of {_epilogue(self)} over {reach}."
 
-    # -- its grid and its wrapper -------------------------------------------------------------
+    # -- its grid and its wrapper (a row-wise stage's are pieces/rowwise.py's; the column
+    # reduction and the convolution say theirs) ----------------------------------------------
     @property
     def grid(self) -> tuple[str, ...]:
-        return parts.ELEMENTWISE_GRID
+        raise NotImplementedError("a row-wise stage's grid is pieces/rowwise.py's")
 
     @property
     def semantics(self) -> str:
-        return '"parallel", "parallel"'
+        raise NotImplementedError("a row-wise stage's semantics are pieces/rowwise.py's")
 
     @property
     def grid_source(self) -> str:
-        return "rows // tm, cols // tn"
+        raise NotImplementedError("a row-wise stage's grid is pieces/rowwise.py's")
 
     def wrapper_shape_lines(self, params: list[str]) -> list[str]:
         """The wrapper's lines that read the stage's sizes from its operands."""
@@ -185,12 +188,7 @@ class Stage:
         return body.keywords
 
     def kernel_source(self, header: str, refs: list[str], body: KernelBody) -> str:
-        reach = "row block, all columns" if self.full_cols else "tm, tn"
-        doc = (
-            f'    """Stage {self.number}: the reference\'s equations, translated one by one, on '
-            f'one\n    ({reach}) block per grid step."""'
-        )
-        return "\n".join([header, doc, *indent(body.lines, 1)]) + "\n"
+        raise NotImplementedError("a row-wise stage's kernel is its body, run by pieces/rowwise.py")
 
 
 @dataclass(eq=False)

@@ -60,12 +60,6 @@ STAGES = {
     ("label", "grid", "semantics", "grid_source"),
     [
         (
-            "element-wise",
-            parts.ELEMENTWISE_GRID,
-            '"parallel", "parallel"',
-            "rows // tm, cols // tn",
-        ),
-        (
             "column-reduction",
             parts.COLUMN_REDUCTION_GRID,
             '"parallel", "arbitrary"',
@@ -80,7 +74,8 @@ STAGES = {
     ],
 )
 def test_each_kind_has_its_own_grid_and_semantics(label, grid, semantics, grid_source):
-    # (A matmul stage's grid is pieces/matmul.py's, run in test_matmul_piece.py.)
+    # (Matmul and row-wise stages' grids are pieces/matmul.py's and rowwise.py's, run in
+    # test_matmul_piece.py and test_rowwise_piece.py.)
     stage = STAGES[label]
     assert stage.label == label
     assert (stage.grid, stage.semantics, stage.grid_source) == (grid, semantics, grid_source)
@@ -115,9 +110,9 @@ def test_families_of_a_single_stage_plan():
     assert STAGES["convolution"].family == "convolution (implicit GEMM) + epilogue"
 
 
-@pytest.mark.parametrize("label", ["element-wise", "column-reduction", "convolution"])
-def test_every_kind_without_a_matmul_writes_a_kernel_that_parses(label):
-    # A matmul stage's kernel is pieces/matmul.py's, run in test_matmul_piece.py.
+@pytest.mark.parametrize("label", ["column-reduction", "convolution"])
+def test_every_kind_without_a_piece_of_its_own_writes_a_kernel_that_parses(label):
+    # Matmul and row-wise stages run pieces/matmul.py's and rowwise.py's (their own tests).
     stage = STAGES[label]
     body = KernelBody(["out_ref[...] = y0"], ["tm", "tn"])
     if stage.reduces_rows:

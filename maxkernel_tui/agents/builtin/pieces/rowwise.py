@@ -1,0 +1,101 @@
+"""The row-wise stage of the kernels the built-in agent writes: element-wise and row-wise
+equations of the reference on 2-D blocks, one parameterised wrapper. A block is (tm, tn), or
+(tm, every column) when the body reduces over the columns or reads groups of them; the body,
+translated from the reference's jaxpr, comes in as a function of the stage's refs.
+
+render.py copies these functions into each kernel file unchanged (with blocks.py's helpers and
+the file's BLOCK_* tunables) and calls `_rowwise_stage` with the stage's parameters; tests call
+them directly in interpret mode. Imports jax.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+
+from maxkernel_tui.agents.builtin.pieces.blocks import (
+    _block_bytes,
+    _compiler_params,
+    _fit_rows,
+    _pick_block,
+)
+
+# Preferred block sizes: the generated file defines its own under `# Tunables`.
+BLOCK_ROWS = 512
+BLOCK_COLS = 512
+
+
+def _tile_block_2d(i, j):
+    """Tile (i, j): row block i, column block j."""
+    return i, j
+
+
+def _row_block_2d(i, j):
+    """One value per row: row block i."""
+    return i, 0
+
+
+def _col_block_2d(i, j):
+    """One value per column: column block j."""
+    return 0, j
+
+
+def _scalar_block_2d(i, j):
+    """A single value, the same block at every step."""
+    return 0, 0
+
+
+def _rowwise_block(role, tm, tn):
+    """(block shape, index map) of an operand by its role: tile (rows, cols), row (rows, 1),
+    col (1, cols) or scalar (1, 1)."""
+    return {
+        "tile": ((tm, tn), _tile_block_2d),
+        "row": ((tm, 1), _row_block_2d),
+        "col": ((1, tn), _col_block_2d),
+        "scalar": ((1, 1), _scalar_block_2d),
+    }[role]
+
+
+def _rowwise_stage(
+    *operands,
+    rows,
+    cols,
+    roles,
+    outputs,
+    body,
+    full_cols=False,
+    row_align=8,
+    temporaries=0,
+):
+    """One row-wise stage over a (rows, cols) frame: `body(*operand_refs, *out_refs, tm=, tn=)`
+    on each block. roles: the role of each operand (see _rowwise_block); outputs: (role, dtype)
+    of each result. `full_cols`: a block spans every column. `temporaries`: f32 (tm, tn) values
+    the body makes, for the VMEM estimate."""
+    all_roles = [*roles, *(role for role, _ in outputs)]
+    tm = _pick_block(rows, BLOCK_ROWS, row_align)
+    tiled = any(role in ("tile", "col") for role in all_roles)
+    tn = _pick_block(cols, BLOCK_COLS, 128) if tiled and not full_cols else cols
+    dtypes = [*(array.dtype for array in operands), *(dtype for _, dtype in outputs)]
+
+    def footprint(tm):
+        # Two buffers per pipelined block, plus the body's f32 tile temporaries.
+        blocks = sum(
+            _block_bytes(*_rowwise_block(role, tm, tn)[0], dtype)
+            for role, dtype in zip(all_roles, dtypes)
+        )
+        return 2 * blocks + temporaries * _block_bytes(tm, tn, jnp.float32)
+
+    tm = _fit_rows(rows, tm, row_align, footprint)
+    sizes = {"tile": (rows, cols), "row": (rows, 1), "col": (1, cols), "scalar": (1, 1)}
+    results = pl.pallas_call(
+        functools.partial(body, tm=tm, tn=tn),
+        out_shape=[jax.ShapeDtypeStruct(sizes[role], dtype) for role, dtype in outputs],
+        grid=(rows // tm, cols // tn),
+        in_specs=[pl.BlockSpec(*_rowwise_block(role, tm, tn)) for role in roles],
+        out_specs=[pl.BlockSpec(*_rowwise_block(role, tm, tn)) for role, _ in outputs],
+        compiler_params=_compiler_params(("parallel", "parallel"), footprint(tm)),
+    )(*operands)
+    return results[0] if len(results) == 1 else results
