@@ -159,6 +159,8 @@ GEMM_ROW_MEAN = GEMM_NAMED.replace(
 )
 
 
+# The agent traces the reference and runs it to choose its precision: seconds per task.
+@pytest.mark.slow
 @pytest.mark.parametrize("style", [GEMM_NAMED, GEMM_DICT], ids=["named", "dict"])
 def test_a_gemm_whose_rows_and_columns_coincide_is_planned_with_the_bias_on_the_columns(
     tmp_path, style
@@ -169,6 +171,7 @@ def test_a_gemm_whose_rows_and_columns_coincide_is_planned_with_the_bias_on_the_
     assert "b.reshape(1, w_dim1)" in source and "x_dim0" not in source
 
 
+@pytest.mark.slow
 def test_the_bias_of_matmul_sigmoid_sum_is_read_from_the_weight_not_the_input(tmp_path):
     task = _folder(tmp_path, "matmul_sigmoid_sum", MATMUL_SIGMOID_SUM_DICT)
     assert task.configs == ("bench",)  # sizes in a dict: nothing derived today
@@ -176,6 +179,7 @@ def test_the_bias_of_matmul_sigmoid_sum_is_read_from_the_weight_not_the_input(tm
     assert "bias.reshape(1, weight_dim1)" in source and "x_dim1" not in source
 
 
+@pytest.mark.slow
 def test_the_probe_traces_the_reference_where_coinciding_sizes_differ(tmp_path):
     task = _folder(tmp_path, "gemm_row_mean", GEMM_ROW_MEAN)
     assert CHECK in task.configs
