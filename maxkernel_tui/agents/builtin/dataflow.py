@@ -275,10 +275,10 @@ def flow_equation(
 ) -> None:
     """Tie and define the result sizes of one equation (`operands`: None for a constant).
     A primitive without a rule leaves its results' sizes to be found by value."""
-    if not results:
-        return
-    out = results[0]
     arrays = [o for o in operands if o is not None]
+    if not results or not arrays:
+        return  # constants only: nothing flows
+    out = results[0]
     if primitive in _REDUCTIONS:
         kept = [n for axis, n in enumerate(arrays[0]) if axis not in params["axes"]]
         flow.tie_all(tuple(kept), out)
