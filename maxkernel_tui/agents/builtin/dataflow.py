@@ -292,14 +292,14 @@ def flow_equation(
             flow.tie(arrays[0][axis], out[target])
     elif primitive == "reshape":
         _reshape(flow, arrays[0], out)
-    elif primitive == "dot_general":
+    elif primitive == "dot_general" and len(arrays) == 2:
         _dot_general(flow, params, arrays, out)
     elif primitive == "concatenate":
         for array in arrays:
             for axis, (a, b) in enumerate(zip(array, out, strict=True)):
                 if axis != params["dimension"]:
                     flow.tie(a, b)
-    elif primitive == "gather":
+    elif primitive == "gather" and len(arrays) == 2:
         # Batch axes of the result follow the indices' leading axes (x[r, idx[r]] is (r,)).
         indices = arrays[1]
         for a, b in zip(indices, out, strict=False):
