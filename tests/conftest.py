@@ -6,6 +6,10 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 # Tests compile for TPU in this process while worker processes do too; libtpu refuses a second
 # process unless told ("multi-process lockfile").
 os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
+# Evaluations in tests skip the sampled production tiles (production inputs and a cached XLA
+# reference at production shape: tens of seconds a task) unless a test asks for them with
+# EvalOptions(tile_blocks=...): tests/kernels/evaluation/test_production_verdicts.py does.
+os.environ.setdefault("MAXKERNEL_TUI_TILE_BLOCKS", "off")
 
 import fcntl
 

@@ -73,6 +73,7 @@ class BenchRow:
     seconds: float
     expert: ExpertComparison | None = None  # beside the task's expert baseline, where one exists
     executor_node: str = "local"  # where it was evaluated: this machine, or a Ray node
+    scope: str = ""  # where the verdict was earned (EvalReport.scope); "" in older results
 
     @property
     def significantly_faster(self) -> bool:
@@ -107,6 +108,7 @@ class BenchRow:
             seconds=round(sum(c.seconds for c in report.checks), 1),
             expert=report.expert,
             executor_node=report.executor_node,
+            scope=report.scope,
         )
 
 
@@ -267,6 +269,8 @@ def _totals(results: list[BenchRow]) -> BenchTotals:
 def _format_row(row: BenchRow) -> str:
     mark = "✓" if row.verdict == ACCEPTED else "✗"
     why = f"  {row.failed_check}: {row.detail[:110]}" if row.failed_check else ""
+    if row.verdict == ACCEPTED and row.scope:
+        why = f"  {row.scope}"
     where = "" if row.executor_node == "local" else f"  [{row.executor_node}]"
     return (
         f"{mark} {row.task:<58} {row.verdict:<9} {row.seconds:6.1f}s {_versus_expert(row)}"

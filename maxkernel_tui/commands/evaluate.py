@@ -14,7 +14,12 @@ from typing import Any
 
 from maxkernel_tui.commands.tasks import resolve_kernel_and_task
 from maxkernel_tui.config import flag_of
-from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness, UsageError
+from maxkernel_tui.kernels.evaluation.harness import (
+    EvalOptions,
+    Harness,
+    UsageError,
+    default_tile_blocks,
+)
 from maxkernel_tui.kernels.evaluation.report import ACCEPTED, format_report
 from maxkernel_tui.kernels.targets import DEFAULT_TARGET
 
@@ -53,6 +58,21 @@ def add_parser(commands: Any) -> None:
     parser.add_argument(
         "--detect-races", action="store_true", help="race detection in TPU interpret mode (slow)"
     )
+    parser.add_argument(
+        "--tiles",
+        type=int,
+        default=default_tile_blocks(),
+        metavar="N",
+        help="sampled production output tiles: N blocks drawn at random besides the corners of "
+        "each kernel's output grid (default %(default)s)",
+    )
+    parser.add_argument(
+        "--no-tiles",
+        dest="tiles",
+        action="store_const",
+        const=None,
+        help="no sampled production tiles: the verdict then says `checked at small shapes only`",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(run=run)
 
@@ -72,6 +92,7 @@ def run(args: argparse.Namespace) -> int:
         seeds=args.seeds,
         timeout=args.timeout,
         detect_races=args.detect_races,
+        tile_blocks=args.tiles,
     )
     with Harness(pool_size=0) as harness:  # one evaluation: no spare worker to start
         try:

@@ -14,7 +14,7 @@ from textual.message import Message
 from textual.widgets import Log
 
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
-from maxkernel_tui.kernels.evaluation.report import Check, EvalReport, format_check, format_report
+from maxkernel_tui.kernels.evaluation.report import Check, EvalReport, format_check
 from maxkernel_tui.kernels.task import Task
 
 LOG_LINES = 2000  # the tests log keeps the most recent lines only
@@ -66,8 +66,10 @@ class TestsPane(Vertical):
         self.write(format_check(check))
 
     def show_report(self, report: EvalReport) -> None:
-        """The report's last line: its verdict and why."""
-        self.write(format_report(report).splitlines()[-1])
+        """What the verdict rests on, then the verdict: where it was earned, or why not."""
+        for line in report.evidence:
+            self.write(f"  evidence: {line}")
+        self.write(report.verdict_line)
 
     @work(thread=True, exclusive=True, group="evaluate")
     def evaluate(
@@ -87,6 +89,6 @@ class TestsPane(Vertical):
     def on_evaluation_finished(self, message: EvaluationFinished) -> None:
         self.show_report(message.report)
 
-    def show_verdict(self, verdict: str, failure: str | None) -> None:
-        """An agent's evaluation: its verdict and first failure."""
-        self.write(f"verdict: {verdict.upper()}" + (f": {failure}" if failure else ""))
+    def show_verdict(self, report: EvalReport) -> None:
+        """An agent's evaluation: its verdict and where it was earned, or its first failure."""
+        self.write(report.verdict_line)

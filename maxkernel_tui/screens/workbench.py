@@ -371,13 +371,13 @@ class WorkbenchScreen(Screen[None]):
             case ev.Note() if event.role == "tester":
                 self.tests.write(event.text)
             case ev.EvaluationDone():
-                self.tests.show_verdict(event.verdict, event.failure)
+                self.tests.show_verdict(event.eval_report())
             case ev.EarlierVerdict() if self._link is not None:
                 self.source.show_version(
                     event.version_number, self._link.kernel_source(event.version_id)
                 )
                 self.tests.write(f"v{event.version_number} again: its earlier verdict stands")
-                self.tests.show_verdict(event.verdict, event.failure)
+                self.tests.show_verdict(event.eval_report())
             case ev.ProfileDone() if event.version_id is not None and event.error is None:
                 self.profile.show(ProfileSummary.from_json(event.summary))
             case ev.UsageReport():

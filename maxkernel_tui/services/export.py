@@ -121,10 +121,14 @@ def evaluation_markdown(report: dict[str, Any], created: float) -> list[str]:
     reason = f": {failed['name']}: {_cell(failed.get('detail', ''))}" if failed else ""
     targets = ", ".join(report.get("targets", [])) or "?"
     seeds = ", ".join(map(str, report.get("seeds", []))) or "-"
+    # reports stored before verdicts said their scope have none
+    scope = f", {report['scope']}" if report.get("scope") and verdict == "accepted" else ""
     lines = [
         "## Evaluation",
         "",
-        f"**{verdict.upper()}**{reason}",
+        f"**{verdict.upper()}**{scope}{reason}",
+        "",
+        *[f"- evidence: {_cell(line)}" for line in report.get("evidence", [])],
         "",
         (
             f"Evaluated {local_time(created)} for TPU {targets}; "

@@ -46,7 +46,7 @@ async def test_starter_source_then_edit_and_evaluate(tmp_path, suite_tasks):
         assert any(line.startswith("✓ tpu_compile") for line in lines)
         # the workbench's evaluations run in the same OS sandbox as the command line's
         assert any(line.startswith("✓ sandbox") and "ran confined" in line for line in lines)
-        assert lines[-1] == "verdict: ACCEPTED"
+        assert lines[-1] == "verdict: ACCEPTED, checked at small shapes only"  # tiles off in tests
         saved = tmp_path / "data" / "workbench" / "12p_RMSNorm" / "kernel.py"
         assert saved.read_text() == source.text
 

@@ -12,6 +12,8 @@ does in this process can reach the reference's outputs.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import json
 import resource
 import sys
@@ -22,11 +24,12 @@ from pathlib import Path
 from typing import Any
 
 import jax
+import numpy as np
 from jax.experimental.pallas import tpu as pltpu
 
 from maxkernel_tui.kernels import aot
 from maxkernel_tui.kernels import reference_runtime as runtime
-from maxkernel_tui.kernels.evaluation import kernel_work, production_checks
+from maxkernel_tui.kernels.evaluation import kernel_work, production_checks, production_tiles
 from maxkernel_tui.kernels.evaluation.jaxpr_work import Work, measure
 from maxkernel_tui.kernels.evaluation.outputs import save_outputs
 from maxkernel_tui.kernels.evaluation.protocol import (
@@ -35,6 +38,8 @@ from maxkernel_tui.kernels.evaluation.protocol import (
     Done,
     NumericsRun,
     Run,
+    TilesRequest,
+    TilesRun,
     WorkerProblem,
     event_to_json,
 )
@@ -51,6 +56,8 @@ XLA_FLOPS_SHARE = 0.05
 XLA_REDUCED_SHARE = 0.10
 XLA_FLOPS_FLOOR = 1e7  # tiny matmuls (index arithmetic, small projections) do not count
 XLA_REDUCED_FLOOR = 1e6
+# What TPU interpret mode raises for a kernel's own faults in a sampled production run.
+_KERNEL_FAULTS = ("Out-of-bounds", "out-of-bounds", "out of bounds", "RACE DETECTED")
 
 
 def _emit(event: CandidateEvent) -> None:
@@ -115,6 +122,9 @@ def evaluate_candidate(request: CandidateRequest) -> None:
         # a probe is feedback at one configuration: the production defences are a verdict's
         runs = request.runs if request.probe else _production_check(subject, request)
         if runs is not None:
+            # a full production run (affordable shapes) judges more than a sample would
+            if request.tiles is not None and request.bench_config not in {c for c, _ in runs}:
+                _tiles_run(subject, request, request.tiles)
             _numerics_runs(subject, request, runs)
 
 
@@ -229,6 +239,7 @@ def _production_check(subject: _Subject, request: CandidateRequest) -> list[Run]
             at(bench, subject.specs, static),
             at(CHECK, check_specs, check_static),
             on_tpu=jax.default_backend() == "tpu",
+            tiles=request.tiles is not None,
         )
     except Exception as error:  # a program the analysis cannot read is judged by numerics alone
         detail = f"defences not applied: the kernels could not be measured: {_first_lines(error)}"
@@ -291,6 +302,68 @@ def _numerics_runs(subject: _Subject, request: CandidateRequest, runs: list[Run]
             pltpu.reset_tpu_interpret_mode_state()  # the interpreter keeps state after an error
         seconds = round(time.perf_counter() - start, 3)
         _emit(NumericsRun(config, seed, files, error, races, seconds))
+
+
+def _tiles_run(subject: _Subject, request: CandidateRequest, tiles: TilesRequest) -> None:
+    """Sampled output tiles of the kernels at production shapes (evaluation/production_tiles.py),
+    saved for the harness to compare with the reference."""
+    start = time.perf_counter()
+    config = request.bench_config
+    run = functools.partial(TilesRun, config, tiles.input_seed, tiles.sample_seed)
+    params = pltpu.InterpretParams(uninitialized_memory="nan", out_of_bounds_reads="raise")
+    try:
+        dynamic = _production_inputs(subject, tiles.inputs)
+        traced = jax.make_jaxpr(subject.program)(*dynamic)
+        sampled = production_tiles.run_sampled(
+            traced,
+            jax.tree.leaves(dynamic),
+            np.random.default_rng(tiles.sample_seed),
+            random_blocks=tiles.random_blocks,
+            params=params,
+        )
+        del dynamic
+        values: list[str] = []
+        indices: list[str] = []
+        for number, (output, decided) in enumerate(zip(sampled.outputs, sampled.decided)):
+            flat = np.flatnonzero(decided)
+            chosen = output.reshape(-1)[flat].astype(np.float32)
+            for files, array, part in ((values, chosen, "values"), (indices, flat, "indices")):
+                path = Path(request.out_dir) / f"tiles-{part}-{number}.npy"
+                np.save(path, array, allow_pickle=False)
+                files.append(str(path))
+        event = run(
+            values=values,
+            indices=indices,
+            kernels=[k.describe() for k in sampled.kernels],
+            blocks=sum(k.blocks for k in sampled.kernels),
+            of_blocks=sum(k.of_blocks for k in sampled.kernels),
+        )
+    except production_tiles.NotSampleable as reason:
+        event = run(unsampleable=str(reason))
+    except Exception as failure:
+        pltpu.reset_tpu_interpret_mode_state()
+        text = _first_lines(failure)
+        # a fault the interpreter found in the kernel rejects it; any other stop may be this
+        # harness's rewriting of a kernel it did not foresee, so it only leaves the production
+        # shapes unverified (the verdict says so) and never rejects an honest kernel
+        if any(sign in text for sign in _KERNEL_FAULTS):
+            event = run(error=text)
+        else:
+            event = run(unsampleable=f"the sampled run stopped: {text}")
+    _emit(dataclasses.replace(event, seconds=round(time.perf_counter() - start, 3)))
+
+
+def _production_inputs(subject: _Subject, files: list[str]) -> Any:
+    """The production inputs the reference was computed on (raw .npy copies in this process's
+    directory), as arrays of the inputs' shapes and types."""
+    specs = jax.tree.leaves(subject.specs)
+    if len(files) != len(specs):
+        raise RuntimeError(f"{len(files)} production input files for {len(specs)} inputs")
+    leaves = []
+    for path, spec in zip(files, specs, strict=True):
+        raw = np.load(path, allow_pickle=False)
+        leaves.append(jax.numpy.asarray(raw.view(spec.dtype).reshape(spec.shape)))
+    return jax.tree.unflatten(jax.tree.structure(subject.specs), leaves)
 
 
 def _races_found() -> bool | None:

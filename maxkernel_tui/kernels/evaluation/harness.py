@@ -10,16 +10,18 @@ outputs are compared here. Cheap checks first, stopping at the first failure.
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import shutil
 import tempfile
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
+from maxkernel_tui.kernels.evaluation import reference_cache
 from maxkernel_tui.kernels.evaluation.expert_comparison import (
     estimated_expert_check,
     is_expert,
@@ -33,13 +35,24 @@ from maxkernel_tui.kernels.evaluation.protocol import (
     ReferenceAnswer,
     ReferenceRequest,
     Run,
+    TilesRequest,
+    TilesRun,
     WorkerProblem,
     event_from_json,
 )
 from maxkernel_tui.kernels.evaluation.provenance import verdict_inputs
-from maxkernel_tui.kernels.evaluation.report import EDGE, FAIL, PASS, SKIP, Check, EvalReport
+from maxkernel_tui.kernels.evaluation.report import (
+    EDGE,
+    FAIL,
+    PASS,
+    PRODUCTION_SHAPES,
+    SKIP,
+    Check,
+    EvalReport,
+)
 from maxkernel_tui.kernels.evaluation.snapshot import TaskSnapshot, snapshot_task
 from maxkernel_tui.kernels.evaluation.static_checks import static_problems
+from maxkernel_tui.kernels.evaluation.tiles_verdict import not_sampled, tiles_check
 from maxkernel_tui.kernels.evaluation.timing import timing_check, tpu_present
 from maxkernel_tui.kernels.limits import file_oversize_problem
 from maxkernel_tui.kernels.sandbox.policy import XlaCache
@@ -88,6 +101,28 @@ class EvalOptions:
     # lowering, compile and production checks run again, timing and the expert comparison do
     # not (EvalReport.with_edge_pass joins the two reports).
     edges_only: bool = False
+    # Sampled output tiles of the kernels at production shapes, against the reference computed
+    # by XLA on the CPU (evaluation/production_tiles.py): output blocks drawn at random beyond
+    # the grid's corners; None turns the sample off (the verdict then says small shapes only).
+    tile_blocks: int | None = field(default_factory=lambda: default_tile_blocks())
+
+
+TILE_BLOCKS_VARIABLE = "MAXKERNEL_TUI_TILE_BLOCKS"
+DEFAULT_TILE_BLOCKS = 4
+
+
+def default_tile_blocks() -> int | None:
+    """MAXKERNEL_TUI_TILE_BLOCKS: the blocks drawn beyond each output grid's corners (default
+    4), or `off` for no production tiles."""
+    value = os.environ.get(TILE_BLOCKS_VARIABLE, "").strip().lower()
+    if value in ("off", "none", "no"):
+        return None
+    return int(value) if value.isdigit() else DEFAULT_TILE_BLOCKS
+
+
+# The production inputs' seed: fixed, so the reference's production outputs are computed once per
+# task and kept in the cache; the sample of tiles is what is fresh each evaluation.
+PRODUCTION_INPUT_SEED = 0
 
 
 ProbeStage = Literal["tpu_lower", "tpu_compile", "numerics"]
@@ -195,8 +230,13 @@ class Harness:
                 source
             )  # the candidate never sees its original folder
             expert = is_expert(kernel, snapshot.original)
-            events = self._run_candidate(
-                worker, workdir, task, options, runs, extra, report, expert
+            tiles_request, production = _tiles_request(task, options), None
+            if tiles_request is not None:
+                tiles_request, production = self._production_reference(task, tiles_request, workdir)
+                if tiles_request is None:
+                    report.add(not_sampled(production))
+            events, tiles = self._run_candidate(
+                worker, workdir, task, options, runs, extra, report, expert, tiles_request
             )
             # its job is done: free its memory before the reference runs (finally is a no-op then)
             worker.close()
@@ -204,6 +244,9 @@ class Harness:
             runs += [key for key in events if key not in runs]
             if report.failure is None and runs:
                 self._check_numerics(task, runs, extra, events, report)
+            if report.failure is None:
+                for run in tiles:
+                    report.add(tiles_check(task, run, production))
             if report.failure is None and options.extra_configs and not extra:
                 report.add(
                     Check(
@@ -251,7 +294,7 @@ class Harness:
                 out_dir=str(workdir),
                 probe=probe.through,
             )
-            events = self._run_request(worker, request, probe.timeout, report)
+            events, _ = self._run_request(worker, request, probe.timeout, report)
             worker.close()
             if report.failure is None and runs:
                 self._check_numerics(snapshot.task, runs, {}, events, report)
@@ -270,7 +313,8 @@ class Harness:
         extra: dict[str, dict[str, int]],
         report: EvalReport,
         expert_baseline: bool,
-    ) -> dict[Run, NumericsRun]:
+        tiles_request: TilesRequest | None,
+    ) -> tuple[dict[Run, NumericsRun], list[TilesRun]]:
         request = CandidateRequest(
             kernel=str(workdir / "kernel.py"),
             task=str(task.folder),
@@ -283,14 +327,17 @@ class Harness:
             require_pallas=options.require_pallas,
             expert_baseline=expert_baseline,
             edges_only=options.edges_only,
+            tiles=tiles_request,
         )
         return self._run_request(worker, request, options.timeout, report)
 
     def _run_request(
         self, worker: LineWorker, request: CandidateRequest, timeout: float, report: EvalReport
-    ) -> dict[Run, NumericsRun]:
-        """The candidate's checks into `report`, and the outputs of its numerics runs."""
+    ) -> tuple[dict[Run, NumericsRun], list[TilesRun]]:
+        """The candidate's checks into `report`, and the outputs of its numerics and production
+        tiles runs."""
         outputs: dict[Run, NumericsRun] = {}
+        tiles: list[TilesRun] = []
         deadline = time.monotonic() + timeout
         stage_started = time.monotonic()
         worker.send(json.dumps(request.to_json()))
@@ -301,11 +348,13 @@ class Harness:
                 seconds = round(time.monotonic() - stage_started, 3)
                 detail = self._failure_detail(failure, worker)
                 report.add(Check(_stage_in_progress(report), FAIL, detail, seconds))
-                return outputs
+                return outputs, tiles
             if isinstance(event, Check):
                 stage_started = time.monotonic()
-            if _take(event, report, outputs):
-                return outputs
+            if isinstance(event, TilesRun):
+                tiles.append(event)
+            elif _take(event, report, outputs):
+                return outputs, tiles
 
     def _failure_detail(self, failure: WorkerFailure, worker: LineWorker) -> str:
         if failure.kind == "timeout":
@@ -315,6 +364,44 @@ class Harness:
             limit = f"{self.memory_bytes / GIB:.0f} GiB"
             return f"out of memory (limit {limit}): the candidate process {text}"
         return f"the candidate process crashed: {text}"
+
+    def _ask(self, request: ReferenceRequest) -> ReferenceAnswer:
+        """The reference worker's answer; the caller holds the reference lock."""
+        try:
+            raw = self._reference.ask(json.dumps(request.to_json()), timeout=1800)
+            return ReferenceAnswer.from_json(raw)
+        except WorkerFailure as failure:
+            return ReferenceAnswer(error=f"reference process failed: {failure}")
+
+    def _production_reference(
+        self, task: Task, tiles: TilesRequest, workdir: Path
+    ) -> tuple[TilesRequest | None, NumericsRun]:
+        """The reference's production outputs for the tiles check, from the cache (computed on
+        first use by the sandboxed reference worker, in its own directory, then kept), and the
+        tiles request with a private copy of the inputs they were computed on: the candidate
+        gets inputs, never the cache."""
+        run = (task.configs[0], tiles.input_seed)
+        folder = reference_cache.folder(task, *run)
+        reference = reference_cache.cached(folder, run)
+        if reference is None:
+            with self._reference_lock:
+                assert self._reference.directory is not None
+                scratch = Path(tempfile.mkdtemp(dir=self._reference.directory))
+                try:
+                    request = ReferenceRequest(
+                        str(task.folder), [run], str(scratch), with_inputs=[run]
+                    )
+                    answer = self._ask(request)
+                    made = next(iter(answer.runs), NumericsRun(*run, error=answer.error))
+                    reference = reference_cache.keep(folder, made)
+                finally:
+                    shutil.rmtree(scratch, ignore_errors=True)
+        if reference.files is None or not reference.inputs:
+            return None, reference
+        private = workdir / "production-inputs"
+        private.mkdir()
+        copies = [str(shutil.copy(path, private)) for path in reference.inputs]
+        return replace(tiles, inputs=copies), reference
 
     def _check_numerics(
         self,
@@ -330,11 +417,7 @@ class Harness:
             assert self._reference.directory is not None
             reference_dir = Path(tempfile.mkdtemp(dir=self._reference.directory))
             request = ReferenceRequest(str(task.folder), runs, str(reference_dir), extra)
-            try:
-                raw = self._reference.ask(json.dumps(request.to_json()), timeout=1800)
-                answer = ReferenceAnswer.from_json(raw)
-            except WorkerFailure as failure:
-                answer = ReferenceAnswer(error=f"reference process failed: {failure}")
+            answer = self._ask(request)
         try:
             self._compare(task, runs, extra, candidate_runs, answer, reference_started, report)
         finally:
@@ -390,6 +473,17 @@ def _compare_with_expert(
     if report.expert is None and not tpu_present():
         check, report.expert = estimated_expert_check(copy, task, options.target, options.timeout)
         report.add(check)
+
+
+def _tiles_request(task: Task, options: EvalOptions) -> TilesRequest | None:
+    """Sampled production tiles for a full evaluation of a task with smaller shapes to check
+    on; a fresh sample every time."""
+    if options.tile_blocks is None or options.edges_only or options.config is not None:
+        return None
+    if len(task.configs) < 2:
+        return None  # production shapes are the only ones: numerics runs them in full
+    sample_seed = secrets.randbelow(2**31 - 1)
+    return TilesRequest(PRODUCTION_INPUT_SEED, sample_seed, options.tile_blocks)
 
 
 def _read_source(kernel: Path, report: EvalReport) -> str | None:
@@ -510,4 +604,10 @@ def _compare_runs(
                 f"{comparison.describe()}",
             )
         details.append(f"{label} {comparison.describe()}")
-    return Check(name, PASS, f"{len(runs)} run(s) within tolerance; " + "; ".join(details))
+    at_production = any(config == task.configs[0] for config, _ in runs) and len(task.configs) > 1
+    return Check(
+        name,
+        PASS,
+        f"{len(runs)} run(s) within tolerance; " + "; ".join(details),
+        data={PRODUCTION_SHAPES: True} if at_production else {},
+    )

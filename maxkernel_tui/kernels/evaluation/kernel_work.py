@@ -1,7 +1,8 @@
 """What a program's Pallas kernels do at one set of shapes, as plain data. Imports jax.
 
 For each `pallas_call` of a traced program: its MXU flops over the whole grid (a `scan` in the
-body counts its length times, a `cond` its most expensive branch: an upper bound), whether that
+body counts its length times, a `cond` (`pl.when`) its most expensive branch: an upper bound,
+of which the flops under a branch are kept apart as conditional), whether that
 count is exact (a `while` loop or scalar-prefetch index maps make the work data-dependent), the
 kinds of operation its body uses and the operand types of its matmuls (what the body *is*, apart
 from its sizes), and how much of each output its blocks cover over the grid. The heavy work left
@@ -67,6 +68,7 @@ def _kernel_work(eqn: Any) -> KernelWork:
         name=str(getattr(eqn.params["jaxpr"].debug_info, "func_name", None) or "kernel"),
         steps=steps,
         mxu_flops=body.mxu_flops * steps,
+        conditional_flops=body.conditional_flops * steps,
         exact=not (body.data_dependent or prefetch),
         operations=sorted(body.operations),
         matmul_types=sorted(body.matmul_types),
@@ -79,6 +81,7 @@ class _Body:
 
     def __init__(self) -> None:
         self.mxu_flops = 0.0
+        self.conditional_flops = 0.0  # the part of mxu_flops under a cond branch
         self.data_dependent = False
         self.operations: set[str] = set()
         self.matmul_types: set[str] = set()
@@ -116,7 +119,9 @@ class _Body:
             self.data_dependent |= probe.data_dependent
             self.operations |= probe.operations
             self.matmul_types |= probe.matmul_types
-        self.mxu_flops += max(costs, default=0.0)
+        most = max(costs, default=0.0)
+        self.mxu_flops += most
+        self.conditional_flops += most
 
 
 def _output_coverage(grid_mapping: Any, grid: list[int], steps: int) -> float | None:

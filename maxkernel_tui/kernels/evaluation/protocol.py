@@ -23,6 +23,18 @@ def _runs(data: Any) -> list[Run]:
 
 
 @dataclass(frozen=True)
+class TilesRequest:
+    """Sampled output tiles at production shapes (evaluation/production_tiles.py): the inputs'
+    seed (fixed, so the reference's outputs are computed once and cached), the sample's seed
+    (fresh per evaluation) and how many blocks beyond the grid's corners to draw."""
+
+    input_seed: int
+    sample_seed: int
+    random_blocks: int
+    inputs: list[str] = field(default_factory=list)  # the production inputs (.npy), a copy
+
+
+@dataclass(frozen=True)
 class CandidateRequest:
     kernel: str  # the candidate's file, in its private directory
     task: str  # the task's folder
@@ -41,13 +53,21 @@ class CandidateRequest:
     # An agent's probe (harness.Probe): "" for an evaluation; "tpu_lower" or "tpu_compile" stop
     # after that stage; "numerics" runs `runs` without the production defences.
     probe: str = ""
+    tiles: TilesRequest | None = None  # None: no sampled production tiles
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> CandidateRequest:
-        return cls(**dict(data, runs=_runs(data["runs"])))
+        tiles = data.get("tiles")
+        return cls(
+            **dict(
+                data,
+                runs=_runs(data["runs"]),
+                tiles=None if tiles is None else TilesRequest(**tiles),
+            )
+        )
 
 
 @dataclass(frozen=True)
@@ -60,6 +80,7 @@ class NumericsRun:
     error: str | None = None
     races: bool | None = None  # TPU interpret mode's race detector, when asked for
     seconds: float = 0.0
+    inputs: list[str] | None = None  # the inputs' leaves (.npy), for cached production runs
 
     @property
     def key(self) -> Run:
@@ -70,6 +91,36 @@ class NumericsRun:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> NumericsRun:
+        return cls(**data)
+
+
+@dataclass(frozen=True)
+class TilesRun:
+    """The candidate's sampled production tiles: per program output, the values the sample
+    decides (`values`, .npy) at their flat indices (`indices`, .npy); or why there are none
+    (`error`: the kernel failed; `unsampleable`: the program cannot be run by tiles)."""
+
+    config: str
+    input_seed: int
+    sample_seed: int
+    values: list[str] | None = None
+    indices: list[str] | None = None
+    kernels: list[str] = field(default_factory=list)  # one line per pallas_call sampled
+    blocks: int = 0  # output blocks sampled, over every kernel
+    of_blocks: int = 0
+    error: str | None = None
+    unsampleable: str | None = None
+    seconds: float = 0.0
+
+    @property
+    def key(self) -> Run:
+        return (self.config, self.input_seed)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> TilesRun:
         return cls(**data)
 
 
@@ -86,16 +137,18 @@ class Done:
     """The candidate worker's last line."""
 
 
-CandidateEvent = Check | NumericsRun | WorkerProblem | Done
+CandidateEvent = Check | NumericsRun | TilesRun | WorkerProblem | Done
 
 
 def event_to_json(event: CandidateEvent) -> dict[str, Any]:
-    """One line of the candidate worker: {"check"}, {"run"}, {"usage_error"}, {"error"} or
-    {"done"}."""
+    """One line of the candidate worker: {"check"}, {"run"}, {"tiles"}, {"usage_error"},
+    {"error"} or {"done"}."""
     if isinstance(event, Check):
         return {"check": event.to_json()}
     if isinstance(event, NumericsRun):
         return {"run": event.to_json()}
+    if isinstance(event, TilesRun):
+        return {"tiles": event.to_json()}
     if isinstance(event, WorkerProblem):
         return {"usage_error" if event.usage else "error": {"detail": event.detail}}
     return {"done": {}}
@@ -107,6 +160,8 @@ def event_from_json(data: Mapping[str, Any]) -> CandidateEvent:
         return Check.from_json(payload)
     if kind == "run":
         return NumericsRun.from_json(payload)
+    if kind == "tiles":
+        return TilesRun.from_json(payload)
     if kind in ("usage_error", "error"):
         return WorkerProblem(payload.get("detail", ""), usage=kind == "usage_error")
     return Done()
@@ -118,13 +173,17 @@ class ReferenceRequest:
     runs: list[Run]
     out_dir: str
     extra_configs: dict[str, dict[str, int]] = field(default_factory=dict)
+    # Runs whose inputs are saved beside the outputs (the production tiles' reference, which the
+    # harness keeps in the cache: evaluation/reference_cache.py), within the CPU budget.
+    with_inputs: list[Run] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ReferenceRequest:
-        return cls(**dict(data, runs=_runs(data["runs"])))
+        with_inputs = _runs(data.get("with_inputs", []))
+        return cls(**dict(data, runs=_runs(data["runs"]), with_inputs=with_inputs))
 
 
 @dataclass(frozen=True)

@@ -13,14 +13,18 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import jax
+import numpy as np
 
 from maxkernel_tui.kernels import reference_runtime as runtime
+from maxkernel_tui.kernels.evaluation.jaxpr_work import measure
 from maxkernel_tui.kernels.evaluation.outputs import save_outputs
+from maxkernel_tui.kernels.evaluation.production_checks import REFERENCE_FLOPS_BUDGET
 from maxkernel_tui.kernels.evaluation.protocol import NumericsRun, ReferenceAnswer, ReferenceRequest
 from maxkernel_tui.kernels.loader import load_task
-from maxkernel_tui.kernels.task import TaskError
+from maxkernel_tui.kernels.task import Task, TaskError
 from maxkernel_tui.kernels.workers import READY
 
 
@@ -33,6 +37,9 @@ def reference_outputs(request: ReferenceRequest) -> ReferenceAnswer:
         return ReferenceAnswer(error=str(error))
     runs = []
     for config, seed in request.runs:
+        if (config, seed) in request.with_inputs:
+            runs.append(_with_inputs(task, module, config, seed, Path(request.out_dir)))
+            continue
         try:
             with jax.default_matmul_precision("highest"):
                 _, _, output = runtime.run_reference(task, module, config, seed)
@@ -41,6 +48,38 @@ def reference_outputs(request: ReferenceRequest) -> ReferenceAnswer:
         except TaskError as error:
             runs.append(NumericsRun(config, seed, error=str(error)))
     return ReferenceAnswer(runs)
+
+
+def _with_inputs(task: Task, module: Any, config: str, seed: int, out_dir: Path) -> NumericsRun:
+    """The reference's outputs and the inputs they were computed on, within the CPU budget
+    (production_checks.REFERENCE_FLOPS_BUDGET)."""
+    try:
+        specs, static = runtime.input_specs(task, module, config)
+        traced = jax.make_jaxpr(lambda *d: module.computation(*d, *static))(*specs)
+    except Exception as error:
+        return NumericsRun(config, seed, error=f"the reference does not trace: {error}")
+    flops = measure(traced).xla_flops
+    if flops > REFERENCE_FLOPS_BUDGET:
+        return NumericsRun(
+            config,
+            seed,
+            error=f"the reference at production shapes needs {flops:.3g} matmul flops, over "
+            f"the CPU budget of {REFERENCE_FLOPS_BUDGET:.0g} (a TPU runs them in full)",
+        )
+    try:
+        with jax.default_matmul_precision("highest"):
+            dynamic, _, output = runtime.run_reference(task, module, config, seed)
+    except TaskError as error:
+        return NumericsRun(config, seed, error=str(error))
+    files = save_outputs(out_dir, f"reference-{config}-{seed}", output)
+    inputs = []
+    for index, leaf in enumerate(jax.tree.leaves(dynamic)):
+        # raw bytes: the reader views them as the input's dtype (bf16 has no .npy type)
+        array = np.asarray(leaf)
+        path = out_dir / f"input-{config}-{seed}-{index}.npy"
+        np.save(path, array.view(f"V{array.dtype.itemsize}"))
+        inputs.append(str(path))
+    return NumericsRun(config, seed, files=files, inputs=inputs)
 
 
 def main() -> None:

@@ -25,6 +25,13 @@ PASS, FAIL, SKIP = CheckStatus.PASS, CheckStatus.FAIL, CheckStatus.SKIP
 ACCEPTED, REJECTED = Verdict.ACCEPTED, Verdict.REJECTED
 SPEEDUP = "speedup over the XLA reference"  # what the timing that decides a win is
 EDGE = "edge"  # numerics on the tester's validated edge-case configurations
+TILES = "tiles"  # sampled output tiles of the production grid (evaluation/tiles_verdict.py)
+# Where a verdict was earned: the kernel's own outputs compared at production shapes (sampled
+# tiles, a full production run, device numerics on a TPU), or only at the smaller shapes.
+VERIFIED_AT_PRODUCTION = "verified at production shapes"
+SMALL_SHAPES_ONLY = "checked at small shapes only"
+# Check.data keys that say a passed check compared outputs at production shapes.
+PRODUCTION_SHAPES = "production_shapes"
 
 
 @dataclass
@@ -101,6 +108,45 @@ class EvalReport:
     def failure(self) -> Check | None:
         return next((c for c in self.checks if c.status == FAIL), None)
 
+    @property
+    def scope(self) -> str:
+        """VERIFIED_AT_PRODUCTION when a passed check compared the kernel's outputs at
+        production shapes, else SMALL_SHAPES_ONLY."""
+        at_production = any(
+            c.status == PASS and (c.name == TILES or c.data.get(PRODUCTION_SHAPES))
+            for c in self.checks
+        )
+        return VERIFIED_AT_PRODUCTION if at_production else SMALL_SHAPES_ONLY
+
+    @property
+    def evidence(self) -> list[str]:
+        """What the verdict rests on, one line each: the shapes and seeds of the numerics
+        (`inputs`), the production tiles sampled or why none were, the device numerics."""
+        lines = list(self.inputs)
+        for check in self.checks:
+            if check.name == TILES:
+                data = check.data
+                sampled = (
+                    f"{data.get('blocks', 0)} of {data.get('of_blocks', 0)} output blocks, "
+                    f"sample seed {data.get('sample_seed')}, inputs seed {data.get('input_seed')}"
+                    if data.get("blocks")
+                    else check.detail
+                )
+                lines.append(f"production tiles ({check.status}): {sampled}")
+            elif check.name == "timing" and check.data.get(PRODUCTION_SHAPES):
+                lines.append(f"device numerics at production shapes ({check.status})")
+        return lines
+
+    @property
+    def verdict_line(self) -> str:
+        """An acceptance and the scope it was earned at, or a rejection and its first failure's
+        reason (which names the shapes it failed at)."""
+        failure = self.failure
+        if self.verdict == ACCEPTED:
+            return f"verdict: ACCEPTED, {self.scope}"
+        reason = f": {failure.name}: {failure.detail}" if failure else ""
+        return f"verdict: REJECTED{reason}"
+
     def add(self, check: Check) -> Check:
         self.checks.append(check)
         if self.on_check is not None:
@@ -114,6 +160,8 @@ class EvalReport:
             "targets": self.targets,
             "device": self.device,
             "verdict": self.verdict,
+            "scope": self.scope,
+            "evidence": self.evidence,
             "checks": [c.to_json() for c in self.checks],
             "timings": [t.to_json() for t in self.timings],
             "seeds": self.seeds,
@@ -168,8 +216,6 @@ def format_report(report: EvalReport) -> str:
         lines.append(f"  timing: {timing.label}")
     if report.expert is not None:
         lines.append(f"  expert: {report.expert.label}")
-    lines += [f"  inputs: {line}" for line in report.inputs]
-    failure = report.failure
-    reason = f": {failure.name}: {failure.detail}" if failure else ""
-    lines.append(f"verdict: {report.verdict.upper()}{reason}")
+    lines += [f"  evidence: {line}" for line in report.evidence]
+    lines.append(report.verdict_line)
     return "\n".join(lines)

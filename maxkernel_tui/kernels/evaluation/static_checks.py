@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 
+from maxkernel_tui.kernels.evaluation.static_platform import platform_problem
 from maxkernel_tui.kernels.limits import text_oversize_problem
 
 ALLOWED_MODULES = {
@@ -129,6 +130,8 @@ def static_problems(
         for node in ast.walk(statement):
             problems.extend(_node_problems(node, imported_names))
             problems.extend(_reach_problems(node, modules))
+            if platform := platform_problem(node):
+                problems.append(platform)
     return list(dict.fromkeys(problems))  # one line per distinct problem, in source order
 
 

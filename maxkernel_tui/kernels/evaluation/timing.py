@@ -18,7 +18,15 @@ from pathlib import Path
 from maxkernel_tui.kernels.evaluation.device_timer import record_timing, run_timing_worker
 from maxkernel_tui.kernels.evaluation.expert_figures import EXPERT_SPEEDUP
 from maxkernel_tui.kernels.evaluation.protocol import WALL_CLOCK, TimingAnswer
-from maxkernel_tui.kernels.evaluation.report import FAIL, PASS, SKIP, SPEEDUP, Check, Timing
+from maxkernel_tui.kernels.evaluation.report import (
+    FAIL,
+    PASS,
+    PRODUCTION_SHAPES,
+    SKIP,
+    SPEEDUP,
+    Check,
+    Timing,
+)
 from maxkernel_tui.kernels.evaluation.stats import Speedup, median_estimate, speedup
 from maxkernel_tui.kernels.task import Task
 from maxkernel_tui.kernels.workers import WorkerFailure
@@ -96,6 +104,8 @@ def summarize_timing(answer: TimingAnswer) -> tuple[Check, list[Timing]]:
         PASS,
         f"speedup over the XLA reference {gain.describe()} ({clock}); {versus_expert}"
         + (f"; {answer.numerics.detail}" if answer.numerics else ""),
+        # the device compared the kernel with the reference at the timed (production) shapes
+        data={PRODUCTION_SHAPES: True} if answer.numerics is not None else {},
     ), timings
 
 

@@ -42,9 +42,11 @@ def test_kernels_that_cheat_only_at_production_shapes_are_rejected_and_honest_on
     assert honest.failure is None
     assert {d.name: d.outcome for d in honest.defences}["numerics"] == "scheduled"
     cheap = _findings(DATA / "cheap_body_above_size.py", task).failure
-    assert cheap.name == "work" and "materially less work" in cheap.detail
-    stale = _findings(DATA / "stale_rows_above_size.py", task).failure
-    assert stale.name == "coverage" and "50.0%" in stale.detail
+    assert cheap.name == "work" and "no matmul work" in cheap.detail
+    stale = {d.name: d for d in _findings(DATA / "stale_rows_above_size.py", task).defences}
+    # half the grid is also half the work the reference needs: both defences say so
+    assert stale["coverage"].outcome == "failed" and "50.0%" in stale["coverage"].detail
+    assert stale["work"].outcome == "failed" and "(0.50x)" in stale["work"].detail
     for expert_task in ("8p", "1p", "11p"):
         expert = find_task(expert_task, suite_tasks)
         assert _findings(expert.expert_path, expert).failure is None, expert_task

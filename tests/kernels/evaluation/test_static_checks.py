@@ -72,3 +72,37 @@ def test_problems_name_their_line():
         "touches clocks (`import time` at line 2; allowed: collections, dataclasses, enum, "
         "functools, itertools, jax, jaxlib, math, ml_dtypes, numpy, operator, typing)"
     ]
+
+
+PLATFORM_BRANCHES = [
+    'half = jax.default_backend() == "tpu"',
+    'half = jax.devices()[0].platform == "tpu"',
+    "half = len(jax.local_devices()) > 1",
+    'half = "TPU" in jax.devices()[0].device_kind',
+    'half = "TPU" in str(x.device)',
+    'half = "TPU" in str(x.sharding)',
+    "from jax import default_backend",
+    "from jax.extend.backend import get_backend",
+    'half = getattr(jax, "default_backend")() == "tpu"',
+    'half = hasattr(jax, "devices")',
+    "info = pltpu.get_tpu_info()",
+    "y = jax.lax.platform_dependent(x, tpu=lambda x: x, default=lambda x: x)",
+]
+
+
+@pytest.mark.parametrize("line", PLATFORM_BRANCHES)
+def test_a_kernel_may_not_observe_the_platform_it_runs_on(line):
+    source = textwrap.dedent(CLEAN).replace('    block = getattr(x, "shape")[0]\n', f"    {line}\n")
+    problems = static_problems(source)
+    assert any("observes the platform it runs on" in p and "line 13" in p for p in problems), (
+        problems
+    )
+
+
+def test_names_that_merely_look_like_platform_queries_pass():
+    """A local called `platform` or `devices` is not a query; only attributes, imports and
+    lookups by name are."""
+    source = textwrap.dedent(CLEAN).replace(
+        '    block = getattr(x, "shape")[0]\n', "    platform = devices = 2\n"
+    )
+    assert static_problems(source) == []
