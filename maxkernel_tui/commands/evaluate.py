@@ -18,9 +18,9 @@ from maxkernel_tui.kernels.evaluation.harness import (
     EvalOptions,
     Harness,
     UsageError,
-    default_tile_blocks,
 )
 from maxkernel_tui.kernels.evaluation.report import ACCEPTED, format_report
+from maxkernel_tui.kernels.evaluation.tiles_plan import default_tile_blocks
 from maxkernel_tui.kernels.targets import DEFAULT_TARGET
 
 

@@ -10,18 +10,17 @@ outputs are compared here. Cheap checks first, stopping at the first failure.
 from __future__ import annotations
 
 import json
-import os
 import secrets
 import shutil
 import tempfile
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from maxkernel_tui.kernels.evaluation import reference_cache
+from maxkernel_tui.kernels.evaluation import reference_cache, tiles_plan
 from maxkernel_tui.kernels.evaluation.expert_comparison import (
     estimated_expert_check,
     is_expert,
@@ -104,25 +103,7 @@ class EvalOptions:
     # Sampled output tiles of the kernels at production shapes, against the reference computed
     # by XLA on the CPU (evaluation/production_tiles.py): output blocks drawn at random beyond
     # the grid's corners; None turns the sample off (the verdict then says small shapes only).
-    tile_blocks: int | None = field(default_factory=lambda: default_tile_blocks())
-
-
-TILE_BLOCKS_VARIABLE = "MAXKERNEL_TUI_TILE_BLOCKS"
-DEFAULT_TILE_BLOCKS = 4
-
-
-def default_tile_blocks() -> int | None:
-    """MAXKERNEL_TUI_TILE_BLOCKS: the blocks drawn beyond each output grid's corners (default
-    4), or `off` for no production tiles."""
-    value = os.environ.get(TILE_BLOCKS_VARIABLE, "").strip().lower()
-    if value in ("off", "none", "no"):
-        return None
-    return int(value) if value.isdigit() else DEFAULT_TILE_BLOCKS
-
-
-# The production inputs' seed: fixed, so the reference's production outputs are computed once per
-# task and kept in the cache; the sample of tiles is what is fresh each evaluation.
-PRODUCTION_INPUT_SEED = 0
+    tile_blocks: int | None = field(default_factory=lambda: tiles_plan.default_tile_blocks())
 
 
 ProbeStage = Literal["tpu_lower", "tpu_compile", "numerics"]
@@ -230,7 +211,10 @@ class Harness:
                 source
             )  # the candidate never sees its original folder
             expert = is_expert(kernel, snapshot.original)
-            tiles_request, production = _tiles_request(task, options), None
+            tiles_request = tiles_plan.request(
+                task, options.tile_blocks, whole=not options.edges_only and options.config is None
+            )
+            production = None
             if tiles_request is not None:
                 tiles_request, production = self._production_reference(task, tiles_request, workdir)
                 if tiles_request is None:
@@ -396,12 +380,7 @@ class Harness:
                     reference = reference_cache.keep(folder, made)
                 finally:
                     shutil.rmtree(scratch, ignore_errors=True)
-        if reference.files is None or not reference.inputs:
-            return None, reference
-        private = workdir / "production-inputs"
-        private.mkdir()
-        copies = [str(shutil.copy(path, private)) for path in reference.inputs]
-        return replace(tiles, inputs=copies), reference
+        return tiles_plan.with_private_inputs(tiles, reference, workdir), reference
 
     def _check_numerics(
         self,
@@ -473,17 +452,6 @@ def _compare_with_expert(
     if report.expert is None and not tpu_present():
         check, report.expert = estimated_expert_check(copy, task, options.target, options.timeout)
         report.add(check)
-
-
-def _tiles_request(task: Task, options: EvalOptions) -> TilesRequest | None:
-    """Sampled production tiles for a full evaluation of a task with smaller shapes to check
-    on; a fresh sample every time."""
-    if options.tile_blocks is None or options.edges_only or options.config is not None:
-        return None
-    if len(task.configs) < 2:
-        return None  # production shapes are the only ones: numerics runs them in full
-    sample_seed = secrets.randbelow(2**31 - 1)
-    return TilesRequest(PRODUCTION_INPUT_SEED, sample_seed, options.tile_blocks)
 
 
 def _read_source(kernel: Path, report: EvalReport) -> str | None:

@@ -8,7 +8,7 @@ import pytest
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
 from maxkernel_tui.kernels.evaluation.report import SMALL_SHAPES_ONLY, VERIFIED_AT_PRODUCTION
 from maxkernel_tui.kernels.loader import load_task
-from tests.kernels.evaluation.gemm_relu_variants import HONEST, TASK, render
+from tests.support.gemm_relu_variants import HONEST, TASK, render
 
 # starts candidate and reference workers; each evaluation runs numerics and production tiles
 pytestmark = pytest.mark.slow

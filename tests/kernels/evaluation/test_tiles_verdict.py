@@ -6,7 +6,7 @@ import numpy as np
 from maxkernel_tui.kernels.evaluation.protocol import NumericsRun, TilesRun
 from maxkernel_tui.kernels.evaluation.tiles_verdict import not_sampled, tiles_check
 from maxkernel_tui.kernels.loader import load_task
-from tests.kernels.evaluation.gemm_relu_variants import TASK
+from tests.support.gemm_relu_variants import TASK
 
 
 def _files(tmp_path, reference, indices, values):

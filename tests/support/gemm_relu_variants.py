@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-DATA = Path(__file__).resolve().parents[2] / "data" / "production"
+DATA = Path(__file__).resolve().parents[1] / "data" / "production"
 TASK = DATA / "gemm_relu"
 HONEST = DATA / "gemm_relu_honest.py"
 
