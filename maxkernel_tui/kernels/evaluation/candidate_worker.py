@@ -4,8 +4,9 @@
 
 Started ahead of time by the harness's pool; prints `{"ready": true}` once jax is imported,
 then reads ONE request line (a `CandidateRequest`) and answers with event lines
-(evaluation/protocol.py): a `check` per finished check, a `run` per numerics run (outputs saved
-as .npy in the request's directory), then `done`.
+(evaluation/protocol.py): a `check` per finished check, a `tiles` for the sampled production
+tiles when asked (evaluation/production_tiles.py, on the inputs copied into its directory), a
+`run` per numerics run (outputs saved as .npy in the request's directory), then `done`.
 The comparison with the reference happens in the caller, not here, so nothing the candidate
 does in this process can reach the reference's outputs.
 """
