@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -22,6 +23,12 @@ from maxkernel_tui.kernels.sandbox.policy import (
     SandboxPolicy,
 )
 from maxkernel_tui.kernels.workers import python_module_argv, scrubbed_env
+
+
+@pytest.fixture(autouse=True)
+def _forks_without_jax_threads_in_the_way() -> None:
+    """The bodies touch no jax: the fork warning of a process that imported it does not apply."""
+    warnings.filterwarnings("ignore", "os.fork", RuntimeWarning)
 
 
 def _in_child(body: Callable[[], int]) -> int:
