@@ -36,6 +36,7 @@ from maxkernel_tui.screens.sessions import SessionsScreen
 from maxkernel_tui.screens.settings import SettingsScreen
 from maxkernel_tui.screens.task_picker import TaskPickerScreen
 from maxkernel_tui.screens.workbench import WorkbenchScreen
+from maxkernel_tui.screens.worker_errors import ShowsWorkerErrors
 from maxkernel_tui.services.sessions import existing_store, resolve_session
 from maxkernel_tui.services.tasks import resolve_task
 from maxkernel_tui.store import StoreError
@@ -45,7 +46,7 @@ if TYPE_CHECKING:
     from maxkernel_tui.agents.llm.provider import Provider
 
 
-class MaxKernelApp(App[None]):
+class MaxKernelApp(ShowsWorkerErrors, App[None]):
     TITLE = "maxkernel-tui"
     COMMANDS = App.COMMANDS | {MaxKernelCommands}
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -63,10 +64,11 @@ class MaxKernelApp(App[None]):
         settings: Settings | None = None,
         resume: str | None = None,
         agent_provider: Provider | None = None,
+        harness: Harness | None = None,
     ) -> None:
         """`resume`: a session id (or unique prefix) to reopen in the workbench instead of the
-        picker. `agent_provider`: the model behind the agents instead of the configured one
-        (tests)."""
+        picker. `agent_provider`: the model behind the agents instead of the configured one,
+        `harness`: the evaluation harness instead of one started on first use (tests)."""
         super().__init__()
         self._tasks_dir = tasks_dir
         self._cache = cache if cache is not None else cache_dir()
@@ -74,7 +76,7 @@ class MaxKernelApp(App[None]):
         self._resume = resume
         self._agent_provider = agent_provider
         self._settings = settings if settings is not None else load_settings()
-        self._harness: Harness | None = None
+        self._harness: Harness | None = harness
 
     @property
     def settings(self) -> Settings:
@@ -130,7 +132,6 @@ class MaxKernelApp(App[None]):
             WorkbenchScreen(
                 task,
                 self._workdir(task),
-                self._cache,
                 self.harness,
                 self._settings,
                 provider=provider,

@@ -6,13 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from maxkernel_tui.screens.agent_link import AgentEvents
 from textual.widgets import Log, Static
 
 from maxkernel_tui.agents.orchestration.events import StepStarted, ToolAnswered, ToolsCalled
 from maxkernel_tui.app import MaxKernelApp
 from maxkernel_tui.config import load_settings
 from maxkernel_tui.kernels.loader import find_task
-from maxkernel_tui.screens.agent_link import AgentEvents
 from tests.support.waiting import until
 
 pytestmark = pytest.mark.slow  # the workbench warms the harness's workers when it opens
