@@ -38,7 +38,7 @@ from maxkernel_tui.screens.task_picker import TaskPickerScreen
 from maxkernel_tui.screens.workbench import WorkbenchScreen
 from maxkernel_tui.screens.worker_errors import ShowsWorkerErrors
 from maxkernel_tui.services.sessions import existing_store, resolve_session
-from maxkernel_tui.services.tasks import resolve_task
+from maxkernel_tui.services.tasks import resolve_task, workbench_name
 from maxkernel_tui.store import StoreError
 from maxkernel_tui.themes import DEFAULT_THEME, THEMES
 
@@ -121,7 +121,7 @@ class MaxKernelApp(ShowsWorkerErrors, App[None]):
         return ours + sorted(n for n in self.available_themes if n not in ours)
 
     def _workdir(self, task: Task) -> Path:
-        return self._settings.data_dir / "workbench" / task.task_id
+        return self._settings.data_dir / "workbench" / workbench_name(task)
 
     def open_workbench(self, task: Task, session_id: str | None = None) -> None:
         """`session_id`: a stored session whose events fill the panes and which F5 continues."""
@@ -149,7 +149,7 @@ class MaxKernelApp(ShowsWorkerErrors, App[None]):
 
         try:
             session = resolve_session(prefix, self._settings.store_path)
-            task = resolve_task(session.task_id, self._tasks_dir)
+            task = resolve_task(session.task_dir or session.task_id, self._tasks_dir)
             store = existing_store(self._settings.store_path)
             assert store is not None  # resolve_session found the session in it
             with store:
