@@ -111,3 +111,31 @@ def test_real_terminal_workbench_with_an_empty_home(tmp_path):
         )
     finally:
         subprocess.run([*tmux, "kill-server"], capture_output=True)
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+def test_real_terminal_approve_with_the_editor_focused_types_nothing(tmp_path, suite_cache):
+    """F5, the planner's plan waits; tab puts the focus in the editor (as a click would); `a`
+    approves the plan (the implementer's kernel is proposed next) and the source is unchanged."""
+    home = tmp_path / "home"
+    home.mkdir()
+    socket = f"mkt-wb-approve-{tmp_path.name}"
+    tmux = ["tmux", "-L", socket]
+    env = (
+        f"env -i HOME={home} PATH=/usr/bin:/bin TERM=xterm-256color JAX_PLATFORMS=cpu "
+        f"MAXKERNEL_TUI_CACHE_DIR={suite_cache} MAXKERNEL_TUI_DATA_DIR={tmp_path / 'data'}"
+    )
+    command = f"{env} {sys.executable} -m maxkernel_tui.cli --task 12p_RMSNorm; sleep 30"
+    subprocess.run(
+        [*tmux, "new-session", "-d", "-s", "t", "-x", "160", "-y", "48", command], check=True
+    )
+    try:
+        wait_for_frame(tmux, "─ Source", '1  """12p_RMSNorm')
+        subprocess.run([*tmux, "send-keys", "-t", "t", "F5"], check=True)
+        wait_for_frame(tmux, "proposes a plan", "read-only while a proposal waits", timeout=180)
+        subprocess.run([*tmux, "send-keys", "-t", "t", "Tab"], check=True)
+        subprocess.run([*tmux, "send-keys", "-t", "t", "a"], check=True)
+        after = wait_for_frame(tmux, "proposes a kernel", timeout=180)
+        assert '1  """12p_RMSNorm' in after and '1  a"""' not in after  # the starter, untouched
+    finally:
+        subprocess.run([*tmux, "kill-server"], capture_output=True)
