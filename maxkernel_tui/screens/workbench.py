@@ -163,7 +163,7 @@ class WorkbenchScreen(ShowsWorkerErrors, Screen[None]):
             self.kernel_task,
             self._workdir,
             self._harness,
-            deliver=self._deliver,
+            deliver=self.deliver,
             provider=self._agent_provider,
         )
         self._show_status()
@@ -172,13 +172,14 @@ class WorkbenchScreen(ShowsWorkerErrors, Screen[None]):
         if self._resume_id is not None:
             # the session's own mode: F5 continues it so, and no hand-off is logged for it
             self.mode = self.session.stored_mode(self._resume_id)
-            self._deliver(self.session.history(self._resume_id), False)
+            self.deliver(self.session.history(self._resume_id), False)
             self._log(f"reopened session {self._resume_id}: F5 continues it")
 
     # -- what the session did, to the panes -------------------------------------------------------
 
-    def _deliver(self, updates: Sequence[AgentUpdate], ended: bool) -> None:
-        """A batch of the session's events: one message per pane that has something of it."""
+    def deliver(self, updates: Sequence[AgentUpdate], ended: bool) -> None:
+        """A batch of the session's events (in order; `ended`: its loop has ended): one message
+        per pane that has something of it."""
         from maxkernel_tui.screens.session_feed import sort_batch
 
         batch = sort_batch(updates, ended)
@@ -312,7 +313,7 @@ class WorkbenchScreen(ShowsWorkerErrors, Screen[None]):
             self.agents.close_input()
             return
         if await self.session.interrupt():
-            self._deliver(self.session.drain(), False)  # what happened before the stop first
+            self.deliver(self.session.drain(), False)  # what happened before the stop first
             self.agents.hide_proposal()
             self._log("stopped by the engineer; F5 continues from the last finished step")
             self.step = "stopped"
