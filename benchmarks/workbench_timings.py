@@ -1,7 +1,8 @@
 """Two waits of the workbench, each in a real terminal (tmux), from a key to what it should do:
 `ctrl+q` until the process has exited (the evaluation workers warmed, as after any start), and
-`F5` until the planner's first plan is on screen, on a plain task folder (MaxKernel's adapted
-format, from tests/data) with a cold cache (a fresh cache and data directory per run: the task
+`F5` until the planner's first plan is on screen, on a plain task folder in MaxKernel's adapted
+format (36k_Matmul_Sigmoid_Sum at its production sizes, as that dataset writes it) with a cold
+cache (a fresh cache and data directory per run: the task
 is described and its reference compiled for the TPU on the way), with the built-in agent. The
 status line's stages seen while starting are recorded. Median of RUNS runs each.
 Writes benchmarks/results/workbench_timings.md.
@@ -21,7 +22,32 @@ import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 RESULTS = pathlib.Path(__file__).parent / "results" / "workbench_timings.md"
-PLAIN_TASK = ROOT / "tests" / "data" / "adapted_tasks" / "2_Softmax_Multi"
+PLAIN_YAML = """task_id: 36k_Matmul_Sigmoid_Sum
+description: Kernel task for 36k_Matmul_Sigmoid_Sum
+input_gen_code: ""
+atol: 0.01
+rtol: 0.01
+"""
+PLAIN_REFERENCE = """import jax
+import jax.numpy as jnp
+
+
+def get_inputs(dtype=jnp.float32):
+    batch_size = 4096
+    in_features = 8192
+    out_features = 8192
+    key = jax.random.key(0)
+    k1, k2, k3 = jax.random.split(key, 3)
+    x = jax.random.uniform(k1, (batch_size, in_features), dtype=dtype)
+    weight = jax.random.normal(k2, (in_features, out_features), dtype=dtype) * 0.02
+    bias = jax.random.normal(k3, (out_features,), dtype=dtype) * 0.02
+    return [x, weight, bias], []
+
+
+def computation(x, weight, bias):
+    y = jnp.matmul(x, weight) + bias
+    return jnp.sum(jax.nn.sigmoid(y), axis=1, keepdims=True)
+"""
 RUNS = 3
 QUIT_AFTER = (2.0, 40.0)  # seconds past the first frame: workers starting, workers warm
 
@@ -97,8 +123,16 @@ def first_plan_seconds(task: pathlib.Path, run: int) -> tuple[float, list[str]]:
         subprocess.run(["tmux", "-L", socket, "kill-server"], capture_output=True)
 
 
+def plain_task() -> pathlib.Path:
+    folder = pathlib.Path(tempfile.mkdtemp(prefix="mkt-plain-")) / "36k_Matmul_Sigmoid_Sum"
+    folder.mkdir()
+    (folder / "kernel_task.yaml").write_text(PLAIN_YAML)
+    (folder / "reference.py").write_text(PLAIN_REFERENCE)
+    return folder
+
+
 def main() -> None:
-    task = pathlib.Path(sys.argv[1]).resolve() if len(sys.argv) > 1 else PLAIN_TASK
+    task = pathlib.Path(sys.argv[1]).resolve() if len(sys.argv) > 1 else plain_task()
     quits = {after: [quit_seconds(run, after) for run in range(RUNS)] for after in QUIT_AFTER}
     plans = [first_plan_seconds(task, run) for run in range(RUNS)]
     load = os.getloadavg()[0]
