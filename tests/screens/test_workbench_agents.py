@@ -255,13 +255,13 @@ async def test_auto_ends_on_its_best_kernel_and_the_session_reopens_in_auto(make
     )
     app = make_app(provider)
     async with app.run_test(size=SIZE) as pilot:
-        app.screen.agent_link().limits = LoopLimits(
+        app.screen.session.limits = LoopLimits(
             max_iterations=2, patience=5, tune_candidates=0, edge_cases=False
         )
         await pilot.press("f2")  # the agents start in Auto
-        await until(pilot, lambda: app.screen.link.ended() is not None, timeout=400)
+        await until(pilot, lambda: app.screen.session.ended() is not None, timeout=400)
         await until(pilot, lambda: "best accepted kernel v1" in "\n".join(app.screen.tests.lines))
-        session_id = app.screen.link.session_id
+        session_id = app.screen.session.session_id
         assert app.screen.source.text == GOOD and app.screen.source.version == 1
         with Store(make_app.settings.store_path) as store:
             assert store.kernel_versions(session_id)[-1].source == BAD  # the last one tried
