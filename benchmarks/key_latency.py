@@ -9,8 +9,9 @@ would (`render_segments`), so that cost is counted. No evaluation workers are st
 harness is replaced by nothing), so only the UI process is measured.
 
 The load runs on the UI's event loop, as worker output delivered to it does: 10,000 log lines
-in batches of 10 every 5 ms (`Log.write_lines`), and a token (a word) every 2 ms, queued and
-written to the activity log every DRAW_INTERVAL_S as the workbench draws agent text. One more
+in batches of 10 every 5 ms (a `TestsMessage` each, as the tests pane gets checks), and a token
+(a word) every 2 ms, queued and written to the activity log every DRAW_INTERVAL_S as the
+workbench draws agent text. One more
 phase streams the same tokens through a `MarkdownStream` into Plan instead, to show what
 rendering streamed text as Markdown would cost. Phases alternate, each in a fresh app. Writes
 benchmarks/results/key_latency.md.
@@ -38,7 +39,9 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 from maxkernel_tui.app import MaxKernelApp
 from maxkernel_tui.commands.tasks import resolve_task
 from maxkernel_tui.config import load_settings
-from maxkernel_tui.screens.workbench import DRAW_INTERVAL_S
+from maxkernel_tui.screens.pane_messages import TestsMessage
+from maxkernel_tui.screens.tests_pane import TestsPane
+from maxkernel_tui.services.workbench_session import DRAW_INTERVAL_S
 
 RESULTS = pathlib.Path(__file__).parent / "results" / "key_latency.md"
 SIZE = (160, 48)
@@ -91,14 +94,16 @@ def watch_frames(app: App[object], on_frame: Callable[[float], None]) -> None:
     app._display = display  # type: ignore[method-assign]
 
 
-async def stream_log(log: Log, done: dict[str, float]) -> None:
+async def stream_log(pane: TestsPane, done: dict[str, float]) -> None:
     start = time.perf_counter()
     for first in range(0, LOG_LINES, LOG_BATCH):
-        log.write_lines(
-            [
-                f"[worker 3] check {first + i}: numerics seed {i} max|Δ| 3.1e-3 ok"
-                for i in range(LOG_BATCH)
-            ]
+        pane.post_message(
+            TestsMessage(
+                [
+                    f"[worker 3] check {first + i}: numerics seed {i} max|Δ| 3.1e-3 ok"
+                    for i in range(LOG_BATCH)
+                ]
+            )
         )
         await asyncio.sleep(LOG_TICK_S)
     done["log_s"] = time.perf_counter() - start
@@ -180,7 +185,7 @@ async def phase(
         stop = asyncio.Event()
         load = []
         if "log" in streams:
-            load.append(asyncio.create_task(stream_log(app.screen.query_one("#tests", Log), stats)))
+            load.append(asyncio.create_task(stream_log(app.screen.query_one(TestsPane), stats)))
         if "tokens" in streams:
             load.append(
                 asyncio.create_task(

@@ -36,8 +36,9 @@ from maxkernel_tui.screens.sessions import SessionsScreen
 from maxkernel_tui.screens.settings import SettingsScreen
 from maxkernel_tui.screens.task_picker import TaskPickerScreen
 from maxkernel_tui.screens.workbench import WorkbenchScreen
+from maxkernel_tui.screens.worker_errors import ShowsWorkerErrors
 from maxkernel_tui.services.sessions import existing_store, resolve_session
-from maxkernel_tui.services.tasks import resolve_task
+from maxkernel_tui.services.tasks import resolve_task, workbench_name
 from maxkernel_tui.store import StoreError
 from maxkernel_tui.themes import DEFAULT_THEME, THEMES
 
@@ -45,7 +46,7 @@ if TYPE_CHECKING:
     from maxkernel_tui.agents.llm.provider import Provider
 
 
-class MaxKernelApp(App[None]):
+class MaxKernelApp(ShowsWorkerErrors, App[None]):
     TITLE = "maxkernel-tui"
     COMMANDS = App.COMMANDS | {MaxKernelCommands}
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -63,10 +64,11 @@ class MaxKernelApp(App[None]):
         settings: Settings | None = None,
         resume: str | None = None,
         agent_provider: Provider | None = None,
+        harness: Harness | None = None,
     ) -> None:
         """`resume`: a session id (or unique prefix) to reopen in the workbench instead of the
-        picker. `agent_provider`: the model behind the agents instead of the configured one
-        (tests)."""
+        picker. `agent_provider`: the model behind the agents instead of the configured one,
+        `harness`: the evaluation harness instead of one started on first use (tests)."""
         super().__init__()
         self._tasks_dir = tasks_dir
         self._cache = cache if cache is not None else cache_dir()
@@ -74,7 +76,7 @@ class MaxKernelApp(App[None]):
         self._resume = resume
         self._agent_provider = agent_provider
         self._settings = settings if settings is not None else load_settings()
-        self._harness: Harness | None = None
+        self._harness: Harness | None = harness
 
     @property
     def settings(self) -> Settings:
@@ -119,7 +121,7 @@ class MaxKernelApp(App[None]):
         return ours + sorted(n for n in self.available_themes if n not in ours)
 
     def _workdir(self, task: Task) -> Path:
-        return self._settings.data_dir / "workbench" / task.task_id
+        return self._settings.data_dir / "workbench" / workbench_name(task)
 
     def open_workbench(self, task: Task, session_id: str | None = None) -> None:
         """`session_id`: a stored session whose events fill the panes and which F5 continues."""
@@ -130,7 +132,6 @@ class MaxKernelApp(App[None]):
             WorkbenchScreen(
                 task,
                 self._workdir(task),
-                self._cache,
                 self.harness,
                 self._settings,
                 provider=provider,
@@ -148,7 +149,7 @@ class MaxKernelApp(App[None]):
 
         try:
             session = resolve_session(prefix, self._settings.store_path)
-            task = resolve_task(session.task_id, self._tasks_dir)
+            task = resolve_task(session.task_dir or session.task_id, self._tasks_dir)
             store = existing_store(self._settings.store_path)
             assert store is not None  # resolve_session found the session in it
             with store:

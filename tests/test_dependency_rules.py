@@ -78,6 +78,14 @@ def test_the_ui_never_imports_the_cli_commands():
     assert found + breaches("app.py", ("maxkernel_tui.commands",)) == []
 
 
+def test_screens_never_run_the_harness_or_the_profiler():
+    """One route from the domain to the panes: evaluations and profiles go through the
+    workbench's session (services/workbench_session.py) on the agents' tools, and come back as
+    the panes' messages; no screen starts the harness or the profiler itself."""
+    domain = ("maxkernel_tui.kernels.evaluation.harness", "maxkernel_tui.kernels.perf.profile")
+    assert breaches("screens", domain) == []
+
+
 def test_no_test_module_imports_another():
     """Shared test code lives in tests.support and tests.fakes; conftest fixtures come by name."""
     shared = ("tests.support", "tests.fakes")

@@ -46,7 +46,11 @@ def add_parser(commands: Any) -> None:
     )
     parser.add_argument("--config", metavar="NAME", help="run numerics on this configuration only")
     parser.add_argument(
-        "--seeds", type=int, default=3, help="fresh seeds on the check configuration (default 3)"
+        "--seeds",
+        type=int,
+        default=EvalOptions.seeds,
+        help="fresh seeds on the check configuration (default %(default)s, as the workbench and "
+        "the agents evaluate)",
     )
     parser.add_argument(
         "--timeout",

@@ -13,6 +13,7 @@ from textual.widgets import Input, Log, Static
 
 from maxkernel_tui.agents.orchestration import diffs
 from maxkernel_tui.agents.orchestration.gates import Proposal
+from maxkernel_tui.screens.pane_messages import AgentsMessage, Streamed
 
 ACTIVITY_LINES = 3000  # the activity log keeps the most recent lines only
 TITLE = "Agents  (F5 run · F2 HITL⇄Auto · esc stop · ctrl+t message)"
@@ -72,6 +73,20 @@ class AgentPane(Horizontal):
         self.border_title = TITLE
         self.query_one(ProposalView).display = False
         self.query_one(Input).display = False
+
+    def on_agents_message(self, message: AgentsMessage) -> None:
+        for item in message.items:
+            if isinstance(item, Streamed):
+                self.stream(item.text)
+            elif isinstance(item, Proposal):
+                self.show_proposal(item)
+            else:
+                self.log_line(item)
+
+    @property
+    def lines(self) -> list[str]:
+        """The activity log's lines."""
+        return list(self.query_one(Log).lines)
 
     def log_line(self, line: str) -> None:
         """One line of activity, on a line of its own even after streamed text."""

@@ -9,7 +9,8 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import ContentSwitcher, Markdown, TextArea
 
-from maxkernel_tui.agents.orchestration.gates import EDIT, REJECT
+from maxkernel_tui.agents.orchestration.gates import EDIT, REJECT, Action
+from maxkernel_tui.screens.pane_messages import PlanMessage
 
 SHOWN, EDITOR = "plan", "plan-editor"  # the switch's two children
 
@@ -38,10 +39,16 @@ class PlanPane(Vertical):
         self.text = text
         self.query_one(f"#{SHOWN}", Markdown).update(text)
 
+    def on_plan_message(self, message: PlanMessage) -> None:
+        for step, plan in message.proposed:
+            self.propose(step, plan)
+        for step, action, content in message.decided:
+            self.decided(step, action, content)
+
     def propose(self, step: str, content: str) -> None:
         self._proposed[step] = content
 
-    def decided(self, step: str, action: str, content: str | None) -> None:
+    def decided(self, step: str, action: Action, content: str | None) -> None:
         """A decision on a step's proposal: an approved or edited plan becomes the plan."""
         if step in self._proposed and action != REJECT:
             self.show(content if action == EDIT and content else self._proposed[step])

@@ -1,33 +1,17 @@
-"""The workbench's profile pane: it profiles the engineer's kernel (from a thread: the analysis
-runs in worker processes) and shows a profile's estimates per TPU generation in a table, with
-the roofline bar, the timing's origin and the profiler's warnings under it. No jax here."""
+"""The workbench's profile pane: a profile's estimates per TPU generation in a table, with the
+roofline bar, the timing's origin and the profiler's warnings under it, or why the profile
+failed; the engineer's and the agents' profiles alike (`ProfileMessage`). No jax here."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from textual import work
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.message import Message
 from textual.widgets import DataTable, Static
 
-from maxkernel_tui.kernels.perf.calibration import CALIBRATION_FILE_NAME
-from maxkernel_tui.kernels.perf.profile import ProfileError, profile_kernel
 from maxkernel_tui.kernels.perf.summary import ProfileSummary, roofline_bar
-from maxkernel_tui.kernels.task import Task
+from maxkernel_tui.screens.pane_messages import ProfileMessage
 
 COLUMNS = ("TPU", "VMEM", "HBM", "bound", "est. time", "roofline", "est. speedup")
-
-
-class ProfileFinished(Message):
-    """The profile is done (`summary`) or failed (`error`): the pane shows it, then the screen
-    hears of it."""
-
-    def __init__(self, summary: ProfileSummary | None, error: str | None) -> None:
-        super().__init__()
-        self.summary = summary
-        self.error = error
 
 
 class ProfilePane(Vertical):
@@ -39,33 +23,19 @@ class ProfilePane(Vertical):
         self.border_title = "Profile (estimated)"
         self.query_one(DataTable).add_columns(*COLUMNS)
 
+    def on_profile_message(self, message: ProfileMessage) -> None:
+        for item in message.items:
+            if isinstance(item, ProfileSummary):
+                self.show(item)
+            else:
+                self.show_error(item)
+
     def show(self, summary: ProfileSummary) -> None:
         table = self.query_one(DataTable)
         table.clear()
         for row in summary.table_rows():
             table.add_row(*row)
         self.query_one("#roofline", Static).update(roofline_text(summary))
-
-    @work(thread=True, exclusive=True, group="profile")
-    def profile(self, kernel: Path, task: Task, cache: Path) -> None:
-        """Profile the kernel file in a thread (traces and calibration under `cache`)."""
-        try:
-            summary = profile_kernel(
-                kernel,
-                task,
-                trace_root=cache / "traces",
-                calibration_file=cache / CALIBRATION_FILE_NAME,
-            )
-        except ProfileError as error:
-            self.post_message(ProfileFinished(None, str(error)))
-            return
-        self.post_message(ProfileFinished(summary, None))
-
-    def on_profile_finished(self, message: ProfileFinished) -> None:
-        if message.summary is None:
-            self.show_error(message.error or "")
-        else:
-            self.show(message.summary)
 
     def show_error(self, error: str) -> None:
         self.query_one("#roofline", Static).update(f"profile failed: {error}")

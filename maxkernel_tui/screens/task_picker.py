@@ -24,7 +24,14 @@ from maxkernel_tui.kernels.loader import builtin_suite_dir, load_tasks
 from maxkernel_tui.kernels.task import Task
 from maxkernel_tui.screens.messages import TaskChosen
 from maxkernel_tui.screens.task_import import TaskImportScreen
+from maxkernel_tui.screens.worker_errors import ShowsWorkerErrors
 from maxkernel_tui.services.sessions import list_summaries
+
+TASK_COLUMN = 30  # characters of a task's id in the list
+
+
+def _fitted(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 class TaskDescribed(Message):
@@ -40,7 +47,7 @@ SETTLE_S = 0.4  # how long the cursor rests on a task before that task is descri
 ALL_DESCRIBED = "all tasks described"
 
 
-class TaskPickerScreen(Screen[None]):
+class TaskPickerScreen(ShowsWorkerErrors, Screen[None]):
     CSS_PATH = "task_picker.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("d", "describe", "Describe tasks (shapes, TPU cost)"),
@@ -87,7 +94,10 @@ class TaskPickerScreen(Screen[None]):
     def on_mount(self) -> None:
         self.sub_title = f"{len(self._tasks)} tasks{self._sessions_hint()}"
         table = self.query_one("#tasks", DataTable)
-        table.add_columns("task", "category", "GFLOP (est.)")
+        # The task column holds TASK_COLUMN characters (a longer id ends in "…"; the detail
+        # shows it whole), so that the category and GFLOP beside it are never cut off.
+        table.add_column("task", width=TASK_COLUMN)
+        table.add_columns("category", "GFLOP (est.)")
         for task in self._tasks:
             description = cached_description(task, self._cache)
             if description is not None:
@@ -126,7 +136,7 @@ class TaskPickerScreen(Screen[None]):
         if task is not None and task.task_id not in self._descriptions:
             self._describe_one(task)
 
-    @work(thread=True, group="describe-one")
+    @work(thread=True, group="describe-one", exit_on_error=False)
     def _describe_one(self, task: Task) -> None:
         describe_tasks(
             [task], self._cache, workers=1, on_progress=self._post_described, stop=self._leaving
@@ -151,7 +161,7 @@ class TaskPickerScreen(Screen[None]):
         if task is not None:
             self.post_message(TaskChosen(task))
 
-    @work(thread=True, exclusive=True, group="describe")
+    @work(thread=True, exclusive=True, group="describe", exit_on_error=False)
     def _describe_all(self) -> None:
         describe_tasks(
             self._tasks, self._cache, on_progress=self._post_described, stop=self._leaving
@@ -186,7 +196,7 @@ class TaskPickerScreen(Screen[None]):
             flops = f"{cost.flops / 1e9:,.1f} {cost.target}"
         else:
             flops = "…"
-        return task.task_id, task.category, flops
+        return _fitted(task.task_id, TASK_COLUMN), task.category, flops
 
     def _show(self, task: Task) -> None:
         self._shown = task.task_id

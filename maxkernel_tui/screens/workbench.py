@@ -2,15 +2,15 @@
 
 The engineer edits, evaluates and profiles by hand, or runs the agents (F5): in HITL each
 proposal waits here for a key, F2 hands the session to Auto and back, Esc stops the running
-step. Each pane is a widget of its own (plan_pane, source_pane, tests_pane, profile_pane,
-agent_pane) with its children and state; this screen routes keys and messages to them. The
-tests and profile panes run the harness from threads, which runs kernels in worker processes:
-this process never imports jax. What the agents do arrives as `AgentEvents` messages from the
-agent link (agent_link.py), in batches."""
+step. Behind the screen one `WorkbenchSession` (services/) owns the tools, the store, the engine
+and every action; this screen turns keys into its actions and routes what comes back to the
+panes as one typed message per pane (pane_messages.py), which each pane handles itself. Each
+pane is a widget of its own (plan_pane, source_pane, tests_pane, profile_pane, agent_pane).
+This process never imports jax: kernels run in worker processes."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
@@ -21,41 +21,57 @@ from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
-from maxkernel_tui.agents.orchestration.gates import APPROVE, EDIT, REJECT, Decision, Proposal
+from maxkernel_tui.agents.orchestration.gates import (
+    APPROVE,
+    EDIT,
+    REJECT,
+    Decision,
+    Proposal,
+    Subject,
+)
 from maxkernel_tui.config import Settings
-from maxkernel_tui.kernels.evaluation.harness import Harness
+from maxkernel_tui.kernels.evaluation.report import Check
 from maxkernel_tui.kernels.listing import config_label
-from maxkernel_tui.kernels.perf.summary import ProfileSummary
 from maxkernel_tui.kernels.starter import starter_source
 from maxkernel_tui.kernels.task import Task
 from maxkernel_tui.screens.agent_pane import AgentPane
+from maxkernel_tui.screens.pane_messages import (
+    AgentsMessage,
+    ProfileMessage,
+    SourceMessage,
+    StatusMessage,
+    TestsMessage,
+)
 from maxkernel_tui.screens.plan_pane import PlanPane
-from maxkernel_tui.screens.profile_pane import ProfileFinished, ProfilePane
+from maxkernel_tui.screens.profile_pane import ProfilePane
 from maxkernel_tui.screens.source_pane import SourcePane
-from maxkernel_tui.screens.tests_pane import EvaluationFinished, TestsPane
-from maxkernel_tui.store.db import open_store
-from maxkernel_tui.store.rows import AUTO, HITL
+from maxkernel_tui.screens.tests_pane import TestsPane
+from maxkernel_tui.screens.worker_errors import ShowsWorkerErrors
+from maxkernel_tui.services.workbench_session import HarnessFactory, WorkbenchSession
+from maxkernel_tui.store.rows import Mode
 
 if (
     TYPE_CHECKING
 ):  # the agents' engine and events load when they first run, not with the first frame
     from maxkernel_tui.agents.llm.provider import Provider
-    from maxkernel_tui.agents.orchestration.events import SessionEvent
     from maxkernel_tui.agents.search.launch import OpenSearch
-    from maxkernel_tui.screens.agent_link import AgentEvents, AgentLink, AgentUpdate
+    from maxkernel_tui.services.workbench_session import AgentUpdate
 
 GRAPH_EVALUATIONS = 12  # a search handed off from the workbench stops after this many evaluations
 IDLE = "idle"
+DECISIONS = ("approve", "reject", "edit_proposal")  # the actions of a waiting proposal's keys
 
 
-class WorkbenchScreen(Screen[None]):
+class WorkbenchScreen(ShowsWorkerErrors, Screen[None]):
     CSS_PATH = "workbench.tcss"
-    # priority: the code editor would otherwise take these keys (ctrl+e is its end-of-line)
+    # priority: the code editor would otherwise take these keys (ctrl+e is its end-of-line). The
+    # proposal's single keys are not: the editor is read-only while a proposal waits, so they
+    # reach the screen, and type as usual otherwise.
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("f5", "agents", "Agents", priority=True),
-        Binding("a", "approve", "Approve", show=False),
-        Binding("e", "edit_proposal", "Edit", show=False),
-        Binding("r", "reject", "Reject", show=False),
+        Binding("a", "approve", "Approve proposal", show=False),
+        Binding("e", "edit_proposal", "Edit proposal (ctrl+s submits)", show=False),
+        Binding("r", "reject", "Reject proposal (with a reason)", show=False),
         Binding("f2", "toggle_auto", "HITL⇄Auto", priority=True),
         Binding("f3", "graph", "Graph", priority=True),
         Binding("escape", "interrupt", "Stop", priority=True),
@@ -67,7 +83,7 @@ class WorkbenchScreen(Screen[None]):
         Binding("ctrl+t", "message", "Message", priority=True),
         Binding("ctrl+q", "app.quit", "Quit", priority=True),
     ]
-    mode: reactive[str] = reactive(HITL, init=False, bindings=True)
+    mode: reactive[Mode] = reactive(Mode.HITL, init=False, bindings=True)
     step: reactive[str] = reactive(IDLE, init=False, bindings=True)  # what runs, or waits
     usage: reactive[tuple[int, float]] = reactive((0, 0.0), init=False)  # session tokens, $
 
@@ -75,8 +91,7 @@ class WorkbenchScreen(Screen[None]):
         self,
         task: Task,
         workdir: Path,
-        cache: Path,
-        harness: Callable[[], Harness],
+        harness: HarnessFactory,
         settings: Settings,
         provider: str = "builtin (offline)",
         budget_cap: str = "no cap",
@@ -85,15 +100,15 @@ class WorkbenchScreen(Screen[None]):
     ) -> None:
         super().__init__()
         self.kernel_task = task
+        self._workdir = workdir
         self._kernel_path = workdir / "kernel.py"
-        self._cache = cache
         self._harness = harness
         self._settings = settings
         self._provider = provider
         self._budget_cap = budget_cap
         self._agent_provider = agent_provider
         self._resume_id = session_id
-        self._link: AgentLink | None = None
+        self._session: WorkbenchSession | None = None
         self._editing: Proposal | None = None  # a proposal the engineer is editing
         self._role: str | None = None  # the role of the agents' current step
 
@@ -137,51 +152,110 @@ class WorkbenchScreen(Screen[None]):
         return self.query_one(AgentPane)
 
     @property
-    def link(self) -> AgentLink | None:
-        """The link to the agents' session; None until the agents first run or a session opens."""
-        return self._link
+    def session(self) -> WorkbenchSession:
+        """The session behind the screen (made when the screen mounts)."""
+        assert self._session is not None, "the workbench is not mounted"
+        return self._session
 
     def on_mount(self) -> None:
+        self._session = WorkbenchSession(
+            self._settings,
+            self.kernel_task,
+            self._workdir,
+            self._harness,
+            deliver=self.deliver,
+            provider=self._agent_provider,
+        )
         self._show_status()
         self.source.editor.focus()
         self.call_after_refresh(self._harness)  # warm the evaluation workers once drawn
         if self._resume_id is not None:
-            self._reopen(self._resume_id)
+            # the session's own mode: F5 continues it so, and no hand-off is logged for it
+            self.mode = self.session.stored_mode(self._resume_id)
+            self.deliver(self.session.history(self._resume_id), False)
+            self._log(f"reopened session {self._resume_id}: F5 continues it")
+
+    # -- what the session did, to the panes -------------------------------------------------------
+
+    def deliver(self, updates: Sequence[AgentUpdate], ended: bool) -> None:
+        """A batch of the session's events (in order; `ended`: its loop has ended): one message
+        per pane that has something of it."""
+        from maxkernel_tui.screens.session_feed import sort_batch
+
+        batch = sort_batch(updates, ended)
+        pending = self.session.pending  # a proposal decided before it is drawn is not shown
+        agents = [i for i in batch.agents if not isinstance(i, Proposal) or i is pending]
+        made = set(batch.versions)
+        versions = (
+            [(v.number, v.source) for v in self.session.kernel_versions() if v.id in made]
+            if made
+            else []
+        )
+        if batch.plan.proposed or batch.plan.decided:
+            self.plan.post_message(batch.plan)
+        if versions:
+            self.source.post_message(SourceMessage(versions))
+        if batch.tests:
+            self.tests.post_message(TestsMessage(batch.tests))
+        if batch.profile:
+            self.profile.post_message(ProfileMessage(batch.profile))
+        if agents:
+            self.agents.post_message(AgentsMessage(agents))
+        self.post_message(batch.status)
+
+    def on_status_message(self, message: StatusMessage) -> None:
+        if message.step is not None:
+            self._role = message.role
+            self.step = message.step
+        if message.usage is not None:
+            self.usage = message.usage
+        if message.mode is not None:
+            self.mode = message.mode
+        if (waiting := self.session.pending) is not None:  # it must not hide that one waits
+            self.step = f"{waiting.step}: waiting for you"
+        elif message.ended and not self.session.is_running:
+            self.step = IDLE
+        if message.session_ended:
+            self._show_end()
+
+    def _show_end(self, session_id: str | None = None) -> None:
+        """The best accepted kernel of the session that ended (or of the search `session_id`) in
+        the source, tests and profile; or that there is none."""
+        ended = self.session.ended(session_id)
+        if ended is None:
+            return
+        self._log(ended.words())
+        if ended.version is None:
+            self.tests.post_message(
+                TestsMessage(["no accepted kernel: the source shows the last version tried"])
+            )
+            return
+        self.source.post_message(SourceMessage([(ended.version.number, ended.version.source)]))
+        if ended.report is not None:
+            heading = f"── best accepted kernel v{ended.version.number}"
+            self.tests.post_message(TestsMessage([heading, *ended.report.checks, ended.report]))
+        if ended.profile is not None:
+            self.profile.post_message(ProfileMessage([ended.profile]))
+
+    def _log(self, line: str) -> None:
+        """A line in the agents' pane, after what is already on its way there."""
+        self.agents.post_message(AgentsMessage([line]))
+
+    def worker_failed(self, group: str, error: BaseException) -> None:
+        """A worker of this screen failed (the error is shown): nothing of it runs now."""
+        self._log(f"error: {type(error).__name__}: {error}")
+        self.step = IDLE
 
     # -- the agents -------------------------------------------------------------------------------
-
-    def agent_link(self) -> AgentLink:
-        """The link to the agents, made on first use (the engine loads then)."""
-        if self._link is None:
-            from maxkernel_tui.screens.agent_link import AgentLink
-
-            self._link = AgentLink(
-                open_store(self._settings.store_path),
-                self._settings,
-                self.kernel_task,
-                self._harness,
-                self,
-                provider=self._agent_provider,
-            )
-        return self._link
-
-    def _reopen(self, session_id: str) -> None:
-        link = self.agent_link()
-        # the session's own mode: F5 continues it so, and no hand-off is logged for it
-        self.mode = link.stored_mode(session_id)
-        for event in link.history(session_id):
-            self._draw(event)
-        self.agents.log_line(f"reopened session {session_id}: F5 continues it")
 
     def action_agents(self) -> None:
         """Run the agents in the current mode (continue a stopped session)."""
         self._start_agents(self.mode)
 
     def action_toggle_auto(self) -> None:
-        link = self.agent_link()
-        self.mode = HITL if self.mode == AUTO else AUTO
-        if link.is_running:
-            link.hand_off(self.mode)
+        self.mode = Mode.HITL if self.mode == Mode.AUTO else Mode.AUTO
+        if self.session.is_running:
+            self.session.hand_off(self.mode)
             self.agents.hide_proposal()
         else:
             self._start_agents(self.mode)
@@ -194,9 +268,8 @@ class WorkbenchScreen(Screen[None]):
 
         config = SearchConfig(max_evals=GRAPH_EVALUATIONS)
         screens: list[SearchScreen] = []  # the screen needs the session the search opens
-        link = self.agent_link()
-        seed = link.best_accepted() or self.source.save()  # never a rejected kernel
-        opened = await link.open_search(
+        seed = self.session.best_accepted() or self.source.save()  # never a rejected kernel
+        opened = await self.session.open_search(
             seed,
             config,
             listener=lambda event: screens[0].mark_stale() if screens else None,
@@ -209,11 +282,9 @@ class WorkbenchScreen(Screen[None]):
             max_evals=config.max_evals,
         )
         screens.append(screen)
-        self.agents.log_line(
-            f"handed off to a {config.algorithm} graph search (session {opened.session_id})"
-        )
+        self._log(f"handed off to a {config.algorithm} graph search (session {opened.session_id})")
         self.app.push_screen(screen)
-        self.app.run_worker(self._run_search(opened), group="graph")
+        self.app.run_worker(self._run_search(opened), group="graph", exit_on_error=False)
 
     async def _run_search(self, opened: OpenSearch) -> None:
         try:
@@ -222,42 +293,44 @@ class WorkbenchScreen(Screen[None]):
             await opened.aclose()
         self._show_end(opened.session_id)
 
-    def _start_agents(self, mode: str) -> None:
-        link = self.agent_link()
-        if link.is_running:
+    def _start_agents(self, mode: Mode) -> None:
+        if self.session.is_running:
             self.notify("the agents are already running (esc stops them)")
             return
         self.step = "starting"
-        self.run_worker(link.start(mode), group="agents", exclusive=True)
+        self.run_worker(self._start(mode), group="agents", exclusive=True, exit_on_error=False)
+
+    async def _start(self, mode: Mode) -> None:
+        def progress(stage: str) -> None:
+            self.step = f"starting: {stage}"
+
+        await self.session.start(mode, progress=progress)
+        if self.step.startswith("starting"):
+            self.step = "starting: the first step"
 
     async def action_interrupt(self) -> None:
         if self.agents.asking:
             self.agents.close_input()
             return
-        if self._link is not None and await self._link.interrupt():
-            self._draw_all(self._link.drain())  # what happened before the stop is drawn first
+        if await self.session.interrupt():
+            self.deliver(self.session.drain(), False)  # what happened before the stop first
             self.agents.hide_proposal()
-            self.agents.log_line(
-                "stopped by the engineer; F5 continues from the last finished step"
-            )
+            self._log("stopped by the engineer; F5 continues from the last finished step")
             self.step = "stopped"
-
-    def _pending(self) -> Proposal | None:
-        return self._link.pending if self._link is not None else None
 
     def action_approve(self) -> None:
         self._decide(Decision(APPROVE))
 
     def action_reject(self) -> None:
-        if self._pending() is not None:
+        if self.session.pending is not None:
             self.agents.ask("why? (the agent gets this with its next proposal)", "reject")
 
     def action_edit_proposal(self) -> None:
-        proposal = self._pending()
+        proposal = self.session.pending
         if proposal is None:
             return
         self._editing = proposal
-        if proposal.subject == "kernel":
+        if proposal.subject == Subject.KERNEL:
             self.source.load(proposal.content)
             self.source.editor.focus()
         else:
@@ -278,36 +351,39 @@ class WorkbenchScreen(Screen[None]):
             self._send_message(text)
 
     def _send_message(self, text: str) -> None:
-        link = self._link
-        if text.startswith("?") and link is not None and link.engine is not None:
-            self.run_worker(self._explain(link, text[1:].strip()), group="explain")
-        elif link is not None and link.intervene("message", text):
-            self.agents.log_line(f"you: {text} (delivered at the next step)")
+        if text.startswith("?") and self.session.engine is not None:
+            self.run_worker(self._explain(text[1:].strip()), group="explain", exit_on_error=False)
+        elif self.session.intervene(Subject.MESSAGE, text):
+            self._log(f"you: {text} (delivered at the next step)")
         else:
             self.notify("no session is running: F5 starts one", severity="warning")
 
-    async def _explain(self, link: AgentLink, question: str) -> None:
-        answer = await link.explain(question)
-        self.agents.log_line(f"explainer: {answer}")
+    async def _explain(self, question: str) -> None:
+        answer = await self.session.explain(question)
+        self._log(f"explainer: {answer}")
 
     def _decide(self, decision: Decision) -> None:
-        if self._link is not None and self._link.decide(decision):
+        if self.session.decide(decision):
             self.agents.hide_proposal()
             self._editing = None
             self.step = "working"
 
+    def on_agent_pane_proposal_waiting(self, message: AgentPane.ProposalWaiting) -> None:
+        # The proposal takes room from the editor, not from the verdict: the tests and profile
+        # row grows to half of the panes while a proposal waits. Its keys must not type into
+        # the editor: it is read-only until the proposal is decided or taken for editing.
+        self.set_class(message.waiting, "-proposal")
+        self.source.held = message.waiting and self._editing is None
+
     def action_previous_version(self) -> None:
         """Back to the kernel version before the one shown; the agents start from it."""
-        link = self.agent_link()
-        earlier = [v for v in link.kernel_versions() if v.number < self.source.version]
+        earlier = [v for v in self.session.kernel_versions() if v.number < self.source.version]
         if not earlier:
             self.notify("no earlier kernel version")
             return
         self.source.show_version(earlier[-1].number, earlier[-1].source)
-        if link.intervene("kernel", earlier[-1].source):
-            self.agents.log_line(
-                f"back to v{earlier[-1].number}: the agents start from it at the next step"
-            )
+        if self.session.intervene(Subject.KERNEL, earlier[-1].source):
+            self._log(f"back to v{earlier[-1].number}: the agents start from it at the next step")
 
     def action_edit_plan(self) -> None:
         if self.plan.editing:
@@ -318,127 +394,67 @@ class WorkbenchScreen(Screen[None]):
     def _take_plan_edit(self) -> None:
         text = self.plan.close_editor()
         self.plan.show(text)
-        if self._link is not None and self._link.intervene("plan", text):
-            self.agents.log_line("your plan goes to the agents at the next step")
-
-    # -- drawing what the agents did ---------------------------------------------------------------
-
-    def on_agent_events(self, message: AgentEvents) -> None:
-        self._draw_all(message.updates)
-        if (waiting := self._pending()) is not None:  # drawn steps must not hide that one waits
-            self.step = f"{waiting.step}: waiting for you"
-        elif message.finished and self.step != IDLE:
-            self.step = IDLE
-
-    def _draw_all(self, updates: list[AgentUpdate]) -> None:
-        with self.app.batch_update():
-            for update in updates:
-                if isinstance(update, Proposal):
-                    self._show_proposal(update)
-                else:
-                    self._draw(update)
-
-    def on_agent_pane_proposal_waiting(self, message: AgentPane.ProposalWaiting) -> None:
-        # The proposal takes room from the editor, not from the verdict: the tests and profile
-        # row grows to half of the panes while a proposal waits.
-        self.set_class(message.waiting, "-proposal")
-
-    def _show_proposal(self, proposal: Proposal) -> None:
-        if proposal.subject == "plan":
-            self.plan.propose(proposal.step, proposal.content)
-        if self._pending() is proposal:  # not when it was decided before it was drawn
-            self.agents.show_proposal(proposal)
-
-    def _draw(self, event: SessionEvent) -> None:
-        from maxkernel_tui.agents.orchestration import events as ev
-        from maxkernel_tui.agents.orchestration.describe import describe
-
-        if isinstance(event, ev.TextChunk):
-            self.agents.stream(event.text)
-            return
-        if (line := describe(event)) is not None:
-            self.agents.log_line(line)
-        match event:
-            case ev.StepStarted():
-                self._role = event.role
-                self.step = event.step
-            case ev.ProposalMade() if event.subject == "plan":
-                self.plan.propose(event.step, event.content)
-            case ev.DecisionMade():
-                self.plan.decided(event.step, event.action, event.content)
-            case ev.VersionCreated() if self._link is not None:
-                self.source.show_version(event.number, self._link.kernel_source(event.version_id))
-            case ev.Note() if event.role == "tester":
-                self.tests.write(event.text)
-            case ev.EvaluationDone():
-                self.tests.show_verdict(event.eval_report())
-            case ev.EarlierVerdict() if self._link is not None:
-                self.source.show_version(
-                    event.version_number, self._link.kernel_source(event.version_id)
-                )
-                self.tests.write(f"v{event.version_number} again: its earlier verdict stands")
-                self.tests.show_verdict(event.eval_report())
-            case ev.ProfileDone() if event.version_id is not None and event.error is None:
-                self.profile.show(ProfileSummary.from_json(event.summary))
-            case ev.UsageReport():
-                self.usage = (event.session_tokens, event.session_cost_usd)
-            case ev.ModeChanged():
-                self.mode = event.mode
-            case ev.SessionEnded():
-                self.step = IDLE
-                self._show_end()
-
-    def _show_end(self, session_id: str | None = None) -> None:
-        """The best accepted kernel of the session that ended (or of the search `session_id`) in
-        the source, tests and profile; or that there is none."""
-        ended = self._link.ended(session_id) if self._link is not None else None
-        if ended is None:
-            return
-        self.agents.log_line(ended.words())
-        if ended.version is None:
-            self.tests.write("no accepted kernel: the source shows the last version tried")
-            return
-        self.source.show_version(ended.version.number, ended.version.source)
-        if ended.report is not None:
-            self.tests.write(f"── best accepted kernel v{ended.version.number}")
-            for check in ended.report.checks:
-                self.tests.show_check(check)
-            self.tests.show_report(ended.report)
-        if ended.profile is not None:
-            self.profile.show(ended.profile)
+        if self.session.intervene(Subject.PLAN, text):
+            self._log("your plan goes to the agents at the next step")
 
     # -- by hand --------------------------------------------------------------------------------
 
     def action_save(self) -> None:
-        if self.plan.editing and self._editing is not None and self._editing.subject == "plan":
+        if (
+            self.plan.editing
+            and self._editing is not None
+            and self._editing.subject == Subject.PLAN
+        ):
             self._decide(Decision(EDIT, content=self.plan.close_editor()))
             return
         if self.plan.editing:
             self._take_plan_edit()
             return
         source = self.source.save()
-        if self._editing is not None and self._editing.subject == "kernel":
+        if self._editing is not None and self._editing.subject == Subject.KERNEL:
             self._decide(Decision(EDIT, content=source))
             return
-        if self._link is not None and self._link.intervene("kernel", source):
-            self.agents.log_line("your edit becomes the next kernel version at the next step")
+        if self.session.intervene(Subject.KERNEL, source):
+            self._log("your edit becomes the next kernel version at the next step")
         self.notify(f"saved {self._kernel_path}")
 
     def action_evaluate(self) -> None:
-        self.source.save()
-        self.tests.begin(self._kernel_path.name, self.kernel_task.task_id, self.target)
+        """Evaluate the editor's source, saved or not (the kernel file is left as saved), on
+        the session's tools: the agents' executor and evaluation options."""
+        source = self.source.text
+        self.tests.post_message(
+            TestsMessage(
+                [
+                    f"── evaluating {self._kernel_path.name} against {self.kernel_task.task_id} "
+                    f"on {self.target} ({self.session.executor})"
+                ]
+            )
+        )
         self.step = "evaluating"
-        self.tests.evaluate(self._harness, self._kernel_path, self.kernel_task, self.target)
+        self.run_worker(
+            self._evaluate(source), group="evaluate", exclusive=True, exit_on_error=False
+        )
 
-    def action_profile(self) -> None:
-        self.source.save()
-        self.step = "profiling"
-        self.profile.profile(self._kernel_path, self.kernel_task, self._cache)
+    async def _evaluate(self, source: str) -> None:
+        tests = self.tests
 
-    def on_evaluation_finished(self, message: EvaluationFinished) -> None:
+        def on_check(check: Check) -> None:  # from the harness's thread
+            tests.post_message(TestsMessage([check]))
+
+        report = await self.session.evaluate(source, on_check)
+        tests.post_message(TestsMessage([report]))
         self.step = IDLE
 
-    def on_profile_finished(self, message: ProfileFinished) -> None:
+    def action_profile(self) -> None:
+        self.step = "profiling"
+        self.run_worker(
+            self._profile(self.source.text), group="profile", exclusive=True, exit_on_error=False
+        )
+
+    async def _profile(self, source: str) -> None:
+        result = await self.session.profile(source)
+        item = result.summary if result.summary is not None else result.error or "no profile"
+        self.profile.post_message(ProfileMessage([item]))
         self.step = IDLE
 
     def _plan_intro(self) -> str:
@@ -456,10 +472,12 @@ class WorkbenchScreen(Screen[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Decision keys act only while a proposal waits (None: shown dimmed)."""
-        if action in ("approve", "reject", "edit_proposal"):
-            return True if self._pending() is not None else None
+        if self._session is None:
+            return None if action in (*DECISIONS, "interrupt") else True
+        if action in DECISIONS:
+            return True if self.session.pending is not None else None
         if action == "interrupt":
-            return True if (self._link is not None and self._link.is_running) else None
+            return True if self.session.is_running else None
         return True
 
     def watch_mode(self) -> None:
@@ -490,5 +508,5 @@ class WorkbenchScreen(Screen[None]):
         return self._provider + (f" {model}" if model else "") + (f" ({self._role})" if own else "")
 
     async def on_unmount(self) -> None:
-        if self._link is not None:
-            await self._link.aclose()
+        if self._session is not None:
+            await self._session.aclose()

@@ -9,11 +9,13 @@ are named after the task (`<task_id>.py`, `<task_id>.md`), the names `bench --ke
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import Any
 
 from maxkernel_tui.kernels.evaluation.report import ACCEPTED
 from maxkernel_tui.services.sessions import local_time
+from maxkernel_tui.services.tasks import task_argument, task_label
 from maxkernel_tui.store import Evaluation, KernelVersion, Session, Store, StoreError
 
 _MARKS = {"pass": "✓ pass", "fail": "✗ fail", "skip": "– skip"}
@@ -83,13 +85,14 @@ def markdown_report(
     kernel_file: str,
 ) -> str:
     lines = [f"# {session.task_id}: kernel v{version.number}", ""]
+    task = shlex.quote(task_argument(session.task_id, session.task_dir))  # this task, no other
     origin = f", from v{parent.number}" if parent else ""
     title = f" — {_cell(session.title)}" if session.title else ""
     lines += [
         "| | |",
         "|---|---|",
         f"| session | `{session.id}` ({session.mode}, {session.status}){title} |",
-        f"| task | `{session.task_id}` |",
+        f"| task | `{task_label(session.task_id, session.task_dir)}` |",
         f"| kernel | v{version.number}, {local_time(version.created)}{origin} |",
         f"| chosen as | {because} |",
         f"| file | `{kernel_file}` |",
@@ -99,7 +102,7 @@ def markdown_report(
             "",
             "## Evaluation",
             "",
-            f"Not evaluated. Run `maxkernel-tui eval {kernel_file} --task {session.task_id}`.",
+            f"Not evaluated. Run `maxkernel-tui eval {kernel_file} --task {task}`.",
         ]
     else:
         lines += ["", *evaluation_markdown(evaluation.report, evaluation.created)]
@@ -109,7 +112,7 @@ def markdown_report(
         "",
         "## Reproduce",
         "",
-        f"    maxkernel-tui eval {kernel_file} --task {session.task_id}",
+        f"    maxkernel-tui eval {kernel_file} --task {task}",
         "",
     ]
     return "\n".join(lines)

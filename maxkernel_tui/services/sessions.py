@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
+from maxkernel_tui.services.tasks import task_label
 from maxkernel_tui.store import Session, SessionSummary, Store, StoreError
 
 
@@ -56,7 +57,7 @@ def session_cells(summary: SessionSummary) -> tuple[str, ...]:
     )
     return (
         s.id,
-        s.task_id,
+        task_label(s.task_id, s.task_dir),
         s.mode,
         s.status,
         str(summary.kernel_versions),

@@ -1,8 +1,11 @@
-"""A task named by the engineer: a task folder, or an id (or its number prefix) in a suite. For
-the CLI's commands, resume and the workbench's start-up. No jax here."""
+"""A task named by the engineer: a task folder, or an id (or its number prefix) in a suite; and a
+task named back to the engineer, by its folder unless it is built in (a folder may share its id
+with a built-in task). For the CLI's commands, resume, exports, listings and the workbench.
+No jax here."""
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 from maxkernel_tui.kernels.loader import builtin_suite_dir, find_task, load_tasks
@@ -32,3 +35,28 @@ def resolve_task(name: str, path: Path | None = None) -> Task:
         raise TaskError(
             path or builtin_suite_dir(), f"no task {name!r} (e.g. {known}){problems}"
         ) from None
+
+
+def is_builtin(folder: str | Path) -> bool:
+    """The folder is one of the built-in suite's tasks."""
+    return bool(str(folder)) and Path(folder).resolve().parent == builtin_suite_dir().resolve()
+
+
+def task_argument(task_id: str, task_dir: str | Path) -> str:
+    """What `--task` takes to name exactly this task again: the id of a built-in task, else its
+    folder (a task folder may share its id with a built-in task, or with another folder)."""
+    return task_id if not str(task_dir) or is_builtin(task_dir) else str(task_dir)
+
+
+def task_label(task_id: str, task_dir: str | Path) -> str:
+    """The task as a listing shows it: the id, and the folder unless it is built in."""
+    return task_id if not str(task_dir) or is_builtin(task_dir) else f"{task_id} ({task_dir})"
+
+
+def workbench_name(task: Task) -> str:
+    """The task's folder under the workbench directory: its id when built in, else its id and a
+    digest of its folder's path, so that two tasks with one id never share a kernel file."""
+    if is_builtin(task.folder):
+        return task.task_id
+    digest = hashlib.sha256(str(task.folder.resolve()).encode()).hexdigest()[:8]
+    return f"{task.task_id}-{digest}"

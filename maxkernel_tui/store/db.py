@@ -157,7 +157,7 @@ class Store:
 
     def session(self, session_id: str) -> Session:
         rows = self._read(
-            "SELECT id, task_id, mode, status, title, created, updated FROM sessions WHERE id = ?",
+            f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?",
             (session_id,),
         )
         if not rows:
@@ -186,8 +186,7 @@ class Store:
         sessions = [
             Session(*r)
             for r in self._read(
-                "SELECT id, task_id, mode, status, title, created, updated FROM sessions ORDER BY "
-                "updated DESC, rowid DESC"
+                f"SELECT {_SESSION_COLUMNS} FROM sessions ORDER BY updated DESC, rowid DESC"
             )
         ]
         counts = dict(
@@ -547,6 +546,15 @@ def _row_id(cursor: sqlite3.Cursor) -> int:
     assert cursor.lastrowid is not None
     return cursor.lastrowid
 
+
+# A session's columns, and its task's folder from the first event that names one (the session's
+# start: its payload has `task_dir`), so that a session written before that folder had a column
+# of its own is told apart from a session on another task with the same id too.
+_SESSION_COLUMNS = (
+    "id, task_id, mode, status, title, created, updated, COALESCE((SELECT json_extract("
+    "payload, '$.task_dir') FROM events WHERE events.session_id = sessions.id AND "
+    "json_extract(payload, '$.task_dir') IS NOT NULL ORDER BY seq LIMIT 1), '')"
+)
 
 _SHARED: dict[tuple[int, Path], Store] = {}
 _SHARED_LOCK = threading.Lock()

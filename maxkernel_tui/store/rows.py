@@ -47,6 +47,9 @@ class Session:
     title: str
     created: float
     updated: float
+    # The task's folder as its session recorded it when it started ("" before then): a task
+    # is named by its folder, since two folders may hold tasks with the same id.
+    task_dir: str = ""
 
 
 @dataclass(frozen=True)

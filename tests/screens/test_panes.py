@@ -15,7 +15,7 @@ from maxkernel_tui.agents.orchestration.gates import APPROVE, REJECT, Proposal
 from maxkernel_tui.config import load_settings
 from maxkernel_tui.kernels.evaluation.report import Check, EvalReport
 from maxkernel_tui.kernels.loader import builtin_suite_dir, find_task, load_tasks
-from maxkernel_tui.screens.tests_pane import CheckFinished, EvaluationFinished
+from maxkernel_tui.screens.pane_messages import TestsMessage
 from maxkernel_tui.screens.workbench import WorkbenchScreen
 from maxkernel_tui.store.rows import AUTO, HITL
 from tests.support.screens import status
@@ -43,7 +43,6 @@ class Bench(App[None]):
         self.workbench = WorkbenchScreen(
             find_task("12p", tasks),
             tmp_path / "work",
-            tmp_path / "cache",
             harness=lambda: None,  # type: ignore[arg-type,return-value]  # warmed, never used
             settings=settings,
         )
@@ -58,14 +57,13 @@ async def test_checks_and_the_verdict_are_drawn_in_the_tests_pane(tmp_path) -> N
         screen = app.workbench
         screen.step = "evaluating"
         check = Check("tpu_compile", "fail", "TPU v5e compile failed", 1.5)
-        screen.tests.post_message(CheckFinished(check))
+        screen.tests.post_message(TestsMessage([check]))
         await until(pilot, lambda: any("tpu_compile" in line for line in screen.tests.lines))
         assert screen.tests.lines[-1].startswith("✗ tpu_compile")
         report = EvalReport("12p_RMSNorm", "kernel.py", ["v5e"], "cpu", checks=[check])
-        screen.tests.post_message(EvaluationFinished(report))
-        await until(pilot, lambda: screen.step == "idle")
-        assert screen.tests.lines[-1].startswith("verdict: REJECTED")
-        assert "─ idle ─" in status(app)
+        screen.tests.post_message(TestsMessage([report]))
+        await until(pilot, lambda: any("verdict" in line for line in screen.tests.lines))
+        assert screen.tests.lines[-2].startswith("verdict: REJECTED")
 
 
 async def test_a_profile_failure_is_said_under_the_table(tmp_path) -> None:
@@ -83,7 +81,7 @@ async def test_a_proposal_is_shown_a_key_decides_it_and_it_is_hidden(tmp_path) -
     async with app.run_test(size=SIZE) as pilot:
         screen = app.workbench
         assert screen.check_action("approve", ()) is None  # nothing waits: the key is dimmed
-        gate = screen.agent_link().gate_for(HITL)  # the gate the engine would ask
+        gate = screen.session.gate_for(HITL)  # the gate the engine would ask
         decision = asyncio.ensure_future(gate.decide(PLAN))
         shown = await until(pilot, lambda: screen.agents.proposal)
         assert shown == PLAN and screen.step == "i1/plan: waiting for you"
@@ -101,7 +99,7 @@ async def test_a_rejection_asks_why_and_the_reason_goes_with_it(tmp_path) -> Non
     app = Bench(tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         screen = app.workbench
-        decision = asyncio.ensure_future(screen.agent_link().gate_for(HITL).decide(PLAN))
+        decision = asyncio.ensure_future(screen.session.gate_for(HITL).decide(PLAN))
         await until(pilot, lambda: screen.agents.proposal)
         await pilot.press("r")
         assert screen.agents.asking and screen.agents.purpose == "reject"
@@ -127,7 +125,7 @@ async def test_the_tests_pane_stays_readable_while_a_proposal_waits(tmp_path) ->
         screen = app.workbench
         tests, agents = screen.query_one("#tests"), screen.query_one("#agents")
         idle = agents.size.height
-        decision = asyncio.ensure_future(screen.agent_link().gate_for(HITL).decide(PLAN))
+        decision = asyncio.ensure_future(screen.session.gate_for(HITL).decide(PLAN))
         await until(pilot, lambda: screen.agents.proposal and agents.size.height > idle)
         shown = tests.size.height
         assert shown >= 10, f"{shown} lines of checks while a proposal waits"

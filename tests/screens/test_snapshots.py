@@ -143,11 +143,7 @@ async def test_approval_view_snapshot(tmp_path, suite_tasks, suite_cache, monkey
         screen = app.screen
         await until(
             pilot,
-            lambda: (
-                screen.agents.proposal is not None
-                and screen.link is not None
-                and screen.link.settled
-            ),
+            lambda: screen.agents.proposal is not None and screen.session.settled,
         )
         await steady_cursors(pilot)
         assert_snapshot("approval", app, tmp_path)

@@ -81,3 +81,19 @@ def test_real_terminal_opens_and_quits(suite_descriptions, suite_cache, tmp_path
         )
     finally:
         subprocess.run([*tmux, "kill-server"], capture_output=True)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 50)])
+async def test_every_column_of_the_list_is_shown_whole(tmp_path, size):
+    """The category and GFLOP columns are never pushed out of view by a long task id
+    (46k_Conv2d_GroupNorm_Tanh_HardSwish_ResidualAdd_LogSumExp, 57 characters); a long id ends
+    in "…" in the list and is whole in the detail."""
+    app = MaxKernelApp(cache=tmp_path / "cache")
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        table = app.screen.query_one("#tasks", DataTable)
+        widths = [column.get_render_width(table) for column in table.columns.values()]
+        assert sum(widths) <= table.scrollable_content_region.width
+        assert {table.get_row_at(row)[1] for row in range(table.row_count)} >= {"attention"}
+        ids = [str(table.get_row_at(row)[0]) for row in range(table.row_count)]
+        assert "46k_Conv2d_GroupNorm_Tanh_Har…" in ids

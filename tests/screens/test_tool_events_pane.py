@@ -6,13 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from textual.widgets import Log, Static
+from textual.widgets import Static
 
 from maxkernel_tui.agents.orchestration.events import StepStarted, ToolAnswered, ToolsCalled
 from maxkernel_tui.app import MaxKernelApp
 from maxkernel_tui.config import load_settings
 from maxkernel_tui.kernels.loader import find_task
-from maxkernel_tui.screens.agent_link import AgentEvents
 from tests.support.waiting import until
 
 pytestmark = pytest.mark.slow  # the workbench warms the harness's workers when it opens
@@ -57,8 +56,9 @@ async def test_tool_calls_results_and_the_role_s_model_are_shown(
         status = app.screen.query_one("#status", Static)
         assert "─ gemini gemini-2.5-flash ─" in str(status.content)  # no step yet: the session's
         started = StepStarted(f"{step}/start", step, "implementer", 1, "implementer (i1)")
-        app.screen.post_message(AgentEvents([started, called, result], False))
+        app.screen.deliver([started, called, result], False)
         await until(pilot, lambda: "gemini-3.1-pro (implementer)" in str(status.content))
-        lines = "\n".join(app.screen.query_one("#activity", Log).lines)
+        await until(pilot, lambda: "jax_api →" in "\n".join(app.screen.agents.lines))
+        lines = "\n".join(app.screen.agents.lines)
         assert "implementer calls jax_api(name='pl.BlockSpec') (gemini-3.1-pro" in lines
         assert "jax_api → pl.BlockSpec = ..." in lines

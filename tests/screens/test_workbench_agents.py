@@ -102,10 +102,7 @@ async def test_approve_a_plan_and_the_kernel_appears_in_source(make_app) -> None
         await until(pilot, lambda: "BLOCK_ROWS = 256" in source.text)
         await until(
             pilot,
-            lambda: any(
-                line.startswith("verdict: ACCEPTED")
-                for line in app.screen.query_one("#tests", Log).lines
-            ),
+            lambda: any(line.startswith("verdict: ACCEPTED") for line in app.screen.tests.lines),
         )
         assert "v1" in str(app.screen.query_one("#source-pane").border_title)
 
@@ -147,11 +144,9 @@ async def test_edit_a_proposed_kernel_then_it_is_evaluated(make_app) -> None:
         await pilot.press("ctrl+s")  # submits the edit
         await until(
             pilot,
-            lambda: any(
-                line.startswith("verdict: ") for line in app.screen.query_one("#tests", Log).lines
-            ),
+            lambda: any(line.startswith("verdict: ") for line in app.screen.tests.lines),
         )
-        (version,) = app.screen.link.kernel_versions()
+        (version,) = app.screen.session.kernel_versions()
         assert "BLOCK_ROWS = 128" in version.source
 
 
@@ -170,7 +165,7 @@ async def test_escape_cancels_the_running_model_call(make_app) -> None:
         await pilot.press("escape")
         await until(pilot, lambda: provider.cancelled.is_set())
         await until(pilot, lambda: "─ stopped ─" in status(app), timeout=20)
-        assert not app.screen.link.is_running
+        assert not app.screen.session.is_running
 
 
 async def test_hand_off_to_auto_mid_session_and_back(make_app) -> None:
@@ -205,7 +200,7 @@ async def test_a_session_reopens_after_the_app_is_closed(make_app, tmp_path) -> 
         await until(pilot, lambda: pending(app))
         await pilot.press("a")
         await until(pilot, lambda: (p := pending(app)) is not None and p.subject == "kernel")
-        session_id = app.screen.link.session_id
+        session_id = app.screen.session.session_id
     with Store(make_app.settings.store_path) as store:
         assert store.session(session_id).status == "stopped"
 
@@ -260,13 +255,13 @@ async def test_auto_ends_on_its_best_kernel_and_the_session_reopens_in_auto(make
     )
     app = make_app(provider)
     async with app.run_test(size=SIZE) as pilot:
-        app.screen.agent_link().limits = LoopLimits(
+        app.screen.session.limits = LoopLimits(
             max_iterations=2, patience=5, tune_candidates=0, edge_cases=False
         )
         await pilot.press("f2")  # the agents start in Auto
-        await until(pilot, lambda: app.screen.link.ended() is not None, timeout=400)
+        await until(pilot, lambda: app.screen.session.ended() is not None, timeout=400)
         await until(pilot, lambda: "best accepted kernel v1" in "\n".join(app.screen.tests.lines))
-        session_id = app.screen.link.session_id
+        session_id = app.screen.session.session_id
         assert app.screen.source.text == GOOD and app.screen.source.version == 1
         with Store(make_app.settings.store_path) as store:
             assert store.kernel_versions(session_id)[-1].source == BAD  # the last one tried

@@ -61,11 +61,9 @@ class RayTools:
         task: Task,
         target: str,
         trace_root: Path,
-        *,
-        seeds: int = 2,
     ) -> None:
         self.task, self.target, self.trace_root = task, target, trace_root
-        self.options = EvalOptions(target=target, seeds=seeds)
+        self.options = EvalOptions(target=target)
         self._dispatcher = dispatcher
         self._files = TaskFiles.of(task)
         self._reference_costs: dict[str, ReferenceCost] | None = None

@@ -149,12 +149,17 @@ async def open_session(
     listener: Listener | None = None,
     harness: Callable[[], Harness] | None = None,
     executor: ExecutorChoice | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> OpenSession:
     """A new session on `task`, or `resume` (an id or its prefix) with its stored task and mode.
     `listener` gets every new event from the first (the session's start) on. `executor`: where
     evaluations run (default: the settings' choice); a cluster that cannot be used is a
-    ClusterError (ValueError) before anything is stored or paid for."""
+    ClusterError (ValueError) before anything is stored or paid for. `progress` hears each stage
+    of the opening, in words (a cold cache makes the task's description take a while)."""
+    say = progress or (lambda stage: None)
     executor = executor or ExecutorChoice.of(settings)
+    if executor.ray is not None:
+        say(f"connecting to Ray at {executor.ray}")
     await asyncio.to_thread(executor.prepare)
     if resume is not None:
         opening = _resumed(store, settings, resume)
@@ -180,7 +185,9 @@ async def open_session(
             opening.roles.to_json(),
         )
     )
+    say(f"describing {task.task_id} (shapes and the reference's XLA cost on {opening.target})")
     facts = await asyncio.to_thread(task_facts, task, opening.target)
+    say("starting the evaluation workers")
     workspace = Workspace(settings.data_dir / "sessions" / journal.session_id)
     tools = await asyncio.to_thread(
         build_tools, executor, task, opening.target, workspace.path("traces"), harness

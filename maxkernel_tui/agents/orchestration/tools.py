@@ -83,12 +83,11 @@ class KernelTools:
         target: str,
         trace_root: Path,
         *,
-        seeds: int = 2,
         harness: Callable[[], Harness] | None = None,
     ) -> None:
         """`harness`: a shared one (the TUI's), which `close` leaves running; else our own."""
         self.task, self.target, self.trace_root = task, target, trace_root
-        self.options = EvalOptions(target=target, seeds=seeds)
+        self.options = EvalOptions(target=target)
         self._shared = harness
         self._harness: Harness | None = None
         self._reference_costs: dict[str, ReferenceCost] | None = None

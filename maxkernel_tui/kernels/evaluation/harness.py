@@ -86,9 +86,12 @@ class UsageError(ValueError):
 
 @dataclass(frozen=True)
 class EvalOptions:
+    """How a kernel is evaluated. The one place its defaults are set: the engineer's evaluation
+    in the workbench, an agent's, and `maxkernel-tui eval` without flags all take these."""
+
     target: str = DEFAULT_TARGET
     config: str | None = None  # numerics on this configuration only (default: check + heldout)
-    seeds: int = 3  # fresh random seeds on the check configuration
+    seeds: int = 2  # fresh random seeds on the check configuration
     timeout: float = 300.0  # seconds for everything the candidate does
     detect_races: bool = False
     require_pallas: bool = True  # False only for sanity runs of a reference against itself

@@ -229,15 +229,20 @@ def warnings_for(kernel: KernelAnalysis, target: TpuTarget) -> list[str]:
 
 
 def _untileable(block: Block) -> bool:
-    """A pipelined block whose last two dims are neither multiples of (8, 128) nor the array's."""
+    """A pipelined block with one of its last two dims neither a multiple of its tile (8 rows,
+    128 lanes) nor the array's own, each dim judged alone as TPU lowering does: [256, 1] of
+    [4096, 1] lowers (256 rows of 8, the array's one lane)."""
     if block.memory_space != "vmem" or block.is_scratch or len(block.shape) < 2:
         return False
-    rows, lanes = block.shape[-2:]
-    return bool(rows % 8 or lanes % 128) and list(block.shape[-2:]) != list(block.array_shape[-2:])
+    tiles = (8, 128)
+    return any(
+        size % tile and size != whole
+        for size, tile, whole in zip(block.shape[-2:], tiles, block.array_shape[-2:], strict=True)
+    )
 
 
 def _tiling_warning(block: Block) -> str:
     return (
-        f"{block.role} block {block.shape} of {block.array_shape}: last two dims "
-        "neither multiples of (8, 128) nor the array's own: the TPU cannot lower it"
+        f"{block.role} block {block.shape} of {block.array_shape}: one of its last two dims is "
+        "neither a multiple of (8, 128) nor the array's own: the TPU cannot lower it"
     )

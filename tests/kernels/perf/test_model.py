@@ -7,7 +7,7 @@ import pytest
 from jax.experimental import pallas as pl
 
 from maxkernel_tui.kernels.perf.analysis import ReferenceCost
-from maxkernel_tui.kernels.perf.model import DISPATCH_S, STEP_OVERHEAD_S, estimate
+from maxkernel_tui.kernels.perf.model import DISPATCH_S, STEP_OVERHEAD_S, estimate, warnings_for
 from maxkernel_tui.kernels.perf.pallas_analysis import analyze
 from maxkernel_tui.kernels.perf.xla_model import XLA_EFFICIENCY
 from maxkernel_tui.kernels.targets import TARGETS
@@ -65,3 +65,46 @@ def test_large_bf16_gemm_is_compute_bound_near_peak_on_v5e(name):
     # XLA's side: its flops at the MXU peak, at XLA's efficiency, plus the same dispatch
     xla = reference.flops / target.peak_bf16_flops / XLA_EFFICIENCY + DISPATCH_S
     assert result.kind == "estimated" and result.speedup == pytest.approx(xla / result.seconds)
+
+
+def _row_sums(x_ref, o_ref):
+    sums = jnp.sum(x_ref[...], axis=1, keepdims=True)
+    o_ref[...] = jnp.broadcast_to(sums, o_ref.shape)
+
+
+def row_sums(x, rows, out_lanes):
+    """Sums of rows in blocks of `rows`: the output block is (rows, out_lanes) of (M, out_lanes)
+    when out_lanes is 1, a slice of a wider output otherwise."""
+    m, n = x.shape
+    return pl.pallas_call(
+        _row_sums,
+        grid=(m // rows,),
+        in_specs=[pl.BlockSpec((rows, n), lambda i: (i, 0))],
+        out_specs=pl.BlockSpec((rows, out_lanes), lambda i: (i, 0)),
+        out_shape=jax.ShapeDtypeStruct((m, 1 if out_lanes == 1 else 4 * out_lanes), x.dtype),
+    )(x)
+
+
+def lowering_warnings(rows, out_lanes):
+    x = jax.ShapeDtypeStruct((4096, 512), jnp.float32)
+    jaxpr = jax.make_jaxpr(lambda a: row_sums(a, rows, out_lanes))(x)
+    (kernel,) = analyze(jaxpr)
+    return [w for w in warnings_for(kernel, TARGETS["v5e"]) if "cannot lower" in w]
+
+
+def test_a_block_one_lane_wide_of_a_one_lane_array_is_not_said_to_fail_lowering():
+    """[256, 1] of [4096, 1]: 256 rows are whole tiles of 8, the one lane is the array's own
+    (tpu_lower and tpu_compile pass the same kernel)."""
+    assert lowering_warnings(256, 1) == []
+
+
+def test_a_block_neither_tiled_nor_whole_in_one_dim_is_said_to_fail_lowering():
+    """[256, 64] of [4096, 256]: 64 lanes are neither a multiple of 128 nor the array's 256;
+    [12, 1] of [4096, 1]: 12 rows are neither a multiple of 8 nor the array's 4096 (the input
+    block [12, 512] too)."""
+    (warning,) = lowering_warnings(256, 64)
+    assert "output 0 block [256, 64] of [4096, 256]" in warning
+    assert [w.split(":")[0] for w in lowering_warnings(12, 1)] == [
+        "input 0 block [12, 512] of [4096, 512]",
+        "output 0 block [12, 1] of [4096, 1]",
+    ]

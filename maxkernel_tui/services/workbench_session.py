@@ -1,73 +1,137 @@
-"""The workbench's link to a session's engine: start, resume, interrupt, hand off, decide, explain,
-and what the session does, delivered to the screen as `AgentEvents` messages: the events and the
-proposals that wait for the engineer, in the order they happened, batched a few times a second so
-that a fast model stream never re-renders the screen per token. No jax here; this module loads
-the engine, so the workbench imports it only when the agents first run."""
+"""One workbench session, behind the workbench screen: it owns the tools (this machine's worker
+pool or a Ray cluster, as the settings say), the store, the agents' engine with its journal and
+gate, and every action the engineer takes on the task, by hand or through the agents: evaluate,
+profile, start, decide, intervene, hand off, explain, open a search.
+
+An evaluation by hand (ctrl+e) and an agent's take the same route: the same `Tools`, so the same
+executor and the same evaluation options (`Tools.options`, built in one place). The engineer's
+evaluation runs on a snapshot of the editor (`evaluated/kernel.py`), never on the kernel file,
+which only a save writes. What the agents do reaches `deliver` in batches, a few times a second,
+on the event loop, so that a fast model stream never redraws per token.
+
+No Textual, no jax: the engine, the tools and Ray load on first use (the workbench's first frame
+does not pay for them)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-from textual.message import Message
-from textual.message_pump import MessagePump
-
-from maxkernel_tui.agents.llm.provider import Provider
-from maxkernel_tui.agents.orchestration.ending import BestAtEnd, best_at_end
-from maxkernel_tui.agents.orchestration.engine import LoopLimits, Outcome, SessionEngine
-from maxkernel_tui.agents.orchestration.events import SessionEvent
-from maxkernel_tui.agents.orchestration.gates import (
-    AutoGate,
-    Decision,
-    Gate,
-    InteractiveGate,
-    Proposal,
-)
-from maxkernel_tui.agents.orchestration.session import OpenSession, open_session
-from maxkernel_tui.agents.search.config import SearchConfig
-from maxkernel_tui.agents.search.launch import OpenSearch
 from maxkernel_tui.config import Settings
 from maxkernel_tui.kernels.evaluation.harness import Harness
+from maxkernel_tui.kernels.evaluation.report import Check, EvalReport
 from maxkernel_tui.kernels.task import Task
-from maxkernel_tui.store.db import Store
-from maxkernel_tui.store.rows import HITL, KernelVersion
+from maxkernel_tui.store.rows import KernelVersion, Mode
+
+if TYPE_CHECKING:
+    from maxkernel_tui.agents.executors.choice import ClosableTools
+    from maxkernel_tui.agents.llm.provider import Provider
+    from maxkernel_tui.agents.orchestration.ending import BestAtEnd
+    from maxkernel_tui.agents.orchestration.engine import LoopLimits, Outcome, SessionEngine
+    from maxkernel_tui.agents.orchestration.events import SessionEvent
+    from maxkernel_tui.agents.orchestration.gates import Decision, Gate, Proposal
+    from maxkernel_tui.agents.orchestration.session import OpenSession
+    from maxkernel_tui.agents.orchestration.tools import ProfileResult
+    from maxkernel_tui.agents.search.config import SearchConfig
+    from maxkernel_tui.agents.search.launch import OpenSearch
+    from maxkernel_tui.store.db import Store
+
+    AgentUpdate = SessionEvent | Proposal  # a proposal: it waits for the engineer's decision
 
 DRAW_INTERVAL_S = 0.1  # what the session did is delivered at most this often
-AgentUpdate = SessionEvent | Proposal  # a proposal: it waits for the engineer's decision
-
-
-class AgentEvents(Message):
-    """What the session did since the last batch, in order. `finished`: its loop has ended by
-    itself (not stopped by the engineer)."""
-
-    def __init__(self, updates: list[AgentUpdate], finished: bool) -> None:
-        super().__init__()
-        self.updates = updates
-        self.finished = finished
+SNAPSHOT_DIR = "evaluated"  # under the workdir: the editor's source as last evaluated or profiled
+HarnessFactory = Callable[[], Harness]  # the app's shared harness, started on first use
+Deliver = Callable[[Sequence["AgentUpdate"], bool], None]  # (updates in order, the loop has ended)
 
 
 @dataclass
-class AgentLink:
-    store: Store
+class WorkbenchSession:
     settings: Settings
     task: Task
-    harness: Callable[[], Harness]
-    target: MessagePump  # where the batches are posted (the workbench)
+    workdir: Path  # the task's workbench folder: kernel.py, snapshots, traces
+    harness: HarnessFactory
+    deliver: Deliver
     provider: Provider | None = None  # tests inject one; else the configured provider
-    limits: LoopLimits = field(default_factory=LoopLimits)
+    limits: LoopLimits | None = None
     session_id: str | None = None
     opened: OpenSession | None = None
     running: asyncio.Task[Outcome] | None = None
+    _tools: ClosableTools | None = field(default=None, init=False)
+    _store: Store | None = field(default=None, init=False)
     _undelivered: list[AgentUpdate] = field(default_factory=list, init=False)
     _armed: bool = field(default=False, init=False)  # a delivery is scheduled
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
 
     def __post_init__(self) -> None:
+        from maxkernel_tui.agents.orchestration.gates import InteractiveGate
+
         self.gate = InteractiveGate(on_pending=self._collect)
         self._loop = asyncio.get_running_loop()
+
+    @property
+    def kernel_path(self) -> Path:
+        return self.workdir / "kernel.py"
+
+    @property
+    def target(self) -> str:
+        return self.settings.tpu_target
+
+    @property
+    def executor(self) -> str:
+        """Where evaluations run, in words: "local workers" or "Ray at HOST:PORT"."""
+        return "local workers" if self.settings.ray is None else f"Ray at {self.settings.ray}"
+
+    @property
+    def store(self) -> Store:
+        """This process's writer of the settings' store (shared, never closed here)."""
+        if self._store is None:
+            from maxkernel_tui.store.db import open_store
+
+            self._store = open_store(self.settings.store_path)
+        return self._store
+
+    # -- by hand: the same tools as the agents' ------------------------------------------------
+
+    async def tools(self) -> ClosableTools:
+        """The tools on the settings' executor, made on first use (connecting to a Ray cluster
+        here: one that cannot be used is a ClusterError)."""
+        if self._tools is None:
+            from maxkernel_tui.agents.executors.choice import ExecutorChoice, build_tools
+
+            self._tools = await asyncio.to_thread(
+                build_tools,
+                ExecutorChoice.of(self.settings),
+                self.task,
+                self.target,
+                self.workdir / "traces",
+                self.harness,
+            )
+        return self._tools
+
+    def snapshot(self, source: str) -> Path:
+        """`source` written where the engineer's evaluations read it, beside the kernel file."""
+        path = self.workdir / SNAPSHOT_DIR / self.kernel_path.name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(source, encoding="utf-8")
+        return path
+
+    async def evaluate(
+        self, source: str, on_check: Callable[[Check], None] | None = None
+    ) -> EvalReport:
+        """The engineer's evaluation of `source` (the editor's, saved or not)."""
+        tools = await self.tools()
+        return await tools.evaluate(self.snapshot(source), on_check)
+
+    async def profile(self, source: str) -> ProfileResult:
+        tools = await self.tools()
+        return await tools.profile(self.snapshot(source))
+
+    # -- the agents --------------------------------------------------------------------------
 
     @property
     def engine(self) -> SessionEngine | None:
@@ -87,33 +151,36 @@ class AgentLink:
         """Everything the session did so far has been delivered."""
         return not self._undelivered and not self._armed
 
-    @property
-    def mode(self) -> str | None:
-        """The running engine's mode; None before the first start."""
-        return self.engine.mode if self.engine is not None else None
-
     def gate_for(self, mode: str) -> Gate:
         """The gate the engine asks in `mode`: the engineer in HITL, nobody in Auto."""
-        return self.gate if mode == HITL else AutoGate()
+        from maxkernel_tui.agents.orchestration.gates import AutoGate
 
-    async def start(self, mode: str) -> None:
+        return self.gate if mode == Mode.HITL else AutoGate()
+
+    async def start(self, mode: Mode, progress: Callable[[str], None] | None = None) -> None:
         """Run the session's loop: a new session, or the stopped one again (stored steps are
-        reused)."""
+        reused). `progress` hears what the start is doing (it can take a while on a cold
+        cache: the task is described and its reference compiled first)."""
+        from maxkernel_tui.agents.orchestration.engine import LoopLimits
+        from maxkernel_tui.agents.orchestration.session import open_session
+
         if self.is_running:
             return
         if self.opened is not None:
             await self.opened.aclose()
+            self.opened = None
         self.opened = await open_session(
             self.store,
             self.settings,
             task=None if self.session_id else self.task,
             mode=mode,
             gates=self.gate_for,
-            limits=self.limits,
+            limits=self.limits or LoopLimits(),
             resume=self.session_id,
             provider=self.provider,
             listener=self._collect,
             harness=self.harness,
+            progress=progress,
         )
         self.session_id = self.opened.session_id
         if self.opened.resumed and self.opened.engine.mode != mode:
@@ -135,12 +202,14 @@ class AgentLink:
     def kernel_source(self, version_id: int) -> str:
         return self.store.kernel_version(version_id).source
 
-    def stored_mode(self, session_id: str) -> str:
+    def stored_mode(self, session_id: str) -> Mode:
         """The mode a stored session was in when it stopped (the engine keeps it in the store)."""
-        return self.store.session(session_id).mode
+        return Mode(self.store.session(session_id).mode)
 
     def ended(self, session_id: str | None = None) -> BestAtEnd | None:
         """What the session (or `session_id`, a search's) ended on; None before it ended."""
+        from maxkernel_tui.agents.orchestration.ending import best_at_end
+
         chosen = session_id or self.session_id
         return None if chosen is None else best_at_end(self.store, chosen)
 
@@ -164,7 +233,7 @@ class AgentLink:
     def decide(self, decision: Decision) -> bool:
         return self.gate.resolve(decision)
 
-    def hand_off(self, mode: str) -> None:
+    def hand_off(self, mode: Mode) -> None:
         if self.engine is not None and self.is_running:
             self.engine.hand_off(mode)
 
@@ -224,9 +293,12 @@ class AgentLink:
         running = self.running
         finished = running is not None and running.done() and not running.cancelled()
         if updates or finished:
-            self.target.post_message(AgentEvents(updates, finished))
+            self.deliver(updates, finished)
 
     async def aclose(self) -> None:
         await self.interrupt()
         if self.opened is not None:
             await self.opened.aclose()
+        if self._tools is not None:
+            self._tools.close()
+        # the store is the process's shared writer (open_store): it stays open
