@@ -212,9 +212,11 @@ class ForkServer:
         return "no output"
 
 
-_servers: dict[tuple[tuple[str, str], ...], ForkServer] = {}
-_refused: set[tuple[tuple[str, str], ...]] = set()
-_lock = threading.Lock()
+_Key = tuple[tuple[str, str], ...]
+_servers: dict[_Key, ForkServer] = {}
+_refused: set[_Key] = set()
+_starting: dict[_Key, threading.Event] = {}  # set once the server of that key is up or refused
+_lock = threading.Lock()  # never held while a server starts (jax's import): exit waits on it
 
 
 def forked_child(
@@ -238,6 +240,8 @@ def forked_child(
 
 
 def _server_for(env: dict[str, str]) -> ForkServer | None:
+    """The running server of `env`'s key, started by the first caller that needs it (the
+    others wait for that start rather than starting their own)."""
     key = tuple(sorted((k, v) for k, v in env.items() if k not in _LATE_VARIABLES))
     with _lock:
         server = _servers.get(key)
@@ -245,12 +249,28 @@ def _server_for(env: dict[str, str]) -> ForkServer | None:
             return server
         if key in _refused:
             return None
-        try:
-            server = _servers[key] = ForkServer({k: v for k, v in key})
-        except (OSError, ForkServerError):
+        started = _starting.get(key)
+        starter = started is None
+        if starter:
+            started = _starting[key] = threading.Event()
+    assert started is not None
+    if not starter:
+        started.wait(START_TIMEOUT_S)
+        with _lock:
+            server = _servers.get(key)
+            return server if server is not None and server.alive else None
+    try:
+        server = ForkServer({k: v for k, v in key})
+    except (OSError, ForkServerError):
+        server = None
+    with _lock:
+        if server is None:
             _refused.add(key)  # e.g. an import that starts a backend: no fork for this env
-            return None
-        return server
+        else:
+            _servers[key] = server
+        del _starting[key]
+    started.set()
+    return server
 
 
 def _forget_servers() -> None:
@@ -260,6 +280,7 @@ def _forget_servers() -> None:
     _lock = threading.Lock()  # another thread may have held it at the fork
     _servers.clear()
     _refused.clear()
+    _starting.clear()
 
 
 os.register_at_fork(after_in_child=_forget_servers)

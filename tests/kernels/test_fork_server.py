@@ -105,3 +105,22 @@ def test_a_process_forked_from_a_client_does_not_use_its_servers():
         os._exit(0 if not fork_server._servers else 1)  # forgotten in the child
     assert os.waitpid(child, 0)[1] == 0
     assert fork_server._servers  # and kept here
+
+
+def test_exit_does_not_wait_for_a_server_still_importing_jax(tmp_path):
+    """ctrl+q while the workbench's first workers start: closing the servers takes no lock a
+    starting server holds, so the app quits without waiting for jax's import."""
+    import threading
+    import time
+
+    env = dict(jax_worker_env(), MAXKERNEL_TUI_PROBE_KEY=str(tmp_path))  # a server of its own
+    started: list[fork_server.ForkServer | None] = []
+    thread = threading.Thread(target=lambda: started.append(fork_server._server_for(env)))
+    thread.start()
+    wait_for(lambda: fork_server._starting, timeout=10, what="the server's start began")
+    began = time.monotonic()
+    fork_server._close_servers()
+    assert time.monotonic() - began < 1.0
+    thread.join(fork_server.START_TIMEOUT_S)
+    assert started and started[0] is not None
+    started[0].close()
