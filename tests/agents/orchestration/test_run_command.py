@@ -68,8 +68,7 @@ def test_auto_run_through_gemini_writes_a_kernel_that_eval_accepts(
         "tester",
         "profiler",
         "planner",
-        "implementer",
-        "profiler",
+        "implementer",  # proposes v2 again: judged and profiled once, so no profiler this time
     ]
     events = [json.loads(line) for line in done.stdout.splitlines()]
     evaluations = [e for e in events if e["kind"] == "evaluation"]
