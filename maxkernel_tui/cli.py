@@ -92,7 +92,11 @@ def _choose_sandbox(flag: str | None) -> None:
     from maxkernel_tui.config import load_settings
     from maxkernel_tui.kernels.sandbox.policy import OPT_OUT, OPT_OUT_VARIABLE
 
-    if load_settings({"sandbox": flag}).sandbox == OPT_OUT:
+    try:
+        chosen = load_settings({"sandbox": flag}).sandbox
+    except ConfigError:
+        return  # the command reports a broken settings file itself (doctor says what is wrong)
+    if chosen == OPT_OUT:
         os.environ[OPT_OUT_VARIABLE] = OPT_OUT
 
 

@@ -84,6 +84,7 @@ def confine(policy: SandboxPolicy, parent_alive: Callable[[], bool]) -> Confinem
         names = ", ".join(f"{layer} ({state.missing[layer]})" for layer in state.lacks_required())
         raise SandboxUnavailable(f"sandbox layers missing here: {names}")
     _configure_xla_cache(policy.xla_cache)
+    sys.dont_write_bytecode = True  # a module imported here would try its __pycache__
     sys.addaudithook(_Informant(policy.writable + ("/dev/null",), readable))
     return state
 

@@ -34,7 +34,7 @@ CHEATS = {
     "patches_timer": ("41k", "static", "touches clocks"),
     "partial_write": ("12p", "numerics", "is every output block written?"),
     "wrong_numerics": ("12p", "numerics", "elements outside tolerance"),
-    "constant_output": ("41k", "numerics", "elements outside tolerance"),
+    "constant_output": ("41k", "production", "the kernel does no matmul work"),
     "oob_read": ("12p", "numerics", "Out-of-bounds"),
     "bad_block_shape": ("41k", "tpu_lower", "divisible by 8 and 128"),
     "vmem_blowup": ("41k", "tpu_compile", "would exceed memory (size=134217728)"),
@@ -165,6 +165,7 @@ def test_an_edge_pass_runs_the_edge_cases_alone_and_joins_the_full_report(harnes
     edge_pass = harness.evaluate(kernel, task, edges)
     assert [c.name for c in edge_pass.checks] == [
         "static",
+        "sandbox",
         "trace",
         "tpu_lower",
         "tpu_compile",
@@ -174,7 +175,7 @@ def test_an_edge_pass_runs_the_edge_cases_alone_and_joins_the_full_report(harnes
     assert any(line.startswith("numerics: edge_hidden") for line in edge_pass.inputs)
     joined = judged.with_edge_pass(edge_pass)
     assert judged.verdict == "accepted" and joined.verdict == "rejected"
-    assert [c.name for c in joined.checks][5:] == ["numerics", "edge", "heldout", "timing"]
+    assert [c.name for c in joined.checks][6:] == ["numerics", "edge", "heldout", "timing"]
     assert joined.failure.name == "edge" and joined.seeds == judged.seeds
     with pytest.raises(UsageError, match="needs edge-case configurations"):
         harness.evaluate(kernel, task, EvalOptions(edges_only=True))
