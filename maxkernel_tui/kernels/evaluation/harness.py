@@ -175,19 +175,29 @@ class Harness:
             device="numerics on the CPU in TPU interpret mode; compile with libtpu (AOT)",
             on_check=on_check,
         )
-        source = _read_source(kernel, report)
-        if source is None or not _static_check(source, kernel, task, report):
+        prepared = self._prepare(kernel, task, report)
+        if prepared is None:
             return report
-        try:
-            snapshot = snapshot_task(task, self._snapshots)
-        except (OSError, TaskError) as error:
-            report.add(Check("trace", FAIL, f"cannot snapshot the task: {error}"))
-            return report
+        source, snapshot = prepared
         self._judge(kernel, source, snapshot, options, report)
         if (change := snapshot.change()) is not None:
             detail = f"the task changed during the evaluation ({change}): its verdict is void"
             report.add(Check("task", FAIL, detail))
         return report
+
+    def _prepare(
+        self, kernel: Path, task: Task, report: EvalReport
+    ) -> tuple[str, TaskSnapshot] | None:
+        """The kernel's source once it keeps the static rules, and the task's snapshot; None
+        (the report says why) otherwise."""
+        source = _read_source(kernel, report)
+        if source is None or not _static_check(source, kernel, task, report):
+            return None
+        try:
+            return source, snapshot_task(task, self._snapshots)
+        except (OSError, TaskError) as error:
+            report.add(Check("trace", FAIL, f"cannot snapshot the task: {error}"))
+            return None
 
     def _judge(
         self,
@@ -260,14 +270,10 @@ class Harness:
             [probe.target],
             device=f"a probe at configuration {probe.config}: CPU, TPU interpret mode, libtpu",
         )
-        source = _read_source(kernel, report)
-        if source is None or not _static_check(source, kernel, task, report):
+        prepared = self._prepare(kernel, task, report)
+        if prepared is None:
             return report
-        try:
-            snapshot = snapshot_task(task, self._snapshots)
-        except (OSError, TaskError) as error:
-            report.add(Check("trace", FAIL, f"cannot snapshot the task: {error}"))
-            return report
+        source, snapshot = prepared
         runs = [(probe.config, probe.seed)] if probe.through == "numerics" else []
         worker, workdir = self._candidates.take()
         try:

@@ -15,7 +15,7 @@ import os
 import site
 import sys
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
 
@@ -92,15 +92,10 @@ class SandboxPolicy:
     def with_paths(
         self, *, writable: tuple[Path | str, ...] = (), readable: tuple[Path | str, ...] = ()
     ) -> SandboxPolicy:
-        return SandboxPolicy(
+        return replace(
+            self,
             writable=self.writable + tuple(str(p) for p in writable),
             readable=self.readable + tuple(str(p) for p in readable),
-            memory_bytes=self.memory_bytes,
-            cpu_seconds=self.cpu_seconds,
-            max_processes=self.max_processes,
-            accelerator=self.accelerator,
-            xla_cache=self.xla_cache,
-            system=self.system,
         )
 
 
