@@ -82,9 +82,10 @@ def describe_tasks(
             env=jax_worker_env(),
             on_answer=record,
             stop=stop,
-            # task code runs there: sandboxed, reading the tasks' folders
+            # task code runs there: sandboxed, reading the tasks' folders; a worker serves
+            # several tasks, so none may write the compilation cache (policy.py, XlaCache)
             sandbox=sandbox_policy(
-                readable=tuple(t.folder for t in missing.values()), xla_cache=XlaCache.SHARED
+                readable=tuple(t.folder for t in missing.values()), xla_cache=XlaCache.OFF
             ),
         )
     return {t.task_id: descriptions[t.task_id] for t in tasks if t.task_id in descriptions}

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from maxkernel_tui.kernels.evaluation.snapshot import task_digest
 from maxkernel_tui.kernels.sandbox.policy import XlaCache
 from maxkernel_tui.kernels.task import CHECK, Task
 from maxkernel_tui.kernels.workers import (
@@ -132,8 +133,10 @@ def validate_edge_configs(
             seen.add(name)
             pending.append((name, params))
     if pending:
-        # the task's own code runs there: sandboxed, sharing the compilation cache
-        policy = sandbox_policy(readable=(task.folder,), xla_cache=XlaCache.SHARED)
+        # the task's own code runs there: sandboxed, writing its task's part of the cache
+        policy = sandbox_policy(
+            readable=(task.folder,), xla_cache=XlaCache.SHARED, xla_scope=task_digest(task)
+        )
         worker = LineWorker(python_module_argv(_WORKER), jax_worker_env(), sandbox=policy)
         try:
             for name, params in pending:

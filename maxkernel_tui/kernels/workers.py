@@ -13,6 +13,7 @@ private directory is the only place it may write.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import queue
@@ -91,11 +92,33 @@ def xla_cache_env() -> dict[str, str]:
     chosen = os.environ.get("MAXKERNEL_TUI_XLA_CACHE", "")
     if chosen == "off":
         return {}
+    base = chosen or str(cache_dir() / "xla")
+    prune_task_parts(Path(base))
     return {
-        "JAX_COMPILATION_CACHE_DIR": chosen or str(cache_dir() / "xla"),
+        "JAX_COMPILATION_CACHE_DIR": base,
         "JAX_COMPILATION_CACHE_MAX_SIZE": str(XLA_CACHE_BYTES),
         "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": str(XLA_CACHE_MIN_COMPILE_S),
     }
+
+
+@functools.cache
+def prune_task_parts(base: Path, budget: int = XLA_CACHE_BYTES) -> None:
+    """Keep the compilation cache's task parts (sandbox/policy.py, XlaCache) within `budget`
+    together: jax bounds each part alone, so the least recently written parts go first (the
+    newest always stays). Once per process: it walks every entry."""
+    parts = [p for p in (base / "tasks").glob("*") if p.is_dir() and not p.is_symlink()]
+    sized = []
+    for part in parts:
+        with contextlib.suppress(OSError):
+            entries = [e.stat() for e in part.iterdir() if e.is_file()]
+            newest = max((e.st_mtime for e in entries), default=part.stat().st_mtime)
+            sized.append((newest, sum(e.st_size for e in entries), part))
+    sized.sort(reverse=True)
+    total = 0
+    for index, (_, size, part) in enumerate(sized):
+        total += size
+        if index and total > budget:
+            shutil.rmtree(part, ignore_errors=True)
 
 
 def sandbox_policy(
@@ -103,16 +126,20 @@ def sandbox_policy(
     readable: Sequence[Path | str] = (),
     writable: Sequence[Path | str] = (),
     xla_cache: XlaCache = XlaCache.READ,
+    xla_scope: str = "",
     accelerator: bool = False,
 ) -> SandboxPolicy:
     """The policy of a worker that runs code we did not write (a kernel, a task's reference, an
     imported module): beyond the system's files it reads `readable` and writes `writable` and
     its private directory (LineWorker adds it). Workers that run kernels only read the
-    persistent compilation cache: one they could write would be read by later evaluations."""
+    persistent compilation cache: one they could write would be read by later evaluations. A
+    worker that runs one task's code may write that task's part of it (`xla_scope`, the task's
+    digest), never another's."""
     return SandboxPolicy(
         writable=tuple(str(p) for p in writable),
         readable=tuple(str(p) for p in readable),
         xla_cache=xla_cache,
+        xla_scope=xla_scope,
         accelerator=accelerator,
     )
 

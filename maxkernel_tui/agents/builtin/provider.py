@@ -16,6 +16,7 @@ import asyncio
 import json
 from collections.abc import AsyncGenerator
 from dataclasses import replace
+from pathlib import Path
 
 from maxkernel_tui.agents.builtin.context import read_context
 from maxkernel_tui.agents.builtin.diagnosis import diagnose
@@ -43,6 +44,7 @@ from maxkernel_tui.agents.llm.types import (
 from maxkernel_tui.agents.roles.context import StepContext
 from maxkernel_tui.agents.roles.parsers import parse_kernel
 from maxkernel_tui.config import cache_dir
+from maxkernel_tui.kernels.evaluation.snapshot import folder_digest
 from maxkernel_tui.kernels.sandbox.policy import XlaCache
 from maxkernel_tui.kernels.targets import DEFAULT_TARGET
 from maxkernel_tui.kernels.workers import (
@@ -134,7 +136,9 @@ class BuiltinProvider:
                 env = dict(jax_worker_env(), MAXKERNEL_TUI_CACHE_DIR=str(cache_dir()))
                 # the task's code runs there (its jaxpr is read): sandboxed, reading the task
                 policy = sandbox_policy(
-                    readable=(step.task_dir, cache_dir()), xla_cache=XlaCache.SHARED
+                    readable=(step.task_dir, cache_dir()),
+                    xla_cache=XlaCache.SHARED,
+                    xla_scope=folder_digest(Path(step.task_dir)),
                 )
                 self._worker = LineWorker(python_module_argv(WORKER_MODULE), env, sandbox=policy)
             try:

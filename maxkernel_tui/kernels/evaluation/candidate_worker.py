@@ -46,7 +46,7 @@ from maxkernel_tui.kernels.evaluation.protocol import (
 )
 from maxkernel_tui.kernels.evaluation.report import FAIL, PASS, SKIP, Check, CheckStatus
 from maxkernel_tui.kernels.loader import load_task
-from maxkernel_tui.kernels.sandbox.confine import drain_refusals
+from maxkernel_tui.kernels.sandbox.confine import drain_refusals, use_task_cache
 from maxkernel_tui.kernels.sandbox.report import SANDBOX, sandbox_check
 from maxkernel_tui.kernels.targets import TpuTarget
 from maxkernel_tui.kernels.task import CHECK, TaskError
@@ -384,7 +384,9 @@ def main() -> None:
         return
     try:
         _emit(sandbox_check())
-        evaluate_candidate(CandidateRequest.from_json(json.loads(line)))
+        request = CandidateRequest.from_json(json.loads(line))
+        use_task_cache(request.task_digest)  # before the kernel is read: our choice, not its
+        evaluate_candidate(request)
     except Exception:  # a harness bug must still end the protocol cleanly
         _emit(WorkerProblem(traceback.format_exc(limit=3)[-1500:]))
     _emit(Done())

@@ -40,6 +40,7 @@ from maxkernel_tui.kernels.evaluation.protocol import (
     event_from_json,
 )
 from maxkernel_tui.kernels.evaluation.provenance import verdict_inputs
+from maxkernel_tui.kernels.evaluation.reference_workers import ReferenceWorkers
 from maxkernel_tui.kernels.evaluation.report import (
     EDGE,
     FAIL,
@@ -54,7 +55,6 @@ from maxkernel_tui.kernels.evaluation.static_checks import static_problems
 from maxkernel_tui.kernels.evaluation.tiles_verdict import not_sampled, tiles_check
 from maxkernel_tui.kernels.evaluation.timing import timing_check, tpu_present
 from maxkernel_tui.kernels.limits import file_oversize_problem
-from maxkernel_tui.kernels.sandbox.policy import XlaCache
 from maxkernel_tui.kernels.targets import DEFAULT_TARGET
 from maxkernel_tui.kernels.task import CHECK, HELDOUT, Task, TaskError
 from maxkernel_tui.kernels.workers import (
@@ -69,7 +69,6 @@ from maxkernel_tui.kernels.workers import (
 
 GIB = 1024**3
 _CANDIDATE_WORKER = "maxkernel_tui.kernels.evaluation.candidate_worker"
-_REFERENCE_WORKER = "maxkernel_tui.kernels.evaluation.reference_worker"
 _STAGES = ("trace", "tpu_lower", "tpu_compile", "production", "numerics")
 _OOM_SIGNS = (
     "MemoryError",
@@ -142,17 +141,14 @@ class Harness:
             limits=Limits(memory_bytes=memory_bytes, cpu_seconds=cpu_seconds),
             sandbox=sandbox_policy(readable=(self._snapshots,)),
         )
-        # The reference runs task code only: it may share the compilation cache.
-        self._reference = LineWorker(
-            python_module_argv(_REFERENCE_WORKER),
-            jax_worker_env(),
-            sandbox=sandbox_policy(readable=(self._snapshots,), xla_cache=XlaCache.SHARED),
-        )
+        # Task code runs in a reference process of its own task (reference_workers.py).
+        self._references = ReferenceWorkers(self._snapshots)
+        self._digests: dict[Path, str] = {}  # a snapshot's folder: its task's digest
         self._reference_lock = threading.Lock()
 
     def close(self) -> None:
         self._candidates.close()
-        self._reference.close()
+        self._references.close()
         shutil.rmtree(self._snapshots, ignore_errors=True)
 
     def __enter__(self) -> Harness:
@@ -194,10 +190,12 @@ class Harness:
         if source is None or not _static_check(source, kernel, task, report):
             return None
         try:
-            return source, snapshot_task(task, self._snapshots)
+            snapshot = snapshot_task(task, self._snapshots)
         except (OSError, TaskError) as error:
             report.add(Check("trace", FAIL, f"cannot snapshot the task: {error}"))
             return None
+        self._digests[snapshot.task.folder] = snapshot.digest
+        return source, snapshot
 
     def _judge(
         self,
@@ -286,6 +284,7 @@ class Harness:
                 runs=runs,
                 out_dir=str(workdir),
                 probe=probe.through,
+                task_digest=snapshot.digest,
             )
             events, _ = self._run_request(worker, request, probe.timeout, report)
             worker.close()
@@ -321,6 +320,7 @@ class Harness:
             expert_baseline=expert_baseline,
             edges_only=options.edges_only,
             tiles=tiles_request,
+            task_digest=self._digests[task.folder],
         )
         return self._run_request(worker, request, options.timeout, report)
 
@@ -358,10 +358,14 @@ class Harness:
             return f"out of memory (limit {limit}): the candidate process {text}"
         return f"the candidate process crashed: {text}"
 
-    def _ask(self, request: ReferenceRequest) -> ReferenceAnswer:
+    def _reference_for(self, task: Task) -> LineWorker:
+        """The reference worker of the snapshot `task`; the caller holds the reference lock."""
+        return self._references.worker(self._digests[task.folder])
+
+    def _ask(self, reference: LineWorker, request: ReferenceRequest) -> ReferenceAnswer:
         """The reference worker's answer; the caller holds the reference lock."""
         try:
-            raw = self._reference.ask(json.dumps(request.to_json()), timeout=1800)
+            raw = reference.ask(json.dumps(request.to_json()), timeout=1800)
             return ReferenceAnswer.from_json(raw)
         except WorkerFailure as failure:
             return ReferenceAnswer(error=f"reference process failed: {failure}")
@@ -378,13 +382,14 @@ class Harness:
         reference = reference_cache.cached(folder, run)
         if reference is None:
             with self._reference_lock:
-                assert self._reference.directory is not None
-                scratch = Path(tempfile.mkdtemp(dir=self._reference.directory))
+                reference_worker = self._reference_for(task)
+                assert reference_worker.directory is not None
+                scratch = Path(tempfile.mkdtemp(dir=reference_worker.directory))
                 try:
                     request = ReferenceRequest(
                         str(task.folder), [run], str(scratch), with_inputs=[run]
                     )
-                    answer = self._ask(request)
+                    answer = self._ask(reference_worker, request)
                     made = next(iter(answer.runs), NumericsRun(*run, error=answer.error))
                     reference = reference_cache.keep(folder, made)
                 finally:
@@ -402,10 +407,11 @@ class Harness:
         reference_started = time.monotonic()
         with self._reference_lock:
             # where the reference worker may write; no candidate can
-            assert self._reference.directory is not None
-            reference_dir = Path(tempfile.mkdtemp(dir=self._reference.directory))
+            reference_worker = self._reference_for(task)
+            assert reference_worker.directory is not None
+            reference_dir = Path(tempfile.mkdtemp(dir=reference_worker.directory))
             request = ReferenceRequest(str(task.folder), runs, str(reference_dir), extra)
-            answer = self._ask(request)
+            answer = self._ask(reference_worker, request)
         try:
             self._compare(task, runs, extra, candidate_runs, answer, reference_started, report)
         finally:

@@ -54,6 +54,7 @@ class CandidateRequest:
     # after that stage; "numerics" runs `runs` without the production defences.
     probe: str = ""
     tiles: TilesRequest | None = None  # None: no sampled production tiles
+    task_digest: str = ""  # the task's part of the compilation cache that the worker reads
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -71,7 +71,12 @@ def snapshot_task(task: Task, root: Path) -> TaskSnapshot:
 def task_digest(task: Task) -> str:
     """The digest a snapshot of `task` taken now would have (every file's path and content),
     without copying anything: what a verdict on the task is keyed by."""
-    return _folder_digest(_task_files(task.folder))
+    return folder_digest(task.folder)
+
+
+def folder_digest(folder: Path) -> str:
+    """The digest of a task folder's files (their paths and contents)."""
+    return _folder_digest(_task_files(folder))
 
 
 def _task_files(folder: Path) -> dict[str, Path]:

@@ -100,7 +100,8 @@ def measure(folder: Path) -> RoundingSpread:
     worker = LineWorker(
         python_module_argv("maxkernel_tui.kernels.rounding_worker"),
         jax_worker_env(),
-        sandbox=sandbox_policy(readable=(folder,), xla_cache=XlaCache.SHARED),
+        # the folder is still being written: nothing worth keeping in the compilation cache
+        sandbox=sandbox_policy(readable=(folder,), xla_cache=XlaCache.OFF),
     )
     try:
         answer = worker.ask(str(folder), MEASURE_TIMEOUT_S)

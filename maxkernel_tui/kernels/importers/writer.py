@@ -145,7 +145,8 @@ def validate_folder(folder: Path) -> TaskDescription:
         # --ties: which equal sizes the reference ties, for the CONFIGS written (tie_probe.py)
         python_module_argv("maxkernel_tui.kernels.describe", "--no-cost", "--ties"),
         jax_worker_env(),
-        sandbox=sandbox_policy(readable=(folder,), xla_cache=XlaCache.SHARED),
+        # the folder is still being written: nothing worth keeping in the compilation cache
+        sandbox=sandbox_policy(readable=(folder,), xla_cache=XlaCache.OFF),
     )
     try:
         answer = worker.ask(str(folder), VALIDATE_TIMEOUT_S)

@@ -21,6 +21,7 @@ from pathlib import Path
 from maxkernel_tui.kernels.sandbox import landlock, namespaces, seccomp
 from maxkernel_tui.kernels.sandbox.policy import (
     REQUIRED_LAYERS,
+    SCOPE_PATTERN,
     Layer,
     SandboxPolicy,
     XlaCache,
@@ -71,10 +72,10 @@ def confine(policy: SandboxPolicy, parent_alive: Callable[[], bool]) -> Confinem
         readable.append("/proc")
     if policy.accelerator:
         readable += _ACCELERATOR_DEVICES
-    cache = os.environ.get("JAX_COMPILATION_CACHE_DIR")
-    shared_cache = [cache] if policy.xla_cache == XlaCache.SHARED and cache else []
-    if policy.xla_cache == XlaCache.READ and cache:
+    cache = _task_cache(policy)
+    if cache is not None:
         readable.append(cache)
+    shared_cache = [cache] if policy.xla_cache == XlaCache.SHARED and cache else []
     writable = [*policy.writable, "/dev/null", *shared_cache] + (
         list(_ACCELERATOR_DEVICES) if policy.accelerator else []
     )
@@ -83,10 +84,19 @@ def confine(policy: SandboxPolicy, parent_alive: Callable[[], bool]) -> Confinem
     if state.lacks_required() and not opted_out():
         names = ", ".join(f"{layer} ({state.missing[layer]})" for layer in state.lacks_required())
         raise SandboxUnavailable(f"sandbox layers missing here: {names}")
-    _configure_xla_cache(policy.xla_cache)
+    _configure_xla_cache(policy, cache)
     sys.dont_write_bytecode = True  # a module imported here would try its __pycache__
-    sys.addaudithook(_Informant(policy.writable + ("/dev/null",), readable))
+    sys.addaudithook(_Informant(tuple(writable), readable))
     return state
+
+
+def use_task_cache(scope: str) -> None:
+    """Read the compilation cache's part of the task `scope` (its digest), in a worker started
+    before its task was known (the warm pool's candidates). Call before anything compiles."""
+    base = os.environ.get(_BASE_VARIABLE)
+    if not base or not SCOPE_PATTERN.fullmatch(scope):
+        return
+    _point_jax_at(os.path.join(base, _TASKS, scope))
 
 
 def confinement() -> Confinement:
@@ -159,29 +169,61 @@ def _lock_down(readable: list[str], writable: list[str], state: Confinement) -> 
 
 
 _NEVER_S = 1e9  # a compile never takes this long: nothing is written
+_TASKS = "tasks"  # the cache's parts, one per task digest
+_BASE_VARIABLE = "MAXKERNEL_TUI_XLA_CACHE_BASE"  # the whole cache: `use_task_cache` picks a part
 
 
-def _configure_xla_cache(choice: XlaCache) -> None:
+def _task_cache(policy: SandboxPolicy) -> str | None:
+    """The directory of the compilation cache this worker may use: its task's part, or where it
+    names no task and only reads, every task's part (it picks one with `use_task_cache`).
+    Created before Landlock, which only grants existing paths."""
+    base = os.environ.get("JAX_COMPILATION_CACHE_DIR")
+    if not base or policy.xla_cache == XlaCache.OFF:
+        return None
+    cache = os.path.join(base, _TASKS, policy.xla_scope)  # the scope may be empty: every part
+    try:
+        os.makedirs(cache, exist_ok=True)
+    except OSError:
+        return None
+    return cache.rstrip(os.sep)
+
+
+def _configure_xla_cache(policy: SandboxPolicy, cache: str | None) -> None:
     """The persistent compilation cache as the policy says, set before jax first uses it (in
     the variables for a fresh worker, in the config of the jax a fork server imported). Read
-    only: no eviction (whose lock and access times are writes) and nothing worth writing."""
-    if choice == XlaCache.SHARED:
-        return
-    settings: dict[str, object]
-    if choice == XlaCache.OFF:
-        os.environ.pop("JAX_COMPILATION_CACHE_DIR", None)
-        settings = {"jax_enable_compilation_cache": False}
-    else:
+    only: no eviction (whose lock and access times are writes) and nothing worth writing. A
+    reader that names no task reads nothing until `use_task_cache`."""
+    base = os.environ.pop("JAX_COMPILATION_CACHE_DIR", None)
+    if policy.xla_cache == XlaCache.READ:
         os.environ["JAX_COMPILATION_CACHE_MAX_SIZE"] = "-1"
         os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = str(_NEVER_S)
-        settings = {
-            "jax_compilation_cache_max_size": -1,
-            "jax_persistent_cache_min_compile_time_secs": _NEVER_S,
-        }
+        _set_jax(
+            {
+                "jax_compilation_cache_max_size": -1,
+                "jax_persistent_cache_min_compile_time_secs": _NEVER_S,
+            }
+        )
+    if cache is None or (policy.xla_cache == XlaCache.READ and not policy.xla_scope):
+        if cache is not None and base is not None:
+            os.environ[_BASE_VARIABLE] = base
+        _set_jax({"jax_enable_compilation_cache": False})
+        return
+    _point_jax_at(cache)
+
+
+def _point_jax_at(cache: str) -> None:
+    os.environ["JAX_COMPILATION_CACHE_DIR"] = cache
+    os.environ.pop("JAX_ENABLE_COMPILATION_CACHE", None)
+    _set_jax({"jax_enable_compilation_cache": True, "jax_compilation_cache_dir": cache})
+
+
+def _set_jax(settings: dict[str, object]) -> None:
     jax = sys.modules.get("jax")
     if jax is not None:
         for name, value in settings.items():
             jax.config.update(name, value)
+    elif settings.get("jax_enable_compilation_cache") is False:
+        os.environ["JAX_ENABLE_COMPILATION_CACHE"] = "false"
 
 
 _PROCESS_EVENTS = {

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import site
 import sys
 from collections.abc import Mapping
@@ -24,6 +25,7 @@ POLICY_VARIABLE = "MAXKERNEL_TUI_SANDBOX_POLICY"
 # lacks (the reports say so); anything else refuses it where a layer is missing.
 OPT_OUT_VARIABLE = "MAXKERNEL_TUI_SANDBOX"
 OPT_OUT = "off"
+SCOPE_PATTERN = re.compile(r"[0-9A-Za-z_-]{1,64}")  # a directory name, never a path
 DEFAULT_MAX_PROCESSES = 1024  # threads count: XLA's pools on a large TPU host run hundreds
 
 
@@ -56,12 +58,17 @@ REQUIRED_LAYERS = frozenset(
 
 
 class XlaCache(StrEnum):
-    """What a worker may do with jax's persistent compilation cache: a cache a candidate could
-    write would be read by later evaluations, so workers that run kernels only read it."""
+    """What a worker may do with jax's persistent compilation cache. The cache is divided by
+    task (`SandboxPolicy.xla_scope`, the task's digest): a worker that runs a task's code writes
+    only that task's part, so a task can never plant a compiled program that another task's
+    evaluation loads; a worker that runs kernels never writes, so a candidate cannot plant one
+    for a later evaluation of its own task either."""
 
     OFF = "off"
-    READ = "read"  # read entries, never write one (workers that run kernels)
-    SHARED = "shared"  # read and write the user's cache (workers that run task code only)
+    # read the scope's entries, never write one (workers that run kernels); without a scope the
+    # worker reads no entry until it names its task (`confine.use_task_cache`)
+    READ = "read"
+    SHARED = "shared"  # read and write the scope's entries (workers that run one task's code)
 
 
 @dataclass(frozen=True)
@@ -73,7 +80,17 @@ class SandboxPolicy:
     max_processes: int = DEFAULT_MAX_PROCESSES  # processes and threads in the worker's namespace
     accelerator: bool = False  # the TPU's device files (timing and device traces on a TPU VM)
     xla_cache: XlaCache = XlaCache.READ
+    xla_scope: str = ""  # the task whose part of the compilation cache this worker uses
     system: tuple[str, ...] = field(default_factory=lambda: system_readable())
+
+    def __post_init__(self) -> None:
+        if self.xla_cache == XlaCache.SHARED and not self.xla_scope:
+            raise ValueError(
+                "a worker that writes the compilation cache writes one task's part: name the "
+                "task (xla_scope)"
+            )
+        if self.xla_scope and not SCOPE_PATTERN.fullmatch(self.xla_scope):
+            raise ValueError(f"not a task digest: {self.xla_scope!r}")
 
     def to_env(self) -> dict[str, str]:
         return {POLICY_VARIABLE: json.dumps(asdict(self))}

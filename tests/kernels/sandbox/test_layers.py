@@ -153,6 +153,10 @@ def test_sandboxed_workers_of_different_directories_share_one_fork_server(tmp_pa
     from maxkernel_tui.kernels import fork_server
     from maxkernel_tui.kernels.workers import LineWorker, jax_worker_env, sandbox_policy
 
+    def alive() -> set[int]:  # servers other tests of this process started stay up
+        return {id(s) for s in fork_server._servers.values() if s.alive}
+
+    before = alive()
     argv = python_module_argv("tests.support.probe_worker")
     workers = [
         LineWorker(argv, jax_worker_env(), sandbox=sandbox_policy(readable=(tmp_path,)))
@@ -164,5 +168,4 @@ def test_sandboxed_workers_of_different_directories_share_one_fork_server(tmp_pa
         for worker in workers:
             worker.close()
     assert answers[0]["cwd"] != answers[1]["cwd"]  # each in its own private directory
-    servers = [s for s in fork_server._servers.values() if s.alive]
-    assert len(servers) == 1
+    assert len(alive() - before) <= 1  # one server for both, or one already up for both
