@@ -19,6 +19,7 @@ from typing import Any
 
 from maxkernel_tui.config import cache_dir
 from maxkernel_tui.kernels.description import TaskDescription
+from maxkernel_tui.kernels.evaluation.snapshot import task_digest
 from maxkernel_tui.kernels.perf.analysis import ReferenceCost
 from maxkernel_tui.kernels.sandbox.policy import XlaCache
 from maxkernel_tui.kernels.targets import DEFAULT_TARGET
@@ -82,10 +83,12 @@ def describe_tasks(
             env=jax_worker_env(),
             on_answer=record,
             stop=stop,
-            # task code runs there: sandboxed, reading the tasks' folders; a worker serves
-            # several tasks, so none may write the compilation cache (policy.py, XlaCache)
-            sandbox=sandbox_policy(
-                readable=tuple(t.folder for t in missing.values()), xla_cache=XlaCache.OFF
+            # task code runs there: sandboxed, one process per task, reading its folder and
+            # writing its part of the compilation cache (sandbox/policy.py, XlaCache)
+            sandbox=lambda folder: sandbox_policy(
+                readable=(folder,),
+                xla_cache=XlaCache.SHARED,
+                xla_scope=task_digest(missing[folder]),
             ),
         )
     return {t.task_id: descriptions[t.task_id] for t in tasks if t.task_id in descriptions}

@@ -403,10 +403,12 @@ def run_requests(
     env: dict[str, str] | None = None,
     on_answer: Callable[[str, dict[str, Any]], None] | None = None,
     stop: threading.Event | None = None,
-    sandbox: SandboxPolicy | None = None,
+    sandbox: Callable[[str], SandboxPolicy] | None = None,
 ) -> dict[str, dict[str, Any]]:
-    """Send each request to one of `workers` children; failures come back as {"error": ...}.
-    Setting `stop` kills the children at once and leaves the requests not yet answered out."""
+    """Answer each request in a process of its own, at most `workers` at once: requests may run
+    code of different origins (one task folder each), and none may see or change another's
+    process; `sandbox(request)` is its policy. Failures come back as {"error": ...}. Setting
+    `stop` kills the children at once and leaves the requests not yet answered out."""
     pending: queue.Queue[str] = queue.Queue()
     for request in requests:
         pending.put(request)
@@ -415,30 +417,45 @@ def run_requests(
     live: list[LineWorker] = []
     stopped = stop if stop is not None else threading.Event()
 
-    def serve() -> None:
-        worker = LineWorker(argv, env if env is not None else scrubbed_env(), sandbox=sandbox)
+    def answer(request: str) -> None:
+        try:
+            policy = sandbox(request) if sandbox is not None else None
+        except Exception as error:  # the caller's policy failed (a folder too large to digest)
+            reply: dict[str, Any] = {"error": f"cannot confine its worker: {error}"}
+            with lock:
+                answers[request] = reply
+                if on_answer is not None:
+                    on_answer(request, reply)
+            return
+        worker = LineWorker(argv, env if env is not None else scrubbed_env(), sandbox=policy)
         with lock:
+            if stopped.is_set():
+                worker.close()
+                return
             live.append(worker)
         try:
-            while not stopped.is_set():
-                try:
-                    request = pending.get_nowait()
-                except queue.Empty:
-                    return
-                try:
-                    answer = worker.ask(request, timeout)
-                except WorkerFailure as failure:
-                    answer = {"error": str(failure)}
-                with lock:
-                    if stopped.is_set():
-                        return  # killed by `stop`: not an answer
-                    answers[request] = answer
-                    if on_answer is not None:
-                        on_answer(request, answer)
+            try:
+                reply = worker.ask(request, timeout)
+            except WorkerFailure as failure:
+                reply = {"error": str(failure)}
+            with lock:
+                if stopped.is_set():
+                    return  # killed by `stop`: not an answer
+                answers[request] = reply
+                if on_answer is not None:
+                    on_answer(request, reply)
         finally:
             with lock:
                 live.remove(worker)
             worker.close()
+
+    def serve() -> None:
+        while not stopped.is_set():
+            try:
+                request = pending.get_nowait()
+            except queue.Empty:
+                return
+            answer(request)
 
     threads = [
         threading.Thread(target=serve, daemon=True)

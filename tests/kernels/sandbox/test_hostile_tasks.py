@@ -1,9 +1,10 @@
-"""A hostile task folder against the other tasks evaluated beside it: its reference's module
-patches `jax.numpy` for every later importer, and plants files in the compilation cache where
-other tasks' evaluations would load them. Each task's code runs in a reference process of its
-own, writing only its own part of the cache (evaluation/reference_workers.py), so an honest
-task's verdict cannot be bought by another folder. The patch attack is also run with the
-reference processes shared, to show it is real: there the wrong kernel is accepted."""
+"""A hostile task folder against the other tasks evaluated or described beside it: its
+reference's module patches `jax.numpy` for every later importer, and plants files in the
+compilation cache where other tasks' evaluations would load them. Each task's code runs in a
+process of its own, writing only its own part of the cache (evaluation/reference_workers.py,
+workers.run_requests), so an honest task's verdict or description cannot be bought by another
+folder. The patch attack is also run with the reference processes shared, to show it is real:
+there the wrong kernel is accepted."""
 
 from __future__ import annotations
 
@@ -12,11 +13,18 @@ from pathlib import Path
 
 import pytest
 
+from maxkernel_tui.kernels.catalog import describe_tasks
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
 from maxkernel_tui.kernels.evaluation.reference_workers import ReferenceWorkers
 from maxkernel_tui.kernels.evaluation.snapshot import folder_digest
 from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.task import Task
+from maxkernel_tui.kernels.workers import (
+    LineWorker,
+    jax_worker_env,
+    python_module_argv,
+    sandbox_policy,
+)
 
 pytestmark = pytest.mark.slow  # candidate and reference jax worker processes
 
@@ -180,3 +188,34 @@ def test_a_task_writes_only_its_own_part_of_the_compilation_cache(
     assert planted == [own]  # it ran, and wrote where it may: nowhere else
     victim_part = xla_cache / "tasks" / folder_digest(victim.folder)
     assert any(victim_part.iterdir()), "the victim's reference cached no compile"
+
+
+@pytest.fixture
+def retyping(tmp_path: Path) -> Task:
+    """A task whose module makes tanh return bfloat16 for every later importer."""
+    reference = PATCHING_REFERENCE.replace(
+        "jnp.tanh = lambda value: value", "jnp.tanh = lambda value: value.astype(jnp.bfloat16)"
+    )
+    return _task(tmp_path / "patching", "hostile_patch", reference)
+
+
+def test_a_task_described_first_cannot_change_the_next_ones_description(tmp_path, victim, retyping):
+    """One describe worker at a time, the hostile folder first."""
+    patching = retyping
+    described = describe_tasks([patching, victim], tmp_path / "cache", with_cost=False, workers=1)
+    assert described["hostile_patch"].error is None
+    outputs = described["victim_tanh"].configs["bench"].outputs
+    assert [spec.dtype for spec in outputs] == ["float32"]
+
+
+def test_the_describe_attack_is_real_in_one_shared_process(tmp_path, victim, retyping):
+    worker = LineWorker(
+        python_module_argv("maxkernel_tui.kernels.describe", "--no-cost"),
+        jax_worker_env(),
+        sandbox=sandbox_policy(readable=(tmp_path,)),
+    )
+    try:
+        answers = [worker.ask(str(task.folder), 300) for task in (retyping, victim)]
+    finally:
+        worker.close()
+    assert answers[1]["configs"]["bench"]["outputs"][0]["dtype"] == "bfloat16"
