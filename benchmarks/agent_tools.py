@@ -21,6 +21,7 @@ from maxkernel_tui.agents.orchestration.tools import KernelTools
 from maxkernel_tui.agents.roles.context import StepContext
 from maxkernel_tui.agents.tools.runner import Toolbox
 from maxkernel_tui.agents.tools.specs import ToolName
+from maxkernel_tui.kernels.evaluation.harness import EvalOptions
 from maxkernel_tui.kernels.loader import builtin_suite_dir, load_task
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -43,7 +44,7 @@ async def measure() -> dict[str, list[float]]:
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
     task = load_task(builtin_suite_dir() / "12p_RMSNorm")
     work = pathlib.Path(tempfile.mkdtemp(prefix="agent-tools-"))
-    tools = KernelTools(task, "v5e", work / "traces")
+    tools = KernelTools(task, EvalOptions(target="v5e"), work / "traces")
     box = Toolbox(task, "v5e", work / "tools", prober=tools, profiler=tools)
     ctx = StepContext(task_dir=str(task.folder), target="v5e", kernel=KERNEL)
     offered = tuple(ToolName)

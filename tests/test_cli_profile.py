@@ -16,6 +16,10 @@ def test_profile_reports_labelled_figures_for_v5e_and_v6e(kernel, task, tmp_path
         str(KERNELS / "honest" / f"{kernel}.py"),
         "--task",
         task,
+        "--tpu",
+        "v5e",
+        "--tpu",
+        "v6e",
         "--json",
         cache=tmp_path,
     )

@@ -1,6 +1,6 @@
-"""What `run`, `search` and `bench` share: the model and budget flags (from the settings table),
-the executor flags (`--ray`, `--ray-insecure`), the event printer (text or JSON lines), and
-writing the best kernel. No jax."""
+"""What `run`, `search`, `bench`, `eval` and `profile` share: the model and budget flags (from the
+settings table), the executor flags (`--ray`, `--ray-insecure`) and the evaluation setup built
+from them, the event printer (text or JSON lines), and writing the best kernel. No jax."""
 
 from __future__ import annotations
 
@@ -36,11 +36,13 @@ def add_executor_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def executor_of(args: argparse.Namespace, settings: Any) -> Any:
-    """The `ExecutorChoice` of a command's flags and settings."""
-    from maxkernel_tui.agents.executors.choice import ExecutorChoice
+def setup_of(args: argparse.Namespace, settings: Any, **overrides: Any) -> Any:
+    """The `EvaluationSetup` of a command's settings and flags (`overrides`: the options its own
+    flags set), built where the workbench's and the agents' is."""
+    from maxkernel_tui.agents.executors.choice import EvaluationSetup
 
-    return ExecutorChoice.of(settings, insecure=getattr(args, "ray_insecure", False))
+    insecure = getattr(args, "ray_insecure", False)
+    return EvaluationSetup.of(settings, insecure=insecure, **overrides)
 
 
 def event_printer(

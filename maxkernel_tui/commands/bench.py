@@ -18,9 +18,9 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from maxkernel_tui.commands.agent_flags import add_executor_flags, executor_of
+from maxkernel_tui.commands.agent_flags import add_executor_flags, setup_of
 from maxkernel_tui.config import cache_dir, flag_of, settings_from_args
 from maxkernel_tui.kernels.evaluation.expert_figures import MATCHES_EXPERT, ExpertComparison
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
@@ -28,6 +28,9 @@ from maxkernel_tui.kernels.evaluation.report import ACCEPTED, SPEEDUP, EvalRepor
 from maxkernel_tui.kernels.loader import builtin_suite_dir, load_tasks
 from maxkernel_tui.kernels.targets import DEFAULT_TARGET
 from maxkernel_tui.kernels.task import Task, TaskError
+
+if TYPE_CHECKING:
+    from maxkernel_tui.agents.executors.choice import EvaluationSetup
 
 
 def add_parser(commands: Any) -> None:
@@ -46,8 +49,18 @@ def add_parser(commands: Any) -> None:
     parser.add_argument(
         "--kernels", type=Path, metavar="DIR", help="folder of <task_id>.py candidates"
     )
-    parser.add_argument(flag_of("tpu_target"), default=DEFAULT_TARGET, metavar="GEN")
-    parser.add_argument("--timeout", type=float, default=300.0, metavar="SECONDS")
+    parser.add_argument(
+        flag_of("tpu_target"),
+        dest="tpu_target",
+        metavar="GEN",
+        help=f"TPU generation (default: the tpu_target setting, {DEFAULT_TARGET} unless set)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        metavar="SECONDS",
+        help=f"limit per candidate (default {EvalOptions.timeout:g})",
+    )
     parser.add_argument(
         "--results",
         type=Path,
@@ -146,12 +159,13 @@ def run(args: argparse.Namespace) -> int:
         raise TaskError(args.kernels or suite, "no candidate named after a task id")
     results_path = args.results or _default_results(suite, args.kernels)
     done = _read_results(results_path)
-    options = EvalOptions(
-        target=args.tpu, timeout=args.timeout, require_pallas=args.kernels is not None
-    )
+    given = {"timeout": args.timeout} if args.timeout is not None else {}
+    sanity = args.kernels is None  # references against themselves: no Pallas asked of them
+    setup = setup_of(args, settings_from_args(args), require_pallas=not sanity, **given)
+    options = setup.options
     keys = [_key(task, kernel, options) for task, kernel in pairs]
     rows = {key: done[key] for key in keys if key in done}
-    with _evaluator(args, options) as (evaluate, slots), ThreadPoolExecutor(slots) as pool:
+    with _evaluator(setup) as (evaluate, slots), ThreadPoolExecutor(slots) as pool:
         running = {
             pool.submit(evaluate, kernel, task): (key, task, kernel)
             for key, (task, kernel) in zip(keys, pairs)
@@ -181,10 +195,10 @@ Evaluate = Callable[[Path, Task], EvalReport]
 
 
 @contextmanager
-def _evaluator(args: argparse.Namespace, options: EvalOptions) -> Iterator[tuple[Evaluate, int]]:
+def _evaluator(setup: EvaluationSetup) -> Iterator[tuple[Evaluate, int]]:
     """How each candidate is evaluated, and how many at once: this machine's harness (one), or
     the Ray cluster of `--ray` (its slots)."""
-    executor = executor_of(args, settings_from_args(args))
+    executor, options = setup.executor, setup.options
     if executor.ray is None:
         with Harness() as harness:
             yield (lambda kernel, task: harness.evaluate(kernel, task, options)), 1

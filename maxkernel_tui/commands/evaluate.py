@@ -1,4 +1,6 @@
-"""`maxkernel-tui eval KERNEL.py --task TASK`: evaluate one candidate kernel. No jax here.
+"""`maxkernel-tui eval KERNEL.py --task TASK`: evaluate one candidate kernel, with the options
+and on the executor the workbench and the agents use for the same settings
+(agents.executors.choice.EvaluationSetup). No jax here.
 
 Exit status 0 when the kernel is accepted, 1 when it is rejected, 2 for a usage or environment
 error (a missing file, an unknown task or TPU generation).
@@ -7,21 +9,22 @@ error (a missing file, an unknown task or TPU generation).
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from maxkernel_tui.commands.agent_flags import add_executor_flags, setup_of
 from maxkernel_tui.commands.tasks import resolve_kernel_and_task
-from maxkernel_tui.config import flag_of
-from maxkernel_tui.kernels.evaluation.harness import (
-    EvalOptions,
-    Harness,
-    UsageError,
-)
+from maxkernel_tui.config import cache_dir, flag_of, settings_from_args
+from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness, UsageError
 from maxkernel_tui.kernels.evaluation.report import ACCEPTED, format_report
-from maxkernel_tui.kernels.evaluation.tiles_plan import default_tile_blocks
+from maxkernel_tui.kernels.evaluation.tiles_plan import DEFAULT_TILE_BLOCKS, TILE_BLOCKS_VARIABLE
 from maxkernel_tui.kernels.targets import DEFAULT_TARGET
+
+if TYPE_CHECKING:
+    from maxkernel_tui.agents.executors.choice import EvaluationSetup
 
 
 def add_parser(commands: Any) -> None:
@@ -31,7 +34,9 @@ def add_parser(commands: Any) -> None:
         description="Evaluate KERNEL.py (a file defining `computation` with the reference's "
         "signature) against TASK: static checks, trace (Pallas does the heavy work), TPU lowering "
         "and ahead-of-time compile with libtpu, numerics in TPU interpret mode on fresh seeds and "
-        "held-out shapes, timing on a real TPU only. Exit 0 accepted, 1 rejected, 2 usage error.",
+        "held-out shapes, timing on a real TPU only. Exit 0 accepted, 1 rejected, 2 usage error. "
+        "Without flags it evaluates as the workbench's ctrl+e and the agents do: the same "
+        "options, on the executor the settings name.",
     )
     parser.add_argument("kernel", type=Path, metavar="KERNEL.py")
     parser.add_argument(
@@ -39,25 +44,24 @@ def add_parser(commands: Any) -> None:
     )
     parser.add_argument(
         flag_of("tpu_target"),
-        default=DEFAULT_TARGET,
+        dest="tpu_target",
         metavar="GEN",
         help="TPU generation to compile for: v4, v5e, v5p, v6e or another libtpu knows "
-        "(default %(default)s)",
+        f"(default: the tpu_target setting, {DEFAULT_TARGET} unless set)",
     )
     parser.add_argument("--config", metavar="NAME", help="run numerics on this configuration only")
     parser.add_argument(
         "--seeds",
         type=int,
-        default=EvalOptions.seeds,
-        help="fresh seeds on the check configuration (default %(default)s, as the workbench and "
-        "the agents evaluate)",
+        help=f"fresh seeds on the check configuration (default {EvalOptions.seeds}, as the "
+        "workbench and the agents evaluate)",
     )
     parser.add_argument(
         "--timeout",
         type=float,
-        default=300.0,
         metavar="SECONDS",
-        help="limit on everything the kernel does; the process group is killed past it",
+        help="limit on everything the kernel does; the process group is killed past it "
+        f"(default {EvalOptions.timeout:g})",
     )
     parser.add_argument(
         "--detect-races", action="store_true", help="race detection in TPU interpret mode (slow)"
@@ -65,23 +69,43 @@ def add_parser(commands: Any) -> None:
     parser.add_argument(
         "--tiles",
         type=int,
-        default=default_tile_blocks(),
         metavar="N",
         help="sampled production output tiles: N blocks drawn at random besides the corners of "
-        "each kernel's output grid (default %(default)s)",
+        f"each kernel's output grid (default {DEFAULT_TILE_BLOCKS}, or {TILE_BLOCKS_VARIABLE})",
     )
     parser.add_argument(
         "--no-tiles",
-        dest="tiles",
-        action="store_const",
-        const=None,
+        action="store_true",
         help="no sampled production tiles: the verdict then says `checked at small shapes only`",
     )
+    add_executor_flags(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(run=run)
 
 
+def evaluation_setup(args: argparse.Namespace) -> EvaluationSetup:
+    """The setup the workbench and the agents use for the same settings, with the options this
+    command's flags name in place of theirs."""
+    given: dict[str, Any] = {
+        name: value
+        for name, value in (
+            ("config", args.config),
+            ("seeds", args.seeds),
+            ("timeout", args.timeout),
+            ("tile_blocks", args.tiles),
+        )
+        if value is not None
+    }
+    if args.detect_races:
+        given["detect_races"] = True
+    if args.no_tiles:
+        given["tile_blocks"] = None
+    return setup_of(args, settings_from_args(args), **given)
+
+
 def run(args: argparse.Namespace) -> int:
+    from maxkernel_tui.agents.executors.choice import build_tools
+
     task = resolve_kernel_and_task(args.kernel, args.task)
     if args.config is not None and args.config not in task.configs:
         print(
@@ -90,19 +114,18 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    options = EvalOptions(
-        target=args.tpu,
-        config=args.config,
-        seeds=args.seeds,
-        timeout=args.timeout,
-        detect_races=args.detect_races,
-        tile_blocks=args.tiles,
-    )
-    with Harness(pool_size=0) as harness:  # one evaluation: no spare worker to start
+    setup = evaluation_setup(args)
+    setup.executor.prepare()  # a cluster that cannot be used is said first (ClusterError)
+    # one evaluation: no spare worker to start
+    with Harness(pool_size=0) as harness:
+        tools = build_tools(setup, task, cache_dir() / "traces", harness=lambda: harness)
         try:
-            report = harness.evaluate(args.kernel, task, options)
+            report = asyncio.run(tools.evaluate(args.kernel))
         except UsageError as error:
             print(f"error: {error}", file=sys.stderr)
             return 2
+        finally:
+            tools.close()
+            setup.executor.release()
     print(json.dumps(report.to_json(), indent=1) if args.json else format_report(report))
     return 0 if report.verdict == ACCEPTED else 1

@@ -1,19 +1,23 @@
-"""`maxkernel-tui profile KERNEL.py --task TASK`: static analysis, performance model, trace.
-No jax here."""
+"""`maxkernel-tui profile KERNEL.py --task TASK`: static analysis, performance model, trace; with
+the profile options and on the executor the workbench's ctrl+o and the agents use for the same
+settings (agents.executors.choice.EvaluationSetup). No jax here."""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from maxkernel_tui.commands.agent_flags import add_executor_flags, setup_of
 from maxkernel_tui.commands.tasks import resolve_kernel_and_task
-from maxkernel_tui.config import cache_dir, flag_of
-from maxkernel_tui.kernels.perf.calibration import default_calibration_file
-from maxkernel_tui.kernels.perf.profile import DEFAULT_TARGETS, ProfileError, profile_kernel
-from maxkernel_tui.kernels.targets import TARGETS
+from maxkernel_tui.config import cache_dir, flag_of, settings_from_args
+from maxkernel_tui.kernels.targets import DEFAULT_TARGET, TARGETS
+
+if TYPE_CHECKING:
+    from maxkernel_tui.agents.executors.choice import EvaluationSetup
 
 
 def add_parser(commands: Any) -> None:
@@ -31,28 +35,41 @@ def add_parser(commands: Any) -> None:
     )
     parser.add_argument(
         flag_of("tpu_target"),
+        dest="tpu_targets",
         action="append",
         choices=sorted(TARGETS),
         metavar="GEN",
-        help=f"TPU generation (repeatable; default {' and '.join(DEFAULT_TARGETS)}; "
+        help="TPU generation (repeatable; default: the tpu_target setting, "
+        f"{DEFAULT_TARGET} unless set, as the workbench and the agents profile; "
         f"known: {', '.join(TARGETS)})",
     )
+    add_executor_flags(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(run=run)
 
 
+def profile_setup(args: argparse.Namespace) -> EvaluationSetup:
+    """The setup the workbench and the agents use for the same settings, profiling on the
+    generations `--tpu` names in place of the setting's."""
+    targets = tuple(args.tpu_targets or ())
+    return setup_of(args, settings_from_args(args), profile_targets=targets)
+
+
 def run(args: argparse.Namespace) -> int:
+    from maxkernel_tui.agents.executors.choice import build_tools
+
     task = resolve_kernel_and_task(args.kernel, args.task)
+    setup = profile_setup(args)
+    setup.executor.prepare()  # a cluster that cannot be used is said first (ClusterError)
+    tools = build_tools(setup, task, cache_dir() / "traces")
     try:
-        summary = profile_kernel(
-            args.kernel,
-            task,
-            targets=tuple(args.tpu or DEFAULT_TARGETS),
-            trace_root=cache_dir() / "traces",
-            calibration_file=default_calibration_file(),
-        )
-    except ProfileError as error:
-        print(f"error: {error}", file=sys.stderr)
+        result = asyncio.run(tools.profile(args.kernel))
+    finally:
+        tools.close()
+        setup.executor.release()
+    if result.summary is None:
+        print(f"error: {result.error}", file=sys.stderr)
         return 1
+    summary = result.summary
     print(json.dumps(summary.to_json(), indent=1) if args.json else summary.to_text())
     return 0

@@ -16,7 +16,7 @@ from maxkernel_tui.commands.agent_flags import (
     add_executor_flags,
     add_model_flags,
     event_printer,
-    executor_of,
+    setup_of,
     write_best,
 )
 from maxkernel_tui.config import settings_from_args
@@ -130,7 +130,7 @@ async def _session(args: argparse.Namespace, settings: Any, task: Any, limits: A
             limits=limits,
             resume=args.resume,
             listener=event_printer(args.json),
-            executor=executor_of(args, settings),
+            setup=setup_of(args, settings),
         )
     except (LLMError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
@@ -152,7 +152,7 @@ async def _session(args: argparse.Namespace, settings: Any, task: Any, limits: A
         return 130
     finally:
         await opened.aclose()
-        executor_of(args, settings).release()
+        setup_of(args, settings).executor.release()
     return _finish(outcome, args.out)
 
 

@@ -17,7 +17,7 @@ from maxkernel_tui.commands.agent_flags import (
     add_executor_flags,
     add_model_flags,
     event_printer,
-    executor_of,
+    setup_of,
     write_best,
 )
 from maxkernel_tui.config import settings_from_args
@@ -128,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:  # asyncio.run re-raises it after the search has stopped
         return 130
     finally:
-        executor_of(args, settings).release()
+        setup_of(args, settings).executor.release()
 
 
 def _task(name: str) -> Any:
@@ -168,7 +168,7 @@ async def _one(
             resume=args.resume,
             seed=seed,
             listener=_printer(args, prefix),
-            executor=executor_of(args, settings),
+            setup=setup_of(args, settings),
         )
     except (LLMError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
@@ -231,7 +231,7 @@ async def _suite(args: argparse.Namespace, settings: Any, config: Any, seed: str
     tasks, errors = load_tasks(builtin_suite_dir() if args.suite == "builtin" else Path(args.suite))
     for error in errors:
         print(f"skipped: {error}", file=sys.stderr)
-    executor = executor_of(args, settings)
+    executor = setup_of(args, settings).executor
     await asyncio.to_thread(executor.prepare)  # an unusable cluster is said once, up front
     side_by_side = asyncio.Semaphore(executor.slots())
 

@@ -4,7 +4,8 @@ gate, and every action the engineer takes on the task, by hand or through the ag
 profile, start, decide, intervene, hand off, explain, open a search.
 
 An evaluation by hand (ctrl+e) and an agent's take the same route: the same `Tools`, so the same
-executor and the same evaluation options (`Tools.options`, built in one place). The engineer's
+executor and the same evaluation options: the session's `EvaluationSetup`, built from the
+settings where the `eval`, `profile` and `run` commands build theirs. The engineer's
 evaluation runs on a snapshot of the editor (`evaluated/kernel.py`), never on the kernel file,
 which only a save writes. What the agents do reaches `deliver` in batches, a few times a second,
 on the event loop, so that a fast model stream never redraws per token.
@@ -29,7 +30,7 @@ from maxkernel_tui.kernels.task import Task
 from maxkernel_tui.store.rows import KernelVersion, Mode
 
 if TYPE_CHECKING:
-    from maxkernel_tui.agents.executors.choice import ClosableTools
+    from maxkernel_tui.agents.executors.choice import ClosableTools, EvaluationSetup
     from maxkernel_tui.agents.llm.provider import Provider
     from maxkernel_tui.agents.orchestration.ending import BestAtEnd
     from maxkernel_tui.agents.orchestration.engine import LoopLimits, Outcome, SessionEngine
@@ -61,6 +62,7 @@ class WorkbenchSession:
     session_id: str | None = None
     opened: OpenSession | None = None
     running: asyncio.Task[Outcome] | None = None
+    _setup: EvaluationSetup | None = field(default=None, init=False)
     _tools: ClosableTools | None = field(default=None, init=False)
     _store: Store | None = field(default=None, init=False)
     _undelivered: list[AgentUpdate] = field(default_factory=list, init=False)
@@ -78,13 +80,23 @@ class WorkbenchSession:
         return self.workdir / "kernel.py"
 
     @property
+    def setup(self) -> EvaluationSetup:
+        """Where and how the engineer's and the agents' evaluations and profiles run: the
+        settings' `EvaluationSetup`, as the `eval`, `profile` and `run` commands build it."""
+        if self._setup is None:
+            from maxkernel_tui.agents.executors.choice import EvaluationSetup
+
+            self._setup = EvaluationSetup.of(self.settings)
+        return self._setup
+
+    @property
     def target(self) -> str:
-        return self.settings.tpu_target
+        return self.settings.tpu_target  # the setup's (read here without loading the tools)
 
     @property
     def executor(self) -> str:
         """Where evaluations run, in words: "local workers" or "Ray at HOST:PORT"."""
-        return "local workers" if self.settings.ray is None else f"Ray at {self.settings.ray}"
+        return self.setup.executor_words
 
     @property
     def store(self) -> Store:
@@ -101,15 +113,10 @@ class WorkbenchSession:
         """The tools on the settings' executor, made on first use (connecting to a Ray cluster
         here: one that cannot be used is a ClusterError)."""
         if self._tools is None:
-            from maxkernel_tui.agents.executors.choice import ExecutorChoice, build_tools
+            from maxkernel_tui.agents.executors.choice import build_tools
 
             self._tools = await asyncio.to_thread(
-                build_tools,
-                ExecutorChoice.of(self.settings),
-                self.task,
-                self.target,
-                self.workdir / "traces",
-                self.harness,
+                build_tools, self.setup, self.task, self.workdir / "traces", self.harness
             )
         return self._tools
 
@@ -180,6 +187,7 @@ class WorkbenchSession:
             provider=self.provider,
             listener=self._collect,
             harness=self.harness,
+            setup=self.setup,
             progress=progress,
         )
         self.session_id = self.opened.session_id
@@ -263,6 +271,7 @@ class WorkbenchSession:
             seed=seed,
             provider=self.provider,
             listener=listener,
+            setup=self.setup,
         )
 
     # -- delivery -------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from textual.widgets import RichLog, TextArea
 
-from maxkernel_tui.agents.executors.choice import ExecutorChoice, build_tools
+from maxkernel_tui.agents.executors.choice import EvaluationSetup, build_tools
 from maxkernel_tui.agents.orchestration.gates import APPROVE, Proposal
 from maxkernel_tui.app import MaxKernelApp
 from maxkernel_tui.config import load_settings
@@ -134,7 +134,7 @@ async def test_ctrl_e_evaluates_the_editor_leaves_the_file_and_uses_the_agents_o
         assert Path(path) != screen.source.kernel_path
         assert UNSAVED in screen.source.border_title
         agents_tools = build_tools(
-            ExecutorChoice.of(app.settings), screen.kernel_task, screen.target, tmp_path, None
+            EvaluationSetup.of(app.settings), screen.kernel_task, tmp_path, None
         )
         assert options == agents_tools.options  # ctrl+e and the agents: the same options
         assert f"{options.seeds} seed(s)" in screen.tests.lines[-1]

@@ -1,18 +1,24 @@
-"""Which executor a command runs on, from the settings (`ray`: `--ray ADDRESS`, `[executor]` in
-the config file) and the per-command `--ray-insecure`; and building the tools for it. Ray is
-imported only when it is chosen. No jax."""
+"""Where and how every evaluation and profile runs (`EvaluationSetup`, built from the settings
+here alone): the executor (`ray`: `--ray ADDRESS`, `[executor]` in the config file, and the
+per-command `--ray-insecure`), the harness's options and the profiler's; and building the tools
+for it. The workbench (ctrl+e, ctrl+o, F5), the agents, and the `eval`, `profile`, `run`,
+`search` and `bench` commands all take their setup from `EvaluationSetup.of`, so they evaluate
+with the same seeds, tiles and target on the same executor. Ray is imported only when it is
+chosen. No jax."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from maxkernel_tui.agents.orchestration.tools import KernelTools, Tools
 from maxkernel_tui.config import Settings
-from maxkernel_tui.kernels.evaluation.harness import Harness
+from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
 from maxkernel_tui.kernels.executors.errors import ClusterError
+from maxkernel_tui.kernels.perf.calibration import default_calibration_file
+from maxkernel_tui.kernels.perf.profile import ProfileOptions
 from maxkernel_tui.kernels.task import Task
 
 
@@ -70,17 +76,58 @@ class ExecutorChoice:
             release_shared()
 
 
+@dataclass(frozen=True)
+class EvaluationSetup:
+    """Where evaluations run and with which options: one per workbench, session or command."""
+
+    executor: ExecutorChoice
+    options: EvalOptions
+    profile: ProfileOptions
+
+    @classmethod
+    def of(
+        cls,
+        settings: Settings,
+        *,
+        insecure: bool = False,
+        profile_targets: tuple[str, ...] = (),
+        **overrides: Any,
+    ) -> EvaluationSetup:
+        """The settings' setup: the settings' executor and TPU target, `EvalOptions`' defaults
+        (seeds, tiles, timeout), the profile on that target calibrated by the TPU timings
+        measured so far. A command's flags come as `overrides` of `EvalOptions` fields and
+        `profile_targets`, and replace only what they name."""
+        options = replace(EvalOptions(target=settings.tpu_target), **overrides)
+        profile = ProfileOptions(profile_targets or (options.target,), default_calibration_file())
+        return cls(ExecutorChoice.of(settings, insecure), options, profile)
+
+    def on_target(self, target: str) -> EvaluationSetup:
+        """The same setup for another TPU generation (a resumed session keeps its own)."""
+        if target == self.options.target:
+            return self
+        return replace(
+            self,
+            options=replace(self.options, target=target),
+            profile=replace(self.profile, targets=(target,)),
+        )
+
+    @property
+    def executor_words(self) -> str:
+        """Where evaluations run, in words: "local workers" or "Ray at HOST:PORT"."""
+        ray = self.executor.ray
+        return "local workers" if ray is None else f"Ray at {ray}"
+
+
 def build_tools(
-    choice: ExecutorChoice,
+    setup: EvaluationSetup,
     task: Task,
-    target: str,
     trace_root: Path,
     harness: Callable[[], Harness] | None = None,
 ) -> ClosableTools:
-    """The tools on `choice`'s executor; a cluster that cannot be used raises ClusterError (a
-    ValueError) here, before any model call."""
-    if choice.ray is None:
-        return KernelTools(task, target, trace_root, harness=harness)
+    """The tools on the setup's executor, with its options; a cluster that cannot be used
+    raises ClusterError (a ValueError) here, before any model call."""
+    if setup.executor.ray is None:
+        return KernelTools(task, setup.options, trace_root, profile=setup.profile, harness=harness)
     from maxkernel_tui.agents.executors.ray_tools import RayTools
 
-    return RayTools.connect(choice, task, target, trace_root)
+    return RayTools.connect(setup, task, trace_root)

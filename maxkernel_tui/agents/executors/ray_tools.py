@@ -11,7 +11,7 @@ import threading
 from dataclasses import replace
 from pathlib import Path
 
-from maxkernel_tui.agents.executors.choice import ExecutorChoice
+from maxkernel_tui.agents.executors.choice import EvaluationSetup, ExecutorChoice
 from maxkernel_tui.agents.orchestration.tools import (
     CheckListener,
     ProfileResult,
@@ -59,18 +59,20 @@ class RayTools:
         self,
         dispatcher: RayDispatcher,
         task: Task,
-        target: str,
+        options: EvalOptions,
         trace_root: Path,
     ) -> None:
-        self.task, self.target, self.trace_root = task, target, trace_root
-        self.options = EvalOptions(target=target)
+        """`options`: as `EvaluationSetup.of` builds them. A node profiles on the options'
+        target with its own calibration (the driver's measurements stay here)."""
+        self.task, self.target, self.trace_root = task, options.target, trace_root
+        self.options = options
         self._dispatcher = dispatcher
         self._files = TaskFiles.of(task)
         self._reference_costs: dict[str, ReferenceCost] | None = None
 
     @classmethod
-    def connect(cls, choice: ExecutorChoice, task: Task, target: str, trace_root: Path) -> RayTools:
-        return cls(shared_dispatcher(choice), task, target, trace_root)
+    def connect(cls, setup: EvaluationSetup, task: Task, trace_root: Path) -> RayTools:
+        return cls(shared_dispatcher(setup.executor), task, setup.options, trace_root)
 
     @property
     def slots(self) -> int:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from maxkernel_tui.agents.budget import Budget, session_budget
-from maxkernel_tui.agents.executors.choice import ClosableTools, ExecutorChoice, build_tools
+from maxkernel_tui.agents.executors.choice import ClosableTools, EvaluationSetup, build_tools
 from maxkernel_tui.agents.llm.client import LLMClient
 from maxkernel_tui.agents.llm.provider import Provider
 from maxkernel_tui.agents.orchestration import keys
@@ -148,19 +148,20 @@ async def open_session(
     provider: Provider | None = None,
     listener: Listener | None = None,
     harness: Callable[[], Harness] | None = None,
-    executor: ExecutorChoice | None = None,
+    setup: EvaluationSetup | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> OpenSession:
     """A new session on `task`, or `resume` (an id or its prefix) with its stored task and mode.
-    `listener` gets every new event from the first (the session's start) on. `executor`: where
-    evaluations run (default: the settings' choice); a cluster that cannot be used is a
-    ClusterError (ValueError) before anything is stored or paid for. `progress` hears each stage
-    of the opening, in words (a cold cache makes the task's description take a while)."""
+    `listener` gets every new event from the first (the session's start) on. `setup`: where and
+    how evaluations run (default: the settings' `EvaluationSetup`; a resumed session keeps its
+    stored target); a cluster that cannot be used is a ClusterError (ValueError) before
+    anything is stored or paid for. `progress` hears each stage of the opening, in words (a
+    cold cache makes the task's description take a while)."""
     say = progress or (lambda stage: None)
-    executor = executor or ExecutorChoice.of(settings)
-    if executor.ray is not None:
-        say(f"connecting to Ray at {executor.ray}")
-    await asyncio.to_thread(executor.prepare)
+    setup = setup or EvaluationSetup.of(settings)
+    if setup.executor.ray is not None:
+        say(f"connecting to {setup.executor_words}")
+    await asyncio.to_thread(setup.executor.prepare)
     if resume is not None:
         opening = _resumed(store, settings, resume)
     else:
@@ -190,7 +191,7 @@ async def open_session(
     say("starting the evaluation workers")
     workspace = Workspace(settings.data_dir / "sessions" / journal.session_id)
     tools = await asyncio.to_thread(
-        build_tools, executor, task, opening.target, workspace.path("traces"), harness
+        build_tools, setup.on_target(opening.target), task, workspace.path("traces"), harness
     )
     prober = tools if isinstance(tools, KernelTools) else None  # Ray nodes run no probes
     toolbox = Toolbox(task, opening.target, workspace.path("tools"), prober=prober, profiler=tools)

@@ -18,7 +18,7 @@ from maxkernel_tui.kernels.edge_configs import EdgeConfig, validate_edge_configs
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness, Probe
 from maxkernel_tui.kernels.evaluation.report import Check, EvalReport
 from maxkernel_tui.kernels.perf.analysis import ReferenceCost
-from maxkernel_tui.kernels.perf.profile import ProfileError, profile_kernel
+from maxkernel_tui.kernels.perf.profile import ProfileError, ProfileOptions, profile_kernel
 from maxkernel_tui.kernels.perf.summary import ProfileSummary
 from maxkernel_tui.kernels.task import Task
 
@@ -80,14 +80,18 @@ class KernelTools:
     def __init__(
         self,
         task: Task,
-        target: str,
+        options: EvalOptions,
         trace_root: Path,
         *,
+        profile: ProfileOptions | None = None,
         harness: Callable[[], Harness] | None = None,
     ) -> None:
-        """`harness`: a shared one (the TUI's), which `close` leaves running; else our own."""
-        self.task, self.target, self.trace_root = task, target, trace_root
-        self.options = EvalOptions(target=target)
+        """`options`, `profile`: as `EvaluationSetup.of` builds them (agents.executors.choice);
+        `profile` None: the options' target, uncalibrated. `harness`: a shared one (the TUI's),
+        which `close` leaves running; else our own."""
+        self.task, self.target, self.trace_root = task, options.target, trace_root
+        self.options = options
+        self.profile_options = profile or ProfileOptions((options.target,))
         self._shared = harness
         self._harness: Harness | None = None
         self._reference_costs: dict[str, ReferenceCost] | None = None
@@ -144,8 +148,9 @@ class KernelTools:
                 summary = profile_kernel(
                     kernel,
                     self.task,
-                    targets=(self.target,),
+                    targets=self.profile_options.targets,
                     trace_root=self.trace_root,
+                    calibration_file=self.profile_options.calibration_file,
                     trace=not estimate_only,
                     reference_costs=self._reference_costs,
                 )

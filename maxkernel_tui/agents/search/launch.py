@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from maxkernel_tui.agents.executors.choice import ExecutorChoice
+from maxkernel_tui.agents.executors.choice import EvaluationSetup
 from maxkernel_tui.agents.llm.provider import Provider
 from maxkernel_tui.agents.orchestration.engine import LoopLimits, SessionEngine
 from maxkernel_tui.agents.orchestration.events import EvaluationDone
@@ -63,10 +63,10 @@ async def open_search(
     seed: str = "",
     provider: Provider | None = None,
     listener: Listener | None = None,
-    executor: ExecutorChoice | None = None,
+    setup: EvaluationSetup | None = None,
 ) -> OpenSearch:
     """A new search on `task` with `config` (from `seed`, a kernel source, when given), or the
-    search `resume` names, with its stored settings."""
+    search `resume` names, with its stored settings; `setup`: as `open_session` takes it."""
     config = config or SearchConfig()
     opened = await open_session(
         store,
@@ -78,7 +78,7 @@ async def open_search(
         resume=resume,
         provider=provider,
         listener=listener,
-        executor=executor,
+        setup=setup,
     )
     try:
         # an agent that knows which strategies it cannot apply: they are skipped, not tried

@@ -11,7 +11,7 @@ import json
 import shutil
 import tempfile
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from maxkernel_tui.kernels.device_lock import device_turn
@@ -35,6 +35,15 @@ from maxkernel_tui.kernels.workers import (
 
 DEFAULT_TARGETS = ("v5e", "v6e")
 GIB = 1024**3
+
+
+@dataclass(frozen=True)
+class ProfileOptions:
+    """How a kernel is profiled: the TPU generations it is estimated for, and the timings
+    measured on TPUs that calibrate the model (`calibration_file`; None: the model alone)."""
+
+    targets: tuple[str, ...] = DEFAULT_TARGETS
+    calibration_file: Path | None = None
 
 
 class ProfileError(Exception):

@@ -11,6 +11,7 @@ from maxkernel_tui.agents.builtin import autotune
 from maxkernel_tui.agents.orchestration import tools as tools_module
 from maxkernel_tui.agents.orchestration.tools import KernelTools
 from maxkernel_tui.kernels.catalog import describe_tasks, described_reference_cost
+from maxkernel_tui.kernels.evaluation.harness import EvalOptions
 from maxkernel_tui.kernels.loader import find_task
 from maxkernel_tui.kernels.perf.profile import ProfileError
 from tests.support.paths import KERNELS
@@ -32,7 +33,7 @@ def test_the_first_profile_gets_the_described_reference_cost(suite_tasks, tmp_pa
         raise ProfileError("not profiled in this test")
 
     monkeypatch.setattr(tools_module, "profile_kernel", fake_profile)
-    tools = KernelTools(task, "v5e", tmp_path / "traces")
+    tools = KernelTools(task, EvalOptions(target="v5e"), tmp_path / "traces")
     result = asyncio.run(tools.profile(KERNELS / "honest" / "12p_RMSNorm.py"))
     assert result.error == "not profiled in this test"
     (known,) = handed

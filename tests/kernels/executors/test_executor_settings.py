@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from maxkernel_tui.agents.executors.choice import ExecutorChoice, build_tools
+from maxkernel_tui.agents.executors.choice import EvaluationSetup, build_tools
 from maxkernel_tui.agents.orchestration.tools import KernelTools
 from maxkernel_tui.config import ConfigError, load_settings, save_settings
 from maxkernel_tui.kernels.loader import load_task
@@ -56,8 +56,10 @@ def test_an_unknown_name_in_the_executor_table_is_a_warning(tmp_path: Path) -> N
 def test_the_local_choice_builds_the_local_tools_and_leaves_ray_unimported(
     tmp_path: Path,
 ) -> None:
-    choice = ExecutorChoice()
+    env = {"MAXKERNEL_TUI_CONFIG": str(tmp_path / "none.toml")}
+    setup = EvaluationSetup.of(load_settings({"tpu_target": "v5e"}, env=env))
+    choice = setup.executor
     choice.prepare()
-    tools = build_tools(choice, load_task(TASK), "v5e", tmp_path)
+    tools = build_tools(setup, load_task(TASK), tmp_path)
     assert isinstance(tools, KernelTools) and tools.slots == 1
     assert choice.slots() == 1 and choice.kind == "local"
