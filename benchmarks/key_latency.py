@@ -41,7 +41,7 @@ from maxkernel_tui.commands.tasks import resolve_task
 from maxkernel_tui.config import load_settings
 from maxkernel_tui.screens.pane_messages import TestsMessage
 from maxkernel_tui.screens.tests_pane import TestsPane
-from maxkernel_tui.services.workbench_session import DRAW_INTERVAL_S
+from maxkernel_tui.services.delivery import DRAW_INTERVAL_S
 
 RESULTS = pathlib.Path(__file__).parent / "results" / "key_latency.md"
 SIZE = (160, 48)

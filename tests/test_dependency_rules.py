@@ -8,6 +8,7 @@ Each contract names a part of the package, the modules it must never import, and
   every kind are put together in `agents.providers`);
 - `store` never imports the agents or the UI;
 - the UI (`screens`, `app.py`) never imports the CLI's `commands`;
+- screens never run the harness or the profiler, nor open the store: services/ does;
 - the UI and the CLI never import jax (worker processes do).
 """
 
@@ -84,6 +85,30 @@ def test_screens_never_run_the_harness_or_the_profiler():
     the panes' messages; no screen starts the harness or the profiler itself."""
     domain = ("maxkernel_tui.kernels.evaluation.harness", "maxkernel_tui.kernels.perf.profile")
     assert breaches("screens", domain) == []
+
+
+def modules_importing(name: str) -> tuple[str, ...]:
+    """The package's modules that import `name` themselves, as dotted names."""
+    return tuple(
+        "maxkernel_tui." + module.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
+        for module, names in imports_of(".").items()
+        if any(n == name or n.startswith(name + ".") for n in names)
+    )
+
+
+def test_screens_never_read_the_store_themselves():
+    """The search screen, the sessions list and the workbench read the store through services/
+    (search_feed.py, sessions.py, workbench_session.py): no screen opens the database, neither
+    through `store.db` nor through a module that talks to SQLite itself."""
+    sqlite = modules_importing("sqlite3")
+    assert "maxkernel_tui.store.db" in sqlite  # the rule would be empty without it
+    found = [
+        f"{module} imports {name}"
+        for module, names in sorted(imports_of("screens").items())
+        for name in sorted(names)
+        if name in ("sqlite3", "maxkernel_tui.store", *sqlite)
+    ]
+    assert found == []
 
 
 def test_no_test_module_imports_another():

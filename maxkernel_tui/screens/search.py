@@ -1,35 +1,43 @@
 """The live search screen: the tree of nodes (status, score and kind, strategy, parents), the best
-score over time, the selected node's plan and its diff against its parent, and counters. It reads
-the graph from the store, so it follows a search in this process or in another one; a search run
-here is steered through `control` (pause, stop, prune). Redrawn at most every TICK_S, and only
-when something changed: events only mark the view stale. Never imports jax."""
+score over time, the selected node's plan and its diff against its parent, and counters. What it
+shows comes from its `SearchFeed` (services/search_feed.py). A search in this process is followed
+by its events, batched as the workbench's are, each batch one `SearchMessage`; one in another
+process sends none, so the screen reads it again every FOLLOW_S. A search run here is steered
+through `control` (pause, stop, prune). Never imports jax, nor the store."""
 
 from __future__ import annotations
 
 import time
-from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Log, Markdown, Sparkline, Static, Tree
 
 from maxkernel_tui.agents.orchestration.diffs import unified
-from maxkernel_tui.agents.orchestration.ending import best_at_end
 from maxkernel_tui.agents.search.export import label
-from maxkernel_tui.agents.search.graph import ACCEPTED, Node, NodeSet, load_nodes
+from maxkernel_tui.agents.search.graph import ACCEPTED, Node, NodeSet
 from maxkernel_tui.kernels.task import Task
 from maxkernel_tui.screens.messages import KernelPromoted
-from maxkernel_tui.store.db import Store
-from maxkernel_tui.store.rows import SessionStatus
+from maxkernel_tui.services.search_feed import SearchFacts, SearchFeed, Skipped
 
-TICK_S = 0.25  # the view's frame: a few redraws a second at most
-ACTIVE = SessionStatus.ACTIVE
-FOLLOW_S = (
-    1.0  # how often the store is read when no event says it changed (a search in another process)
-)
+if TYPE_CHECKING:
+    from maxkernel_tui.agents.orchestration.events import SessionEvent
+
+FOLLOW_S = 1.0  # how often a search in another process (no events reach us) is read again
+
+
+@dataclass
+class SearchMessage(Message, bubble=False):
+    """A batch of what the search did, in order (from its journal, through the feed)."""
+
+    events: list[SessionEvent]
+    ended: bool = False
 
 
 class SearchControl(Protocol):
@@ -83,27 +91,16 @@ class SearchScreen(Screen[None]):
     ]
 
     def __init__(
-        self,
-        task: Task,
-        store_path: Path,
-        session_id: str,
-        *,
-        control: SearchControl | None = None,
-        max_evals: int | None = None,
+        self, task: Task, feed: SearchFeed, *, control: SearchControl | None = None
     ) -> None:
         super().__init__()
-        self.kernel_task, self.session_id = task, session_id
-        self._store = Store(
-            store_path
-        )  # a reader of its own: the search writes through the shared one
-        self._control, self._max_evals = control, max_evals
-        self._sources: dict[int, str] = {}
-        self._view = NodeSet([])
-        self._stale, self._read_at, self._started = True, 0.0, time.monotonic()
+        self.kernel_task, self.session_id = task, feed.session_id
+        self._feed, self._control = feed, control
+        self._facts = SearchFacts(NodeSet([]), [], None, 0, 0.0, None)
+        self._started = time.monotonic()
         self._shown: dict[str, tuple[Any, ...]] = {}
         self._tree_nodes: dict[str, Any] = {}
-        self._skipped: list[tuple[str, ...]] = []  # (node, strategy, why): no move for it there
-        self._ended: str | None = None  # why the search ended, once it has
+        self.batches = 0  # the search's batches of events handled (a live search's only route)
 
     def compose(self) -> ComposeResult:
         yield Static(id="counters", markup=False)
@@ -123,29 +120,42 @@ class SearchScreen(Screen[None]):
         tree.root.expand()
         tree.show_root = False
         tree.focus()
-        self.set_interval(TICK_S, self._tick)
-        self._tick()
+        self._redraw()
+        if self._feed.live:
+            self._feed.attach(self._deliver)
+        else:
+            self._follow()
 
-    def mark_stale(self, *_: Any) -> None:
-        """Something changed: the next tick reads the store. Safe from any thread (a journal
-        listener)."""
-        self._stale = True
+    def _deliver(self, events: Sequence[SessionEvent], ended: bool) -> None:
+        """A batch from the feed (on the event loop): to this screen as one message."""
+        self.post_message(SearchMessage(list(events), ended))
+
+    def on_search_message(self, message: SearchMessage) -> None:
+        self.batches += 1
+        self._redraw()
+
+    def _follow(self) -> None:
+        """A search in another process: read again, then once more in FOLLOW_S (a one-shot
+        timer re-armed, never overlapping reads), until it has ended."""
+        self._redraw()
+        if self._facts.ended is None:
+            self.set_timer(FOLLOW_S, self._follow)
 
     def on_unmount(self) -> None:
-        self._store.close()
+        self._feed.close()
 
     # -- drawing --------------------------------------------------------------------------------
 
-    def _tick(self) -> None:
-        if not self._stale and time.monotonic() - self._read_at < FOLLOW_S:
-            return
-        self._stale, self._read_at = False, time.monotonic()
-        self._view = NodeSet(load_nodes(self._store, self.session_id, self._sources))
-        if self._view.nodes:  # the search's settings and the strategies it skipped
-            extra = self._store.search_node(self._view.in_order()[0].row_id).data.get("extra", {})
-            if self._max_evals is None:  # a search in another process: its stored cap
-                self._max_evals = extra.get("config", {}).get("max_evals")
-            self._skipped = [tuple(entry) for entry in extra.get("skipped", [])]
+    @property
+    def _view(self) -> NodeSet:
+        return self._facts.nodes
+
+    @property
+    def _skipped(self) -> list[Skipped]:
+        return self._facts.skipped
+
+    def _redraw(self) -> None:
+        self._facts = self._feed.read()
         self._draw_tree()
         # from 0 (no kernel yet), so that bars show the best's growth, not solid blocks
         self.query_one("#best", Sparkline).data = [0.0, *best_over_time(self._view)]
@@ -173,8 +183,8 @@ class SearchScreen(Screen[None]):
     def _draw_counters(self) -> None:
         nodes = self._view.in_order()
         evals = sum(n.evals for n in nodes)
-        cap = f"/{self._max_evals}" if self._max_evals else ""
-        tokens, cost = self._store.usage(self.session_id)
+        cap = f"/{self._facts.max_evals}" if self._facts.max_evals else ""
+        tokens, cost = self._facts.tokens, self._facts.cost_usd
         minutes = max((time.monotonic() - self._started) / 60.0, 1 / 60)
         best = self._view.best()
         best_text = "none yet" if best is None else node_line(best)
@@ -190,11 +200,8 @@ class SearchScreen(Screen[None]):
     def _state(self) -> str:
         """` ─ done: <why it ended>` from the moment the search ends (here or in another
         process), else running or paused."""
-        if self._ended is None and self._store.session(self.session_id).status != ACTIVE:
-            found = best_at_end(self._store, self.session_id)
-            self._ended = found.reason if found is not None else "ended"
-        if self._ended is not None:
-            return f" ─ done: {self._ended}"
+        if self._facts.ended is not None:
+            return f" ─ done: {self._facts.ended}"
         if self._control is None:
             return ""
         return " ─ PAUSED" if self._control.paused else " ─ running"
@@ -218,7 +225,7 @@ class SearchScreen(Screen[None]):
         ]
         if node.detail:
             facts.append(f"*{node.detail}*")
-        skipped = [f"{strategy} ({why})" for ref, strategy, why in self._skipped if ref == node.ref]
+        skipped = [f"{s.strategy} ({s.reason})" for s in self._skipped if s.node == node.ref]
         if skipped:
             facts.append("skipped here, no move: " + "; ".join(skipped))
         self.query_one("#plan", Markdown).update("\n\n".join(facts + [node.plan]))
@@ -249,13 +256,13 @@ class SearchScreen(Screen[None]):
             )
             return
         (self._control.resume if self._control.paused else self._control.pause)()
-        self.mark_stale()
+        self._redraw()
 
     def action_stop(self) -> None:
         if self._control is not None:
             self._control.stop()
             self.notify("search stopped: running nodes are rerun on resume")
-            self.mark_stale()
+            self._redraw()
 
     def action_prune(self) -> None:
         node = self._selected()
@@ -263,7 +270,7 @@ class SearchScreen(Screen[None]):
             return
         pruned = self._control.prune(node.ref)
         self.notify(f"pruned #{node.number} and {max(len(pruned) - 1, 0)} below it")
-        self.mark_stale()
+        self._redraw()
 
     def action_promote(self) -> None:
         node = self._selected()

@@ -55,6 +55,7 @@ if (
 ):  # the agents' engine and events load when they first run, not with the first frame
     from maxkernel_tui.agents.llm.provider import Provider
     from maxkernel_tui.agents.search.launch import OpenSearch
+    from maxkernel_tui.services.search_feed import SearchFeed
     from maxkernel_tui.services.workbench_session import AgentUpdate
 
 GRAPH_EVALUATIONS = 12  # a search handed off from the workbench stops after this many evaluations
@@ -267,29 +268,18 @@ class WorkbenchScreen(ShowsWorkerErrors, Screen[None]):
         from maxkernel_tui.screens.search import SearchScreen
 
         config = SearchConfig(max_evals=GRAPH_EVALUATIONS)
-        screens: list[SearchScreen] = []  # the screen needs the session the search opens
         seed = self.session.best_accepted() or self.source.save()  # never a rejected kernel
-        opened = await self.session.open_search(
-            seed,
-            config,
-            listener=lambda event: screens[0].mark_stale() if screens else None,
-        )
-        screen = SearchScreen(
-            self.kernel_task,
-            self._settings.store_path,
-            opened.session_id,
-            control=opened.search,
-            max_evals=config.max_evals,
-        )
-        screens.append(screen)
+        opened, feed = await self.session.open_search(seed, config)
+        screen = SearchScreen(self.kernel_task, feed, control=opened.search)
         self._log(f"handed off to a {config.algorithm} graph search (session {opened.session_id})")
         self.app.push_screen(screen)
-        self.app.run_worker(self._run_search(opened), group="graph", exit_on_error=False)
+        self.app.run_worker(self._run_search(opened, feed), group="graph", exit_on_error=False)
 
-    async def _run_search(self, opened: OpenSearch) -> None:
+    async def _run_search(self, opened: OpenSearch, feed: SearchFeed) -> None:
         try:
             await opened.search.run()
         finally:
+            feed.finished()
             await opened.aclose()
         self._show_end(opened.session_id)
 

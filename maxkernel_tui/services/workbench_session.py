@@ -8,7 +8,7 @@ executor and the same evaluation options: the session's `EvaluationSetup`, built
 settings where the `eval`, `profile` and `run` commands build theirs. The engineer's
 evaluation runs on a snapshot of the editor (`evaluated/kernel.py`), never on the kernel file,
 which only a save writes. What the agents do reaches `deliver` in batches, a few times a second,
-on the event loop, so that a fast model stream never redraws per token.
+on the event loop (services/delivery.py), so that a fast model stream never redraws per token.
 
 No Textual, no jax: the engine, the tools and Ray load on first use (the workbench's first frame
 does not pay for them)."""
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +26,7 @@ from maxkernel_tui.config import Settings
 from maxkernel_tui.kernels.evaluation.harness import Harness
 from maxkernel_tui.kernels.evaluation.report import Check, EvalReport
 from maxkernel_tui.kernels.task import Task
+from maxkernel_tui.services.delivery import BatchedDelivery
 from maxkernel_tui.store.rows import KernelVersion, Mode
 
 if TYPE_CHECKING:
@@ -40,11 +40,11 @@ if TYPE_CHECKING:
     from maxkernel_tui.agents.orchestration.tools import ProfileResult
     from maxkernel_tui.agents.search.config import SearchConfig
     from maxkernel_tui.agents.search.launch import OpenSearch
+    from maxkernel_tui.services.search_feed import SearchFeed
     from maxkernel_tui.store.db import Store
 
     AgentUpdate = SessionEvent | Proposal  # a proposal: it waits for the engineer's decision
 
-DRAW_INTERVAL_S = 0.1  # what the session did is delivered at most this often
 SNAPSHOT_DIR = "evaluated"  # under the workdir: the editor's source as last evaluated or profiled
 HarnessFactory = Callable[[], Harness]  # the app's shared harness, started on first use
 Deliver = Callable[[Sequence["AgentUpdate"], bool], None]  # (updates in order, the loop has ended)
@@ -65,15 +65,14 @@ class WorkbenchSession:
     _setup: EvaluationSetup | None = field(default=None, init=False)
     _tools: ClosableTools | None = field(default=None, init=False)
     _store: Store | None = field(default=None, init=False)
-    _undelivered: list[AgentUpdate] = field(default_factory=list, init=False)
-    _armed: bool = field(default=False, init=False)  # a delivery is scheduled
-    _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
 
     def __post_init__(self) -> None:
         from maxkernel_tui.agents.orchestration.gates import InteractiveGate
 
         self.gate = InteractiveGate(on_pending=self._collect)
-        self._loop = asyncio.get_running_loop()
+        self._delivery: BatchedDelivery[AgentUpdate] = BatchedDelivery(
+            asyncio.get_running_loop(), self.deliver, ended=self._loop_ended
+        )
 
     @property
     def kernel_path(self) -> Path:
@@ -153,11 +152,6 @@ class WorkbenchSession:
         """The proposal waiting for the engineer's decision, if any."""
         return self.gate.pending
 
-    @property
-    def settled(self) -> bool:
-        """Everything the session did so far has been delivered."""
-        return not self._undelivered and not self._armed
-
     def gate_for(self, mode: str) -> Gate:
         """The gate the engine asks in `mode`: the engineer in HITL, nobody in Auto."""
         from maxkernel_tui.agents.orchestration.gates import AutoGate
@@ -194,7 +188,7 @@ class WorkbenchSession:
         if self.opened.resumed and self.opened.engine.mode != mode:
             self.opened.engine.hand_off(mode)
         self.running = asyncio.create_task(self.opened.engine.run())
-        self.running.add_done_callback(lambda _: self._schedule())
+        self.running.add_done_callback(lambda _: self._delivery.schedule())
 
     def history(self, session_id: str) -> list[SessionEvent]:
         """A stored session's events, to draw the panes of a reopened session."""
@@ -256,53 +250,50 @@ class WorkbenchSession:
         """The explainer's answer about the session; None when no session was started."""
         return None if self.engine is None else await self.engine.explain(question)
 
-    async def open_search(
-        self, seed: str, config: SearchConfig, listener: Callable[[SessionEvent], None]
-    ) -> OpenSearch:
-        """Stop the session and open a graph search of the task seeded with `seed` as its root."""
+    async def open_search(self, seed: str, config: SearchConfig) -> tuple[OpenSearch, SearchFeed]:
+        """Stop the session and open a graph search of the task seeded with `seed` as its root,
+        with the feed the search screen follows it by (its events wait for the screen)."""
         from maxkernel_tui.agents.search.launch import open_search
+        from maxkernel_tui.services.search_feed import SearchFeed
 
         await self.interrupt()
-        return await open_search(
+        delivery: BatchedDelivery[SessionEvent] = BatchedDelivery(asyncio.get_running_loop())
+        opened = await open_search(
             self.store,
             self.settings,
             task=self.task,
             config=config,
             seed=seed,
             provider=self.provider,
-            listener=listener,
+            listener=delivery.collect,
             setup=self.setup,
         )
+        feed = SearchFeed(
+            self.settings.store_path,
+            opened.session_id,
+            delivery=delivery,
+            max_evals=config.max_evals,
+        )
+        return opened, feed
 
     # -- delivery -------------------------------------------------------------------------------
 
     def _collect(self, update: AgentUpdate) -> None:
         """Called by the engine and the gate, possibly from another thread."""
-        with self._lock:
-            self._undelivered.append(update)
-        self._schedule()
+        self._delivery.collect(update)
 
-    def _schedule(self) -> None:
-        with self._lock:
-            if self._armed:
-                return
-            self._armed = True
-        self._loop.call_soon_threadsafe(self._loop.call_later, DRAW_INTERVAL_S, self._deliver)
+    def _loop_ended(self) -> bool:
+        running = self.running
+        return running is not None and running.done() and not running.cancelled()
+
+    @property
+    def settled(self) -> bool:
+        """Everything the session did so far has been delivered."""
+        return self._delivery.settled
 
     def drain(self) -> list[AgentUpdate]:
         """What is not delivered yet, taken now (to draw it before the engineer's stop)."""
-        with self._lock:
-            updates, self._undelivered = self._undelivered, []
-        return updates
-
-    def _deliver(self) -> None:
-        updates = self.drain()
-        with self._lock:
-            self._armed = False
-        running = self.running
-        finished = running is not None and running.done() and not running.cancelled()
-        if updates or finished:
-            self.deliver(updates, finished)
+        return self._delivery.drain()
 
     async def aclose(self) -> None:
         await self.interrupt()

@@ -16,6 +16,7 @@ from maxkernel_tui.config import load_settings
 from maxkernel_tui.kernels.loader import find_task
 from maxkernel_tui.screens.search import SearchScreen
 from maxkernel_tui.screens.workbench import WorkbenchScreen
+from maxkernel_tui.services.search_feed import SearchFeed
 from maxkernel_tui.store.db import Store
 from tests.fakes.role_provider import RoleProvider
 from tests.support.screens import variant
@@ -56,10 +57,10 @@ async def test_follow_a_running_search_and_promote_a_node(
                 provider=provider,
                 config=SearchConfig(algorithm="parallel", width=1, depth=1, max_evals=2),
             )
-            screen = SearchScreen(
-                task, settings.store_path, opened.session_id, control=opened.search, max_evals=2
+            feed = SearchFeed.following(
+                opened.search.base.journal, settings.store_path, max_evals=2
             )
-            opened.search.base.journal.subscribe(screen.mark_stale)
+            screen = SearchScreen(task, feed, control=opened.search)
             await app.push_screen(screen)
             running = asyncio.create_task(opened.search.run())
             counters = screen.query_one("#counters", Static)

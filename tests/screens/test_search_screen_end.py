@@ -8,6 +8,7 @@ from textual.app import App
 from textual.widgets import Markdown, Static, Tree
 
 from maxkernel_tui.screens.search import SearchScreen
+from maxkernel_tui.services.search_feed import SearchFeed
 from maxkernel_tui.store.db import Store
 from tests.fakes.role_provider import RoleProvider
 from tests.support.engine import Bench, rmsnorm_task, variant
@@ -29,9 +30,8 @@ async def test_the_screen_says_done_and_why_the_moment_the_search_ends(tmp_path)
         search = bench.search(
             provider, moves=provider, algorithm="beam", width=1, branches=1, depth=2
         )
-        session = search.base.session_id
-        screen = SearchScreen(rmsnorm_task(), store_path, session, control=search)
-        search.base.journal.subscribe(screen.mark_stale)
+        feed = SearchFeed.following(search.base.journal, store_path)
+        screen = SearchScreen(rmsnorm_task(), feed, control=search)
         app: App[None] = App()
         async with app.run_test(size=(160, 40)) as pilot:
             await app.push_screen(screen)

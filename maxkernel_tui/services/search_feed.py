@@ -1,0 +1,116 @@
+"""A graph search as the search screen shows it, and how the screen hears that it changed.
+
+`SearchFeed.read` gives the search's state (`SearchFacts`: its nodes with their kernels, the
+strategies skipped, its cap, usage, and why it ended) from the store: this module is the
+screen's only reader of the store. A search running in this process is followed through its
+journal: the events go through the same batched delivery as the workbench's
+(services/delivery.py) to the screen, which reads again when they come. A search running in
+another process sends no events here, so the screen reads it again now and then (`live` is
+False). No Textual, no jax."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from maxkernel_tui.agents.orchestration.ending import best_at_end
+from maxkernel_tui.agents.search.graph import NodeSet, load_nodes
+from maxkernel_tui.services.delivery import BatchedDelivery, Deliver
+from maxkernel_tui.store.db import Store
+from maxkernel_tui.store.rows import SessionStatus
+
+if TYPE_CHECKING:
+    from maxkernel_tui.agents.orchestration.events import SessionEvent
+    from maxkernel_tui.agents.orchestration.journal import Journal
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A strategy the agent had no move for on a node's kernel."""
+
+    node: str
+    strategy: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class SearchFacts:
+    nodes: NodeSet
+    skipped: list[Skipped]
+    max_evals: int | None  # the search's cap on evaluations (None: none known)
+    tokens: int
+    cost_usd: float
+    ended: str | None  # why the search ended, once it has
+
+
+class SearchFeed:
+    """One search's state for a view, and (`live`) its events as they happen."""
+
+    def __init__(
+        self,
+        store_path: Path,
+        session_id: str,
+        *,
+        delivery: BatchedDelivery[SessionEvent] | None = None,
+        max_evals: int | None = None,
+    ) -> None:
+        """`delivery`: the search's events, collected from its journal (a search in this
+        process); None for a search in another process."""
+        self.session_id = session_id
+        self._store = Store(store_path)  # a reader of its own: the search writes through its own
+        self._delivery = delivery
+        if delivery is not None:
+            delivery.ended = lambda: self._over
+        self._max_evals = max_evals
+        self._sources: dict[int, str] = {}  # kernel sources by version: read once
+        self._ended: str | None = None
+        self._over = False  # the search's run has returned (`finished`)
+
+    @classmethod
+    def following(
+        cls, journal: Journal, store_path: Path, *, max_evals: int | None = None
+    ) -> SearchFeed:
+        """The feed of the search whose journal this is, running in this process (call it on
+        the event loop, before the search runs, so that no event is missed)."""
+        delivery: BatchedDelivery[SessionEvent] = BatchedDelivery(asyncio.get_running_loop())
+        journal.subscribe(delivery.collect)
+        return cls(store_path, journal.session_id, delivery=delivery, max_evals=max_evals)
+
+    def finished(self) -> None:
+        """The search's run has returned (ended, stopped or cancelled): the view hears it even
+        when no event said so (a cancelled search ends without one)."""
+        self._over = True
+        if self._delivery is not None:
+            self._delivery.schedule()
+
+    @property
+    def live(self) -> bool:
+        """The search's events reach the view (it runs in this process); else it is read again
+        now and then."""
+        return self._delivery is not None
+
+    def attach(self, deliver: Deliver[SessionEvent]) -> None:
+        """Where the search's events go, batched, from now on (those before wait for it)."""
+        assert self._delivery is not None, "a search in another process sends no events"
+        self._delivery.attach(deliver)
+
+    def read(self) -> SearchFacts:
+        nodes = NodeSet(load_nodes(self._store, self.session_id, self._sources))
+        skipped: list[Skipped] = []
+        if nodes.nodes:  # the search's settings and skipped strategies live with its root
+            extra = self._store.search_node(nodes.in_order()[0].row_id).data.get("extra", {})
+            if self._max_evals is None:  # a search in another process: its stored cap
+                self._max_evals = extra.get("config", {}).get("max_evals")
+            skipped = [Skipped(*entry) for entry in extra.get("skipped", [])]
+        tokens, cost = self._store.usage(self.session_id)
+        if self._ended is None and self._store.session(self.session_id).status != (
+            SessionStatus.ACTIVE
+        ):
+            found = best_at_end(self._store, self.session_id)
+            self._ended = found.reason if found is not None else "ended"
+        return SearchFacts(nodes, skipped, self._max_evals, tokens, cost, self._ended)
+
+    def close(self) -> None:
+        self._store.close()
