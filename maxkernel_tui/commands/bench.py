@@ -24,7 +24,13 @@ from maxkernel_tui.commands.agent_flags import add_executor_flags, setup_of
 from maxkernel_tui.config import cache_dir, flag_of, settings_from_args
 from maxkernel_tui.kernels.evaluation.expert_figures import MATCHES_EXPERT, ExpertComparison
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
-from maxkernel_tui.kernels.evaluation.report import ACCEPTED, SPEEDUP, EvalReport, Timing
+from maxkernel_tui.kernels.evaluation.report import (
+    ACCEPTED,
+    SPEEDUP,
+    EvalReport,
+    Timing,
+    Verdict,
+)
 from maxkernel_tui.kernels.loader import builtin_suite_dir, load_tasks
 from maxkernel_tui.kernels.targets import DEFAULT_TARGET
 from maxkernel_tui.kernels.task import Task, TaskError
@@ -79,7 +85,7 @@ class BenchRow:
     key: str  # digest of the kernel, the task's files and the options: a change redoes the task
     task: str
     kernel: str
-    verdict: str
+    verdict: Verdict
     failed_check: str | None
     detail: str
     timings: list[Timing]
@@ -102,6 +108,7 @@ class BenchRow:
         return cls(
             **dict(
                 data,
+                verdict=Verdict(data["verdict"]),
                 timings=[Timing.from_json(t) for t in data["timings"]],
                 expert=None if expert is None else ExpertComparison.from_json(expert),
             )

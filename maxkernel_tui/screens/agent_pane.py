@@ -12,7 +12,7 @@ from textual.message import Message
 from textual.widgets import Input, Log, Static
 
 from maxkernel_tui.agents.orchestration import diffs
-from maxkernel_tui.agents.orchestration.gates import Proposal
+from maxkernel_tui.agents.orchestration.gates import Proposal, Subject
 from maxkernel_tui.screens.pane_messages import AgentsMessage, Streamed
 
 ACTIVITY_LINES = 3000  # the activity log keeps the most recent lines only
@@ -40,7 +40,7 @@ class ProposalView(VerticalScroll, can_focus=True):
         lexer = (
             "diff"
             if proposal.previous
-            else ("python" if proposal.subject == "kernel" else "markdown")
+            else ("python" if proposal.subject == Subject.KERNEL else "markdown")
         )
         self.query_one("#proposal-diff", Static).update(
             Syntax(text, lexer, theme="ansi_dark", word_wrap=True)

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from textual.message import Message
 
 from maxkernel_tui.agents.orchestration.gates import Action, Proposal
+from maxkernel_tui.agents.roles.role import Role
 from maxkernel_tui.kernels.evaluation.report import Check, EvalReport
 from maxkernel_tui.kernels.perf.summary import ProfileSummary
 from maxkernel_tui.store.rows import Mode
@@ -60,7 +61,7 @@ class StatusMessage(Message, bubble=False):
     the session's loop has ended. None: unchanged."""
 
     step: str | None = None
-    role: str | None = None  # whose step it is
+    role: Role | None = None  # whose step it is
     usage: tuple[int, float] | None = None
     mode: Mode | None = None
     ended: bool = False

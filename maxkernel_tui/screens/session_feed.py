@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 
 from maxkernel_tui.agents.orchestration import events as ev
 from maxkernel_tui.agents.orchestration.describe import describe
-from maxkernel_tui.agents.orchestration.gates import Action, Proposal, Subject
-from maxkernel_tui.agents.roles.prompts import Role
+from maxkernel_tui.agents.orchestration.gates import Proposal, Subject
+from maxkernel_tui.agents.roles.role import Role
 from maxkernel_tui.screens.pane_messages import (
     AgentsItem,
     PlanMessage,
@@ -21,7 +21,6 @@ from maxkernel_tui.screens.pane_messages import (
     Streamed,
     TestsItem,
 )
-from maxkernel_tui.store.rows import Mode
 
 
 @dataclass
@@ -61,23 +60,23 @@ def _sort_event(event: ev.SessionEvent, out: SortedBatch) -> None:
         case ev.ProposalMade() if event.subject == Subject.PLAN:
             out.plan.proposed.append((event.step, event.content))
         case ev.DecisionMade():
-            out.plan.decided.append((event.step, Action(event.action), event.content))
+            out.plan.decided.append((event.step, event.action, event.content))
         case ev.VersionCreated():
             out.versions.append(event.version_id)
         case ev.Note() if event.role == Role.TESTER:
             out.tests.append(event.text)
         case ev.EvaluationDone():
-            out.tests.append(event.eval_report())
+            out.tests.append(event.report)
         case ev.EarlierVerdict():
             out.versions.append(event.version_id)  # it becomes the current kernel again
             out.tests.append(f"v{event.version_number} again: its earlier verdict stands")
-            out.tests.append(event.eval_report())
+            out.tests.append(event.report)
         case ev.ProfileDone() if event.version_id is not None:
-            summary = event.profile_summary()
+            summary = event.summary
             out.profile.append(summary if summary is not None else event.error or "no profile")
         case ev.UsageReport():
             out.status.usage = (event.session_tokens, event.session_cost_usd)
         case ev.ModeChanged():
-            out.status.mode = Mode(event.mode)
+            out.status.mode = event.mode
         case ev.SessionEnded():
             out.status.ended = out.status.session_ended = True

@@ -29,6 +29,7 @@ from maxkernel_tui.agents.orchestration.gates import (
     Proposal,
     Subject,
 )
+from maxkernel_tui.agents.roles.role import Role
 from maxkernel_tui.config import Settings
 from maxkernel_tui.kernels.evaluation.report import Check
 from maxkernel_tui.kernels.listing import config_label
@@ -111,7 +112,7 @@ class WorkbenchScreen(ShowsWorkerErrors, Screen[None]):
         self._resume_id = session_id
         self._session: WorkbenchSession | None = None
         self._editing: Proposal | None = None  # a proposal the engineer is editing
-        self._role: str | None = None  # the role of the agents' current step
+        self._role: Role | None = None  # the role of the agents' current step
 
     @property
     def target(self) -> str:

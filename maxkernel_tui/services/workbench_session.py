@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from maxkernel_tui.agents.orchestration.ending import BestAtEnd
     from maxkernel_tui.agents.orchestration.engine import LoopLimits, Outcome, SessionEngine
     from maxkernel_tui.agents.orchestration.events import SessionEvent
-    from maxkernel_tui.agents.orchestration.gates import Decision, Gate, Proposal
+    from maxkernel_tui.agents.orchestration.gates import Decision, Gate, Proposal, Subject
     from maxkernel_tui.agents.orchestration.session import OpenSession
     from maxkernel_tui.agents.orchestration.tools import ProfileResult
     from maxkernel_tui.agents.search.config import SearchConfig
@@ -152,7 +152,7 @@ class WorkbenchSession:
         """The proposal waiting for the engineer's decision, if any."""
         return self.gate.pending
 
-    def gate_for(self, mode: str) -> Gate:
+    def gate_for(self, mode: Mode) -> Gate:
         """The gate the engine asks in `mode`: the engineer in HITL, nobody in Auto."""
         from maxkernel_tui.agents.orchestration.gates import AutoGate
 
@@ -239,7 +239,7 @@ class WorkbenchSession:
         if self.engine is not None and self.is_running:
             self.engine.hand_off(mode)
 
-    def intervene(self, subject: str, content: str) -> bool:
+    def intervene(self, subject: Subject, content: str) -> bool:
         """Queue the engineer's edit or message for the next step; False when no session runs."""
         if self.engine is None or not self.is_running:
             return False

@@ -30,9 +30,11 @@ from maxkernel_tui.store.rows import (
     Event,
     KernelVersion,
     LlmCall,
+    Mode,
     Profile,
     SearchNode,
     Session,
+    SessionStatus,
     SessionSummary,
     StoreError,
 )
@@ -119,11 +121,11 @@ class Store:
     # -- sessions ---------------------------------------------------------------------------
 
     def create_session(
-        self, task_id: str, mode: str, title: str = "", status: str = ACTIVE
+        self, task_id: str, mode: Mode, title: str = "", status: SessionStatus = ACTIVE
     ) -> Session:
         now = time.time()
-        session = Session(
-            uuid.uuid4().hex[:12], task_id, mode, status, redact_text(title), now, now
+        session = Session.of_row(
+            (uuid.uuid4().hex[:12], task_id, mode, status, redact_text(title), now, now)
         )
         with self._write() as conn:
             conn.execute(
@@ -137,8 +139,8 @@ class Store:
         self,
         session_id: str,
         *,
-        status: str | None = None,
-        mode: str | None = None,
+        status: SessionStatus | None = None,
+        mode: Mode | None = None,
         title: str | None = None,
     ) -> Session:
         with self._write() as conn:
@@ -162,7 +164,7 @@ class Store:
         )
         if not rows:
             raise StoreError(f"no session {session_id!r}")
-        return Session(*rows[0])
+        return Session.of_row(rows[0])
 
     def find_session(self, prefix: str) -> Session:
         """The session whose id is or starts with `prefix` (a unique prefix, as git takes)."""
@@ -184,7 +186,7 @@ class Store:
     def list_sessions(self) -> list[SessionSummary]:
         """Every session, most recently updated first, with its kernel count and best verdict."""
         sessions = [
-            Session(*r)
+            Session.of_row(r)
             for r in self._read(
                 f"SELECT {_SESSION_COLUMNS} FROM sessions ORDER BY updated DESC, rowid DESC"
             )

@@ -42,14 +42,20 @@ class StoreError(Exception):
 class Session:
     id: str
     task_id: str
-    mode: str
-    status: str
+    mode: Mode
+    status: SessionStatus
     title: str
     created: float
     updated: float
     # The task's folder as its session recorded it when it started ("" before then): a task
     # is named by its folder, since two folders may hold tasks with the same id.
     task_dir: str = ""
+
+    @classmethod
+    def of_row(cls, row: tuple[Any, ...]) -> Session:
+        """A `sessions` row (`_SESSION_COLUMNS` in order), its vocabularies typed."""
+        id_, task_id, mode, status, *rest = row
+        return cls(id_, task_id, Mode(mode), SessionStatus(status), *rest)
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,7 @@ from maxkernel_tui.agents.orchestration.journal import Journal
 from maxkernel_tui.agents.orchestration.tools import Client
 from maxkernel_tui.agents.roles.context import StepContext
 from maxkernel_tui.agents.roles.prompts import build_request
+from maxkernel_tui.agents.roles.role import Role
 from maxkernel_tui.agents.tools.assignment import RolePlan
 from maxkernel_tui.agents.tools.runner import Toolbox, ToolResult
 from maxkernel_tui.agents.tools.specs import SPECS, ToolName
@@ -56,7 +57,7 @@ Parse = Callable[[str], str]
 class _TextLog:
     """Streamed text, coalesced into `TextChunk` events."""
 
-    def __init__(self, emit: Callable[[SessionEvent], Any], key: str, role: str) -> None:
+    def __init__(self, emit: Callable[[SessionEvent], Any], key: str, role: Role) -> None:
         self.emit, self.key, self.role = emit, key, role
         self.pieces: list[str] = []
         self.flushed_at, self.count = time.monotonic(), 0
@@ -102,7 +103,7 @@ class ModelCalls:
         """The tools `role` is offered here (none without a toolbox)."""
         return self.roles.of(role).tools if self.toolbox is not None else ()
 
-    async def ask(self, key: str, role: str, ctx: StepContext, parse: Parse) -> str:
+    async def ask(self, key: str, role: Role, ctx: StepContext, parse: Parse) -> str:
         """`role`'s answer for step `key`, parsed."""
         stored = self.journal.recall(keys.sub(key, "llm"), LlmAnswer)
         if stored is not None:
@@ -132,7 +133,7 @@ class ModelCalls:
     async def _converse(
         self,
         key: str,
-        role: str,
+        role: Role,
         ctx: StepContext,
         parse: Parse,
         request: Request,
@@ -186,7 +187,7 @@ class ModelCalls:
             turn += 1
 
     @staticmethod
-    def _turn(base: str, key: str, role: str, turn: int, answer: Response) -> ToolsCalled:
+    def _turn(base: str, key: str, role: Role, turn: int, answer: Response) -> ToolsCalled:
         usage = answer.usage
         calls = [asdict(call) for call in answer.tool_calls]
         return ToolsCalled(
@@ -220,7 +221,7 @@ class ModelCalls:
             return ToolResult("error: no tools are offered here; answer without them", False, 0.0)
         return await self.toolbox.run(call, offered, ctx)
 
-    async def _stream(self, key: str, role: str, request: Request, parse: Parse) -> Response:
+    async def _stream(self, key: str, role: Role, request: Request, parse: Parse) -> Response:
         text = _TextLog(self.emit, key, role)
         answer = None
         async for chunk in self.client.stream(request, parse=parse):

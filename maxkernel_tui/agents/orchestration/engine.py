@@ -87,7 +87,9 @@ class SessionEngine(Steps):
         except StepGivenUp as error:
             reason, status = str(error), SessionStatus.STOPPED
         except LLMError as error:
-            self._emit(ErrorRaised(keys.sub(self.step, "error"), self.step, "", str(error)))
+            self._emit(
+                ErrorRaised(keys.sub(self.step, "error"), self.step, Role.ENGINE, str(error))
+            )
             reason, status = f"model error: {error}", SessionStatus.FAILED
         except (asyncio.CancelledError, KeyboardInterrupt, EOFError):
             # Stopped (Esc, Ctrl-C, the terminal closed): resumable, and nothing more is logged.
@@ -149,7 +151,7 @@ class SessionEngine(Steps):
         if self.version_id in self._worked_on:  # an earlier verdict of a kernel already worked on
             number = self._number(self.version_id)
             text = f"v{number} again: profiled and tuned before; nothing new in this iteration"
-            self._emit(Note(keys.sub(prefix, "again"), prefix, "engine", text))
+            self._emit(Note(keys.sub(prefix, "again"), prefix, Role.ENGINE, text))
             self._restore_best()
             return
         await self._profile_version(keys.sub(prefix, "profile"), report)

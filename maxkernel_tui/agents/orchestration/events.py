@@ -2,17 +2,27 @@
 
 Every event has a `ref`, unique within its session and the same on every run of the same step:
 on resume the engine replays its steps and an event whose ref is already stored is not written
-or delivered again. The store's `kind` column is the class's `kind`; `decode` turns a stored
-row back into its class.
+or delivered again. The store's `kind` column is the class's `kind`. Events carry typed data
+(`EvalReport`, `ProfileSummary`, the vocabularies' enums); they are converted once, here, where
+the store writes them (`payload`: JSON) and reads them (`decode`, which also reads the forms
+older releases stored).
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
-from typing import Any, ClassVar
+import copy
+import types
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
+from enum import Enum
+from typing import Any, ClassVar, Union, get_args, get_origin, get_type_hints
 
-from maxkernel_tui.kernels.evaluation.report import EvalReport
+from maxkernel_tui.agents.orchestration.gates import Action, Subject
+from maxkernel_tui.agents.roles.role import Role
+from maxkernel_tui.agents.search.node_status import NodeStatus
+from maxkernel_tui.kernels.evaluation.report import EvalReport, Verdict
 from maxkernel_tui.kernels.perf.summary import ProfileSummary
+from maxkernel_tui.store.rows import Mode
 
 
 @dataclass(frozen=True)
@@ -21,7 +31,8 @@ class SessionEvent:
     ref: str  # not "key": the store redacts fields named like credentials
 
     def payload(self) -> dict[str, Any]:
-        return asdict(self)
+        """The event as the store keeps it: JSON values only (reports as their `to_json`)."""
+        return {f.name: _stored(getattr(self, f.name)) for f in fields(self)}
 
 
 @dataclass(frozen=True)
@@ -31,7 +42,7 @@ class SessionStarted(SessionEvent):
     kind: ClassVar[str] = "session_started"
     task_dir: str
     task_id: str
-    mode: str
+    mode: Mode
     target: str
     provider: str
     model: str
@@ -44,7 +55,7 @@ class SessionStarted(SessionEvent):
 class StepStarted(SessionEvent):
     kind: ClassVar[str] = "step_started"
     step: str
-    role: str
+    role: Role
     iteration: int
     title: str
 
@@ -55,7 +66,7 @@ class TextChunk(SessionEvent):
 
     kind: ClassVar[str] = "text"
     step: str
-    role: str
+    role: Role
     text: str
 
 
@@ -67,7 +78,7 @@ class LlmAnswer(SessionEvent):
 
     kind: ClassVar[str] = "llm_answer"
     step: str
-    role: str
+    role: Role
     text: str
     model: str
     tokens: int
@@ -81,7 +92,7 @@ class ToolsCalled(SessionEvent):
 
     kind: ClassVar[str] = "tools_called"
     step: str
-    role: str
+    role: Role
     turn: int  # the step's model turns, from 0
     text: str  # what the model said beside the calls
     calls: list[dict[str, Any]]  # llm.types.ToolCall as a dict
@@ -97,7 +108,7 @@ class ToolAnswered(SessionEvent):
 
     kind: ClassVar[str] = "tool_result"
     step: str
-    role: str
+    role: Role
     call_id: str
     name: str
     arguments: dict[str, Any]
@@ -125,8 +136,8 @@ class UsageReport(SessionEvent):
 class ProposalMade(SessionEvent):
     kind: ClassVar[str] = "proposal"
     step: str
-    role: str
-    subject: str  # gates.Subject: plan or kernel
+    role: Role
+    subject: Subject  # plan or kernel
     content: str
     previous: str  # what it would replace ("" when nothing)
     summary: str
@@ -137,10 +148,10 @@ class ProposalMade(SessionEvent):
 class DecisionMade(SessionEvent):
     kind: ClassVar[str] = "decision"
     step: str
-    action: str  # gates.Action: approve | edit | reject | handoff
+    action: Action
     content: str | None = None
     feedback: str | None = None
-    mode: str | None = None
+    mode: Mode | None = None
     by: str = ""  # the gate that decided: auto, interactive, scripted
 
 
@@ -158,18 +169,15 @@ class EvaluationDone(SessionEvent):
     kind: ClassVar[str] = "evaluation"
     step: str
     version_id: int
-    verdict: str
+    verdict: Verdict
     failure: str | None  # "check: detail" of the first failed check
-    report: dict[str, Any]  # EvalReport.to_json()
+    report: EvalReport
     executor_node: str = "local"  # where it ran: this machine's pool, or a Ray node
     # what the verdict is keyed by (verdicts.py), hashed; not named "key": the store redacts
     # fields named like credentials. "" in events stored before kernels were judged once
     verdict_hash: str = ""
     version_number: int = 0  # the v-number a user sees; 0 in events stored before it was kept
     kernel_hash: str = ""  # fingerprint.kernel_hash of the kernel judged ("" in older events)
-
-    def eval_report(self) -> EvalReport:
-        return EvalReport.from_json(self.report)
 
 
 @dataclass(frozen=True)
@@ -181,13 +189,10 @@ class EarlierVerdict(SessionEvent):
     step: str
     version_id: int  # the version that was judged, which becomes the current kernel again
     version_number: int
-    verdict: str
+    verdict: Verdict
     failure: str | None
     judged_at: str  # the step whose evaluation judged it
-    report: dict[str, Any]  # that evaluation's EvalReport.to_json()
-
-    def eval_report(self) -> EvalReport:
-        return EvalReport.from_json(self.report)
+    report: EvalReport  # that evaluation's
 
 
 @dataclass(frozen=True)
@@ -197,7 +202,7 @@ class ProposalRepeated(SessionEvent):
 
     kind: ClassVar[str] = "proposal_repeated"
     step: str
-    role: str
+    role: Role
     rejection: str  # verdicts.Rejection.words()
     nothing_new: bool = False
 
@@ -209,17 +214,9 @@ class ProfileDone(SessionEvent):
     version_id: int | None  # None for an estimate only (an autotune candidate)
     score: float | None  # the fitness the loop ranks by
     score_kind: str  # e.g. "estimated speedup vs XLA on v5e" or "measured speedup on TPU v5e"
-    summary: dict[str, Any]  # ProfileSummary.to_json(); {} when the profile failed
+    summary: ProfileSummary | None  # None when the profile failed
     error: str | None = None
     text: str = ""  # the summary as the agents read it (ProfileSummary.to_text())
-
-    def profile_summary(self) -> ProfileSummary | None:
-        failed = self.error is not None or not self.summary
-        return None if failed else ProfileSummary.from_json(self.summary)
-
-    def profile_text(self) -> str:
-        """The text; events stored before it had its own field kept it inside the summary."""
-        return self.text or str(self.summary.get("text", ""))
 
 
 @dataclass(frozen=True)
@@ -229,7 +226,7 @@ class Note(SessionEvent):
 
     kind: ClassVar[str] = "note"
     step: str
-    role: str
+    role: Role
     text: str
 
 
@@ -250,7 +247,7 @@ class Intervention(SessionEvent):
 
     kind: ClassVar[str] = "intervention"
     step: str
-    subject: str  # gates.Subject: kernel | plan | message | mode
+    subject: Subject  # kernel | plan | message | mode
     content: str
 
 
@@ -258,7 +255,7 @@ class Intervention(SessionEvent):
 class ModeChanged(SessionEvent):
     kind: ClassVar[str] = "mode"
     step: str
-    mode: str  # rows.Mode: hitl | auto | graph
+    mode: Mode
 
 
 @dataclass(frozen=True)
@@ -272,7 +269,7 @@ class BudgetReport(SessionEvent):
 class ErrorRaised(SessionEvent):
     kind: ClassVar[str] = "error"
     step: str
-    role: str
+    role: Role  # ENGINE for the engine's own
     message: str
 
 
@@ -294,7 +291,7 @@ class SearchNodeChanged(SessionEvent):
     kind: ClassVar[str] = "search_node"
     node: str  # the node's ref within the search, e.g. "n7"
     number: int  # the "#7" a user sees
-    status: str  # graph.NodeStatus
+    status: NodeStatus
     parents: list[str]
     strategy: str
     score: float | None = None
@@ -345,7 +342,80 @@ EVENT_TYPES: dict[str, type[SessionEvent]] = {
 
 
 def decode(kind: str, payload: dict[str, Any]) -> SessionEvent:
-    """A stored event back as its class; unknown fields (from a newer release) are dropped."""
+    """A stored event back as its class, typed; unknown fields (from a newer release) are
+    dropped, and the forms older releases stored are read (`_upgraded`)."""
     cls = EVENT_TYPES[kind]
-    names = {f.name for f in fields(cls)}
-    return cls(**{k: v for k, v in payload.items() if k in names})
+    readers = _readers(cls)
+    values = {
+        name: raw if raw is None else readers[name](raw)
+        for name, raw in payload.items()
+        if name in readers
+    }
+    return cls(**_upgraded(cls, payload, values))
+
+
+def _stored(value: Any) -> Any:
+    if isinstance(value, EvalReport | ProfileSummary):
+        return value.to_json()
+    if isinstance(value, Enum):
+        return value.value
+    return copy.deepcopy(value)  # the event stays immutable whatever the store does
+
+
+def _role(value: str) -> Role:
+    return Role(value or Role.ENGINE)  # older releases stored the engine's errors with ""
+
+
+def _summary(value: dict[str, Any]) -> ProfileSummary | None:
+    return ProfileSummary.from_json(value) if value else None  # {}: the profile failed
+
+
+_TYPED_READERS: dict[type, Callable[[Any], Any]] = {
+    Role: _role,
+    EvalReport: EvalReport.from_json,
+    ProfileSummary: _summary,
+}
+
+
+_READERS: dict[type[SessionEvent], dict[str, Callable[[Any], Any]]] = {}
+
+
+def _readers(cls: type[SessionEvent]) -> dict[str, Callable[[Any], Any]]:
+    """How each field of `cls` is read from its stored JSON value (None is read as None)."""
+    if cls not in _READERS:
+        _READERS[cls] = _field_readers(cls)
+    return _READERS[cls]
+
+
+def _field_readers(cls: type[SessionEvent]) -> dict[str, Callable[[Any], Any]]:
+    hints = get_type_hints(cls)
+    readers: dict[str, Callable[[Any], Any]] = {}
+    for f in fields(cls):
+        hint = hints[f.name]
+        if get_origin(hint) in (Union, types.UnionType):  # X | None
+            hint = next(arg for arg in get_args(hint) if arg is not type(None))
+        if hint in _TYPED_READERS:
+            readers[f.name] = _TYPED_READERS[hint]
+        elif isinstance(hint, type) and issubclass(hint, Enum):
+            readers[f.name] = hint
+        else:
+            readers[f.name] = _as_stored
+    return readers
+
+
+def _as_stored(value: Any) -> Any:
+    return value
+
+
+def _upgraded(
+    cls: type[SessionEvent], payload: dict[str, Any], values: dict[str, Any]
+) -> dict[str, Any]:
+    """Forms older releases stored: a failed profile's summary was kept beside its error, and
+    a profile's text inside its summary."""
+    if cls is ProfileDone:
+        stored = payload.get("summary")
+        if payload.get("error") is not None:
+            values["summary"] = None
+        if not payload.get("text") and isinstance(stored, dict):
+            values["text"] = str(stored.get("text", ""))
+    return values

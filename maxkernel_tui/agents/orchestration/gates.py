@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
 
+from maxkernel_tui.agents.roles.role import Role
 from maxkernel_tui.store.rows import Mode
 
 
@@ -41,8 +42,8 @@ APPROVE, EDIT, REJECT, HANDOFF = Action.APPROVE, Action.EDIT, Action.REJECT, Act
 @dataclass(frozen=True)
 class Proposal:
     step: str
-    role: str
-    subject: str  # Subject.PLAN or Subject.KERNEL
+    role: Role
+    subject: Subject  # PLAN or KERNEL
     content: str
     previous: str  # what it would replace ("" when nothing)
     summary: str
@@ -59,14 +60,18 @@ UNCHANGED = "unchanged"  # who decided a proposal that changes nothing: no gate 
 
 @dataclass(frozen=True)
 class Decision:
-    action: str
+    action: Action
     content: str | None = None  # edit: the engineer's version
     feedback: str | None = None  # reject: why
-    mode: str | None = None  # handoff: "auto" or "graph"
+    mode: Mode | None = None  # handoff: auto or graph
 
     def __post_init__(self) -> None:
+        # typed whatever a caller passed (a terminal's answer, a script): Action and Mode
         if self.action not in tuple(Action):
             raise ValueError(f"unknown decision {self.action!r}")
+        object.__setattr__(self, "action", Action(self.action))
+        if self.mode is not None:
+            object.__setattr__(self, "mode", Mode(self.mode))
         if self.action == EDIT and not self.content:
             raise ValueError("an edit decision needs the edited content")
         if self.action == HANDOFF and self.mode not in (Mode.AUTO, Mode.GRAPH):

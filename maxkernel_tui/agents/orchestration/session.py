@@ -101,7 +101,7 @@ class _Opening:
 
     journal: Journal
     task: Task
-    mode: str
+    mode: Mode
     target: str
     settings: Settings
     limits: LoopLimits
@@ -127,7 +127,7 @@ def _resumed(store: Store, settings: Settings, resume: str) -> _Opening:
 
 
 def _created(
-    store: Store, settings: Settings, task: Task, mode: str, limits: LoopLimits
+    store: Store, settings: Settings, task: Task, mode: Mode, limits: LoopLimits
 ) -> _Opening:
     session = store.create_session(task.task_id, mode, title=f"{task.task_id} ({mode})")
     journal = Journal(store, session.id)
@@ -140,8 +140,8 @@ async def open_session(
     settings: Settings,
     *,
     task: Task | None = None,
-    mode: str = Mode.AUTO,
-    gates: Callable[[str], Gate],
+    mode: Mode = Mode.AUTO,
+    gates: Callable[[Mode], Gate],
     limits: LoopLimits | None = None,
     resume: str | None = None,
     env: dict[str, str] | None = None,

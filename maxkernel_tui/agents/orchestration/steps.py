@@ -96,8 +96,8 @@ class Steps:
         client: Client,
         tools: Tools,
         workspace: Workspace,
-        gates: Callable[[str], Gate],
-        mode: str,
+        gates: Callable[[Mode], Gate],
+        mode: Mode,
         task_facts: str,
         limits: LoopLimits = DEFAULT_LIMITS,
         model: str | None = None,
@@ -129,22 +129,24 @@ class Steps:
         self.version_id: int | None = None
         self.step = ""
         self.feedback: list[str] = []
-        self._queued: list[tuple[str, str]] = []  # interventions waiting for the next step boundary
+        self._queued: list[
+            tuple[Subject, str]
+        ] = []  # interventions waiting for the next step boundary
         self.last_report: EvalReport | None = None
-        self.last_profile: tuple[dict[str, Any] | None, str] = (None, "")
+        self.last_profile: tuple[ProfileSummary | None, str] = (None, "")
         self.diagnosis: str | None = None
         self.strategy: str | None = None  # a search expansion's strategy, by name
         self._stopped = False
 
     # -- what the UI calls ------------------------------------------------------------------
 
-    def hand_off(self, mode: str) -> None:
+    def hand_off(self, mode: Mode) -> None:
         """Swap the gate now (a proposal waiting on the interactive gate is approved); the mode
         change is logged at the next step boundary, like every intervention."""
         self.gates.swap(self._gate_for(mode))
         self._queued.append((Subject.MODE, mode))
 
-    def intervene(self, subject: str, content: str) -> None:
+    def intervene(self, subject: Subject, content: str) -> None:
         """The engineer's edit of the kernel or plan, or a chat message; taken at the next step."""
         if subject not in (Subject.KERNEL, Subject.PLAN, Subject.MESSAGE):
             raise ValueError(f"unknown intervention {subject!r}")
@@ -216,7 +218,7 @@ class Steps:
         rejection = self.verdicts.rejection(text)
         return None if rejection is None else rejection.words()
 
-    def _repeated(self, key: str, role: str, rejection: str, last: bool) -> None:
+    def _repeated(self, key: str, role: Role, rejection: str, last: bool) -> None:
         """Say that `role` repeated a turned-down kernel; NothingNew when it did so too often."""
         self._emit(ProposalRepeated(keys.sub(key, "repeat"), key, role, rejection, last))
         self.feedback.append(
@@ -292,7 +294,7 @@ class Steps:
         if earlier is not None:
             self.kernel = self.store.kernel_version(earlier.version_id).source
             self.version_id = earlier.version_id
-            self.last_report = earlier.eval_report()
+            self.last_report = earlier.report
             self.edits.stored(source, earlier.version_id, earlier.version_number)
             return await self._judge_revert(step, source, self.last_report)
         if created is None:
@@ -329,7 +331,7 @@ class Steps:
             self.kernel, self.version_id, self.last_report = edit.after, edit.version_id, theirs
             text = f"{ours} {revert.words()} without a better verdict: {edit.name()} stays current"
             report = theirs
-        self._emit(Note(keys.sub(step, "revert"), step, "engine", text))
+        self._emit(Note(keys.sub(step, "revert"), step, Role.ENGINE, text))
         return report
 
     async def _beats(
@@ -354,7 +356,7 @@ class Steps:
         """The verdict of the engineer's version: the earlier one, or an evaluation now."""
         judged = self.verdicts.earlier(edit.after)
         if judged is not None:
-            return judged.eval_report()
+            return judged.report
         if edit.version_id is None:
             return None
         path = self.workspace.write(f"v{edit.number}.py", edit.after)
@@ -391,7 +393,7 @@ class Steps:
         result is `judged` joined with them."""
         stored = self.journal.recall(keys.sub(step, "eval"), EvaluationDone)
         if stored is not None:
-            self.last_report = stored.eval_report()
+            self.last_report = stored.report
             return self.last_report
         loop = asyncio.get_running_loop()
 
@@ -414,7 +416,7 @@ class Steps:
                 version_id,
                 report.verdict,
                 None if failure is None else str(failure),
-                data,
+                report,
                 report.executor_node,
                 self.verdicts.key(source),
                 self._number(version_id),
@@ -488,8 +490,8 @@ class Steps:
             result = await self.tools.profile(path, estimate_only=version_id is None)
             stored = self._emit(self._profiled(step, version_id, report, result))
         if version_id is not None:
-            self.last_profile = (stored.summary or None, stored.profile_text())
-        summary = stored.profile_summary()
+            self.last_profile = (stored.summary, stored.text)
+        summary = stored.summary
         estimate = Score(None, "") if summary is None else self._estimate(summary)
         return Score(stored.score, stored.score_kind), estimate
 
@@ -500,12 +502,13 @@ class Steps:
         score = (measured_score(report) if report else None) or (
             Score(None, "no profile") if summary is None else self._estimate(summary)
         )
-        data = {} if summary is None else summary.to_json()
         if summary is not None and version_id is not None:
-            self.store.record_profile(version_id, data)
+            self.store.record_profile(version_id, summary.to_json())
         ref = keys.sub(step, "profile")
         text = result.text
-        return ProfileDone(ref, step, version_id, score.value, score.kind, data, result.error, text)
+        return ProfileDone(
+            ref, step, version_id, score.value, score.kind, summary, result.error, text
+        )
 
     def _estimate(self, summary: ProfileSummary) -> Score:
         return estimated_score(summary, self.tools.target)
@@ -531,7 +534,7 @@ class Steps:
 
     def _apply(self, key: str, intervention: Intervention) -> None:
         if intervention.subject == Subject.MODE:
-            self.set_mode(key, intervention.content)
+            self.set_mode(key, Mode(intervention.content))
         elif intervention.subject == Subject.PLAN:
             self.plan = intervention.content
         elif intervention.subject == Subject.KERNEL:
@@ -549,7 +552,7 @@ class Steps:
         else:
             self.feedback.append(intervention.content)
 
-    def set_mode(self, key: str, mode: str) -> None:
+    def set_mode(self, key: str, mode: Mode) -> None:
         if mode == self.mode:
             return
         if self.gates.gate.name != self._gate_for(mode).name:
@@ -578,13 +581,13 @@ class Steps:
             plan=self.plan or None,
             feedback=tuple(self.feedback[-8:]),
             evaluation=None if report is None else evaluation_text(report),
-            profile=summary,
+            profile=None if summary is None else summary.to_json(),  # for the agent's worker
             profile_text=text or None,
             diagnosis=self.diagnosis,
             strategy=self.strategy,
         )
 
-    def start(self, key: str, role: str) -> None:
+    def start(self, key: str, role: Role) -> None:
         self.step = key
         iteration = keys.iteration_of(key)
         self._emit(StepStarted(keys.sub(key, "start"), key, role, iteration, f"{role} ({key})"))

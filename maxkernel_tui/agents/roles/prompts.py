@@ -7,27 +7,14 @@ knowledge for that role) and one user message with exactly the context the role 
 from __future__ import annotations
 
 import json
-from enum import StrEnum
 
 from maxkernel_tui.agents.knowledge import TOPICS, for_role, role_topics
 from maxkernel_tui.agents.llm.types import Message, Request, ToolSpec
 from maxkernel_tui.agents.roles.context import StepContext
+from maxkernel_tui.agents.roles.role import Role
 from maxkernel_tui.kernels.edge_configs import MAX_SCALE, check_params
 from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.task import TaskError
-
-
-class Role(StrEnum):
-    """Who does a step: the sub-agents that are asked a model, and the autotuner, which is not."""
-
-    PLANNER = "planner"
-    IMPLEMENTER = "implementer"
-    DEBUGGER = "debugger"
-    PROFILER = "profiler"
-    EXPLAINER = "explainer"
-    TESTER = "tester"
-    AUTOTUNER = "autotuner"
-
 
 PLANNER, IMPLEMENTER, DEBUGGER, PROFILER, EXPLAINER, TESTER = (
     Role.PLANNER,

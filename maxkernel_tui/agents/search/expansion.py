@@ -14,7 +14,7 @@ from maxkernel_tui.agents.orchestration.report_text import failure_text
 from maxkernel_tui.agents.orchestration.steps import Steps
 from maxkernel_tui.agents.roles import parsers
 from maxkernel_tui.agents.roles.prompts import IMPLEMENTER
-from maxkernel_tui.kernels.evaluation.report import ACCEPTED, REJECTED
+from maxkernel_tui.kernels.evaluation.report import ACCEPTED, REJECTED, Verdict
 
 
 @dataclass(frozen=True)
@@ -23,7 +23,7 @@ class Expansion:
 
     version_id: int
     source: str
-    verdict: str
+    verdict: Verdict
     score: float | None  # None when rejected or not scored
     score_kind: str
     failure: str | None

@@ -7,29 +7,15 @@ search: creating a node that exists returns it, which is what makes a resumed se
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from enum import StrEnum
 from typing import Any
 
 from maxkernel_tui.agents.orchestration import keys
 from maxkernel_tui.agents.orchestration.events import SearchNodeChanged, StrategySkipped
 from maxkernel_tui.agents.orchestration.fingerprint import kernel_hash
 from maxkernel_tui.agents.orchestration.journal import Journal
+from maxkernel_tui.agents.search.node_status import NodeStatus
 from maxkernel_tui.store.db import Store
 from maxkernel_tui.store.rows import SearchNode
-
-
-class NodeStatus(StrEnum):
-    """A search node's state; the final ones are not run again by a resumed search."""
-
-    PENDING = "pending"
-    RUNNING = "running"
-    ACCEPTED = "accepted"
-    REJECTED = "rejected"
-    MERGED = "merged"
-    STOPPED = "stopped"
-    FAILED = "failed"
-    PRUNED = "pruned"
-
 
 PENDING, RUNNING, ACCEPTED, REJECTED, MERGED, STOPPED, FAILED, PRUNED = tuple(NodeStatus)
 FINAL = frozenset({ACCEPTED, REJECTED, MERGED, PRUNED})  # a resumed search does not run these again
@@ -44,7 +30,7 @@ class Node:
     parents: list[str]
     strategy: str
     plan: str = ""  # what the implementer was asked to do (a strategy's instruction, a crossover)
-    status: str = PENDING
+    status: NodeStatus = PENDING
     score: float | None = None
     score_kind: str = ""
     version_id: int | None = None
@@ -76,7 +62,7 @@ class Node:
         return cls(
             **stored,
             strategy=row.strategy,
-            status=row.status,
+            status=NodeStatus(row.status),
             score=row.score,
             version_id=row.kernel_version_id,
             row_id=row.id,
@@ -237,7 +223,9 @@ class SearchGraph(NodeSet):
         self._announce(node, "created")
         return node
 
-    def update(self, node: Node, status: str, *, why: str | None = None, **changes: Any) -> Node:
+    def update(
+        self, node: Node, status: NodeStatus, *, why: str | None = None, **changes: Any
+    ) -> Node:
         """Change `node`, store it, announce it. `why` names the change when the status stays."""
         for name, value in changes.items():
             setattr(node, name, value)

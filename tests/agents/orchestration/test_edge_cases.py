@@ -68,8 +68,8 @@ async def test_an_edge_case_fails_the_first_kernel_and_is_kept_on_resume(open_on
         "edge: edge_hidden"
     )
     assert "edge: edge_hidden" in provider.prompts("debugger")[0]
-    fixed = {c["name"]: c for c in judged["i1/debug1"].report["checks"]}
-    assert judged["i1/debug1"].verdict == "accepted" and fixed["edge"]["status"] == "pass"
+    fixed = {c.name: c for c in judged["i1/debug1"].report.checks}
+    assert judged["i1/debug1"].verdict == "accepted" and fixed["edge"].status == "pass"
     assert "Check configuration (CONFIGS['check'])" in provider.prompts("tester")[0]
 
     again = RoleProvider({})

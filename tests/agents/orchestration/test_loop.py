@@ -18,6 +18,7 @@ from maxkernel_tui.agents.orchestration.events import (
     ModeChanged,
     Note,
     ProfileDone,
+    decode,
 )
 from maxkernel_tui.agents.orchestration.gates import (
     APPROVE,
@@ -105,13 +106,15 @@ async def test_a_profile_keeps_its_text_beside_its_summary(bench: Bench) -> None
 
     (profile,) = events(bench.store, engine.session_id, ProfileDone)
     assert isinstance(profile, ProfileDone)
-    assert "text" not in profile.summary and profile.text.startswith("Profile of")
-    assert profile.profile_text() == profile.text
-    summary = profile.profile_summary()
+    stored = profile.payload()
+    assert "text" not in stored["summary"] and profile.text.startswith("Profile of")
+    summary = profile.summary
     assert summary is not None and summary.estimates[0].speedup == 1.0
     # an event stored before the text had its own field still gives it
-    old = ProfileDone("r", "s", 1, 1.0, "k", dict(profile.summary, text="old text"))
-    assert old.profile_text() == "old text"
+    older = {name: value for name, value in stored.items() if name != "text"}
+    old = decode(ProfileDone.kind, {**older, "summary": dict(stored["summary"], text="old text")})
+    assert isinstance(old, ProfileDone) and old.text == "old text"
+    assert old.summary is not None and old.summary.estimates == summary.estimates
 
 
 @pytest.mark.parametrize(
@@ -239,7 +242,7 @@ async def test_an_edge_case_fails_the_first_kernel_and_goes_to_the_debugger(benc
     assert judged["i1/implement"].verdict == "accepted"
     assert judged["i1/tester"].verdict == "rejected"
     # the tester's evaluation is an edge pass joined to the accepted kernel's report
-    tester_checks = [(c["name"], c["status"]) for c in judged["i1/tester"].report["checks"]]
+    tester_checks = [(c.name, c.status) for c in judged["i1/tester"].report.checks]
     assert tester_checks == [("static", "pass"), ("numerics", "pass"), ("edge", "fail")]
     assert "edge: edge_hidden" in provider.prompts("debugger")[0]
     assert judged["i1/debug1"].verdict == "accepted"
