@@ -120,8 +120,8 @@ class SearchScreen(Screen[None]):
         tree.root.expand()
         tree.show_root = False
         tree.focus()
-        self._redraw()
         if self._feed.live:
+            self._redraw()
             self._feed.attach(self._deliver)
         else:
             self._follow()
@@ -131,8 +131,11 @@ class SearchScreen(Screen[None]):
         self.post_message(SearchMessage(list(events), ended))
 
     def on_search_message(self, message: SearchMessage) -> None:
+        from maxkernel_tui.agents.orchestration.events import TextChunk
+
         self.batches += 1
-        self._redraw()
+        if message.ended or not all(isinstance(e, TextChunk) for e in message.events):
+            self._redraw()  # streamed text alone changes nothing this screen shows
 
     def _follow(self) -> None:
         """A search in another process: read again, then once more in FOLLOW_S (a one-shot

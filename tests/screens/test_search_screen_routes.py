@@ -82,7 +82,7 @@ async def test_a_search_in_this_process_reaches_the_screen_by_its_events_alone(
             assert any(label.startswith("#0 ✓") for label in labels(screen))
             assert any(label.startswith("#1") for label in labels(screen))
             # every read of the store after the first came from a batch of the search's events
-            assert screen.batches >= 1 and reads == 1 + screen.batches
+            assert screen.batches >= 1 and 1 < reads <= 1 + screen.batches
 
 
 async def test_a_search_in_another_process_is_followed_to_its_end(tmp_path) -> None:

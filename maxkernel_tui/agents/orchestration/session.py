@@ -132,7 +132,8 @@ def _created(
     session = store.create_session(task.task_id, mode, title=f"{task.task_id} ({mode})")
     journal = Journal(store, session.id)
     roles = role_plan(settings)
-    return _Opening(journal, task, mode, settings.tpu_target, settings, limits, roles)
+    # the stored session's mode: typed even when a caller passed its name (`run --mode auto`)
+    return _Opening(journal, task, session.mode, settings.tpu_target, settings, limits, roles)
 
 
 async def open_session(
