@@ -73,7 +73,7 @@ def add_parser(commands: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from maxkernel_tui.agents.orchestration.engine import LoopLimits
-    from maxkernel_tui.commands.tasks import resolve_task
+    from maxkernel_tui.commands.tasks import resolve_task, traced_task
 
     if (args.task is None) == (args.resume is None):
         print(
@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    task = resolve_task(args.task) if args.task else None
+    task = traced_task(resolve_task(args.task)) if args.task else None
     limits = LoopLimits(
         max_iterations=args.max_iterations,
         patience=args.patience,

@@ -132,9 +132,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _task(name: str) -> Any:
-    from maxkernel_tui.commands.tasks import resolve_task
+    from maxkernel_tui.commands.tasks import resolve_task, traced_task
 
-    return resolve_task(name)
+    return traced_task(resolve_task(name))
 
 
 def _printer(args: argparse.Namespace, prefix: str = "") -> Any:

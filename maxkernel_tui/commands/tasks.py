@@ -12,10 +12,10 @@ from maxkernel_tui.commands import task_import
 from maxkernel_tui.config import cache_dir
 from maxkernel_tui.kernels.description import TaskDescription
 from maxkernel_tui.kernels.listing import format_task, task_record
-from maxkernel_tui.kernels.loader import builtin_suite_dir, load_tasks
+from maxkernel_tui.kernels.loader import builtin_suite_dir, load_tasks, with_known_ties
 from maxkernel_tui.kernels.targets import DEFAULT_TARGET, TARGETS
 from maxkernel_tui.kernels.task import Task, TaskError
-from maxkernel_tui.services.tasks import resolve_task
+from maxkernel_tui.services.tasks import resolve_task, traced_task
 
 
 def add_parser(commands: Any, where: argparse.ArgumentParser) -> None:
@@ -56,10 +56,11 @@ def add_parser(commands: Any, where: argparse.ArgumentParser) -> None:
 
 
 def resolve_kernel_and_task(kernel: Path, task_name: str) -> Task:
-    """The task a kernel file is to be checked against; usage errors as TaskError (exit 2)."""
+    """The task a kernel file is to be checked against, its coinciding sizes traced; usage
+    errors as TaskError (exit 2)."""
     if not kernel.is_file():
         raise TaskError(kernel, "no such kernel file")
-    return resolve_task(task_name)
+    return traced_task(resolve_task(task_name))
 
 
 def _load(path: Path | None) -> tuple[list[Task], list[TaskError]]:
@@ -82,6 +83,7 @@ def list_tasks(args: argparse.Namespace) -> int:
     )
     if progress:
         progress.finish()
+    tasks = [with_known_ties(t) for t in tasks]  # planned with the ties describing traced
     described = [(t, descriptions[t.task_id]) for t in tasks]
     failed = [t for t, description in described if description.error is not None]
     if args.json:

@@ -24,6 +24,7 @@ from maxkernel_tui.kernels.perf.analysis import ReferenceCost
 from maxkernel_tui.kernels.sandbox.policy import XlaCache
 from maxkernel_tui.kernels.targets import DEFAULT_TARGET
 from maxkernel_tui.kernels.task import Task
+from maxkernel_tui.kernels.traced_ties import known_groups, remember
 from maxkernel_tui.kernels.workers import (
     jax_worker_env,
     python_module_argv,
@@ -34,8 +35,8 @@ from maxkernel_tui.kernels.workers import (
 # Of the worker's JSON answer (TaskDescription.to_json): bump when it changes, so cached
 # descriptions are redone.
 # 2: derived configurations validated, declared flops; 3: inputs timed apart; 4: tie groups,
-# held-out traced only
-FORMAT_VERSION = 4
+# held-out traced only; 5: a derived task's coinciding sizes traced apart where untied
+FORMAT_VERSION = 5
 DESCRIBE_TIMEOUT_S = 600.0  # one task: tracing plus a TPU compile of a large reference
 
 
@@ -59,6 +60,8 @@ def describe_tasks(
         cached = None if refresh else _read_cache(cache_dir, task, with_cost, target)
         if cached is not None:
             descriptions[task.task_id] = cached
+            if _traced(task) and known_groups(task, cache_dir) is None:
+                remember(task, tuple(tuple(group) for group in cached.tie_groups), cache_dir)
         else:
             missing[str(task.folder)] = task
 
@@ -70,6 +73,8 @@ def describe_tasks(
         )
         if described.cacheable:
             _write_cache(cache_dir, task, with_cost, target, described)
+        if described.configs and _traced(task):  # loading the task plans with them from now on
+            remember(task, tuple(tuple(group) for group in described.tie_groups), cache_dir)
         if on_progress is not None:
             on_progress(task.task_id, described)
 
@@ -92,6 +97,12 @@ def describe_tasks(
             ),
         )
     return {t.task_id: descriptions[t.task_id] for t in tasks if t.task_id in descriptions}
+
+
+def _traced(task: Task) -> bool:
+    """A derived task whose sizes coincide: the describe worker answers which it ties."""
+    derivation = task.derivation
+    return derivation is not None and derivation.derived and derivation.coinciding()
 
 
 def cached_description(

@@ -31,9 +31,9 @@ from maxkernel_tui.kernels.description import (
     TensorSpec,
     XlaCost,
 )
-from maxkernel_tui.kernels.loader import load_task
+from maxkernel_tui.kernels.loader import load_task, with_groups
 from maxkernel_tui.kernels.targets import DEFAULT_TARGET
-from maxkernel_tui.kernels.task import BENCH, CHECK, TaskError
+from maxkernel_tui.kernels.task import BENCH, CHECK, HELDOUT, Task, TaskError
 from maxkernel_tui.kernels.tie_probe import tie_groups
 from maxkernel_tui.kernels.workers import READY
 from maxkernel_tui.versions import installed_version
@@ -48,17 +48,39 @@ def describe_folder(
     """Everything a listing needs about one task; errors are reported, never raised."""
     found = TaskDescription(str(folder), FORMAT_VERSION)
     try:
-        task = load_task(folder)
+        task = load_task(folder, traced_ties=False)  # the static plan: tracing refines it here
         found = replace(found, task_id=task.task_id)
         module = runtime.load_reference(task)
+        if task.derivation is not None and task.derived and task.derivation.coinciding():
+            task, module = _apart_where_untied(task, module)
+            ties = [list(group) for group in task.derivation.groups]
+        else:
+            ties = tie_groups(task, module) if with_ties else []
         names = runtime.config_names(task, module)
         configs = {name: _config_shapes(task, module, name) for name in names}
         flops = _declared_flops(task, module)
-        ties = tie_groups(task, module) if with_ties else []
     except TaskError as error:
         return replace(found, error=str(error))
     cost = _bench_cost(task, module, next(iter(configs)), target) if with_cost else None
     return replace(found, configs=configs, cost=cost, declared_flops=flops, tie_groups=ties)
+
+
+def _apart_where_untied(task: Task, module: Any) -> tuple[Task, Any]:
+    """A derived task whose sizes coincide in production (m = n = 4096), planned so that the
+    held-out configuration moves apart the sizes its reference does not tie (tie_probe.py),
+    with its reference loaded for that plan; the static plan (every size of a value moves with
+    the others) where tracing splits nothing or the held-out sizes it gives do not trace."""
+    groups = tuple(tuple(group) for group in tie_groups(task, module))
+    apart = with_groups(task, groups)
+    assert apart.derivation is not None and task.derivation is not None
+    if apart.derivation.sizes == task.derivation.sizes:
+        return task, module
+    try:
+        reloaded = runtime.load_reference(apart)
+        runtime.io_specs(apart, reloaded, HELDOUT)
+    except TaskError:
+        return task, module
+    return apart, reloaded
 
 
 def _config_shapes(task: Any, module: Any, config: str) -> ConfigShapes:

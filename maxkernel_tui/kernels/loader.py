@@ -7,7 +7,9 @@ A task folder holds `kernel_task.yaml` (task_id, description, input_gen_code, at
   - reference.py `CONFIGS = {"bench": {...}, "check": {...}, "heldout": {...}}` with
     `get_inputs(config="bench", seed=0)`; called without arguments it still gives the
     production inputs, so other harnesses read our tasks as they are.
-Everything here is static (YAML and Python AST): no task code runs in this process.
+Everything here is static (YAML and Python AST): no task code runs in this process. A derived
+task whose coinciding sizes were traced (kernels/traced_ties.py) is planned with what tracing
+told.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 
 import yaml
@@ -32,6 +35,7 @@ from maxkernel_tui.kernels.task import (
     TaskError,
     Tolerance,
 )
+from maxkernel_tui.kernels.traced_ties import Groups, known_groups
 
 SUITE_DIR = Path(__file__).resolve().parent / "suite"
 
@@ -45,9 +49,38 @@ def builtin_suite_dir() -> Path:
     return SUITE_DIR
 
 
-def load_task(folder: Path | str) -> Task:
-    """Read one task folder; raise TaskError naming the file and the problem."""
-    folder = Path(folder)
+def load_task(folder: Path | str, *, traced_ties: bool = True) -> Task:
+    """Read one task folder; raise TaskError naming the file and the problem. `traced_ties`:
+    plan a derived task with the ties tracing its reference found, where known (the describe
+    worker, which traces them, starts from the static plan)."""
+    task = _read_task(Path(folder))
+    return with_known_ties(task) if traced_ties else task
+
+
+def with_known_ties(task: Task) -> Task:
+    """`task` planned with the groups tracing its reference told (traced_ties.py), where they
+    are known and could matter (two sizes share a production value); else `task` itself."""
+    derivation = task.derivation
+    if derivation is None or not derivation.derived or not derivation.coinciding():
+        return task
+    groups = known_groups(task)
+    if groups is None or groups == derivation.groups:
+        return task
+    return with_groups(task, groups)
+
+
+def with_groups(task: Task, groups: Groups) -> Task:
+    """`task` with its derivation planned anew from `groups` (which sizes of one production
+    value the reference ties); `task` itself where that plan derives nothing."""
+    assert task.derivation is not None
+    tree = parse_python(task.reference_path)
+    planned = plan_derivation(tree, task.derivation.builder, groups)
+    if not planned.derived or planned.configs() != task.derivation.configs():
+        return task
+    return replace(task, derivation=planned)
+
+
+def _read_task(folder: Path) -> Task:
     if not folder.is_dir():
         raise TaskError(folder, "not a task folder (no such directory)")
     if not (folder / TASK_YAML).exists() and (folder / JAXBENCH_BASELINE).is_file():

@@ -20,8 +20,8 @@ from maxkernel_tui.kernels import reference_runtime as runtime
 from maxkernel_tui.kernels.task import BENCH, IMPORTED_CATEGORY, Task, TaskError
 
 PROBE = "tie_probe"  # the configuration each probe traces, removed afterwards
-# traces one task may spend (each an eval_shape of inputs and reference); a value whose sizes
-# are not split by then keeps them together, as the static plan does
+# traces one task may spend (each an eval_shape of inputs and reference); a move not traced
+# by then counts as tied: its sizes keep moving together, as the static plan has them
 MAX_TRACES = 24
 
 
@@ -41,10 +41,7 @@ def tie_groups(task: Task, module: ModuleType) -> list[list[str]]:
     groups: list[list[str]] = []
     try:
         for names in (n for n in by_value.values() if len(n) > 1):
-            if probes.left < len(names) ** 2:
-                groups.append(names)  # not probed: they move together
-            else:
-                groups += probes.split(names)
+            groups += probes.split(names)
     finally:
         configs.pop(PROBE, None)
     return groups
@@ -64,17 +61,30 @@ class _Probes:
         tied = [n for n in names if not self.traces([n])]
         groups = [[n] for n in names if n not in tied]
         while tied:
-            group = list(tied)  # shrunk to the smallest set around tied[0] that still traces
-            for other in tied[1:]:
-                smaller = [n for n in group if n != other]
-                if self.traces(smaller):
-                    group = smaller
+            group = self._pair(tied) or self._shrunk(tied)
             groups.append(group)
             tied = [n for n in tied if n not in group]
         return groups
 
+    def _pair(self, tied: list[str]) -> list[str] | None:
+        """tied[0] and the first other size that moves with it (a contraction's two sides, a
+        bias and the columns it is added to): most ties are pairs."""
+        return next(([tied[0], o] for o in tied[1:] if self.traces([tied[0], o])), None)
+
+    def _shrunk(self, tied: list[str]) -> list[str]:
+        """The sizes around tied[0] that trace when moved together, shrunk one by one."""
+        group = list(tied)
+        for other in tied[1:]:
+            smaller = [n for n in group if n != other]
+            if self.traces(smaller):
+                group = smaller
+        return group
+
     def traces(self, moved: list[str]) -> bool:
-        """Whether the inputs and the reference trace with the `moved` sizes doubled."""
+        """Whether the inputs and the reference trace with the `moved` sizes doubled (False
+        once the budget is spent: untraced sizes stay together)."""
+        if self.left <= 0:
+            return False
         self.left -= 1
         sizes = {n: 2 * v if n in moved else v for n, v in self.production.items()}
         self.module.CONFIGS.pop(PROBE, None)

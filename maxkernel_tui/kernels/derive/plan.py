@@ -12,7 +12,7 @@ import ast
 from dataclasses import dataclass, field
 
 from maxkernel_tui.kernels.derive.rules import derive_sizes
-from maxkernel_tui.kernels.derive.sites import SizeSite, find_sites
+from maxkernel_tui.kernels.derive.sites import SizeSite, find_sites, literal_name
 from maxkernel_tui.kernels.task import BENCH, CHECK, HELDOUT
 
 
@@ -28,10 +28,19 @@ class Derivation:
     keys: int = 0  # fixed PRNG keys replaced by the run's seed
     notes: tuple[str, ...] = ()  # what stays at production size, and why
     fallback: str | None = None
+    # which sizes of one production value move together, as tracing the reference told
+    # (tie_probe.py); empty: every size of a value moves with the others
+    groups: tuple[tuple[str, ...], ...] = ()
 
     @property
     def derived(self) -> bool:
         return self.fallback is None
+
+    def coinciding(self) -> bool:
+        """Whether two sizes of different names share a production value: only then can
+        tracing the reference (which of them it ties) change the held-out sizes."""
+        production = list(self.sizes.get(BENCH, {}).values())
+        return len(set(production)) < len(production)
 
     def configs(self) -> tuple[str, ...]:
         return (BENCH, CHECK, HELDOUT) if self.derived else (BENCH,)
@@ -66,7 +75,12 @@ def plan_derivation(
             fallback=f"`{builder}` writes no size: no named integer, dict entry or shape literal",
         )
     production = {s.name: s.value for s in sizes}
-    derived = derive_sizes(production, sites.shapes, sites.divisors, groups)
+    twins = {
+        s.name: literal_name(s.value)
+        for s in sizes
+        if s.kind == "literal" and s.name != literal_name(s.value)
+    }
+    derived = derive_sizes(production, sites.shapes, sites.divisors, groups, twins)
     if derived.heldout == derived.check:
         return Derivation(
             builder,
@@ -80,6 +94,7 @@ def plan_derivation(
         ties=tuple(f"{t.total} = {t.free} x {t.other}" for t in derived.ties),
         keys=sites.keys,
         notes=sites.notes + derived.problems,
+        groups=groups,
     )
 
 

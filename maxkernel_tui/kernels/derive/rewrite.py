@@ -22,8 +22,7 @@ from maxkernel_tui.kernels.derive.sites import (
     function,
     int_of,
     is_key_call,
-    literal_name,
-    literal_nodes,
+    literal_names,
 )
 
 BUILDER = "__derived_builder__"
@@ -76,9 +75,9 @@ def rewritten_builder(
     fn.name = names.function
     fn.decorator_list = []
     fn.args.posonlyargs = [ast.arg(names.sizes), ast.arg(names.seed), *fn.args.posonlyargs]
-    literals = {s.value for s in sites if s.kind == "literal"}
+    literals = {s.name for s in sites if s.kind == "literal"}
     # found on the copy before anything moves: the rewrite replaces these very nodes
-    literal_ids = {id(c) for c in literal_nodes(fn) if c.value in literals}
+    literal_ids = {key: name for key, name in literal_names(fn).items() if name in literals}
     local_sizes = {s.name for s in sites if s.kind == "local"}
     entries = {(s.table, s.key): s.name for s in sites if s.kind == "entry"}
     fn.body = [
@@ -112,14 +111,14 @@ def _table_of(tables: set[str], entries: dict[tuple[str, str], str], key: str) -
 
 
 class _SizedLiterals(ast.NodeTransformer):
-    def __init__(self, literal_ids: set[int], sizes: str) -> None:
-        self.literal_ids = literal_ids
+    def __init__(self, literal_ids: dict[int, str], sizes: str) -> None:
+        self.literal_ids = literal_ids  # node id -> the size it stands for
         self.sizes = sizes
 
     def visit_Constant(self, node: ast.Constant) -> ast.AST:
-        value = int_of(node)
-        if id(node) in self.literal_ids and value is not None:
-            return ast.copy_location(_lookup(self.sizes, literal_name(value)), node)
+        name = self.literal_ids.get(id(node))
+        if name is not None:
+            return ast.copy_location(_lookup(self.sizes, name), node)
         return node
 
 

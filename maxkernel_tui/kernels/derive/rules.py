@@ -24,6 +24,7 @@ held-out run still moves one size.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 POW2_CAP = 2048
@@ -79,13 +80,20 @@ def derive_sizes(
     shapes: tuple[tuple[str | int, ...], ...] = (),
     divisors: tuple[int, ...] = (),
     groups: tuple[tuple[str, ...], ...] = (),
+    twins: dict[str, str] | None = None,
 ) -> DerivedSizes:
     """`check` and `heldout` for a task's sizes; `shapes`: the tuples of sizes the input code
     writes (they bound the doubling of a small task); `divisors`: the integer literals of the
     reference (a size equal to one is pinned, a size one divides stays divisible); `groups`:
     where known from tracing the reference (tie_probe.py), which sizes of one production value
-    must move together (without them, all sizes of a value do)."""
-    ties = find_ties(production)
+    must move together (without them, all sizes of a value do); `twins`: a literal size ->
+    the first literal of its value (`dim_64_2` -> `dim_64`): it is never taken for a factor
+    of a product beside its first, and follows its first where that one follows a product."""
+    twins = twins or {}
+    ties = find_ties({n: v for n, v in production.items() if n not in twins})
+    ties += tuple(
+        Tie(t.total, twin, t.other) for t in ties for twin in twins if twins[twin] == t.free
+    )
     # sizes kept constant divide the sizes around them too (a named num_groups = 512)
     kept = tuple(n for n in production.values() if n <= KEEP_UP_TO)
     factors = tuple(sorted(set(divisors) | set(kept)))
@@ -101,12 +109,15 @@ def derive_sizes(
     problems = list(_apply_ties(check, ties))
     tied = {t.free for t in ties} | pinned
     heldout = dict(check)
+
+    def step(name: str) -> int:
+        # a size shrunk below its own step (to fit the budget) moves by its check's step
+        return min(size_step(production[name], factors), size_step(check[name], factors))
+
     for names in _heldout_moves(production, check, tied, groups):
         moved = dict(check)
         for name in names:
-            # a size shrunk below its own step (to fit the budget) moves by its check's step
-            step = min(size_step(production[name], factors), size_step(check[name], factors))
-            moved[name] = check[name] + step
+            moved[name] = check[name] + step(name)
         _apply_ties(moved, ties)
         # traced groups stand for what the reference ties; sizes merely dividing one another in
         # production (256 and 512) may then part, the traced held-out shapes say if they may not
@@ -114,6 +125,8 @@ def derive_sizes(
         if not _broken(moved, holding) and _largest(shapes, moved) <= MAX_CHECK_ELEMENTS:
             heldout = moved
             break
+    if groups:
+        heldout = _parted(heldout, production, groups, tied, step, ties, shapes)
     problems += [p for p in _apply_ties(heldout, ties) if p not in problems]
     if heldout == check:
         problems.append(
@@ -228,6 +241,60 @@ def _heldout_moves(
         if unit not in units:
             units.append(unit)
     return units
+
+
+def _parted(
+    heldout: dict[str, int],
+    production: dict[str, int],
+    groups: tuple[tuple[str, ...], ...],
+    tied: set[str],
+    step: Callable[[str], int],
+    ties: tuple[Tie, ...],
+    shapes: tuple[tuple[str | int, ...], ...],
+) -> dict[str, int]:
+    """The held-out sizes with every traced group of one production value at a value of its
+    own where the budget allows (m = n = 4096 in production, the reference free of their
+    equality: m and n differ). The group whose move costs most (grows the largest shape most)
+    keeps its value, the next takes the nearest free value in its steps, and so on."""
+    sizes = dict(heldout)
+    by_value: dict[int, list[list[str]]] = {}
+    for group in groups:
+        free = [n for n in group if n in production and n not in tied]
+        if free:
+            by_value.setdefault(production[free[0]], []).append(free)
+
+    def cost(unit: list[str]) -> int:
+        grown = dict(sizes, **{name: sizes[name] + step(name) for name in unit})
+        return _largest(shapes, grown)
+
+    for units in by_value.values():
+        taken: set[int] = set()
+        for unit in sorted(units, key=cost, reverse=True):
+            if sizes[unit[0]] in taken:
+                sizes = _moved_apart(sizes, unit, taken, step, ties, shapes) or sizes
+            taken.add(sizes[unit[0]])
+    return sizes
+
+
+def _moved_apart(
+    sizes: dict[str, int],
+    unit: list[str],
+    taken: set[int],
+    step: Callable[[str], int],
+    ties: tuple[Tie, ...],
+    shapes: tuple[tuple[str | int, ...], ...],
+) -> dict[str, int] | None:
+    """`sizes` with `unit` moved by the fewest of its steps to a value no other group holds,
+    within the budget; None where no such move fits."""
+    for shift in (1, -1, 2, -2, 3, -3):
+        value = sizes[unit[0]] + shift * step(unit[0])
+        if value <= 0 or value in taken:
+            continue
+        moved = dict(sizes, **{name: value for name in unit})
+        _apply_ties(moved, ties)
+        if _largest(shapes, moved) <= MAX_CHECK_ELEMENTS:
+            return moved
+    return None
 
 
 def _pinned(production: dict[str, int], divisors: tuple[int, ...]) -> set[str]:

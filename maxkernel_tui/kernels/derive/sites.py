@@ -8,9 +8,11 @@ A size is an integer the input builder's shapes are made of, however the code wr
   beside the sizes) or a module-level one (JAXBench's `CONFIG`), read as `config['batch']`, also
   where a bare size stands for a shape (`jax.random.normal(k, config['out_features'])`);
 - an integer literal where a shape is written (`jax.random.normal(k, (4096, 8192))`,
-  `jnp.ones(8192)`, `x.reshape(64, 128)`): literals of one value are one size `dim_<value>`
-  (the code gives nothing else to tell them apart, and equal sizes that meet in a contraction must
-  move together), and a static arg written as the same literal follows it.
+  `jnp.ones(8192)`, `x.reshape(64, 128)`), and a static arg written as the literal of such a
+  size: each is a size of its own, `dim_<value>` for the first of its value in the source and
+  `dim_<value>_<n>` for the n-th. The static plan moves sizes of one value together (the code
+  gives nothing else to tell them apart, and equal sizes that meet in a contraction must move
+  together); tracing the reference tells which of them it really ties (tie_probe.py).
 Fixed PRNG keys (`jax.random.key(0)`, `PRNGKey(42)`) are found so the run's seed can replace them.
 Integer literals of the rest of the module (the reference's `group_norm(x, 512, ...)`) are
 collected as divisors: a size they divide stays divisible by them (derive/rules.py).
@@ -79,8 +81,21 @@ def function(module: ast.Module, name: str) -> ast.FunctionDef | None:
     return found
 
 
-def literal_name(value: int) -> str:
-    return f"dim_{value}"
+def literal_name(value: int, occurrence: int = 1) -> str:
+    return f"dim_{value}" if occurrence == 1 else f"dim_{value}_{occurrence}"
+
+
+def literal_names(fn: ast.FunctionDef) -> dict[int, str]:
+    """The size each literal of `literal_nodes` stands for, by node id: numbered per value in
+    the order of the source, so every process (and the rewritten copy) names them alike."""
+    names: dict[int, str] = {}
+    seen: dict[int, int] = {}
+    for node in sorted(literal_nodes(fn), key=lambda n: (n.lineno, n.col_offset)):
+        if id(node) in names:
+            continue
+        seen[_value(node)] = seen.get(_value(node), 0) + 1
+        names[id(node)] = literal_name(_value(node), seen[_value(node)])
+    return names
 
 
 def find_sites(module: ast.Module, builder: str) -> Sites:
@@ -99,16 +114,18 @@ def find_sites(module: ast.Module, builder: str) -> Sites:
         if name in used and name not in local
     ]
     sizes += _table_sizes(module, fn, {s.name for s in sizes})
+    literals = literal_names(fn)
+    nodes = {id(n): n for n in literal_nodes(fn)}
     sizes += [
-        SizeSite(literal_name(v), v, "literal", line)
-        for v, line in _first_lines(literal_nodes(fn)).items()
+        SizeSite(name, _value(nodes[key]), "literal", nodes[key].lineno)
+        for key, name in literals.items()
     ]
     literal_values = {s.value for s in sizes if s.kind == "literal"}
     return Sites(
         tuple(sizes),
         _count_keys(fn),
         (),
-        _shapes(fn, sizes),
+        _shapes(fn, sizes, literals),
         # a static arg written as a shape's literal follows that size instead of dividing it
         tuple(sorted(set(code_divisors(module, fn)) | _static_literals(fn) - literal_values)),
     )
@@ -229,16 +246,12 @@ def _static_literals(fn: ast.FunctionDef) -> set[int]:
     return {_value(s) for s in _returned_static(fn) if _value(s) >= 2}
 
 
-def _first_lines(nodes: list[ast.Constant]) -> dict[int, int]:
-    lines: dict[int, int] = {}
-    for node in sorted(nodes, key=lambda n: n.lineno):
-        lines.setdefault(_value(node), node.lineno)
-    return lines
-
-
-def _shapes(fn: ast.FunctionDef, sizes: list[SizeSite]) -> tuple[ShapeTuple, ...]:
+def _shapes(
+    fn: ast.FunctionDef, sizes: list[SizeSite], literals: dict[int, str]
+) -> tuple[ShapeTuple, ...]:
     """Shapes of sizes and integer literals with at least one size in them (a tuple with
-    anything else in it is not read as a shape); a bare size where a shape goes is a 1-D one."""
+    anything else in it is not read as a shape); a bare size where a shape goes is a 1-D one.
+    A literal outside a shape argument reads as the first size of its value."""
     literal_values = {s.value for s in sizes if s.kind == "literal"}
     shapes: list[ShapeTuple] = []
     candidates: list[ast.expr] = [n for n in ast.walk(fn) if isinstance(n, ast.Tuple) and n.elts]
@@ -249,6 +262,8 @@ def _shapes(fn: ast.FunctionDef, sizes: list[SizeSite]) -> tuple[ShapeTuple, ...
             name = size_of(element, sizes)
             if name is not None:
                 shape.append(name)
+            elif id(element) in literals:
+                shape.append(literals[id(element)])
             elif (value := int_of(element)) is not None:
                 shape.append(literal_name(value) if value in literal_values else value)
             else:

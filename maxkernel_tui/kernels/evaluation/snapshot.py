@@ -2,6 +2,10 @@
 code we did not write runs, so that the reference's outputs come from the copy, workers read
 the copy (never the task folder's path) and a task file that changes during the evaluation
 voids it. No jax here.
+
+A derived task is snapshot with the ties tracing its reference found (kernels/traced_ties.py),
+written beside the copy's files, so the workers that load the copy plan its held-out sizes as
+the harness did.
 """
 
 from __future__ import annotations
@@ -14,7 +18,9 @@ import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from maxkernel_tui.kernels.loader import with_known_ties
 from maxkernel_tui.kernels.task import Task, TaskError
+from maxkernel_tui.kernels.traced_ties import TIES_FILE, planned_ties
 
 MAX_FILES = 256
 MAX_BYTES = 64 * 1024**2
@@ -47,10 +53,14 @@ class TaskSnapshot:
 def snapshot_task(task: Task, root: Path) -> TaskSnapshot:
     """Copy `task`'s folder under `root` (once per content: a copy with the same digest is
     reused) and return the task read from the copy; TaskError for a folder too large to copy."""
+    task = with_known_ties(task)
     files = _task_files(task.folder)
     digest = _folder_digest(files)
+    ties = planned_ties(task)
     safe_id = re.sub(r"[^A-Za-z0-9_.-]", "_", task.task_id)[:60]
-    copy = root / f"{safe_id}-{digest[:20]}"
+    # one copy per content and traced ties: a task traced since its last copy plans anew
+    planned = hashlib.sha256(ties.encode()).hexdigest()[:8] if ties else ""
+    copy = root / f"{safe_id}-{digest[:20]}{planned}"
     if not copy.is_dir():
         staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=root))
         for relative, path in files.items():
@@ -58,6 +68,9 @@ def snapshot_task(task: Task, root: Path) -> TaskSnapshot:
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(path, target)
             target.chmod(0o444)
+        if ties:
+            (staging / TIES_FILE).write_text(ties)
+            (staging / TIES_FILE).chmod(0o444)
         try:
             staging.rename(copy)
         except OSError:  # another evaluation made the same copy first
@@ -89,6 +102,8 @@ def _task_files(folder: Path) -> dict[str, Path]:
             path = Path(base) / name
             if path.is_symlink() or not path.is_file() or name.endswith(".pyc"):
                 continue
+            if name == TIES_FILE and base == str(folder):
+                continue  # ours, written beside a copy; never taken from a task's folder
             total += path.stat().st_size
             found[str(path.relative_to(folder))] = path
             if len(found) > MAX_FILES or total > MAX_BYTES:

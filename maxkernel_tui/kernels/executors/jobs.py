@@ -14,6 +14,7 @@ from maxkernel_tui.kernels.evaluation.report import EvalReport
 from maxkernel_tui.kernels.perf.analysis import ReferenceCost
 from maxkernel_tui.kernels.perf.summary import ProfileSummary
 from maxkernel_tui.kernels.task import Task
+from maxkernel_tui.kernels.traced_ties import TIES_FILE, planned_ties
 
 # A task folder is a few source files; anything near this is not a task and is refused.
 MAX_TASK_BYTES = 16 * 1024 * 1024
@@ -40,6 +41,8 @@ class TaskFiles:
             relative = path.relative_to(task.folder)
             if not path.is_file() or any(p in _SKIPPED_PARTS for p in relative.parts):
                 continue
+            if relative == Path(TIES_FILE):
+                continue  # ours: written below from the driver's plan
             try:
                 data = path.read_bytes()
             except OSError as error:
@@ -50,6 +53,8 @@ class TaskFiles:
                     f"task folder {task.folder} is over {MAX_TASK_BYTES // 2**20} MiB: not sent"
                 )
             files.append((relative.as_posix(), data))
+        if ties := planned_ties(task):  # the node plans the held-out sizes the driver planned
+            files.append((TIES_FILE, ties.encode()))
         digest = hashlib.sha256()
         for name, data in files:
             digest.update(name.encode() + b"\0" + hashlib.sha256(data).digest())
