@@ -129,9 +129,131 @@ FAMILIES = {
 }
 
 
+# Families whose independent sizes coincide in production beside sizes the reference ties:
+# tracing it must hold the former apart at heldout and keep the latter together. `ties`: the
+# family's sizes that must stay equal (by the names of the named style), `apart`: pairs of
+# equal production sizes the reference leaves free of each other.
+@dataclass(frozen=True)
+class TiedFamily:
+    family: Family
+    ties: tuple[tuple[str, ...], ...]
+    apart: tuple[tuple[str, str], ...]
+
+
+TIE_FAMILIES = {
+    # m = n: the bias is added along n, the rows are m
+    "gemm_bias_m_eq_n": TiedFamily(
+        Family(
+            {"batch": 2048, "d_in": 1024, "d_out": 2048},
+            """
+            k1, k2, k3 = jax.random.split({key}, 3)
+            x = jax.random.uniform(k1, ({batch}, {d_in}), dtype=dtype)
+            w = jax.random.normal(k2, ({d_in}, {d_out}), dtype=dtype) * 0.02
+            b = jax.random.normal(k3, ({d_out},), dtype=dtype) * 0.02
+            return [x, w, b], []
+            """,
+            """
+            def computation(x, w, b):
+                return jax.nn.relu(x @ w + b)
+            """,
+            1e-2,
+        ),
+        ties=(),
+        apart=(("batch", "d_out"),),
+    ),
+    # a GEMM with a row sum whose contraction depth equals its width (MaxKernel's 36k: in = out)
+    "gemm_rowsum_in_eq_out": TiedFamily(
+        Family(
+            {"batch": 512, "d_in": 2048, "d_out": 2048},
+            """
+            k1, k2, k3 = jax.random.split({key}, 3)
+            x = jax.random.uniform(k1, ({batch}, {d_in}), dtype=dtype)
+            w = jax.random.normal(k2, ({d_in}, {d_out}), dtype=dtype) * 0.02
+            b = jax.random.normal(k3, ({d_out},), dtype=dtype) * 0.02
+            return [x, w, b], []
+            """,
+            """
+            def computation(x, w, b):
+                return jnp.sum(jax.nn.sigmoid(x @ w + b), axis=1, keepdims=True)
+            """,
+            1e-2,
+        ),
+        ties=(),
+        apart=(("d_in", "d_out"),),
+    ),
+    # cross attention: the query and key lengths coincide, and so do the two head dims
+    "attention_equal_lens": TiedFamily(
+        Family(
+            {"batch": 4, "q_len": 1024, "kv_len": 1024, "head_dim": 128, "v_dim": 128},
+            """
+            k1, k2, k3 = jax.random.split({key}, 3)
+            q = jax.random.normal(k1, ({batch}, {q_len}, {head_dim}), dtype=dtype)
+            k = jax.random.normal(k2, ({batch}, {kv_len}, {head_dim}), dtype=dtype)
+            v = jax.random.normal(k3, ({batch}, {kv_len}, {v_dim}), dtype=dtype)
+            return [q, k, v], []
+            """,
+            """
+            def computation(q, k, v):
+                scores = jnp.einsum("bqd,bkd->bqk", q, k) / jnp.sqrt(q.shape[-1])
+                return jnp.einsum("bqk,bkv->bqv", jax.nn.softmax(scores, axis=-1), v)
+            """,
+            1e-2,
+        ),
+        ties=(),
+        apart=(("q_len", "kv_len"), ("head_dim", "v_dim")),
+    ),
+    # a group norm of `groups` groups over channels that equal the batch
+    "groupnorm_batch_eq_channels": TiedFamily(
+        Family(
+            {"batch": 512, "channels": 512, "groups": 32},
+            """
+            k1, k2 = jax.random.split({key})
+            x = jax.random.normal(k1, ({batch}, {channels}), dtype=dtype)
+            gamma = jax.random.normal(k2, ({channels},), dtype=dtype) * 0.1 + 1.0
+            return [x, gamma], [{groups}]
+            """,
+            """
+            def computation(x, gamma, groups):
+                n, c = x.shape
+                g = x.reshape(n, groups, c // groups)
+                mean = g.mean(axis=-1, keepdims=True)
+                var = ((g - mean) ** 2).mean(axis=-1, keepdims=True)
+                return ((g - mean) * jax.lax.rsqrt(var + 1e-5)).reshape(n, c) * gamma
+            """,
+            1e-2,
+        ),
+        ties=(),
+        apart=(("batch", "channels"),),
+    ),
+    # equal sizes tied only through a reshape: x's rows are reshaped to the scale's length
+    "reshape_tied": TiedFamily(
+        Family(
+            {"rows": 1024, "cols": 1024, "scale_rows": 1024},
+            """
+            k1, k2 = jax.random.split({key})
+            x = jax.random.normal(k1, ({rows}, {cols}), dtype=dtype)
+            s = jax.random.normal(k2, ({scale_rows},), dtype=dtype)
+            return [x, s], []
+            """,
+            """
+            def computation(x, s):
+                return x.reshape(s.shape[0], x.shape[1]) * 2.0 + jnp.sum(s)
+            """,
+            1e-2,
+        ),
+        ties=(("rows", "scale_rows"),),
+        apart=(("rows", "cols"),),
+    ),
+}
+
+
+def _family(name: str) -> Family:
+    return FAMILIES[name] if name in FAMILIES else TIE_FAMILIES[name].family
+
+
 def family_source(family: str, style: str) -> str:
     """reference.py of `family` with its sizes written in `style`."""
-    spec = FAMILIES[family]
+    spec = _family(family)
     if style == "named":
         head = [f"{name} = {value}" for name, value in spec.sizes.items()]
         refs = {name: name for name in spec.sizes}
@@ -168,7 +290,7 @@ def write_styled(root: Path, family: str, style: str) -> Path:
     task_id = f"{family}_{style}"
     folder = root / task_id
     folder.mkdir(parents=True, exist_ok=True)
-    tol = FAMILIES[family].tolerance
+    tol = _family(family).tolerance
     (folder / "kernel_task.yaml").write_text(
         f"task_id: {task_id}\ndescription: Kernel task for {task_id}\n"
         f'input_gen_code: ""\natol: {tol}\nrtol: {tol}\n'

@@ -126,7 +126,7 @@ def derive_sizes(
             heldout = moved
             break
     if groups:
-        heldout = _parted(heldout, production, groups, tied, step, ties, shapes)
+        heldout = _parted(heldout, production, groups, tied, step, ties, shapes, divisions)
     problems += [p for p in _apply_ties(heldout, ties) if p not in problems]
     if heldout == check:
         problems.append(
@@ -251,6 +251,7 @@ def _parted(
     step: Callable[[str], int],
     ties: tuple[Tie, ...],
     shapes: tuple[tuple[str | int, ...], ...],
+    divisions: list[tuple[str, str]],
 ) -> dict[str, int]:
     """The held-out sizes with every traced group of one production value at a value of its
     own where the budget allows (m = n = 4096 in production, the reference free of their
@@ -271,7 +272,12 @@ def _parted(
         taken: set[int] = set()
         for unit in sorted(units, key=cost, reverse=True):
             if sizes[unit[0]] in taken:
-                sizes = _moved_apart(sizes, unit, taken, step, ties, shapes) or sizes
+                moved = _moved_apart(sizes, unit, taken, step, ties, shapes)
+                # a count dividing a size (groups, heads) keeps dividing where it did
+                if moved is not None and _broken_count(moved, divisions) <= _broken_count(
+                    sizes, divisions
+                ):
+                    sizes = moved
             taken.add(sizes[unit[0]])
     return sizes
 
@@ -312,6 +318,10 @@ def _divisions(production: dict[str, int]) -> list[tuple[str, str]]:
         for n, nv in production.items()
         if d != n and 2 <= dv <= KEEP_UP_TO and dv < nv and nv % dv == 0
     ]
+
+
+def _broken_count(sizes: dict[str, int], divisions: list[tuple[str, str]]) -> int:
+    return sum(1 for d, n in divisions if sizes[n] % sizes[d])
 
 
 def _broken(sizes: dict[str, int], divisions: list[tuple[str, str]]) -> bool:
