@@ -8,13 +8,16 @@ several batch sizes (tests/support/maxkernel_styles.py). Describing derives `che
 `heldout`, traces every configuration, and runs the reference on the derived `check`.
 
 Cold: a fresh cache directory (no descriptions, no XLA compilation cache). Warm: the same
-command again. Writes benchmarks/results/describe_plain_tasks.md.
+command again. With `--baseline DIR` (another checkout's source, e.g. `git archive main`
+unpacked), the same folders are described by that code first, in the same run, so the two
+are compared at the same load. Writes benchmarks/results/describe_plain_tasks.md.
 
-    python benchmarks/describe_plain_tasks.py
+    python benchmarks/describe_plain_tasks.py [--baseline DIR]
 """
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import datetime
 import json
@@ -55,8 +58,11 @@ def write_tasks(root: Path) -> list[str]:
     return written
 
 
-def run_tasks(path: Path, cache: Path) -> tuple[float, dict]:
-    env = dict(os.environ, MAXKERNEL_TUI_CACHE_DIR=str(cache), JAX_PLATFORMS="cpu")
+def run_tasks(path: Path, cache: Path, code: Path = ROOT) -> tuple[float, dict]:
+    """`tasks --json --no-cost --path` over `path` with the package of the checkout `code`."""
+    env = dict(
+        os.environ, MAXKERNEL_TUI_CACHE_DIR=str(cache), JAX_PLATFORMS="cpu", PYTHONPATH=str(code)
+    )
     start = time.perf_counter()
     done = subprocess.run(
         [
@@ -73,14 +79,26 @@ def run_tasks(path: Path, cache: Path) -> tuple[float, dict]:
         text=True,
         env=env,
         check=True,
+        cwd=code,  # `-m` looks in the working directory first
     )
     return time.perf_counter() - start, json.loads(done.stdout)
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--baseline", type=Path, help="another checkout to compare with")
+    args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="mkt-plain-tasks-"))
     names = write_tasks(root / "tasks")
     load = os.getloadavg()[0]
+    baseline = []
+    if args.baseline is not None:
+        base_cold, _ = run_tasks(root / "tasks", root / "baseline-cache", args.baseline.resolve())
+        base_warm, _ = run_tasks(root / "tasks", root / "baseline-cache", args.baseline.resolve())
+        baseline = [
+            f"- baseline `{args.baseline}`, the same folders in the same run, before the above: "
+            f"cold **{base_cold:.1f} s**, warm **{base_warm:.1f} s**",
+        ]
     cold, listing = run_tasks(root / "tasks", root / "cache")
     warm, _ = run_tasks(root / "tasks", root / "cache")
     rows, failures = [], []
@@ -106,6 +124,8 @@ def main() -> None:
         f"- cold (fresh cache: no descriptions, no XLA compilation cache): **{cold:.1f} s** "
         "(goal < 180 s)",
         f"- warm (the same command again): **{warm:.1f} s** (goal: seconds)",
+        *baseline,
+        f"- 1-minute load average at the end: {os.getloadavg()[0]:.1f}",
         f"- derived and validated: {len(rows)} of {len(names)}",
         *failures,
         "",

@@ -52,8 +52,7 @@ def describe_folder(
         found = replace(found, task_id=task.task_id)
         module = runtime.load_reference(task)
         if task.derivation is not None and task.derived and task.derivation.coinciding():
-            task, module = _apart_where_untied(task, module)
-            ties = [list(group) for group in task.derivation.groups]
+            task, module, ties = _apart_where_untied(task, module)
         else:
             ties = tie_groups(task, module) if with_ties else []
         names = runtime.config_names(task, module)
@@ -65,22 +64,23 @@ def describe_folder(
     return replace(found, configs=configs, cost=cost, declared_flops=flops, tie_groups=ties)
 
 
-def _apart_where_untied(task: Task, module: Any) -> tuple[Task, Any]:
+def _apart_where_untied(task: Task, module: Any) -> tuple[Task, Any, list[list[str]]]:
     """A derived task whose sizes coincide in production (m = n = 4096), planned so that the
     held-out configuration moves apart the sizes its reference does not tie (tie_probe.py),
-    with its reference loaded for that plan; the static plan (every size of a value moves with
-    the others) where tracing splits nothing or the held-out sizes it gives do not trace."""
+    with its reference loaded for that plan and the groups it was planned with; the static plan
+    (every size of a value moves with the others, no groups) where tracing splits nothing or
+    the held-out sizes it gives do not trace."""
     groups = tuple(tuple(group) for group in tie_groups(task, module))
     apart = with_groups(task, groups)
     assert apart.derivation is not None and task.derivation is not None
     if apart.derivation.sizes == task.derivation.sizes:
-        return task, module
+        return task, module, []
     try:
         reloaded = runtime.load_reference(apart)
         runtime.io_specs(apart, reloaded, HELDOUT)
     except TaskError:
-        return task, module
-    return apart, reloaded
+        return task, module, []
+    return apart, reloaded, [list(group) for group in groups]
 
 
 def _config_shapes(task: Any, module: Any, config: str) -> ConfigShapes:

@@ -6,9 +6,10 @@ source says whether they meet in an equation. Here each size of such a value is 
 (doubled, which keeps every divisibility) and the inputs and the reference are traced
 (`jax.eval_shape`: no memory, no compute). A size whose move traces is free of the others; the
 rest are split into the smallest sets that trace when moved together (a contraction's two sides,
-a weight's rows and an input's columns, written under two names). `tasks import` then writes
-held-out sizes that differ wherever the task allows (derive/plan.py), so a kernel that binds a
-size by its value meets a configuration where the values differ.
+a weight's rows and an input's columns, written under two names): first as pairs, most ties
+being pairs, then by shrinking. The describe worker plans a derived task's held-out sizes from
+the answer (kernels/describe.py, kept by kernels/traced_ties.py) and `tasks import` writes
+them, so a kernel that binds a size by its value meets a configuration where the values differ.
 """
 
 from __future__ import annotations

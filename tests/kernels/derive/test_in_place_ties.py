@@ -22,7 +22,12 @@ CASES = [(family, style) for family in TIE_FAMILIES for style in STYLES]
 AXES = {
     "gemm_bias_m_eq_n": {"batch": (0, 0), "d_in": (0, 1), "d_out": (1, 1)},
     "gemm_rowsum_in_eq_out": {"batch": (0, 0), "d_in": (0, 1), "d_out": (1, 1)},
-    "attention_equal_lens": {"q_len": (0, 1), "head_dim": (0, 2), "kv_len": (1, 1), "v_dim": (2, 2)},
+    "attention_equal_lens": {
+        "q_len": (0, 1),
+        "head_dim": (0, 2),
+        "kv_len": (1, 1),
+        "v_dim": (2, 2),
+    },
     "groupnorm_batch_eq_channels": {"batch": (0, 0), "channels": (0, 1)},
     "reshape_tied": {"rows": (0, 0), "cols": (0, 1), "scale_rows": (1, 0)},
 }

@@ -44,7 +44,15 @@ assert WRONG_WIDTH != HONEST_GEMM
 
 def _eval(kernel, folder, cache):
     done = cli(
-        "eval", str(kernel), "--task", str(folder), "--json", "--seeds", "1", cache=cache, check=False
+        "eval",
+        str(kernel),
+        "--task",
+        str(folder),
+        "--json",
+        "--seeds",
+        "1",
+        cache=cache,
+        check=False,
     )
     return json.loads(done.stdout) if done.stdout.strip() else {"stderr": done.stderr}
 
@@ -69,7 +77,9 @@ def test_a_kernel_using_the_wrong_one_of_two_coinciding_sizes_is_rejected_at_hel
     assert rejected.get("verdict") == "rejected", rejected
     failed = [c for c in rejected["checks"] if c["status"] == "fail"]
     assert [c["name"] for c in failed] == ["heldout"], failed
-    assert {"numerics": "pass"}.items() <= {c["name"]: c["status"] for c in rejected["checks"]}.items()
+    assert {"numerics": "pass"}.items() <= {
+        c["name"]: c["status"] for c in rejected["checks"]
+    }.items()
 
     accepted = _eval(honest, folder, cache)
     assert accepted.get("verdict") == "accepted", accepted
