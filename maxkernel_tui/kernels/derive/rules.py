@@ -9,7 +9,9 @@ count of 512 or 48, a head count of 24: `hidden // groups` keeps dividing); size
 writes as a literal is pinned (it never moves).
 Every rule is a function of a size's production value, so sizes equal in production (the two
 sides of a contraction, a weight's rows and an input's columns) stay equal in `check`, and the
-held-out configuration moves all sizes of one production value together.
+held-out configuration moves all sizes of one production value together, unless tracing the
+reference told which of them it ties (tie_probe.py): then every group of them that is free of
+the others gets a held-out value of its own wherever the budget and the group counts allow.
 Sizes tied together in production (one is the product of two others: pages x page size =
 context) stay tied where the size that follows is a count up to KEEP_UP_TO (pages, heads,
 experts) or keeps its own divisibility; otherwise equal products are taken for a coincidence.
