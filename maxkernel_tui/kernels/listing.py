@@ -76,6 +76,9 @@ def derivation_record(task: Task) -> dict[str, Any]:
         "from": derivation.builder,
         "sizes": derivation.sizes,
         "ties": list(derivation.ties),
+        # sizes of one production value as tracing the reference grouped them: each group
+        # moves on its own at heldout (empty: not traced, or nothing to tell apart)
+        "traced_groups": [list(group) for group in derivation.groups],
         "seeded_keys": derivation.keys,
         "fallback": derivation.fallback,
     }

@@ -11,6 +11,7 @@ import pytest
 from maxkernel_tui.kernels.derive.rules import derive_sizes
 from maxkernel_tui.kernels.evaluation.snapshot import snapshot_task
 from maxkernel_tui.kernels.executors.jobs import TaskFiles
+from maxkernel_tui.kernels.listing import derivation_record
 from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.task import BENCH, CHECK, HELDOUT
 from maxkernel_tui.kernels.traced_ties import TIES_FILE, remember
@@ -42,6 +43,7 @@ def test_a_traced_task_plans_coinciding_sizes_apart_and_an_edited_one_forgets(tm
     remember(static, APART, cache)
     traced = load_task(folder).derivation
     assert traced.groups == APART
+    assert derivation_record(load_task(folder))["traced_groups"] == [["batch"], ["d_out"]]
     assert traced.sizes[HELDOUT]["batch"] != traced.sizes[HELDOUT]["d_out"]
     assert traced.sizes[CHECK] == static.derivation.sizes[CHECK]  # check does not move
     reference = folder / "reference.py"
