@@ -71,7 +71,10 @@ def task_facts(task: Task, target: str) -> str:
     reference's cost on the target (cached by the catalog), tolerances, the reference source."""
     described = describe_tasks([task], cache_dir(), target=target, workers=1)[task.task_id]
     lines = [f"id: {task.task_id}", f"what: {task.description.strip()}"]
+    visible = task.agent_visible_configs()
     for name, shapes in described.configs.items():
+        if name not in visible:  # held-out shapes never reach a prompt
+            continue
         tolerance = task.tolerances.get(name)
         limits = f"; atol {tolerance.atol:g}, rtol {tolerance.rtol:g}" if tolerance else ""
         data = shapes.to_json()
