@@ -36,6 +36,8 @@ _KERNEL_SHAPE = {
 GROUP_HELPER = "group_totals"
 
 
+# A reduction over rows yields one value per column, or a single value.
+_ACCUMULATOR_ROLE = {COL: "col", SCALAR: "scalar"}
 _IDENTITY = {"reduce_sum": "0.0", "reduce_max": "-jnp.inf", "reduce_min": "jnp.inf"}
 _ACCUMULATE = {
     "reduce_sum": "{acc} + {part}",
@@ -51,9 +53,8 @@ class KernelBody:
     helpers: set[str] = field(default_factory=set)
     tile_temporaries: int = 0  # tile-sized values the body computes (for the VMEM estimate)
     step_lines: list[str] = field(default_factory=list)  # column-reduction stages: every row block
-    accumulators: list[tuple[str, str]] = field(
-        default_factory=list
-    )  # (kernel shape, initial value)
+    # Column-reduction stages: (role, initial value as source) of each f32 accumulator.
+    accumulators: list[tuple[str, str]] = field(default_factory=list)
 
 
 def emit_body(
@@ -213,7 +214,7 @@ class _Emitter:
         """A reduction over rows: each row block adds its partial result to f32 scratch; the
         total is read after the last row block."""
         accumulator = f"acc{len(self.accumulators)}_ref"
-        self.accumulators.append((self._shape(result), _IDENTITY[eqn.primitive]))
+        self.accumulators.append((_ACCUMULATOR_ROLE[result.name], _IDENTITY[eqn.primitive]))
         self.lines = self.step_lines
         part = f"{REDUCTIONS[eqn.primitive]}({self._operand(eqn.inputs[0])}, axis=0, keepdims=True)"
         total = _ACCUMULATE[eqn.primitive].format(

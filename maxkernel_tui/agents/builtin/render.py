@@ -1,9 +1,12 @@
 """A plan -> the complete, self-contained source of a candidate kernel file.
 
-The file declares its tunables at the top, picks every block size from the shapes it is called
-with (so it runs at bench, check and unseen shapes alike), and holds one kernel function, one
-`pallas_call` wrapper per stage and `computation`, which reshapes operands to the stages' 2-D
-forms (free in XLA) and chains the stages.
+The file declares its tunables at the top and carries, copied as written, the parameterised
+stage of each family its plan uses (pieces/: matmul, row-wise and column reduction,
+convolution), which pick every block size from the shapes they are called with (so the file
+runs at bench, check and unseen shapes alike). What is written for the task: one function per
+stage, its body or its head's epilogue translated from the reference's jaxpr (epilogue.py), and
+`computation`, which reshapes operands to the stages' 2-D forms (free in XLA) and calls each
+stage's piece with the stage's parameters.
 """
 
 from __future__ import annotations
@@ -16,21 +19,38 @@ import numpy as np
 
 from maxkernel_tui.agents.builtin import source_parts as parts
 from maxkernel_tui.agents.builtin.dims import Dim
-from maxkernel_tui.agents.builtin.epilogue import GROUP_HELPER, KernelBody, emit_body
+from maxkernel_tui.agents.builtin.epilogue import GROUP_HELPER, emit_body
 from maxkernel_tui.agents.builtin.errors import CannotPlan
 from maxkernel_tui.agents.builtin.layout import COL, ROW, SCALAR, TILE, Kind
 from maxkernel_tui.agents.builtin.operand_precision import PrecisionChoice, operand_words
 from maxkernel_tui.agents.builtin.planner import Plan
 from maxkernel_tui.agents.builtin.primitives import dtype_source
 from maxkernel_tui.agents.builtin.program import Var
-from maxkernel_tui.agents.builtin.stages import ConvStage, MatmulStage, Stage, indent, mxu_stages
+from maxkernel_tui.agents.builtin.stages import (
+    ColumnReductionStage,
+    ConvStage,
+    MatmulStage,
+    Stage,
+    mxu_stages,
+)
 from maxkernel_tui.agents.builtin.tunables import Tunables
 
 _ROLE = {TILE: "tile", ROW: "row", COL: "col", SCALAR: "scalar"}
-# Names a stage wrapper uses for itself; an operand named like one of them gets a suffix.
-_WRAPPER_LOCALS = ("rows", "cols", "depth", "batch", "tm", "tn", "tk", "footprint")
-_BLOCK = {TILE: ("tm", "tn"), ROW: ("tm", "1"), COL: ("1", "tn"), SCALAR: ("1", "1")}
-_ARRAY = {"tile": "rows, cols", "row": "rows, 1", "col": "1, cols", "scalar": "1, 1"}
+# The roles whose blocks are tiled along rows (the row block's alignment follows their dtypes).
+_ROW_TILED = ("lhs", "taps", "tile", "row")
+# Each kind of stage: the piece that runs it, and the functions the file carries for it.
+_PIECE_RUNNER = {
+    MatmulStage: "_matmul_stage",
+    ConvStage: "_conv_stage",
+    Stage: "_rowwise_stage",
+    ColumnReductionStage: "_rowwise_stage",
+}
+_PIECE = {
+    MatmulStage: parts.MATMUL_STAGE,
+    ConvStage: parts.CONV_STAGE,
+    Stage: parts.ROWWISE_STAGE,
+    ColumnReductionStage: parts.ROWWISE_STAGE,
+}
 # Tile-sized f32 temporaries the VMEM estimate allows for, at most, besides the blocks.
 _MAX_LIVE_TEMPORARIES = 4
 _GROUP_TEMPORARIES = 2  # the chunked copy and the totals of _group_totals
@@ -39,11 +59,10 @@ _GROUP_TEMPORARIES = 2  # the chunked copy and the totals of _group_totals
 @dataclass
 class _Operand:
     var: Var
-    param: str  # its name in the stage wrapper; its ref in the kernel is f"{param}_ref"
+    param: str  # its ref in the stage's body or epilogue is f"{param}_ref"
     role: str  # lhs, rhs, rhs_t, image, taps, tile, row, col, scalar
     batched: bool
-    form: tuple[Dim, ...]  # the array the stage receives
-    block: tuple[str, ...]  # the block (rows and cols last), as source
+    form: tuple[Dim, ...]  # the array the stage's piece receives
     head: bool = False  # an operand of the stage's matmul or convolution (read by its head)
 
 
@@ -81,33 +100,17 @@ class _Writer:
 
     # -- the file ----------------------------------------------------------------------------
     def render(self) -> str:
-        stages = [self._stage(stage) for stage in self.plan.stages]
+        functions = [self._stage(stage) for stage in self.plan.stages]
         computation = self._computation()
-        helpers = [parts.PICK_BLOCK, parts.BLOCK_BYTES, parts.COMPILER_PARAMS]
-        helpers += [
-            fit
-            for fit in (parts.FIT_BLOCKS, parts.FIT_ROWS)
-            if any(s.fit_helper == fit for s in self.plan.stages)
-        ]
+        pieces = list(dict.fromkeys(_PIECE[type(stage)] for stage in self.plan.stages))
         if GROUP_HELPER in self.helpers:
-            helpers.append(parts.GROUP_TOTALS)
-        matmuls = any(isinstance(s, MatmulStage) for s in self.plan.stages)
-        if matmuls:
-            helpers.append(parts.MATMUL_STAGE)
-        rowwise = any(type(s) is Stage for s in self.plan.stages)
-        if rowwise:
-            helpers.append(parts.ROWWISE_STAGE)
-        uses = {
-            "functools": matmuls or rowwise or any("functools.partial" in s for s in stages),
-            "math": GROUP_HELPER in self.helpers,
-        }
-        standard = [module for module, used in uses.items() if used]
+            pieces.append(parts.GROUP_TOTALS)
+        standard = ["functools", *(["math"] if GROUP_HELPER in self.helpers else [])]
         sections = [
             self._docstring() + "\n" + parts.imports(*standard),
             self._tunables() + "\n" + parts.VMEM_CONSTANTS,
-            *helpers,
-            *self.index_maps.values(),
-            *stages,
+            *parts.functions_source(*pieces),
+            *functions,
             computation,
         ]
         return "\n\n".join(section.rstrip("\n") + "\n" for section in sections)
@@ -159,152 +162,111 @@ class _Writer:
 
     # -- one stage ---------------------------------------------------------------------------
     def _stage(self, stage: Stage) -> str:
+        """The stage's body (or its head's epilogue) as a function translated from the
+        reference's jaxpr; computation() runs it with its family's piece and parameters."""
         self._relayout_ready_values()
-        operands = self._operands(stage)
-        outputs = self._outputs(stage)
+        operands, outputs = self._operands(stage), self._outputs(stage)
         ref_names = {o.var: f"{o.param}_ref" for o in operands + outputs if not o.head}
         body = emit_body(stage, self.plan.program.dims, self.symbol_names, ref_names)
         self.helpers |= body.helpers
         symbols = [k for k in body.keywords if k not in ("tm", "tn")]
         self.used_symbols.update(s for s, name in self.symbol_names.items() if name in symbols)
-        if isinstance(stage, MatmulStage):
-            return self._matmul_stage(stage, operands, outputs, body, symbols)
-        if type(stage) is Stage:
-            return self._rowwise_stage(stage, operands, outputs, body, symbols)
-        grid = stage.grid
-        for operand in operands + outputs:
-            name = parts.index_map_name(operand.role, grid, operand.batched)
-            self.index_maps.setdefault(
-                name, parts.index_map_source(operand.role, grid, operand.batched)
+        heads, extras = [o for o in operands if o.head], [o for o in operands if not o.head]
+        refs = [f"{o.param}_ref" for o in extras + outputs]
+        lines, sizes, more = body.lines, [], []
+        n, runner = stage.number, _PIECE_RUNNER[type(stage)]
+        if isinstance(stage, (MatmulStage, ConvStage)):
+            name, parameter = f"_stage{n}_epilogue", "epilogue"
+            head = "accumulator" if isinstance(stage, MatmulStage) else "sum of one image"
+            what = (
+                "This is its epilogue, translated equation by equation from the reference's "
+                f"jaxpr, on one (tm, tn) block of the finished f32 {head}."
             )
-        kernel = self._kernel_source(stage, operands, outputs, body)
-        wrapper = self._wrapper_source(stage, operands, outputs, body, symbols, grid)
-        self._record_call(stage, operands, outputs, symbols)
-        return kernel + "\n\n" + wrapper
-
-    def _matmul_stage(
-        self,
-        stage: MatmulStage,
-        operands: list[_Operand],
-        outputs: list[_Operand],
-        body: KernelBody,
-        symbols: list[str],
-    ) -> str:
-        """A matmul stage: its epilogue as a function, run by the file's copy of
-        pieces/matmul.py's `_matmul_stage` with this stage's parameters."""
-        n = stage.number
-        extras, heads = [o for o in operands if not o.head], [o for o in operands if o.head]
-        refs = ["acc_ref", *(f"{o.param}_ref" for o in extras + outputs)]
-        summary = textwrap.wrap(
-            f'"""Stage {n}: {stage.summary()} This is its epilogue, translated equation by '
-            "equation from the reference's jaxpr, on one (tm, tn) block of the finished f32 "
-            'accumulator."""',
-            92,
-        )
-        keyword_params = ", ".join(["tm", "tn", *symbols])
-        epilogue = "\n".join(
-            [
-                f"def _stage{n}_epilogue({', '.join(refs)}, *, {keyword_params}):",
-                *indent(summary, 1),
-                *indent(body.lines, 1),
+            refs.insert(0, "acc_ref" if isinstance(stage, MatmulStage) else "acc")
+            more = self._head_keywords(stage, heads, extras, outputs)
+        else:
+            if stage.batched:  # the planner gives batch dims to matmul and conv stages only
+                raise CannotPlan("a row-wise stage with batch dimensions")
+            name, parameter = f"_stage{n}_body", "body"
+            what = "The reference's equations, translated one by one, on one block."
+            sizes = [
+                f"rows={self._dim(stage.frame.row_count)}",
+                f"cols={self._dim(stage.frame.cols)}",
             ]
-        )
+            if body.accumulators:
+                refs += [f"acc{i}_ref" for i in range(len(body.accumulators))]
+                what = (
+                    "Each row block adds its partial results to the f32 accumulators; `finish` "
+                    "runs after the last one."
+                )
+                lines = [*body.step_lines, "", "def finish():", *indent(lines, 1)]
+                lines += ["", "return finish"]
+                accumulated = [f"({role!r}, {initial})" for role, initial in body.accumulators]
+                more = [f"accumulators={_tuple(accumulated)}"]
+        bound = ", ".join(f"{s}={s}" for s in symbols)
+        keywords = [
+            *sizes,
+            f"roles={_tuple([repr(o.role) for o in extras])}",
+            f"outputs={_tuple([f'({o.role!r}, {dtype_source(o.var.dtype)})' for o in outputs])}",
+            f"{parameter}=functools.partial({name}, {bound})" if symbols else f"{parameter}={name}",
+            *more,
+        ]
+        if stage.full_cols and not isinstance(stage, ConvStage):  # a conv's block is whole images
+            keywords.append("full_cols=True")
         temporaries = min(body.tile_temporaries, _MAX_LIVE_TEMPORARIES) + stage.head_scratch
         if GROUP_HELPER in body.helpers:
             temporaries += _GROUP_TEMPORARIES
-        bound = ", ".join(f"{s}={s}" for s in symbols)
-        keywords = [
-            f"roles={_tuple([repr(o.role) for o in extras])}",
-            f"outputs={_tuple([f'({o.role!r}, {dtype_source(o.var.dtype)})' for o in outputs])}",
-            f"epilogue=functools.partial(_stage{n}_epilogue, {bound})"
-            if symbols
-            else f"epilogue=_stage{n}_epilogue",
+        keywords += [
+            f"row_align={_row_alignment(operands, outputs)}",
+            f"temporaries={temporaries}",
         ]
-        if stage.matmul.rhs_transposed:
+        self._record_call(stage, operands, outputs, keywords, runner)
+        summary = textwrap.wrap(f'"""Stage {n}: {stage.summary()} {what}"""', 92)
+        keyword_params = ", ".join(["tm", "tn", *symbols])
+        header = f"def {name}({', '.join(refs)}, *, {keyword_params}):"
+        return "\n".join([header, *indent(summary, 1), *indent(lines, 1)]) + "\n"
+
+    def _head_keywords(
+        self,
+        stage: MatmulStage | ConvStage,
+        heads: list[_Operand],
+        extras: list[_Operand],
+        outputs: list[_Operand],
+    ) -> list[str]:
+        """The parameters of a matmul's or a convolution's piece besides its epilogue."""
+        keywords = []
+        if isinstance(stage, MatmulStage) and stage.matmul.rhs_transposed:
             keywords.append("rhs_transposed=True")
         chosen = self._operand_precision(stage)
         if chosen is not None:
             keywords.append(f"operands={chosen!r}")
-        if stage.batched:
+        if isinstance(stage, ConvStage):  # the image axis: of each epilogue operand and result
+            keywords.append(f"batched={_tuple([str(o.batched) for o in extras + outputs])}")
+        elif stage.batched:
             keywords.append(f"batched={_tuple([str(o.batched) for o in heads + extras + outputs])}")
-        if stage.full_cols:
-            keywords.append("full_cols=True")
-        keywords += [
-            f"row_align={_row_alignment(operands, outputs)}",
-            f"temporaries={temporaries}",
-        ]
-        self._record_call(stage, operands, outputs, [], keywords, "_matmul_stage")
-        return epilogue + "\n"
+        return keywords
 
-    def _rowwise_stage(
-        self,
-        stage: Stage,
-        operands: list[_Operand],
-        outputs: list[_Operand],
-        body: KernelBody,
-        symbols: list[str],
-    ) -> str:
-        """A row-wise stage: its body as a function, run by the file's copy of
-        pieces/rowwise.py's `_rowwise_stage` with this stage's parameters."""
-        if stage.batched:  # the planner gives batch dims to matmul stages only
-            raise CannotPlan("a row-wise stage with batch dimensions")
-        n = stage.number
-        refs = [f"{o.param}_ref" for o in operands + outputs]
-        summary = textwrap.wrap(
-            f'"""Stage {n}: {stage.summary()} The reference\'s equations, translated one by '
-            'one, on one block."""',
-            92,
-        )
-        keyword_params = ", ".join(["tm", "tn", *symbols])
-        function = "\n".join(
-            [
-                f"def _stage{n}_body({', '.join(refs)}, *, {keyword_params}):",
-                *indent(summary, 1),
-                *indent(body.lines, 1),
-            ]
-        )
-        temporaries = min(body.tile_temporaries, _MAX_LIVE_TEMPORARIES)
-        if GROUP_HELPER in body.helpers:
-            temporaries += _GROUP_TEMPORARIES
-        bound = ", ".join(f"{s}={s}" for s in symbols)
-        keywords = [
-            f"roles={_tuple([repr(o.role) for o in operands])}",
-            f"outputs={_tuple([f'({o.role!r}, {dtype_source(o.var.dtype)})' for o in outputs])}",
-            f"body=functools.partial(_stage{n}_body, {bound})"
-            if symbols
-            else f"body=_stage{n}_body",
-        ]
-        if stage.full_cols:
-            keywords.append("full_cols=True")
-        keywords += [
-            f"row_align={_row_alignment(operands, outputs)}",
-            f"temporaries={temporaries}",
-        ]
-        self._record_call(stage, operands, outputs, [], keywords, "_rowwise_stage")
-        return function + "\n"
-
-    def _operand_precision(self, stage: MatmulStage) -> str | None:
-        """What pieces/matmul.py's `operands` says for this stage: "bf16" casts f32 blocks,
-        "highest" asks for full f32 passes (chosen, or asked by the reference)."""
+    def _operand_precision(self, stage: MatmulStage | ConvStage) -> str | None:
+        """What the piece's `operands` says for this stage: "bf16" casts f32 blocks, "highest"
+        asks for full f32 passes (chosen, or asked by the reference)."""
         chosen = (
             self.precision.per_matmul[mxu_stages(self.plan.stages).index(stage)]
             if self.precision is not None
             else None
         )
-        if chosen == "bf16" and np.dtype(stage.matmul.lhs.dtype).itemsize > 2:
+        head = stage.head
+        if chosen == "bf16" and np.dtype(head.lhs.dtype).itemsize > 2:
             return "bf16"
-        if chosen == "highest" or (chosen is None and stage.matmul.precision):
+        if chosen == "highest" or (chosen is None and head.precision):
             return "highest"
         return None
 
     def _operands(self, stage: Stage) -> list[_Operand]:
-        taken = set(_WRAPPER_LOCALS)
+        taken: set[str] = set()
         operands = []
         for head in stage.head_operands():
             param = self._unique(head.var, taken)
-            operands.append(
-                _Operand(head.var, param, head.role, head.batched, head.form, head.block, True)
-            )
+            operands.append(_Operand(head.var, param, head.role, head.batched, head.form, True))
         for var in stage.inputs:
             kind = stage.kinds[var]
             operands.append(
@@ -314,7 +276,6 @@ class _Writer:
                     _ROLE[kind.name],
                     kind.batched,
                     _form(kind, stage),
-                    _BLOCK[kind.name],
                 )
             )
         return operands
@@ -331,7 +292,6 @@ class _Writer:
                     _ROLE[kind.name],
                     kind.batched,
                     _form(kind, stage),
-                    _BLOCK[kind.name],
                 )
             )
         return outputs
@@ -348,129 +308,22 @@ class _Writer:
         root = self.plan.storage.get(var, var)
         return self.values[root][0]
 
-    def _kernel_source(
-        self, stage: Stage, operands: list[_Operand], outputs: list[_Operand], body: KernelBody
-    ) -> str:
-        refs = [f"{o.param}_ref" for o in operands + outputs] + stage.scratch_refs(body)
-        names = stage.kernel_keywords(body)
-        keywords = f", *, {', '.join(names)}" if names else ""
-        header = f"def _stage{stage.number}_kernel({', '.join(refs)}{keywords}):"
-        if isinstance(stage, ConvStage) and self.precision is not None:
-            chosen = self.precision.per_matmul[mxu_stages(self.plan.stages).index(stage)]
-            return stage.kernel_source(header, refs, body, chosen)
-        return stage.kernel_source(header, refs, body)
-
-    def _wrapper_source(
-        self,
-        stage: Stage,
-        operands: list[_Operand],
-        outputs: list[_Operand],
-        body: KernelBody,
-        symbols: list[str],
-        grid: tuple[str, ...],
-    ) -> str:
-        n = stage.number
-        params = [o.param for o in operands]
-        keyword_params = (["rows", "cols"] if stage.takes_sizes else []) + symbols
-        keyword_list = f", *, {', '.join(keyword_params)}" if keyword_params else ""
-        signature = f"def _stage{n}({', '.join(params)}{keyword_list}):"
-        align = _row_alignment(operands, outputs)
-        summary = textwrap.wrap(f'"""Stage {n}: {stage.summary()}"""', 92)
-        lines = [signature, *indent(summary, 1), *stage.wrapper_shape_lines(params)]
-        lines.append(f"    tm = _pick_block(rows, BLOCK_ROWS, {align})")
-        lines.append(stage.cols_block_line(any(o.block[1] == "tn" for o in operands + outputs)))
-        lines += ["", *self._footprint(stage, operands, outputs, body), ""]
-        lines.append(stage.fit_line(align))
-        keywords = stage.partial_keywords(body, symbols)
-        kernel = (
-            f"functools.partial(_stage{n}_kernel, {', '.join(keywords)})"
-            if keywords
-            else f"_stage{n}_kernel"
-        )
-        out_shapes = [
-            f"jax.ShapeDtypeStruct(({'batch, ' if o.batched else ''}{_ARRAY[o.role]}), "
-            f"{dtype_source(o.var.dtype)})"
-            for o in outputs
-        ]
-        out_specs = [self._spec(o, grid) for o in outputs]
-        lines += [
-            "    return pl.pallas_call(",
-            f"        {kernel},",
-            f"        out_shape={_listed(out_shapes)},",
-            f"        grid=({stage.grid_source}),",
-            "        in_specs=[",
-            *[f"            {self._spec(o, grid)}," for o in operands],
-            "        ],",
-            f"        out_specs={_listed(out_specs)},",
-        ]
-        scratch = stage.scratch_shapes(body)
-        if scratch:
-            lines.append(f"        scratch_shapes=[{scratch}],")
-        footprint = f"footprint({stage.footprint_params})"
-        lines += [
-            f"        compiler_params=_compiler_params(({stage.semantics}), {footprint}),",
-            f"    )({stage.called(params)})",
-        ]
-        return "\n".join(lines) + "\n"
-
-    def _spec(self, operand: _Operand, grid: tuple[str, ...]) -> str:
-        block = (("None",) if operand.batched else ()) + operand.block
-        index_map = parts.index_map_name(operand.role, grid, operand.batched)
-        return f"pl.BlockSpec(({', '.join(block)}), {index_map})"
-
-    def _footprint(
-        self, stage: Stage, operands: list[_Operand], outputs: list[_Operand], body: KernelBody
-    ) -> list[str]:
-        terms = [
-            f"_block_bytes({' * '.join(o.block[:-1])}, {o.block[-1]}, {o.param}.dtype)"
-            for o in operands
-        ]
-        terms += [
-            f"_block_bytes({' * '.join(o.block[:-1])}, {o.block[-1]}, {dtype_source(o.var.dtype)})"
-            for o in outputs
-        ]
-        temporaries = min(body.tile_temporaries, _MAX_LIVE_TEMPORARIES)
-        if GROUP_HELPER in body.helpers:
-            temporaries += _GROUP_TEMPORARIES
-        scratch = temporaries + stage.head_scratch
-        what = (
-            "the f32 accumulator and " if stage.head_scratch else ""
-        ) + f"~{temporaries} f32 tile temporaries"
-        joined = "\n                  + ".join(terms)
-        accumulators = "".join(
-            f" + _block_bytes({shape[1:-1]}, jnp.float32)" for shape, _ in body.accumulators
-        )
-        return [
-            f"    def footprint({stage.footprint_params}):",
-            f"        # Two buffers per pipelined block, plus {what}.",
-            f"        blocks = ({joined})",
-            f"        return 2 * blocks + {scratch} * _block_bytes(tm, tn, "
-            f"jnp.float32){accumulators}",
-        ]
-
     # -- computation -------------------------------------------------------------------------
     def _record_call(
         self,
         stage: Stage,
         operands: list[_Operand],
         outputs: list[_Operand],
-        symbols: list[str],
-        keywords: list[str] | None = None,
-        wrapper: str | None = None,
+        keywords: list[str],
+        runner: str,
     ) -> None:
-        """computation()'s call of the stage: its own wrapper, or `wrapper` with `keywords`."""
-        arguments = [self._as_form(o.var, o.form) for o in operands]
-        if stage.takes_sizes:
-            arguments += [
-                f"rows={self._dim(stage.frame.row_count)}",
-                f"cols={self._dim(stage.frame.cols)}",
-            ]
-        arguments += [f"{s}={s}" for s in symbols] + (keywords or [])
+        """computation()'s call of the stage's piece, with the stage's operands and parameters."""
+        arguments = [self._as_form(o.var, o.form) for o in operands] + keywords
         names = [
             f"stage{stage.number}_out{i}" if len(outputs) > 1 else f"stage{stage.number}_out"
             for i in range(len(outputs))
         ]
-        call = f"    {', '.join(names)} = {wrapper or f'_stage{stage.number}'}("
+        call = f"    {', '.join(names)} = {runner}("
         self.calls.append(
             call + f",\n{' ' * len(call)}".join(_wrapped(arguments, 100 - len(call))) + ")"
         )
@@ -558,8 +411,12 @@ def _form(kind: Kind, stage: Stage) -> tuple[Dim, ...]:
 
 def _row_alignment(operands: list[_Operand], outputs: list[_Operand]) -> int:
     """Sublanes per tile of the narrowest dtype among blocks tiled along rows (8 for 32-bit)."""
-    itemsizes = [o.var.dtype.itemsize for o in operands + outputs if o.block[-2] == "tm"]
+    itemsizes = [o.var.dtype.itemsize for o in operands + outputs if o.role in _ROW_TILED]
     return 8 * max(1, 4 // min(itemsizes, default=4))
+
+
+def indent(lines: list[str], depth: int) -> list[str]:
+    return [("    " * depth) + line if line else line for line in lines]
 
 
 def _wrapped(items: list[str], width: int) -> list[str]:
@@ -574,7 +431,3 @@ def _wrapped(items: list[str], width: int) -> list[str]:
 
 def _tuple(items: list[str]) -> str:
     return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
-
-
-def _listed(items: list[str]) -> str:
-    return items[0] if len(items) == 1 else "[" + ", ".join(items) + "]"

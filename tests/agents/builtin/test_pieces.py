@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from maxkernel_tui.agents.builtin import source_parts
-from maxkernel_tui.agents.builtin.pieces import attention, blocks, body_lines, groups
+from maxkernel_tui.agents.builtin.pieces import attention, blocks, groups
 
 
 @pytest.mark.parametrize(
@@ -69,29 +69,33 @@ def test_online_softmax_over_key_blocks_matches_a_plain_softmax(causal):
         rows = slice(qi * block, (qi + 1) * block)
         max_ref, sum_ref = np.empty((block, 1), np.float32), np.empty((block, 1), np.float32)
         acc_ref = np.empty((block, dim), np.float32)
-        attention.start_statistics(max_ref, sum_ref, acc_ref)
+        attention._start_statistics(max_ref, sum_ref, acc_ref)
         last = attention._last_kv_block(qi, block, block) if causal else seq // block - 1
         for kj in range(int(last) + 1):
             cols = slice(kj * block, (kj + 1) * block)
-            block_logits = attention.block_logits(q[rows], k[cols])
+            block_logits = attention._block_logits(q[rows], k[cols])
             if causal:
-                block_logits = attention.causal_mask(block_logits, qi, kj, block, block)
-            attention.online_softmax_step(block_logits, max_ref, sum_ref, acc_ref, v[cols])
-        attention.finish_output(out[rows], acc_ref, sum_ref)
+                block_logits = attention._causal_mask(block_logits, qi, kj, block, block, -np.inf)
+            attention._online_softmax_step(block_logits, max_ref, sum_ref, acc_ref, v[cols])
+        attention._finish_output(out[rows], acc_ref, sum_ref)
     np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-5)
 
 
-def test_body_lines_drop_the_signature_docstring_and_return():
-    lines = body_lines(attention.causal_mask, 4)
-    assert lines[0].startswith("    rows = qi * block_q")
-    assert lines[-1] == "    logits = jnp.where(cols <= rows, logits, MASK_VALUE)"
-    assert not any("return" in line or '"""' in line for line in lines)
+def test_a_file_carries_each_function_of_its_pieces_once_common_helpers_first():
+    texts = source_parts.functions_source(
+        source_parts.ROWWISE_STAGE, source_parts.CONV_STAGE, source_parts.ROWWISE_STAGE
+    )
+    names = [text.split("(", 1)[0].removeprefix("def ") for text in texts]
+    assert names[:3] == ["_pick_block", "_block_bytes", "_compiler_params"]
+    assert len(names) == len(set(names))  # rowwise.py's roles, shared by the conv, once
+    assert names.index("_rowwise_block") < names.index("_image_role_block")
+    assert names[-1] == "_conv_stage" and "_fit_rows" in names and "_fit_blocks" not in names
 
 
-def test_the_copied_helpers_are_the_pieces_source():
+def test_the_copied_functions_are_the_pieces_source():
     namespace: dict[str, object] = {}
     exec(  # the text a generated file carries defines the same working helper
-        "import jax.numpy as jnp\n" + source_parts.PICK_BLOCK, namespace
+        "import jax.numpy as jnp\n" + "\n".join(source_parts.functions_source()), namespace
     )
     assert namespace["_pick_block"](4096, 512, 8) == 512  # type: ignore[operator]
     assert source_parts.VMEM_CONSTANTS.startswith("# Scoped VMEM")

@@ -3,6 +3,10 @@ equations of the reference on 2-D blocks, one parameterised wrapper. A block is 
 (tm, every column) when the body reduces over the columns or reads groups of them; the body,
 translated from the reference's jaxpr, comes in as a function of the stage's refs.
 
+With `accumulators` the same wrapper runs a column reduction (batch statistics, a mean over
+tokens): the grid puts row blocks innermost and 'arbitrary', each adds its partial result to
+f32 scratch, and the body's finishing step runs once the last row block is in.
+
 render.py copies these functions into each kernel file unchanged (with blocks.py's helpers and
 the file's BLOCK_* tunables) and calls `_rowwise_stage` with the stage's parameters; tests call
 them directly in interpret mode. Imports jax.
@@ -15,6 +19,7 @@ import functools
 import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
+from jax.experimental.pallas import tpu as pltpu
 
 from maxkernel_tui.agents.builtin.pieces.blocks import (
     _block_bytes,
@@ -59,6 +64,30 @@ def _rowwise_block(role, tm, tn):
     }[role]
 
 
+def _rows_inner(index):
+    """The same block on a grid (j, i) whose row blocks are the inner axis."""
+
+    def swapped(j, i):
+        return index(i, j)
+
+    return swapped
+
+
+def _column_reduction_kernel(*refs, body, accumulators):
+    """Reductions over rows: `body` adds this row block's partial results to the f32
+    accumulators (the last refs) and returns its finishing step, run after the last row block.
+    accumulators: (role, initial value) of each."""
+    i = pl.program_id(1)
+
+    @pl.when(i == 0)
+    def _start():
+        for acc_ref, (_, initial) in zip(refs[-len(accumulators) :], accumulators):
+            acc_ref[...] = jnp.full(acc_ref.shape, initial, jnp.float32)
+
+    finish = body(*refs)
+    pl.when(i == pl.num_programs(1) - 1)(finish)
+
+
 def _rowwise_stage(
     *operands,
     rows,
@@ -66,14 +95,17 @@ def _rowwise_stage(
     roles,
     outputs,
     body,
+    accumulators=(),
     full_cols=False,
     row_align=8,
     temporaries=0,
 ):
     """One row-wise stage over a (rows, cols) frame: `body(*operand_refs, *out_refs, tm=, tn=)`
     on each block. roles: the role of each operand (see _rowwise_block); outputs: (role, dtype)
-    of each result. `full_cols`: a block spans every column. `temporaries`: f32 (tm, tn) values
-    the body makes, for the VMEM estimate."""
+    of each result. `accumulators`: (role, initial value) of each f32 scratch of a column
+    reduction, whose body also takes their refs and returns its finishing step. `full_cols`: a
+    block spans every column. `temporaries`: f32 (tm, tn) values the body makes, for the VMEM
+    estimate."""
     all_roles = [*roles, *(role for role, _ in outputs)]
     tm = _pick_block(rows, BLOCK_ROWS, row_align)
     tiled = any(role in ("tile", "col") for role in all_roles)
@@ -86,16 +118,32 @@ def _rowwise_stage(
             _block_bytes(*_rowwise_block(role, tm, tn)[0], dtype)
             for role, dtype in zip(all_roles, dtypes)
         )
-        return 2 * blocks + temporaries * _block_bytes(tm, tn, jnp.float32)
+        scratch = sum(
+            _block_bytes(*_rowwise_block(role, tm, tn)[0], jnp.float32) for role, _ in accumulators
+        )
+        return 2 * blocks + temporaries * _block_bytes(tm, tn, jnp.float32) + scratch
 
     tm = _fit_rows(rows, tm, row_align, footprint)
     sizes = {"tile": (rows, cols), "row": (rows, 1), "col": (1, cols), "scalar": (1, 1)}
+    kernel = functools.partial(body, tm=tm, tn=tn)
+    grid, semantics = (rows // tm, cols // tn), ("parallel", "parallel")
+
+    def spec(role):
+        shape, index = _rowwise_block(role, tm, tn)
+        return pl.BlockSpec(shape, _rows_inner(index) if accumulators else index)
+
+    if accumulators:  # row blocks innermost: each adds to the scratch the next one reads
+        kernel = functools.partial(_column_reduction_kernel, body=kernel, accumulators=accumulators)
+        grid, semantics = (cols // tn, rows // tm), ("parallel", "arbitrary")
     results = pl.pallas_call(
-        functools.partial(body, tm=tm, tn=tn),
+        kernel,
         out_shape=[jax.ShapeDtypeStruct(sizes[role], dtype) for role, dtype in outputs],
-        grid=(rows // tm, cols // tn),
-        in_specs=[pl.BlockSpec(*_rowwise_block(role, tm, tn)) for role in roles],
-        out_specs=[pl.BlockSpec(*_rowwise_block(role, tm, tn)) for role, _ in outputs],
-        compiler_params=_compiler_params(("parallel", "parallel"), footprint(tm)),
+        grid=grid,
+        in_specs=[spec(role) for role in roles],
+        out_specs=[spec(role) for role, _ in outputs],
+        scratch_shapes=[
+            pltpu.VMEM(_rowwise_block(role, tm, tn)[0], jnp.float32) for role, _ in accumulators
+        ],
+        compiler_params=_compiler_params(semantics, footprint(tm)),
     )(*operands)
     return results[0] if len(results) == 1 else results
