@@ -90,7 +90,6 @@ class _Writer:
             )
         self.used_symbols: set[str] = set()
         self.helpers: set[str] = set()
-        self.index_maps: dict[str, str] = {}
         self.calls: list[str] = []  # the lines of computation() that run the stages
         self.values: dict[Var, tuple[str, tuple[Dim, ...]]] = {
             v: (name, v.shape) for name, v in zip(program.arg_names, program.inputs)

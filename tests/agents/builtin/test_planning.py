@@ -8,8 +8,10 @@ import re
 import pytest
 
 from maxkernel_tui.agents.builtin import CannotPlan, draft_kernel, plan_task
+from maxkernel_tui.agents.builtin import source_parts as parts
 from maxkernel_tui.agents.builtin.attention import recognise_attention
 from maxkernel_tui.agents.builtin.autotune import autotune, estimate_source
+from maxkernel_tui.agents.builtin.pieces import function_source
 from maxkernel_tui.agents.builtin.program import Probe, trace_program
 from maxkernel_tui.agents.builtin.tunables import Tunables
 from maxkernel_tui.kernels.evaluation.static_checks import static_problems
@@ -132,3 +134,34 @@ def test_sizes_that_only_coincide_are_read_where_they_live(suite_tasks):
     source = draft_kernel(find_task("18k", suite_tasks), tune=False).source
     assert "conv_bias.reshape(weight_dim0, 1)" in source
     assert "return stage1_out.reshape(x_dim0, weight_dim0, x_dim2_minus2, x_dim3_minus2)" in source
+
+
+@pytest.mark.parametrize(
+    ("task_id", "pieces", "call"),
+    [
+        ("2p", [parts.FLASH_ATTENTION], "    return _flash_attention(query, key, value, "),
+        ("18k", [parts.CONV_STAGE], "stage1_out = _conv_stage(x, weight, "),
+        (
+            "31k",  # batch statistics: column reductions between a matmul and row-wise stages
+            [parts.MATMUL_STAGE, parts.ROWWISE_STAGE],
+            "accumulators=(('col', 0.0),)",
+        ),
+        ("41k", [parts.MATMUL_STAGE], "stage1_out = _matmul_stage(x, weight, "),
+    ],
+)
+def test_the_file_is_its_family_module_called_with_the_tasks_parameters(
+    suite_tasks, task_id, pieces, call
+):
+    plan = plan_task(find_task(task_id, suite_tasks))[0]
+    source = plan.render(plan.start)
+    written = source
+    for function in (f for piece in (parts.COMMON, *pieces) for f in piece):
+        copied = function_source(function)
+        assert copied in source  # whole, exactly as written in pieces/ and tested there
+        written = written.replace(copied, "")
+    assert call in written
+    # Everything of the kernel proper comes from the module: what is written for the task is
+    # only the stages' bodies and epilogues, and computation() calling the module.
+    for kernel_word in ("pallas_call", "BlockSpec", "program_id", "pl.when", "VMEM("):
+        assert kernel_word not in written
+    assert re.search(r"^# Tunables.*\n(?:BLOCK_[A-Z]+ = \d+\n)+", source, re.MULTILINE)
