@@ -21,8 +21,8 @@ SEQ, DIM = 256, 32
 
 @pytest.fixture(autouse=True)
 def small_blocks(monkeypatch):
-    """Query blocks of 64 and key blocks of 128: several of each, crossing the diagonal."""
-    monkeypatch.setattr(attention, "BLOCK_Q", 64)
+    """Blocks of 128: two query and two key blocks, one below, on and above the diagonal."""
+    monkeypatch.setattr(attention, "BLOCK_Q", 128)
     monkeypatch.setattr(attention, "BLOCK_KV", 128)
 
 
@@ -55,7 +55,7 @@ def _reference(q, k, v, bias=None, *, scale=None, causal=False, mask_value=-jnp.
 
 
 def test_plain_attention_over_several_query_and_key_blocks():
-    q, k, v = (_random(2, 2, SEQ, DIM, seed=s) for s in range(3))
+    q, k, v = (_random(1, 2, SEQ, DIM, seed=s) for s in range(3))
     got = _run(q, k, v, out_dtype=jnp.float32)
     np.testing.assert_allclose(got, _reference(q, k, v), rtol=1e-4, atol=1e-4)
 
@@ -81,7 +81,8 @@ def test_a_bias_shared_across_the_batch_on_bf16_inputs_with_rounded_logits():
     np.testing.assert_allclose(got.astype(jnp.float32), want, rtol=2e-2, atol=2e-2)
 
 
-def test_a_per_head_bias_under_the_causal_mask():
+def test_a_per_head_bias_under_the_causal_mask_with_shorter_query_blocks(monkeypatch):
+    monkeypatch.setattr(attention, "BLOCK_Q", 64)  # four query blocks per key block of 128
     q, k, v = (_random(1, 3, SEQ, DIM, seed=s) for s in range(3))
     bias = _random(3, SEQ, SEQ, seed=4)  # (heads, seq, seq)
     got = _run(q, k, v, bias, out_dtype=jnp.float32, causal=True)
