@@ -9,11 +9,12 @@ from rich.syntax import Syntax
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message
-from textual.widgets import Input, Log, Static
+from textual.widgets import Input, Static
 
 from maxkernel_tui.agents.orchestration import diffs
 from maxkernel_tui.agents.orchestration.gates import Proposal, Subject
 from maxkernel_tui.screens.pane_messages import AgentsMessage, Streamed
+from maxkernel_tui.screens.wrapping_log import WrappingLog
 
 ACTIVITY_LINES = 3000  # the activity log keeps the most recent lines only
 TITLE = "Agents  (F5 run · F2 HITL⇄Auto · esc stop · ctrl+t message)"
@@ -65,7 +66,7 @@ class AgentPane(Horizontal):
         self.proposal: Proposal | None = None  # the proposal shown, waiting for a decision
 
     def compose(self) -> ComposeResult:
-        yield Log(id="activity", max_lines=ACTIVITY_LINES)
+        yield WrappingLog(ACTIVITY_LINES, id="activity")
         yield ProposalView(id="proposal")
         yield Input(id="agent-input")
 
@@ -85,17 +86,21 @@ class AgentPane(Horizontal):
 
     @property
     def lines(self) -> list[str]:
-        """The activity log's lines."""
-        return list(self.query_one(Log).lines)
+        """The activity log's lines, each whole (shown wrapped at the pane's edge)."""
+        return self.query_one(WrappingLog).lines
+
+    @property
+    def open_text(self) -> str:
+        """Streamed model text whose line has not ended yet."""
+        return self.query_one(WrappingLog).open_text
 
     def log_line(self, line: str) -> None:
         """One line of activity, on a line of its own even after streamed text."""
-        log = self.query_one(Log)
-        log.write(("" if log.lines and not log.lines[-1] else "\n") + line + "\n")
+        self.query_one(WrappingLog).write_line(line)
 
     def stream(self, text: str) -> None:
         """Streamed model text, as it comes."""
-        self.query_one(Log).write(text)
+        self.query_one(WrappingLog).stream(text)
 
     def show_proposal(self, proposal: Proposal) -> None:
         self.proposal = proposal

@@ -4,17 +4,14 @@ lines at the pane's edge and keeps the most recent ones. No jax here."""
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Sequence
-from typing import Any
 
-from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.widgets import RichLog
 
 from maxkernel_tui.kernels.evaluation.report import Check, EvalReport, format_check
 from maxkernel_tui.screens.pane_messages import TestsMessage
+from maxkernel_tui.screens.wrapping_log import WrappingLog
 
 LOG_LINES = 2000  # the tests log keeps the most recent lines only
 INTRO = (
@@ -26,13 +23,8 @@ INTRO = (
 class TestsPane(Vertical):
     __test__ = False  # not a pytest test class, whatever its name says
 
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self._lines: deque[str] = deque(maxlen=LOG_LINES)
-
     def compose(self) -> ComposeResult:
-        # min_width 1: wrap at the pane's edge, however narrow, instead of cutting the line
-        yield RichLog(id="tests", max_lines=LOG_LINES, wrap=True, min_width=1)
+        yield WrappingLog(LOG_LINES, id="tests")
 
     def on_mount(self) -> None:
         self.border_title = "Tests"
@@ -41,11 +33,10 @@ class TestsPane(Vertical):
     @property
     def lines(self) -> Sequence[str]:
         """The lines written, each whole (the log shows them wrapped)."""
-        return list(self._lines)
+        return self.query_one(WrappingLog).lines
 
     def write(self, line: str) -> None:
-        self._lines.append(line)
-        self.query_one(RichLog).write(Text(line))
+        self.query_one(WrappingLog).write_line(line)
 
     def on_tests_message(self, message: TestsMessage) -> None:
         for item in message.items:

@@ -8,7 +8,7 @@ import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
-from textual.widgets import Input, Log, Markdown, Static, TextArea
+from textual.widgets import Input, Markdown, Static, TextArea
 
 from maxkernel_tui.agents.llm.types import TextDelta
 from maxkernel_tui.agents.orchestration.limits import LoopLimits
@@ -158,8 +158,7 @@ async def test_escape_cancels_the_running_model_call(make_app) -> None:
         await until(
             pilot,
             lambda: (
-                "Thinking about tiles" in "\n".join(app.screen.query_one("#activity", Log).lines)
-                or provider.requests
+                "Thinking about tiles" in "\n".join(app.screen.agents.lines) or provider.requests
             ),
         )
         await pilot.press("escape")

@@ -9,7 +9,9 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from textual.widgets import RichLog, TextArea
+from textual.scroll_view import ScrollView
+from textual.widget import Widget
+from textual.widgets import RichLog, Static, TextArea
 
 from maxkernel_tui.agents.executors.choice import EvaluationSetup, build_tools
 from maxkernel_tui.agents.orchestration.gates import APPROVE, Proposal
@@ -19,9 +21,10 @@ from maxkernel_tui.kernels.evaluation.harness import EvalOptions
 from maxkernel_tui.kernels.evaluation.report import Check, EvalReport
 from maxkernel_tui.kernels.loader import builtin_suite_dir, load_task
 from maxkernel_tui.screens.help import key_help
-from maxkernel_tui.screens.pane_messages import TestsMessage
+from maxkernel_tui.screens.pane_messages import AgentsMessage, Streamed, TestsMessage
 from maxkernel_tui.screens.source_pane import UNSAVED
 from maxkernel_tui.screens.workbench import WorkbenchScreen
+from maxkernel_tui.screens.wrapping_log import OPEN_ROWS
 from maxkernel_tui.store.rows import Mode
 from tests.support.screens import status
 from tests.support.waiting import until
@@ -170,6 +173,64 @@ async def test_a_long_error_line_wraps_at_the_pane_edge(tmp_path) -> None:
         await until(pilot, lambda: tail in shown().replace("\n", " "))
         assert all(len(strip.text.rstrip()) <= log.size.width for strip in log.lines)
         assert len(log.lines) >= 3  # the intro and the error, on several lines
+
+
+def rows_shown(pane: Widget) -> list[str]:
+    """The rows the pane's scrolling logs draw, top to bottom, as text (whatever log it uses)."""
+    return [
+        log.render_line(y).text for log in pane.query(ScrollView) for y in range(log.size.height)
+    ]
+
+
+async def test_a_long_agent_line_wraps_at_the_pane_edge(tmp_path) -> None:
+    app, _ = make_app(tmp_path)
+    async with app.run_test(size=(100, 40)) as pilot:
+        screen = workbench(app)
+        tail = "the last words of a long error"
+        error = "debugger ▸ error: TypeError: cannot " + "unpack a block of rank 3 " * 8 + tail
+        screen.agents.post_message(AgentsMessage([error]))
+        await until(
+            pilot, lambda: tail in " ".join(r.strip() for r in rows_shown(screen.agents)), 20
+        )
+        rows = [row.rstrip() for row in rows_shown(screen.agents) if row.strip()]
+        assert len(rows) >= 3 and rows[0].startswith("debugger ▸ error: TypeError: cannot unpack")
+        assert screen.agents.lines[-1] == error  # kept whole, only shown wrapped
+        log = screen.agents.query_one(RichLog)
+        wide = log.size.width
+        await offer(pilot, screen, KERNEL)  # the proposal takes most of the pane's width
+        narrowed = lambda: log.size.width < wide / 2 and log.virtual_size.width <= wide / 2  # noqa: E731
+        await until(pilot, narrowed, 20)
+        await pilot.pause()
+        assert tail in " ".join(r.strip() for r in rows_shown(screen.agents))
+        assert log.virtual_size.width <= log.size.width  # drawn again at the new width
+
+
+async def test_streamed_agent_text_shows_as_it_comes_and_wraps_once_its_line_ends(
+    tmp_path,
+) -> None:
+    app, _ = make_app(tmp_path)
+    async with app.run_test(size=(100, 40)) as pilot:
+        screen = workbench(app)
+        words = "tiles of 512 rows " * 12
+        screen.agents.post_message(AgentsMessage([Streamed("Thinking about "), Streamed(words)]))
+        await until(pilot, lambda: screen.agents.lines[-1:] == ["Thinking about " + words])
+        open_line = screen.agents.query_one(".open-line", Static)
+        await until(pilot, lambda: str(open_line.content) == "Thinking about " + words)
+        assert open_line.display and screen.agents.open_text == "Thinking about " + words
+        screen.agents.post_message(AgentsMessage([Streamed("done.\nNext"), "planner ▸ plan"]))
+        await until(pilot, lambda: screen.agents.lines[-1:] == ["planner ▸ plan"])
+        assert not open_line.display and not screen.agents.open_text
+        assert screen.agents.lines[-3:] == [
+            "Thinking about " + words + "done.",
+            "Next",
+            "planner ▸ plan",
+        ]
+        joined = " ".join(r.strip() for r in rows_shown(screen.agents))
+        assert "tiles of 512 rows done." in joined and "Next planner ▸ plan" in joined
+        screen.agents.post_message(AgentsMessage([Streamed("x" * 5000 + " the newest words")]))
+        await until(pilot, lambda: str(open_line.content).endswith("the newest words"))
+        shown = str(open_line.content)  # an unfinished line too long for its rows: its tail
+        assert shown.startswith("…") and len(shown) <= OPEN_ROWS * screen.agents.size.width
 
 
 async def test_f5_with_an_unreachable_ray_head_shows_the_error_and_the_app_stays_up(

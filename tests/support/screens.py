@@ -5,8 +5,9 @@ tests/support/engine.py)."""
 from __future__ import annotations
 
 from textual.app import App
-from textual.widgets import Log, Static
+from textual.widgets import Static
 
+from maxkernel_tui.screens.agent_pane import AgentPane
 from tests.support.engine import DIAGNOSIS, GOOD, kernel, plan, variant
 
 __all__ = ["DIAGNOSIS", "GOOD", "kernel", "palette_offers", "plan", "status", "variant"]
@@ -20,7 +21,7 @@ def status(app: App[object]) -> str:
 
 def workbench_state(app: App[object]) -> str:
     """The status line and the last lines of activity: what a failed wait reports."""
-    activity = "\n".join(app.screen.query_one("#activity", Log).lines[-6:])
+    activity = "\n".join(app.screen.query_one(AgentPane).lines[-6:])
     return f"status: {status(app)}\n{activity}"
 
 
