@@ -3,9 +3,9 @@
 For each `pallas_call`: the grid, every block (shape, dtype, memory space, bytes), scratch
 buffers, dimension semantics, the VMEM footprint with the pipeline's double buffers, HBM bytes
 moved (a block is fetched again only when its block index changes between consecutive grid
-steps, which we find by evaluating the index maps over the whole grid), and the work per grid
-step from the kernel body (MXU flops of matmuls, vector element operations, transcendentals).
-Nothing here runs the kernel.
+steps, which we find by evaluating the index maps over the whole grid, index_maps.py), and the
+work per grid step from the kernel body (MXU flops of matmuls, vector element operations,
+transcendentals). Nothing here runs the kernel.
 """
 
 from __future__ import annotations
@@ -14,12 +14,11 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
 from maxkernel_tui.kernels.evaluation.jaxpr_work import sub_jaxprs
 from maxkernel_tui.kernels.perf.analysis import Block, KernelAnalysis, MemorySpace
+from maxkernel_tui.kernels.perf.index_maps import block_indices
 
 # Grids larger than this are not enumerated: every block is assumed fetched at every step.
 MAX_ENUMERATED_STEPS = 1 << 20
@@ -221,21 +220,9 @@ def _block_indices_per_step(
             mappings
         ), not grid_mapping.num_index_operands and steps <= MAX_ENUMERATED_STEPS
     points = np.stack(np.unravel_index(np.arange(steps), grid), axis=-1).astype(np.int32)
-    indices: list[np.ndarray | None] = []
-    for mapping in mappings:
-        closed = mapping.index_map_jaxpr
-
-        def index_of(point: jax.Array, closed: Any = closed) -> jax.Array:
-            outs = jax.core.eval_jaxpr(
-                closed.jaxpr, closed.consts, *[point[i] for i in range(len(grid))]
-            )
-            return (
-                jnp.stack([jnp.asarray(o, jnp.int32) for o in outs])
-                if outs
-                else jnp.zeros((0,), jnp.int32)
-            )
-
-        indices.append(np.asarray(jax.jit(jax.vmap(index_of))(jnp.asarray(points))))
+    indices: list[np.ndarray | None] = [
+        block_indices(mapping.index_map_jaxpr, points) for mapping in mappings
+    ]
     return indices, True
 
 

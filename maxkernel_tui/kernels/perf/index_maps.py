@@ -1,0 +1,145 @@
+"""The block indices a `pallas_call`'s index maps give at every grid step. Imports jax.
+
+An index map is a little integer program of the grid indices (`lambda i, j, k: (i, k)`,
+`(i * 2 + j // 4, 0)`). It is evaluated here with NumPy over every grid step at once, with
+XLA's integer semantics (division and remainder truncate toward zero, int32 wraps), so the
+performance model's autotune does not compile an XLA program per block per candidate tiling
+(that was most of the built-in planner's autotune on a CPU). A map that uses anything else
+(floats, arrays, an integer division by zero) is evaluated by XLA as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+_ELEMENTWISE: dict[str, Callable[..., Any]] = {
+    "add": np.add,
+    "sub": np.subtract,
+    "mul": np.multiply,
+    "max": np.maximum,
+    "min": np.minimum,
+    "neg": np.negative,
+    "abs": np.abs,
+    "sign": np.sign,
+    "eq": np.equal,
+    "ne": np.not_equal,
+    "lt": np.less,
+    "le": np.less_equal,
+    "gt": np.greater,
+    "ge": np.greater_equal,
+    "and": np.bitwise_and,
+    "or": np.bitwise_or,
+    "xor": np.bitwise_xor,
+    "not": np.invert,
+}
+_CALLS = ("pjit", "jit", "closed_call", "core_call")  # their body is evaluated inline
+
+
+class _NotPlainIntegers(Exception):
+    """The map does something this evaluator does not model: XLA evaluates it instead."""
+
+
+def block_indices(closed: Any, points: np.ndarray) -> np.ndarray:
+    """The block index (one column per output of the map) at each grid point (one row per
+    step, one column per grid axis, int32)."""
+    try:
+        return _with_numpy(closed, points)
+    except _NotPlainIntegers:
+        return _with_xla(closed, points)
+
+
+def _with_numpy(closed: Any, points: np.ndarray) -> np.ndarray:
+    columns = [points[:, axis] for axis in range(points.shape[1])]
+    outs = _evaluate(closed.jaxpr, closed.consts, columns)
+    steps = points.shape[0]
+    if not outs:
+        return np.zeros((steps, 0), np.int32)
+    return np.stack([np.broadcast_to(np.asarray(o).astype(np.int32), (steps,)) for o in outs], 1)
+
+
+def _evaluate(jaxpr: Any, consts: Sequence[Any], args: Sequence[Any]) -> list[Any]:
+    env: dict[Any, Any] = {}
+
+    def read(var: Any) -> Any:
+        return _integers(var.val, var.aval) if hasattr(var, "val") else env[var]
+
+    env.update(zip(jaxpr.constvars, [_integers(c, None) for c in consts], strict=True))
+    env.update(zip(jaxpr.invars, args, strict=True))
+    for eqn in jaxpr.eqns:
+        for out in eqn.outvars:
+            _integers(None, out.aval)  # every value a scalar integer (or boolean) per step
+        values = [read(v) for v in eqn.invars]
+        env.update(zip(eqn.outvars, _apply(eqn, values), strict=True))
+    return [read(v) for v in jaxpr.outvars]
+
+
+def _apply(eqn: Any, values: list[Any]) -> list[Any]:
+    name = eqn.primitive.name
+    dtype = eqn.outvars[0].aval.dtype
+    if name in _CALLS:
+        body = eqn.params["jaxpr"] if "jaxpr" in eqn.params else eqn.params["call_jaxpr"]
+        inner, consts = (body.jaxpr, body.consts) if hasattr(body, "consts") else (body, [])
+        return _evaluate(inner, consts, values)
+    if name in _ELEMENTWISE:
+        result = _ELEMENTWISE[name](*values)
+    elif name in ("div", "rem"):
+        numerator, denominator = values
+        if np.any(np.asarray(denominator) == 0):
+            raise _NotPlainIntegers(name)
+        result = _truncated_div(numerator, denominator) if name == "div" else np.fmod(*values)
+    elif name == "select_n":
+        which, *cases = values
+        result = np.choose(np.asarray(which).astype(np.int32), np.broadcast_arrays(*cases))
+    elif name == "clamp":
+        low, value, high = values
+        result = np.minimum(np.maximum(value, low), high)
+    elif name == "integer_pow":
+        result = np.power(values[0], eqn.params["y"])
+    elif name == "convert_element_type":
+        result = values[0]
+    else:
+        raise _NotPlainIntegers(name)
+    return [np.asarray(result).astype(dtype)]
+
+
+def _truncated_div(numerator: Any, denominator: Any) -> Any:
+    """Integer division rounded toward zero, as XLA's (NumPy's // floors)."""
+    quotient = np.abs(numerator) // np.abs(denominator)
+    return np.where(
+        (np.asarray(numerator) < 0) != (np.asarray(denominator) < 0), -quotient, quotient
+    )
+
+
+def _integers(value: Any, aval: Any) -> Any:
+    """`value` as NumPy, when it is (and `aval` says) a scalar integer or boolean."""
+    if aval is not None:
+        dtype = np.dtype(aval.dtype)
+        if getattr(aval, "shape", None) != () or not (
+            np.issubdtype(dtype, np.integer) or dtype == np.bool_
+        ):
+            raise _NotPlainIntegers(str(aval))
+    if value is None:
+        return None
+    array = np.asarray(value)
+    if array.shape != () or not (np.issubdtype(array.dtype, np.integer) or array.dtype == np.bool_):
+        raise _NotPlainIntegers(f"constant {value!r}")
+    return array
+
+
+def _with_xla(closed: Any, points: np.ndarray) -> np.ndarray:
+    axes = points.shape[1]
+
+    def index_of(point: jax.Array) -> jax.Array:
+        outs = jax.core.eval_jaxpr(closed.jaxpr, closed.consts, *[point[i] for i in range(axes)])
+        return (
+            jnp.stack([jnp.asarray(o, jnp.int32) for o in outs])
+            if outs
+            else jnp.zeros((0,), jnp.int32)
+        )
+
+    return np.asarray(jax.jit(jax.vmap(index_of))(jnp.asarray(points)))
