@@ -18,6 +18,7 @@ import hashlib
 import itertools
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import jax
@@ -200,7 +201,15 @@ def _eval_jaxpr(
         if eqn.primitive.name in _MXU_PRIMITIVES:
             index = next(counter)
             flag = rounded[index] if index < rounded.shape[0] else False
-            results = [jnp.where(flag, _on_mxu(eqn, values, True), _on_mxu(eqn, values, False))]
+            # one branch runs (jnp.where would run both matmuls, the dearest part of the check)
+            results = [
+                jax.lax.cond(
+                    flag,
+                    partial(_on_mxu, eqn, bf16=True),
+                    partial(_on_mxu, eqn, bf16=False),
+                    values,
+                )
+            ]
         elif body is not None:  # a closed jaxpr (jit, custom_jvp) or an open one (remat)
             inner, consts = (body.jaxpr, body.consts) if hasattr(body, "consts") else (body, [])
             results = _eval_jaxpr(inner, consts, values, rounded, counter)
