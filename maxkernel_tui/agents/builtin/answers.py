@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import hashlib
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from maxkernel_tui.agents.builtin.autotune import analyse_source, reference_cost
@@ -46,7 +47,13 @@ class TaskDrafts:
     candidates: list[
         Candidate
     ]  # every distinct kernel on offer, in the order a debugger tries them
-    reference_cost: ReferenceCost | None
+
+    @cached_property
+    def reference_cost(self) -> ReferenceCost | None:
+        """Read when a plan is written, not when drafting: drafts made ahead (while the
+        session describes the task) find it in the task's description by then, instead of
+        compiling the reference for the TPU a second time."""
+        return reference_cost(self.task, self.target)
 
 
 class DraftCache:
@@ -281,7 +288,7 @@ def _draft(task: Task, target: str) -> TaskDrafts:
     distinct: dict[str, Candidate] = {}
     for candidate in candidates:
         distinct.setdefault(_normalised(candidate.source), candidate)
-    return TaskDrafts(task, target, drafts, list(distinct.values()), reference_cost(task, target))
+    return TaskDrafts(task, target, drafts, list(distinct.values()))
 
 
 def _kernel_answer(preface: str, source: str) -> str:

@@ -3,11 +3,11 @@ no network. No jax in this process.
 
 It answers from `Request.context` (the sub-agent contract), never from the prompt's prose: the
 profiler step here, from the profile's figures (diagnosis.py); every other step in a worker
-process that imports jax (worker.py), started on the first such step and kept until `aclose`, so
-drafts it caches serve later steps. The blocking worker calls run in a thread, one at a time.
-Its answers cost nothing and use no model tokens: it reports zero tokens. Its debugger, offered
-the `lower` tool, lowers each fix before proposing it (tool_use.py), so the offline path runs
-the same tool loop as a model's.
+process that imports jax (worker.py), started on the first such step (or by `draft_ahead`,
+while the session describes the task) and kept until `aclose`, so drafts it caches serve later
+steps. The blocking worker calls run in a thread, one at a time. Its answers cost nothing and
+use no model tokens: it reports zero tokens. Its debugger, offered the `lower` tool, lowers each
+fix before proposing it (tool_use.py), so the offline path runs the same tool loop as a model's.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from pathlib import Path
 from maxkernel_tui.agents.builtin.context import read_context
 from maxkernel_tui.agents.builtin.diagnosis import diagnose
 from maxkernel_tui.agents.builtin.errors import BuiltinAgentError, CannotPlanError
-from maxkernel_tui.agents.builtin.reply import Failure, WorkerReply
+from maxkernel_tui.agents.builtin.reply import DRAFT_AHEAD, Failure, WorkerReply
 from maxkernel_tui.agents.builtin.strategy_moves import NoMove, apply_strategy
 from maxkernel_tui.agents.builtin.tester import answer_tester
 from maxkernel_tui.agents.builtin.tool_use import (
@@ -123,6 +123,22 @@ class BuiltinProvider:
         except NoMove as reason:
             return str(reason)
         return None
+
+    async def draft_ahead(self, task_dir: str, target: str) -> None:
+        """Start the worker and draft for the task before the first step asks (the session
+        calls this while it describes the task, so jax's import and the drafting overlap the
+        description): that step then finds the drafts made. A failure here is left for the
+        step to meet and report; cancelled, the drafting stops (its worker is killed, so no
+        thread waits on it)."""
+        step = StepContext(task_dir=task_dir, target=target, role=DRAFT_AHEAD)
+        try:
+            await self._ask_worker(step)
+        except asyncio.CancelledError:
+            if self._worker is not None:
+                self._worker.kill()
+            raise
+        except Exception:  # the step drafts again and says what went wrong
+            return
 
     async def aclose(self) -> None:
         if self._worker is not None:

@@ -1,5 +1,6 @@
 """What the built-in agent's worker answers for one step, as it crosses from the worker process
-(worker.py) to the provider (provider.py): one JSON object per line. No jax here.
+(worker.py) to the provider (provider.py): one JSON object per line; and the one request that
+is not a step. No jax here.
 """
 
 from __future__ import annotations
@@ -7,6 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
+
+# The role of a request that drafts for a task and answers empty text: the provider sends it
+# while the session describes the task, so the first step finds the drafts made.
+DRAFT_AHEAD = "draft_ahead"
 
 
 class Failure(StrEnum):

@@ -14,14 +14,18 @@ import sys
 
 from maxkernel_tui.agents.builtin.answers import DraftCache, answer
 from maxkernel_tui.agents.builtin.errors import BuiltinAgentError, CannotPlan
-from maxkernel_tui.agents.builtin.reply import Failure, WorkerReply
+from maxkernel_tui.agents.builtin.reply import DRAFT_AHEAD, Failure, WorkerReply
 from maxkernel_tui.agents.roles.context import StepContext
 from maxkernel_tui.kernels.workers import READY
 
 
 def respond(line: str, cache: DraftCache) -> WorkerReply:
     try:
-        return WorkerReply(answer(StepContext.from_request(json.loads(line)), cache))
+        request = json.loads(line)
+        if request.get("role") == DRAFT_AHEAD:  # drafts made now serve the steps to come
+            cache.get(str(request["task_dir"]), str(request["target"]))
+            return WorkerReply("")
+        return WorkerReply(answer(StepContext.from_request(request), cache))
     except CannotPlan as reason:
         return WorkerReply(error=str(reason), failure=Failure.CANNOT_PLAN)
     except BuiltinAgentError as error:

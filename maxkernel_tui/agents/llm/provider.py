@@ -10,7 +10,7 @@ or closing the iterator, closes the HTTP stream.
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from maxkernel_tui.agents.llm.types import ProviderChunk, Request
 
@@ -22,3 +22,11 @@ class Provider(Protocol):
     def stream(self, request: Request) -> AsyncGenerator[ProviderChunk, None]: ...
 
     async def aclose(self) -> None: ...
+
+
+@runtime_checkable
+class DraftsAhead(Protocol):
+    """A provider with work to do on a task before its first step (the built-in agent drafts
+    its kernels): the session starts it while it describes the task, and cancels it on close."""
+
+    async def draft_ahead(self, task_dir: str, target: str) -> None: ...

@@ -6,6 +6,7 @@ No jax here (the tools run it in worker processes)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -15,7 +16,7 @@ from typing import Any
 from maxkernel_tui.agents.budget import Budget, session_budget
 from maxkernel_tui.agents.executors.choice import ClosableTools, EvaluationSetup, build_tools
 from maxkernel_tui.agents.llm.client import LLMClient
-from maxkernel_tui.agents.llm.provider import Provider
+from maxkernel_tui.agents.llm.provider import DraftsAhead, Provider
 from maxkernel_tui.agents.orchestration import keys
 from maxkernel_tui.agents.orchestration.engine import LoopLimits, SessionEngine
 from maxkernel_tui.agents.orchestration.events import SessionStarted
@@ -44,9 +45,14 @@ class OpenSession:
     provider: Provider
     tools: ClosableTools
     toolbox: Toolbox | None = None  # the sub-agents' tools
+    ahead: asyncio.Task[None] | None = None  # the provider's work before the first step
 
     async def aclose(self) -> None:
         await self.provider.aclose()
+        if self.ahead is not None:  # the provider's close has ended that work's worker
+            self.ahead.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.ahead
         self.tools.close()
         if self.toolbox is not None:
             self.toolbox.close()
@@ -190,13 +196,24 @@ async def open_session(
             opening.roles.to_json(),
         )
     )
-    say(f"describing {task.task_id} (shapes and the reference's XLA cost on {opening.target})")
-    facts = await asyncio.to_thread(task_facts, task, opening.target)
-    say("starting the evaluation workers")
-    workspace = Workspace(settings.data_dir / "sessions" / journal.session_id)
-    tools = await asyncio.to_thread(
-        build_tools, setup.on_target(opening.target), task, workspace.path("traces"), harness
+    # the provider's own preparation (the built-in agent's drafts) overlaps the description
+    ahead = (
+        asyncio.create_task(provider.draft_ahead(str(task.folder), opening.target))
+        if isinstance(provider, DraftsAhead)
+        else None
     )
+    try:
+        say(f"describing {task.task_id} (shapes and the reference's XLA cost on {opening.target})")
+        facts = await asyncio.to_thread(task_facts, task, opening.target)
+        say("starting the evaluation workers")
+        workspace = Workspace(settings.data_dir / "sessions" / journal.session_id)
+        tools = await asyncio.to_thread(
+            build_tools, setup.on_target(opening.target), task, workspace.path("traces"), harness
+        )
+    except BaseException:  # failed or cancelled: no drafting goes on for a session not opened
+        if ahead is not None:
+            ahead.cancel()
+        raise
     prober = tools if isinstance(tools, KernelTools) else None  # Ray nodes run no probes
     toolbox = Toolbox(task, opening.target, workspace.path("tools"), prober=prober, profiler=tools)
     engine = SessionEngine(
@@ -213,7 +230,9 @@ async def open_session(
         roles=opening.roles,
         toolbox=toolbox,
     )
-    return OpenSession(engine, journal.session_id, resume is not None, provider, tools, toolbox)
+    return OpenSession(
+        engine, journal.session_id, resume is not None, provider, tools, toolbox, ahead
+    )
 
 
 def _charge_earlier_usage(budget: Budget, store: Store, session_id: str) -> None:

@@ -47,6 +47,7 @@ async def test_plan_kernel_and_next_kernel_for_rmsnorm(tmp_path):
     provider = build_provider({"name": "builtin"})
     client = LLMClient(provider)
     try:
+        await provider.draft_ahead(str(RMSNORM), "v5e")  # as a session does while describing
         plan = await client.complete(ask("planner", RMSNORM))
         headings = {h.strip().lower() for h in re.findall(r"^## (.+)$", plan.text, re.MULTILINE)}
         assert set(PLAN_HEADINGS) <= headings, plan.text
