@@ -3,6 +3,7 @@
 import shutil
 import subprocess
 import sys
+import time
 
 import pytest
 from textual.widgets import DataTable, Static, TextArea
@@ -11,6 +12,7 @@ from maxkernel_tui.app import MaxKernelApp
 from maxkernel_tui.config import load_settings
 from maxkernel_tui.kernels.loader import find_task
 from tests.support.paths import KERNELS
+from tests.support.task_folders import write_plain
 from tests.support.waiting import wait_for, wait_for_frame
 
 pytestmark = pytest.mark.slow  # the real harness (worker processes) and a real terminal
@@ -137,5 +139,38 @@ def test_real_terminal_approve_with_the_editor_focused_types_nothing(tmp_path, s
         subprocess.run([*tmux, "send-keys", "-t", "t", "a"], check=True)
         after = wait_for_frame(tmux, "proposes a kernel", timeout=180)
         assert '1  """12p_RMSNorm' in after and '1  a"""' not in after  # the starter, untouched
+    finally:
+        subprocess.run([*tmux, "kill-server"], capture_output=True)
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+def test_real_terminal_quits_at_once_while_f5_starts_the_session(tmp_path):
+    """ctrl+q while F5 describes a production-size plain folder with a cold cache and the
+    built-in agent drafts ahead: the process ends without waiting for either (it waited for
+    the description, 88 s under load), with exit status 0."""
+    task = write_plain(tmp_path / "tasks", "36k_Matmul_Sigmoid_Sum", tol=0.01)
+    home = tmp_path / "home"
+    home.mkdir()
+    socket = f"mkt-wb-quit-{tmp_path.name}"
+    tmux = ["tmux", "-L", socket]
+    env = (
+        f"env -i HOME={home} PATH=/usr/bin:/bin TERM=xterm-256color JAX_PLATFORMS=cpu "
+        f"MAXKERNEL_TUI_CACHE_DIR={tmp_path / 'cache'} MAXKERNEL_TUI_DATA_DIR={tmp_path / 'data'}"
+    )
+    exit_file = tmp_path / "exit"
+    app = f"{sys.executable} -m maxkernel_tui.cli --task {task}"
+    command = f"{env} {app}; echo EXITED $? > {exit_file}; sleep 30"
+    subprocess.run(
+        [*tmux, "new-session", "-d", "-s", "t", "-x", "160", "-y", "48", command], check=True
+    )
+    try:
+        wait_for_frame(tmux, "─ Source", "─ Tests")
+        subprocess.run([*tmux, "send-keys", "-t", "t", "F5"], check=True)
+        wait_for_frame(tmux, "starting: describing 36k_Matmul_Sigmoid_Sum")
+        began = time.monotonic()
+        subprocess.run([*tmux, "send-keys", "-t", "t", "C-q"], check=True)
+        ended = wait_for(lambda: exit_file.exists() and exit_file.read_text().strip(), 60)
+        assert time.monotonic() - began < 10  # not the description's tens of seconds
+        assert ended == "EXITED 0"
     finally:
         subprocess.run([*tmux, "kill-server"], capture_output=True)

@@ -18,6 +18,7 @@ from collections.abc import AsyncGenerator
 from dataclasses import replace
 from pathlib import Path
 
+from maxkernel_tui.agents.background import in_daemon_thread
 from maxkernel_tui.agents.builtin.context import read_context
 from maxkernel_tui.agents.builtin.diagnosis import diagnose
 from maxkernel_tui.agents.builtin.errors import BuiltinAgentError, CannotPlanError
@@ -158,7 +159,8 @@ class BuiltinProvider:
                 )
                 self._worker = LineWorker(python_module_argv(WORKER_MODULE), env, sandbox=policy)
             try:
-                data = await asyncio.to_thread(
+                # a daemon thread: a process that exits does not wait for the worker's answer
+                data = await in_daemon_thread(
                     self._worker.ask, json.dumps(step.to_request(step.role)), self._step_timeout_s
                 )
             except WorkerFailure as failure:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from maxkernel_tui.agents.background import in_daemon_thread
 from maxkernel_tui.agents.budget import Budget, session_budget
 from maxkernel_tui.agents.executors.choice import ClosableTools, EvaluationSetup, build_tools
 from maxkernel_tui.agents.llm.client import LLMClient
@@ -204,7 +205,8 @@ async def open_session(
     )
     try:
         say(f"describing {task.task_id} (shapes and the reference's XLA cost on {opening.target})")
-        facts = await asyncio.to_thread(task_facts, task, opening.target)
+        # a daemon thread: ctrl+q meanwhile does not wait for the description to end
+        facts = await in_daemon_thread(task_facts, task, opening.target)
         say("starting the evaluation workers")
         workspace = Workspace(settings.data_dir / "sessions" / journal.session_id)
         tools = await asyncio.to_thread(
