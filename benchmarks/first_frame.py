@@ -1,8 +1,9 @@
 """Time to first frame: `maxkernel-tui --task 12p_RMSNorm` against a bare Textual app with the
-same widgets (Markdown and a plan editor in a ContentSwitcher, code editor, Logs, DataTable, Static,
-the agents' pane with its proposal view and input line, Footer), side by side, alternating,
-each in a real terminal (tmux), from launch until the screen shows the app's text.
-Median of 7 runs each; goal: within 1.5x of the bare app. Writes benchmarks/results/first_frame.md.
+same widgets (Markdown and a plan editor in a ContentSwitcher, code editor, wrapping logs,
+DataTable, Static, the agents' pane with its proposal view and input line, Footer), side by
+side, alternating, each in a real terminal (tmux), from launch until the screen shows the app's
+text. Median of 7 runs each; goal: within 1.5x of the bare app. Writes
+benchmarks/results/first_frame.md.
 
     python benchmarks/first_frame.py
 """
@@ -24,7 +25,7 @@ BARE_APP = """
 from textual.app import App
 from textual.containers import Grid, Horizontal, VerticalScroll
 from textual.widgets import (
-    ContentSwitcher, DataTable, Footer, Input, Log, Markdown, Static, TextArea
+    ContentSwitcher, DataTable, Footer, Input, Markdown, RichLog, Static, TextArea
 )
 
 class Bare(App):
@@ -35,10 +36,10 @@ class Bare(App):
                 yield Markdown("# plan", id="plan")
                 yield TextArea(language="markdown", id="plan-editor")
             yield TextArea.code_editor("import jax  # pl.pallas_call", language="python")
-            yield Log()
+            yield RichLog(wrap=True)
             yield DataTable()
         with Horizontal():
-            yield Log()
+            yield RichLog(wrap=True)
             with VerticalScroll():
                 yield Static("proposal")
             yield Input()
