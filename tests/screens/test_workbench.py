@@ -146,8 +146,8 @@ def test_real_terminal_approve_with_the_editor_focused_types_nothing(tmp_path, s
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 def test_real_terminal_quits_at_once_while_f5_starts_the_session(tmp_path):
     """ctrl+q while F5 describes a production-size plain folder with a cold cache and the
-    built-in agent drafts ahead: the process ends without waiting for either (it waited for
-    the description, 88 s under load), with exit status 0."""
+    built-in agent drafts ahead: the process ends without waiting for either (110 s with the
+    drafting in the loop's executor, whose threads the exit joins), with exit status 0."""
     task = write_plain(tmp_path / "tasks", "36k_Matmul_Sigmoid_Sum", tol=0.01)
     home = tmp_path / "home"
     home.mkdir()
