@@ -22,7 +22,6 @@ from maxkernel_tui.config import (
     cache_dir,
     load_settings,
 )
-from maxkernel_tui.kernels.evaluation.harness import Harness
 from maxkernel_tui.kernels.task import Task, TaskError
 from maxkernel_tui.screens.help import HelpScreen, key_help
 from maxkernel_tui.screens.messages import (
@@ -44,6 +43,7 @@ from maxkernel_tui.themes import DEFAULT_THEME, THEMES
 
 if TYPE_CHECKING:
     from maxkernel_tui.agents.llm.provider import Provider
+    from maxkernel_tui.kernels.evaluation.harness import Harness
 
 
 class MaxKernelApp(ShowsWorkerErrors, App[None]):
@@ -242,6 +242,8 @@ class MaxKernelApp(ShowsWorkerErrors, App[None]):
         """The evaluation harness, started on first use: its worker processes would otherwise
         compete with the first frame for the CPU."""
         if self._harness is None:
+            from maxkernel_tui.kernels.evaluation.harness import Harness  # not before the frame
+
             self._harness = Harness()
         return self._harness
 

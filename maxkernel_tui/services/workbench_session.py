@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from maxkernel_tui.config import Settings
-from maxkernel_tui.kernels.evaluation.harness import Harness
 from maxkernel_tui.kernels.evaluation.report import Check, EvalReport
 from maxkernel_tui.kernels.task import Task
 from maxkernel_tui.services.delivery import BatchedDelivery
@@ -40,13 +39,14 @@ if TYPE_CHECKING:
     from maxkernel_tui.agents.orchestration.tools import ProfileResult
     from maxkernel_tui.agents.search.config import SearchConfig
     from maxkernel_tui.agents.search.launch import OpenSearch
+    from maxkernel_tui.kernels.evaluation.harness import Harness
     from maxkernel_tui.services.search_feed import SearchFeed
     from maxkernel_tui.store.db import Store
 
     AgentUpdate = SessionEvent | Proposal  # a proposal: it waits for the engineer's decision
 
 SNAPSHOT_DIR = "evaluated"  # under the workdir: the editor's source as last evaluated or profiled
-HarnessFactory = Callable[[], Harness]  # the app's shared harness, started on first use
+HarnessFactory = Callable[[], "Harness"]  # the app's shared harness, started on first use
 Deliver = Callable[[Sequence["AgentUpdate"], bool], None]  # (updates in order, the loop has ended)
 
 
