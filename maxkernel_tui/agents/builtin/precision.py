@@ -5,7 +5,11 @@ bf16 operands with f32 accumulation (one MXU pass) are tried first: the referenc
 equation by equation with that matmul's operands rounded to bf16 and its sum kept in f32, which
 is what the kernel's MXU does, and compared with the reference at full f32 precision (as the
 harness computes it) within the task's tolerance on the check and heldout configurations and the
-built-in tester's edge cases. Where that fails, the matmul keeps f32 operands (Mosaic's default,
+built-in tester's edge cases. Those shapes are small (K of a few hundred) and the kernel runs at
+production's (K of thousands), where the rounding error is larger: the share of the tolerance
+each configuration uses is projected to production's contraction depth and output count
+(operand_precision.Depth) and must stay under PROJECTED_SHARE_LIMIT there too. Where that fails,
+the matmul keeps f32 operands (Mosaic's default,
 several passes), or Precision.HIGHEST where the reference asks for it; each matmul is raised
 alone first, so a program whose one sensitive matmul needs f32 keeps bf16 on the others.
 A convolution counts as one matmul: the implicit GEMM's per-tap matmuls share its precision.
@@ -16,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import itertools
+import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -26,9 +31,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from maxkernel_tui.agents.builtin.operand_precision import (
+    PROJECTED_SHARE_LIMIT,
+    Depth,
     OperandPrecision,
     PrecisionChoice,
     operand_words,
+    projected_share,
 )
 from maxkernel_tui.agents.builtin.tester import edge_proposals
 from maxkernel_tui.kernels import reference_runtime as runtime
@@ -83,7 +91,7 @@ def _choose(task: Task, matmuls: int, asks_highest: Sequence[bool]) -> Precision
         return PrecisionChoice(
             cheapest,
             f"bf16 operands, f32 accumulation (one MXU pass): {emulation.where} stay within "
-            "the task's tolerance with them",
+            f"the task's tolerance with them{emulation.projection}",
         )
     for choice in _raised_choices(matmuls, asks_highest):
         if emulation.passes(choice):
@@ -122,6 +130,8 @@ class _Case:
     config: str
     want: list[Any]
     emulate: Callable[[jax.Array], list[Any]]
+    depths: tuple[int, ...]  # each matmul's contraction depth, in program order
+    elements: int  # the outputs' elements
 
 
 class _Emulation:
@@ -136,11 +146,15 @@ class _Emulation:
         self.task, self.matmuls = task, matmuls
         self.cases = [c for name in names for c in _cases(task, module, name, matmuls)]
         self.where = f"{', '.join(dict.fromkeys(names))} (seeds {', '.join(map(str, SEEDS))})"
+        self.production = _production_shape(task, module)
         self.failure = ""
+        self.projection = ""  # what the last passing choice was projected to, in words
 
     def passes(self, choice: tuple[OperandPrecision, ...]) -> bool:
         rounded = jnp.asarray([p == "bf16" for p in choice] or [False], bool)
+        worst: tuple[float, Depth] | None = None
         for case in self.cases:
+            depth = self._depth(case, choice)
             for got, want in zip(case.emulate(rounded), case.want, strict=True):
                 found = compare_arrays(
                     np.asarray(got), np.asarray(want), self.task.tolerance(case.config)
@@ -148,7 +162,41 @@ class _Emulation:
                 if not found.ok:
                     self.failure = f"{case.config}: {found.describe()}"
                     return False
+                if depth is None:
+                    continue
+                projected = projected_share(found.tolerance_used, depth)
+                if projected > PROJECTED_SHARE_LIMIT:
+                    self.failure = (
+                        f"{case.config}: {found.tolerance_used:.0%} of the tolerance at K "
+                        f"{depth.observed_k}, projected to {projected:.0%} at production's K "
+                        f"{depth.production_k} and {depth.production_elements:,} outputs "
+                        f"(the limit is {PROJECTED_SHARE_LIMIT:.0%})"
+                    )
+                    return False
+                if worst is None or projected > worst[0]:
+                    worst = (projected, depth)
+        self.projection = (
+            ""
+            if worst is None
+            else f", projected to {worst[0]:.0%} of it at production's contraction depth "
+            f"(K {worst[1].production_k}, {worst[1].production_elements:,} outputs)"
+        )
         return True
+
+    def _depth(self, case: _Case, choice: tuple[OperandPrecision, ...]) -> Depth | None:
+        """The bf16 matmul whose error grows most from this case to production; None when no
+        matmul is rounded or production's shapes are unknown."""
+        if self.production is None:
+            return None
+        production_depths, production_elements = self.production
+        depths = [
+            Depth(observed, production, case.elements, production_elements)
+            for precision, observed, production in zip(
+                choice, case.depths, production_depths, strict=False
+            )
+            if precision == "bf16"
+        ]
+        return max(depths, key=Depth.growth, default=None)
 
 
 def _cases(task: Task, module: Any, config: str, matmuls: int) -> list[_Case]:
@@ -161,6 +209,7 @@ def _cases(task: Task, module: Any, config: str, matmuls: int) -> list[_Case]:
         closed = jax.make_jaxpr(lambda *d: module.computation(*d, *static))(*dynamic)
     except Exception:
         return []
+    depths, elements = tuple(contraction_depths(closed.jaxpr)), _elements(closed)
 
     @jax.jit
     def emulate(rounded: jax.Array, *args: Any) -> list[Any]:
@@ -175,8 +224,54 @@ def _cases(task: Task, module: Any, config: str, matmuls: int) -> list[_Case]:
             want = emulate(full, *leaves)
         except Exception:
             return []
-        cases.append(_Case(config, want, _on_inputs(emulate, leaves)))
+        cases.append(_Case(config, want, _on_inputs(emulate, leaves), depths, elements))
     return cases
+
+
+def _production_shape(task: Task, module: Any) -> tuple[tuple[int, ...], int] | None:
+    """Each matmul's contraction depth at production shapes (the deepest of several production
+    configurations) and the most output elements, from shapes alone (no inputs are made); None
+    when production shapes do not trace."""
+    found: list[tuple[list[int], int]] = []
+    for name in runtime.config_names(task, module):
+        if not name.startswith(BENCH):
+            continue
+        try:
+            specs, static = runtime.input_specs(task, module, name)
+            closed = jax.make_jaxpr(lambda *d, s=static: module.computation(*d, *s))(*specs)
+        except Exception:
+            return None
+        found.append((contraction_depths(closed.jaxpr), _elements(closed)))
+    if not found:
+        return None
+    depths = tuple(
+        max(column) for column in itertools.zip_longest(*(d for d, _ in found), fillvalue=0)
+    )
+    return depths, max(elements for _, elements in found)
+
+
+def contraction_depths(jaxpr: Any) -> list[int]:
+    """The contraction depth of each matmul and convolution, in the order _eval_jaxpr meets
+    them: a dot's contracted size; a convolution's input features times its window (the implicit
+    GEMM's taps all add into one sum)."""
+    depths = []
+    for eqn in jaxpr.eqns:
+        body = eqn.params.get(_CALL_BODIES.get(eqn.primitive.name, ""))
+        if eqn.primitive.name == "dot_general":
+            (lhs_contracting, _), _ = eqn.params["dimension_numbers"]
+            shape = eqn.invars[0].aval.shape
+            depths.append(math.prod(shape[d] for d in lhs_contracting))
+        elif eqn.primitive.name == "conv_general_dilated":
+            rhs_spec = eqn.params["dimension_numbers"].rhs_spec  # (out, in, *window)
+            shape = eqn.invars[1].aval.shape
+            depths.append(math.prod(shape[d] for d in rhs_spec[1:]))
+        elif body is not None:
+            depths += contraction_depths(getattr(body, "jaxpr", body))
+    return depths
+
+
+def _elements(closed: Any) -> int:
+    return sum(math.prod(v.aval.shape) for v in closed.jaxpr.outvars)
 
 
 def _on_inputs(emulate: Callable[..., list[Any]], leaves: list[Any]) -> Callable[[jax.Array], Any]:
