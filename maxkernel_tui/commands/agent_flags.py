@@ -56,8 +56,8 @@ def event_printer(
             print(json.dumps({"kind": event.kind, **event.payload()}), flush=True)
             return
         line = (describe_more(event) if describe_more else None) or describe(event)
-        if line is not None:
-            print(prefix + line, flush=True)
+        if line is not None:  # a description may go on over indented lines: each prefixed
+            print("\n".join(prefix + part for part in line.splitlines()), flush=True)
 
     return show
 

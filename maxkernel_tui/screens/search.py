@@ -24,6 +24,7 @@ from maxkernel_tui.agents.search.export import label
 from maxkernel_tui.agents.search.graph import ACCEPTED, Node, NodeSet
 from maxkernel_tui.kernels.task import Task
 from maxkernel_tui.screens.messages import KernelPromoted
+from maxkernel_tui.screens.search_evidence import evidence_facts
 from maxkernel_tui.services.search_feed import SearchFacts, SearchFeed, Skipped
 
 if TYPE_CHECKING:
@@ -228,6 +229,7 @@ class SearchScreen(Screen[None]):
         ]
         if node.detail:
             facts.append(f"*{node.detail}*")
+        facts += evidence_facts(node)
         skipped = [f"{s.strategy} ({s.reason})" for s in self._skipped if s.node == node.ref]
         if skipped:
             facts.append("skipped here, no move: " + "; ".join(skipped))

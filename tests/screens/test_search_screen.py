@@ -7,12 +7,13 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from textual.widgets import Sparkline, Static, TextArea, Tree
+from textual.widgets import Markdown, Sparkline, Static, TextArea, Tree
 
 from maxkernel_tui.agents.search.config import SearchConfig
 from maxkernel_tui.agents.search.launch import open_search
 from maxkernel_tui.app import MaxKernelApp
 from maxkernel_tui.config import load_settings
+from maxkernel_tui.kernels.evaluation.report import SMALL_SHAPES_ONLY
 from maxkernel_tui.kernels.loader import find_task
 from maxkernel_tui.screens.search import SearchScreen
 from maxkernel_tui.screens.workbench import WorkbenchScreen
@@ -79,6 +80,10 @@ async def test_follow_a_running_search_and_promote_a_node(
             best = outcome.best
             assert best is not None
             screen.query_one("#nodes", Tree).move_cursor(screen._tree_nodes[best.ref])
+            # the node's verdict and its evidence, as eval prints them (tests sample no tiles)
+            plan = screen.query_one("#plan", Markdown)
+            await until(pilot, lambda: f"accepted, {SMALL_SHAPES_ONLY}" in plan.source)
+            assert "evidence: numerics: check on" in plan.source
             await pilot.press("p")
             workbench = await until(
                 pilot, lambda: app.screen if isinstance(app.screen, WorkbenchScreen) else None

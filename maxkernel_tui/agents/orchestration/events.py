@@ -298,6 +298,8 @@ class SearchNodeChanged(SessionEvent):
     score_kind: str = ""
     version_id: int | None = None
     detail: str = ""
+    evidence: list[str] = field(default_factory=list)  # the verdict's (EvalReport.evidence)
+    scope: str = ""  # an accepted verdict's shapes (EvalReport.scope); "" otherwise
 
 
 @dataclass(frozen=True)

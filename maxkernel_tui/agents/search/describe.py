@@ -1,6 +1,9 @@
-"""One line per search-node change, for the headless CLI and the TUI's log."""
+"""A line per search-node change, for the headless CLI and the TUI's log; a judged node's
+verdict evidence on the lines below it, as `eval` prints it (shared with the search screen)."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from maxkernel_tui.agents.orchestration.events import (
     SearchNodeChanged,
@@ -14,7 +17,19 @@ def describe_node(event: SearchNodeChanged) -> str:
     parents = ", ".join(f"#{p.removeprefix('n')}" for p in event.parents)
     origin = f" ← {parents}" if parents else ""
     detail = f" — {event.detail}" if event.detail else ""
-    return f"◆ node #{event.number} {event.status}{score} {event.strategy}{origin}{detail}"
+    line = f"◆ node #{event.number} {event.status}{score} {event.strategy}{origin}{detail}"
+    return "\n".join(
+        [line, *(f"    {more}" for more in verdict_evidence(event.scope, event.evidence))]
+    )
+
+
+def verdict_evidence(scope: str, evidence: Sequence[str]) -> list[str]:
+    """What a node's verdict rests on, a line each: the shapes an acceptance was earned at
+    (`verified at production shapes` or `checked at small shapes only`), then the evidence
+    (seeds, held-out, edge cases, production tiles sampled, device numerics). Nothing for a node
+    that was not judged."""
+    earned = [f"accepted, {scope}"] if scope else []
+    return earned + [f"evidence: {line}" for line in evidence]
 
 
 def describe_skipped(event: StrategySkipped) -> str:

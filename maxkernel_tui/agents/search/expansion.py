@@ -27,6 +27,8 @@ class Expansion:
     score: float | None  # None when rejected or not scored
     score_kind: str
     failure: str | None
+    evidence: tuple[str, ...] = ()  # what the verdict rests on (EvalReport.evidence)
+    scope: str = ""  # an accepted verdict's shapes (EvalReport.scope)
 
 
 @dataclass(frozen=True)
@@ -68,8 +70,19 @@ async def expand(
     report = await steps.new_version(implement, source, IMPLEMENTER)
     report = await steps.debug(node, report, [])
     assert steps.kernel is not None and steps.version_id is not None
+    evidence = tuple(report.evidence)
     if report.verdict != ACCEPTED:
-        return Expansion(steps.version_id, steps.kernel, REJECTED, None, "", failure_text(report))
+        failure = failure_text(report)
+        return Expansion(steps.version_id, steps.kernel, REJECTED, None, "", failure, evidence)
     profile = keys.node_step(node, "profile")
     score, _ = await steps.profile(profile, steps.kernel, steps.version_id, report)
-    return Expansion(steps.version_id, steps.kernel, ACCEPTED, score.value, score.kind, None)
+    return Expansion(
+        steps.version_id,
+        steps.kernel,
+        ACCEPTED,
+        score.value,
+        score.kind,
+        None,
+        evidence,
+        report.scope,
+    )

@@ -41,6 +41,10 @@ class Node:
     cost_usd: float = 0.0
     detail: str = ""
     executor_node: str = ""  # where its last evaluation ran ("local" or a Ray node)
+    # What its kernel's verdict rests on (EvalReport.evidence) and, when accepted, the shapes it
+    # was earned at (EvalReport.scope): "verified at production shapes" or small shapes only.
+    evidence: list[str] = field(default_factory=list)
+    scope: str = ""
     merged_into: str | None = None
     pruned_round: int | None = None  # from the round after this one, nothing grows from the node
     tags: dict[str, Any] = field(default_factory=dict)  # the algorithm's bookkeeping: line, island
@@ -325,5 +329,7 @@ class SearchGraph(NodeSet):
                 node.score_kind,
                 node.version_id,
                 node.detail,
+                list(node.evidence),
+                node.scope,
             )
         )

@@ -236,6 +236,8 @@ class Search:
             source=done.source,
             hash=kernel_hash(done.source),
             detail=done.failure or "",
+            evidence=list(done.evidence),
+            scope=done.scope,
             **self._spent(node.ref),
         )
 

@@ -1,6 +1,7 @@
 """Searches on fake tools (no jax, milliseconds): each algorithm expands to its evaluation budget,
 ranks only accepted kernels, and keeps the store and the events in agreement; an expansion debugs
-a rejected kernel; a cancelled search is marked stopped and resumes without redoing its nodes."""
+a rejected kernel; a cancelled search is marked stopped and resumes without redoing its nodes; a
+judged node carries its verdict's evidence to the store, the events and the CLI's lines."""
 
 from __future__ import annotations
 
@@ -11,16 +12,27 @@ import pytest
 from maxkernel_tui.agents.orchestration.events import (
     EvaluationDone,
     ProposalRepeated,
+    SearchNodeChanged,
     StrategySkipped,
 )
+from maxkernel_tui.agents.search.describe import describe_search
 from maxkernel_tui.agents.search.expansion import Expansion, expand
 from maxkernel_tui.agents.search.graph import ACCEPTED, FAILED, MERGED, REJECTED, STOPPED
+from maxkernel_tui.kernels.evaluation.report import (
+    PASS,
+    TILES,
+    VERIFIED_AT_PRODUCTION,
+    Check,
+    EvalReport,
+)
 from tests.fakes.role_provider import RoleProvider
 from tests.support.engine import (
     BAD,
     GOOD,
     Bench,
     FakeTools,
+    accepted,
+    by_block_rows,
     events,
     graph_from_events,
     graph_in_store,
@@ -212,3 +224,62 @@ async def test_a_beam_whose_grandchild_writes_the_roots_kernel_ends_by_itself(
     assert graph["n0"].parents == []
     assert all(n.ref not in {a.ref for a in graph.ancestors(n.ref)} for n in graph.in_order())
     assert outcome.reason and bench.tools.evaluated.count(GOOD) == 1
+
+
+def _with_evidence(source: str, tools: FakeTools) -> EvalReport:
+    """The fake harness's verdict with what a real one rests on: seeds, held-out and, for an
+    accepted kernel, production tiles sampled (the real report's `evidence` reads these)."""
+    narrow = by_block_rows(source) == 0.5  # the 128-row variant
+    judged = rejected("numerics", "max error 3.0") if narrow else accepted()
+    judged.inputs = ["check seeds 11, 12 (rows 256)", "heldout seed 13 (rows 200)"]
+    if judged.verdict == "accepted":
+        sampled = {"blocks": 8, "of_blocks": 128, "sample_seed": 7, "input_seed": 0}
+        judged.add(Check(TILES, PASS, "8 of 128 output blocks sampled", data=sampled))
+    return judged
+
+
+async def test_judged_nodes_carry_their_verdicts_evidence_to_the_events_and_the_cli(
+    bench: Bench,
+) -> None:
+    tools = FakeTools(judge=_with_evidence)
+    provider = RoleProvider({"implementer": [variant(256), variant(512)]})
+    search = bench.search(
+        provider, tools=tools, algorithm="parallel", width=1, depth=1, max_evals=2
+    )
+    await search.run()
+
+    accepted_nodes = [n for n in search.graph.in_order() if n.status == ACCEPTED]
+    assert len(accepted_nodes) == 2
+    tiles_line = "production tiles (pass): 8 of 128 output blocks, sample seed 7, inputs seed 0"
+    for node in accepted_nodes:
+        assert node.scope == VERIFIED_AT_PRODUCTION
+        assert node.evidence == [
+            "check seeds 11, 12 (rows 256)",
+            "heldout seed 13 (rows 200)",
+            tiles_line,
+        ]
+    stored = bench.store.search_nodes(search.base.session_id)
+    assert all(row.data["evidence"] for row in stored)  # kept for a view in another process
+    judged = [
+        e
+        for e in events(bench.store, search.base.session_id, SearchNodeChanged)
+        if e.status == ACCEPTED
+    ]
+    printed = describe_search(judged[-1]).splitlines()
+    assert printed[0].startswith(f"◆ node #{judged[-1].number} accepted")
+    assert printed[1:] == [
+        f"    accepted, {VERIFIED_AT_PRODUCTION}",
+        "    evidence: check seeds 11, 12 (rows 256)",
+        "    evidence: heldout seed 13 (rows 200)",
+        f"    evidence: {tiles_line}",
+    ]
+
+
+async def test_a_rejected_expansion_keeps_its_evidence_and_claims_no_scope(bench: Bench) -> None:
+    tools = FakeTools(judge=_with_evidence)
+    provider = RoleProvider({"implementer": [variant(128)], "debugger": [variant(128)] * 4})
+    engine = bench.engine(provider, mode="graph", max_debug_attempts=1, tools=tools)
+    done = await expand(engine, "n1", GOOD, "plan", "shrink the blocks")
+    assert isinstance(done, Expansion) and done.verdict == "rejected"
+    assert done.evidence == ("check seeds 11, 12 (rows 256)", "heldout seed 13 (rows 200)")
+    assert done.scope == ""
