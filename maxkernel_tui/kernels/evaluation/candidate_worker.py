@@ -5,7 +5,7 @@
 Started ahead of time by the harness's pool; prints `{"ready": true}` once jax is imported,
 then reads ONE request line (a `CandidateRequest`) and answers with event lines
 (evaluation/protocol.py): a `check` per finished check, a `tiles` for the sampled production
-tiles when asked (evaluation/production_tiles.py, on the inputs copied into its directory), a
+tiles when asked (evaluation/production_tiles.py, on the production inputs kept in the cache), a
 `run` per numerics run (outputs saved as .npy in the request's directory), then `done`.
 The comparison with the reference happens in the caller, not here, so nothing the candidate
 does in this process can reach the reference's outputs.
@@ -338,6 +338,7 @@ def _tiles_run(subject: _Subject, request: CandidateRequest, tiles: TilesRequest
             kernels=[k.describe() for k in sampled.kernels],
             blocks=sum(k.blocks for k in sampled.kernels),
             of_blocks=sum(k.of_blocks for k in sampled.kernels),
+            shapes=[list(output.shape) for output in sampled.outputs],
         )
     except production_tiles.NotSampleable as reason:
         event = run(unsampleable=str(reason))
@@ -355,14 +356,14 @@ def _tiles_run(subject: _Subject, request: CandidateRequest, tiles: TilesRequest
 
 
 def _production_inputs(subject: _Subject, files: list[str]) -> Any:
-    """The production inputs the reference was computed on (raw .npy copies in this process's
-    directory), as arrays of the inputs' shapes and types."""
+    """The production inputs the reference is computed on (raw .npy files in the cache, which
+    this process may read and not write), as arrays of the inputs' shapes and types."""
     specs = jax.tree.leaves(subject.specs)
     if len(files) != len(specs):
         raise RuntimeError(f"{len(files)} production input files for {len(specs)} inputs")
     leaves = []
     for path, spec in zip(files, specs, strict=True):
-        raw = np.load(path, allow_pickle=False)
+        raw = np.load(path, mmap_mode="r", allow_pickle=False)
         leaves.append(jax.numpy.asarray(raw.view(spec.dtype).reshape(spec.shape)))
     return jax.tree.unflatten(jax.tree.structure(subject.specs), leaves)
 

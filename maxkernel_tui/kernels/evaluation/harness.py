@@ -52,6 +52,7 @@ from maxkernel_tui.kernels.evaluation.report import (
 )
 from maxkernel_tui.kernels.evaluation.snapshot import TaskSnapshot, snapshot_task
 from maxkernel_tui.kernels.evaluation.static_checks import static_problems
+from maxkernel_tui.kernels.evaluation.tiles_reference import TilesReference
 from maxkernel_tui.kernels.evaluation.tiles_verdict import not_sampled, tiles_check
 from maxkernel_tui.kernels.evaluation.timing import timing_check, tpu_present
 from maxkernel_tui.kernels.limits import file_oversize_problem
@@ -132,19 +133,24 @@ class Harness:
         self, *, pool_size: int = 1, memory_bytes: int = 8 * GIB, cpu_seconds: int = 3600
     ) -> None:
         self.memory_bytes = memory_bytes
-        # Task snapshots, read by both workers and written by neither.
+        # Task snapshots, read by both workers and written by neither; so are the production
+        # inputs of the tiles check (the task's own, from a fixed seed), read in place.
         self._snapshots = Path(tempfile.mkdtemp(prefix="mkt-snapshots-"))
+        production_inputs = reference_cache.inputs_root()
+        production_inputs.mkdir(parents=True, exist_ok=True)  # Landlock allows only what exists
+        readable = (self._snapshots, production_inputs)
         self._candidates = WarmPool(
             python_module_argv(_CANDIDATE_WORKER),
             jax_worker_env(),
             size=pool_size,
             limits=Limits(memory_bytes=memory_bytes, cpu_seconds=cpu_seconds),
-            sandbox=sandbox_policy(readable=(self._snapshots,)),
+            sandbox=sandbox_policy(readable=readable),
         )
         # Task code runs in a reference process of its own task (reference_workers.py).
-        self._references = ReferenceWorkers(self._snapshots)
+        self._references = ReferenceWorkers(readable)
         self._digests: dict[Path, str] = {}  # a snapshot's folder: its task's digest
         self._reference_lock = threading.Lock()
+        self._tiles = TilesReference(self._reference_for, self._ask, self._reference_lock)
 
     def close(self) -> None:
         self._candidates.close()
@@ -225,11 +231,10 @@ class Harness:
             tiles_request = tiles_plan.request(
                 task, options.tile_blocks, whole=not options.edges_only and options.config is None
             )
-            production = None
             if tiles_request is not None:
-                tiles_request, production = self._production_reference(task, tiles_request, workdir)
+                tiles_request, missing = self._tiles.inputs(task, tiles_request)
                 if tiles_request is None:
-                    report.add(not_sampled(production))
+                    report.add(not_sampled(missing))
             events, tiles = self._run_candidate(
                 worker, workdir, task, options, runs, extra, report, expert, tiles_request
             )
@@ -241,7 +246,7 @@ class Harness:
                 self._check_numerics(task, runs, extra, events, report)
             if report.failure is None:
                 for run in tiles:
-                    report.add(tiles_check(task, run, production))
+                    report.add(tiles_check(task, run, self._tiles.expected(task, run)))
             if report.failure is None and options.extra_configs and not extra:
                 report.add(
                     Check(
@@ -369,32 +374,6 @@ class Harness:
             return ReferenceAnswer.from_json(raw)
         except WorkerFailure as failure:
             return ReferenceAnswer(error=f"reference process failed: {failure}")
-
-    def _production_reference(
-        self, task: Task, tiles: TilesRequest, workdir: Path
-    ) -> tuple[TilesRequest | None, NumericsRun]:
-        """The reference's production outputs for the tiles check, from the cache (computed on
-        first use by the sandboxed reference worker, in its own directory, then kept), and the
-        tiles request with a private copy of the inputs they were computed on: the candidate
-        gets inputs, never the cache."""
-        run = (task.configs[0], tiles.input_seed)
-        folder = reference_cache.folder(task, *run)
-        reference = reference_cache.cached(folder, run)
-        if reference is None:
-            with self._reference_lock:
-                reference_worker = self._reference_for(task)
-                assert reference_worker.directory is not None
-                scratch = Path(tempfile.mkdtemp(dir=reference_worker.directory))
-                try:
-                    request = ReferenceRequest(
-                        str(task.folder), [run], str(scratch), with_inputs=[run]
-                    )
-                    answer = self._ask(reference_worker, request)
-                    made = next(iter(answer.runs), NumericsRun(*run, error=answer.error))
-                    reference = reference_cache.keep(folder, made)
-                finally:
-                    shutil.rmtree(scratch, ignore_errors=True)
-        return tiles_plan.with_private_inputs(tiles, reference, workdir), reference
 
     def _check_numerics(
         self,

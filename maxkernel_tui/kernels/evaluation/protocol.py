@@ -82,6 +82,9 @@ class NumericsRun:
     races: bool | None = None  # TPU interpret mode's race detector, when asked for
     seconds: float = 0.0
     inputs: list[str] | None = None  # the inputs' leaves (.npy), for cached production runs
+    # A production tiles reference (ProductionRequest): True when `files` hold the outputs at the
+    # sample's indices only (computed by regions), False when they hold whole outputs.
+    at_indices: bool | None = None
 
     @property
     def key(self) -> Run:
@@ -112,6 +115,7 @@ class TilesRun:
     error: str | None = None
     unsampleable: str | None = None
     seconds: float = 0.0
+    shapes: list[list[int]] = field(default_factory=list)  # each output's, to name an index
 
     @property
     def key(self) -> Run:
@@ -174,17 +178,35 @@ class ReferenceRequest:
     runs: list[Run]
     out_dir: str
     extra_configs: dict[str, dict[str, int]] = field(default_factory=dict)
-    # Runs whose inputs are saved beside the outputs (the production tiles' reference, which the
-    # harness keeps in the cache: evaluation/reference_cache.py), within the CPU budget.
-    with_inputs: list[Run] = field(default_factory=list)
+    production: ProductionRequest | None = None  # the production tiles' reference, if asked
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ReferenceRequest:
-        with_inputs = _runs(data.get("with_inputs", []))
-        return cls(**dict(data, runs=_runs(data["runs"]), with_inputs=with_inputs))
+        production = data.get("production")
+        return cls(
+            **dict(
+                data,
+                runs=_runs(data["runs"]),
+                production=None if production is None else ProductionRequest(**production),
+            )
+        )
+
+
+@dataclass(frozen=True)
+class ProductionRequest:
+    """What the production tiles check asks the reference worker (evaluation/reference_worker.py)
+    at production shapes: without `inputs`, to make the inputs and save them (the harness keeps
+    them in the cache, where candidates read them); with `inputs` (those files) and `indices`
+    (per output, the flat indices the candidate's sample decides, .npy), the reference's outputs
+    there, within the CPU budget."""
+
+    config: str
+    seed: int
+    inputs: list[str] = field(default_factory=list)
+    indices: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,10 @@ they are part of the task's semantics.
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +21,16 @@ import jax
 import numpy as np
 
 from maxkernel_tui.kernels import reference_runtime as runtime
+from maxkernel_tui.kernels.evaluation import reference_slices
 from maxkernel_tui.kernels.evaluation.jaxpr_work import measure
 from maxkernel_tui.kernels.evaluation.outputs import save_outputs
 from maxkernel_tui.kernels.evaluation.production_checks import REFERENCE_FLOPS_BUDGET
-from maxkernel_tui.kernels.evaluation.protocol import NumericsRun, ReferenceAnswer, ReferenceRequest
+from maxkernel_tui.kernels.evaluation.protocol import (
+    NumericsRun,
+    ProductionRequest,
+    ReferenceAnswer,
+    ReferenceRequest,
+)
 from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.task import Task, TaskError
 from maxkernel_tui.kernels.workers import READY
@@ -37,9 +45,6 @@ def reference_outputs(request: ReferenceRequest) -> ReferenceAnswer:
         return ReferenceAnswer(error=str(error))
     runs = []
     for config, seed in request.runs:
-        if (config, seed) in request.with_inputs:
-            runs.append(_with_inputs(task, module, config, seed, Path(request.out_dir)))
-            continue
         try:
             with jax.default_matmul_precision("highest"):
                 _, _, output = runtime.run_reference(task, module, config, seed)
@@ -47,39 +52,97 @@ def reference_outputs(request: ReferenceRequest) -> ReferenceAnswer:
             runs.append(NumericsRun(config, seed, files=files))
         except TaskError as error:
             runs.append(NumericsRun(config, seed, error=str(error)))
+    if request.production is not None:
+        runs.append(_production(task, module, request.production, Path(request.out_dir)))
     return ReferenceAnswer(runs)
 
 
-def _with_inputs(task: Task, module: Any, config: str, seed: int, out_dir: Path) -> NumericsRun:
-    """The reference's outputs and the inputs they were computed on, within the CPU budget
-    (production_checks.REFERENCE_FLOPS_BUDGET)."""
+def _production(task: Task, module: Any, asked: ProductionRequest, out_dir: Path) -> NumericsRun:
+    """The production tiles' inputs, saved; or, given them and the sample's indices, the
+    reference's outputs there: by regions where the reference allows (reference_slices.py), else
+    whole within the CPU budget (production_checks.REFERENCE_FLOPS_BUDGET)."""
+    run = functools.partial(NumericsRun, asked.config, asked.seed)
+    started = time.perf_counter()
     try:
-        specs, static = runtime.input_specs(task, module, config)
+        specs, static = runtime.input_specs(task, module, asked.config)
         traced = jax.make_jaxpr(lambda *d: module.computation(*d, *static))(*specs)
     except Exception as error:
-        return NumericsRun(config, seed, error=f"the reference does not trace: {error}")
+        return run(error=f"the reference does not trace: {error}")
+    if not asked.inputs:
+        return _saved_inputs(task, module, asked, out_dir)
+    leaves = jax.tree.leaves(specs)
+    inputs = [
+        np.load(path, mmap_mode="r", allow_pickle=False).view(spec.dtype).reshape(spec.shape)
+        for path, spec in zip(asked.inputs, leaves, strict=True)
+    ]
+    try:
+        values = []
+        with jax.default_matmul_precision("highest"):
+            for number, (path, aval) in enumerate(
+                zip(asked.indices, traced.out_avals, strict=True)
+            ):
+                indices = np.load(path, allow_pickle=False)
+                values.append(_at_indices(traced, inputs, number, indices, tuple(aval.shape)))
+        files = [
+            _save(out_dir / f"expected-{number}.npy", array) for number, array in enumerate(values)
+        ]
+        return run(files=files, at_indices=True, seconds=time.perf_counter() - started)
+    except reference_slices.NotSliceable:
+        pass
     flops = measure(traced).xla_flops
     if flops > REFERENCE_FLOPS_BUDGET:
-        return NumericsRun(
-            config,
-            seed,
+        return run(
             error=f"the reference at production shapes needs {flops:.3g} matmul flops, over "
             f"the CPU budget of {REFERENCE_FLOPS_BUDGET:.0g} (a TPU runs them in full)",
         )
     try:
         with jax.default_matmul_precision("highest"):
-            dynamic, _, output = runtime.run_reference(task, module, config, seed)
+            output = jax.core.eval_jaxpr(traced.jaxpr, traced.consts, *inputs)
+    except Exception as error:
+        return run(error=f"the reference failed at production shapes: {error}")
+    files = save_outputs(out_dir, f"reference-{asked.config}-{asked.seed}", output)
+    return run(files=files, at_indices=False, seconds=time.perf_counter() - started)
+
+
+def _at_indices(
+    traced: Any, inputs: list[np.ndarray], output: int, indices: np.ndarray, shape: tuple[int, ...]
+) -> np.ndarray:
+    """One output at its flat `indices`, computed box by box (reference_slices.boxes)."""
+    found = np.full(indices.shape, np.nan, np.float32)
+    points = np.stack(np.unravel_index(indices, shape), axis=1) if shape else np.zeros((1, 0), int)
+    for box in reference_slices.boxes(indices, shape):
+        inside = (
+            np.all(
+                [(points[:, d] >= a) & (points[:, d] < b) for d, (a, b) in enumerate(box)], axis=0
+            )
+            if shape
+            else np.ones(indices.shape, bool)
+        )
+        value = np.asarray(reference_slices.output_in_box(traced, inputs, output, box), np.float32)
+        local = tuple(points[inside, d] - a for d, (a, _) in enumerate(box))
+        found[inside] = value[local]
+    return found
+
+
+def _save(path: Path, array: np.ndarray) -> str:
+    np.save(path, array, allow_pickle=False)
+    return str(path)
+
+
+def _saved_inputs(task: Task, module: Any, asked: ProductionRequest, out_dir: Path) -> NumericsRun:
+    """The production inputs from the task's get_inputs and the seed, saved as raw bytes (the
+    reader views them as the input's dtype: bf16 has no .npy type)."""
+    try:
+        dynamic, _ = runtime.make_inputs(task, module, asked.config, asked.seed)
     except TaskError as error:
-        return NumericsRun(config, seed, error=str(error))
-    files = save_outputs(out_dir, f"reference-{config}-{seed}", output)
+        return NumericsRun(asked.config, asked.seed, error=str(error))
     inputs = []
     for index, leaf in enumerate(jax.tree.leaves(dynamic)):
-        # raw bytes: the reader views them as the input's dtype (bf16 has no .npy type)
         array = np.asarray(leaf)
-        path = out_dir / f"input-{config}-{seed}-{index}.npy"
+        path = out_dir / f"input-{asked.config}-{asked.seed}-{index}.npy"
         np.save(path, array.view(f"V{array.dtype.itemsize}"))
         inputs.append(str(path))
-    return NumericsRun(config, seed, files=files, inputs=inputs)
+    return NumericsRun(asked.config, asked.seed, files=[], inputs=inputs)
 
 
 def main() -> None:

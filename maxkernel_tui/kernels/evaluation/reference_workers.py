@@ -29,8 +29,9 @@ KEPT_STARTED = 2
 class ReferenceWorkers:
     """Started reference workers by task digest; the caller serialises their use."""
 
-    def __init__(self, snapshots: Path, keep: int = KEPT_STARTED) -> None:
-        self._snapshots = snapshots  # where the tasks' snapshots are: read, never written
+    def __init__(self, readable: tuple[Path, ...], keep: int = KEPT_STARTED) -> None:
+        # where the tasks' snapshots and the production inputs are: read, never written
+        self._readable = readable
         self._keep = keep
         self._started: OrderedDict[str, LineWorker] = OrderedDict()
 
@@ -42,7 +43,7 @@ class ReferenceWorkers:
                 python_module_argv(_REFERENCE_WORKER),
                 jax_worker_env(),
                 sandbox=sandbox_policy(
-                    readable=(self._snapshots,), xla_cache=XlaCache.SHARED, xla_scope=digest
+                    readable=self._readable, xla_cache=XlaCache.SHARED, xla_scope=digest
                 ),
             )
         self._started[digest] = worker

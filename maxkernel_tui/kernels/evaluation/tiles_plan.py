@@ -1,23 +1,19 @@
 """What the harness asks of the production tiles check (evaluation/production_tiles.py): how many
-blocks to sample, a fresh sample seed per evaluation, and the candidate's private copy of the
-inputs the cached reference was computed on. No jax.
+blocks to sample and a fresh sample seed per evaluation. No jax.
 """
 
 from __future__ import annotations
 
 import os
 import secrets
-import shutil
-from dataclasses import replace
-from pathlib import Path
 
-from maxkernel_tui.kernels.evaluation.protocol import NumericsRun, TilesRequest
+from maxkernel_tui.kernels.evaluation.protocol import TilesRequest
 from maxkernel_tui.kernels.task import Task
 
 TILE_BLOCKS_VARIABLE = "MAXKERNEL_TUI_TILE_BLOCKS"
 DEFAULT_TILE_BLOCKS = 4
-# The production inputs' seed: fixed, so the reference's production outputs are computed once per
-# task and kept in the cache; the sample of tiles is what is fresh each evaluation.
+# The production inputs' seed: fixed, so the inputs are made once per task and kept in the cache;
+# the sample of tiles is what is fresh each evaluation.
 PRODUCTION_INPUT_SEED = 0
 
 
@@ -38,15 +34,3 @@ def request(task: Task, tile_blocks: int | None, *, whole: bool) -> TilesRequest
     if len(task.configs) < 2:
         return None  # production shapes are the only ones: numerics runs them in full
     return TilesRequest(PRODUCTION_INPUT_SEED, secrets.randbelow(2**31 - 1), tile_blocks)
-
-
-def with_private_inputs(
-    tiles: TilesRequest, reference: NumericsRun, workdir: Path
-) -> TilesRequest | None:
-    """The request with a copy of the reference's inputs in the candidate's own directory (it
-    may read nothing else); None when the reference has no production outputs."""
-    if reference.files is None or not reference.inputs:
-        return None
-    private = workdir / "production-inputs"
-    private.mkdir()
-    return replace(tiles, inputs=[str(shutil.copy(path, private)) for path in reference.inputs])

@@ -2,9 +2,10 @@
 production shape, in the harness's process. NumPy only, no jax.
 
 The candidate's process saved, per program output, the values its sampled output blocks decide
-and their flat indices (evaluation/production_tiles.py); the reference's outputs come from the
-reference process (kept in the cache, computed once per task and seed). Only those elements are
-compared, with the production configuration's tolerance.
+and their flat indices (evaluation/production_tiles.py); the reference process computes the
+reference's outputs at those indices (by regions, evaluation/reference_slices.py, or whole, then
+kept in the cache). Only those elements are compared, with the production configuration's
+tolerance.
 """
 
 from __future__ import annotations
@@ -19,13 +20,32 @@ from maxkernel_tui.kernels.evaluation.report import FAIL, PASS, SKIP, TILES, Che
 from maxkernel_tui.kernels.task import Task
 
 
-def not_sampled(reference: NumericsRun) -> Check:
-    """No tiles: the reference's production outputs could not be had (over the CPU budget, or
-    the reference failed there)."""
-    return Check(TILES, SKIP, f"production tiles not run: {reference.error}")
+def not_sampled(reason: str) -> Check:
+    """No tiles: the production inputs could not be had (the task's get_inputs failed there)."""
+    return Check(TILES, SKIP, f"production tiles not run: {reason}")
 
 
-def tiles_check(task: Task, run: TilesRun, reference: NumericsRun | None) -> Check:
+def expected_values(reference: NumericsRun, indices: list[str]) -> list[np.ndarray]:
+    """The reference's outputs at the sample's flat indices, one array per output: as the
+    reference worker computed them there, or read from its whole outputs (memory-mapped, so
+    only the sampled elements of a large output are read)."""
+    if reference.files is None:
+        raise ValueError("no reference outputs")
+    if reference.at_indices:
+        return [np.load(path, allow_pickle=False) for path in reference.files]
+    found = []
+    for path, index_file in zip(reference.files, indices, strict=True):
+        whole = np.load(path, mmap_mode="r", allow_pickle=False).reshape(-1)
+        wanted = np.load(index_file, allow_pickle=False)
+        if wanted.size and (wanted.min() < 0 or wanted.max() >= whole.size):
+            raise ValueError("tile indices outside the output")
+        found.append(np.asarray(whole[wanted]))
+    return found
+
+
+def tiles_check(task: Task, run: TilesRun, expected: list[np.ndarray] | str | None) -> Check:
+    """The candidate's sampled values against the reference's there; `expected` is a string
+    when the reference could not be had (why), None when it was not asked (the run failed)."""
     label = f"{run.config} inputs seed {run.input_seed}, sample seed {run.sample_seed}"
     data = {
         "config": run.config,
@@ -42,29 +62,25 @@ def tiles_check(task: Task, run: TilesRun, reference: NumericsRun | None) -> Che
     if run.error is not None or run.values is None or run.indices is None:
         detail = f"{label}: the kernel failed on sampled production tiles: {run.error}"
         return Check(TILES, FAIL, detail, seconds, data)
-    if reference is None or reference.files is None:
-        why = reference.error if reference is not None else "no answer"
+    if not isinstance(expected, list):
+        why = expected or "no answer"
         return Check(TILES, SKIP, f"production tiles not compared: the reference failed: {why}")
-    if len(reference.files) != len(run.values):
-        detail = f"{label}: {len(run.values)} outputs instead of {len(reference.files)}"
+    if len(expected) != len(run.values):
+        detail = f"{label}: {len(run.values)} outputs instead of {len(expected)}"
         return Check(TILES, FAIL, detail, seconds, data)
     tolerance = task.tolerance(run.config)
     compared = 0
     worst = None
-    for values_file, indices_file, reference_file in zip(
-        run.values, run.indices, reference.files, strict=True
+    for number, (values_file, indices_file, want) in enumerate(
+        zip(run.values, run.indices, expected, strict=True)
     ):
         indices = np.load(indices_file, allow_pickle=False)
         values = np.load(values_file, allow_pickle=False)
-        if values.shape != indices.shape:
+        if values.shape != indices.shape or want.shape != indices.shape:
             return Check(TILES, FAIL, f"{label}: malformed tile files", seconds, data)
-        # memory-mapped: only the sampled elements of a large reference are read
-        expected = np.load(reference_file, mmap_mode="r", allow_pickle=False).reshape(-1)
-        if indices.size and (indices.min() < 0 or indices.max() >= expected.size):
-            return Check(TILES, FAIL, f"{label}: tile indices outside the output", seconds, data)
-        comparison = compare_arrays(values, np.asarray(expected[indices]), tolerance)
-        if comparison.worst_index:  # an index into the sample: say where in the output it is
-            shape = np.load(reference_file, mmap_mode="r", allow_pickle=False).shape
+        comparison = compare_arrays(values, want, tolerance)
+        shape = run.shapes[number] if number < len(run.shapes) else None
+        if comparison.worst_index and shape:  # an index into the sample: say where it is
             where = np.unravel_index(int(indices[comparison.worst_index[0]]), shape)
             comparison = replace(comparison, worst_index=tuple(int(i) for i in where))
         if not comparison.ok:

@@ -1,0 +1,317 @@
+"""The reference's outputs over a few boxes of production shape, without computing the rest.
+Imports jax.
+
+The production tiles check compares only the output elements its sampled blocks decide: a few
+blocks of a grid of hundreds. For references built from operations whose output regions map to
+input regions (elementwise arithmetic, broadcasts, transposes, reductions, `dot_general`), the
+region each intermediate value needs is followed backwards from an output box (a matmul needs
+its contracted dimensions whole, its other dimensions only where the box is), and the program is
+run forwards on those regions alone: for a 8192x8192x28672 GEMM and eight 1024x1024 blocks, 3% of
+its flops, reading only the input rows and columns that meet the box. Any other operation
+(reshapes, gathers, scans, convolutions...) raises NotSliceable and the caller computes the whole
+reference instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.extend import core
+from jax.extend.core import Var
+
+# (start, stop) per dimension
+Region = tuple[tuple[int, int], ...]
+
+# Operations whose every output element depends on the same element of each operand (an operand
+# dimension of size 1 broadcasts).
+_ELEMENTWISE = frozenset(
+    [
+        "abs",
+        "acos",
+        "acosh",
+        "add",
+        "and",
+        "asin",
+        "asinh",
+        "atan",
+        "atan2",
+        "atanh",
+        "cbrt",
+        "ceil",
+        "clamp",
+        "convert_element_type",
+        "copy",
+        "copy_p",
+        "cos",
+        "cosh",
+        "div",
+        "eq",
+        "erf",
+        "erf_inv",
+        "erfc",
+        "exp",
+        "exp2",
+        "expm1",
+        "floor",
+        "ge",
+        "gt",
+        "imag",
+        "integer_pow",
+        "is_finite",
+        "le",
+        "lgamma",
+        "digamma",
+        "log",
+        "log1p",
+        "logistic",
+        "lt",
+        "max",
+        "min",
+        "mul",
+        "ne",
+        "neg",
+        "nextafter",
+        "not",
+        "or",
+        "pow",
+        "real",
+        "reduce_precision",
+        "rem",
+        "round",
+        "rsqrt",
+        "select_n",
+        "sign",
+        "sin",
+        "sinh",
+        "sqrt",
+        "square",
+        "stop_gradient",
+        "sub",
+        "tan",
+        "tanh",
+        "xor",
+    ]
+)
+_REDUCTIONS = frozenset(
+    {"reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "argmax", "argmin"}
+)
+# Calls whose body is followed: (parameter holding the body)
+_CALLS = {
+    "pjit": "jaxpr",
+    "jit": "jaxpr",
+    "closed_call": "call_jaxpr",
+    "custom_jvp_call": "call_jaxpr",
+}
+
+
+class NotSliceable(Exception):
+    """The reference has an operation whose regions this module does not follow."""
+
+
+def boxes(indices: np.ndarray, shape: tuple[int, ...]) -> list[Region]:
+    """Boxes that together hold every flat index of an array of `shape` (and perhaps more): along
+    each dimension the indices fall in runs of consecutive values; a box is one run per
+    dimension, kept when an index falls in it."""
+    if not indices.size:
+        return []
+    if not shape:
+        return [()]
+    points = np.stack(np.unravel_index(indices, shape), axis=1)
+    run_ids, runs = [], []
+    for dim in range(len(shape)):
+        values = np.unique(points[:, dim])
+        starts = np.flatnonzero(np.diff(values, prepend=values[0] - 2) != 1)
+        bounds = [
+            (int(values[s]), int(values[e - 1]) + 1)
+            for s, e in zip(starts, [*starts[1:], len(values)], strict=True)
+        ]
+        runs.append(bounds)
+        run_ids.append(np.searchsorted(values[starts], points[:, dim], side="right") - 1)
+    chosen = np.unique(np.stack(run_ids, axis=1), axis=0)
+    return [tuple(runs[d][int(i)] for d, i in enumerate(row)) for row in chosen]
+
+
+def output_in_box(closed: Any, inputs: Sequence[np.ndarray], output: int, box: Region) -> jax.Array:
+    """Output `output` of the traced reference over `box`, from full inputs (NumPy arrays, read
+    only where the box needs them)."""
+    jaxpr = closed.jaxpr
+    wanted: list[Region | None] = [None] * len(jaxpr.outvars)
+    wanted[output] = box
+    values = _evaluate(jaxpr, list(closed.consts), [_Full(a) for a in inputs], wanted)
+    return values[output]
+
+
+class _Full:
+    """An input held whole (a NumPy array, perhaps memory-mapped): a region of it is read when
+    a value needs it."""
+
+    def __init__(self, array: Any) -> None:
+        self.array = array
+
+    def region(self, region: Region) -> jax.Array:
+        return jnp.asarray(self.array[tuple(slice(a, b) for a, b in region)])
+
+
+def _evaluate(
+    jaxpr: Any, consts: list[Any], args: list[Any], wanted: list[Region | None]
+) -> list[Any]:
+    """The jaxpr's wanted outputs over their regions; `args` and `consts` are whole values
+    (`_Full` or arrays). Equations no wanted output depends on are not run."""
+    need = _needs(jaxpr, wanted)
+    env: dict[Any, tuple[Any, Region]] = {}
+    for var, value in zip([*jaxpr.constvars, *jaxpr.invars], [*consts, *args], strict=True):
+        if var in need:
+            whole = value if isinstance(value, _Full) else _Full(np.asarray(value))
+            env[var] = (whole.region(need[var]), need[var])
+
+    def read(atom: Any, region: Region | None) -> Any:
+        if isinstance(atom, core.Literal):
+            return atom.val
+        value, held = env[atom]
+        return _crop(value, held, region) if region is not None else value
+
+    for eqn in jaxpr.eqns:
+        outs = [need.get(v) if isinstance(v, Var) else None for v in eqn.outvars]
+        if all(o is None for o in outs):
+            continue
+        regions = _operand_regions(eqn, outs)
+        operands = [  # a call's operand its body does not use is not read
+            None if r is None and isinstance(a, Var) else read(a, r)
+            for a, r in zip(eqn.invars, regions, strict=True)
+        ]
+        for var, value, region in zip(eqn.outvars, _apply(eqn, operands, outs), outs, strict=True):
+            if region is not None:
+                env[var] = (value, region)
+    return [
+        None if region is None else read(var, region)
+        for var, region in zip(jaxpr.outvars, wanted, strict=True)
+    ]
+
+
+def _needs(jaxpr: Any, wanted: list[Region | None]) -> dict[Any, Region]:
+    """The region of each variable the wanted outputs depend on: the smallest box holding every
+    use's region."""
+    need: dict[Any, Region] = {}
+
+    def widen(var: Any, region: Region | None) -> None:
+        if region is None or not isinstance(var, Var):
+            return
+        held = need.get(var)
+        need[var] = (
+            region
+            if held is None
+            else tuple((min(a, c), max(b, d)) for (a, b), (c, d) in zip(held, region, strict=True))
+        )
+
+    for var, region in zip(jaxpr.outvars, wanted, strict=True):
+        widen(var, region)
+    for eqn in reversed(jaxpr.eqns):
+        outs = [need.get(v) if isinstance(v, Var) else None for v in eqn.outvars]
+        if any(o is not None for o in outs):
+            for var, region in zip(eqn.invars, _operand_regions(eqn, outs), strict=True):
+                widen(var, region)
+    return need
+
+
+def _operand_regions(eqn: Any, outs: list[Region | None]) -> list[Region | None]:
+    """The region of each operand that the outputs' regions need."""
+    name = eqn.primitive.name
+    shapes = [tuple(getattr(v.aval, "shape", ())) for v in eqn.invars]
+    if name in _CALLS:
+        body = eqn.params[_CALLS[name]]
+        need = _needs(body.jaxpr, outs)
+        return [need.get(v) for v in body.jaxpr.invars]
+    if len(outs) != 1:
+        raise NotSliceable(f"the reference uses {name} with {len(outs)} results")
+    out = outs[0]
+    assert out is not None
+    if name in _ELEMENTWISE:
+        return [_broadcast_region(shape, out) for shape in shapes]
+    if name == "broadcast_in_dim":
+        (shape, *rest) = shapes
+        if rest:
+            raise NotSliceable("a broadcast to a shape computed at run time")
+        dims = eqn.params["broadcast_dimensions"]
+        return [tuple((0, 1) if n == 1 else out[dims[d]] for d, n in enumerate(shape))]
+    if name == "dot_general":
+        return _dot_regions(eqn, shapes, out)
+    if name == "transpose":
+        permutation = eqn.params["permutation"]
+        region: list[tuple[int, int]] = [(0, 0)] * len(permutation)
+        for position, dim in enumerate(permutation):
+            region[dim] = out[position]
+        return [tuple(region)]
+    if name in _REDUCTIONS:
+        axes = set(eqn.params["axes"])
+        kept = iter(out)
+        return [tuple((0, n) if d in axes else next(kept) for d, n in enumerate(shapes[0]))]
+    if name == "squeeze":
+        squeezed = set(eqn.params["dimensions"])
+        kept = iter(out)
+        return [tuple((0, 1) if d in squeezed else next(kept) for d in range(len(shapes[0])))]
+    raise NotSliceable(f"the reference uses {name}")
+
+
+def _broadcast_region(shape: tuple[int, ...], out: Region) -> Region:
+    if not shape:
+        return ()
+    if len(shape) != len(out):
+        raise NotSliceable("an elementwise operand of another rank")
+    return tuple((0, 1) if n == 1 else r for n, r in zip(shape, out, strict=True))
+
+
+def _dot_regions(eqn: Any, shapes: list[tuple[int, ...]], out: Region) -> list[Region | None]:
+    (contracting, batch) = eqn.params["dimension_numbers"]
+    free = [
+        [d for d in range(len(shape)) if d not in contracting[side] and d not in batch[side]]
+        for side, shape in enumerate(shapes)
+    ]
+    offsets = (len(batch[0]), len(batch[0]) + len(free[0]))
+    regions: list[Region | None] = []
+    for side, shape in enumerate(shapes):
+        region = []
+        for d, n in enumerate(shape):
+            if d in contracting[side]:
+                region.append((0, n))
+            elif d in batch[side]:
+                region.append(out[batch[side].index(d)])
+            else:
+                region.append(out[offsets[side] + free[side].index(d)])
+        regions.append(tuple(region))
+    return regions
+
+
+def _crop(value: Any, held: Region, region: Region) -> Any:
+    """The part of `value` (which holds `held`) inside `region`."""
+    if held == region:
+        return value
+    starts = [a - h for (a, _), (h, _) in zip(region, held, strict=True)]
+    limits = [b - h for (_, b), (h, _) in zip(region, held, strict=True)]
+    return jax.lax.slice(value, starts, limits)
+
+
+def _apply(eqn: Any, operands: list[Any], outs: list[Region | None]) -> list[Any]:
+    name = eqn.primitive.name
+    if name in _CALLS:
+        body = eqn.params[_CALLS[name]]
+        held = [_Held(v) for v in operands]
+        return _evaluate(body.jaxpr, list(body.consts), held, outs)
+    params = dict(eqn.params)
+    if name == "broadcast_in_dim":
+        out = outs[0]
+        assert out is not None
+        params["shape"] = tuple(b - a for a, b in out)
+    with eqn.ctx.manager:
+        result = eqn.primitive.bind(*operands, **params)
+    return list(result) if eqn.primitive.multiple_results else [result]
+
+
+class _Held(_Full):
+    """A call's operand, already cut to the region the call needs: its body reads it whole."""
+
+    def region(self, region: Region) -> jax.Array:
+        return self.array
