@@ -1,0 +1,38 @@
+"""The built-in agent's kernel for the suite's 41k (a 4096x8192x8192 GEMM + bias + ReLU, atol
+and rtol 1e-2) passes the production tiles check on every fresh sample: with bf16 operands it
+left the tolerance at production's K 8192 (8 of 33.5M elements at 111%, so about 40% of samples
+rejected it); the operand precision is now chosen for production's contraction depth."""
+
+import pytest
+
+from maxkernel_tui.agents.builtin.draft import draft_kernel
+from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
+from maxkernel_tui.kernels.evaluation.report import VERIFIED_AT_PRODUCTION
+from maxkernel_tui.kernels.loader import builtin_suite_dir, load_task
+
+# the agent's draft, then three evaluations with production tiles in worker processes: minutes
+pytestmark = [pytest.mark.slow, pytest.mark.heavy]
+
+SAMPLES = 3
+
+
+def test_the_agents_41k_kernel_is_verified_at_production_shapes_on_every_fresh_sample(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setenv("MAXKERNEL_TUI_CACHE_DIR", str(tmp_path / "cache"))
+    task = load_task(builtin_suite_dir() / "41k_Gemm_Add_ReLU")
+    draft = draft_kernel(task)
+    assert draft.precision is not None and draft.precision.per_matmul == ("f32",)
+    assert "at production's K 8192" in draft.precision.why
+    kernel = tmp_path / "kernel.py"
+    kernel.write_text(draft.source)
+    seeds = set()
+    with Harness() as harness:
+        for _ in range(SAMPLES):
+            report = harness.evaluate(kernel, task, EvalOptions(seeds=1, tile_blocks=4))
+            assert report.verdict == "accepted", report.failure
+            tiles = next(c for c in report.checks if c.name == "tiles")
+            assert tiles.status == "pass" and report.scope == VERIFIED_AT_PRODUCTION
+            assert 8 <= tiles.data["blocks"] < tiles.data["of_blocks"]
+            seeds.add(tiles.data["sample_seed"])
+    assert len(seeds) == SAMPLES  # a fresh sample each time
