@@ -202,3 +202,29 @@ def test_the_tasks_reference_cannot_be_rewritten(harness, task, tmp_path, static
         assert report.failure.name in ("sandbox", "numerics"), report.failure
         tried = [c.detail for c in report.checks if c.name == "sandbox" and c.status == "fail"]
         assert tried and f"write {reference}" in tried[0]
+
+
+def test_the_cached_production_inputs_are_read_in_place_and_cannot_be_rewritten(
+    task, tmp_path, static_rules, monkeypatch
+):
+    """Candidates read the production tiles' inputs where the cache keeps them; a kernel that
+    writes over them (to make the next kernel's tiles run on other inputs than the reference's)
+    changes nothing."""
+    monkeypatch.setenv("MAXKERNEL_TUI_CACHE_DIR", str(tmp_path / "cache"))
+    with_tiles = EvalOptions(seeds=1, timeout=120, tile_blocks=4)
+    honest = hostile.fill(hostile.HONEST_BODY) + "\n\ndef computation(x):\n    return _honest(x)\n"
+    with Harness() as own:
+        (tmp_path / "honest.py").write_text(honest)
+        assert own.evaluate(tmp_path / "honest.py", task, with_tiles).verdict == "accepted"
+        inputs = sorted((tmp_path / "cache" / "production-inputs").glob("*/input-*.npy"))
+        assert inputs  # made once, kept for the next evaluation
+        before = [path.read_bytes() for path in inputs]
+        targets = [str(path.with_suffix("")) for path in inputs]  # np.save adds .npy back
+        source = hostile.fill(hostile.WRITE_OUTSIDE, targets=repr(targets))
+        kernel = tmp_path / "kernels" / "hostile.py"
+        kernel.parent.mkdir()
+        kernel.write_text(source)
+        report = own.evaluate(kernel, task, with_tiles)
+    assert [path.read_bytes() for path in inputs] == before
+    assert not [t for t in targets for p in (t, t + ".txt") if Path(p).exists()]
+    _contained(report, static_rules, f"write {targets[0]}")
