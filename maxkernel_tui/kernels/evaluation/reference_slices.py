@@ -120,19 +120,24 @@ def boxes(indices: np.ndarray, shape: tuple[int, ...]) -> list[Region]:
         return []
     if not shape:
         return [()]
-    points = np.stack(np.unravel_index(indices, shape), axis=1)
-    run_ids, runs = [], []
-    for dim in range(len(shape)):
-        values = np.unique(points[:, dim])
+    coordinates = np.unravel_index(indices, shape)
+    runs: list[list[tuple[int, int]]] = []
+    code = np.zeros(indices.shape, np.int64)  # the runs an index falls in, as one number
+    for along in coordinates:
+        values = np.unique(along)
         starts = np.flatnonzero(np.diff(values, prepend=values[0] - 2) != 1)
-        bounds = [
-            (int(values[s]), int(values[e - 1]) + 1)
-            for s, e in zip(starts, [*starts[1:], len(values)], strict=True)
-        ]
-        runs.append(bounds)
-        run_ids.append(np.searchsorted(values[starts], points[:, dim], side="right") - 1)
-    chosen = np.unique(np.stack(run_ids, axis=1), axis=0)
-    return [tuple(runs[d][int(i)] for d, i in enumerate(row)) for row in chosen]
+        ends = [*starts[1:], len(values)]
+        runs.append([(int(values[s]), int(values[e - 1]) + 1) for s, e in zip(starts, ends)])
+        run = np.searchsorted(values[starts], along, side="right") - 1
+        code = code * len(runs[-1]) + run
+    found = []
+    for number in np.unique(code).tolist():  # a few boxes: decode each one's runs
+        picked = []
+        for dim_runs in reversed(runs):
+            number, run = divmod(number, len(dim_runs))
+            picked.append(dim_runs[run])
+        found.append(tuple(reversed(picked)))
+    return found
 
 
 def output_in_box(closed: Any, inputs: Sequence[np.ndarray], output: int, box: Region) -> jax.Array:
