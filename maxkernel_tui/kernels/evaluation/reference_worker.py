@@ -37,6 +37,10 @@ from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.task import Task, TaskError
 from maxkernel_tui.kernels.workers import READY
 
+# The most boxes the reference is computed over (a sample is a few blocks per kernel; indices
+# scattered over more boxes than this are computed from the whole reference).
+MAX_BOXES = 256
+
 
 def reference_outputs(request: ReferenceRequest) -> ReferenceAnswer:
     try:
@@ -112,7 +116,10 @@ def _at_indices(
     """One output at its flat `indices`, computed box by box (reference_slices.boxes)."""
     found = np.full(indices.shape, np.nan, np.float32)
     points = np.stack(np.unravel_index(indices, shape), axis=1) if shape else np.zeros((1, 0), int)
-    for box in reference_slices.boxes(indices, shape):
+    boxes = reference_slices.boxes(indices, shape)
+    if len(boxes) > MAX_BOXES:  # scattered indices: the whole reference costs less
+        raise reference_slices.NotSliceable(f"{len(boxes)} boxes")
+    for box in boxes:
         inside = (
             np.all(
                 [(points[:, d] >= a) & (points[:, d] < b) for d, (a, b) in enumerate(box)], axis=0
