@@ -11,30 +11,14 @@ from pathlib import Path
 from typing import NoReturn
 
 from maxkernel_tui import __version__
-from maxkernel_tui.commands import (
-    bench,
-    doctor,
-    evaluate,
-    export,
-    profile,
-    run,
-    search,
-    sessions,
-    settings,
-    tasks,
-)
 from maxkernel_tui.config import ConfigError, add_settings_flags
 from maxkernel_tui.kernels.executors.errors import ClusterError
 from maxkernel_tui.kernels.task import TaskError
 from maxkernel_tui.store import StoreError
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="maxkernel-tui",
-        description="Terminal workbench for JAX/Pallas TPU kernels, designed with LLM agents. "
-        "Without a subcommand, opens the workbench.",
-    )
+def _workbench_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The arguments of the command without a subcommand: it opens the workbench."""
     parser.add_argument("--version", action="version", version=f"maxkernel-tui {__version__}")
     parser.add_argument(
         "--task",
@@ -51,6 +35,30 @@ def build_parser() -> argparse.ArgumentParser:
         "(default: the most recent session)",
     )
     add_settings_flags(parser, ("sandbox",))
+    return parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from maxkernel_tui.commands import (  # the subcommands' modules: not when the app opens
+        bench,
+        doctor,
+        evaluate,
+        export,
+        profile,
+        run,
+        search,
+        sessions,
+        settings,
+        tasks,
+    )
+
+    parser = _workbench_arguments(
+        argparse.ArgumentParser(
+            prog="maxkernel-tui",
+            description="Terminal workbench for JAX/Pallas TPU kernels, designed with LLM agents. "
+            "Without a subcommand, opens the workbench.",
+        )
+    )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     where = argparse.ArgumentParser(add_help=False)
     where.add_argument(
@@ -73,8 +81,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _parse(argv: list[str] | None) -> argparse.Namespace:
+    """The arguments; the subcommands' modules (the harness and numpy among their imports, a
+    third of a second) are imported only where the line names more than the workbench's own
+    arguments, so the workbench's first frame does not wait for them."""
+    alone = _workbench_arguments(argparse.ArgumentParser(prog="maxkernel-tui", add_help=False))
+    opened, rest = alone.parse_known_args(argv)
+    if not rest:
+        opened.command = None
+        return opened
+    return build_parser().parse_args(argv)
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = _parse(argv)
     try:
         _choose_sandbox(getattr(args, "sandbox", None))
         if args.command is None:
