@@ -31,9 +31,6 @@ from maxkernel_tui.screens.messages import (
     TaskChosen,
 )
 from maxkernel_tui.screens.palette import MaxKernelCommands
-from maxkernel_tui.screens.sessions import SessionsScreen
-from maxkernel_tui.screens.settings import SettingsScreen
-from maxkernel_tui.screens.task_picker import TaskPickerScreen
 from maxkernel_tui.screens.workbench import WorkbenchScreen
 from maxkernel_tui.screens.worker_errors import ShowsWorkerErrors
 from maxkernel_tui.services.sessions import existing_store, resolve_session
@@ -89,6 +86,9 @@ class MaxKernelApp(ShowsWorkerErrors, App[None]):
         if self._initial_task is not None:
             self.open_workbench(self._initial_task)
             return
+        # the screens not shown first load when first shown: the first frame does not wait
+        from maxkernel_tui.screens.task_picker import TaskPickerScreen
+
         self.push_screen(
             TaskPickerScreen(
                 self._tasks_dir,
@@ -202,12 +202,16 @@ class MaxKernelApp(ShowsWorkerErrors, App[None]):
         return note
 
     def action_open_sessions(self) -> None:
+        from maxkernel_tui.screens.sessions import SessionsScreen
+
         if not isinstance(self.screen, SessionsScreen):
             self.push_screen(
                 SessionsScreen(self._settings.store_path, self._settings.data_dir / "exports")
             )
 
     def action_open_settings(self) -> None:
+        from maxkernel_tui.screens.settings import SettingsScreen
+
         if not isinstance(self.screen, SettingsScreen):
             self.push_screen(SettingsScreen(self._settings, self.theme_names()))
 

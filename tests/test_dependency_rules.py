@@ -145,7 +145,8 @@ def test_ui_and_cli_do_not_import_jax():
 def test_the_workbench_starts_without_the_agents_engine():
     """Start-up time (first frame within 1.5x of a bare Textual app): the engine, its events and
     the model clients load when the agents first run, the harness when the first evaluation
-    does, and the subcommands' modules only for a subcommand."""
+    does, the subcommands' modules only for a subcommand, and the screens not shown first
+    when first shown."""
     code = (
         "import sys, maxkernel_tui.cli, maxkernel_tui.app; "
         "maxkernel_tui.cli._parse(['--task', '12p', '--sandbox', 'on']); "
@@ -153,7 +154,9 @@ def test_the_workbench_starts_without_the_agents_engine():
         "('maxkernel_tui.agents.orchestration.engine', "
         "'maxkernel_tui.agents.orchestration.events', "
         "'maxkernel_tui.agents.llm', 'google', "
-        "'maxkernel_tui.kernels.evaluation.harness', 'maxkernel_tui.commands.'))))"
+        "'maxkernel_tui.kernels.evaluation.harness', 'maxkernel_tui.commands.', "
+        "'maxkernel_tui.screens.task_picker', 'maxkernel_tui.screens.sessions', "
+        "'maxkernel_tui.screens.settings'))))"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
