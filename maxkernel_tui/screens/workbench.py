@@ -59,6 +59,7 @@ if (
     from maxkernel_tui.services.search_feed import SearchFeed
     from maxkernel_tui.services.workbench_session import AgentUpdate
 
+WARM_AFTER_S = 1.0  # after the first frame, before a first ctrl+e is likely
 GRAPH_EVALUATIONS = 12  # a search handed off from the workbench stops after this many evaluations
 IDLE = "idle"
 DECISIONS = ("approve", "reject", "edit_proposal")  # the actions of a waiting proposal's keys
@@ -170,7 +171,10 @@ class WorkbenchScreen(ShowsWorkerErrors, Screen[None]):
         )
         self._show_status()
         self.source.editor.focus()
-        self.call_after_refresh(self._harness)  # warm the evaluation workers once drawn
+        # warm the evaluation workers once the first frame is out: importing the harness holds
+        # the event loop for a third of a second, which a callback after the first refresh still
+        # put before the frame reached the terminal (benchmarks/first_frame.py)
+        self.set_timer(WARM_AFTER_S, self._harness)
         if self._resume_id is not None:
             # the session's own mode: F5 continues it so, and no hand-off is logged for it
             self.mode = self.session.stored_mode(self._resume_id)
