@@ -77,6 +77,8 @@ def test_a_dead_server_takes_its_workers_along_and_is_replaced():
     try:
         os.kill(server, signal.SIGKILL)
         wait_for(lambda: not alive(seen["pid"]), 10, what="its worker to notice and end")
+        # and the client to have read the server's end (its reader thread; slower under load)
+        wait_for(lambda: worker._proc.poll() is not None, 10, what="the client to see it")
         again = worker.ask("{}", 60)  # the ended worker restarts: from a new server
         assert again["pid"] != seen["pid"]
         assert again["parent"] not in (server, os.getpid()) and again["jax_already_imported"]
