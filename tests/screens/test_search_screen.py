@@ -20,18 +20,8 @@ from maxkernel_tui.screens.workbench import WorkbenchScreen
 from maxkernel_tui.services.search_feed import SearchFeed
 from maxkernel_tui.store.db import Store
 from tests.fakes.role_provider import RoleProvider
-from tests.support.screens import variant
+from tests.support.screens import tree_labels, variant
 from tests.support.waiting import until
-
-
-def labels(screen: SearchScreen) -> list[str]:
-    tree = screen.query_one("#nodes", Tree)
-    found, todo = [], list(tree.root.children)
-    while todo:
-        item = todo.pop(0)
-        found.append(str(item.label))
-        todo = list(item.children) + todo
-    return found
 
 
 @pytest.mark.slow  # a real search: evaluations in worker processes
@@ -65,16 +55,22 @@ async def test_follow_a_running_search_and_promote_a_node(
             await app.push_screen(screen)
             running = asyncio.create_task(opened.search.run())
             counters = screen.query_one("#counters", Static)
-            await until(pilot, lambda: any(label.startswith("#0 ✓") for label in labels(screen)))
+            await until(
+                pilot, lambda: any(label.startswith("#0 ✓") for label in tree_labels(screen))
+            )
             await pilot.press("space")  # pause: the next node waits
             await until(pilot, lambda: "PAUSED" in str(counters.content))
             await pilot.press("space")
             outcome = await asyncio.wait_for(running, 180)
             await until(
                 pilot,
-                lambda: len(labels(screen)) == 2 and "evaluations 2/2" in str(counters.content),
+                lambda: (
+                    len(tree_labels(screen)) == 2 and "evaluations 2/2" in str(counters.content)
+                ),
             )
-            assert labels(screen)[1].startswith("#1 ✓") and labels(screen)[1].endswith("← #0")
+            assert tree_labels(screen)[1].startswith("#1 ✓") and tree_labels(screen)[1].endswith(
+                "← #0"
+            )
             assert screen.query_one("#best", Sparkline).data  # the best score over time
             await opened.aclose()
             best = outcome.best

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from textual.app import App
-from textual.widgets import Static, Tree
+from textual.widgets import Static
 
 from maxkernel_tui.screens.search import SearchScreen
 from maxkernel_tui.services.search_feed import SearchFeed
@@ -19,19 +19,10 @@ from maxkernel_tui.store.db import Store
 from tests.fakes.role_provider import RoleProvider
 from tests.support.engine import Bench, rmsnorm_task, variant
 from tests.support.paths import TESTS
+from tests.support.screens import tree_labels
 from tests.support.waiting import until
 
 pytestmark = pytest.mark.asyncio
-
-
-def labels(screen: SearchScreen) -> list[str]:
-    tree = screen.query_one("#nodes", Tree)
-    found, todo = [], list(tree.root.children)
-    while todo:
-        item = todo.pop(0)
-        found.append(str(item.label))
-        todo = list(item.children) + todo
-    return found
 
 
 def counters(screen: SearchScreen) -> str:
@@ -75,12 +66,12 @@ async def test_a_search_in_this_process_reaches_the_screen_by_its_events_alone(
         async with app.run_test(size=(160, 40)) as pilot:
             await app.push_screen(screen)
             await until(pilot, lambda: "─ running" in counters(screen))
-            assert not any("✓" in label for label in labels(screen))  # nothing judged yet
+            assert not any("✓" in label for label in tree_labels(screen))  # nothing judged yet
             outcome = await search.run()
             await until(pilot, lambda: "done:" in counters(screen), timeout=10)
             assert f"done: {outcome.reason}" in counters(screen)
-            assert any(label.startswith("#0 ✓") for label in labels(screen))
-            assert any(label.startswith("#1") for label in labels(screen))
+            assert any(label.startswith("#0 ✓") for label in tree_labels(screen))
+            assert any(label.startswith("#1") for label in tree_labels(screen))
             # every read of the store after the first came from a batch of the search's events
             assert screen.batches >= 1 and 1 < reads <= 1 + screen.batches
 
@@ -108,12 +99,12 @@ async def test_a_search_in_another_process_is_followed_to_its_end(tmp_path) -> N
         async with app.run_test(size=(160, 40)) as pilot:
             await app.push_screen(screen)
             await pilot.pause()
-            assert not any("✓" in label for label in labels(screen))
+            assert not any("✓" in label for label in tree_labels(screen))
             assert "done:" not in counters(screen)
             elsewhere.stdin.write(b"go\n")
             await elsewhere.stdin.drain()
             await until(pilot, lambda: "done:" in counters(screen), timeout=60)
-            assert any(label.startswith("#0 ✓") for label in labels(screen))
+            assert any(label.startswith("#0 ✓") for label in tree_labels(screen))
             assert screen.batches == 0  # followed by reading the store, not by events
         assert await asyncio.wait_for(elsewhere.wait(), 30) == 0
     finally:

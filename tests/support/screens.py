@@ -5,7 +5,7 @@ tests/support/engine.py)."""
 from __future__ import annotations
 
 from textual.app import App
-from textual.widgets import Static
+from textual.widgets import Static, Tree
 
 from maxkernel_tui.screens.agent_pane import AgentPane
 from tests.support.engine import DIAGNOSIS, GOOD, kernel, plan, variant
@@ -36,3 +36,14 @@ def palette_offers(app: App[object], words: str) -> bool:
         words.lower() in str(results.get_option_at_index(i).prompt).lower()
         for i in range(results.option_count)
     )
+
+
+def tree_labels(screen: object) -> list[str]:
+    """The search screen's node tree, depth first, as its labels read."""
+    tree = screen.query_one("#nodes", Tree)  # type: ignore[attr-defined]
+    found, todo = [], list(tree.root.children)
+    while todo:
+        item = todo.pop(0)
+        found.append(str(item.label))
+        todo = list(item.children) + todo
+    return found

@@ -25,55 +25,38 @@ from maxkernel_tui.kernels.workers import (
     python_module_argv,
     sandbox_policy,
 )
+from tests.support import hostile_kernels as hostile
 
 pytestmark = pytest.mark.slow  # candidate and reference jax worker processes
 
 QUICK = EvalOptions(seeds=1, timeout=120)
 
-_CONFIGS = """
-CONFIGS = {
-    "bench": {"rows": 16},
-    "check": {"rows": 8},
-    "heldout": {"rows": 24},
-}
+# The sandbox tests' small task (rows x 128 float32 at three sizes), with other computations
+# and module-level code after its imports.
+_IMPORTS = "import jax.numpy as jnp\n"
+_COMPUTATION = "return x * 2.0 + 1.0"
+assert _IMPORTS in hostile.TASK_REFERENCE and _COMPUTATION in hostile.TASK_REFERENCE
 
 
-def get_inputs(config="bench", seed=0):
-    rows = CONFIGS[config]["rows"]
-    return (jax.random.normal(jax.random.key(seed), (rows, 128), jnp.float32),), ()
-"""
+def _reference(computation: str, at_import: str = "") -> str:
+    return hostile.TASK_REFERENCE.replace(_IMPORTS, _IMPORTS + at_import, 1).replace(
+        _COMPUTATION, computation
+    )
 
-VICTIM_REFERENCE = (
-    "import jax\nimport jax.numpy as jnp\n"
-    + _CONFIGS
-    + """
 
-def computation(x):
-    return jnp.tanh(x) * 2.0
-"""
-)
+VICTIM_REFERENCE = _reference("return jnp.tanh(x) * 2.0")
 
 # At import: tanh becomes the identity for every module imported after it in this process.
-PATCHING_REFERENCE = (
-    "import jax\nimport jax.numpy as jnp\n"
-    + """
-jnp.tanh = lambda value: value
-jax.numpy.tanh = jnp.tanh
-"""
-    + _CONFIGS
-    + """
-
-def computation(x):
-    return x * 2.0
-"""
+PATCHING_REFERENCE = _reference(
+    "return x * 2.0", "jnp.tanh = lambda value: value\njax.numpy.tanh = jnp.tanh\n"
 )
 
 # At import, where it may write the compilation cache (not in a candidate's process, which only
 # reads it): files planted beside its own part, in the victim's part and at the top, and, to
 # show the code ran, in its own part. Every error is swallowed: only the sandbox stands in the way.
-PLANTING_REFERENCE = (
-    "import jax\nimport jax.numpy as jnp\n"
-    + """
+PLANTING_REFERENCE = _reference(
+    "return x * 2.0",
+    """
 
 def _plant(path):
     try:
@@ -92,13 +75,7 @@ if _own and _environ.get("JAX_COMPILATION_CACHE_MAX_SIZE") != "-1":
     _plant(_parts)
     _plant(_parts + "/@VICTIM@")
     _plant(_parts.rsplit("/", 1)[0])
-"""
-    + _CONFIGS
-    + """
-
-def computation(x):
-    return x * 2.0
-"""
+""",
 )
 
 KERNEL = """
