@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual.app import App
@@ -45,6 +45,12 @@ if TYPE_CHECKING:
 
 class MaxKernelApp(ShowsWorkerErrors, App[None]):
     TITLE = "maxkernel-tui"
+    # The first screens' sheets (they also name them) are read with the app's: a screen's sheet
+    # read when it is pushed parses every sheet again, a tenth of a second before the first frame
+    CSS_PATH: ClassVar[list[str | PurePath]] = [
+        "screens/workbench.tcss",
+        "screens/task_picker.tcss",
+    ]
     COMMANDS = App.COMMANDS | {MaxKernelCommands}
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+q", "quit", "Quit", priority=True),
@@ -74,15 +80,16 @@ class MaxKernelApp(ShowsWorkerErrors, App[None]):
         self._agent_provider = agent_provider
         self._settings = settings if settings is not None else load_settings()
         self._harness: Harness | None = harness
+        # the theme before the first parse of the sheets: set when mounted, it parses them again
+        for theme in THEMES:
+            self.register_theme(theme)
+        self.theme = self._theme_name(self._settings.theme)
 
     @property
     def settings(self) -> Settings:
         return self._settings
 
     def on_mount(self) -> None:
-        for theme in THEMES:
-            self.register_theme(theme)
-        self.theme = self._theme_name(self._settings.theme)
         if self._initial_task is not None:
             self.open_workbench(self._initial_task)
             return

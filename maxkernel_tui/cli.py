@@ -137,7 +137,7 @@ def _stop_on_term_and_hangup() -> None:
 
 def _open_app(task_name: str | None, resume: str | None) -> int:
     from maxkernel_tui.app import MaxKernelApp  # Textual only when the workbench opens
-    from maxkernel_tui.commands.tasks import resolve_task
+    from maxkernel_tui.services.tasks import resolve_task
     from maxkernel_tui.config import load_settings
     from maxkernel_tui.services.sessions import resolve_session
 

@@ -6,14 +6,17 @@ of the agents' engine: the workbench's first frame does not load it."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, TypeAlias
 
 from textual.message import Message
 
 from maxkernel_tui.agents.orchestration.gates import Action, Proposal
 from maxkernel_tui.agents.roles.role import Role
 from maxkernel_tui.kernels.evaluation.report import Check, EvalReport
-from maxkernel_tui.kernels.perf.summary import ProfileSummary
 from maxkernel_tui.store.rows import Mode
+
+if TYPE_CHECKING:  # the profiler's summary loads with the first profile, not the first frame
+    from maxkernel_tui.kernels.perf.summary import ProfileSummary
 
 
 @dataclass(frozen=True)
@@ -24,7 +27,7 @@ class Streamed:
 
 
 TestsItem = Check | EvalReport | str  # a finished check, a verdict, or a tester's note
-ProfileItem = ProfileSummary | str  # a profile, or why it failed
+ProfileItem: TypeAlias = "ProfileSummary | str"  # a profile, or why it failed
 AgentsItem = str | Streamed | Proposal  # a line of activity, streamed text, a waiting proposal
 
 

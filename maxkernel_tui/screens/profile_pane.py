@@ -4,12 +4,16 @@ failed; the engineer's and the agents' profiles alike (`ProfileMessage`). No jax
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
-from maxkernel_tui.kernels.perf.summary import ProfileSummary, roofline_bar
 from maxkernel_tui.screens.pane_messages import ProfileMessage
+
+if TYPE_CHECKING:  # the profiler's summary loads with the first profile, not the first frame
+    from maxkernel_tui.kernels.perf.summary import ProfileSummary
 
 COLUMNS = ("TPU", "VMEM", "HBM", "bound", "est. time", "roofline", "est. speedup")
 
@@ -25,10 +29,10 @@ class ProfilePane(Vertical):
 
     def on_profile_message(self, message: ProfileMessage) -> None:
         for item in message.items:
-            if isinstance(item, ProfileSummary):
-                self.show(item)
-            else:
+            if isinstance(item, str):
                 self.show_error(item)
+            else:
+                self.show(item)
 
     def show(self, summary: ProfileSummary) -> None:
         table = self.query_one(DataTable)
@@ -43,6 +47,8 @@ class ProfilePane(Vertical):
 
 def roofline_text(summary: ProfileSummary) -> str:
     """The first estimate's roofline bar, where the timing comes from, and each warning once."""
+    from maxkernel_tui.kernels.perf.summary import roofline_bar
+
     first = summary.estimates[0] if summary.estimates else None
     bar = roofline_bar(first.roofline_share if first else None)
     trace = summary.trace

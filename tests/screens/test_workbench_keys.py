@@ -248,3 +248,24 @@ async def test_f5_with_an_unreachable_ray_head_shows_the_error_and_the_app_stays
         await pilot.press("#")  # still answering keys
         assert screen.source.editor.text.startswith("#")
         assert isinstance(screen.source.editor, TextArea)
+
+
+async def test_f4_edits_the_plan_in_an_editor_made_on_first_use_and_f4_takes_it(tmp_path) -> None:
+    app, _ = make_app(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = workbench(app)
+        assert not screen.plan.query("#plan-editor")  # not made for the first frame
+        screen.plan.show("1. tile rows by 512")
+        await pilot.press("f4")
+        await until(pilot, lambda: isinstance(app.focused, TextArea) and screen.plan.editing)
+        editor = app.focused
+        assert editor is not screen.source.editor and editor.text == "1. tile rows by 512"
+        await pilot.press("end", "!", "f4")
+        await until(pilot, lambda: not screen.plan.editing)
+        assert screen.plan.text == "1. tile rows by 512!"
+        await pilot.press("f4")  # the same editor again, on the plan as it is now
+        await until(pilot, lambda: screen.plan.editing and app.focused is editor)
+        assert editor.text == "1. tile rows by 512!" and len(screen.plan.query("#plan-editor")) == 1
+        await pilot.press("ctrl+s")  # ctrl+s takes it too
+        await until(pilot, lambda: not screen.plan.editing)
+        assert screen.source.text.startswith('"""12p_RMSNorm')  # nothing typed into the kernel

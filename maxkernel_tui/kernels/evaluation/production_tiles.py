@@ -43,11 +43,15 @@ from jax.experimental.pallas import tpu as pltpu
 from jax.extend import core
 from jax.extend.core import Var
 
+from maxkernel_tui.kernels.evaluation import tiles_memory
+
 # Corners of the output grid always sampled while there are at most this many of them; above,
 # the all-first and all-last blocks stand for them.
 MAX_CORNERS = 8
 # Output-axis points probed per axis to tell output axes from reduction axes.
 _PROBES = 4
+# The call primitives whose bodies are entered to find the kernels they hold.
+_CALLS = ("pjit", "jit", "closed_call", "core_call")
 
 
 class NotSampleable(Exception):
@@ -96,6 +100,10 @@ def run_sampled(
 ) -> SampledOutputs:
     """Run a traced program on concrete inputs with every pallas_call reduced to a sample of its
     output blocks (TPU interpret mode), then follow which outputs the sample decides."""
+    buffers = _kernel_buffers(closed_jaxpr.jaxpr)
+    problem = tiles_memory.shortfall(buffers, tiles_memory.memory_room())
+    if problem is not None:
+        raise NotSampleable(problem)
     recorded: list[tuple[list[Any], list[list[_Region]]]] = []
     kernels: list[KernelSample] = []
 
@@ -142,7 +150,7 @@ def _evaluate(jaxpr: Any, consts: Sequence[Any], args: list[Any], on_kernel: Cal
         name = eqn.primitive.name
         if name == "pallas_call":
             outvals = on_kernel(eqn, invals)
-        elif name in ("pjit", "jit", "closed_call", "core_call") and _holds_kernel(eqn):
+        elif name in _CALLS and _holds_kernel(eqn):
             inner = eqn.params.get("jaxpr") or eqn.params.get("call_jaxpr")
             inner_consts = getattr(inner, "consts", ())
             outvals = _evaluate(getattr(inner, "jaxpr", inner), inner_consts, invals, on_kernel)
@@ -157,6 +165,31 @@ def _evaluate(jaxpr: Any, consts: Sequence[Any], args: list[Any], on_kernel: Cal
             if isinstance(var, Var) and last_use.get(var) == position and var not in kept:
                 env.pop(var, None)
     return [read(v) for v in jaxpr.outvars]
+
+
+def _kernel_buffers(jaxpr: Any) -> list[tiles_memory.KernelBuffers]:
+    """Each pallas_call `_evaluate` would run (calls entered), with its operand and output bytes
+    at production shapes, in order."""
+    found: list[tiles_memory.KernelBuffers] = []
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name == "pallas_call":
+            found.append(
+                tiles_memory.KernelBuffers(
+                    _kernel_name(eqn), _bytes(eqn.invars), _bytes(eqn.outvars)
+                )
+            )
+        elif eqn.primitive.name in _CALLS and _holds_kernel(eqn):
+            inner = eqn.params.get("jaxpr") or eqn.params.get("call_jaxpr")
+            found += _kernel_buffers(getattr(inner, "jaxpr", inner))
+    return found
+
+
+def _bytes(atoms: Sequence[Any]) -> int:
+    return sum(math.prod(a.aval.shape) * np.dtype(a.aval.dtype).itemsize for a in atoms)
+
+
+def _kernel_name(eqn: Any) -> str:
+    return str(getattr(eqn.params["jaxpr"].debug_info, "func_name", None) or "kernel")
 
 
 def _holds_kernel(eqn: Any) -> bool:
@@ -245,7 +278,7 @@ def _run_kernel(
         _written(block, to_production.points(), index_operands, tuple(out.shape))
         for block, out in zip(outputs, result, strict=True)
     ]
-    name = str(getattr(eqn.params["jaxpr"].debug_info, "func_name", None) or "kernel")
+    name = _kernel_name(eqn)
     reduction = math.prod(grid[a] for a in reduction_axes)
     record = KernelSample(
         name,

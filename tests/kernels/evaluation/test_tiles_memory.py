@@ -1,0 +1,40 @@
+"""What a sampled production run needs against what the process has left
+(evaluation/tiles_memory.py). No jax."""
+
+import resource
+
+from maxkernel_tui.kernels.evaluation import tiles_memory
+from maxkernel_tui.kernels.evaluation.tiles_memory import KernelBuffers, shortfall
+
+GIB = 2**30
+
+
+def test_each_kernel_needs_its_interpret_copies_on_top_of_the_outputs_kept_before_it():
+    first = KernelBuffers("matmul", operand_bytes=1 * GIB, output_bytes=2 * GIB)
+    second = KernelBuffers("softmax", operand_bytes=2 * GIB, output_bytes=1 * GIB)
+    assert shortfall([first], room=9 * GIB) is None  # 3 x 3 GiB
+    assert "matmul's production operands and outputs (3.0 GiB)" in (
+        shortfall([first], room=8 * GIB) or ""
+    )
+    # the second alone would fit in 10 GiB; with the first's 2 GiB output kept, it needs 11
+    assert shortfall([second], room=10 * GIB) is None
+    problem = shortfall([first, second], room=10 * GIB) or ""
+    assert problem.startswith("softmax's") and "about 11.0 GiB" in problem
+    assert shortfall([first, second], room=None) is None  # nothing known: not refused
+
+
+def test_the_room_is_the_address_space_limit_less_what_is_mapped(monkeypatch):
+    monkeypatch.setattr(tiles_memory, "_meminfo_kib", lambda field: None)
+    monkeypatch.setattr(tiles_memory, "_status_kib", lambda field: 3 * 2**20)  # 3 GiB mapped
+    monkeypatch.setattr(resource, "getrlimit", lambda which: (8 * GIB, 8 * GIB))
+    assert tiles_memory.memory_room() == 5 * GIB
+    monkeypatch.setattr(tiles_memory, "_meminfo_kib", lambda field: 2 * 2**20)  # 2 GiB free
+    assert tiles_memory.memory_room() == 2 * GIB
+    monkeypatch.setattr(resource, "getrlimit", lambda which: (resource.RLIM_INFINITY,) * 2)
+    monkeypatch.setattr(tiles_memory, "_meminfo_kib", lambda field: None)
+    assert tiles_memory.memory_room() is None
+
+
+def test_this_process_reads_its_own_figures():
+    assert tiles_memory._status_kib("VmSize") > 0
+    assert tiles_memory._meminfo_kib("MemAvailable") > 0
