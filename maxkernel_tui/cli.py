@@ -137,9 +137,9 @@ def _stop_on_term_and_hangup() -> None:
 
 def _open_app(task_name: str | None, resume: str | None) -> int:
     from maxkernel_tui.app import MaxKernelApp  # Textual only when the workbench opens
-    from maxkernel_tui.services.tasks import resolve_task
     from maxkernel_tui.config import load_settings
     from maxkernel_tui.services.sessions import resolve_session
+    from maxkernel_tui.services.tasks import resolve_task
 
     if task_name and resume is not None:
         print("error: give --task or --resume, not both", file=sys.stderr)

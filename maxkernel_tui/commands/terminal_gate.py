@@ -16,6 +16,7 @@ from maxkernel_tui.agents.orchestration.gates import (
     EDIT,
     HANDOFF,
     REJECT,
+    Decider,
     Decision,
     Proposal,
     Subject,
@@ -26,7 +27,7 @@ _PROMPT = "[a]pprove  [e]dit in $EDITOR  [r]eject with a reason  [h]and off to A
 
 
 class TerminalGate:
-    name = "interactive"
+    name = Decider.INTERACTIVE
 
     async def decide(self, proposal: Proposal) -> Decision:
         print(f"\n── {proposal.role} proposes a {proposal.subject} ({proposal.summary}) ──")

@@ -15,7 +15,14 @@ from maxkernel_tui.agents.llm.client import LLMClient
 from maxkernel_tui.agents.llm.provider import Provider
 from maxkernel_tui.agents.orchestration.engine import LoopLimits, SessionEngine
 from maxkernel_tui.agents.orchestration.events import SearchNodeChanged, SessionEvent, decode
-from maxkernel_tui.agents.orchestration.gates import APPROVE, AutoGate, Decision, Gate, Proposal
+from maxkernel_tui.agents.orchestration.gates import (
+    APPROVE,
+    AutoGate,
+    Decider,
+    Decision,
+    Gate,
+    Proposal,
+)
 from maxkernel_tui.agents.orchestration.journal import Journal
 from maxkernel_tui.agents.orchestration.tools import CheckListener, ProfileResult
 from maxkernel_tui.agents.orchestration.workspace import Workspace
@@ -191,7 +198,7 @@ class StopAt:
     """Approves every proposal until the one of step `step`, which waits forever (for the test
     to cancel the run there); `reached` is set when it does."""
 
-    name = "scripted"
+    name = Decider.SCRIPTED
 
     def __init__(self, step: str) -> None:
         self.step = step

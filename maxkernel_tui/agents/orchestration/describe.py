@@ -26,7 +26,7 @@ from maxkernel_tui.agents.orchestration.events import (
     UsageReport,
     VersionCreated,
 )
-from maxkernel_tui.agents.orchestration.gates import UNCHANGED
+from maxkernel_tui.agents.orchestration.gates import Decider
 
 
 def _score(value: float | None, kind: str) -> str:
@@ -75,11 +75,12 @@ def describe(event: SessionEvent) -> str | None:
             return None
         case ProposalMade():
             return f"  {event.role} proposes a {event.subject} ({event.summary})"
-        case DecisionMade() if event.by == UNCHANGED:
+        case DecisionMade() if event.by == Decider.UNCHANGED:
             return "  unchanged: the same as before, kept without asking"
         case DecisionMade():
             why = f": {event.feedback}" if event.feedback else ""
-            return f"  decision: {event.action}{why} (by {event.by})"
+            by = f" (by {event.by})" if event.by else ""
+            return f"  decision: {event.action}{why}{by}"
         case VersionCreated():
             return f"  kernel v{event.number} ({event.origin})"
         case EvaluationDone():

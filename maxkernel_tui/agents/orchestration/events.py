@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, fields
 from enum import Enum
 from typing import Any, ClassVar, Union, get_args, get_origin, get_type_hints
 
-from maxkernel_tui.agents.orchestration.gates import Action, Subject
+from maxkernel_tui.agents.orchestration.gates import Action, Decider, Subject
 from maxkernel_tui.agents.roles.role import Role
 from maxkernel_tui.agents.search.node_status import NodeStatus
 from maxkernel_tui.kernels.evaluation.report import EvalReport, Verdict
@@ -152,7 +152,7 @@ class DecisionMade(SessionEvent):
     content: str | None = None
     feedback: str | None = None
     mode: Mode | None = None
-    by: str = ""  # the gate that decided: auto, interactive, scripted
+    by: Decider | None = None  # who decided (None in sessions stored before it was kept)
 
 
 @dataclass(frozen=True)
@@ -161,7 +161,7 @@ class VersionCreated(SessionEvent):
     step: str
     version_id: int
     number: int
-    origin: str  # implementer, debugger, autotuner, engineer
+    origin: Role  # the role that wrote it: implementer, debugger, autotuner
 
 
 @dataclass(frozen=True)
@@ -348,6 +348,8 @@ def decode(kind: str, payload: dict[str, Any]) -> SessionEvent:
     dropped, and the forms older releases stored are read (`_upgraded`)."""
     cls = EVENT_TYPES[kind]
     readers = _readers(cls)
+    if cls is DecisionMade and payload.get("by") == "":
+        payload = {**payload, "by": None}  # an older release kept "" for "not known"
     values = {
         name: raw if raw is None else readers[name](raw)
         for name, raw in payload.items()

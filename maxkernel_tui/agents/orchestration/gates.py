@@ -55,7 +55,13 @@ class Proposal:
         return bool(self.previous.strip()) and self.content.strip() == self.previous.strip()
 
 
-UNCHANGED = "unchanged"  # who decided a proposal that changes nothing: no gate was asked
+class Decider(StrEnum):
+    """Who decided a proposal: a gate (its `name`), or none for one that changes nothing."""
+
+    AUTO = "auto"
+    SCRIPTED = "scripted"
+    INTERACTIVE = "interactive"
+    UNCHANGED = "unchanged"  # nothing new to judge: no gate was asked
 
 
 @dataclass(frozen=True)
@@ -79,13 +85,13 @@ class Decision:
 
 
 class Gate(Protocol):
-    name: str
+    name: Decider
 
     async def decide(self, proposal: Proposal) -> Decision: ...
 
 
 class AutoGate:
-    name = "auto"
+    name = Decider.AUTO
 
     async def decide(self, proposal: Proposal) -> Decision:
         return Decision(APPROVE)
@@ -98,7 +104,7 @@ class ScriptedGate:
     """Decides from a list (a decision, or a function of the proposal); approves when it runs out.
     `seen` keeps every proposal, for tests to inspect."""
 
-    name = "scripted"
+    name = Decider.SCRIPTED
 
     def __init__(self, script: Iterable[Script] = ()) -> None:
         self._script = deque(script)
@@ -115,7 +121,7 @@ class ScriptedGate:
 class InteractiveGate:
     """Resolved by the UI: `pending` is the proposal on screen, `resolve` answers it."""
 
-    name = "interactive"
+    name = Decider.INTERACTIVE
 
     def __init__(self, on_pending: Callable[[Proposal], None] | None = None) -> None:
         self.on_pending = on_pending
@@ -147,7 +153,7 @@ class GateHolder:
     def __init__(self, gate: Gate) -> None:
         self.gate = gate
 
-    async def decide(self, proposal: Proposal) -> tuple[Decision, str]:
+    async def decide(self, proposal: Proposal) -> tuple[Decision, Decider]:
         """The decision and the gate that made it: one swapped in while the proposal waited
         (a hand-off approves it) decided, not the engineer."""
         gate = self.gate

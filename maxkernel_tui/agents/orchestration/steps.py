@@ -42,8 +42,7 @@ from maxkernel_tui.agents.orchestration.gates import (
     EDIT,
     HANDOFF,
     REJECT,
-    UNCHANGED,
-    AutoGate,
+    Decider,
     Decision,
     Gate,
     GateHolder,
@@ -247,7 +246,8 @@ class Steps:
         if stored is None and proposal.unchanged and revert is None:
             # Nothing new to judge (iteration 2's planner often repeats the plan): kept without
             # asking, and said so, rather than presented as new work.
-            stored = self._emit(DecisionMade(keys.sub(key, "decision"), key, APPROVE, by=UNCHANGED))
+            unchanged = DecisionMade(keys.sub(key, "decision"), key, APPROVE, by=Decider.UNCHANGED)
+            stored = self._emit(unchanged)
         if stored is None:
             decision, by = await self.gates.decide(proposal)
             stored = self._emit(
@@ -279,12 +279,12 @@ class Steps:
             self.edits.add(edit)
             self.feedback.append(edit.feedback())
         elif revert is not None and stored.action in (APPROVE, HANDOFF):
-            if stored.by == AutoGate.name:
+            if stored.by == Decider.AUTO:
                 self._revert_pending = (revert, proposal.content)
             else:
                 self.edits.let_go(revert.edit)
 
-    async def new_version(self, step: str, source: str, origin: str) -> EvalReport:
+    async def new_version(self, step: str, source: str, origin: Role) -> EvalReport:
         """Store `source` as the next kernel version, make it current, evaluate it. A kernel
         judged before is neither stored again nor evaluated: its earlier verdict stands."""
         earlier = self.journal.recall(keys.sub(step, "earlier"), EarlierVerdict)

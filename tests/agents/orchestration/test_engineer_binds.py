@@ -16,6 +16,7 @@ from maxkernel_tui.agents.orchestration.gates import (
     APPROVE,
     EDIT,
     AutoGate,
+    Decider,
     Decision,
     GateHolder,
     InteractiveGate,
@@ -90,7 +91,7 @@ class EditsAtSecondPlan:
     """The auto gate, while the engineer edits the kernel as iteration 2's plan is proposed (the
     edit is taken at the next step boundary: before iteration 2's implementer)."""
 
-    name = "auto"
+    name = Decider.AUTO
 
     def __init__(self, engine_edit: Callable[[], None]) -> None:
         self.edit = engine_edit

@@ -25,6 +25,7 @@ from maxkernel_tui.agents.orchestration.gates import (
     EDIT,
     HANDOFF,
     REJECT,
+    Decider,
     Decision,
     ScriptedGate,
 )
@@ -276,6 +277,6 @@ async def test_an_unchanged_plan_is_kept_without_asking_in_hitl(bench: Bench) ->
     asked = [(p.step, p.subject) for p in gate.seen]
     assert ("i1/plan", "plan") in asked and ("i2/plan", "plan") not in asked
     decisions = {d.step: d for d in events(bench.store, engine.session_id, DecisionMade)}
-    assert decisions["i2/plan"].action == APPROVE and decisions["i2/plan"].by == "unchanged"
+    assert decisions["i2/plan"].action == APPROVE and decisions["i2/plan"].by is Decider.UNCHANGED
     notes = [line for line in map(describe, events(bench.store, engine.session_id)) if line]
     assert "  unchanged: the same as before, kept without asking" in notes

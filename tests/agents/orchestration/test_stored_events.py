@@ -14,7 +14,7 @@ from enum import Enum
 import pytest
 
 from maxkernel_tui.agents.orchestration import events as ev
-from maxkernel_tui.agents.orchestration.gates import Action, Subject
+from maxkernel_tui.agents.orchestration.gates import Action, Decider, Subject
 from maxkernel_tui.agents.orchestration.journal import Journal
 from maxkernel_tui.agents.roles.role import Role
 from maxkernel_tui.agents.search.node_status import NodeStatus
@@ -29,7 +29,8 @@ NEW_EVENTS: list[ev.SessionEvent] = [
     ev.SessionStarted("s", "/t", "12p", Mode.HITL, "v5e", "builtin", "", {"max": 1}, {}),
     ev.StepStarted("a", "i1/plan", Role.PLANNER, 1, "planner (i1/plan)"),
     ev.ProposalMade("b", "i1/plan", Role.PLANNER, Subject.PLAN, "plan", "", "new plan"),
-    ev.DecisionMade("c", "i1/plan", Action.HANDOFF, mode=Mode.AUTO, by="interactive"),
+    ev.DecisionMade("c", "i1/plan", Action.HANDOFF, mode=Mode.AUTO, by=Decider.INTERACTIVE),
+    ev.VersionCreated("c2", "i1/implement", 3, 1, Role.IMPLEMENTER),
     ev.EvaluationDone("d", "i1/test", 3, Verdict.ACCEPTED, None, accepted(), "local", "h", 2),
     ev.EarlierVerdict("e", "i2/test", 3, 2, Verdict.ACCEPTED, None, "i1/test", accepted()),
     ev.ProfileDone("f", "i1/profile", 3, 1.2, "estimated", summary(1.2), None, "Profile of"),
@@ -78,13 +79,18 @@ def test_what_an_earlier_release_stored_is_read_back_typed(tmp_path) -> None:
         ),
         ("error", {"ref": "e", "step": "i2", "role": "", "message": "boom"}),
         ("decision", {"ref": "f", "step": "i2", "action": "handoff", "mode": "auto"}),
+        ("decision", {"ref": "f2", "step": "i2", "action": "approve", "by": ""}),
+        (
+            "version",
+            {"ref": "f3", "step": "i2", "version_id": 2, "number": 2} | {"origin": "debugger"},
+        ),
         ("mode", {"ref": "g", "step": "i3", "mode": "auto", "retired_field": 1}),
     ]
     with Store(tmp_path / "s.db") as store:
         session = store.create_session("12p", "auto")  # type: ignore[arg-type]  # as it was
         for kind, payload in old:
             store.append_event(session.id, kind, payload)
-        step, evaluation, profiled, failed, error, decision, mode = Journal(
+        step, evaluation, profiled, failed, error, decision, unknown, version, mode = Journal(
             store, session.id
         ).history()
     assert isinstance(step, ev.StepStarted) and step.role is Role.PLANNER
@@ -97,7 +103,9 @@ def test_what_an_earlier_release_stored_is_read_back_typed(tmp_path) -> None:
     assert failed.error == "it crashed"
     assert isinstance(error, ev.ErrorRaised) and error.role is Role.ENGINE
     assert isinstance(decision, ev.DecisionMade) and decision.action is Action.HANDOFF
-    assert decision.mode is Mode.AUTO
+    assert decision.mode is Mode.AUTO and decision.by is None
+    assert isinstance(unknown, ev.DecisionMade) and unknown.by is None  # "" was "not known"
+    assert isinstance(version, ev.VersionCreated) and version.origin is Role.DEBUGGER
     assert isinstance(mode, ev.ModeChanged) and mode.mode is Mode.AUTO
     assert store_session_mode_is_typed(tmp_path)
 
