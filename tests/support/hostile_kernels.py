@@ -207,6 +207,34 @@ def computation(x):
 FAKE_REFERENCE = TASK_REFERENCE.replace("return x * 2.0 + 1.0", "return x * 0.0")
 
 
+# No Pallas at all: plain jnp, correct everywhere, which imports the worker that judges it (through
+# `typing.sys`, an allowed module's re-export) and replaces the checks that would reject it. The
+# judge runs in the candidate's own process, so this works: an open hole (see its test).
+FORGE_THE_JUDGE = """
+import typing
+
+import jax.numpy as jnp
+
+_worker = typing.sys.modules["maxkernel" + "_tui.kernels.evaluation.candidate_worker"]
+
+
+def _passes(subject, traced, start, expert):
+    return _worker._check("trace", "pass", "1 pallas_call(s); heavy work inside Pallas", start)
+
+
+def _no_defences(subject, request):
+    return request.runs
+
+
+_worker._pallas_check = _passes
+_worker._production_check = _no_defences
+
+
+def computation(x):
+    return x * 2.0 + 1.0
+"""
+
+
 def fill(template: str, **fields: str) -> str:
     for name, value in fields.items():
         template = template.replace(f"@{name.upper()}@", value)
