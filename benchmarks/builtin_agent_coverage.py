@@ -35,6 +35,7 @@ from maxkernel_tui.agents.builtin.autotune import estimate_source, reference_cos
 from maxkernel_tui.agents.builtin.operand_precision import operand_words
 from maxkernel_tui.kernels.evaluation.expert_comparison import from_estimates
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
+from maxkernel_tui.kernels.evaluation.report import VERIFIED_AT_PRODUCTION
 from maxkernel_tui.kernels.loader import builtin_suite_dir, find_task, load_tasks
 from maxkernel_tui.kernels.perf.model import Estimate
 from maxkernel_tui.kernels.perf.xla_model import XLA_DEFAULT
@@ -55,6 +56,13 @@ EXPERT_WORDS = (
     "estimated, not compilable, on v5e with default flags)"
 )
 LAST_RUN_VERDICT = "verdict of the last full run (not re-evaluated: --no-eval)"
+PRODUCTION = "production tiles"
+NUMERICS_AT_WORDS = (
+    "'numerics at' says 'production tiles' where sampled output tiles at production shapes "
+    "matched the reference too, 'small shapes' where only the check and heldout shapes were "
+    "compared (the full table in benchmarks/results says why the tiles were not run)"
+)
+SMALL_SHAPES = "small shapes"
 
 
 @dataclass
@@ -70,6 +78,10 @@ class Row:
     precision: str = "-"  # the matmuls' operand precision the agent chose
     compared_at: str = "-"  # the XLA precision the speedup compares with
     vs_expert: float | None = None  # expert time / kernel time, both estimated on v5e
+    # where the numerics were checked: at production shapes (sampled tiles) or at small shapes
+    # only, with the production tiles' evidence or why they were not run
+    checked_at: str = "-"
+    tiles: str = ""
 
 
 def cover(task: Task, harness: Harness | None, kernels: Path, verdicts: dict[str, str]) -> Row:
@@ -81,12 +93,15 @@ def cover(task: Task, harness: Harness | None, kernels: Path, verdicts: dict[str
         return Row(task.task_id, "-", "not planned", str(error), seconds=time.monotonic() - started)
     kernel = kernels / f"{task.task_id}.py"
     kernel.write_text(draft.source)
+    checked_at, tiles = "-", ""
     if harness is None:
         verdict, reason = verdicts.get(task.task_id, "not evaluated"), LAST_RUN_VERDICT
     else:
         report = harness.evaluate(kernel, task, EvalOptions(seeds=SEEDS))
         verdict = report.verdict
         reason = f"{report.failure.name}: {report.failure.detail}" if report.failure else ""
+        checked_at = PRODUCTION if report.scope == VERIFIED_AT_PRODUCTION else SMALL_SHAPES
+        tiles = next((e for e in report.evidence if e.startswith("production tiles")), "")
     xla = draft.precision.xla if draft.precision else XLA_DEFAULT
     model = estimate_source(
         draft.source, task, reference_cost=reference_cost(task), reference_precision=xla
@@ -105,6 +120,8 @@ def cover(task: Task, harness: Harness | None, kernels: Path, verdicts: dict[str
         else "own dtypes",
         f"{xla.passes} pass{'es' if xla.passes > 1 else ''}",
         vs_expert(task, model),
+        checked_at,
+        tiles,
     )
 
 
@@ -120,8 +137,8 @@ def vs_expert(task: Task, kernel: Estimate) -> float | None:
 def table(rows: list[Row]) -> str:
     lines = [
         "| task | family | verdict | matmul operands | est. v5e time | est. % of roofline | "
-        "est. speedup vs XLA | XLA MXU passes | est. vs expert | why not |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "est. speedup vs XLA | XLA MXU passes | est. vs expert | numerics at | why not |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
         cells = [
@@ -134,6 +151,7 @@ def table(rows: list[Row]) -> str:
             _number(row.speedup, "{:.2f}x"),
             row.compared_at,
             _number(row.vs_expert, "{:.2f}x"),
+            row.tiles or row.checked_at,
             row.reason.replace("|", "\\|").replace("\n", " ")[:300],
         ]
         lines.append("| " + " | ".join(cells) + " |")
@@ -149,14 +167,14 @@ def readme_table(rows: list[Row], command: str) -> str:
         f"{datetime.date.today().isoformat()}; roofline shares and speedups are estimates of the "
         "performance model for v5e, not measurements; the speedup compares with XLA at the "
         "precision the kernel's matmuls need, one bf16 pass unless the column says more; "
-        f"{EXPERT_WORDS}).",
+        f"{NUMERICS_AT_WORDS}; {EXPERT_WORDS}).",
         "",
-        "| task | family | verdict | est. % of v5e roofline | est. vs XLA (MXU passes) | "
-        "est. vs expert |",
-        "|---|---|---|---|---|---|",
+        "| task | family | verdict | numerics at | est. % of v5e roofline | "
+        "est. vs XLA (MXU passes) | est. vs expert |",
+        "|---|---|---|---|---|---|---|",
     ]
     lines += [
-        f"| {r.task} | {r.family} | {r.verdict} | "
+        f"| {r.task} | {r.family} | {r.verdict} | {r.checked_at} | "
         f"{_number(r.roofline and r.roofline * 100, '{:.0f}%')} | "
         f"{_number(r.speedup, '{:.2f}x')}{_passes(r)} | {_number(r.vs_expert, '{:.2f}x')} |"
         for r in rows
@@ -204,7 +222,8 @@ def report(rows: list[Row], command: str, seconds: float) -> str:
             "evaluated by the real "
             f"harness with {SEEDS} seeds: static, trace, TPU lowering and v5e compile at bench "
             "shapes, numerics on "
-            "check and heldout shapes in TPU interpret mode).",
+            "check and heldout shapes in TPU interpret mode, and on sampled output tiles at "
+            f"production shapes where affordable; {NUMERICS_AT_WORDS}).",
             "",
             "Times, roofline shares and speedups are estimates of the performance model for TPU "
             "v5e at bench "
