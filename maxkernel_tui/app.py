@@ -33,7 +33,6 @@ from maxkernel_tui.screens.messages import (
 from maxkernel_tui.screens.palette import MaxKernelCommands
 from maxkernel_tui.screens.workbench import WorkbenchScreen
 from maxkernel_tui.screens.worker_errors import ShowsWorkerErrors
-from maxkernel_tui.services.sessions import existing_store, resolve_session
 from maxkernel_tui.services.tasks import resolve_task, workbench_name
 from maxkernel_tui.store import StoreError
 from maxkernel_tui.themes import DEFAULT_THEME, THEMES
@@ -152,7 +151,9 @@ class MaxKernelApp(ShowsWorkerErrors, App[None]):
         """Open the workbench on a session's task with the session's latest kernel version as the
         source. The workbench reads its source from its kernel file, so that file gets the kernel;
         a different kernel already there is kept beside it as kernel.py.bak."""
-        from maxkernel_tui.agents.orchestration.ending import best_at_end  # not for the first frame
+        # not for the first frame: the engine's ending and the database
+        from maxkernel_tui.agents.orchestration.ending import best_at_end
+        from maxkernel_tui.services.sessions import existing_store, resolve_session
 
         try:
             session = resolve_session(prefix, self._settings.store_path)

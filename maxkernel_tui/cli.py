@@ -138,7 +138,6 @@ def _stop_on_term_and_hangup() -> None:
 def _open_app(task_name: str | None, resume: str | None) -> int:
     from maxkernel_tui.app import MaxKernelApp  # Textual only when the workbench opens
     from maxkernel_tui.config import load_settings
-    from maxkernel_tui.services.sessions import resolve_session
     from maxkernel_tui.services.tasks import resolve_task
 
     if task_name and resume is not None:
@@ -146,7 +145,11 @@ def _open_app(task_name: str | None, resume: str | None) -> int:
         return 2
     settings = load_settings()
     # resolved before the screen opens: an unknown session is an error on the terminal, exit 2
-    session = resolve_session(resume, settings.store_path).id if resume is not None else None
+    session = None
+    if resume is not None:
+        from maxkernel_tui.services.sessions import resolve_session  # the database: not otherwise
+
+        session = resolve_session(resume, settings.store_path).id
     MaxKernelApp(
         task=resolve_task(task_name) if task_name else None, settings=settings, resume=session
     ).run()

@@ -149,8 +149,8 @@ def test_the_workbench_starts_without_the_agents_engine():
     when first shown."""
     code = (
         "import sys, maxkernel_tui.cli, maxkernel_tui.app; "
-        # what cli._open_app imports before the app runs
-        "import maxkernel_tui.services.tasks, maxkernel_tui.services.sessions; "
+        # what cli._open_app imports before the app runs (without --resume)
+        "import maxkernel_tui.services.tasks; "
         "maxkernel_tui.cli._parse(['--task', '12p', '--sandbox', 'on']); "
         "print(sorted(m for m in sys.modules if m.startswith("
         "('maxkernel_tui.agents.orchestration.engine', "
@@ -159,7 +159,8 @@ def test_the_workbench_starts_without_the_agents_engine():
         "'maxkernel_tui.kernels.evaluation.harness', 'maxkernel_tui.commands.', "
         "'maxkernel_tui.screens.task_picker', 'maxkernel_tui.screens.sessions', "
         "'maxkernel_tui.screens.settings', 'maxkernel_tui.kernels.perf.', "
-        "'maxkernel_tui.kernels.importers.'))))"
+        "'maxkernel_tui.kernels.importers.', 'maxkernel_tui.store.db', 'sqlite3', "
+        "'maxkernel_tui.services.sessions'))))"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True

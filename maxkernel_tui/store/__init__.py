@@ -7,7 +7,8 @@ Stdlib only (no jax, no Textual): the UI, the agents and the CLI all use it. API
 stored: every payload, report and message is redacted on its way in (`store.redact`).
 """
 
-from maxkernel_tui.store.db import Store, default_store_path, open_store, schema_of
+from typing import TYPE_CHECKING, Any
+
 from maxkernel_tui.store.redact import REDACTED, is_secret_name, redact, redact_text
 from maxkernel_tui.store.rows import (
     ACTIVE,
@@ -29,6 +30,22 @@ from maxkernel_tui.store.rows import (
     StoreError,
 )
 from maxkernel_tui.store.schema import MIGRATIONS, SCHEMA_VERSION
+
+if TYPE_CHECKING:
+    from maxkernel_tui.store.db import Store, default_store_path, open_store, schema_of
+
+# The database module (and sqlite3) loads on first use: the workbench's first frame reads rows'
+# vocabularies (Mode) and never the database.
+_DATABASE_NAMES = ("Store", "default_store_path", "open_store", "schema_of")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _DATABASE_NAMES:
+        from maxkernel_tui.store import db
+
+        return getattr(db, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "ACTIVE",

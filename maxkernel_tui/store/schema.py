@@ -7,10 +7,13 @@ version above `SCHEMA_VERSION`) is refused rather than guessed at.
 
 from __future__ import annotations
 
-import sqlite3
 import time
+from typing import TYPE_CHECKING
 
 from maxkernel_tui.store.rows import StoreError
+
+if TYPE_CHECKING:  # the connection comes from store.db, which imports sqlite3
+    import sqlite3
 
 # Version 1: sessions, the append-only event log, kernel versions, evaluations, LLM calls.
 _V1 = [
