@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import sys
 import time
 from pathlib import Path
@@ -23,8 +24,8 @@ import jax
 import numpy as np
 
 from maxkernel_tui.kernels import reference_runtime as runtime
-from maxkernel_tui.kernels.evaluation import reference_slices
-from maxkernel_tui.kernels.evaluation.jaxpr_work import measure
+from maxkernel_tui.kernels.evaluation import reference_slices, tiles_memory
+from maxkernel_tui.kernels.evaluation.jaxpr_work import measure, sub_jaxprs
 from maxkernel_tui.kernels.evaluation.outputs import save_outputs
 from maxkernel_tui.kernels.evaluation.production_checks import REFERENCE_FLOPS_BUDGET
 from maxkernel_tui.kernels.evaluation.protocol import (
@@ -36,6 +37,8 @@ from maxkernel_tui.kernels.evaluation.protocol import (
 from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.task import Task, TaskError
 from maxkernel_tui.kernels.workers import READY
+
+GIB = 2**30
 
 # The most boxes the reference is computed over (a sample is a few blocks per kernel; indices
 # scattered over more boxes than this are computed from the whole reference).
@@ -101,6 +104,8 @@ def _production(task: Task, module: Any, asked: ProductionRequest, out_dir: Path
             error=f"the reference at production shapes needs {flops:.3g} matmul flops, over "
             f"the CPU budget of {REFERENCE_FLOPS_BUDGET:.0g} (a TPU runs them in full)",
         )
+    if (too_big := _memory_problem(traced, inputs)) is not None:
+        return run(error=too_big)
     try:
         with jax.default_matmul_precision("highest"):
             output = jax.core.eval_jaxpr(traced.jaxpr, traced.consts, *inputs)
@@ -108,6 +113,42 @@ def _production(task: Task, module: Any, asked: ProductionRequest, out_dir: Path
         return run(error=f"the reference failed at production shapes: {error}")
     files = save_outputs(out_dir, f"reference-{asked.config}-{asked.seed}", output)
     return run(files=files, at_indices=False, seconds=time.perf_counter() - started)
+
+
+def _memory_problem(traced: Any, inputs: list[np.ndarray]) -> str | None:
+    """Why the whole reference at production shapes cannot be computed in the memory there is,
+    or None. Unchecked, attention's score matrix (17 GiB for 1p) had the machine's OOM killer
+    end this process, and could have picked another one."""
+    size, name = _largest_value(traced.jaxpr)
+    inputs_bytes = sum(array.nbytes for array in inputs)
+    need = inputs_bytes + 2 * size  # the largest value and what it is made from
+    room = tiles_memory.memory_room()
+    if room is None or need <= room:
+        return None
+    return (
+        f"the reference at production shapes needs about {need / GIB:.1f} GiB ({name}), more "
+        f"than the {room / GIB:.1f} GiB available"
+    )
+
+
+def _largest_value(jaxpr: Any) -> tuple[int, str]:
+    """The bytes of the largest set of values one equation makes, anywhere in the program, and
+    the equation (primitive and result types)."""
+    largest, name = 0, "no equation"
+    for eqn in jaxpr.eqns:
+        size = sum(
+            math.prod(v.aval.shape) * np.dtype(v.aval.dtype).itemsize
+            for v in eqn.outvars
+            if hasattr(v.aval, "shape")
+        )
+        if size > largest:
+            types = ", ".join(f"{v.aval.dtype}{list(v.aval.shape)}" for v in eqn.outvars)
+            largest, name = size, f"`{eqn.primitive.name}` makes {types}"
+        for inner in sub_jaxprs(eqn.params):
+            inner_size, inner_name = _largest_value(inner)
+            if inner_size > largest:
+                largest, name = inner_size, inner_name
+    return largest, name
 
 
 def _at_indices(
