@@ -3,13 +3,13 @@ Imports jax.
 
 The production tiles check compares only the output elements its sampled blocks decide: a few
 blocks of a grid of hundreds. For references built from operations whose output regions map to
-input regions (elementwise arithmetic, broadcasts, transposes, reductions, `dot_general`), the
-region each intermediate value needs is followed backwards from an output box (a matmul needs
+input regions (elementwise arithmetic, broadcasts, transposes, reductions, `dot_general`, `iota`),
+the region each intermediate value needs is followed backwards from an output box (a matmul needs
 its contracted dimensions whole, its other dimensions only where the box is), and the program is
 run forwards on those regions alone: for a 8192x8192x28672 GEMM and eight 1024x1024 blocks, 3% of
-its flops, reading only the input rows and columns that meet the box. Any other operation
-(reshapes, gathers, scans, convolutions...) raises NotSliceable and the caller computes the whole
-reference instead.
+its flops, reading only the input rows and columns that meet the box; a causal attention's
+scores only for the query rows in the box. Any other operation (reshapes, gathers, scans,
+convolutions...) raises NotSliceable and the caller computes the whole reference instead.
 """
 
 from __future__ import annotations
@@ -234,6 +234,8 @@ def _operand_regions(eqn: Any, outs: list[Region | None]) -> list[Region | None]
         raise NotSliceable(f"the reference uses {name} with {len(outs)} results")
     out = outs[0]
     assert out is not None
+    if name == "iota":  # made from its indices alone (a causal mask's positions)
+        return []
     if name in _ELEMENTWISE:
         return [_broadcast_region(shape, out) for shape in shapes]
     if name == "broadcast_in_dim":
@@ -306,6 +308,13 @@ def _apply(eqn: Any, operands: list[Any], outs: list[Region | None]) -> list[Any
         held = [_Held(v) for v in operands]
         return _evaluate(body.jaxpr, list(body.consts), held, outs)
     params = dict(eqn.params)
+    if name == "iota":
+        out = outs[0]
+        assert out is not None
+        along = params["dimension"]
+        shape = tuple(b - a for a, b in out)
+        offset = jnp.asarray(out[along][0], params["dtype"])
+        return [jax.lax.broadcasted_iota(params["dtype"], shape, along) + offset]
     if name == "broadcast_in_dim":
         out = outs[0]
         assert out is not None

@@ -43,7 +43,7 @@ def _traced(task_id: str, config: str = "check"):
     return closed, leaves
 
 
-@pytest.mark.parametrize("task_id", ["41k", "8p", "26k", "9p", "12p", "50k", "36k"])
+@pytest.mark.parametrize("task_id", ["41k", "8p", "26k", "9p", "12p", "50k", "36k", "1p", "5p"])
 def test_an_output_box_equals_the_whole_reference_there(task_id):
     closed, inputs = _traced(task_id)
     with jax.default_matmul_precision("highest"):
