@@ -32,7 +32,7 @@ import io
 import math
 import pickle
 import types
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import jax
@@ -69,8 +69,8 @@ _INLINED = {"custom_jvp_call": "call_jaxpr", "custom_vjp_call": "call_jaxpr", "c
 REFUSED = {
     "pure_callback": "a host callback (jax.pure_callback) runs Python the judge would execute",
     "io_callback": "a host callback (io_callback) runs Python the judge would execute",
-    "debug_callback": "a host callback (jax.debug.print / jax.debug.callback)",
-    "debug_print": "pl.debug_print writes to the judging process's output",
+    "debug_callback": "a host callback (jax.debug.callback) runs Python the judge would execute",
+    "debug_print": "jax.debug.print / pl.debug_print writes to the judging process's output",
     "custom_lin": "a linearized custom derivative holds Python functions",
     "custom_vmap_call": "a custom_vmap rule holds Python functions",
     "custom_partitioning": "custom_partitioning holds Python functions",
@@ -88,7 +88,7 @@ class NotTransportable(Exception):
 
 def dump_program(closed_jaxpr: core.ClosedJaxpr) -> bytes:
     """The program as bytes `load_program` rebuilds exactly (run where the program was traced)."""
-    rewritten = _Rewriter().closed(closed_jaxpr)
+    rewritten = _Rewriter(_as_traced_for_tpu).closed(closed_jaxpr)
     buffer = io.BytesIO()
     try:
         _Dumper(buffer).dump(rewritten)
@@ -114,7 +114,47 @@ def load_program(data: bytes, *, max_bytes: int = MAX_BYTES) -> core.ClosedJaxpr
         raise NotTransportable(f"not a carried program: {type(error).__name__}: {error}")
     if not isinstance(program, core.ClosedJaxpr):
         raise NotTransportable(f"not a carried program: a {type(program).__name__}")
+    for eqn in _equations(program):
+        if eqn.primitive.name == "pallas_call" and (
+            eqn.params.get("interpret") is not False or eqn.params.get("debug") is not False
+        ):
+            # the judge chooses how a kernel is interpreted (interpreted()); on a TPU it runs
+            # Mosaic, and a debug kernel would print into the judge's output
+            raise NotTransportable("a pallas_call carried with interpret or debug set")
     return program
+
+
+def interpreted(program: core.ClosedJaxpr, params: Any) -> core.ClosedJaxpr:
+    """The program with every pallas_call run in interpret mode with `params` (e.g.
+    `pltpu.InterpretParams`): what `force_tpu_interpret_mode` does for a program traced under
+    it, for a program that was traced elsewhere."""
+    return _Rewriter(lambda kernel: dict(kernel, interpret=params)).closed(program)
+
+
+def _as_traced_for_tpu(kernel: dict[str, Any]) -> dict[str, Any]:
+    """A kernel's parameters as a plain TPU trace has them: interpret mode is the judge's
+    choice, and the debug flag prints from the process that lowers the kernel."""
+    return dict(kernel, interpret=False, debug=False)
+
+
+def _equations(value: Any) -> Iterator[core.JaxprEqn]:
+    """Every equation of a program, in every jaxpr its parameters hold (Pallas kernel bodies
+    and index maps included)."""
+    if isinstance(value, core.ClosedJaxpr):
+        value = value.jaxpr
+    if isinstance(value, core.Jaxpr):
+        for eqn in value.eqns:
+            yield eqn
+            yield from _equations(eqn.params)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _equations(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _equations(item)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for field in dataclasses.fields(value):
+            yield from _equations(getattr(value, field.name))
 
 
 # --- the rewrite (untrusted side) -------------------------------------------------------------
@@ -127,8 +167,9 @@ class _Rewriter:
     """A copy of a program without custom derivatives, callbacks or source tracebacks. A jaxpr
     shared by several equations is rewritten once and stays shared."""
 
-    def __init__(self) -> None:
+    def __init__(self, kernel_params: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
         self._done: dict[int, Any] = {}
+        self._kernel_params = kernel_params
 
     def closed(self, closed: core.ClosedJaxpr) -> core.ClosedJaxpr:
         key = id(closed)
@@ -163,6 +204,8 @@ class _Rewriter:
             if name in REFUSED:
                 raise NotTransportable(f"{name}: {REFUSED[name]}")
             params = {k: self._value(v, f"{name}.{k}") for k, v in eqn.params.items()}
+            if name == "pallas_call":
+                params = self._kernel_params(params)
             eqns.append(eqn.replace(invars=args, params=params, source_info=_NO_SOURCE))
         return jaxpr.replace(
             eqns=eqns,

@@ -1,0 +1,404 @@
+"""A traced program carried as bytes (evaluation/program_transport.py) is the same program on
+the other side: bit-identical outputs in TPU interpret mode, the same figures from the repo's
+analyses, TPU lowering; and bytes an attacker wrote never run anything. In-process jax (these
+are trusted test kernels); the round trips at small shapes are `slow`."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import os
+import pickle
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import tpu as pltpu
+from jax.extend.core import jaxpr_as_fun
+
+from maxkernel_tui.kernels.evaluation import kernel_work, production_tiles
+from maxkernel_tui.kernels.evaluation import program_transport as transport
+from maxkernel_tui.kernels.evaluation.jaxpr_work import measure
+from maxkernel_tui.kernels.evaluation.program_transport import (
+    NotTransportable,
+    dump_program,
+    interpreted,
+    load_program,
+)
+
+PARAMS = pltpu.InterpretParams(uninitialized_memory="nan")
+TILE_PARAMS = pltpu.InterpretParams(uninitialized_memory="nan", out_of_bounds_reads="raise")
+B = 128
+
+
+# --- a kernel in jax's own style -------------------------------------------------------------
+
+
+def _styled_kernel(x_ref, w_ref, o_ref, acc_ref):
+    """pl.when, a VMEM scratch accumulator, jax.nn activations and a fori_loop in the body."""
+    k = pl.program_id(2)
+
+    @pl.when(k == 0)
+    def _zero():
+        acc_ref[...] = jnp.zeros_like(acc_ref)
+
+    def half(i, carry):
+        rows = pl.ds(pl.multiple_of(i * (B // 2), B // 2), B // 2)
+        x = jax.nn.relu(x_ref[rows, :])  # a custom_jvp inside a loop inside the kernel body
+        acc_ref[rows, :] += jnp.dot(x, w_ref[...], preferred_element_type=jnp.float32)
+        return carry
+
+    jax.lax.fori_loop(0, 2, half, 0)
+
+    @pl.when(k == pl.num_programs(2) - 1)
+    def _write():
+        o_ref[...] = jax.nn.gelu(acc_ref[...]) + jax.nn.silu(acc_ref[...])
+
+
+def _styled_program(x, w):
+    m, depth = x.shape
+    n = w.shape[1]
+    out = pl.pallas_call(
+        _styled_kernel,
+        grid=(m // B, n // B, depth // B),
+        in_specs=[
+            pl.BlockSpec((B, B), lambda i, j, k: (i, k)),
+            pl.BlockSpec((B, B), lambda i, j, k: (k, j)),
+        ],
+        out_specs=pl.BlockSpec((B, B), lambda i, j, k: (i, j)),
+        out_shape=jax.ShapeDtypeStruct((m, n), jnp.float32),
+        scratch_shapes=[pltpu.VMEM((B, B), jnp.float32)],
+        compiler_params=pltpu.CompilerParams(
+            dimension_semantics=("parallel", "parallel", "arbitrary")
+        ),
+    )(x, w)
+    return jax.nn.relu(out[:, : n - 64]) * 2.0  # a custom_jvp outside the kernel too
+
+
+def _styled_inputs() -> list[Any]:
+    x = jax.random.normal(jax.random.key(0), (256, 256), jnp.float32)
+    w = jax.random.normal(jax.random.key(1), (256, 384), jnp.float32)
+    return [x, w]
+
+
+# --- what "the same program" means ----------------------------------------------------------
+
+
+def _same_bits(left: Any, right: Any) -> bool:
+    left, right = jax.tree.leaves(left), jax.tree.leaves(right)
+    return len(left) == len(right) and all(
+        a.dtype == b.dtype and a.shape == b.shape and np.asarray(a).tobytes() == np.asarray(b).tobytes()
+        for a, b in zip(left, right, strict=True)
+    )
+
+
+def _without_custom_calls(work: Any) -> Any:
+    """Kernel figures with the names of the inlined custom-derivative calls left out (the
+    carried program runs their primal bodies, which the figures count the same)."""
+    inlined = ("custom_jvp_call", "custom_vjp_call")
+    kernels = [
+        dataclasses.replace(k, operations=[op for op in k.operations if op not in inlined])
+        for k in work.kernels
+    ]
+    return dataclasses.replace(work, kernels=kernels)
+
+
+def _assert_same_program(traced: Any, inputs: list[Any], *, tiles: bool = True) -> Any:
+    loaded = load_program(dump_program(traced))
+    specs = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in inputs]
+    expected = jax.jit(jaxpr_as_fun(interpreted(traced, PARAMS)))(*inputs)
+    got = jax.jit(jaxpr_as_fun(interpreted(loaded, PARAMS)))(*inputs)
+    assert _same_bits(expected, got)
+    assert measure(loaded) == measure(traced)
+    assert _without_custom_calls(kernel_work.program_work(loaded)) == _without_custom_calls(
+        kernel_work.program_work(traced)
+    )
+    jax.jit(jaxpr_as_fun(loaded)).trace(*specs).lower(lowering_platforms=("tpu",))
+    if tiles:
+        sampled = [
+            production_tiles.run_sampled(
+                program, inputs, np.random.default_rng(7), random_blocks=2, params=TILE_PARAMS
+            )
+            for program in (traced, loaded)
+        ]
+        assert _same_bits(sampled[0].outputs, sampled[1].outputs)
+        assert all(np.array_equal(a, b) for a, b in zip(sampled[0].decided, sampled[1].decided))
+        assert sampled[0].kernels == sampled[1].kernels
+    return loaded
+
+
+@pytest.mark.slow
+def test_a_kernel_in_jax_style_is_the_same_program_after_transport():
+    inputs = _styled_inputs()
+    traced = jax.make_jaxpr(_styled_program)(*inputs)
+    loaded = _assert_same_program(traced, inputs)
+    with pltpu.force_tpu_interpret_mode(PARAMS):  # and the same as the kernel itself
+        direct = jax.jit(_styled_program)(*inputs)
+    assert _same_bits(direct, jax.jit(jaxpr_as_fun(interpreted(loaded, PARAMS)))(*inputs))
+    # the custom derivatives were inlined, in the kernel body too: nothing callable travels
+    text = str(loaded)
+    assert "custom_jvp_call" not in text and "custom_jvp_call" in str(traced)
+
+
+def _suite_kernel(task_prefix: str, tmp_path: Path) -> tuple[Any, list[Any]]:
+    from maxkernel_tui.agents.builtin import draft_kernel
+    from maxkernel_tui.kernels import reference_runtime as runtime
+    from maxkernel_tui.kernels.loader import builtin_suite_dir, load_task
+
+    folder = next(p for p in builtin_suite_dir().iterdir() if p.name.startswith(task_prefix + "_"))
+    task = load_task(folder)
+    kernel = tmp_path / f"kernel_{task_prefix}.py"
+    kernel.write_text(draft_kernel(task).source)
+    reference = runtime.load_reference(task)
+    candidate = runtime.load_candidate(task, reference, kernel)
+    dynamic, static = runtime.make_inputs(task, reference, "check", 0)
+    leaves = jax.tree.leaves(dynamic)
+    treedef = jax.tree.structure(dynamic)
+
+    def program(*flat: Any) -> Any:
+        return candidate.computation(*jax.tree.unflatten(treedef, flat), *static)
+
+    return jax.make_jaxpr(program)(*leaves), leaves
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "task_prefix",
+    [
+        "12p",  # RMSNorm
+        "41k",  # GEMM + Add + ReLU
+        "1p",  # flash attention
+        "18k",  # conv
+        "13p",  # cross-entropy, several kernels
+    ],
+)
+def test_the_builtin_agents_kernels_are_the_same_programs_after_transport(task_prefix, tmp_path):
+    traced, inputs = _suite_kernel(task_prefix, tmp_path)
+    _assert_same_program(traced, inputs, tiles=task_prefix in ("41k", "1p"))
+
+
+# --- what is refused at dump -----------------------------------------------------------------
+
+
+def _with_pure_callback(x):
+    return jax.pure_callback(lambda v: np.asarray(v) * 2, jax.ShapeDtypeStruct(x.shape, x.dtype), x)
+
+
+def _with_io_callback(x):
+    from jax.experimental import io_callback
+
+    return io_callback(lambda v: np.asarray(v), jax.ShapeDtypeStruct(x.shape, x.dtype), x)
+
+
+def _with_debug_print(x):
+    jax.debug.print("x {}", x)
+    return x + 1
+
+
+def _with_debug_callback(x):
+    jax.debug.callback(lambda v: None, x)
+    return x + 1
+
+
+def _with_callback_in_a_kernel_loop(x):
+    def body(i, v):
+        return jax.pure_callback(lambda a: np.asarray(a), jax.ShapeDtypeStruct(v.shape, v.dtype), v)
+
+    return jax.lax.fori_loop(0, 2, body, x)
+
+
+@pytest.mark.parametrize(
+    "program, primitive",
+    [
+        (_with_pure_callback, "pure_callback"),
+        (_with_io_callback, "io_callback"),
+        (_with_debug_print, "debug_print"),
+        (_with_debug_callback, "debug_callback"),
+        (_with_callback_in_a_kernel_loop, "pure_callback"),
+    ],
+)
+def test_a_program_with_a_host_callback_is_refused_at_dump(program, primitive):
+    traced = jax.make_jaxpr(program)(jnp.ones((8, 128), jnp.float32))
+    with pytest.raises(NotTransportable, match=primitive):
+        dump_program(traced)
+
+
+def test_a_python_function_in_a_parameter_is_refused_at_dump():
+    """A parameter holding a function the rewrite does not know how to replace (here the
+    grid environment of a pallas_call, which production_tiles sets and nothing else should)."""
+    traced = jax.make_jaxpr(_styled_program)(*_styled_inputs())
+    eqn = next(e for e in traced.jaxpr.eqns if e.primitive.name == "pallas_call")
+    mapping = dataclasses.replace(eqn.params["grid_mapping"], local_grid_env=lambda *a: ())
+    eqns = [
+        e.replace(params=dict(e.params, grid_mapping=mapping)) if e is eqn else e
+        for e in traced.jaxpr.eqns
+    ]
+    forged = traced.replace(jaxpr=traced.jaxpr.replace(eqns=eqns))
+    with pytest.raises(NotTransportable, match="local_grid_env holds a Python function"):
+        dump_program(forged)
+
+
+# --- what is refused at load, with nothing run ------------------------------------------------
+
+
+class _Runs:
+    """A pickle whose loading calls `call(*args)`."""
+
+    def __init__(self, call: Any, *args: Any) -> None:
+        self.call, self.args = call, args
+
+    def __reduce__(self) -> Any:
+        return self.call, self.args
+
+
+def _marker_command(marker: Path) -> str:
+    return f"touch {marker}"
+
+
+@pytest.mark.parametrize("how", ["os.system", "builtins.eval", "subprocess", "builtins.exec"])
+def test_a_pickle_that_calls_a_function_is_refused_and_nothing_runs(how, tmp_path):
+    marker = tmp_path / "ran"
+    command = _marker_command(marker)
+    code = f"open({str(marker)!r}, 'w').close()"
+    payload = {
+        "os.system": _Runs(os.system, command),
+        "builtins.eval": _Runs(eval, code),
+        "builtins.exec": _Runs(exec, code),
+        "subprocess": _Runs(subprocess.call, ["sh", "-c", command]),
+    }[how]
+    data = pickle.dumps(payload, protocol=2)
+    assert pickle.loads.__name__  # the plain unpickler would run it: see the control below
+    with pytest.raises(NotTransportable, match="which a program may not"):
+        load_program(data)
+    assert not marker.exists()
+
+
+def test_the_attacks_bytes_do_run_under_a_plain_unpickler(tmp_path):
+    """Control: the same kind of payload is live, so the refusals above are the loader's."""
+    marker = tmp_path / "ran"
+    pickle.loads(pickle.dumps(_Runs(exec, f"open({str(marker)!r}, 'w').close()")))
+    assert marker.exists()
+
+
+def _global(module: str, name: str) -> bytes:
+    """Protocol-0 bytes that name `module.name` and call it with no arguments."""
+    return f"c{module}\n{name}\n(tR.".encode()
+
+
+@pytest.mark.parametrize(
+    "module, name",
+    [
+        ("jax._src.core", "eval_jaxpr"),  # an allowed module, an attribute that is not
+        ("jax._src.core", "Primitive"),
+        ("maxkernel_tui.kernels.evaluation.program_transport", "dump_program"),
+        ("maxkernel_tui.kernels.evaluation.program_transport", "_primitives"),
+        ("jax._src.core", "Jaxpr.replace"),  # a dotted name into an allowed class
+        ("jax._src.pallas.core", "GridMapping.__init__.__globals__"),
+        ("numpy", "load"),
+        ("builtins", "getattr"),
+    ],
+)
+def test_a_pickle_naming_anything_not_allowed_is_refused(module, name):
+    with pytest.raises(NotTransportable, match="which a program may not"):
+        load_program(_global(module, name))
+
+
+def test_an_oversized_payload_is_refused_before_it_is_read(tmp_path):
+    marker = tmp_path / "ran"
+    data = pickle.dumps(_Runs(os.system, _marker_command(marker))) + b"\0" * 1024
+    with pytest.raises(NotTransportable, match="over the 1000"):
+        load_program(data, max_bytes=1000)
+    assert not marker.exists()
+
+
+def _primitive_then(ops: bytes) -> bytes:
+    """Bytes that fetch the judge's own `add` primitive and then apply `ops` to it."""
+    module = transport.__name__
+    return f"c{module}\n_primitive\n(Vadd\ntR".encode() + ops
+
+
+def test_bytes_cannot_alter_a_primitive_of_the_judge():
+    """BUILD on an object the bytes did not make (here the judge's `add`, which the analyses
+    count) would rename it for everything the judge does later; refused."""
+    add = jax.lax.add_p
+    build = b"(dVname\nVdot_general\nsb."
+    with pytest.raises(NotTransportable, match="BUILD of an object the bytes did not make"):
+        load_program(_primitive_then(build))
+    assert add.name == "add"
+
+
+def test_bytes_cannot_call_an_object_they_built():
+    """REDUCE on a built object (not a global the loader handed out) is refused: only the
+    allowed constructors are ever called."""
+    module = transport.__name__
+    ops = f"c{module}\n_dtype\n(Vfloat32\ntR(tR.".encode()  # calls the dtype it got
+    with pytest.raises(NotTransportable, match="REDUCE of something no allowed global named"):
+        load_program(ops)
+
+
+def test_a_refused_primitive_cannot_be_named_at_load():
+    module = transport.__name__
+    data = f"c{module}\n_primitive\n(Vpure_callback\ntR.".encode()
+    with pytest.raises(NotTransportable, match="pure_callback"):
+        load_program(data)
+
+
+def test_bytes_that_are_not_a_program_are_refused():
+    with pytest.raises(NotTransportable, match="not a carried program"):
+        load_program(pickle.dumps([1, 2, 3]))
+    with pytest.raises(NotTransportable, match="not a carried program"):
+        load_program(b"\x80\x05garbage")
+
+
+def test_the_allowlist_names_only_data_types_and_this_modules_constructors():
+    """What find_class may hand out, spelled out: a new entry is a reviewed decision."""
+    constructors = {n for m, n in transport.ALLOWED if m == transport.__name__}
+    assert constructors == {
+        "_primitive",
+        "_dtype",
+        "_numpy_array",
+        "_numpy_scalar",
+        "_jax_array",
+        "_eqn_context",
+        "_shaped_array",
+        "_typed_scalar",
+        "_typed_array",
+        "_empty_mesh",
+        "_unspecified",
+        "_enum",
+        "_no_source",
+    }
+    others = {(m, n) for m, n in transport.ALLOWED if m != transport.__name__}
+    assert all(m.startswith(("jax._src.", "jaxlib._jax.")) for m, _ in others)
+    assert not any(n.startswith("_") or "." in n for _, n in others - {
+        ("jax._src.tree_util", "default_registry")
+    })
+
+
+def test_a_round_trip_of_bytes_is_exact_for_arrays_and_scalars():
+    """Constants and literals keep their type, shape, weak type and bits."""
+
+    def program(x):
+        table = jnp.arange(12, dtype=jnp.bfloat16).reshape(3, 4)
+        return x * 0.5 + table + 3 + np.float32(1.25)
+
+    x = jnp.ones((3, 4), jnp.bfloat16)
+    traced = jax.make_jaxpr(program)(x)
+    loaded = load_program(dump_program(traced))
+    assert [(type(c), c.dtype, c.shape) for c in loaded.consts] == [
+        (type(c), c.dtype, c.shape) for c in traced.consts
+    ]
+    assert str(loaded) == str(traced)
+    assert _same_bits(jax.jit(jaxpr_as_fun(traced))(x), jax.jit(jaxpr_as_fun(loaded))(x))
+
+
+def test_the_loader_reads_through_its_own_unpickler_only():
+    """The restricted opcodes are those of pickle's Python unpickler, which _Loader is."""
+    assert issubclass(transport._Loader, pickle._Unpickler)
+    loader = transport._Loader(io.BytesIO(b""))
+    assert loader.dispatch[pickle.BUILD[0]] is not pickle._Unpickler.dispatch[pickle.BUILD[0]]
