@@ -114,6 +114,7 @@ def load_program(data: bytes, *, max_bytes: int = MAX_BYTES) -> core.ClosedJaxpr
         raise NotTransportable(f"not a carried program: {type(error).__name__}: {error}")
     if not isinstance(program, core.ClosedJaxpr):
         raise NotTransportable(f"not a carried program: a {type(program).__name__}")
+    _check_types(program)
     for eqn in _equations(program):
         if eqn.primitive.name == "pallas_call" and (
             eqn.params.get("interpret") is not False or eqn.params.get("debug") is not False
@@ -137,24 +138,44 @@ def _as_traced_for_tpu(kernel: dict[str, Any]) -> dict[str, Any]:
     return dict(kernel, interpret=False, debug=False)
 
 
-def _equations(value: Any) -> Iterator[core.JaxprEqn]:
-    """Every equation of a program, in every jaxpr its parameters hold (Pallas kernel bodies
-    and index maps included)."""
+def _check_types(program: core.ClosedJaxpr) -> None:
+    """Every jaxpr of the program (kernel bodies and index maps too, which jax's own check
+    does not enter) types as its operations say: the analyses read shapes from the variables'
+    types, and forged ones (a matmul's operand recorded smaller than it is) would mislead them."""
+    for jaxpr in _jaxprs(program):
+        try:
+            jax_core.check_jaxpr(jaxpr)
+        except Exception as error:
+            raise NotTransportable(f"the program is not well typed: {_first_line(error)}")
+
+
+def _first_line(error: BaseException) -> str:
+    return f"{type(error).__name__}: {str(error).strip().splitlines()[0][:300] if str(error).strip() else ''}"
+
+
+def _equations(program: core.ClosedJaxpr) -> Iterator[core.JaxprEqn]:
+    for jaxpr in _jaxprs(program):
+        yield from jaxpr.eqns
+
+
+def _jaxprs(value: Any) -> Iterator[core.Jaxpr]:
+    """Every jaxpr a program holds, in every parameter (Pallas kernel bodies and index maps
+    included)."""
     if isinstance(value, core.ClosedJaxpr):
         value = value.jaxpr
     if isinstance(value, core.Jaxpr):
+        yield value
         for eqn in value.eqns:
-            yield eqn
-            yield from _equations(eqn.params)
+            yield from _jaxprs(eqn.params)
     elif isinstance(value, (list, tuple)):
         for item in value:
-            yield from _equations(item)
+            yield from _jaxprs(item)
     elif isinstance(value, dict):
         for item in value.values():
-            yield from _equations(item)
+            yield from _jaxprs(item)
     elif dataclasses.is_dataclass(value) and not isinstance(value, type):
         for field in dataclasses.fields(value):
-            yield from _equations(getattr(value, field.name))
+            yield from _jaxprs(getattr(value, field.name))
 
 
 # --- the rewrite (untrusted side) -------------------------------------------------------------

@@ -246,6 +246,33 @@ def test_a_python_function_in_a_parameter_is_refused_at_dump():
 # --- what is refused at load, with nothing run ------------------------------------------------
 
 
+def _matmul_kernel(x_ref, w_ref, o_ref):
+    o_ref[...] = jnp.dot(x_ref[...], w_ref[...], preferred_element_type=jnp.float32)
+
+
+def _matmul(x, w):
+    return pl.pallas_call(
+        _matmul_kernel,
+        grid=(x.shape[0] // B,),
+        in_specs=[pl.BlockSpec((B, B), lambda i: (i, 0)), pl.BlockSpec((B, B), lambda i: (0, 0))],
+        out_specs=pl.BlockSpec((B, B), lambda i: (i, 0)),
+        out_shape=jax.ShapeDtypeStruct((x.shape[0], B), jnp.float32),
+    )(x, w)
+
+
+def test_a_program_whose_kernel_body_lies_about_its_types_is_refused_at_load():
+    """A matmul operand recorded as 8 rows instead of 128 in the kernel body would make the
+    kernel's counted work 16 times smaller; jax's own check does not enter kernel bodies."""
+    x = jnp.ones((256, B), jnp.float32)
+    traced = jax.make_jaxpr(_matmul)(x, jnp.ones((B, B), jnp.float32))
+    body = next(e for e in traced.jaxpr.eqns if e.primitive.name == "pallas_call").params["jaxpr"]
+    dot = next(e for e in body.eqns if e.primitive.name == "dot_general")
+    load_program(dump_program(traced))  # honest: loads
+    dot.invars[0].aval = jax.core.ShapedArray((8, B), jnp.float32)
+    with pytest.raises(NotTransportable, match="not well typed"):
+        load_program(dump_program(traced))
+
+
 class _Runs:
     """A pickle whose loading calls `call(*args)`."""
 
