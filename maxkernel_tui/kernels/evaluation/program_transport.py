@@ -33,17 +33,16 @@ import math
 import pickle
 import types
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import jax
 import ml_dtypes
 import numpy as np
 from jax._src import core as jax_core
-from jax._src import linear_util as lu
-from jax._src import literals, named_sharding
-from jax._src import mesh as mesh_lib
-from jax._src import tree_util
 from jax._src import indexing as jax_indexing
+from jax._src import linear_util as lu
+from jax._src import literals, named_sharding, source_info_util, tree_util
+from jax._src import mesh as mesh_lib
 from jax._src.lax import convolution as lax_convolution
 from jax._src.lax import lax as lax_lax
 from jax._src.lax import slicing as lax_slicing
@@ -52,9 +51,8 @@ from jax._src.pallas import primitives as pallas_primitives
 from jax._src.pallas.mosaic import core as mosaic_core
 from jax._src.state import indexing as state_indexing
 from jax._src.state import types as state_types
-from jaxlib._jax import pytree
-from jax._src import source_info_util
 from jax.extend import core
+from jaxlib._jax import pytree
 
 # A traced kernel program is kilobytes to a few MiB (its constants); far more is not a program.
 MAX_BYTES = 256 * 2**20
@@ -95,7 +93,9 @@ def dump_program(closed_jaxpr: core.ClosedJaxpr) -> bytes:
     except NotTransportable:
         raise
     except (pickle.PicklingError, TypeError, AttributeError) as error:
-        raise NotTransportable(f"the program holds something that cannot be carried: {error}")
+        raise NotTransportable(
+            f"the program holds something that cannot be carried: {error}"
+        ) from None
     data = buffer.getvalue()
     if len(data) > MAX_BYTES:
         raise NotTransportable(f"the program is {len(data)} bytes, over {MAX_BYTES}")
@@ -111,7 +111,7 @@ def load_program(data: bytes, *, max_bytes: int = MAX_BYTES) -> core.ClosedJaxpr
     except NotTransportable:
         raise
     except Exception as error:  # malformed bytes: whatever pickle or a constructor raised
-        raise NotTransportable(f"not a carried program: {type(error).__name__}: {error}")
+        raise NotTransportable(f"not a carried program: {_first_line(error)}") from None
     if not isinstance(program, core.ClosedJaxpr):
         raise NotTransportable(f"not a carried program: a {type(program).__name__}")
     _check_types(program)
@@ -146,11 +146,12 @@ def _check_types(program: core.ClosedJaxpr) -> None:
         try:
             jax_core.check_jaxpr(jaxpr)
         except Exception as error:
-            raise NotTransportable(f"the program is not well typed: {_first_line(error)}")
+            raise NotTransportable(f"the program is not well typed: {_first_line(error)}") from None
 
 
 def _first_line(error: BaseException) -> str:
-    return f"{type(error).__name__}: {str(error).strip().splitlines()[0][:300] if str(error).strip() else ''}"
+    lines = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {lines[0][:300] if lines else ''}"
 
 
 def _equations(program: core.ClosedJaxpr) -> Iterator[core.JaxprEqn]:
@@ -284,7 +285,11 @@ def _inline(body: core.ClosedJaxpr, args: Sequence[Any], eqns: list[core.JaxprEq
     for eqn in inner.eqns:
         outvars = []
         for var in eqn.outvars:
-            fresh = jax_core.DropVar(var.aval) if isinstance(var, jax_core.DropVar) else core.Var(var.aval)
+            fresh = (
+                jax_core.DropVar(var.aval)
+                if isinstance(var, jax_core.DropVar)
+                else core.Var(var.aval)
+            )
             env[var] = fresh
             outvars.append(fresh)
         eqns.append(eqn.replace(invars=[atom(a) for a in eqn.invars], outvars=outvars))
@@ -310,7 +315,7 @@ def _plain_debug_info(info: Any) -> Any:
 
 
 def _is_function(value: Any) -> bool:
-    if isinstance(value, type) or isinstance(value, jax_core.Primitive):
+    if isinstance(value, (type, jax_core.Primitive)):
         return False
     return isinstance(
         value,
@@ -371,10 +376,10 @@ class _Dumper(pickle.Pickler):
             if type(obj) not in _ENUM_TYPES:
                 raise NotTransportable(f"the program holds {obj!r}, not carried data")
             return _enum, (_key_name(type(obj)), obj.name)
-        if isinstance(obj, type) or _is_function(obj):
-            # pickled by reference: only what the judge's loader hands out
-            if _FOUND.get((getattr(obj, "__module__", ""), getattr(obj, "__qualname__", ""))) is not obj:
-                raise NotTransportable(f"the program holds {_describe(obj)}, not carried data")
+        named = (getattr(obj, "__module__", ""), getattr(obj, "__qualname__", ""))
+        # pickled by reference: only what the judge's loader hands out
+        if (isinstance(obj, type) or _is_function(obj)) and _FOUND.get(named) is not obj:
+            raise NotTransportable(f"the program holds {_describe(obj)}, not carried data")
         return NotImplemented
 
 
@@ -654,7 +659,7 @@ class _Loader(pickle._Unpickler):
       (a primitive, a dtype, an interned type) of the judging process.
     """
 
-    dispatch = dict(pickle._Unpickler.dispatch)
+    dispatch: ClassVar[dict[int, Callable[..., Any]]] = dict(pickle._Unpickler.dispatch)
 
     def __init__(self, file: io.BytesIO) -> None:
         super().__init__(file)

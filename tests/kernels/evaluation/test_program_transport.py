@@ -92,7 +92,9 @@ def _styled_inputs() -> list[Any]:
 def _same_bits(left: Any, right: Any) -> bool:
     left, right = jax.tree.leaves(left), jax.tree.leaves(right)
     return len(left) == len(right) and all(
-        a.dtype == b.dtype and a.shape == b.shape and np.asarray(a).tobytes() == np.asarray(b).tobytes()
+        a.dtype == b.dtype
+        and a.shape == b.shape
+        and np.asarray(a).tobytes() == np.asarray(b).tobytes()
         for a, b in zip(left, right, strict=True)
     )
 
@@ -402,9 +404,10 @@ def test_the_allowlist_names_only_data_types_and_this_modules_constructors():
     }
     others = {(m, n) for m, n in transport.ALLOWED if m != transport.__name__}
     assert all(m.startswith(("jax._src.", "jaxlib._jax.")) for m, _ in others)
-    assert not any(n.startswith("_") or "." in n for _, n in others - {
-        ("jax._src.tree_util", "default_registry")
-    })
+    assert not any(
+        n.startswith("_") or "." in n
+        for _, n in others - {("jax._src.tree_util", "default_registry")}
+    )
 
 
 def test_a_round_trip_of_bytes_is_exact_for_arrays_and_scalars():
