@@ -21,8 +21,7 @@ from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 from jax.extend.core import jaxpr_as_fun
 
-from maxkernel_tui.kernels.evaluation import kernel_work, production_tiles
-from maxkernel_tui.kernels.evaluation import program_transport as transport
+from maxkernel_tui.kernels.evaluation import kernel_work, production_tiles, program_pickle
 from maxkernel_tui.kernels.evaluation.jaxpr_work import measure
 from maxkernel_tui.kernels.evaluation.program_transport import (
     NotTransportable,
@@ -325,7 +324,7 @@ def _global(module: str, name: str) -> bytes:
         ("jax._src.core", "eval_jaxpr"),  # an allowed module, an attribute that is not
         ("jax._src.core", "Primitive"),
         ("maxkernel_tui.kernels.evaluation.program_transport", "dump_program"),
-        ("maxkernel_tui.kernels.evaluation.program_transport", "_primitives"),
+        ("maxkernel_tui.kernels.evaluation.program_pickle", "_primitives"),
         ("jax._src.core", "Jaxpr.replace"),  # a dotted name into an allowed class
         ("jax._src.pallas.core", "GridMapping.__init__.__globals__"),
         ("numpy", "load"),
@@ -347,7 +346,7 @@ def test_an_oversized_payload_is_refused_before_it_is_read(tmp_path):
 
 def _primitive_then(ops: bytes) -> bytes:
     """Bytes that fetch the judge's own `add` primitive and then apply `ops` to it."""
-    module = transport.__name__
+    module = program_pickle.__name__
     return f"c{module}\n_primitive\n(Vadd\ntR".encode() + ops
 
 
@@ -364,14 +363,14 @@ def test_bytes_cannot_alter_a_primitive_of_the_judge():
 def test_bytes_cannot_call_an_object_they_built():
     """REDUCE on a built object (not a global the loader handed out) is refused: only the
     allowed constructors are ever called."""
-    module = transport.__name__
+    module = program_pickle.__name__
     ops = f"c{module}\n_dtype\n(Vfloat32\ntR(tR.".encode()  # calls the dtype it got
     with pytest.raises(NotTransportable, match="REDUCE of something no allowed global named"):
         load_program(ops)
 
 
 def test_a_refused_primitive_cannot_be_named_at_load():
-    module = transport.__name__
+    module = program_pickle.__name__
     data = f"c{module}\n_primitive\n(Vpure_callback\ntR.".encode()
     with pytest.raises(NotTransportable, match="pure_callback"):
         load_program(data)
@@ -386,7 +385,7 @@ def test_bytes_that_are_not_a_program_are_refused():
 
 def test_the_allowlist_names_only_data_types_and_this_modules_constructors():
     """What find_class may hand out, spelled out: a new entry is a reviewed decision."""
-    constructors = {n for m, n in transport.ALLOWED if m == transport.__name__}
+    constructors = {n for m, n in program_pickle.ALLOWED if m == program_pickle.__name__}
     assert constructors == {
         "_primitive",
         "_dtype",
@@ -402,7 +401,7 @@ def test_the_allowlist_names_only_data_types_and_this_modules_constructors():
         "_enum",
         "_no_source",
     }
-    others = {(m, n) for m, n in transport.ALLOWED if m != transport.__name__}
+    others = {(m, n) for m, n in program_pickle.ALLOWED if m != program_pickle.__name__}
     assert all(m.startswith(("jax._src.", "jaxlib._jax.")) for m, _ in others)
     assert not any(
         n.startswith("_") or "." in n
@@ -429,6 +428,6 @@ def test_a_round_trip_of_bytes_is_exact_for_arrays_and_scalars():
 
 def test_the_loader_reads_through_its_own_unpickler_only():
     """The restricted opcodes are those of pickle's Python unpickler, which _Loader is."""
-    assert issubclass(transport._Loader, pickle._Unpickler)
-    loader = transport._Loader(io.BytesIO(b""))
+    assert issubclass(program_pickle.Loader, pickle._Unpickler)
+    loader = program_pickle.Loader(io.BytesIO(b""))
     assert loader.dispatch[pickle.BUILD[0]] is not pickle._Unpickler.dispatch[pickle.BUILD[0]]
