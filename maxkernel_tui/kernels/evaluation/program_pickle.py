@@ -221,7 +221,8 @@ def _numpy_array(name: Any, shape: Any, raw: Any) -> np.ndarray:
 def _numpy_scalar(name: Any, shape: Any, raw: Any) -> np.generic:
     if shape != ():
         raise NotTransportable(f"a scalar of shape {shape!r}")
-    return _numpy_array(name, shape, raw)[()]
+    scalar: np.generic = _numpy_array(name, shape, raw).reshape(-1)[0]
+    return scalar
 
 
 def _jax_array(name: Any, shape: Any, raw: Any) -> jax.Array:
@@ -286,9 +287,11 @@ def _primitives() -> dict[str, jax_core.Primitive]:
     from jax.experimental.pallas import tpu  # noqa: F401  (and the TPU ones)
 
     found: set[jax_core.Primitive] = set(mlir._lowerings) | set(ad.primitive_jvps)
-    for table in mlir._platform_specific_lowerings.values():
-        found |= set(table)
-    for table in mosaic_lowering.lowering_rules.values():
+    tables: list[Any] = [
+        *mlir._platform_specific_lowerings.values(),
+        *mosaic_lowering.lowering_rules.values(),
+    ]
+    for table in tables:
         found |= set(table)
     by_name: dict[str, list[jax_core.Primitive]] = {}
     for primitive in found:
@@ -401,7 +404,12 @@ _FOUND: dict[tuple[str, str], Any] = {
 ALLOWED: frozenset[tuple[str, str]] = frozenset(_FOUND)
 
 
-class Loader(pickle._Unpickler):
+# pickle's Python unpickler: its opcodes are methods, which Loader can restrict one by one (the
+# C one's cannot be); typeshed does not describe its internals.
+_PythonUnpickler: Any = pickle._Unpickler
+
+
+class Loader(_PythonUnpickler):
     """pickle's own (Python) unpickler, made to build only allowed objects:
 
     - globals come from `_FOUND` only (never imported by name);
@@ -411,7 +419,7 @@ class Loader(pickle._Unpickler):
       (a primitive, a dtype, an interned type) of the judging process.
     """
 
-    dispatch: ClassVar[dict[int, Callable[..., Any]]] = dict(pickle._Unpickler.dispatch)
+    dispatch: ClassVar[dict[int, Callable[..., Any]]] = dict(_PythonUnpickler.dispatch)
 
     def __init__(self, file: io.BytesIO) -> None:
         super().__init__(file)
@@ -435,20 +443,20 @@ class Loader(pickle._Unpickler):
 
     def _load_reduce(self) -> None:
         self._callable(self.stack[-2], "REDUCE")
-        pickle._Unpickler.load_reduce(self)
+        _PythonUnpickler.load_reduce(self)
 
     def _load_newobj(self) -> None:
         self._callable(self.stack[-2], "NEWOBJ")
         if self.stack[-2] not in _DATA_TYPES:
             raise NotTransportable("NEWOBJ of a constructor")
-        pickle._Unpickler.load_newobj(self)
+        _PythonUnpickler.load_newobj(self)
         self._made.append(self.stack[-1])
         self._made_ids.add(id(self.stack[-1]))
 
     def _load_build(self) -> None:
         if id(self.stack[-2]) not in self._made_ids:
             raise NotTransportable("BUILD of an object the bytes did not make")
-        pickle._Unpickler.load_build(self)
+        _PythonUnpickler.load_build(self)
 
     def _into(self, kind: type, depth: int, opcode: str) -> None:
         target = self.stack[-depth] if depth else self.metastack[-1][-1]
@@ -457,23 +465,23 @@ class Loader(pickle._Unpickler):
 
     def _load_append(self) -> None:
         self._into(list, 2, "APPEND")
-        pickle._Unpickler.load_append(self)
+        _PythonUnpickler.load_append(self)
 
     def _load_appends(self) -> None:
         self._into(list, 0, "APPENDS")
-        pickle._Unpickler.load_appends(self)
+        _PythonUnpickler.load_appends(self)
 
     def _load_setitem(self) -> None:
         self._into(dict, 3, "SETITEM")
-        pickle._Unpickler.load_setitem(self)
+        _PythonUnpickler.load_setitem(self)
 
     def _load_setitems(self) -> None:
         self._into(dict, 0, "SETITEMS")
-        pickle._Unpickler.load_setitems(self)
+        _PythonUnpickler.load_setitems(self)
 
     def _load_additems(self) -> None:
         self._into(set, 0, "ADDITEMS")
-        pickle._Unpickler.load_additems(self)
+        _PythonUnpickler.load_additems(self)
 
     def _refuse(self) -> None:
         raise NotTransportable("an opcode carried programs never use")

@@ -250,7 +250,7 @@ def _inline(body: core.ClosedJaxpr, args: Sequence[Any], eqns: list[core.JaxprEq
     inner = body.jaxpr
     env: dict[core.Var, Any] = dict(zip(inner.invars, args, strict=True))
     for var, const in zip(inner.constvars, body.consts, strict=True):
-        if not core.is_literalable(const):
+        if not jax_core.is_literalable(const):
             raise NotTransportable("a custom derivative closes over an array constant")
         env[var] = core.Literal(const, var.aval)
 
@@ -283,7 +283,7 @@ def _plain_debug_info(info: Any) -> Any:
         paths = None
     return lu.DebugInfo(
         str(info.traced_for),
-        None if info.func_src_info is None else str(info.func_src_info),
+        info.func_src_info,
         None if info.arg_names is None else tuple(info.arg_names),
         paths,
     )
