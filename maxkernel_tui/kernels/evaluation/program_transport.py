@@ -30,6 +30,8 @@ import pickle
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+import jax
+import numpy as np
 from jax._src import core as jax_core
 from jax._src import linear_util as lu
 from jax.extend import core
@@ -86,21 +88,57 @@ def load_program(data: bytes, *, max_bytes: int = MAX_BYTES) -> core.ClosedJaxpr
         raise NotTransportable(f"{len(data)} bytes, over the {max_bytes} a program may take")
     try:
         program = Loader(io.BytesIO(data)).load()
+        if not isinstance(program, core.ClosedJaxpr):
+            raise NotTransportable(f"not a carried program: a {type(program).__name__}")
+        _check_program(program)
     except NotTransportable:
         raise
-    except Exception as error:  # malformed bytes: whatever pickle or a constructor raised
+    except Exception as error:  # malformed bytes: whatever pickle, a constructor or a check
+        # raised (a cycle in the program ends in RecursionError)
         raise NotTransportable(f"not a carried program: {_first_line(error)}") from None
-    if not isinstance(program, core.ClosedJaxpr):
-        raise NotTransportable(f"not a carried program: a {type(program).__name__}")
-    _check_types(program)
-    for eqn in _equations(program):
-        if eqn.primitive.name == "pallas_call" and (
-            eqn.params.get("interpret") is not False or eqn.params.get("debug") is not False
-        ):
-            # the judge chooses how a kernel is interpreted (interpreted()); on a TPU it runs
-            # Mosaic, and a debug kernel would print into the judge's output
-            raise NotTransportable("a pallas_call carried with interpret or debug set")
     return program
+
+
+def _check_program(program: core.ClosedJaxpr) -> None:
+    """What the analyses and the runs rely on, checked in every jaxpr the program holds
+    (kernel bodies and index maps too, which jax's own check does not enter):
+
+    - it types as its operations say, literals included (jax's check): the analyses read
+      shapes from the variables' types, and forged ones (a matmul operand recorded smaller
+      than it is) would mislead them;
+    - constants are arrays of their variable's shape and type (what runs is what was typed);
+    - no pallas_call is carried with interpret or debug set: how a kernel is interpreted is
+      the judge's choice (`interpreted`), on a TPU it runs Mosaic, and a debug kernel prints
+      into the judge's output.
+    """
+    for jaxpr, consts in _jaxprs(program):
+        if consts is not None:
+            if len(consts) != len(jaxpr.constvars):
+                raise NotTransportable("a closed jaxpr with the wrong number of constants")
+            for var, const in zip(jaxpr.constvars, consts, strict=True):
+                _check_value(const, var.aval, "a constant")
+        try:
+            jax_core.check_jaxpr(jaxpr)
+        except jax_core.JaxprTypeError as error:
+            raise NotTransportable(f"the program is not well typed: {_first_line(error)}") from None
+        for eqn in jaxpr.eqns:
+            if eqn.primitive.name == "pallas_call" and (
+                eqn.params.get("interpret") is not False or eqn.params.get("debug") is not False
+            ):
+                raise NotTransportable("a pallas_call carried with interpret or debug set")
+
+
+def _check_value(value: Any, aval: Any, what: str) -> None:
+    if not isinstance(value, (*_VALUE_TYPES, jax.Array)):
+        raise NotTransportable(f"{what} that is a {type(value).__name__}, not an array")
+    shape = tuple(getattr(aval, "shape", ()))
+    dtype = getattr(value, "dtype", None)
+    if np.shape(value) != shape or (dtype is not None and dtype != aval.dtype):
+        raise NotTransportable(f"{what} whose value does not have its type {aval}")
+
+
+# What constants may be: arrays and scalars.
+_VALUE_TYPES = (np.ndarray, np.generic, bool, int, float, complex)
 
 
 def interpreted(program: core.ClosedJaxpr, params: Any) -> core.ClosedJaxpr:
@@ -116,34 +154,20 @@ def _as_traced_for_tpu(kernel: dict[str, Any]) -> dict[str, Any]:
     return dict(kernel, interpret=False, debug=False)
 
 
-def _check_types(program: core.ClosedJaxpr) -> None:
-    """Every jaxpr of the program (kernel bodies and index maps too, which jax's own check
-    does not enter) types as its operations say: the analyses read shapes from the variables'
-    types, and forged ones (a matmul's operand recorded smaller than it is) would mislead them."""
-    for jaxpr in _jaxprs(program):
-        try:
-            jax_core.check_jaxpr(jaxpr)
-        except Exception as error:
-            raise NotTransportable(f"the program is not well typed: {_first_line(error)}") from None
-
-
 def _first_line(error: BaseException) -> str:
     lines = str(error).strip().splitlines()
     return f"{type(error).__name__}: {lines[0][:300] if lines else ''}"
 
 
-def _equations(program: core.ClosedJaxpr) -> Iterator[core.JaxprEqn]:
-    for jaxpr in _jaxprs(program):
-        yield from jaxpr.eqns
-
-
-def _jaxprs(value: Any) -> Iterator[core.Jaxpr]:
+def _jaxprs(value: Any) -> Iterator[tuple[core.Jaxpr, Sequence[Any] | None]]:
     """Every jaxpr a program holds, in every parameter (Pallas kernel bodies and index maps
-    included)."""
+    included), with its constants when it is a closed one."""
     if isinstance(value, core.ClosedJaxpr):
-        value = value.jaxpr
-    if isinstance(value, core.Jaxpr):
-        yield value
+        yield value.jaxpr, value.consts
+        for eqn in value.jaxpr.eqns:
+            yield from _jaxprs(eqn.params)
+    elif isinstance(value, core.Jaxpr):
+        yield value, None
         for eqn in value.eqns:
             yield from _jaxprs(eqn.params)
     elif isinstance(value, (list, tuple)):

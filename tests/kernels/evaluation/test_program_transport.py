@@ -10,6 +10,7 @@ import io
 import os
 import pickle
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -183,6 +184,34 @@ def test_the_builtin_agents_kernels_are_the_same_programs_after_transport(task_p
     _assert_same_program(traced, inputs, tiles=task_prefix in ("41k", "1p"))
 
 
+@pytest.mark.slow
+def test_a_process_that_never_imported_the_kernel_runs_the_same_program(tmp_path):
+    """The judge's side in its own process: it loads the bytes (the kernel's module is not
+    there to import) and its interpret-mode outputs are the kernel's, bit for bit."""
+    inputs = _styled_inputs()
+    program = tmp_path / "program.bin"
+    program.write_bytes(dump_program(jax.make_jaxpr(_styled_program)(*inputs)))
+    for number, array in enumerate(inputs):
+        np.save(tmp_path / f"input-{number}.npy", np.asarray(array))
+    judge = f"""
+import sys
+import numpy as np, jax
+from jax.experimental.pallas import tpu as pltpu
+from jax.extend.core import jaxpr_as_fun
+from maxkernel_tui.kernels.evaluation.program_transport import interpreted, load_program
+assert not any("test_program_transport" in name for name in sys.modules)
+loaded = load_program(open({str(program)!r}, "rb").read())
+inputs = [np.load({str(tmp_path)!r} + f"/input-{{n}}.npy") for n in range(2)]
+params = pltpu.InterpretParams(uninitialized_memory="nan")
+(out,) = jax.jit(jaxpr_as_fun(interpreted(loaded, params)))(*inputs)
+np.save({str(tmp_path / "out.npy")!r}, np.asarray(out))
+"""
+    subprocess.run([sys.executable, "-c", judge], check=True, timeout=300, cwd=tmp_path)
+    with pltpu.force_tpu_interpret_mode(PARAMS):
+        direct = jax.jit(_styled_program)(*inputs)
+    assert _same_bits(direct, np.load(tmp_path / "out.npy"))
+
+
 # --- what is refused at dump -----------------------------------------------------------------
 
 
@@ -286,6 +315,68 @@ class _Runs:
 
 def _marker_command(marker: Path) -> str:
     return f"touch {marker}"
+
+
+def _carried_as_is(program: Any) -> bytes:
+    """A program's bytes without dump_program's rewrite: what a forging tracer could send."""
+    buffer = io.BytesIO()
+    program_pickle.Dumper(buffer).dump(program)
+    return buffer.getvalue()
+
+
+def test_a_kernel_carried_in_interpret_mode_is_refused_at_load():
+    """Interpret mode chosen by the sender (the old HLO interpreter, where unwritten memory is
+    not NaN) would replace the judge's; a TPU lowering would lower the interpreter."""
+
+    def program(x, w):
+        return pl.pallas_call(
+            _matmul_kernel,
+            grid=(x.shape[0] // B,),
+            in_specs=[
+                pl.BlockSpec((B, B), lambda i: (i, 0)),
+                pl.BlockSpec((B, B), lambda i: (0, 0)),
+            ],
+            out_specs=pl.BlockSpec((B, B), lambda i: (i, 0)),
+            out_shape=jax.ShapeDtypeStruct((x.shape[0], B), jnp.float32),
+            interpret=True,
+        )(x, w)
+
+    traced = jax.make_jaxpr(program)(jnp.ones((256, B)), jnp.ones((B, B)))
+    with pytest.raises(NotTransportable, match="interpret or debug set"):
+        load_program(_carried_as_is(traced))
+    loaded = load_program(dump_program(traced))  # an honest tracer's dump leaves it to the judge
+    kernel = next(e for e in loaded.jaxpr.eqns if e.primitive.name == "pallas_call")
+    assert kernel.params["interpret"] is False
+
+
+def test_a_literal_whose_value_is_not_its_type_is_refused_at_load():
+    """What runs is a literal's value and what the analyses read is its type: they agree."""
+    traced = jax.make_jaxpr(lambda x: x * 2.0)(jnp.ones((4, 4), jnp.float32))
+    (eqn,) = traced.jaxpr.eqns
+    literal = next(a for a in eqn.invars if isinstance(a, jax.extend.core.Literal))
+    literal.val = np.ones((64, 64), np.float32)
+    with pytest.raises(NotTransportable, match="not well typed: JaxprTypeError: Literal value"):
+        load_program(_carried_as_is(traced))
+
+
+def test_a_constant_whose_value_is_not_its_type_is_refused_at_load():
+    table = jnp.asarray(np.arange(16.0, dtype=np.float32).reshape(4, 4))
+    traced = jax.make_jaxpr(lambda x: x + table)(jnp.ones((4, 4)))
+    assert len(traced.consts) == 1
+    forged = traced.replace(consts=[np.ones((64, 64), np.float32)])
+    with pytest.raises(NotTransportable, match="a constant whose value does not have its type"):
+        load_program(_carried_as_is(forged))
+    forged = traced.replace(consts=[jax.lax.add_p])
+    with pytest.raises(NotTransportable, match="a constant that is a Primitive"):
+        load_program(_carried_as_is(forged))
+
+
+def test_a_program_that_holds_itself_is_refused_at_load():
+    traced = jax.make_jaxpr(lambda x: jnp.sin(x))(jnp.ones((4,), jnp.float32))
+    (eqn,) = traced.jaxpr.eqns
+    eqn.params = dict(eqn.params, loop=traced.jaxpr)  # a cycle: the jaxpr in its own equation
+    with pytest.raises(NotTransportable, match="RecursionError"):
+        load_program(_carried_as_is(traced))
 
 
 @pytest.mark.parametrize("how", ["os.system", "builtins.eval", "subprocess", "builtins.exec"])
@@ -412,16 +503,23 @@ def test_the_allowlist_names_only_data_types_and_this_modules_constructors():
 def test_a_round_trip_of_bytes_is_exact_for_arrays_and_scalars():
     """Constants and literals keep their type, shape, weak type and bits."""
 
+    table = jnp.asarray(np.linspace(-3, 3, 12).reshape(3, 4), jnp.bfloat16)  # captured
+    steps = np.arange(4, dtype=np.int8)
+
     def program(x):
-        table = jnp.arange(12, dtype=jnp.bfloat16).reshape(3, 4)
-        return x * 0.5 + table + 3 + np.float32(1.25)
+        return x * 0.5 + table + 3 + np.float32(1.25) + steps + jnp.float32(-0.0)
 
     x = jnp.ones((3, 4), jnp.bfloat16)
     traced = jax.make_jaxpr(program)(x)
+    assert traced.consts  # the case under test: constants travel
     loaded = load_program(dump_program(traced))
     assert [(type(c), c.dtype, c.shape) for c in loaded.consts] == [
         (type(c), c.dtype, c.shape) for c in traced.consts
     ]
+    assert all(
+        np.asarray(a).tobytes() == np.asarray(b).tobytes()
+        for a, b in zip(loaded.consts, traced.consts, strict=True)
+    )
     assert str(loaded) == str(traced)
     assert _same_bits(jax.jit(jaxpr_as_fun(traced))(x), jax.jit(jaxpr_as_fun(loaded))(x))
 
