@@ -107,6 +107,8 @@ def _check_program(program: core.ClosedJaxpr) -> None:
       shapes from the variables' types, and forged ones (a matmul operand recorded smaller
       than it is) would mislead them;
     - constants are arrays of their variable's shape and type (what runs is what was typed);
+    - parameters are data: no class or function (the loader's own constructors are callable,
+      and jax calls some parameters, e.g. a kernel's grid environment in interpret mode);
     - no pallas_call is carried with interpret or debug set: how a kernel is interpreted is
       the judge's choice (`interpreted`), on a TPU it runs Mosaic, and a debug kernel prints
       into the judge's output.
@@ -122,10 +124,25 @@ def _check_program(program: core.ClosedJaxpr) -> None:
         except jax_core.JaxprTypeError as error:
             raise NotTransportable(f"the program is not well typed: {_first_line(error)}") from None
         for eqn in jaxpr.eqns:
+            _check_data(eqn.params, eqn.primitive.name)
             if eqn.primitive.name == "pallas_call" and (
                 eqn.params.get("interpret") is not False or eqn.params.get("debug") is not False
             ):
                 raise NotTransportable("a pallas_call carried with interpret or debug set")
+
+
+def _check_data(value: Any, where: str) -> None:
+    if isinstance(value, type) or is_function(value):
+        raise NotTransportable(f"{where} holds {describe(value)}, not data")
+    if isinstance(value, (list, tuple)):
+        for item in value:
+            _check_data(item, where)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _check_data(item, f"{where}.{key}")
+    elif dataclasses.is_dataclass(value):
+        for field in dataclasses.fields(value):
+            _check_data(getattr(value, field.name), f"{where}.{field.name}")
 
 
 def _check_value(value: Any, aval: Any, what: str) -> None:

@@ -371,6 +371,18 @@ def test_a_constant_whose_value_is_not_its_type_is_refused_at_load():
         load_program(_carried_as_is(forged))
 
 
+def test_a_parameter_that_is_a_constructor_of_the_loader_is_refused_at_load():
+    """The loader's constructors and classes are callable; jax calls some parameters (a
+    kernel's grid environment, in interpret mode), so a parameter may hold none of them."""
+    traced = jax.make_jaxpr(_matmul)(jnp.ones((256, B)), jnp.ones((B, B)))
+    eqn = traced.jaxpr.eqns[0]
+    for callable_value in (program_pickle._unspecified, jax.extend.core.Var):
+        mapping = dataclasses.replace(eqn.params["grid_mapping"], local_grid_env=callable_value)
+        eqn.params = dict(eqn.params, grid_mapping=mapping)
+        with pytest.raises(NotTransportable, match=r"local_grid_env holds .*, not data"):
+            load_program(_carried_as_is(traced))
+
+
 def test_a_program_that_holds_itself_is_refused_at_load():
     traced = jax.make_jaxpr(lambda x: jnp.sin(x))(jnp.ones((4,), jnp.float32))
     (eqn,) = traced.jaxpr.eqns
