@@ -57,7 +57,7 @@ REFUSED = {
     "custom_transpose_call": "a custom transpose rule holds Python functions",
     "custom_jvp_call": "an un-inlined custom_jvp holds Python functions",
     "custom_vjp_call": "an un-inlined custom_vjp holds Python functions",
-    "checkpoint": "an un-inlined checkpoint holds a Python policy",
+    "remat2": "an un-inlined jax.checkpoint holds a Python policy",
 }
 
 

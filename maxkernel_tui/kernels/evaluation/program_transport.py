@@ -9,7 +9,7 @@ simply the program that is judged.
 
 `dump_program` (untrusted side; it protects nothing, it only makes an honest program
 transportable) rewrites the program so that it holds no Python callables: `custom_jvp_call`,
-`custom_vjp_call` and `checkpoint` are inlined (their primal body replaces them, everywhere,
+`custom_vjp_call` and `remat2` (jax.checkpoint) are inlined (their primal body replaces them, everywhere,
 Pallas kernel bodies and index maps included); host callbacks and `debug_print` are refused;
 source tracebacks are dropped (a kernel's name, which the analyses report, is kept). It then
 pickles the result with jax's primitives, dtypes and arrays written as plain data.
@@ -33,6 +33,7 @@ from typing import Any
 import jax
 import numpy as np
 from jax._src import core as jax_core
+from jax._src import effects as jax_effects
 from jax._src import linear_util as lu
 from jax.extend import core
 
@@ -61,7 +62,7 @@ __all__ = [
 # Primitives replaced by their primal body at dump: each holds Python functions (derivative
 # rules, a rematerialisation policy) that no other process could receive, and none changes the
 # primal computation a judge runs.
-_INLINED = {"custom_jvp_call": "call_jaxpr", "custom_vjp_call": "call_jaxpr", "checkpoint": "jaxpr"}
+_INLINED = {"custom_jvp_call": "call_jaxpr", "custom_vjp_call": "call_jaxpr", "remat2": "jaxpr"}
 
 
 def dump_program(closed_jaxpr: core.ClosedJaxpr) -> bytes:
@@ -235,7 +236,7 @@ class _Rewriter:
                 body = eqn.params[_INLINED[name]]
                 if isinstance(body, core.Jaxpr):
                     body = core.ClosedJaxpr(body, ())
-                outs = _inline(self.closed(body), args, eqns)
+                outs = _inline(name, self.closed(body), args, eqns)
                 for var, out in zip(eqn.outvars, outs, strict=True):
                     renamed[var] = out
                 continue
@@ -285,14 +286,19 @@ class _Rewriter:
         return fresh
 
 
-def _inline(body: core.ClosedJaxpr, args: Sequence[Any], eqns: list[core.JaxprEqn]) -> list[Any]:
+def _inline(
+    name: str, body: core.ClosedJaxpr, args: Sequence[Any], eqns: list[core.JaxprEqn]
+) -> list[Any]:
     """Append `body`'s equations applied to `args` (fresh variables: the same body may be
     inlined twice); its outputs as atoms of the caller."""
     inner = body.jaxpr
+    if any(isinstance(e, jax_effects.JaxprInputEffect) for e in inner.effects):
+        # such effects name an input of the body by position, which inlining would change
+        raise NotTransportable(f"a {name} that reads or writes references")
     env: dict[core.Var, Any] = dict(zip(inner.invars, args, strict=True))
     for var, const in zip(inner.constvars, body.consts, strict=True):
         if not jax_core.is_literalable(const):
-            raise NotTransportable("a custom derivative closes over an array constant")
+            raise NotTransportable(f"a {name} that closes over an array constant")
         env[var] = core.Literal(const, var.aval)
 
     def atom(a: Any) -> Any:

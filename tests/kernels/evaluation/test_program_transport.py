@@ -22,7 +22,12 @@ from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 from jax.extend.core import jaxpr_as_fun
 
-from maxkernel_tui.kernels.evaluation import kernel_work, production_tiles, program_pickle
+from maxkernel_tui.kernels.evaluation import (
+    kernel_work,
+    production_tiles,
+    program_pickle,
+    program_transport,
+)
 from maxkernel_tui.kernels.evaluation.jaxpr_work import measure
 from maxkernel_tui.kernels.evaluation.program_transport import (
     NotTransportable,
@@ -210,6 +215,30 @@ np.save({str(tmp_path / "out.npy")!r}, np.asarray(out))
     with pltpu.force_tpu_interpret_mode(PARAMS):
         direct = jax.jit(_styled_program)(*inputs)
     assert _same_bits(direct, np.load(tmp_path / "out.npy"))
+
+
+@jax.custom_vjp
+def _clipped(x):
+    return jnp.clip(x, -1.0, 1.0)
+
+
+_clipped.defvjp(lambda x: (_clipped(x), x), lambda x, g: (g * (jnp.abs(x) < 1),))
+
+
+def test_custom_derivatives_and_checkpoints_are_inlined_with_the_same_outputs():
+    @jax.checkpoint
+    def block(x):
+        return jnp.sin(jax.nn.relu(x)) * _clipped(x)
+
+    x = jnp.linspace(-3.0, 3.0, 64, dtype=jnp.float32).reshape(8, 8)
+    traced = jax.make_jaxpr(lambda v: block(v) + jax.nn.relu(v))(x)
+    assert {"remat2", "custom_jvp_call", "custom_vjp_call"} <= {
+        e.primitive.name for e in traced.jaxpr.eqns
+    } | {e.primitive.name for e in traced.jaxpr.eqns[0].params["jaxpr"].eqns}
+    loaded = load_program(dump_program(traced))
+    names = {e.primitive.name for jaxpr, _ in program_transport._jaxprs(loaded) for e in jaxpr.eqns}
+    assert not names & {"remat2", "custom_jvp_call", "custom_vjp_call"}
+    assert _same_bits(jax.jit(jaxpr_as_fun(traced))(x), jax.jit(jaxpr_as_fun(loaded))(x))
 
 
 # --- what is refused at dump -----------------------------------------------------------------
