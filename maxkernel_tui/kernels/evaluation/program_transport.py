@@ -9,16 +9,16 @@ simply the program that is judged.
 
 `dump_program` (untrusted side; it protects nothing, it only makes an honest program
 transportable) rewrites the program so that it holds no Python callables: `custom_jvp_call`,
-`custom_vjp_call` and `remat2` (jax.checkpoint) are inlined (their primal body replaces them, everywhere,
-Pallas kernel bodies and index maps included); host callbacks and `debug_print` are refused;
-source tracebacks are dropped (a kernel's name, which the analyses report, is kept). It then
-pickles the result with jax's primitives, dtypes and arrays written as plain data.
+`custom_vjp_call` and `remat2` (jax.checkpoint) are inlined, their primal body in their place,
+everywhere (Pallas kernel bodies and index maps included); host callbacks and `debug_print`
+are refused; source tracebacks are dropped (a kernel's name, which the analyses report, is
+kept); a pallas_call is carried as traced for a TPU (interpret and debug off). The bytes are
+written by evaluation/program_pickle.py.
 
-`load_program` (trusted side, on bytes an attacker chose) reads them with
-evaluation/program_pickle.py's `Loader`, which builds only allowed jax data (`ALLOWED`) and runs
-nothing else, then type-checks every jaxpr of the result (kernel bodies included) and refuses a
-pallas_call carried with interpret or debug set: how a kernel is interpreted is the judge's
-choice (`interpreted`).
+`load_program` (trusted side, on bytes an attacker chose) reads them with program_pickle's
+`Loader`, which builds only allowed jax data (`ALLOWED`) and runs nothing else, then checks
+what the judge relies on in every jaxpr of the result (`_check_program`). A loaded program
+runs its kernels in interpret mode through `interpreted`, with the judge's parameters.
 """
 
 from __future__ import annotations
