@@ -32,6 +32,7 @@ from typing import Any
 
 import jax
 import numpy as np
+from jax._src import config as jax_config
 from jax._src import core as jax_core
 from jax._src import effects as jax_effects
 from jax._src import linear_util as lu
@@ -110,6 +111,8 @@ def _check_program(program: core.ClosedJaxpr) -> None:
     - constants are arrays of their variable's shape and type (what runs is what was typed);
     - parameters are data: no class or function (the loader's own constructors are callable,
       and jax calls some parameters, e.g. a kernel's grid environment in interpret mode);
+    - a kernel's grid mapping agrees with itself (Pallas's own invariants), with the kernel's
+      operands and results and with its body's references (`_check_kernel`);
     - no pallas_call is carried with interpret or debug set: how a kernel is interpreted is
       the judge's choice (`interpreted`), on a TPU it runs Mosaic, and a debug kernel prints
       into the judge's output.
@@ -126,10 +129,39 @@ def _check_program(program: core.ClosedJaxpr) -> None:
             raise NotTransportable(f"the program is not well typed: {_first_line(error)}") from None
         for eqn in jaxpr.eqns:
             _check_data(eqn.params, eqn.primitive.name)
-            if eqn.primitive.name == "pallas_call" and (
-                eqn.params.get("interpret") is not False or eqn.params.get("debug") is not False
-            ):
-                raise NotTransportable("a pallas_call carried with interpret or debug set")
+            if eqn.primitive.name == "pallas_call":
+                _check_kernel(eqn)
+
+
+def _check_kernel(eqn: core.JaxprEqn) -> None:
+    params = eqn.params
+    if params.get("interpret") is not False or params.get("debug") is not False:
+        raise NotTransportable("a pallas_call carried with interpret or debug set")
+    mapping, body = params["grid_mapping"], params["jaxpr"]
+    try:
+        with jax_config.enable_checks(True):  # Pallas checks its invariants only when asked
+            mapping.check_invariants()
+    except AssertionError as error:
+        raise NotTransportable(f"a kernel whose grid mapping is inconsistent: {error}") from None
+    first = mapping.num_index_operands
+    blocks = mapping.block_mappings
+    inputs, outputs = blocks[: mapping.num_inputs], blocks[mapping.num_inputs :]
+    pairs = [
+        *(("operand", v.aval, b.array_aval) for v, b in zip(eqn.invars[first:], inputs)),
+        *(("result", v.aval, b.array_aval) for v, b in zip(eqn.outvars, outputs)),
+        *(("body reference", v.aval, b.ref_aval) for v, b in zip(body.invars[first:], blocks)),
+    ]
+    short = (
+        len(eqn.invars) < first + len(inputs)
+        or len(eqn.outvars) != len(outputs)
+        or len(body.invars) < first + len(blocks)
+    )
+    for what, carried, mapped in pairs:
+        if short or (carried.shape, carried.dtype) != (mapped.shape, mapped.dtype):
+            raise NotTransportable(
+                f"a kernel whose {what} is {carried.str_short(short_dtypes=True)} where its "
+                f"grid mapping says {mapped.str_short(short_dtypes=True)}"
+            )
 
 
 def _check_data(value: Any, where: str) -> None:

@@ -319,11 +319,17 @@ def _matmul(x, w):
     )(x, w)
 
 
+def _matmul_to_forge() -> Any:
+    """A trace of `_matmul` of the test's own, to forge in place (jax caches traces and shares
+    their objects: a round trip makes new ones)."""
+    x, w = jnp.ones((2 * B, B), jnp.float32), jnp.ones((B, B), jnp.float32)
+    return load_program(dump_program(jax.make_jaxpr(_matmul)(x, w)))
+
+
 def test_a_program_whose_kernel_body_lies_about_its_types_is_refused_at_load():
     """A matmul operand recorded as 8 rows instead of 128 in the kernel body would make the
     kernel's counted work 16 times smaller; jax's own check does not enter kernel bodies."""
-    x = jnp.ones((256, B), jnp.float32)
-    traced = jax.make_jaxpr(_matmul)(x, jnp.ones((B, B), jnp.float32))
+    traced = _matmul_to_forge()
     body = next(e for e in traced.jaxpr.eqns if e.primitive.name == "pallas_call").params["jaxpr"]
     dot = next(e for e in body.eqns if e.primitive.name == "dot_general")
     load_program(dump_program(traced))  # honest: loads
@@ -351,6 +357,19 @@ def _carried_as_is(program: Any) -> bytes:
     buffer = io.BytesIO()
     program_pickle.Dumper(buffer).dump(program)
     return buffer.getvalue()
+
+
+def test_a_kernel_whose_operands_disagree_with_its_grid_mapping_is_refused_at_load():
+    """The analyses read a kernel's blocks from its grid mapping and its work from its body:
+    an operand recorded smaller than its block mapping's array would mislead them."""
+    traced = _matmul_to_forge()
+    load_program(_carried_as_is(traced))  # honest: loads
+    traced.jaxpr.invars[0].aval = jax.core.ShapedArray((B, B), jnp.float32)
+    with pytest.raises(
+        NotTransportable,
+        match=r"operand is f32\[128,128\] where its grid mapping says f32\[256,128\]",
+    ):
+        load_program(_carried_as_is(traced))
 
 
 def test_a_kernel_carried_in_interpret_mode_is_refused_at_load():
@@ -403,7 +422,7 @@ def test_a_constant_whose_value_is_not_its_type_is_refused_at_load():
 def test_a_parameter_that_is_a_constructor_of_the_loader_is_refused_at_load():
     """The loader's constructors and classes are callable; jax calls some parameters (a
     kernel's grid environment, in interpret mode), so a parameter may hold none of them."""
-    traced = jax.make_jaxpr(_matmul)(jnp.ones((256, B)), jnp.ones((B, B)))
+    traced = _matmul_to_forge()
     eqn = traced.jaxpr.eqns[0]
     for callable_value in (program_pickle._unspecified, jax.extend.core.Var):
         mapping = dataclasses.replace(eqn.params["grid_mapping"], local_grid_env=callable_value)
