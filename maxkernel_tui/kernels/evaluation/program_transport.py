@@ -146,13 +146,16 @@ def _check_kernel(eqn: core.JaxprEqn) -> None:
     first = mapping.num_index_operands
     blocks = mapping.block_mappings
     inputs, outputs = blocks[: mapping.num_inputs], blocks[mapping.num_inputs :]
+    # the operands end with the inputs (before them: references the kernel closes over,
+    # dynamic grid bounds and scalar-prefetch operands)
+    operands = eqn.invars[len(eqn.invars) - len(inputs) :]
     pairs = [
-        *(("operand", v.aval, b.array_aval) for v, b in zip(eqn.invars[first:], inputs)),
+        *(("operand", v.aval, b.array_aval) for v, b in zip(operands, inputs)),
         *(("result", v.aval, b.array_aval) for v, b in zip(eqn.outvars, outputs)),
         *(("body reference", v.aval, b.ref_aval) for v, b in zip(body.invars[first:], blocks)),
     ]
     short = (
-        len(eqn.invars) < first + len(inputs)
+        len(eqn.invars) < len(inputs)
         or len(eqn.outvars) != len(outputs)
         or len(body.invars) < first + len(blocks)
     )
