@@ -127,6 +127,7 @@ def _assert_same_program(program: Any, inputs: list[Any], *, tiles: bool = True)
         expected = jax.jit(program)(*inputs)
     got = jax.jit(jaxpr_as_fun(interpreted(loaded, PARAMS)))(*inputs)
     assert _same_bits(expected, got)
+    assert str(loaded) == str(interpreted(traced, False))  # the text of dump's rewrite
     assert measure(loaded) == measure(traced)
     assert _without_custom_calls(kernel_work.program_work(loaded)) == _without_custom_calls(
         kernel_work.program_work(traced)
@@ -189,6 +190,39 @@ def _suite_kernel(task_prefix: str, tmp_path: Path) -> tuple[Callable[..., Any],
 def test_the_builtin_agents_kernels_are_the_same_programs_after_transport(task_prefix, tmp_path):
     program, inputs = _suite_kernel(task_prefix, tmp_path)
     _assert_same_program(program, inputs, tiles=task_prefix in ("41k", "1p"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "task_prefix",
+    [
+        "2p",  # GQA attention: compiler parameters holding frozen dicts
+        "6p",  # paged attention: scalar prefetch, manual DMA, semaphores
+        "11p",  # megablox GMM: a dynamic grid
+    ],
+)
+def test_jaxs_own_expert_kernels_are_the_same_programs_after_transport(task_prefix):
+    """The suite's expert baselines (jax's own Pallas kernels) at production shapes, traced
+    only: the same program text, the same analyses, TPU lowering."""
+    from maxkernel_tui.kernels import reference_runtime as runtime
+    from maxkernel_tui.kernels.loader import builtin_suite_dir, load_task
+
+    folder = next(p for p in builtin_suite_dir().iterdir() if p.name.startswith(task_prefix + "_"))
+    task = load_task(folder)
+    assert task.expert_path is not None
+    reference = runtime.load_reference(task)
+    expert = runtime.load_candidate(task, reference, task.expert_path)
+    specs, static = runtime.input_specs(task, reference, "bench")
+    traced = jax.make_jaxpr(lambda *d: expert.computation(*d, *static))(*specs)
+    loaded = load_program(dump_program(traced))
+    # the same text as the program with its custom derivatives inlined (2p's splash attention
+    # is a custom_vjp), which is the rewrite dump_program makes
+    assert str(loaded) == str(interpreted(traced, False))
+    assert measure(loaded) == measure(traced)
+    assert _without_custom_calls(kernel_work.program_work(loaded)) == _without_custom_calls(
+        kernel_work.program_work(traced)
+    )
+    jax.jit(jaxpr_as_fun(loaded)).trace(*specs).lower(lowering_platforms=("tpu",))
 
 
 @pytest.mark.slow
