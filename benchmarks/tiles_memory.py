@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import time
-from pathlib import Path
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
@@ -19,6 +18,7 @@ import numpy as np
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 
+from maxkernel_tui.kernels import memory
 from maxkernel_tui.kernels.evaluation import production_tiles
 
 BLOCKS = (512, 1024, 1024)  # rows, depth, columns
@@ -55,10 +55,9 @@ def _gemm(x: jax.Array, w: jax.Array) -> jax.Array:
 
 
 def _mapped_mib(field: str) -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(f"{field}:"):
-            return int(line.split()[1]) // 1024
-    raise KeyError(field)
+    mapped = memory.process_bytes(field)
+    assert mapped is not None, f"no {field} in /proc/self/status"
+    return mapped // MIB
 
 
 def main() -> None:

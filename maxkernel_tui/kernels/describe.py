@@ -21,6 +21,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from maxkernel_tui.kernels import memory
 from maxkernel_tui.kernels import reference_runtime as runtime
 from maxkernel_tui.kernels.aot import OutOfHbm, compile_with_fallback
 from maxkernel_tui.kernels.catalog import FORMAT_VERSION
@@ -144,7 +145,7 @@ def _refuse_beyond_memory(task: Any, config: str, analysis: Any, specs: tuple) -
     needed = inputs + (
         analysis.output_size_in_bytes + analysis.temp_size_in_bytes if analysis else 0
     )
-    available = available_memory_bytes()
+    available = memory.available_bytes()
     if available is not None and needed > MEMORY_SHARE * available:
         raise TaskError(
             task.reference_path,
@@ -157,17 +158,6 @@ def _refuse_beyond_memory(task: Any, config: str, analysis: Any, specs: tuple) -
 
 def _amount(size: float) -> str:
     return f"{size / 2**30:.1f} GiB" if size >= 2**30 else f"{size / 2**20:.0f} MiB"
-
-
-def available_memory_bytes() -> int | None:
-    """MemAvailable of /proc/meminfo (Linux), None where there is none."""
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
 
 
 def _declared_flops(task: Any, module: Any) -> float | None:

@@ -8,9 +8,11 @@ including inside jit, cond, scan and custom derivatives, counts as XLA's.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 from jax.extend import core
 
 _REDUCTIONS = {
@@ -71,6 +73,15 @@ def _walk(jaxpr: Any, work: Work) -> None:
             work.heavy_ops.append(f"{name} {_shapes(eqn)} ({elements:.3g} elements)")
         for sub in sub_jaxprs(eqn.params):
             _walk(sub, work)
+
+
+def value_bytes(atoms: Sequence[Any]) -> int:
+    """The bytes of a jaxpr's values (an equation's operands or results), from their types."""
+    return sum(
+        math.prod(a.aval.shape) * np.dtype(a.aval.dtype).itemsize
+        for a in atoms
+        if hasattr(a.aval, "shape")
+    )
 
 
 def sub_jaxprs(params: dict[str, Any]) -> list[Any]:

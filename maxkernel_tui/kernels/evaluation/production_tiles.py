@@ -44,6 +44,7 @@ from jax.extend import core
 from jax.extend.core import Var
 
 from maxkernel_tui.kernels.evaluation import tiles_memory
+from maxkernel_tui.kernels.evaluation.jaxpr_work import sub_jaxprs, value_bytes
 
 # Corners of the output grid always sampled while there are at most this many of them; above,
 # the all-first and all-last blocks stand for them.
@@ -175,7 +176,7 @@ def _kernel_buffers(jaxpr: Any) -> list[tiles_memory.KernelBuffers]:
         if eqn.primitive.name == "pallas_call":
             found.append(
                 tiles_memory.KernelBuffers(
-                    _kernel_name(eqn), _bytes(eqn.invars), _bytes(eqn.outvars)
+                    _kernel_name(eqn), value_bytes(eqn.invars), value_bytes(eqn.outvars)
                 )
             )
         elif eqn.primitive.name in _CALLS and _holds_kernel(eqn):
@@ -184,17 +185,11 @@ def _kernel_buffers(jaxpr: Any) -> list[tiles_memory.KernelBuffers]:
     return found
 
 
-def _bytes(atoms: Sequence[Any]) -> int:
-    return sum(math.prod(a.aval.shape) * np.dtype(a.aval.dtype).itemsize for a in atoms)
-
-
 def _kernel_name(eqn: Any) -> str:
     return str(getattr(eqn.params["jaxpr"].debug_info, "func_name", None) or "kernel")
 
 
 def _holds_kernel(eqn: Any) -> bool:
-    from maxkernel_tui.kernels.evaluation.jaxpr_work import sub_jaxprs
-
     def holds(jaxpr: Any) -> bool:
         return any(
             e.primitive.name == "pallas_call" or any(holds(s) for s in sub_jaxprs(e.params))

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import functools
 import json
-import math
 import sys
 import time
 from pathlib import Path
@@ -25,7 +24,7 @@ import numpy as np
 
 from maxkernel_tui.kernels import reference_runtime as runtime
 from maxkernel_tui.kernels.evaluation import reference_slices, tiles_memory
-from maxkernel_tui.kernels.evaluation.jaxpr_work import measure, sub_jaxprs
+from maxkernel_tui.kernels.evaluation.jaxpr_work import measure, sub_jaxprs, value_bytes
 from maxkernel_tui.kernels.evaluation.outputs import save_outputs
 from maxkernel_tui.kernels.evaluation.production_checks import REFERENCE_FLOPS_BUDGET
 from maxkernel_tui.kernels.evaluation.protocol import (
@@ -37,8 +36,6 @@ from maxkernel_tui.kernels.evaluation.protocol import (
 from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.task import Task, TaskError
 from maxkernel_tui.kernels.workers import READY
-
-GIB = 2**30
 
 # The most boxes the reference is computed over (a sample is a few blocks per kernel; indices
 # scattered over more boxes than this are computed from the whole reference).
@@ -126,8 +123,8 @@ def _memory_problem(traced: Any, inputs: list[np.ndarray]) -> str | None:
     if room is None or need <= room:
         return None
     return (
-        f"the reference at production shapes needs about {need / GIB:.1f} GiB ({name}), more "
-        f"than the {room / GIB:.1f} GiB available"
+        f"the reference at production shapes needs about {tiles_memory.gib(need)} ({name}), "
+        f"more than the {tiles_memory.gib(room)} available"
     )
 
 
@@ -136,11 +133,7 @@ def _largest_value(jaxpr: Any) -> tuple[int, str]:
     the equation (primitive and result types)."""
     largest, name = 0, "no equation"
     for eqn in jaxpr.eqns:
-        size = sum(
-            math.prod(v.aval.shape) * np.dtype(v.aval.dtype).itemsize
-            for v in eqn.outvars
-            if hasattr(v.aval, "shape")
-        )
+        size = value_bytes(eqn.outvars)
         if size > largest:
             types = ", ".join(f"{v.aval.dtype}{list(v.aval.shape)}" for v in eqn.outvars)
             largest, name = size, f"`{eqn.primitive.name}` makes {types}"

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import resource
 from dataclasses import dataclass
-from pathlib import Path
+
+from maxkernel_tui.kernels import memory
+from maxkernel_tui.kernels.targets import GIB
 
 # A kernel's peak growth over its operand and output bytes in TPU interpret mode (measured 2.2x
 # from a few hundred MiB up, 2.8x at 40 MiB where fixed costs count), with a fixed margin.
 INTERPRET_FACTOR = 2.5
-GIB = 2**30
 MARGIN = GIB // 4
 
 
@@ -43,8 +44,8 @@ def shortfall(kernels: list[KernelBuffers], room: float | None) -> str | None:
         if need > room:
             return (
                 f"{kernel.name}'s production operands and outputs "
-                f"({_gib(kernel.operand_bytes + kernel.output_bytes)}) need about {_gib(need)} "
-                f"in TPU interpret mode, more than the {_gib(room)} this process has left"
+                f"({gib(kernel.operand_bytes + kernel.output_bytes)}) need about {gib(need)} "
+                f"in TPU interpret mode, more than the {gib(room)} this process has left"
             )
         kept += kernel.output_bytes
     return None
@@ -55,32 +56,14 @@ def memory_room() -> int | None:
     what it has mapped) and within the machine's available memory; None when neither is known."""
     bounds: list[int] = []
     limit = resource.getrlimit(resource.RLIMIT_AS)[0]
-    mapped = _status_kib("VmSize")
+    mapped = memory.process_bytes("VmSize")
     if limit != resource.RLIM_INFINITY and mapped is not None:
-        bounds.append(limit - mapped * 1024)
-    available = _meminfo_kib("MemAvailable")
+        bounds.append(limit - mapped)
+    available = memory.available_bytes()
     if available is not None:
-        bounds.append(available * 1024)
+        bounds.append(available)
     return min(bounds) if bounds else None
 
 
-def _status_kib(field: str) -> int | None:
-    return _kib(Path("/proc/self/status"), field)
-
-
-def _meminfo_kib(field: str) -> int | None:
-    return _kib(Path("/proc/meminfo"), field)
-
-
-def _kib(path: Path, field: str) -> int | None:
-    try:
-        for line in path.read_text().splitlines():
-            if line.startswith(f"{field}:"):
-                return int(line.split()[1])
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
-
-
-def _gib(size: float) -> str:
+def gib(size: float) -> str:
     return f"{size / GIB:.1f} GiB"

@@ -6,7 +6,7 @@ reason, not run."""
 
 import pytest
 
-from maxkernel_tui.kernels import describe
+from maxkernel_tui.kernels import describe, memory
 from maxkernel_tui.kernels.catalog import describe_tasks
 from maxkernel_tui.kernels.loader import load_task, load_tasks
 from maxkernel_tui.kernels.task import CHECK, HELDOUT
@@ -56,7 +56,7 @@ def test_a_configuration_beyond_the_available_memory_is_refused_with_its_reason(
     tmp_path, monkeypatch
 ):
     folder = write_styled(tmp_path, "gemm_epilogue", "named")
-    monkeypatch.setattr(describe, "available_memory_bytes", lambda: 16 * 2**20)
+    monkeypatch.setattr(memory, "available_bytes", lambda: 16 * 2**20)
     found = describe.describe_folder(folder, with_cost=False)
     assert found.error is not None
     # 2048x2048 x and w and a 2048 bias in f32: 32 MiB of inputs, a 16 MiB output

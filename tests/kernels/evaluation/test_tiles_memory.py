@@ -3,6 +3,7 @@
 
 import resource
 
+from maxkernel_tui.kernels import memory
 from maxkernel_tui.kernels.evaluation import tiles_memory
 from maxkernel_tui.kernels.evaluation.tiles_memory import KernelBuffers, shortfall
 
@@ -24,17 +25,18 @@ def test_each_kernel_needs_its_interpret_copies_on_top_of_the_outputs_kept_befor
 
 
 def test_the_room_is_the_address_space_limit_less_what_is_mapped(monkeypatch):
-    monkeypatch.setattr(tiles_memory, "_meminfo_kib", lambda field: None)
-    monkeypatch.setattr(tiles_memory, "_status_kib", lambda field: 3 * 2**20)  # 3 GiB mapped
+    monkeypatch.setattr(memory, "available_bytes", lambda: None)
+    monkeypatch.setattr(memory, "process_bytes", lambda field: 3 * GIB)  # 3 GiB mapped
     monkeypatch.setattr(resource, "getrlimit", lambda which: (8 * GIB, 8 * GIB))
     assert tiles_memory.memory_room() == 5 * GIB
-    monkeypatch.setattr(tiles_memory, "_meminfo_kib", lambda field: 2 * 2**20)  # 2 GiB free
+    monkeypatch.setattr(memory, "available_bytes", lambda: 2 * GIB)  # 2 GiB free
     assert tiles_memory.memory_room() == 2 * GIB
     monkeypatch.setattr(resource, "getrlimit", lambda which: (resource.RLIM_INFINITY,) * 2)
-    monkeypatch.setattr(tiles_memory, "_meminfo_kib", lambda field: None)
+    monkeypatch.setattr(memory, "available_bytes", lambda: None)
     assert tiles_memory.memory_room() is None
 
 
 def test_this_process_reads_its_own_figures():
-    assert tiles_memory._status_kib("VmSize") > 0
-    assert tiles_memory._meminfo_kib("MemAvailable") > 0
+    assert (memory.process_bytes("VmSize") or 0) > 0
+    assert (memory.available_bytes() or 0) > 0
+    assert memory.process_bytes("NoSuchField") is None
