@@ -1,11 +1,12 @@
 """Isolation overhead of the evaluation harness.
 
 Side by side, alternating, on one check-sized task (12p RMSNorm, an honest kernel):
-  - harness: `Harness.evaluate()` with a warm pool (a pre-started candidate process and a
+  - harness: `Harness.evaluate()` with a warm pool (pre-started tracer and judge processes and a
     running reference process), from request to verdict;
-  - in-process: the same checks (trace, TPU lowering, v5e compile, numerics on 3 check seeds and
-    1 held-out seed, reference outputs, comparison) in one process that has already imported
-    jax, timed from the first check to the last (a fresh process per sample, so no jit cache is
+  - in-process: the same work (the candidate traced and its programs carried, trace check, TPU
+    lowering, v5e compile, numerics on 3 check seeds and 1 held-out seed, reference outputs,
+    comparison) in one process that has already imported jax, timed from the first check to
+    the last (a fresh process per sample, so no jit cache is
     shared with an earlier sample).
 Median of 5 samples each; goal: harness within 1.5x of in-process. Writes
 benchmarks/results/eval_overhead.md.
@@ -32,19 +33,23 @@ SAMPLES = 5
 
 IN_PROCESS = r"""
 import contextlib, io, json, sys, tempfile, time
-from maxkernel_tui.kernels.evaluation import candidate_worker, reference_worker
+from maxkernel_tui.kernels.evaluation import candidate_tracer, candidate_worker, reference_worker
 from maxkernel_tui.kernels.evaluation.compare import compare_files
 from maxkernel_tui.kernels.evaluation.protocol import (
-    CandidateRequest, NumericsRun, ReferenceRequest, event_from_json)
+    CandidateRequest, NumericsRun, ReferenceRequest, TraceRequest, event_from_json)
 from maxkernel_tui.kernels.loader import builtin_suite_dir, find_task, load_tasks
 task = find_task("12p", load_tasks(builtin_suite_dir())[0])
 runs = [("check", 11), ("check", 12), ("check", 13), ("heldout", 14)]
 out = tempfile.mkdtemp()
 start = time.perf_counter()
 events = io.StringIO()
+traced = candidate_tracer.trace_candidate(
+    TraceRequest(sys.argv[1], str(task.folder), ["bench", "check", "heldout"], out))
+programs = {event.config: event.file for event in traced}
 with contextlib.redirect_stdout(events):
     candidate_worker.evaluate_candidate(
-        CandidateRequest(sys.argv[1], str(task.folder), "v5e", "bench", runs, out))
+        CandidateRequest(sys.argv[1], str(task.folder), "v5e", "bench", runs, out,
+                         programs=programs))
 reference = reference_worker.reference_outputs(ReferenceRequest(str(task.folder), runs, out))
 candidate = [event_from_json(json.loads(line)) for line in events.getvalue().splitlines()]
 candidate = [event for event in candidate if isinstance(event, NumericsRun)]

@@ -207,9 +207,10 @@ def computation(x):
 FAKE_REFERENCE = TASK_REFERENCE.replace("return x * 2.0 + 1.0", "return x * 0.0")
 
 
-# No Pallas at all: plain jnp, correct everywhere, which imports the worker that judges it (through
-# `typing.sys`, an allowed module's re-export) and replaces the checks that would reject it. The
-# judge runs in the candidate's own process, so this works: an open hole (see its test).
+# No Pallas at all: plain jnp, correct everywhere, which imports the candidate worker (through
+# `typing.sys`, an allowed module's re-export) and replaces the checks that would reject it. It
+# passes the static rules; the process it patches only traces it (tests/kernels/sandbox/
+# test_tracer_lies.py).
 FORGE_THE_JUDGE = """
 import typing
 

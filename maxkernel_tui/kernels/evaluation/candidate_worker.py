@@ -1,14 +1,20 @@
-"""The process a candidate kernel runs in: one candidate, then it exits. Imports jax.
+"""The candidate worker: one job in a fresh process, then it exits. Imports jax.
 
     python -m maxkernel_tui.kernels.evaluation.candidate_worker
 
 Started ahead of time by the harness's pool; prints `{"ready": true}` once jax is imported,
-then reads ONE request line (a `CandidateRequest`) and answers with event lines
-(evaluation/protocol.py): a `check` per finished check, a `tiles` for the sampled production
-tiles when asked (evaluation/production_tiles.py, on the production inputs kept in the cache), a
-`run` per numerics run (outputs saved as .npy in the request's directory), then `done`.
-The comparison with the reference happens in the caller, not here, so nothing the candidate
-does in this process can reach the reference's outputs.
+then reads ONE request line and answers with event lines (evaluation/protocol.py). A job is
+one of two, always in two processes, so that the process that judges a kernel never ran it:
+
+- {"trace": TraceRequest}: evaluation/candidate_tracer.py imports the candidate and writes its
+  programs as bytes; that process is the candidate's, and nothing it says but a failure counts.
+- {"judge": CandidateRequest}: this module. It never imports the candidate: it loads the
+  carried programs (evaluation/program_transport.py), checks each against the task's inputs and
+  outputs at its configuration, then runs every check on them: the Pallas rule, TPU lowering and
+  compile, the production defences, the sampled production tiles when asked
+  (evaluation/production_tiles.py, on the production inputs kept in the cache) and a `run` per
+  numerics run (outputs saved as .npy in the request's directory), then `done`.
+The comparison with the reference happens in the caller, not here.
 """
 
 from __future__ import annotations
@@ -16,10 +22,10 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
-import resource
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,12 +33,20 @@ from typing import Any
 import jax
 import numpy as np
 from jax.experimental.pallas import tpu as pltpu
+from jax.extend.core import ClosedJaxpr, jaxpr_as_fun
 
 from maxkernel_tui.kernels import aot
 from maxkernel_tui.kernels import reference_runtime as runtime
 from maxkernel_tui.kernels.evaluation import kernel_work, production_checks, production_tiles
+from maxkernel_tui.kernels.evaluation.candidate_tracer import trace_candidate
+from maxkernel_tui.kernels.evaluation.failure_text import first_lines
 from maxkernel_tui.kernels.evaluation.jaxpr_work import Work, measure
 from maxkernel_tui.kernels.evaluation.outputs import save_outputs
+from maxkernel_tui.kernels.evaluation.program_transport import (
+    NotTransportable,
+    interpreted,
+    load_program,
+)
 from maxkernel_tui.kernels.evaluation.protocol import (
     CandidateEvent,
     CandidateRequest,
@@ -41,15 +55,17 @@ from maxkernel_tui.kernels.evaluation.protocol import (
     Run,
     TilesRequest,
     TilesRun,
+    TraceRequest,
     WorkerProblem,
     event_to_json,
+    request_from_json,
 )
 from maxkernel_tui.kernels.evaluation.report import FAIL, PASS, SKIP, Check, CheckStatus
 from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.sandbox.confine import drain_refusals, use_task_cache
 from maxkernel_tui.kernels.sandbox.report import SANDBOX, sandbox_check
 from maxkernel_tui.kernels.targets import TpuTarget
-from maxkernel_tui.kernels.task import CHECK, TaskError
+from maxkernel_tui.kernels.task import CHECK
 from maxkernel_tui.kernels.workers import READY
 
 # Heavy work left to XLA outside the Pallas kernels, as a share of the reference's own.
@@ -74,47 +90,68 @@ def _check(name: str, status: CheckStatus, detail: str, start: float, **data: An
     return status == PASS
 
 
-def _first_lines(error: BaseException, limit: int = 700) -> str:
-    text = f"{type(error).__name__}: {error}".strip()
-    if isinstance(error, MemoryError):
-        limit_bytes = resource.getrlimit(resource.RLIMIT_AS)[0]
-        cap = (
-            f"{limit_bytes / 2**30:.0f} GiB"
-            if limit_bytes != resource.RLIM_INFINITY
-            else "the machine's"
-        )
-        text = f"out of memory (process limit {cap}): {text}"
-    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.startswith("  File ")]
-    return " | ".join(lines)[:limit]
+class _Refused(Exception):
+    """A carried program the judge does not run: the trace check fails with this detail."""
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Subject:
-    """The candidate and its task at production shapes, as every check sees them."""
+    """The task and the candidate's carried programs, as every check sees them."""
 
     task: Any
     reference: Any  # the reference module
-    candidate: Any  # the candidate module
-    specs: Any  # dynamic inputs (jax.ShapeDtypeStruct)
-    static: Any  # static arguments
-    expected: list  # the reference's output avals
+    files: dict[str, str]  # configuration: the tracer's file of its program there
+    specs: Any  # dynamic inputs at production shapes (jax.ShapeDtypeStruct)
+    static: Any  # static arguments at production shapes
+    expected: list  # the reference's output avals at production shapes
+    bench: str  # the production configuration
+    loaded: dict[str, ClosedJaxpr] = dataclasses.field(default_factory=dict)
 
-    def program(self, *dynamic: Any) -> Any:
-        return self.candidate.computation(*dynamic, *self.static)
+    def program(self, config: str) -> ClosedJaxpr:
+        """The candidate's program at `config`, once its inputs and outputs are the task's
+        there; _Refused otherwise (a missing, unreadable or mismatched program)."""
+        if config in self.loaded:
+            return self.loaded[config]
+        where = "production shapes" if config == self.bench else f"{config!r} shapes"
+        if config not in self.files:
+            raise _Refused(f"the tracer sent no program at {where}")
+        try:
+            program = load_program(Path(self.files[config]).read_bytes())
+        except (NotTransportable, OSError) as error:
+            raise _Refused(f"its program at {where} is refused: {error}") from None
+        specs, _, expected = runtime.io_specs(self.task, self.reference, config)
+        inputs = jax.tree.leaves(specs)
+        if _kinds(program.in_avals) != _kinds(inputs):
+            raise _Refused(
+                f"its program at {where} takes {_avals(program.in_avals)}, "
+                f"not the task's inputs {_avals(inputs)}"
+            )
+        if _kinds(program.out_avals) != _kinds(expected):
+            raise _Refused(
+                f"outputs differ from the reference's at {where}: "
+                f"{_avals(program.out_avals)} instead of {_avals(expected)}"
+            )
+        self.loaded[config] = program
+        return program
+
+    def function(self, config: str) -> Callable[..., Any]:
+        """The program at `config` as a function of the task's dynamic inputs (pytrees)."""
+        run = jaxpr_as_fun(self.program(config))
+        return lambda *dynamic: run(*jax.tree.leaves(dynamic))
 
 
 def evaluate_candidate(request: CandidateRequest) -> None:
-    """Trace, TPU lowering, TPU compile, then the candidate's outputs for each numerics run."""
+    """The trace check on the carried programs, TPU lowering, TPU compile, the production
+    defences, then the candidate's outputs for each numerics run."""
     start = time.perf_counter()
     try:
         target = aot.target_for(request.target)
     except KeyError as error:
         _emit(WorkerProblem(str(error.args[0]), usage=True))
         return
-    subject = _load(request, start)
+    subject = _load(request)
     if (
-        subject is not None
-        and _trace_check(subject, start, request)
+        _trace_check(subject, start, request)
         and _lower_check(subject, target)
         and request.probe != "tpu_lower"
         and _compile_check(subject, target)
@@ -129,41 +166,24 @@ def evaluate_candidate(request: CandidateRequest) -> None:
             _numerics_runs(subject, request, runs)
 
 
-def _load(request: CandidateRequest, start: float) -> _Subject | None:
-    """The task, its reference and the candidate; None (and a failed trace check) when the
-    candidate does not import."""
+def _load(request: CandidateRequest) -> _Subject:
+    """The task, its reference and the production shapes; the programs load when checked."""
     task = load_task(request.task)
     reference = runtime.load_reference(task)
     task = runtime.with_extra_configs(task, reference, request.extra_configs)
-    try:
-        candidate = runtime.load_candidate(task, reference, Path(request.kernel))
-    except Exception as error:
-        _check("trace", FAIL, f"the kernel fails to import: {_first_lines(error)}", start)
-        return None
     specs, static, expected = runtime.io_specs(task, reference, request.bench_config)
-    return _Subject(task, reference, candidate, specs, static, expected)
+    return _Subject(
+        task, reference, request.programs, specs, static, expected, request.bench_config
+    )
 
 
 def _trace_check(subject: _Subject, start: float, request: CandidateRequest) -> bool:
     try:
-        runtime.check_signature(
-            subject.task, subject.candidate.computation, len(subject.specs), subject.static
-        )
-        traced = jax.make_jaxpr(subject.program)(*subject.specs)
-    except TaskError as error:
-        detail = error.problem.replace("computation", "the kernel's computation", 1)
-        return _check("trace", FAIL, detail, start)
-    except Exception as error:
-        detail = f"fails to trace at production shapes: {_first_lines(error)}"
-        return _check("trace", FAIL, detail, start)
-    got, expected = traced.out_avals, subject.expected
-    if [(tuple(e.shape), str(e.dtype)) for e in expected] != [
-        (tuple(g.shape), str(g.dtype)) for g in got
-    ]:
-        detail = f"outputs differ from the reference's: {_avals(got)} instead of {_avals(expected)}"
-        return _check("trace", FAIL, detail, start)
+        traced = subject.program(subject.bench)
+    except _Refused as refusal:
+        return _check("trace", FAIL, str(refusal), start)
     if not request.require_pallas:
-        detail = f"sanity run (no Pallas required): outputs {_avals(got)}"
+        detail = f"sanity run (no Pallas required): outputs {_avals(traced.out_avals)}"
         return _check("trace", PASS, detail, start)
     return _pallas_check(subject, traced, start, request.expert_baseline)
 
@@ -195,11 +215,11 @@ def _pallas_check(subject: _Subject, traced: Any, start: float, expert: bool) ->
 def _lower_check(subject: _Subject, target: TpuTarget) -> bool:
     start = time.perf_counter()
     try:
-        program = jax.jit(subject.program, keep_unused=True)
+        program = jax.jit(subject.function(subject.bench), keep_unused=True)
         with aot.on_target(target):
             program.trace(*subject.specs).lower(lowering_platforms=("tpu",))
     except Exception as error:
-        detail = f"cannot be lowered for TPU at production shapes: {_first_lines(error)}"
+        detail = f"cannot be lowered for TPU at production shapes: {first_lines(error)}"
         return _check("tpu_lower", FAIL, detail, start)
     return _check("tpu_lower", PASS, "lowered for TPU (Mosaic) at production shapes", start)
 
@@ -207,9 +227,9 @@ def _lower_check(subject: _Subject, target: TpuTarget) -> bool:
 def _compile_check(subject: _Subject, target: TpuTarget) -> bool:
     start = time.perf_counter()
     try:
-        aot.compile_for_tpu(subject.program, subject.specs, target)
+        aot.compile_for_tpu(subject.function(subject.bench), subject.specs, target)
     except Exception as error:
-        detail = f"TPU {target.name} compile failed: {_first_lines(error)}"
+        detail = f"TPU {target.name} compile failed: {first_lines(error)}"
         return _check("tpu_compile", FAIL, detail, start)
     detail = f"compiled ahead of time for TPU {target.name} with libtpu"
     return _check("tpu_compile", PASS, detail, start, target=target.name)
@@ -224,26 +244,30 @@ def _production_check(subject: _Subject, request: CandidateRequest) -> list[Run]
         detail = "no check configuration to compare production shapes with"
         _check(production_checks.CHECK_NAME, SKIP, detail, start)
         return request.runs
-    static = subject.static
 
-    def at(config: str, specs: Any, static: Any) -> production_checks.Shapes:
+    def at(config: str) -> production_checks.Shapes:
+        specs, static = runtime.input_specs(task, subject.reference, config)
         return kernel_work.measure_shapes(
             config,
-            lambda *d: subject.candidate.computation(*d, *static),
+            subject.function(config),
             lambda *d: subject.reference.computation(*d, *static),
             specs,
         )
 
     try:
-        check_specs, check_static = runtime.input_specs(task, subject.reference, CHECK)
+        check = at(CHECK)  # first: a refused program rejects the kernel, below
+    except _Refused as refusal:
+        _check(production_checks.CHECK_NAME, FAIL, str(refusal), start)
+        return None
+    try:
         findings = production_checks.judge(
-            at(bench, subject.specs, static),
-            at(CHECK, check_specs, check_static),
+            at(bench),
+            check,
             on_tpu=jax.default_backend() == "tpu",
             tiles=request.tiles is not None,
         )
     except Exception as error:  # a program the analysis cannot read is judged by numerics alone
-        detail = f"defences not applied: the kernels could not be measured: {_first_lines(error)}"
+        detail = f"defences not applied: the kernels could not be measured: {first_lines(error)}"
         _check(production_checks.CHECK_NAME, SKIP, detail, start)
         return request.runs
     _emit(findings.to_check(time.perf_counter() - start))
@@ -272,16 +296,20 @@ def _avals(avals: Any) -> str:
     return ", ".join(f"{a.dtype}{list(a.shape)}" for a in avals)
 
 
+def _kinds(avals: Any) -> list[tuple[tuple[int, ...], str]]:
+    return [(tuple(a.shape), str(a.dtype)) for a in avals]
+
+
 def _numerics_runs(subject: _Subject, request: CandidateRequest, runs: list[Run]) -> None:
-    task, reference, candidate = subject.task, subject.reference, subject.candidate
+    task, reference = subject.task, subject.reference
     params = pltpu.InterpretParams(
         uninitialized_memory="nan",
         out_of_bounds_reads="raise",
         detect_races=request.detect_races,
     )
-    # One jitted program per configuration and static arguments: the seeds of a configuration
-    # differ only in their inputs, so the interpreter's program is traced and compiled once.
-    programs: dict[tuple[str, str], Any] = {}
+    # One jitted program per configuration: the seeds of a configuration differ only in their
+    # inputs, so the interpreter's program is compiled once.
+    programs: dict[str, Any] = {}
     for config, seed in runs:
         start = time.perf_counter()
         files: list[str] | None = None
@@ -289,17 +317,23 @@ def _numerics_runs(subject: _Subject, request: CandidateRequest, runs: list[Run]
         error: str | None = None
         try:
             dynamic, static = runtime.make_inputs(task, reference, config, seed)
-            program = programs.get((config, repr(static)))
-            if program is None:
-                program = programs[config, repr(static)] = jax.jit(
-                    lambda *d, static=static: candidate.computation(*d, *static)
+            _, traced_static = runtime.input_specs(task, reference, config)
+            if repr(static) != repr(traced_static):  # the program was traced with the latter
+                raise RuntimeError(
+                    f"get_inputs gives other static arguments for seed {seed} ({static!r}) "
+                    f"than the program was traced with ({traced_static!r})"
                 )
-            with pltpu.force_tpu_interpret_mode(params):
-                output = jax.block_until_ready(program(*dynamic))
+            program = programs.get(config)
+            if program is None:
+                run = jaxpr_as_fun(interpreted(subject.program(config), params))
+                program = programs[config] = jax.jit(lambda *d, run=run: run(*jax.tree.leaves(d)))
+            output = jax.block_until_ready(program(*dynamic))
             files = save_outputs(Path(request.out_dir), f"candidate-{config}-{seed}", output)
             races = _races_found() if request.detect_races else None
+        except _Refused as refusal:
+            error = f"the kernel cannot be run here: {refusal}"
         except Exception as failure:
-            error = _first_lines(failure)
+            error = first_lines(failure)
             pltpu.reset_tpu_interpret_mode_state()  # the interpreter keeps state after an error
         seconds = round(time.perf_counter() - start, 3)
         _emit(NumericsRun(config, seed, files, error, races, seconds))
@@ -314,9 +348,8 @@ def _tiles_run(subject: _Subject, request: CandidateRequest, tiles: TilesRequest
     params = pltpu.InterpretParams(uninitialized_memory="nan", out_of_bounds_reads="raise")
     try:
         dynamic = _production_inputs(subject, tiles.inputs)
-        traced = jax.make_jaxpr(subject.program)(*dynamic)
         sampled = production_tiles.run_sampled(
-            traced,
+            subject.program(subject.bench),
             jax.tree.leaves(dynamic),
             np.random.default_rng(tiles.sample_seed),
             random_blocks=tiles.random_blocks,
@@ -344,7 +377,7 @@ def _tiles_run(subject: _Subject, request: CandidateRequest, tiles: TilesRequest
         event = run(unsampleable=str(reason))
     except Exception as failure:
         pltpu.reset_tpu_interpret_mode_state()
-        text = _first_lines(failure)
+        text = first_lines(failure)
         # a fault the interpreter found in the kernel rejects it; any other stop may be this
         # harness's rewriting of a kernel it did not foresee, so it only leaves the production
         # shapes unverified (the verdict says so) and never rejects an honest kernel
@@ -384,10 +417,14 @@ def main() -> None:
     if not line.strip():
         return
     try:
-        _emit(sandbox_check())
-        request = CandidateRequest.from_json(json.loads(line))
+        request = request_from_json(json.loads(line))
         use_task_cache(request.task_digest)  # before the kernel is read: our choice, not its
-        evaluate_candidate(request)
+        if isinstance(request, TraceRequest):
+            _emit(sandbox_check())  # written before the candidate is imported: ours
+            for event in trace_candidate(request):
+                _emit(event)
+        else:
+            evaluate_candidate(request)
     except Exception:  # a harness bug must still end the protocol cleanly
         _emit(WorkerProblem(traceback.format_exc(limit=3)[-1500:]))
     _emit(Done())

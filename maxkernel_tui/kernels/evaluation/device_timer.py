@@ -1,8 +1,9 @@
-"""Timing a kernel file on this machine's TPU from the host: one fresh timing process per
-measurement, and a calibration record for every measured timing. No jax here.
+"""Timing a kernel's carried program on this machine's TPU from the host: one fresh timing
+process per measurement, and a calibration record for every measured timing. No jax here.
 
-`DeviceTimer` is the measured autotuner's timer on a TPU VM: it times each candidate source
-with the timing worker (device time from the profiler trace, interleaved with the reference).
+`DeviceTimer` is the measured autotuner's timer on a TPU VM: it traces each candidate source in
+a tracer process of its own (evaluation/tracing.py), then times the program with the timing
+worker (device time from the profiler trace, interleaved with the reference).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 
 from maxkernel_tui.kernels.device_lock import device_turn
 from maxkernel_tui.kernels.evaluation.protocol import TimingAnswer, TimingRequest
+from maxkernel_tui.kernels.evaluation.tracing import trace_source
 from maxkernel_tui.kernels.perf.calibration import (
     CalibrationRecord,
     default_calibration_file,
@@ -31,17 +33,17 @@ TIMING_WORKER = "maxkernel_tui.kernels.evaluation.timing_worker"
 
 
 def run_timing_worker(
-    kernel: Path,
+    program: Path,
     task: Task,
     timeout: float,
     repeats: int,
     warmups: int,
     expert: Path | None = None,
 ) -> TimingAnswer:
-    """One timing of `kernel` at the task's production shapes (beside `expert`, interleaved, when
-    given); WorkerFailure when it fails."""
+    """One timing of the carried `program` at the task's production shapes (beside `expert`,
+    interleaved, when given); WorkerFailure when it fails."""
     request = TimingRequest(
-        str(kernel),
+        str(program),
         str(task.folder),
         task.configs[0],
         repeats,
@@ -49,7 +51,7 @@ def run_timing_worker(
         None if expert is None else str(expert),
     )
     with device_turn(timeout):  # the TPU is this process's alone while it times
-        readable = (Path(kernel).parent, task.folder) + (() if expert is None else (expert,))
+        readable = (program.parent, task.folder) + (() if expert is None else (expert,))
         policy = sandbox_policy(readable=readable, accelerator=True)
         worker = LineWorker(python_module_argv(TIMING_WORKER), device_worker_env(), sandbox=policy)
         try:
@@ -88,9 +90,9 @@ class DeviceTimer:
     def time(self, source: str) -> list[float]:
         """Seconds per call of the source's `computation`, measured; records calibration."""
         with tempfile.TemporaryDirectory(prefix="mkt-autotune-") as workdir:
-            kernel = Path(workdir) / "kernel.py"
-            kernel.write_text(source, encoding="utf-8")
-            answer = run_timing_worker(kernel, self.task, self.timeout, self.repeats, self.warmups)
+            program = Path(workdir) / "program.bin"
+            program.write_bytes(trace_source(source, self.task, self.timeout))
+            answer = run_timing_worker(program, self.task, self.timeout, self.repeats, self.warmups)
         record_timing(answer, "autotune candidate", self.task.task_id)
         self.clock = f"{answer.clock} on {answer.device} ({answer.platform})"
         return answer.samples.candidate

@@ -26,6 +26,7 @@ from maxkernel_tui.kernels.evaluation.expert_comparison import (
     is_expert,
     measured,
 )
+from maxkernel_tui.kernels.evaluation.failure_text import worker_failure_detail
 from maxkernel_tui.kernels.evaluation.protocol import (
     CandidateEvent,
     CandidateRequest,
@@ -36,8 +37,10 @@ from maxkernel_tui.kernels.evaluation.protocol import (
     Run,
     TilesRequest,
     TilesRun,
+    TraceRequest,
     WorkerProblem,
     event_from_json,
+    request_to_json,
 )
 from maxkernel_tui.kernels.evaluation.provenance import verdict_inputs
 from maxkernel_tui.kernels.evaluation.reference_workers import ReferenceWorkers
@@ -55,6 +58,12 @@ from maxkernel_tui.kernels.evaluation.static_checks import static_problems
 from maxkernel_tui.kernels.evaluation.tiles_reference import TilesReference
 from maxkernel_tui.kernels.evaluation.tiles_verdict import not_sampled, tiles_check
 from maxkernel_tui.kernels.evaluation.timing import timing_check, tpu_present
+from maxkernel_tui.kernels.evaluation.tracing import (
+    CANDIDATE_WORKER,
+    TracedPrograms,
+    TracerUsageError,
+    trace_programs,
+)
 from maxkernel_tui.kernels.limits import file_oversize_problem
 from maxkernel_tui.kernels.targets import DEFAULT_TARGET
 from maxkernel_tui.kernels.task import CHECK, HELDOUT, Task, TaskError
@@ -69,15 +78,7 @@ from maxkernel_tui.kernels.workers import (
 )
 
 GIB = 1024**3
-_CANDIDATE_WORKER = "maxkernel_tui.kernels.evaluation.candidate_worker"
 _STAGES = ("trace", "tpu_lower", "tpu_compile", "production", "numerics")
-_OOM_SIGNS = (
-    "MemoryError",
-    "RESOURCE_EXHAUSTED",
-    "bad_alloc",
-    "Cannot allocate memory",
-    "std::bad_alloc",
-)
 
 
 class UsageError(ValueError):
@@ -140,7 +141,7 @@ class Harness:
         production_inputs.mkdir(parents=True, exist_ok=True)  # Landlock allows only what exists
         readable = (self._snapshots, production_inputs)
         self._candidates = WarmPool(
-            python_module_argv(_CANDIDATE_WORKER),
+            python_module_argv(CANDIDATE_WORKER),
             jax_worker_env(),
             size=pool_size,
             limits=Limits(memory_bytes=memory_bytes, cpu_seconds=cpu_seconds),
@@ -222,11 +223,19 @@ class Harness:
             task = task.with_extra_configs(
                 tuple(extra)
             )  # so that each is judged with its tolerance
+        bench = task.configs[0]
+        production = [CHECK] if CHECK in task.configs and bench != CHECK else []
+        deadline = time.monotonic() + options.timeout
+        configs = _configs([(bench, 0), *((c, 0) for c in production), *runs])
+        traced = self._trace(source, snapshot, configs, extra, report, options.timeout)
+        if traced is None:
+            return
         worker, workdir = self._candidates.take()
         try:
             (workdir / "kernel.py").write_text(
                 source
             )  # the candidate never sees its original folder
+            programs = traced.write(workdir)
             expert = is_expert(kernel, snapshot.original)
             tiles_request = tiles_plan.request(
                 task, options.tile_blocks, whole=not options.edges_only and options.config is None
@@ -236,7 +245,17 @@ class Harness:
                 if tiles_request is None:
                     report.add(not_sampled(missing))
             events, tiles = self._run_candidate(
-                worker, workdir, task, options, runs, extra, report, expert, tiles_request
+                worker,
+                workdir,
+                task,
+                options,
+                runs,
+                extra,
+                report,
+                expert,
+                tiles_request,
+                programs,
+                max(deadline - time.monotonic(), 1.0),
             )
             # its job is done: free its memory before the reference runs (finally is a no-op then)
             worker.close()
@@ -257,7 +276,9 @@ class Harness:
                     )
                 )
             if report.failure is None and not options.edges_only:
-                check, report.timings = timing_check(workdir / "kernel.py", task, options.timeout)
+                check, report.timings = timing_check(
+                    Path(programs[bench]), kernel.name, task, options.timeout
+                )
                 report.add(check)
                 _compare_with_expert(kernel, workdir / "kernel.py", snapshot, options, report)
         finally:
@@ -278,9 +299,12 @@ class Harness:
             return report
         source, snapshot = prepared
         runs = [(probe.config, probe.seed)] if probe.through == "numerics" else []
+        deadline = time.monotonic() + probe.timeout
+        traced = self._trace(source, snapshot, [probe.config], {}, report, probe.timeout)
+        if traced is None:
+            return report
         worker, workdir = self._candidates.take()
         try:
-            (workdir / "kernel.py").write_text(source)
             request = CandidateRequest(
                 kernel=str(workdir / "kernel.py"),
                 task=str(snapshot.task.folder),
@@ -290,8 +314,10 @@ class Harness:
                 out_dir=str(workdir),
                 probe=probe.through,
                 task_digest=snapshot.digest,
+                programs=traced.write(workdir),
             )
-            events, _ = self._run_request(worker, request, probe.timeout, report)
+            timeout = max(deadline - time.monotonic(), 1.0)
+            events, _ = self._run_request(worker, request, timeout, report)
             worker.close()
             if report.failure is None and runs:
                 self._check_numerics(snapshot.task, runs, {}, events, report)
@@ -299,6 +325,36 @@ class Harness:
             worker.close()
             shutil.rmtree(workdir, ignore_errors=True)
         return report
+
+    def _trace(
+        self,
+        source: str,
+        snapshot: TaskSnapshot,
+        configs: list[str],
+        extra: dict[str, dict[str, int]],
+        report: EvalReport,
+        timeout: float,
+    ) -> TracedPrograms | None:
+        """The candidate's programs at `configs`, from a process of its own that does nothing
+        else (evaluation/tracing.py); None when the kernel is rejected there."""
+        worker, workdir = self._candidates.take()
+        try:
+            (workdir / "kernel.py").write_text(source)  # it never sees its original folder
+            request = TraceRequest(
+                kernel=str(workdir / "kernel.py"),
+                task=str(snapshot.task.folder),
+                configs=configs,
+                out_dir=str(workdir),
+                extra_configs=extra,
+                task_digest=snapshot.digest,
+            )
+            try:
+                return trace_programs(worker, request, timeout, report, self.memory_bytes)
+            except TracerUsageError as error:
+                raise UsageError(str(error)) from None
+        finally:
+            worker.close()
+            shutil.rmtree(workdir, ignore_errors=True)
 
     def _run_candidate(
         self,
@@ -311,6 +367,8 @@ class Harness:
         report: EvalReport,
         expert_baseline: bool,
         tiles_request: TilesRequest | None,
+        programs: dict[str, str],
+        timeout: float,
     ) -> tuple[dict[Run, NumericsRun], list[TilesRun]]:
         request = CandidateRequest(
             kernel=str(workdir / "kernel.py"),
@@ -326,8 +384,9 @@ class Harness:
             edges_only=options.edges_only,
             tiles=tiles_request,
             task_digest=self._digests[task.folder],
+            programs=programs,
         )
-        return self._run_request(worker, request, options.timeout, report)
+        return self._run_request(worker, request, timeout, report)
 
     def _run_request(
         self, worker: LineWorker, request: CandidateRequest, timeout: float, report: EvalReport
@@ -338,13 +397,13 @@ class Harness:
         tiles: list[TilesRun] = []
         deadline = time.monotonic() + timeout
         stage_started = time.monotonic()
-        worker.send(json.dumps(request.to_json()))
+        worker.send(json.dumps(request_to_json(request)))
         while True:
             try:
                 event = event_from_json(worker.receive(max(deadline - time.monotonic(), 0.01)))
             except WorkerFailure as failure:
                 seconds = round(time.monotonic() - stage_started, 3)
-                detail = self._failure_detail(failure, worker)
+                detail = worker_failure_detail(failure, self.memory_bytes, "candidate")
                 report.add(Check(_stage_in_progress(report), FAIL, detail, seconds))
                 return outputs, tiles
             if isinstance(event, Check):
@@ -353,15 +412,6 @@ class Harness:
                 tiles.append(event)
             elif _take(event, report, outputs):
                 return outputs, tiles
-
-    def _failure_detail(self, failure: WorkerFailure, worker: LineWorker) -> str:
-        if failure.kind == "timeout":
-            return f"the kernel {failure}"
-        text = str(failure)
-        if any(sign in text for sign in _OOM_SIGNS):
-            limit = f"{self.memory_bytes / GIB:.0f} GiB"
-            return f"out of memory (limit {limit}): the candidate process {text}"
-        return f"the candidate process crashed: {text}"
 
     def _reference_for(self, task: Task) -> LineWorker:
         """The reference worker of the snapshot `task`; the caller holds the reference lock."""
@@ -492,6 +542,11 @@ def _numerics_plan(task: Task, options: EvalOptions, report: EvalReport) -> list
     if HELDOUT in task.configs:
         plan.append((HELDOUT, seeds[0] ^ 0x5EED))
     return plan or [(task.configs[0], seeds[0])]
+
+
+def _configs(runs: list[Run]) -> list[str]:
+    """The configurations of `runs`, each once, in order."""
+    return list(dict.fromkeys(config for config, _ in runs))
 
 
 def _extra_configs(task: Task, options: EvalOptions) -> dict[str, dict[str, int]]:

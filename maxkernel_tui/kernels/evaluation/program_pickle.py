@@ -39,10 +39,12 @@ from jax._src.state import indexing as state_indexing
 from jax._src.state import types as state_types
 from jaxlib._jax import pytree
 
+from maxkernel_tui.kernels.evaluation.protocol import PROGRAM_MAX_BYTES
+
 # A traced kernel program is tens of KiB (measured: 5-22 KiB for the built-in agent's kernels);
 # the rest of the cap is room for constants it captures. Loading builds at most some tens of
 # bytes of objects per byte read, so the cap also bounds the judge's memory.
-MAX_BYTES = 64 * 2**20
+MAX_BYTES = PROGRAM_MAX_BYTES
 PROTOCOL = 5
 NO_SOURCE = source_info_util.new_source_info()
 

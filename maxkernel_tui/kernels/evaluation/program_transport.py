@@ -198,7 +198,7 @@ def interpreted(program: core.ClosedJaxpr, params: Any) -> core.ClosedJaxpr:
     """The program with every pallas_call run in interpret mode with `params` (e.g.
     `pltpu.InterpretParams`): what `force_tpu_interpret_mode` does for a program traced under
     it, for a program that was traced elsewhere."""
-    return _Rewriter(lambda kernel: dict(kernel, interpret=params)).closed(program)
+    return _Rewriter(lambda kernel: dict(kernel, interpret=params), effects=True).closed(program)
 
 
 def _as_traced_for_tpu(kernel: dict[str, Any]) -> dict[str, Any]:
@@ -241,9 +241,18 @@ class _Rewriter:
     """A copy of a program without custom derivatives, callbacks or source tracebacks. A jaxpr
     shared by several equations is rewritten once and stays shared."""
 
-    def __init__(self, kernel_params: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+    def __init__(
+        self,
+        kernel_params: Callable[[dict[str, Any]], dict[str, Any]],
+        *,
+        effects: bool = False,
+    ) -> None:
         self._done: dict[int, Any] = {}
         self._kernel_params = kernel_params
+        # Whether the new kernel parameters change effects (interpret mode talks to the host):
+        # each rewritten kernel's are then derived again and carried up to every enclosing
+        # equation and jaxpr, as tracing the program with those parameters would have.
+        self._effects = effects
 
     def closed(self, closed: core.ClosedJaxpr) -> core.ClosedJaxpr:
         key = id(closed)
@@ -264,6 +273,7 @@ class _Rewriter:
             return renamed.get(a, a) if isinstance(a, core.Var) else a
 
         eqns: list[core.JaxprEqn] = []
+        added: set[Any] = set()  # effects the rewritten equations have beyond their own
         for eqn in jaxpr.eqns:
             name = eqn.primitive.name
             args = [atom(a) for a in eqn.invars]
@@ -280,11 +290,16 @@ class _Rewriter:
             params = {k: self._value(v, f"{name}.{k}") for k, v in eqn.params.items()}
             if name == "pallas_call":
                 params = self._kernel_params(params)
-            eqns.append(eqn.replace(invars=args, params=params, source_info=NO_SOURCE))
+            new = eqn.replace(invars=args, params=params, source_info=NO_SOURCE)
+            if self._effects:
+                new = _with_effects(new)
+                added |= set(new.effects) - set(eqn.effects)
+            eqns.append(new)
         return jaxpr.replace(
             eqns=eqns,
             outvars=[atom(a) for a in jaxpr.outvars],
             debug_info=_plain_debug_info(jaxpr.debug_info),
+            effects=jaxpr.effects | added,
         )
 
     def _value(self, value: Any, where: str) -> Any:
@@ -319,6 +334,23 @@ class _Rewriter:
         for name, new in changed.items():
             object.__setattr__(fresh, name, new)
         return fresh
+
+
+def _with_effects(eqn: core.JaxprEqn) -> core.JaxprEqn:
+    """The equation with the effects its rewritten parameters give it: a kernel's from its
+    abstract evaluation, any other's with those of the jaxprs it holds (effects that name an
+    input by position are the equation's own already)."""
+    if eqn.primitive.name == "pallas_call":
+        _, effects = eqn.primitive.abstract_eval(*(v.aval for v in eqn.invars), **eqn.params)
+        return eqn.replace(effects=set(eqn.effects) | set(effects))
+    inner: set[Any] = set()
+    for value in eqn.params.values():
+        for item in value if isinstance(value, (list, tuple)) else (value,):
+            if isinstance(item, (core.Jaxpr, core.ClosedJaxpr)):
+                inner |= {
+                    e for e in item.effects if not isinstance(e, jax_effects.JaxprInputEffect)
+                }
+    return eqn.replace(effects=set(eqn.effects) | inner) if inner - set(eqn.effects) else eqn
 
 
 def _inline(

@@ -13,6 +13,8 @@ from maxkernel_tui.kernels.evaluation.report import Check
 from maxkernel_tui.kernels.perf.calibration import ModelPoint
 
 Run = tuple[str, int]  # (configuration, seed) of one numerics run
+# The largest program the tracer may carry to the judge (evaluation/program_pickle.py says why).
+PROGRAM_MAX_BYTES = 64 * 2**20
 Clock = Literal["device trace", "wall clock"]  # what measured a timing's samples
 DEVICE_TRACE: Clock = "device trace"
 WALL_CLOCK: Clock = "wall clock"
@@ -55,6 +57,9 @@ class CandidateRequest:
     probe: str = ""
     tiles: TilesRequest | None = None  # None: no sampled production tiles
     task_digest: str = ""  # the task's part of the compilation cache that the worker reads
+    # The candidate's programs as the tracer carried them (configuration: file of
+    # program_transport bytes): the judge runs these and never imports the kernel.
+    programs: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -69,6 +74,47 @@ class CandidateRequest:
                 tiles=None if tiles is None else TilesRequest(**tiles),
             )
         )
+
+
+@dataclass(frozen=True)
+class TraceRequest:
+    """What the tracer (evaluation/candidate_tracer.py), the one process that imports the
+    candidate, is asked: its programs at `configs`, written into `out_dir` as bytes."""
+
+    kernel: str
+    task: str
+    configs: list[str]
+    out_dir: str
+    extra_configs: dict[str, dict[str, int]] = field(default_factory=dict)
+    task_digest: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> TraceRequest:
+        return cls(**data)
+
+
+def request_to_json(request: CandidateRequest | TraceRequest) -> dict[str, Any]:
+    """A candidate worker's request line: {"trace": ...} or {"judge": ...}."""
+    return {"trace" if isinstance(request, TraceRequest) else "judge": request.to_json()}
+
+
+def request_from_json(data: Mapping[str, Any]) -> CandidateRequest | TraceRequest:
+    if "trace" in data:
+        return TraceRequest.from_json(data["trace"])
+    return CandidateRequest.from_json(data["judge"])
+
+
+@dataclass(frozen=True)
+class Traced:
+    """One program the tracer wrote (program_transport bytes) and the configuration it was
+    traced at. Untrusted: the judge checks what the file holds against the task."""
+
+    config: str
+    file: str
+    seconds: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -142,18 +188,20 @@ class Done:
     """The candidate worker's last line."""
 
 
-CandidateEvent = Check | NumericsRun | TilesRun | WorkerProblem | Done
+CandidateEvent = Check | NumericsRun | TilesRun | Traced | WorkerProblem | Done
 
 
 def event_to_json(event: CandidateEvent) -> dict[str, Any]:
-    """One line of the candidate worker: {"check"}, {"run"}, {"tiles"}, {"usage_error"},
-    {"error"} or {"done"}."""
+    """One line of a candidate worker: {"check"}, {"run"}, {"tiles"}, {"traced"},
+    {"usage_error"}, {"error"} or {"done"}."""
     if isinstance(event, Check):
         return {"check": event.to_json()}
     if isinstance(event, NumericsRun):
         return {"run": event.to_json()}
     if isinstance(event, TilesRun):
         return {"tiles": event.to_json()}
+    if isinstance(event, Traced):
+        return {"traced": asdict(event)}
     if isinstance(event, WorkerProblem):
         return {"usage_error" if event.usage else "error": {"detail": event.detail}}
     return {"done": {}}
@@ -167,9 +215,13 @@ def event_from_json(data: Mapping[str, Any]) -> CandidateEvent:
         return NumericsRun.from_json(payload)
     if kind == "tiles":
         return TilesRun.from_json(payload)
+    if kind == "traced":
+        return Traced(**payload)
     if kind in ("usage_error", "error"):
         return WorkerProblem(payload.get("detail", ""), usage=kind == "usage_error")
-    return Done()
+    if kind == "done":
+        return Done()
+    raise ValueError(f"not an event of the candidate protocol: {kind!r}")
 
 
 @dataclass(frozen=True)
@@ -227,7 +279,7 @@ class ReferenceAnswer:
 
 @dataclass(frozen=True)
 class TimingRequest:
-    kernel: str
+    program: str  # the candidate's carried program (evaluation/program_transport.py bytes)
     task: str
     config: str
     repeats: int

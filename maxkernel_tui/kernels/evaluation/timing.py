@@ -43,8 +43,14 @@ def tpu_present() -> bool:
 
 
 def timing_check(
-    kernel: Path, task: Task, timeout: float, calibration_file: Path | None = None
+    program: Path,
+    kernel: str,
+    task: Task,
+    timeout: float,
+    calibration_file: Path | None = None,
 ) -> tuple[Check, list[Timing]]:
+    """The carried `program` of the kernel named `kernel` timed beside the XLA reference on this
+    machine's TPU; a skipped check with no TPU."""
     if not tpu_present():
         return Check(
             "timing",
@@ -53,11 +59,11 @@ def timing_check(
             "CPU are a simulator's, not the kernel's, so none are shown",
         ), []
     try:
-        answer = run_timing_worker(kernel, task, timeout, REPEATS, WARMUPS, task.expert_path)
+        answer = run_timing_worker(program, task, timeout, REPEATS, WARMUPS, task.expert_path)
     except WorkerFailure as failure:
         why = failure if failure.kind == "busy" else f"the timing process failed: {failure}"
         return Check("timing", SKIP, f"not measured: {why}"), []
-    record_timing(answer, kernel.name, task.task_id, calibration_file)
+    record_timing(answer, kernel, task.task_id, calibration_file)
     return summarize_timing(answer)
 
 

@@ -7,7 +7,8 @@ candidate and reference, interleaved, on inputs rotated between fresh seeds so n
 the previous one's result; device time from a profiler trace on a TPU, else wall time around
 `block_until_ready` (device_clock.py says which). On a TPU it also checks the candidate against
 the reference on the device at these shapes and sends the model's estimate for calibration.
-Only runs after the candidate passed every other check (static rules forbid touching clocks).
+It never imports the candidate, whose module could replace the clock: it times the program the
+candidate's tracer carried (evaluation/program_transport.py), the one the judge checked.
 """
 
 from __future__ import annotations
@@ -15,15 +16,18 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import jax
 from jax.experimental.pallas import tpu as pltpu
+from jax.extend.core import jaxpr_as_fun
 
 from maxkernel_tui.kernels import reference_runtime as runtime
 from maxkernel_tui.kernels.evaluation.device_checks import device_numerics, model_point
 from maxkernel_tui.kernels.evaluation.device_clock import choose_clock, named_jit, time_interleaved
+from maxkernel_tui.kernels.evaluation.program_transport import interpreted, load_program
 from maxkernel_tui.kernels.evaluation.protocol import TimingAnswer, TimingRequest, TimingSamples
 from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.perf.calibration import ModelPoint
@@ -36,7 +40,6 @@ INPUT_SETS = 2  # rotated; production inputs can take GBs of HBM each
 def measure(request: TimingRequest) -> TimingAnswer:
     task = load_task(request.task)
     reference = runtime.load_reference(task)
-    candidate = runtime.load_candidate(task, reference, Path(request.kernel))
     pairs = [
         runtime.make_inputs(task, reference, request.config, seed) for seed in range(INPUT_SETS)
     ]
@@ -44,12 +47,19 @@ def measure(request: TimingRequest) -> TimingAnswer:
     static = pairs[0][1]
     device = jax.devices()[0]
     on_tpu = device.platform == "tpu"
+    # the candidate's program as its tracer carried it: this process never imports the kernel
+    program = load_program(Path(request.program).read_bytes())
+    carried = jaxpr_as_fun(program if on_tpu else interpreted(program, pltpu.InterpretParams()))
+
+    def candidate(*dynamic: Any) -> Any:
+        return carried(*jax.tree.leaves(dynamic))
+
     # On anything but a TPU this is only a plumbing check: interpret mode, and the caller is told.
     interpret = pltpu.force_tpu_interpret_mode() if not on_tpu else contextlib.nullcontext()
     with interpret:
         # Both take the arrays only; the static args are compile-time constants of each program.
         programs = {
-            "candidate": named_jit("candidate", lambda *d: candidate.computation(*d, *static)),
+            "candidate": named_jit("candidate", candidate),
             "reference": named_jit("reference", lambda *d: reference.computation(*d, *static)),
         }
         if request.expert is not None:
@@ -78,11 +88,11 @@ def measure(request: TimingRequest) -> TimingAnswer:
 
 
 def _model_point(
-    task: Any, reference: Any, candidate: Any, config: str, device_kind: str
+    task: Any, reference: Any, candidate: Callable[..., Any], config: str, device_kind: str
 ) -> ModelPoint | None:
-    specs, static, outputs = runtime.io_specs(task, reference, config)
+    specs, _, outputs = runtime.io_specs(task, reference, config)
     return model_point(
-        lambda *d: candidate.computation(*d, *static),
+        candidate,
         specs,
         device_kind,
         minimal_io_bytes(specs, outputs),

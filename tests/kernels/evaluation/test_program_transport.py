@@ -295,3 +295,22 @@ def test_a_round_trip_of_bytes_is_exact_for_arrays_and_scalars():
     )
     assert str(loaded) == str(traced)
     assert _same_bits(jax.jit(jaxpr_as_fun(traced))(x), jax.jit(jaxpr_as_fun(loaded))(x))
+
+
+def test_a_kernel_inside_jit_runs_interpreted_with_the_effects_tracing_would_give():
+    """interpreted() on a carried program whose kernel sits inside a `jit` (as jax's own
+    kernels do): interpret mode talks to the host through ordered callbacks, so the kernel, the
+    `jit` around it and the program take those effects, exactly as a trace under
+    force_tpu_interpret_mode gives them; the outputs are the directly interpreted ones."""
+    inputs = _styled_inputs()
+    program = jax.jit(_styled_program)
+    loaded = load_program(dump_program(jax.make_jaxpr(program)(*inputs)))
+    assert loaded.effects == set()
+    with pltpu.force_tpu_interpret_mode(PARAMS):
+        direct_trace = jax.make_jaxpr(program)(*inputs)
+        direct = jax.jit(_styled_program)(*inputs)
+    carried = interpreted(loaded, PARAMS)
+    assert carried.effects == direct_trace.effects and carried.effects
+    (jit_eqn,) = carried.jaxpr.eqns
+    assert jit_eqn.effects == direct_trace.jaxpr.eqns[0].effects
+    assert _same_bits(jax.jit(jaxpr_as_fun(carried))(*inputs), direct)

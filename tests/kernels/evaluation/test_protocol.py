@@ -10,9 +10,13 @@ from maxkernel_tui.kernels.evaluation.protocol import (
     NumericsRun,
     ReferenceAnswer,
     ReferenceRequest,
+    Traced,
+    TraceRequest,
     WorkerProblem,
     event_from_json,
     event_to_json,
+    request_from_json,
+    request_to_json,
 )
 from maxkernel_tui.kernels.evaluation.report import FAIL, PASS, Check
 
@@ -32,8 +36,17 @@ def test_a_candidate_request_keeps_its_runs_as_pairs():
         extra_configs={"edge_small": {"batch": 1}},
         detect_races=True,
     )
-    again = CandidateRequest.from_json(over_the_wire(request.to_json()))
+    again = request_from_json(over_the_wire(request_to_json(request)))
     assert again == request and again.runs[0] == ("check", 7)
+
+
+def test_a_trace_request_and_a_judge_request_are_told_apart_on_the_wire():
+    trace = TraceRequest("/w/kernel.py", "/suite/12p", ["bench", "check"], "/w", {"e": {"b": 1}})
+    judge = CandidateRequest(
+        "/j/kernel.py", "/suite/12p", "v5e", "bench", [], "/j", programs={"bench": "/j/p.bin"}
+    )
+    assert request_from_json(over_the_wire(request_to_json(trace))) == trace
+    assert request_from_json(over_the_wire(request_to_json(judge))) == judge
 
 
 @pytest.mark.parametrize(
@@ -43,6 +56,7 @@ def test_a_candidate_request_keeps_its_runs_as_pairs():
         Check("tpu_compile", FAIL, "TPU v5e compile failed: boom", 1.0),
         NumericsRun("check", 7, files=["/w/candidate-check-7-0.npy"], races=False, seconds=0.2),
         NumericsRun("heldout", 9, error="ValueError: shapes"),
+        Traced("check", "/w/program-1.bin", 0.25),
         WorkerProblem("libtpu does not know TPU 'v99'", usage=True),
         WorkerProblem("Traceback ..."),
         Done(),

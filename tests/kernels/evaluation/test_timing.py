@@ -10,6 +10,7 @@ from maxkernel_tui.kernels.evaluation.protocol import TimingAnswer, TimingReques
 from maxkernel_tui.kernels.evaluation.report import EvalReport
 from maxkernel_tui.kernels.evaluation.stats import median_estimate, speedup
 from maxkernel_tui.kernels.evaluation.timing import summarize_timing, timing_check, tpu_present
+from maxkernel_tui.kernels.evaluation.tracing import trace_source
 from maxkernel_tui.kernels.loader import find_task
 from tests.support.paths import KERNELS
 
@@ -51,10 +52,13 @@ def test_tpu_timings_are_labelled_measured_with_their_device():
 
 
 @pytest.mark.slow  # runs the kernel under jax in this process
-def test_times_off_a_tpu_are_never_shown(suite_tasks, monkeypatch):
+def test_times_off_a_tpu_are_never_shown(suite_tasks, monkeypatch, tmp_path):
     task = find_task("12p", suite_tasks)
+    kernel = KERNELS / "honest" / "12p_RMSNorm.py"
+    program = tmp_path / "program.bin"  # traced in a sandboxed tracer, as an evaluation's is
+    program.write_bytes(trace_source(kernel.read_text(), task, timeout=120, config="check"))
     request = TimingRequest(
-        kernel=str(KERNELS / "honest" / "12p_RMSNorm.py"),
+        program=str(program),
         task=str(task.folder),
         config="check",
         repeats=3,
@@ -69,7 +73,7 @@ def test_times_off_a_tpu_are_never_shown(suite_tasks, monkeypatch):
     assert check.status == "skip" and timings == [] and "not a TPU" in check.detail
     monkeypatch.setenv("MAXKERNEL_TUI_NO_TPU", "1")
     assert not tpu_present()
-    skipped, none = timing_check(KERNELS / "honest" / "12p_RMSNorm.py", task, timeout=10)
+    skipped, none = timing_check(program, kernel.name, task, timeout=10)
     assert skipped.status == "skip" and none == [] and "no TPU on this machine" in skipped.detail
 
 

@@ -228,16 +228,3 @@ def test_the_cached_production_inputs_are_read_in_place_and_cannot_be_rewritten(
     assert [path.read_bytes() for path in inputs] == before
     assert not [t for t in targets for p in (t, t + ".txt") if Path(p).exists()]
     _contained(report, static_rules, f"write {targets[0]}")
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="open: the trace and production checks run in the candidate's own process, which its "
-    "module can patch (the fix: trace there, judge a serialized program in a process that never "
-    "imports the candidate)",
-)
-def test_a_kernel_cannot_replace_the_checks_that_judge_it(harness, task, tmp_path):
-    """Plain jnp, no pallas_call: rejected by the trace check, unless the kernel's module replaces
-    that check in the worker that imports it (static rules on: the attack passes them)."""
-    report = _evaluate(harness, hostile.fill(hostile.FORGE_THE_JUDGE), task, tmp_path)
-    assert report.verdict == "rejected"

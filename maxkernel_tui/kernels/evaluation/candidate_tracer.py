@@ -1,0 +1,64 @@
+"""The one process that imports a candidate kernel: it traces the candidate's programs and
+writes them as bytes (evaluation/program_transport.py), nothing more. Imports jax.
+
+Whatever runs here is the candidate's: its module can replace any function of this process,
+this one included. So nothing here is believed except what cannot help the candidate: a trace
+that fails rejects it, and the bytes it writes are only ever the program that is judged, by a
+judge process (evaluation/candidate_worker.py) that never imports the kernel and checks every
+program against the task before it runs it.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import jax
+
+from maxkernel_tui.kernels import reference_runtime as runtime
+from maxkernel_tui.kernels.evaluation.failure_text import first_lines
+from maxkernel_tui.kernels.evaluation.program_transport import NotTransportable, dump_program
+from maxkernel_tui.kernels.evaluation.protocol import CandidateEvent, Traced, TraceRequest
+from maxkernel_tui.kernels.evaluation.report import FAIL, Check
+from maxkernel_tui.kernels.loader import load_task
+from maxkernel_tui.kernels.task import TaskError
+
+TRACE = "trace"
+
+
+def trace_candidate(request: TraceRequest) -> list[CandidateEvent]:
+    """The candidate's program at each of `request.configs` as a `Traced` file, or the failed
+    trace check that says why it has none."""
+    start = time.perf_counter()
+    task = load_task(request.task)
+    reference = runtime.load_reference(task)
+    task = runtime.with_extra_configs(task, reference, request.extra_configs)
+    try:
+        candidate = runtime.load_candidate(task, reference, Path(request.kernel))
+    except Exception as error:
+        return [_failed(f"the kernel fails to import: {first_lines(error)}", start)]
+    events: list[CandidateEvent] = []
+    for number, config in enumerate(request.configs):
+        specs, static = runtime.input_specs(task, reference, config)
+        where = "production shapes" if config == task.configs[0] else f"{config!r} shapes"
+        try:
+            runtime.check_signature(task, candidate.computation, len(specs), static)
+            traced = jax.make_jaxpr(lambda *d, s=static: candidate.computation(*d, *s))(*specs)
+        except TaskError as error:
+            detail = error.problem.replace("computation", "the kernel's computation", 1)
+            return [_failed(detail, start)]
+        except Exception as error:
+            return [_failed(f"fails to trace at {where}: {first_lines(error)}", start)]
+        try:
+            data = dump_program(traced)
+        except NotTransportable as error:
+            detail = f"its program at {where} cannot be carried to the judge: {error}"
+            return [_failed(detail, start)]
+        path = Path(request.out_dir) / f"program-{number}.bin"
+        path.write_bytes(data)
+        events.append(Traced(config, str(path), round(time.perf_counter() - start, 3)))
+    return events
+
+
+def _failed(detail: str, start: float) -> Check:
+    return Check(TRACE, FAIL, detail, round(time.perf_counter() - start, 3))

@@ -1,0 +1,82 @@
+"""The judge never runs in the process that imported the candidate: kernels that lie through
+their tracer (forged checks, programs planted elsewhere, links, pickled code, a replaced dumper)
+and one that replaces the judge's checks in its own process are all rejected, for the reason
+the split gives. The static rules are switched off, so the split alone is tested."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from maxkernel_tui.kernels.evaluation import harness as harness_module
+from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
+from maxkernel_tui.kernels.evaluation.report import EvalReport
+from maxkernel_tui.kernels.loader import load_task
+from maxkernel_tui.kernels.task import Task
+from tests.support import hostile_kernels as hostile
+from tests.support import lying_tracers as lying
+
+pytestmark = pytest.mark.slow  # tracer, judge and reference jax worker processes
+
+QUICK = EvalOptions(seeds=1, timeout=120, tile_blocks=None)
+
+
+@pytest.fixture(scope="module")
+def harness() -> Iterator[Harness]:
+    with Harness() as shared:
+        yield shared
+
+
+@pytest.fixture
+def task(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Task:
+    monkeypatch.setattr(harness_module, "static_problems", lambda *args, **kwargs: [])
+    return load_task(hostile.write_task(tmp_path / "task"))
+
+
+def _rejected_at_trace(harness: Harness, source: str, task: Task, tmp_path: Path) -> str:
+    kernel = tmp_path / "lying.py"
+    kernel.write_text(source)
+    report: EvalReport = harness.evaluate(kernel, task, QUICK)
+    assert report.verdict == "rejected", report.checks
+    assert report.failure is not None and report.failure.name == "trace", report.checks
+    assert {c.name for c in report.checks if c.status == "pass"} <= {"static", "sandbox"}
+    return report.failure.detail
+
+
+def test_checks_the_tracer_claims_are_not_believed(harness, task, tmp_path):
+    detail = _rejected_at_trace(harness, lying.FORGED_PASSES, task, tmp_path)
+    assert "claimed a pass 'trace' check, which only the judge gives" in detail
+
+
+def test_a_program_file_outside_the_tracers_directory_is_not_read(harness, task, tmp_path):
+    target = task.folder / "reference.py"
+    source = hostile.fill(lying.FILE_ELSEWHERE, target=str(target))
+    assert "is not in the tracer's directory" in _rejected_at_trace(harness, source, task, tmp_path)
+
+
+def test_a_link_planted_as_the_program_is_not_followed(harness, task, tmp_path):
+    source = hostile.fill(lying.LINKED_PROGRAM, target=str(task.folder / "reference.py"))
+    detail = _rejected_at_trace(harness, source, task, tmp_path)
+    assert "the program traced at 'bench' is refused" in detail and "program-0.bin" in detail
+
+
+def test_pickled_code_sent_as_the_program_is_refused_unrun(harness, task, tmp_path):
+    marker = tmp_path / "gadget-ran"
+    source = hostile.fill(lying.PICKLED_GADGET, marker=str(marker))
+    detail = _rejected_at_trace(harness, source, task, tmp_path)
+    assert "its program at production shapes is refused" in detail and "system" in detail
+    assert not marker.exists()
+
+
+def test_a_program_traced_at_other_shapes_is_refused(harness, task, tmp_path):
+    detail = _rejected_at_trace(harness, lying.SWAPPED_PROGRAM, task, tmp_path)
+    assert "takes float32[8, 128], not the task's inputs float32[16, 128]" in detail
+
+
+def test_a_kernel_cannot_replace_the_checks_that_judge_it(harness, task, tmp_path):
+    """Plain jnp, no pallas_call, whose module replaces the trace and production checks in the
+    process that imports it: that process only traces, so the judge's checks reject it."""
+    detail = _rejected_at_trace(harness, hostile.fill(hostile.FORGE_THE_JUDGE), task, tmp_path)
+    assert "no pallas_call" in detail
