@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from types import ModuleType
 
 import jax
 
@@ -21,14 +22,14 @@ from maxkernel_tui.kernels.evaluation.program_transport import NotTransportable,
 from maxkernel_tui.kernels.evaluation.protocol import CandidateEvent, Traced, TraceRequest
 from maxkernel_tui.kernels.evaluation.report import FAIL, Check
 from maxkernel_tui.kernels.loader import load_task
-from maxkernel_tui.kernels.task import TaskError
+from maxkernel_tui.kernels.task import Task, TaskError
 
 TRACE = "trace"
 
 
 def trace_candidate(request: TraceRequest) -> list[CandidateEvent]:
-    """The candidate's program at each of `request.configs` as a `Traced` file, or the failed
-    trace check that says why it has none."""
+    """The candidate's program at each of `request.configs` as a `Traced` file; where it cannot
+    be traced, a `Traced` error, or at the production shapes the failed trace check."""
     start = time.perf_counter()
     task = load_task(request.task)
     reference = runtime.load_reference(task)
@@ -39,25 +40,41 @@ def trace_candidate(request: TraceRequest) -> list[CandidateEvent]:
         return [_failed(f"the kernel fails to import: {first_lines(error)}", start)]
     events: list[CandidateEvent] = []
     for number, config in enumerate(request.configs):
-        specs, static = runtime.input_specs(task, reference, config)
-        where = "production shapes" if config == task.configs[0] else f"{config!r} shapes"
         try:
-            runtime.check_signature(task, candidate.computation, len(specs), static)
-            traced = jax.make_jaxpr(lambda *d, s=static: candidate.computation(*d, *s))(*specs)
-        except TaskError as error:
-            detail = error.problem.replace("computation", "the kernel's computation", 1)
-            return [_failed(detail, start)]
-        except Exception as error:
-            return [_failed(f"fails to trace at {where}: {first_lines(error)}", start)]
-        try:
-            data = dump_program(traced)
-        except NotTransportable as error:
-            detail = f"its program at {where} cannot be carried to the judge: {error}"
-            return [_failed(detail, start)]
+            data = _traced(task, reference, candidate, config)
+        except _Untraceable as problem:
+            if config == task.configs[0]:  # the production shapes: the trace check's
+                return [_failed(str(problem), start)]
+            events.append(Traced(config, error=str(problem)))  # that configuration's runs'
+            continue
         path = Path(request.out_dir) / f"program-{number}.bin"
         path.write_bytes(data)
         events.append(Traced(config, str(path), round(time.perf_counter() - start, 3)))
     return events
+
+
+class _Untraceable(Exception):
+    """Why the kernel has no program at a configuration."""
+
+
+def _traced(task: Task, reference: ModuleType, candidate: ModuleType, config: str) -> bytes:
+    specs, static = runtime.input_specs(task, reference, config)
+    where = "production shapes" if config == task.configs[0] else f"{config!r} shapes"
+    try:
+        runtime.check_signature(task, candidate.computation, len(specs), static)
+        traced = jax.make_jaxpr(lambda *d: candidate.computation(*d, *static))(*specs)
+    except TaskError as error:
+        raise _Untraceable(
+            error.problem.replace("computation", "the kernel's computation", 1)
+        ) from None
+    except Exception as error:
+        raise _Untraceable(f"fails to trace at {where}: {first_lines(error)}") from None
+    try:
+        return dump_program(traced)
+    except NotTransportable as error:
+        raise _Untraceable(
+            f"its program at {where} cannot be carried to the judge: {error}"
+        ) from None
 
 
 def _failed(detail: str, start: float) -> Check:

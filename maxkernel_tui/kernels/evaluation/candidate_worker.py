@@ -94,6 +94,11 @@ class _Refused(Exception):
     """A carried program the judge does not run: the trace check fails with this detail."""
 
 
+class _Untraced(_Refused):
+    """No program at a configuration because the kernel could not be traced there (the
+    tracer's reason): the kernel's own failure, judged where that configuration is run."""
+
+
 @dataclass
 class _Subject:
     """The task and the candidate's carried programs, as every check sees them."""
@@ -101,6 +106,7 @@ class _Subject:
     task: Any
     reference: Any  # the reference module
     files: dict[str, str]  # configuration: the tracer's file of its program there
+    untraced: dict[str, str]  # configuration: why the tracer has no program there
     specs: Any  # dynamic inputs at production shapes (jax.ShapeDtypeStruct)
     static: Any  # static arguments at production shapes
     expected: list  # the reference's output avals at production shapes
@@ -113,6 +119,8 @@ class _Subject:
         if config in self.loaded:
             return self.loaded[config]
         where = "production shapes" if config == self.bench else f"{config!r} shapes"
+        if config in self.untraced:
+            raise _Untraced(self.untraced[config])
         if config not in self.files:
             raise _Refused(f"the tracer sent no program at {where}")
         try:
@@ -173,7 +181,14 @@ def _load(request: CandidateRequest) -> _Subject:
     task = runtime.with_extra_configs(task, reference, request.extra_configs)
     specs, static, expected = runtime.io_specs(task, reference, request.bench_config)
     return _Subject(
-        task, reference, request.programs, specs, static, expected, request.bench_config
+        task,
+        reference,
+        request.programs,
+        request.untraced,
+        specs,
+        static,
+        expected,
+        request.bench_config,
     )
 
 
@@ -257,6 +272,12 @@ def _production_check(subject: _Subject, request: CandidateRequest) -> list[Run]
     try:
         check = at(CHECK)  # first: a refused program rejects the kernel, below
     except _Refused as refusal:
+        if isinstance(refusal, _Untraced) and request.runs:
+            # judged where it fails: a numerics run at check shapes, with the kernel's reason
+            detail = f"defences not applied: no program at check shapes: {refusal}"
+            _check(production_checks.CHECK_NAME, SKIP, detail, start)
+            at_check = CHECK in {c for c, _ in request.runs}
+            return request.runs if at_check else [*request.runs, (CHECK, request.runs[0][1])]
         _check(production_checks.CHECK_NAME, FAIL, str(refusal), start)
         return None
     try:
@@ -331,7 +352,7 @@ def _numerics_runs(subject: _Subject, request: CandidateRequest, runs: list[Run]
             files = save_outputs(Path(request.out_dir), f"candidate-{config}-{seed}", output)
             races = _races_found() if request.detect_races else None
         except _Refused as refusal:
-            error = f"the kernel cannot be run here: {refusal}"
+            error = str(refusal)
         except Exception as failure:
             error = first_lines(failure)
             pltpu.reset_tpu_interpret_mode_state()  # the interpreter keeps state after an error

@@ -10,15 +10,12 @@ outputs are compared here. Cheap checks first, stopping at the first failure.
 from __future__ import annotations
 
 import json
-import secrets
 import shutil
 import tempfile
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
 
 from maxkernel_tui.kernels.evaluation import reference_cache, tiles_plan
 from maxkernel_tui.kernels.evaluation.expert_comparison import (
@@ -27,6 +24,14 @@ from maxkernel_tui.kernels.evaluation.expert_comparison import (
     measured,
 )
 from maxkernel_tui.kernels.evaluation.failure_text import worker_failure_detail
+from maxkernel_tui.kernels.evaluation.options import (
+    EvalOptions,
+    Probe,
+    UsageError,
+    extra_configs,
+    numerics_plan,
+    traced_configs,
+)
 from maxkernel_tui.kernels.evaluation.protocol import (
     CandidateEvent,
     CandidateRequest,
@@ -65,7 +70,6 @@ from maxkernel_tui.kernels.evaluation.tracing import (
     trace_programs,
 )
 from maxkernel_tui.kernels.limits import file_oversize_problem
-from maxkernel_tui.kernels.targets import DEFAULT_TARGET
 from maxkernel_tui.kernels.task import CHECK, HELDOUT, Task, TaskError
 from maxkernel_tui.kernels.workers import (
     Limits,
@@ -79,52 +83,6 @@ from maxkernel_tui.kernels.workers import (
 
 GIB = 1024**3
 _STAGES = ("trace", "tpu_lower", "tpu_compile", "production", "numerics")
-
-
-class UsageError(ValueError):
-    """The request itself is wrong (e.g. a TPU generation libtpu does not know)."""
-
-
-@dataclass(frozen=True)
-class EvalOptions:
-    """How a kernel is evaluated. The one place its defaults are set: the engineer's evaluation
-    in the workbench, an agent's, and `maxkernel-tui eval` without flags all take these."""
-
-    target: str = DEFAULT_TARGET
-    config: str | None = None  # numerics on this configuration only (default: check + heldout)
-    seeds: int = 2  # fresh random seeds on the check configuration
-    timeout: float = 300.0  # seconds for everything the candidate does
-    detect_races: bool = False
-    require_pallas: bool = True  # False only for sanity runs of a reference against itself
-    # Validated edge cases (name, parameters of the task's CONFIGS): numerics on each, one seed,
-    # with the check tolerance; reported as the `edge` check.
-    extra_configs: tuple[tuple[str, dict[str, int]], ...] = ()
-    # Numerics on extra_configs alone, for a kernel already judged on check, held-out and
-    # production shapes (the tester's pass after a kernel is accepted): the static, trace,
-    # lowering, compile and production checks run again, timing and the expert comparison do
-    # not (EvalReport.with_edge_pass joins the two reports).
-    edges_only: bool = False
-    # Sampled output tiles of the kernels at production shapes, against the reference computed
-    # by XLA on the CPU (evaluation/production_tiles.py): output blocks drawn at random beyond
-    # the grid's corners; None turns the sample off (the verdict then says small shapes only).
-    tile_blocks: int | None = field(default_factory=lambda: tiles_plan.default_tile_blocks())
-
-
-ProbeStage = Literal["tpu_lower", "tpu_compile", "numerics"]
-
-
-@dataclass(frozen=True)
-class Probe:
-    """An agent's quick look at a candidate (the `lower` and `check` tools, agents/tools): the
-    static rules, then trace, TPU lowering and compile at `config` rather than the production
-    shapes, up to `through`; with "numerics", one run at `config` and `seed` compared with the
-    reference. No production defences, timing or expert comparison: feedback, not a verdict."""
-
-    config: str
-    through: ProbeStage
-    target: str = DEFAULT_TARGET
-    seed: int = 0
-    timeout: float = 120.0
 
 
 class Harness:
@@ -214,9 +172,9 @@ class Harness:
     ) -> None:
         """Every check after the static one, on the snapshot of the task."""
         task = snapshot.task
-        runs = _numerics_plan(task, options, report)
+        runs = numerics_plan(task, options, report)
         report.inputs = verdict_inputs(task, runs)
-        extra = _extra_configs(task, options)
+        extra = extra_configs(task, options)
         if options.edges_only and not extra:
             raise UsageError("an edge-case pass needs edge-case configurations")
         if extra:
@@ -226,7 +184,7 @@ class Harness:
         bench = task.configs[0]
         production = [CHECK] if CHECK in task.configs and bench != CHECK else []
         deadline = time.monotonic() + options.timeout
-        configs = _configs([(bench, 0), *((c, 0) for c in production), *runs])
+        configs = traced_configs([(bench, 0), *((c, 0) for c in production), *runs])
         traced = self._trace(source, snapshot, configs, extra, report, options.timeout)
         if traced is None:
             return
@@ -255,6 +213,7 @@ class Harness:
                 expert,
                 tiles_request,
                 programs,
+                traced.untraced,
                 max(deadline - time.monotonic(), 1.0),
             )
             # its job is done: free its memory before the reference runs (finally is a no-op then)
@@ -315,6 +274,7 @@ class Harness:
                 probe=probe.through,
                 task_digest=snapshot.digest,
                 programs=traced.write(workdir),
+                untraced=traced.untraced,
             )
             timeout = max(deadline - time.monotonic(), 1.0)
             events, _ = self._run_request(worker, request, timeout, report)
@@ -368,6 +328,7 @@ class Harness:
         expert_baseline: bool,
         tiles_request: TilesRequest | None,
         programs: dict[str, str],
+        untraced: dict[str, str],
         timeout: float,
     ) -> tuple[dict[Run, NumericsRun], list[TilesRun]]:
         request = CandidateRequest(
@@ -385,6 +346,7 @@ class Harness:
             tiles=tiles_request,
             task_digest=self._digests[task.folder],
             programs=programs,
+            untraced=untraced,
         )
         return self._run_request(worker, request, timeout, report)
 
@@ -461,27 +423,27 @@ class Harness:
             return
         reference_seconds = time.monotonic() - reference_started
         reference_runs = {r.key: r for r in answer.runs}
-        groups = (
-            ("numerics", lambda c: c != HELDOUT and c not in extra),
-            (EDGE, lambda c: c in extra),
-            ("heldout", lambda c: c == HELDOUT),
-        )
-        for check_name, names in groups:
-            selected = [run for run in runs if names(run[0])]
-            if selected:
-                started = time.monotonic()
-                check = _compare_runs(check_name, task, selected, candidate_runs, reference_runs)
-                # the kernel's own runs, plus the reference and the comparison
-                kernel_seconds = sum(
-                    candidate_runs[run].seconds for run in selected if run in candidate_runs
-                )
-                check.seconds = round(
-                    kernel_seconds + reference_seconds + time.monotonic() - started, 3
-                )
-                reference_seconds = 0.0
-                report.add(check)
-                if check.status == FAIL:
-                    return
+
+        def group(config: str) -> str:
+            return HELDOUT if config == HELDOUT else EDGE if config in extra else "numerics"
+
+        # in the order the runs were planned: a run the judge added (production shapes, or check
+        # shapes where the kernel could not be traced) is judged after the ones asked for
+        for check_name in dict.fromkeys(group(config) for config, _ in runs):
+            selected = [run for run in runs if group(run[0]) == check_name]
+            started = time.monotonic()
+            check = _compare_runs(check_name, task, selected, candidate_runs, reference_runs)
+            # the kernel's own runs, plus the reference and the comparison
+            kernel_seconds = sum(
+                candidate_runs[run].seconds for run in selected if run in candidate_runs
+            )
+            check.seconds = round(
+                kernel_seconds + reference_seconds + time.monotonic() - started, 3
+            )
+            reference_seconds = 0.0
+            report.add(check)
+            if check.status == FAIL:
+                return
 
 
 def _compare_with_expert(
@@ -520,46 +482,6 @@ def _static_check(source: str, kernel: Path, task: Task, report: EvalReport) -> 
         Check("static", PASS, "parses, defines computation, stays inside the kernel", seconds)
     )
     return True
-
-
-def _numerics_plan(task: Task, options: EvalOptions, report: EvalReport) -> list[Run]:
-    """(configuration, seed) pairs: fresh seeds on check, one on held-out; a plain task's own
-    inputs."""
-    if not task.named_configs:
-        return [(name, 0) for name in ([options.config] if options.config else task.configs)]
-    seeds = [secrets.randbelow(2**31 - 1) for _ in range(max(options.seeds, 1))]
-    report.seeds = seeds
-    if options.config is not None:
-        count = 1 if options.config == HELDOUT else len(seeds)
-        return [(options.config, seed) for seed in seeds[:count]]
-    plan = [(CHECK, seed) for seed in seeds] if CHECK in task.configs else []
-    # One seed per edge case: they test shapes, not random draws; derived so a report's seeds
-    # say it.
-    edges = [(name, seeds[0] ^ (0xED6E + n)) for n, (name, _) in enumerate(options.extra_configs)]
-    if options.edges_only:
-        return edges
-    plan += edges
-    if HELDOUT in task.configs:
-        plan.append((HELDOUT, seeds[0] ^ 0x5EED))
-    return plan or [(task.configs[0], seeds[0])]
-
-
-def _configs(runs: list[Run]) -> list[str]:
-    """The configurations of `runs`, each once, in order."""
-    return list(dict.fromkeys(config for config, _ in runs))
-
-
-def _extra_configs(task: Task, options: EvalOptions) -> dict[str, dict[str, int]]:
-    """The edge cases that apply: none for a single-configuration run or a task whose get_inputs
-    takes no named configuration (the plain adapted format)."""
-    if not task.named_configs or options.config is not None:
-        return {}
-    clashes = [name for name, _ in options.extra_configs if name in task.configs]
-    if clashes:
-        raise UsageError(
-            f"extra configuration name(s) {clashes} clash with the task's own configurations"
-        )
-    return {name: dict(params) for name, params in options.extra_configs}
 
 
 def _take(event: CandidateEvent, report: EvalReport, outputs: dict[Run, NumericsRun]) -> bool:

@@ -58,8 +58,10 @@ class CandidateRequest:
     tiles: TilesRequest | None = None  # None: no sampled production tiles
     task_digest: str = ""  # the task's part of the compilation cache that the worker reads
     # The candidate's programs as the tracer carried them (configuration: file of
-    # program_transport bytes): the judge runs these and never imports the kernel.
+    # program_transport bytes): the judge runs these and never imports the kernel. Where the
+    # kernel could not be traced (configuration: why), its runs there fail with that reason.
     programs: dict[str, str] = field(default_factory=dict)
+    untraced: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -110,11 +112,13 @@ def request_from_json(data: Mapping[str, Any]) -> CandidateRequest | TraceReques
 @dataclass(frozen=True)
 class Traced:
     """One program the tracer wrote (program_transport bytes) and the configuration it was
-    traced at. Untrusted: the judge checks what the file holds against the task."""
+    traced at, or why it has none there (`error`; at the production shapes the tracer fails
+    the trace check instead). Untrusted: the judge checks what the file holds against the task."""
 
     config: str
-    file: str
+    file: str | None = None
     seconds: float = 0.0
+    error: str | None = None
 
 
 @dataclass(frozen=True)

@@ -52,9 +52,11 @@ class TracerUsageError(ValueError):
 
 @dataclass(frozen=True)
 class TracedPrograms:
-    """The candidate's programs, one per configuration, as the bytes the tracer wrote."""
+    """The candidate's programs, one per configuration, as the bytes the tracer wrote; where it
+    has none, why (`untraced`)."""
 
     programs: dict[str, bytes]
+    untraced: dict[str, str]
 
     def write(self, directory: Path) -> dict[str, str]:
         """Each program as a file in `directory` (the judge's); configuration: path."""
@@ -78,6 +80,7 @@ def trace_programs(
     deadline = time.monotonic() + timeout
     worker.send(json.dumps(request_to_json(request)))
     files: dict[str, str] = {}
+    untraced: dict[str, str] = {}
     first = True
     while True:
         try:
@@ -90,7 +93,7 @@ def trace_programs(
             return None
         if isinstance(event, Done):
             break
-        problem = _unbelievable(event, request, files, first)
+        problem = _unbelievable(event, request, {**files, **untraced}, first)
         first = False
         if problem is not None:
             report.add(Check(TRACE, FAIL, f"the tracer {problem}: the kernel is rejected"))
@@ -100,13 +103,16 @@ def trace_programs(
             if event.status == FAIL:
                 return None
         elif isinstance(event, Traced):
-            files[event.config] = event.file
+            if event.file is None:
+                untraced[event.config] = event.error or "the tracer gave no reason"
+            else:
+                files[event.config] = event.file
         elif isinstance(event, WorkerProblem):
             if event.usage:
                 raise TracerUsageError(event.detail)
             report.add(Check(TRACE, FAIL, f"harness error: {event.detail}"))
             return None
-    return _read_programs(files, request, report)
+    return _read_programs(files, untraced, request, report)
 
 
 def trace_source(source: str, task: Task, timeout: float, config: str | None = None) -> bytes:
@@ -130,13 +136,14 @@ def trace_source(source: str, task: Task, timeout: float, config: str | None = N
             traced = trace_programs(worker, request, timeout, report, TRACER_MEMORY_BYTES)
         finally:
             worker.close()
-        if traced is None:
-            raise WorkerFailure(report.checks[-1].detail, "died")
+        if traced is None or config in traced.untraced:
+            why = report.checks[-1].detail if traced is None else traced.untraced[config]
+            raise WorkerFailure(why, "died")
         return traced.programs[config]
 
 
 def _unbelievable(
-    event: object, request: TraceRequest, files: dict[str, str], first: bool
+    event: object, request: TraceRequest, answered: dict[str, str], first: bool
 ) -> str | None:
     """Why a line of the tracer cannot have come from our tracer; None when it may have."""
     if isinstance(event, Check):
@@ -146,7 +153,7 @@ def _unbelievable(
             return None
         return f"claimed a {event.status} {event.name!r} check, which only the judge gives"
     if isinstance(event, Traced):
-        if event.config not in request.configs or event.config in files:
+        if event.config not in request.configs or event.config in answered:
             return f"sent a program for {event.config!r}, which was not asked for or came twice"
         return None
     if isinstance(event, WorkerProblem):
@@ -155,9 +162,9 @@ def _unbelievable(
 
 
 def _read_programs(
-    files: dict[str, str], request: TraceRequest, report: EvalReport
+    files: dict[str, str], untraced: dict[str, str], request: TraceRequest, report: EvalReport
 ) -> TracedPrograms | None:
-    missing = [config for config in request.configs if config not in files]
+    missing = [c for c in request.configs if c not in files and c not in untraced]
     if missing:
         report.add(Check(TRACE, FAIL, f"the tracer sent no program for {missing}"))
         return None
@@ -168,7 +175,7 @@ def _read_programs(
         except (OSError, ValueError) as error:
             report.add(Check(TRACE, FAIL, f"the program traced at {config!r} is refused: {error}"))
             return None
-    return TracedPrograms(programs)
+    return TracedPrograms(programs, untraced)
 
 
 def read_program(path: Path, directory: Path) -> bytes:

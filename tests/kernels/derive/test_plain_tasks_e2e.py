@@ -60,6 +60,33 @@ def test_the_harness_judges_a_plain_task_on_fresh_seeds_and_held_out_shapes(tmp_
     assert [c.name for c in expert.checks if c.status == FAIL] == []
 
 
+def test_a_kernel_that_cannot_be_traced_at_check_shapes_is_judged_there_whatever_was_asked(
+    tmp_path,
+):
+    # traced at production (depth 512) and held-out (1536) shapes, never at check's 1024: the
+    # production defences cannot compare it, so a run at check shapes judges it even when only
+    # held-out shapes were asked for
+    task = load_task(write_plain(tmp_path, "41k_Gemm_Add_ReLU"))
+    refusing = tmp_path / "refusing.py"
+    refusing.write_text(
+        HONEST_GEMM.replace(
+            "    n = w.shape[1]\n",
+            "    n = w.shape[1]\n"
+            "    if depth == 1024:\n"
+            "        raise ValueError('not at depth 1024')\n",
+        )
+    )
+    with Harness() as harness:
+        full = harness.evaluate(refusing, task, EvalOptions(seeds=1))
+        on_heldout = harness.evaluate(refusing, task, EvalOptions(config=HELDOUT))
+    for report in (full, on_heldout):
+        assert report.verdict == REJECTED
+        assert report.failure.name == "numerics" and "not at depth 1024" in report.failure.detail
+        production = next(c for c in report.checks if c.name == "production")
+        assert "no program at check shapes" in production.detail
+    assert [c.name for c in on_heldout.checks if c.name == "heldout"] == ["heldout"]
+
+
 def test_profile_skips_the_host_trace_of_a_task_without_check_shapes(tmp_path):
     folder = write_plain(tmp_path, "41k_Gemm_Add_ReLU")
     move_inputs_to_yaml(folder)

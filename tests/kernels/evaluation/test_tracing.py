@@ -132,3 +132,19 @@ def test_only_plain_files_directly_in_the_tracers_directory_within_the_limit_are
     monkeypatch.setattr(tracing, "PROGRAM_MAX_BYTES", 9)
     with pytest.raises(ValueError, match="over the limit"):
         tracing.read_program(directory / "program-0.bin", directory)
+
+
+def test_a_configuration_the_kernel_cannot_be_traced_at_is_passed_on_with_its_reason(tmp_path):
+    """Not a rejection here: the judge fails that configuration's runs with the reason, under
+    that configuration's check (a held-out failure stays a held-out failure)."""
+    (tmp_path / "program-0.bin").write_bytes(b"p")
+    lines = [
+        SANDBOX_PASS,
+        _traced("bench", tmp_path / "program-0.bin"),
+        {"traced": {"config": "check", "error": "fails to trace at 'check' shapes: boom"}},
+        {"done": {}},
+    ]
+    traced, report = _trace(tmp_path, lines)
+    assert traced is not None and report.failure is None
+    assert traced.programs == {"bench": b"p"}
+    assert traced.untraced == {"check": "fails to trace at 'check' shapes: boom"}
