@@ -24,7 +24,6 @@ from maxkernel_tui.config import (
     load_settings,
 )
 from maxkernel_tui.kernels.task import Task, TaskError
-from maxkernel_tui.screens.help import HelpScreen, key_help
 from maxkernel_tui.screens.messages import (
     KernelPromoted,
     ResumeRequested,
@@ -233,6 +232,8 @@ class MaxKernelApp(ShowsWorkerErrors, App[None]):
             self.push_screen(SettingsScreen(self._settings, self.theme_names()))
 
     def action_help(self) -> None:
+        from maxkernel_tui.screens.help import HelpScreen, key_help  # not for the first frame
+
         screen = self.screen
         if not isinstance(screen, HelpScreen):
             self.push_screen(
