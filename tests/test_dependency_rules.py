@@ -146,8 +146,8 @@ def test_the_workbench_starts_without_the_agents_engine():
     """Start-up time (first frame within 1.5x of a bare Textual app): the engine, its events and
     the model clients load when the agents first run, the harness when the first evaluation
     does, the subcommands' modules only for a subcommand, the screens not shown first (and
-    help) when first shown, the proposals' highlighting with the first proposal, and the
-    derivation of sizes with the first plain task."""
+    help) when first shown, the proposals' highlighting with the first proposal, the
+    derivation of sizes with the first plain task, and tasks' descriptions when described."""
     code = (
         "import sys, maxkernel_tui.cli, maxkernel_tui.app; "
         # what cli._open_app imports before the app runs (without --resume), a built-in task
@@ -163,7 +163,7 @@ def test_the_workbench_starts_without_the_agents_engine():
         "'maxkernel_tui.screens.settings', 'maxkernel_tui.kernels.perf.', "
         "'maxkernel_tui.kernels.importers.', 'maxkernel_tui.store.db', 'sqlite3', "
         "'maxkernel_tui.services.sessions', 'maxkernel_tui.screens.help', 'rich.syntax', "
-        "'maxkernel_tui.kernels.derive.'))))"
+        "'maxkernel_tui.kernels.derive.', 'maxkernel_tui.kernels.description'))))"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
