@@ -147,7 +147,8 @@ def test_the_workbench_starts_without_the_agents_engine():
     the model clients load when the agents first run, the harness when the first evaluation
     does, the subcommands' modules only for a subcommand, the screens not shown first (and
     help) when first shown, the proposals' highlighting with the first proposal, the
-    derivation of sizes with the first plain task, and tasks' descriptions when described."""
+    derivation of sizes with the first plain task, tasks' descriptions when described, and
+    the store's rows when the store is read."""
     code = (
         "import sys, maxkernel_tui.cli, maxkernel_tui.app; "
         # what cli._open_app imports before the app runs (without --resume), a built-in task
@@ -163,7 +164,8 @@ def test_the_workbench_starts_without_the_agents_engine():
         "'maxkernel_tui.screens.settings', 'maxkernel_tui.kernels.perf.', "
         "'maxkernel_tui.kernels.importers.', 'maxkernel_tui.store.db', 'sqlite3', "
         "'maxkernel_tui.services.sessions', 'maxkernel_tui.screens.help', 'rich.syntax', "
-        "'maxkernel_tui.kernels.derive.', 'maxkernel_tui.kernels.description'))))"
+        "'maxkernel_tui.kernels.derive.', 'maxkernel_tui.kernels.description', "
+        "'maxkernel_tui.store.rows'))))"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True

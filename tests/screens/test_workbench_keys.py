@@ -25,7 +25,7 @@ from maxkernel_tui.screens.pane_messages import AgentsMessage, Streamed, TestsMe
 from maxkernel_tui.screens.source_pane import UNSAVED
 from maxkernel_tui.screens.workbench import WorkbenchScreen
 from maxkernel_tui.screens.wrapping_log import OPEN_ROWS
-from maxkernel_tui.store.rows import Mode
+from maxkernel_tui.store.kinds import Mode
 from tests.support.screens import status
 from tests.support.waiting import until
 
