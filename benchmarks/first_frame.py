@@ -80,6 +80,7 @@ def main() -> None:
         "maxkernel-tui --task 12p_RMSNorm": [],
         "bare Textual app, same widgets": [],
     }
+    loads = [os.getloadavg()[0]]  # the machine is shared: the figures say how busy it was
     for _ in range(RUNS):
         samples["maxkernel-tui --task 12p_RMSNorm"].append(
             first_frame_seconds(ours, "pl.pallas_call")
@@ -87,6 +88,7 @@ def main() -> None:
         samples["bare Textual app, same widgets"].append(
             first_frame_seconds(theirs, "pl.pallas_call")
         )
+        loads.append(os.getloadavg()[0])
     medians = {name: statistics.median(values) for name, values in samples.items()}
     ours_median, bare_median = medians.values()
     lines = [
@@ -94,7 +96,8 @@ def main() -> None:
         "",
         f"`benchmarks/first_frame.py`: launch to first frame in tmux (160x48), {RUNS} alternating "
         "runs each, "
-        f"on a shared {os.cpu_count()}-core machine.",
+        f"on a shared {os.cpu_count()}-core machine, load average {min(loads):.1f} to "
+        f"{max(loads):.1f} during the run.",
         "",
         "| program | median (s) | samples (s) |",
         "|---|---:|---|",

@@ -145,13 +145,16 @@ def test_ui_and_cli_do_not_import_jax():
 def test_the_workbench_starts_without_the_agents_engine():
     """Start-up time (first frame within 1.5x of a bare Textual app): the engine, its events and
     the model clients load when the agents first run, the harness when the first evaluation
-    does, the subcommands' modules only for a subcommand, and the screens not shown first
-    when first shown."""
+    does, the subcommands' modules only for a subcommand, the screens not shown first (and
+    help) when first shown, the proposals' highlighting with the first proposal, the
+    derivation of sizes with the first plain task, tasks' descriptions when described, and
+    the store's rows when the store is read."""
     code = (
         "import sys, maxkernel_tui.cli, maxkernel_tui.app; "
-        # what cli._open_app imports before the app runs (without --resume)
+        # what cli._open_app imports before the app runs (without --resume), a built-in task
         "import maxkernel_tui.services.tasks; "
         "maxkernel_tui.cli._parse(['--task', '12p', '--sandbox', 'on']); "
+        "maxkernel_tui.services.tasks.resolve_task('12p'); "
         "print(sorted(m for m in sys.modules if m.startswith("
         "('maxkernel_tui.agents.orchestration.engine', "
         "'maxkernel_tui.agents.orchestration.events', "
@@ -160,7 +163,9 @@ def test_the_workbench_starts_without_the_agents_engine():
         "'maxkernel_tui.screens.task_picker', 'maxkernel_tui.screens.sessions', "
         "'maxkernel_tui.screens.settings', 'maxkernel_tui.kernels.perf.', "
         "'maxkernel_tui.kernels.importers.', 'maxkernel_tui.store.db', 'sqlite3', "
-        "'maxkernel_tui.services.sessions'))))"
+        "'maxkernel_tui.services.sessions', 'maxkernel_tui.screens.help', 'rich.syntax', "
+        "'maxkernel_tui.kernels.derive.', 'maxkernel_tui.kernels.description', "
+        "'maxkernel_tui.store.rows'))))"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True

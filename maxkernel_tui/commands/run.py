@@ -20,7 +20,7 @@ from maxkernel_tui.commands.agent_flags import (
     write_best,
 )
 from maxkernel_tui.config import settings_from_args
-from maxkernel_tui.store.rows import Mode
+from maxkernel_tui.store.kinds import Mode
 
 # The engine's modules load only when a session runs: the rest of the CLI stays quick to start.
 

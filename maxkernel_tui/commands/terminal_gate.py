@@ -21,7 +21,7 @@ from maxkernel_tui.agents.orchestration.gates import (
     Proposal,
     Subject,
 )
-from maxkernel_tui.store.rows import Mode
+from maxkernel_tui.store.kinds import Mode
 
 _PROMPT = "[a]pprove  [e]dit in $EDITOR  [r]eject with a reason  [h]and off to Auto > "
 

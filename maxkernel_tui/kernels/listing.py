@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from maxkernel_tui.kernels.description import ConfigShapes, TaskDescription, TensorSpec, XlaCost
 from maxkernel_tui.kernels.task import BENCH, Task
+
+if TYPE_CHECKING:  # the workbench's first frame labels configurations, without descriptions
+    from maxkernel_tui.kernels.description import (
+        ConfigShapes,
+        TaskDescription,
+        TensorSpec,
+        XlaCost,
+    )
 
 _SHORT_DTYPES = {
     "bfloat16": "bf16",

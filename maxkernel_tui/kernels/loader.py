@@ -19,10 +19,10 @@ import re
 from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import yaml
 
-from maxkernel_tui.kernels.derive.plan import Derivation, plan_derivation
 from maxkernel_tui.kernels.limits import file_oversize_problem
 from maxkernel_tui.kernels.task import (
     BENCH,
@@ -36,6 +36,9 @@ from maxkernel_tui.kernels.task import (
     Tolerance,
 )
 from maxkernel_tui.kernels.traced_ties import Groups, known_groups
+
+if TYPE_CHECKING:
+    from maxkernel_tui.kernels.derive.plan import Derivation
 
 SUITE_DIR = Path(__file__).resolve().parent / "suite"
 
@@ -72,6 +75,8 @@ def with_known_ties(task: Task) -> Task:
 def with_groups(task: Task, groups: Groups) -> Task:
     """`task` with its derivation planned anew from `groups` (which sizes of one production
     value the reference ties); `task` itself where that plan derives nothing."""
+    from maxkernel_tui.kernels.derive.plan import plan_derivation
+
     assert task.derivation is not None
     tree = parse_python(task.reference_path)
     planned = plan_derivation(tree, task.derivation.builder, groups)
@@ -136,6 +141,9 @@ def _plain_derivation(
     reference: ast.Module, inputs_from_yaml: bool, configs: tuple[str, ...]
 ) -> Derivation:
     """check and heldout for a plain task, or why it keeps only its production inputs."""
+    # the derivation loads with the first plain task: the built-in suite's tasks declare theirs
+    from maxkernel_tui.kernels.derive.plan import Derivation, plan_derivation
+
     if inputs_from_yaml:
         return Derivation("get_inputs", fallback="get_inputs lives in the yaml's input_gen_code")
     if configs != (BENCH,):

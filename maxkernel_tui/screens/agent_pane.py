@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from rich.syntax import Syntax
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message
@@ -30,6 +29,8 @@ class ProposalView(VerticalScroll, can_focus=True):
         yield Static(id="proposal-diff")
 
     def show(self, proposal: Proposal) -> None:
+        from rich.syntax import Syntax  # with the first proposal, not for the first frame
+
         self.query_one("#proposal-header", Static).update(
             f"{proposal.role} proposes a {proposal.subject} ({proposal.summary})  —  {KEYS}"
         )

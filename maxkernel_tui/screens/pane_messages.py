@@ -13,7 +13,7 @@ from textual.message import Message
 from maxkernel_tui.agents.orchestration.gates import Action, Proposal
 from maxkernel_tui.agents.roles.role import Role
 from maxkernel_tui.kernels.evaluation.report import Check, EvalReport
-from maxkernel_tui.store.rows import Mode
+from maxkernel_tui.store.kinds import Mode
 
 if TYPE_CHECKING:  # the profiler's summary loads with the first profile, not the first frame
     from maxkernel_tui.kernels.perf.summary import ProfileSummary

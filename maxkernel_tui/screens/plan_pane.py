@@ -10,6 +10,7 @@ from textual.containers import Vertical
 from textual.widgets import ContentSwitcher, Markdown, TextArea
 
 from maxkernel_tui.agents.orchestration.gates import EDIT, REJECT, Action
+from maxkernel_tui.screens.editors import highlighted
 from maxkernel_tui.screens.pane_messages import PlanMessage
 
 SHOWN, EDITOR = "plan", "plan-editor"  # the switch's two children
@@ -59,7 +60,7 @@ class PlanPane(Vertical):
         editors = self.query(f"#{EDITOR}").results(TextArea)
         editor = next(editors, None)
         if editor is None:
-            editor = TextArea(text, language="markdown", id=EDITOR)
+            editor = highlighted(text, "markdown", id=EDITOR)
             switch.mount(editor)
         else:
             editor.load_text(text)

@@ -16,7 +16,9 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Footer, Label, Static, TextArea
+from textual.widgets import Footer, Label, Static
+
+from maxkernel_tui.screens.editors import highlighted
 
 if TYPE_CHECKING:  # the agents (and their model clients) load when an import first runs
     from maxkernel_tui.agents.porting import Approve, Review
@@ -72,7 +74,7 @@ class PortReviewScreen(ModalScreen[bool]):
 def _pane(pane_id: str, title: str, text: str, language: str | None) -> Vertical:
     return Vertical(
         Label(title, classes="pane-title", markup=False),
-        TextArea(text, language=language, read_only=True, show_line_numbers=True),
+        highlighted(text, language, read_only=True, show_line_numbers=True),
         id=pane_id,
         classes="pane",
     )

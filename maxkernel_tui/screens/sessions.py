@@ -21,7 +21,7 @@ from maxkernel_tui.services.sessions import (
     list_summaries,
     session_cells,
 )
-from maxkernel_tui.store.rows import StoreError
+from maxkernel_tui.store.kinds import StoreError
 
 
 class SessionsScreen(Screen[None]):

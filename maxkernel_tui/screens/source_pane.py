@@ -13,6 +13,7 @@ from textual.containers import Vertical
 from textual.reactive import reactive
 from textual.widgets import TextArea
 
+from maxkernel_tui.screens.editors import highlighted
 from maxkernel_tui.screens.pane_messages import SourceMessage
 
 UNSAVED = "● unsaved"  # the title's marker while the editor differs from the kernel file
@@ -33,9 +34,7 @@ class SourcePane(Vertical):
 
     def compose(self) -> ComposeResult:
         # tab moves the focus between panes (the footer's keys work from any pane)
-        yield TextArea.code_editor(
-            self._saved, language="python", id="source", tab_behavior="focus"
-        )
+        yield highlighted(self._saved, "python", code=True, id="source", tab_behavior="focus")
 
     def on_mount(self) -> None:
         self._title()

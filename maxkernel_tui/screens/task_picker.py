@@ -22,6 +22,7 @@ from maxkernel_tui.kernels.description import TaskDescription
 from maxkernel_tui.kernels.listing import format_task
 from maxkernel_tui.kernels.loader import builtin_suite_dir, load_tasks
 from maxkernel_tui.kernels.task import Task
+from maxkernel_tui.screens.editors import highlighted
 from maxkernel_tui.screens.messages import TaskChosen
 from maxkernel_tui.screens.task_import import TaskImportScreen
 from maxkernel_tui.screens.worker_errors import ShowsWorkerErrors
@@ -87,7 +88,7 @@ class TaskPickerScreen(ShowsWorkerErrors, Screen[None]):
             yield DataTable(id="tasks", cursor_type="row", zebra_stripes=True)
             with Vertical(id="detail"):
                 yield Static(id="summary", markup=False)
-                yield TextArea.code_editor("", language="python", read_only=True, id="source")
+                yield highlighted("", "python", code=True, read_only=True, id="source")
         yield Static(id="status", markup=False)
         yield Footer()
 

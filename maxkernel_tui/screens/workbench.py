@@ -49,7 +49,7 @@ from maxkernel_tui.screens.source_pane import SourcePane
 from maxkernel_tui.screens.tests_pane import TestsPane
 from maxkernel_tui.screens.worker_errors import ShowsWorkerErrors
 from maxkernel_tui.services.workbench_session import HarnessFactory, WorkbenchSession
-from maxkernel_tui.store.rows import Mode
+from maxkernel_tui.store.kinds import Mode
 
 if (
     TYPE_CHECKING

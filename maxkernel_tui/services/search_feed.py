@@ -19,7 +19,7 @@ from maxkernel_tui.agents.orchestration.ending import best_at_end
 from maxkernel_tui.agents.search.graph import NodeSet, load_nodes
 from maxkernel_tui.services.delivery import BatchedDelivery, Deliver
 from maxkernel_tui.store.db import Store
-from maxkernel_tui.store.rows import SessionStatus
+from maxkernel_tui.store.kinds import SessionStatus
 
 if TYPE_CHECKING:
     from maxkernel_tui.agents.orchestration.events import SessionEvent

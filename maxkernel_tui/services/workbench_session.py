@@ -26,7 +26,7 @@ from maxkernel_tui.config import Settings
 from maxkernel_tui.kernels.evaluation.report import Check, EvalReport
 from maxkernel_tui.kernels.task import Task
 from maxkernel_tui.services.delivery import BatchedDelivery
-from maxkernel_tui.store.rows import KernelVersion, Mode
+from maxkernel_tui.store.kinds import Mode
 
 if TYPE_CHECKING:
     from maxkernel_tui.agents.executors.choice import ClosableTools, EvaluationSetup
@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from maxkernel_tui.kernels.evaluation.harness import Harness
     from maxkernel_tui.services.search_feed import SearchFeed
     from maxkernel_tui.store.db import Store
+    from maxkernel_tui.store.rows import KernelVersion
 
     AgentUpdate = SessionEvent | Proposal  # a proposal: it waits for the engineer's decision
 

@@ -7,44 +7,68 @@ Stdlib only (no jax, no Textual): the UI, the agents and the CLI all use it. API
 stored: every payload, report and message is redacted on its way in (`store.redact`).
 """
 
+from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
+# Not on first use: the function `redact` has the name of its module, which would replace it
+# here once the module loads.
 from maxkernel_tui.store.redact import REDACTED, is_secret_name, redact, redact_text
-from maxkernel_tui.store.rows import (
-    ACTIVE,
-    AUTO,
-    DONE,
-    FAILED,
-    GRAPH,
-    HITL,
-    MODES,
-    STOPPED,
-    Evaluation,
-    Event,
-    KernelVersion,
-    LlmCall,
-    Profile,
-    SearchNode,
-    Session,
-    SessionSummary,
-    StoreError,
-)
-from maxkernel_tui.store.schema import MIGRATIONS, SCHEMA_VERSION
 
 if TYPE_CHECKING:
     from maxkernel_tui.store.db import Store, default_store_path, open_store, schema_of
+    from maxkernel_tui.store.kinds import (
+        ACTIVE,
+        AUTO,
+        DONE,
+        FAILED,
+        GRAPH,
+        HITL,
+        MODES,
+        STOPPED,
+        StoreError,
+    )
+    from maxkernel_tui.store.rows import (
+        Evaluation,
+        Event,
+        KernelVersion,
+        LlmCall,
+        Profile,
+        SearchNode,
+        Session,
+        SessionSummary,
+    )
+    from maxkernel_tui.store.schema import MIGRATIONS, SCHEMA_VERSION
 
-# The database module (and sqlite3) loads on first use: the workbench's first frame reads rows'
-# vocabularies (Mode) and never the database.
-_DATABASE_NAMES = ("Store", "default_store_path", "open_store", "schema_of")
+# Each name loads its module on first use: the workbench's first frame names a mode and the
+# store's error, and never makes a row or opens the database (sqlite3).
+_MODULE_OF = {
+    **dict.fromkeys(("Store", "default_store_path", "open_store", "schema_of"), "db"),
+    **dict.fromkeys(
+        ("ACTIVE", "AUTO", "DONE", "FAILED", "GRAPH", "HITL", "MODES", "STOPPED", "StoreError"),
+        "kinds",
+    ),
+    **dict.fromkeys(
+        (
+            "Evaluation",
+            "Event",
+            "KernelVersion",
+            "LlmCall",
+            "Profile",
+            "SearchNode",
+            "Session",
+            "SessionSummary",
+        ),
+        "rows",
+    ),
+    **dict.fromkeys(("MIGRATIONS", "SCHEMA_VERSION"), "schema"),
+}
 
 
 def __getattr__(name: str) -> Any:
-    if name in _DATABASE_NAMES:
-        from maxkernel_tui.store import db
-
-        return getattr(db, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(f"{__name__}.{module}"), name)
 
 
 __all__ = [

@@ -23,20 +23,17 @@ from dataclasses import astuple, replace
 from pathlib import Path
 from typing import Any
 
+from maxkernel_tui.store.kinds import ACTIVE, Mode, SessionStatus, StoreError
 from maxkernel_tui.store.redact import redact, redact_text
 from maxkernel_tui.store.rows import (
-    ACTIVE,
     Evaluation,
     Event,
     KernelVersion,
     LlmCall,
-    Mode,
     Profile,
     SearchNode,
     Session,
-    SessionStatus,
     SessionSummary,
-    StoreError,
 )
 from maxkernel_tui.store.schema import SCHEMA_VERSION, current_version, migrate
 

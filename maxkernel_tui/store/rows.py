@@ -1,41 +1,12 @@
-"""Typed rows of the session store. Plain data; times are Unix seconds."""
+"""Typed rows of the session store. Plain data; times are Unix seconds. The vocabularies they
+use live in kinds.py."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
-
-class Mode(StrEnum):
-    """How a session's proposals are decided: by the engineer, approved, or by a graph search."""
-
-    HITL = "hitl"
-    AUTO = "auto"
-    GRAPH = "graph"
-
-
-class SessionStatus(StrEnum):
-    """A session's state in the store; only the engine (and a search's runner) changes it."""
-
-    ACTIVE = "active"
-    STOPPED = "stopped"
-    DONE = "done"
-    FAILED = "failed"
-
-
-HITL, AUTO, GRAPH = Mode.HITL, Mode.AUTO, Mode.GRAPH
-MODES = tuple(Mode)
-ACTIVE, STOPPED, DONE, FAILED = (
-    SessionStatus.ACTIVE,
-    SessionStatus.STOPPED,
-    SessionStatus.DONE,
-    SessionStatus.FAILED,
-)
-
-
-class StoreError(Exception):
-    """The store cannot be opened or a request cannot be met; the message says why."""
+from maxkernel_tui.store.kinds import Mode, SessionStatus
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from maxkernel_tui.store.rows import StoreError
+from maxkernel_tui.store.kinds import StoreError
 
 if TYPE_CHECKING:  # the connection comes from store.db, which imports sqlite3
     import sqlite3

@@ -17,7 +17,7 @@ from maxkernel_tui.kernels.evaluation.report import Check, EvalReport
 from maxkernel_tui.kernels.loader import builtin_suite_dir, find_task, load_tasks
 from maxkernel_tui.screens.pane_messages import TestsMessage
 from maxkernel_tui.screens.workbench import WorkbenchScreen
-from maxkernel_tui.store.rows import AUTO, HITL
+from maxkernel_tui.store.kinds import AUTO, HITL
 from tests.support.screens import status
 from tests.support.waiting import until
 

@@ -25,7 +25,7 @@ from maxkernel_tui.screens.pane_messages import AgentsMessage, Streamed, TestsMe
 from maxkernel_tui.screens.source_pane import UNSAVED
 from maxkernel_tui.screens.workbench import WorkbenchScreen
 from maxkernel_tui.screens.wrapping_log import OPEN_ROWS
-from maxkernel_tui.store.rows import Mode
+from maxkernel_tui.store.kinds import Mode
 from tests.support.screens import status
 from tests.support.waiting import until
 
@@ -269,3 +269,16 @@ async def test_f4_edits_the_plan_in_an_editor_made_on_first_use_and_f4_takes_it(
         await pilot.press("ctrl+s")  # ctrl+s takes it too
         await until(pilot, lambda: not screen.plan.editing)
         assert screen.source.text.startswith('"""12p_RMSNorm')  # nothing typed into the kernel
+
+
+async def test_opened_on_a_task_the_workbench_is_the_first_screen_not_pushed_over_an_empty_one(
+    tmp_path,
+) -> None:
+    """Pushed over Textual's empty first screen, the workbench was laid out twice before its
+    first frame (benchmarks/first_frame.py)."""
+    app, _ = make_app(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = workbench(app)
+        assert app.screen_stack == [screen]
+        await pilot.press("ctrl+s")  # its keys and session work as when it was pushed
+        assert (tmp_path / "data" / "workbench" / "12p_RMSNorm" / "kernel.py").is_file()

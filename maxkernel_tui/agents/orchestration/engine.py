@@ -34,7 +34,7 @@ from maxkernel_tui.agents.roles.prompts import EXPLAINER, IMPLEMENTER, PLANNER, 
 from maxkernel_tui.agents.roles.tunables import find_tunables, set_tunables
 from maxkernel_tui.kernels.evaluation.measured_choice import measure_best
 from maxkernel_tui.kernels.evaluation.report import ACCEPTED, EvalReport
-from maxkernel_tui.store.rows import Mode, SessionStatus
+from maxkernel_tui.store.kinds import Mode, SessionStatus
 
 __all__ = ["Best", "LoopLimits", "Outcome", "SessionEngine", "StepGivenUp"]
 

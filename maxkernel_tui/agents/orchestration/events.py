@@ -22,7 +22,7 @@ from maxkernel_tui.agents.roles.role import Role
 from maxkernel_tui.agents.search.node_status import NodeStatus
 from maxkernel_tui.kernels.evaluation.report import EvalReport, Verdict
 from maxkernel_tui.kernels.perf.summary import ProfileSummary
-from maxkernel_tui.store.rows import Mode
+from maxkernel_tui.store.kinds import Mode
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from enum import StrEnum
 from typing import Protocol
 
 from maxkernel_tui.agents.roles.role import Role
-from maxkernel_tui.store.rows import Mode
+from maxkernel_tui.store.kinds import Mode
 
 
 class Action(StrEnum):

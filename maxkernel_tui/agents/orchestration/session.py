@@ -35,7 +35,7 @@ from maxkernel_tui.kernels.evaluation.measured_choice import device_timer
 from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.task import Task
 from maxkernel_tui.store.db import Store
-from maxkernel_tui.store.rows import Mode
+from maxkernel_tui.store.kinds import Mode
 
 
 @dataclass

@@ -80,7 +80,7 @@ from maxkernel_tui.kernels.evaluation.report import (
     format_check,
 )
 from maxkernel_tui.kernels.perf.summary import ProfileSummary
-from maxkernel_tui.store.rows import Mode, SessionStatus
+from maxkernel_tui.store.kinds import Mode, SessionStatus
 
 E = TypeVar("E", bound=SessionEvent)
 

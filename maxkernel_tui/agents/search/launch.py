@@ -23,7 +23,7 @@ from maxkernel_tui.agents.strategies import applicable
 from maxkernel_tui.config import Settings
 from maxkernel_tui.kernels.task import Task
 from maxkernel_tui.store.db import Store
-from maxkernel_tui.store.rows import Mode
+from maxkernel_tui.store.kinds import Mode
 
 
 @dataclass

@@ -40,7 +40,7 @@ from maxkernel_tui.agents.search.graph import (
 )
 from maxkernel_tui.agents.search.limits import CappedTools, GatedClient
 from maxkernel_tui.kernels.executors.errors import EvaluationLost
-from maxkernel_tui.store.rows import Mode, SessionStatus
+from maxkernel_tui.store.kinds import Mode, SessionStatus
 
 INITIAL = (
     "Write a first correct Pallas TPU kernel for this task: a simple, safe tiling that the harness "

@@ -21,7 +21,7 @@ from maxkernel_tui.agents.search.node_status import NodeStatus
 from maxkernel_tui.kernels.evaluation.report import EvalReport, Verdict
 from maxkernel_tui.kernels.perf.summary import ProfileSummary
 from maxkernel_tui.store.db import Store
-from maxkernel_tui.store.rows import Mode
+from maxkernel_tui.store.kinds import Mode
 from tests.fakes.role_provider import RoleProvider
 from tests.support.engine import DIAGNOSIS, GOOD, Bench, accepted, kernel, plan, summary
 

@@ -1,0 +1,38 @@
+"""The session store's vocabularies (how a session's proposals are decided, a session's state)
+and its error. Stdlib only; apart from the rows (rows.py), so that the workbench's first frame
+names a mode without making the rows' dataclasses."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Mode(StrEnum):
+    """How a session's proposals are decided: by the engineer, approved, or by a graph search."""
+
+    HITL = "hitl"
+    AUTO = "auto"
+    GRAPH = "graph"
+
+
+class SessionStatus(StrEnum):
+    """A session's state in the store; only the engine (and a search's runner) changes it."""
+
+    ACTIVE = "active"
+    STOPPED = "stopped"
+    DONE = "done"
+    FAILED = "failed"
+
+
+HITL, AUTO, GRAPH = Mode.HITL, Mode.AUTO, Mode.GRAPH
+MODES = tuple(Mode)
+ACTIVE, STOPPED, DONE, FAILED = (
+    SessionStatus.ACTIVE,
+    SessionStatus.STOPPED,
+    SessionStatus.DONE,
+    SessionStatus.FAILED,
+)
+
+
+class StoreError(Exception):
+    """The store cannot be opened or a request cannot be met; the message says why."""
