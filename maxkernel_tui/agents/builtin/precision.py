@@ -12,7 +12,7 @@ each configuration uses is projected to production's contraction depth and outpu
 the matmul keeps f32 operands (Mosaic's default,
 several passes), or Precision.HIGHEST where the reference asks for it; each matmul is raised
 alone first, so a program whose one sensitive matmul needs f32 keeps bf16 on the others.
-A convolution counts as one matmul: the implicit GEMM's per-tap matmuls share its precision.
+A convolution counts as one matmul: the implicit GEMM's matmuls share its precision.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ from maxkernel_tui.kernels.task import BENCH, Task, TaskError
 
 SEEDS = (0, 1)
 # The equations a kernel runs on the MXU, one operand precision each, counted in program order
-# (the built-in agent's convolution is an implicit GEMM: one matmul per tap).
+# (the built-in agent's convolution is an implicit GEMM: one matmul per row of taps).
 _MXU_PRIMITIVES = ("dot_general", "conv_general_dilated")
 # Calls the evaluation walks into (and their body's parameter), so that every dot_general is
 # seen in program order.
@@ -72,6 +72,24 @@ def choose_precisions(task: Task, matmuls: int, asks_highest: Sequence[bool]) ->
 
 
 _CHOSEN: dict[tuple[str, int, tuple[bool, ...]], PrecisionChoice] = {}
+
+
+def bf16_share(task: Task, config: str, sizes: dict[str, int], matmuls: int) -> float:
+    """The share of `task`'s tolerance at `config` the reference uses, at its worst element over
+    SEEDS, with every matmul's operands rounded to bf16, on `sizes` (a configuration the task's
+    CONFIGS gains for this: production's contraction depth on fewer images, say). Measured, not
+    projected; the tolerance is `config`'s. TaskError where the reference cannot take them."""
+    module = runtime.load_reference(task)
+    task = runtime.with_extra_configs(task, module, {"measured": sizes})
+    cases = _cases(task, module, "measured", matmuls)
+    if not cases:
+        raise TaskError(task.reference_path, f"the reference cannot take {sizes}")
+    rounded = jnp.ones((max(matmuls, 1),), bool)
+    return max(
+        compare_arrays(np.asarray(got), np.asarray(want), task.tolerance(config)).tolerance_used
+        for case in cases
+        for got, want in zip(case.emulate(rounded), case.want, strict=True)
+    )
 
 
 def _content_key(task: Task) -> str:

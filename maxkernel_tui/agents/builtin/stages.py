@@ -209,7 +209,8 @@ class MatmulStage(Stage):
 @dataclass(eq=False, kw_only=True)
 class ConvStage(Stage):
     """A convolution as an implicit GEMM, frame (batch,) x (out channels,) x pixels: per image
-    and block of output channels, one matmul per tap on a lane-shifted view of the image. Its
+    and block of output channels, one matmul per row of taps on a lane-shifted view of the
+    image's column-shifted copies. Its
     kernel is pieces/conv.py's; render.py writes its epilogue and parameters."""
 
     conv: Conv
@@ -221,7 +222,7 @@ class ConvStage(Stage):
         return self.conv
 
     def head_operands(self) -> list[HeadOperand]:
-        # The piece lays the image out as column-shifted copies and the kernel tap-major.
+        # The piece lays the image out as column-shifted copies and the kernel by rows of taps.
         conv = self.conv
         return [
             HeadOperand(conv.image, "image", True, conv.image.shape),
@@ -239,7 +240,8 @@ class ConvStage(Stage):
     def summary(self) -> str:
         return (
             "convolution as an implicit GEMM: per image and block of output channels, one matmul "
-            "per tap on a lane-shifted view of the image, summed in f32; fused epilogue of "
+            "per row of taps on a lane-shifted view of the image's column-shifted copies, summed "
+            "in f32; fused epilogue of "
             f"{_epilogue(self)}."
         )
 

@@ -109,3 +109,41 @@ def test_a_bf16_image_keeps_its_dtype_and_the_channel_alignment_of_bf16(monkeypa
     )
     want = _reference(image, kernel, None)
     np.testing.assert_allclose(got.astype(jnp.float32), want, rtol=2e-2, atol=1e-1)
+
+
+def test_each_row_of_taps_is_one_matmul_over_every_column_shifted_copy():
+    # 3x3 taps over 64 channels: three matmuls of depth 192 (a 128-wide MXU three-quarters
+    # full), not nine of depth 64 (half full)
+    image, kernel = _random(1, 64, 10, 10), _random(8, 64, 3, 3, seed=1)
+
+    def epilogue(acc, out_ref, *, tm, tn):
+        out_ref[...] = acc
+
+    def stage(image, kernel):
+        return conv._conv_stage(
+            image,
+            kernel,
+            roles=(),
+            outputs=(("tile", jnp.float32),),
+            batched=(True,),
+            epilogue=epilogue,
+        )
+
+    (call,) = [
+        e for e in jax.make_jaxpr(stage)(image, kernel).eqns if e.primitive.name == "pallas_call"
+    ]
+    dots = [e for e in call.params["jaxpr"].eqns if e.primitive.name == "dot_general"]
+    assert [d.invars[0].aval.shape for d in dots] == [(8, 192)] * 3
+    np.testing.assert_allclose(
+        _run(
+            image,
+            kernel,
+            roles=(),
+            outputs=(("tile", jnp.float32),),
+            batched=(True,),
+            epilogue=epilogue,
+        ),
+        _reference(image, kernel),
+        rtol=1e-4,
+        atol=1e-3,
+    )

@@ -11,7 +11,7 @@ import pytest
 from maxkernel_tui.agents.builtin.autotune import estimate_source
 from maxkernel_tui.agents.builtin.draft import plan_task
 from maxkernel_tui.agents.builtin.operand_precision import operand_words
-from maxkernel_tui.agents.builtin.precision import choose_precisions
+from maxkernel_tui.agents.builtin.precision import bf16_share, choose_precisions
 from maxkernel_tui.agents.builtin.tunables import Tunables
 from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.perf.analysis import ReferenceCost
@@ -136,3 +136,15 @@ def test_a_convolution_gets_bf16_taps_where_the_tolerance_allows_and_f32_where_n
         # the conv module carries both branches; the call says which one runs
         assert ("operands='bf16'" in source) == (chosen == "bf16")
         assert f"Matmul operands: {operand_words((chosen,))}." in source
+
+
+def test_the_measured_bf16_share_grows_with_the_contraction_depth_it_is_measured_at(tmp_path):
+    # a plain GEMM's error grows with its depth, its tolerance does not: measured at a depth of
+    # 2048 it must use more of the tolerance than at check's 512, and nothing at f32's tight 1e-6
+    # shows it is the rounding being measured (any bf16 error is many times 1e-6)
+    task = _task(tmp_path / "gemm", 5e-2)
+    shallow = bf16_share(task, "bench", {"rows": 64, "depth": 512, "cols": 256}, matmuls=1)
+    deep = bf16_share(task, "bench", {"rows": 64, "depth": 2048, "cols": 256}, matmuls=1)
+    assert 0 < shallow < deep < 1
+    tight = _task(tmp_path / "tight", 1e-6)
+    assert bf16_share(tight, "bench", {"rows": 64, "depth": 512, "cols": 256}, matmuls=1) > 10

@@ -1,8 +1,9 @@
 """The convolution stage of the kernels the built-in agent writes: a plain 2-D convolution (NCHW
 image, OIHW kernel, stride 1, no padding) as an implicit GEMM, one parameterised kernel and
-wrapper. Per image and block of output channels, one matmul per tap on a lane-shifted view of
-the image, summed in f32; the epilogue, translated from the reference's jaxpr, comes in as a
-function of that sum and the stage's other refs. Trace-time `if`s choose the operand precision.
+wrapper. Per image and block of output channels, one matmul per row of taps on a lane-shifted
+view of the image's column-shifted copies stacked along its channels, summed in f32; the
+epilogue, translated from the reference's jaxpr, comes in as a function of that sum and the
+stage's other refs. Trace-time `if`s choose the operand precision.
 
 render.py copies these functions into each kernel file unchanged (with blocks.py's helpers,
 rowwise.py's block roles and the file's BLOCK_* tunables) and calls `_conv_stage` with the
@@ -29,30 +30,31 @@ from maxkernel_tui.agents.builtin.pieces.rowwise import _rowwise_block
 BLOCK_ROWS = 512
 
 
-def _conv_kernel(image_ref, taps_ref, *refs, epilogue, taps_h, taps_w, row_len, operands, tm, tn):
-    """The convolution of one image for a block of output channels: each tap's (tm, channels)
-    weights times the image's channels seen at the tap's lane offset, summed in f32; then
-    `epilogue(acc, *refs)`. `operands`: "bf16" casts f32 operands to bf16 (one MXU pass per
-    tap), "highest" asks for full f32 passes, None keeps their dtype at the default precision."""
+def _conv_kernel(image_ref, taps_ref, *refs, epilogue, taps_h, row_len, operands, tm, tn):
+    """The convolution of one image for a block of output channels: for each row of taps dh, its
+    (tm, taps_w * channels) weights times the image's column-shifted copies (taps_w * channels
+    rows) seen at the row's lane offset, summed in f32; then `epilogue(acc, *refs)`. One matmul
+    per row of taps, not per tap: a contraction taps_w times deeper fills more of the MXU's
+    width (64 channels fill half of it). `operands`: "bf16" casts f32 operands to bf16 (one MXU
+    pass), "highest" asks for full f32 passes, None keeps their dtype at the default precision."""
     precision = jax.lax.Precision.HIGHEST if operands == "highest" else None
     acc = jnp.zeros((tm, tn), jnp.float32)
-    for dh in range(taps_h):  # unrolled while tracing: taps_h * taps_w matmuls
-        for dw in range(taps_w):
-            weights = taps_ref[dh * taps_w + dw]
-            view = image_ref[dw, :, pl.ds(dh * row_len, tn)]
-            if operands == "bf16":
-                weights, view = weights.astype(jnp.bfloat16), view.astype(jnp.bfloat16)
-            acc += jnp.dot(weights, view, preferred_element_type=jnp.float32, precision=precision)
+    for dh in range(taps_h):  # unrolled while tracing: taps_h matmuls
+        weights = taps_ref[dh]
+        view = image_ref[:, pl.ds(dh * row_len, tn)]
+        if operands == "bf16":
+            weights, view = weights.astype(jnp.bfloat16), view.astype(jnp.bfloat16)
+        acc += jnp.dot(weights, view, preferred_element_type=jnp.float32, precision=precision)
     epilogue(acc, *refs)
 
 
 def _image_block(b, i, j):
-    """The whole image b: its column-shifted copies, every channel, every pixel."""
-    return b, 0, 0, 0
+    """The whole image b: its column-shifted copies of every channel, every pixel."""
+    return b, 0, 0
 
 
 def _taps_block(b, i, j):
-    """Every tap's weights of out-channel block i."""
+    """Every row of taps' weights of out-channel block i."""
     return 0, i, 0
 
 
@@ -97,16 +99,18 @@ def _conv_stage(
     cols = out_height * out_width
     # XLA lays out taps_w column-shifted copies of the image, rows of pixels flattened: tap
     # (dh, dw) of output pixel p is then pixel p + dh * out_width of copy dw, a lane offset.
+    # The copies are stacked along the channels (row dw * channels + c), and each row of taps'
+    # weights along its columns in the same order, so one row of taps is one matmul.
     shifted = jnp.stack([image[:, :, :, dw : dw + out_width] for dw in range(taps_w)], axis=1)
-    shifted = shifted.reshape(batch, taps_w, channels, height * out_width)
-    taps = jnp.transpose(kernel, (2, 3, 0, 1)).reshape(taps_h * taps_w, rows, channels)
+    shifted = shifted.reshape(batch, taps_w * channels, height * out_width)
+    taps = jnp.transpose(kernel, (2, 0, 3, 1)).reshape(taps_h, rows, taps_w * channels)
     tm = _pick_block(rows, BLOCK_ROWS, row_align)
     tn = cols  # whole images: the taps reach across rows of pixels
 
     def footprint(tm):
         # Two buffers per pipelined block, plus the sum and the epilogue's f32 temporaries.
         blocks = _block_bytes(taps_w * channels, height * out_width, image.dtype)
-        blocks += _block_bytes(taps_h * taps_w * tm, channels, kernel.dtype)
+        blocks += _block_bytes(taps_h * tm, taps_w * channels, kernel.dtype)
         blocks += sum(
             _block_bytes(*_rowwise_block(role, tm, tn)[0], array.dtype)
             for role, array in zip(roles, others)
@@ -121,7 +125,6 @@ def _conv_stage(
         _conv_kernel,
         epilogue=functools.partial(epilogue, tm=tm, tn=tn),
         taps_h=taps_h,
-        taps_w=taps_w,
         row_len=out_width,
         operands=operands,
         tm=tm,
@@ -135,8 +138,8 @@ def _conv_stage(
         ],
         grid=(batch, rows // tm, cols // tn),
         in_specs=[
-            pl.BlockSpec((None, taps_w, channels, height * out_width), _image_block),
-            pl.BlockSpec((taps_h * taps_w, tm, channels), _taps_block),
+            pl.BlockSpec((None, taps_w * channels, height * out_width), _image_block),
+            pl.BlockSpec((taps_h, tm, taps_w * channels), _taps_block),
             *(_image_role_block(role, flag, tm, tn) for role, flag in zip(roles, in_flags)),
         ],
         out_specs=[
