@@ -65,9 +65,10 @@ class AgentPane(Horizontal):
         super().__init__(**kwargs)
         self.purpose: Purpose | None = None
         self.proposal: Proposal | None = None  # the proposal shown, waiting for a decision
+        self._activity = WrappingLog(ACTIVITY_LINES, id="activity")  # written to before mounted
 
     def compose(self) -> ComposeResult:
-        yield WrappingLog(ACTIVITY_LINES, id="activity")
+        yield self._activity
         yield ProposalView(id="proposal")
         yield Input(id="agent-input")
 
@@ -88,20 +89,20 @@ class AgentPane(Horizontal):
     @property
     def lines(self) -> list[str]:
         """The activity log's lines, each whole (shown wrapped at the pane's edge)."""
-        return self.query_one(WrappingLog).lines
+        return self._activity.lines
 
     @property
     def open_text(self) -> str:
         """Streamed model text whose line has not ended yet."""
-        return self.query_one(WrappingLog).open_text
+        return self._activity.open_text
 
     def log_line(self, line: str) -> None:
         """One line of activity, on a line of its own even after streamed text."""
-        self.query_one(WrappingLog).write_line(line)
+        self._activity.write_line(line)
 
     def stream(self, text: str) -> None:
         """Streamed model text, as it comes."""
-        self.query_one(WrappingLog).stream(text)
+        self._activity.stream(text)
 
     def show_proposal(self, proposal: Proposal) -> None:
         self.proposal = proposal

@@ -5,6 +5,7 @@ lines at the pane's edge and keeps the most recent ones. No jax here."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -23,8 +24,12 @@ INTRO = (
 class TestsPane(Vertical):
     __test__ = False  # not a pytest test class, whatever its name says
 
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._log = WrappingLog(LOG_LINES, id="tests")  # written to before it is mounted
+
     def compose(self) -> ComposeResult:
-        yield WrappingLog(LOG_LINES, id="tests")
+        yield self._log
 
     def on_mount(self) -> None:
         self.border_title = "Tests"
@@ -33,10 +38,10 @@ class TestsPane(Vertical):
     @property
     def lines(self) -> Sequence[str]:
         """The lines written, each whole (the log shows them wrapped)."""
-        return self.query_one(WrappingLog).lines
+        return self._log.lines
 
     def write(self, line: str) -> None:
-        self.query_one(WrappingLog).write_line(line)
+        self._log.write_line(line)
 
     def on_tests_message(self, message: TestsMessage) -> None:
         for item in message.items:

@@ -42,14 +42,16 @@ class WrappingLog(Vertical):
         self._lines: deque[str] = deque(maxlen=max_lines)
         self._open = ""  # streamed text whose line has not ended
         self._width: int | None = None  # the width the log's lines were drawn at
+        # Made here, not found by a query: a line may be written before they are mounted (a
+        # pane's on_mount can run first), and a RichLog draws what it was given once sized.
+        # min_width 1: wrap at the widget's edge, however narrow, instead of cutting the line.
+        self._log = RichLog(max_lines=max_lines, wrap=True, min_width=1)
+        self._open_line = Static(classes="open-line", markup=False)
+        self._open_line.display = False
 
     def compose(self) -> ComposeResult:
-        # min_width 1: wrap at the widget's edge, however narrow, instead of cutting the line
-        yield RichLog(max_lines=self._lines.maxlen, wrap=True, min_width=1)
-        yield Static(classes="open-line", markup=False)
-
-    def on_mount(self) -> None:
-        self.query_one(".open-line", Static).display = False
+        yield self._log
+        yield self._open_line
 
     @property
     def lines(self) -> list[str]:
@@ -78,11 +80,11 @@ class WrappingLog(Vertical):
 
     def _finish(self, line: str) -> None:
         self._lines.append(line)
-        self.query_one(RichLog).write(Text(line))
+        self._log.write(Text(line))
 
     def on_resize(self, event: Resize) -> None:
         if self._width is not None and event.size.width != self._width:
-            log = self.query_one(RichLog).clear()
+            log = self._log.clear()
             for line in self._lines:
                 log.write(Text(line), scroll_end=False)
             log.scroll_end(animate=False, immediate=False)
@@ -90,7 +92,7 @@ class WrappingLog(Vertical):
         self._show_open()
 
     def _show_open(self) -> None:
-        shown = self.query_one(".open-line", Static)
+        shown = self._open_line
         shown.display = bool(self._open)
         room = OPEN_ROWS * self.size.width  # 0 until laid out: then it is shown whole
         tail = "…" + self._open[-(room - 1) :] if 0 < room < len(self._open) else self._open

@@ -132,3 +132,28 @@ async def test_the_tests_pane_stays_readable_while_a_proposal_waits(tmp_path) ->
         await pilot.press("a")
         await asyncio.wait_for(decision, 5)
         await until(pilot, lambda: not screen.has_class("-proposal"))
+
+
+async def test_lines_written_before_the_panes_are_mounted_are_kept_and_drawn() -> None:
+    # a pane's on_mount may run before its log is in the DOM (seen once in a full run: the
+    # intro line raised NoMatches): writing must not depend on the log being mounted yet
+    from maxkernel_tui.screens.agent_pane import AgentPane
+    from maxkernel_tui.screens.tests_pane import TestsPane
+
+    class Panes(App[None]):
+        def compose(self):
+            self.tests, self.agents = TestsPane(), AgentPane()
+            self.tests.write("written before mounting")
+            self.agents.log_line("logged before mounting")
+            self.agents.stream("streamed before")
+            yield self.tests
+            yield self.agents
+
+    app = Panes()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        tests, agents = app.tests, app.agents
+        assert tests.lines[:1] == ["written before mounting"]
+        assert agents.lines == ["logged before mounting", "streamed before"]
+        drawn = tests.query_one("RichLog").lines
+        assert any("written before mounting" in line.text for line in drawn)
