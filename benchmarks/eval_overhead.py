@@ -2,13 +2,15 @@
 
 Side by side, alternating, on one check-sized task (12p RMSNorm, an honest kernel):
   - harness: `Harness.evaluate()` with a warm pool (pre-started tracer and judge processes and a
-    running reference process), from request to verdict;
+    running reference process), from request to verdict, production tiles off (the in-process
+    path does not run them);
   - in-process: the same work (the candidate traced and its programs carried, trace check, TPU
     lowering, v5e compile, numerics on 3 check seeds and 1 held-out seed, reference outputs,
     comparison) in one process that has already imported jax, timed from the first check to
     the last (a fresh process per sample, so no jit cache is
     shared with an earlier sample).
-Median of 5 samples each; goal: harness within 1.5x of in-process. Writes
+Median of 5 samples each; goal: harness within 1.5x of in-process. The harness with the
+production tiles on (the default verdict) is timed too, as what they add. Writes
 benchmarks/results/eval_overhead.md.
 
     python benchmarks/eval_overhead.py
@@ -73,15 +75,17 @@ def in_process_seconds() -> float:
 
 def main() -> None:
     task = find_task("12p", load_tasks(builtin_suite_dir())[0])
-    harness_samples, in_process_samples = [], []
+    harness_samples, in_process_samples, tiles_samples = [], [], []
+    same_work, verdict = EvalOptions(seeds=3, tile_blocks=None), EvalOptions(seeds=3)
     with Harness() as harness:
-        harness.evaluate(KERNEL, task, EvalOptions(seeds=3))  # warms the reference process
+        harness.evaluate(KERNEL, task, verdict)  # warms the reference process and tiles cache
         for _ in range(SAMPLES):
-            time.sleep(8)  # let the pool finish pre-starting the next candidate process
-            start = time.perf_counter()
-            report = harness.evaluate(KERNEL, task, EvalOptions(seeds=3))
-            harness_samples.append(time.perf_counter() - start)
-            assert report.verdict == "accepted"
+            for options, samples in ((same_work, harness_samples), (verdict, tiles_samples)):
+                time.sleep(8)  # let the pool finish pre-starting the next candidate process
+                start = time.perf_counter()
+                report = harness.evaluate(KERNEL, task, options)
+                samples.append(time.perf_counter() - start)
+                assert report.verdict == "accepted"
             in_process_samples.append(in_process_seconds())
     harness_median = statistics.median(harness_samples)
     in_process_median = statistics.median(in_process_samples)
@@ -98,6 +102,9 @@ def main() -> None:
         f"{', '.join(f'{s:.2f}' for s in harness_samples)} |",
         f"| same checks in one process (jax already imported) | {in_process_median:.2f} | "
         f"{', '.join(f'{s:.2f}' for s in in_process_samples)} |",
+        f"| harness with the production tiles (the default verdict) | "
+        f"{statistics.median(tiles_samples):.2f} | "
+        f"{', '.join(f'{s:.2f}' for s in tiles_samples)} |",
         "",
         f"Ratio harness / in-process: **{harness_median / in_process_median:.2f}x** "
         "(goal: within 1.5x).",

@@ -236,6 +236,25 @@ def computation(x):
 """
 
 
+# The honest kernel, whose module tells the profile worker that it has no Pallas kernels and
+# moves nothing: figures the kernel would write itself where the profile imported it.
+FORGE_THE_PROFILE = (
+    HONEST_BODY
+    + """
+import typing
+
+_profile = typing.sys.modules.get("maxkernel" + "_tui.kernels.perf.profile_worker")
+if _profile is not None:
+    _profile.analyze = lambda program: []
+    _profile.minimal_io_bytes = lambda specs, outputs: 1
+
+
+def computation(x):
+    return _honest(x)
+"""
+)
+
+
 def fill(template: str, **fields: str) -> str:
     for name, value in fields.items():
         template = template.replace(f"@{name.upper()}@", value)

@@ -39,14 +39,15 @@ from maxkernel_tui.kernels import aot
 from maxkernel_tui.kernels import reference_runtime as runtime
 from maxkernel_tui.kernels.evaluation import kernel_work, production_checks, production_tiles
 from maxkernel_tui.kernels.evaluation.candidate_tracer import trace_candidate
+from maxkernel_tui.kernels.evaluation.carried_program import (
+    ProgramRefused,
+    avals_text,
+    checked_program,
+)
 from maxkernel_tui.kernels.evaluation.failure_text import first_lines
 from maxkernel_tui.kernels.evaluation.jaxpr_work import Work, measure
 from maxkernel_tui.kernels.evaluation.outputs import save_outputs
-from maxkernel_tui.kernels.evaluation.program_transport import (
-    NotTransportable,
-    interpreted,
-    load_program,
-)
+from maxkernel_tui.kernels.evaluation.program_transport import interpreted
 from maxkernel_tui.kernels.evaluation.protocol import (
     CandidateEvent,
     CandidateRequest,
@@ -124,21 +125,11 @@ class _Subject:
         if config not in self.files:
             raise _Refused(f"the tracer sent no program at {where}")
         try:
-            program = load_program(Path(self.files[config]).read_bytes())
-        except (NotTransportable, OSError) as error:
-            raise _Refused(f"its program at {where} is refused: {error}") from None
-        specs, _, expected = runtime.io_specs(self.task, self.reference, config)
-        inputs = jax.tree.leaves(specs)
-        if _kinds(program.in_avals) != _kinds(inputs):
-            raise _Refused(
-                f"its program at {where} takes {_avals(program.in_avals)}, "
-                f"not the task's inputs {_avals(inputs)}"
+            program = checked_program(
+                Path(self.files[config]), self.task, self.reference, config, where
             )
-        if _kinds(program.out_avals) != _kinds(expected):
-            raise _Refused(
-                f"outputs differ from the reference's at {where}: "
-                f"{_avals(program.out_avals)} instead of {_avals(expected)}"
-            )
+        except ProgramRefused as refusal:
+            raise _Refused(str(refusal)) from None
         self.loaded[config] = program
         return program
 
@@ -198,7 +189,7 @@ def _trace_check(subject: _Subject, start: float, request: CandidateRequest) -> 
     except _Refused as refusal:
         return _check("trace", FAIL, str(refusal), start)
     if not request.require_pallas:
-        detail = f"sanity run (no Pallas required): outputs {_avals(traced.out_avals)}"
+        detail = f"sanity run (no Pallas required): outputs {avals_text(traced.out_avals)}"
         return _check("trace", PASS, detail, start)
     return _pallas_check(subject, traced, start, request.expert_baseline)
 
@@ -222,7 +213,7 @@ def _pallas_check(subject: _Subject, traced: Any, start: float, expert: bool) ->
         PASS,
         f"{len(work.pallas_calls)} pallas_call(s); heavy work inside Pallas "
         f"(outside: {work.xla_flops:.3g} flops, {work.xla_reduced:.3g} reduced elements); "
-        f"outputs {_avals(traced.out_avals)}",
+        f"outputs {avals_text(traced.out_avals)}",
         start,
     )
 
@@ -311,14 +302,6 @@ def _outside_problem(work: Work, reference: Work) -> str | None:
             f"{reference.xla_flops:.3g} flops and {reference.xla_reduced:.3g} (e.g. {ops})"
         )
     return None
-
-
-def _avals(avals: Any) -> str:
-    return ", ".join(f"{a.dtype}{list(a.shape)}" for a in avals)
-
-
-def _kinds(avals: Any) -> list[tuple[tuple[int, ...], str]]:
-    return [(tuple(a.shape), str(a.dtype)) for a in avals]
 
 
 def _numerics_runs(subject: _Subject, request: CandidateRequest, runs: list[Run]) -> None:

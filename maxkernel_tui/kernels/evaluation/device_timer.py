@@ -91,7 +91,7 @@ class DeviceTimer:
         """Seconds per call of the source's `computation`, measured; records calibration."""
         with tempfile.TemporaryDirectory(prefix="mkt-autotune-") as workdir:
             program = Path(workdir) / "program.bin"
-            program.write_bytes(trace_source(source, self.task, self.timeout))
+            program.write_bytes(trace_source(source, self.task, self.timeout)[self.task.configs[0]])
             answer = run_timing_worker(program, self.task, self.timeout, self.repeats, self.warmups)
         record_timing(answer, "autotune candidate", self.task.task_id)
         self.clock = f"{answer.clock} on {answer.device} ({answer.platform})"

@@ -16,6 +16,7 @@ import os
 import stat
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,12 +61,18 @@ class TracedPrograms:
 
     def write(self, directory: Path) -> dict[str, str]:
         """Each program as a file in `directory` (the judge's); configuration: path."""
-        files = {}
-        for number, (config, data) in enumerate(self.programs.items()):
-            path = directory / f"program-{number}.bin"
-            path.write_bytes(data)
-            files[config] = str(path)
-        return files
+        return write_programs(self.programs, directory)
+
+
+def write_programs(programs: dict[str, bytes], directory: Path) -> dict[str, str]:
+    """Each program as a file in `directory` (of the process that uses them); configuration:
+    path."""
+    files = {}
+    for number, (config, data) in enumerate(programs.items()):
+        path = directory / f"program-{number}.bin"
+        path.write_bytes(data)
+        files[config] = str(path)
+    return files
 
 
 def trace_programs(
@@ -115,11 +122,13 @@ def trace_programs(
     return _read_programs(files, untraced, request, report)
 
 
-def trace_source(source: str, task: Task, timeout: float, config: str | None = None) -> bytes:
-    """The program of a kernel's `source` at `config` (default: the production shapes), traced
-    in a fresh sandboxed tracer, for a timing no evaluation came before (the autotuner's).
-    WorkerFailure says why there is none."""
-    config = config or task.configs[0]
+def trace_source(
+    source: str, task: Task, timeout: float, configs: Sequence[str] | None = None
+) -> dict[str, bytes]:
+    """The programs of a kernel's `source` at `configs` (default: the production shapes), traced
+    in a fresh sandboxed tracer, for work no evaluation came before (the autotuner's timings,
+    a profile). WorkerFailure says why there is none at one of them."""
+    configs = list(configs or task.configs[:1])
     with tempfile.TemporaryDirectory(prefix="mkt-trace-") as workdir:
         kernel = Path(workdir) / "kernel.py"
         kernel.write_text(source, encoding="utf-8")
@@ -132,14 +141,16 @@ def trace_source(source: str, task: Task, timeout: float, config: str | None = N
         )
         report = EvalReport(task.task_id, kernel.name, [], device="the tracer, on this machine")
         try:
-            request = TraceRequest(str(kernel), str(task.folder), [config], workdir)
+            request = TraceRequest(str(kernel), str(task.folder), configs, workdir)
             traced = trace_programs(worker, request, timeout, report, TRACER_MEMORY_BYTES)
         finally:
             worker.close()
-        if traced is None or config in traced.untraced:
-            why = report.checks[-1].detail if traced is None else traced.untraced[config]
-            raise WorkerFailure(why, "died")
-        return traced.programs[config]
+        if traced is None:
+            raise WorkerFailure(report.checks[-1].detail, "died")
+        if traced.untraced:
+            config, why = next(iter(traced.untraced.items()))
+            raise WorkerFailure(f"cannot be traced at {config!r} shapes: {why}", "died")
+        return traced.programs
 
 
 def _unbelievable(

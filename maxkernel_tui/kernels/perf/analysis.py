@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from maxkernel_tui.kernels.perf.device_trace import DmaShare
+from maxkernel_tui.kernels.task import CHECK, Task
 
 MEASURED = "measured"  # how a trace taken on a TPU labels its kind
 # vmem: pipelined through VMEM; any: left in HBM (the kernel copies it itself); smem; semaphore
@@ -144,7 +145,9 @@ def costs_from_json(data: Mapping[str, Mapping[str, Any]]) -> dict[str, Referenc
 
 @dataclass(frozen=True)
 class ProfileRequest:
-    kernel: str  # the candidate's file, in the worker's private directory
+    # configuration: the candidate's program there, as the tracer carried it, in the worker's
+    # private directory (the profile never imports the candidate)
+    programs: dict[str, str]
     task: str  # the task's folder
     targets: list[str]
     trace_dir: str
@@ -187,3 +190,11 @@ class ProfileAnswer:
             io_bytes=data.get("io_bytes"),
             trace=None if trace is None else Trace.from_json(trace),
         )
+
+
+def trace_config(task: Task, on_tpu: bool) -> str | None:
+    """Where a profile's trace runs the kernel: production shapes on a TPU, check shapes in
+    interpret mode elsewhere; None where the task has no check shapes (no trace on a CPU)."""
+    if on_tpu:
+        return task.configs[0]
+    return CHECK if CHECK in task.configs else None

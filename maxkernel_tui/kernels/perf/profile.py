@@ -1,7 +1,8 @@
 """`profile_kernel`: the profile of a candidate as a library call. No jax in this process.
 
-The candidate's code runs only in a worker process of its own (scrubbed environment, memory
-limit, killed on timeout), after the same static rules as the evaluation.
+The candidate's code runs only in the evaluation's sandboxed tracer (evaluation/tracing.py),
+after the same static rules as the evaluation; the profile worker analyses and runs the programs
+the tracer carried, never the candidate's module, so the figures are not the kernel's to write.
 """
 
 from __future__ import annotations
@@ -17,7 +18,13 @@ from pathlib import Path
 from maxkernel_tui.kernels.device_lock import device_turn
 from maxkernel_tui.kernels.evaluation.static_checks import static_problems
 from maxkernel_tui.kernels.evaluation.timing import tpu_present
-from maxkernel_tui.kernels.perf.analysis import ProfileAnswer, ProfileRequest, ReferenceCost
+from maxkernel_tui.kernels.evaluation.tracing import trace_source, write_programs
+from maxkernel_tui.kernels.perf.analysis import (
+    ProfileAnswer,
+    ProfileRequest,
+    ReferenceCost,
+    trace_config,
+)
 from maxkernel_tui.kernels.perf.calibration import Calibration, load_calibration
 from maxkernel_tui.kernels.perf.model import estimate, warnings_for
 from maxkernel_tui.kernels.perf.summary import ProfileSummary
@@ -65,9 +72,9 @@ def profile_kernel(
     `reference_costs`: the reference's XLA costs per target from an earlier profile (no compile)."""
     source = _profilable_source(kernel, targets, task.entry_points)
     workdir = Path(tempfile.mkdtemp(prefix="mkt-profile-"))
-    (workdir / "kernel.py").write_text(source)
+    traced = trace_config(task, tpu_present()) if trace else None
     request = ProfileRequest(
-        kernel=str(workdir / "kernel.py"),
+        programs=_carried(source, task, traced, workdir, timeout),
         task=str(task.folder),
         targets=list(targets),
         trace_dir=str(trace_root / f"{task.task_id}-{time.strftime('%Y%m%d-%H%M%S')}"),
@@ -78,12 +85,13 @@ def profile_kernel(
     summary = summarize(task.task_id, kernel.name, answer, targets, calibration_file)
     expert = task.expert_path
     if expert is not None and kernel.resolve() != expert.resolve():
-        _add_expert(summary, expert, request, answer, timeout, calibration_file)
+        _add_expert(summary, task, expert, request, answer, timeout, calibration_file)
     return summary
 
 
 def _add_expert(
     summary: ProfileSummary,
+    task: Task,
     expert: Path,
     request: ProfileRequest,
     answer: ProfileAnswer,
@@ -93,10 +101,10 @@ def _add_expert(
     """The task's expert baseline estimated beside the kernel (static analysis, no trace)."""
     workdir = Path(tempfile.mkdtemp(prefix="mkt-profile-expert-"))
     try:
-        (workdir / "kernel.py").write_text(expert.read_text(encoding="utf-8"))
+        source = expert.read_text(encoding="utf-8")
         expert_request = replace(
             request,
-            kernel=str(workdir / "kernel.py"),
+            programs=_carried(source, task, None, workdir, timeout),
             trace=False,
             reference_costs=answer.reference_costs,
         )
@@ -110,6 +118,21 @@ def _add_expert(
     )
     summary.expert = expert.name
     summary.expert_estimates = expert_summary.estimates
+
+
+def _carried(
+    source: str, task: Task, trace_at: str | None, workdir: Path, timeout: float
+) -> dict[str, str]:
+    """The kernel's programs at production shapes (and at `trace_at`, where its trace runs),
+    traced in the sandboxed tracer and written into `workdir` (removed here if that fails);
+    configuration: file."""
+    configs = list(dict.fromkeys(c for c in (task.configs[0], trace_at) if c is not None))
+    try:
+        programs = trace_source(source, task, timeout, configs)
+    except WorkerFailure as failure:
+        shutil.rmtree(workdir, ignore_errors=True)
+        raise ProfileError(f"the kernel could not be traced: {failure}") from None
+    return write_programs(programs, workdir)
 
 
 def _profilable_source(

@@ -1,5 +1,7 @@
 """The process that profiles a candidate: static analysis of its Pallas kernels at production
-shapes, the reference's XLA cost on each TPU generation, and a trace. Imports jax.
+shapes, the reference's XLA cost on each TPU generation, and a trace. Imports jax, never the
+candidate: it analyses and runs the programs the tracer carried (evaluation/carried_program.py),
+so a kernel cannot write its own figures.
 
     python -m maxkernel_tui.kernels.perf.profile_worker
 
@@ -10,7 +12,6 @@ elsewhere it is the host side of a CPU interpret-mode run, labelled so.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import sys
 import time
@@ -20,9 +21,12 @@ from typing import Any
 
 import jax
 from jax.experimental.pallas import tpu as pltpu
+from jax.extend.core import ClosedJaxpr, jaxpr_as_fun
 
 from maxkernel_tui.kernels import aot
 from maxkernel_tui.kernels import reference_runtime as runtime
+from maxkernel_tui.kernels.evaluation.carried_program import ProgramRefused, checked_program
+from maxkernel_tui.kernels.evaluation.program_transport import interpreted
 from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.perf.analysis import (
     MEASURED,
@@ -31,11 +35,11 @@ from maxkernel_tui.kernels.perf.analysis import (
     ReferenceCost,
     Trace,
     TraceEvent,
+    trace_config,
 )
 from maxkernel_tui.kernels.perf.device_trace import dma_share, load_events
 from maxkernel_tui.kernels.perf.model import minimal_io_bytes
 from maxkernel_tui.kernels.perf.pallas_analysis import analyze
-from maxkernel_tui.kernels.task import CHECK
 from maxkernel_tui.kernels.workers import READY
 
 TOP_EVENTS = 8
@@ -50,10 +54,17 @@ _PROFILER_FRAMES = ("$profiler.py", "$contextlib.py", "$threading.py")
 def profile(request: ProfileRequest) -> ProfileAnswer:
     task = load_task(request.task)
     reference = runtime.load_reference(task)
-    candidate = runtime.load_candidate(task, reference, Path(request.kernel))
     bench = task.configs[0]
+
+    def program(config: str) -> ClosedJaxpr:
+        if config not in request.programs:
+            raise ProgramRefused(f"no program was traced at {config!r} shapes")
+        return checked_program(
+            Path(request.programs[config]), task, reference, config, f"{config!r} shapes"
+        )
+
     specs, static, outputs = runtime.io_specs(task, reference, bench)
-    kernels = analyze(jax.make_jaxpr(lambda *d: candidate.computation(*d, *static))(*specs))
+    kernels = analyze(program(bench))
     known = request.reference_costs  # the reference does not change between candidates
     costs = {
         name: known.get(name) or _reference_cost(reference, specs, static, name)
@@ -62,9 +73,10 @@ def profile(request: ProfileRequest) -> ProfileAnswer:
     trace = None
     if request.trace:  # without it, an estimate only (the autotuner's candidates)
         on_tpu = jax.devices()[0].platform == "tpu"
-        if on_tpu or CHECK in task.configs:
-            config = bench if on_tpu else CHECK
-            trace = _trace(task, reference, candidate, config, Path(request.trace_dir), on_tpu)
+        config = trace_config(task, on_tpu)
+        if config is not None:
+            traced = program(config)
+            trace = _trace(task, reference, traced, config, Path(request.trace_dir), on_tpu)
         else:  # interpret mode at production shapes takes minutes on a CPU: never run it
             trace = Trace("", bench, NO_CPU_TRACE, 0.0, [])
     return ProfileAnswer(bench, kernels, costs, minimal_io_bytes(specs, outputs), trace)
@@ -82,22 +94,22 @@ def _reference_cost(reference: Any, specs: Any, static: Any, target_name: str) -
 
 
 def _trace(
-    task: Any, reference: Any, candidate: Any, config: str, trace_dir: Path, on_tpu: bool
+    task: Any, reference: Any, program: ClosedJaxpr, config: str, trace_dir: Path, on_tpu: bool
 ) -> Trace:
     """Run the kernel under jax.profiler and summarize. On a TPU it runs twice (compile, then
     the traced run); on a CPU once, compile included: that trace is the host side of the
     interpreter anyway, and a second interpret-mode run would double the profile's time."""
-    dynamic, static = runtime.make_inputs(task, reference, config, seed=0)
-    program = jax.jit(lambda *d: candidate.computation(*d, *static))
-    interpret = pltpu.InterpretParams() if not on_tpu else None
-    with pltpu.force_tpu_interpret_mode(interpret) if interpret else contextlib.nullcontext():
-        if on_tpu:
-            jax.block_until_ready(program(*dynamic))
-        trace_dir.mkdir(parents=True, exist_ok=True)
-        start = time.perf_counter()
-        with jax.profiler.trace(str(trace_dir)):
-            jax.block_until_ready(program(*dynamic))
-        wall = time.perf_counter() - start
+    dynamic, _ = runtime.make_inputs(task, reference, config, seed=0)
+    # a carried pallas_call keeps the interpret flag it was traced with: rewritten, not forced
+    run = jaxpr_as_fun(program if on_tpu else interpreted(program, pltpu.InterpretParams()))
+    call = jax.jit(lambda *d: run(*jax.tree.leaves(d)))
+    if on_tpu:
+        jax.block_until_ready(call(*dynamic))
+    trace_dir.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    with jax.profiler.trace(str(trace_dir)):
+        jax.block_until_ready(call(*dynamic))
+    wall = time.perf_counter() - start
     files = sorted(trace_dir.rglob("*.xplane.pb"))
     events = _top_events(files[-1], on_tpu) if files else []
     dma = dma_share(load_events(files[-1])) if files and on_tpu else None

@@ -32,7 +32,7 @@ def test_timing_on_a_tpu_reads_device_time_checks_numerics_and_records_calibrati
     task = find_task("12p", suite_tasks)
     calibration = tmp_path / "calibration.jsonl"
     program = tmp_path / "program.bin"
-    program.write_bytes(trace_source(HONEST.read_text(), task, timeout=300))
+    program.write_bytes(trace_source(HONEST.read_text(), task, timeout=300)[task.configs[0]])
     check, timings = timing_check(
         program, HONEST.name, task, timeout=600, calibration_file=calibration
     )

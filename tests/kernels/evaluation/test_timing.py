@@ -56,7 +56,7 @@ def test_times_off_a_tpu_are_never_shown(suite_tasks, monkeypatch, tmp_path):
     task = find_task("12p", suite_tasks)
     kernel = KERNELS / "honest" / "12p_RMSNorm.py"
     program = tmp_path / "program.bin"  # traced in a sandboxed tracer, as an evaluation's is
-    program.write_bytes(trace_source(kernel.read_text(), task, timeout=120, config="check"))
+    program.write_bytes(trace_source(kernel.read_text(), task, 120, ["check"])["check"])
     request = TimingRequest(
         program=str(program),
         task=str(task.folder),

@@ -14,6 +14,8 @@ from maxkernel_tui.kernels.evaluation import harness as harness_module
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
 from maxkernel_tui.kernels.evaluation.report import EvalReport
 from maxkernel_tui.kernels.loader import load_task
+from maxkernel_tui.kernels.perf import profile as profile_module
+from maxkernel_tui.kernels.perf.profile import profile_kernel
 from maxkernel_tui.kernels.task import Task
 from tests.support import hostile_kernels as hostile
 from tests.support import lying_tracers as lying
@@ -80,3 +82,20 @@ def test_a_kernel_cannot_replace_the_checks_that_judge_it(harness, task, tmp_pat
     process that imports it: that process only traces, so the judge's checks reject it."""
     detail = _rejected_at_trace(harness, hostile.fill(hostile.FORGE_THE_JUDGE), task, tmp_path)
     assert "no pallas_call" in detail
+
+
+def test_a_kernel_cannot_write_its_own_profile(task, tmp_path, monkeypatch):
+    """The profile analyses and runs the programs the tracer carried: a module that replaces
+    the profile's analysis in the process that imports it changes nothing the profile says."""
+    monkeypatch.setattr(profile_module, "static_problems", lambda *args, **kwargs: [])
+    honest, forging = tmp_path / "honest.py", tmp_path / "forging.py"
+    honest.write_text(hostile.HONEST_BODY + "\n\ndef computation(x):\n    return _honest(x)\n")
+    forging.write_text(hostile.FORGE_THE_PROFILE)
+    profiles = [
+        profile_kernel(kernel, task, targets=("v5e",), trace_root=tmp_path / "traces")
+        for kernel in (honest, forging)
+    ]
+    assert [len(p.kernels) for p in profiles] == [1, 1]
+    roofline = [p.estimates[0].roofline_seconds for p in profiles]
+    assert roofline[0] is not None and roofline[1] == roofline[0]
+    assert profiles[1].to_json()["kernels"] == profiles[0].to_json()["kernels"]
