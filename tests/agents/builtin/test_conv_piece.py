@@ -119,31 +119,11 @@ def test_each_row_of_taps_is_one_matmul_over_every_column_shifted_copy():
     def epilogue(acc, out_ref, *, tm, tn):
         out_ref[...] = acc
 
-    def stage(image, kernel):
-        return conv._conv_stage(
-            image,
-            kernel,
-            roles=(),
-            outputs=(("tile", jnp.float32),),
-            batched=(True,),
-            epilogue=epilogue,
-        )
-
-    (call,) = [
-        e for e in jax.make_jaxpr(stage)(image, kernel).eqns if e.primitive.name == "pallas_call"
-    ]
+    stage = {"roles": (), "outputs": (("tile", jnp.float32),), "batched": (True,)}
+    stage["epilogue"] = epilogue
+    program = jax.make_jaxpr(lambda i, k: conv._conv_stage(i, k, **stage))(image, kernel)
+    (call,) = [e for e in program.eqns if e.primitive.name == "pallas_call"]
     dots = [e for e in call.params["jaxpr"].eqns if e.primitive.name == "dot_general"]
     assert [d.invars[0].aval.shape for d in dots] == [(8, 192)] * 3
-    np.testing.assert_allclose(
-        _run(
-            image,
-            kernel,
-            roles=(),
-            outputs=(("tile", jnp.float32),),
-            batched=(True,),
-            epilogue=epilogue,
-        ),
-        _reference(image, kernel),
-        rtol=1e-4,
-        atol=1e-3,
-    )
+    got = _run(image, kernel, **stage)
+    np.testing.assert_allclose(got, _reference(image, kernel), rtol=1e-4, atol=1e-3)
