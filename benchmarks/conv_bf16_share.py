@@ -3,7 +3,7 @@ measured at production's contraction depth and image size on a few of its images
 same measurement at check shapes: what the built-in agent's projection (agents/builtin/
 precision.py) estimates from check shapes alone. Default: 22k, 2 of its 128 images.
 
-    JAX_PLATFORMS=cpu python benchmarks/conv_bf16_share.py [--task 22k] [--images 2]
+    JAX_PLATFORMS=cpu python benchmarks/conv_bf16_share.py [--task 22k] [--images 2] [--batch batch]
 """
 
 from __future__ import annotations
@@ -25,13 +25,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--task", default="22k", help="a built-in task id or number")
     parser.add_argument("--images", type=int, default=2, help="images of production's batch")
+    parser.add_argument("--batch", default="batch", help="the batch's name in the task's CONFIGS")
     args = parser.parse_args()
     tasks, _ = load_tasks(builtin_suite_dir())
     task = find_task(args.task, tasks)
     configs = runtime.load_reference(task).CONFIGS
     production = configs[BENCH]
-    batch_key = next(iter(production))  # the tasks' CONFIGS name the batch first
-    sliced = {**production, batch_key: args.images}
+    if args.batch not in production:
+        parser.error(f"{task.task_id}'s sizes are {sorted(production)}: which is the batch?")
+    sliced = {**production, args.batch: args.images}
     print(f"{task.task_id}: bf16 operands with f32 sums, worst element over seeds 0 and 1")
     for label, sizes in (("check shapes", configs[CHECK]), ("production, sliced", sliced)):
         started = time.perf_counter()

@@ -71,10 +71,10 @@ def profile_kernel(
     """`trace=False`: the static analysis and the model's estimates only (no run of the kernel);
     `reference_costs`: the reference's XLA costs per target from an earlier profile (no compile)."""
     source = _profilable_source(kernel, targets, task.entry_points)
-    workdir = Path(tempfile.mkdtemp(prefix="mkt-profile-"))
     traced = trace_config(task, tpu_present()) if trace else None
+    workdir, programs = _carried(source, task, traced, "mkt-profile-", timeout)
     request = ProfileRequest(
-        programs=_carried(source, task, traced, workdir, timeout),
+        programs=programs,
         task=str(task.folder),
         targets=list(targets),
         trace_dir=str(trace_root / f"{task.task_id}-{time.strftime('%Y%m%d-%H%M%S')}"),
@@ -99,12 +99,12 @@ def _add_expert(
     calibration_file: Path | None,
 ) -> None:
     """The task's expert baseline estimated beside the kernel (static analysis, no trace)."""
-    workdir = Path(tempfile.mkdtemp(prefix="mkt-profile-expert-"))
     try:
         source = expert.read_text(encoding="utf-8")
+        workdir, programs = _carried(source, task, None, "mkt-profile-expert-", timeout)
         expert_request = replace(
             request,
-            programs=_carried(source, task, None, workdir, timeout),
+            programs=programs,
             trace=False,
             reference_costs=answer.reference_costs,
         )
@@ -121,18 +121,18 @@ def _add_expert(
 
 
 def _carried(
-    source: str, task: Task, trace_at: str | None, workdir: Path, timeout: float
-) -> dict[str, str]:
+    source: str, task: Task, trace_at: str | None, prefix: str, timeout: float
+) -> tuple[Path, dict[str, str]]:
     """The kernel's programs at production shapes (and at `trace_at`, where its trace runs),
-    traced in the sandboxed tracer and written into `workdir` (removed here if that fails);
-    configuration: file."""
+    traced in the sandboxed tracer and written into a new directory for the profile worker
+    (named with `prefix`; _ask_worker removes it): the directory and configuration: file."""
     configs = list(dict.fromkeys(c for c in (task.configs[0], trace_at) if c is not None))
     try:
         programs = trace_source(source, task, timeout, configs)
     except WorkerFailure as failure:
-        shutil.rmtree(workdir, ignore_errors=True)
         raise ProfileError(f"the kernel could not be traced: {failure}") from None
-    return write_programs(programs, workdir)
+    workdir = Path(tempfile.mkdtemp(prefix=prefix))
+    return workdir, write_programs(programs, workdir)
 
 
 def _profilable_source(

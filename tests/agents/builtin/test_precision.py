@@ -140,8 +140,8 @@ def test_a_convolution_gets_bf16_taps_where_the_tolerance_allows_and_f32_where_n
 
 def test_the_measured_bf16_share_grows_with_the_contraction_depth_it_is_measured_at(tmp_path):
     # a plain GEMM's error grows with its depth, its tolerance does not: measured at a depth of
-    # 2048 it must use more of the tolerance than at check's 512, and nothing at f32's tight 1e-6
-    # shows it is the rounding being measured (any bf16 error is many times 1e-6)
+    # 2048 it must use more of the tolerance than at check's 512; against a tolerance of 1e-6
+    # the same rounding uses it many times over, so what is measured is the rounding
     task = _task(tmp_path / "gemm", 5e-2)
     shallow = bf16_share(task, "bench", {"rows": 64, "depth": 512, "cols": 256}, matmuls=1)
     deep = bf16_share(task, "bench", {"rows": 64, "depth": 2048, "cols": 256}, matmuls=1)
