@@ -158,7 +158,7 @@ class BenchTotals:
 
 def run(args: argparse.Namespace) -> int:
     suite = builtin_suite_dir() if args.suite == "builtin" else Path(args.suite)
-    tasks, errors = load_tasks(suite)
+    tasks, errors = load_tasks(suite, cache_dir())
     for error in errors:
         print(f"error: {error}", file=sys.stderr)
     pairs = _pairs(tasks, args.kernels)

@@ -226,9 +226,11 @@ def _finish(outcome: Any, out: Path | None) -> int:
 async def _suite(args: argparse.Namespace, settings: Any, config: Any, seed: str) -> int:
     """Every task of the suite, one search each: one after another locally; on a Ray cluster
     side by side (as many as the cluster has slots), so that every node stays busy."""
+    from maxkernel_tui.config import cache_dir
     from maxkernel_tui.kernels.loader import builtin_suite_dir, load_tasks
 
-    tasks, errors = load_tasks(builtin_suite_dir() if args.suite == "builtin" else Path(args.suite))
+    suite = builtin_suite_dir() if args.suite == "builtin" else Path(args.suite)
+    tasks, errors = load_tasks(suite, cache_dir())
     for error in errors:
         print(f"skipped: {error}", file=sys.stderr)
     executor = setup_of(args, settings).executor

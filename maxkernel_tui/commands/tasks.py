@@ -64,7 +64,7 @@ def resolve_kernel_and_task(kernel: Path, task_name: str) -> Task:
 
 
 def _load(path: Path | None) -> tuple[list[Task], list[TaskError]]:
-    return load_tasks(path if path is not None else builtin_suite_dir())
+    return load_tasks(path if path is not None else builtin_suite_dir(), cache_dir())
 
 
 def list_tasks(args: argparse.Namespace) -> int:
@@ -83,7 +83,9 @@ def list_tasks(args: argparse.Namespace) -> int:
     )
     if progress:
         progress.finish()
-    tasks = [with_known_ties(t) for t in tasks]  # planned with the ties describing traced
+    tasks = [
+        with_known_ties(t, cache_dir()) for t in tasks
+    ]  # planned with the ties describing traced
     described = [(t, descriptions[t.task_id]) for t in tasks]
     failed = [t for t, description in described if description.error is not None]
     if args.json:

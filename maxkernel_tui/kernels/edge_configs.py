@@ -15,11 +15,13 @@ from __future__ import annotations
 import ast
 import json
 import re
+import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
-from maxkernel_tui.kernels.evaluation.snapshot import task_digest
+from maxkernel_tui.kernels.evaluation.snapshot import TaskSnapshot, snapshot_task
 from maxkernel_tui.kernels.sandbox.policy import XlaCache
 from maxkernel_tui.kernels.task import CHECK, Task
 from maxkernel_tui.kernels.workers import (
@@ -133,23 +135,34 @@ def validate_edge_configs(
             seen.add(name)
             pending.append((name, params))
     if pending:
-        # the task's own code runs there: sandboxed, writing its task's part of the cache
-        policy = sandbox_policy(
-            readable=(task.folder,), xla_cache=XlaCache.SHARED, xla_scope=task_digest(task)
-        )
-        worker = LineWorker(python_module_argv(_WORKER), jax_worker_env(), sandbox=policy)
-        try:
-            for name, params in pending:
-                problem = _ask_worker(
-                    worker, EdgeRequest(str(task.folder), name, params, time_limit)
-                )
+        with tempfile.TemporaryDirectory(prefix="mkt-edge-task-") as copies:
+            # the worker reads a snapshot: the ties the harness plans the task with travel in it
+            snapshot = snapshot_task(task, Path(copies))
+            for name, params, problem in _judged(snapshot, pending, time_limit):
                 if problem is None:
                     accepted.append((name, dict(params)))
                 else:
                     rejected.append(f"{name}: {problem}")
-        finally:
-            worker.close()
     return accepted, rejected
+
+
+def _judged(
+    snapshot: TaskSnapshot, pending: list[tuple[str, Any]], time_limit: float
+) -> list[tuple[str, Any, str | None]]:
+    """Each pending proposal with why the edge worker finds it unfit (None: fit)."""
+    # the task's own code runs there: sandboxed, writing its task's part of the cache
+    folder = snapshot.task.folder
+    policy = sandbox_policy(
+        readable=(folder,), xla_cache=XlaCache.SHARED, xla_scope=snapshot.digest
+    )
+    worker = LineWorker(python_module_argv(_WORKER), jax_worker_env(), sandbox=policy)
+    try:
+        return [
+            (name, params, _ask_worker(worker, EdgeRequest(str(folder), name, params, time_limit)))
+            for name, params in pending
+        ]
+    finally:
+        worker.close()
 
 
 @dataclass(frozen=True)

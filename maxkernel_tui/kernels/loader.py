@@ -52,21 +52,24 @@ def builtin_suite_dir() -> Path:
     return SUITE_DIR
 
 
-def load_task(folder: Path | str, *, traced_ties: bool = True) -> Task:
+def load_task(folder: Path | str, *, traced_ties: bool = True, cache: Path | None = None) -> Task:
     """Read one task folder; raise TaskError naming the file and the problem. `traced_ties`:
     plan a derived task with the ties tracing its reference found, where known (the describe
-    worker, which traces them, starts from the static plan)."""
+    worker, which traces them, starts from the static plan): beside a snapshot's copy, else in
+    `cache`, the user's, which only the UI and CLI processes name (a worker reads what travels
+    with its snapshot, never a path its sandbox refuses)."""
     task = _read_task(Path(folder))
-    return with_known_ties(task) if traced_ties else task
+    return with_known_ties(task, cache) if traced_ties else task
 
 
-def with_known_ties(task: Task) -> Task:
-    """`task` planned with the groups tracing its reference told (traced_ties.py), where they
-    are known and could matter (two sizes share a production value); else `task` itself."""
+def with_known_ties(task: Task, cache: Path | None) -> Task:
+    """`task` planned with the groups tracing its reference told (traced_ties.py: beside a
+    snapshot's copy, else in `cache`), where they are known and could matter (two sizes share a
+    production value); else `task` itself."""
     derivation = task.derivation
     if derivation is None or not derivation.derived or not derivation.coinciding():
         return task
-    groups = known_groups(task)
+    groups = known_groups(task, cache)
     if groups is None or groups == derivation.groups:
         return task
     return with_groups(task, groups)
@@ -151,8 +154,9 @@ def _plain_derivation(
     return plan_derivation(reference, "get_inputs")
 
 
-def load_tasks(root: Path | str) -> tuple[list[Task], list[TaskError]]:
-    """Every task folder directly under `root`, sorted by id number; bad ones as errors."""
+def load_tasks(root: Path | str, cache: Path | None = None) -> tuple[list[Task], list[TaskError]]:
+    """Every task folder directly under `root`, sorted by id number; bad ones as errors
+    (`cache`: as load_task's)."""
     root = Path(root)
     if not root.is_dir():
         raise TaskError(root, "no such directory of tasks")
@@ -160,7 +164,7 @@ def load_tasks(root: Path | str) -> tuple[list[Task], list[TaskError]]:
     errors: list[TaskError] = []
     for folder in sorted(p for p in root.iterdir() if _looks_like_task(p)):
         try:
-            tasks.append(load_task(folder))
+            tasks.append(load_task(folder, cache=cache))
         except TaskError as error:
             errors.append(error)
     tasks.sort(key=lambda t: _id_sort_key(t.task_id))

@@ -6,10 +6,11 @@ Sizes of one production value (m = n = 4096 in a GEMM) move together in the stat
 worker traces the reference (tie_probe.py) and answers the groups the derivation may use, the
 held-out configuration of which it has traced. Those groups are kept:
 - in the user's cache, by the digest of the task's files (`remember`), read by `load_task` in
-  the UI and CLI processes (`known_groups`);
-- beside the files of an evaluation's snapshot and of a task shipped to a Ray node
-  (`TIES_FILE`, written by us, never copied from the task's own folder): the sandboxed workers
-  cannot read the user's cache, and must plan exactly what the harness planned.
+  the UI and CLI processes, which name the cache (`known_groups(task, cache)`);
+- beside the files of a task's snapshot (evaluation/snapshot.py: an evaluation's, a profile's,
+  a trace's) and of a task shipped to a Ray node (`TIES_FILE`, written by us, never copied from
+  the task's own folder): the only place a worker looks. A worker names no cache, so it never
+  tries to read the user's (its sandbox refuses that), and plans exactly what the harness did.
 A task never traced keeps the static plan: every size of a value moves with the others.
 """
 
@@ -21,7 +22,6 @@ import os
 import threading
 from pathlib import Path
 
-from maxkernel_tui.config import cache_dir
 from maxkernel_tui.kernels.task import Task
 
 TIES_FILE = ".maxkernel-ties.json"  # beside a snapshot's files; skipped when copying a task
@@ -37,15 +37,16 @@ def sources_digest(task: Task) -> str:
     return digest.hexdigest()
 
 
-def known_groups(task: Task, root: Path | None = None) -> Groups | None:
+def known_groups(task: Task, cache: Path | None) -> Groups | None:
     """The traced groups of this task's content: from the file beside a snapshot's copy, else
-    from the cache (`root`, the user's by default); None when it was never traced (or the
-    files changed since)."""
+    from `cache` (the user's, named only by the UI and CLI processes; None in a worker); None
+    when it was never traced (or the files changed since)."""
     try:
         digest = sources_digest(task)
     except OSError:
         return None
-    for path in (task.folder / TIES_FILE, _cache_path(root or cache_dir(), digest)):
+    places = [task.folder / TIES_FILE] + ([] if cache is None else [_cache_path(cache, digest)])
+    for path in places:
         groups = _read(path, digest)
         if groups is not None:
             return groups

@@ -74,7 +74,7 @@ class TaskPickerScreen(ShowsWorkerErrors, Screen[None]):
         self._imports_dir = imports_dir if imports_dir is not None else Path.cwd() / "tasks"
         self._store_path = store_path
         self._cache = cache if cache is not None else cache_dir()
-        self._tasks, self._errors = load_tasks(tasks_dir or builtin_suite_dir())
+        self._tasks, self._errors = load_tasks(tasks_dir or builtin_suite_dir(), self._cache)
         self._by_id = {t.task_id: t for t in self._tasks}
         self._descriptions: dict[str, TaskDescription] = {}
         self._shown: str | None = None

@@ -13,20 +13,22 @@ from maxkernel_tui.kernels.task import Task, TaskError
 
 
 def resolve_task(name: str, path: Path | None = None) -> Task:
-    """A task folder path, or an id (or id number) in `path` or the built-in suite."""
+    """A task folder path, or an id (or id number) in `path` or the built-in suite, planned with
+    the ties describing it traced (in the user's cache)."""
+    from maxkernel_tui.config import cache_dir
     from maxkernel_tui.kernels.loader import load_task
 
     if Path(name).is_dir():
-        return load_task(name)
+        return load_task(name, cache=cache_dir())
     root = path if path is not None else builtin_suite_dir()
     named = (
         [d for d in (root / name, *root.glob(f"{name}_*")) if d.is_dir()] if "/" not in name else []
     )
     if len(named) == 1:  # the usual case: read one task, not the whole suite (start-up time)
-        task = load_task(named[0])
+        task = load_task(named[0], cache=cache_dir())
         if task.task_id == name or task.task_id.split("_", 1)[0] == name:
             return task
-    tasks, errors = load_tasks(root)
+    tasks, errors = load_tasks(root, cache_dir())
     try:
         return find_task(name, tasks)
     except KeyError:
@@ -50,9 +52,9 @@ def traced_task(task: Task) -> Task:
     derivation = task.derivation
     if derivation is None or not derivation.derived or not derivation.coinciding():
         return task
-    if known_groups(task) is None:
+    if known_groups(task, cache_dir()) is None:
         describe_tasks([task], cache_dir(), with_cost=False, workers=1)
-    return with_known_ties(task)
+    return with_known_ties(task, cache_dir())
 
 
 def is_builtin(folder: str | Path) -> bool:

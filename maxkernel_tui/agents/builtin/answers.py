@@ -21,6 +21,7 @@ from maxkernel_tui.agents.builtin.operand_precision import operand_words
 from maxkernel_tui.agents.builtin.strategy_moves import NOT_A_CHANGE, NoMove, apply_strategy
 from maxkernel_tui.agents.builtin.tunables import Tunables
 from maxkernel_tui.agents.roles.context import StepContext
+from maxkernel_tui.config import cache_dir
 from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.perf.analysis import KernelAnalysis, ReferenceCost
 from maxkernel_tui.kernels.perf.model import Estimate, estimate
@@ -63,7 +64,7 @@ class DraftCache:
         self._entries: dict[tuple[str, str], TaskDrafts] = {}
 
     def get(self, task_dir: str, target: str) -> TaskDrafts:
-        task = load_task(Path(task_dir))
+        task = load_task(Path(task_dir), cache=cache_dir())
         key = (_content_digest(task), target)
         if key not in self._entries:
             self._entries[key] = _draft(task, target)

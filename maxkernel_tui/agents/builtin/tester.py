@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from maxkernel_tui.agents.builtin.errors import BuiltinAgentError
+from maxkernel_tui.config import cache_dir
 from maxkernel_tui.kernels.edge_configs import check_params
 from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.task import Task, TaskError
@@ -30,7 +31,7 @@ def answer_tester(context: Mapping[str, Any] | None) -> str:
     if not isinstance(task_dir, str) or not task_dir:
         raise BuiltinAgentError("the request's context has no task_dir (the task folder)")
     try:
-        task = load_task(Path(task_dir))
+        task = load_task(Path(task_dir), cache=cache_dir())
     except TaskError as error:
         raise BuiltinAgentError(f"the request's task_dir is not a usable task: {error}") from None
     configs = [

@@ -12,6 +12,7 @@ from maxkernel_tui.agents.knowledge import TOPICS, for_role, role_topics
 from maxkernel_tui.agents.llm.types import Message, Request, ToolSpec
 from maxkernel_tui.agents.roles.context import StepContext
 from maxkernel_tui.agents.roles.role import Role
+from maxkernel_tui.config import cache_dir
 from maxkernel_tui.kernels.edge_configs import MAX_SCALE, check_params
 from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.task import TaskError
@@ -121,7 +122,7 @@ def _sections(role: str, ctx: StepContext) -> list[tuple[str, str | None]]:
 
 def _check_params(ctx: StepContext) -> str | None:
     try:
-        params = check_params(load_task(ctx.task_dir))
+        params = check_params(load_task(ctx.task_dir, cache=cache_dir()))
     except TaskError:
         return None
     return None if params is None else json.dumps(params)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from maxkernel_tui.kernels.device_lock import device_turn
 from maxkernel_tui.kernels.evaluation.protocol import TimingAnswer, TimingRequest
+from maxkernel_tui.kernels.evaluation.snapshot import snapshot_task
 from maxkernel_tui.kernels.evaluation.tracing import trace_source
 from maxkernel_tui.kernels.perf.calibration import (
     CalibrationRecord,
@@ -90,9 +91,13 @@ class DeviceTimer:
     def time(self, source: str) -> list[float]:
         """Seconds per call of the source's `computation`, measured; records calibration."""
         with tempfile.TemporaryDirectory(prefix="mkt-autotune-") as workdir:
+            # the workers read a snapshot of the task: all they need travels with it
+            snapshot = snapshot_task(self.task, Path(workdir))
             program = Path(workdir) / "program.bin"
-            program.write_bytes(trace_source(source, self.task, self.timeout)[self.task.configs[0]])
-            answer = run_timing_worker(program, self.task, self.timeout, self.repeats, self.warmups)
+            program.write_bytes(trace_source(source, snapshot, self.timeout)[self.task.configs[0]])
+            answer = run_timing_worker(
+                program, snapshot.task, self.timeout, self.repeats, self.warmups
+            )
         record_timing(answer, "autotune candidate", self.task.task_id)
         self.clock = f"{answer.clock} on {answer.device} ({answer.platform})"
         return answer.samples.candidate

@@ -18,6 +18,7 @@ import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from maxkernel_tui.config import cache_dir
 from maxkernel_tui.kernels.loader import with_known_ties
 from maxkernel_tui.kernels.task import Task, TaskError
 from maxkernel_tui.kernels.traced_ties import TIES_FILE, planned_ties
@@ -53,7 +54,7 @@ class TaskSnapshot:
 def snapshot_task(task: Task, root: Path) -> TaskSnapshot:
     """Copy `task`'s folder under `root` (once per content: a copy with the same digest is
     reused) and return the task read from the copy; TaskError for a folder too large to copy."""
-    task = with_known_ties(task)
+    task = with_known_ties(task, cache_dir())  # this runs where the harness does, never in a worker
     files = _task_files(task.folder)
     digest = _folder_digest(files)
     ties = planned_ties(task)

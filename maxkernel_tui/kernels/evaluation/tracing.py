@@ -31,8 +31,8 @@ from maxkernel_tui.kernels.evaluation.protocol import (
     request_to_json,
 )
 from maxkernel_tui.kernels.evaluation.report import FAIL, Check, EvalReport
+from maxkernel_tui.kernels.evaluation.snapshot import TaskSnapshot
 from maxkernel_tui.kernels.sandbox.report import SANDBOX
-from maxkernel_tui.kernels.task import Task
 from maxkernel_tui.kernels.workers import (
     Limits,
     LineWorker,
@@ -123,11 +123,13 @@ def trace_programs(
 
 
 def trace_source(
-    source: str, task: Task, timeout: float, configs: Sequence[str] | None = None
+    source: str, snapshot: TaskSnapshot, timeout: float, configs: Sequence[str] | None = None
 ) -> dict[str, bytes]:
     """The programs of a kernel's `source` at `configs` (default: the production shapes), traced
     in a fresh sandboxed tracer, for work no evaluation came before (the autotuner's timings,
-    a profile). WorkerFailure says why there is none at one of them."""
+    a profile). The tracer reads the task's snapshot, where all it needs travels (the ties the
+    harness planned with among it). WorkerFailure says why there is none at one of them."""
+    task = snapshot.task
     configs = list(configs or task.configs[:1])
     with tempfile.TemporaryDirectory(prefix="mkt-trace-") as workdir:
         kernel = Path(workdir) / "kernel.py"

@@ -3,6 +3,9 @@
 The candidate's code runs only in the evaluation's sandboxed tracer (evaluation/tracing.py),
 after the same static rules as the evaluation; the profile worker analyses and runs the programs
 the tracer carried, never the candidate's module, so the figures are not the kernel's to write.
+Both read a snapshot of the task (evaluation/snapshot.py), as an evaluation's workers do: what
+they need travels with it (a derived task's traced ties among it), never a path into the user's
+cache, which their sandbox refuses.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from maxkernel_tui.kernels.device_lock import device_turn
+from maxkernel_tui.kernels.evaluation.snapshot import TaskSnapshot, snapshot_task
 from maxkernel_tui.kernels.evaluation.static_checks import static_problems
 from maxkernel_tui.kernels.evaluation.timing import tpu_present
 from maxkernel_tui.kernels.evaluation.tracing import trace_source, write_programs
@@ -29,7 +33,7 @@ from maxkernel_tui.kernels.perf.calibration import Calibration, load_calibration
 from maxkernel_tui.kernels.perf.model import estimate, warnings_for
 from maxkernel_tui.kernels.perf.summary import ProfileSummary
 from maxkernel_tui.kernels.targets import TARGETS
-from maxkernel_tui.kernels.task import Task
+from maxkernel_tui.kernels.task import Task, TaskError
 from maxkernel_tui.kernels.workers import (
     Limits,
     LineWorker,
@@ -71,27 +75,34 @@ def profile_kernel(
     """`trace=False`: the static analysis and the model's estimates only (no run of the kernel);
     `reference_costs`: the reference's XLA costs per target from an earlier profile (no compile)."""
     source = _profilable_source(kernel, targets, task.entry_points)
-    traced = trace_config(task, tpu_present()) if trace else None
-    workdir, programs = _carried(source, task, traced, "mkt-profile-", timeout)
-    request = ProfileRequest(
-        programs=programs,
-        task=str(task.folder),
-        targets=list(targets),
-        trace_dir=str(trace_root / f"{task.task_id}-{time.strftime('%Y%m%d-%H%M%S')}"),
-        trace=trace,
-        reference_costs=reference_costs or {},
-    )
-    answer = _ask_worker(workdir, request, timeout)
-    summary = summarize(task.task_id, kernel.name, answer, targets, calibration_file)
-    expert = task.expert_path
-    if expert is not None and kernel.resolve() != expert.resolve():
-        _add_expert(summary, task, expert, request, answer, timeout, calibration_file)
+    with tempfile.TemporaryDirectory(prefix="mkt-profile-task-") as copies:
+        try:
+            snapshot = snapshot_task(task, Path(copies))
+        except (OSError, TaskError) as error:
+            raise ProfileError(f"cannot snapshot the task: {error}") from None
+        task = snapshot.task
+        traced = trace_config(task, tpu_present()) if trace else None
+        workdir, programs = _carried(source, snapshot, traced, "mkt-profile-", timeout)
+        request = ProfileRequest(
+            programs=programs,
+            task=str(task.folder),
+            targets=list(targets),
+            trace_dir=str(trace_root / f"{task.task_id}-{time.strftime('%Y%m%d-%H%M%S')}"),
+            trace=trace,
+            reference_costs=reference_costs or {},
+        )
+        answer = _ask_worker(workdir, request, timeout)
+        summary = summarize(task.task_id, kernel.name, answer, targets, calibration_file)
+        # the expert is read from the copy; the kernel may be the task's own expert file
+        original, expert = snapshot.original.expert_path, task.expert_path
+        if original is not None and expert is not None and kernel.resolve() != original.resolve():
+            _add_expert(summary, snapshot, expert, request, answer, timeout, calibration_file)
     return summary
 
 
 def _add_expert(
     summary: ProfileSummary,
-    task: Task,
+    snapshot: TaskSnapshot,
     expert: Path,
     request: ProfileRequest,
     answer: ProfileAnswer,
@@ -101,7 +112,7 @@ def _add_expert(
     """The task's expert baseline estimated beside the kernel (static analysis, no trace)."""
     try:
         source = expert.read_text(encoding="utf-8")
-        workdir, programs = _carried(source, task, None, "mkt-profile-expert-", timeout)
+        workdir, programs = _carried(source, snapshot, None, "mkt-profile-expert-", timeout)
         expert_request = replace(
             request,
             programs=programs,
@@ -121,14 +132,15 @@ def _add_expert(
 
 
 def _carried(
-    source: str, task: Task, trace_at: str | None, prefix: str, timeout: float
+    source: str, snapshot: TaskSnapshot, trace_at: str | None, prefix: str, timeout: float
 ) -> tuple[Path, dict[str, str]]:
     """The kernel's programs at production shapes (and at `trace_at`, where its trace runs),
     traced in the sandboxed tracer and written into a new directory for the profile worker
     (named with `prefix`; _ask_worker removes it): the directory and configuration: file."""
-    configs = list(dict.fromkeys(c for c in (task.configs[0], trace_at) if c is not None))
+    bench = snapshot.task.configs[0]
+    configs = list(dict.fromkeys(c for c in (bench, trace_at) if c is not None))
     try:
-        programs = trace_source(source, task, timeout, configs)
+        programs = trace_source(source, snapshot, timeout, configs)
     except WorkerFailure as failure:
         raise ProfileError(f"the kernel could not be traced: {failure}") from None
     workdir = Path(tempfile.mkdtemp(prefix=prefix))

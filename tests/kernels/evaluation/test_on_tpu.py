@@ -7,6 +7,7 @@ import pytest
 
 from maxkernel_tui.kernels.evaluation.device_timer import DeviceTimer
 from maxkernel_tui.kernels.evaluation.protocol import DEVICE_TRACE
+from maxkernel_tui.kernels.evaluation.snapshot import snapshot_task
 from maxkernel_tui.kernels.evaluation.timing import timing_check, tpu_present
 from maxkernel_tui.kernels.evaluation.tracing import trace_source
 from maxkernel_tui.kernels.loader import find_task
@@ -32,7 +33,11 @@ def test_timing_on_a_tpu_reads_device_time_checks_numerics_and_records_calibrati
     task = find_task("12p", suite_tasks)
     calibration = tmp_path / "calibration.jsonl"
     program = tmp_path / "program.bin"
-    program.write_bytes(trace_source(HONEST.read_text(), task, timeout=300)[task.configs[0]])
+    program.write_bytes(
+        trace_source(HONEST.read_text(), snapshot_task(task, tmp_path), timeout=300)[
+            task.configs[0]
+        ]
+    )
     check, timings = timing_check(
         program, HONEST.name, task, timeout=600, calibration_file=calibration
     )

@@ -8,6 +8,7 @@ import pytest
 from maxkernel_tui.kernels.evaluation import timing_worker
 from maxkernel_tui.kernels.evaluation.protocol import TimingAnswer, TimingRequest, TimingSamples
 from maxkernel_tui.kernels.evaluation.report import EvalReport
+from maxkernel_tui.kernels.evaluation.snapshot import snapshot_task
 from maxkernel_tui.kernels.evaluation.stats import median_estimate, speedup
 from maxkernel_tui.kernels.evaluation.timing import summarize_timing, timing_check, tpu_present
 from maxkernel_tui.kernels.evaluation.tracing import trace_source
@@ -56,7 +57,9 @@ def test_times_off_a_tpu_are_never_shown(suite_tasks, monkeypatch, tmp_path):
     task = find_task("12p", suite_tasks)
     kernel = KERNELS / "honest" / "12p_RMSNorm.py"
     program = tmp_path / "program.bin"  # traced in a sandboxed tracer, as an evaluation's is
-    program.write_bytes(trace_source(kernel.read_text(), task, 120, ["check"])["check"])
+    program.write_bytes(
+        trace_source(kernel.read_text(), snapshot_task(task, tmp_path), 120, ["check"])["check"]
+    )
     request = TimingRequest(
         program=str(program),
         task=str(task.folder),
