@@ -100,7 +100,7 @@ def task_facts(task: Task, target: str) -> str:
         "The first configuration is the production (bench) shape; the kernel must also be correct "
         "on the others, and on held-out shapes it has not seen."
     )
-    reference = (task.folder / "reference.py").read_text(encoding="utf-8")
+    reference = task.reference_path.read_text(encoding="utf-8")
     lines.append(f"reference.py:\n```python\n{reference}```")
     return "\n".join(lines)
 

@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from maxkernel_tui.config import cache_dir
 from maxkernel_tui.kernels.derive.rules import derive_sizes
 from maxkernel_tui.kernels.evaluation.snapshot import snapshot_task
 from maxkernel_tui.kernels.executors.jobs import TaskFiles
@@ -16,9 +17,11 @@ from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.task import BENCH, CHECK, HELDOUT
 from maxkernel_tui.kernels.traced_ties import TIES_FILE, remember
 from tests.support.maxkernel_styles import write_styled
+from tests.support.task_folders import write_plain
 
 M_EQ_N = "gemm_bias_m_eq_n"  # batch = d_out = 2048, d_in = 1024
 APART = (("batch",), ("d_out",))  # what tracing answers for it: batch and d_out are free
+PLAIN_41K_APART = (("batch_size",), ("out_features",))  # x @ w + b ties neither to the other
 
 
 @pytest.fixture
@@ -41,14 +44,17 @@ def test_a_traced_task_plans_coinciding_sizes_apart_and_an_edited_one_forgets(tm
     static = load_task(folder)
     assert static.derivation.sizes[HELDOUT]["batch"] == static.derivation.sizes[HELDOUT]["d_out"]
     remember(static, APART, cache)
-    traced = load_task(folder).derivation
+    traced = load_task(folder, cache=cache).derivation
     assert traced.groups == APART
-    assert derivation_record(load_task(folder))["traced_groups"] == [["batch"], ["d_out"]]
+    assert derivation_record(load_task(folder, cache=cache))["traced_groups"] == [
+        ["batch"],
+        ["d_out"],
+    ]
     assert traced.sizes[HELDOUT]["batch"] != traced.sizes[HELDOUT]["d_out"]
     assert traced.sizes[CHECK] == static.derivation.sizes[CHECK]  # check does not move
     reference = folder / "reference.py"
     reference.write_text(reference.read_text() + "# edited\n")
-    assert load_task(folder).derivation.groups == ()  # traced for other content
+    assert load_task(folder, cache=cache).derivation.groups == ()  # traced for other content
 
 
 def test_tied_sizes_stay_together_while_coinciding_free_ones_part():
@@ -85,7 +91,8 @@ def test_a_snapshot_carries_the_plan_to_its_workers_and_never_a_planted_file(tmp
     copied = json.loads((snapshot.task.folder / TIES_FILE).read_text())
     assert copied["groups"] == [list(g) for g in APART]
     in_worker = load_task(snapshot.task.folder).derivation
-    assert in_worker.sizes == snapshot.task.derivation.sizes == load_task(folder).derivation.sizes
+    in_this_process = load_task(folder, cache=cache).derivation
+    assert in_worker.sizes == snapshot.task.derivation.sizes == in_this_process.sizes
     assert in_worker.sizes[HELDOUT]["batch"] != in_worker.sizes[HELDOUT]["d_out"]
     assert snapshot.change() is None  # the file beside the copy is not a change of the task
 
@@ -93,7 +100,34 @@ def test_a_snapshot_carries_the_plan_to_its_workers_and_never_a_planted_file(tmp
 def test_a_task_shipped_to_a_node_carries_the_drivers_plan(tmp_path, cache):
     folder = write_styled(tmp_path / "tasks", M_EQ_N, "dict")
     remember(load_task(folder), APART, cache)
-    driver = load_task(folder)
+    driver = load_task(folder, cache=cache)
     written = TaskFiles.of(driver).write_under(tmp_path / "node")
     cache.rename(tmp_path / "elsewhere")  # the node has no cache of the driver's
     assert load_task(written).derivation.sizes == driver.derivation.sizes
+
+
+@pytest.mark.parametrize("write", [write_plain, write_styled], ids=["maxkernel", "styled"])
+def test_with_the_cache_under_home_a_worker_reads_only_the_file_beside_its_snapshot(
+    tmp_path, monkeypatch, write
+):
+    """The default layout: the cache under the home directory, which every worker's sandbox
+    refuses. A worker names no cache: it plans from the file beside a snapshot's copy, as the
+    harness did, and from the static plan elsewhere, never by reading the user's cache."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("MAXKERNEL_TUI_CACHE_DIR", raising=False)
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    assert cache_dir().is_relative_to(home)
+    if write is write_plain:  # MaxKernel's adapted format: batch = out_features = 256
+        folder, apart = write_plain(tmp_path / "tasks", "41k_Gemm_Add_ReLU"), PLAIN_41K_APART
+    else:
+        folder, apart = write_styled(tmp_path / "tasks", M_EQ_N, "literal"), None
+    static = load_task(folder)
+    apart = apart or tuple((name,) for name in static.derivation.sizes[BENCH])
+    remember(static, apart, cache_dir())  # what describing it leaves in the user's cache
+    harness = load_task(folder, cache=cache_dir())  # the UI and CLI name the user's cache
+    assert harness.derivation.groups == apart != static.derivation.groups
+    assert load_task(folder).derivation == static.derivation  # no cache named: none read
+    (tmp_path / "snapshots").mkdir()
+    copy = snapshot_task(static, tmp_path / "snapshots").task.folder
+    assert load_task(copy).derivation.sizes == harness.derivation.sizes
