@@ -14,17 +14,22 @@ import pytest
 KEY = "gemini-test-key-0123456789"
 
 
-def user_env(tmp_path: Path, cache: Path) -> dict[str, str]:
+def user_env(tmp_path: Path, cache: Path | None) -> dict[str, str]:
     """This process's environment with no credentials in it, and a home, data folder, cache and
-    (absent) config file of the test's own."""
+    (absent) config file of the test's own. `cache` None: the cache where a new user has it,
+    under the home directory, which every worker's sandbox refuses to read."""
     env = {k: v for k, v in os.environ.items() if "KEY" not in k and "TOKEN" not in k}
     env.update(
         HOME=str(tmp_path / "home"),
         MAXKERNEL_TUI_DATA_DIR=str(tmp_path / "data"),
-        MAXKERNEL_TUI_CACHE_DIR=str(cache),
         MAXKERNEL_TUI_CONFIG=str(tmp_path / "none.toml"),
         JAX_PLATFORMS="cpu",
     )
+    env.pop("XDG_CACHE_HOME", None)
+    if cache is None:
+        env.pop("MAXKERNEL_TUI_CACHE_DIR", None)
+    else:
+        env["MAXKERNEL_TUI_CACHE_DIR"] = str(cache)
     return env
 
 

@@ -206,6 +206,46 @@ JAXBENCH_EXPERT = """
     """
 
 
+# JAXBench's native RMSNorm, its sequence as long as its model width (4096 = 4096): which of the
+# two the reference ties to the scale only tracing tells (traced_ties.py).
+JAXBENCH_RMSNORM = """
+    \"\"\"RMSNorm, as JAXBench writes a baseline.\"\"\"
+    import jax
+    import jax.numpy as jnp
+
+    CONFIG = {
+        'name': 'rmsnorm',
+        'model': 'test-model',
+        'operator': 'rmsnorm',
+        'batch': 4,
+        'seq_len': 4096,
+        'emb_dim': 4096,
+        'eps': 1e-6,
+    }
+
+
+    def create_inputs(dtype=jnp.float32):
+        key = jax.random.PRNGKey(42)
+        k1, k2 = jax.random.split(key)
+        shape = (CONFIG['batch'], CONFIG['seq_len'], CONFIG['emb_dim'])
+        x = jax.random.normal(k1, shape, dtype=dtype)
+        scale = 1.0 + 0.1 * jax.random.normal(k2, (CONFIG['emb_dim'],), dtype=dtype)
+        return x, scale
+
+
+    def workload(x, scale):
+        variance = jnp.mean(x * x, axis=-1, keepdims=True)
+        return x * jax.lax.rsqrt(variance + CONFIG['eps']) * scale
+
+
+    def get_flops():
+        return 4 * CONFIG['batch'] * CONFIG['seq_len'] * CONFIG['emb_dim']
+
+
+    if __name__ == '__main__':
+        print(workload(*create_inputs()).shape)
+    """
+
 # At its production sizes, as MaxKernel's dataset writes it: describing it compiles a GEMM of
 # 4096 x 8192 x 8192 for the TPU, the built-in agent checks its precision at 2048 (the
 # workbench's slowest start; tests that only need the style use PLAIN's small sizes).
@@ -249,6 +289,14 @@ def write_jaxbench(root: Path, task_id: str = "8p_GEMM_Bias", expert: bool = Tru
     (folder / "baseline.py").write_text(textwrap.dedent(JAXBENCH_BASELINE).lstrip())
     if expert:
         (folder / "optimized.py").write_text(textwrap.dedent(JAXBENCH_EXPERT).lstrip())
+    return folder
+
+
+def write_jaxbench_rmsnorm(root: Path, task_id: str = "12p_RMSNorm") -> Path:
+    """A JAXBench-native folder (no expert) whose production sizes coincide."""
+    folder = root / task_id
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "baseline.py").write_text(textwrap.dedent(JAXBENCH_RMSNORM).lstrip())
     return folder
 
 
