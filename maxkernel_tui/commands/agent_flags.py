@@ -15,6 +15,10 @@ from maxkernel_tui.config import add_settings_flags
 
 MODEL_SETTINGS = ("provider", "model", "tpu_target", "budget_dollars", "budget_tokens")
 
+# The exit status of `run` and `search` when the session ended on an error (or could not start):
+# apart from 1 (it ran and accepted nothing), so that a script can tell a fault from a result.
+ENDED_ON_ERROR = 3
+
 
 def add_model_flags(parser: argparse.ArgumentParser, scope: str) -> None:
     """The flags of `MODEL_SETTINGS` (--provider, --model, --tpu, --budget-usd, --budget-tokens,
@@ -60,6 +64,12 @@ def event_printer(
             print("\n".join(prefix + part for part in line.splitlines()), flush=True)
 
     return show
+
+
+def ended_on_error(reason: str) -> int:
+    """Says that the session ended on an error, and why; the exit status that says so."""
+    print(f"the session ended on an error: {reason}", file=sys.stderr)
+    return ENDED_ON_ERROR
 
 
 def write_best(source: str, out: Path, label: str) -> None:

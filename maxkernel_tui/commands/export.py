@@ -1,5 +1,6 @@
-"""`maxkernel-tui export SESSION --out DIR`: a session's best kernel as a standalone file with its
-evaluation report in Markdown. No jax here.
+"""`maxkernel-tui export [SESSION] [--out DIR]`: a session's best kernel (by default the most
+recently updated session's, into `exports/<session>/` of the data directory) as a standalone
+file with its evaluation report in Markdown. No jax here.
 
 The best kernel is the one of the latest accepted evaluation, else the latest version. The files
 are named after the task (`<task_id>.py`, `<task_id>.md`), the names `bench --kernels DIR` reads.
@@ -14,7 +15,7 @@ from typing import Any
 
 from maxkernel_tui.config import add_settings_flags, settings_from_args
 from maxkernel_tui.services.export import export_session
-from maxkernel_tui.services.sessions import existing_store
+from maxkernel_tui.services.sessions import existing_store, latest_session
 
 
 def add_parser(commands: Any) -> None:
@@ -25,22 +26,40 @@ def add_parser(commands: Any) -> None:
         "latest version) to DIR as <task_id>.py, with its plan and evaluation report as "
         "<task_id>.md.",
     )
-    parser.add_argument("session", metavar="SESSION", help="session id, or a unique prefix of it")
     parser.add_argument(
-        "--out", type=Path, required=True, metavar="DIR", help="folder to write into (created)"
+        "session",
+        nargs="?",
+        default="",
+        metavar="SESSION",
+        help="session id, or a unique prefix of it (default: the most recently updated session)",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        metavar="DIR",
+        help="folder to write into, created (default: exports/<session> in the data directory)",
     )
     add_settings_flags(parser, ("data_dir",))
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    path = settings_from_args(args).store_path
+    settings = settings_from_args(args)
+    path = settings.store_path
     store = existing_store(path)
     if store is None:
         print(f"error: no session store at {path}", file=sys.stderr)
         return 2
     with store:
-        written = export_session(store, args.session, args.out)
+        session = latest_session(store) if not args.session else store.find_session(args.session)
+        if not args.session:  # named, so that nobody mistakes which session was written
+            print(
+                f"session {session.id} ({session.task_id}, {session.mode}, {session.status}): "
+                "the most recently updated one",
+                file=sys.stderr,
+            )
+        out = args.out or settings.data_dir / "exports" / session.id
+        written = export_session(store, session.id, out)
     for file in written:
         print(file)
     return 0

@@ -1,7 +1,8 @@
 """`maxkernel-tui run --task TASK`: a headless session, Auto or HITL on this terminal. No jax here.
 
-Exit status 0 with an accepted kernel, 1 without one, 2 for a usage error, 130 when stopped by
-Ctrl-C (the session can be resumed with `--resume`).
+Exit status 0 with an accepted kernel, 1 without one, 2 for a usage error, 3 when the session
+ended on an error or could not start (its best accepted kernel, if any, is still written), 130
+when stopped by Ctrl-C (the session can be resumed with `--resume`).
 """
 
 from __future__ import annotations
@@ -15,12 +16,13 @@ from typing import Any
 from maxkernel_tui.commands.agent_flags import (
     add_executor_flags,
     add_model_flags,
+    ended_on_error,
     event_printer,
     setup_of,
     write_best,
 )
 from maxkernel_tui.config import settings_from_args
-from maxkernel_tui.store.kinds import Mode
+from maxkernel_tui.store.kinds import Mode, SessionStatus
 
 # The engine's modules load only when a session runs: the rest of the CLI stays quick to start.
 
@@ -116,6 +118,7 @@ def _gates(mode: str) -> Any:
 
 async def _session(args: argparse.Namespace, settings: Any, task: Any, limits: Any) -> int:
     from maxkernel_tui.agents.llm.errors import LLMError
+    from maxkernel_tui.agents.orchestration.ending import error_words
     from maxkernel_tui.agents.orchestration.session import open_session
     from maxkernel_tui.store.db import open_store
 
@@ -135,6 +138,8 @@ async def _session(args: argparse.Namespace, settings: Any, task: Any, limits: A
     except (LLMError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    except Exception as error:  # the new session is marked failed with this reason
+        return ended_on_error(f"could not start: {error_words(error)}")
     print(
         f"session {opened.session_id} ({'resumed' if opened.resumed else 'new'}); store "
         f"{store.path}",
@@ -157,9 +162,11 @@ async def _session(args: argparse.Namespace, settings: Any, task: Any, limits: A
 
 
 def _finish(outcome: Any, out: Path | None) -> int:
+    if outcome.best is not None and out is not None:
+        write_best(outcome.best.source, out, f"v{outcome.best.number}")
+    if outcome.status == SessionStatus.FAILED:
+        return ended_on_error(outcome.reason)
     if outcome.best is None:
         print(f"no accepted kernel ({outcome.reason})", file=sys.stderr)
         return 1
-    if out is not None:
-        write_best(outcome.best.source, out, f"v{outcome.best.number}")
     return 0

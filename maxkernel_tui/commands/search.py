@@ -2,7 +2,8 @@
 No jax here.
 
 Exit status 0 with an accepted kernel (for --suite: on every task), 1 without one, 2 for a usage
-error, 130 when stopped by Ctrl-C (the search continues with `--resume`).
+error, 3 when the search ended on an error or could not start (its best accepted kernel, if any,
+is still written), 130 when stopped by Ctrl-C (the search continues with `--resume`).
 """
 
 from __future__ import annotations
@@ -16,11 +17,13 @@ from typing import Any
 from maxkernel_tui.commands.agent_flags import (
     add_executor_flags,
     add_model_flags,
+    ended_on_error,
     event_printer,
     setup_of,
     write_best,
 )
 from maxkernel_tui.config import settings_from_args
+from maxkernel_tui.store.kinds import SessionStatus
 
 # The search's modules load only when a search runs: the rest of the CLI stays quick to start.
 
@@ -155,6 +158,7 @@ async def _one(
 ) -> tuple[int, Any]:
     """Run one search; (exit status, outcome or None)."""
     from maxkernel_tui.agents.llm.errors import LLMError
+    from maxkernel_tui.agents.orchestration.ending import error_words
     from maxkernel_tui.agents.search.launch import open_search
     from maxkernel_tui.store.db import open_store
 
@@ -173,6 +177,8 @@ async def _one(
     except (LLMError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2, None
+    except Exception as error:  # the new session is marked failed with this reason
+        return ended_on_error(f"could not start: {error_words(error)}"), None
     print(
         f"search session {opened.session_id} ({'resumed' if opened.session.resumed else 'new'}, "
         f"{opened.search.config.algorithm}); store {store.path}",
@@ -207,9 +213,10 @@ def _finish(outcome: Any, out: Path | None) -> int:
         f"search ended: {outcome.reason}; {outcome.nodes} nodes, {outcome.evaluations} evaluations",
         file=sys.stderr,
     )
+    failed = outcome.status == SessionStatus.FAILED
     if outcome.best is None:
         print("no accepted kernel", file=sys.stderr)
-        return 1
+        return ended_on_error(outcome.reason) if failed else 1
     score = (
         "no score"
         if outcome.best.score is None
@@ -220,7 +227,7 @@ def _finish(outcome: Any, out: Path | None) -> int:
     print(f"best: {named} {outcome.best.strategy}, {score}", file=sys.stderr)
     if out is not None:
         write_best(outcome.best.source, out, named)
-    return 0
+    return ended_on_error(outcome.reason) if failed else 0
 
 
 async def _suite(args: argparse.Namespace, settings: Any, config: Any, seed: str) -> int:

@@ -89,12 +89,20 @@ def with_groups(task: Task, groups: Groups) -> Task:
 
 
 def _read_task(folder: Path) -> Task:
+    if not folder.exists():
+        raise TaskError(folder, "no such task folder (the path does not exist)")
     if not folder.is_dir():
-        raise TaskError(folder, "not a task folder (no such directory)")
+        raise TaskError(folder, "not a task folder (a file, not a folder)")
     if not (folder / TASK_YAML).exists() and (folder / JAXBENCH_BASELINE).is_file():
         from maxkernel_tui.kernels.jaxbench_native import load_jaxbench_task
 
         return load_jaxbench_task(folder, parse_python(folder / JAXBENCH_BASELINE))
+    if not any((folder / name).exists() for name in (TASK_YAML, REFERENCE_PY)):
+        raise TaskError(
+            folder,
+            f"not a task folder: it holds neither {TASK_YAML} with {REFERENCE_PY} (MaxKernel's "
+            f"format) nor {JAXBENCH_BASELINE} (JAXBench's)",
+        )
     meta = read_yaml(folder / TASK_YAML)
     reference = parse_python(folder / REFERENCE_PY)
 

@@ -26,7 +26,7 @@ def _kernel(x_ref, o_ref):
     o_ref[...] = x_ref[...]
 
 
-def computation({params}):
+def {entry}({params}):
     return pl.pallas_call(
         _kernel,
         out_shape=jax.ShapeDtypeStruct({first}.shape, {first}.dtype),
@@ -35,14 +35,18 @@ def computation({params}):
 
 
 def starter_source(task: Task) -> str:
-    """The skeleton, with `computation`'s parameters named as in the task's reference."""
-    params = _reference_parameters(task) or ["x"]
-    return _TEMPLATE.format(task_id=task.task_id, params=", ".join(params), first=params[0])
+    """The skeleton, its entry point named and its parameters ordered as the task's reference
+    file writes them (`computation` in reference.py; `workload` in JAXBench's baseline.py)."""
+    entry = task.entry_points[0]
+    params = _reference_parameters(task, entry) or ["x"]
+    return _TEMPLATE.format(
+        task_id=task.task_id, entry=entry, params=", ".join(params), first=params[0]
+    )
 
 
-def _reference_parameters(task: Task) -> list[str]:
+def _reference_parameters(task: Task, entry: str) -> list[str]:
     tree = ast.parse(task.reference_path.read_text(encoding="utf-8"))
     for node in tree.body:
-        if isinstance(node, ast.FunctionDef) and node.name == "computation":
+        if isinstance(node, ast.FunctionDef) and node.name == entry:
             return [a.arg for a in node.args.args]
     return []

@@ -21,6 +21,9 @@ HELDOUT = "heldout"
 
 IMPORTED_CATEGORY = "imported"  # what `tasks import` writes as a task's category
 
+# The names a candidate of our own or MaxKernel's format may define as its entry point.
+DEFAULT_ENTRY_POINTS = ("computation",)
+
 DEFAULT_TOLERANCE = 1e-3  # what MaxKernel's harness uses when a yaml omits atol/rtol
 
 # How a task folder is written: ours (CONFIGS with check/heldout), MaxKernel's plain adapted
@@ -67,7 +70,7 @@ class Task:
     source_format: TaskFormat = "ours"
     reference_file: str = REFERENCE_PY
     # The names a candidate may define as its entry point (JAXBench's files call it workload).
-    entry_points: tuple[str, ...] = ("computation",)
+    entry_points: tuple[str, ...] = DEFAULT_ENTRY_POINTS
     # check/heldout derived from the production sizes (plain and JAXBench tasks), or why not.
     derivation: Derivation | None = field(default=None, hash=False, compare=False)
     # The task's expert kernel (a JAXBench `optimized.py` beside the baseline), if any.

@@ -32,11 +32,14 @@ def resolve_session(prefix: str, path: Path) -> Session:
     if store is None:
         raise StoreError(f"no sessions yet (no session store at {path})")
     with store:
-        if prefix:
-            return store.find_session(prefix)
-        summaries = store.list_sessions()
+        return store.find_session(prefix) if prefix else latest_session(store)
+
+
+def latest_session(store: Store) -> Session:
+    """The most recently updated session; StoreError when the store holds none."""
+    summaries = store.list_sessions()
     if not summaries:
-        raise StoreError(f"no sessions yet in {path}")
+        raise StoreError(f"no sessions yet in {store.path}")
     return summaries[0].session
 
 

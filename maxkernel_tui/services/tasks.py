@@ -14,16 +14,17 @@ from maxkernel_tui.kernels.task import Task, TaskError
 
 def resolve_task(name: str, path: Path | None = None) -> Task:
     """A task folder path, or an id (or id number) in `path` or the built-in suite, planned with
-    the ties describing it traced (in the user's cache)."""
+    the ties describing it traced (in the user's cache). A name
+    written as a path (`/` in it, or a leading `.` or `~`) is a folder only: the error says
+    what is wrong with it, not which ids exist."""
     from maxkernel_tui.config import cache_dir
     from maxkernel_tui.kernels.loader import load_task
 
-    if Path(name).is_dir():
-        return load_task(name, cache=cache_dir())
+    folder = Path(name).expanduser()
+    if folder.is_dir() or _written_as_path(name):
+        return load_task(folder, cache=cache_dir())
     root = path if path is not None else builtin_suite_dir()
-    named = (
-        [d for d in (root / name, *root.glob(f"{name}_*")) if d.is_dir()] if "/" not in name else []
-    )
+    named = [d for d in (root / name, *root.glob(f"{name}_*")) if d.is_dir()]
     if len(named) == 1:  # the usual case: read one task, not the whole suite (start-up time)
         task = load_task(named[0], cache=cache_dir())
         if task.task_id == name or task.task_id.split("_", 1)[0] == name:
@@ -35,8 +36,14 @@ def resolve_task(name: str, path: Path | None = None) -> Task:
         problems = "".join(f"\n  {e}" for e in errors)
         known = ", ".join(t.task_id for t in tasks[:4])
         raise TaskError(
-            path or builtin_suite_dir(), f"no task {name!r} (e.g. {known}){problems}"
+            path or builtin_suite_dir(),
+            f"no task {name!r}: no task here has that id (e.g. {known}), and there is no "
+            f"folder {str(folder.absolute())!r}{problems}",
         ) from None
+
+
+def _written_as_path(name: str) -> bool:
+    return "/" in name or name.startswith((".", "~"))
 
 
 def traced_task(task: Task) -> Task:

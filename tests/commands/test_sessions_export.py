@@ -194,3 +194,27 @@ def test_export_takes_the_kernel_the_session_ended_on(run_cli, tmp_path):
     assert source.startswith(f"# 12p_RMSNorm: kernel v1 of maxkernel-tui session {session.id}")
     report = (out / "12p_RMSNorm.md").read_text()
     assert "the best accepted kernel the session ended on (1.4 (estimated speedup))" in report
+
+
+def test_export_without_arguments_writes_the_latest_session_and_names_it(run_cli, tmp_path):
+    with Store(tmp_path / "data" / "sessions.db") as store:
+        older = store.create_session("8p_GEMM", "auto")
+        store.add_kernel_version(older.id, "def computation(a, b):\n    return a @ b\n")
+        latest = store.create_session("12p_RMSNorm", "hitl")
+        v1 = store.add_kernel_version(latest.id, "def computation(x, scale, eps):\n    return x\n")
+        store.record_evaluation(v1.id, ACCEPTED_REPORT)
+    done = run_cli("export")
+    out = tmp_path / "data" / "exports" / latest.id
+    assert done.stdout.split() == [str(out / "12p_RMSNorm.py"), str(out / "12p_RMSNorm.md")]
+    assert f"session {latest.id} (12p_RMSNorm, hitl, active): the most recently updated" in (
+        done.stderr
+    )
+    done = run_cli("export", older.id[:6])  # named: no word about which, the default folder
+    assert done.stdout.split()[0] == str(tmp_path / "data" / "exports" / older.id / "8p_GEMM.py")
+    assert "most recently updated" not in done.stderr
+
+
+def test_export_without_arguments_and_without_sessions(run_cli, tmp_path):
+    Store(tmp_path / "data" / "sessions.db").close()
+    done = run_cli("export", expect=2)
+    assert "no sessions yet in" in done.stderr

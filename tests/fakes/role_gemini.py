@@ -1,6 +1,7 @@
 """Fake Gemini and OpenAI-compatible servers that answer each sub-agent from its own queue (told
 apart by the system prompt), served from a thread so that a `maxkernel-tui` subprocess can call
-them. A queue holds texts (streamed) or whole `Answer`s (tool calls, say)."""
+them. A queue holds texts (streamed), whole `Answer`s (tool calls, say) or `Fail`s (an HTTP
+error)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from aiohttp import web
 
 from tests.fakes.gemini_server import FakeGemini
 from tests.fakes.openai_server import FakeOpenAI
-from tests.fakes.scripted import Answer, ScriptedServer
+from tests.fakes.scripted import Answer, Fail, ScriptedServer
 
 _ROLE = re.compile(r"You are the (\w+)|You answer a kernel engineer")
 
@@ -39,7 +40,7 @@ def streamed(text: str, size: int = 120) -> Answer:
     )
 
 
-Scripted = str | Answer
+Scripted = str | Answer | Fail
 
 
 class _ByRole(ScriptedServer):
@@ -58,7 +59,7 @@ class _ByRole(ScriptedServer):
         self.bodies.append(body)
         if self.by_role[role]:
             item = self.by_role[role].popleft()
-            self.script.append(item if isinstance(item, Answer) else streamed(item))
+            self.script.append(streamed(item) if isinstance(item, str) else item)
         return await super().handle(request, stream)
 
     def bodies_of(self, role: str) -> list[dict[str, Any]]:

@@ -5,7 +5,9 @@ store, so it holds for a session that ended in another process too. No jax here.
 
 from __future__ import annotations
 
+import traceback
 from dataclasses import dataclass
+from pathlib import Path
 
 from maxkernel_tui.agents.orchestration.events import SessionEnded, decode
 from maxkernel_tui.kernels.evaluation.report import ACCEPTED, EvalReport
@@ -55,3 +57,11 @@ def best_at_end(store: Store, session_id: str) -> BestAtEnd | None:
         "no score" if ended.best_score is None else f"{ended.best_score:.3g} ({ended.score_kind})"
     )
     return BestAtEnd(ended.reason, version, report, profile, score)
+
+
+def error_words(error: BaseException) -> str:
+    """An exception as a session's end states it: its type, its message and where it was
+    raised (what a report of the fault needs; no traceback reaches the engineer's terminal)."""
+    frames = traceback.extract_tb(error.__traceback__)
+    where = f" (at {Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else ""
+    return f"{type(error).__name__}: {error}{where}"

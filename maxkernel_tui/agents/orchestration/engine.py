@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from maxkernel_tui.agents.budget import BudgetExceeded
 from maxkernel_tui.agents.llm.errors import LLMError
 from maxkernel_tui.agents.orchestration import keys
+from maxkernel_tui.agents.orchestration.ending import error_words
 from maxkernel_tui.agents.orchestration.events import (
     BudgetReport,
     ErrorRaised,
@@ -52,6 +53,7 @@ class Outcome:
     reason: str
     best: Best | None
     score_kind: str
+    status: SessionStatus = SessionStatus.DONE  # FAILED: the session ended on an error
 
 
 class SessionEngine(Steps):
@@ -96,6 +98,10 @@ class SessionEngine(Steps):
             self._stopped = True
             self.set_status(SessionStatus.STOPPED)
             raise
+        except Exception as error:  # a fault of ours or of the task's files: failed, not active
+            words = error_words(error)
+            self._emit(ErrorRaised(keys.sub(self.step, "error"), self.step, Role.ENGINE, words))
+            reason, status = f"error: {words}", SessionStatus.FAILED
         best = self.best
         version, score = (best.version_id, best.score) if best else (None, None)
         number = best.number if best else None
@@ -105,7 +111,7 @@ class SessionEngine(Steps):
             )
         )
         self.set_status(status)
-        return Outcome(reason, self.best, self.score_kind)
+        return Outcome(reason, self.best, self.score_kind, status)
 
     async def _iterate(self) -> str:
         """Iterations until a limit, the target or a hand-off to Graph says stop; why it stopped."""
@@ -133,7 +139,7 @@ class SessionEngine(Steps):
         )
         implement = keys.sub(prefix, "implement")
         source = await self.propose(
-            implement, IMPLEMENTER, Subject.KERNEL, parsers.parse_kernel, self.kernel or ""
+            implement, IMPLEMENTER, Subject.KERNEL, self.parse_kernel, self.kernel or ""
         )
         report = await self.new_version(implement, source, IMPLEMENTER)
         attempts: list[str] = []

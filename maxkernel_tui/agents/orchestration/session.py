@@ -19,13 +19,15 @@ from maxkernel_tui.agents.executors.choice import ClosableTools, EvaluationSetup
 from maxkernel_tui.agents.llm.client import LLMClient
 from maxkernel_tui.agents.llm.provider import DraftsAhead, Provider
 from maxkernel_tui.agents.orchestration import keys
+from maxkernel_tui.agents.orchestration.ending import error_words
 from maxkernel_tui.agents.orchestration.engine import LoopLimits, SessionEngine
-from maxkernel_tui.agents.orchestration.events import SessionStarted
+from maxkernel_tui.agents.orchestration.events import ErrorRaised, SessionEnded, SessionStarted
 from maxkernel_tui.agents.orchestration.gates import Gate
 from maxkernel_tui.agents.orchestration.journal import Journal, Listener
 from maxkernel_tui.agents.orchestration.tools import KernelTools
 from maxkernel_tui.agents.orchestration.workspace import Workspace
 from maxkernel_tui.agents.providers import PROVIDERS, build_provider
+from maxkernel_tui.agents.roles.prompts import Role
 from maxkernel_tui.agents.tools.assignment import RolePlan, role_plan
 from maxkernel_tui.agents.tools.runner import Toolbox
 from maxkernel_tui.config import Settings, cache_dir
@@ -35,7 +37,7 @@ from maxkernel_tui.kernels.evaluation.measured_choice import device_timer
 from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.task import Task
 from maxkernel_tui.store.db import Store
-from maxkernel_tui.store.kinds import Mode
+from maxkernel_tui.store.kinds import Mode, SessionStatus
 
 
 @dataclass
@@ -101,7 +103,8 @@ def task_facts(task: Task, target: str) -> str:
         "on the others, and on held-out shapes it has not seen."
     )
     reference = task.reference_path.read_text(encoding="utf-8")
-    lines.append(f"reference.py:\n```python\n{reference}```")
+    lines.append(f"The kernel defines `{task.entry_points[0]}` with the reference's signature.")
+    lines.append(f"{task.reference_file}:\n```python\n{reference}```")
     return "\n".join(lines)
 
 
@@ -178,6 +181,41 @@ async def open_session(
     else:
         assert task is not None
         opening = _created(store, settings, task, mode, limits or LoopLimits())
+    try:
+        return await _opened(
+            store, opening, gates, resume is not None, env, provider, listener, harness, setup, say
+        )
+    except BaseException as error:
+        if resume is None:  # a new session that never ran: ended now, never left active
+            end_unopened(opening.journal, error)
+        raise
+
+
+def end_unopened(journal: Journal, error: BaseException) -> None:
+    """A new session whose opening (or a search's, after it) failed or was stopped: stopped
+    (resumable) when the engineer stopped it, else failed, with the reason logged as its end."""
+    if isinstance(error, (asyncio.CancelledError, KeyboardInterrupt, EOFError)):
+        journal.store.update_session(journal.session_id, status=SessionStatus.STOPPED)
+        return
+    reason = f"could not start: {error_words(error)}"
+    journal.emit(ErrorRaised(keys.sub(keys.START, "error"), keys.START, Role.ENGINE, reason))
+    journal.emit(SessionEnded(keys.end(0), reason, None, None, ""))
+    journal.store.update_session(journal.session_id, status=SessionStatus.FAILED)
+
+
+async def _opened(
+    store: Store,
+    opening: _Opening,
+    gates: Callable[[Mode], Gate],
+    resumed: bool,
+    env: dict[str, str] | None,
+    provider: Provider | None,
+    listener: Listener | None,
+    harness: Callable[[], Harness] | None,
+    setup: EvaluationSetup,
+    say: Callable[[str], None],
+) -> OpenSession:
+    """The engine of `opening`, with its provider, tools and the task's facts."""
     journal, task, settings = opening.journal, opening.task, opening.settings
     provider = provider or build_provider(provider_settings(settings), env)
     budget = session_budget(settings)
@@ -232,9 +270,7 @@ async def open_session(
         roles=opening.roles,
         toolbox=toolbox,
     )
-    return OpenSession(
-        engine, journal.session_id, resume is not None, provider, tools, toolbox, ahead
-    )
+    return OpenSession(engine, journal.session_id, resumed, provider, tools, toolbox, ahead)
 
 
 def _charge_earlier_usage(budget: Budget, store: Store, session_id: str) -> None:

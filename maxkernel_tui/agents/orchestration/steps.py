@@ -112,6 +112,7 @@ class Steps:
         self.journal, self.client, self.tools, self.workspace = journal, client, tools, workspace
         self.store, self.session_id = journal.store, journal.session_id
         self.task = tools.task
+        self.parse_kernel = parsers.kernel_parser(self.task.entry_points)
         self.verdicts = verdicts or VerdictBook(tools.task, tools.target, journal.history())
         self.edits = EngineerEdits()
         # a revert of the engineer's change the auto gate approved, and its source: judged
@@ -438,7 +439,7 @@ class Steps:
                     step,
                     DEBUGGER,
                     Subject.KERNEL,
-                    parsers.parse_kernel,
+                    self.parse_kernel,
                     self.kernel or "",
                     failure=failure_of(report),
                     previous_attempts=tuple(attempts[:-1]),
@@ -574,6 +575,7 @@ class Steps:
         return StepContext(
             task_dir=str(self.task.folder),
             task_id=self.task.task_id,
+            entry_point=self.task.entry_points[0],
             target=self.tools.target,
             iteration=keys.iteration_of(self.step),
             task_facts=self.task_facts,

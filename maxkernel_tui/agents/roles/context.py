@@ -35,6 +35,7 @@ class StepContext:
     task_dir: str  # absolute
     target: str
     task_id: str = ""
+    entry_point: str = "computation"  # the function a kernel defines (JAXBench's: `workload`)
     iteration: int = 1
     task_facts: str = ""  # description, shapes per configuration, reference source
     role: str = ""  # set by the request that carries the context

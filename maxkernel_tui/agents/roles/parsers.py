@@ -15,6 +15,7 @@ from maxkernel_tui.agents.roles.tunables import find_tunables
 from maxkernel_tui.kernels.edge_configs import EDGE_NAME
 from maxkernel_tui.kernels.evaluation.static_checks import static_problems
 from maxkernel_tui.kernels.limits import text_oversize_problem
+from maxkernel_tui.kernels.task import DEFAULT_ENTRY_POINTS
 
 PLAN_SECTIONS = ("tiling", "grid", "memory", "expected bound")
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s*(.+?)\s*#*\s*$", re.MULTILINE)
@@ -50,30 +51,41 @@ def parse_plan(text: str) -> str:
     return text.strip() + "\n"
 
 
-@_bounded
-def parse_kernel(text: str) -> str:
-    """The kernel file of exactly one ```python block: it parses, defines `computation`, follows
-    the harness's static rules and declares its tunables."""
-    blocks = _PYTHON_BLOCK.findall(text)
-    if len(blocks) != 1:
-        raise ValueError(
-            f"answer with exactly one ```python fenced block holding the whole kernel file "
-            f"(found {len(blocks)})"
-        )
-    source = blocks[0].strip() + "\n"
-    try:
-        ast.parse(source)
-    except SyntaxError as error:
-        raise ValueError(f"the kernel does not parse: line {error.lineno}: {error.msg}") from None
-    problems = static_problems(source, "kernel.py")
-    if problems:
-        raise ValueError("the kernel breaks the harness rules: " + "; ".join(problems))
-    if not find_tunables(source):
-        raise ValueError(
-            "declare the tunable parameters in one place: a comment line starting with "
-            "`# Tunables` followed directly by module-level lines `NAME = <int>`"
-        )
-    return source
+def kernel_parser(entry_points: tuple[str, ...] = DEFAULT_ENTRY_POINTS) -> Callable[[str], str]:
+    """The parser of a kernel answer for a task whose candidates define one of `entry_points`
+    (`Task.entry_points`: JAXBench's tasks take `workload` too)."""
+
+    @_bounded
+    def parse_kernel(text: str) -> str:
+        """The kernel file of exactly one ```python block: it parses, defines the task's entry
+        point, follows the harness's static rules and declares its tunables."""
+        blocks = _PYTHON_BLOCK.findall(text)
+        if len(blocks) != 1:
+            raise ValueError(
+                f"answer with exactly one ```python fenced block holding the whole kernel file "
+                f"(found {len(blocks)})"
+            )
+        source = blocks[0].strip() + "\n"
+        try:
+            ast.parse(source)
+        except SyntaxError as error:
+            raise ValueError(
+                f"the kernel does not parse: line {error.lineno}: {error.msg}"
+            ) from None
+        problems = static_problems(source, "kernel.py", entry_points)
+        if problems:
+            raise ValueError("the kernel breaks the harness rules: " + "; ".join(problems))
+        if not find_tunables(source):
+            raise ValueError(
+                "declare the tunable parameters in one place: a comment line starting with "
+                "`# Tunables` followed directly by module-level lines `NAME = <int>`"
+            )
+        return source
+
+    return parse_kernel
+
+
+parse_kernel = kernel_parser()  # a task of our own or MaxKernel's format: `computation`
 
 
 @_bounded

@@ -74,15 +74,20 @@ _JOBS: dict[str, str] = {
     ),
 }
 
-_RULES = (
-    "Rules of the harness (a kernel breaking them is rejected): the file is self-contained and "
-    "defines `computation(*dynamic_args, *static_args)` with the reference's signature; it "
-    "imports only jax, jax.numpy, jax.experimental.pallas (as pl), jax.experimental.pallas.tpu "
-    "(as pltpu), functools, math and numpy; the heavy work runs inside `pl.pallas_call`; never "
-    "pass `interpret=`; no clocks, files, environment, callbacks or global state. Declare the "
-    "tunable parameters in one place: a comment line `# Tunables` followed directly by "
-    "module-level lines `NAME = <int>`; use those names in the code."
-)
+
+def _rules(entry_point: str) -> str:
+    """The harness's rules, naming the task's entry point (`computation`, JAXBench's
+    `workload`)."""
+    return (
+        "Rules of the harness (a kernel breaking them is rejected): the file is self-contained "
+        f"and defines `{entry_point}` with the reference's signature (its arrays and Python "
+        "values in the reference's order); it imports only jax, jax.numpy, "
+        "jax.experimental.pallas (as pl), jax.experimental.pallas.tpu (as pltpu), functools, "
+        "math and numpy; the heavy work runs inside `pl.pallas_call`; never pass `interpret=`; "
+        "no clocks, files, environment, callbacks or global state. Declare the tunable "
+        "parameters in one place: a comment line `# Tunables` followed directly by module-level "
+        "lines `NAME = <int>`; use those names in the code."
+    )
 
 
 def _sections(role: str, ctx: StepContext) -> list[tuple[str, str | None]]:
@@ -154,7 +159,7 @@ def build_request(
     max_tokens: int = 8192,
     tools: tuple[ToolSpec, ...] = (),
 ) -> Request:
-    parts = [_JOBS[role], _RULES, f"Target TPU: {ctx.target}.", for_role(role)]
+    parts = [_JOBS[role], _rules(ctx.entry_point), f"Target TPU: {ctx.target}.", for_role(role)]
     system = "\n\n".join(part for part in (*parts, _tools_note(role, tools)) if part)
     body = [f"## {title}\n{text}" for title, text in _sections(role, ctx) if text]
     return Request(

@@ -12,7 +12,6 @@ from maxkernel_tui.agents.orchestration import keys
 from maxkernel_tui.agents.orchestration.gates import Subject
 from maxkernel_tui.agents.orchestration.report_text import failure_text
 from maxkernel_tui.agents.orchestration.steps import Steps
-from maxkernel_tui.agents.roles import parsers
 from maxkernel_tui.agents.roles.prompts import IMPLEMENTER
 from maxkernel_tui.kernels.evaluation.report import ACCEPTED, REJECTED, Verdict
 
@@ -62,9 +61,7 @@ async def expand(
     steps.kernel, steps.plan, steps.feedback = parent or None, plan, [instruction]
     steps.version_id, steps.strategy = None, strategy or None
     implement = keys.node_step(node, "implement")
-    source = await steps.propose(
-        implement, IMPLEMENTER, Subject.KERNEL, parsers.parse_kernel, parent
-    )
+    source = await steps.propose(implement, IMPLEMENTER, Subject.KERNEL, steps.parse_kernel, parent)
     if (twin := claim(source)) is not None:
         return Duplicate(twin, source)
     report = await steps.new_version(implement, source, IMPLEMENTER)

@@ -12,7 +12,7 @@ from maxkernel_tui.agents.orchestration.engine import LoopLimits, SessionEngine
 from maxkernel_tui.agents.orchestration.events import EvaluationDone
 from maxkernel_tui.agents.orchestration.gates import AutoGate
 from maxkernel_tui.agents.orchestration.journal import Listener
-from maxkernel_tui.agents.orchestration.session import OpenSession, open_session
+from maxkernel_tui.agents.orchestration.session import OpenSession, end_unopened, open_session
 from maxkernel_tui.agents.search.algorithms import Algorithm, Beam, MoveCheck, Moves, Parallel
 from maxkernel_tui.agents.search.config import SearchConfig, StoredSearch
 from maxkernel_tui.agents.search.evolve import Evolve
@@ -91,8 +91,10 @@ async def open_search(
             slots=opened.tools.slots,
             moves=check,
         )
-    except ValueError:
+    except BaseException as error:
         await opened.aclose()
+        if resume is None:  # a new search that never ran: ended now, never left active
+            end_unopened(opened.engine.journal, error)
         raise
     return OpenSearch(search, opened)
 

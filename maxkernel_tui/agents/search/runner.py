@@ -14,6 +14,7 @@ from typing import Any
 from maxkernel_tui.agents.budget import BudgetExceeded
 from maxkernel_tui.agents.llm.errors import LLMError
 from maxkernel_tui.agents.orchestration import keys
+from maxkernel_tui.agents.orchestration.ending import error_words
 from maxkernel_tui.agents.orchestration.engine import SessionEngine
 from maxkernel_tui.agents.orchestration.events import (
     EvaluationDone,
@@ -57,6 +58,7 @@ class SearchOutcome:
     nodes: int
     evaluations: int
     best_version_number: int | None = None  # the best node's kernel version, as the log names it
+    status: SessionStatus = SessionStatus.DONE  # FAILED: the search ended on an error
 
 
 def root_plan(seed: str) -> NodePlan:
@@ -123,7 +125,18 @@ class Search:
         except (asyncio.CancelledError, KeyboardInterrupt):
             self._set_status(SessionStatus.STOPPED)  # cancelled (Ctrl-C): `--resume` goes on
             raise
-        return self._finish(reason)
+        except Exception as error:  # a fault of ours or of the task's files: failed, not active
+            return self._finish(f"error: {error_words(error)}", SessionStatus.FAILED)
+        if self._stopping:
+            return self._finish(reason, SessionStatus.STOPPED)
+        failed = [n for n in self.graph.in_order() if n.status == FAILED]
+        if failed and not any(n.status in (ACCEPTED, REJECTED) for n in self.graph.in_order()):
+            # no kernel was judged because every node ran into an error: the search failed
+            why = (
+                f"{reason}; every node ended on an error (#{failed[0].number}: {failed[0].detail})"
+            )
+            return self._finish(why, SessionStatus.FAILED)
+        return self._finish(reason, SessionStatus.DONE)
 
     async def _rounds(self) -> str:
         """Round after round until the depth, the caps or a stop; why the search ended."""
@@ -283,7 +296,7 @@ class Search:
     def _set_status(self, status: SessionStatus) -> None:
         self.base.store.update_session(self.base.session_id, status=status, mode=Mode.GRAPH)
 
-    def _finish(self, reason: str) -> SearchOutcome:
+    def _finish(self, reason: str, status: SessionStatus) -> SearchOutcome:
         best = self.graph.best()
         kind = self.graph.score_kind()
         evaluations = sum(n.evals for n in self.graph.in_order())
@@ -299,5 +312,5 @@ class Search:
                 number,
             )
         )
-        self._set_status(SessionStatus.STOPPED if self._stopping else SessionStatus.DONE)
-        return SearchOutcome(reason, best, kind, len(self.graph), evaluations, number)
+        self._set_status(status)
+        return SearchOutcome(reason, best, kind, len(self.graph), evaluations, number, status)

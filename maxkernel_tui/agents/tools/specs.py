@@ -27,7 +27,10 @@ class ToolName(StrEnum):
 
 _SOURCE = {
     "type": "string",
-    "description": "a complete kernel file defining computation(...), as you would propose it",
+    "description": (
+        "a complete kernel file defining the task's entry point (computation(...), or "
+        "workload(...) where the rules name it), as you would propose it"
+    ),
 }
 _CONFIG = {
     "type": "string",

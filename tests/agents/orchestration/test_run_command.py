@@ -1,5 +1,6 @@
 """`maxkernel-tui run` as a user runs it: a subprocess talking to a fake Gemini server through the
-real google-genai client; the kernel it writes is accepted by `eval`; SIGKILL and `--resume`."""
+real google-genai client; the kernel it writes is accepted by `eval`; SIGKILL and `--resume`; the
+exit status of a session that ends on an error."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import pytest
 from maxkernel_tui.store.db import Store
 from tests.fakes.role_gemini import RoleGemini, ServedInThread
 from tests.fakes.role_provider import NO_EDGE_CASES
+from tests.fakes.scripted import Fail
 from tests.support.cli_runs import KEY, command, finished
 from tests.support.engine import BAD, DIAGNOSIS, GOOD, kernel, plan
 
@@ -152,3 +154,38 @@ def test_ctrl_c_stops_cleanly_and_says_how_to_continue(env: dict[str, str], tmp_
     assert "Traceback" not in stderr
     with Store(tmp_path / "data" / "sessions.db") as store:
         assert store.session(session_id).status == "stopped"
+
+
+def test_a_session_that_ends_on_an_error_exits_3_and_still_writes_its_best(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    # v1 is accepted and profiled, then the profiler's model call fails for good: the session
+    # ends on a model error with an accepted kernel (exit status 0 before)
+    script = {
+        "planner": [plan("first")],
+        "implementer": [kernel(GOOD)],
+        "tester": [NO_EDGE_CASES],
+        "profiler": [Fail(400, "the profiler's model refuses")],
+    }
+    out = tmp_path / "best.py"
+    with ServedInThread(RoleGemini(script)) as server:
+        env["GOOGLE_GEMINI_BASE_URL"] = server.url
+        done = finished(
+            command(
+                *RUN[: RUN.index("--max-iterations")],
+                "--max-iterations",
+                "1",
+                "--tune-candidates",
+                "0",
+                "--out",
+                str(out),
+            ),
+            env,
+        )
+    assert done.returncode == 3, done.stderr[-3000:]
+    assert "the session ended on an error: model error:" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert out.read_text() == GOOD  # the accepted kernel is not lost
+    with Store(tmp_path / "data" / "sessions.db") as store:
+        (summary,) = store.list_sessions()
+    assert summary.session.status == "failed"
