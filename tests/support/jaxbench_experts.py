@@ -91,8 +91,8 @@ EXPERT = """
         self.config = config
 
       def __call__(self, x, w):
-        bm, bn = self.block_sizes.block_m, self.block_sizes.block_n
         m, n = x.shape[0], w.shape[1]
+        bm, bn = min(self.block_sizes.block_m, m), min(self.block_sizes.block_n, n)
         return pl.pallas_call(
             functools.partial(_kernel, scale=self.config.scale),
             grid=(m // bm, n // bn),
@@ -162,3 +162,44 @@ def write_task(root: Path, out_dtype: str = "x.dtype") -> Path:
     (folder / "baseline.py").write_text(textwrap.dedent(BASELINE).lstrip())
     (folder / "optimized.py").write_text(expert_source(out_dtype))
     return folder
+
+
+PLAIN_REFERENCE = """
+    import jax
+    import jax.numpy as jnp
+
+
+    def get_inputs(dtype=jnp.bfloat16):
+        m = 256
+        k = 512
+        n = 256
+        k1, k2 = jax.random.split(jax.random.key(0))
+        x = jax.random.normal(k1, (m, k), dtype=dtype)
+        w = jax.random.normal(k2, (k, n), dtype=dtype) * 0.02
+        return [x, w], []
+
+
+    def computation(x, w):
+        return jnp.dot(x, w) * 0.5
+    """
+
+PLAIN_YAML = """task_id: 9k_Scaled_Matmul
+description: Scaled matrix product in bfloat16.
+input_gen_code: ""
+atol: 1e-2
+rtol: 1e-2
+"""
+
+
+def write_plain_task(root: Path) -> Path:
+    """The same task in MaxKernel's plain format (our own contract: the reference's types)."""
+    folder = root / "9k_Scaled_Matmul"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "kernel_task.yaml").write_text(PLAIN_YAML)
+    (folder / "reference.py").write_text(textwrap.dedent(PLAIN_REFERENCE).lstrip())
+    return folder
+
+
+def plain_candidate(out_dtype: str = "x.dtype") -> str:
+    """The expert's kernel as a candidate for the plain task (entry point `computation`)."""
+    return expert_source(out_dtype).replace("workload", "computation")
