@@ -62,3 +62,25 @@ def test_the_plain_candidate_with_the_references_types_is_accepted(harness, tmp_
     kernel.write_text(jaxbench_experts.plain_candidate())
     report = harness.evaluate(kernel, task, OPTIONS)
     assert report.verdict == "accepted", report.failure
+
+
+def test_an_expert_taking_fewer_arrays_than_the_baseline_gives_is_refused_saying_why(
+    harness, tmp_path
+):
+    """JAXBench's paged-attention expert takes five arrays (another page layout, from its own
+    create_inputs) where the baseline gives six; JAXBench's harness calls
+    `optimized.workload(*baseline.create_inputs())` and fails it the same way. Here: one of two."""
+    task = load_task(jaxbench_experts.write_task(tmp_path))
+    assert task.expert_path is not None
+    source = task.expert_path.read_text().replace(
+        "def workload(x, w):", "def workload(x):\n    w = x.T"
+    )
+    task.expert_path.write_text(source)
+    report = harness.evaluate(task.expert_path, task, OPTIONS)
+    assert report.verdict == "rejected"
+    assert report.failure is not None and report.failure.name == "trace", report.checks
+    assert report.failure.detail == (
+        "signature mismatch: the kernel's workload(x) cannot take 2 array argument(s) and 0 "
+        "static argument(s) from baseline.create_inputs() (too many positional arguments); "
+        "JAXBench's own harness calls workload(*baseline.create_inputs()) and fails it the same way"
+    )
