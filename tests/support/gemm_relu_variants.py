@@ -1,7 +1,7 @@
 """Kernels for the gemm_relu test task (tests/data/production), each the honest kernel with a
 named change: three that cheat only at production shapes, one that would branch on the platform
-in Python, and three honest styles. Rendered into a
-test's directory (a candidate is one file; it may not import its neighbours)."""
+in Python, and three honest styles. Rendered into a test's directory (a candidate is one file;
+it may not import its neighbours)."""
 
 from __future__ import annotations
 
