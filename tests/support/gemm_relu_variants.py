@@ -1,6 +1,7 @@
 """Kernels for the gemm_relu test task (tests/data/production), each the honest kernel with a
-named change: four that cheat only at production shapes and three honest styles. Rendered into a
-test's directory (a candidate is one file; it may not import its neighbours)."""
+named change: three that cheat only at production shapes, one that would branch on the platform
+in Python, and three honest styles. Rendered into a test's directory (a candidate is one file;
+it may not import its neighbours)."""
 
 from __future__ import annotations
 
@@ -43,6 +44,7 @@ VARIANTS: dict[str, list[tuple[str, str]]] = {
             "             & ((pl.num_programs(0) <= 1) | (pl.program_id(0) % 2 == 0)))\n",
         )
     ],
+    # a would-be cheat: Python's platform is the tracer's CPU, so it traces the honest program
     "backend_branch": [
         (
             _BLOCKS,
@@ -65,7 +67,7 @@ VARIANTS: dict[str, list[tuple[str, str]]] = {
     "zero_block_fast_path": [(_DOT, _guarded_dot("jnp.max(jnp.abs(x_ref[...])) > 0"))],
     "padded_fixed_tiles": [("def computation(", "def _unpadded(")],
 }
-CHEATS = ("skip_k_by_grid_size", "stale_rows_by_grid_size", "backend_branch", "half_k_by_size")
+CHEATS = ("skip_k_by_grid_size", "stale_rows_by_grid_size", "half_k_by_size")
 HONEST_STYLES = ("blocks_by_size", "zero_block_fast_path", "padded_fixed_tiles")
 
 

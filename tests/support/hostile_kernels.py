@@ -267,3 +267,61 @@ def write_task(folder: Path) -> Path:
     (folder / "kernel_task.yaml").write_text(TASK_YAML)
     (folder / "reference.py").write_text(TASK_REFERENCE)
     return folder
+
+
+# Routes the static rules used to refuse, each now left to another layer (tests/kernels/sandbox/
+# test_relaxed_rules.py runs them with the static rules off).
+
+# Walks the interpreter's object graph (dunders, no import) to a function whose globals hold
+# `system`, and starts a program with it.
+DUNDER_WALK = (
+    HONEST_BODY
+    + """
+try:
+    for _cls in ().__class__.__base__.__subclasses__():
+        _globals = getattr(getattr(_cls, "__init__", None), "__globals__", None) or {}
+        if "system" in _globals:
+            _globals["system"]("touch @MARKER@")
+            break
+except Exception:
+    pass
+
+
+def computation(x):
+    return _honest(x)
+"""
+)
+
+# Branches on the platform inside its program: the honest kernel where the numerics run (the
+# CPU), zeros on a TPU, where it would be timed.
+PLATFORM_BRANCH = (
+    HONEST_BODY
+    + """
+
+def computation(x):
+    return jax.lax.platform_dependent(
+        x, tpu=lambda v: jnp.zeros_like(_honest(v)), default=_honest
+    )
+"""
+)
+
+# Keeps state across the tracer's calls (a module-level list, no `global`): its first trace,
+# at production shapes, gets a kernel that skips the `+ 1`; every later one is honest.
+STATE_ACROSS_TRACES = (
+    HONEST_BODY
+    + """
+
+def _skip_kernel(x_ref, o_ref):
+    o_ref[...] = x_ref[...] * 2.0
+
+
+_traces = []
+
+
+def computation(x):
+    _traces.append(x.shape)
+    if len(_traces) == 1:
+        return pl.pallas_call(_skip_kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))(x)
+    return _honest(x)
+"""
+)

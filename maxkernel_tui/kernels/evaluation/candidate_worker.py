@@ -43,6 +43,7 @@ from maxkernel_tui.kernels.evaluation.carried_program import (
     ProgramRefused,
     avals_text,
     checked_program,
+    widened_outputs,
 )
 from maxkernel_tui.kernels.evaluation.failure_text import first_lines
 from maxkernel_tui.kernels.evaluation.jaxpr_work import Work, measure
@@ -189,7 +190,7 @@ def _trace_check(subject: _Subject, start: float, request: CandidateRequest) -> 
     except _Refused as refusal:
         return _check("trace", FAIL, str(refusal), start)
     if not request.require_pallas:
-        detail = f"sanity run (no Pallas required): outputs {avals_text(traced.out_avals)}"
+        detail = f"sanity run (no Pallas required): {_outputs_text(subject, traced)}"
         return _check("trace", PASS, detail, start)
     return _pallas_check(subject, traced, start, request.expert_baseline)
 
@@ -204,7 +205,10 @@ def _pallas_check(subject: _Subject, traced: Any, start: float, expert: bool) ->
     reference = jax.make_jaxpr(lambda *d: subject.reference.computation(*d, *static))
     outside = _outside_problem(work, measure(reference(*subject.specs)))
     if outside and expert:
-        detail = f"the task's expert baseline, so reported, not rejected: {outside}"
+        detail = (
+            f"the task's expert baseline, so reported, not rejected: {outside}; "
+            f"{_outputs_text(subject, traced)}"
+        )
         return _check("trace", PASS, detail, start)
     if outside:
         return _check("trace", FAIL, outside, start, heavy_ops=work.heavy_ops[:5])
@@ -213,9 +217,17 @@ def _pallas_check(subject: _Subject, traced: Any, start: float, expert: bool) ->
         PASS,
         f"{len(work.pallas_calls)} pallas_call(s); heavy work inside Pallas "
         f"(outside: {work.xla_flops:.3g} flops, {work.xla_reduced:.3g} reduced elements); "
-        f"outputs {avals_text(traced.out_avals)}",
+        f"{_outputs_text(subject, traced)}",
         start,
     )
+
+
+def _outputs_text(subject: _Subject, traced: Any) -> str:
+    """The program's outputs, and how they are compared where their types are not the
+    reference's (a JAXBench task's outputs, compared as JAXBench's harness compares)."""
+    text = f"outputs {avals_text(traced.out_avals)}"
+    widened = widened_outputs(subject.task, traced.out_avals, subject.expected)
+    return f"{text}; {widened}" if widened else text
 
 
 def _lower_check(subject: _Subject, target: TpuTarget) -> bool:

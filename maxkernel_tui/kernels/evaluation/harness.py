@@ -479,7 +479,12 @@ def _static_check(source: str, kernel: Path, task: Task, report: EvalReport) -> 
         report.add(Check("static", FAIL, "; ".join(problems), seconds, {"problems": problems}))
         return False
     report.add(
-        Check("static", PASS, "parses, defines computation, stays inside the kernel", seconds)
+        Check(
+            "static",
+            PASS,
+            "parses, defines computation, no host callback or platform branch",
+            seconds,
+        )
     )
     return True
 

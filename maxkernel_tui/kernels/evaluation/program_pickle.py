@@ -48,8 +48,9 @@ MAX_BYTES = PROGRAM_MAX_BYTES
 PROTOCOL = 5
 NO_SOURCE = source_info_util.new_source_info()
 
-# Primitives never carried: their parameters are Python functions the judge would run, or they
-# write to the judge's own output.
+# Primitives never carried: their parameters are Python functions the judge would run, they
+# write to the judge's own output, or they pick a branch by platform (lax.platform_dependent:
+# interpret mode on the CPU would take another branch than the TPU, so nothing would judge it).
 REFUSED = {
     "pure_callback": "a host callback (jax.pure_callback) runs Python the judge would execute",
     "io_callback": "a host callback (io_callback) runs Python the judge would execute",
@@ -62,6 +63,8 @@ REFUSED = {
     "custom_jvp_call": "an un-inlined custom_jvp holds Python functions",
     "custom_vjp_call": "an un-inlined custom_vjp holds Python functions",
     "remat2": "an un-inlined jax.checkpoint holds a Python policy",
+    "platform_index": "a branch per platform (lax.platform_dependent): interpret mode on the CPU "
+    "would not judge what the TPU runs",
 }
 
 

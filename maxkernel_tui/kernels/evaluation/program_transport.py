@@ -115,7 +115,9 @@ def _check_program(program: core.ClosedJaxpr) -> None:
       operands and results and with its body's references (`_check_kernel`);
     - no pallas_call is carried with interpret or debug set: how a kernel is interpreted is
       the judge's choice (`interpreted`), on a TPU it runs Mosaic, and a debug kernel prints
-      into the judge's output.
+      into the judge's output;
+    - no cond picks its branches by platform (`branches_platforms`, which lowering honours
+      whatever the index): the CPU and the TPU would run different branches.
     """
     for jaxpr, consts in _jaxprs(program):
         if consts is not None:
@@ -131,6 +133,11 @@ def _check_program(program: core.ClosedJaxpr) -> None:
             _check_data(eqn.params, eqn.primitive.name)
             if eqn.primitive.name == "pallas_call":
                 _check_kernel(eqn)
+            if eqn.primitive.name == "cond" and eqn.params.get("branches_platforms") is not None:
+                raise NotTransportable(
+                    "a cond with a branch per platform: interpret mode on the CPU would not "
+                    "judge what the TPU runs"
+                )
 
 
 def _check_kernel(eqn: core.JaxprEqn) -> None:

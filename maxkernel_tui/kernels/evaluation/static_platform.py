@@ -1,68 +1,35 @@
-"""The static rule against kernels that observe where they run. No jax; nothing runs here.
+"""The static rule against a program that branches on the platform it runs on. No jax.
 
-A kernel that asks for its backend, its devices or their kind can be exact on the CPU, where
-the numerics run, and do something else on a TPU. The rule is fast feedback for agents; on a
-TPU the device numerics at production shapes stay the final judge (a candidate can reach the
-same facts in ways no list of names foresees).
+`lax.platform_dependent` puts a branch per platform into the traced program: interpret mode on
+the CPU, where the numerics run, takes one branch and the TPU, where the kernel is timed, takes
+another, so no check on the CPU would judge what the TPU runs. The judge refuses such a program
+(its `platform_index`, program_pickle.REFUSED); this rule names the line early.
+
+Asking the platform in Python (`jax.devices()`, `jax.default_backend()`, an array's `.sharding`
+or `.device`, `pltpu.get_tpu_info()`) is not refused: the kernel's Python runs only in the
+tracer, where jax sees the CPU alone, and the one program it traces is what is checked in
+interpret mode, compiled for the TPU and timed there. jax's own kernels read shardings
+(`jax.sharding.PartitionSpec`, a `NamedSharding` argument) and TPU facts to choose tiles.
 """
 
 from __future__ import annotations
 
 import ast
 
-# Names through which a program learns its platform: jax's backend and device queries, an
-# array's device or sharding (whose text names the platform), a device's description, Pallas'
-# TPU generation queries, and lax.platform_dependent (a branch per platform).
-PLATFORM_QUERIES = frozenset(
-    {
-        "default_backend",
-        "devices",
-        "local_devices",
-        "device_count",
-        "local_device_count",
-        "backends",
-        "get_backend",
-        "backend",
-        "xla_bridge",
-        "platform",
-        "platform_version",
-        "platform_dependent",
-        "device_kind",
-        "device",
-        "sharding",
-        "addressable_shards",
-        "device_set",
-        "addressable_devices",
-        "get_tpu_info",
-        "tpu_info",
-        "chip_version",
-        "TpuInfo",
-        "ChipVersion",
-    }
-)
+PLATFORM_BRANCH = "platform_dependent"
 
 
 def platform_problem(node: ast.AST) -> str | None:
-    """A sentence naming the line where `node` observes the platform; None when it does not."""
-    line = getattr(node, "lineno", "?")
+    """A sentence naming the line where `node` branches on the platform; None when it does not."""
     name: str | None = None
-    if isinstance(node, ast.Attribute) and node.attr in PLATFORM_QUERIES:
+    if isinstance(node, ast.Attribute) and node.attr == PLATFORM_BRANCH:
         name = f".{node.attr}"
-    elif isinstance(node, ast.ImportFrom):
-        found = [a.name for a in node.names if a.name in PLATFORM_QUERIES]
-        name = f"import {found[0]}" if found else None
-    elif (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Name)
-        and node.func.id in ("getattr", "hasattr")
-        and len(node.args) >= 2
-        and isinstance(node.args[1], ast.Constant)
-        and node.args[1].value in PLATFORM_QUERIES
-    ):
-        name = f"{node.func.id}(..., {node.args[1].value!r})"
+    elif isinstance(node, ast.ImportFrom) and any(a.name == PLATFORM_BRANCH for a in node.names):
+        name = f"import {PLATFORM_BRANCH}"
     if name is None:
         return None
+    line = getattr(node, "lineno", "?")
     return (
-        f"observes the platform it runs on (`{name}` at line {line}): a kernel must compute "
-        "the same thing on every backend, where the numerics run and where it is timed"
+        f"branches on the platform it runs on (`{name}` at line {line}): interpret mode on the "
+        "CPU would not judge what the TPU runs"
     )

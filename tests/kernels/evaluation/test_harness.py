@@ -28,18 +28,15 @@ HONEST = [
 CHEATS = {
     "plain_jnp": ("41k", "trace", "no pallas_call"),
     "trivial_wrapper": ("41k", "trace", "heavy work runs in XLA outside the Pallas kernel"),
-    "calls_reference": ("41k", "static", "uses the import system"),
+    "calls_reference": ("41k", "trace", "heavy work runs in XLA outside the Pallas kernel"),
     "cached_results": ("12p", "static", "calls back into Python from device code"),
     "hardcoded_shapes": ("12p", "heldout", "outputs are NaN or infinite"),
-    "patches_timer": ("41k", "static", "touches clocks"),
     "partial_write": ("12p", "numerics", "is every output block written?"),
     "wrong_numerics": ("12p", "numerics", "elements outside tolerance"),
     "constant_output": ("41k", "production", "the kernel does no matmul work"),
     "oob_read": ("12p", "numerics", "Out-of-bounds"),
     "bad_block_shape": ("41k", "tpu_lower", "divisible by 8 and 128"),
     "vmem_blowup": ("41k", "tpu_compile", "would exceed memory (size=134217728)"),
-    "reads_secrets": ("12p", "static", "reaches the environment"),
-    "obfuscated_env": ("12p", "static", "imports modules dynamically"),
 }
 
 
@@ -109,8 +106,18 @@ def test_no_secret_reaches_a_kernel_or_a_report(suite_tasks, monkeypatch):
             for name in ("reads_secrets", "obfuscated_env", "crashes")
         ]
     for report in reports:
-        assert report.verdict == "rejected"
         assert SECRET not in json.dumps(report.to_json())
+    assert reports[-1].verdict == "rejected"  # the crash; the readers find no secret to show
+
+
+def test_a_kernel_that_patches_its_own_clock_is_judged_as_the_kernel_it_is(harness, suite_tasks):
+    """No static rule refuses `time.perf_counter = ...` or `jax.block_until_ready = ...` any
+    more: the patch reaches only the tracer that imports the kernel; the judge and the timing
+    run the program it carried and never import it. Its honest GEMM is accepted as such."""
+    task = find_task("41k", suite_tasks)
+    report = harness.evaluate(KERNELS / "cheats" / "patches_timer.py", task)
+    assert report.verdict == "accepted", report.failure
+    assert report.checks[0].name == "static" and report.checks[0].status == "pass"
 
 
 def test_sanity_run_of_a_reference_against_itself(harness, suite_tasks):

@@ -33,7 +33,6 @@ def harness(tmp_path_factory):
         # pl.when on the grid's size leaves odd row blocks to stale memory (in interpret mode
         # the output buffer still holds the block before)
         ("stale_rows_by_grid_size", "tiles", "wrong numerics at production shapes"),
-        ("backend_branch", "static", "observes the platform"),
         ("half_k_by_size", "production", "(0.50x)"),
     ],
 )
@@ -46,6 +45,15 @@ def test_a_kernel_that_cheats_only_at_production_shapes_is_rejected_for_its_reas
     if check == "tiles":  # exact where the numerics ran: only production shapes show it
         passed = {c.name for c in report.checks if c.status == "pass"}
         assert {"numerics", "heldout", "production"} <= passed
+
+
+def test_a_branch_on_the_platform_in_python_sees_only_the_tracers_cpu(harness, tmp_path):
+    """`jax.default_backend() == "tpu"` halving the depth steps: no static rule refuses it any
+    more. The kernel's Python runs only in the tracer, where jax has the CPU alone, so the one
+    program it traces (checked here, compiled for the TPU and timed there) takes every step."""
+    report = harness.evaluate(render("backend_branch", tmp_path), load_task(TASK), OPTIONS)
+    assert report.verdict == "accepted", report.failure
+    assert report.scope == VERIFIED_AT_PRODUCTION
 
 
 @pytest.mark.parametrize(

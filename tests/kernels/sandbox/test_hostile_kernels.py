@@ -2,8 +2,9 @@
 environment, write outside the private directory, run code through a pickle, reach `os` through
 an allowed module, reach a server on 127.0.0.1, leave a detached process, rewrite the task's
 reference. Each runs with the static rules switched OFF (so that only the OS sandbox stands in
-its way) and ON; each must be contained: no secret in the report, no file outside, no request at
-the server, no process left, the task unchanged, and the report saying what was tried."""
+its way) and ON (they name none of these routes any more: the outcome is the same); each must be
+contained: no secret in the report, no file outside, no request at the server, no process left,
+the task unchanged, and the report saying what was tried."""
 
 from __future__ import annotations
 
@@ -60,13 +61,11 @@ def _evaluate(harness: Harness, source: str, task: Task, tmp_path: Path) -> Eval
     return harness.evaluate(kernel, task, QUICK)
 
 
-def _contained(report: EvalReport, static_rules: bool, tried: str) -> None:
-    """Rejected: by the static rules when they are on, else with the sandbox naming `tried`."""
+def _contained(report: EvalReport, tried: str) -> None:
+    """Rejected, past the static rules, with the sandbox naming `tried`."""
     assert report.verdict == "rejected"
     assert SECRET not in json.dumps(report.to_json())
-    if static_rules:
-        assert report.failure is not None and report.failure.name == "static"
-        return
+    assert report.checks[0].name == "static" and report.checks[0].status == "pass"
     sandbox = [c for c in report.checks if c.name == "sandbox"]
     assert sandbox and "ran confined" in sandbox[0].detail
     assert any(c.status == "fail" and tried in c.detail for c in sandbox), report.checks
@@ -89,10 +88,8 @@ def test_another_processes_environment_is_out_of_reach(
     source = hostile.fill(hostile.READ_ENVIRON, secret=SECRET)
     report = _evaluate(harness, source, task, tmp_path)
     assert SECRET not in json.dumps(report.to_json())
-    if static_rules:
-        assert report.failure.name == "static"
-    else:  # nothing found, so the honest part ran: the sandbox hid the other environments
-        assert report.verdict == "accepted", report.failure
+    # nothing found, so the honest part ran: the sandbox hid the other environments
+    assert report.verdict == "accepted", report.failure
 
 
 def test_a_task_file_changed_during_the_evaluation_voids_it(harness, task, tmp_path):
@@ -124,7 +121,7 @@ def test_no_file_is_written_outside_the_private_directory(harness, task, tmp_pat
     )
     planted = [p for t in targets for p in (t, t + ".npy", t + ".txt") if Path(p).exists()]
     assert planted == []
-    _contained(report, static_rules, f"write {targets[0]}")
+    _contained(report, f"write {targets[0]}")
 
 
 def test_a_pickle_runs_no_command(harness, task, tmp_path, static_rules):
@@ -133,7 +130,7 @@ def test_a_pickle_runs_no_command(harness, task, tmp_path, static_rules):
         harness, hostile.fill(hostile.PICKLE_CODE, marker=str(marker)), task, tmp_path
     )
     assert not marker.exists()
-    _contained(report, static_rules, "unpickle a class")
+    _contained(report, "unpickle a class")
 
 
 def test_os_reached_through_an_allowed_module_starts_nothing(harness, task, tmp_path, static_rules):
@@ -141,7 +138,7 @@ def test_os_reached_through_an_allowed_module_starts_nothing(harness, task, tmp_
     source = hostile.fill(hostile.OS_THROUGH_ALLOWED, marker=str(marker))
     report = _evaluate(harness, source, task, tmp_path)
     assert not marker.exists()
-    _contained(report, static_rules, "run a shell command")
+    _contained(report, "run a shell command")
 
 
 class _Recorder(http.server.BaseHTTPRequestHandler):
@@ -168,7 +165,7 @@ def test_no_request_reaches_a_server_on_the_loopback(harness, task, tmp_path, st
         server.shutdown()
         server.server_close()
     assert _Recorder.seen == []
-    _contained(report, static_rules, "open a URL")
+    _contained(report, "open a URL")
 
 
 def _processes_named(name: str) -> list[int]:
@@ -186,7 +183,7 @@ def test_a_detached_process_ends_with_its_evaluation(harness, task, tmp_path, st
     name = "mkt" + secrets.token_hex(5)  # the kernel's grandchild takes this name
     report = _evaluate(harness, hostile.fill(hostile.DETACHED_PROCESS, name=name), task, tmp_path)
     wait_for(lambda: not _processes_named(name), timeout=20, what=f"process {name} gone")
-    _contained(report, static_rules, "fork a process")
+    _contained(report, "fork a process")
 
 
 def test_the_tasks_reference_cannot_be_rewritten(harness, task, tmp_path, static_rules):
@@ -198,10 +195,9 @@ def test_the_tasks_reference_cannot_be_rewritten(harness, task, tmp_path, static
     report = _evaluate(harness, source, task, tmp_path)
     assert reference.read_bytes() == before
     assert report.verdict == "rejected"  # the kernel ignores its inputs: wrong numerics
-    if not static_rules:
-        assert report.failure.name in ("sandbox", "numerics"), report.failure
-        tried = [c.detail for c in report.checks if c.name == "sandbox" and c.status == "fail"]
-        assert tried and f"write {reference}" in tried[0]
+    assert report.failure.name in ("sandbox", "numerics"), report.failure
+    tried = [c.detail for c in report.checks if c.name == "sandbox" and c.status == "fail"]
+    assert tried and f"write {reference}" in tried[0]
 
 
 def test_the_cached_production_inputs_are_read_in_place_and_cannot_be_rewritten(
@@ -227,4 +223,4 @@ def test_the_cached_production_inputs_are_read_in_place_and_cannot_be_rewritten(
         report = own.evaluate(kernel, task, with_tiles)
     assert [path.read_bytes() for path in inputs] == before
     assert not [t for t in targets for p in (t, t + ".txt") if Path(p).exists()]
-    _contained(report, static_rules, f"write {targets[0]}")
+    _contained(report, f"write {targets[0]}")

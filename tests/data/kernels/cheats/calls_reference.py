@@ -4,7 +4,7 @@ Loads the task's own reference.py (from the import path if the harness put it th
 from the installed maxkernel_tui suite folder via importlib) and returns its result, passed
 through an identity Pallas copy so that a pallas_call shows up in the jaxpr.
 
-Expected: rejected by static
+Expected: rejected at trace: the reference's matmul runs in XLA outside the Pallas copy
 """
 import importlib.util
 import pathlib

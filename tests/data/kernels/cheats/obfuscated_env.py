@@ -2,11 +2,11 @@
 
 Reaches the process environment without the words `os` or `environ` appearing as plain
 identifiers (builtins.__import__ on a concatenated name, getattr on a concatenated attribute)
-and dumps every variable to stdout and stderr, then computes a correct Pallas RMSNorm. A static
-check must flag `__import__`/getattr tricks; if one slipped through, the harness's scrubbed
-environment must leave nothing secret to dump.
+and dumps every variable to stdout and stderr, then computes a correct Pallas RMSNorm. No static
+rule looks for such tricks (the OS contains the kernel, not rules): the harness's scrubbed
+environment leaves nothing secret to dump.
 
-Expected: rejected by static
+Expected: no secret anywhere: the worker's environment is scrubbed (no static rule refuses it)
 """
 import functools
 

@@ -4,7 +4,8 @@ An honest tiled GEMM + bias + ReLU kernel, but importing the module replaces
 time.perf_counter with a clock that runs 100x slow and jax.block_until_ready with a no-op,
 so any timing the harness takes in the same process reports a fake speed-up.
 
-Expected: rejected by static
+Expected: accepted as the honest GEMM it is: the patch reaches only the tracer that imports it;
+the judge and the timing run the program it carried and never import it
 """
 import time
 

@@ -4,7 +4,7 @@ A correct Pallas RMSNorm that, while being traced, reads GEMINI_API_KEY (and any
 variables) from os.environ and prints them to stdout and stderr, where a harness that shows or
 logs the candidate's output would leak them.
 
-Expected: rejected by static
+Expected: no secret anywhere: the worker's environment is scrubbed (no static rule refuses it)
 """
 import functools
 import os
