@@ -164,3 +164,14 @@ def test_fast_p_counts_only_correct_and_significantly_faster_tasks():
     assert _totals(rows[2:3]).to_json()["fast_p"] is None
     # a results file line reads back as the row it was
     assert BenchRow.from_json(json.loads(json.dumps(rows[0].to_json()))) == rows[0]
+
+
+@pytest.mark.slow  # worker processes: jax
+def test_an_error_message_with_terminal_controls_reaches_the_terminal_as_text():
+    """A kernel whose exception writes the clipboard, retitles the window and clears the
+    screen: `eval` prints the message with each control character as an escape."""
+    done = cli("eval", str(KERNELS / "cheats" / "hostile_message.py"), "--task", "12p", check=False)
+    assert done.returncode == 1
+    for stream in (done.stdout, done.stderr):
+        assert not set(stream) & {"\x1b", "\x07", "\x08", "\x9b", "\u202e"}, stream
+    assert "ValueError: \\x1b]52;c;cm0gLXJmIH4K\\x07\\x1b]0;owned\\x07" in done.stdout

@@ -14,6 +14,7 @@ from maxkernel_tui.agents.orchestration import diffs
 from maxkernel_tui.agents.orchestration.gates import Proposal, Subject
 from maxkernel_tui.screens.pane_messages import AgentsMessage, Streamed
 from maxkernel_tui.screens.wrapping_log import WrappingLog
+from maxkernel_tui.visible import visible
 
 ACTIVITY_LINES = 3000  # the activity log keeps the most recent lines only
 TITLE = "Agents  (F5 run · F2 HITL⇄Auto · esc stop · ctrl+t message)"
@@ -32,7 +33,8 @@ class ProposalView(VerticalScroll, can_focus=True):
         from rich.syntax import Syntax  # with the first proposal, not for the first frame
 
         self.query_one("#proposal-header", Static).update(
-            f"{proposal.role} proposes a {proposal.subject} ({proposal.summary})  —  {KEYS}"
+            visible(f"{proposal.role} proposes a {proposal.subject} ({proposal.summary})")
+            + f"  —  {KEYS}"
         )
         text = (
             diffs.unified(proposal.previous, proposal.content)
@@ -45,7 +47,7 @@ class ProposalView(VerticalScroll, can_focus=True):
             else ("python" if proposal.subject == Subject.KERNEL else "markdown")
         )
         self.query_one("#proposal-diff", Static).update(
-            Syntax(text, lexer, theme="ansi_dark", word_wrap=True)
+            Syntax(visible(text), lexer, theme="ansi_dark")
         )
         self.scroll_home(animate=False)
 

@@ -24,8 +24,10 @@ from maxkernel_tui.agents.search.export import label
 from maxkernel_tui.agents.search.graph import ACCEPTED, Node, NodeSet
 from maxkernel_tui.kernels.task import Task
 from maxkernel_tui.screens.messages import KernelPromoted
+from maxkernel_tui.screens.plain import plain
 from maxkernel_tui.screens.search_evidence import evidence_facts
 from maxkernel_tui.services.search_feed import SearchFacts, SearchFeed, Skipped
+from maxkernel_tui.visible import visible
 
 if TYPE_CHECKING:
     from maxkernel_tui.agents.orchestration.events import SessionEvent
@@ -175,12 +177,12 @@ class SearchScreen(Screen[None]):
             item = self._tree_nodes.get(node.ref)
             if item is None:
                 parent = self._tree_nodes.get(node.parents[0]) if node.parents else None
-                item = (parent or tree.root).add(node_line(node), data=node.ref, expand=True)
+                item = (parent or tree.root).add(plain(node_line(node)), data=node.ref, expand=True)
                 if parent is not None:
                     parent.allow_expand = True
                 self._tree_nodes[node.ref] = item
             else:
-                item.set_label(node_line(node))
+                item.set_label(plain(node_line(node)))
         if tree.cursor_node is not None and tree.cursor_node.data is not None:
             self._show_detail(tree.cursor_node.data)
 
@@ -233,17 +235,19 @@ class SearchScreen(Screen[None]):
         skipped = [f"{s.strategy} ({s.reason})" for s in self._skipped if s.node == node.ref]
         if skipped:
             facts.append("skipped here, no move: " + "; ".join(skipped))
-        self.query_one("#plan", Markdown).update("\n\n".join(facts + [node.plan]))
+        self.query_one("#plan", Markdown).update(visible("\n\n".join(facts + [node.plan])))
         log = self.query_one("#diff", Log)
         log.clear()
         if node.source:
             base = parent.source if parent is not None else ""
             log.write_lines(
-                unified(
-                    base,
-                    node.source,
-                    f"#{parent.number}" if parent else "nothing",
-                    f"#{node.number}",
+                visible(
+                    unified(
+                        base,
+                        node.source,
+                        f"#{parent.number}" if parent else "nothing",
+                        f"#{node.number}",
+                    )
                 ).splitlines()
                 or ["(same kernel as its parent)"]
             )

@@ -24,9 +24,11 @@ from maxkernel_tui.kernels.loader import builtin_suite_dir, load_tasks
 from maxkernel_tui.kernels.task import Task
 from maxkernel_tui.screens.editors import highlighted
 from maxkernel_tui.screens.messages import TaskChosen
+from maxkernel_tui.screens.plain import plain
 from maxkernel_tui.screens.task_import import TaskImportScreen
 from maxkernel_tui.screens.worker_errors import ShowsWorkerErrors
 from maxkernel_tui.services.sessions import list_summaries
+from maxkernel_tui.visible import visible
 
 TASK_COLUMN = 30  # characters of a task's id in the list
 
@@ -103,7 +105,7 @@ class TaskPickerScreen(ShowsWorkerErrors, Screen[None]):
             description = cached_description(task, self._cache)
             if description is not None:
                 self._descriptions[task.task_id] = description
-            table.add_row(*self._row(task), key=task.task_id)
+            table.add_row(*(plain(cell) for cell in self._row(task)), key=task.task_id)
         known = len(self._descriptions)
         errors = "".join(f"\n{e}" for e in self._errors)
         self._status(
@@ -210,10 +212,10 @@ class TaskPickerScreen(ShowsWorkerErrors, Screen[None]):
         else:
             heading = format_task(task, description)
         summary = f"{heading}\n\n{task.description}"
-        self.query_one("#summary", Static).update(summary)
+        self.query_one("#summary", Static).update(visible(summary))
         self.query_one("#source", TextArea).load_text(
-            task.reference_path.read_text(encoding="utf-8")
+            visible(task.reference_path.read_text(encoding="utf-8"))
         )
 
     def _status(self, text: str) -> None:
-        self.query_one("#status", Static).update(text)
+        self.query_one("#status", Static).update(visible(text))

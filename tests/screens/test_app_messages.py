@@ -33,7 +33,7 @@ async def test_enter_on_a_task_opens_it_in_the_workbench(tmp_path) -> None:
         table = app.screen.query_one("#tasks", DataTable)
         await pilot.press("down", "enter")
         workbench = await until(pilot, lambda: isinstance(app.screen, WorkbenchScreen))
-        assert workbench and app.screen.kernel_task.task_id == table.get_row_at(1)[0]
+        assert workbench and app.screen.kernel_task.task_id == str(table.get_row_at(1)[0])
 
 
 async def test_a_promoted_kernel_becomes_the_workbench_source(tmp_path, suite_tasks) -> None:
