@@ -39,6 +39,9 @@ def test_eval_accepts_an_honest_kernel_with_a_json_report():
     ]
     assert all({"name", "status", "detail", "seconds"} <= set(c) for c in report["checks"])
     assert report["timings"] == [] and "TPU interpret mode" in report["device"]
+    # an acceptance says how fast the model thinks it is against XLA, labelled as an estimate
+    assert report["estimate"].startswith("against XLA on TPU v5e: ")
+    assert "estimated by the performance model" in report["estimate"]
 
 
 @pytest.mark.slow  # worker processes: jax, TPU compiles
