@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from textual.app import ComposeResult
-from textual.containers import Horizontal, VerticalScroll
+from textual.containers import Horizontal, ScrollableContainer
 from textual.message import Message
 from textual.widgets import Input, Static
 
@@ -21,9 +21,10 @@ TITLE = "Agents  (F5 run · F2 HITL⇄Auto · esc stop · ctrl+t message)"
 KEYS = "a approve · e edit (ctrl+s submits) · r reject · f2 hand off to Auto · esc stop"
 
 
-class ProposalView(VerticalScroll, can_focus=True):
-    """The pending proposal: a one-line header and its diff against what it would replace.
-    Focusable, so that single-key decisions never reach the code editor."""
+class ProposalView(ScrollableContainer, can_focus=True):
+    """The pending proposal: a one-line header and its diff against what it would replace, its
+    lines whole (scrolled sideways, never wrapped into a column). Focusable, so that single-key
+    decisions never reach the code editor."""
 
     def compose(self) -> ComposeResult:
         yield Static(id="proposal-header", markup=False)

@@ -33,6 +33,11 @@ if TYPE_CHECKING:
     from maxkernel_tui.agents.orchestration.events import SessionEvent
 
 FOLLOW_S = 1.0  # how often a search in another process (no events reach us) is read again
+# What the tree's marks and the bars under it mean.
+LEGEND = (
+    "✓ accepted · ✗ rejected · ≡ the same kernel as another node (merged into it) · "
+    "✂ pruned (x) · … not judged yet · 1.42× its score · bars: the best score so far"
+)
 
 
 @dataclass
@@ -110,6 +115,7 @@ class SearchScreen(Screen[None]):
         with Horizontal(id="panes"):
             with Vertical(id="tree-pane", classes="pane"):
                 yield Tree("search", id="nodes")
+                yield Static(LEGEND, id="legend", markup=False)
                 yield Sparkline([], id="best")
             with Vertical(id="detail-pane", classes="pane"):
                 yield Markdown("select a node", id="plan")
@@ -163,8 +169,12 @@ class SearchScreen(Screen[None]):
     def _redraw(self) -> None:
         self._facts = self._feed.read()
         self._draw_tree()
-        # from 0 (no kernel yet), so that bars show the best's growth, not solid blocks
-        self.query_one("#best", Sparkline).data = [0.0, *best_over_time(self._view)]
+        series = best_over_time(self._view)
+        best = self.query_one("#best", Sparkline)
+        # a sparkline of one value is drawn as solid blocks: none until a node has a score, then
+        # from 0 (no kernel yet), so that the bars show the best's growth
+        best.display = bool(series)
+        best.data = [0.0, *series]
         self._draw_counters()
 
     def _draw_tree(self) -> None:
@@ -195,7 +205,9 @@ class SearchScreen(Screen[None]):
         best = self._view.best()
         best_text = "none yet" if best is None else node_line(best)
         skipped = len(self._skipped)
-        state = self._state() + (f" ─ {skipped} strategies skipped (no move)" if skipped else "")
+        state = self._state() + (
+            f" ─ {skipped} strategies skipped: nothing for them to change" if skipped else ""
+        )
         self.query_one("#counters", Static).update(
             f" search ─ {self.kernel_task.task_id}{state} ─ {len(nodes)} nodes ─ "
             f"evaluations {evals}{cap} "
@@ -234,7 +246,10 @@ class SearchScreen(Screen[None]):
         facts += evidence_facts(node)
         skipped = [f"{s.strategy} ({s.reason})" for s in self._skipped if s.node == node.ref]
         if skipped:
-            facts.append("skipped here, no move: " + "; ".join(skipped))
+            facts.append(
+                "strategies skipped here, the agent found nothing for them to change: "
+                + "; ".join(skipped)
+            )
         self.query_one("#plan", Markdown).update(visible("\n\n".join(facts + [node.plan])))
         log = self.query_one("#diff", Log)
         log.clear()

@@ -157,3 +157,28 @@ async def test_lines_written_before_the_panes_are_mounted_are_kept_and_drawn() -
         assert agents.lines == ["logged before mounting", "streamed before"]
         drawn = tests.query_one("RichLog").lines
         assert any("written before mounting" in line.text for line in drawn)
+
+
+async def test_proposed_code_keeps_its_lines_whole_and_scrolls_sideways(tmp_path) -> None:
+    """A kernel line longer than the pane is one row, scrolled to, never wrapped into a
+    narrow column."""
+    long_line = "    return " + " + ".join(f"x_ref[{i}]" for i in range(30))
+    code = f"def computation(x):\n{long_line}\n"
+    proposal = Proposal(
+        step="i1/implement", role="implementer", subject="kernel", content=code, previous="",
+        summary="long line",
+    )  # fmt: skip
+    app = Bench(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = app.workbench
+        decision = asyncio.ensure_future(screen.session.gate_for(HITL).decide(proposal))
+        await until(pilot, lambda: screen.agents.proposal)
+        await pilot.pause()
+        view = screen.query_one("#proposal")
+        diff = screen.query_one("#proposal-diff", Static)
+        assert len(long_line) > view.size.width  # it does not fit: it must scroll, not wrap
+        # two lines of code (and the rendering's last newline), each on one row
+        assert diff.size.height <= 3 and diff.size.width >= len(long_line)
+        assert view.max_scroll_x > 0
+        await pilot.press("a")
+        await asyncio.wait_for(decision, 5)
