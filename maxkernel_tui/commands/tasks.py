@@ -108,7 +108,10 @@ def show_task(args: argparse.Namespace) -> int:
     )
     source = task.reference_path.read_text(encoding="utf-8")
     print(header)
-    print(_highlight(source) if sys.stdout.isatty() else source, end="")
+    if sys.stdout.isatty():  # our colours around the task's text, its own controls made visible
+        terminal(sys.stdout).write(_highlight(visible(source)))
+    else:
+        print(source, end="")
     return 0
 
 
