@@ -209,10 +209,12 @@ class SearchScreen(Screen[None]):
             f" ─ {skipped} strategies skipped: nothing for them to change" if skipped else ""
         )
         self.query_one("#counters", Static).update(
-            f" search ─ {self.kernel_task.task_id}{state} ─ {len(nodes)} nodes ─ "
-            f"evaluations {evals}{cap} "
-            f"({evals / minutes:.1f}/min) ─ {tokens:,} tok ${cost:.2f} ─ best {best_text} "
-            f"({self._view.score_kind() or 'no score yet'})"
+            visible(
+                f" search ─ {self.kernel_task.task_id}{state} ─ {len(nodes)} nodes ─ "
+                f"evaluations {evals}{cap} "
+                f"({evals / minutes:.1f}/min) ─ {tokens:,} tok ${cost:.2f} ─ best {best_text} "
+                f"({self._view.score_kind() or 'no score yet'})"
+            )
         )
 
     def _state(self) -> str:

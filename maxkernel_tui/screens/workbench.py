@@ -50,6 +50,7 @@ from maxkernel_tui.screens.tests_pane import TestsPane
 from maxkernel_tui.screens.worker_errors import ShowsWorkerErrors
 from maxkernel_tui.services.workbench_session import HarnessFactory, WorkbenchSession
 from maxkernel_tui.store.kinds import Mode
+from maxkernel_tui.visible import visible
 
 if (
     TYPE_CHECKING
@@ -495,9 +496,11 @@ class WorkbenchScreen(ShowsWorkerErrors, Screen[None]):
     def _show_status(self) -> None:
         tokens, cost = self.usage
         self.query_one("#status", Static).update(
-            f" maxkernel-tui ─ {self.kernel_task.task_id} ─ {self.mode.upper()} ─ {self.step} ─ "
-            f"{self.target} (AOT) ─ {self._model_words()} ─ {tokens:,} tok ${cost:.2f} / "
-            f"{self._budget_cap}"
+            visible(
+                f" maxkernel-tui ─ {self.kernel_task.task_id} ─ {self.mode.upper()} ─ "
+                f"{self.step} ─ {self.target} (AOT) ─ {self._model_words()} ─ "
+                f"{tokens:,} tok ${cost:.2f} / {self._budget_cap}"
+            )
         )
 
     def _model_words(self) -> str:
