@@ -178,3 +178,6 @@ def test_an_error_message_with_terminal_controls_reaches_the_terminal_as_text():
     for stream in (done.stdout, done.stderr):
         assert not set(stream) & {"\x1b", "\x07", "\x08", "\x9b", "\u202e"}, stream
     assert "ValueError: \\x1b]52;c;cm0gLXJmIH4K\\x07\\x1b]0;owned\\x07" in done.stdout
+    # stopped at trace: its evidence names no seed that was never drawn
+    assert "evidence: numerics: not run (stopped at trace)" in done.stdout
+    assert "fresh seed" not in done.stdout
