@@ -15,6 +15,7 @@ from maxkernel_tui.config import ConfigError, add_settings_flags
 from maxkernel_tui.kernels.executors.errors import ClusterError
 from maxkernel_tui.kernels.task import TaskError
 from maxkernel_tui.store import StoreError
+from maxkernel_tui.visible import visible, visible_output
 
 
 def _workbench_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -95,14 +96,23 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
+    if args.command is None:
+        return _run(args)
+    # what a command prints comes from kernels, models and task files as often as from us:
+    # no control character of theirs reaches the terminal
+    with visible_output():
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         _choose_sandbox(getattr(args, "sandbox", None))
         if args.command is None:
             return _open_app(args.task, args.resume)
         _stop_on_term_and_hangup()
-        return args.run(args)
+        return int(args.run(args))
     except (TaskError, ConfigError, StoreError, ClusterError) as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: {visible(str(error))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # Ctrl-C, SIGTERM or SIGHUP in a command that does not say more
         return 130

@@ -39,6 +39,9 @@ def test_eval_accepts_an_honest_kernel_with_a_json_report():
     ]
     assert all({"name", "status", "detail", "seconds"} <= set(c) for c in report["checks"])
     assert report["timings"] == [] and "TPU interpret mode" in report["device"]
+    # an acceptance says how fast the model thinks it is against XLA, labelled as an estimate
+    assert report["estimate"].startswith("against XLA on TPU v5e: ")
+    assert "estimated by the performance model" in report["estimate"]
 
 
 @pytest.mark.slow  # worker processes: jax, TPU compiles
@@ -164,3 +167,17 @@ def test_fast_p_counts_only_correct_and_significantly_faster_tasks():
     assert _totals(rows[2:3]).to_json()["fast_p"] is None
     # a results file line reads back as the row it was
     assert BenchRow.from_json(json.loads(json.dumps(rows[0].to_json()))) == rows[0]
+
+
+@pytest.mark.slow  # worker processes: jax
+def test_an_error_message_with_terminal_controls_reaches_the_terminal_as_text():
+    """A kernel whose exception writes the clipboard, retitles the window and clears the
+    screen: `eval` prints the message with each control character as an escape."""
+    done = cli("eval", str(KERNELS / "cheats" / "hostile_message.py"), "--task", "12p", check=False)
+    assert done.returncode == 1
+    for stream in (done.stdout, done.stderr):
+        assert not set(stream) & {"\x1b", "\x07", "\x08", "\x9b", "\u202e"}, stream
+    assert "ValueError: \\x1b]52;c;cm0gLXJmIH4K\\x07\\x1b]0;owned\\x07" in done.stdout
+    # stopped at trace: its evidence names no seed that was never drawn
+    assert "evidence: numerics: not run (stopped at trace)" in done.stdout
+    assert "fresh seed" not in done.stdout

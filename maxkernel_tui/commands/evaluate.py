@@ -25,6 +25,7 @@ from maxkernel_tui.kernels.targets import DEFAULT_TARGET
 
 if TYPE_CHECKING:
     from maxkernel_tui.agents.executors.choice import EvaluationSetup
+    from maxkernel_tui.agents.orchestration.tools import ProfileResult
 
 
 def add_parser(commands: Any) -> None:
@@ -121,11 +122,27 @@ def run(args: argparse.Namespace) -> int:
         tools = build_tools(setup, task, cache_dir() / "traces", harness=lambda: harness)
         try:
             report = asyncio.run(tools.evaluate(args.kernel))
+            # an acceptance says how fast the model thinks it is (profile's estimate, no run)
+            against_xla = (
+                _against_xla(asyncio.run(tools.profile(args.kernel, estimate_only=True)), setup)
+                if report.verdict == ACCEPTED
+                else None
+            )
         except UsageError as error:
             print(f"error: {error}", file=sys.stderr)
             return 2
         finally:
             tools.close()
             setup.executor.release()
-    print(json.dumps(report.to_json(), indent=1) if args.json else format_report(report))
+    if args.json:
+        print(json.dumps(dict(report.to_json(), estimate=against_xla), indent=1))
+    else:
+        print(format_report(report) + (f"\n  estimate: {against_xla}" if against_xla else ""))
     return 0 if report.verdict == ACCEPTED else 1
+
+
+def _against_xla(result: ProfileResult, setup: EvaluationSetup) -> str:
+    target = setup.options.target
+    if result.summary is None:
+        return f"against XLA on TPU {target}: not estimated ({result.error})"
+    return result.summary.against_xla(target)

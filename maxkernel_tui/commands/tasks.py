@@ -16,6 +16,7 @@ from maxkernel_tui.kernels.loader import builtin_suite_dir, load_tasks, with_kno
 from maxkernel_tui.kernels.targets import DEFAULT_TARGET, TARGETS
 from maxkernel_tui.kernels.task import Task, TaskError
 from maxkernel_tui.services.tasks import resolve_task, traced_task
+from maxkernel_tui.visible import terminal, visible
 
 
 def add_parser(commands: Any, where: argparse.ArgumentParser) -> None:
@@ -109,7 +110,10 @@ def show_task(args: argparse.Namespace) -> int:
     )
     source = task.reference_path.read_text(encoding="utf-8")
     print(header)
-    print(_highlight(source) if sys.stdout.isatty() else source, end="")
+    if sys.stdout.isatty():  # our colours around the task's text, its own controls made visible
+        terminal(sys.stdout).write(_highlight(visible(source)))
+    else:
+        print(source, end="")
     return 0
 
 
@@ -130,12 +134,12 @@ class _Progress:
     def update(self, task_id: str, answer: TaskDescription) -> None:
         self.done += 1
         mark = "error" if answer.error is not None else "ok"
-        sys.stderr.write(
+        terminal(sys.stderr).write(
             f"\r\033[Kdescribing tasks not in the cache (shapes, AOT TPU compile): "
-            f"{self.done} done, last {task_id} {mark}"
+            f"{self.done} done, last {visible(task_id)} {mark}"
         )
         sys.stderr.flush()
 
     def finish(self) -> None:
         if self.done:
-            sys.stderr.write("\r\033[K")
+            terminal(sys.stderr).write("\r\033[K")

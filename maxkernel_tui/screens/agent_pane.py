@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from textual.app import ComposeResult
-from textual.containers import Horizontal, VerticalScroll
+from textual.containers import Horizontal, ScrollableContainer
 from textual.message import Message
 from textual.widgets import Input, Static
 
@@ -14,15 +14,17 @@ from maxkernel_tui.agents.orchestration import diffs
 from maxkernel_tui.agents.orchestration.gates import Proposal, Subject
 from maxkernel_tui.screens.pane_messages import AgentsMessage, Streamed
 from maxkernel_tui.screens.wrapping_log import WrappingLog
+from maxkernel_tui.visible import visible
 
 ACTIVITY_LINES = 3000  # the activity log keeps the most recent lines only
 TITLE = "Agents  (F5 run · F2 HITL⇄Auto · esc stop · ctrl+t message)"
 KEYS = "a approve · e edit (ctrl+s submits) · r reject · f2 hand off to Auto · esc stop"
 
 
-class ProposalView(VerticalScroll, can_focus=True):
-    """The pending proposal: a one-line header and its diff against what it would replace.
-    Focusable, so that single-key decisions never reach the code editor."""
+class ProposalView(ScrollableContainer, can_focus=True):
+    """The pending proposal: a one-line header and its diff against what it would replace, its
+    lines whole (scrolled sideways, never wrapped into a column). Focusable, so that single-key
+    decisions never reach the code editor."""
 
     def compose(self) -> ComposeResult:
         yield Static(id="proposal-header", markup=False)
@@ -32,7 +34,8 @@ class ProposalView(VerticalScroll, can_focus=True):
         from rich.syntax import Syntax  # with the first proposal, not for the first frame
 
         self.query_one("#proposal-header", Static).update(
-            f"{proposal.role} proposes a {proposal.subject} ({proposal.summary})  —  {KEYS}"
+            visible(f"{proposal.role} proposes a {proposal.subject} ({proposal.summary})")
+            + f"  —  {KEYS}"
         )
         text = (
             diffs.unified(proposal.previous, proposal.content)
@@ -45,7 +48,7 @@ class ProposalView(VerticalScroll, can_focus=True):
             else ("python" if proposal.subject == Subject.KERNEL else "markdown")
         )
         self.query_one("#proposal-diff", Static).update(
-            Syntax(text, lexer, theme="ansi_dark", word_wrap=True)
+            Syntax(visible(text), lexer, theme="ansi_dark")
         )
         self.scroll_home(animate=False)
 

@@ -12,6 +12,7 @@ from textual.widgets import ContentSwitcher, Markdown, TextArea
 from maxkernel_tui.agents.orchestration.gates import EDIT, REJECT, Action
 from maxkernel_tui.screens.editors import highlighted
 from maxkernel_tui.screens.pane_messages import PlanMessage
+from maxkernel_tui.visible import visible
 
 SHOWN, EDITOR = "plan", "plan-editor"  # the switch's two children
 
@@ -38,7 +39,7 @@ class PlanPane(Vertical):
 
     def show(self, text: str) -> None:
         self.text = text
-        self.query_one(f"#{SHOWN}", Markdown).update(text)
+        self.query_one(f"#{SHOWN}", Markdown).update(visible(text))
 
     def on_plan_message(self, message: PlanMessage) -> None:
         for step, plan in message.proposed:

@@ -19,6 +19,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Footer, Label, Static
 
 from maxkernel_tui.screens.editors import highlighted
+from maxkernel_tui.visible import visible
 
 if TYPE_CHECKING:  # the agents (and their model clients) load when an import first runs
     from maxkernel_tui.agents.porting import Approve, Review
@@ -46,8 +47,10 @@ class PortReviewScreen(ModalScreen[bool]):
     def compose(self) -> ComposeResult:
         with Vertical(id="review"):
             yield Static(
-                f"The porter's JAX reference for {self.review.path.name} needs your approval: "
-                f"{self.review.reason}",
+                visible(
+                    f"The porter's JAX reference for {self.review.path.name} needs your "
+                    f"approval: {self.review.reason}"
+                ),
                 id="reason",
                 markup=False,
             )
@@ -74,7 +77,7 @@ class PortReviewScreen(ModalScreen[bool]):
 def _pane(pane_id: str, title: str, text: str, language: str | None) -> Vertical:
     return Vertical(
         Label(title, classes="pane-title", markup=False),
-        highlighted(text, language, read_only=True, show_line_numbers=True),
+        highlighted(visible(text), language, read_only=True, show_line_numbers=True),
         id=pane_id,
         classes="pane",
     )

@@ -11,6 +11,8 @@ from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
 from maxkernel_tui.screens.pane_messages import ProfileMessage
+from maxkernel_tui.screens.plain import plain
+from maxkernel_tui.visible import visible
 
 if TYPE_CHECKING:  # the profiler's summary loads with the first profile, not the first frame
     from maxkernel_tui.kernels.perf.summary import ProfileSummary
@@ -38,11 +40,11 @@ class ProfilePane(Vertical):
         table = self.query_one(DataTable)
         table.clear()
         for row in summary.table_rows():
-            table.add_row(*row)
-        self.query_one("#roofline", Static).update(roofline_text(summary))
+            table.add_row(*(plain(cell) for cell in row))
+        self.query_one("#roofline", Static).update(visible(roofline_text(summary)))
 
     def show_error(self, error: str) -> None:
-        self.query_one("#roofline", Static).update(f"profile failed: {error}")
+        self.query_one("#roofline", Static).update(f"profile failed: {visible(error)}")
 
 
 def roofline_text(summary: ProfileSummary) -> str:

@@ -24,13 +24,20 @@ from maxkernel_tui.agents.search.export import label
 from maxkernel_tui.agents.search.graph import ACCEPTED, Node, NodeSet
 from maxkernel_tui.kernels.task import Task
 from maxkernel_tui.screens.messages import KernelPromoted
+from maxkernel_tui.screens.plain import plain
 from maxkernel_tui.screens.search_evidence import evidence_facts
 from maxkernel_tui.services.search_feed import SearchFacts, SearchFeed, Skipped
+from maxkernel_tui.visible import visible
 
 if TYPE_CHECKING:
     from maxkernel_tui.agents.orchestration.events import SessionEvent
 
 FOLLOW_S = 1.0  # how often a search in another process (no events reach us) is read again
+# What the tree's marks and the bars under it mean.
+LEGEND = (
+    "✓ accepted · ✗ rejected · ≡ the same kernel as another node (merged into it) · "
+    "✂ pruned (x) · … not judged yet · 1.42× its score · bars: the best score so far"
+)
 
 
 @dataclass
@@ -108,6 +115,7 @@ class SearchScreen(Screen[None]):
         with Horizontal(id="panes"):
             with Vertical(id="tree-pane", classes="pane"):
                 yield Tree("search", id="nodes")
+                yield Static(LEGEND, id="legend", markup=False)
                 yield Sparkline([], id="best")
             with Vertical(id="detail-pane", classes="pane"):
                 yield Markdown("select a node", id="plan")
@@ -161,8 +169,12 @@ class SearchScreen(Screen[None]):
     def _redraw(self) -> None:
         self._facts = self._feed.read()
         self._draw_tree()
-        # from 0 (no kernel yet), so that bars show the best's growth, not solid blocks
-        self.query_one("#best", Sparkline).data = [0.0, *best_over_time(self._view)]
+        series = best_over_time(self._view)
+        best = self.query_one("#best", Sparkline)
+        # a sparkline of one value is drawn as solid blocks: none until a node has a score, then
+        # from 0 (no kernel yet), so that the bars show the best's growth
+        best.display = bool(series)
+        best.data = [0.0, *series]
         self._draw_counters()
 
     def _draw_tree(self) -> None:
@@ -175,12 +187,12 @@ class SearchScreen(Screen[None]):
             item = self._tree_nodes.get(node.ref)
             if item is None:
                 parent = self._tree_nodes.get(node.parents[0]) if node.parents else None
-                item = (parent or tree.root).add(node_line(node), data=node.ref, expand=True)
+                item = (parent or tree.root).add(plain(node_line(node)), data=node.ref, expand=True)
                 if parent is not None:
                     parent.allow_expand = True
                 self._tree_nodes[node.ref] = item
             else:
-                item.set_label(node_line(node))
+                item.set_label(plain(node_line(node)))
         if tree.cursor_node is not None and tree.cursor_node.data is not None:
             self._show_detail(tree.cursor_node.data)
 
@@ -193,12 +205,16 @@ class SearchScreen(Screen[None]):
         best = self._view.best()
         best_text = "none yet" if best is None else node_line(best)
         skipped = len(self._skipped)
-        state = self._state() + (f" ─ {skipped} strategies skipped (no move)" if skipped else "")
+        state = self._state() + (
+            f" ─ {skipped} strategies skipped: nothing for them to change" if skipped else ""
+        )
         self.query_one("#counters", Static).update(
-            f" search ─ {self.kernel_task.task_id}{state} ─ {len(nodes)} nodes ─ "
-            f"evaluations {evals}{cap} "
-            f"({evals / minutes:.1f}/min) ─ {tokens:,} tok ${cost:.2f} ─ best {best_text} "
-            f"({self._view.score_kind() or 'no score yet'})"
+            visible(
+                f" search ─ {self.kernel_task.task_id}{state} ─ {len(nodes)} nodes ─ "
+                f"evaluations {evals}{cap} "
+                f"({evals / minutes:.1f}/min) ─ {tokens:,} tok ${cost:.2f} ─ best {best_text} "
+                f"({self._view.score_kind() or 'no score yet'})"
+            )
         )
 
     def _state(self) -> str:
@@ -232,18 +248,23 @@ class SearchScreen(Screen[None]):
         facts += evidence_facts(node)
         skipped = [f"{s.strategy} ({s.reason})" for s in self._skipped if s.node == node.ref]
         if skipped:
-            facts.append("skipped here, no move: " + "; ".join(skipped))
-        self.query_one("#plan", Markdown).update("\n\n".join(facts + [node.plan]))
+            facts.append(
+                "strategies skipped here, the agent found nothing for them to change: "
+                + "; ".join(skipped)
+            )
+        self.query_one("#plan", Markdown).update(visible("\n\n".join(facts + [node.plan])))
         log = self.query_one("#diff", Log)
         log.clear()
         if node.source:
             base = parent.source if parent is not None else ""
             log.write_lines(
-                unified(
-                    base,
-                    node.source,
-                    f"#{parent.number}" if parent else "nothing",
-                    f"#{node.number}",
+                visible(
+                    unified(
+                        base,
+                        node.source,
+                        f"#{parent.number}" if parent else "nothing",
+                        f"#{node.number}",
+                    )
                 ).splitlines()
                 or ["(same kernel as its parent)"]
             )

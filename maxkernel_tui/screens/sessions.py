@@ -14,6 +14,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Input, Static
 
 from maxkernel_tui.screens.messages import ResumeRequested
+from maxkernel_tui.screens.plain import plain
 from maxkernel_tui.services.export import export_session
 from maxkernel_tui.services.sessions import (
     SESSION_HEADER,
@@ -22,6 +23,7 @@ from maxkernel_tui.services.sessions import (
     session_cells,
 )
 from maxkernel_tui.store.kinds import StoreError
+from maxkernel_tui.visible import visible
 
 
 class SessionsScreen(Screen[None]):
@@ -71,7 +73,7 @@ class SessionsScreen(Screen[None]):
         for cells in self._rows:
             haystack = " ".join(cells[:4]).lower()  # id, task, mode, status
             if all(word in haystack for word in words):
-                table.add_row(*cells, key=cells[0])
+                table.add_row(*(plain(cell) for cell in cells), key=cells[0])
 
     def _selected(self) -> str | None:
         table = self.query_one("#sessions", DataTable)
@@ -114,10 +116,10 @@ class SessionsScreen(Screen[None]):
             with store:
                 written = export_session(store, session_id, out)
         except (StoreError, OSError) as error:
-            self.notify(str(error), title="export failed", severity="error")
+            self.notify(visible(str(error)), title="export failed", severity="error", markup=False)
             return
         self._status(f"exported {session_id}: " + ", ".join(str(p) for p in written))
         self.notify(f"written to {out}", title=f"exported {session_id}")
 
     def _status(self, text: str) -> None:
-        self.query_one("#status", Static).update(text)
+        self.query_one("#status", Static).update(visible(text))

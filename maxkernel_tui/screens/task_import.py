@@ -25,6 +25,7 @@ from maxkernel_tui.kernels.importers import ImportOptions, TaskImportError
 from maxkernel_tui.kernels.importers.service import ImportedTask, import_task
 from maxkernel_tui.kernels.task import Task
 from maxkernel_tui.screens.port_review import approve_in_app
+from maxkernel_tui.visible import visible
 
 _FIELDS = (
     ("file", "File: JAX, a PyTorch module, CUDA (.cu) or Triton", "path/to/model.py"),
@@ -104,7 +105,7 @@ class TaskImportScreen(ModalScreen[Task | None]):
             self._say(f"error: {text}")
 
     def _say(self, text: str) -> None:
-        self.query_one("#message", Static).update(text)
+        self.query_one("#message", Static).update(visible(text))
 
     def action_cancel(self) -> None:
         self.dismiss(None)

@@ -14,25 +14,53 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import DataTable, Footer, Header, Static, TextArea
+from textual.widgets import DataTable, Footer, Header, Input, Static, TextArea
 
 from maxkernel_tui.config import Settings, cache_dir, load_settings
 from maxkernel_tui.kernels.catalog import cached_description, describe_tasks
 from maxkernel_tui.kernels.description import TaskDescription
 from maxkernel_tui.kernels.listing import format_task
 from maxkernel_tui.kernels.loader import builtin_suite_dir, load_tasks
-from maxkernel_tui.kernels.task import Task
+from maxkernel_tui.kernels.task import Task, TaskError
 from maxkernel_tui.screens.editors import highlighted
 from maxkernel_tui.screens.messages import TaskChosen
+from maxkernel_tui.screens.plain import plain
 from maxkernel_tui.screens.task_import import TaskImportScreen
 from maxkernel_tui.screens.worker_errors import ShowsWorkerErrors
 from maxkernel_tui.services.sessions import list_summaries
+from maxkernel_tui.visible import visible
 
 TASK_COLUMN = 30  # characters of a task's id in the list
 
 
 def _fitted(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+FOLDER_PROMPT = (
+    "task folder to open (MaxKernel's kernel_task.yaml and reference.py, or JAXBench's "
+    "baseline.py); enter opens it, escape closes"
+)
+
+
+def open_folder(typed: str) -> Task:
+    """The task in the folder at `typed` (~ expanded); TaskError saying what is wrong: no such
+    folder, a file, or a folder that holds no task."""
+    from maxkernel_tui.kernels.loader import load_task
+
+    folder = Path(typed).expanduser()
+    if not folder.exists():
+        raise TaskError(folder, "no such folder")
+    if not folder.is_dir():
+        raise TaskError(folder, "a file, not a task folder")
+    try:
+        return load_task(folder)
+    except TaskError as error:
+        raise TaskError(
+            folder,
+            "not a task folder: a task folder holds kernel_task.yaml and reference.py "
+            f"(MaxKernel's format, or ours) or baseline.py (JAXBench's) ({error})",
+        ) from None
 
 
 class TaskDescribed(Message):
@@ -53,6 +81,7 @@ class TaskPickerScreen(ShowsWorkerErrors, Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("d", "describe", "Describe tasks (shapes, TPU cost)"),
         Binding("n", "import_task", "Import a task"),
+        Binding("o", "open_folder", "Open a task folder"),
         Binding("s", "app.open_sessions", "Sessions"),
         Binding("c", "app.open_settings", "Settings"),
         Binding("q", "app.quit", "Quit"),
@@ -89,6 +118,7 @@ class TaskPickerScreen(ShowsWorkerErrors, Screen[None]):
             with Vertical(id="detail"):
                 yield Static(id="summary", markup=False)
                 yield highlighted("", "python", code=True, read_only=True, id="source")
+        yield Input(placeholder=FOLDER_PROMPT, id="folder")
         yield Static(id="status", markup=False)
         yield Footer()
 
@@ -103,7 +133,7 @@ class TaskPickerScreen(ShowsWorkerErrors, Screen[None]):
             description = cached_description(task, self._cache)
             if description is not None:
                 self._descriptions[task.task_id] = description
-            table.add_row(*self._row(task), key=task.task_id)
+            table.add_row(*(plain(cell) for cell in self._row(task)), key=task.task_id)
         known = len(self._descriptions)
         errors = "".join(f"\n{e}" for e in self._errors)
         self._status(
@@ -158,6 +188,33 @@ class TaskPickerScreen(ShowsWorkerErrors, Screen[None]):
         """The import form; the new task opens in the workbench."""
         self.app.push_screen(TaskImportScreen(self._imports_dir, self._settings), self._imported)
 
+    def action_open_folder(self) -> None:
+        """A line for a task folder's path; enter opens it in the workbench, escape leaves it."""
+        field = self.query_one("#folder", Input)
+        field.display = True
+        field.focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        typed = event.value.strip()
+        if not typed:
+            return
+        try:
+            task = open_folder(typed)
+        except TaskError as error:
+            self._status(str(error))  # the line stays, with what was typed, to correct it
+            return
+        self._close_folder_line()
+        self.post_message(TaskChosen(task))
+
+    def key_escape(self) -> None:
+        self._close_folder_line()
+
+    def _close_folder_line(self) -> None:
+        field = self.query_one("#folder", Input)
+        field.display = False
+        field.value = ""
+        self.query_one("#tasks", DataTable).focus()
+
     def _imported(self, task: Task | None) -> None:
         if task is not None:
             self.post_message(TaskChosen(task))
@@ -210,10 +267,10 @@ class TaskPickerScreen(ShowsWorkerErrors, Screen[None]):
         else:
             heading = format_task(task, description)
         summary = f"{heading}\n\n{task.description}"
-        self.query_one("#summary", Static).update(summary)
+        self.query_one("#summary", Static).update(visible(summary))
         self.query_one("#source", TextArea).load_text(
-            task.reference_path.read_text(encoding="utf-8")
+            visible(task.reference_path.read_text(encoding="utf-8"))
         )
 
     def _status(self, text: str) -> None:
-        self.query_one("#status", Static).update(text)
+        self.query_one("#status", Static).update(visible(text))

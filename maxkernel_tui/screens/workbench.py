@@ -50,6 +50,7 @@ from maxkernel_tui.screens.tests_pane import TestsPane
 from maxkernel_tui.screens.worker_errors import ShowsWorkerErrors
 from maxkernel_tui.services.workbench_session import HarnessFactory, WorkbenchSession
 from maxkernel_tui.store.kinds import Mode
+from maxkernel_tui.visible import visible
 
 if (
     TYPE_CHECKING
@@ -278,14 +279,19 @@ class WorkbenchScreen(ShowsWorkerErrors, Screen[None]):
         screen = SearchScreen(self.kernel_task, feed, control=opened.search)
         self._log(f"handed off to a {config.algorithm} graph search (session {opened.session_id})")
         self.app.push_screen(screen)
-        self.app.run_worker(self._run_search(opened, feed), group="graph", exit_on_error=False)
+        # the status line says GRAPH while the search runs, then the mode it was handed from
+        handed_from, self.mode = self.mode, Mode.GRAPH
+        self.app.run_worker(
+            self._run_search(opened, feed, handed_from), group="graph", exit_on_error=False
+        )
 
-    async def _run_search(self, opened: OpenSearch, feed: SearchFeed) -> None:
+    async def _run_search(self, opened: OpenSearch, feed: SearchFeed, handed_from: Mode) -> None:
         try:
             await opened.search.run()
         finally:
             feed.finished()
             await opened.aclose()
+            self.mode = handed_from
         self._show_end(opened.session_id)
 
     def _start_agents(self, mode: Mode) -> None:
@@ -466,7 +472,10 @@ class WorkbenchScreen(ShowsWorkerErrors, Screen[None]):
     # -- status and bindings ----------------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Decision keys act only while a proposal waits (None: shown dimmed)."""
+        """Decision keys act only while a proposal waits (None: shown dimmed); the agents' keys
+        wait while a graph search handed off from here runs."""
+        if self.mode == Mode.GRAPH and action in ("agents", "toggle_auto", "graph"):
+            return None
         if self._session is None:
             return None if action in (*DECISIONS, "interrupt") else True
         if action in DECISIONS:
@@ -487,9 +496,11 @@ class WorkbenchScreen(ShowsWorkerErrors, Screen[None]):
     def _show_status(self) -> None:
         tokens, cost = self.usage
         self.query_one("#status", Static).update(
-            f" maxkernel-tui ─ {self.kernel_task.task_id} ─ {self.mode.upper()} ─ {self.step} ─ "
-            f"{self.target} (AOT) ─ {self._model_words()} ─ {tokens:,} tok ${cost:.2f} / "
-            f"{self._budget_cap}"
+            visible(
+                f" maxkernel-tui ─ {self.kernel_task.task_id} ─ {self.mode.upper()} ─ "
+                f"{self.step} ─ {self.target} (AOT) ─ {self._model_words()} ─ "
+                f"{tokens:,} tok ${cost:.2f} / {self._budget_cap}"
+            )
         )
 
     def _model_words(self) -> str:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from textual.worker import Worker, WorkerState
 
+from maxkernel_tui.visible import visible
+
 
 class ShowsWorkerErrors:
     """Mix into an App or a Screen (before it in the bases): `Worker.StateChanged` does not
@@ -18,10 +20,11 @@ class ShowsWorkerErrors:
             return
         error = worker.error
         worker.node.app.notify(
-            f"{type(error).__name__}: {error}",
+            visible(f"{type(error).__name__}: {error}"),
             title=f"{worker.group or worker.name} failed",
             severity="error",
             timeout=15,
+            markup=False,
         )
         self.worker_failed(worker.group, error)
 

@@ -20,6 +20,8 @@ from textual.containers import Vertical
 from textual.events import Resize
 from textual.widgets import RichLog, Static
 
+from maxkernel_tui.visible import visible
+
 OPEN_ROWS = 4  # rows the unfinished streamed line may take; its newest words are shown
 
 
@@ -79,6 +81,7 @@ class WrappingLog(Vertical):
         self._show_open()
 
     def _finish(self, line: str) -> None:
+        line = visible(line)  # what kernels and models wrote: no control character is drawn
         self._lines.append(line)
         self._log.write(Text(line))
 
@@ -96,4 +99,4 @@ class WrappingLog(Vertical):
         shown.display = bool(self._open)
         room = OPEN_ROWS * self.size.width  # 0 until laid out: then it is shown whole
         tail = "…" + self._open[-(room - 1) :] if 0 < room < len(self._open) else self._open
-        shown.update(Text(tail))
+        shown.update(Text(visible(tail)))

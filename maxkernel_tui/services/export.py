@@ -17,6 +17,7 @@ from maxkernel_tui.kernels.evaluation.report import ACCEPTED
 from maxkernel_tui.services.sessions import local_time
 from maxkernel_tui.services.tasks import task_argument, task_label
 from maxkernel_tui.store import Evaluation, KernelVersion, Session, Store, StoreError
+from maxkernel_tui.visible import visible
 
 _MARKS = {"pass": "✓ pass", "fail": "✗ fail", "skip": "– skip"}
 
@@ -63,12 +64,14 @@ def write_export(
     out.mkdir(parents=True, exist_ok=True)
     kernel, report = out / f"{session.task_id}.py", out / f"{session.task_id}.md"
     verdict = evaluation.verdict if evaluation else "not evaluated"
-    header = (
+    header = visible(
         f"# {session.task_id}: kernel v{version.number} of maxkernel-tui session {session.id} "
         f"({verdict}). Report: {report.name}\n"
     )
     kernel.write_text(header + version.source + ("" if version.source.endswith("\n") else "\n"))
-    report.write_text(markdown_report(session, version, evaluation, parent, because, kernel.name))
+    # the report quotes kernels, models and the task file: read in a terminal, it stays text
+    markdown = markdown_report(session, version, evaluation, parent, because, kernel.name)
+    report.write_text(visible(markdown))
     return [kernel, report]
 
 
@@ -135,7 +138,7 @@ def evaluation_markdown(report: dict[str, Any], created: float) -> list[str]:
         "",
         (
             f"Evaluated {local_time(created)} for TPU {targets}; "
-            f"numerics on {report.get('device', '?')}; seeds {seeds}."
+            f"{report.get('device', '?')}; seeds {seeds}."
         ),
         "",
         "| check | result | detail | seconds |",

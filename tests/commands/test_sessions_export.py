@@ -218,3 +218,28 @@ def test_export_without_arguments_and_without_sessions(run_cli, tmp_path):
     Store(tmp_path / "data" / "sessions.db").close()
     done = run_cli("export", expect=2)
     assert "no sessions yet in" in done.stderr
+
+
+def test_hostile_text_in_a_session_is_inert_in_the_listing_and_the_export(run_cli, tmp_path):
+    """A model's plan, a kernel's error and a task's title with terminal controls: `sessions`
+    prints them, and the exported report holds them, as escapes; the kernel file is the kernel."""
+    from tests.support.hostile_text import HOSTILE, live_controls
+
+    failed = {**REJECTED_REPORT, "checks": [{**REJECTED_REPORT["checks"][0], "detail": HOSTILE}]}
+    failed["device"] = "numerics on the CPU in TPU interpret mode; compile with libtpu (AOT)"
+    with Store(tmp_path / "data" / "sessions.db") as store:
+        session = store.create_session("12p_RMSNorm", "hitl", title=HOSTILE)
+        version = store.add_kernel_version(
+            session.id, "def computation(x):\n    return x\n", plan=HOSTILE
+        )
+        store.record_evaluation(version.id, failed)
+    listing = run_cli("sessions")
+    assert live_controls(listing.stdout + listing.stderr) == []
+    out = tmp_path / "out"
+    exported = run_cli("export", session.id, "--out", str(out))
+    assert live_controls(exported.stdout + exported.stderr) == []
+    report = (out / "12p_RMSNorm.md").read_text()
+    assert live_controls(report) == []
+    assert "\\x1b]52;c;cm0gLXJmIH4K\\x07" in report
+    assert "numerics on numerics" not in report  # the device says what ran where
+    assert "; numerics on the CPU in TPU interpret mode; compile with libtpu (AOT);" in report

@@ -4,6 +4,7 @@ replaces is kept beside it)."""
 
 from __future__ import annotations
 
+import pytest
 from textual.widgets import DataTable
 
 from maxkernel_tui.app import MaxKernelApp
@@ -33,7 +34,7 @@ async def test_enter_on_a_task_opens_it_in_the_workbench(tmp_path) -> None:
         table = app.screen.query_one("#tasks", DataTable)
         await pilot.press("down", "enter")
         workbench = await until(pilot, lambda: isinstance(app.screen, WorkbenchScreen))
-        assert workbench and app.screen.kernel_task.task_id == table.get_row_at(1)[0]
+        assert workbench and app.screen.kernel_task.task_id == str(table.get_row_at(1)[0])
 
 
 async def test_a_promoted_kernel_becomes_the_workbench_source(tmp_path, suite_tasks) -> None:
@@ -47,3 +48,41 @@ async def test_a_promoted_kernel_becomes_the_workbench_source(tmp_path, suite_ta
         await until(pilot, lambda: isinstance(app.screen, WorkbenchScreen))
         assert app.screen.source.text == PROMOTED
     assert earlier.with_name("kernel.py.bak").read_text() == "# the engineer's kernel\n"
+
+
+@pytest.mark.parametrize("style", ["maxkernel", "jaxbench"])
+async def test_o_opens_a_task_folder_typed_on_a_line(tmp_path, style) -> None:
+    """The picker opens the engineer's own folder (MaxKernel's plain format or JAXBench's
+    native one); a missing path, a file or a folder without a task is said, and the line keeps
+    what was typed."""
+    from textual.widgets import Input, Static
+
+    from tests.support.task_folders import write_jaxbench, write_plain
+
+    folder = (
+        write_plain(tmp_path / "mine", "36k_Matmul_Sigmoid_Sum")
+        if style == "maxkernel"
+        else write_jaxbench(tmp_path / "mine")
+    )
+    (tmp_path / "empty").mkdir()
+    app = make_app(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        picker = app.screen
+        status = picker.query_one("#status", Static)
+        field = picker.query_one("#folder", Input)
+        for typed, said in [
+            (str(tmp_path / "nope"), "no such folder"),
+            (str(folder / "reference.py" if style == "maxkernel" else folder / "baseline.py"),
+             "a file, not a task folder"),
+            (str(tmp_path / "empty"), "not a task folder: a task folder holds kernel_task.yaml"),
+        ]:  # fmt: skip
+            await pilot.press("o")
+            assert field.display and field.has_focus
+            field.value = typed
+            await pilot.press("enter")
+            await until(pilot, lambda said=said: said in str(status.content))
+            assert field.value == typed and app.screen is picker
+        field.value = str(folder)
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, WorkbenchScreen))
+        assert app.screen.kernel_task.folder == folder

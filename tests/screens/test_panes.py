@@ -157,3 +157,65 @@ async def test_lines_written_before_the_panes_are_mounted_are_kept_and_drawn() -
         assert agents.lines == ["logged before mounting", "streamed before"]
         drawn = tests.query_one("RichLog").lines
         assert any("written before mounting" in line.text for line in drawn)
+
+
+async def test_proposed_code_keeps_its_lines_whole_and_scrolls_sideways(tmp_path) -> None:
+    """A kernel line longer than the pane is one row, scrolled to, never wrapped into a
+    narrow column."""
+    long_line = "    return " + " + ".join(f"x_ref[{i}]" for i in range(30))
+    code = f"def computation(x):\n{long_line}\n"
+    proposal = Proposal(
+        step="i1/implement", role="implementer", subject="kernel", content=code, previous="",
+        summary="long line",
+    )  # fmt: skip
+    app = Bench(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = app.workbench
+        decision = asyncio.ensure_future(screen.session.gate_for(HITL).decide(proposal))
+        await until(pilot, lambda: screen.agents.proposal)
+        await pilot.pause()
+        view = screen.query_one("#proposal")
+        diff = screen.query_one("#proposal-diff", Static)
+        assert len(long_line) > view.size.width  # it does not fit: it must scroll, not wrap
+        # two lines of code (and the rendering's last newline), each on one row
+        assert diff.size.height <= 3 and diff.size.width >= len(long_line)
+        assert view.max_scroll_x > 0
+        await pilot.press("a")
+        await asyncio.wait_for(decision, 5)
+
+
+async def test_hostile_text_in_the_tests_agents_plan_and_profile_panes(tmp_path: Path) -> None:
+    """Text from kernels and models with terminal controls and Rich markup: control characters
+    shown as escapes, markup shown as written."""
+    from textual.widgets import Markdown
+
+    from tests.support.hostile_text import HOSTILE, live_controls
+
+    app = Bench(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = app.workbench
+        report = EvalReport("12p_RMSNorm", "kernel.py", ["v5e"], "cpu")
+        report.add(Check("trace", "fail", HOSTILE))
+        screen.tests.post_message(TestsMessage([report]))
+        await until(pilot, lambda: any("verdict" in line for line in screen.tests.lines))
+        proposal = Proposal(
+            step="i1/plan", role="planner", subject="plan", content=HOSTILE, previous="",
+            summary=HOSTILE,
+        )  # fmt: skip
+        decision = asyncio.ensure_future(screen.session.gate_for(HITL).decide(proposal))
+        await until(pilot, lambda: screen.agents.proposal)
+        screen.plan.show(HOSTILE)
+        screen.profile.show_error(HOSTILE)
+        await pilot.pause()
+        shown = [
+            *screen.tests.lines,
+            str(screen.query_one("#proposal-header", Static).content),
+            str(screen.query_one("#roofline", Static).content),
+            screen.query_one(Markdown).source,
+        ]
+        assert all(live_controls(text) == [] for text in shown), shown
+        assert any("\\x1b]52;c;" in line for line in screen.tests.lines)
+        # markup stays text where it is drawn
+        assert "[bold]loud[/bold]" in app.export_screenshot().replace("&#160;", " ")
+        await pilot.press("a")
+        await asyncio.wait_for(decision, 5)

@@ -50,12 +50,12 @@ async def test_the_highlighted_task_is_described_in_the_background(tmp_path, mon
     async with app.run_test(size=(160, 48)) as pilot:
         summary = app.picker.query_one("#summary", Static)
         await until(pilot, lambda: asked)  # nobody pressed d
-        first = app.picker.query_one("#tasks", DataTable).get_row_at(0)[0]
+        first = str(app.picker.query_one("#tasks", DataTable).get_row_at(0)[0])
         assert asked == [[first]]
         assert "describing it in the background" in str(summary.content)
         release.set()
         table = app.picker.query_one("#tasks", DataTable)
-        await until(pilot, lambda: table.get_row_at(0)[2] == "2.0 v5e")
+        await until(pilot, lambda: str(table.get_row_at(0)[2]) == "2.0 v5e")
         assert "describing it in the background" not in str(summary.content)
 
 

@@ -171,3 +171,19 @@ def test_real_terminal_resume_shows_the_session_kernel(tmp_path, sessions):
         )
     finally:
         subprocess.run([*tmux, "kill-server"], check=False, capture_output=True)
+
+
+async def test_a_hostile_task_id_is_listed_as_text(tmp_path):
+    """A task folder's id with terminal controls and Rich markup: the row shows it as written,
+    controls as escapes, markup unread."""
+    from tests.support.hostile_text import HOSTILE, live_controls
+
+    with Store(tmp_path / "data" / "sessions.db") as store:
+        store.create_session(HOSTILE, "hitl")
+    app = make_app(tmp_path)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.press("s")
+        assert isinstance(app.screen, SessionsScreen)
+        task_cell = rows(app)[0][1]
+        assert live_controls(task_cell) == [] and "[bold]loud[/bold]" in task_cell
+        await pilot.pause()

@@ -21,8 +21,8 @@ async def test_lists_builtin_tasks_and_shows_the_highlighted_reference(
     async with app.run_test(size=(160, 48)) as pilot:
         table = app.screen.query_one("#tasks", DataTable)
         assert table.row_count == 50
-        assert table.get_row_at(0)[0] == "1p_Flash_Attention"
-        gflop, target = table.get_row_at(7)[2].split()  # 8p_GEMM, from the cache
+        assert str(table.get_row_at(0)[0]) == "1p_Flash_Attention"
+        gflop, target = str(table.get_row_at(7)[2]).split()  # 8p_GEMM, from the cache
         assert float(gflop.replace(",", "")) == pytest.approx(
             2 * 8192 * 8192 * 28672 / 1e9, rel=1e-3
         )
@@ -42,11 +42,11 @@ async def test_describe_runs_in_workers_and_updates_rows(tmp_path):
     app = MaxKernelApp(tasks_dir=ADAPTED_TASKS, cache=tmp_path)
     async with app.run_test(size=(160, 48)) as pilot:
         table = app.screen.query_one("#tasks", DataTable)
-        assert table.get_row_at(0)[2] == "…"
+        assert str(table.get_row_at(0)[2]) == "…"
         await pilot.press("d")
         await app.workers.wait_for_complete()
         await pilot.pause()
-        assert table.get_row_at(0)[2] == "0.0 v5e"
+        assert str(table.get_row_at(0)[2]) == "0.0 v5e"
         summary = str(app.screen.query_one("#summary", Static).content)
         assert "1_Vector_Add  [custom]" in summary
         # its shape literal 4096 is a size: check and heldout are derived from it
@@ -94,6 +94,6 @@ async def test_every_column_of_the_list_is_shown_whole(tmp_path, size):
         table = app.screen.query_one("#tasks", DataTable)
         widths = [column.get_render_width(table) for column in table.columns.values()]
         assert sum(widths) <= table.scrollable_content_region.width
-        assert {table.get_row_at(row)[1] for row in range(table.row_count)} >= {"attention"}
+        assert {str(table.get_row_at(row)[1]) for row in range(table.row_count)} >= {"attention"}
         ids = [str(table.get_row_at(row)[0]) for row in range(table.row_count)]
         assert "46k_Conv2d_GroupNorm_Tanh_Har…" in ids

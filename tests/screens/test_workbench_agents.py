@@ -221,11 +221,15 @@ async def test_f3_hands_the_current_kernel_to_a_graph_search(make_app) -> None:
     app = make_app(provider)
     async with app.run_test(size=SIZE) as pilot:
         app.screen.query_one("#source", TextArea).load_text(GOOD)
+        workbench = app.screen
         await pilot.press("f3")
         from maxkernel_tui.screens.search import SearchScreen
 
         await until(pilot, lambda: isinstance(app.screen, SearchScreen))
         search = app.screen
+        # the workbench under the search says what runs: a graph search, not HITL
+        assert "─ GRAPH ─" in str(workbench.query_one("#status", Static).content)
+        assert workbench.check_action("agents", ()) is None
         with Store(make_app.settings.store_path) as store:
             nodes = await until(
                 pilot,
@@ -239,6 +243,9 @@ async def test_f3_hands_the_current_kernel_to_a_graph_search(make_app) -> None:
         assert nodes[0].parent_id is None
         assert root.source == GOOD  # the workbench's kernel is the root
         await pilot.press("s")  # stop the search
+        await until(
+            pilot, lambda: "─ HITL ─" in str(workbench.query_one("#status", Static).content)
+        )
 
 
 async def test_auto_ends_on_its_best_kernel_and_the_session_reopens_in_auto(make_app) -> None:

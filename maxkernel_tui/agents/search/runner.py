@@ -240,15 +240,19 @@ class Search:
             node.source = done.source
             self.graph.merge(node, self.graph[done.twin], evaluated=False)
             return
+        status = ACCEPTED if done.verdict == "accepted" else REJECTED
+        detail = done.failure or ""
+        if node.pruned_round is not None:  # pruned while it ran: the branch was turned down
+            status, detail = PRUNED, f"pruned while it ran (its kernel was {done.verdict})"
         self.graph.update(
             node,
-            ACCEPTED if done.verdict == "accepted" else REJECTED,
+            status,
             score=done.score,
             score_kind=done.score_kind,
             version_id=done.version_id,
             source=done.source,
             hash=kernel_hash(done.source),
-            detail=done.failure or "",
+            detail=detail,
             evidence=list(done.evidence),
             scope=done.scope,
             **self._spent(node.ref),

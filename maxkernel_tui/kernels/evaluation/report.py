@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from enum import StrEnum
@@ -30,6 +31,7 @@ TILES = "tiles"  # sampled output tiles of the production grid (evaluation/tiles
 # tiles, a full production run, device numerics on a TPU), or only at the smaller shapes.
 VERIFIED_AT_PRODUCTION = "verified at production shapes"
 SMALL_SHAPES_ONLY = "checked at small shapes only"
+_CHECK_NAME = re.compile(r"[a-z_]+")  # the head of an `inputs` line names checks
 # Check.data keys that say a passed check compared outputs at production shapes.
 PRODUCTION_SHAPES = "production_shapes"
 
@@ -120,22 +122,39 @@ class EvalReport:
 
     @property
     def evidence(self) -> list[str]:
-        """What the verdict rests on, one line each: the shapes and seeds of the numerics
-        (`inputs`), the production tiles sampled or why none were, the device numerics."""
-        lines = list(self.inputs)
+        """What the verdict rests on, one line each: the shapes and seeds of the checks that ran
+        (`inputs`; a planned check that never ran says so), the production tiles sampled or
+        why none were, the device numerics."""
+        lines = [line for planned in self.inputs for line in self._ran(planned)]
         for check in self.checks:
             if check.name == TILES:
                 data = check.data
                 sampled = (
                     f"{data.get('blocks', 0)} of {data.get('of_blocks', 0)} output blocks, "
                     f"sample seed {data.get('sample_seed')}, inputs seed {data.get('input_seed')}"
-                    if data.get("blocks")
-                    else check.detail
+                    if data.get("blocks") and check.status != SKIP
+                    else check.detail  # a skipped check's detail says why nothing was compared
                 )
                 lines.append(f"production tiles ({check.status}): {sampled}")
             elif check.name == "timing" and check.data.get(PRODUCTION_SHAPES):
                 lines.append(f"device numerics at production shapes ({check.status})")
         return lines
+
+    def _ran(self, planned: str) -> list[str]:
+        """A line of `inputs` ("check[, check]: where") for the checks of it that ran, and
+        one for those that did not; other lines (notes) as they are."""
+        head, sep, where = planned.partition(": ")
+        names = [name.strip() for name in head.split(",")]
+        if not sep or not all(_CHECK_NAME.fullmatch(name) for name in names):
+            return [planned]
+        ran = {c.name for c in self.checks if c.status != SKIP}
+        done = [name for name in names if name in ran]
+        missing = [name for name in names if name not in ran]
+        failure = self.failure
+        why = f"stopped at {failure.name}" if failure is not None else "skipped"
+        return ([f"{', '.join(done)}: {where}"] if done else []) + (
+            [f"{', '.join(missing)}: not run ({why})"] if missing else []
+        )
 
     @property
     def verdict_line(self) -> str:

@@ -95,8 +95,8 @@ def tiles_check(task: Task, run: TilesRun, expected: list[np.ndarray] | str | No
     data["elements"] = compared
     if compared == 0 or worst is None:
         detail = (
-            f"{label}: no output element is decided by the sampled blocks alone (the XLA after "
-            "the kernels mixes every block): production shapes not verified"
+            f"production tiles not compared ({label}): no output element is decided by the "
+            "sampled blocks alone (the XLA after the kernels mixes every block)"
         )
         return Check(TILES, SKIP, detail, seconds, data)
     detail = (

@@ -16,6 +16,8 @@ from maxkernel_tui.kernels.perf.analysis import (
 from maxkernel_tui.kernels.perf.model import Estimate
 
 BAR_WIDTH = 24
+# What the XLA figure is the time of: no hand-tuned baseline, the reference itself.
+XLA_MEANS = "the task's reference as written, compiled by XLA"
 
 
 @dataclass
@@ -107,8 +109,8 @@ class ProfileSummary:
                 for b in kernel.blocks
             )
             lines.append(
-                f"kernel {index} {kernel.name}: grid {kernel.grid} "
-                f"{kernel.dimension_semantics or ''}; {kernel.steps} steps; {blocks}"
+                f"kernel {index} {kernel.name}: grid {kernel.grid}{_semantics(kernel)}; "
+                f"{kernel.steps} steps; {blocks}"
             )
             lines.append(
                 f"  per step: {kernel.mxu_flops_per_step:.3g} MXU flops, "
@@ -147,6 +149,20 @@ class ProfileSummary:
         lines.extend(f"not available: {p}" for p in self.problems)
         return "\n".join(lines)
 
+    def against_xla(self, target: str) -> str:
+        """The model's estimate of the kernel against XLA on `target`, in one labelled line (what
+        `eval` shows beside an acceptance)."""
+        found = next((e for e in self.estimates if e.target == target), None)
+        if found is None or found.speedup is None:
+            why = "; ".join(self.problems) or "no estimate of the kernel or of XLA's time"
+            return f"against XLA on TPU {target}: not estimated ({why})"
+        return (
+            f"against XLA on TPU {target}: {_speedup(found.speedup)} "
+            f"({self.estimate_kind(found)} by the performance model at {self.config} shapes, "
+            f"not measured: kernel {_time(found.seconds)}, XLA {_time(found.reference_seconds)}; "
+            f"XLA means {XLA_MEANS}, {found.reference_precision})"
+        )
+
     def _expert_line(self, kernel: Estimate) -> list[str]:
         expert = next((e for e in self.expert_estimates if e.target == kernel.target), None)
         if expert is None or not kernel.seconds:
@@ -156,6 +172,17 @@ class ProfileSummary:
             f"{expert.target}"
             f" -> this kernel at {expert.seconds / kernel.seconds:.2f}x of the expert (estimated)"
         ]
+
+
+def _semantics(kernel: KernelAnalysis) -> str:
+    """` (parallel, arbitrary)`: each grid axis's semantics, or what Mosaic takes when the
+    kernel states none (every axis arbitrary)."""
+    if not kernel.grid:
+        return " (no grid: one step)"
+    if kernel.dimension_semantics:
+        return f" ({', '.join(kernel.dimension_semantics)})"
+    default = ", ".join(["arbitrary"] * len(kernel.grid))
+    return f" ({default}: not stated, Mosaic's default)"
 
 
 def roofline_bar(share: float | None, width: int = BAR_WIDTH) -> str:

@@ -283,3 +283,26 @@ async def test_a_rejected_expansion_keeps_its_evidence_and_claims_no_scope(bench
     assert isinstance(done, Expansion) and done.verdict == "rejected"
     assert done.evidence == ("check seeds 11, 12 (rows 256)", "heldout seed 13 (rows 200)")
     assert done.scope == ""
+
+
+async def test_a_node_pruned_while_it_is_evaluated_ends_pruned(bench: Bench) -> None:
+    """The engineer prunes the node whose kernel is being judged: its accepted verdict comes
+    back after the prune, and the node still ends pruned (never ✓, never the best)."""
+    from maxkernel_tui.agents.search.graph import PRUNED
+
+    searches = []
+
+    def prune_while_judged(source: str, tools: FakeTools) -> EvalReport:
+        (search,) = searches
+        search.prune("n0")  # the root is running: its evaluation is under way
+        return accepted()
+
+    tools = FakeTools(judge=prune_while_judged)
+    provider = RoleProvider({"implementer": [variant(256)]})
+    search = bench.search(provider, tools=tools, algorithm="parallel", width=1, depth=1)
+    searches.append(search)
+    outcome = await search.run()
+    root = search.graph["n0"]
+    assert root.status == PRUNED and root.pruned_round is not None
+    assert "pruned while it ran" in root.detail
+    assert outcome.best is None

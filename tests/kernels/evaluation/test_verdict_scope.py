@@ -61,3 +61,37 @@ def test_a_rejection_names_its_reason_and_every_face_shows_the_scope():
     row = BenchRow("k", "41k", "41k.py", "accepted", None, "", [], 1.0, scope=accepted.scope)
     assert _format_row(row).endswith(VERIFIED_AT_PRODUCTION)
     assert BenchRow.from_json(row.to_json()) == row
+
+
+def test_evidence_lists_only_the_checks_that_ran():
+    """A kernel stopped at trace or compile never ran its numerics: the evidence says so
+    instead of naming seeds that were never drawn."""
+    stopped = _report(Check("static", PASS, "ok"), Check("trace", FAIL, "no pallas_call"))
+    stopped.inputs.insert(0, "trace, tpu_lower, tpu_compile: production shapes (bench)")
+    assert stopped.evidence == [
+        "trace: production shapes (bench)",
+        "tpu_lower, tpu_compile: not run (stopped at trace)",
+        "numerics: not run (stopped at trace)",
+        "heldout: not run (stopped at trace)",
+    ]
+    at_numerics = _report(Check("numerics", FAIL, "wrong numerics"))
+    assert at_numerics.evidence == [
+        "numerics: check on 3 fresh seed(s)",
+        "heldout: not run (stopped at numerics)",
+    ]
+    assert "  evidence: heldout: not run (stopped at numerics)" in format_report(at_numerics)
+
+
+def test_a_skipped_tiles_check_does_not_read_as_sampled():
+    """Blocks were planned (data) but nothing was compared: the line says why, not how many."""
+    skipped = _report(
+        Check("numerics", PASS, "ok"),
+        Check(
+            "tiles", SKIP, "production tiles not compared: the reference failed", data=TILES_DATA
+        ),
+    )
+    tiles_line = skipped.evidence[-1]
+    assert tiles_line == (
+        "production tiles (skip): production tiles not compared: the reference failed"
+    )
+    assert "output blocks" not in tiles_line

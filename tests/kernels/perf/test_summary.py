@@ -78,6 +78,27 @@ def test_table_and_text_say_what_is_estimated():
     assert row[0] == "v5e" and row[1] == "8.0/128 MiB" and row[3] == "memory"
     text = summary.to_text()
     assert "all figures estimated by the model unless marked measured" in text
-    assert "kernel 0 _rms_kernel: grid [256] ['parallel']; 256 steps" in text
+    assert "kernel 0 _rms_kernel: grid [256] (parallel); 256 steps" in text
     assert "trace (host-side trace of a CPU run, check shapes): x 1.5 ms" in text
     assert not summary.trace.measured
+
+
+def test_a_kernel_that_states_no_dimension_semantics_says_what_mosaic_takes():
+    from dataclasses import replace
+
+    unstated = replace(KERNEL, grid=[8, 512], dimension_semantics=[])
+    answer = replace(ANSWER, kernels=[unstated])
+    text = summarize("12p_RMSNorm", "k.py", answer, ("v5e",)).to_text()
+    assert "grid [8, 512] (arbitrary, arbitrary: not stated, Mosaic's default);" in text
+
+
+def test_the_estimate_against_xla_is_one_labelled_line():
+    summary = summarize("12p_RMSNorm", "k.py", ANSWER, ("v5e", "v6e"))
+    line = summary.against_xla("v5e")
+    speedup = summary.estimates[0].speedup
+    assert line.startswith(f"against XLA on TPU v5e: {speedup:.2f}x (estimated by the performance")
+    assert "not measured" in line and "the task's reference as written, compiled by XLA" in line
+    assert summary.against_xla("v6e") == (
+        "against XLA on TPU v6e: not estimated "
+        "(XLA cost of the reference on v6e: RESOURCE_EXHAUSTED)"
+    )
