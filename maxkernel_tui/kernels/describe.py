@@ -10,7 +10,6 @@ reads one task folder per line on stdin and answers one JSON line per folder on 
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 import time
@@ -36,6 +35,7 @@ from maxkernel_tui.kernels.loader import load_task, with_groups
 from maxkernel_tui.kernels.targets import DEFAULT_TARGET
 from maxkernel_tui.kernels.task import BENCH, CHECK, HELDOUT, Task, TaskError
 from maxkernel_tui.kernels.tie_probe import tie_groups
+from maxkernel_tui.kernels.worker_reply import reply
 from maxkernel_tui.kernels.workers import READY
 from maxkernel_tui.versions import installed_version
 
@@ -206,14 +206,14 @@ def main(argv: list[str] | None = None) -> None:
         "--ties", action="store_true", help="trace which equal sizes the reference ties"
     )
     args = parser.parse_args(argv)
-    print(json.dumps(READY), flush=True)  # jax came with this module's imports
+    reply(READY)  # jax came with this module's imports
     for line in sys.stdin:
         folder = line.strip()
         if folder:
             answer = describe_folder(
                 Path(folder), with_cost=not args.no_cost, target=args.target, with_ties=args.ties
             )
-            print(json.dumps(answer.to_json()), flush=True)
+            reply(answer.to_json())
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ from maxkernel_tui.kernels import reference_runtime as runtime
 from maxkernel_tui.kernels.edge_configs import EdgeRequest, param_problems, tile_problems
 from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.task import CHECK, TaskError
+from maxkernel_tui.kernels.worker_reply import reply
 from maxkernel_tui.kernels.workers import READY
 
 
@@ -59,7 +60,7 @@ def _shapes(task: Any, module: Any, config: str) -> list[tuple[int, ...]]:
 
 
 def main() -> None:
-    print(json.dumps(READY), flush=True)
+    reply(READY)
     for line in sys.stdin:
         if line.strip():
             try:
@@ -67,7 +68,7 @@ def main() -> None:
             # a proposal that breaks the reference is a rejection, not a crash of the worker
             except Exception as error:
                 reason = f"{type(error).__name__}: {str(error)[:300]}"
-            print(json.dumps({} if reason is None else {"reason": reason}), flush=True)
+            reply({} if reason is None else {"reason": reason})
 
 
 if __name__ == "__main__":

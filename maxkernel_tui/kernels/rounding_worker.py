@@ -13,7 +13,6 @@ what `tasks import` measures before it settles on one.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ from maxkernel_tui.kernels import reference_runtime as runtime
 from maxkernel_tui.kernels.importers.calibration import SEEDS, TOLERANCE_LADDER, RoundingSpread
 from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.task import CHECK, HELDOUT, TaskError
+from maxkernel_tui.kernels.worker_reply import reply
 from maxkernel_tui.kernels.workers import READY
 
 
@@ -72,10 +72,10 @@ def _share(written: Any, widened: Any, tolerance: float) -> float:
 
 
 def main() -> None:
-    print(json.dumps(READY), flush=True)
+    reply(READY)
     for line in sys.stdin:
         if line.strip():
-            print(json.dumps(rounding_spread(Path(line.strip())).to_json()), flush=True)
+            reply(rounding_spread(Path(line.strip())).to_json())
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from maxkernel_tui.agents.builtin.answers import DraftCache, answer
 from maxkernel_tui.agents.builtin.errors import BuiltinAgentError, CannotPlan
 from maxkernel_tui.agents.builtin.reply import DRAFT_AHEAD, Failure, WorkerReply
 from maxkernel_tui.agents.roles.context import StepContext
+from maxkernel_tui.kernels.worker_reply import reply
 from maxkernel_tui.kernels.workers import READY
 
 
@@ -37,10 +38,10 @@ def respond(line: str, cache: DraftCache) -> WorkerReply:
 
 def main() -> None:
     cache = DraftCache()
-    print(json.dumps(READY), flush=True)  # jax came with this module's imports
+    reply(READY)  # jax came with this module's imports
     for line in sys.stdin:
         if line.strip():
-            print(json.dumps(respond(line, cache).to_json()), flush=True)
+            reply(respond(line, cache).to_json())
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ from typing import Any
 
 import jax
 
+from maxkernel_tui.kernels.worker_reply import reply
 from maxkernel_tui.kernels.workers import READY
 
 ALIASES = {
@@ -161,10 +162,10 @@ def answer(line: str) -> dict[str, str]:
 
 
 def main() -> None:
-    print(json.dumps(READY), flush=True)
+    reply(READY)
     for line in sys.stdin:
         if line.strip():
-            print(json.dumps(answer(line)), flush=True)
+            reply(answer(line))
 
 
 if __name__ == "__main__":

@@ -68,6 +68,7 @@ from maxkernel_tui.kernels.sandbox.confine import drain_refusals, use_task_cache
 from maxkernel_tui.kernels.sandbox.report import SANDBOX, sandbox_check
 from maxkernel_tui.kernels.targets import TpuTarget
 from maxkernel_tui.kernels.task import CHECK
+from maxkernel_tui.kernels.worker_reply import reply
 from maxkernel_tui.kernels.workers import READY
 
 # Heavy work left to XLA outside the Pallas kernels, as a share of the reference's own.
@@ -83,8 +84,8 @@ def _emit(event: CandidateEvent) -> None:
     tried = drain_refusals()  # first, so that a failure the sandbox caused is explained
     if tried:
         detail = "the kernel tried what the sandbox refuses: " + "; ".join(tried)
-        print(json.dumps(event_to_json(Check(SANDBOX, FAIL, detail))), flush=True)
-    print(json.dumps(event_to_json(event)), flush=True)
+        reply(event_to_json(Check(SANDBOX, FAIL, detail)))
+    reply(event_to_json(event))
 
 
 def _check(name: str, status: CheckStatus, detail: str, start: float, **data: Any) -> bool:
@@ -428,7 +429,7 @@ def _races_found() -> bool | None:
 
 
 def main() -> None:
-    print(json.dumps(READY), flush=True)
+    reply(READY)
     line = sys.stdin.readline()
     if not line.strip():
         return

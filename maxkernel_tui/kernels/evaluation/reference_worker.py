@@ -35,6 +35,7 @@ from maxkernel_tui.kernels.evaluation.protocol import (
 )
 from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.task import Task, TaskError
+from maxkernel_tui.kernels.worker_reply import reply
 from maxkernel_tui.kernels.workers import READY
 
 # The most boxes the reference is computed over (a sample is a few blocks per kernel; indices
@@ -189,11 +190,11 @@ def _saved_inputs(task: Task, module: Any, asked: ProductionRequest, out_dir: Pa
 
 
 def main() -> None:
-    print(json.dumps(READY), flush=True)
+    reply(READY)
     for line in sys.stdin:
         if line.strip():
             answer = reference_outputs(ReferenceRequest.from_json(json.loads(line)))
-            print(json.dumps(answer.to_json()), flush=True)
+            reply(answer.to_json())
 
 
 if __name__ == "__main__":

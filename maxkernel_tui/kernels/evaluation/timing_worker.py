@@ -32,6 +32,7 @@ from maxkernel_tui.kernels.evaluation.protocol import TimingAnswer, TimingReques
 from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.perf.calibration import ModelPoint
 from maxkernel_tui.kernels.perf.model import minimal_io_bytes
+from maxkernel_tui.kernels.worker_reply import reply
 from maxkernel_tui.kernels.workers import READY
 
 INPUT_SETS = 2  # rotated; production inputs can take GBs of HBM each
@@ -100,11 +101,11 @@ def _model_point(
 
 
 def main() -> None:
-    print(json.dumps(READY), flush=True)
+    reply(READY)
     line = sys.stdin.readline()
     if line.strip():
         answer = measure(TimingRequest.from_json(json.loads(line)))
-        print(json.dumps(answer.to_json()), flush=True)
+        reply(answer.to_json())
 
 
 if __name__ == "__main__":

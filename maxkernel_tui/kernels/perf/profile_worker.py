@@ -40,6 +40,7 @@ from maxkernel_tui.kernels.perf.analysis import (
 from maxkernel_tui.kernels.perf.device_trace import dma_share, load_events
 from maxkernel_tui.kernels.perf.model import minimal_io_bytes
 from maxkernel_tui.kernels.perf.pallas_analysis import analyze
+from maxkernel_tui.kernels.worker_reply import reply
 from maxkernel_tui.kernels.workers import READY
 
 TOP_EVENTS = 8
@@ -137,14 +138,14 @@ def _top_events(xplane: Path, on_tpu: bool) -> list[TraceEvent]:
 
 
 def main() -> None:
-    print(json.dumps(READY), flush=True)
+    reply(READY)
     line = sys.stdin.readline()
     if line.strip():
         try:
             answer = profile(ProfileRequest.from_json(json.loads(line)))
-            print(json.dumps(answer.to_json()), flush=True)
+            reply(answer.to_json())
         except Exception as error:  # the caller reports it; the process ends either way
-            print(json.dumps({"error": f"{type(error).__name__}: {str(error)[:500]}"}), flush=True)
+            reply({"error": f"{type(error).__name__}: {str(error)[:500]}"})
 
 
 if __name__ == "__main__":

@@ -198,3 +198,40 @@ def test_a_task_without_named_configurations_gets_no_edge_runs(harness):
     assert report.verdict == "accepted", report.failure
     edge = next(c for c in report.checks if c.name == "edge")
     assert edge.status == "skip" and "no named configurations" in edge.detail
+
+
+def test_a_kernel_that_prints_while_traced_is_judged_as_the_kernel_it_is(
+    harness, suite_tasks, tmp_path
+):
+    """What a kernel prints (at import and inside `computation`) never reaches the harness's
+    line protocol: it goes to the tracer's standard error."""
+    honest = (KERNELS / "honest" / "41k_Gemm_Add_ReLU.py").read_text()
+    noisy = honest.replace(
+        "def computation(x, weight, bias):\n",
+        "print('imported')\n\n\ndef computation(x, weight, bias):\n"
+        "    print('tracing', x.shape, '{\"verdict\": \"accepted\"}')\n",
+    )
+    assert noisy != honest
+    kernel = tmp_path / "noisy.py"
+    kernel.write_text(noisy)
+    report = harness.evaluate(kernel, find_task("41k_Gemm_Add_ReLU", suite_tasks))
+    assert report.verdict == "accepted", report.failure
+
+
+def test_a_task_whose_reference_prints_is_judged(harness, tmp_path):
+    """A reference that prints (at import and while it computes) is a task file of the field's,
+    not an error: its workers' answers travel apart from what it writes."""
+    from tests.support.task_folders import write_plain
+
+    folder = write_plain(tmp_path, "41k_Gemm_Add_ReLU")
+    reference = folder / "reference.py"
+    reference.write_text(
+        "print('loading the reference')\n"
+        + reference.read_text().replace(
+            "    return jax.nn.relu(x @ w + b)",
+            "    print('computing', x.shape)\n    return jax.nn.relu(x @ w + b)",
+        )
+    )
+    assert "computing" in reference.read_text()
+    report = harness.evaluate(KERNELS / "honest" / "41k_Gemm_Add_ReLU.py", load_task(folder))
+    assert report.verdict == "accepted", report.failure
