@@ -18,6 +18,10 @@ from maxkernel_tui.screens.wrapping_log import WrappingLog
 ACTIVITY_LINES = 3000  # the activity log keeps the most recent lines only
 TITLE = "Agents  (F5 run · F2 HITL⇄Auto · esc stop · ctrl+t message)"
 KEYS = "a approve · e edit (ctrl+s submits) · r reject · f2 hand off to Auto · esc stop"
+NOTHING_KEYS = (
+    "a (or f5) go on with the current one · e edit it (ctrl+s submits) · r or ctrl+t say what "
+    "to try · esc stop"
+)
 
 
 class ProposalView(VerticalScroll, can_focus=True):
@@ -31,9 +35,12 @@ class ProposalView(VerticalScroll, can_focus=True):
     def show(self, proposal: Proposal) -> None:
         from rich.syntax import Syntax  # with the first proposal, not for the first frame
 
-        self.query_one("#proposal-header", Static).update(
-            f"{proposal.role} proposes a {proposal.subject} ({proposal.summary})  —  {KEYS}"
+        header = (
+            f"{proposal.role} has nothing else to offer: {proposal.summary}  —  {NOTHING_KEYS}"
+            if proposal.nothing_new
+            else f"{proposal.role} proposes a {proposal.subject} ({proposal.summary})  —  {KEYS}"
         )
+        self.query_one("#proposal-header", Static).update(header)
         text = (
             diffs.unified(proposal.previous, proposal.content)
             if proposal.previous

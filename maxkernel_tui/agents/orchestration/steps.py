@@ -27,6 +27,7 @@ from maxkernel_tui.agents.orchestration.events import (
     ErrorRaised,
     EvaluationDone,
     Intervention,
+    LlmAnswer,
     ModeChanged,
     Note,
     ProfileDone,
@@ -54,7 +55,6 @@ from maxkernel_tui.agents.orchestration.limits import (
     DEFAULT_LIMITS,
     LoopLimits,
     NothingNew,
-    StepGivenUp,
 )
 from maxkernel_tui.agents.orchestration.report_text import evaluation_text, failure_of, failure_text
 from maxkernel_tui.agents.orchestration.scoring import (
@@ -67,7 +67,14 @@ from maxkernel_tui.agents.orchestration.tools import Client, ProfileResult, Tool
 from maxkernel_tui.agents.orchestration.verdicts import VerdictBook
 from maxkernel_tui.agents.orchestration.workspace import Workspace
 from maxkernel_tui.agents.roles import parsers
-from maxkernel_tui.agents.roles.context import Failure, StepContext
+from maxkernel_tui.agents.roles.context import (
+    NOTHING_ELSE,
+    Failure,
+    StepContext,
+    TurnedDown,
+    message_feedback,
+    rejection_feedback,
+)
 from maxkernel_tui.agents.roles.prompts import DEBUGGER, TESTER, Role
 from maxkernel_tui.agents.tools.assignment import RolePlan
 from maxkernel_tui.agents.tools.runner import Toolbox
@@ -165,45 +172,83 @@ class Steps:
         previous_attempts: tuple[str, ...] = (),
     ) -> str:
         """Ask `role`, show the proposal at the gate, and return what was decided on; a rejection
-        asks again with the reason. A kernel already turned down is not shown: the role is asked
-        for another (NothingNew when it has none)."""
-        rejections = repeats = attempt = 0
+        asks again with the reason and the proposal turned down. A kernel already turned down is
+        not shown: the role is asked for another. When it has none, Auto ends (NothingNew); in
+        HITL the engineer is asked what now (keep the current one, edit it, or say what to try),
+        and the session stays open."""
+        repeats = attempt = 0
         repeated: str | None = None  # the turned-down kernel the role is asked to move past
+        turned_down: list[TurnedDown] = []  # this step's, for the role's next request
         while True:
             key = keys.retry(step, attempt)
             attempt += 1
             self.take_interventions(key)
             previous = self._current(subject) or previous
             self.start(key, role)
-            ctx = replace(self.context(), failure=failure, previous_attempts=previous_attempts)
+            ctx = replace(
+                self.context(),
+                failure=failure,
+                previous_attempts=previous_attempts,
+                turned_down=tuple(turned_down),
+            )
             if repeated is not None:
                 ctx = replace(ctx, kernel=repeated)
             text = await self.calls.ask(key, role, ctx, parse)
-            turned_down = self._turned_down(key, subject, text)
-            if turned_down is not None:
+            rejection = self._turned_down(key, subject, text)
+            if rejection is not None:
                 repeats += 1
-                self._repeated(key, role, turned_down, repeats > self.limits.max_repeats)
+                turned_down.append(TurnedDown(text, rejection))
                 # asked again from the kernel it repeated: an agent that walks its kernels in
                 # order (the built-in one) moves past it, a model reads why it was rejected
-                failure, repeated = Failure("repeat", turned_down), text
-                previous_attempts = (*previous_attempts, turned_down)
+                failure, repeated = Failure("repeat", rejection), text
+                previous_attempts = (*previous_attempts, rejection)
+                said = self._nothing_else(key)
+                if not self._repeated(key, role, rejection, repeats, said):
+                    continue
+                decision = await self._ask_engineer(key, role, subject, previous, said)
+                if decision.action == EDIT and decision.content:
+                    return decision.content
+                if decision.action == APPROVE and previous.strip():
+                    return previous
+                repeats, repeated = 0, None  # asked again, with what the engineer said
                 continue
             decision = await self.decide(
                 key, Proposal(key, role, subject, text, previous, diffs.summary(previous, text))
             )
             if decision.action == REJECT:
                 reason = decision.feedback or "no reason given"
-                self.feedback.append(f"{role}'s proposal was rejected: {reason}")
+                self.feedback.append(rejection_feedback(role, reason))
+                turned_down.append(TurnedDown(text, f"rejected by the engineer: {reason}"))
                 if subject == Subject.KERNEL:
                     self.verdicts.refuse(text, reason)
-                rejections += 1
-                if rejections > self.limits.max_rejections:
-                    raise StepGivenUp(
-                        f"{step}: {rejections} proposals rejected; the session stops here"
-                    )
                 continue
             # The engineer's edit is taken as written: the harness, not the parser, judges it.
             return decision.content if decision.action == EDIT and decision.content else text
+
+    def _nothing_else(self, key: str) -> str | None:
+        """What the role said when it began its answer with NOTHING_ELSE (None: it did not)."""
+        answer = self.journal.recall(keys.sub(key, "llm"), LlmAnswer)
+        text = answer.text.lstrip() if answer is not None else ""
+        if not text.startswith(NOTHING_ELSE):
+            return None
+        first = text[len(NOTHING_ELSE) :].split("```", 1)[0].strip()
+        return " ".join(first.split())[:600] or "it gave no reason"
+
+    async def _ask_engineer(
+        self, key: str, role: Role, subject: Subject, current: str, said: str | None
+    ) -> Decision:
+        """HITL, the role has nothing new: the engineer decides at the gate what comes next
+        (approve: go on with the current kernel or plan; edit: theirs; reject: the role is
+        asked again with the reason)."""
+        why = said or (
+            f"its last {self.limits.max_repeats + 1} proposals repeated kernels already turned down"
+        )
+        ask = keys.nothing_new(key)
+        offer = Proposal(ask, role, subject, current, current, why, nothing_new=True)
+        decision = await self.decide(ask, offer)
+        if decision.action == REJECT and decision.feedback:
+            self.feedback.append(message_feedback(decision.feedback))
+        return decision
 
     def _turned_down(self, key: str, subject: str, text: str) -> str | None:
         """Why `text` was turned down before, in words, if it was. A replayed step keeps what it
@@ -217,17 +262,23 @@ class Steps:
         rejection = self.verdicts.rejection(text)
         return None if rejection is None else rejection.words()
 
-    def _repeated(self, key: str, role: Role, rejection: str, last: bool) -> None:
-        """Say that `role` repeated a turned-down kernel; NothingNew when it did so too often."""
+    def _repeated(
+        self, key: str, role: Role, rejection: str, repeats: int, said: str | None
+    ) -> bool:
+        """Say that `role` repeated a turned-down kernel; True when it has nothing new (it said
+        so, or repeated too often): NothingNew outside HITL, where no engineer decides."""
+        last = said is not None or repeats > self.limits.max_repeats
         self._emit(ProposalRepeated(keys.sub(key, "repeat"), key, role, rejection, last))
         self.feedback.append(
             f"{role} proposed a kernel already turned down ({rejection}): propose a different one"
         )
-        if last:
-            raise NothingNew(
-                f"{key}: the {role} has nothing new (its last {self.limits.max_repeats + 1} "
-                "proposals repeated kernels already turned down)"
+        if last and self.mode != Mode.HITL:
+            why = said or (
+                f"its last {self.limits.max_repeats + 1} proposals repeated kernels already "
+                "turned down"
             )
+            raise NothingNew(f"{key}: the {role} has nothing new ({why})")
+        return last
 
     async def ask(self, key: str, role: Role, ctx: StepContext, parse: Parse) -> str:
         return await self.calls.ask(key, role, ctx, parse)
@@ -550,7 +601,7 @@ class Steps:
                 f"{edit.feedback()}\nstart from the current kernel (the engineer's)"
             )
         else:
-            self.feedback.append(intervention.content)
+            self.feedback.append(message_feedback(intervention.content))
 
     def set_mode(self, key: str, mode: Mode) -> None:
         if mode == self.mode:
