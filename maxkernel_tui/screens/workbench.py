@@ -179,7 +179,13 @@ class WorkbenchScreen(ShowsWorkerErrors, Screen[None]):
             # the session's own mode: F5 continues it so, and no hand-off is logged for it
             self.mode = self.session.stored_mode(self._resume_id)
             self.deliver(self.session.history(self._resume_id), False)
-            self._log(f"reopened session {self._resume_id}: F5 continues it")
+            ended = self.session.ended()
+            then = (
+                "F5 continues it"
+                if ended is None
+                else f"it {ended.words()}; F5 starts a new session from the editor's kernel"
+            )
+            self._log(f"reopened session {self._resume_id}: {then}")
 
     # -- what the session did, to the panes -------------------------------------------------------
 
@@ -345,7 +351,8 @@ class WorkbenchScreen(ShowsWorkerErrors, Screen[None]):
             return
         self._editing = proposal
         if proposal.subject == Subject.KERNEL:
-            self.source.load(proposal.content)
+            if proposal.content.strip():  # an agent with nothing to offer may have no kernel yet
+                self.source.load(proposal.content)
             self.source.editor.focus()
         else:
             self.plan.edit(proposal.content)
