@@ -1,10 +1,14 @@
-"""Steering the agents from the workbench (Pilot): on a plain task folder, the built-in agent
-answers `r` with a reason by another kernel (and says what it read), and once everything it can
-write is turned down it says it has nothing else while the session stays open for the engineer's
-message; `f5` after a session ended says why it ended and starts a new one from the editor's
-kernel. The store and the built-in agent's worker are real (slow)."""
+"""Steering the agents from the workbench (Pilot, and once on a real terminal): on a plain task
+folder, the built-in agent answers `r` with a reason by another kernel (and says what it read),
+and once everything it can write is turned down it says it has nothing else while the session
+stays open for the engineer's message; `f5` after a session ended says why it ended and starts a
+new one from the editor's kernel. The store and the built-in agent's worker are real (slow)."""
 
 from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
 
 import pytest
 from textual.widgets import Static
@@ -16,6 +20,7 @@ from tests.fakes.role_provider import RoleProvider
 from tests.support import waiting
 from tests.support.screens import GOOD, plan, workbench_state
 from tests.support.task_folders import write_plain_small
+from tests.support.waiting import wait_for_frame
 
 SIZE = (160, 48)
 REASON = "fuse the sigmoid and row sum into the matmul epilogue"
@@ -124,3 +129,42 @@ async def test_f5_after_a_session_ended_says_why_and_starts_a_new_one(make_app):
         assert session.session_id != first
         assert [v.source for v in session.kernel_versions()] == [GOOD]  # it starts from it
         await pilot.press("escape")
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+def test_real_terminal_reject_with_a_reason_and_the_session_stays_open(tmp_path, suite_cache):
+    """The same on a real terminal, through the CLI on a plain folder: F5, `a` on the plan, `r`
+    with a reason on the kernel; the agent's answer quotes the reason, a new kernel waits, and
+    the session has not ended."""
+    task = write_plain_small(tmp_path / "tasks", "36k_Matmul_Sigmoid_Sum")
+    home = tmp_path / "home"
+    home.mkdir()
+    tmux = ["tmux", "-L", f"mkt-wb-steer-{tmp_path.name}"]
+    env = (
+        f"env -i HOME={home} PATH=/usr/bin:/bin TERM=xterm-256color JAX_PLATFORMS=cpu "
+        f"MAXKERNEL_TUI_CACHE_DIR={suite_cache} MAXKERNEL_TUI_DATA_DIR={tmp_path / 'data'}"
+    )
+    command = f"{env} {sys.executable} -m maxkernel_tui.cli --task {task}; sleep 30"
+    subprocess.run(
+        [*tmux, "new-session", "-d", "-s", "t", "-x", "160", "-y", "48", command], check=True
+    )
+
+    def keys(*pressed: str) -> None:
+        subprocess.run([*tmux, "send-keys", "-t", "t", *pressed], check=True)
+
+    try:
+        wait_for_frame(tmux, "─ Source", "─ Tests")
+        keys("F5")
+        wait_for_frame(tmux, "proposes a plan", timeout=300)
+        keys("a")
+        wait_for_frame(tmux, "proposes a kernel", timeout=180)
+        keys("r")
+        wait_for_frame(tmux, "why?")
+        keys("-l", "fuse the epilogue")
+        keys("Enter")
+        shown = wait_for_frame(tmux, "Read: “fuse the epilogue”", "proposes a kernel", timeout=180)
+        assert "waiting for you" in shown and "session ended" not in shown
+        keys("Escape")
+        wait_for_frame(tmux, "stopped by the engineer")
+    finally:
+        subprocess.run([*tmux, "kill-server"], capture_output=True)

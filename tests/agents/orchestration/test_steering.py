@@ -5,6 +5,8 @@ session goes on with the answer; a chat message reaches the next prompt as the e
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from maxkernel_tui.agents.orchestration.events import ProposalMade, ProposalRepeated
@@ -21,7 +23,8 @@ from maxkernel_tui.agents.orchestration.limits import LoopLimits
 from maxkernel_tui.agents.orchestration.verdicts import VerdictBook
 from maxkernel_tui.agents.roles.context import NOTHING_ELSE
 from maxkernel_tui.agents.roles.tunables import set_tunables
-from tests.fakes.role_provider import RoleProvider
+from tests.agents.orchestration.test_tool_loop import serve
+from tests.fakes.role_provider import NO_EDGE_CASES, RoleProvider
 from tests.support.engine import DIAGNOSIS, GOOD, Bench, events, kernel, plan, rmsnorm_task
 
 REASON = "fuse the sigmoid and row sum into the matmul epilogue"
@@ -146,3 +149,27 @@ def test_stored_limits_of_older_sessions_still_load() -> None:
     # sessions stored a rejection limit that is gone: the engineer decides how often to reject
     stored = {**LoopLimits(max_iterations=2).to_json(), "max_rejections": 5}
     assert LoopLimits.from_json(stored) == LoopLimits(max_iterations=2)
+
+
+@pytest.mark.parametrize("kind", ["gemini", "openai"])
+@pytest.mark.asyncio
+async def test_over_http_the_next_request_carries_the_reason_and_the_kernel_turned_down(
+    bench: Bench, kind: str
+) -> None:
+    answers = {
+        "planner": [plan()],
+        "implementer": [kernel(SLOWER), kernel(GOOD)],
+        "profiler": [DIAGNOSIS],
+        "tester": [NO_EDGE_CASES],
+    }
+    server, provider = await serve(kind, answers)
+    gate = ScriptedGate([Decision(APPROVE), Decision(REJECT, feedback=REASON)])
+    try:
+        await bench.engine(provider, gate=gate, mode="hitl").run()
+    finally:
+        await provider.aclose()
+        await server.stop()
+
+    first, second = (json.dumps(b) for b in server.bodies_of("implementer"))
+    assert REASON not in first and REASON in second
+    assert "BLOCK_ROWS = 128" not in first and "BLOCK_ROWS = 128" in second
