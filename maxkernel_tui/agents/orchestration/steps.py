@@ -27,12 +27,10 @@ from maxkernel_tui.agents.orchestration.events import (
     ErrorRaised,
     EvaluationDone,
     Intervention,
-    LlmAnswer,
     ModeChanged,
     Note,
     ProfileDone,
     ProposalMade,
-    ProposalRepeated,
     SessionEvent,
     StepStarted,
     VersionCreated,
@@ -56,6 +54,7 @@ from maxkernel_tui.agents.orchestration.limits import (
     LoopLimits,
     NothingNew,
 )
+from maxkernel_tui.agents.orchestration.repeats import Repeats
 from maxkernel_tui.agents.orchestration.report_text import evaluation_text, failure_of, failure_text
 from maxkernel_tui.agents.orchestration.scoring import (
     Score,
@@ -68,7 +67,6 @@ from maxkernel_tui.agents.orchestration.verdicts import VerdictBook
 from maxkernel_tui.agents.orchestration.workspace import Workspace
 from maxkernel_tui.agents.roles import parsers
 from maxkernel_tui.agents.roles.context import (
-    NOTHING_ELSE,
     Failure,
     StepContext,
     TurnedDown,
@@ -120,6 +118,7 @@ class Steps:
         self.store, self.session_id = journal.store, journal.session_id
         self.task = tools.task
         self.verdicts = verdicts or VerdictBook(tools.task, tools.target, journal.history())
+        self.repeats = Repeats(journal, self.verdicts, limits, self._emit)
         self.edits = EngineerEdits()
         # a revert of the engineer's change the auto gate approved, and its source: judged
         # against the engineer's version once evaluated
@@ -135,9 +134,8 @@ class Steps:
         self.version_id: int | None = None
         self.step = ""
         self.feedback: list[str] = []
-        self._queued: list[
-            tuple[Subject, str]
-        ] = []  # interventions waiting for the next step boundary
+        # interventions waiting for the next step boundary
+        self._queued: list[tuple[Subject, str]] = []
         self.last_report: EvalReport | None = None
         self.last_profile: tuple[ProfileSummary | None, str] = (None, "")
         self.diagnosis: str | None = None
@@ -185,16 +183,10 @@ class Steps:
             self.take_interventions(key)
             previous = self._current(subject) or previous
             self.start(key, role)
-            ctx = replace(
-                self.context(),
-                failure=failure,
-                previous_attempts=previous_attempts,
-                turned_down=tuple(turned_down),
-            )
-            if repeated is not None:
-                ctx = replace(ctx, kernel=repeated)
+            ctx = replace(self.context(), failure=failure, previous_attempts=previous_attempts)
+            ctx = replace(ctx, turned_down=tuple(turned_down), kernel=repeated or ctx.kernel)
             text = await self.calls.ask(key, role, ctx, parse)
-            rejection = self._turned_down(key, subject, text)
+            rejection = self.repeats.rejection(key, subject, text)
             if rejection is not None:
                 repeats += 1
                 turned_down.append(TurnedDown(text, rejection))
@@ -202,15 +194,26 @@ class Steps:
                 # order (the built-in one) moves past it, a model reads why it was rejected
                 failure, repeated = Failure("repeat", rejection), text
                 previous_attempts = (*previous_attempts, rejection)
-                said = self._nothing_else(key)
-                if not self._repeated(key, role, rejection, repeats, said):
+                self.feedback.append(
+                    f"{role} proposed a kernel already turned down ({rejection}): propose a "
+                    "different one"
+                )
+                why = self.repeats.nothing_new(key, role, rejection, repeats)
+                if why is None:
                     continue
-                decision = await self._ask_engineer(key, role, subject, previous, said)
+                if self.mode != Mode.HITL:  # no engineer to ask what now
+                    raise NothingNew(f"{key}: the {role} has nothing new ({why})")
+                # HITL: the engineer decides what comes next, at the gate
+                ask = keys.nothing_new(key)
+                offer = Proposal(ask, role, subject, previous, previous, why, nothing_new=True)
+                decision = await self.decide(ask, offer)
                 if decision.action == EDIT and decision.content:
-                    return decision.content
+                    return decision.content  # theirs
                 if decision.action == APPROVE and previous.strip():
-                    return previous
-                repeats, repeated = 0, None  # asked again, with what the engineer said
+                    return previous  # go on with the current kernel or plan
+                if decision.action == REJECT and decision.feedback:  # what to try
+                    self.feedback.append(message_feedback(decision.feedback))
+                repeats, repeated = 0, None  # the role is asked again
                 continue
             decision = await self.decide(
                 key, Proposal(key, role, subject, text, previous, diffs.summary(previous, text))
@@ -224,61 +227,6 @@ class Steps:
                 continue
             # The engineer's edit is taken as written: the harness, not the parser, judges it.
             return decision.content if decision.action == EDIT and decision.content else text
-
-    def _nothing_else(self, key: str) -> str | None:
-        """What the role said when it began its answer with NOTHING_ELSE (None: it did not)."""
-        answer = self.journal.recall(keys.sub(key, "llm"), LlmAnswer)
-        text = answer.text.lstrip() if answer is not None else ""
-        if not text.startswith(NOTHING_ELSE):
-            return None
-        first = text[len(NOTHING_ELSE) :].split("```", 1)[0].strip()
-        return " ".join(first.split())[:600] or "it gave no reason"
-
-    async def _ask_engineer(
-        self, key: str, role: Role, subject: Subject, current: str, said: str | None
-    ) -> Decision:
-        """HITL, the role has nothing new: the engineer decides at the gate what comes next
-        (approve: go on with the current kernel or plan; edit: theirs; reject: the role is
-        asked again with the reason)."""
-        why = said or (
-            f"its last {self.limits.max_repeats + 1} proposals repeated kernels already turned down"
-        )
-        ask = keys.nothing_new(key)
-        offer = Proposal(ask, role, subject, current, current, why, nothing_new=True)
-        decision = await self.decide(ask, offer)
-        if decision.action == REJECT and decision.feedback:
-            self.feedback.append(message_feedback(decision.feedback))
-        return decision
-
-    def _turned_down(self, key: str, subject: str, text: str) -> str | None:
-        """Why `text` was turned down before, in words, if it was. A replayed step keeps what it
-        stored: the book holds verdicts given after the step first ran."""
-        decided = self.journal.recall(keys.sub(key, "decision"), DecisionMade)
-        if subject != Subject.KERNEL or decided is not None:
-            return None
-        stored = self.journal.recall(keys.sub(key, "repeat"), ProposalRepeated)
-        if stored is not None:
-            return stored.rejection
-        rejection = self.verdicts.rejection(text)
-        return None if rejection is None else rejection.words()
-
-    def _repeated(
-        self, key: str, role: Role, rejection: str, repeats: int, said: str | None
-    ) -> bool:
-        """Say that `role` repeated a turned-down kernel; True when it has nothing new (it said
-        so, or repeated too often): NothingNew outside HITL, where no engineer decides."""
-        last = said is not None or repeats > self.limits.max_repeats
-        self._emit(ProposalRepeated(keys.sub(key, "repeat"), key, role, rejection, last))
-        self.feedback.append(
-            f"{role} proposed a kernel already turned down ({rejection}): propose a different one"
-        )
-        if last and self.mode != Mode.HITL:
-            why = said or (
-                f"its last {self.limits.max_repeats + 1} proposals repeated kernels already "
-                "turned down"
-            )
-            raise NothingNew(f"{key}: the {role} has nothing new ({why})")
-        return last
 
     async def ask(self, key: str, role: Role, ctx: StepContext, parse: Parse) -> str:
         return await self.calls.ask(key, role, ctx, parse)

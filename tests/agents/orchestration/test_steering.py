@@ -23,9 +23,9 @@ from maxkernel_tui.agents.orchestration.limits import LoopLimits
 from maxkernel_tui.agents.orchestration.verdicts import VerdictBook
 from maxkernel_tui.agents.roles.context import NOTHING_ELSE
 from maxkernel_tui.agents.roles.tunables import set_tunables
-from tests.agents.orchestration.test_tool_loop import serve
 from tests.fakes.role_provider import NO_EDGE_CASES, RoleProvider
 from tests.support.engine import DIAGNOSIS, GOOD, Bench, events, kernel, plan, rmsnorm_task
+from tests.support.llm import serve
 
 REASON = "fuse the sigmoid and row sum into the matmul epilogue"
 SLOWER = set_tunables(GOOD, {"BLOCK_ROWS": 128})
