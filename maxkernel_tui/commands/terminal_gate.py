@@ -30,7 +30,14 @@ class TerminalGate:
     name = Decider.INTERACTIVE
 
     async def decide(self, proposal: Proposal) -> Decision:
-        print(f"\n── {proposal.role} proposes a {proposal.subject} ({proposal.summary}) ──")
+        if proposal.nothing_new:
+            print(
+                f"\n── {proposal.role} has nothing else to offer: {proposal.summary} ──\n"
+                f"[a] goes on with the current {proposal.subject}, [e] edits it, [r] says what "
+                "to try (the agent is asked again with it)"
+            )
+        else:
+            print(f"\n── {proposal.role} proposes a {proposal.subject} ({proposal.summary}) ──")
         shown = (
             diffs.unified(proposal.previous, proposal.content)
             if proposal.previous

@@ -19,6 +19,10 @@ from maxkernel_tui.visible import visible
 ACTIVITY_LINES = 3000  # the activity log keeps the most recent lines only
 TITLE = "Agents  (F5 run · F2 HITL⇄Auto · esc stop · ctrl+t message)"
 KEYS = "a approve · e edit (ctrl+s submits) · r reject · f2 hand off to Auto · esc stop"
+NOTHING_KEYS = (
+    "a (or f5) go on with the current one · e edit it (ctrl+s submits) · r or ctrl+t say what "
+    "to try · esc stop"
+)
 
 
 class ProposalView(ScrollableContainer, can_focus=True):
@@ -33,10 +37,14 @@ class ProposalView(ScrollableContainer, can_focus=True):
     def show(self, proposal: Proposal) -> None:
         from rich.syntax import Syntax  # with the first proposal, not for the first frame
 
-        self.query_one("#proposal-header", Static).update(
-            visible(f"{proposal.role} proposes a {proposal.subject} ({proposal.summary})")
+        header = (
+            visible(f"{proposal.role} has nothing else to offer: {proposal.summary}")
+            + f"  —  {NOTHING_KEYS}"
+            if proposal.nothing_new
+            else visible(f"{proposal.role} proposes a {proposal.subject} ({proposal.summary})")
             + f"  —  {KEYS}"
         )
+        self.query_one("#proposal-header", Static).update(header)
         text = (
             diffs.unified(proposal.previous, proposal.content)
             if proposal.previous

@@ -180,7 +180,13 @@ class WorkbenchScreen(ShowsWorkerErrors, Screen[None]):
             # the session's own mode: F5 continues it so, and no hand-off is logged for it
             self.mode = self.session.stored_mode(self._resume_id)
             self.deliver(self.session.history(self._resume_id), False)
-            self._log(f"reopened session {self._resume_id}: F5 continues it")
+            ended = self.session.ended()
+            then = (
+                "F5 continues it"
+                if ended is None
+                else f"it {ended.words()}; F5 starts a new session from the editor's kernel"
+            )
+            self._log(f"reopened session {self._resume_id}: {then}")
 
     # -- what the session did, to the panes -------------------------------------------------------
 
@@ -296,16 +302,35 @@ class WorkbenchScreen(ShowsWorkerErrors, Screen[None]):
 
     def _start_agents(self, mode: Mode) -> None:
         if self.session.is_running:
+            if (waiting := self.session.pending) is not None and waiting.nothing_new:
+                self._decide(Decision(APPROVE))  # go on with the current kernel or plan
+                return
             self.notify("the agents are already running (esc stops them)")
             return
+        seed, fresh = None, False
+        if (ended := self.session.ended()) is not None:
+            # an ended session replays to the same end: F5 starts a new one, and says so
+            seed, fresh = self._seed(), True
+            start = "from the kernel in the editor" if seed else "from scratch (no kernel yet)"
+            self._log(
+                f"session {self.session.session_id} {ended.words()}. F5 starts a new session "
+                f"{start}."
+            )
         self.step = "starting"
-        self.run_worker(self._start(mode), group="agents", exclusive=True, exit_on_error=False)
+        self.run_worker(
+            self._start(mode, seed, fresh), group="agents", exclusive=True, exit_on_error=False
+        )
 
-    async def _start(self, mode: Mode) -> None:
+    def _seed(self) -> str | None:
+        """The editor's kernel, for a new session to start from (None: the starter skeleton)."""
+        source = self.source.text
+        return None if source.strip() == starter_source(self.kernel_task).strip() else source
+
+    async def _start(self, mode: Mode, seed: str | None = None, fresh: bool = False) -> None:
         def progress(stage: str) -> None:
             self.step = f"starting: {stage}"
 
-        await self.session.start(mode, progress=progress)
+        await self.session.start(mode, progress=progress, seed=seed, fresh=fresh)
         if self.step.startswith("starting"):
             self.step = "starting: the first step"
 
@@ -332,7 +357,8 @@ class WorkbenchScreen(ShowsWorkerErrors, Screen[None]):
             return
         self._editing = proposal
         if proposal.subject == Subject.KERNEL:
-            self.source.load(proposal.content)
+            if proposal.content.strip():  # an agent with nothing to offer may have no kernel yet
+                self.source.load(proposal.content)
             self.source.editor.focus()
         else:
             self.plan.edit(proposal.content)
@@ -352,8 +378,12 @@ class WorkbenchScreen(ShowsWorkerErrors, Screen[None]):
             self._send_message(text)
 
     def _send_message(self, text: str) -> None:
+        waiting = self.session.pending
         if text.startswith("?") and self.session.engine is not None:
             self.run_worker(self._explain(text[1:].strip()), group="explain", exit_on_error=False)
+        elif waiting is not None and waiting.nothing_new:  # what to try: the role asked again
+            self._decide(Decision(REJECT, feedback=text))
+            self._log(f"you: {text} (the {waiting.role} is asked again with it)")
         elif self.session.intervene(Subject.MESSAGE, text):
             self._log(f"you: {text} (delivered at the next step)")
         else:

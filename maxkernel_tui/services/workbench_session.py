@@ -159,15 +159,27 @@ class WorkbenchSession:
 
         return self.gate if mode == Mode.HITL else AutoGate()
 
-    async def start(self, mode: Mode, progress: Callable[[str], None] | None = None) -> None:
+    async def start(
+        self,
+        mode: Mode,
+        progress: Callable[[str], None] | None = None,
+        *,
+        seed: str | None = None,
+        fresh: bool = False,
+    ) -> None:
         """Run the session's loop: a new session, or the stopped one again (stored steps are
-        reused). `progress` hears what the start is doing (it can take a while on a cold
-        cache: the task is described and its reference compiled first)."""
+        reused); with `fresh`, a new one in any case. `seed`: the kernel a new session starts
+        from (the engineer's, taken at its first step). `progress` hears what the start is
+        doing (it can take a while on a cold cache: the task is described and its reference
+        compiled first)."""
         from maxkernel_tui.agents.orchestration.engine import LoopLimits
+        from maxkernel_tui.agents.orchestration.gates import Subject
         from maxkernel_tui.agents.orchestration.session import open_session
 
         if self.is_running:
             return
+        if fresh:
+            self.session_id = None
         if self.opened is not None:
             await self.opened.aclose()
             self.opened = None
@@ -188,6 +200,8 @@ class WorkbenchSession:
         self.session_id = self.opened.session_id
         if self.opened.resumed and self.opened.engine.mode != mode:
             self.opened.engine.hand_off(mode)
+        if seed is not None:
+            self.opened.engine.intervene(Subject.KERNEL, seed)
         self.running = asyncio.create_task(self.opened.engine.run())
         self.running.add_done_callback(lambda _: self._delivery.schedule())
 

@@ -3,16 +3,19 @@ fake server and a provider pointed at it, and small helpers to ask and to collec
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from maxkernel_tui.agents.budget import Budget
 from maxkernel_tui.agents.llm.client import LLMClient
 from maxkernel_tui.agents.llm.events import LLMEvent
+from maxkernel_tui.agents.llm.gemini import GeminiProvider
+from maxkernel_tui.agents.llm.openai_compat import OpenAICompatProvider
 from maxkernel_tui.agents.llm.provider import Provider
 from maxkernel_tui.agents.llm.retry import RetryPolicy
 from maxkernel_tui.agents.llm.types import Message, Request
+from tests.fakes.role_gemini import RoleGemini, RoleOpenAI, Scripted
 from tests.fakes.scripted import ScriptedServer
 
 GEMINI_KEY = "gemini-test-key-0123456789"
@@ -54,3 +57,18 @@ def ask(text: str = "Say hello.", **kwargs: Any) -> Request:
 
 async def collect(chunks: AsyncIterator[Any]) -> list[Any]:
     return [chunk async for chunk in chunks]
+
+
+Served = RoleGemini | RoleOpenAI
+
+
+async def serve(
+    kind: str, answers: Mapping[str, list[Scripted]], model: str = "gemini-2.5-flash"
+) -> tuple[Served, Provider]:
+    """A fake Gemini or OpenAI-compatible server answering each role from its queue, and a
+    provider pointed at it."""
+    if kind == "gemini":
+        gemini = await RoleGemini(answers).start()
+        return gemini, GeminiProvider(model, base_url=gemini.url, api_key=GEMINI_KEY)
+    openai = await RoleOpenAI(answers).start()
+    return openai, OpenAICompatProvider(model, f"{openai.url}/v1", api_key=OPENAI_KEY)

@@ -275,10 +275,13 @@ PLAIN_AT_PRODUCTION = {
 
 
 def write_plain(root: Path, task_id: str, tol: float = 1e-3) -> Path:
+    return _write_plain(root, task_id, tol, {**PLAIN, **PLAIN_AT_PRODUCTION}[task_id])
+
+
+def _write_plain(root: Path, task_id: str, tol: float, source: str) -> Path:
     folder = root / task_id
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "kernel_task.yaml").write_text(_YAML.format(task_id=task_id, tol=tol))
-    source = {**PLAIN, **PLAIN_AT_PRODUCTION}[task_id]
     (folder / "reference.py").write_text(textwrap.dedent(source).lstrip())
     return folder
 
@@ -309,3 +312,18 @@ def move_inputs_to_yaml(folder: Path) -> None:
     meta = (folder / "kernel_task.yaml").read_text().replace('input_gen_code: ""\n', "")
     code = "\n".join("  " + line for line in get_inputs.splitlines())
     (folder / "kernel_task.yaml").write_text(meta + "input_gen_code: |\n" + code + "\n")
+
+
+# Small copies of tasks PLAIN_AT_PRODUCTION holds at production sizes, in the same style: the
+# structure (a matmul whose epilogue reduces its rows) without the production cost.
+PLAIN_SMALL = {
+    "36k_Matmul_Sigmoid_Sum": PLAIN_AT_PRODUCTION["36k_Matmul_Sigmoid_Sum"]
+    .replace("batch_size = 4096", "batch_size = 256")
+    .replace("in_features = 8192", "in_features = 512")
+    .replace("out_features = 8192", "out_features = 384"),
+}
+
+
+def write_plain_small(root: Path, task_id: str, tol: float = 1e-3) -> Path:
+    """A plain folder of `task_id` at small sizes (PLAIN_SMALL)."""
+    return _write_plain(root, task_id, tol, PLAIN_SMALL[task_id])

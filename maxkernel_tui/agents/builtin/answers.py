@@ -9,6 +9,7 @@ per task content and target: a planner step and the implementer step after it dr
 from __future__ import annotations
 
 import ast
+import contextlib
 import hashlib
 from dataclasses import dataclass
 from functools import cached_property
@@ -18,9 +19,19 @@ from maxkernel_tui.agents.builtin.autotune import analyse_source, reference_cost
 from maxkernel_tui.agents.builtin.draft import KernelDraft, draft_candidates, plan_task
 from maxkernel_tui.agents.builtin.errors import BuiltinAgentError
 from maxkernel_tui.agents.builtin.operand_precision import operand_words
-from maxkernel_tui.agents.builtin.strategy_moves import NOT_A_CHANGE, NoMove, apply_strategy
+from maxkernel_tui.agents.builtin.steering import (
+    Offer,
+    Wish,
+    choose,
+    heard,
+    normalised,
+    steering_words,
+    wishes,
+)
+from maxkernel_tui.agents.builtin.strategy_moves import MOVES, NOT_A_CHANGE, NoMove, apply_strategy
 from maxkernel_tui.agents.builtin.tunables import Tunables
-from maxkernel_tui.agents.roles.context import StepContext
+from maxkernel_tui.agents.roles.context import NOTHING_ELSE, StepContext
+from maxkernel_tui.agents.roles.tunables import find_tunables
 from maxkernel_tui.config import cache_dir
 from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.perf.analysis import KernelAnalysis, ReferenceCost
@@ -30,24 +41,14 @@ from maxkernel_tui.kernels.targets import TARGETS
 from maxkernel_tui.kernels.task import Task
 
 
-@dataclass(frozen=True)
-class Candidate:
-    """A kernel the agent can offer: autotuned drafts first, then fallbacks for a debugger."""
-
-    source: str
-    family: str
-    tunables: Tunables
-    how: str  # how its tunables were chosen
-
-
 @dataclass
 class TaskDrafts:
     task: Task
     target: str
     drafts: list[KernelDraft]  # autotuned, best estimate first
-    candidates: list[
-        Candidate
-    ]  # every distinct kernel on offer, in the order a debugger tries them
+    # every distinct kernel on offer, in the order a debugger tries them: autotuned drafts
+    # first, then fallbacks, then the search strategies' changes of the best draft's blocks
+    candidates: list[Offer]
 
     @cached_property
     def reference_cost(self) -> ReferenceCost | None:
@@ -78,6 +79,8 @@ def answer(step: StepContext, cache: DraftCache) -> str:
         return plan_markdown(drafts, step)
     if step.role == "implementer" and (step.strategy or "") not in NOT_A_CHANGE:
         return _strategy_answer(drafts, step)
+    if step.role == "implementer" and (step.turned_down or steering_words(step)):
+        return _steered_answer(drafts, step)
     if step.role == "implementer":
         best = drafts.drafts[0]
         return _kernel_answer(
@@ -102,6 +105,46 @@ def _strategy_answer(drafts: TaskDrafts, step: StepContext) -> str:
     except NoMove as reason:
         raise BuiltinAgentError(str(reason)) from None
     return _kernel_answer(f"Strategy **{strategy}**: {words}.", source)
+
+
+def _steered_answer(drafts: TaskDrafts, step: StepContext) -> str:
+    """The implementer's answer to the engineer's words and the kernels turned down at this
+    step: the kernel on offer that does most of what they ask, or plainly nothing else."""
+    best = drafts.drafts[0]
+    words = steering_words(step)
+    wished = wishes(words)
+    turned = [t.content for t in step.turned_down]
+    last = _offer_of(drafts, turned[-1]) if turned else _offer_of(drafts, best.source)
+    choice = choose(drafts.candidates, turned, wished, last)
+    if choice.offer is None:
+        return _nothing_else(drafts, step, words, wished, last)
+    offer = choice.offer
+    return _kernel_answer(
+        f"{heard(words, wished, choice.notes)} It offers **{offer.family}**, {offer.how} "
+        f"({_tunable_words(offer.source)}).".strip(),
+        offer.source,
+    )
+
+
+def _nothing_else(
+    drafts: TaskDrafts, step: StepContext, words: list[str], wished: list[Wish], last: Offer
+) -> str:
+    """Every kernel on offer was turned down: said so first (the engine then asks the engineer),
+    with the kernel turned down last (the answer's format wants one)."""
+    notes = tuple(f"{wish}: not possible here" for wish in wished)
+    return _kernel_answer(
+        f"{NOTHING_ELSE} all {len(drafts.candidates)} kernels the built-in agent can write for "
+        f"this task were turned down ({len(step.turned_down)} at this step). "
+        f"{heard(words, wished, notes)} Edit the kernel yourself, or say what to change.",
+        last.source,
+    )
+
+
+def _offer_of(drafts: TaskDrafts, source: str) -> Offer:
+    """The offer `source` is, or the source as an offer of an unknown family."""
+    same = normalised(source)
+    found = (o for o in drafts.candidates if normalised(o.source) == same)
+    return next(found, Offer(source, "a kernel of its own", "not written by this agent"))
 
 
 def plan_markdown(drafts: TaskDrafts, step: StepContext) -> str:
@@ -137,15 +180,20 @@ def plan_markdown(drafts: TaskDrafts, step: StepContext) -> str:
     if len(drafts.drafts) > 1:
         lines += ["", "## Alternatives", ""]
         lines += [
-            f"- {d.family}: {_estimate_words(d.estimate)} ({_tunable_words(d)})"
+            f"- {d.family}: {_estimate_words(d.estimate)} ({_tunable_words(d.source)})"
             for d in drafts.drafts[1:]
         ]
-    if step.feedback:
+    if words := steering_words(step):
+        wished = wishes(words)
+        notes = tuple(f"{wish}: the implementer's next kernel looks for it" for wish in wished)
         lines += [
             "",
+            "## Your words",
+            "",
             (
-                "The built-in agent plans from the reference's structure alone; the feedback "
-                f"({chr(10).join(step.feedback).strip()[:200]!r}) does not change this plan."
+                f"{heard(words, wished, notes)} The built-in agent plans from the reference's "
+                "structure: this plan is the same as before"
+                + (" unless a kernel it can write grants what you ask." if wished else ".")
             ),
         ]
     return "\n".join(lines) + "\n"
@@ -160,7 +208,7 @@ def _kernel_sections(
         "",
         (
             f"Tunables (autotuned for {drafts.target}, chosen by {drafts.drafts[0].chosen_by}): "
-            f"{_tunable_words(drafts.drafts[0])}. Each "
+            f"{_tunable_words(drafts.drafts[0].source)}. Each "
             "shrinks at call time to a divisor of the actual size that keeps the (8, 128) tiling."
         ),
         "",
@@ -205,28 +253,30 @@ def _bound_words(target: str, found: Estimate) -> str:
 
 def _debugger_answer(drafts: TaskDrafts, step: StepContext) -> str:
     """The next kernel on offer after the one that failed (the first one when the failing text
-    is not the agent's own), never the failing text itself."""
-    failing = _normalised(step.kernel or "")
-    sources = [_normalised(c.source) for c in drafts.candidates]
+    is not the agent's own), never the failing text itself nor one turned down at this step;
+    among those, the one that does most of what the engineer asked."""
+    failing = normalised(step.kernel or "")
+    sources = [normalised(c.source) for c in drafts.candidates]
     start = sources.index(failing) + 1 if failing in sources else 0
     order = drafts.candidates[start:] + drafts.candidates[:start]
     detail = step.failure.detail if step.failure else ""
     if "vmem" in detail.lower():  # smaller blocks are the remedy for VMEM over-use
         order.sort(key=lambda c: c.how != _HALVED)
-    fresh = [c for c in order if _normalised(c.source) != failing]
-    if not fresh:
-        raise BuiltinAgentError(
-            "the built-in agent has no other kernel to offer for this task: every kernel it "
-            "can write is the one that failed"
-        )
-    chosen = fresh[0]
+    words = steering_words(step)
+    wished = wishes(words)
+    turned = [step.kernel or "", *(t.content for t in step.turned_down)]
+    last = _offer_of(drafts, step.kernel or "")
+    choice = choose(order, turned, wished, last)
+    if choice.offer is None:
+        return _nothing_else(drafts, step, words, wished, last)
+    chosen = choice.offer
     check = step.failure.check if step.failure else None
     first_line = detail.strip().splitlines()[0][:300] if detail.strip() else "no detail given"
     failed = f"The {check} check failed" if check else "The kernel failed"
     return _kernel_answer(
         f"{failed} ({first_line}). The built-in agent cannot reason about the "
         f"error; it offers its next kernel: **{chosen.family}**, {chosen.how} "
-        f"({_tunable_words(chosen)}).",
+        f"({_tunable_words(chosen.source)}). {heard(words, wished, choice.notes)}".strip(),
         chosen.source,
     )
 
@@ -253,8 +303,9 @@ def _explanation(drafts: TaskDrafts, step: StepContext) -> str:
         *_kernel_plan_lines(best.source),
         "",
         (
-            f"Tunables: {_tunable_words(best)}, chosen with the {drafts.target} performance model; "
-            f"{_estimate_words(best.estimate)} (an estimate, not a measurement)."
+            f"Tunables: {_tunable_words(best.source)}, chosen with the {drafts.target} "
+            f"performance model; {_estimate_words(best.estimate)} (an estimate, not a "
+            "measurement)."
         ),
         "",
         _precision_words(best),
@@ -268,27 +319,26 @@ _OWN_PRECISION = "with the operands' own dtype on the MXU (no bf16 rounding)"
 
 def _draft(task: Task, target: str) -> TaskDrafts:
     drafts = draft_candidates(task, target=target)
-    candidates = [
-        Candidate(d.source, d.family, d.tunables, f"autotuned for {target}") for d in drafts
-    ]
+    candidates = [Offer(d.source, d.family, f"autotuned for {target}") for d in drafts]
     for plan in plan_task(task, choose_precision=True):
         if plan.as_reference is not None:  # the chosen precision may fail the harness's check
-            candidates.append(
-                Candidate(plan.as_reference(plan.start), plan.family, plan.start, _OWN_PRECISION)
-            )
+            candidates.append(Offer(plan.as_reference(plan.start), plan.family, _OWN_PRECISION))
         halved = Tunables(
             *(
                 max(128, value // 2)
                 for value in (plan.start.block_rows, plan.start.block_cols, plan.start.block_depth)
             )
         )
-        candidates.append(
-            Candidate(plan.render(plan.start), plan.family, plan.start, "at its untuned defaults")
-        )
-        candidates.append(Candidate(plan.render(halved), plan.family, halved, _HALVED))
-    distinct: dict[str, Candidate] = {}
+        candidates.append(Offer(plan.render(plan.start), plan.family, "at its untuned defaults"))
+        candidates.append(Offer(plan.render(halved), plan.family, _HALVED))
+    best = drafts[0]
+    for strategy in MOVES:  # other tilings of the best draft, as a search would try them
+        with contextlib.suppress(NoMove):
+            source, words = apply_strategy(best.source, strategy)
+            candidates.append(Offer(source, best.family, f"strategy {strategy} ({words})"))
+    distinct: dict[str, Offer] = {}
     for candidate in candidates:
-        distinct.setdefault(_normalised(candidate.source), candidate)
+        distinct.setdefault(normalised(candidate.source), candidate)
     return TaskDrafts(task, target, drafts, list(distinct.values()))
 
 
@@ -303,13 +353,8 @@ def _kernel_plan_lines(source: str) -> list[str]:
     return "\n\n".join(paragraphs[1:]).splitlines() if len(paragraphs) > 1 else []
 
 
-def _tunable_words(candidate: KernelDraft | Candidate) -> str:
-    t = candidate.tunables
-    if candidate.family == "attention":  # its kernel names the two blocks after the sequences
-        return f"BLOCK_Q = {t.block_rows}, BLOCK_KV = {t.block_cols}"
-    return (
-        f"BLOCK_ROWS = {t.block_rows}, BLOCK_COLS = {t.block_cols}, BLOCK_DEPTH = {t.block_depth}"
-    )
+def _tunable_words(source: str) -> str:
+    return ", ".join(f"{name} = {value}" for name, value in find_tunables(source).items())
 
 
 def _precision_words(draft: KernelDraft) -> str:
@@ -327,10 +372,6 @@ def _precision_words(draft: KernelDraft) -> str:
 
 def _estimate_words(found: Estimate) -> str:
     return f"estimated {found.seconds * 1e3:.3f} ms on {found.target}, {found.bound}-bound"
-
-
-def _normalised(source: str) -> str:
-    return "\n".join(line.rstrip() for line in source.strip().splitlines())
 
 
 def _content_digest(task: Task) -> str:

@@ -49,6 +49,11 @@ def read_context(
     feedback = context.get("feedback") or []
     if not isinstance(feedback, list) or not all(isinstance(f, str) for f in feedback):
         raise BuiltinAgentError("the request's context field 'feedback' must be a list of text")
+    turned_down = context.get("turned_down") or []
+    if not isinstance(turned_down, list) or not all(isinstance(t, Mapping) for t in turned_down):
+        raise BuiltinAgentError(
+            "the request's context field 'turned_down' must be a list of mappings"
+        )
     for name in ("failure", "profile"):
         if context.get(name) is not None and not isinstance(context[name], Mapping):
             raise BuiltinAgentError(f"the request's context field {name!r} must be a mapping")

@@ -73,6 +73,11 @@ def describe(event: SessionEvent) -> str | None:
             return f"    {event.name} {mark} {first}  [{event.seconds:.1f}s]"
         case UsageReport():
             return None
+        case ProposalMade() if event.nothing_new:
+            return (
+                f"  {event.role} has nothing else to offer ({event.summary}); the session waits "
+                f"for the engineer: keep the current {event.subject}, edit it, or say what to try"
+            )
         case ProposalMade():
             return f"  {event.role} proposes a {event.subject} ({event.summary})"
         case DecisionMade() if event.by == Decider.UNCHANGED:

@@ -25,7 +25,7 @@ from maxkernel_tui.agents.orchestration.events import (
     SessionEnded,
 )
 from maxkernel_tui.agents.orchestration.gates import EDIT, REJECT, Proposal, Subject
-from maxkernel_tui.agents.orchestration.limits import LoopLimits, NothingNew, StepGivenUp
+from maxkernel_tui.agents.orchestration.limits import LoopLimits, NothingNew
 from maxkernel_tui.agents.orchestration.report_text import failure_text
 from maxkernel_tui.agents.orchestration.scoring import Score, significantly_better
 from maxkernel_tui.agents.orchestration.steps import Steps
@@ -37,7 +37,7 @@ from maxkernel_tui.kernels.evaluation.measured_choice import measure_best
 from maxkernel_tui.kernels.evaluation.report import ACCEPTED, EvalReport
 from maxkernel_tui.store.kinds import Mode, SessionStatus
 
-__all__ = ["Best", "LoopLimits", "Outcome", "SessionEngine", "StepGivenUp"]
+__all__ = ["Best", "LoopLimits", "Outcome", "SessionEngine"]
 
 
 @dataclass
@@ -86,8 +86,6 @@ class SessionEngine(Steps):
             reason, status = f"budget: {error}", SessionStatus.STOPPED
         except NothingNew as error:  # the session converged: nothing left to try
             reason = str(error)
-        except StepGivenUp as error:
-            reason, status = str(error), SessionStatus.STOPPED
         except LLMError as error:
             self._emit(
                 ErrorRaised(keys.sub(self.step, "error"), self.step, Role.ENGINE, str(error))

@@ -142,6 +142,7 @@ class ProposalMade(SessionEvent):
     previous: str  # what it would replace ("" when nothing)
     summary: str
     reverts: str = ""  # what of the engineer's changes it undoes ("" when nothing)
+    nothing_new: bool = False  # no proposal: the role has nothing new (`summary` says why)
 
 
 @dataclass(frozen=True)

@@ -48,11 +48,15 @@ class Proposal:
     previous: str  # what it would replace ("" when nothing)
     summary: str
     reverts: str = ""  # what of the engineer's changes it undoes, in words ("" when nothing)
+    # HITL, the role has nothing new (`summary` says why): `content` is the current kernel or
+    # plan; approve goes on with it, edit gives the engineer's, reject asks the role again
+    nothing_new: bool = False
 
     @property
     def unchanged(self) -> bool:
         """It proposes what is already there (whitespace aside): nothing to decide."""
-        return bool(self.previous.strip()) and self.content.strip() == self.previous.strip()
+        same = self.content.strip() == self.previous.strip()
+        return bool(self.previous.strip()) and same and not self.nothing_new
 
 
 class Decider(StrEnum):

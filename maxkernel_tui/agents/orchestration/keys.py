@@ -53,6 +53,11 @@ def retry(step: str, attempt: int) -> str:
     return f"{step}.{attempt}" if attempt else step
 
 
+def nothing_new(step: str) -> str:
+    """Where the engineer is asked what now, a role having nothing new at `step` (HITL)."""
+    return sub(step, "nothing-new")
+
+
 def explain(number: int) -> str:
     return f"explain/{number}"
 

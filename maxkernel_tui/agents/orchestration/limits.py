@@ -3,7 +3,7 @@ under the same ones), and how a step ends when it cannot go on. No jax here."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 
@@ -11,7 +11,6 @@ from typing import Any
 class LoopLimits:
     max_iterations: int = 3
     max_debug_attempts: int = 3  # debugger fixes per failing kernel
-    max_rejections: int = 5  # re-proposals of one step before it is given up
     # a role that proposes a kernel already turned down is asked for another this many times
     max_repeats: int = 3
     patience: int = 2  # iterations without a significant improvement before Auto stops
@@ -25,13 +24,17 @@ class LoopLimits:
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> LoopLimits:
+        """The limits a session stored; a limit since retired (`max_rejections`: the engineer
+        decides how often to reject) is left out."""
+        known = {f.name for f in fields(cls)}
+        return cls(**{name: value for name, value in data.items() if name in known})
+
 
 DEFAULT_LIMITS = LoopLimits()
 
 
-class StepGivenUp(Exception):
-    """A step's proposals were rejected more often than the limits allow."""
-
-
-class NothingNew(StepGivenUp):
-    """A role had no kernel to propose but ones already turned down."""
+class NothingNew(Exception):
+    """A role had no kernel to propose but ones already turned down (outside HITL, where no
+    engineer is there to say what now)."""

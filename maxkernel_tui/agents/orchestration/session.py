@@ -134,7 +134,7 @@ def _resumed(store: Store, settings: Settings, resume: str) -> _Opening:
     if settings.source("provider").kind != "flag":  # the session goes on with its own model
         settings = replace(settings, provider=started.provider, model=started.model)
     task = load_task(Path(started.task_dir), cache=cache_dir())
-    limits = LoopLimits(**started.limits)
+    limits = LoopLimits.from_json(started.limits)
     roles = RolePlan.from_json(started.roles)  # the roles' models and tools as it started
     return _Opening(journal, task, session.mode, started.target, settings, limits, roles)
 

@@ -31,7 +31,6 @@ from maxkernel_tui.agents.orchestration.events import (
     Note,
     ProfileDone,
     ProposalMade,
-    ProposalRepeated,
     SessionEvent,
     StepStarted,
     VersionCreated,
@@ -54,8 +53,8 @@ from maxkernel_tui.agents.orchestration.limits import (
     DEFAULT_LIMITS,
     LoopLimits,
     NothingNew,
-    StepGivenUp,
 )
+from maxkernel_tui.agents.orchestration.repeats import Repeats
 from maxkernel_tui.agents.orchestration.report_text import evaluation_text, failure_of, failure_text
 from maxkernel_tui.agents.orchestration.scoring import (
     Score,
@@ -67,7 +66,13 @@ from maxkernel_tui.agents.orchestration.tools import Client, ProfileResult, Tool
 from maxkernel_tui.agents.orchestration.verdicts import VerdictBook
 from maxkernel_tui.agents.orchestration.workspace import Workspace
 from maxkernel_tui.agents.roles import parsers
-from maxkernel_tui.agents.roles.context import Failure, StepContext
+from maxkernel_tui.agents.roles.context import (
+    Failure,
+    StepContext,
+    TurnedDown,
+    message_feedback,
+    rejection_feedback,
+)
 from maxkernel_tui.agents.roles.prompts import DEBUGGER, TESTER, Role
 from maxkernel_tui.agents.tools.assignment import RolePlan
 from maxkernel_tui.agents.tools.runner import Toolbox
@@ -114,6 +119,7 @@ class Steps:
         self.task = tools.task
         self.parse_kernel = parsers.kernel_parser(self.task.entry_points)
         self.verdicts = verdicts or VerdictBook(tools.task, tools.target, journal.history())
+        self.repeats = Repeats(journal, self.verdicts, limits, self._emit)
         self.edits = EngineerEdits()
         # a revert of the engineer's change the auto gate approved, and its source: judged
         # against the engineer's version once evaluated
@@ -129,9 +135,8 @@ class Steps:
         self.version_id: int | None = None
         self.step = ""
         self.feedback: list[str] = []
-        self._queued: list[
-            tuple[Subject, str]
-        ] = []  # interventions waiting for the next step boundary
+        # interventions waiting for the next step boundary
+        self._queued: list[tuple[Subject, str]] = []
         self.last_report: EvalReport | None = None
         self.last_profile: tuple[ProfileSummary | None, str] = (None, "")
         self.diagnosis: str | None = None
@@ -166,10 +171,13 @@ class Steps:
         previous_attempts: tuple[str, ...] = (),
     ) -> str:
         """Ask `role`, show the proposal at the gate, and return what was decided on; a rejection
-        asks again with the reason. A kernel already turned down is not shown: the role is asked
-        for another (NothingNew when it has none)."""
-        rejections = repeats = attempt = 0
+        asks again with the reason and the proposal turned down. A kernel already turned down is
+        not shown: the role is asked for another. When it has none, Auto ends (NothingNew); in
+        HITL the engineer is asked what now (keep the current one, edit it, or say what to try),
+        and the session stays open."""
+        repeats = attempt = 0
         repeated: str | None = None  # the turned-down kernel the role is asked to move past
+        turned_down: list[TurnedDown] = []  # this step's, for the role's next request
         while True:
             key = keys.retry(step, attempt)
             attempt += 1
@@ -177,58 +185,49 @@ class Steps:
             previous = self._current(subject) or previous
             self.start(key, role)
             ctx = replace(self.context(), failure=failure, previous_attempts=previous_attempts)
-            if repeated is not None:
-                ctx = replace(ctx, kernel=repeated)
+            ctx = replace(ctx, turned_down=tuple(turned_down), kernel=repeated or ctx.kernel)
             text = await self.calls.ask(key, role, ctx, parse)
-            turned_down = self._turned_down(key, subject, text)
-            if turned_down is not None:
+            rejection = self.repeats.rejection(key, subject, text)
+            if rejection is not None:
                 repeats += 1
-                self._repeated(key, role, turned_down, repeats > self.limits.max_repeats)
+                turned_down.append(TurnedDown(text, rejection))
                 # asked again from the kernel it repeated: an agent that walks its kernels in
                 # order (the built-in one) moves past it, a model reads why it was rejected
-                failure, repeated = Failure("repeat", turned_down), text
-                previous_attempts = (*previous_attempts, turned_down)
+                failure, repeated = Failure("repeat", rejection), text
+                previous_attempts = (*previous_attempts, rejection)
+                self.feedback.append(
+                    f"{role} proposed a kernel already turned down ({rejection}): propose a "
+                    "different one"
+                )
+                why = self.repeats.nothing_new(key, role, rejection, repeats)
+                if why is None:
+                    continue
+                if self.mode != Mode.HITL:  # no engineer to ask what now
+                    raise NothingNew(f"{key}: the {role} has nothing new ({why})")
+                # HITL: the engineer decides what comes next, at the gate
+                ask = keys.nothing_new(key)
+                offer = Proposal(ask, role, subject, previous, previous, why, nothing_new=True)
+                decision = await self.decide(ask, offer)
+                if decision.action == EDIT and decision.content:
+                    return decision.content  # theirs
+                if decision.action == APPROVE and previous.strip():
+                    return previous  # go on with the current kernel or plan
+                if decision.action == REJECT and decision.feedback:  # what to try
+                    self.feedback.append(message_feedback(decision.feedback))
+                repeats, repeated = 0, None  # the role is asked again
                 continue
             decision = await self.decide(
                 key, Proposal(key, role, subject, text, previous, diffs.summary(previous, text))
             )
             if decision.action == REJECT:
                 reason = decision.feedback or "no reason given"
-                self.feedback.append(f"{role}'s proposal was rejected: {reason}")
+                self.feedback.append(rejection_feedback(role, reason))
+                turned_down.append(TurnedDown(text, f"rejected by the engineer: {reason}"))
                 if subject == Subject.KERNEL:
                     self.verdicts.refuse(text, reason)
-                rejections += 1
-                if rejections > self.limits.max_rejections:
-                    raise StepGivenUp(
-                        f"{step}: {rejections} proposals rejected; the session stops here"
-                    )
                 continue
             # The engineer's edit is taken as written: the harness, not the parser, judges it.
             return decision.content if decision.action == EDIT and decision.content else text
-
-    def _turned_down(self, key: str, subject: str, text: str) -> str | None:
-        """Why `text` was turned down before, in words, if it was. A replayed step keeps what it
-        stored: the book holds verdicts given after the step first ran."""
-        decided = self.journal.recall(keys.sub(key, "decision"), DecisionMade)
-        if subject != Subject.KERNEL or decided is not None:
-            return None
-        stored = self.journal.recall(keys.sub(key, "repeat"), ProposalRepeated)
-        if stored is not None:
-            return stored.rejection
-        rejection = self.verdicts.rejection(text)
-        return None if rejection is None else rejection.words()
-
-    def _repeated(self, key: str, role: Role, rejection: str, last: bool) -> None:
-        """Say that `role` repeated a turned-down kernel; NothingNew when it did so too often."""
-        self._emit(ProposalRepeated(keys.sub(key, "repeat"), key, role, rejection, last))
-        self.feedback.append(
-            f"{role} proposed a kernel already turned down ({rejection}): propose a different one"
-        )
-        if last:
-            raise NothingNew(
-                f"{key}: the {role} has nothing new (its last {self.limits.max_repeats + 1} "
-                "proposals repeated kernels already turned down)"
-            )
 
     async def ask(self, key: str, role: Role, ctx: StepContext, parse: Parse) -> str:
         return await self.calls.ask(key, role, ctx, parse)
@@ -551,7 +550,7 @@ class Steps:
                 f"{edit.feedback()}\nstart from the current kernel (the engineer's)"
             )
         else:
-            self.feedback.append(intervention.content)
+            self.feedback.append(message_feedback(intervention.content))
 
     def set_mode(self, key: str, mode: Mode) -> None:
         if mode == self.mode:

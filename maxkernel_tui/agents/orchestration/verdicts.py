@@ -57,7 +57,8 @@ class VerdictBook:
             if isinstance(event, EvaluationDone):
                 self.record(event)
             elif isinstance(event, ProposalMade) and event.subject == Subject.KERNEL:
-                kernels[event.step] = event.content
+                if not event.nothing_new:  # no proposal: the current kernel, never refused
+                    kernels[event.step] = event.content
             elif isinstance(event, DecisionMade) and event.action == REJECT:
                 refused = kernels.get(event.step)
                 if refused is not None:

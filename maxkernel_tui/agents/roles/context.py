@@ -28,6 +28,50 @@ class Failure:
         return cls(str(data.get("check", "")), str(data.get("detail", "")))
 
 
+# How the engineer's own words are quoted in a step's feedback: a rejection's reason and a chat
+# message (`engineer_words` reads them back for providers that read data, not prose).
+REJECTED = "'s proposal was rejected: "
+# How an agent with no other proposal says so, first in its answer (the engine then asks the
+# engineer instead of asking the agent again).
+NOTHING_ELSE = "Nothing else to offer:"
+MESSAGE = "the engineer's message: "
+
+
+def rejection_feedback(role: str, reason: str) -> str:
+    return f"{role}{REJECTED}{reason}"
+
+
+def message_feedback(text: str) -> str:
+    return f"{MESSAGE}{text}"
+
+
+def engineer_words(feedback: tuple[str, ...]) -> list[str]:
+    """What the engineer wrote in `feedback` (rejection reasons and messages), oldest first."""
+    words = []
+    for line in feedback:
+        if line.startswith(MESSAGE):
+            words.append(line[len(MESSAGE) :])
+        elif REJECTED in line:
+            words.append(line.split(REJECTED, 1)[1])
+    return words
+
+
+@dataclass(frozen=True)
+class TurnedDown:
+    """A proposal of this step that was turned down (by the engineer, or as a repeat of a kernel
+    turned down before), and why."""
+
+    content: str
+    reason: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"content": self.content, "reason": self.reason}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> TurnedDown:
+        return cls(str(data.get("content", "")), str(data.get("reason", "")))
+
+
 @dataclass(frozen=True)
 class StepContext:
     """What a step knows. Each role's message shows only the parts it needs."""
@@ -50,6 +94,7 @@ class StepContext:
     question: str | None = None
     strategy: str | None = None  # the graph search's strategy for this expansion, by name
     previous_attempts: tuple[str, ...] = field(default=())  # earlier failed fixes (debugger)
+    turned_down: tuple[TurnedDown, ...] = ()  # this step's proposals turned down, oldest first
 
     def to_request(self, role: str) -> dict[str, Any]:
         """The data that travels with `role`'s request (the prose parts stay in the prompt)."""
@@ -65,6 +110,7 @@ class StepContext:
             "profile": self.profile,
             "question": self.question,
             "strategy": self.strategy,
+            "turned_down": [t.to_json() for t in self.turned_down],
         }
 
     @classmethod
@@ -84,4 +130,5 @@ class StepContext:
             profile=None if profile is None else dict(profile),
             question=data.get("question"),
             strategy=data.get("strategy"),
+            turned_down=tuple(TurnedDown.from_json(t) for t in data.get("turned_down") or ()),
         )

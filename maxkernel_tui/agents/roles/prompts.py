@@ -10,7 +10,7 @@ import json
 
 from maxkernel_tui.agents.knowledge import TOPICS, for_role, role_topics
 from maxkernel_tui.agents.llm.types import Message, Request, ToolSpec
-from maxkernel_tui.agents.roles.context import StepContext
+from maxkernel_tui.agents.roles.context import NOTHING_ELSE, StepContext
 from maxkernel_tui.agents.roles.role import Role
 from maxkernel_tui.config import cache_dir
 from maxkernel_tui.kernels.edge_configs import MAX_SCALE, check_params
@@ -74,6 +74,7 @@ _JOBS: dict[str, str] = {
     ),
 }
 
+TURNED_DOWN_SHOWN = 3  # turned-down proposals quoted in a prompt, the latest
 
 def _rules(entry_point: str) -> str:
     """The harness's rules, naming the task's entry point (`computation`, JAXBench's
@@ -92,9 +93,9 @@ def _rules(entry_point: str) -> str:
 
 def _sections(role: str, ctx: StepContext) -> list[tuple[str, str | None]]:
     sections: dict[str, tuple[str, ...]] = {
-        PLANNER: ("task", "kernel", "evaluation", "profile", "diagnosis", "feedback"),
-        IMPLEMENTER: ("task", "plan", "kernel", "feedback"),
-        DEBUGGER: ("task", "plan", "kernel", "failure", "attempts", "feedback"),
+        PLANNER: ("task", "kernel", "evaluation", "profile", "diagnosis", "feedback", "turned"),
+        IMPLEMENTER: ("task", "plan", "kernel", "feedback", "turned"),
+        DEBUGGER: ("task", "plan", "kernel", "failure", "attempts", "feedback", "turned"),
         PROFILER: ("task", "kernel", "profile", "feedback"),
         EXPLAINER: ("task", "plan", "kernel", "evaluation", "profile", "feedback", "question"),
         TESTER: ("task", "check", "kernel", "feedback"),
@@ -116,6 +117,11 @@ def _sections(role: str, ctx: StepContext) -> list[tuple[str, str | None]]:
         ),
         "attempts": ("Earlier fixes that also failed", "\n\n".join(ctx.previous_attempts) or None),
         "feedback": ("The engineer says", "\n".join(f"- {f}" for f in ctx.feedback) or None),
+        "turned": (
+            "Turned down at this step (propose something different that answers why; with "
+            f"nothing different to offer, begin your answer with `{NOTHING_ELSE}` and say why)",
+            _turned_down(ctx),
+        ),
         "question": ("Question", ctx.question),
         "check": (
             "Check configuration (CONFIGS['check'])",
@@ -123,6 +129,13 @@ def _sections(role: str, ctx: StepContext) -> list[tuple[str, str | None]]:
         ),
     }
     return [parts[name] for name in shown]
+
+
+def _turned_down(ctx: StepContext) -> str | None:
+    """The step's turned-down proposals, the latest few in full, each with why."""
+    shown = ctx.turned_down[-TURNED_DOWN_SHOWN:]
+    parts = [f"{n}. why: {t.reason}\n```\n{t.content.strip()}\n```" for n, t in enumerate(shown, 1)]
+    return "\n\n".join(parts) or None
 
 
 def _check_params(ctx: StepContext) -> str | None:

@@ -23,7 +23,7 @@ from maxkernel_tui.agents.orchestration.events import (
 )
 from maxkernel_tui.agents.orchestration.fingerprint import kernel_hash
 from maxkernel_tui.agents.orchestration.gates import AutoGate
-from maxkernel_tui.agents.orchestration.limits import StepGivenUp
+from maxkernel_tui.agents.orchestration.limits import NothingNew
 from maxkernel_tui.agents.orchestration.steps import Steps
 from maxkernel_tui.agents.search.algorithms import Algorithm, NodePlan
 from maxkernel_tui.agents.search.config import SearchConfig
@@ -233,7 +233,7 @@ class Search:
             self._budget = self._budget or str(error)
             self.graph.update(node, STOPPED, detail=str(error), **self._spent(node.ref))
             return
-        except (LLMError, StepGivenUp, EvaluationLost) as error:
+        except (LLMError, NothingNew, EvaluationLost) as error:
             self.graph.update(node, FAILED, detail=str(error), **self._spent(node.ref))
             return
         if isinstance(done, Duplicate):

@@ -57,3 +57,24 @@ async def test_edit_opens_the_editor_and_hand_off_goes_to_auto(
 async def test_closed_input_stops_instead_of_approving(monkeypatch, capsys) -> None:
     with pytest.raises(EOFError):
         await decide(monkeypatch, "", capsys)
+
+
+async def test_an_agent_with_nothing_new_is_said_so_and_the_reason_asks_it_again(
+    monkeypatch, capsys
+) -> None:
+    current = "BLOCK_ROWS = 128\n"
+    asked = Proposal(
+        "i1/implement.4/nothing-new",
+        "implementer",
+        "kernel",
+        current,
+        current,
+        "every kernel it can write was turned down",
+        nothing_new=True,
+    )
+    monkeypatch.setattr(sys, "stdin", io.StringIO("r\nsplit K\n"))
+    decision = await TerminalGate().decide(asked)
+    shown = capsys.readouterr().out
+    assert "implementer has nothing else to offer: every kernel it can write" in shown
+    assert "[r] says what to try" in shown
+    assert decision.action == REJECT and decision.feedback == "split K"

@@ -5,16 +5,12 @@ slow tests in tests/agents/tools run the real ones)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
 from typing import Any
 
 import pytest
 
 from maxkernel_tui.agents.budget import Budget, Cap
 from maxkernel_tui.agents.knowledge import topic
-from maxkernel_tui.agents.llm.gemini import GeminiProvider
-from maxkernel_tui.agents.llm.openai_compat import OpenAICompatProvider
-from maxkernel_tui.agents.llm.provider import Provider
 from maxkernel_tui.agents.orchestration.events import (
     EvaluationDone,
     LlmAnswer,
@@ -23,30 +19,18 @@ from maxkernel_tui.agents.orchestration.events import (
 )
 from maxkernel_tui.agents.tools.assignment import RoleAssignment, RolePlan
 from maxkernel_tui.agents.tools.specs import ToolName
-from tests.fakes.role_gemini import RoleGemini, RoleOpenAI, Scripted
+from tests.fakes.role_gemini import Scripted
 from tests.fakes.role_provider import NO_EDGE_CASES
 from tests.fakes.scripted import Answer
 from tests.support.engine import DIAGNOSIS, GOOD, Bench, FakeJaxApi, FakeTools, events, kernel, plan
-from tests.support.llm import GEMINI_KEY, OPENAI_KEY
+from tests.support.llm import Served, serve
 
 pytestmark = pytest.mark.asyncio
-
-Served = RoleGemini | RoleOpenAI
 
 
 @pytest.fixture(params=["gemini", "openai"])
 def kind(request: pytest.FixtureRequest) -> str:
     return str(request.param)
-
-
-async def serve(
-    kind: str, answers: Mapping[str, list[Scripted]], model: str = "gemini-2.5-flash"
-) -> tuple[Served, Provider]:
-    if kind == "gemini":
-        gemini = await RoleGemini(answers).start()
-        return gemini, GeminiProvider(model, base_url=gemini.url, api_key=GEMINI_KEY)
-    openai = await RoleOpenAI(answers).start()
-    return openai, OpenAICompatProvider(model, f"{openai.url}/v1", api_key=OPENAI_KEY)
 
 
 def session_answers(implementer: list[Scripted]) -> dict[str, list[Scripted]]:
