@@ -76,6 +76,7 @@ _JOBS: dict[str, str] = {
 
 TURNED_DOWN_SHOWN = 3  # turned-down proposals quoted in a prompt, the latest
 
+
 def _rules(entry_point: str) -> str:
     """The harness's rules, naming the task's entry point (`computation`, JAXBench's
     `workload`)."""
