@@ -81,12 +81,13 @@ def _rules(entry_point: str) -> str:
     """The harness's rules, naming the task's entry point (`computation`, JAXBench's
     `workload`)."""
     return (
-        "Rules of the harness (a kernel breaking them is rejected): the file is self-contained "
+        "Rules of the harness (the kernel runs in a sandbox without files, network, processes "
+        "or the environment; one breaking these rules is rejected): the file is self-contained "
         f"and defines `{entry_point}` with the reference's signature (its arrays and Python "
         "values in the reference's order); it imports only jax, jax.numpy, "
         "jax.experimental.pallas (as pl), jax.experimental.pallas.tpu (as pltpu), functools, "
         "math and numpy; the heavy work runs inside `pl.pallas_call`; never pass `interpret=`; "
-        "no clocks, files, environment, callbacks or global state. Declare the tunable "
+        "no host callbacks and no branching on the platform. Declare the tunable "
         "parameters in one place: a comment line `# Tunables` followed directly by module-level "
         "lines `NAME = <int>`; use those names in the code."
     )
