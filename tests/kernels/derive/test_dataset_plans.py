@@ -1,0 +1,39 @@
+"""Derived configurations of copies of MaxKernel's and JAXBench's own task folders at their real
+production shapes, read statically (no jax): the sizes are found where those files write them,
+and an expert's fixed tiles still divide the derived sizes."""
+
+import pytest
+
+from maxkernel_tui.kernels.loader import load_task
+from maxkernel_tui.kernels.task import BENCH, CHECK, HELDOUT
+from tests.support.maxkernel_dataset import write_jaxbench_tiled_gemm, write_maxkernel
+
+# (M, K, N) in production and the expert's (block_m, block_n, block_k): the style of the test
+# folders (256 x 512 tiles), and JAXBench's 8p (1024 x 2048 tiles, 1024 deep)
+TILED = [
+    ((1024, 4096, 2048), (256, 512, 512)),
+    ((8192, 8192, 8192), (256, 512, 512)),
+    ((8192, 8192, 28672), (1024, 2048, 1024)),
+]
+
+
+@pytest.mark.parametrize(("sizes", "tiles"), TILED)
+def test_a_jaxbench_gemm_keeps_sizes_its_experts_fixed_tiles_divide(tmp_path, sizes, tiles):
+    """`M, K, N = CONFIG['M'], ...` was read as a 3-D shape of 8192^3 elements (and `(M, K)`
+    as no shape at all): halved to fit, check came out at M = K = N = 128, below the tiles."""
+    task = load_task(write_jaxbench_tiled_gemm(tmp_path, sizes, tiles), traced_ties=False)
+    bm, bn, bk = tiles
+    for config in (CHECK, HELDOUT):
+        s = task.derivation.sizes[config]
+        assert s["M"] % bm == 0 and s["N"] % bn == 0 and s["K"] % bk == 0, (config, s)
+    assert task.derivation.sizes[CHECK] != task.derivation.sizes[BENCH]
+
+
+def test_mla_sizes_in_a_module_level_dict_read_through_an_alias_are_derived(tmp_path):
+    """3p: `C = CONFIG` then `B, S, E = C['batch'], ...`: the sizes live outside get_inputs."""
+    task = load_task(write_maxkernel(tmp_path, "3p_MLA_Attention"), traced_ties=False)
+    assert task.derived, task.derivation.fallback
+    check = task.derivation.sizes[CHECK]
+    assert check["emb_dim"] < 7168 and check["emb_dim"] % 1024 == 0
+    assert check["num_heads"] == 128 and check["qk_rope_head_dim"] == 64
+    assert task.derivation.sizes[HELDOUT] != check
