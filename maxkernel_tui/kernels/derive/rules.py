@@ -11,7 +11,10 @@ Every rule is a function of a size's production value, so sizes equal in product
 sides of a contraction, a weight's rows and an input's columns) stay equal in `check`, and the
 held-out configuration moves all sizes of one production value together, unless tracing the
 reference told which of them it ties (tie_probe.py): then every group of them that is free of
-the others gets a held-out value of its own wherever the budget and the group counts allow.
+the others gets a held-out value of its own wherever the budget and the group counts allow. A
+traced group of sizes of different values (a broadcast of 64 weights over twice a width of 32)
+keeps its production ratios: its sizes take the smallest scale any of them took, and stay there
+at heldout.
 Sizes tied together in production (one is the product of two others: pages x page size =
 context) stay tied where the size that follows is a count up to KEEP_UP_TO (pages, heads,
 experts) or keeps its own divisibility; otherwise equal products are taken for a coincidence.
@@ -28,6 +31,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from fractions import Fraction
 
 POW2_CAP = 2048
 KEEP_UP_TO = 512
@@ -107,9 +111,11 @@ def derive_sizes(
     if check == production:
         check = _doubled(production, shapes, pinned, divisions)
     check = _within_budget(check, shapes, pinned, divisions)
+    scaled = [g for g in groups if len({production[n] for n in g if n in production}) > 1]
+    check = _scaled_together(check, production, scaled)
     ties = tuple(t for t in ties if _follows(t, check[t.total], check[t.other], production))
     problems = list(_apply_ties(check, ties))
-    tied = {t.free for t in ties} | pinned
+    tied = {t.free for t in ties} | pinned | {n for g in scaled for n in g}
     heldout = dict(check)
 
     def step(name: str) -> int:
@@ -136,6 +142,22 @@ def derive_sizes(
             "heldout equals check"
         )
     return DerivedSizes(check, heldout, ties, tuple(problems))
+
+
+def _scaled_together(
+    sizes: dict[str, int], production: dict[str, int], scaled: list[tuple[str, ...]]
+) -> dict[str, int]:
+    """Every traced group of sizes that must keep their production ratios (a broadcast across
+    sizes of different values) at the smallest scale any of its sizes took; at production
+    where that scale does not give every size a whole number."""
+    sizes = dict(sizes)
+    for group in scaled:
+        members = [n for n in group if n in production]
+        scale = min(Fraction(sizes[n], production[n]) for n in members)
+        if any((production[n] * scale).denominator != 1 for n in members):
+            scale = Fraction(1)
+        sizes.update({n: int(production[n] * scale) for n in members})
+    return sizes
 
 
 def shrunk_sizes(
