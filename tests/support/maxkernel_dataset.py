@@ -2,7 +2,8 @@
 benchmark write them, at their real production shapes (../shared/jaxbench-tasks.md): the ways
 of writing sizes that derived configurations stumbled on.
 
-- `2p_GQA_Attention`: local integers in get_inputs, BSHD layout, kv heads repeated 16 times;
+- `2p_GQA_Attention`: a dict of sizes inside get_inputs unpacked into locals
+  (`B, S = CONFIG['batch'], CONFIG['seq_len']`), BSHD layout, kv heads repeated 16 times;
 - `3p_MLA_Attention`: a module-level dict of sizes read through an alias (`C = CONFIG`) and
   unpacked into locals (`B, S, E = C['batch'], ...`), the head sizes as static args;
 - `28k_ConvTranspose3d_LayerNorm_GELU_Scaling`: a LayerNorm of `out_channels` weights over the
@@ -33,31 +34,32 @@ MAXKERNEL = {
 
 
         def get_inputs():
-            batch_size = 4
-            seq_len = 4096
-            num_q_heads = 128
-            num_kv_heads = 8
-            head_dim = 128
-            key = jax.random.key(0)
-            kq, kk, kv = jax.random.split(key, 3)
-            dt = jnp.bfloat16
-            query = jax.random.normal(kq, (batch_size, seq_len, num_q_heads, head_dim), dt)
-            key_t = jax.random.normal(kk, (batch_size, seq_len, num_kv_heads, head_dim), dt)
-            value = jax.random.normal(kv, (batch_size, seq_len, num_kv_heads, head_dim), dt)
+            CONFIG = {
+                'name': 'llama3_405b_gqa',
+                'batch': 4,
+                'seq_len': 4096,
+                'num_query_heads': 128,
+                'num_kv_heads': 8,
+                'head_dim': 128,
+            }
+            k1, k2, k3 = jax.random.split(jax.random.PRNGKey(42), 3)
+            B, S = CONFIG['batch'], CONFIG['seq_len']
+            Hq, Hkv, D = CONFIG['num_query_heads'], CONFIG['num_kv_heads'], CONFIG['head_dim']
+            query = jax.random.normal(k1, (B, S, Hq, D), dtype=jnp.bfloat16)
+            key_t = jax.random.normal(k2, (B, S, Hkv, D), dtype=jnp.bfloat16)
+            value = jax.random.normal(k3, (B, S, Hkv, D), dtype=jnp.bfloat16)
             return [query, key_t, value], []
 
 
         def computation(query, key, value):
-            b, s, hq, d = query.shape
-            repeats = hq // key.shape[2]
-            k = jnp.repeat(key, repeats, axis=2).transpose(0, 2, 1, 3)
-            v = jnp.repeat(value, repeats, axis=2).transpose(0, 2, 1, 3)
-            q = query.transpose(0, 2, 1, 3)
-            logits = jnp.einsum('bhqd,bhkd->bhqk', q, k) * (d ** -0.5)
-            mask = jnp.tril(jnp.ones((s, s), dtype=bool))
-            logits = jnp.where(mask, logits, -1e9)
-            probs = jax.nn.softmax(logits, axis=-1)
-            out = jnp.einsum('bhqk,bhkd->bhqd', probs, v)
+            B, S, Hq, D = query.shape
+            G = Hq // key.shape[2]
+            key = jnp.repeat(key[:, :, :, None, :], G, axis=3).reshape(B, S, Hq, D)
+            value = jnp.repeat(value[:, :, :, None, :], G, axis=3).reshape(B, S, Hq, D)
+            q, k, v = (t.transpose(0, 2, 1, 3) for t in (query, key, value))
+            logits = jnp.einsum('bhqd,bhkd->bhqk', q, k) * (D ** -0.5)
+            logits = jnp.where(jnp.tril(jnp.ones((S, S))), logits, -1e9)
+            out = jnp.einsum('bhqk,bhkd->bhqd', jax.nn.softmax(logits, axis=-1), v)
             return out.transpose(0, 2, 1, 3)
         """,
     ),

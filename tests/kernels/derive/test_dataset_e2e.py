@@ -48,3 +48,17 @@ def test_a_broadcast_across_sizes_of_different_values_stays_whole_when_derived(t
     for config in (CHECK, HELDOUT):
         output = description.configs[config].outputs[0].shape
         assert output[1] == output[-1], (config, output)  # out_channels = 2 x W
+
+
+def test_gqa_and_groupnorm_copies_validate_their_derived_configurations(tmp_path):
+    """2p's check was 4 x 128 x 2048^2 logits (its describe worker died), 40k kept production
+    only: both now run their reference on check in the describe worker."""
+    ids = ("2p_GQA_Attention", "40k_Gemm_GroupNorm_Min_BiasAdd")
+    tasks = [load_task(write_maxkernel(tmp_path / "tasks", task_id)) for task_id in ids]
+    described = describe_tasks(tasks, tmp_path / "cache", with_cost=False, workers=2)
+    for task in tasks:
+        description = described[task.task_id]
+        assert description.error is None, description.error
+        assert list(description.configs) == ["bench", CHECK, HELDOUT]
+        assert description.configs[CHECK].reference_seconds is not None
+        assert description.configs[HELDOUT].inputs != description.configs[CHECK].inputs

@@ -4,6 +4,7 @@ and an expert's fixed tiles still divide the derived sizes."""
 
 import pytest
 
+from maxkernel_tui.kernels.derive.rules import MAX_CHECK_ELEMENTS
 from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.task import BENCH, CHECK, HELDOUT
 from tests.support.maxkernel_dataset import write_jaxbench_tiled_gemm, write_maxkernel
@@ -37,3 +38,27 @@ def test_mla_sizes_in_a_module_level_dict_read_through_an_alias_are_derived(tmp_
     assert check["emb_dim"] < 7168 and check["emb_dim"] % 1024 == 0
     assert check["num_heads"] == 128 and check["qk_rope_head_dim"] == 64
     assert task.derivation.sizes[HELDOUT] != check
+
+
+def test_gqa_sizes_unpacked_from_a_dict_keep_its_check_within_the_budget(tmp_path):
+    """2p: `B, S = CONFIG['batch'], CONFIG['seq_len']` was read as a shape of 4 x 4096 (and
+    `(B, S, Hq, D)` as none), so check kept batch 4 and 2048 positions: 4 x 128 x 2048^2 logits,
+    more memory than the describe worker had (it died with no output)."""
+    task = load_task(write_maxkernel(tmp_path, "2p_GQA_Attention"), traced_ties=False)
+    check = task.derivation.sizes[CHECK]
+    query = check["batch"] * check["seq_len"] * check["num_query_heads"] * check["head_dim"]
+    assert query <= MAX_CHECK_ELEMENTS // 2, check
+    assert check["num_query_heads"] % check["num_kv_heads"] == 0 and check["head_dim"] == 128
+
+
+def test_a_group_count_unpacked_beside_the_features_leaves_the_features_room_to_move(tmp_path):
+    """40k: `batch_size, in_features, out_features, num_groups = 4096, 8192, 8192, 512` was read
+    as a shape of 4096 x 8192 x 8192 x 512 elements, halved to 512 groups of 512 features,
+    pinned by the reference's literal 512: no held-out move was left."""
+    task = load_task(write_maxkernel(tmp_path, "40k_Gemm_GroupNorm_Min_BiasAdd"), traced_ties=False)
+    assert task.derived, task.derivation.fallback
+    for config in (CHECK, HELDOUT):
+        sizes = task.derivation.sizes[config]
+        assert sizes["num_groups"] == 512 and sizes["out_features"] % 512 == 0
+        assert sizes["out_features"] > 512
+    assert task.derivation.sizes[HELDOUT] != task.derivation.sizes[CHECK]
