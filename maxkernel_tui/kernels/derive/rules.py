@@ -122,7 +122,7 @@ def derive_sizes(
         # a size shrunk below its own step (to fit the budget) moves by its check's step
         return min(size_step(production[name], factors), size_step(check[name], factors))
 
-    for names in _heldout_moves(production, check, tied, groups):
+    for names in _heldout_moves(production, check, tied, groups, shapes):
         moved = dict(check)
         for name in names:
             moved[name] = check[name] + step(name)
@@ -242,11 +242,14 @@ def _heldout_moves(
     check: dict[str, int],
     tied: set[str],
     groups: tuple[tuple[str, ...], ...] = (),
+    shapes: tuple[tuple[str | int, ...], ...] = (),
 ) -> list[list[str]]:
     """Candidate moves off check, best first, each every size of one production value (equal
     sizes may meet in a contraction): first a value whose step leaves a non-multiple of check,
-    then the largest; never a value one of whose sizes is tied to others (it follows them) or
-    pinned. A small task (check at or above production) grows its smallest sizes instead."""
+    then the largest, sizes written in a shape before those that are not (a rope theta of
+    10000 passed as a static arg moves no shape); never a value one of whose sizes is tied to
+    others (it follows them) or pinned. A small task (check at or above production) grows its
+    smallest sizes instead."""
     blocked = {production[n] for n in tied}
     free = [n for n in production if production[n] not in blocked]
     non_multiple = [n for n in free if pow2_part(production[n]) < check[n] < production[n]]
@@ -254,6 +257,9 @@ def _heldout_moves(
     room.sort(key=lambda n: -production[n])
     growable = sorted((n for n in free if production[n] >= GROW_FROM), key=lambda n: production[n])
     order = non_multiple + room if non_multiple + room else growable
+    shaped = {part for shape in shapes for part in shape if isinstance(part, str)}
+    if shaped:
+        order.sort(key=lambda n: n not in shaped)  # stable: the order above within each
     units: list[list[str]] = []
     for name in order:
         group = next((g for g in groups if name in g), None)

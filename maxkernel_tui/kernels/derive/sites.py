@@ -296,26 +296,22 @@ def _static_literals(fn: ast.FunctionDef) -> set[int]:
 def _shapes(
     fn: ast.FunctionDef, sizes: list[SizeSite], literals: dict[int, str], aliases: Aliases
 ) -> tuple[ShapeTuple, ...]:
-    """Shapes of sizes and integer literals with at least one size in them (a tuple with
-    anything else in it is not read as a shape, nor the values of `M, K, N = ...`); a bare
-    size where a shape goes is a 1-D one. A literal outside a shape argument reads as the
-    first size of its value."""
+    """Shapes of sizes and integer literals with at least one size in them, where a shape goes
+    (directly, or a tuple assigned to a name passed there): other tuples (`M, K, N = ...`, the
+    static args returned) are no shapes, and a tuple with anything else in it is not read as
+    one; a bare size where a shape goes is a 1-D one. A literal outside a shape argument reads
+    as the first size of its value."""
     literal_values = {s.value for s in sizes if s.kind == "literal"}
     shapes: list[ShapeTuple] = []
-    unpacked = {
-        id(n.value)
-        for n in ast.walk(fn)
-        if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Tuple)
-    }
-    candidates: list[ast.expr] = [
-        n
-        for n in ast.walk(fn)
-        if isinstance(n, ast.Tuple)
-        and n.elts
-        and id(n) not in unpacked
-        and isinstance(n.ctx, ast.Load)
+    arguments = list(shape_arguments(fn))
+    passed = {a.id for a in arguments if isinstance(a, ast.Name)}
+    candidates: list[ast.expr] = [a for a in arguments if not isinstance(a, ast.List)]
+    candidates += [
+        value
+        for name, value in _assigned_pairs([n for n in ast.walk(fn) if isinstance(n, ast.stmt)])
+        if name.id in passed and isinstance(value, ast.Tuple)
     ]
-    candidates += [a for a in shape_arguments(fn) if not isinstance(a, (ast.Tuple, ast.List))]
+    candidates = [c for c in candidates if not (isinstance(c, ast.Tuple) and not c.elts)]
     for node in candidates:
         shape: list[str | int] = []
         for element in node.elts if isinstance(node, ast.Tuple) else [node]:

@@ -62,3 +62,47 @@ def test_a_group_count_unpacked_beside_the_features_leaves_the_features_room_to_
         assert sizes["num_groups"] == 512 and sizes["out_features"] % 512 == 0
         assert sizes["out_features"] > 512
     assert task.derivation.sizes[HELDOUT] != task.derivation.sizes[CHECK]
+
+
+SIZES_AS_STATIC_ARGS = """
+import jax
+import jax.numpy as jnp
+
+
+def get_inputs():
+    c = {"batch": 4, "q_heads": 64, "kv_heads": 8, "seq": 4096, "head_dim": 128}
+    batch, seq, head_dim = c["batch"], c["seq"], c["head_dim"]
+    kq, kk, kv = jax.random.split(jax.random.key(0), 3)
+    q = jax.random.normal(kq, (batch, c["q_heads"], seq, head_dim), jnp.bfloat16)
+    kv_shape = (batch, c["kv_heads"], seq, head_dim)
+    k = jax.random.normal(kk, kv_shape, jnp.bfloat16)
+    v = jax.random.normal(kv, kv_shape, jnp.bfloat16)
+    return (q, k, v), (seq, c["q_heads"], c["kv_heads"], head_dim)
+
+
+def computation(q, k, v, S, H_q, H_kv, D):
+    return q
+"""
+
+
+def test_sizes_returned_as_static_args_are_no_shape(tmp_path):
+    """4p returns (seq, q_heads, kv_heads, head_dim) as static args: read as a shape of 268M
+    elements, it was halved until seq was 128, below any attention kernel's tiles."""
+    folder = tmp_path / "4p_Sparse_Attention"
+    folder.mkdir()
+    (folder / "kernel_task.yaml").write_text(
+        'task_id: 4p_Sparse_Attention\ndescription: x\ninput_gen_code: ""\n'
+    )
+    (folder / "reference.py").write_text(SIZES_AS_STATIC_ARGS)
+    task = load_task(folder, traced_ties=False)
+    for config in (CHECK, HELDOUT):
+        assert task.derivation.sizes[config]["seq"] % 512 == 0, task.derivation.sizes[config]
+    assert task.derivation.sizes[CHECK]["seq"] >= 512
+
+
+def test_held_out_sizes_move_a_shape_not_a_constant_passed_beside_them(tmp_path):
+    """3p's rope theta (10000, a static arg) moved alone at heldout: the same shapes as check."""
+    task = load_task(write_maxkernel(tmp_path, "3p_MLA_Attention"), traced_ties=False)
+    check, heldout = task.derivation.sizes[CHECK], task.derivation.sizes[HELDOUT]
+    moved = {name for name in check if check[name] != heldout[name]}
+    assert moved - {"rope_theta"}, moved
