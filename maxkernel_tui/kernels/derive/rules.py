@@ -35,6 +35,9 @@ from fractions import Fraction
 
 POW2_CAP = 2048
 KEEP_UP_TO = 512
+# a size above KEEP_UP_TO keeps its production's powers of two up to here even where the budget
+# shrinks it (a kernel's fixed 256 x 512 tiles divide every derived size)
+TILE_FLOOR = 512
 GROW_FROM = 16  # a small task's sizes from here up are doubled; smaller ones are constants
 MAX_DOUBLED_ELEMENTS = 2**22  # per tensor: 16 MiB of f32, a fraction of a second on a CPU
 # per tensor at check and heldout: 64 MiB of f32. A conv task whose sizes are all small enough
@@ -110,7 +113,7 @@ def derive_sizes(
     divisions = _divisions(production)
     if check == production:
         check = _doubled(production, shapes, pinned, divisions)
-    check = _within_budget(check, shapes, pinned, divisions)
+    check = _within_budget(check, shapes, pinned, divisions, production)
     scaled = [g for g in groups if len({production[n] for n in g if n in production}) > 1]
     check = _scaled_together(check, production, scaled)
     ties = tuple(t for t in ties if _follows(t, check[t.total], check[t.other], production))
@@ -383,15 +386,23 @@ def _within_budget(
     shapes: tuple[tuple[str | int, ...], ...],
     pinned: set[str],
     divisions: list[tuple[str, str]],
+    production: dict[str, int],
 ) -> dict[str, int]:
     """Halve the leading size of the largest shape (with every size of its value) until each
     shape fits half of MAX_CHECK_ELEMENTS (the held-out run grows one); a size that is pinned,
-    odd, or would stop a division holding is left, and the next size of that shape is tried."""
+    odd, would stop a division holding, or would lose its production's powers of two up to
+    TILE_FLOOR (a kernel's 256 x 512 tiles divide every derived size) is left, and the next size
+    of that shape is tried."""
     sizes = dict(check)
+
+    def tiled(name: str) -> bool:
+        unit = min(pow2_part(production[name]), TILE_FLOOR)
+        return production[name] > KEEP_UP_TO and (sizes[name] // 2) % unit != 0
+
     while _largest(shapes, sizes) > MAX_CHECK_ELEMENTS // 2:  # room for the held-out run
         shape = max(shapes, key=lambda s: _elements(s, sizes))
         for part in shape:
-            if not isinstance(part, str) or part in pinned or sizes[part] % 2:
+            if not isinstance(part, str) or part in pinned or sizes[part] % 2 or tiled(part):
                 continue
             value = sizes[part]
             halved = {n: v // 2 if v == value and n not in pinned else v for n, v in sizes.items()}

@@ -111,3 +111,13 @@ def test_a_traced_group_of_different_values_keeps_its_ratios():
     for sizes in (traced.check, traced.heldout):
         assert sizes["c_out"] == 2 * sizes["w"], sizes
     assert traced.heldout != traced.check
+
+
+def test_the_budget_never_takes_a_large_size_below_its_tiles():
+    """Shrinking to fit the budget, a size above 512 keeps its powers of two up to 512 (a
+    kernel's fixed 256 x 512 tiles divide it); the counts beside it shrink instead."""
+    production = {"seq": 4096, "heads": 64}
+    derived = derive_sizes(production, shapes=(("seq", "seq", "heads"),))
+    assert derived.check["seq"] % 512 == 0 and derived.heldout["seq"] % 512 == 0
+    assert derived.check["heads"] < 64
+    assert derived.check["seq"] ** 2 * derived.check["heads"] <= MAX_CHECK_ELEMENTS // 2
