@@ -62,3 +62,13 @@ def test_gqa_and_groupnorm_copies_validate_their_derived_configurations(tmp_path
         assert list(description.configs) == ["bench", CHECK, HELDOUT]
         assert description.configs[CHECK].reference_seconds is not None
         assert description.configs[HELDOUT].inputs != description.configs[CHECK].inputs
+
+
+@pytest.mark.heavy  # an expert evaluation at 8192^3: 25 s to 2 min here, by load
+def test_a_jaxbench_expert_with_fixed_tiles_is_accepted_at_a_large_production(tmp_path):
+    """M = K = N = 8192: check was 128^3 (outputs NaN, no 256 x 512 tile fits); now 2048^3."""
+    task = load_task(write_jaxbench_tiled_gemm(tmp_path, (8192, 8192, 8192), (256, 512, 512)))
+    with Harness() as harness:
+        report = harness.evaluate(task.expert_path, task, EvalOptions(seeds=1))
+    assert report.verdict == ACCEPTED, report.failure
+    assert any("numerics: check, derived: M=2048 K=2048 N=2048" in x for x in report.inputs)
