@@ -66,7 +66,9 @@ def test_gqa_and_groupnorm_copies_validate_their_derived_configurations(tmp_path
 
 @pytest.mark.heavy  # an expert evaluation at 8192^3: 25 s to 2 min here, by load
 def test_a_jaxbench_expert_with_fixed_tiles_is_accepted_at_a_large_production(tmp_path):
-    """M = K = N = 8192: check was 128^3 (outputs NaN, no 256 x 512 tile fits); now 2048^3."""
+    """M = K = N = 8192: `M, K, N = CONFIG['M'], ...` read as a shape halved every size to 128
+    until none could move: nothing was derived, numerics ran at production on the fixed inputs
+    alone (at N = 28672, check 128^3 left its outputs NaN). Now 2048^3, fresh seeds."""
     task = load_task(write_jaxbench_tiled_gemm(tmp_path, (8192, 8192, 8192), (256, 512, 512)))
     with Harness() as harness:
         report = harness.evaluate(task.expert_path, task, EvalOptions(seeds=1))
