@@ -136,8 +136,9 @@ def find_sites(module: ast.Module, builder: str) -> Sites:
 @dataclass(frozen=True)
 class Aliases:
     """Local names of the builder that stand for a dict of sizes (`C = CONFIG`) or for one
-    size (`M, K = CONFIG['M'], CONFIG['K']`; `B = C['batch']`), as JAXBench's builders and
-    MaxKernel's 3p write them: `(M, K)` is then a shape of the sizes M and K."""
+    size (`M, K = CONFIG['M'], CONFIG['K']`; `B = C['batch']`; `B, S = BATCH, SEQ_LEN` of
+    module-level sizes), as JAXBench's builders and MaxKernel's 3p write them: `(M, K)` is then
+    a shape of the sizes M and K."""
 
     tables: dict[str, str]  # local name -> the dict it names
     sizes: dict[str, str]  # local name -> the size it holds
@@ -167,7 +168,9 @@ def _size_aliases(fn: ast.FunctionDef, sizes: list[SizeSite], tables: dict[str, 
     held = {
         name.id: size
         for name, value in _assigned_pairs(fn.body)
-        if isinstance(value, ast.Subscript) and (size := size_of(value, sizes, plain)) is not None
+        if isinstance(value, (ast.Subscript, ast.Name))
+        and name.id != getattr(value, "id", None)
+        and (size := size_of(value, sizes, plain)) is not None
     }
     return Aliases(tables, held)
 

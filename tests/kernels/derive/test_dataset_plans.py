@@ -2,9 +2,12 @@
 production shapes, read statically (no jax): the sizes are found where those files write them,
 and an expert's fixed tiles still divide the derived sizes."""
 
+import ast
+
 import pytest
 
 from maxkernel_tui.kernels.derive.rules import MAX_CHECK_ELEMENTS
+from maxkernel_tui.kernels.derive.sites import find_sites
 from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.task import BENCH, CHECK, HELDOUT
 from tests.support.maxkernel_dataset import write_jaxbench_tiled_gemm, write_maxkernel
@@ -106,3 +109,17 @@ def test_held_out_sizes_move_a_shape_not_a_constant_passed_beside_them(tmp_path)
     check, heldout = task.derivation.sizes[CHECK], task.derivation.sizes[HELDOUT]
     moved = {name for name in check if check[name] != heldout[name]}
     assert moved - {"rope_theta"}, moved
+
+
+def test_module_level_sizes_read_through_local_names_are_shapes(tmp_path):
+    """3p's sizes as module-level constants, unpacked into short local names in get_inputs:
+    `(B, S, E)` is a shape of those sizes (it bounds what check may hold)."""
+    folder = write_maxkernel(tmp_path, "3p_MLA_Attention")
+    source = (folder / "reference.py").read_text()
+    constants = "BATCH, SEQ_LEN, EMB_DIM = 4, 2048, 7168\n\n\ndef get_inputs():\n"
+    source = source.replace("def get_inputs():\n", constants).replace(
+        "B, S, E = C['batch'], C['seq_len'], C['emb_dim']", "B, S, E = BATCH, SEQ_LEN, EMB_DIM"
+    )
+    sites = find_sites(ast.parse(source), "get_inputs")
+    assert ("BATCH", "SEQ_LEN", "EMB_DIM") in sites.shapes
+    assert ("EMB_DIM", "q_lora_rank") in sites.shapes
