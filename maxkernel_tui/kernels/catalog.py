@@ -35,8 +35,10 @@ from maxkernel_tui.kernels.workers import (
 # Of the worker's JSON answer (TaskDescription.to_json): bump when it changes, so cached
 # descriptions are redone.
 # 2: derived configurations validated, declared flops; 3: inputs timed apart; 4: tie groups,
-# held-out traced only; 5: a derived task's coinciding sizes traced apart where untied
-FORMAT_VERSION = 5
+# held-out traced only; 5: a derived task's coinciding sizes traced apart where untied; 6: sizes
+# read through local names (derived shapes of JAXBench's and MaxKernel's unpacked sizes changed),
+# sizes of different values a broadcast ties traced together
+FORMAT_VERSION = 6
 DESCRIBE_TIMEOUT_S = 600.0  # one task: tracing plus a TPU compile of a large reference
 
 

@@ -34,7 +34,7 @@ from maxkernel_tui.kernels.description import (
 from maxkernel_tui.kernels.loader import load_task, with_groups
 from maxkernel_tui.kernels.targets import DEFAULT_TARGET
 from maxkernel_tui.kernels.task import BENCH, CHECK, HELDOUT, Task, TaskError
-from maxkernel_tui.kernels.tie_probe import tie_groups
+from maxkernel_tui.kernels.tie_probe import scaled_groups, tie_groups
 from maxkernel_tui.kernels.worker_reply import reply
 from maxkernel_tui.kernels.workers import READY
 from maxkernel_tui.versions import installed_version
@@ -67,12 +67,16 @@ def describe_folder(
 
 def _apart_where_untied(task: Task, module: Any) -> tuple[Task, Any, list[list[str]]]:
     """A derived task whose sizes coincide in production (m = n = 4096), planned so that the
-    held-out configuration moves apart the sizes its reference does not tie (tie_probe.py),
+    held-out configuration moves apart the sizes its reference does not tie, and sizes of
+    different values that its static plan pulled apart scale together (tie_probe.py),
     with its reference loaded for that plan and the groups it was planned with; the static plan
     (every size of a value moves with the others, no groups) where tracing splits nothing or
     the held-out sizes it gives do not trace."""
-    groups = tuple(tuple(group) for group in tie_groups(task, module))
-    apart = with_groups(task, groups)
+    groups = [tuple(group) for group in tie_groups(task, module)]
+    scaled = [tuple(group) for group in scaled_groups(task, module)]
+    bound = {name for group in scaled for name in group}
+    groups = [group for group in groups if not bound & set(group)] + scaled
+    apart = with_groups(task, tuple(groups))
     assert apart.derivation is not None and task.derivation is not None
     if apart.derivation.sizes == task.derivation.sizes:
         return task, module, []

@@ -48,6 +48,33 @@ def tie_groups(task: Task, module: ModuleType) -> list[list[str]]:
     return groups
 
 
+def scaled_groups(task: Task, module: ModuleType) -> list[list[str]]:
+    """Sizes of different production values that must scale together, where the derived plan
+    does not trace (28k: LayerNorm weights of `out_channels` = 64 broadcast over the last axis,
+    twice W = 32 after a stride-2 transposed conv; halving W alone breaks the broadcast): every
+    size whose doubling alone does not trace, split into the smallest sets that trace doubled
+    together (doubling keeps their ratios). [] where the plan traces, or no set is found."""
+    configs = getattr(module, "CONFIGS", None)
+    if not task.derived or not isinstance(configs, dict) or _plan_traces(task, module):
+        return []
+    production = {k: v for k, v in configs.get(BENCH, {}).items() if type(v) is int}
+    probes = _Probes(task, module, production)
+    try:
+        groups = probes.split(list(production))
+    finally:
+        configs.pop(PROBE, None)
+    return [g for g in groups if len({production[n] for n in g}) > 1 and probes.traces(g)]
+
+
+def _plan_traces(task: Task, module: ModuleType) -> bool:
+    try:
+        for config in task.configs:
+            runtime.io_specs(task, module, config)
+    except TaskError:
+        return False
+    return True
+
+
 @dataclass
 class _Probes:
     """Traces of the task with some sizes moved, MAX_TRACES at most."""

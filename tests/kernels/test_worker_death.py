@@ -37,3 +37,22 @@ def test_a_rise_of_the_kernels_out_of_memory_count_is_given_as_evidence(monkeypa
     assert reason.startswith("killed by SIGKILL from the kernel's out-of-memory killer")
     assert "/proc/vmstat oom_kill 3 -> 4" in reason
     assert workers._exit_reason(1) == "exit status 1"
+
+
+@pytest.mark.slow  # a fork server (jax's import)
+def test_a_sandboxed_worker_killed_by_sigkill_is_reported_as_such(tmp_path):
+    """Inside the sandbox the worker is a child of the PID namespace's init; the process left
+    outside ends as the worker did. Python cannot set a handler for SIGKILL: that process
+    failed there, exit status 1 with its streams closed, and an out-of-memory kill read
+    'worker died (exit status 1): no output' (MaxKernel's 2p and 3p describes)."""
+    argv = workers.python_module_argv("tests.support.probe_worker")
+    sandbox = workers.sandbox_policy(readable=(tmp_path,))
+    worker = LineWorker(argv, workers.jax_worker_env(), sandbox=sandbox)
+    try:
+        assert "pid" in worker.ask("{}", timeout=60)  # it runs, confined
+        with pytest.raises(WorkerFailure) as failure:
+            worker.ask('{"kill": true}', timeout=60)
+    finally:
+        worker.close()
+    assert failure.value.kind == "died"
+    assert "killed by SIGKILL" in str(failure.value), str(failure.value)

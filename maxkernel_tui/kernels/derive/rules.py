@@ -11,7 +11,10 @@ Every rule is a function of a size's production value, so sizes equal in product
 sides of a contraction, a weight's rows and an input's columns) stay equal in `check`, and the
 held-out configuration moves all sizes of one production value together, unless tracing the
 reference told which of them it ties (tie_probe.py): then every group of them that is free of
-the others gets a held-out value of its own wherever the budget and the group counts allow.
+the others gets a held-out value of its own wherever the budget and the group counts allow. A
+traced group of sizes of different values (a broadcast of 64 weights over twice a width of 32)
+keeps its production ratios: its sizes take the smallest scale any of them took, and stay there
+at heldout.
 Sizes tied together in production (one is the product of two others: pages x page size =
 context) stay tied where the size that follows is a count up to KEEP_UP_TO (pages, heads,
 experts) or keeps its own divisibility; otherwise equal products are taken for a coincidence.
@@ -28,9 +31,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from fractions import Fraction
 
 POW2_CAP = 2048
 KEEP_UP_TO = 512
+# a size above KEEP_UP_TO keeps its production's powers of two up to here even where the budget
+# shrinks it (a kernel's fixed 256 x 512 tiles divide every derived size)
+TILE_FLOOR = 512
 GROW_FROM = 16  # a small task's sizes from here up are doubled; smaller ones are constants
 MAX_DOUBLED_ELEMENTS = 2**22  # per tensor: 16 MiB of f32, a fraction of a second on a CPU
 # per tensor at check and heldout: 64 MiB of f32. A conv task whose sizes are all small enough
@@ -106,17 +113,19 @@ def derive_sizes(
     divisions = _divisions(production)
     if check == production:
         check = _doubled(production, shapes, pinned, divisions)
-    check = _within_budget(check, shapes, pinned, divisions)
+    check = _within_budget(check, shapes, pinned, divisions, production)
+    scaled = [g for g in groups if len({production[n] for n in g if n in production}) > 1]
+    check = _scaled_together(check, production, scaled)
     ties = tuple(t for t in ties if _follows(t, check[t.total], check[t.other], production))
     problems = list(_apply_ties(check, ties))
-    tied = {t.free for t in ties} | pinned
+    tied = {t.free for t in ties} | pinned | {n for g in scaled for n in g}
     heldout = dict(check)
 
     def step(name: str) -> int:
         # a size shrunk below its own step (to fit the budget) moves by its check's step
         return min(size_step(production[name], factors), size_step(check[name], factors))
 
-    for names in _heldout_moves(production, check, tied, groups):
+    for names in _heldout_moves(production, check, tied, groups, shapes):
         moved = dict(check)
         for name in names:
             moved[name] = check[name] + step(name)
@@ -136,6 +145,22 @@ def derive_sizes(
             "heldout equals check"
         )
     return DerivedSizes(check, heldout, ties, tuple(problems))
+
+
+def _scaled_together(
+    sizes: dict[str, int], production: dict[str, int], scaled: list[tuple[str, ...]]
+) -> dict[str, int]:
+    """Every traced group of sizes that must keep their production ratios (a broadcast across
+    sizes of different values) at the smallest scale any of its sizes took; at production
+    where that scale does not give every size a whole number."""
+    sizes = dict(sizes)
+    for group in scaled:
+        members = [n for n in group if n in production]
+        scale = min(Fraction(sizes[n], production[n]) for n in members)
+        if any((production[n] * scale).denominator != 1 for n in members):
+            scale = Fraction(1)
+        sizes.update({n: int(production[n] * scale) for n in members})
+    return sizes
 
 
 def shrunk_sizes(
@@ -220,11 +245,14 @@ def _heldout_moves(
     check: dict[str, int],
     tied: set[str],
     groups: tuple[tuple[str, ...], ...] = (),
+    shapes: tuple[tuple[str | int, ...], ...] = (),
 ) -> list[list[str]]:
     """Candidate moves off check, best first, each every size of one production value (equal
     sizes may meet in a contraction): first a value whose step leaves a non-multiple of check,
-    then the largest; never a value one of whose sizes is tied to others (it follows them) or
-    pinned. A small task (check at or above production) grows its smallest sizes instead."""
+    then the largest, sizes written in a shape before those that are not (a rope theta of
+    10000 passed as a static arg moves no shape); never a value one of whose sizes is tied to
+    others (it follows them) or pinned. A small task (check at or above production) grows its
+    smallest sizes instead."""
     blocked = {production[n] for n in tied}
     free = [n for n in production if production[n] not in blocked]
     non_multiple = [n for n in free if pow2_part(production[n]) < check[n] < production[n]]
@@ -232,6 +260,9 @@ def _heldout_moves(
     room.sort(key=lambda n: -production[n])
     growable = sorted((n for n in free if production[n] >= GROW_FROM), key=lambda n: production[n])
     order = non_multiple + room if non_multiple + room else growable
+    shaped = {part for shape in shapes for part in shape if isinstance(part, str)}
+    if shaped:
+        order.sort(key=lambda n: n not in shaped)  # stable: the order above within each
     units: list[list[str]] = []
     for name in order:
         group = next((g for g in groups if name in g), None)
@@ -355,15 +386,23 @@ def _within_budget(
     shapes: tuple[tuple[str | int, ...], ...],
     pinned: set[str],
     divisions: list[tuple[str, str]],
+    production: dict[str, int],
 ) -> dict[str, int]:
     """Halve the leading size of the largest shape (with every size of its value) until each
     shape fits half of MAX_CHECK_ELEMENTS (the held-out run grows one); a size that is pinned,
-    odd, or would stop a division holding is left, and the next size of that shape is tried."""
+    odd, would stop a division holding, or would lose its production's powers of two up to
+    TILE_FLOOR (a kernel's 256 x 512 tiles divide every derived size) is left, and the next size
+    of that shape is tried."""
     sizes = dict(check)
+
+    def tiled(name: str) -> bool:
+        unit = min(pow2_part(production[name]), TILE_FLOOR)
+        return production[name] > KEEP_UP_TO and (sizes[name] // 2) % unit != 0
+
     while _largest(shapes, sizes) > MAX_CHECK_ELEMENTS // 2:  # room for the held-out run
         shape = max(shapes, key=lambda s: _elements(s, sizes))
         for part in shape:
-            if not isinstance(part, str) or part in pinned or sizes[part] % 2:
+            if not isinstance(part, str) or part in pinned or sizes[part] % 2 or tiled(part):
                 continue
             value = sizes[part]
             halved = {n: v // 2 if v == value and n not in pinned else v for n, v in sizes.items()}

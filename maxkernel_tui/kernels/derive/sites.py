@@ -113,7 +113,9 @@ def find_sites(module: ast.Module, builder: str) -> Sites:
         for name, (value, line) in module_ints.items()
         if name in used and name not in local
     ]
-    sizes += _table_sizes(module, fn, {s.name for s in sizes})
+    tables = _table_aliases(fn)
+    sizes += _table_sizes(module, fn, {s.name for s in sizes}, tables)
+    aliases = _size_aliases(fn, sizes, tables)
     literals = literal_names(fn)
     nodes = {id(n): n for n in literal_nodes(fn)}
     sizes += [
@@ -125,17 +127,61 @@ def find_sites(module: ast.Module, builder: str) -> Sites:
         tuple(sizes),
         _count_keys(fn),
         (),
-        _shapes(fn, sizes, literals),
+        _shapes(fn, sizes, literals, aliases),
         # a static arg written as a shape's literal follows that size instead of dividing it
         tuple(sorted(set(code_divisors(module, fn)) | _static_literals(fn) - literal_values)),
     )
 
 
-def _table_sizes(module: ast.Module, fn: ast.FunctionDef, taken: set[str]) -> list[SizeSite]:
-    """Integer entries of the dicts of sizes the builder reads by subscript: its own local
-    dicts first, then module-level ones (JAXBench's CONFIG). A key that another size already
-    names is called `<dict>.<key>`."""
-    read = _subscripted_tables(fn)
+@dataclass(frozen=True)
+class Aliases:
+    """Local names of the builder that stand for a dict of sizes (`C = CONFIG`) or for one
+    size (`M, K = CONFIG['M'], CONFIG['K']`; `B = C['batch']`; `B, S = BATCH, SEQ_LEN` of
+    module-level sizes), as JAXBench's builders and MaxKernel's 3p write them: `(M, K)` is then
+    a shape of the sizes M and K."""
+
+    tables: dict[str, str]  # local name -> the dict it names
+    sizes: dict[str, str]  # local name -> the size it holds
+
+
+def _assigned_pairs(body: list[ast.stmt]) -> Iterator[tuple[ast.Name, ast.expr]]:
+    """(name, value) of the body's top-level `a = x` and `a, b = x, y` assignments."""
+    for node in body:
+        if not isinstance(node, ast.Assign) or len(node.targets) != 1:
+            continue
+        target, value = node.targets[0], node.value
+        if isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple):
+            pairs = list(zip(target.elts, value.elts))
+        else:
+            pairs = [(target, value)]
+        yield from ((t, v) for t, v in pairs if isinstance(t, ast.Name))
+
+
+def _table_aliases(fn: ast.FunctionDef) -> dict[str, str]:
+    return {
+        name.id: value.id for name, value in _assigned_pairs(fn.body) if isinstance(value, ast.Name)
+    }
+
+
+def _size_aliases(fn: ast.FunctionDef, sizes: list[SizeSite], tables: dict[str, str]) -> Aliases:
+    plain = Aliases(tables, {})
+    held = {
+        name.id: size
+        for name, value in _assigned_pairs(fn.body)
+        if isinstance(value, (ast.Subscript, ast.Name))
+        and name.id != getattr(value, "id", None)
+        and (size := size_of(value, sizes, plain)) is not None
+    }
+    return Aliases(tables, held)
+
+
+def _table_sizes(
+    module: ast.Module, fn: ast.FunctionDef, taken: set[str], aliases: dict[str, str]
+) -> list[SizeSite]:
+    """Integer entries of the dicts of sizes the builder reads by subscript (directly or
+    through a local alias): its own local dicts first, then module-level ones (JAXBench's
+    CONFIG). A key that another size already names is called `<dict>.<key>`."""
+    read = {aliases.get(name, name) for name in _subscripted_tables(fn)}
     found: list[SizeSite] = []
     tables: list[tuple[str, ast.Dict, SiteKind]] = [
         (name, d, "entry") for name, d in _dict_assignments(fn.body).items()
@@ -176,19 +222,23 @@ def _subscripted_tables(fn: ast.FunctionDef) -> set[str]:
     }
 
 
-def size_of(node: ast.AST, sizes: list[SizeSite] | tuple[SizeSite, ...]) -> str | None:
+def size_of(
+    node: ast.AST, sizes: list[SizeSite] | tuple[SizeSite, ...], aliases: Aliases
+) -> str | None:
     """The size a name or a dict subscript stands for, if any."""
     if isinstance(node, ast.Name):
         for site in sizes:
             if site.kind in ("local", "module") and site.name == node.id:
                 return site.name
+        return aliases.sizes.get(node.id)
     if (
         isinstance(node, ast.Subscript)
         and isinstance(node.value, ast.Name)
         and isinstance(node.slice, ast.Constant)
     ):
+        table = aliases.tables.get(node.value.id, node.value.id)
         for site in sizes:
-            if site.table == node.value.id and site.key == node.slice.value:
+            if site.table == table and site.key == node.slice.value:
                 return site.name
     return None
 
@@ -247,19 +297,28 @@ def _static_literals(fn: ast.FunctionDef) -> set[int]:
 
 
 def _shapes(
-    fn: ast.FunctionDef, sizes: list[SizeSite], literals: dict[int, str]
+    fn: ast.FunctionDef, sizes: list[SizeSite], literals: dict[int, str], aliases: Aliases
 ) -> tuple[ShapeTuple, ...]:
-    """Shapes of sizes and integer literals with at least one size in them (a tuple with
-    anything else in it is not read as a shape); a bare size where a shape goes is a 1-D one.
-    A literal outside a shape argument reads as the first size of its value."""
+    """Shapes of sizes and integer literals with at least one size in them, where a shape goes
+    (directly, or a tuple assigned to a name passed there): other tuples (`M, K, N = ...`, the
+    static args returned) are no shapes, and a tuple with anything else in it is not read as
+    one; a bare size where a shape goes is a 1-D one. A literal outside a shape argument reads
+    as the first size of its value."""
     literal_values = {s.value for s in sizes if s.kind == "literal"}
     shapes: list[ShapeTuple] = []
-    candidates: list[ast.expr] = [n for n in ast.walk(fn) if isinstance(n, ast.Tuple) and n.elts]
-    candidates += [a for a in shape_arguments(fn) if not isinstance(a, (ast.Tuple, ast.List))]
+    arguments = list(shape_arguments(fn))
+    passed = {a.id for a in arguments if isinstance(a, ast.Name)}
+    candidates: list[ast.expr] = [a for a in arguments if not isinstance(a, ast.List)]
+    candidates += [
+        value
+        for name, value in _assigned_pairs([n for n in ast.walk(fn) if isinstance(n, ast.stmt)])
+        if name.id in passed and isinstance(value, ast.Tuple)
+    ]
+    candidates = [c for c in candidates if not (isinstance(c, ast.Tuple) and not c.elts)]
     for node in candidates:
         shape: list[str | int] = []
         for element in node.elts if isinstance(node, ast.Tuple) else [node]:
-            name = size_of(element, sizes)
+            name = size_of(element, sizes, aliases)
             if name is not None:
                 shape.append(name)
             elif id(element) in literals:

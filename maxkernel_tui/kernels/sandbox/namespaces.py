@@ -116,9 +116,13 @@ def _keep(pid: int, status_read: int, parent_alive: Callable[[], bool], poll_s: 
     if len(told) == 4:  # the worker's own status, else init's (killed with it)
         status = int.from_bytes(told, "little")
     if os.WIFSIGNALED(status):
-        signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {os.WTERMSIG(status)})
-        os.kill(os.getpid(), os.WTERMSIG(status))
+        ending = os.WTERMSIG(status)
+        # SIGKILL's handler cannot be set (OSError): trying ended this process with status 1,
+        # and an out-of-memory kill of the worker read "exit status 1: no output"
+        if ending != signal.SIGKILL:
+            signal.signal(ending, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {ending})
+        os.kill(os.getpid(), ending)
     os._exit(os.waitstatus_to_exitcode(status))
 
 

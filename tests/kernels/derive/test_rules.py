@@ -98,3 +98,26 @@ def test_equal_sizes_stay_equal_in_check_and_heldout_so_a_contraction_holds():
     for sizes in (derived.check, derived.heldout):
         assert sizes["d_model"] == sizes["d_in"]
     assert derived.heldout != derived.check
+
+
+def test_a_traced_group_of_different_values_keeps_its_ratios():
+    """28k: weights of out_channels (64) broadcast over twice W (32); the budget halves W with
+    the other sizes of 32: out_channels follows it instead of staying at 64."""
+    production = {"batch": 32, "c_in": 32, "c_out": 64, "d": 16, "h": 32, "w": 32}
+    shapes = (("batch", "c_in", "d", "h", "w"), ("c_in", "c_out", 4, 4, 4))
+    static = derive_sizes(production, shapes)
+    assert static.check["c_out"] != 2 * static.check["w"]  # the break the trace answers
+    traced = derive_sizes(production, shapes, groups=(("c_out", "w"),))
+    for sizes in (traced.check, traced.heldout):
+        assert sizes["c_out"] == 2 * sizes["w"], sizes
+    assert traced.heldout != traced.check
+
+
+def test_the_budget_never_takes_a_large_size_below_its_tiles():
+    """Shrinking to fit the budget, a size above 512 keeps its powers of two up to 512 (a
+    kernel's fixed 256 x 512 tiles divide it); the counts beside it shrink instead."""
+    production = {"seq": 4096, "heads": 64}
+    derived = derive_sizes(production, shapes=(("seq", "seq", "heads"),))
+    assert derived.check["seq"] % 512 == 0 and derived.heldout["seq"] % 512 == 0
+    assert derived.check["heads"] < 64
+    assert derived.check["seq"] ** 2 * derived.check["heads"] <= MAX_CHECK_ELEMENTS // 2
