@@ -403,7 +403,7 @@ class WorkbenchScreen(ShowsWorkerErrors, Screen[None]):
                 self.notify("no earlier kernel version")
                 return
             back = earlier[-1]
-        self._show_version(back.number, back.source, why="f6")
+        self._show_version(back.number, back.source, why="f6", session_id=back.session_id)
         if self.session.intervene(Subject.KERNEL, back.source):
             self._log(f"back to v{back.number}: the agents start from it at the next step")
 
