@@ -206,8 +206,8 @@ class SearchScreen(Screen[None]):
         if found is None:
             return "none yet"
         node = self._view.holding(found.version.id)
-        shown = node_line(node) if node is not None else ""
-        return f"{shown} = {found.words()}".lstrip(" =")
+        kernel = f"kernel {found.words()}"
+        return kernel if node is None else f"{node_line(node)}: {kernel}"
 
     def _state(self) -> str:
         """` ─ done: <why it ended>` from the moment the search ends (here or in another

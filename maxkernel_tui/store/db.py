@@ -23,7 +23,8 @@ from dataclasses import astuple, replace
 from pathlib import Path
 from typing import Any
 
-from maxkernel_tui.store.kinds import ACTIVE, BestRule, Mode, SessionStatus, StoreError
+from maxkernel_tui.store.best import Candidate, pick_best
+from maxkernel_tui.store.kinds import ACTIVE, Mode, SessionStatus, StoreError
 from maxkernel_tui.store.redact import redact, redact_text
 from maxkernel_tui.store.rows import (
     BestKernel,
@@ -39,7 +40,6 @@ from maxkernel_tui.store.rows import (
 from maxkernel_tui.store.schema import SCHEMA_VERSION, current_version, migrate
 
 BUSY_TIMEOUT_MS = 10_000
-ACCEPTED = "accepted"  # EvalReport's verdict (kernels.evaluation.report); the store needs no import
 
 
 def _dumps(value: Mapping[str, Any]) -> str:
@@ -303,12 +303,8 @@ class Store:
 
     def holds_kernel(self, session_id: str, source: str) -> bool:
         """One of the session's versions is `source` (as stored: redacted)."""
-        return bool(
-            self._read(
-                "SELECT 1 FROM kernel_versions WHERE session_id = ? AND source = ? LIMIT 1",
-                (session_id, redact_text(source)),
-            )
-        )
+        sql = "SELECT 1 FROM kernel_versions WHERE session_id = ? AND source = ? LIMIT 1"
+        return bool(self._read(sql, (session_id, redact_text(source))))
 
     def record_evaluation(self, kernel_version_id: int, report: Mapping[str, Any]) -> Evaluation:
         """Store an evaluation report (`EvalReport.to_json()`); its verdict is kept as a column."""
@@ -373,11 +369,8 @@ class Store:
             self._touch(conn, owner[0])
 
     def best_kernel(self, session_id: str) -> BestKernel | None:
-        """The session's best kernel, the one definition every screen and command shows: the
-        best score among its accepted versions (a version is accepted when its latest
-        evaluation is; scores of one kind only, that of its first scored accepted version;
-        the earliest of equals), else its latest accepted version where none has a score, else
-        its latest version. None when the session has no kernel yet."""
+        """The session's best kernel, the one definition every screen and command shows
+        (store/best.py says it); None when the session has no kernel yet."""
         rows = self._read(
             "SELECT k.id, s.score, s.kind, (SELECT e.verdict FROM evaluations e WHERE "
             "e.kernel_version_id = k.id ORDER BY e.id DESC LIMIT 1) FROM kernel_versions k "
@@ -385,27 +378,13 @@ class Store:
             "ORDER BY k.number",
             (session_id,),
         )
-        if not rows:
+        pick = pick_best([Candidate(*row) for row in rows])
+        if pick is None:
             return None
-        accepted = [(i, score, kind) for i, score, kind, verdict in rows if verdict == ACCEPTED]
-        scored = [row for row in accepted if row[1] is not None]
-        if scored:
-            ranked_kind = scored[0][2]
-            version_id, score, kind = max(
-                (row for row in scored if row[2] == ranked_kind), key=lambda row: row[1]
-            )
-            rule = BestRule.BEST_SCORE
-        else:
-            version_id, score, kind = (accepted or rows)[-1][0], None, ""
-            rule = BestRule.LATEST_ACCEPTED if accepted else BestRule.NOTHING_ACCEPTED
-        evaluations = self.evaluations(version_id)
-        return BestKernel(
-            self.kernel_version(version_id),
-            evaluations[-1] if evaluations else None,
-            rule,
-            score,
-            kind,
-        )
+        evaluations = self.evaluations(pick.version_id)
+        latest = evaluations[-1] if evaluations else None
+        version = self.kernel_version(pick.version_id)
+        return BestKernel(version, latest, pick.rule, pick.score, pick.kind)
 
     # -- LLM calls ----------------------------------------------------------------------------
 

@@ -10,19 +10,20 @@ from __future__ import annotations
 import json
 import sqlite3
 
-from textual.widgets import DataTable, TextArea
+from textual.widgets import DataTable, Static, TextArea
 
 from maxkernel_tui.agents.orchestration.ending import best_at_end
 from maxkernel_tui.agents.orchestration.events import ProfileDone, SessionEnded
 from maxkernel_tui.app import MaxKernelApp
 from maxkernel_tui.config import load_settings
+from maxkernel_tui.screens.search import SearchScreen
 from maxkernel_tui.screens.sessions import SessionsScreen
 from maxkernel_tui.screens.workbench import WorkbenchScreen
 from maxkernel_tui.services.search_feed import SearchFeed
 from maxkernel_tui.store import BestRule, Store
 from maxkernel_tui.store.schema import migrate
 from tests.fakes.role_provider import RoleProvider
-from tests.support.engine import Bench, accepted, rejected
+from tests.support.engine import Bench, accepted, rejected, rmsnorm_task
 from tests.support.waiting import until
 
 ESTIMATED = "estimated speedup vs XLA on v5e"
@@ -119,14 +120,13 @@ async def test_every_screen_names_the_same_best_kernel(tmp_path) -> None:
     with Store(store_path) as store:
         session_id = scored_session(store)
         search_id = scored_session(store, mode="graph")
-    feed = SearchFeed(store_path, search_id)  # what the search screen draws its best from
-    try:
-        best = feed.read().best
-        assert best is not None and best.version.source == BEST
-    finally:
-        feed.close()
     app = make_app(tmp_path)
     async with app.run_test(size=(200, 48)) as pilot:
+        search = SearchScreen(rmsnorm_task(), SearchFeed(store_path, search_id))
+        await app.push_screen(search)
+        counters = search.query_one("#counters", Static)
+        await until(pilot, lambda: "─ best kernel v2, the best score" in str(counters.content))
+        await pilot.press("escape")
         await pilot.press("s")
         assert isinstance(app.screen, SessionsScreen)
         table = app.screen.query_one("#sessions", DataTable)
