@@ -40,6 +40,7 @@ from maxkernel_tui.themes import DEFAULT_THEME, THEMES
 if TYPE_CHECKING:
     from maxkernel_tui.agents.llm.provider import Provider
     from maxkernel_tui.kernels.evaluation.harness import Harness
+    from maxkernel_tui.services.kernel_file import Kept
 
 
 class MaxKernelApp(ShowsWorkerErrors, App[None]):
@@ -136,11 +137,16 @@ class MaxKernelApp(ShowsWorkerErrors, App[None]):
     def _workdir(self, task: Task) -> Path:
         return self._settings.data_dir / "workbench" / workbench_name(task)
 
-    def open_workbench(self, task: Task, session_id: str | None = None) -> None:
-        """`session_id`: a stored session whose events fill the panes and which F5 continues."""
-        self.push_screen(self._workbench(task, session_id))
+    def open_workbench(
+        self, task: Task, session_id: str | None = None, kept: Kept | None = None
+    ) -> None:
+        """`session_id`: a stored session whose events fill the panes and which F5 continues;
+        `kept`: the engineer's kernel that the kernel file held before (f6 goes back to it)."""
+        self.push_screen(self._workbench(task, session_id, kept))
 
-    def _workbench(self, task: Task, session_id: str | None = None) -> WorkbenchScreen:
+    def _workbench(
+        self, task: Task, session_id: str | None = None, kept: Kept | None = None
+    ) -> WorkbenchScreen:
         provider = self._settings.provider + (
             " (offline)" if self._settings.provider == "builtin" else ""
         )
@@ -153,14 +159,14 @@ class MaxKernelApp(ShowsWorkerErrors, App[None]):
             budget_cap=_budget_cap(self._settings),
             agent_provider=self._agent_provider,
             session_id=session_id,
+            kept=kept,
         )
 
     def resume_session(self, prefix: str) -> bool:
-        """Open the workbench on a session's task with the session's latest kernel version as the
-        source. The workbench reads its source from its kernel file, so that file gets the kernel;
-        a different kernel already there is kept beside it as kernel.py.bak."""
-        # not for the first frame: the engine's ending and the database
-        from maxkernel_tui.agents.orchestration.ending import best_at_end
+        """Open the workbench on a session's task with the session's best kernel (the store's
+        one rule: the best score among its accepted versions, else the latest accepted, else
+        the latest version) as the source. The workbench reads its source from its kernel file,
+        so that file gets the kernel; a kernel of yours already there is kept as a version."""
         from maxkernel_tui.services.sessions import existing_store, resolve_session
 
         try:
@@ -169,21 +175,19 @@ class MaxKernelApp(ShowsWorkerErrors, App[None]):
             store = existing_store(self._settings.store_path)
             assert store is not None  # resolve_session found the session in it
             with store:
-                versions = store.kernel_versions(session.id)
-                ended = best_at_end(store, session.id)
+                best = store.best_kernel(session.id)
         except (StoreError, TaskError, OSError) as error:
             self.notify(str(error), title="cannot resume", severity="error", timeout=10)
             return False
         note = f"resumed session {session.id} ({session.mode}, {session.status})"
-        # an ended session shows the best accepted kernel it ended on, else its latest version
-        shown = ended.version if ended is not None and ended.version is not None else None
-        shown = shown or (versions[-1] if versions else None)
-        if shown is not None:
-            note += self._place_kernel(task, shown.source) + f"; source: kernel v{shown.number}"
+        kept = None
+        if best is not None:
+            kept = self._place_kernel(task, best.version.source, session.id, "resuming a session")
+            note += f"; source: kernel {best.words()}"
         else:
             note += "; it has no kernel version yet"
-        self.open_workbench(task, session.id)
-        self.notify(note, title="sessions")
+        self.open_workbench(task, session.id, kept)
+        self.notify(note + (f"; {kept.words()}" if kept else ""), title="sessions")
         return True
 
     # -- what the screens ask (screens/messages.py) -----------------------------------------------
@@ -197,25 +201,24 @@ class MaxKernelApp(ShowsWorkerErrors, App[None]):
     def on_kernel_promoted(self, message: KernelPromoted) -> None:
         """Open the workbench (HITL) on the promoted kernel."""
         note = f"{message.origin} promoted to the workbench"
-        note += self._place_kernel(message.task, message.source)
-        self.open_workbench(message.task)
-        self.notify(note, title="search")
+        kept = self._place_kernel(
+            message.task, message.source, message.session_id, "a search node was promoted"
+        )
+        self.open_workbench(message.task, kept=kept)
+        self.notify(note + (f"; {kept.words()}" if kept else ""), title="search")
 
     def on_settings_saved(self, message: SettingsSaved) -> None:
         notes = self.apply_settings(message.changed)
         self.notify("\n".join([f"saved to {message.path}", *notes]), title="settings")
 
-    def _place_kernel(self, task: Task, source: str) -> str:
-        """Make `source` the workbench's kernel file; a different kernel already there is kept
-        beside it as kernel.py.bak (the note says so)."""
-        kernel = self._workdir(task) / "kernel.py"
-        note = ""
-        if kernel.is_file() and kernel.read_text(encoding="utf-8") != source:
-            kernel.replace(kernel.with_name("kernel.py.bak"))
-            note = f"; your previous {kernel.name} is now kernel.py.bak"
-        kernel.parent.mkdir(parents=True, exist_ok=True)
-        kernel.write_text(source, encoding="utf-8")
-        return note
+    def _place_kernel(self, task: Task, source: str, session_id: str, why: str) -> Kept | None:
+        """Make `source` (a version of session `session_id`) the workbench's kernel file; a
+        kernel of the engineer's already there is kept as a version first (what was kept)."""
+        from maxkernel_tui.services.kernel_file import replace_kernel
+        from maxkernel_tui.store.db import open_store
+
+        store = open_store(self._settings.store_path)  # the process's writer, shared
+        return replace_kernel(store, self._workdir(task) / "kernel.py", source, session_id, why)
 
     def action_open_sessions(self) -> None:
         from maxkernel_tui.screens.sessions import SessionsScreen

@@ -14,6 +14,7 @@ from maxkernel_tui.store import (
     MIGRATIONS,
     REDACTED,
     SCHEMA_VERSION,
+    BestRule,
     Store,
     StoreError,
     is_secret_name,
@@ -85,17 +86,20 @@ def test_kernel_versions_evaluations_and_the_best_kernel(store):
     v1 = store.add_kernel_version(session.id, "def computation(x): ...", plan="1. rows")
     v2 = store.add_kernel_version(session.id, "def computation(x): return x", parent_id=v1.id)
     assert (v1.number, v2.number, v2.parent_id) == (1, 2, v1.id)
-    assert store.best_kernel(session.id) == (v2, None)  # nothing evaluated: the latest
+    found = store.best_kernel(session.id)  # nothing evaluated: the latest
+    assert (found.version, found.evaluation, found.rule) == (v2, None, BestRule.NOTHING_ACCEPTED)
     store.record_evaluation(v2.id, REPORT_BAD)
-    best, evaluation = store.best_kernel(session.id)
-    assert best == v2 and evaluation.verdict == "rejected"
+    found = store.best_kernel(session.id)
+    assert found.version == v2 and found.evaluation.verdict == "rejected" and not found.accepted
     accepted = store.record_evaluation(v1.id, REPORT_OK)
     v3 = store.add_kernel_version(session.id, "def computation(x): return 2 * x", parent_id=v1.id)
     store.record_evaluation(v3.id, REPORT_BAD)
-    assert store.best_kernel(session.id) == (
+    found = store.best_kernel(session.id)  # the latest accepted wins over later versions
+    assert (found.version, found.evaluation, found.rule) == (
         v1,
         accepted,
-    )  # the latest accepted wins over later versions
+        BestRule.LATEST_ACCEPTED,
+    )
     assert store.evaluations(v1.id)[0].report == REPORT_OK
     profile = store.record_profile(v1.id, {"vmem_bytes": 1 << 20, "kind": "estimated"})
     assert store.profiles(v1.id) == [profile]

@@ -2,7 +2,8 @@
 recently updated session's, into `exports/<session>/` of the data directory) as a standalone
 file with its evaluation report in Markdown. No jax here.
 
-The best kernel is the one of the latest accepted evaluation, else the latest version. The files
+The best kernel is the store's one definition (`Store.best_kernel`): the best score among the
+session's accepted versions, else its latest accepted version, else its latest version. The files
 are named after the task (`<task_id>.py`, `<task_id>.md`), the names `bench --kernels DIR` reads.
 """
 
@@ -22,9 +23,9 @@ def add_parser(commands: Any) -> None:
     parser = commands.add_parser(
         "export",
         help="write a session's best kernel and its evaluation report",
-        description="Write the best kernel of SESSION (the latest accepted evaluation, else the "
-        "latest version) to DIR as <task_id>.py, with its plan and evaluation report as "
-        "<task_id>.md.",
+        description="Write the best kernel of SESSION (the best score among its accepted "
+        "versions, else its latest accepted version, else its latest version; the report says "
+        "which) to DIR as <task_id>.py, with its plan and evaluation report as <task_id>.md.",
     )
     parser.add_argument(
         "session",

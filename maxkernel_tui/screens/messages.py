@@ -28,12 +28,13 @@ class ResumeRequested(Message):
 
 
 class KernelPromoted(Message):
-    """A kernel goes to the workbench (back to HITL on it), e.g. a search node's; `origin` says
-    whose it is in the note."""
+    """A kernel goes to the workbench (back to HITL on it), e.g. a search node's: a version of
+    session `session_id`; `origin` says whose it is in the note."""
 
-    def __init__(self, task: Task, source: str, origin: str) -> None:
+    def __init__(self, task: Task, source: str, origin: str, session_id: str) -> None:
         super().__init__()
         self.task, self.source, self.origin = task, source, origin
+        self.session_id = session_id
 
 
 class SettingsSaved(Message):

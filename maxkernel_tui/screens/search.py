@@ -104,7 +104,7 @@ class SearchScreen(Screen[None]):
         super().__init__()
         self.kernel_task, self.session_id = task, feed.session_id
         self._feed, self._control = feed, control
-        self._facts = SearchFacts(NodeSet([]), [], None, 0, 0.0, None)
+        self._facts = SearchFacts(NodeSet([]), [], None, 0, 0.0, None, None)
         self._started = time.monotonic()
         self._shown: dict[str, tuple[Any, ...]] = {}
         self._tree_nodes: dict[str, Any] = {}
@@ -202,8 +202,7 @@ class SearchScreen(Screen[None]):
         cap = f"/{self._facts.max_evals}" if self._facts.max_evals else ""
         tokens, cost = self._facts.tokens, self._facts.cost_usd
         minutes = max((time.monotonic() - self._started) / 60.0, 1 / 60)
-        best = self._view.best()
-        best_text = "none yet" if best is None else node_line(best)
+        best_text = self._best_text()
         skipped = len(self._skipped)
         state = self._state() + (
             f" ─ {skipped} strategies skipped: nothing for them to change" if skipped else ""
@@ -212,10 +211,19 @@ class SearchScreen(Screen[None]):
             visible(
                 f" search ─ {self.kernel_task.task_id}{state} ─ {len(nodes)} nodes ─ "
                 f"evaluations {evals}{cap} "
-                f"({evals / minutes:.1f}/min) ─ {tokens:,} tok ${cost:.2f} ─ best {best_text} "
-                f"({self._view.score_kind() or 'no score yet'})"
+                f"({evals / minutes:.1f}/min) ─ {tokens:,} tok ${cost:.2f} ─ best {best_text}"
             )
         )
+
+    def _best_text(self) -> str:
+        """The search's best kernel as every screen and command names it (the store's one rule):
+        its node, its version and the rule that picked it."""
+        found = self._facts.best
+        if found is None:
+            return "none yet"
+        node = self._view.holding(found.version.id)
+        kernel = f"kernel {found.words()}"
+        return kernel if node is None else f"{node_line(node)}: {kernel}"
 
     def _state(self) -> str:
         """` ─ done: <why it ended>` from the moment the search ends (here or in another
@@ -307,5 +315,7 @@ class SearchScreen(Screen[None]):
             )
             return
         self.post_message(
-            KernelPromoted(self.kernel_task, node.source, f"search node #{node.number}")
+            KernelPromoted(
+                self.kernel_task, node.source, f"search node #{node.number}", self.session_id
+            )
         )

@@ -1,7 +1,8 @@
 """The workbench's source pane: the kernel being written, in a code editor, saved to the
-workbench's kernel file; its title names the file, the kernel version shown and whether the
-editor holds changes not saved yet. While a proposal waits the editor is read-only, so that the
-proposal's single-key answers never type into the kernel. No jax here."""
+workbench's kernel file (only the engineer's save writes it here); its title names the file,
+the kernel version shown and whether the editor holds changes not saved yet. While a proposal
+waits the editor is read-only, so that the proposal's single-key answers never type into the
+kernel. No jax here."""
 
 from __future__ import annotations
 
@@ -82,19 +83,18 @@ class SourcePane(Vertical):
             self.show_version(*message.versions[-1])
 
     def show_version(self, number: int, source: str) -> None:
-        """A kernel version of the session becomes the source and the kernel file."""
+        """A kernel version becomes the source; the kernel file holds it already (written
+        through services/kernel_file.py, which keeps what it replaced)."""
         self.editor.load_text(source)
         self.version = number
-        self._write(source)
+        self._saved = source
+        self.unsaved = False
 
     def save(self) -> str:
-        """Write the editor's source to the kernel file; the source."""
+        """The engineer's own save: write the editor's source to the kernel file; the source."""
         source = self.text
-        self._write(source)
-        return source
-
-    def _write(self, source: str) -> None:
         self.kernel_path.parent.mkdir(parents=True, exist_ok=True)
         self.kernel_path.write_text(source, encoding="utf-8")
         self._saved = source
         self.unsaved = False
+        return source

@@ -57,6 +57,7 @@ if (
 ):  # the agents' engine and events load when they first run, not with the first frame
     from maxkernel_tui.agents.llm.provider import Provider
     from maxkernel_tui.agents.search.launch import OpenSearch
+    from maxkernel_tui.services.kernel_file import Kept
     from maxkernel_tui.services.search_feed import SearchFeed
     from maxkernel_tui.services.workbench_session import AgentUpdate
 
@@ -101,8 +102,12 @@ class WorkbenchScreen(ShowsWorkerErrors, Screen[None]):
         budget_cap: str = "no cap",
         agent_provider: Provider | None = None,
         session_id: str | None = None,
+        kept: Kept | None = None,
     ) -> None:
+        """`kept`: the engineer's kernel the kernel file held before it was given this one
+        (kept as a version; f6 goes back to it)."""
         super().__init__()
+        self._kept = kept
         self.kernel_task = task
         self._workdir = workdir
         self._kernel_path = workdir / "kernel.py"
@@ -169,6 +174,7 @@ class WorkbenchScreen(ShowsWorkerErrors, Screen[None]):
             self._harness,
             deliver=self.deliver,
             provider=self._agent_provider,
+            kept=[] if self._kept is None else [self._kept],
         )
         self._show_status()
         self.source.editor.focus()
@@ -207,7 +213,7 @@ class WorkbenchScreen(ShowsWorkerErrors, Screen[None]):
         if batch.plan.proposed or batch.plan.decided:
             self.plan.post_message(batch.plan)
         if versions:
-            self.source.post_message(SourceMessage(versions))
+            self._show_version(*versions[-1], why="an agent's version")
         if batch.tests:
             self.tests.post_message(TestsMessage(batch.tests))
         if batch.profile:
@@ -243,12 +249,28 @@ class WorkbenchScreen(ShowsWorkerErrors, Screen[None]):
                 TestsMessage(["no accepted kernel: the source shows the last version tried"])
             )
             return
-        self.source.post_message(SourceMessage([(ended.version.number, ended.version.source)]))
+        self._show_version(
+            ended.version.number,
+            ended.version.source,
+            why="the best kernel at the session's end",
+            session_id=session_id,
+        )
         if ended.report is not None:
             heading = f"── best accepted kernel v{ended.version.number}"
             self.tests.post_message(TestsMessage([heading, *ended.report.checks, ended.report]))
         if ended.profile is not None:
             self.profile.post_message(ProfileMessage([ended.profile]))
+
+    def _show_version(
+        self, number: int, source: str, *, why: str, session_id: str | None = None
+    ) -> None:
+        """A kernel version (of this session, or of the search `session_id`) becomes the source
+        and the kernel file; a kernel of the engineer's that the file held and no version has
+        is kept as a version first, and the agents' pane says where."""
+        kept = self.session.replace_kernel(source, why, session_id)
+        self.source.post_message(SourceMessage([(number, source)]))
+        if kept is not None:
+            self._log(kept.words())
 
     def _log(self, line: str) -> None:
         """A line in the agents' pane, after what is already on its way there."""
@@ -407,14 +429,19 @@ class WorkbenchScreen(ShowsWorkerErrors, Screen[None]):
         self.source.held = message.waiting and self._editing is None
 
     def action_previous_version(self) -> None:
-        """Back to the kernel version before the one shown; the agents start from it."""
-        earlier = [v for v in self.session.kernel_versions() if v.number < self.source.version]
-        if not earlier:
-            self.notify("no earlier kernel version")
-            return
-        self.source.show_version(earlier[-1].number, earlier[-1].source)
-        if self.session.intervene(Subject.KERNEL, earlier[-1].source):
-            self._log(f"back to v{earlier[-1].number}: the agents start from it at the next step")
+        """Back to the kernel the engineer had before another replaced it (kept as a version),
+        else to the kernel version before the one shown; the agents start from it."""
+        if self.session.kept:
+            back = self.session.kept.pop().version
+        else:
+            earlier = [v for v in self.session.kernel_versions() if v.number < self.source.version]
+            if not earlier:
+                self.notify("no earlier kernel version")
+                return
+            back = earlier[-1]
+        self._show_version(back.number, back.source, why="f6", session_id=back.session_id)
+        if self.session.intervene(Subject.KERNEL, back.source):
+            self._log(f"back to v{back.number}: the agents start from it at the next step")
 
     def action_edit_plan(self) -> None:
         if self.plan.editing:

@@ -1,10 +1,10 @@
 """A session's best kernel as a standalone file with its evaluation report in Markdown, for the
 `export` command and the sessions screen. No jax here.
 
-The best kernel is the one the session ended on (its best accepted kernel, as the log and the
-workbench name it); for a session that has not ended, the one of the latest accepted evaluation,
-else the latest version. The files
-are named after the task (`<task_id>.py`, `<task_id>.md`), the names `bench --kernels DIR` reads.
+The best kernel is the store's one definition (`Store.best_kernel`: the best score among the
+session's accepted versions, else its latest accepted version, else its latest version), as
+every screen and command names it; the report says which rule picked it. The files are named
+after the task (`<task_id>.py`, `<task_id>.md`), the names `bench --kernels DIR` reads.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from maxkernel_tui.kernels.evaluation.report import ACCEPTED
 from maxkernel_tui.services.sessions import local_time
 from maxkernel_tui.services.tasks import task_argument, task_label
 from maxkernel_tui.store import Evaluation, KernelVersion, Session, Store, StoreError
@@ -25,32 +24,13 @@ _MARKS = {"pass": "✓ pass", "fail": "✗ fail", "skip": "– skip"}
 def export_session(store: Store, prefix: str, out: Path) -> list[Path]:
     """Write the best kernel of the session named by `prefix` and its report into `out`; the files
     written. StoreError when there is no such session or it has no kernel yet."""
-    from maxkernel_tui.agents.orchestration.ending import best_at_end  # not for the first frame
-
     session = store.find_session(prefix)
-    ended = best_at_end(store, session.id)
-    evaluation: Evaluation | None
-    if ended is not None and ended.version is not None:
-        # the kernel the session ended on, as its log and the workbench name it
-        version = ended.version
-        accepted = [e for e in store.evaluations(version.id) if e.verdict == ACCEPTED]
-        evaluation = accepted[-1] if accepted else None
-        because = f"the best accepted kernel the session ended on ({ended.score_words})"
-    else:
-        best = store.best_kernel(session.id)
-        if best is None:
-            raise StoreError(f"session {session.id} has no kernel yet")
-        version, evaluation = best
-        because = _chosen_because(store, version, evaluation)
+    best = store.best_kernel(session.id)
+    if best is None:
+        raise StoreError(f"session {session.id} has no kernel yet")
+    version = best.version
     parent = store.kernel_version(version.parent_id) if version.parent_id is not None else None
-    return write_export(out, session, version, evaluation, parent, because)
-
-
-def _chosen_because(store: Store, version: KernelVersion, evaluation: Evaluation | None) -> str:
-    if evaluation is not None and evaluation.verdict == "accepted":
-        return "the kernel of the session's latest accepted evaluation"
-    count = len(store.kernel_versions(version.session_id))
-    return f"no accepted evaluation in this session: the latest of its {count} kernel version(s)"
+    return write_export(out, session, version, best.evaluation, parent, best.words())
 
 
 def write_export(

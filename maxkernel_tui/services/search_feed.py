@@ -20,6 +20,7 @@ from maxkernel_tui.agents.search.graph import NodeSet, load_nodes
 from maxkernel_tui.services.delivery import BatchedDelivery, Deliver
 from maxkernel_tui.store.db import Store
 from maxkernel_tui.store.kinds import SessionStatus
+from maxkernel_tui.store.rows import BestKernel
 
 if TYPE_CHECKING:
     from maxkernel_tui.agents.orchestration.events import SessionEvent
@@ -43,6 +44,7 @@ class SearchFacts:
     tokens: int
     cost_usd: float
     ended: str | None  # why the search ended, once it has
+    best: BestKernel | None  # its best accepted kernel by the store's one rule; None: none yet
 
 
 class SearchFeed:
@@ -108,9 +110,11 @@ class SearchFeed:
         if self._ended is None and self._store.session(self.session_id).status != (
             SessionStatus.ACTIVE
         ):
-            found = best_at_end(self._store, self.session_id)
-            self._ended = found.reason if found is not None else "ended"
-        return SearchFacts(nodes, skipped, self._max_evals, tokens, cost, self._ended)
+            ending = best_at_end(self._store, self.session_id)
+            self._ended = ending.reason if ending is not None else "ended"
+        found = self._store.best_kernel(self.session_id)
+        best = found if found is not None and found.accepted else None
+        return SearchFacts(nodes, skipped, self._max_evals, tokens, cost, self._ended, best)
 
     def close(self) -> None:
         self._store.close()

@@ -8,7 +8,7 @@ from datetime import datetime
 from pathlib import Path
 
 from maxkernel_tui.services.tasks import task_label
-from maxkernel_tui.store import Session, SessionSummary, Store, StoreError
+from maxkernel_tui.store import BestKernel, BestRule, Session, SessionSummary, Store, StoreError
 
 
 def existing_store(path: Path) -> Store | None:
@@ -43,6 +43,17 @@ def latest_session(store: Store) -> Session:
     return summaries[0].session
 
 
+def best_cell(best: BestKernel) -> str:
+    """`v6 accepted (best score 1.42)`: the best kernel, its verdict and the rule that picked it."""
+    verdict = best.evaluation.verdict if best.evaluation else "not evaluated"
+    rule = {
+        BestRule.BEST_SCORE: f"best score {best.score:.3g}" if best.score is not None else "",
+        BestRule.LATEST_ACCEPTED: "latest accepted, none scored",
+        BestRule.NOTHING_ACCEPTED: "latest, none accepted",
+    }[best.rule]
+    return f"v{best.version.number} {verdict} ({rule})"
+
+
 def local_time(seconds: float) -> str:
     return datetime.fromtimestamp(seconds).strftime("%Y-%m-%d %H:%M")
 
@@ -53,11 +64,7 @@ SESSION_HEADER = ("ID", "TASK", "MODE", "STATUS", "VERSIONS", "BEST", "TOKENS", 
 def session_cells(summary: SessionSummary) -> tuple[str, ...]:
     """One session as the text cells of SESSION_HEADER (shared by this listing and the TUI)."""
     s = summary.session
-    best = (
-        "-"
-        if summary.best_version is None
-        else f"v{summary.best_version} {summary.best_verdict or 'not evaluated'}"
-    )
+    best = "-" if summary.best is None else best_cell(summary.best)
     return (
         s.id,
         task_label(s.task_id, s.task_dir),

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from maxkernel_tui.agents.search.config import SearchConfig
     from maxkernel_tui.agents.search.launch import OpenSearch
     from maxkernel_tui.kernels.evaluation.harness import Harness
+    from maxkernel_tui.services.kernel_file import Kept
     from maxkernel_tui.services.search_feed import SearchFeed
     from maxkernel_tui.store.db import Store
     from maxkernel_tui.store.rows import KernelVersion
@@ -63,6 +64,9 @@ class WorkbenchSession:
     session_id: str | None = None
     opened: OpenSession | None = None
     running: asyncio.Task[Outcome] | None = None
+    # kernels of the engineer's that another replaced in the kernel file, kept as versions,
+    # newest last (f6 goes back to them first)
+    kept: list[Kept] = field(default_factory=list)
     _setup: EvaluationSetup | None = field(default=None, init=False)
     _tools: ClosableTools | None = field(default=None, init=False)
     _store: Store | None = field(default=None, init=False)
@@ -119,6 +123,19 @@ class WorkbenchSession:
                 build_tools, self.setup, self.task, self.workdir / "traces", self.harness
             )
         return self._tools
+
+    def replace_kernel(self, source: str, why: str, session_id: str | None = None) -> Kept | None:
+        """Make `source` (a version of this session, or of `session_id`: a search's) the kernel
+        file; what the file held that no version has is kept first, as a version of this
+        session (else of `session_id`), and remembered for f6. What was kept, if anything."""
+        from maxkernel_tui.services.kernel_file import replace_kernel
+
+        owner = self.session_id or session_id
+        assert owner is not None, "a kernel version comes from a session"
+        kept = replace_kernel(self.store, self.kernel_path, source, owner, why)
+        if kept is not None:
+            self.kept.append(kept)
+        return kept
 
     def snapshot(self, source: str) -> Path:
         """`source` written where the engineer's evaluations read it, beside the kernel file."""
@@ -231,11 +248,10 @@ class WorkbenchSession:
         return None if chosen is None else best_at_end(self.store, chosen)
 
     def best_accepted(self) -> str | None:
-        """The session's best accepted kernel so far (what a hand-off to Graph starts from)."""
-        if self.engine is not None and self.engine.best is not None:
-            return self.engine.best.source
-        ended = self.ended()
-        return None if ended is None or ended.version is None else ended.version.source
+        """The session's best accepted kernel so far, by the store's one rule (what a hand-off
+        to Graph starts from); None before a kernel is accepted."""
+        best = None if self.session_id is None else self.store.best_kernel(self.session_id)
+        return best.version.source if best is not None and best.accepted else None
 
     async def interrupt(self) -> bool:
         """Cancel the running step (a model call in flight is closed); False when nothing runs."""

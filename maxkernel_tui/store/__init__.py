@@ -25,9 +25,11 @@ if TYPE_CHECKING:
         HITL,
         MODES,
         STOPPED,
+        BestRule,
         StoreError,
     )
     from maxkernel_tui.store.rows import (
+        BestKernel,
         Evaluation,
         Event,
         KernelVersion,
@@ -44,11 +46,23 @@ if TYPE_CHECKING:
 _MODULE_OF = {
     **dict.fromkeys(("Store", "default_store_path", "open_store", "schema_of"), "db"),
     **dict.fromkeys(
-        ("ACTIVE", "AUTO", "DONE", "FAILED", "GRAPH", "HITL", "MODES", "STOPPED", "StoreError"),
+        (
+            "ACTIVE",
+            "AUTO",
+            "DONE",
+            "FAILED",
+            "GRAPH",
+            "HITL",
+            "MODES",
+            "STOPPED",
+            "BestRule",
+            "StoreError",
+        ),
         "kinds",
     ),
     **dict.fromkeys(
         (
+            "BestKernel",
             "Evaluation",
             "Event",
             "KernelVersion",
@@ -83,6 +97,8 @@ __all__ = [
     "REDACTED",
     "SCHEMA_VERSION",
     "STOPPED",
+    "BestKernel",
+    "BestRule",
     "Evaluation",
     "Event",
     "KernelVersion",

@@ -23,9 +23,11 @@ from dataclasses import astuple, replace
 from pathlib import Path
 from typing import Any
 
+from maxkernel_tui.store.best import Candidate, pick_best
 from maxkernel_tui.store.kinds import ACTIVE, Mode, SessionStatus, StoreError
 from maxkernel_tui.store.redact import redact, redact_text
 from maxkernel_tui.store.rows import (
+    BestKernel,
     Evaluation,
     Event,
     KernelVersion,
@@ -38,7 +40,6 @@ from maxkernel_tui.store.rows import (
 from maxkernel_tui.store.schema import SCHEMA_VERSION, current_version, migrate
 
 BUSY_TIMEOUT_MS = 10_000
-ACCEPTED = "accepted"  # EvalReport's verdict (kernels.evaluation.report); the store needs no import
 
 
 def _dumps(value: Mapping[str, Any]) -> str:
@@ -181,7 +182,7 @@ class Store:
         return self.session(ids[0])
 
     def list_sessions(self) -> list[SessionSummary]:
-        """Every session, most recently updated first, with its kernel count and best verdict."""
+        """Every session, most recently updated first, with its kernel count and best kernel."""
         sessions = [
             Session.of_row(r)
             for r in self._read(
@@ -204,12 +205,7 @@ class Store:
             tokens, cost = usage.get(session.id, (0, 0.0))
             summaries.append(
                 SessionSummary(
-                    session,
-                    counts.get(session.id, 0),
-                    best[1].verdict if best and best[1] else None,
-                    best[0].number if best else None,
-                    int(tokens or 0),
-                    float(cost or 0.0),
+                    session, counts.get(session.id, 0), best, int(tokens or 0), float(cost or 0.0)
                 )
             )
         return summaries
@@ -305,6 +301,11 @@ class Store:
             )
         ]
 
+    def holds_kernel(self, session_id: str, source: str) -> bool:
+        """One of the session's versions is `source` (as stored: redacted)."""
+        sql = "SELECT 1 FROM kernel_versions WHERE session_id = ? AND source = ? LIMIT 1"
+        return bool(self._read(sql, (session_id, redact_text(source))))
+
     def record_evaluation(self, kernel_version_id: int, report: Mapping[str, Any]) -> Evaluation:
         """Store an evaluation report (`EvalReport.to_json()`); its verdict is kept as a column."""
         verdict = str(report.get("verdict", "unknown"))
@@ -351,33 +352,39 @@ class Store:
             self._touch(conn, owner[0])
         return (_row_id(cursor), version_id, *columns.values(), json.loads(text), now)
 
-    def best_kernel(self, session_id: str) -> tuple[KernelVersion, Evaluation | None] | None:
-        """The kernel of the latest accepted evaluation, else the latest version (with its latest
-        evaluation, if any); None when the session has no kernel yet."""
-        accepted = self._read(
-            "SELECT e.id FROM evaluations e JOIN kernel_versions k ON k.id = e.kernel_version_id "
-            "WHERE k.session_id = ? AND e.verdict = ? ORDER BY e.id DESC LIMIT 1",
-            (session_id, ACCEPTED),
-        )
-        if accepted:
-            evaluation = self._evaluation(accepted[0][0])
-            return self.kernel_version(evaluation.kernel_version_id), evaluation
-        latest = self._read(
-            "SELECT id FROM kernel_versions WHERE session_id = ? ORDER BY number DESC LIMIT 1",
+    def record_score(self, kernel_version_id: int, score: float, kind: str) -> None:
+        """A profiled version's score, the fitness its session ranks kernels by (of `kind`,
+        which says measured or estimated); recorded again, it replaces the last."""
+        with self._write() as conn:
+            owner = conn.execute(
+                "SELECT session_id FROM kernel_versions WHERE id = ?", (kernel_version_id,)
+            ).fetchone()
+            if owner is None:
+                raise StoreError(f"no kernel version {kernel_version_id}")
+            conn.execute(
+                "INSERT OR REPLACE INTO scores (kernel_version_id, score, kind, created) "
+                "VALUES (?, ?, ?, ?)",
+                (kernel_version_id, float(score), kind, time.time()),
+            )
+            self._touch(conn, owner[0])
+
+    def best_kernel(self, session_id: str) -> BestKernel | None:
+        """The session's best kernel, the one definition every screen and command shows
+        (store/best.py says it); None when the session has no kernel yet."""
+        rows = self._read(
+            "SELECT k.id, s.score, s.kind, (SELECT e.verdict FROM evaluations e WHERE "
+            "e.kernel_version_id = k.id ORDER BY e.id DESC LIMIT 1) FROM kernel_versions k "
+            "LEFT JOIN scores s ON s.kernel_version_id = k.id WHERE k.session_id = ? "
+            "ORDER BY k.number",
             (session_id,),
         )
-        if not latest:
+        pick = pick_best([Candidate(*row) for row in rows])
+        if pick is None:
             return None
-        version = self.kernel_version(latest[0][0])
-        evaluations = self.evaluations(version.id)
-        return version, evaluations[-1] if evaluations else None
-
-    def _evaluation(self, evaluation_id: int) -> Evaluation:
-        i, k, v, r, c = self._read(
-            "SELECT id, kernel_version_id, verdict, report, created FROM evaluations WHERE id = ?",
-            (evaluation_id,),
-        )[0]
-        return Evaluation(i, k, v, json.loads(r), c)
+        evaluations = self.evaluations(pick.version_id)
+        latest = evaluations[-1] if evaluations else None
+        version = self.kernel_version(pick.version_id)
+        return BestKernel(version, latest, pick.rule, pick.score, pick.kind)
 
     # -- LLM calls ----------------------------------------------------------------------------
 

@@ -24,6 +24,15 @@ class SessionStatus(StrEnum):
     FAILED = "failed"
 
 
+class BestRule(StrEnum):
+    """Which rule picked a session's best kernel (Store.best_kernel): the one definition every
+    screen and command shows."""
+
+    BEST_SCORE = "the best score among its accepted versions"
+    LATEST_ACCEPTED = "the latest accepted version (none has a score)"
+    NOTHING_ACCEPTED = "no version accepted: the latest version"
+
+
 HITL, AUTO, GRAPH = Mode.HITL, Mode.AUTO, Mode.GRAPH
 MODES = tuple(Mode)
 ACTIVE, STOPPED, DONE, FAILED = (

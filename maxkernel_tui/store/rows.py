@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from maxkernel_tui.store.kinds import Mode, SessionStatus
+from maxkernel_tui.store.kinds import BestRule, Mode, SessionStatus
 
 
 @dataclass(frozen=True)
@@ -95,12 +95,46 @@ class SearchNode:
 
 
 @dataclass(frozen=True)
+class BestKernel:
+    """A session's best kernel by the store's one rule (`Store.best_kernel`), and which rule
+    picked it."""
+
+    version: KernelVersion
+    evaluation: Evaluation | None  # its latest evaluation; None: not evaluated
+    rule: BestRule
+    score: float | None  # under BEST_SCORE: its score, of `score_kind`
+    score_kind: str  # "estimated speedup vs XLA on v5e", ...; "" without a score
+
+    @property
+    def accepted(self) -> bool:
+        return self.rule != BestRule.NOTHING_ACCEPTED
+
+    def score_words(self) -> str:
+        """`1.42 (estimated speedup vs XLA on v5e)`, or `no score`."""
+        return "no score" if self.score is None else f"{self.score:.3g} ({self.score_kind})"
+
+    def words(self) -> str:
+        """`v6, the best score among its accepted versions: 1.42 (...)`: the version and why."""
+        scored = f": {self.score_words()}" if self.score is not None else ""
+        return f"v{self.version.number}, {self.rule}{scored}"
+
+
+@dataclass(frozen=True)
 class SessionSummary:
     """A line of `maxkernel-tui sessions`."""
 
     session: Session
     kernel_versions: int
-    best_verdict: str | None  # verdict of the best kernel's latest evaluation; None: not evaluated
-    best_version: int | None  # its number within the session
+    best: BestKernel | None  # None: no kernel version yet
     tokens: int
     cost: float
+
+    @property
+    def best_version(self) -> int | None:
+        return None if self.best is None else self.best.version.number
+
+    @property
+    def best_verdict(self) -> str | None:
+        """The best kernel's latest verdict; None: not evaluated (or no kernel)."""
+        evaluation = None if self.best is None else self.best.evaluation
+        return None if evaluation is None else evaluation.verdict

@@ -89,7 +89,25 @@ _V2 = [
     "CREATE INDEX search_nodes_by_session ON search_nodes (session_id)",
 ]
 
-MIGRATIONS: list[list[str]] = [_V1, _V2]
+# Version 3: each profiled kernel version's score, the fitness its session ranks kernels by (one
+# kind per session, e.g. "estimated speedup vs XLA on v5e"), so that every screen and command
+# picks the best kernel from the store by the same rule (Store.best_kernel). Scores a session
+# stored before this version are in its log: the `profile` events' own fields, copied once.
+_V3 = [
+    """CREATE TABLE scores (
+        kernel_version_id INTEGER PRIMARY KEY REFERENCES kernel_versions(id),
+        score REAL NOT NULL,
+        kind TEXT NOT NULL,
+        created REAL NOT NULL)""",
+    """INSERT OR REPLACE INTO scores (kernel_version_id, score, kind, created)
+        SELECT json_extract(e.payload, '$.version_id'), json_extract(e.payload, '$.score'),
+            json_extract(e.payload, '$.score_kind'), e.time
+        FROM events e JOIN kernel_versions k ON k.id = json_extract(e.payload, '$.version_id')
+        WHERE e.kind = 'profile' AND json_extract(e.payload, '$.score') IS NOT NULL
+        ORDER BY e.session_id, e.seq""",
+]
+
+MIGRATIONS: list[list[str]] = [_V1, _V2, _V3]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

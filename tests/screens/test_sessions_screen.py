@@ -14,7 +14,7 @@ from maxkernel_tui.config import load_settings
 from maxkernel_tui.screens.sessions import SessionsScreen
 from maxkernel_tui.screens.workbench import WorkbenchScreen
 from maxkernel_tui.store import Store
-from tests.support.waiting import wait_for, wait_for_frame
+from tests.support.waiting import until, wait_for, wait_for_frame
 
 LATEST = "def computation(x, scale, epsilon):\n    return x  # v2\n"
 
@@ -68,7 +68,8 @@ async def test_picker_counts_sessions_and_s_lists_them_with_usage(tmp_path, sess
             [rms.id, "12p_RMSNorm", "hitl", "active"],
             [gemm.id, "8p_GEMM", "auto", "active"],
         ]
-        assert listed[0][4:8] == ["2", "v2 not evaluated", "41,203", "$0.38"]
+        best = "v2 not evaluated (latest, none accepted)"
+        assert listed[0][4:8] == ["2", best, "41,203", "$0.38"]
         await pilot.press("escape")
         assert type(app.screen).__name__ == "TaskPickerScreen"
 
@@ -110,9 +111,12 @@ async def test_enter_resumes_in_the_workbench_with_the_latest_kernel(tmp_path, s
         assert isinstance(app.screen, WorkbenchScreen)
         assert app.screen.kernel_task.task_id == "12p_RMSNorm"
         assert app.screen.query_one("#source", TextArea).text == LATEST
-    assert (
-        kernel.with_name("kernel.py.bak").read_text() == "# my unsaved experiment\n"
-    )  # kept, not lost
+        with Store(tmp_path / "data" / "sessions.db") as store:  # kept as a version, not lost
+            kept = store.kernel_versions(sessions[0].id)[-1]
+        assert (kept.number, kept.source) == (3, "# my unsaved experiment\n")
+        await pilot.press("f6")  # back to it
+        await until(pilot, lambda: kernel.read_text() == "# my unsaved experiment\n")
+        assert app.screen.query_one("#source", TextArea).text == kept.source
 
 
 @pytest.mark.parametrize("which", ["prefix", "most recent"])

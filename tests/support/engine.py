@@ -274,10 +274,12 @@ class Bench:
         session_id: str | None = None,
         tools: FakeTools | None = None,
         moves: MoveCheck | None = None,
+        seed: str = "",
         **config: object,
     ) -> Search:
-        """A search on a new Graph session with `config`, or the search of `session_id` again
-        (with its stored settings); `moves`: the agent's word on strategies it cannot apply."""
+        """A search on a new Graph session with `config` (from `seed`, a kernel source, when
+        given), or the search of `session_id` again (with its stored settings); `moves`: the
+        agent's word on strategies it cannot apply."""
         settings = SearchConfig(**config)  # type: ignore[arg-type]
         resumed = session_id is not None
         if session_id is None:
@@ -292,7 +294,7 @@ class Bench:
             task_facts="id: 12p_RMSNorm (facts of the fake task)",
             limits=search_limits(settings),
         )
-        return search_on(engine, settings, resumed=resumed, moves=moves)
+        return search_on(engine, settings, seed, resumed=resumed, moves=moves)
 
 
 # -- reading a session back --------------------------------------------------------------------

@@ -40,12 +40,15 @@ from maxkernel_tui.store.kinds import Mode, SessionStatus
 __all__ = ["Best", "LoopLimits", "Outcome", "SessionEngine"]
 
 
-@dataclass
+@dataclass(frozen=True)
 class Best:
+    """The session's best accepted kernel as the store's one rule picks it (Store.best_kernel)."""
+
     version_id: int
     number: int
     source: str
     score: float | None
+    score_kind: str  # "" without a score
 
 
 @dataclass(frozen=True)
@@ -61,12 +64,25 @@ class SessionEngine(Steps):
     and `explain` while it runs."""
 
     # the loop's own state, on top of the steps' (the defaults hold until the loop runs)
-    best: Best | None = None
-    score_kind: str = ""
     _current_estimate: Score = Score(None, "")
     _explained: int = 0
     _iterations: int = 0  # iterations started, for the end's ref
     _worked_on: frozenset[int] = frozenset()  # versions profiled (and so tuned) by this loop
+
+    @property
+    def best(self) -> Best | None:
+        """The session's best accepted kernel so far, by the store's one rule."""
+        found = self.store.best_kernel(self.session_id)
+        if found is None or not found.accepted:
+            return None
+        version = found.version
+        return Best(version.id, version.number, version.source, found.score, found.score_kind)
+
+    @property
+    def score_kind(self) -> str:
+        """What the session ranks kernels by (its best kernel's score kind); "" before a score."""
+        best = self.best
+        return "" if best is None else best.score_kind
 
     async def explain(self, question: str) -> str:
         """The explainer's answer, outside the loop (it may run while a step does)."""
@@ -102,23 +118,21 @@ class SessionEngine(Steps):
             reason, status = f"error: {words}", SessionStatus.FAILED
         best = self.best
         version, score = (best.version_id, best.score) if best else (None, None)
-        number = best.number if best else None
-        self._emit(
-            SessionEnded(
-                keys.end(self._iterations), reason, version, score, self.score_kind, number
-            )
-        )
+        number, kind = (best.number, best.score_kind) if best else (None, "")
+        self._emit(SessionEnded(keys.end(self._iterations), reason, version, score, kind, number))
         self.set_status(status)
-        return Outcome(reason, self.best, self.score_kind, status)
+        return Outcome(reason, best, kind, status)
 
     async def _iterate(self) -> str:
         """Iterations until a limit, the target or a hand-off to Graph says stop; why it stopped."""
         stale = 0
         while self._iterations < self.limits.max_iterations:
             self._iterations += 1
-            before = self.best.score if self.best else None
+            best = self.best
+            before = best.score if best else None
             await self._iteration(self._iterations)
-            after = self.best.score if self.best else None
+            best = self.best
+            after = best.score if best else None
             better = significantly_better(after, before, self.limits.min_improvement)
             stale = 0 if better else stale + 1
             target = self.limits.target_score
@@ -165,30 +179,16 @@ class SessionEngine(Steps):
         await self._autotune(i)
 
     async def _profile_version(self, step: str, report: EvalReport) -> None:
-        """Profile the current (accepted) kernel and keep it if it is the best so far."""
+        """Profile the current (accepted) kernel: its score (stored) ranks it in the session."""
         assert self.kernel is not None and self.version_id is not None
-        score, self._current_estimate = await self.profile(
-            step, self.kernel, self.version_id, report
-        )
+        _, self._current_estimate = await self.profile(step, self.kernel, self.version_id, report)
         self._worked_on = self._worked_on | {self.version_id}
-        self._consider(score)
-
-    def _consider(self, score: Score) -> None:
-        """Rank the current accepted kernel; scores of another kind are never compared."""
-        assert self.kernel is not None and self.version_id is not None
-        if not self.score_kind and score.value is not None:
-            self.score_kind = score.kind
-        comparable = score.value if score.kind == self.score_kind else None
-        number = next(
-            v.number for v in self.store.kernel_versions(self.session_id) if v.id == self.version_id
-        )
-        if self.best is None or significantly_better(comparable, self.best.score, 0.0):
-            self.best = Best(self.version_id, number, self.kernel, comparable)
 
     def _restore_best(self) -> None:
         """Go on from the best accepted kernel, never from a rejected one."""
-        if self.best is not None:
-            self.kernel, self.version_id = self.best.source, self.best.version_id
+        best = self.best
+        if best is not None:
+            self.kernel, self.version_id = best.source, best.version_id
 
     # -- autotune -------------------------------------------------------------------------------
 

@@ -491,6 +491,8 @@ class Steps:
             stored = self._emit(self._profiled(step, version_id, report, result))
         if version_id is not None:
             self.last_profile = (stored.summary, stored.text)
+            if stored.score is not None:  # here, not in _profiled: a replayed profile counts too
+                self.store.record_score(version_id, stored.score, stored.score_kind)
         summary = stored.summary
         estimate = Score(None, "") if summary is None else self._estimate(summary)
         return Score(stored.score, stored.score_kind), estimate

@@ -26,11 +26,13 @@ def node_json(node: Node) -> dict[str, Any]:
 
 
 def to_json(graph: SearchGraph) -> str:
-    best = graph.best()
+    found = graph.store.best_kernel(graph.session_id)  # the store's one rule
+    best = graph.holding(found.version.id) if found is not None and found.accepted else None
     document = {
         "session_id": graph.session_id,
-        "score_kind": graph.score_kind(),
+        "score_kind": found.score_kind if found is not None else "",
         "best": best.ref if best else None,
+        "best_rule": found.rule.name.lower() if best and found else None,
         "nodes": [node_json(n) for n in graph.in_order()],
     }
     return json.dumps(document, indent=2, ensure_ascii=False)

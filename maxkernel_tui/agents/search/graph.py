@@ -159,12 +159,13 @@ class NodeSet:
         ]
         return sorted(scored, key=lambda n: (-(n.score or 0.0), n.number))
 
-    def best(self) -> Node | None:
-        ranked = self.ranked()
-        if ranked:
-            return ranked[0]
-        # accepted kernels without a score are still correct kernels: the first one, if any
-        return next((n for n in self.in_order() if n.status == ACCEPTED), None)
+    def holding(self, version_id: int) -> Node | None:
+        """The accepted node whose kernel is version `version_id` (the session's best kernel is
+        picked by the store's one rule, `Store.best_kernel`, and shown as its node)."""
+        return next(
+            (n for n in self.in_order() if n.status == ACCEPTED and n.version_id == version_id),
+            None,
+        )
 
     def growable(self, node: Node, round_: int) -> bool:
         """`node` may be a parent in `round_`: accepted, not merged away, not pruned before it."""

@@ -301,17 +301,17 @@ class Search:
         self.base.store.update_session(self.base.session_id, status=status, mode=Mode.GRAPH)
 
     def _finish(self, reason: str, status: SessionStatus) -> SearchOutcome:
-        best = self.graph.best()
-        kind = self.graph.score_kind()
+        found = self.base.best  # the store's one rule, as every screen and command picks it
+        best = self.graph.holding(found.version_id) if found else None
+        kind = found.score_kind if found else ""
         evaluations = sum(n.evals for n in self.graph.in_order())
-        version = best.version_id if best else None
-        number = None if version is None else self.base.store.kernel_version(version).number
+        version, number = (found.version_id, found.number) if found else (None, None)
         self.base.journal.emit(
             SessionEnded(
                 keys.search_end(len(self.graph), evaluations, reason),
                 reason,
                 version,
-                best.score if best else None,
+                found.score if found else None,
                 kind,
                 number,
             )
