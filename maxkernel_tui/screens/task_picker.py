@@ -28,6 +28,7 @@ from maxkernel_tui.screens.plain import plain
 from maxkernel_tui.screens.task_import import TaskImportScreen
 from maxkernel_tui.screens.worker_errors import ShowsWorkerErrors
 from maxkernel_tui.services.sessions import list_summaries
+from maxkernel_tui.services.tasks import resolve_folder
 from maxkernel_tui.visible import visible
 
 TASK_COLUMN = 30  # characters of a task's id in the list
@@ -41,26 +42,6 @@ FOLDER_PROMPT = (
     "task folder to open (MaxKernel's kernel_task.yaml and reference.py, or JAXBench's "
     "baseline.py); enter opens it, escape closes"
 )
-
-
-def open_folder(typed: str) -> Task:
-    """The task in the folder at `typed` (~ expanded); TaskError saying what is wrong: no such
-    folder, a file, or a folder that holds no task."""
-    from maxkernel_tui.kernels.loader import load_task
-
-    folder = Path(typed).expanduser()
-    if not folder.exists():
-        raise TaskError(folder, "no such folder")
-    if not folder.is_dir():
-        raise TaskError(folder, "a file, not a task folder")
-    try:
-        return load_task(folder)
-    except TaskError as error:
-        raise TaskError(
-            folder,
-            "not a task folder: a task folder holds kernel_task.yaml and reference.py "
-            f"(MaxKernel's format, or ours) or baseline.py (JAXBench's) ({error})",
-        ) from None
 
 
 class TaskDescribed(Message):
@@ -199,7 +180,7 @@ class TaskPickerScreen(ShowsWorkerErrors, Screen[None]):
         if not typed:
             return
         try:
-            task = open_folder(typed)
+            task = resolve_folder(typed)
         except TaskError as error:
             self._status(str(error))  # the line stays, with what was typed, to correct it
             return

@@ -22,7 +22,7 @@ def resolve_task(name: str, path: Path | None = None) -> Task:
 
     folder = Path(name).expanduser()
     if folder.is_dir() or _written_as_path(name):
-        return load_task(folder, cache=cache_dir())
+        return resolve_folder(name)
     root = path if path is not None else builtin_suite_dir()
     named = [d for d in (root / name, *root.glob(f"{name}_*")) if d.is_dir()]
     if len(named) == 1:  # the usual case: read one task, not the whole suite (start-up time)
@@ -40,6 +40,15 @@ def resolve_task(name: str, path: Path | None = None) -> Task:
             f"no task {name!r}: no task here has that id (e.g. {known}), and there is no "
             f"folder {str(folder.absolute())!r}{problems}",
         ) from None
+
+
+def resolve_folder(typed: str) -> Task:
+    """The task folder at `typed` (~ expanded), planned with the ties describing it traced;
+    TaskError saying what is wrong: no such folder, a file, or a folder that holds no task."""
+    from maxkernel_tui.config import cache_dir
+    from maxkernel_tui.kernels.loader import load_task
+
+    return load_task(Path(typed).expanduser(), cache=cache_dir())
 
 
 def _written_as_path(name: str) -> bool:

@@ -81,10 +81,10 @@ async def test_o_opens_a_task_folder_typed_on_a_line(tmp_path, style) -> None:
         status = picker.query_one("#status", Static)
         field = picker.query_one("#folder", Input)
         for typed, said in [
-            (str(tmp_path / "nope"), "no such folder"),
+            (str(tmp_path / "nope"), "no such task folder"),
             (str(folder / "reference.py" if style == "maxkernel" else folder / "baseline.py"),
-             "a file, not a task folder"),
-            (str(tmp_path / "empty"), "not a task folder: a task folder holds kernel_task.yaml"),
+             "a file, not a folder"),
+            (str(tmp_path / "empty"), "not a task folder: it holds neither kernel_task.yaml"),
         ]:  # fmt: skip
             await pilot.press("o")
             assert field.display and field.has_focus

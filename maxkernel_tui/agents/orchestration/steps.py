@@ -49,11 +49,7 @@ from maxkernel_tui.agents.orchestration.gates import (
     Subject,
 )
 from maxkernel_tui.agents.orchestration.journal import Journal
-from maxkernel_tui.agents.orchestration.limits import (
-    DEFAULT_LIMITS,
-    LoopLimits,
-    NothingNew,
-)
+from maxkernel_tui.agents.orchestration.limits import DEFAULT_LIMITS, LoopLimits, NothingNew
 from maxkernel_tui.agents.orchestration.repeats import Repeats
 from maxkernel_tui.agents.orchestration.report_text import evaluation_text, failure_of, failure_text
 from maxkernel_tui.agents.orchestration.scoring import (
