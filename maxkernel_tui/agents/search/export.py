@@ -12,6 +12,7 @@ from maxkernel_tui.agents.search.graph import (
     Node,
     SearchGraph,
 )
+from maxkernel_tui.visible import visible
 
 _COLOURS: dict[str, str] = {ACCEPTED: "palegreen", REJECTED: "lightpink", MERGED: "lightgrey"}
 
@@ -35,7 +36,9 @@ def to_json(graph: SearchGraph) -> str:
         "best_rule": found.rule.name.lower() if best and found else None,
         "nodes": [node_json(n) for n in graph.in_order()],
     }
-    return json.dumps(document, indent=2, ensure_ascii=False)
+    # every character outside ASCII escaped: a strategy or plan a model wrote cannot carry a
+    # live control character (C1, bidi overrides) to whoever prints the file
+    return json.dumps(document, indent=2)
 
 
 def label(node: Node) -> str:
@@ -54,7 +57,7 @@ def to_dot(graph: SearchGraph) -> str:
     ]
     for node in graph.in_order():
         colour = _COLOURS.get(node.status, "white")
-        text = label(node).replace('"', "'")
+        text = visible(label(node)).replace('"', "'").replace("\\", "\\\\")
         lines.append(f'  {node.ref} [label="{text}", fillcolor={colour}];')
         for parent in node.parents:
             lines.append(f"  {parent} -> {node.ref};")

@@ -217,6 +217,19 @@ def test_exports(db) -> None:
     ]
 
 
+def test_hostile_text_in_a_node_is_inert_in_the_json_and_the_dot(db) -> None:
+    from tests.support.hostile_text import HOSTILE, live_controls
+
+    graph = new_graph(db)
+    judge(graph, ROOT, ACCEPTED, 1.0, GOOD)
+    judge(graph, child(graph, 1, ROOT, strategy=HOSTILE), REJECTED, None, GOOD + "\nr = 1\n")
+    exported = to_json(graph)
+    assert live_controls(exported) == [] and not set(exported) - set(map(chr, range(128)))
+    assert json.loads(exported)["nodes"][1]["strategy"] == HOSTILE  # escaped, not lost
+    dot = to_dot(graph)
+    assert live_controls(dot) == [] and "\\x1b]52;c;" in dot
+
+
 def test_suite_summary_table() -> None:
     table = summary_table([["12p_RMSNorm", "abc", "3", "3", "1.21", ESTIMATED]])
     header, row = table.splitlines()
