@@ -102,7 +102,9 @@ async def test_a_promoted_kernel_survives_autos_first_version(app_and_bench, mon
         {"planner": [plan("a")], "implementer": [kernel(GOOD)], "profiler": [DIAGNOSIS]}
     )
 
-    async def start(self: WorkbenchSession, mode: object, progress: object = None) -> None:
+    async def start(
+        self: WorkbenchSession, mode: object, progress: object = None, **where: object
+    ) -> None:
         """Auto on the bench (fake tools), delivered to the workbench as a real start does."""
         engine = bench.engine(provider, mode="auto", max_iterations=1)
         engine.journal.subscribe(self._collect)

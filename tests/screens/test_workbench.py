@@ -79,8 +79,8 @@ async def test_profile_fills_the_table_and_the_roofline_bar(tmp_path, suite_task
         await pilot.pause()
         table = app.screen.query_one("#profile", DataTable)
         # the agents' profile: the session's TPU generation
-        assert [table.get_row_at(i)[0] for i in range(table.row_count)] == ["v5e"]
-        assert table.get_row_at(0)[3] == "memory"
+        assert [str(table.get_row_at(i)[0]) for i in range(table.row_count)] == ["v5e"]
+        assert str(table.get_row_at(0)[3]) == "memory"
         roofline = str(app.screen.query_one("#roofline", Static).content)
         assert (
             "% of roofline (estimated)" in roofline and "timing: not measured (no TPU)" in roofline

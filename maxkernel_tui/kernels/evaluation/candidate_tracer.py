@@ -48,7 +48,10 @@ def trace_candidate(request: TraceRequest) -> list[CandidateEvent]:
             events.append(Traced(config, error=str(problem)))  # that configuration's runs'
             continue
         path = Path(request.out_dir) / f"program-{number}.bin"
-        path.write_bytes(data)
+        try:
+            path.write_bytes(data)
+        except OSError as error:  # the kernel planted something in its own directory
+            return [_failed(f"its program could not be written in its directory: {error}", start)]
         events.append(Traced(config, str(path), round(time.perf_counter() - start, 3)))
     return events
 

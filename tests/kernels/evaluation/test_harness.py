@@ -179,7 +179,7 @@ def test_an_edge_pass_runs_the_edge_cases_alone_and_joins_the_full_report(harnes
         "production",
         "edge",
     ]
-    assert any(line.startswith("numerics: edge_hidden") for line in edge_pass.inputs)
+    assert any(line.startswith("edge: edge_hidden") for line in edge_pass.inputs)
     joined = judged.with_edge_pass(edge_pass)
     assert judged.verdict == "accepted" and joined.verdict == "rejected"
     assert [c.name for c in joined.checks][6:] == ["numerics", "edge", "heldout", "timing"]

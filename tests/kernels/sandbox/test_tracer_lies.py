@@ -99,3 +99,11 @@ def test_a_kernel_cannot_write_its_own_profile(task, tmp_path, monkeypatch):
     roofline = [p.estimates[0].roofline_seconds for p in profiles]
     assert roofline[0] is not None and roofline[1] == roofline[0]
     assert profiles[1].to_json()["kernels"] == profiles[0].to_json()["kernels"]
+
+
+def test_a_kernel_that_blocks_its_own_program_file_is_rejected_at_trace(harness, task, tmp_path):
+    """A kernel that plants a directory where the tracer writes its program fails its own trace
+    (not a harness error)."""
+    source = 'import os\n\nos.mkdir("program-0.bin")\n\n\ndef computation(x):\n    return x * 2.0 + 1.0\n'
+    detail = _rejected_at_trace(harness, source, task, tmp_path)
+    assert "its program could not be written in its directory" in detail
