@@ -62,12 +62,21 @@ from maxkernel_tui.kernels.evaluation.protocol import (
     event_to_json,
     request_from_json,
 )
-from maxkernel_tui.kernels.evaluation.report import FAIL, PASS, SKIP, Check, CheckStatus
+from maxkernel_tui.kernels.evaluation.report import (
+    EDGE,
+    FAIL,
+    NUMERICS,
+    PASS,
+    SKIP,
+    UNFIT_TILES,
+    Check,
+    CheckStatus,
+)
 from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.sandbox.confine import drain_refusals, use_task_cache
 from maxkernel_tui.kernels.sandbox.report import SANDBOX, sandbox_check
 from maxkernel_tui.kernels.targets import TpuTarget
-from maxkernel_tui.kernels.task import CHECK
+from maxkernel_tui.kernels.task import CHECK, HELDOUT
 from maxkernel_tui.kernels.worker_reply import reply
 from maxkernel_tui.kernels.workers import READY
 
@@ -285,8 +294,9 @@ def _production_check(subject: _Subject, request: CandidateRequest) -> list[Run]
         _check(production_checks.CHECK_NAME, FAIL, str(refusal), start)
         return None
     try:
+        production = at(bench)
         findings = production_checks.judge(
-            at(bench),
+            production,
             check,
             on_tpu=jax.default_backend() == "tpu",
             tiles=request.tiles is not None,
@@ -299,9 +309,40 @@ def _production_check(subject: _Subject, request: CandidateRequest) -> list[Run]
     if findings.failure is not None:
         return None
     numerics = next(d for d in findings.defences if d.name == "numerics")
+    runs = request.runs
+    if task.derived:  # on a declared configuration, a tiling that does not fit is the kernel's
+        runs = _fitting_runs(request, production.candidate, {CHECK: check}, at, numerics)
     if numerics.outcome == "scheduled" and request.runs and not request.edges_only:
-        return [*request.runs, (bench, request.runs[0][1])]
-    return request.runs
+        return [*runs, (bench, request.runs[0][1])]
+    return runs
+
+
+def _fitting_runs(
+    request: CandidateRequest,
+    production: production_checks.ProgramWork,
+    measured: dict[str, production_checks.Shapes],
+    at: Callable[[str], production_checks.Shapes],
+    numerics: production_checks.Defence,
+) -> list[Run]:
+    """The numerics runs less those at derived configurations whose program cannot run the
+    kernel's own tiling (production_checks.tiles_misfit): each of those gets a skipped check
+    that says so, and the kernel's numerics are judged at production shapes instead."""
+    unfit: set[str] = set()
+    for config in dict.fromkeys(c for c, _ in request.runs if c != request.bench_config):
+        start = time.perf_counter()
+        try:
+            derived = measured[config] if config in measured else at(config)
+        except Exception:  # no program or none measurable there: its numerics run judges it
+            continue
+        misfit = production_checks.tiles_misfit(production, derived.candidate, config)
+        if misfit is None:
+            continue
+        unfit.add(config)
+        edge = config in request.extra_configs
+        name = HELDOUT if config == HELDOUT else EDGE if edge else NUMERICS
+        detail = production_checks.unfit_detail(config, misfit, numerics)
+        _check(name, SKIP, detail, start, **{UNFIT_TILES: config})
+    return [run for run in request.runs if run[0] not in unfit]
 
 
 def _outside_problem(work: Work, reference: Work) -> str | None:

@@ -84,6 +84,8 @@ class KernelWork:
     operations: list[str]  # primitive names used by the body
     matmul_types: list[str]  # "bfloat16 x bfloat16 -> float32" per kind of matmul
     output_coverage: float | None  # least share of an output its blocks write; None: unknown
+    # (block shape, array shape) of each output, in the kernel's order of outputs
+    output_blocks: tuple[tuple[tuple[int, ...], tuple[int, ...]], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -250,6 +252,39 @@ def bodies_defence(production: ProgramWork, checked: ProgramWork) -> Defence:
         f"{len(production.kernels)} kernel(s) use the operations and matmul types checked "
         f"with {len(checked.kernels)}",
     )
+
+
+def tiles_misfit(production: ProgramWork, derived: ProgramWork, config: str) -> str | None:
+    """Why a derived configuration's program cannot run the kernel's own tiling, or None where
+    it can: its grid covers less of an output than the production grid does (the coverage
+    rule's measure) because an output block is larger than its axis there or does not divide
+    it (fixed tiles above a derived size: no block written, a grid of zero steps), while the
+    production grid covers every output. Such a configuration's outputs say nothing about the
+    kernel, only about the derivation."""
+    # a production grid that leaves memory unwritten is for the numerics to judge everywhere
+    if production.coverage != 1.0 or derived.coverage is None or derived.coverage >= 1.0:
+        return None
+    for kernel in derived.kernels:
+        if kernel.output_coverage is None or kernel.output_coverage >= 1.0:
+            continue
+        for number, (block, array) in enumerate(kernel.output_blocks):
+            for axis, (size, length) in enumerate(zip(block, array, strict=False)):
+                if size > length or length % max(size, 1):
+                    return (
+                        f"the kernel's tiles (block {size} along axis {axis} of output {number} "
+                        f"of {kernel.name}) do not fit the derived {config} shapes ({length})"
+                    )
+    return None
+
+
+def unfit_detail(config: str, misfit: str, numerics: Defence) -> str:
+    """What a derived configuration left unrun for its misfit says, and where the kernel's
+    numerics are judged instead (the numerics defence's outcome)."""
+    where = {
+        "scheduled": "its numerics are judged at production shapes only",
+        "sampled": "its numerics are judged at production tiles only",
+    }.get(numerics.outcome, "its production shapes do not run here either")
+    return f"{config}: not run — {misfit}; {where}"
 
 
 def numerics_defence(production: Shapes, *, on_tpu: bool, tiles: bool = False) -> Defence:
