@@ -340,7 +340,9 @@ def _fitting_runs(
         unfit.add(config)
         edge = config in request.extra_configs
         name = HELDOUT if config == HELDOUT else EDGE if edge else NUMERICS
-        detail = production_checks.unfit_detail(config, misfit, numerics)
+        detail = production_checks.unfit_detail(
+            config, misfit, numerics, edge_pass=request.edges_only
+        )
         _check(name, SKIP, detail, start, **{UNFIT_TILES: config})
     return [run for run in request.runs if run[0] not in unfit]
 

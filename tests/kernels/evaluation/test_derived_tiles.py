@@ -44,6 +44,10 @@ def test_an_expert_whose_tiles_exceed_the_derived_sizes_is_judged_at_production_
         expert = harness.evaluate(task.expert_path, task, TILED)
         hiding = harness.evaluate(wrong, task, TILED)
         untiled = harness.evaluate(task.expert_path, task, EvalOptions(seeds=1, tile_blocks=None))
+        # the tester's pass after an acceptance: an edge case at check's sizes does not fit either
+        edge = ("edge_check", dict(task.derivation.sizes[CHECK]))
+        edges = EvalOptions(seeds=1, extra_configs=(edge,), edges_only=True)
+        edge_pass = harness.evaluate(task.expert_path, task, edges)
     assert expert.verdict == ACCEPTED, expert.failure
     assert expert.scope == VERIFIED_AT_PRODUCTION
     where = "its numerics are judged at production tiles only"
@@ -54,6 +58,11 @@ def test_an_expert_whose_tiles_exceed_the_derived_sizes_is_judged_at_production_
     assert not any(line.startswith("note: not run") for line in expert.evidence), expert.evidence
     tiles = next(c for c in expert.checks if c.name == TILES)
     assert tiles.status == "pass" and tiles.data["blocks"] >= 2, tiles
+    # the edge pass skips its case and says why; joined, the acceptance stands
+    joined = expert.with_edge_pass(edge_pass)
+    assert joined.verdict == ACCEPTED, joined.failure
+    by_full = "its numerics are judged at production shapes by the full evaluation"
+    assert _unfit("edge_check", 2048, by_full) in joined.evidence, joined.evidence
     # wrong at every size, right where nothing runs: the production tiles find it
     assert hiding.verdict == REJECTED
     assert hiding.failure is not None and hiding.failure.name == TILES, hiding.failure

@@ -57,11 +57,14 @@ def test_a_program_that_covers_its_outputs_or_whose_blocks_fit_is_judged_by_nume
 
 def test_the_skipped_check_says_where_the_numerics_are_judged_instead():
     sampled = Defence("numerics", "sampled", "")
-    assert unfit_detail("check", "M", sampled) == (
+    assert unfit_detail("check", "M", sampled, edge_pass=False) == (
         "check: not run — M; its numerics are judged at production tiles only"
     )
     absent = Defence("numerics", "not applicable", "")
-    assert unfit_detail("check", "M", absent).endswith("production shapes do not run here either")
+    alone = unfit_detail("check", "M", absent, edge_pass=False)
+    assert alone.endswith("production shapes do not run here either")
+    joined = unfit_detail("edge_odd", "M", absent, edge_pass=True)
+    assert joined.endswith("judged at production shapes by the full evaluation")
 
 
 def _report(*checks):
