@@ -39,6 +39,12 @@ rtol: 1e-2
 # what a kernel that is wrong at every size writes instead of its accumulator
 _HONEST_STORE = "o_ref[...] = acc_ref[...].astype(o_ref.dtype)"
 _WRONG_STORE = "o_ref[...] = (acc_ref[...] + 1.0).astype(o_ref.dtype)"
+# a tiling that refuses sizes its blocks do not divide, as jax's splash attention raises
+_BLOCKS = "    bm, bn = block_shape\n"
+_REFUSING_BLOCKS = _BLOCKS + (
+    "    if x.shape[0] % bm or y.shape[1] % bn:\n"
+    "        raise ValueError(f'{x.shape[0]}x{y.shape[1]} does not tile by {bm}x{bn}')\n"
+)
 
 
 def write_declared_gemm(
@@ -55,15 +61,23 @@ def write_declared_gemm(
 
 
 def write_tiled_candidate(
-    path: Path, sizes: tuple[int, int, int], tiles: tuple[int, int, int], *, wrong: bool = False
+    path: Path,
+    sizes: tuple[int, int, int],
+    tiles: tuple[int, int, int],
+    *,
+    wrong: bool = False,
+    refusing: bool = False,
 ) -> Path:
     """The expert of write_jaxbench_tiled_gemm as a candidate file at `path`, with JAXBench's
-    entry point `workload` and this project's `computation`; `wrong` adds 1 to every output."""
+    entry point `workload` and this project's `computation`; `wrong` adds 1 to every output,
+    `refusing` raises while traced at sizes its blocks do not divide."""
     folder = write_jaxbench_tiled_gemm(path.parent / f".{path.stem}-task", sizes, tiles)
     source = (folder / "optimized.py").read_text()
-    assert _HONEST_STORE in source
+    assert _HONEST_STORE in source and _BLOCKS in source
     if wrong:
         source = source.replace(_HONEST_STORE, _WRONG_STORE)
+    if refusing:
+        source = source.replace(_BLOCKS, _REFUSING_BLOCKS)
     source += "\n\ndef computation(a, b):\n    return workload(a, b)\n"
     path.write_text(source)
     return path

@@ -22,6 +22,7 @@ A defence that cannot judge (data-dependent work, no matmuls) says why instead.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -264,15 +265,32 @@ def tiles_misfit(production: ProgramWork, derived: ProgramWork, config: str) -> 
     # a production grid that leaves memory unwritten is for the numerics to judge everywhere
     if production.coverage != 1.0 or derived.coverage is None or derived.coverage >= 1.0:
         return None
-    for kernel in derived.kernels:
-        if kernel.output_coverage is None or kernel.output_coverage >= 1.0:
-            continue
+    uncovered = [k for k in derived.kernels if (k.output_coverage or 0.0) < 1.0]
+    return _misfit(uncovered, config, lambda length: length)
+
+
+def mapped_misfit(production: ProgramWork, sizes: dict[int, int], config: str) -> str | None:
+    """Where the tracer has no program at a derived configuration (the kernel refused to be
+    traced there, as a tiling that checks its divisibility does): the production program's
+    output blocks against its outputs' sizes at that configuration, each production size taken
+    to the size the derivation moves it to (`sizes`, where that is one size). None where every
+    block fits, or the production grid leaves memory unwritten (numerics judge that)."""
+    if production.coverage != 1.0:
+        return None
+    return _misfit(production.kernels, config, lambda length: sizes.get(length, length))
+
+
+def _misfit(kernels: list[KernelWork], config: str, derived: Callable[[int], int]) -> str | None:
+    """The first output block larger than its axis at `config`, or not dividing it, in words;
+    `derived` gives an axis's size there from its size in the kernel's program."""
+    for kernel in kernels:
         for number, (block, array) in enumerate(kernel.output_blocks):
             for axis, (size, length) in enumerate(zip(block, array, strict=False)):
-                if size > length or length % max(size, 1):
+                there = derived(length)
+                if size > there or there % max(size, 1):
                     return (
                         f"the kernel's tiles (block {size} along axis {axis} of output {number} "
-                        f"of {kernel.name}) do not fit the derived {config} shapes ({length})"
+                        f"of {kernel.name}) do not fit the derived {config} shapes ({there})"
                     )
     return None
 

@@ -44,6 +44,8 @@ def test_an_expert_whose_tiles_exceed_the_derived_sizes_is_judged_at_production_
         expert = harness.evaluate(task.expert_path, task, TILED)
         hiding = harness.evaluate(wrong, task, TILED)
         untiled = harness.evaluate(task.expert_path, task, EvalOptions(seeds=1, tile_blocks=None))
+        refusing = write_tiled_candidate(tmp_path / "refusing.py", SIZES, TILES_MKN, refusing=True)
+        refused = harness.evaluate(refusing, task, TILED)
         # the tester's pass after an acceptance: an edge case at check's sizes does not fit either
         edge = ("edge_check", dict(task.derivation.sizes[CHECK]))
         edges = EvalOptions(seeds=1, extra_configs=(edge,), edges_only=True)
@@ -58,6 +60,14 @@ def test_an_expert_whose_tiles_exceed_the_derived_sizes_is_judged_at_production_
     assert not any(line.startswith("note: not run") for line in expert.evidence), expert.evidence
     tiles = next(c for c in expert.checks if c.name == TILES)
     assert tiles.status == "pass" and tiles.data["blocks"] >= 2, tiles
+    # a tiling that refuses to be traced at sizes it does not divide (as splash attention does):
+    # the production program's blocks, taken to the derived sizes, say why; judged at production
+    assert refused.verdict == ACCEPTED, refused.failure
+    assert refused.scope == VERIFIED_AT_PRODUCTION
+    refusal = "and the kernel refused to be traced there: "
+    assert any(line.startswith(_unfit(CHECK, 2048, "")[:-2]) for line in refused.evidence)
+    refusals = [line for line in refused.evidence if refusal in line]
+    assert len(refusals) == 2 and "does not tile by 8192x128" in refusals[0], refused.evidence
     # the edge pass skips its case and says why; joined, the acceptance stands
     joined = expert.with_edge_pass(edge_pass)
     assert joined.verdict == ACCEPTED, joined.failure

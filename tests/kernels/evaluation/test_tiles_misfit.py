@@ -5,6 +5,7 @@ from maxkernel_tui.kernels.evaluation.production_checks import (
     Defence,
     KernelWork,
     ProgramWork,
+    mapped_misfit,
     tiles_misfit,
     unfit_detail,
 )
@@ -53,6 +54,19 @@ def test_a_program_that_covers_its_outputs_or_whose_blocks_fit_is_judged_by_nume
     assert tiles_misfit(partial, _program(0.0, (8192, 128), (2048, 2048)), "check") is None
     # coverage unknown (outputs written by DMA): no claim either way
     assert tiles_misfit(PRODUCTION, _program(None, (8192, 128), (2048, 2048)), "check") is None
+
+
+def test_without_a_derived_program_the_production_blocks_are_taken_to_the_derived_sizes():
+    """The kernel refused to be traced at check (a tiling that checks its divisibility): the
+    production program's 8192-row block against the 2048 rows the derivation makes of 8192."""
+    assert mapped_misfit(PRODUCTION, {8192: 2048, 256: 256}, "check") == (
+        "the kernel's tiles (block 8192 along axis 0 of output 0 of matmul_kernel) do not fit "
+        "the derived check shapes (2048)"
+    )
+    assert mapped_misfit(PRODUCTION, {8192: 8192}, "check") is None  # a size kept: it fits
+    assert mapped_misfit(PRODUCTION, {}, "check") is None  # moved to several sizes: unknown
+    half = _program(0.5, (8192, 128), (8192, 8192))  # production leaves memory unwritten
+    assert mapped_misfit(half, {8192: 2048}, "check") is None
 
 
 def test_the_skipped_check_says_where_the_numerics_are_judged_instead():
