@@ -62,12 +62,21 @@ from maxkernel_tui.kernels.evaluation.protocol import (
     event_to_json,
     request_from_json,
 )
-from maxkernel_tui.kernels.evaluation.report import FAIL, PASS, SKIP, Check, CheckStatus
+from maxkernel_tui.kernels.evaluation.report import (
+    EDGE,
+    FAIL,
+    NUMERICS,
+    PASS,
+    SKIP,
+    UNFIT_TILES,
+    Check,
+    CheckStatus,
+)
 from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.sandbox.confine import drain_refusals, use_task_cache
 from maxkernel_tui.kernels.sandbox.report import SANDBOX, sandbox_check
 from maxkernel_tui.kernels.targets import TpuTarget
-from maxkernel_tui.kernels.task import CHECK
+from maxkernel_tui.kernels.task import CHECK, HELDOUT
 from maxkernel_tui.kernels.worker_reply import reply
 from maxkernel_tui.kernels.workers import READY
 
@@ -281,12 +290,14 @@ def _production_check(subject: _Subject, request: CandidateRequest) -> list[Run]
             detail = f"defences not applied: no program at check shapes: {refusal}"
             _check(production_checks.CHECK_NAME, SKIP, detail, start)
             at_check = CHECK in {c for c, _ in request.runs}
-            return request.runs if at_check else [*request.runs, (CHECK, request.runs[0][1])]
+            runs = request.runs if at_check else [*request.runs, (CHECK, request.runs[0][1])]
+            return _untraced_fitting(subject, request, runs, at) if task.derived else runs
         _check(production_checks.CHECK_NAME, FAIL, str(refusal), start)
         return None
     try:
+        production = at(bench)
         findings = production_checks.judge(
-            at(bench),
+            production,
             check,
             on_tpu=jax.default_backend() == "tpu",
             tiles=request.tiles is not None,
@@ -299,9 +310,83 @@ def _production_check(subject: _Subject, request: CandidateRequest) -> list[Run]
     if findings.failure is not None:
         return None
     numerics = next(d for d in findings.defences if d.name == "numerics")
+    runs = request.runs
+    if task.derived:  # on a declared configuration, a tiling that does not fit is the kernel's
+        measured = {CHECK: check}
+        runs = _fitting_runs(subject, request, runs, production.candidate, measured, at, numerics)
     if numerics.outcome == "scheduled" and request.runs and not request.edges_only:
-        return [*request.runs, (bench, request.runs[0][1])]
-    return request.runs
+        return [*runs, (bench, request.runs[0][1])]
+    return runs
+
+
+def _untraced_fitting(
+    subject: _Subject,
+    request: CandidateRequest,
+    runs: list[Run],
+    at: Callable[[str], production_checks.Shapes],
+) -> list[Run]:
+    """`runs` on a derived task with no program at check shapes, less the derived
+    configurations the production program's tiles do not fit (_fitting_runs); production shapes
+    added where they run in full."""
+    try:
+        production = at(subject.bench)
+    except Exception:  # no production program to read: the numerics runs judge the kernel
+        return runs
+    on_tpu = jax.default_backend() == "tpu"
+    tiles = request.tiles is not None
+    numerics = production_checks.numerics_defence(production, on_tpu=on_tpu, tiles=tiles)
+    runs = _fitting_runs(subject, request, runs, production.candidate, {}, at, numerics)
+    if numerics.outcome == "scheduled" and not request.edges_only:
+        return [*runs, (subject.bench, request.runs[0][1])]
+    return runs
+
+
+def _fitting_runs(
+    subject: _Subject,
+    request: CandidateRequest,
+    runs: list[Run],
+    production: production_checks.ProgramWork,
+    measured: dict[str, production_checks.Shapes],
+    at: Callable[[str], production_checks.Shapes],
+    numerics: production_checks.Defence,
+) -> list[Run]:
+    """`runs` less those at derived configurations whose program cannot run the kernel's own
+    tiling (production_checks.tiles_misfit), or, where the kernel could not be traced there,
+    whose sizes the production program's blocks do not fit (mapped_misfit): each of those gets
+    a skipped check that says so, and the kernel's numerics are judged at production instead."""
+    unfit: set[str] = set()
+    for config in dict.fromkeys(c for c, _ in runs if c != request.bench_config):
+        start = time.perf_counter()
+        try:
+            derived = measured[config] if config in measured else at(config)
+            misfit = production_checks.tiles_misfit(production, derived.candidate, config)
+        except _Untraced as untraced:
+            sizes = _derived_sizes(subject.task, config)
+            misfit = production_checks.mapped_misfit(production, sizes, config)
+            misfit = misfit and f"{misfit}, and the kernel refused to be traced there: {untraced}"
+        except Exception:  # no program measurable there: its numerics run judges the kernel
+            continue
+        if not misfit:
+            continue
+        unfit.add(config)
+        edge = config in request.extra_configs
+        name = HELDOUT if config == HELDOUT else EDGE if edge else NUMERICS
+        detail = production_checks.unfit_detail(
+            config, misfit, numerics, edge_pass=request.edges_only
+        )
+        _check(name, SKIP, detail, start, **{UNFIT_TILES: config})
+    return [run for run in runs if run[0] not in unfit]
+
+
+def _derived_sizes(task: Any, config: str) -> dict[int, int]:
+    """Each production size the derivation moves to one size at `config`: that size."""
+    sizes = task.derivation.sizes if task.derivation is not None else {}
+    production, there = sizes.get(task.configs[0], {}), sizes.get(config, {})
+    moves: dict[int, set[int]] = {}
+    for name, value in production.items():
+        if name in there:
+            moves.setdefault(value, set()).add(there[name])
+    return {value: next(iter(to)) for value, to in moves.items() if len(to) == 1}
 
 
 def _outside_problem(work: Work, reference: Work) -> str | None:

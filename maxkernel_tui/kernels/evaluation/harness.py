@@ -52,16 +52,18 @@ from maxkernel_tui.kernels.evaluation.reference_workers import ReferenceWorkers
 from maxkernel_tui.kernels.evaluation.report import (
     EDGE,
     FAIL,
+    NUMERICS,
     PASS,
     PRODUCTION_SHAPES,
     SKIP,
+    UNFIT_TILES,
     Check,
     EvalReport,
 )
 from maxkernel_tui.kernels.evaluation.snapshot import TaskSnapshot, snapshot_task
 from maxkernel_tui.kernels.evaluation.static_checks import static_problems
 from maxkernel_tui.kernels.evaluation.tiles_reference import TilesReference
-from maxkernel_tui.kernels.evaluation.tiles_verdict import not_sampled, tiles_check
+from maxkernel_tui.kernels.evaluation.tiles_verdict import not_sampled, tiles_check, unjudged
 from maxkernel_tui.kernels.evaluation.timing import timing_check, tpu_present
 from maxkernel_tui.kernels.evaluation.tracing import (
     CANDIDATE_WORKER,
@@ -218,6 +220,11 @@ class Harness:
             )
             # its job is done: free its memory before the reference runs (finally is a no-op then)
             worker.close()
+            # derived configurations the kernel's own tiles do not fit are judged at production
+            unfit = {c.data[UNFIT_TILES] for c in report.checks if UNFIT_TILES in c.data}
+            if unfit:
+                runs = [run for run in runs if run[0] not in unfit]
+                report.inputs = verdict_inputs(snapshot.task, runs)
             # production shapes, where the candidate found them affordable (production_checks)
             runs += [key for key in events if key not in runs]
             if report.failure is None and runs:
@@ -225,6 +232,10 @@ class Harness:
             if report.failure is None:
                 for run in tiles:
                     report.add(tiles_check(task, run, self._tiles.expected(task, run)))
+            # an edge-case pass joins a report that was judged already (with_edge_pass)
+            judged_before = options.edges_only
+            if not judged_before and report.failure is None and (none := unjudged(report)):
+                report.add(none)
             if report.failure is None and options.extra_configs and not extra:
                 report.add(
                     Check(
@@ -425,7 +436,7 @@ class Harness:
         reference_runs = {r.key: r for r in answer.runs}
 
         def group(config: str) -> str:
-            return HELDOUT if config == HELDOUT else EDGE if config in extra else "numerics"
+            return HELDOUT if config == HELDOUT else EDGE if config in extra else NUMERICS
 
         # in the order the runs were planned: a run the judge added (production shapes, or check
         # shapes where the kernel could not be traced) is judged after the ones asked for

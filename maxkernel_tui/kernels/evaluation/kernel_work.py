@@ -64,6 +64,7 @@ def _kernel_work(eqn: Any) -> KernelWork:
     body = _Body()
     body.walk(eqn.params["jaxpr"], 1.0)
     prefetch = bool(grid_mapping.num_index_operands) or bool(dynamic)
+    blocks = _output_blocks(grid_mapping)
     return KernelWork(
         name=str(getattr(eqn.params["jaxpr"].debug_info, "func_name", None) or "kernel"),
         steps=steps,
@@ -72,7 +73,8 @@ def _kernel_work(eqn: Any) -> KernelWork:
         exact=not (body.data_dependent or prefetch),
         operations=sorted(body.operations),
         matmul_types=sorted(body.matmul_types),
-        output_coverage=None if prefetch else _output_coverage(grid_mapping, grid, steps),
+        output_coverage=None if prefetch else _output_coverage(grid_mapping, blocks, grid, steps),
+        output_blocks=tuple((tuple(block), tuple(array)) for block, array in blocks),
     )
 
 
@@ -124,7 +126,18 @@ class _Body:
         self.conditional_flops += most
 
 
-def _output_coverage(grid_mapping: Any, grid: list[int], steps: int) -> float | None:
+def _output_blocks(grid_mapping: Any) -> list[tuple[list[int], list[int]]]:
+    """Each output's block shape and array shape, in the order of the kernel's outputs."""
+    outputs = grid_mapping.block_mappings[grid_mapping.num_inputs :]
+    return [
+        ([_block_size(d) for d in mapping.block_shape], [int(d) for d in mapping.array_aval.shape])
+        for mapping in outputs
+    ]
+
+
+def _output_coverage(
+    grid_mapping: Any, blocks: list[tuple[list[int], list[int]]], grid: list[int], steps: int
+) -> float | None:
     """The smallest share of any blocked output that the grid's blocks write (1.0: all of it);
     None when it cannot be known (huge grid, outputs in HBM written by DMA)."""
     if steps > MAX_COVERAGE_STEPS or not grid:
@@ -132,11 +145,9 @@ def _output_coverage(grid_mapping: Any, grid: list[int], steps: int) -> float | 
     outputs = grid_mapping.block_mappings[grid_mapping.num_inputs :]
     points = jnp.asarray(np.stack(np.unravel_index(np.arange(steps), grid), axis=-1), jnp.int32)
     shares = []
-    for mapping in outputs:
+    for mapping, (block, array) in zip(outputs, blocks, strict=True):
         if "any" in str(getattr(mapping.block_aval, "memory_space", "")).lower():
             return None
-        block = [_block_size(d) for d in mapping.block_shape]
-        array = [int(d) for d in mapping.array_aval.shape]
         indices = _block_indices(mapping.index_map_jaxpr, points, len(grid))
         shares.append(_covered_share(indices, block, array))
     return min(shares, default=1.0)

@@ -22,6 +22,7 @@ A defence that cannot judge (data-dependent work, no matmuls) says why instead.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -84,6 +85,8 @@ class KernelWork:
     operations: list[str]  # primitive names used by the body
     matmul_types: list[str]  # "bfloat16 x bfloat16 -> float32" per kind of matmul
     output_coverage: float | None  # least share of an output its blocks write; None: unknown
+    # (block shape, array shape) of each output, in the kernel's order of outputs
+    output_blocks: tuple[tuple[tuple[int, ...], tuple[int, ...]], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -250,6 +253,59 @@ def bodies_defence(production: ProgramWork, checked: ProgramWork) -> Defence:
         f"{len(production.kernels)} kernel(s) use the operations and matmul types checked "
         f"with {len(checked.kernels)}",
     )
+
+
+def tiles_misfit(production: ProgramWork, derived: ProgramWork, config: str) -> str | None:
+    """Why a derived configuration's program cannot run the kernel's own tiling, or None where
+    it can: its grid covers less of an output than the production grid does (the coverage
+    rule's measure) because an output block is larger than its axis there or does not divide
+    it (fixed tiles above a derived size: no block written, a grid of zero steps), while the
+    production grid covers every output. Such a configuration's outputs say nothing about the
+    kernel, only about the derivation."""
+    # a production grid that leaves memory unwritten is for the numerics to judge everywhere
+    if production.coverage != 1.0 or derived.coverage is None or derived.coverage >= 1.0:
+        return None
+    uncovered = [k for k in derived.kernels if (k.output_coverage or 0.0) < 1.0]
+    return _misfit(uncovered, config, lambda length: length)
+
+
+def mapped_misfit(production: ProgramWork, sizes: dict[int, int], config: str) -> str | None:
+    """Where the tracer has no program at a derived configuration (the kernel refused to be
+    traced there, as a tiling that checks its divisibility does): the production program's
+    output blocks against its outputs' sizes at that configuration, each production size taken
+    to the size the derivation moves it to (`sizes`, where that is one size). None where every
+    block fits, or the production grid leaves memory unwritten (numerics judge that)."""
+    if production.coverage != 1.0:
+        return None
+    return _misfit(production.kernels, config, lambda length: sizes.get(length, length))
+
+
+def _misfit(kernels: list[KernelWork], config: str, derived: Callable[[int], int]) -> str | None:
+    """The first output block larger than its axis at `config`, or not dividing it, in words;
+    `derived` gives an axis's size there from its size in the kernel's program."""
+    for kernel in kernels:
+        for number, (block, array) in enumerate(kernel.output_blocks):
+            for axis, (size, length) in enumerate(zip(block, array, strict=False)):
+                there = derived(length)
+                if size > there or there % max(size, 1):
+                    return (
+                        f"the kernel's tiles (block {size} along axis {axis} of output {number} "
+                        f"of {kernel.name}) do not fit the derived {config} shapes ({there})"
+                    )
+    return None
+
+
+def unfit_detail(config: str, misfit: str, numerics: Defence, *, edge_pass: bool) -> str:
+    """What a derived configuration left unrun for its misfit says, and where the kernel's
+    numerics are judged instead: the numerics defence's outcome, or the full evaluation that an
+    edge-case pass joins (EvalReport.with_edge_pass)."""
+    where = {
+        "scheduled": "its numerics are judged at production shapes only",
+        "sampled": "its numerics are judged at production tiles only",
+    }.get(numerics.outcome, "its production shapes do not run here either")
+    if edge_pass:
+        where = "its numerics are judged at production shapes by the full evaluation"
+    return f"{config}: not run — {misfit}; {where}"
 
 
 def numerics_defence(production: Shapes, *, on_tpu: bool, tiles: bool = False) -> Defence:

@@ -5,7 +5,7 @@ for the report. No jax.
 from __future__ import annotations
 
 from maxkernel_tui.kernels.evaluation.protocol import Run
-from maxkernel_tui.kernels.evaluation.report import EDGE
+from maxkernel_tui.kernels.evaluation.report import EDGE, NOTE
 from maxkernel_tui.kernels.task import BENCH, HELDOUT, Task
 
 
@@ -23,7 +23,7 @@ def verdict_inputs(task: Task, runs: list[Run]) -> list[str]:
         fresh = task.named_configs and not (config.startswith(BENCH) and not task.derived)
         inputs = f"{count} fresh seed(s)" if fresh else "the task's own fixed inputs"
         lines.append(f"{check}: {_config(task, config)} on {inputs}")
-    lines += [f"note: {warning}" for warning in task.warnings]
+    lines += [f"{NOTE}: {warning}" for warning in task.warnings]
     return lines
 
 

@@ -25,6 +25,7 @@ class Verdict(StrEnum):
 PASS, FAIL, SKIP = CheckStatus.PASS, CheckStatus.FAIL, CheckStatus.SKIP
 ACCEPTED, REJECTED = Verdict.ACCEPTED, Verdict.REJECTED
 SPEEDUP = "speedup over the XLA reference"  # what the timing that decides a win is
+NUMERICS = "numerics"  # numerics on the task's configurations other than held-out
 EDGE = "edge"  # numerics on the tester's validated edge-case configurations
 TILES = "tiles"  # sampled output tiles of the production grid (evaluation/tiles_verdict.py)
 # Where a verdict was earned: the kernel's own outputs compared at production shapes (sampled
@@ -32,8 +33,12 @@ TILES = "tiles"  # sampled output tiles of the production grid (evaluation/tiles
 VERIFIED_AT_PRODUCTION = "verified at production shapes"
 SMALL_SHAPES_ONLY = "checked at small shapes only"
 _CHECK_NAME = re.compile(r"[a-z_]+")  # the head of an `inputs` line names checks
+NOTE = "note"  # the head of an `inputs` line that names no check: a task's warning
 # Check.data keys that say a passed check compared outputs at production shapes.
 PRODUCTION_SHAPES = "production_shapes"
+# Check.data key of a derived configuration not run because the kernel's own tiles do not fit
+# its shapes (evaluation/production_checks.py, tiles_misfit): its value is the configuration.
+UNFIT_TILES = "unfit_tiles"
 
 
 @dataclass
@@ -123,8 +128,9 @@ class EvalReport:
     @property
     def evidence(self) -> list[str]:
         """What the verdict rests on, one line each: the shapes and seeds of the checks that ran
-        (`inputs`; a planned check that never ran says so), the production tiles sampled or
-        why none were, the device numerics."""
+        (`inputs`; a planned check that never ran says so), the derived configurations the
+        kernel's tiles do not fit, the production tiles sampled or why none were, the device
+        numerics."""
         lines = [line for planned in self.inputs for line in self._ran(planned)]
         for check in self.checks:
             if check.name == TILES:
@@ -136,6 +142,8 @@ class EvalReport:
                     else check.detail  # a skipped check's detail says why nothing was compared
                 )
                 lines.append(f"production tiles ({check.status}): {sampled}")
+            elif UNFIT_TILES in check.data:  # a derived configuration left for production
+                lines.append(check.detail)
             elif check.name == "timing" and check.data.get(PRODUCTION_SHAPES):
                 lines.append(f"device numerics at production shapes ({check.status})")
         return lines
@@ -145,7 +153,7 @@ class EvalReport:
         one for those that did not; other lines (notes) as they are."""
         head, sep, where = planned.partition(": ")
         names = [name.strip() for name in head.split(",")]
-        if not sep or not all(_CHECK_NAME.fullmatch(name) for name in names):
+        if not sep or head == NOTE or not all(_CHECK_NAME.fullmatch(name) for name in names):
             return [planned]
         ran = {c.name for c in self.checks if c.status != SKIP}
         done = [name for name in names if name in ran]

@@ -16,8 +16,18 @@ import numpy as np
 
 from maxkernel_tui.kernels.evaluation.compare import compare_arrays
 from maxkernel_tui.kernels.evaluation.protocol import NumericsRun, TilesRun
-from maxkernel_tui.kernels.evaluation.report import FAIL, PASS, SKIP, TILES, Check
-from maxkernel_tui.kernels.task import Task
+from maxkernel_tui.kernels.evaluation.report import (
+    EDGE,
+    FAIL,
+    NUMERICS,
+    PASS,
+    SKIP,
+    TILES,
+    UNFIT_TILES,
+    Check,
+    EvalReport,
+)
+from maxkernel_tui.kernels.task import HELDOUT, Task
 
 
 def not_sampled(reason: str) -> Check:
@@ -104,3 +114,24 @@ def tiles_check(task: Task, run: TilesRun, expected: list[np.ndarray] | str | No
         f"{compared} elements within tolerance; {worst.describe()}"
     )
     return Check(TILES, PASS, detail, seconds, data)
+
+
+def unjudged(report: EvalReport) -> Check | None:
+    """A failed check where the kernel's own tiles fit no derived configuration that ran and
+    nothing compared its outputs at production shapes either (production tiles off, too large
+    for memory, or their reference failed): no evidence, so no acceptance. A rejection that says
+    so, not a finding of wrong numerics; None where some comparison passed."""
+    unfit = [c for c in report.checks if UNFIT_TILES in c.data]
+    compared = (NUMERICS, HELDOUT, EDGE, TILES)
+    if not unfit or any(c.status == PASS and c.name in compared for c in report.checks):
+        return None
+    configs = ", ".join(str(c.data[UNFIT_TILES]) for c in unfit)
+    asked = (c.detail for c in report.checks if c.name == TILES)
+    tiles = next(asked, "no production tiles were asked for")
+    return Check(
+        NUMERICS,
+        FAIL,
+        f"not judged: the kernel's own tiles do not fit the derived configurations ({configs}) "
+        f"and its outputs were compared at production shapes nowhere here ({tiles}); a kernel "
+        "is not accepted on no evidence (on a TPU its production shapes run in full)",
+    )
