@@ -104,6 +104,9 @@ def test_a_kernel_cannot_write_its_own_profile(task, tmp_path, monkeypatch):
 def test_a_kernel_that_blocks_its_own_program_file_is_rejected_at_trace(harness, task, tmp_path):
     """A kernel that plants a directory where the tracer writes its program fails its own trace
     (not a harness error)."""
-    source = 'import os\n\nos.mkdir("program-0.bin")\n\n\ndef computation(x):\n    return x * 2.0 + 1.0\n'
+    source = (
+        'import os\n\nos.mkdir("program-0.bin")\n\n\n'
+        "def computation(x):\n    return x * 2.0 + 1.0\n"
+    )
     detail = _rejected_at_trace(harness, source, task, tmp_path)
     assert "its program could not be written in its directory" in detail
