@@ -27,13 +27,14 @@ import ast
 
 from maxkernel_tui.kernels.evaluation.static_platform import platform_problem
 from maxkernel_tui.kernels.limits import text_oversize_problem
+from maxkernel_tui.kernels.task import DEFAULT_ENTRY_POINTS
 
 # Attribute names that call back into Python from device code: the host computes the output.
 _CALLBACKS = {"pure_callback", "io_callback", "callback"}
 
 
 def static_problems(
-    source: str, filename: str = "kernel.py", entry_points: tuple[str, ...] = ("computation",)
+    source: str, filename: str = "kernel.py", entry_points: tuple[str, ...] = DEFAULT_ENTRY_POINTS
 ) -> list[str]:
     """Every rule the reachable source breaks, each a sentence naming the line; empty when
     clean. `entry_points`: the names a candidate may define (the first is the usual one)."""
