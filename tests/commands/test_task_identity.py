@@ -68,3 +68,40 @@ def test_a_session_stored_before_its_start_event_keeps_its_id(tmp_path) -> None:
         session = store.create_session("12p_RMSNorm", "hitl")
         assert store.session(session.id).task_dir == ""
         assert session_cells(store.list_sessions()[0])[1] == "12p_RMSNorm"
+
+
+def test_an_exported_kernel_answers_to_the_name_its_tasks_harness_calls(tmp_path) -> None:
+    """The built-in agent names its kernel `computation`; a JAXBench task's harness calls
+    `workload`: the export names it so too (and adds nothing where the name is there already, or
+    the task's entry point is `computation`)."""
+    import ast
+
+    from maxkernel_tui.kernels.loader import defined_names
+    from tests.support.task_folders import write_jaxbench, write_plain
+
+    jaxbench = write_jaxbench(tmp_path / "jaxbench", expert=False)
+    plain = write_plain(tmp_path / "plain", "41k_Gemm_Add_ReLU")
+    exported: dict[str, str] = {}
+    with Store(tmp_path / "sessions.db") as store:
+        for name, folder in [("jaxbench", jaxbench), ("plain", plain)]:
+            session_id = a_session(store, load_task(folder).task_id, folder)
+            (kernel,) = [
+                p for p in export_session(store, session_id, tmp_path / name) if p.suffix == ".py"
+            ]
+            exported[name] = kernel.read_text()
+        named = store.create_session("gemm", "hitl")
+        store.append_event(
+            named.id, "session_started", {"task_id": "gemm", "task_dir": str(jaxbench)}
+        )
+        store.add_kernel_version(named.id, "def workload(x, w):\n    return x @ w\n")
+        (kernel,) = [
+            p for p in export_session(store, named.id, tmp_path / "named") if p.suffix == ".py"
+        ]
+        exported["named"] = kernel.read_text()
+    assert "workload" in defined_names(ast.parse(exported["jaxbench"]))
+    assert (
+        exported["jaxbench"]
+        .rstrip()
+        .endswith("workload = computation  # the name the task's own harness calls")
+    )
+    assert "workload" not in exported["plain"] and "= computation" not in exported["named"]
