@@ -37,7 +37,10 @@ def test_a_run_killed_after_its_tool_calls_resumes_without_calling_again(
     )
     answers = {
         "planner": [plan()],
-        "implementer": [first, kernel(GOOD)],
+        # the answer after the tool results twice: the killed run may have bought it already
+        # (its request leaves the moment `lower`'s result is stored, racing the kill) without
+        # storing it, and then the resumed run buys it again
+        "implementer": [first, kernel(GOOD), kernel(GOOD)],
         "profiler": [DIAGNOSIS],
         "tester": [NO_EDGE_CASES],
     }
@@ -68,10 +71,12 @@ def test_a_run_killed_after_its_tool_calls_resumes_without_calling_again(
         )
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert [e["name"] for e in seen if e["kind"] == "tool_result"] == ["jax_api", "lower"]
-    assert asked_before == ["planner", "implementer"]
+    raced = asked_before[2:] == ["implementer"]  # the answer after the results, not stored
+    assert asked_before == ["planner", "implementer"] + (["implementer"] if raced else [])
     # one more implementer turn (the answer after the results); the stored one was not bought
-    assert server.roles == ["planner", "implementer", "implementer", "tester", "profiler"]
-    (last,) = server.bodies_of("implementer")[1:]
+    resumed_roles = ["implementer", "tester", "profiler"]
+    assert server.roles == asked_before + resumed_roles
+    last = server.bodies_of("implementer")[-1]
     results = [
         p["functionResponse"]["response"]["result"]
         for c in last["contents"]
