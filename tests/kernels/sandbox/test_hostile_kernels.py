@@ -34,12 +34,6 @@ SECRET = "sk-hostile-" + secrets.token_hex(8)
 QUICK = EvalOptions(seeds=1, timeout=120)
 
 
-@pytest.fixture(scope="module")
-def harness() -> Iterator[Harness]:
-    with Harness() as shared:
-        yield shared
-
-
 @pytest.fixture
 def task(tmp_path: Path) -> Task:
     return load_task(hostile.write_task(tmp_path / "task"))

@@ -9,33 +9,18 @@ kernel's process); a branch on the platform in Python is in test_production_verd
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from maxkernel_tui.kernels.evaluation import harness as harness_module
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
 from maxkernel_tui.kernels.evaluation.report import EvalReport
-from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.task import Task
 from tests.support import hostile_kernels as hostile
 
 pytestmark = pytest.mark.slow  # tracer, judge and reference jax worker processes
 
 QUICK = EvalOptions(seeds=1, timeout=120)
-
-
-@pytest.fixture(scope="module")
-def harness() -> Iterator[Harness]:
-    with Harness() as shared:
-        yield shared
-
-
-@pytest.fixture
-def task(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Task:
-    monkeypatch.setattr(harness_module, "static_problems", lambda *args, **kwargs: [])
-    return load_task(hostile.write_task(tmp_path / "task"))
 
 
 def _evaluate(harness: Harness, source: str, task: Task, tmp_path: Path) -> EvalReport:

@@ -5,15 +5,12 @@ the split gives. The static rules are switched off, so the split alone is tested
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from maxkernel_tui.kernels.evaluation import harness as harness_module
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
 from maxkernel_tui.kernels.evaluation.report import EvalReport
-from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.perf import profile as profile_module
 from maxkernel_tui.kernels.perf.profile import profile_kernel
 from maxkernel_tui.kernels.task import Task
@@ -23,18 +20,6 @@ from tests.support import lying_tracers as lying
 pytestmark = pytest.mark.slow  # tracer, judge and reference jax worker processes
 
 QUICK = EvalOptions(seeds=1, timeout=120, tile_blocks=None)
-
-
-@pytest.fixture(scope="module")
-def harness() -> Iterator[Harness]:
-    with Harness() as shared:
-        yield shared
-
-
-@pytest.fixture
-def task(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Task:
-    monkeypatch.setattr(harness_module, "static_problems", lambda *args, **kwargs: [])
-    return load_task(hostile.write_task(tmp_path / "task"))
 
 
 def _rejected_at_trace(harness: Harness, source: str, task: Task, tmp_path: Path) -> str:
