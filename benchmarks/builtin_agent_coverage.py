@@ -35,10 +35,10 @@ from maxkernel_tui.agents.builtin.autotune import estimate_source, reference_cos
 from maxkernel_tui.agents.builtin.operand_precision import operand_words
 from maxkernel_tui.kernels.evaluation.expert_comparison import from_estimates
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
-from maxkernel_tui.kernels.evaluation.report import VERIFIED_AT_PRODUCTION
 from maxkernel_tui.kernels.loader import builtin_suite_dir, find_task, load_tasks
 from maxkernel_tui.kernels.perf.model import Estimate
 from maxkernel_tui.kernels.perf.xla_model import XLA_DEFAULT
+from maxkernel_tui.kernels.report.checks import VERIFIED_AT_PRODUCTION
 from maxkernel_tui.kernels.task import Task
 
 RESULTS = Path(__file__).resolve().parent / "results" / "builtin_agent_coverage.md"

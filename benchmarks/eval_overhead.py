@@ -35,7 +35,9 @@ SAMPLES = 5
 
 IN_PROCESS = r"""
 import contextlib, io, json, sys, tempfile, time
-from maxkernel_tui.kernels.evaluation import candidate_tracer, candidate_worker, reference_worker
+from maxkernel_tui.kernels.evaluation.tracer import candidate as candidate_tracer
+from maxkernel_tui.kernels.evaluation.judge import worker as candidate_worker
+from maxkernel_tui.kernels.evaluation.reference import worker as reference_worker
 from maxkernel_tui.kernels.evaluation.compare import compare_files
 from maxkernel_tui.kernels.evaluation.protocol import (
     CandidateRequest, NumericsRun, ReferenceRequest, TraceRequest, event_from_json)

@@ -21,9 +21,9 @@ import textwrap
 import time
 
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
-from maxkernel_tui.kernels.evaluation.report import format_report
+from maxkernel_tui.kernels.evaluation.profiling.profile import profile_kernel
 from maxkernel_tui.kernels.loader import load_task
-from maxkernel_tui.kernels.perf.profile import profile_kernel
+from maxkernel_tui.kernels.report.checks import format_report
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "plain_task_eval.md"

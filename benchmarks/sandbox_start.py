@@ -22,7 +22,7 @@ from maxkernel_tui.kernels.workers import (
     sandbox_policy,
 )
 
-WORKER = "maxkernel_tui.kernels.evaluation.candidate_worker"
+WORKER = "maxkernel_tui.kernels.evaluation.judge.worker"
 
 
 def _start_ms(sandboxed: bool) -> float:

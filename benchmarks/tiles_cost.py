@@ -44,8 +44,9 @@ def phases(task_id: str, kernel: Path, sample_seed: int, whole_reference: bool) 
     from jax.experimental.pallas import tpu as pltpu
 
     from maxkernel_tui.kernels import reference_runtime as runtime
-    from maxkernel_tui.kernels.evaluation import production_tiles, reference_slices
-    from maxkernel_tui.kernels.evaluation.tiles_plan import DEFAULT_TILE_BLOCKS
+    from maxkernel_tui.kernels.evaluation.reference import slices as reference_slices
+    from maxkernel_tui.kernels.evaluation.tiles import sampled_run as production_tiles
+    from maxkernel_tui.kernels.evaluation.tiles.plan import DEFAULT_TILE_BLOCKS
     from maxkernel_tui.kernels.loader import builtin_suite_dir, load_task
 
     task = load_task(next(builtin_suite_dir().glob(f"{task_id}_*")))

@@ -1,5 +1,5 @@
 """How much memory a sampled production run takes in TPU interpret mode, against its kernel's
-operand and output bytes: the factor evaluation/tiles_memory.py plans with. A plain tiled GEMM
+operand and output bytes: the factor evaluation/tiles/memory.py plans with. A plain tiled GEMM
 of ours (bf16, f32 accumulator) at three sizes, sampled like the harness samples a candidate.
 
     JAX_PLATFORMS=cpu python benchmarks/tiles_memory.py
@@ -19,7 +19,7 @@ from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 
 from maxkernel_tui.kernels import memory
-from maxkernel_tui.kernels.evaluation import production_tiles
+from maxkernel_tui.kernels.evaluation.tiles import sampled_run as production_tiles
 
 BLOCKS = (512, 1024, 1024)  # rows, depth, columns
 SIZES = ((2048, 2048, 4096), (4096, 4096, 8192), (8192, 8192, 16384))  # m, k, n

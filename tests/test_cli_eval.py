@@ -133,7 +133,7 @@ def _row(verdict, timings):
 
 
 def _speedup(significant, ratio):
-    from maxkernel_tui.kernels.evaluation.report import Timing
+    from maxkernel_tui.kernels.report.checks import Timing
 
     return Timing(
         "speedup over the XLA reference",

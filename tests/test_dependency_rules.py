@@ -83,7 +83,10 @@ def test_screens_never_run_the_harness_or_the_profiler():
     """One route from the domain to the panes: evaluations and profiles go through the
     workbench's session (services/workbench_session.py) on the agents' tools, and come back as
     the panes' messages; no screen starts the harness or the profiler itself."""
-    domain = ("maxkernel_tui.kernels.evaluation.harness", "maxkernel_tui.kernels.perf.profile")
+    domain = (
+        "maxkernel_tui.kernels.evaluation.harness",
+        "maxkernel_tui.kernels.evaluation.profiling.profile",
+    )
     assert breaches("screens", domain) == []
 
 
@@ -217,3 +220,69 @@ def test_ray_is_imported_only_when_the_ray_executor_is_chosen():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
     assert out.strip() == "[]"
+
+
+def _room_arrows(folder: pathlib.Path) -> dict[str, set[str]]:
+    """The rooms directly inside `folder` (its modules and subpackages), each with the rooms of
+    the same folder it imports (TYPE_CHECKING imports count: they are arrows all the same)."""
+    package = ".".join(folder.relative_to(ROOT).parts)
+    arrows: dict[str, set[str]] = {}
+    for path in folder.rglob("*.py"):
+        if "suite" in path.parts:
+            continue
+        parts = path.relative_to(folder).parts
+        room = parts[0].removesuffix(".py")
+        if room == "__init__":
+            continue
+        for name in imported_modules(path):
+            if name.startswith(package + "."):
+                other = name[len(package) + 1 :].split(".")[0]
+                if other != room:
+                    arrows.setdefault(room, set()).add(other)
+    return arrows
+
+
+def _circles(arrows: dict[str, set[str]]) -> list[list[str]]:
+    """The rooms that reach themselves through the arrows, one sorted list per circle."""
+    found = []
+    for start in sorted(arrows):
+        seen, todo = set(), list(arrows[start])
+        while todo:
+            room = todo.pop()
+            if room not in seen:
+                seen.add(room)
+                todo.extend(arrows.get(room, ()))
+        if start in seen:
+            circle = sorted(r for r in seen if start in _reach(arrows, r))
+            if circle not in found:
+                found.append(circle)
+    return found
+
+
+def _reach(arrows: dict[str, set[str]], start: str) -> set[str]:
+    seen, todo = set(), list(arrows.get(start, ()))
+    while todo:
+        room = todo.pop()
+        if room not in seen:
+            seen.add(room)
+            todo.extend(arrows.get(room, ()))
+    return seen
+
+
+def test_no_arrow_runs_back_up_inside_kernels():
+    """Inside `kernels/`, at every folder, the modules and subpackages import one another one
+    way only: whatever a room imports sits below it, so each can be read (and moved) with what
+    it stands on and nothing above."""
+    folders = [PACKAGE / "kernels"] + [
+        p.parent for p in (PACKAGE / "kernels").rglob("__init__.py") if "suite" not in p.parts
+    ]
+    found = {
+        str(folder.relative_to(PACKAGE)): circles
+        for folder in sorted(set(folders))
+        if (circles := _circles(_room_arrows(folder)))
+    }
+    assert found == {}
+
+
+def test_the_circle_finder_sees_a_circle():
+    assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from maxkernel_tui.agents.roles import parsers
-from maxkernel_tui.kernels.evaluation.static_checks import static_problems
+from maxkernel_tui.kernels.evaluation.static.checks import static_problems
 from maxkernel_tui.kernels.limits import MAX_SOURCE_BYTES
 from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.task import TaskError

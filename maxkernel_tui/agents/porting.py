@@ -19,12 +19,7 @@ from maxkernel_tui.agents.orchestration.session import provider_settings
 from maxkernel_tui.agents.providers import build_provider
 from maxkernel_tui.agents.roles.porter import build_port_request, parse_reference
 from maxkernel_tui.config import Settings
-from maxkernel_tui.kernels.importers import (
-    ImportOptions,
-    PlainTaskSource,
-    SourceImporter,
-    TaskImportError,
-)
+from maxkernel_tui.kernels.importers import ImportOptions, PlainTaskSource, SourceImporter
 from maxkernel_tui.kernels.importers.registry import offline_importers
 from maxkernel_tui.kernels.importers.torch_module import (
     DEFAULT_TOLERANCE,
@@ -39,6 +34,7 @@ from maxkernel_tui.kernels.porting.torch_compare import (
     describe_sizes,
     torch_available,
 )
+from maxkernel_tui.kernels.task import TaskImportError
 
 BUILTIN = "builtin"
 NO_PROVIDER = (

@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from maxkernel_tui.config import add_settings_flags, settings_from_args
-from maxkernel_tui.kernels.importers import ImportOptions, TaskImportError
+from maxkernel_tui.kernels.importers import ImportOptions
 from maxkernel_tui.kernels.importers.service import import_task
 from maxkernel_tui.kernels.listing import config_label, format_spec
+from maxkernel_tui.kernels.task import TaskImportError
 
 
 def add_parser(tasks_commands: Any, where: argparse.ArgumentParser) -> None:

@@ -19,9 +19,9 @@ from typing import Any
 
 from maxkernel_tui.config import cache_dir
 from maxkernel_tui.kernels.description import TaskDescription
-from maxkernel_tui.kernels.evaluation.snapshot import task_digest
 from maxkernel_tui.kernels.perf.analysis import ReferenceCost
 from maxkernel_tui.kernels.sandbox.policy import XlaCache
+from maxkernel_tui.kernels.snapshot import task_digest
 from maxkernel_tui.kernels.targets import DEFAULT_TARGET
 from maxkernel_tui.kernels.task import Task
 from maxkernel_tui.kernels.traced_ties import known_groups, remember

@@ -24,6 +24,7 @@ from maxkernel_tui.kernels import memory
 from maxkernel_tui.kernels import reference_runtime as runtime
 from maxkernel_tui.kernels.aot import OutOfHbm, compile_with_fallback
 from maxkernel_tui.kernels.catalog import FORMAT_VERSION
+from maxkernel_tui.kernels.config_names import BENCH, CHECK, HELDOUT
 from maxkernel_tui.kernels.description import (
     ConfigShapes,
     DidNotFit,
@@ -33,7 +34,7 @@ from maxkernel_tui.kernels.description import (
 )
 from maxkernel_tui.kernels.loader import load_task, with_groups
 from maxkernel_tui.kernels.targets import DEFAULT_TARGET
-from maxkernel_tui.kernels.task import BENCH, CHECK, HELDOUT, Task, TaskError
+from maxkernel_tui.kernels.task import Task, TaskError
 from maxkernel_tui.kernels.tie_probe import scaled_groups, tie_groups
 from maxkernel_tui.kernels.worker_reply import reply
 from maxkernel_tui.kernels.workers import READY

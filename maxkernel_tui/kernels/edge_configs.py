@@ -21,9 +21,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from maxkernel_tui.kernels.evaluation.snapshot import TaskSnapshot, snapshot_task
+from maxkernel_tui.kernels.config_names import CHECK
 from maxkernel_tui.kernels.sandbox.policy import XlaCache
-from maxkernel_tui.kernels.task import CHECK, Task
+from maxkernel_tui.kernels.snapshot import TaskSnapshot, snapshot_task
+from maxkernel_tui.kernels.task import Task
 from maxkernel_tui.kernels.workers import (
     LineWorker,
     WorkerFailure,

@@ -18,9 +18,10 @@ import jax
 import numpy as np
 
 from maxkernel_tui.kernels import reference_runtime as runtime
+from maxkernel_tui.kernels.config_names import CHECK
 from maxkernel_tui.kernels.edge_configs import EdgeRequest, param_problems, tile_problems
 from maxkernel_tui.kernels.loader import load_task
-from maxkernel_tui.kernels.task import CHECK, TaskError
+from maxkernel_tui.kernels.task import TaskError
 from maxkernel_tui.kernels.worker_reply import reply
 from maxkernel_tui.kernels.workers import READY
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from maxkernel_tui.kernels.config_names import BENCH
 from maxkernel_tui.kernels.derive.plan import plan_derivation
 from maxkernel_tui.kernels.derive.sites import config_dict
 from maxkernel_tui.kernels.task import (
-    BENCH,
     JAXBENCH_BASELINE,
     JAXBENCH_EXPERT,
     JAXBENCH_INPUTS_NOTE,

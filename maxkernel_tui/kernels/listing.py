@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from maxkernel_tui.kernels.task import BENCH, Task
+from maxkernel_tui.kernels.config_names import BENCH
+from maxkernel_tui.kernels.task import Task
 
 if TYPE_CHECKING:  # the workbench's first frame labels configurations, without descriptions
     from maxkernel_tui.kernels.description import (

@@ -23,9 +23,9 @@ from typing import TYPE_CHECKING
 
 import yaml
 
+from maxkernel_tui.kernels.config_names import BENCH
 from maxkernel_tui.kernels.limits import file_oversize_problem
 from maxkernel_tui.kernels.task import (
-    BENCH,
     DEFAULT_TOLERANCE,
     EXPERT_PY,
     JAXBENCH_BASELINE,

@@ -17,8 +17,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from maxkernel_tui.kernels.derive.install import bind_candidate, install
-from maxkernel_tui.kernels.task import BENCH, Task, TaskError
+from maxkernel_tui.kernels.config_names import BENCH
+from maxkernel_tui.kernels.derived_sizes import bind_candidate, install
+from maxkernel_tui.kernels.task import Task, TaskError
 
 StaticArgs = tuple[Any, ...]
 _STATIC_TYPES = (bool, int, float, str, type(None))

@@ -22,9 +22,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from maxkernel_tui.kernels import reference_runtime as runtime
+from maxkernel_tui.kernels.config_names import CHECK, HELDOUT
 from maxkernel_tui.kernels.importers.calibration import SEEDS, TOLERANCE_LADDER, RoundingSpread
 from maxkernel_tui.kernels.loader import load_task
-from maxkernel_tui.kernels.task import CHECK, HELDOUT, TaskError
+from maxkernel_tui.kernels.task import TaskError
 from maxkernel_tui.kernels.worker_reply import reply
 from maxkernel_tui.kernels.workers import READY
 

@@ -6,18 +6,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from maxkernel_tui.kernels.config_names import CHECK, HELDOUT
+
 if TYPE_CHECKING:
     from maxkernel_tui.kernels.derive.plan import Derivation
 
 TASK_YAML = "kernel_task.yaml"
 REFERENCE_PY = "reference.py"
 EXPERT_PY = "expert.py"  # a suite task's expert baseline (jax's own Pallas kernel, tuned)
-
-# The configurations our own tasks declare. External tasks in the plain adapted format only
-# have production shapes, named `bench` (or `bench.0`, `bench.1`, ... for a list of inputs).
-BENCH = "bench"
-CHECK = "check"
-HELDOUT = "heldout"
 
 IMPORTED_CATEGORY = "imported"  # what `tasks import` writes as a task's category
 
@@ -35,6 +31,10 @@ JAXBENCH_TOLERANCE = 1e-2  # JAXBench's own harness: allclose(atol=1e-2, rtol=1e
 JAXBENCH_INPUTS_NOTE = (
     "inputs built as JAXBench's harness builds them: create_inputs(dtype=jnp.bfloat16)"
 )
+
+
+class TaskImportError(Exception):
+    """Source that cannot become a task; the message names the file, the line and the problem."""
 
 
 class TaskError(Exception):

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from types import ModuleType
 
 from maxkernel_tui.kernels import reference_runtime as runtime
-from maxkernel_tui.kernels.task import BENCH, IMPORTED_CATEGORY, Task, TaskError
+from maxkernel_tui.kernels.config_names import BENCH
+from maxkernel_tui.kernels.task import IMPORTED_CATEGORY, Task, TaskError
 
 PROBE = "tie_probe"  # the configuration each probe traces, removed afterwards
 # traces one task may spend (each an eval_shape of inputs and reference); a move not traced

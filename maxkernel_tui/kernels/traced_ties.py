@@ -7,7 +7,7 @@ worker traces the reference (tie_probe.py) and answers the groups the derivation
 held-out configuration of which it has traced. Those groups are kept:
 - in the user's cache, by the digest of the task's files (`remember`), read by `load_task` in
   the UI and CLI processes, which name the cache (`known_groups(task, cache)`);
-- beside the files of a task's snapshot (evaluation/snapshot.py: an evaluation's, a profile's,
+- beside the files of a task's snapshot (snapshot.py: an evaluation's, a profile's,
   a trace's) and of a task shipped to a Ray node (`TIES_FILE`, written by us, never copied from
   the task's own folder): the only place a worker looks. A worker names no cache, so it never
   tries to read the user's (its sandbox refuses that), and plans exactly what the harness did.

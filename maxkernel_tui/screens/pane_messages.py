@@ -12,7 +12,7 @@ from textual.message import Message
 
 from maxkernel_tui.agents.orchestration.gates import Action, Proposal
 from maxkernel_tui.agents.roles.role import Role
-from maxkernel_tui.kernels.evaluation.report import Check, EvalReport
+from maxkernel_tui.kernels.report.checks import Check, EvalReport
 from maxkernel_tui.store.kinds import Mode
 
 if TYPE_CHECKING:  # the profiler's summary loads with the first profile, not the first frame

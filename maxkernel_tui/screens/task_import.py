@@ -21,9 +21,9 @@ from textual.widgets import Button, Input, Label, Static
 from textual.worker import Worker, WorkerState
 
 from maxkernel_tui.config import Settings
-from maxkernel_tui.kernels.importers import ImportOptions, TaskImportError
+from maxkernel_tui.kernels.importers import ImportOptions
 from maxkernel_tui.kernels.importers.service import ImportedTask, import_task
-from maxkernel_tui.kernels.task import Task
+from maxkernel_tui.kernels.task import Task, TaskImportError
 from maxkernel_tui.screens.port_review import approve_in_app
 from maxkernel_tui.visible import visible
 

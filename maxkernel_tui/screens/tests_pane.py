@@ -10,7 +10,7 @@ from typing import Any
 from textual.app import ComposeResult
 from textual.containers import Vertical
 
-from maxkernel_tui.kernels.evaluation.report import Check, EvalReport, format_check
+from maxkernel_tui.kernels.report.checks import Check, EvalReport, format_check
 from maxkernel_tui.screens.pane_messages import TestsMessage
 from maxkernel_tui.screens.wrapping_log import WrappingLog
 

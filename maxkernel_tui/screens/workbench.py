@@ -31,8 +31,8 @@ from maxkernel_tui.agents.orchestration.gates import (
 )
 from maxkernel_tui.agents.roles.role import Role
 from maxkernel_tui.config import Settings
-from maxkernel_tui.kernels.evaluation.report import Check
 from maxkernel_tui.kernels.listing import config_label
+from maxkernel_tui.kernels.report.checks import Check
 from maxkernel_tui.kernels.starter import starter_source
 from maxkernel_tui.kernels.task import Task
 from maxkernel_tui.screens.agent_pane import AgentPane

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from maxkernel_tui.config import Settings
-from maxkernel_tui.kernels.evaluation.report import Check, EvalReport
+from maxkernel_tui.kernels.report.checks import Check, EvalReport
 from maxkernel_tui.kernels.task import Task
 from maxkernel_tui.services.delivery import BatchedDelivery
 from maxkernel_tui.store.kinds import Mode

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from maxkernel_tui.agents import knowledge
-from maxkernel_tui.kernels.evaluation.static_checks import static_problems
+from maxkernel_tui.kernels.evaluation.static.checks import static_problems
 
 PROBE = Path(__file__).with_name("knowledge_probe.py")
 ROLES = ("planner", "implementer", "debugger", "profiler", "autotuner", "explainer", "tester")

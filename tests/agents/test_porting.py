@@ -11,10 +11,11 @@ from maxkernel_tui.agents.llm.gemini import GeminiProvider
 from maxkernel_tui.agents.llm.retry import RetryPolicy
 from maxkernel_tui.agents.porting import PorterImporter, Review
 from maxkernel_tui.commands.port_review import approve_on_terminal
-from maxkernel_tui.kernels.importers import ImportOptions, TaskImportError
+from maxkernel_tui.kernels.importers import ImportOptions
 from maxkernel_tui.kernels.importers.registry import offline_importers, translate
 from maxkernel_tui.kernels.porting.side_by_side import side_by_side
 from maxkernel_tui.kernels.porting.torch_compare import NOT_COMPARED, torch_available
+from maxkernel_tui.kernels.task import TaskImportError
 from tests.fakes.role_gemini import RoleGemini, ServedInThread
 from tests.support.llm import GEMINI_KEY
 from tests.support.paths import KERNELBENCH, TESTS

@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from maxkernel_tui.kernels.evaluation.timing import tpu_present
+from maxkernel_tui.kernels.evaluation.timing.check import tpu_present
 
 pytestmark = pytest.mark.slow  # every doctor run asks jax in a child process (seconds each)
 

@@ -15,7 +15,7 @@ from maxkernel_tui.kernels.workers import (
     python_module_argv,
 )
 
-REFERENCE_WORKER = "maxkernel_tui.kernels.evaluation.reference_worker"
+REFERENCE_WORKER = "maxkernel_tui.kernels.evaluation.reference.worker"
 
 
 def test_workers_share_a_bounded_compilation_cache_under_the_cache_dir(monkeypatch, tmp_path):

@@ -13,8 +13,8 @@ from textual.widgets import DataTable, Static
 
 from maxkernel_tui.agents.orchestration.gates import APPROVE, REJECT, Proposal
 from maxkernel_tui.config import load_settings
-from maxkernel_tui.kernels.evaluation.report import Check, EvalReport
 from maxkernel_tui.kernels.loader import builtin_suite_dir, find_task, load_tasks
+from maxkernel_tui.kernels.report.checks import Check, EvalReport
 from maxkernel_tui.screens.pane_messages import TestsMessage
 from maxkernel_tui.screens.workbench import WorkbenchScreen
 from maxkernel_tui.store.kinds import AUTO, HITL

@@ -2,7 +2,7 @@
 each, with the edge cases' underscored names kept as written (not read as Markdown emphasis)."""
 
 from maxkernel_tui.agents.search.graph import ACCEPTED, REJECTED, Node
-from maxkernel_tui.kernels.evaluation.report import SMALL_SHAPES_ONLY, VERIFIED_AT_PRODUCTION
+from maxkernel_tui.kernels.report.checks import SMALL_SHAPES_ONLY, VERIFIED_AT_PRODUCTION
 from maxkernel_tui.screens.search_evidence import evidence_facts
 
 EVIDENCE = [

@@ -13,8 +13,8 @@ from maxkernel_tui.agents.search.config import SearchConfig
 from maxkernel_tui.agents.search.launch import open_search
 from maxkernel_tui.app import MaxKernelApp
 from maxkernel_tui.config import load_settings
-from maxkernel_tui.kernels.evaluation.report import SMALL_SHAPES_ONLY
 from maxkernel_tui.kernels.loader import find_task
+from maxkernel_tui.kernels.report.checks import SMALL_SHAPES_ONLY
 from maxkernel_tui.screens.search import SearchScreen
 from maxkernel_tui.screens.workbench import WorkbenchScreen
 from maxkernel_tui.services.search_feed import SearchFeed

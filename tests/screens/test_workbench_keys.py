@@ -18,8 +18,8 @@ from maxkernel_tui.agents.orchestration.gates import APPROVE, Proposal
 from maxkernel_tui.app import MaxKernelApp
 from maxkernel_tui.config import load_settings
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions
-from maxkernel_tui.kernels.evaluation.report import Check, EvalReport
 from maxkernel_tui.kernels.loader import builtin_suite_dir, load_task
+from maxkernel_tui.kernels.report.checks import Check, EvalReport
 from maxkernel_tui.screens.help import key_help
 from maxkernel_tui.screens.pane_messages import AgentsMessage, Streamed, TestsMessage
 from maxkernel_tui.screens.source_pane import UNSAVED

@@ -36,10 +36,10 @@ from maxkernel_tui.agents.tools.jax_api import JaxApi, LookupFailed
 from maxkernel_tui.agents.tools.runner import Toolbox
 from maxkernel_tui.kernels.edge_configs import EdgeConfig
 from maxkernel_tui.kernels.evaluation.harness import Probe
-from maxkernel_tui.kernels.evaluation.report import FAIL, PASS, Check, EvalReport
 from maxkernel_tui.kernels.loader import builtin_suite_dir, load_task
 from maxkernel_tui.kernels.perf.model import Estimate
 from maxkernel_tui.kernels.perf.summary import ProfileSummary
+from maxkernel_tui.kernels.report.checks import FAIL, PASS, Check, EvalReport
 from maxkernel_tui.kernels.task import Task
 from maxkernel_tui.store.db import Store
 

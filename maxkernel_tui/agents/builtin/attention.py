@@ -23,7 +23,8 @@ from maxkernel_tui.agents.builtin.dims import Dim
 from maxkernel_tui.agents.builtin.errors import CannotPlan
 from maxkernel_tui.agents.builtin.program import Eqn, Literal, Program, Var
 from maxkernel_tui.kernels import reference_runtime as runtime
-from maxkernel_tui.kernels.task import CHECK, Task
+from maxkernel_tui.kernels.config_names import CHECK
+from maxkernel_tui.kernels.task import Task
 
 _VIEWS = ("reshape", "squeeze", "expand_dims")
 # A fill value this negative is a mask, not data.

@@ -25,7 +25,11 @@ from maxkernel_tui.agents.builtin.tunables import CHOICES, Tunables
 from maxkernel_tui.kernels import aot
 from maxkernel_tui.kernels import reference_runtime as runtime
 from maxkernel_tui.kernels.catalog import described_reference_cost
-from maxkernel_tui.kernels.evaluation.measured_choice import Measurement, Timer, measure_best
+from maxkernel_tui.kernels.evaluation.timing.measured_choice import (
+    Measurement,
+    Timer,
+    measure_best,
+)
 from maxkernel_tui.kernels.perf.analysis import KernelAnalysis, ReferenceCost
 from maxkernel_tui.kernels.perf.model import Estimate, estimate, minimal_io_bytes
 from maxkernel_tui.kernels.perf.pallas_analysis import analyze

@@ -26,7 +26,7 @@ from maxkernel_tui.agents.builtin.program import Probe, Program, trace_program
 from maxkernel_tui.agents.builtin.render import render_kernel
 from maxkernel_tui.agents.builtin.stages import MatmulStage, mxu_stages
 from maxkernel_tui.agents.builtin.tunables import Tunables, default_tunables
-from maxkernel_tui.kernels.evaluation.measured_choice import Timer, device_timer
+from maxkernel_tui.kernels.evaluation.timing.measured_choice import Timer, device_timer
 from maxkernel_tui.kernels.perf.model import Estimate
 from maxkernel_tui.kernels.task import Task
 

@@ -40,8 +40,9 @@ from maxkernel_tui.agents.builtin.operand_precision import (
 )
 from maxkernel_tui.agents.builtin.tester import edge_proposals
 from maxkernel_tui.kernels import reference_runtime as runtime
+from maxkernel_tui.kernels.config_names import BENCH
 from maxkernel_tui.kernels.evaluation.compare import compare_arrays
-from maxkernel_tui.kernels.task import BENCH, Task, TaskError
+from maxkernel_tui.kernels.task import Task, TaskError
 
 SEEDS = (0, 1)
 # The equations a kernel runs on the MXU, one operand precision each, counted in program order

@@ -28,7 +28,8 @@ from maxkernel_tui.agents.builtin.dims import Dim, DimTable, ShapeRuleError
 from maxkernel_tui.agents.builtin.errors import CannotPlan
 from maxkernel_tui.agents.builtin.primitives import is_plain_conv, is_translatable
 from maxkernel_tui.kernels import reference_runtime as runtime
-from maxkernel_tui.kernels.task import CHECK, Task
+from maxkernel_tui.kernels.config_names import CHECK
+from maxkernel_tui.kernels.task import Task
 
 # Calls whose body we inline; the key names the parameter that holds the body.
 _CALL_BODIES = {

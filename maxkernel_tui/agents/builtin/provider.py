@@ -45,8 +45,8 @@ from maxkernel_tui.agents.llm.types import (
 from maxkernel_tui.agents.roles.context import StepContext
 from maxkernel_tui.agents.roles.parsers import parse_kernel
 from maxkernel_tui.config import cache_dir
-from maxkernel_tui.kernels.evaluation.snapshot import folder_digest
 from maxkernel_tui.kernels.sandbox.policy import XlaCache
+from maxkernel_tui.kernels.snapshot import folder_digest
 from maxkernel_tui.kernels.targets import DEFAULT_TARGET
 from maxkernel_tui.kernels.workers import (
     LineWorker,

@@ -19,13 +19,13 @@ from maxkernel_tui.agents.orchestration.tools import (
 )
 from maxkernel_tui.kernels.edge_configs import EdgeConfig, validate_edge_configs
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions
-from maxkernel_tui.kernels.evaluation.report import FAIL, Check, EvalReport
 from maxkernel_tui.kernels.executors import ray_cluster
 from maxkernel_tui.kernels.executors.errors import ClusterError
 from maxkernel_tui.kernels.executors.jobs import EvalJob, ProfileJob, TaskFiles
 from maxkernel_tui.kernels.executors.ray_dispatch import NodesLost, RayDispatcher
 from maxkernel_tui.kernels.limits import file_oversize_problem
 from maxkernel_tui.kernels.perf.analysis import ReferenceCost
+from maxkernel_tui.kernels.report.checks import FAIL, Check, EvalReport
 from maxkernel_tui.kernels.task import Task
 
 _shared: dict[str, RayDispatcher] = {}

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from maxkernel_tui.agents.orchestration.events import SessionEnded, decode
-from maxkernel_tui.kernels.evaluation.report import EvalReport
 from maxkernel_tui.kernels.perf.summary import ProfileSummary
+from maxkernel_tui.kernels.report.checks import EvalReport
 from maxkernel_tui.store.db import Store
 from maxkernel_tui.store.rows import BestKernel, KernelVersion
 

@@ -33,8 +33,8 @@ from maxkernel_tui.agents.roles import parsers
 from maxkernel_tui.agents.roles.autotuner import describe_change, neighbours
 from maxkernel_tui.agents.roles.prompts import EXPLAINER, IMPLEMENTER, PLANNER, PROFILER, Role
 from maxkernel_tui.agents.roles.tunables import find_tunables, set_tunables
-from maxkernel_tui.kernels.evaluation.measured_choice import measure_best
-from maxkernel_tui.kernels.evaluation.report import ACCEPTED, EvalReport
+from maxkernel_tui.kernels.evaluation.timing.measured_choice import measure_best
+from maxkernel_tui.kernels.report.checks import ACCEPTED, EvalReport
 from maxkernel_tui.store.kinds import Mode, SessionStatus
 
 __all__ = ["Best", "LoopLimits", "Outcome", "SessionEngine"]

@@ -4,7 +4,7 @@ and the whole report in lines. No jax here."""
 from __future__ import annotations
 
 from maxkernel_tui.agents.roles.context import Failure
-from maxkernel_tui.kernels.evaluation.report import EvalReport
+from maxkernel_tui.kernels.report.checks import EvalReport
 
 
 def failure_of(report: EvalReport) -> Failure | None:

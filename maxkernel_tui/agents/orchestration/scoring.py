@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from maxkernel_tui.kernels.evaluation.report import EvalReport
 from maxkernel_tui.kernels.perf.summary import ProfileSummary
+from maxkernel_tui.kernels.report.checks import EvalReport
 
 
 @dataclass(frozen=True)

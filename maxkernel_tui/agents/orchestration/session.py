@@ -33,7 +33,7 @@ from maxkernel_tui.agents.tools.runner import Toolbox
 from maxkernel_tui.config import Settings, cache_dir
 from maxkernel_tui.kernels.catalog import describe_tasks
 from maxkernel_tui.kernels.evaluation.harness import Harness
-from maxkernel_tui.kernels.evaluation.measured_choice import device_timer
+from maxkernel_tui.kernels.evaluation.timing.measured_choice import device_timer
 from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.task import Task
 from maxkernel_tui.store.db import Store

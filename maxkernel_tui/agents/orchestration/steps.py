@@ -72,15 +72,15 @@ from maxkernel_tui.agents.roles.context import (
 from maxkernel_tui.agents.roles.prompts import DEBUGGER, TESTER, Role
 from maxkernel_tui.agents.tools.assignment import RolePlan
 from maxkernel_tui.agents.tools.runner import Toolbox
-from maxkernel_tui.kernels.evaluation.measured_choice import Timer
-from maxkernel_tui.kernels.evaluation.report import (
+from maxkernel_tui.kernels.evaluation.timing.measured_choice import Timer
+from maxkernel_tui.kernels.perf.summary import ProfileSummary
+from maxkernel_tui.kernels.report.checks import (
     ACCEPTED,
     REJECTED,
     Check,
     EvalReport,
     format_check,
 )
-from maxkernel_tui.kernels.perf.summary import ProfileSummary
 from maxkernel_tui.store.kinds import Mode, SessionStatus
 
 E = TypeVar("E", bound=SessionEvent)

@@ -16,10 +16,14 @@ from maxkernel_tui.agents.llm.types import Request, StreamChunk
 from maxkernel_tui.kernels.catalog import described_reference_cost
 from maxkernel_tui.kernels.edge_configs import EdgeConfig, validate_edge_configs
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness, Probe
-from maxkernel_tui.kernels.evaluation.report import Check, EvalReport
+from maxkernel_tui.kernels.evaluation.profiling.profile import (
+    ProfileError,
+    ProfileOptions,
+    profile_kernel,
+)
 from maxkernel_tui.kernels.perf.analysis import ReferenceCost
-from maxkernel_tui.kernels.perf.profile import ProfileError, ProfileOptions, profile_kernel
 from maxkernel_tui.kernels.perf.summary import ProfileSummary
+from maxkernel_tui.kernels.report.checks import Check, EvalReport
 from maxkernel_tui.kernels.task import Task
 
 CheckListener = Callable[[Check], None]

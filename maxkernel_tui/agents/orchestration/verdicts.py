@@ -24,8 +24,8 @@ from maxkernel_tui.agents.orchestration.events import (
 from maxkernel_tui.agents.orchestration.fingerprint import kernel_hash
 from maxkernel_tui.agents.orchestration.gates import REJECT, Subject
 from maxkernel_tui.kernels.edge_configs import EdgeConfig
-from maxkernel_tui.kernels.evaluation.report import REJECTED
-from maxkernel_tui.kernels.evaluation.snapshot import task_digest
+from maxkernel_tui.kernels.report.checks import REJECTED
+from maxkernel_tui.kernels.snapshot import task_digest
 from maxkernel_tui.kernels.task import Task
 
 

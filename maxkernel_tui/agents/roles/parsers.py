@@ -13,7 +13,7 @@ from typing import Any
 
 from maxkernel_tui.agents.roles.tunables import find_tunables
 from maxkernel_tui.kernels.edge_configs import EDGE_NAME
-from maxkernel_tui.kernels.evaluation.static_checks import static_problems
+from maxkernel_tui.kernels.evaluation.static.checks import static_problems
 from maxkernel_tui.kernels.limits import text_oversize_problem
 from maxkernel_tui.kernels.task import DEFAULT_ENTRY_POINTS
 

@@ -15,7 +15,7 @@ from maxkernel_tui.agents.budget import BudgetExceeded
 from maxkernel_tui.agents.llm.types import Request, StreamChunk
 from maxkernel_tui.agents.orchestration.tools import CheckListener, Client, ProfileResult, Tools
 from maxkernel_tui.kernels.edge_configs import EdgeConfig
-from maxkernel_tui.kernels.evaluation.report import EvalReport
+from maxkernel_tui.kernels.report.checks import EvalReport
 
 
 class EvaluationsExhausted(BudgetExceeded):

@@ -19,10 +19,11 @@ from maxkernel_tui.agents.orchestration.tools import ProfileResult
 from maxkernel_tui.agents.roles.context import StepContext
 from maxkernel_tui.agents.tools.jax_api import JaxApi, LookupFailed
 from maxkernel_tui.agents.tools.specs import CallProblem, ToolName, checked_arguments
+from maxkernel_tui.kernels.config_names import CHECK
 from maxkernel_tui.kernels.evaluation.options import Probe, ProbeStage, UsageError
-from maxkernel_tui.kernels.evaluation.report import EvalReport, format_check
 from maxkernel_tui.kernels.limits import file_oversize_problem
-from maxkernel_tui.kernels.task import CHECK, Task
+from maxkernel_tui.kernels.report.checks import EvalReport, format_check
+from maxkernel_tui.kernels.task import Task
 
 RESULT_CHARS = 8000  # a result longer than this is cut: it goes into every later prompt
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from maxkernel_tui.kernels.config_names import BENCH, CHECK, HELDOUT
 from maxkernel_tui.kernels.derive.rules import derive_sizes
 from maxkernel_tui.kernels.derive.sites import SizeSite, find_sites, literal_name
-from maxkernel_tui.kernels.task import BENCH, CHECK, HELDOUT
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ gives fresh inputs. A dict of sizes inside the builder gets its entries the same
 (`config = {'name': 'x', 'batch': __sizes__["batch"]}`), and a literal written where a shape
 goes reads its size (`(4096, 8192)` -> `(__sizes__["dim_4096"], __sizes__["dim_8192"])`).
 Module-level sizes and dicts (JAXBench's `CONFIG`) are set on the module itself
-(derive/install.py), so the reference reads the same sizes as its inputs.
+(kernels/derived_sizes.py), so the reference reads the same sizes as its inputs.
 """
 
 from __future__ import annotations

@@ -2,9 +2,10 @@
 a JAXBench `optimized.py`): `Task.expert_path`. No jax here.
 
 Off a TPU the figure is the performance model's: both programs are analysed statically at
-production shapes (perf/profile.py with no trace) and estimated for the evaluation's TPU
-generation. On a TPU it is measured: the timing worker times the expert interleaved with the
-kernel and the XLA reference (evaluation/timing.py), with the same statistics.
+production shapes (evaluation/profiling/profile.py with no trace) and estimated for the
+evaluation's TPU generation. On a TPU it is measured: the timing worker times the expert
+interleaved with the kernel and the XLA reference (evaluation/timing/check.py), with the
+same statistics.
 """
 
 from __future__ import annotations
@@ -13,10 +14,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from maxkernel_tui.kernels.evaluation.expert_figures import EXPERT_SPEEDUP, ExpertComparison
-from maxkernel_tui.kernels.evaluation.report import PASS, SKIP, Check, Timing
 from maxkernel_tui.kernels.perf.analysis import ReferenceCost
 from maxkernel_tui.kernels.perf.model import Estimate
+from maxkernel_tui.kernels.report.checks import PASS, SKIP, Check, Timing
+from maxkernel_tui.kernels.report.expert import EXPERT_SPEEDUP, ExpertComparison
 from maxkernel_tui.kernels.task import Task
 
 CHECK_NAME = "expert"
@@ -60,7 +61,7 @@ def estimated_expert_check(
     kernel: Path, task: Task, target: str, timeout: float
 ) -> tuple[Check, ExpertComparison | None]:
     """The model's estimate of the kernel against the expert on `target` (no TPU needed)."""
-    from maxkernel_tui.kernels.perf.profile import ProfileError, profile_kernel
+    from maxkernel_tui.kernels.evaluation.profiling.profile import ProfileError, profile_kernel
 
     expert = task.expert_path
     assert expert is not None

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from maxkernel_tui.kernels.evaluation import reference_cache, tiles_plan
+from maxkernel_tui.kernels.config_names import CHECK, HELDOUT
 from maxkernel_tui.kernels.evaluation.expert_comparison import (
     estimated_expert_check,
     is_expert,
@@ -48,8 +48,21 @@ from maxkernel_tui.kernels.evaluation.protocol import (
     request_to_json,
 )
 from maxkernel_tui.kernels.evaluation.provenance import verdict_inputs
-from maxkernel_tui.kernels.evaluation.reference_workers import ReferenceWorkers
-from maxkernel_tui.kernels.evaluation.report import (
+from maxkernel_tui.kernels.evaluation.reference import cache as reference_cache
+from maxkernel_tui.kernels.evaluation.reference.processes import ReferenceWorkers
+from maxkernel_tui.kernels.evaluation.reference.tiles import TilesReference
+from maxkernel_tui.kernels.evaluation.static.checks import static_problems
+from maxkernel_tui.kernels.evaluation.tiles import plan as tiles_plan
+from maxkernel_tui.kernels.evaluation.tiles.verdict import not_sampled, tiles_check, unjudged
+from maxkernel_tui.kernels.evaluation.timing.check import timing_check, tpu_present
+from maxkernel_tui.kernels.evaluation.tracer.tracing import (
+    CANDIDATE_WORKER,
+    TracedPrograms,
+    TracerUsageError,
+    trace_programs,
+)
+from maxkernel_tui.kernels.limits import file_oversize_problem
+from maxkernel_tui.kernels.report.checks import (
     EDGE,
     FAIL,
     NUMERICS,
@@ -60,19 +73,8 @@ from maxkernel_tui.kernels.evaluation.report import (
     Check,
     EvalReport,
 )
-from maxkernel_tui.kernels.evaluation.snapshot import TaskSnapshot, snapshot_task
-from maxkernel_tui.kernels.evaluation.static_checks import static_problems
-from maxkernel_tui.kernels.evaluation.tiles_reference import TilesReference
-from maxkernel_tui.kernels.evaluation.tiles_verdict import not_sampled, tiles_check, unjudged
-from maxkernel_tui.kernels.evaluation.timing import timing_check, tpu_present
-from maxkernel_tui.kernels.evaluation.tracing import (
-    CANDIDATE_WORKER,
-    TracedPrograms,
-    TracerUsageError,
-    trace_programs,
-)
-from maxkernel_tui.kernels.limits import file_oversize_problem
-from maxkernel_tui.kernels.task import CHECK, HELDOUT, Task, TaskError
+from maxkernel_tui.kernels.snapshot import TaskSnapshot, snapshot_task
+from maxkernel_tui.kernels.task import Task, TaskError
 from maxkernel_tui.kernels.workers import (
     Limits,
     LineWorker,
@@ -307,7 +309,7 @@ class Harness:
         timeout: float,
     ) -> TracedPrograms | None:
         """The candidate's programs at `configs`, from a process of its own that does nothing
-        else (evaluation/tracing.py); None when the kernel is rejected there."""
+        else (evaluation/tracer/tracing.py); None when the kernel is rejected there."""
         worker, workdir = self._candidates.take()
         try:
             (workdir / "kernel.py").write_text(source)  # it never sees its original folder

@@ -8,11 +8,12 @@ import secrets
 from dataclasses import dataclass, field
 from typing import Literal
 
-from maxkernel_tui.kernels.evaluation import tiles_plan
+from maxkernel_tui.kernels.config_names import CHECK, HELDOUT
 from maxkernel_tui.kernels.evaluation.protocol import Run
-from maxkernel_tui.kernels.evaluation.report import EvalReport
+from maxkernel_tui.kernels.evaluation.tiles import plan as tiles_plan
+from maxkernel_tui.kernels.report.checks import EvalReport
 from maxkernel_tui.kernels.targets import DEFAULT_TARGET
-from maxkernel_tui.kernels.task import CHECK, HELDOUT, Task
+from maxkernel_tui.kernels.task import Task
 
 
 class UsageError(ValueError):
@@ -39,7 +40,7 @@ class EvalOptions:
     # not (EvalReport.with_edge_pass joins the two reports).
     edges_only: bool = False
     # Sampled output tiles of the kernels at production shapes, against the reference computed
-    # by XLA on the CPU (evaluation/production_tiles.py): output blocks drawn at random beyond
+    # by XLA on the CPU (evaluation/tiles/sampled_run.py): output blocks drawn at random beyond
     # the grid's corners; None turns the sample off (the verdict then says small shapes only).
     tile_blocks: int | None = field(default_factory=lambda: tiles_plan.default_tile_blocks())
 

@@ -9,11 +9,11 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from maxkernel_tui.kernels.evaluation.report import Check
 from maxkernel_tui.kernels.perf.calibration import ModelPoint
+from maxkernel_tui.kernels.report.checks import Check
 
 Run = tuple[str, int]  # (configuration, seed) of one numerics run
-# The largest program the tracer may carry to the judge (evaluation/program_pickle.py says why).
+# The largest program the tracer may carry to the judge (tracer/program_pickle.py says why).
 PROGRAM_MAX_BYTES = 64 * 2**20
 Clock = Literal["device trace", "wall clock"]  # what measured a timing's samples
 DEVICE_TRACE: Clock = "device trace"
@@ -26,7 +26,7 @@ def _runs(data: Any) -> list[Run]:
 
 @dataclass(frozen=True)
 class TilesRequest:
-    """Sampled output tiles at production shapes (evaluation/production_tiles.py): the inputs'
+    """Sampled output tiles at production shapes (evaluation/tiles/sampled_run.py): the inputs'
     seed (fixed, so the reference's outputs are computed once and cached), the sample's seed
     (fresh per evaluation) and how many blocks beyond the grid's corners to draw."""
 
@@ -80,7 +80,7 @@ class CandidateRequest:
 
 @dataclass(frozen=True)
 class TraceRequest:
-    """What the tracer (evaluation/candidate_tracer.py), the one process that imports the
+    """What the tracer (evaluation/tracer/candidate.py), the one process that imports the
     candidate, is asked: its programs at `configs`, written into `out_dir` as bytes."""
 
     kernel: str
@@ -253,7 +253,7 @@ class ReferenceRequest:
 
 @dataclass(frozen=True)
 class ProductionRequest:
-    """What the production tiles check asks the reference worker (evaluation/reference_worker.py)
+    """What the production tiles check asks the reference worker (evaluation/reference/worker.py)
     at production shapes: without `inputs`, to make the inputs and save them (the harness keeps
     them in the cache, where candidates read them); with `inputs` (those files) and `indices`
     (per output, the flat indices the candidate's sample decides, .npy), the reference's outputs
@@ -283,7 +283,7 @@ class ReferenceAnswer:
 
 @dataclass(frozen=True)
 class TimingRequest:
-    program: str  # the candidate's carried program (evaluation/program_transport.py bytes)
+    program: str  # the candidate's carried program (evaluation/tracer/transport.py bytes)
     task: str
     config: str
     repeats: int

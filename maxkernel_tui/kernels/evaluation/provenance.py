@@ -4,9 +4,10 @@ for the report. No jax.
 
 from __future__ import annotations
 
+from maxkernel_tui.kernels.config_names import BENCH, HELDOUT
 from maxkernel_tui.kernels.evaluation.protocol import Run
-from maxkernel_tui.kernels.evaluation.report import EDGE, NOTE
-from maxkernel_tui.kernels.task import BENCH, HELDOUT, Task
+from maxkernel_tui.kernels.report.checks import EDGE, NOTE
+from maxkernel_tui.kernels.task import Task
 
 
 def verdict_inputs(task: Task, runs: list[Run]) -> list[str]:

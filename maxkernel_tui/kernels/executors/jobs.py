@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions
-from maxkernel_tui.kernels.evaluation.report import EvalReport
 from maxkernel_tui.kernels.perf.analysis import ReferenceCost
 from maxkernel_tui.kernels.perf.summary import ProfileSummary
+from maxkernel_tui.kernels.report.checks import EvalReport
 from maxkernel_tui.kernels.task import Task
 from maxkernel_tui.kernels.traced_ties import TIES_FILE, planned_ties
 

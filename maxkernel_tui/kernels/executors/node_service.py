@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from maxkernel_tui.kernels.evaluation.harness import Harness
+from maxkernel_tui.kernels.evaluation.profiling.profile import ProfileError, profile_kernel
 from maxkernel_tui.kernels.executors.jobs import (
     EvalAnswer,
     EvalJob,
@@ -29,7 +30,6 @@ from maxkernel_tui.kernels.executors.jobs import (
     TaskFiles,
 )
 from maxkernel_tui.kernels.loader import load_task
-from maxkernel_tui.kernels.perf.profile import ProfileError, profile_kernel
 from maxkernel_tui.kernels.task import Task
 
 

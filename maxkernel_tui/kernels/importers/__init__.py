@@ -15,10 +15,6 @@ from pathlib import Path
 from typing import Protocol
 
 
-class TaskImportError(Exception):
-    """Source that cannot become a task; the message names the file, the line and the problem."""
-
-
 @dataclass(frozen=True)
 class ImportOptions:
     """What the user said on the command line (or in the picker's import form)."""

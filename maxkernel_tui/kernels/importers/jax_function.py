@@ -16,7 +16,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from maxkernel_tui.kernels.importers import ImportOptions, PlainTaskSource, TaskImportError
+from maxkernel_tui.kernels.importers import ImportOptions, PlainTaskSource
+from maxkernel_tui.kernels.task import TaskImportError
 
 KIND = "jax-function"
 _ARG = re.compile(r"^([a-z]+[0-9]*)\[([0-9, ]*)\]$")

@@ -12,14 +12,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from maxkernel_tui.kernels.importers import (
-    ImportOptions,
-    PlainTaskSource,
-    SourceImporter,
-    TaskImportError,
-)
+from maxkernel_tui.kernels.importers import ImportOptions, PlainTaskSource, SourceImporter
 from maxkernel_tui.kernels.importers.jax_function import JaxFunctionImporter
 from maxkernel_tui.kernels.importers.torch_module import TorchModuleImporter
+from maxkernel_tui.kernels.task import TaskImportError
 
 
 def offline_importers() -> tuple[SourceImporter, ...]:

@@ -9,12 +9,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from maxkernel_tui.kernels.description import TaskDescription
-from maxkernel_tui.kernels.importers import ImportOptions, SourceImporter, TaskImportError
+from maxkernel_tui.kernels.importers import ImportOptions, SourceImporter
 from maxkernel_tui.kernels.importers.registry import offline_importers, translate
 from maxkernel_tui.kernels.importers.writer import write_task
 from maxkernel_tui.kernels.limits import file_oversize_problem
 from maxkernel_tui.kernels.loader import load_task
-from maxkernel_tui.kernels.task import Task, TaskError
+from maxkernel_tui.kernels.task import Task, TaskError, TaskImportError
 
 
 @dataclass(frozen=True)

@@ -14,13 +14,14 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from maxkernel_tui.kernels.importers import ImportOptions, PlainTaskSource, TaskImportError
+from maxkernel_tui.kernels.importers import ImportOptions, PlainTaskSource
 from maxkernel_tui.kernels.porting.emit import render_reference
 from maxkernel_tui.kernels.porting.module_parse import is_module_file
 from maxkernel_tui.kernels.porting.sources import kernel_source_kind
 from maxkernel_tui.kernels.porting.torch_compare import compare_or_note
 from maxkernel_tui.kernels.porting.translate import translate_module
 from maxkernel_tui.kernels.porting.values import NEAR_SPREAD, Tensor
+from maxkernel_tui.kernels.task import TaskImportError
 
 DEFAULT_TOLERANCE = (1e-2, 1e-2)  # (atol, rtol) for float32, as JaxBench's KernelBench tasks
 SOURCE_COPY = "source_module.py"

@@ -23,10 +23,10 @@ import yaml
 from maxkernel_tui.kernels.derive.plan import Derivation, plan_derivation
 from maxkernel_tui.kernels.derive.render import our_format
 from maxkernel_tui.kernels.description import TaskDescription
-from maxkernel_tui.kernels.importers import PlainTaskSource, TaskImportError
+from maxkernel_tui.kernels.importers import PlainTaskSource
 from maxkernel_tui.kernels.importers.calibration import calibrated, measure
 from maxkernel_tui.kernels.sandbox.policy import XlaCache
-from maxkernel_tui.kernels.task import IMPORTED_CATEGORY, REFERENCE_PY, TASK_YAML
+from maxkernel_tui.kernels.task import IMPORTED_CATEGORY, REFERENCE_PY, TASK_YAML, TaskImportError
 from maxkernel_tui.kernels.workers import (
     LineWorker,
     WorkerFailure,

@@ -10,8 +10,9 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from maxkernel_tui.kernels.config_names import CHECK
 from maxkernel_tui.kernels.perf.device_trace import DmaShare
-from maxkernel_tui.kernels.task import CHECK, Task
+from maxkernel_tui.kernels.task import Task
 
 MEASURED = "measured"  # how a trace taken on a TPU labels its kind
 # vmem: pipelined through VMEM; any: left in HBM (the kernel copies it itself); smem; semaphore

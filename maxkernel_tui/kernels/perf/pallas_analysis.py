@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from maxkernel_tui.kernels.evaluation.jaxpr_work import sub_jaxprs
 from maxkernel_tui.kernels.perf.analysis import Block, KernelAnalysis, MemorySpace
 from maxkernel_tui.kernels.perf.index_maps import block_indices
+from maxkernel_tui.kernels.perf.jaxpr_walk import sub_jaxprs
 
 # Grids larger than this are not enumerated: every block is assumed fetched at every step.
 MAX_ENUMERATED_STEPS = 1 << 20

@@ -6,7 +6,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from maxkernel_tui.kernels.evaluation.expert_figures import EXPERT_TUNING
 from maxkernel_tui.kernels.perf.analysis import (
     KernelAnalysis,
     ReferenceCost,
@@ -14,6 +13,7 @@ from maxkernel_tui.kernels.perf.analysis import (
     costs_from_json,
 )
 from maxkernel_tui.kernels.perf.model import Estimate
+from maxkernel_tui.kernels.report.expert import EXPERT_TUNING
 
 BAR_WIDTH = 24
 # What the XLA figure is the time of: no hand-tuned baseline, the reference itself.

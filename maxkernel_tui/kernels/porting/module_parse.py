@@ -14,7 +14,6 @@ import operator
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from maxkernel_tui.kernels.importers import TaskImportError
 from maxkernel_tui.kernels.porting.layers import Layer, Sequential, build_layer
 from maxkernel_tui.kernels.porting.values import (
     Dim,
@@ -25,6 +24,7 @@ from maxkernel_tui.kernels.porting.values import (
     near_constant,
     static,
 )
+from maxkernel_tui.kernels.task import TaskImportError
 
 TORCH, NN, FUNCTIONAL = "torch", "torch.nn", "torch.nn.functional"
 _DEFAULT_ALIASES = {"torch": TORCH, "nn": NN, "F": FUNCTIONAL, "math": "math"}

@@ -15,10 +15,10 @@ from pathlib import Path
 
 from maxkernel_tui.kernels.derive.rules import shrunk_sizes
 from maxkernel_tui.kernels.derive.sites import code_divisors, function
-from maxkernel_tui.kernels.importers import TaskImportError
 from maxkernel_tui.kernels.porting.emit import render_reference
 from maxkernel_tui.kernels.porting.sources import harness_sizes
 from maxkernel_tui.kernels.porting.values import Translation
+from maxkernel_tui.kernels.task import TaskImportError
 from maxkernel_tui.kernels.workers import jax_worker_env, python_module_argv, sandbox_policy
 
 WORKER_MODULE = "maxkernel_tui.kernels.porting.torch_worker"

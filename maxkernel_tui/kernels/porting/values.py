@@ -8,7 +8,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import Literal
 
-from maxkernel_tui.kernels.importers import TaskImportError
+from maxkernel_tui.kernels.task import TaskImportError
 
 
 class _NotStatic:

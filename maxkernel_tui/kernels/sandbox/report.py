@@ -3,7 +3,7 @@ the candidate, or that it ran without them. No jax here."""
 
 from __future__ import annotations
 
-from maxkernel_tui.kernels.evaluation.report import PASS, Check
+from maxkernel_tui.kernels.report.checks import PASS, Check
 from maxkernel_tui.kernels.sandbox.confine import Confinement, confinement
 
 SANDBOX = "sandbox"

@@ -13,8 +13,9 @@ from maxkernel_tui.agents.builtin import draft_kernel, plan_task
 from maxkernel_tui.agents.builtin.dataflow import SizeFlow, flow_equation, flow_plain_conv
 from maxkernel_tui.agents.builtin.dims import Dim, DimTable
 from maxkernel_tui.agents.builtin.program import trace_program
+from maxkernel_tui.kernels.config_names import CHECK
 from maxkernel_tui.kernels.loader import load_task
-from maxkernel_tui.kernels.task import CHECK, Task
+from maxkernel_tui.kernels.task import Task
 
 _YAML = 'task_id: {name}\ndescription: Kernel task for {name}\ninput_gen_code: ""\natol: 0.001\n'
 _YAML += "rtol: 0.001\n"

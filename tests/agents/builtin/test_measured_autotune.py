@@ -7,7 +7,7 @@ import pytest
 from maxkernel_tui.agents.builtin.autotune import autotune
 from maxkernel_tui.agents.builtin.tunables import Tunables
 from maxkernel_tui.agents.roles.tunables import find_tunables
-from maxkernel_tui.kernels.evaluation.measured_choice import measure_best
+from maxkernel_tui.kernels.evaluation.timing.measured_choice import measure_best
 
 MATMUL_SIZE = {128: 48, 256: 256, 512: 320, 1024: 384}  # per block_rows: small blocks are fast
 
@@ -24,8 +24,8 @@ class XlaTimer:
     def time(self, source):
         import jax.numpy as jnp
 
-        from maxkernel_tui.kernels.evaluation.device_clock import named_jit, time_interleaved
         from maxkernel_tui.kernels.evaluation.protocol import WALL_CLOCK
+        from maxkernel_tui.kernels.evaluation.timing.clock import named_jit, time_interleaved
 
         rows = find_tunables(source)["BLOCK_ROWS"]
         self.timed.append(rows)

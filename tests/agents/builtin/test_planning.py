@@ -14,7 +14,7 @@ from maxkernel_tui.agents.builtin.autotune import autotune, estimate_source
 from maxkernel_tui.agents.builtin.pieces import function_source
 from maxkernel_tui.agents.builtin.program import Probe, trace_program
 from maxkernel_tui.agents.builtin.tunables import Tunables
-from maxkernel_tui.kernels.evaluation.static_checks import static_problems
+from maxkernel_tui.kernels.evaluation.static.checks import static_problems
 from maxkernel_tui.kernels.loader import find_task
 
 

@@ -7,8 +7,8 @@ import pytest
 
 from maxkernel_tui.agents.builtin.draft import draft_kernel
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
-from maxkernel_tui.kernels.evaluation.report import VERIFIED_AT_PRODUCTION
 from maxkernel_tui.kernels.loader import builtin_suite_dir, load_task
+from maxkernel_tui.kernels.report.checks import VERIFIED_AT_PRODUCTION
 
 # the agent's draft, then an evaluation with production tiles in worker processes: minutes
 pytestmark = [pytest.mark.slow, pytest.mark.heavy]

@@ -22,8 +22,8 @@ from maxkernel_tui.agents.orchestration.events import (
 from maxkernel_tui.agents.orchestration.gates import APPROVE, REJECT, Decision, ScriptedGate
 from maxkernel_tui.agents.orchestration.verdicts import VerdictBook
 from maxkernel_tui.agents.roles.tunables import set_tunables
-from maxkernel_tui.kernels.evaluation.report import EvalReport
 from maxkernel_tui.kernels.loader import load_task
+from maxkernel_tui.kernels.report.checks import EvalReport
 from tests.fakes.role_provider import RoleProvider
 from tests.support.engine import (
     BAD,

@@ -24,7 +24,7 @@ from maxkernel_tui.agents.orchestration.gates import (
     ScriptedGate,
 )
 from maxkernel_tui.agents.roles.tunables import set_tunables
-from maxkernel_tui.kernels.evaluation.report import EvalReport
+from maxkernel_tui.kernels.report.checks import EvalReport
 from tests.fakes.role_provider import RoleProvider
 from tests.support.engine import (
     DIAGNOSIS,

@@ -12,8 +12,8 @@ from maxkernel_tui.agents.orchestration import tools as tools_module
 from maxkernel_tui.agents.orchestration.tools import KernelTools
 from maxkernel_tui.kernels.catalog import describe_tasks, described_reference_cost
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions
+from maxkernel_tui.kernels.evaluation.profiling.profile import ProfileError
 from maxkernel_tui.kernels.loader import find_task
-from maxkernel_tui.kernels.perf.profile import ProfileError
 from tests.support.paths import KERNELS
 
 

@@ -16,7 +16,7 @@ from maxkernel_tui.agents.orchestration.events import ErrorRaised, SessionEnded
 from maxkernel_tui.agents.orchestration.gates import AutoGate
 from maxkernel_tui.agents.orchestration.session import open_session
 from maxkernel_tui.config import Settings
-from maxkernel_tui.kernels.evaluation.report import EvalReport
+from maxkernel_tui.kernels.report.checks import EvalReport
 from maxkernel_tui.store.db import Store
 from maxkernel_tui.store.kinds import SessionStatus
 from tests.fakes.role_provider import RoleProvider

@@ -18,7 +18,7 @@ from maxkernel_tui.agents.orchestration.events import (
 from maxkernel_tui.agents.search.describe import describe_search
 from maxkernel_tui.agents.search.expansion import Expansion, expand
 from maxkernel_tui.agents.search.graph import ACCEPTED, FAILED, MERGED, REJECTED, STOPPED
-from maxkernel_tui.kernels.evaluation.report import (
+from maxkernel_tui.kernels.report.checks import (
     PASS,
     TILES,
     VERIFIED_AT_PRODUCTION,

@@ -5,10 +5,10 @@ still rejected, and derived configurations that a broadcast ties across sizes va
 import pytest
 
 from maxkernel_tui.kernels.catalog import describe_tasks
+from maxkernel_tui.kernels.config_names import CHECK, HELDOUT
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
-from maxkernel_tui.kernels.evaluation.report import ACCEPTED, REJECTED
 from maxkernel_tui.kernels.loader import load_task
-from maxkernel_tui.kernels.task import CHECK, HELDOUT
+from maxkernel_tui.kernels.report.checks import ACCEPTED, REJECTED
 from tests.support.maxkernel_dataset import write_jaxbench_tiled_gemm, write_maxkernel
 
 # jax worker processes, TPU compiles and interpret-mode runs: about a minute

@@ -6,10 +6,10 @@ import ast
 
 import pytest
 
+from maxkernel_tui.kernels.config_names import BENCH, CHECK, HELDOUT
 from maxkernel_tui.kernels.derive.rules import MAX_CHECK_ELEMENTS
 from maxkernel_tui.kernels.derive.sites import find_sites
 from maxkernel_tui.kernels.loader import load_task
-from maxkernel_tui.kernels.task import BENCH, CHECK, HELDOUT
 from tests.support.maxkernel_dataset import write_jaxbench_tiled_gemm, write_maxkernel
 
 # (M, K, N) in production and the expert's (block_m, block_n, block_k): the style of the test

@@ -11,8 +11,8 @@ and the derived configurations validate (check run, heldout traced). Described i
 import pytest
 
 from maxkernel_tui.kernels import describe
+from maxkernel_tui.kernels.config_names import HELDOUT
 from maxkernel_tui.kernels.loader import load_task, with_groups
-from maxkernel_tui.kernels.task import HELDOUT
 from tests.support.maxkernel_styles import STYLES, TIE_FAMILIES, write_styled
 
 pytestmark = pytest.mark.slow  # jax in this process; 20 folders traced, about 40 s here

@@ -10,8 +10,8 @@ import textwrap
 
 import pytest
 
+from maxkernel_tui.kernels.config_names import CHECK, HELDOUT
 from maxkernel_tui.kernels.loader import load_task
-from maxkernel_tui.kernels.task import CHECK, HELDOUT
 from tests.support.cli import cli
 from tests.support.plain_kernels import HONEST_GEMM
 

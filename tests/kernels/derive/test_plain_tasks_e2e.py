@@ -5,12 +5,12 @@ it is, and `profile` never interprets production shapes on a CPU."""
 import pytest
 
 from maxkernel_tui.kernels.catalog import describe_tasks
+from maxkernel_tui.kernels.config_names import CHECK, HELDOUT
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
-from maxkernel_tui.kernels.evaluation.report import ACCEPTED, FAIL, REJECTED
+from maxkernel_tui.kernels.evaluation.profiling.profile import profile_kernel
+from maxkernel_tui.kernels.evaluation.profiling.worker import NO_CPU_TRACE
 from maxkernel_tui.kernels.loader import load_task, load_tasks
-from maxkernel_tui.kernels.perf.profile import profile_kernel
-from maxkernel_tui.kernels.perf.profile_worker import NO_CPU_TRACE
-from maxkernel_tui.kernels.task import CHECK, HELDOUT
+from maxkernel_tui.kernels.report.checks import ACCEPTED, FAIL, REJECTED
 from tests.support.plain_kernels import HARD_CODED_GEMM, HONEST_GEMM
 from tests.support.task_folders import PLAIN, move_inputs_to_yaml, write_jaxbench, write_plain
 

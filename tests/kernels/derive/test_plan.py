@@ -5,11 +5,11 @@ import ast
 
 import pytest
 
+from maxkernel_tui.kernels.config_names import BENCH, CHECK, HELDOUT
 from maxkernel_tui.kernels.derive.render import our_format
 from maxkernel_tui.kernels.derive.rewrite import builder_source
 from maxkernel_tui.kernels.derive.sites import find_sites
 from maxkernel_tui.kernels.loader import load_task, load_tasks
-from maxkernel_tui.kernels.task import BENCH, CHECK, HELDOUT
 from tests.support.task_folders import PLAIN, move_inputs_to_yaml, write_jaxbench, write_plain
 
 

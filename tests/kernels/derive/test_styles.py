@@ -8,9 +8,9 @@ validates them in the describe worker."""
 
 import pytest
 
+from maxkernel_tui.kernels.config_names import BENCH, CHECK, HELDOUT
 from maxkernel_tui.kernels.derive.sites import LITERAL_FROM
 from maxkernel_tui.kernels.loader import load_task
-from maxkernel_tui.kernels.task import BENCH, CHECK, HELDOUT
 from tests.support.maxkernel_styles import FAMILIES, STYLES, family_source, write_styled
 
 CASES = [(family, style) for family in FAMILIES for style in STYLES]

@@ -8,8 +8,8 @@ import pytest
 
 from maxkernel_tui.kernels import describe, memory
 from maxkernel_tui.kernels.catalog import describe_tasks
+from maxkernel_tui.kernels.config_names import CHECK, HELDOUT
 from maxkernel_tui.kernels.loader import load_task, load_tasks
-from maxkernel_tui.kernels.task import CHECK, HELDOUT
 from tests.support.maxkernel_styles import write_styled
 
 pytestmark = pytest.mark.slow  # jax workers: about 40 s of CPU here

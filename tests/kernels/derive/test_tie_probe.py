@@ -8,10 +8,10 @@ import textwrap
 import pytest
 
 from maxkernel_tui.kernels import describe
+from maxkernel_tui.kernels.config_names import CHECK, HELDOUT
 from maxkernel_tui.kernels.importers import ImportOptions
 from maxkernel_tui.kernels.importers.service import import_task
 from maxkernel_tui.kernels.loader import load_task
-from maxkernel_tui.kernels.task import CHECK, HELDOUT
 
 pytestmark = pytest.mark.slow  # jax workers: two imports and a describe, about 30 s here
 

@@ -9,12 +9,12 @@ import json
 import pytest
 
 from maxkernel_tui.config import cache_dir
+from maxkernel_tui.kernels.config_names import BENCH, CHECK, HELDOUT
 from maxkernel_tui.kernels.derive.rules import derive_sizes
-from maxkernel_tui.kernels.evaluation.snapshot import snapshot_task
 from maxkernel_tui.kernels.executors.jobs import TaskFiles
 from maxkernel_tui.kernels.listing import derivation_record
 from maxkernel_tui.kernels.loader import load_task
-from maxkernel_tui.kernels.task import BENCH, CHECK, HELDOUT
+from maxkernel_tui.kernels.snapshot import snapshot_task
 from maxkernel_tui.kernels.traced_ties import TIES_FILE, remember
 from tests.support.maxkernel_styles import write_styled
 from tests.support.task_folders import write_plain

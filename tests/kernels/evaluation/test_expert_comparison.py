@@ -5,11 +5,11 @@ import random
 
 from maxkernel_tui.commands.bench import BenchRow, _format_row, _format_totals, _totals
 from maxkernel_tui.kernels.evaluation.expert_comparison import from_estimates, measured
-from maxkernel_tui.kernels.evaluation.expert_figures import EXPERT_SPEEDUP, ExpertComparison
 from maxkernel_tui.kernels.evaluation.protocol import TimingAnswer, TimingSamples
-from maxkernel_tui.kernels.evaluation.report import PASS, Check, EvalReport, format_report
-from maxkernel_tui.kernels.evaluation.timing import summarize_timing
+from maxkernel_tui.kernels.evaluation.timing.check import summarize_timing
 from maxkernel_tui.kernels.perf.model import Estimate
+from maxkernel_tui.kernels.report.checks import PASS, Check, EvalReport, format_report
+from maxkernel_tui.kernels.report.expert import EXPERT_SPEEDUP, ExpertComparison
 
 
 def _samples(center, seed):

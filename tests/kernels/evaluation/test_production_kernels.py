@@ -17,7 +17,7 @@ DATA = Path(__file__).resolve().parents[2] / "data" / "production"
 
 def _findings(kernel: Path, task):
     from maxkernel_tui.kernels import reference_runtime as runtime
-    from maxkernel_tui.kernels.evaluation import kernel_work, production_checks
+    from maxkernel_tui.kernels.evaluation.work import kernel_work, production_checks
 
     reference = runtime.load_reference(task)
     candidate = runtime.load_candidate(task, reference, kernel)

@@ -6,8 +6,8 @@ a CPU samples in seconds; kernels from gemm_relu_variants.py)."""
 import pytest
 
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
-from maxkernel_tui.kernels.evaluation.report import SMALL_SHAPES_ONLY, VERIFIED_AT_PRODUCTION
 from maxkernel_tui.kernels.loader import load_task
+from maxkernel_tui.kernels.report.checks import SMALL_SHAPES_ONLY, VERIFIED_AT_PRODUCTION
 from tests.support.gemm_relu_variants import HONEST, TASK, render
 
 # starts candidate and reference workers; each evaluation runs numerics and production tiles

@@ -18,7 +18,7 @@ from maxkernel_tui.kernels.evaluation.protocol import (
     request_from_json,
     request_to_json,
 )
-from maxkernel_tui.kernels.evaluation.report import FAIL, PASS, Check
+from maxkernel_tui.kernels.report.checks import FAIL, PASS, Check
 
 
 def over_the_wire(data):

@@ -2,7 +2,7 @@
 `bench`'s line and an export. Plain data, no jax."""
 
 from maxkernel_tui.commands.bench import BenchRow, _format_row
-from maxkernel_tui.kernels.evaluation.report import (
+from maxkernel_tui.kernels.report.checks import (
     FAIL,
     PASS,
     PRODUCTION_SHAPES,

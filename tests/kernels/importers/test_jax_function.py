@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 
 from maxkernel_tui.kernels.derive.plan import plan_derivation
-from maxkernel_tui.kernels.importers import ImportOptions, PlainTaskSource, TaskImportError
+from maxkernel_tui.kernels.importers import ImportOptions, PlainTaskSource
 from maxkernel_tui.kernels.importers.jax_function import JaxFunctionImporter, parse_args
 from maxkernel_tui.kernels.importers.registry import detecting, offline_importers
 from maxkernel_tui.kernels.importers.writer import write_task
+from maxkernel_tui.kernels.task import TaskImportError
 from tests.support.paths import KERNELBENCH
 
 SOURCE = """import jax

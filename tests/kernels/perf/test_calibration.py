@@ -5,12 +5,13 @@ import json
 
 import pytest
 
-from maxkernel_tui.kernels.evaluation.device_timer import record_timing
+from maxkernel_tui.kernels.evaluation.profiling.profile import summarize
 from maxkernel_tui.kernels.evaluation.protocol import (
     DEVICE_TRACE,
     TimingAnswer,
     TimingSamples,
 )
+from maxkernel_tui.kernels.evaluation.timing.device_timer import record_timing
 from maxkernel_tui.kernels.perf.analysis import Block, KernelAnalysis, ProfileAnswer
 from maxkernel_tui.kernels.perf.calibration import (
     KernelFeatures,
@@ -19,7 +20,6 @@ from maxkernel_tui.kernels.perf.calibration import (
     load_calibration,
 )
 from maxkernel_tui.kernels.perf.model import estimate
-from maxkernel_tui.kernels.perf.profile import summarize
 from maxkernel_tui.kernels.targets import TARGETS
 from maxkernel_tui.versions import installed_version
 

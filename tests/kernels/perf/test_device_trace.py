@@ -69,11 +69,11 @@ def test_a_real_cpu_trace_gives_each_program_one_device_time_per_call():
     import jax
     import jax.numpy as jnp
 
-    from maxkernel_tui.kernels.evaluation.device_clock import (
+    from maxkernel_tui.kernels.evaluation.protocol import DEVICE_TRACE, WALL_CLOCK
+    from maxkernel_tui.kernels.evaluation.timing.clock import (
         named_jit,
         time_interleaved,
     )
-    from maxkernel_tui.kernels.evaluation.protocol import DEVICE_TRACE, WALL_CLOCK
 
     small = [jnp.ones((64, 64)) * s for s in (1.0, 2.0)]
     big = [jnp.ones((512, 512)) * s for s in (1.0, 2.0)]

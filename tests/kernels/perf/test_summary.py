@@ -2,6 +2,7 @@
 
 import json
 
+from maxkernel_tui.kernels.evaluation.profiling.profile import summarize
 from maxkernel_tui.kernels.perf.analysis import (
     Block,
     KernelAnalysis,
@@ -10,7 +11,6 @@ from maxkernel_tui.kernels.perf.analysis import (
     Trace,
     TraceEvent,
 )
-from maxkernel_tui.kernels.perf.profile import summarize
 from maxkernel_tui.kernels.perf.summary import ProfileSummary
 
 MIB = 2**20

@@ -6,9 +6,9 @@ import dataclasses
 
 import pytest
 
-from maxkernel_tui.kernels.importers import TaskImportError
 from maxkernel_tui.kernels.porting.torch_compare import compare, compare_or_note, torch_available
 from maxkernel_tui.kernels.porting.translate import translate_module
+from maxkernel_tui.kernels.task import TaskImportError
 from tests.support.paths import KERNELBENCH
 
 pytestmark = [

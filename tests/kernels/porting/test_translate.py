@@ -9,7 +9,7 @@ import pytest
 
 from maxkernel_tui.kernels.derive.plan import plan_derivation
 from maxkernel_tui.kernels.derive.rules import shrunk_sizes
-from maxkernel_tui.kernels.importers import ImportOptions, TaskImportError
+from maxkernel_tui.kernels.importers import ImportOptions
 from maxkernel_tui.kernels.importers.torch_module import (
     BATCH_NORM_NOTE,
     DROPOUT_NOTE,
@@ -24,6 +24,7 @@ from maxkernel_tui.kernels.porting.torch_compare import (
     torch_available,
 )
 from maxkernel_tui.kernels.porting.translate import translate_module
+from maxkernel_tui.kernels.task import TaskImportError
 from tests.support.paths import KERNELBENCH, TESTS
 
 MODULES = sorted(p for p in KERNELBENCH.glob("*.py") if not p.stem.startswith("unsupported"))

@@ -22,8 +22,8 @@ import pytest
 
 from maxkernel_tui.kernels.evaluation import harness as harness_module
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
-from maxkernel_tui.kernels.evaluation.report import Check, EvalReport
 from maxkernel_tui.kernels.loader import load_task
+from maxkernel_tui.kernels.report.checks import Check, EvalReport
 from maxkernel_tui.kernels.task import Task
 from tests.support import hostile_kernels as hostile
 from tests.support.waiting import wait_for

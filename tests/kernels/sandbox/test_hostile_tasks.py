@@ -1,7 +1,7 @@
 """A hostile task folder against the other tasks evaluated or described beside it: its
 reference's module patches `jax.numpy` for every later importer, and plants files in the
 compilation cache where other tasks' evaluations would load them. Each task's code runs in a
-process of its own, writing only its own part of the cache (evaluation/reference_workers.py,
+process of its own, writing only its own part of the cache (evaluation/reference/processes.py,
 workers.run_requests), so an honest task's verdict or description cannot be bought by another
 folder. The patch attack is also run with the reference processes shared, to show it is real:
 there the wrong kernel is accepted."""
@@ -15,9 +15,9 @@ import pytest
 
 from maxkernel_tui.kernels.catalog import describe_tasks
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
-from maxkernel_tui.kernels.evaluation.reference_workers import ReferenceWorkers
-from maxkernel_tui.kernels.evaluation.snapshot import folder_digest
+from maxkernel_tui.kernels.evaluation.reference.processes import ReferenceWorkers
 from maxkernel_tui.kernels.loader import load_task
+from maxkernel_tui.kernels.snapshot import folder_digest
 from maxkernel_tui.kernels.task import Task
 from maxkernel_tui.kernels.workers import (
     LineWorker,

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
-from maxkernel_tui.kernels.evaluation.report import EvalReport
+from maxkernel_tui.kernels.report.checks import EvalReport
 from maxkernel_tui.kernels.task import Task
 from tests.support import hostile_kernels as hostile
 

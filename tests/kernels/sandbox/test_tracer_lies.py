@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
-from maxkernel_tui.kernels.evaluation.report import EvalReport
-from maxkernel_tui.kernels.perf import profile as profile_module
-from maxkernel_tui.kernels.perf.profile import profile_kernel
+from maxkernel_tui.kernels.evaluation.profiling import profile as profile_module
+from maxkernel_tui.kernels.evaluation.profiling.profile import profile_kernel
+from maxkernel_tui.kernels.report.checks import EvalReport
 from maxkernel_tui.kernels.task import Task
 from tests.support import hostile_kernels as hostile
 from tests.support import lying_tracers as lying

@@ -1,0 +1,538 @@
+"""The candidate worker: one job in a fresh process, then it exits. Imports jax.
+
+    python -m maxkernel_tui.kernels.evaluation.judge.worker
+
+Started ahead of time by the harness's pool; prints `{"ready": true}` once jax is imported,
+then reads ONE request line and answers with event lines (evaluation/protocol.py). A job is
+one of two, always in two processes, so that the process that judges a kernel never ran it:
+
+- {"trace": TraceRequest}: evaluation/tracer/candidate.py imports the candidate and writes its
+  programs as bytes; that process is the candidate's, and nothing it says but a failure counts.
+- {"judge": CandidateRequest}: this module. It never imports the candidate: it loads the
+  carried programs (evaluation/tracer/transport.py), checks each against the task's inputs and
+  outputs at its configuration, then runs every check on them: the Pallas rule, TPU lowering and
+  compile, the production defences, the sampled production tiles when asked
+  (evaluation/tiles/sampled_run.py, on the production inputs kept in the cache) and a `run` per
+  numerics run (outputs saved as .npy in the request's directory), then `done`.
+The comparison with the reference happens in the caller, not here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+from jax.experimental.pallas import tpu as pltpu
+from jax.extend.core import ClosedJaxpr, jaxpr_as_fun
+
+from maxkernel_tui.kernels import aot
+from maxkernel_tui.kernels import reference_runtime as runtime
+from maxkernel_tui.kernels.config_names import CHECK, HELDOUT
+from maxkernel_tui.kernels.evaluation.failure_text import first_lines
+from maxkernel_tui.kernels.evaluation.judge.outputs import save_outputs
+from maxkernel_tui.kernels.evaluation.protocol import (
+    CandidateEvent,
+    CandidateRequest,
+    Done,
+    NumericsRun,
+    Run,
+    TilesRequest,
+    TilesRun,
+    TraceRequest,
+    WorkerProblem,
+    event_to_json,
+    request_from_json,
+)
+from maxkernel_tui.kernels.evaluation.tiles import sampled_run as production_tiles
+from maxkernel_tui.kernels.evaluation.tracer.candidate import trace_candidate
+from maxkernel_tui.kernels.evaluation.tracer.carried import (
+    ProgramRefused,
+    avals_text,
+    checked_program,
+    widened_outputs,
+)
+from maxkernel_tui.kernels.evaluation.tracer.transport import interpreted
+from maxkernel_tui.kernels.evaluation.work import kernel_work, production_checks
+from maxkernel_tui.kernels.evaluation.work.jaxpr_work import Work, measure
+from maxkernel_tui.kernels.loader import load_task
+from maxkernel_tui.kernels.report.checks import (
+    EDGE,
+    FAIL,
+    NUMERICS,
+    PASS,
+    SKIP,
+    UNFIT_TILES,
+    Check,
+    CheckStatus,
+)
+from maxkernel_tui.kernels.sandbox.confine import drain_refusals, use_task_cache
+from maxkernel_tui.kernels.sandbox.report import SANDBOX, sandbox_check
+from maxkernel_tui.kernels.targets import TpuTarget
+from maxkernel_tui.kernels.worker_reply import reply
+from maxkernel_tui.kernels.workers import READY
+
+# Heavy work left to XLA outside the Pallas kernels, as a share of the reference's own.
+XLA_FLOPS_SHARE = 0.05
+XLA_REDUCED_SHARE = 0.10
+XLA_FLOPS_FLOOR = 1e7  # tiny matmuls (index arithmetic, small projections) do not count
+XLA_REDUCED_FLOOR = 1e6
+# What TPU interpret mode raises for a kernel's own faults in a sampled production run.
+_KERNEL_FAULTS = ("Out-of-bounds", "out-of-bounds", "out of bounds", "RACE DETECTED")
+
+
+def _emit(event: CandidateEvent) -> None:
+    tried = drain_refusals()  # first, so that a failure the sandbox caused is explained
+    if tried:
+        detail = "the kernel tried what the sandbox refuses: " + "; ".join(tried)
+        reply(event_to_json(Check(SANDBOX, FAIL, detail)))
+    reply(event_to_json(event))
+
+
+def _check(name: str, status: CheckStatus, detail: str, start: float, **data: Any) -> bool:
+    _emit(Check(name, status, detail, round(time.perf_counter() - start, 3), data))
+    return status == PASS
+
+
+class _Refused(Exception):
+    """A carried program the judge does not run: the trace check fails with this detail."""
+
+
+class _Untraced(_Refused):
+    """No program at a configuration because the kernel could not be traced there (the
+    tracer's reason): the kernel's own failure, judged where that configuration is run."""
+
+
+@dataclass
+class _Subject:
+    """The task and the candidate's carried programs, as every check sees them."""
+
+    task: Any
+    reference: Any  # the reference module
+    files: dict[str, str]  # configuration: the tracer's file of its program there
+    untraced: dict[str, str]  # configuration: why the tracer has no program there
+    specs: Any  # dynamic inputs at production shapes (jax.ShapeDtypeStruct)
+    static: Any  # static arguments at production shapes
+    expected: list  # the reference's output avals at production shapes
+    bench: str  # the production configuration
+    loaded: dict[str, ClosedJaxpr] = dataclasses.field(default_factory=dict)
+
+    def program(self, config: str) -> ClosedJaxpr:
+        """The candidate's program at `config`, once its inputs and outputs are the task's
+        there; _Refused otherwise (a missing, unreadable or mismatched program)."""
+        if config in self.loaded:
+            return self.loaded[config]
+        where = "production shapes" if config == self.bench else f"{config!r} shapes"
+        if config in self.untraced:
+            raise _Untraced(self.untraced[config])
+        if config not in self.files:
+            raise _Refused(f"the tracer sent no program at {where}")
+        try:
+            program = checked_program(
+                Path(self.files[config]), self.task, self.reference, config, where
+            )
+        except ProgramRefused as refusal:
+            raise _Refused(str(refusal)) from None
+        self.loaded[config] = program
+        return program
+
+    def function(self, config: str) -> Callable[..., Any]:
+        """The program at `config` as a function of the task's dynamic inputs (pytrees)."""
+        run = jaxpr_as_fun(self.program(config))
+        return lambda *dynamic: run(*jax.tree.leaves(dynamic))
+
+
+def evaluate_candidate(request: CandidateRequest) -> None:
+    """The trace check on the carried programs, TPU lowering, TPU compile, the production
+    defences, then the candidate's outputs for each numerics run."""
+    start = time.perf_counter()
+    try:
+        target = aot.target_for(request.target)
+    except KeyError as error:
+        _emit(WorkerProblem(str(error.args[0]), usage=True))
+        return
+    subject = _load(request)
+    if (
+        _trace_check(subject, start, request)
+        and _lower_check(subject, target)
+        and request.probe != "tpu_lower"
+        and _compile_check(subject, target)
+        and request.probe != "tpu_compile"
+    ):
+        # a probe is feedback at one configuration: the production defences are a verdict's
+        runs = request.runs if request.probe else _production_check(subject, request)
+        if runs is not None:
+            # a full production run (affordable shapes) judges more than a sample would
+            if request.tiles is not None and request.bench_config not in {c for c, _ in runs}:
+                _tiles_run(subject, request, request.tiles)
+            _numerics_runs(subject, request, runs)
+
+
+def _load(request: CandidateRequest) -> _Subject:
+    """The task, its reference and the production shapes; the programs load when checked."""
+    task = load_task(request.task)
+    reference = runtime.load_reference(task)
+    task = runtime.with_extra_configs(task, reference, request.extra_configs)
+    specs, static, expected = runtime.io_specs(task, reference, request.bench_config)
+    return _Subject(
+        task,
+        reference,
+        request.programs,
+        request.untraced,
+        specs,
+        static,
+        expected,
+        request.bench_config,
+    )
+
+
+def _trace_check(subject: _Subject, start: float, request: CandidateRequest) -> bool:
+    try:
+        traced = subject.program(subject.bench)
+    except _Refused as refusal:
+        return _check("trace", FAIL, str(refusal), start)
+    if not request.require_pallas:
+        detail = f"sanity run (no Pallas required): {_outputs_text(subject, traced)}"
+        return _check("trace", PASS, detail, start)
+    return _pallas_check(subject, traced, start, request.expert_baseline)
+
+
+def _pallas_check(subject: _Subject, traced: Any, start: float, expert: bool) -> bool:
+    """The heavy work runs inside Pallas kernels, not in XLA around them."""
+    work = measure(traced)
+    if not work.has_pallas:
+        detail = "no pallas_call: the work runs in plain XLA (jnp), not in a Pallas kernel"
+        return _check("trace", FAIL, detail, start)
+    static = subject.static
+    reference = jax.make_jaxpr(lambda *d: subject.reference.computation(*d, *static))
+    outside = _outside_problem(work, measure(reference(*subject.specs)))
+    if outside and expert:
+        detail = (
+            f"the task's expert baseline, so reported, not rejected: {outside}; "
+            f"{_outputs_text(subject, traced)}"
+        )
+        return _check("trace", PASS, detail, start)
+    if outside:
+        return _check("trace", FAIL, outside, start, heavy_ops=work.heavy_ops[:5])
+    return _check(
+        "trace",
+        PASS,
+        f"{len(work.pallas_calls)} pallas_call(s); heavy work inside Pallas "
+        f"(outside: {work.xla_flops:.3g} flops, {work.xla_reduced:.3g} reduced elements); "
+        f"{_outputs_text(subject, traced)}",
+        start,
+    )
+
+
+def _outputs_text(subject: _Subject, traced: Any) -> str:
+    """The program's outputs, and how they are compared where their types are not the
+    reference's (a JAXBench task's outputs, compared as JAXBench's harness compares)."""
+    text = f"outputs {avals_text(traced.out_avals)}"
+    widened = widened_outputs(subject.task, traced.out_avals, subject.expected)
+    return f"{text}; {widened}" if widened else text
+
+
+def _lower_check(subject: _Subject, target: TpuTarget) -> bool:
+    start = time.perf_counter()
+    try:
+        program = jax.jit(subject.function(subject.bench), keep_unused=True)
+        with aot.on_target(target):
+            program.trace(*subject.specs).lower(lowering_platforms=("tpu",))
+    except Exception as error:
+        detail = f"cannot be lowered for TPU at production shapes: {first_lines(error)}"
+        return _check("tpu_lower", FAIL, detail, start)
+    return _check("tpu_lower", PASS, "lowered for TPU (Mosaic) at production shapes", start)
+
+
+def _compile_check(subject: _Subject, target: TpuTarget) -> bool:
+    start = time.perf_counter()
+    try:
+        aot.compile_for_tpu(subject.function(subject.bench), subject.specs, target)
+    except Exception as error:
+        detail = f"TPU {target.name} compile failed: {first_lines(error)}"
+        return _check("tpu_compile", FAIL, detail, start)
+    detail = f"compiled ahead of time for TPU {target.name} with libtpu"
+    return _check("tpu_compile", PASS, detail, start, target=target.name)
+
+
+def _production_check(subject: _Subject, request: CandidateRequest) -> list[Run] | None:
+    """The defences of evaluation/work/production_checks.py; the numerics runs to do (with
+    production shapes added where they are affordable), or None when a defence rejects the
+    kernel."""
+    start = time.perf_counter()
+    task, bench = subject.task, request.bench_config
+    if CHECK not in task.configs or bench == CHECK:
+        detail = "no check configuration to compare production shapes with"
+        _check(production_checks.CHECK_NAME, SKIP, detail, start)
+        return request.runs
+
+    def at(config: str) -> production_checks.Shapes:
+        specs, static = runtime.input_specs(task, subject.reference, config)
+        return kernel_work.measure_shapes(
+            config,
+            subject.function(config),
+            lambda *d: subject.reference.computation(*d, *static),
+            specs,
+        )
+
+    try:
+        check = at(CHECK)  # first: a refused program rejects the kernel, below
+    except _Refused as refusal:
+        if isinstance(refusal, _Untraced) and request.runs:
+            # judged where it fails: a numerics run at check shapes, with the kernel's reason
+            detail = f"defences not applied: no program at check shapes: {refusal}"
+            _check(production_checks.CHECK_NAME, SKIP, detail, start)
+            at_check = CHECK in {c for c, _ in request.runs}
+            runs = request.runs if at_check else [*request.runs, (CHECK, request.runs[0][1])]
+            return _untraced_fitting(subject, request, runs, at) if task.derived else runs
+        _check(production_checks.CHECK_NAME, FAIL, str(refusal), start)
+        return None
+    try:
+        production = at(bench)
+        findings = production_checks.judge(
+            production,
+            check,
+            on_tpu=jax.default_backend() == "tpu",
+            tiles=request.tiles is not None,
+        )
+    except Exception as error:  # a program the analysis cannot read is judged by numerics alone
+        detail = f"defences not applied: the kernels could not be measured: {first_lines(error)}"
+        _check(production_checks.CHECK_NAME, SKIP, detail, start)
+        return request.runs
+    _emit(findings.to_check(time.perf_counter() - start))
+    if findings.failure is not None:
+        return None
+    numerics = next(d for d in findings.defences if d.name == "numerics")
+    runs = request.runs
+    if task.derived:  # on a declared configuration, a tiling that does not fit is the kernel's
+        measured = {CHECK: check}
+        runs = _fitting_runs(subject, request, runs, production.candidate, measured, at, numerics)
+    if numerics.outcome == "scheduled" and request.runs and not request.edges_only:
+        return [*runs, (bench, request.runs[0][1])]
+    return runs
+
+
+def _untraced_fitting(
+    subject: _Subject,
+    request: CandidateRequest,
+    runs: list[Run],
+    at: Callable[[str], production_checks.Shapes],
+) -> list[Run]:
+    """`runs` on a derived task with no program at check shapes, less the derived
+    configurations the production program's tiles do not fit (_fitting_runs); production shapes
+    added where they run in full."""
+    try:
+        production = at(subject.bench)
+    except Exception:  # no production program to read: the numerics runs judge the kernel
+        return runs
+    on_tpu = jax.default_backend() == "tpu"
+    tiles = request.tiles is not None
+    numerics = production_checks.numerics_defence(production, on_tpu=on_tpu, tiles=tiles)
+    runs = _fitting_runs(subject, request, runs, production.candidate, {}, at, numerics)
+    if numerics.outcome == "scheduled" and not request.edges_only:
+        return [*runs, (subject.bench, request.runs[0][1])]
+    return runs
+
+
+def _fitting_runs(
+    subject: _Subject,
+    request: CandidateRequest,
+    runs: list[Run],
+    production: production_checks.ProgramWork,
+    measured: dict[str, production_checks.Shapes],
+    at: Callable[[str], production_checks.Shapes],
+    numerics: production_checks.Defence,
+) -> list[Run]:
+    """`runs` less those at derived configurations whose program cannot run the kernel's own
+    tiling (production_checks.tiles_misfit), or, where the kernel could not be traced there,
+    whose sizes the production program's blocks do not fit (mapped_misfit): each of those gets
+    a skipped check that says so, and the kernel's numerics are judged at production instead."""
+    unfit: set[str] = set()
+    for config in dict.fromkeys(c for c, _ in runs if c != request.bench_config):
+        start = time.perf_counter()
+        try:
+            derived = measured[config] if config in measured else at(config)
+            misfit = production_checks.tiles_misfit(production, derived.candidate, config)
+        except _Untraced as untraced:
+            sizes = _derived_sizes(subject.task, config)
+            misfit = production_checks.mapped_misfit(production, sizes, config)
+            misfit = misfit and f"{misfit}, and the kernel refused to be traced there: {untraced}"
+        except Exception:  # no program measurable there: its numerics run judges the kernel
+            continue
+        if not misfit:
+            continue
+        unfit.add(config)
+        edge = config in request.extra_configs
+        name = HELDOUT if config == HELDOUT else EDGE if edge else NUMERICS
+        detail = production_checks.unfit_detail(
+            config, misfit, numerics, edge_pass=request.edges_only
+        )
+        _check(name, SKIP, detail, start, **{UNFIT_TILES: config})
+    return [run for run in runs if run[0] not in unfit]
+
+
+def _derived_sizes(task: Any, config: str) -> dict[int, int]:
+    """Each production size the derivation moves to one size at `config`: that size."""
+    sizes = task.derivation.sizes if task.derivation is not None else {}
+    production, there = sizes.get(task.configs[0], {}), sizes.get(config, {})
+    moves: dict[int, set[int]] = {}
+    for name, value in production.items():
+        if name in there:
+            moves.setdefault(value, set()).add(there[name])
+    return {value: next(iter(to)) for value, to in moves.items() if len(to) == 1}
+
+
+def _outside_problem(work: Work, reference: Work) -> str | None:
+    flops_budget = max(XLA_FLOPS_SHARE * reference.xla_flops, XLA_FLOPS_FLOOR)
+    reduced_budget = max(XLA_REDUCED_SHARE * reference.xla_reduced, XLA_REDUCED_FLOOR)
+    if work.xla_flops > flops_budget or work.xla_reduced > reduced_budget:
+        ops = "; ".join(work.heavy_ops[:3])
+        return (
+            f"heavy work runs in XLA outside the Pallas kernel(s): {work.xla_flops:.3g} flops and "
+            f"{work.xla_reduced:.3g} reduced elements outside, against the reference's "
+            f"{reference.xla_flops:.3g} flops and {reference.xla_reduced:.3g} (e.g. {ops})"
+        )
+    return None
+
+
+def _numerics_runs(subject: _Subject, request: CandidateRequest, runs: list[Run]) -> None:
+    task, reference = subject.task, subject.reference
+    params = pltpu.InterpretParams(
+        uninitialized_memory="nan",
+        out_of_bounds_reads="raise",
+        detect_races=request.detect_races,
+    )
+    # One jitted program per configuration: the seeds of a configuration differ only in their
+    # inputs, so the interpreter's program is compiled once.
+    programs: dict[str, Any] = {}
+    for config, seed in runs:
+        start = time.perf_counter()
+        files: list[str] | None = None
+        races: bool | None = None
+        error: str | None = None
+        try:
+            dynamic, static = runtime.make_inputs(task, reference, config, seed)
+            _, traced_static = runtime.input_specs(task, reference, config)
+            if repr(static) != repr(traced_static):  # the program was traced with the latter
+                raise RuntimeError(
+                    f"get_inputs gives other static arguments for seed {seed} ({static!r}) "
+                    f"than the program was traced with ({traced_static!r})"
+                )
+            program = programs.get(config)
+            if program is None:
+                run = jaxpr_as_fun(interpreted(subject.program(config), params))
+                program = programs[config] = jax.jit(lambda *d, run=run: run(*jax.tree.leaves(d)))
+            output = jax.block_until_ready(program(*dynamic))
+            files = save_outputs(Path(request.out_dir), f"candidate-{config}-{seed}", output)
+            races = _races_found() if request.detect_races else None
+        except _Refused as refusal:
+            error = str(refusal)
+        except Exception as failure:
+            error = first_lines(failure)
+            pltpu.reset_tpu_interpret_mode_state()  # the interpreter keeps state after an error
+        seconds = round(time.perf_counter() - start, 3)
+        _emit(NumericsRun(config, seed, files, error, races, seconds))
+
+
+def _tiles_run(subject: _Subject, request: CandidateRequest, tiles: TilesRequest) -> None:
+    """Sampled output tiles of the kernels at production shapes (evaluation/tiles/sampled_run.py),
+    saved for the harness to compare with the reference."""
+    start = time.perf_counter()
+    config = request.bench_config
+    run = functools.partial(TilesRun, config, tiles.input_seed, tiles.sample_seed)
+    params = pltpu.InterpretParams(uninitialized_memory="nan", out_of_bounds_reads="raise")
+    try:
+        dynamic = _production_inputs(subject, tiles.inputs)
+        sampled = production_tiles.run_sampled(
+            subject.program(subject.bench),
+            jax.tree.leaves(dynamic),
+            np.random.default_rng(tiles.sample_seed),
+            random_blocks=tiles.random_blocks,
+            params=params,
+        )
+        del dynamic
+        values: list[str] = []
+        indices: list[str] = []
+        for number, (output, decided) in enumerate(zip(sampled.outputs, sampled.decided)):
+            flat = np.flatnonzero(decided)
+            chosen = output.reshape(-1)[flat].astype(np.float32)
+            for files, array, part in ((values, chosen, "values"), (indices, flat, "indices")):
+                path = Path(request.out_dir) / f"tiles-{part}-{number}.npy"
+                np.save(path, array, allow_pickle=False)
+                files.append(str(path))
+        event = run(
+            values=values,
+            indices=indices,
+            kernels=[k.describe() for k in sampled.kernels],
+            blocks=sum(k.blocks for k in sampled.kernels),
+            of_blocks=sum(k.of_blocks for k in sampled.kernels),
+            shapes=[list(output.shape) for output in sampled.outputs],
+        )
+    except production_tiles.NotSampleable as reason:
+        event = run(unsampleable=str(reason))
+    except Exception as failure:
+        pltpu.reset_tpu_interpret_mode_state()
+        text = first_lines(failure)
+        # a fault the interpreter found in the kernel rejects it; any other stop may be this
+        # harness's rewriting of a kernel it did not foresee, so it only leaves the production
+        # shapes unverified (the verdict says so) and never rejects an honest kernel
+        if any(sign in text for sign in _KERNEL_FAULTS):
+            event = run(error=text)
+        else:
+            event = run(unsampleable=f"the sampled run stopped: {text}")
+    _emit(dataclasses.replace(event, seconds=round(time.perf_counter() - start, 3)))
+
+
+def _production_inputs(subject: _Subject, files: list[str]) -> Any:
+    """The production inputs the reference is computed on (raw .npy files in the cache, which
+    this process may read and not write), as arrays of the inputs' shapes and types."""
+    specs = jax.tree.leaves(subject.specs)
+    if len(files) != len(specs):
+        raise RuntimeError(f"{len(files)} production input files for {len(specs)} inputs")
+    leaves = []
+    for path, spec in zip(files, specs, strict=True):
+        raw = np.load(path, mmap_mode="r", allow_pickle=False)
+        leaves.append(jax.numpy.asarray(raw.view(spec.dtype).reshape(spec.shape)))
+    return jax.tree.unflatten(jax.tree.structure(subject.specs), leaves)
+
+
+def _races_found() -> bool | None:
+    """Whether TPU interpret mode saw a race; jax exposes this only in a private module."""
+    try:
+        from jax._src.pallas.mosaic.interpret import interpret_pallas_call
+    except ImportError:
+        return None
+    races = getattr(interpret_pallas_call, "races", None)
+    return bool(getattr(races, "races_found", False)) if races is not None else None
+
+
+def main() -> None:
+    reply(READY)
+    line = sys.stdin.readline()
+    if not line.strip():
+        return
+    try:
+        request = request_from_json(json.loads(line))
+        use_task_cache(request.task_digest)  # before the kernel is read: our choice, not its
+        if isinstance(request, TraceRequest):
+            _emit(sandbox_check())  # written before the candidate is imported: ours
+            for event in trace_candidate(request):
+                _emit(event)
+        else:
+            evaluate_candidate(request)
+    except Exception:  # a harness bug must still end the protocol cleanly
+        _emit(WorkerProblem(traceback.format_exc(limit=3)[-1500:]))
+    _emit(Done())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,203 @@
+"""The process that computes reference outputs, apart from any candidate. Imports jax.
+
+    python -m maxkernel_tui.kernels.evaluation.reference.worker
+
+Long-lived: one JSON request per line (a `ReferenceRequest`), one JSON answer per line (a
+`ReferenceAnswer`; evaluation/protocol.py). Matmuls run at the highest
+precision jax offers on the device; every other step keeps the reference's own dtypes, since
+they are part of the task's semantics. For the production tiles check it makes the production
+inputs, and computes the reference's outputs at the indices a candidate's sample decides: over
+the boxes holding them where the reference's operations allow (reference_slices.py), else whole.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+
+from maxkernel_tui.kernels import reference_runtime as runtime
+from maxkernel_tui.kernels.evaluation.judge.outputs import save_outputs
+from maxkernel_tui.kernels.evaluation.protocol import (
+    NumericsRun,
+    ProductionRequest,
+    ReferenceAnswer,
+    ReferenceRequest,
+)
+from maxkernel_tui.kernels.evaluation.reference import slices as reference_slices
+from maxkernel_tui.kernels.evaluation.tiles import memory as tiles_memory
+from maxkernel_tui.kernels.evaluation.work.jaxpr_work import measure, value_bytes
+from maxkernel_tui.kernels.evaluation.work.production_checks import REFERENCE_FLOPS_BUDGET
+from maxkernel_tui.kernels.loader import load_task
+from maxkernel_tui.kernels.perf.jaxpr_walk import sub_jaxprs
+from maxkernel_tui.kernels.task import Task, TaskError
+from maxkernel_tui.kernels.worker_reply import reply
+from maxkernel_tui.kernels.workers import READY
+
+# The most boxes the reference is computed over (a sample is a few blocks per kernel; indices
+# scattered over more boxes than this are computed from the whole reference).
+MAX_BOXES = 256
+
+
+def reference_outputs(request: ReferenceRequest) -> ReferenceAnswer:
+    try:
+        task = load_task(request.task)
+        module = runtime.load_reference(task)
+        task = runtime.with_extra_configs(task, module, request.extra_configs)
+    except TaskError as error:
+        return ReferenceAnswer(error=str(error))
+    runs = []
+    for config, seed in request.runs:
+        try:
+            with jax.default_matmul_precision("highest"):
+                _, _, output = runtime.run_reference(task, module, config, seed)
+            files = save_outputs(Path(request.out_dir), f"reference-{config}-{seed}", output)
+            runs.append(NumericsRun(config, seed, files=files))
+        except TaskError as error:
+            runs.append(NumericsRun(config, seed, error=str(error)))
+    if request.production is not None:
+        runs.append(_production(task, module, request.production, Path(request.out_dir)))
+    return ReferenceAnswer(runs)
+
+
+def _production(task: Task, module: Any, asked: ProductionRequest, out_dir: Path) -> NumericsRun:
+    """The production tiles' inputs, saved; or, given them and the sample's indices, the
+    reference's outputs there: by regions where the reference allows (reference_slices.py), else
+    whole within the CPU budget (production_checks.REFERENCE_FLOPS_BUDGET)."""
+    run = functools.partial(NumericsRun, asked.config, asked.seed)
+    started = time.perf_counter()
+    try:
+        specs, static = runtime.input_specs(task, module, asked.config)
+        traced = jax.make_jaxpr(lambda *d: module.computation(*d, *static))(*specs)
+    except Exception as error:
+        return run(error=f"the reference does not trace: {error}")
+    if not asked.inputs:
+        return _saved_inputs(task, module, asked, out_dir)
+    leaves = jax.tree.leaves(specs)
+    inputs = [
+        np.load(path, mmap_mode="r", allow_pickle=False).view(spec.dtype).reshape(spec.shape)
+        for path, spec in zip(asked.inputs, leaves, strict=True)
+    ]
+    try:
+        values = []
+        with jax.default_matmul_precision("highest"):
+            for number, (path, aval) in enumerate(
+                zip(asked.indices, traced.out_avals, strict=True)
+            ):
+                indices = np.load(path, allow_pickle=False)
+                values.append(_at_indices(traced, inputs, number, indices, tuple(aval.shape)))
+        files = [
+            _save(out_dir / f"expected-{number}.npy", array) for number, array in enumerate(values)
+        ]
+        return run(files=files, at_indices=True, seconds=time.perf_counter() - started)
+    except reference_slices.NotSliceable:
+        pass
+    flops = measure(traced).xla_flops
+    if flops > REFERENCE_FLOPS_BUDGET:
+        return run(
+            error=f"the reference at production shapes needs {flops:.3g} matmul flops, over "
+            f"the CPU budget of {REFERENCE_FLOPS_BUDGET:.0g} (a TPU runs them in full)",
+        )
+    if (too_big := _memory_problem(traced, inputs)) is not None:
+        return run(error=too_big)
+    try:
+        with jax.default_matmul_precision("highest"):
+            output = jax.core.eval_jaxpr(traced.jaxpr, traced.consts, *inputs)
+    except Exception as error:
+        return run(error=f"the reference failed at production shapes: {error}")
+    files = save_outputs(out_dir, f"reference-{asked.config}-{asked.seed}", output)
+    return run(files=files, at_indices=False, seconds=time.perf_counter() - started)
+
+
+def _memory_problem(traced: Any, inputs: list[np.ndarray]) -> str | None:
+    """Why the whole reference at production shapes cannot be computed in the memory there is,
+    or None. Unchecked, attention's score matrix (17 GiB for 1p) had the machine's OOM killer
+    end this process, and could have picked another one."""
+    size, name = _largest_value(traced.jaxpr)
+    inputs_bytes = sum(array.nbytes for array in inputs)
+    need = inputs_bytes + 2 * size  # the largest value and what it is made from
+    room = tiles_memory.memory_room()
+    if room is None or need <= room:
+        return None
+    return (
+        f"the reference at production shapes needs about {tiles_memory.gib(need)} ({name}), "
+        f"more than the {tiles_memory.gib(room)} available"
+    )
+
+
+def _largest_value(jaxpr: Any) -> tuple[int, str]:
+    """The bytes of the largest set of values one equation makes, anywhere in the program, and
+    the equation (primitive and result types)."""
+    largest, name = 0, "no equation"
+    for eqn in jaxpr.eqns:
+        size = value_bytes(eqn.outvars)
+        if size > largest:
+            types = ", ".join(f"{v.aval.dtype}{list(v.aval.shape)}" for v in eqn.outvars)
+            largest, name = size, f"`{eqn.primitive.name}` makes {types}"
+        for inner in sub_jaxprs(eqn.params):
+            inner_size, inner_name = _largest_value(inner)
+            if inner_size > largest:
+                largest, name = inner_size, inner_name
+    return largest, name
+
+
+def _at_indices(
+    traced: Any, inputs: list[np.ndarray], output: int, indices: np.ndarray, shape: tuple[int, ...]
+) -> np.ndarray:
+    """One output at its flat `indices`, computed box by box (reference_slices.boxes)."""
+    found = np.full(indices.shape, np.nan, np.float32)
+    points = np.stack(np.unravel_index(indices, shape), axis=1) if shape else np.zeros((1, 0), int)
+    boxes = reference_slices.boxes(indices, shape)
+    if len(boxes) > MAX_BOXES:  # scattered indices: the whole reference costs less
+        raise reference_slices.NotSliceable(f"{len(boxes)} boxes")
+    for box in boxes:
+        inside = (
+            np.all(
+                [(points[:, d] >= a) & (points[:, d] < b) for d, (a, b) in enumerate(box)], axis=0
+            )
+            if shape
+            else np.ones(indices.shape, bool)
+        )
+        value = np.asarray(reference_slices.output_in_box(traced, inputs, output, box), np.float32)
+        local = tuple(points[inside, d] - a for d, (a, _) in enumerate(box))
+        found[inside] = value[local]
+    return found
+
+
+def _save(path: Path, array: np.ndarray) -> str:
+    np.save(path, array, allow_pickle=False)
+    return str(path)
+
+
+def _saved_inputs(task: Task, module: Any, asked: ProductionRequest, out_dir: Path) -> NumericsRun:
+    """The production inputs from the task's get_inputs and the seed, saved as raw bytes (the
+    reader views them as the input's dtype: bf16 has no .npy type)."""
+    try:
+        dynamic, _ = runtime.make_inputs(task, module, asked.config, asked.seed)
+    except TaskError as error:
+        return NumericsRun(asked.config, asked.seed, error=str(error))
+    inputs = []
+    for index, leaf in enumerate(jax.tree.leaves(dynamic)):
+        array = np.asarray(leaf)
+        path = out_dir / f"input-{asked.config}-{asked.seed}-{index}.npy"
+        np.save(path, array.view(f"V{array.dtype.itemsize}"))
+        inputs.append(str(path))
+    return NumericsRun(asked.config, asked.seed, files=[], inputs=inputs)
+
+
+def main() -> None:
+    reply(READY)
+    for line in sys.stdin:
+        if line.strip():
+            answer = reference_outputs(ReferenceRequest.from_json(json.loads(line)))
+            reply(answer.to_json())
+
+
+if __name__ == "__main__":
+    main()

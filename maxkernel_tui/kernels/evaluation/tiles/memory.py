@@ -1,0 +1,69 @@
+"""Whether a sampled production run (evaluation/tiles/sampled_run.py) fits in the memory of the
+process that would run it. No jax.
+
+TPU interpret mode copies every operand and output of a kernel into its own buffers (padded),
+and copies the outputs back: measured with `python benchmarks/tiles_memory.py`, a sampled
+GEMM's peak address space grows by 2.2x to 2.8x its operand and output bytes. A run that does
+not fit does not fail cleanly: XLA's CPU threads die with SIGSEGV when an allocation fails
+under the address-space limit, which would reject an honest kernel for our own want of memory.
+So a program whose production buffers do not fit is not sampled, and its verdict says so.
+"""
+
+from __future__ import annotations
+
+import resource
+from dataclasses import dataclass
+
+from maxkernel_tui.kernels import memory
+from maxkernel_tui.kernels.targets import GIB
+
+# A kernel's peak growth over its operand and output bytes in TPU interpret mode (measured 2.2x
+# from a few hundred MiB up, 2.8x at 40 MiB where fixed costs count), with a fixed margin.
+INTERPRET_FACTOR = 2.5
+MARGIN = GIB // 4
+
+
+@dataclass(frozen=True)
+class KernelBuffers:
+    """One pallas_call of the program, in the order the program runs them."""
+
+    name: str
+    operand_bytes: int
+    output_bytes: int
+
+
+def shortfall(kernels: list[KernelBuffers], room: float | None) -> str | None:
+    """Why the sampled run would not fit in `room` bytes, or None when it fits (or the room is
+    unknown). Each kernel's outputs stay alive until the run ends (the harness compares them),
+    so a kernel needs its own interpret-mode copies on top of every earlier kernel's outputs."""
+    if room is None:
+        return None
+    kept = 0
+    for kernel in kernels:
+        need = INTERPRET_FACTOR * (kernel.operand_bytes + kernel.output_bytes) + kept + MARGIN
+        if need > room:
+            return (
+                f"{kernel.name}'s production operands and outputs "
+                f"({gib(kernel.operand_bytes + kernel.output_bytes)}) need about {gib(need)} "
+                f"in TPU interpret mode, more than the {gib(room)} this process has left"
+            )
+        kept += kernel.output_bytes
+    return None
+
+
+def memory_room() -> int | None:
+    """Bytes this process may still allocate: under its address-space limit (RLIMIT_AS, less
+    what it has mapped) and within the machine's available memory; None when neither is known."""
+    bounds: list[int] = []
+    limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+    mapped = memory.process_bytes("VmSize")
+    if limit != resource.RLIM_INFINITY and mapped is not None:
+        bounds.append(limit - mapped)
+    available = memory.available_bytes()
+    if available is not None:
+        bounds.append(available)
+    return min(bounds) if bounds else None
+
+
+def gib(size: float) -> str:
+    return f"{size / GIB:.1f} GiB"

@@ -1,0 +1,138 @@
+"""The `tiles` check: a kernel's sampled production tiles against the reference's outputs at
+production shape, in the harness's process. NumPy only, no jax.
+
+The candidate's process saved, per program output, the values its sampled output blocks decide
+and their flat indices (evaluation/tiles/sampled_run.py); the reference process computes the
+reference's outputs at those indices (by regions, evaluation/reference/slices.py, or whole, then
+kept in the cache). Only those elements are compared, with the production configuration's
+tolerance.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from maxkernel_tui.kernels.config_names import HELDOUT
+from maxkernel_tui.kernels.evaluation.compare import compare_arrays
+from maxkernel_tui.kernels.evaluation.protocol import NumericsRun, TilesRun
+from maxkernel_tui.kernels.report.checks import (
+    EDGE,
+    FAIL,
+    NUMERICS,
+    PASS,
+    SKIP,
+    TILES,
+    UNFIT_TILES,
+    Check,
+    EvalReport,
+)
+from maxkernel_tui.kernels.task import Task
+
+
+def not_sampled(reason: str) -> Check:
+    """No tiles: the production inputs could not be had (the task's get_inputs failed there)."""
+    return Check(TILES, SKIP, f"production tiles not run: {reason}")
+
+
+def expected_values(reference: NumericsRun, indices: list[str]) -> list[np.ndarray]:
+    """The reference's outputs at the sample's flat indices, one array per output: as the
+    reference worker computed them there, or read from its whole outputs (memory-mapped, so
+    only the sampled elements of a large output are read)."""
+    if reference.files is None:
+        raise ValueError("no reference outputs")
+    if reference.at_indices:
+        return [np.load(path, allow_pickle=False) for path in reference.files]
+    found = []
+    for path, index_file in zip(reference.files, indices, strict=True):
+        whole = np.load(path, mmap_mode="r", allow_pickle=False).reshape(-1)
+        wanted = np.load(index_file, allow_pickle=False)
+        if wanted.size and (wanted.min() < 0 or wanted.max() >= whole.size):
+            raise ValueError("tile indices outside the output")
+        found.append(np.asarray(whole[wanted]))
+    return found
+
+
+def tiles_check(task: Task, run: TilesRun, expected: list[np.ndarray] | str | None) -> Check:
+    """The candidate's sampled values against the reference's there; `expected` is a string
+    when the reference could not be had (why), None when it was not asked (the run failed)."""
+    label = f"{run.config} inputs seed {run.input_seed}, sample seed {run.sample_seed}"
+    data = {
+        "config": run.config,
+        "input_seed": run.input_seed,
+        "sample_seed": run.sample_seed,
+        "blocks": run.blocks,
+        "of_blocks": run.of_blocks,
+        "kernels": run.kernels,
+    }
+    seconds = round(run.seconds, 3)
+    if run.unsampleable is not None:
+        detail = f"production tiles not run: {run.unsampleable}"
+        return Check(TILES, SKIP, detail, seconds, data)
+    if run.error is not None or run.values is None or run.indices is None:
+        detail = f"{label}: the kernel failed on sampled production tiles: {run.error}"
+        return Check(TILES, FAIL, detail, seconds, data)
+    if not isinstance(expected, list):
+        why = expected or "no answer"
+        return Check(TILES, SKIP, f"production tiles not compared: the reference failed: {why}")
+    if len(expected) != len(run.values):
+        detail = f"{label}: {len(run.values)} outputs instead of {len(expected)}"
+        return Check(TILES, FAIL, detail, seconds, data)
+    tolerance = task.tolerance(run.config)
+    compared = 0
+    worst = None
+    for number, (values_file, indices_file, want) in enumerate(
+        zip(run.values, run.indices, expected, strict=True)
+    ):
+        indices = np.load(indices_file, allow_pickle=False)
+        values = np.load(values_file, allow_pickle=False)
+        if values.shape != indices.shape or want.shape != indices.shape:
+            return Check(TILES, FAIL, f"{label}: malformed tile files", seconds, data)
+        comparison = compare_arrays(values, want, tolerance)
+        shape = run.shapes[number] if number < len(run.shapes) else None
+        if comparison.worst_index and shape:  # an index into the sample: say where it is
+            where = np.unravel_index(int(indices[comparison.worst_index[0]]), shape)
+            comparison = replace(comparison, worst_index=tuple(int(i) for i in where))
+        if not comparison.ok:
+            detail = (
+                f"{label}: wrong numerics at production shapes on sampled output tiles "
+                f"(atol {tolerance.atol:g}, rtol {tolerance.rtol:g}): {comparison.describe()}"
+            )
+            return Check(TILES, FAIL, detail, seconds, data)
+        compared += int(indices.size)
+        if worst is None or comparison.max_abs > worst.max_abs:
+            worst = comparison
+    data["elements"] = compared
+    if compared == 0 or worst is None:
+        detail = (
+            f"production tiles not compared ({label}): no output element is decided by the "
+            "sampled blocks alone (the XLA after the kernels mixes every block)"
+        )
+        return Check(TILES, SKIP, detail, seconds, data)
+    detail = (
+        f"{run.blocks} of {run.of_blocks} output blocks sampled at production shapes ({label}), "
+        f"{compared} elements within tolerance; {worst.describe()}"
+    )
+    return Check(TILES, PASS, detail, seconds, data)
+
+
+def unjudged(report: EvalReport) -> Check | None:
+    """A failed check where the kernel's own tiles fit no derived configuration that ran and
+    nothing compared its outputs at production shapes either (production tiles off, too large
+    for memory, or their reference failed): no evidence, so no acceptance. A rejection that says
+    so, not a finding of wrong numerics; None where some comparison passed."""
+    unfit = [c for c in report.checks if UNFIT_TILES in c.data]
+    compared = (NUMERICS, HELDOUT, EDGE, TILES)
+    if not unfit or any(c.status == PASS and c.name in compared for c in report.checks):
+        return None
+    configs = ", ".join(str(c.data[UNFIT_TILES]) for c in unfit)
+    asked = (c.detail for c in report.checks if c.name == TILES)
+    tiles = next(asked, "no production tiles were asked for")
+    return Check(
+        NUMERICS,
+        FAIL,
+        f"not judged: the kernel's own tiles do not fit the derived configurations ({configs}) "
+        f"and its outputs were compared at production shapes nowhere here ({tiles}); a kernel "
+        "is not accepted on no evidence (on a TPU its production shapes run in full)",
+    )

@@ -1,0 +1,138 @@
+"""The timing check: only on a real TPU, in a fresh process. No jax here.
+
+On a machine without a TPU the check is skipped and says why: TPU interpret mode on a CPU is
+a simulator, so its times say nothing about the kernel on a TPU. On a TPU, the candidate and
+the XLA reference are timed interleaved, each call's device time read from a profiler trace
+(device_clock.py; the wall clock only as a labelled fallback), after the candidate matched the
+reference on the device; the speedup is a ratio of medians with a bootstrap 95% interval, and it
+counts as a win only when the whole interval is above 1. Each measured timing also appends a
+calibration record (device_timer.py).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from pathlib import Path
+
+from maxkernel_tui.kernels.evaluation.protocol import WALL_CLOCK, TimingAnswer
+from maxkernel_tui.kernels.evaluation.timing.device_timer import (
+    record_timing,
+    run_timing_worker,
+)
+from maxkernel_tui.kernels.evaluation.timing.stats import Speedup, median_estimate, speedup
+from maxkernel_tui.kernels.report.checks import (
+    FAIL,
+    PASS,
+    PRODUCTION_SHAPES,
+    SKIP,
+    SPEEDUP,
+    Check,
+    Timing,
+)
+from maxkernel_tui.kernels.report.expert import EXPERT_SPEEDUP
+from maxkernel_tui.kernels.task import Task
+from maxkernel_tui.kernels.workers import WorkerFailure
+
+REPEATS = 50
+WARMUPS = 5
+
+
+def tpu_present() -> bool:
+    """A TPU VM exposes its chips as /dev/accel* (v4, v5e, v5p, v6e) or /dev/vfio/* devices."""
+    if os.environ.get("MAXKERNEL_TUI_NO_TPU"):
+        return False
+    return bool(glob.glob("/dev/accel*")) or bool(glob.glob("/dev/vfio/[0-9]*"))
+
+
+def timing_check(
+    program: Path,
+    kernel: str,
+    task: Task,
+    timeout: float,
+    calibration_file: Path | None = None,
+) -> tuple[Check, list[Timing]]:
+    """The carried `program` of the kernel named `kernel` timed beside the XLA reference on this
+    machine's TPU; a skipped check with no TPU."""
+    if not tpu_present():
+        return Check(
+            "timing",
+            SKIP,
+            "not measured: no TPU on this machine; times in TPU interpret mode on a "
+            "CPU are a simulator's, not the kernel's, so none are shown",
+        ), []
+    try:
+        answer = run_timing_worker(program, task, timeout, REPEATS, WARMUPS, task.expert_path)
+    except WorkerFailure as failure:
+        why = failure if failure.kind == "busy" else f"the timing process failed: {failure}"
+        return Check("timing", SKIP, f"not measured: {why}"), []
+    record_timing(answer, kernel, task.task_id, calibration_file)
+    return summarize_timing(answer)
+
+
+def summarize_timing(answer: TimingAnswer) -> tuple[Check, list[Timing]]:
+    """Medians, intervals and the speedup over the XLA reference, each labelled with its device."""
+    if answer.platform != "tpu":
+        return Check(
+            "timing", SKIP, f"not shown: measured on {answer.platform}, which is not a TPU"
+        ), []
+    if answer.numerics is not None and not answer.numerics.ok:
+        return Check("timing", FAIL, f"wrong result {answer.numerics.detail}"), []
+    where = f"{answer.device} ({answer.platform})"
+    clock = clock_words(answer)
+    candidate, reference = answer.samples.candidate, answer.samples.reference
+    expert = answer.samples.expert
+    timings = []
+    programs = [("kernel", candidate), ("XLA reference", reference)]
+    for what, samples in programs + ([("expert", expert)] if expert else []):
+        estimate = median_estimate(samples)
+        timings.append(
+            Timing(
+                what=what,
+                kind="measured",
+                device=where,
+                median_s=estimate.median,
+                ci95=(estimate.low, estimate.high),
+                samples=len(samples),
+                label=f"{what}: median {estimate.median * 1e3:.3f} ms (95% CI "
+                f"{estimate.low * 1e3:.3f}-{estimate.high * 1e3:.3f} ms), measured {clock} "
+                f"on {where}",
+            )
+        )
+    gain = speedup(reference, candidate)
+    label = f"speedup over the XLA reference {gain.describe()}, measured ({clock}) on {where}"
+    timings.append(_speedup_timing(SPEEDUP, gain, where, label))
+    versus_expert = "the task has no expert Pallas kernel"
+    if expert:
+        against = speedup(expert, candidate)
+        versus_expert = f"{EXPERT_SPEEDUP} {against.describe()}"
+        label = f"{versus_expert}, measured ({clock}) on {where} (interleaved)"
+        timings.append(_speedup_timing(EXPERT_SPEEDUP, against, where, label))
+    return Check(
+        "timing",
+        PASS,
+        f"speedup over the XLA reference {gain.describe()} ({clock}); {versus_expert}"
+        + (f"; {answer.numerics.detail}" if answer.numerics else ""),
+        # the device compared the kernel with the reference at the timed (production) shapes
+        data={PRODUCTION_SHAPES: True} if answer.numerics is not None else {},
+    ), timings
+
+
+def _speedup_timing(what: str, gain: Speedup, where: str, label: str) -> Timing:
+    return Timing(
+        what=what,
+        kind="measured",
+        device=where,
+        ratio=gain.ratio,
+        ci95=(gain.low, gain.high),
+        significant=gain.significant_win,
+        label=label,
+    )
+
+
+def clock_words(answer: TimingAnswer) -> str:
+    """How the samples were measured, in words, with the reason for a wall-clock fallback."""
+    if answer.clock != WALL_CLOCK:
+        return "device time from the profiler trace"
+    words = "wall time around block_until_ready (dispatch included)"
+    return f"{words}; no device trace: {answer.clock_note}" if answer.clock_note else words

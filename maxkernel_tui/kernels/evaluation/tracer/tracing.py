@@ -1,0 +1,212 @@
+"""The harness's side of the tracer (evaluation/tracer/candidate.py): it asks the one process
+that imports a candidate for its programs and believes nothing else from it. No jax here.
+
+The tracer runs the candidate's code, so each line it writes may be the candidate's. What it
+can say that counts is limited to what cannot help a kernel: a failed trace (the kernel is
+rejected) and the files of its programs (which are then simply what the judge checks and runs).
+The sandbox's own check counts only as the first line, written before the kernel is imported.
+A line that claims anything else, a file outside its directory, a link, or a file over the
+transport's size limit rejects the kernel.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from maxkernel_tui.kernels.evaluation.failure_text import worker_failure_detail
+from maxkernel_tui.kernels.evaluation.protocol import (
+    PROGRAM_MAX_BYTES,
+    Done,
+    Traced,
+    TraceRequest,
+    WorkerProblem,
+    event_from_json,
+    request_to_json,
+)
+from maxkernel_tui.kernels.report.checks import FAIL, Check, EvalReport
+from maxkernel_tui.kernels.sandbox.report import SANDBOX
+from maxkernel_tui.kernels.snapshot import TaskSnapshot
+from maxkernel_tui.kernels.workers import (
+    Limits,
+    LineWorker,
+    WorkerFailure,
+    jax_worker_env,
+    python_module_argv,
+    sandbox_policy,
+)
+
+TRACE = "trace"
+CANDIDATE_WORKER = "maxkernel_tui.kernels.evaluation.judge.worker"
+TRACER_MEMORY_BYTES = 8 * 2**30  # as an evaluation's candidate processes
+
+
+class TracerUsageError(ValueError):
+    """The trace request itself is wrong (the tracer said so before the kernel ran)."""
+
+
+@dataclass(frozen=True)
+class TracedPrograms:
+    """The candidate's programs, one per configuration, as the bytes the tracer wrote; where it
+    has none, why (`untraced`)."""
+
+    programs: dict[str, bytes]
+    untraced: dict[str, str]
+
+    def write(self, directory: Path) -> dict[str, str]:
+        """Each program as a file in `directory` (the judge's); configuration: path."""
+        return write_programs(self.programs, directory)
+
+
+def write_programs(programs: dict[str, bytes], directory: Path) -> dict[str, str]:
+    """Each program as a file in `directory` (of the process that uses them); configuration:
+    path."""
+    files = {}
+    for number, (config, data) in enumerate(programs.items()):
+        path = directory / f"program-{number}.bin"
+        path.write_bytes(data)
+        files[config] = str(path)
+    return files
+
+
+def trace_programs(
+    worker: LineWorker,
+    request: TraceRequest,
+    timeout: float,
+    report: EvalReport,
+    memory_bytes: int | None = None,
+) -> TracedPrograms | None:
+    """The programs the tracer `worker` writes for `request`; None when the kernel is rejected
+    (`report` says why). The caller closes the worker."""
+    deadline = time.monotonic() + timeout
+    worker.send(json.dumps(request_to_json(request)))
+    files: dict[str, str] = {}
+    untraced: dict[str, str] = {}
+    first = True
+    while True:
+        try:
+            event = event_from_json(worker.receive(max(deadline - time.monotonic(), 0.01)))
+        except WorkerFailure as failure:
+            report.add(Check(TRACE, FAIL, worker_failure_detail(failure, memory_bytes, "tracer")))
+            return None
+        except (ValueError, KeyError, TypeError, AttributeError) as error:
+            report.add(Check(TRACE, FAIL, f"the tracer wrote what is not the protocol: {error}"))
+            return None
+        if isinstance(event, Done):
+            break
+        problem = _unbelievable(event, request, {**files, **untraced}, first)
+        first = False
+        if problem is not None:
+            report.add(Check(TRACE, FAIL, f"the tracer {problem}: the kernel is rejected"))
+            return None
+        if isinstance(event, Check):
+            report.add(event)
+            if event.status == FAIL:
+                return None
+        elif isinstance(event, Traced):
+            if event.file is None:
+                untraced[event.config] = event.error or "the tracer gave no reason"
+            else:
+                files[event.config] = event.file
+        elif isinstance(event, WorkerProblem):
+            if event.usage:
+                raise TracerUsageError(event.detail)
+            report.add(Check(TRACE, FAIL, f"harness error: {event.detail}"))
+            return None
+    return _read_programs(files, untraced, request, report)
+
+
+def trace_source(
+    source: str, snapshot: TaskSnapshot, timeout: float, configs: Sequence[str] | None = None
+) -> dict[str, bytes]:
+    """The programs of a kernel's `source` at `configs` (default: the production shapes), traced
+    in a fresh sandboxed tracer, for work no evaluation came before (the autotuner's timings,
+    a profile). The tracer reads the task's snapshot, where all it needs travels (the ties the
+    harness planned with among it). WorkerFailure says why there is none at one of them."""
+    task = snapshot.task
+    configs = list(configs or task.configs[:1])
+    with tempfile.TemporaryDirectory(prefix="mkt-trace-") as workdir:
+        kernel = Path(workdir) / "kernel.py"
+        kernel.write_text(source, encoding="utf-8")
+        worker = LineWorker(
+            python_module_argv(CANDIDATE_WORKER),
+            jax_worker_env(),
+            cwd=workdir,
+            limits=Limits(memory_bytes=TRACER_MEMORY_BYTES, cpu_seconds=int(timeout) + 60),
+            sandbox=sandbox_policy(readable=(task.folder,)),
+        )
+        report = EvalReport(task.task_id, kernel.name, [], device="the tracer, on this machine")
+        try:
+            request = TraceRequest(str(kernel), str(task.folder), configs, workdir)
+            traced = trace_programs(worker, request, timeout, report, TRACER_MEMORY_BYTES)
+        finally:
+            worker.close()
+        if traced is None:
+            raise WorkerFailure(report.checks[-1].detail, "died")
+        if traced.untraced:
+            config, why = next(iter(traced.untraced.items()))
+            raise WorkerFailure(f"cannot be traced at {config!r} shapes: {why}", "died")
+        return traced.programs
+
+
+def _unbelievable(
+    event: object, request: TraceRequest, answered: dict[str, str], first: bool
+) -> str | None:
+    """Why a line of the tracer cannot have come from our tracer; None when it may have."""
+    if isinstance(event, Check):
+        if event.name == SANDBOX and first:
+            return None
+        if event.status == FAIL and event.name in (TRACE, SANDBOX):
+            return None
+        return f"claimed a {event.status} {event.name!r} check, which only the judge gives"
+    if isinstance(event, Traced):
+        if event.config not in request.configs or event.config in answered:
+            return f"sent a program for {event.config!r}, which was not asked for or came twice"
+        return None
+    if isinstance(event, WorkerProblem):
+        return None
+    return f"sent a {type(event).__name__}, which only the judge sends"
+
+
+def _read_programs(
+    files: dict[str, str], untraced: dict[str, str], request: TraceRequest, report: EvalReport
+) -> TracedPrograms | None:
+    missing = [c for c in request.configs if c not in files and c not in untraced]
+    if missing:
+        report.add(Check(TRACE, FAIL, f"the tracer sent no program for {missing}"))
+        return None
+    programs = {}
+    for config, file in files.items():
+        try:
+            programs[config] = read_program(Path(file), Path(request.out_dir))
+        except (OSError, ValueError) as error:
+            report.add(Check(TRACE, FAIL, f"the program traced at {config!r} is refused: {error}"))
+            return None
+    return TracedPrograms(programs, untraced)
+
+
+def read_program(path: Path, directory: Path) -> bytes:
+    """A program file the tracer wrote, read only if it is a plain file directly in its own
+    `directory` and within the transport's size limit (ValueError otherwise)."""
+    if path.parent != directory or path.name in ("", ".", ".."):
+        raise ValueError(f"{path} is not in the tracer's directory")
+    descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    try:
+        info = os.fstat(descriptor)
+        if not stat.S_ISREG(info.st_mode):
+            raise ValueError(f"{path.name} is not a plain file")
+        if info.st_size > PROGRAM_MAX_BYTES:
+            raise ValueError(f"{path.name} holds {info.st_size} bytes, over the limit")
+        with os.fdopen(descriptor, "rb", closefd=False) as handle:
+            data = handle.read(PROGRAM_MAX_BYTES + 1)
+    finally:
+        os.close(descriptor)
+    if len(data) > PROGRAM_MAX_BYTES:
+        raise ValueError(f"{path.name} grew over the limit while it was read")
+    return data

@@ -1,0 +1,114 @@
+"""Where a program's heavy work happens: inside Pallas kernels or in XLA around them. Imports jax.
+
+Heavy work is counted from the jaxpr: matmul and convolution flops, and the elements that
+reductions read. Everything inside a `pallas_call` counts as the kernel's; everything else,
+including inside jit, cond, scan and custom derivatives, counts as XLA's.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from maxkernel_tui.kernels.perf.jaxpr_walk import sub_jaxprs
+
+_REDUCTIONS = {
+    "reduce_sum",
+    "reduce_max",
+    "reduce_min",
+    "reduce_prod",
+    "reduce_and",
+    "reduce_or",
+    "argmax",
+    "argmin",
+    "cumsum",
+    "cumprod",
+    "cummax",
+    "cummin",
+    "cumlogsumexp",
+    "reduce_precision_sum",
+    "sort",
+    "top_k",
+}
+
+
+@dataclass
+class Work:
+    """Heavy work of one program, split by where it runs."""
+
+    pallas_calls: list[str] = field(default_factory=list)
+    xla_flops: float = 0.0  # matmul/conv flops outside Pallas
+    xla_reduced: float = 0.0  # elements read by reductions outside Pallas
+    heavy_ops: list[str] = field(default_factory=list)  # the largest XLA ops, for the report
+
+    @property
+    def has_pallas(self) -> bool:
+        return bool(self.pallas_calls)
+
+
+def measure(closed_jaxpr: Any) -> Work:
+    work = Work()
+    _walk(closed_jaxpr.jaxpr, work)
+    return work
+
+
+def _walk(jaxpr: Any, work: Work) -> None:
+    for eqn in jaxpr.eqns:
+        name = eqn.primitive.name
+        if name == "pallas_call":
+            work.pallas_calls.append(
+                str(eqn.params.get("name_and_src_info", eqn.params.get("name", "kernel")))
+            )
+            continue
+        flops = _flops(eqn)
+        if flops:
+            work.xla_flops += flops
+            work.heavy_ops.append(f"{name} {_shapes(eqn)} ({flops:.3g} flops)")
+        elif name in _REDUCTIONS:
+            elements = sum(_size(v) for v in eqn.invars)
+            work.xla_reduced += elements
+            work.heavy_ops.append(f"{name} {_shapes(eqn)} ({elements:.3g} elements)")
+        for sub in sub_jaxprs(eqn.params):
+            _walk(sub, work)
+
+
+def value_bytes(atoms: Sequence[Any]) -> int:
+    """The bytes of a jaxpr's values (an equation's operands or results), from their types."""
+    return sum(
+        math.prod(a.aval.shape) * np.dtype(a.aval.dtype).itemsize
+        for a in atoms
+        if hasattr(a.aval, "shape")
+    )
+
+
+def _flops(eqn: Any) -> float:
+    name = eqn.primitive.name
+    if name == "dot_general":
+        (lhs_contract, _), _ = eqn.params["dimension_numbers"]
+        lhs_shape = eqn.invars[0].aval.shape
+        contracted = math.prod(lhs_shape[d] for d in lhs_contract)
+        return 2.0 * _size(eqn.outvars[0]) * contracted
+    if name == "conv_general_dilated":
+        rhs_shape = eqn.invars[1].aval.shape
+        spec = eqn.params["dimension_numbers"].rhs_spec  # (out feature, in feature, *spatial)
+        per_output = math.prod(rhs_shape[d] for d in spec[1:])
+        return 2.0 * _size(eqn.outvars[0]) * per_output
+    if name == "ragged_dot" or name == "ragged_dot_general":
+        lhs, rhs = eqn.invars[0].aval.shape, eqn.invars[1].aval.shape
+        return 2.0 * math.prod(lhs) * rhs[-1]
+    return 0.0
+
+
+def _size(var: Any) -> int:
+    aval = getattr(var, "aval", None)
+    return math.prod(aval.shape) if aval is not None and hasattr(aval, "shape") else 0
+
+
+def _shapes(eqn: Any) -> str:
+    return ",".join(
+        str(tuple(v.aval.shape)) for v in eqn.invars if hasattr(getattr(v, "aval", None), "shape")
+    )

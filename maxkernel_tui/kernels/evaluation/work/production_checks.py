@@ -1,0 +1,339 @@
+"""Verdicts earned at production shapes: defences against a kernel that is exact on the small
+shapes the numerics run and does something else at the shapes it will run at. No jax here:
+evaluation/work/kernel_work.py measures the programs, this module judges them.
+
+These are rules on the shape of the program: fast, readable feedback. What judges a kernel at
+production shapes is running it there: sampled output tiles in TPU interpret mode
+(evaluation/tiles/sampled_run.py, the `tiles` check), and on a TPU the device numerics.
+  - work: the kernel's matmul flops at production shapes (inside Pallas and left to XLA) against
+    what the reference needs there: at least WORK_SHARE_FLOOR of the reference's matmul flops.
+    Padding only adds flops, so it is never a deficit; flops under a `cond` (`pl.when`) are
+    counted at their most expensive branch and said to be conditional (whether the branch runs
+    is what the tiles check finds out). A kernel without matmuls never passes against a
+    reference that has them;
+  - coverage: the output blocks the grid visits must cover every output at production shapes
+    when they covered it at check shapes (no part left to stale memory);
+  - bodies: the production kernel bodies use every kind of arithmetic the checked bodies used,
+    with the same matmul operand types (no cheaper body above a size);
+  - numerics: production shapes run in TPU interpret mode when that is affordable, and always
+    on a TPU; the numerics check then compares them with the reference.
+A defence that cannot judge (data-dependent work, no matmuls) says why instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from maxkernel_tui.kernels.report.checks import FAIL, PASS, Check
+
+DefenceName = Literal["work", "coverage", "bodies", "numerics"]
+# scheduled: production shapes run in full (interpret mode where affordable, or the TPU);
+# sampled: sampled output tiles of the production grid run (evaluation/tiles/sampled_run.py)
+Outcome = Literal["passed", "failed", "not applicable", "scheduled", "sampled"]
+
+# The least share of the reference's matmul flops a kernel does at production shapes: a little
+# slack for work the reference does and a kernel may fold away (an algebraic shortcut).
+WORK_SHARE_FLOOR = 0.9
+# Production shapes run in interpret mode only below these: the reference's flops and the
+# kernels' grid steps (interpretation costs about a millisecond per step).
+AFFORDABLE_FLOPS = 2e9
+AFFORDABLE_STEPS = 2048
+AFFORDABLE_BYTES = 64 * 2**20  # the inputs
+CHECK_NAME = "production"
+# The most matmul flops the reference may need at production shapes for the tiles check: it is
+# computed once per task and seed by XLA on the CPU and cached (a 4096x8192x8192 f32 GEMM, 5.5e11
+# flops, took 10 s here; 8p's bf16 8192x8192x28672, 3.9e12, about 150 s).
+REFERENCE_FLOPS_BUDGET = 4e12
+# The operations that do a body's arithmetic, which a cheaper body would drop. Masking and index
+# bookkeeping (iota, compares, selects, casts) are left out: an honest kernel masks a ragged
+# last block on check shapes and skips that on production shapes that divide evenly.
+COMPUTE_OPERATIONS = frozenset(
+    {
+        "dot_general",
+        "reduce_sum",
+        "reduce_max",
+        "reduce_min",
+        "cumsum",
+        "exp",
+        "exp2",
+        "log",
+        "log1p",
+        "tanh",
+        "logistic",
+        "rsqrt",
+        "sqrt",
+        "erf",
+        "pow",
+        "sin",
+        "cos",
+        "div",
+    }
+)
+
+
+@dataclass(frozen=True)
+class KernelWork:
+    """One pallas_call at one set of shapes (evaluation/work/kernel_work.py measures it)."""
+
+    name: str
+    steps: int
+    mxu_flops: float  # over the whole grid; an upper bound across pl.when branches
+    conditional_flops: float  # the part of mxu_flops under a cond / pl.when branch
+    exact: bool  # False when the work depends on data (while loops, scalar prefetch)
+    operations: list[str]  # primitive names used by the body
+    matmul_types: list[str]  # "bfloat16 x bfloat16 -> float32" per kind of matmul
+    output_coverage: float | None  # least share of an output its blocks write; None: unknown
+    # (block shape, array shape) of each output, in the kernel's order of outputs
+    output_blocks: tuple[tuple[tuple[int, ...], tuple[int, ...]], ...] = ()
+
+
+@dataclass(frozen=True)
+class ProgramWork:
+    kernels: list[KernelWork]
+    xla_flops: float  # matmul/conv flops outside Pallas
+
+    @property
+    def flops(self) -> float:
+        return sum(k.mxu_flops for k in self.kernels) + self.xla_flops
+
+    @property
+    def conditional_flops(self) -> float:
+        return sum(k.conditional_flops for k in self.kernels)
+
+    @property
+    def exact(self) -> bool:
+        return all(k.exact for k in self.kernels)
+
+    @property
+    def steps(self) -> int:
+        return sum(k.steps for k in self.kernels)
+
+    @property
+    def coverage(self) -> float | None:
+        """The least covered output of any kernel; None when one kernel's is unknown."""
+        known = [k.output_coverage for k in self.kernels if k.output_coverage is not None]
+        return min(known, default=1.0) if len(known) == len(self.kernels) else None
+
+    @property
+    def operations(self) -> set[str]:
+        return {op for k in self.kernels for op in k.operations}
+
+    @property
+    def matmul_types(self) -> set[str]:
+        return {t for k in self.kernels for t in k.matmul_types}
+
+
+@dataclass(frozen=True)
+class Shapes:
+    """The candidate and the reference measured at one configuration."""
+
+    config: str
+    candidate: ProgramWork
+    reference_flops: float  # matmul/conv flops of the reference program
+    input_bytes: int
+
+
+@dataclass(frozen=True)
+class Defence:
+    name: DefenceName
+    outcome: Outcome
+    detail: str
+
+
+@dataclass
+class ProductionFindings:
+    defences: list[Defence] = field(default_factory=list)
+
+    @property
+    def failure(self) -> Defence | None:
+        return next((d for d in self.defences if d.outcome == "failed"), None)
+
+    def to_check(self, seconds: float) -> Check:
+        failure = self.failure
+        if failure is not None:  # every failed defence: each is a separate thing to mend
+            failed = [d.detail for d in self.defences if d.outcome == "failed"]
+            detail = "at production shapes: " + "; ".join(failed)
+        else:
+            detail = "; ".join(f"{d.name}: {d.outcome}" for d in self.defences)
+        data: dict[str, Any] = {"defences": [asdict(d) for d in self.defences]}
+        return Check(CHECK_NAME, FAIL if failure else PASS, detail, round(seconds, 3), data)
+
+
+def judge(
+    production: Shapes, checked: Shapes, *, on_tpu: bool, tiles: bool = False
+) -> ProductionFindings:
+    """Every defence; coverage and bodies compare production shapes with the checked ones.
+    `tiles`: sampled production tiles will run (evaluation/tiles/sampled_run.py)."""
+    return ProductionFindings(
+        [
+            work_defence(production),
+            coverage_defence(production.candidate, checked.candidate),
+            bodies_defence(production.candidate, checked.candidate),
+            numerics_defence(production, on_tpu=on_tpu, tiles=tiles),
+        ]
+    )
+
+
+def work_defence(production: Shapes) -> Defence:
+    """The kernel's matmul flops at production shapes against the reference's need there."""
+    needed, done = production.reference_flops, production.candidate.flops
+    if needed <= 0:
+        return Defence("work", "not applicable", "the reference does no matmul work")
+    share = done / needed
+    conditional = production.candidate.conditional_flops
+    summary = (
+        f"kernel {done:.3g} matmul flops against the reference's {needed:.3g} "
+        f"({share:.2f}x) at {production.config}"
+    )
+    if conditional > 0:
+        summary += (
+            f"; {conditional:.3g} of them under cond/pl.when, counted as if every branch taken "
+            "ran its most expensive side (conditional: the production tiles say whether they do)"
+        )
+    if done <= 0:
+        return Defence("work", "failed", f"the kernel does no matmul work: {summary}")
+    if not production.candidate.exact:
+        return Defence(
+            "work",
+            "not applicable",
+            f"the kernel's work depends on data (while loops or scalar-prefetch index maps): "
+            f"{summary}",
+        )
+    if share < WORK_SHARE_FLOOR:
+        return Defence(
+            "work",
+            "failed",
+            f"the kernel does less matmul work than the reference needs (at least "
+            f"{WORK_SHARE_FLOOR:.1f}x; padding only adds): {summary}",
+        )
+    return Defence("work", "passed", summary)
+
+
+def coverage_defence(production: ProgramWork, checked: ProgramWork) -> Defence:
+    covered, covered_checked = production.coverage, checked.coverage
+    if covered is None or covered_checked is None:
+        return Defence(
+            "coverage",
+            "not applicable",
+            "outputs written by DMA, through data-dependent index maps, or over a huge grid",
+        )
+    if covered < covered_checked:
+        return Defence(
+            "coverage",
+            "failed",
+            f"the grid writes only {covered:.1%} of an output (left to stale memory), "
+            f"against {covered_checked:.1%} at the checked shapes",
+        )
+    return Defence("coverage", "passed", f"output blocks cover {covered:.0%} of every output")
+
+
+def bodies_defence(production: ProgramWork, checked: ProgramWork) -> Defence:
+    if not production.kernels or not checked.kernels:
+        return Defence("bodies", "not applicable", "no pallas_call to compare")
+    missing = sorted((checked.operations - production.operations) & COMPUTE_OPERATIONS)
+    if missing:
+        return Defence(
+            "bodies",
+            "failed",
+            "the kernel body differs from the one the numerics checked: it no longer uses "
+            + ", ".join(missing),
+        )
+    if production.matmul_types != checked.matmul_types:
+        return Defence(
+            "bodies",
+            "failed",
+            "the kernel's matmuls change operand types: "
+            f"{sorted(production.matmul_types)} instead of {sorted(checked.matmul_types)}",
+        )
+    return Defence(
+        "bodies",
+        "passed",
+        f"{len(production.kernels)} kernel(s) use the operations and matmul types checked "
+        f"with {len(checked.kernels)}",
+    )
+
+
+def tiles_misfit(production: ProgramWork, derived: ProgramWork, config: str) -> str | None:
+    """Why a derived configuration's program cannot run the kernel's own tiling, or None where
+    it can: its grid covers less of an output than the production grid does (the coverage
+    rule's measure) because an output block is larger than its axis there or does not divide
+    it (fixed tiles above a derived size: no block written, a grid of zero steps), while the
+    production grid covers every output. Such a configuration's outputs say nothing about the
+    kernel, only about the derivation."""
+    # a production grid that leaves memory unwritten is for the numerics to judge everywhere
+    if production.coverage != 1.0 or derived.coverage is None or derived.coverage >= 1.0:
+        return None
+    uncovered = [k for k in derived.kernels if (k.output_coverage or 0.0) < 1.0]
+    return _misfit(uncovered, config, lambda length: length)
+
+
+def mapped_misfit(production: ProgramWork, sizes: dict[int, int], config: str) -> str | None:
+    """Where the tracer has no program at a derived configuration (the kernel refused to be
+    traced there, as a tiling that checks its divisibility does): the production program's
+    output blocks against its outputs' sizes at that configuration, each production size taken
+    to the size the derivation moves it to (`sizes`, where that is one size). None where every
+    block fits, or the production grid leaves memory unwritten (numerics judge that)."""
+    if production.coverage != 1.0:
+        return None
+    return _misfit(production.kernels, config, lambda length: sizes.get(length, length))
+
+
+def _misfit(kernels: list[KernelWork], config: str, derived: Callable[[int], int]) -> str | None:
+    """The first output block larger than its axis at `config`, or not dividing it, in words;
+    `derived` gives an axis's size there from its size in the kernel's program."""
+    for kernel in kernels:
+        for number, (block, array) in enumerate(kernel.output_blocks):
+            for axis, (size, length) in enumerate(zip(block, array, strict=False)):
+                there = derived(length)
+                if size > there or there % max(size, 1):
+                    return (
+                        f"the kernel's tiles (block {size} along axis {axis} of output {number} "
+                        f"of {kernel.name}) do not fit the derived {config} shapes ({there})"
+                    )
+    return None
+
+
+def unfit_detail(config: str, misfit: str, numerics: Defence, *, edge_pass: bool) -> str:
+    """What a derived configuration left unrun for its misfit says, and where the kernel's
+    numerics are judged instead: the numerics defence's outcome, or the full evaluation that an
+    edge-case pass joins (EvalReport.with_edge_pass)."""
+    where = {
+        "scheduled": "its numerics are judged at production shapes only",
+        "sampled": "its numerics are judged at production tiles only",
+    }.get(numerics.outcome, "its production shapes do not run here either")
+    if edge_pass:
+        where = "its numerics are judged at production shapes by the full evaluation"
+    return f"{config}: not run — {misfit}; {where}"
+
+
+def numerics_defence(production: Shapes, *, on_tpu: bool, tiles: bool = False) -> Defence:
+    if on_tpu:
+        return Defence("numerics", "scheduled", "production shapes run on the TPU")
+    if affordable(production):
+        return Defence(
+            "numerics", "scheduled", "production shapes run in TPU interpret mode (affordable)"
+        )
+    if tiles:
+        return Defence(
+            "numerics",
+            "sampled",
+            "sampled output tiles of the production grid run in TPU interpret mode",
+        )
+    return Defence(
+        "numerics",
+        "not applicable",
+        f"production shapes too large for interpret mode ({production.reference_flops:.3g} "
+        f"flops, {production.candidate.steps} grid steps, {production.input_bytes / 2**20:.0f} "
+        f"MiB of inputs; limits {AFFORDABLE_FLOPS:.0g}, {AFFORDABLE_STEPS}, "
+        f"{AFFORDABLE_BYTES / 2**20:.0f} MiB) and no TPU here",
+    )
+
+
+def affordable(production: Shapes) -> bool:
+    return (
+        production.reference_flops <= AFFORDABLE_FLOPS
+        and production.candidate.steps <= AFFORDABLE_STEPS
+        and production.input_bytes <= AFFORDABLE_BYTES
+    )

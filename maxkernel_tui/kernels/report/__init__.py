@@ -1,0 +1,4 @@
+"""What an evaluation found, as plain data every layer reads: the checks, their statuses and
+verdicts (checks.py), and a kernel's figure beside its expert baseline (expert.py). A leaf: it
+imports nothing of the kernels package, so the sandbox, the model and the harness can all use it.
+No jax."""

@@ -1,0 +1,248 @@
+"""What an evaluation found: checks, timings, verdict. Plain data; no jax."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, replace
+from enum import StrEnum
+from typing import Any, Literal
+
+from maxkernel_tui.kernels.report.expert import ExpertComparison
+
+
+class CheckStatus(StrEnum):
+    PASS = "pass"
+    FAIL = "fail"
+    SKIP = "skip"  # not run, and says why (e.g. timing without a TPU)
+
+
+class Verdict(StrEnum):
+    ACCEPTED = "accepted"
+    REJECTED = "rejected"
+
+
+PASS, FAIL, SKIP = CheckStatus.PASS, CheckStatus.FAIL, CheckStatus.SKIP
+ACCEPTED, REJECTED = Verdict.ACCEPTED, Verdict.REJECTED
+SPEEDUP = "speedup over the XLA reference"  # what the timing that decides a win is
+NUMERICS = "numerics"  # numerics on the task's configurations other than held-out
+EDGE = "edge"  # numerics on the tester's validated edge-case configurations
+TILES = "tiles"  # sampled output tiles of the production grid (evaluation/tiles/verdict.py)
+# Where a verdict was earned: the kernel's own outputs compared at production shapes (sampled
+# tiles, a full production run, device numerics on a TPU), or only at the smaller shapes.
+VERIFIED_AT_PRODUCTION = "verified at production shapes"
+SMALL_SHAPES_ONLY = "checked at small shapes only"
+_CHECK_NAME = re.compile(r"[a-z_]+")  # the head of an `inputs` line names checks
+NOTE = "note"  # the head of an `inputs` line that names no check: a task's warning
+# Check.data keys that say a passed check compared outputs at production shapes.
+PRODUCTION_SHAPES = "production_shapes"
+# Check.data key of a derived configuration not run because the kernel's own tiles do not fit
+# its shapes (evaluation/work/production_checks.py, tiles_misfit): its value is the configuration.
+UNFIT_TILES = "unfit_tiles"
+
+
+@dataclass
+class Check:
+    name: str
+    status: CheckStatus
+    detail: str
+    seconds: float = 0.0
+    data: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Check:
+        return cls(
+            **dict(data, status=CheckStatus(data["status"]), data=dict(data.get("data") or {}))
+        )
+
+
+@dataclass(frozen=True)
+class Timing:
+    """One timed figure of a report: a median (`median_s`, `ci95`) or a ratio (`ratio`, `ci95`),
+    always measured on a real device, which `device` names."""
+
+    what: str  # "kernel", "XLA reference", SPEEDUP
+    kind: Literal["measured"]  # never an estimate: a report shows only what a device timed
+    device: str
+    label: str  # the figure in words, with its device
+    median_s: float | None = None
+    ratio: float | None = None
+    ci95: tuple[float, float] | None = None  # seconds for a median, a ratio's own bounds otherwise
+    samples: int | None = None
+    significant: bool | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Timing:
+        """Also reads the older spelling `ci95_s`."""
+        known = {k: v for k, v in data.items() if k not in ("ci95", "ci95_s")}
+        ci95 = data.get("ci95") or data.get("ci95_s")
+        return cls(**known, ci95=None if ci95 is None else (float(ci95[0]), float(ci95[1])))
+
+
+@dataclass
+class EvalReport:
+    task_id: str
+    kernel: str
+    targets: list[str]
+    device: str  # where numerics and timings ran, in words
+    checks: list[Check] = field(default_factory=list)
+    # Timings only from a real device; each says measured/estimated and where.
+    timings: list[Timing] = field(default_factory=list)
+    seeds: list[int] = field(default_factory=list)
+    # The kernel beside the task's expert baseline (evaluation/expert_comparison.py).
+    expert: ExpertComparison | None = None
+    # On which shapes and inputs each verdict was earned, in words (evaluation/provenance.py).
+    inputs: list[str] = field(default_factory=list)
+    # Where it ran: "local" (this machine's worker pool) or the Ray node that produced it.
+    executor_node: str = "local"
+    # Called with each check as it is added, so a UI can show progress before the verdict.
+    on_check: Callable[[Check], None] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def verdict(self) -> Verdict:
+        decided = [c for c in self.checks if c.status != SKIP]
+        if any(c.status == FAIL for c in self.checks) or not decided:
+            return REJECTED
+        return ACCEPTED
+
+    @property
+    def failure(self) -> Check | None:
+        return next((c for c in self.checks if c.status == FAIL), None)
+
+    @property
+    def scope(self) -> str:
+        """VERIFIED_AT_PRODUCTION when a passed check compared the kernel's outputs at
+        production shapes, else SMALL_SHAPES_ONLY."""
+        at_production = any(
+            c.status == PASS and (c.name == TILES or c.data.get(PRODUCTION_SHAPES))
+            for c in self.checks
+        )
+        return VERIFIED_AT_PRODUCTION if at_production else SMALL_SHAPES_ONLY
+
+    @property
+    def evidence(self) -> list[str]:
+        """What the verdict rests on, one line each: the shapes and seeds of the checks that ran
+        (`inputs`; a planned check that never ran says so), the derived configurations the
+        kernel's tiles do not fit, the production tiles sampled or why none were, the device
+        numerics."""
+        lines = [line for planned in self.inputs for line in self._ran(planned)]
+        for check in self.checks:
+            if check.name == TILES:
+                data = check.data
+                sampled = (
+                    f"{data.get('blocks', 0)} of {data.get('of_blocks', 0)} output blocks, "
+                    f"sample seed {data.get('sample_seed')}, inputs seed {data.get('input_seed')}"
+                    if data.get("blocks") and check.status != SKIP
+                    else check.detail  # a skipped check's detail says why nothing was compared
+                )
+                lines.append(f"production tiles ({check.status}): {sampled}")
+            elif UNFIT_TILES in check.data:  # a derived configuration left for production
+                lines.append(check.detail)
+            elif check.name == "timing" and check.data.get(PRODUCTION_SHAPES):
+                lines.append(f"device numerics at production shapes ({check.status})")
+        return lines
+
+    def _ran(self, planned: str) -> list[str]:
+        """A line of `inputs` ("check[, check]: where") for the checks of it that ran, and
+        one for those that did not; other lines (notes) as they are."""
+        head, sep, where = planned.partition(": ")
+        names = [name.strip() for name in head.split(",")]
+        if not sep or head == NOTE or not all(_CHECK_NAME.fullmatch(name) for name in names):
+            return [planned]
+        ran = {c.name for c in self.checks if c.status != SKIP}
+        done = [name for name in names if name in ran]
+        missing = [name for name in names if name not in ran]
+        failure = self.failure
+        why = f"stopped at {failure.name}" if failure is not None else "skipped"
+        return ([f"{', '.join(done)}: {where}"] if done else []) + (
+            [f"{', '.join(missing)}: not run ({why})"] if missing else []
+        )
+
+    @property
+    def verdict_line(self) -> str:
+        """An acceptance and the scope it was earned at, or a rejection and its first failure's
+        reason (which names the shapes it failed at)."""
+        failure = self.failure
+        if self.verdict == ACCEPTED:
+            return f"verdict: ACCEPTED, {self.scope}"
+        reason = f": {failure.name}: {failure.detail}" if failure else ""
+        return f"verdict: REJECTED{reason}"
+
+    def add(self, check: Check) -> Check:
+        self.checks.append(check)
+        if self.on_check is not None:
+            self.on_check(check)
+        return check
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "task": self.task_id,
+            "kernel": self.kernel,
+            "targets": self.targets,
+            "device": self.device,
+            "verdict": self.verdict,
+            "scope": self.scope,
+            "evidence": self.evidence,
+            "checks": [c.to_json() for c in self.checks],
+            "timings": [t.to_json() for t in self.timings],
+            "seeds": self.seeds,
+            "expert": None if self.expert is None else self.expert.to_json(),
+            "inputs": self.inputs,
+            "executor_node": self.executor_node,
+        }
+
+    def with_edge_pass(self, edge_pass: EvalReport) -> EvalReport:
+        """This (full) report joined with the edge-case pass of the same kernel
+        (EvalOptions.edges_only): the pass's `edge` check, or the check that stopped it, goes
+        where a full evaluation puts `edge` (after numerics); seeds, timings and the expert
+        comparison stay this report's."""
+        added = [c for c in edge_pass.checks if c.name == EDGE or c.status == FAIL]
+        names = [c.name for c in self.checks]
+        at = names.index("numerics") + 1 if "numerics" in names else len(names)
+        inputs = self.inputs + [line for line in edge_pass.inputs if line not in self.inputs]
+        checks = self.checks[:at] + added + self.checks[at:]
+        return replace(self, checks=checks, inputs=inputs, on_check=None)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> EvalReport:
+        """The report `to_json` wrote (its verdict is derived again from the checks)."""
+        return cls(
+            task_id=data["task"],
+            kernel=data["kernel"],
+            targets=list(data["targets"]),
+            device=data["device"],
+            checks=[Check.from_json(c) for c in data["checks"]],
+            timings=[Timing.from_json(t) for t in data.get("timings", [])],
+            seeds=list(data.get("seeds", [])),
+            expert=ExpertComparison.from_json(data["expert"]) if data.get("expert") else None,
+            inputs=list(data.get("inputs", [])),
+            executor_node=data.get("executor_node", "local"),
+        )
+
+
+_MARKS = {PASS: "✓", FAIL: "✗", SKIP: "-"}
+
+
+def format_check(check: Check) -> str:
+    return f"{_MARKS[check.status]} {check.name:<12} {check.detail}  [{check.seconds:.1f}s]"
+
+
+def format_report(report: EvalReport) -> str:
+    """A line per check, then the verdict and the reason."""
+    targets = ", ".join(report.targets)
+    lines = [f"{report.task_id} ← {report.kernel}  (TPU target {targets}; {report.device})"]
+    for check in report.checks:
+        lines.append(f"  {format_check(check)}")
+    for timing in report.timings:
+        lines.append(f"  timing: {timing.label}")
+    if report.expert is not None:
+        lines.append(f"  expert: {report.expert.label}")
+    lines += [f"  evidence: {line}" for line in report.evidence]
+    lines.append(report.verdict_line)
+    return "\n".join(lines)

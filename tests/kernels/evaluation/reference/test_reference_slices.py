@@ -1,0 +1,83 @@
+"""The reference's outputs over boxes, computed from the regions each box needs, equal the whole
+reference's there: on suite references of every kind the slicer follows (matmuls with bias and
+activation, bf16, batched, several matmuls, row reductions, softmax), at boxes on the edges and
+inside. Operations whose regions it does not follow are refused, never guessed."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from maxkernel_tui.kernels import reference_runtime as runtime
+from maxkernel_tui.kernels.evaluation.reference import slices as reference_slices
+from maxkernel_tui.kernels.loader import builtin_suite_dir, load_task
+
+pytestmark = pytest.mark.slow  # jax in this process: a few seconds per reference
+
+
+def test_boxes_cover_every_index_and_keep_apart_what_is_apart():
+    shape = (8, 10)
+    grid = np.arange(80).reshape(shape)
+    first, last = grid[0:2, 0:3].reshape(-1), grid[6:8, 7:10].reshape(-1)
+    found = reference_slices.boxes(np.concatenate([first, last]), shape)
+    assert found == [((0, 2), (0, 3)), ((6, 8), (7, 10))]  # not the 8x10 box around both
+    touching = np.concatenate([grid[0:2, 0:3].reshape(-1), grid[2:4, 0:3].reshape(-1)])
+    assert reference_slices.boxes(touching, shape) == [((0, 4), (0, 3))]
+    scattered = np.array([3, 77, 41])
+    boxes = reference_slices.boxes(scattered, shape)
+    for index in scattered:
+        point = np.unravel_index(index, shape)
+        assert any(all(a <= p < b for p, (a, b) in zip(point, box)) for box in boxes)
+    assert reference_slices.boxes(np.array([], np.int64), shape) == []
+
+
+def _traced(task_id: str, config: str = "check"):
+    task = load_task(next(builtin_suite_dir().glob(f"{task_id}_*")))
+    module = runtime.load_reference(task)
+    dynamic, static = runtime.make_inputs(task, module, config, 3)
+    leaves = [np.asarray(leaf) for leaf in jax.tree.leaves(dynamic)]
+    structure = jax.tree.structure(dynamic)
+    closed = jax.make_jaxpr(
+        lambda *x: module.computation(*jax.tree.unflatten(structure, x), *static)
+    )(*leaves)
+    return closed, leaves
+
+
+@pytest.mark.parametrize("task_id", ["41k", "8p", "26k", "9p", "12p", "50k", "36k", "1p", "5p"])
+def test_an_output_box_equals_the_whole_reference_there(task_id):
+    closed, inputs = _traced(task_id)
+    with jax.default_matmul_precision("highest"):
+        whole = [
+            np.asarray(o, np.float64)
+            for o in jax.core.eval_jaxpr(closed.jaxpr, closed.consts, *inputs)
+        ]
+        for number, output in enumerate(whole):
+            shape = output.shape
+            # the first and last elements' corners and one inside, each a few elements wide
+            corners = [tuple(min(3, n) for n in shape), tuple((max(n - 2, 0), n) for n in shape)]
+            boxes = [
+                tuple((0, n) for n in corners[0]),
+                corners[1],
+                tuple((n // 3, n // 3 + max(n // 4, 1)) for n in shape),
+            ]
+            for box in boxes:
+                got = reference_slices.output_in_box(closed, inputs, number, box)
+                want = output[tuple(slice(a, b) for a, b in box)]
+                assert got.shape == want.shape, (task_id, box)
+                np.testing.assert_allclose(np.asarray(got, np.float64), want, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("reference", "operation"),
+    [
+        (lambda x, w: jnp.cumsum(x @ w, axis=0), "cumsum"),  # every row depends on those before
+        (lambda x, w: jnp.flip(x @ w, axis=0), "rev"),
+        (lambda x, w: (x @ w).reshape(-1, 4), "reshape"),
+    ],
+    ids=["cumsum", "flip", "reshape"],
+)
+def test_an_operation_it_does_not_follow_is_refused_not_guessed(reference, operation):
+    x, w = np.ones((8, 16), np.float32), np.ones((16, 8), np.float32)
+    closed = jax.make_jaxpr(reference)(x, w)
+    with pytest.raises(reference_slices.NotSliceable, match=operation):
+        reference_slices.output_in_box(closed, [x, w], 0, ((0, 2), (0, 4)))

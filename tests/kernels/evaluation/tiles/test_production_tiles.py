@@ -1,0 +1,154 @@
+"""Sampled production tiles (evaluation/tiles/sampled_run.py) run exactly the body a full run
+runs: the real program ids and grid sizes, every reduction step of each sampled block, blocks
+never sampled left undecided. In-process jax, small shapes (seconds)."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import tpu as pltpu
+
+from maxkernel_tui.kernels.evaluation.tiles.sampled_run import (
+    NotSampleable,
+    run_sampled,
+    sample_blocks,
+)
+
+PARAMS = pltpu.InterpretParams(uninitialized_memory="nan", out_of_bounds_reads="raise")
+B = 128
+
+
+def _telling_kernel(x_ref, w_ref, o_ref, acc_ref):
+    """Accumulates over depth and writes what it was told: its program ids and grid sizes; on a
+    large grid it takes another branch (as a cheat would)."""
+    k = pl.program_id(2)
+
+    @pl.when(k == 0)
+    def _zero():
+        acc_ref[...] = jnp.zeros_like(acc_ref)
+
+    acc_ref[...] += jnp.dot(x_ref[...], w_ref[...], preferred_element_type=jnp.float32)
+
+    @pl.when(k == pl.num_programs(2) - 1)
+    def _write():
+        told = (
+            pl.program_id(0) * 1000.0
+            + pl.program_id(1) * 10.0
+            + pl.num_programs(0) * 1e5
+            + pl.num_programs(1) * 1e6
+        )
+        big = jnp.where(pl.num_programs(0) > 3, 1e7, 0.0)
+        o_ref[...] = acc_ref[...] + told + big
+
+
+def _program(x, w):
+    m, depth = x.shape
+    n = w.shape[1]
+    out = pl.pallas_call(
+        _telling_kernel,
+        grid=(m // B, n // B, depth // B),
+        in_specs=[
+            pl.BlockSpec((B, B), lambda i, j, k: (i, k)),
+            pl.BlockSpec((B, B), lambda i, j, k: (k, j)),
+        ],
+        out_specs=pl.BlockSpec((B, B), lambda i, j, k: (i, j)),
+        out_shape=jax.ShapeDtypeStruct((m, n), jnp.float32),
+        scratch_shapes=[pltpu.VMEM((B, B), jnp.float32)],
+        compiler_params=pltpu.CompilerParams(
+            dimension_semantics=("parallel", "parallel", "arbitrary")
+        ),
+    )(x, w)
+    return out[:, : n - 64] * 2.0  # XLA after the kernel: a slice and a scale
+
+
+def _inputs():
+    x = jax.random.normal(jax.random.key(0), (512, 384), jnp.float32)
+    w = jax.random.normal(jax.random.key(1), (384, 640), jnp.float32)
+    return x, w
+
+
+def test_sampled_blocks_equal_a_full_run_with_real_program_ids_and_grid_sizes():
+    x, w = _inputs()
+    with pltpu.force_tpu_interpret_mode(PARAMS):
+        full = np.asarray(jax.jit(_program)(x, w))
+    sampled = run_sampled(
+        jax.make_jaxpr(_program)(x, w),
+        [x, w],
+        np.random.default_rng(3),
+        random_blocks=3,
+        params=PARAMS,
+    )
+    (kernel,) = sampled.kernels
+    assert kernel.grid == (4, 5, 3) and kernel.output_axes == (0, 1)
+    assert kernel.of_blocks == 20 and kernel.blocks == 7  # four corners and three drawn
+    assert kernel.steps == 7 * 3  # every depth step of each sampled block
+    decided, output = sampled.decided[0], np.asarray(sampled.outputs[0])
+    assert decided.shape == full.shape and 0 < decided.sum() < decided.size
+    # the body saw the production program ids and grid sizes (4 row blocks: the large branch)
+    np.testing.assert_array_equal(output[decided], full[decided])
+    assert (full[decided] > 1e7).all()
+    rows, cols = np.nonzero(decided)
+    blocks = {(int(r) // B, int(c) // B) for r, c in zip(rows, cols, strict=True)}
+    assert {(0, 0), (3, 0), (0, 4), (3, 4)} <= blocks and len(blocks) == 7
+    # a block the sample skipped is never decided, and reads NaN (never written)
+    assert np.isnan(output[~decided]).all()
+
+
+def test_a_fresh_sample_each_time_always_holds_the_first_and_last_block_of_each_axis():
+    samples = [sample_blocks((8, 16), np.random.default_rng(seed), 4) for seed in range(6)]
+    for sample in samples:
+        rows = {tuple(r) for r in sample}
+        assert {(0, 0), (0, 15), (7, 0), (7, 15)} <= rows and len(rows) == 8
+    assert len({s.tobytes() for s in samples}) > 1
+    # more than eight corners: the all-first and all-last blocks stand for them
+    four_axes = {tuple(r) for r in sample_blocks((3, 3, 3, 3), np.random.default_rng(0), 2)}
+    assert {(0, 0, 0, 0), (2, 2, 2, 2)} <= four_axes and len(four_axes) == 4
+    assert sample_blocks((2,), np.random.default_rng(0), 5).tolist() == [[0], [1]]
+
+
+def test_elements_mixed_from_every_block_are_not_decided_by_a_sample():
+    """A sum over all rows after the kernel depends on blocks never run: nothing is decided,
+    so nothing unsampled can pass for verified."""
+    x, w = _inputs()
+
+    def summed(x, w):
+        return _program(x, w).sum(axis=0)
+
+    sampled = run_sampled(
+        jax.make_jaxpr(summed)(x, w),
+        [x, w],
+        np.random.default_rng(0),
+        random_blocks=1,
+        params=PARAMS,
+    )
+    assert sampled.decided_elements == 0
+
+
+def test_a_program_without_a_sampleable_kernel_says_why():
+    x, w = _inputs()
+    with pytest.raises(NotSampleable, match="no pallas_call"):
+        run_sampled(
+            jax.make_jaxpr(jnp.matmul)(x, w),
+            [x, w],
+            np.random.default_rng(0),
+            random_blocks=1,
+            params=PARAMS,
+        )
+
+
+def test_a_program_whose_production_buffers_do_not_fit_is_not_run(monkeypatch):
+    """Interpret mode copies each kernel's operands and outputs; a run that does not fit would die
+    with SIGSEGV in XLA's threads (13p's 5 GiB matmul under the 8 GiB limit) and reject an honest
+    kernel, so it is not started, and the reason names the kernel and the sizes."""
+    from maxkernel_tui.kernels.evaluation.tiles import memory as tiles_memory
+
+    x, w = _inputs()  # the kernel's operands and output: 0.75 + 0.94 + 1.25 MiB
+    program = jax.make_jaxpr(jax.jit(_program))(x, w)  # the kernel inside a call
+    # 2.9 MiB of buffers need 2.5 times that and the quarter GiB margin: 263 MiB
+    monkeypatch.setattr(tiles_memory, "memory_room", lambda: 256 * 2**20)
+    with pytest.raises(NotSampleable, match=r"_telling_kernel's production operands .* need about"):
+        run_sampled(program, [x, w], np.random.default_rng(0), random_blocks=1, params=PARAMS)
+    monkeypatch.setattr(tiles_memory, "memory_room", lambda: 270 * 2**20)
+    sampled = run_sampled(program, [x, w], np.random.default_rng(0), random_blocks=1, params=PARAMS)
+    assert sampled.decided_elements > 0

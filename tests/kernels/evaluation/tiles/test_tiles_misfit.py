@@ -1,0 +1,109 @@
+"""Which derived configurations cannot run a kernel's own tiling, judged from its measured
+programs (no jax, milliseconds), and the verdict where nothing else compared its outputs."""
+
+from maxkernel_tui.kernels.evaluation.tiles.verdict import unjudged
+from maxkernel_tui.kernels.evaluation.work.production_checks import (
+    Defence,
+    KernelWork,
+    ProgramWork,
+    mapped_misfit,
+    tiles_misfit,
+    unfit_detail,
+)
+from maxkernel_tui.kernels.report.checks import (
+    FAIL,
+    PASS,
+    SKIP,
+    TILES,
+    UNFIT_TILES,
+    Check,
+    EvalReport,
+)
+
+DOT = "bfloat16 x bfloat16 -> float32"
+
+
+def _program(coverage, block, array):
+    kernel = KernelWork(
+        "matmul_kernel", 8, 1e9, 0.0, True, ["dot_general"], [DOT], coverage, ((block, array),)
+    )
+    return ProgramWork([kernel], 0.0)
+
+
+PRODUCTION = _program(1.0, (8192, 128), (8192, 8192))
+
+
+def test_a_block_above_a_derived_size_whose_grid_writes_nothing_is_a_misfit():
+    zero_grid = _program(0.0, (8192, 128), (2048, 2048))
+    assert tiles_misfit(PRODUCTION, zero_grid, "check") == (
+        "the kernel's tiles (block 8192 along axis 0 of output 0 of matmul_kernel) do not fit "
+        "the derived check shapes (2048)"
+    )
+    # a block that does not divide its axis and leaves the last rows unwritten
+    ragged = _program(0.75, (384, 128), (1536 + 64, 2048))
+    assert "block 384 along axis 0" in (tiles_misfit(PRODUCTION, ragged, "heldout") or "")
+
+
+def test_a_program_that_covers_its_outputs_or_whose_blocks_fit_is_judged_by_numerics():
+    # the kernel shrank its blocks to the derived size (min(block, m)): it runs there
+    assert tiles_misfit(PRODUCTION, _program(1.0, (2048, 128), (2048, 2048)), "check") is None
+    # blocks that divide but a grid that misses rows: the kernel's own fault, for numerics
+    assert tiles_misfit(PRODUCTION, _program(0.5, (512, 128), (2048, 2048)), "check") is None
+    # production itself leaves part unwritten: nothing to excuse at the derived shapes
+    partial = _program(0.5, (8192, 128), (8192, 8192))
+    assert tiles_misfit(partial, _program(0.0, (8192, 128), (2048, 2048)), "check") is None
+    # coverage unknown (outputs written by DMA): no claim either way
+    assert tiles_misfit(PRODUCTION, _program(None, (8192, 128), (2048, 2048)), "check") is None
+
+
+def test_without_a_derived_program_the_production_blocks_are_taken_to_the_derived_sizes():
+    """The kernel refused to be traced at check (a tiling that checks its divisibility): the
+    production program's 8192-row block against the 2048 rows the derivation makes of 8192."""
+    assert mapped_misfit(PRODUCTION, {8192: 2048, 256: 256}, "check") == (
+        "the kernel's tiles (block 8192 along axis 0 of output 0 of matmul_kernel) do not fit "
+        "the derived check shapes (2048)"
+    )
+    assert mapped_misfit(PRODUCTION, {8192: 8192}, "check") is None  # a size kept: it fits
+    assert mapped_misfit(PRODUCTION, {}, "check") is None  # moved to several sizes: unknown
+    half = _program(0.5, (8192, 128), (8192, 8192))  # production leaves memory unwritten
+    assert mapped_misfit(half, {8192: 2048}, "check") is None
+
+
+def test_the_skipped_check_says_where_the_numerics_are_judged_instead():
+    sampled = Defence("numerics", "sampled", "")
+    assert unfit_detail("check", "M", sampled, edge_pass=False) == (
+        "check: not run — M; its numerics are judged at production tiles only"
+    )
+    absent = Defence("numerics", "not applicable", "")
+    alone = unfit_detail("check", "M", absent, edge_pass=False)
+    assert alone.endswith("production shapes do not run here either")
+    joined = unfit_detail("edge_odd", "M", absent, edge_pass=True)
+    assert joined.endswith("judged at production shapes by the full evaluation")
+
+
+def _report(*checks):
+    return EvalReport("t", "k.py", ["v5e"], "cpu", checks=list(checks))
+
+
+UNFIT = Check("numerics", SKIP, "check: not run — …", data={UNFIT_TILES: "check"})
+
+
+def test_a_kernel_judged_nowhere_is_rejected_as_not_judged_and_one_judged_somewhere_is_not():
+    skipped_tiles = Check(TILES, SKIP, "production tiles not run: too large")
+    found = unjudged(_report(UNFIT, skipped_tiles))
+    assert found is not None and found.status == FAIL
+    assert found.detail.startswith("not judged: ") and "too large" in found.detail
+    assert unjudged(_report(UNFIT)) is not None  # tiles off
+    assert unjudged(_report(UNFIT, Check(TILES, PASS, "4 of 64"))) is None
+    assert unjudged(_report(UNFIT, Check("heldout", PASS, "1 run"))) is None
+    assert unjudged(_report(skipped_tiles)) is None  # every configuration fit: as before
+
+
+def test_evidence_names_the_unfit_configuration_and_keeps_notes_as_notes():
+    report = _report(Check("trace", PASS, ""), UNFIT, Check(TILES, PASS, "", data={"blocks": 4}))
+    report.inputs = ["trace: production shapes", "note: sizes derived from production"]
+    assert report.evidence[:3] == [
+        "trace: production shapes",
+        "note: sizes derived from production",
+        "check: not run — …",
+    ]

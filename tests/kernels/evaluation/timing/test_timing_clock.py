@@ -1,0 +1,46 @@
+"""What measured a timing is said with every figure: device time from the trace, or the wall
+clock with the reason; a wrong result on the device fails the check instead of being timed."""
+
+import json
+import random
+
+from maxkernel_tui.kernels.evaluation.protocol import (
+    DEVICE_TRACE,
+    WALL_CLOCK,
+    DeviceNumerics,
+    TimingAnswer,
+    TimingSamples,
+)
+from maxkernel_tui.kernels.evaluation.timing.check import summarize_timing
+
+
+def answer(**fields):
+    rng = random.Random(0)
+    samples = TimingSamples(
+        candidate=[1e-3 * (1 + rng.uniform(-0.02, 0.02)) for _ in range(30)],
+        reference=[2e-3 * (1 + rng.uniform(-0.02, 0.02)) for _ in range(30)],
+    )
+    return TimingAnswer(device="TPU v5 lite", platform="tpu", samples=samples, **fields)
+
+
+def test_device_trace_timings_say_so_on_every_figure_and_in_the_check():
+    timed = answer(clock=DEVICE_TRACE, numerics=DeviceNumerics(True, "on the device: ok"))
+    assert TimingAnswer.from_json(json.loads(json.dumps(timed.to_json()))) == timed
+    check, timings = summarize_timing(timed)
+    assert check.status == "pass" and "(device time from the profiler trace)" in check.detail
+    assert check.detail.endswith("; on the device: ok")
+    assert all("device time from the profiler trace" in t.label for t in timings)
+
+
+def test_a_wall_clock_fallback_is_labelled_with_its_reason():
+    check, timings = summarize_timing(answer(clock=WALL_CLOCK, clock_note="no trace written"))
+    words = "wall time around block_until_ready (dispatch included); no device trace: "
+    assert all(words + "no trace written" in t.label for t in timings)
+    assert "dispatch included" in check.detail
+
+
+def test_a_wrong_result_on_the_device_fails_the_timing_check_with_no_figures():
+    wrong = DeviceNumerics(False, "on the device at bench shapes, output 0: max|Δ| 3")
+    check, timings = summarize_timing(answer(numerics=wrong))
+    assert check.status == "fail" and timings == []
+    assert check.detail == "wrong result on the device at bench shapes, output 0: max|Δ| 3"
