@@ -1,27 +1,25 @@
 """A task's description as data: the shapes of every configuration and the reference's XLA cost
 at production shapes. No jax here: the describe worker writes it (one JSON line per task), the
 catalog caches that JSON, and the listing, the task picker and the prompts read it back through
-`TaskDescription.from_json`.
+`TaskDescription.from_json` (the codec's).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
+
+from maxkernel_tui.codec import JsonData, Shape, Unknown
 
 
 @dataclass(frozen=True)
-class TensorSpec:
+class TensorSpec(JsonData):
     shape: list[int]
     dtype: str
 
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 @dataclass(frozen=True)
-class ConfigShapes:
+class ConfigShapes(JsonData, shape=Shape(omit_none=True, unknown=Unknown.IGNORE)):
     """Inputs, static arguments and outputs of the reference on one configuration."""
 
     inputs: list[TensorSpec]
@@ -33,19 +31,6 @@ class ConfigShapes:
     reference_seconds: float | None = None
     inputs_seconds: float | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items() if v is not None}
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> ConfigShapes:
-        return cls(
-            inputs=[TensorSpec(**s) for s in data["inputs"]],
-            static=list(data["static"]),
-            outputs=[TensorSpec(**s) for s in data["outputs"]],
-            reference_seconds=data.get("reference_seconds"),
-            inputs_seconds=data.get("inputs_seconds"),
-        )
-
 
 @dataclass(frozen=True)
 class DidNotFit:
@@ -56,9 +41,10 @@ class DidNotFit:
 
 
 @dataclass(frozen=True)
-class XlaCost:
+class XlaCost(JsonData, shape=Shape(alone="error", unknown=Unknown.IGNORE)):
     """XLA's cost analysis of the reference compiled ahead of time (figures are XLA's estimates),
-    or why it could not be compiled (`error`)."""
+    or why it could not be compiled (`error`). Read back from a listing too, whose labels
+    (`kind`, `source`) are dropped."""
 
     config: str | None = None
     target: str | None = None  # the first generation it fit in
@@ -70,21 +56,20 @@ class XlaCost:
     libtpu: str | None = None
     error: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        if self.error is not None:
-            return {"error": self.error}
-        return {k: v for k, v in asdict(self).items() if k != "error"}
 
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> XlaCost:
-        """Also reads a labelled cost of a listing (its `kind` and `source` are dropped)."""
-        fits = [DidNotFit(**d) for d in data.get("did_not_fit", [])]
-        known = {k: v for k, v in data.items() if k not in ("kind", "source", "did_not_fit")}
-        return cls(**known, did_not_fit=fits)
+# The worker's answer and the catalog's cache entry (keys only where known); a worker's failure
+# is its error beside the folder.
+_DESCRIPTION = Shape(
+    alone="error",
+    beside=("folder", "format", "task_id"),
+    omit_none=("task_id", "cost", "declared_flops"),
+    omit_empty=("tie_groups",),
+    unknown=Unknown.IGNORE,
+)
 
 
 @dataclass(frozen=True)
-class TaskDescription:
+class TaskDescription(JsonData, shape=_DESCRIPTION):
     """What the describe worker found about one task folder, or why it could not (`error`)."""
 
     folder: str = ""
@@ -102,35 +87,3 @@ class TaskDescription:
     def cacheable(self) -> bool:
         """Complete: neither the task nor the cost failed (a failure is tried again next time)."""
         return self.error is None and (self.cost is None or self.cost.error is None)
-
-    def to_json(self) -> dict[str, Any]:
-        """The worker's answer and the catalog's cache entry (keys only where known)."""
-        data: dict[str, Any] = {"folder": self.folder, "format": self.format}
-        if self.task_id is not None:
-            data.update(task_id=self.task_id)
-        if self.error is not None:
-            return dict(data, error=self.error)
-        data.update(configs={name: shapes.to_json() for name, shapes in self.configs.items()})
-        if self.cost is not None:
-            data.update(cost=self.cost.to_json())
-        if self.declared_flops is not None:
-            data.update(declared_flops=self.declared_flops)
-        if self.tie_groups:
-            data.update(tie_groups=self.tie_groups)
-        return data
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> TaskDescription:
-        """The worker's answer, a cache entry, or a worker's failure (only {"error"})."""
-        configs = data.get("configs") or {}
-        cost = data.get("cost")
-        return cls(
-            folder=data.get("folder", ""),
-            format=data.get("format"),
-            task_id=data.get("task_id"),
-            configs={name: ConfigShapes.from_json(c) for name, c in configs.items()},
-            cost=None if cost is None else XlaCost.from_json(cost),
-            error=data.get("error"),
-            declared_flops=data.get("declared_flops"),
-            tie_groups=[list(group) for group in data.get("tie_groups") or []],
-        )

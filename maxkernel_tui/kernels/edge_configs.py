@@ -17,10 +17,11 @@ import json
 import re
 import tempfile
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from maxkernel_tui.codec import JsonData
 from maxkernel_tui.kernels.config_names import CHECK
 from maxkernel_tui.kernels.sandbox.policy import XlaCache
 from maxkernel_tui.kernels.snapshot import TaskSnapshot, snapshot_task
@@ -167,20 +168,13 @@ def _judged(
 
 
 @dataclass(frozen=True)
-class EdgeRequest:
+class EdgeRequest(JsonData):
     """One proposal for the edge worker; it answers {} when fit, else {"reason": ...}."""
 
     task: str  # the task's folder
     name: str
     params: Any  # the proposal's parameters, as the tester gave them
     time_limit: float  # seconds the reference may take on it
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> EdgeRequest:
-        return cls(**data)
 
 
 def _ask_worker(worker: LineWorker, request: EdgeRequest) -> str | None:

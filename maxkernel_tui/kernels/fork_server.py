@@ -21,9 +21,10 @@ import sys
 import tempfile
 import threading
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import IO, Literal
 
+from maxkernel_tui.codec import JsonData
 from maxkernel_tui.kernels.sandbox.policy import POLICY_VARIABLE
 
 SERVER_MODULE = "maxkernel_tui.kernels.fork_server_process"
@@ -37,7 +38,7 @@ _LATE_VARIABLES = frozenset({"TMPDIR", "MAXKERNEL_TUI_CACHE_DIR", "TPU_LOG_DIR",
 
 
 @dataclass(frozen=True)
-class ForkRequest:
+class ForkRequest(JsonData):
     """A child to fork: `python -m MODULE ARGS` in `cwd` with exactly `env`."""
 
     module: str
@@ -45,16 +46,9 @@ class ForkRequest:
     env: dict[str, str]
     cwd: str
 
-    def to_json(self) -> bytes:
-        return json.dumps(asdict(self)).encode()
-
-    @classmethod
-    def from_json(cls, data: bytes) -> ForkRequest:
-        return cls(**json.loads(data))
-
 
 @dataclass(frozen=True)
-class ServerMessage:
+class ServerMessage(JsonData):
     """What the server says: it is `ready` (or could not be: `error`), it `forked` child `pid`,
     or child `pid` ended (`exited`) with `code` (negative: the signal that ended it)."""
 
@@ -62,13 +56,6 @@ class ServerMessage:
     pid: int = 0
     code: int = 0
     error: str = ""
-
-    def to_json(self) -> bytes:
-        return json.dumps(asdict(self)).encode()
-
-    @classmethod
-    def from_json(cls, data: bytes) -> ServerMessage:
-        return cls(**json.loads(data))
 
 
 class ForkServerError(Exception):
@@ -136,7 +123,9 @@ class ForkServer:
         try:
             with self._spawning:
                 socket.send_fds(
-                    self._channel, [request.to_json()], [stdin_read, stdout_write, stderr]
+                    self._channel,
+                    [json.dumps(request.to_json()).encode()],
+                    [stdin_read, stdout_write, stderr],
                 )
                 answer = self._answer(_ANSWER_TIMEOUT_S)
             if answer.kind != "forked":
@@ -187,7 +176,7 @@ class ForkServer:
                 data = b""
             if not data:
                 break
-            message = ServerMessage.from_json(data)
+            message = ServerMessage.from_json(json.loads(data))
             if message.kind == "exited":
                 with self._changed:
                     self._exits[message.pid] = message.code

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import importlib
+import json
 import os
 import runpy
 import selectors
@@ -95,7 +96,7 @@ def _serve(channel: socket.socket) -> ForkRequest | None:
                 message, fds, _, _ = socket.recv_fds(channel, _MAX_MESSAGE, 3)
                 if not message:
                     return None  # the client closed its end
-                request = ForkRequest.from_json(message)
+                request = ForkRequest.from_json(json.loads(message))
                 settled_read, settled_write = os.pipe()
                 server = os.getpid()
                 pid = os.fork()
@@ -173,7 +174,7 @@ def _run(job: ForkRequest) -> int:
 
 def _send(channel: socket.socket, message: ServerMessage) -> None:
     with contextlib.suppress(OSError):  # the client is gone; the loop sees its end closed next
-        channel.send(message.to_json())
+        channel.send(json.dumps(message.to_json()).encode())
 
 
 if __name__ == "__main__":

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+
+from maxkernel_tui.codec import JsonData, Shape, Unknown
 
 # The role of a request that drafts for a task and answers empty text: the provider sends it
 # while the session describes the task, so the first step finds the drafts made.
@@ -22,24 +23,14 @@ class Failure(StrEnum):
     INTERNAL = "internal"  # anything else went wrong
 
 
+# {"text": ...}, or {"error": ..., "kind": ...}
+_REPLY = Shape(alone="text", keys={"failure": "kind"}, unknown=Unknown.IGNORE)
+
+
 @dataclass(frozen=True)
-class WorkerReply:
+class WorkerReply(JsonData, shape=_REPLY):
     """The answer's text, or the error and its kind."""
 
     text: str | None = None
     error: str = ""
     failure: Failure | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        if self.text is not None:
-            return {"text": self.text}
-        return {"error": self.error, "kind": self.failure}
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> WorkerReply:
-        kind = data.get("kind")
-        return cls(
-            data.get("text"),
-            str(data.get("error", "")),
-            Failure(kind) if kind in tuple(Failure) else None,
-        )

@@ -3,12 +3,15 @@ under the same ones), and how a step ends when it cannot go on. No jax here."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
-from typing import Any
+from dataclasses import dataclass
+
+from maxkernel_tui.codec import JsonData, Shape, Unknown
 
 
+# Stored with a session; a limit since retired (`max_rejections`: the engineer decides how often
+# to reject) is left out when read.
 @dataclass(frozen=True)
-class LoopLimits:
+class LoopLimits(JsonData, shape=Shape(unknown=Unknown.IGNORE)):
     max_iterations: int = 3
     max_debug_attempts: int = 3  # debugger fixes per failing kernel
     # a role that proposes a kernel already turned down is asked for another this many times
@@ -20,16 +23,6 @@ class LoopLimits:
     tune_evaluations: int = 1  # harness evaluations per autotune
     # the tester proposes edge-case configurations after the first accepted kernel
     edge_cases: bool = True
-
-    def to_json(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> LoopLimits:
-        """The limits a session stored; a limit since retired (`max_rejections`: the engineer
-        decides how often to reject) is left out."""
-        known = {f.name for f in fields(cls)}
-        return cls(**{name: value for name, value in data.items() if name in known})
 
 
 DEFAULT_LIMITS = LoopLimits()

@@ -9,9 +9,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from maxkernel_tui.codec import JsonData, Shape, Unknown
+
 
 @dataclass(frozen=True)
-class Failure:
+class Failure(JsonData, shape=Shape(unknown=Unknown.IGNORE)):
     """The check that rejected a kernel, and why."""
 
     check: str
@@ -19,13 +21,6 @@ class Failure:
 
     def __str__(self) -> str:
         return f"{self.check}: {self.detail}"
-
-    def to_json(self) -> dict[str, str]:
-        return {"check": self.check, "detail": self.detail}
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Failure:
-        return cls(str(data.get("check", "")), str(data.get("detail", "")))
 
 
 # How the engineer's own words are quoted in a step's feedback: a rejection's reason and a chat
@@ -57,19 +52,12 @@ def engineer_words(feedback: tuple[str, ...]) -> list[str]:
 
 
 @dataclass(frozen=True)
-class TurnedDown:
+class TurnedDown(JsonData, shape=Shape(unknown=Unknown.IGNORE)):
     """A proposal of this step that was turned down (by the engineer, or as a repeat of a kernel
     turned down before), and why."""
 
     content: str
     reason: str
-
-    def to_json(self) -> dict[str, str]:
-        return {"content": self.content, "reason": self.reason}
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> TurnedDown:
-        return cls(str(data.get("content", "")), str(data.get("reason", "")))
 
 
 @dataclass(frozen=True)

@@ -8,10 +8,11 @@ import functools
 import json
 import re
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from maxkernel_tui.agents.roles.tunables import find_tunables
+from maxkernel_tui.codec import JsonData
 from maxkernel_tui.kernels.edge_configs import EDGE_NAME
 from maxkernel_tui.kernels.evaluation.static.checks import static_problems
 from maxkernel_tui.kernels.limits import text_oversize_problem
@@ -106,15 +107,12 @@ def parse_answer(text: str) -> str:
 
 
 @dataclass(frozen=True)
-class EdgeCase:
+class EdgeCase(JsonData):
     """One of the tester's edge-case configurations, as it answered it."""
 
     name: str
     params: dict[str, int]
     why: str
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 @_bounded
@@ -142,7 +140,7 @@ def parse_edge_cases(text: str) -> str:
 
 def edge_cases(parsed: str) -> list[EdgeCase]:
     """The edge cases of a `parse_edge_cases` answer."""
-    return [EdgeCase(**entry) for entry in json.loads(parsed).get("configs", [])]
+    return [EdgeCase.from_json(entry) for entry in json.loads(parsed).get("configs", [])]
 
 
 def edge_proposals(parsed: str) -> list[tuple[str, dict[str, int]]]:

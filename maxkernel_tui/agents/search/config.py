@@ -3,14 +3,16 @@ search's root node, so that `--resume` continues with the same settings."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 from typing import Any
+
+from maxkernel_tui.codec import JsonData, Shape, Unknown
 
 ALGORITHMS = ("parallel", "beam", "evolve")
 
 
 @dataclass(frozen=True)
-class SearchConfig:
+class SearchConfig(JsonData, shape=Shape(unknown=Unknown.IGNORE)):
     algorithm: str = "beam"
     width: int = 3  # parallel: independent lines; beam: beam width
     depth: int = 3  # rounds after the root (generations for evolve)
@@ -44,29 +46,16 @@ class SearchConfig:
         if self.max_evals is not None and self.max_evals < 1:
             raise ValueError("max-evals must be at least 1")
 
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> SearchConfig:
-        names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in names})
-
 
 @dataclass(frozen=True)
-class StoredSearch:
+class StoredSearch(JsonData, shape=Shape(unknown=Unknown.IGNORE)):
     """What a search's root node keeps of it (its `extra`): the settings and the seed kernel."""
 
     config: SearchConfig
     seed: str = ""
 
-    def to_json(self) -> dict[str, Any]:
-        return {"config": self.config.to_json(), "seed": self.seed}
 
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> StoredSearch | None:
-        """None when `data` is not a search's (a session that is not a graph search)."""
-        config = data.get("config")
-        if not isinstance(config, dict):
-            return None
-        return cls(SearchConfig.from_json(config), str(data.get("seed") or ""))
+def stored_search(extra: dict[str, Any]) -> StoredSearch | None:
+    """A root node's `extra` read as a search's; None when it is not one (a session that is not
+    a graph search)."""
+    return StoredSearch.from_json(extra) if isinstance(extra.get("config"), dict) else None

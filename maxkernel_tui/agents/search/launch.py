@@ -14,7 +14,7 @@ from maxkernel_tui.agents.orchestration.gates import AutoGate
 from maxkernel_tui.agents.orchestration.journal import Listener
 from maxkernel_tui.agents.orchestration.session import OpenSession, end_unopened, open_session
 from maxkernel_tui.agents.search.algorithms import Algorithm, Beam, MoveCheck, Moves, Parallel
-from maxkernel_tui.agents.search.config import SearchConfig, StoredSearch
+from maxkernel_tui.agents.search.config import SearchConfig, StoredSearch, stored_search
 from maxkernel_tui.agents.search.evolve import Evolve
 from maxkernel_tui.agents.search.graph import ROOT, SearchGraph
 from maxkernel_tui.agents.search.limits import CappedTools, GatedClient
@@ -114,7 +114,7 @@ def search_on(
     `moves`: the agent's own word on which strategies it cannot apply to a kernel."""
     graph = SearchGraph(engine.journal)
     if resumed:
-        stored = StoredSearch.from_json(graph.extra)
+        stored = stored_search(graph.extra)
         if stored is None:
             raise ValueError(
                 f"session {engine.session_id} is not a graph search; resume it with `run --resume`"

@@ -14,6 +14,7 @@ from maxkernel_tui.agents.tools.specs import (
     ToolName,
     tool_names,
 )
+from maxkernel_tui.codec import encode_object
 from maxkernel_tui.config import ConfigError, Settings
 from maxkernel_tui.config_roles import ROLE_NAMES
 
@@ -40,10 +41,7 @@ class RolePlan:
         return {role: a.model for role, a in self.roles.items() if a.model}
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            role: {"model": a.model, "tools": list(a.tools), "max_tool_calls": a.max_tool_calls}
-            for role, a in self.roles.items()
-        }
+        return {role: encode_object(a) for role, a in self.roles.items()}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> RolePlan:

@@ -1,14 +1,15 @@
 """The evaluation's worker protocols as data: what the harness asks the candidate, reference and
 timing processes (one JSON line in) and what they answer (JSON lines out). No jax here: the
-workers write these types and the harness reads them back, each through one `from_json`.
+workers write these types and the harness reads them back, each through the codec.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from maxkernel_tui.codec import JsonData, Shape, Tagged, Unknown
 from maxkernel_tui.kernels.perf.calibration import ModelPoint
 from maxkernel_tui.kernels.report.checks import Check
 
@@ -18,10 +19,6 @@ PROGRAM_MAX_BYTES = 64 * 2**20
 Clock = Literal["device trace", "wall clock"]  # what measured a timing's samples
 DEVICE_TRACE: Clock = "device trace"
 WALL_CLOCK: Clock = "wall clock"
-
-
-def _runs(data: Any) -> list[Run]:
-    return [(str(config), int(seed)) for config, seed in data]
 
 
 @dataclass(frozen=True)
@@ -37,7 +34,7 @@ class TilesRequest:
 
 
 @dataclass(frozen=True)
-class CandidateRequest:
+class CandidateRequest(JsonData):
     kernel: str  # the candidate's file, in its private directory
     task: str  # the task's folder
     target: str  # TPU generation to compile for
@@ -63,23 +60,9 @@ class CandidateRequest:
     programs: dict[str, str] = field(default_factory=dict)
     untraced: dict[str, str] = field(default_factory=dict)
 
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> CandidateRequest:
-        tiles = data.get("tiles")
-        return cls(
-            **dict(
-                data,
-                runs=_runs(data["runs"]),
-                tiles=None if tiles is None else TilesRequest(**tiles),
-            )
-        )
-
 
 @dataclass(frozen=True)
-class TraceRequest:
+class TraceRequest(JsonData):
     """What the tracer (evaluation/tracer/candidate.py), the one process that imports the
     candidate, is asked: its programs at `configs`, written into `out_dir` as bytes."""
 
@@ -90,23 +73,19 @@ class TraceRequest:
     extra_configs: dict[str, dict[str, int]] = field(default_factory=dict)
     task_digest: str = ""
 
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
 
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> TraceRequest:
-        return cls(**data)
+# A candidate worker's request line: {"trace": ...} or {"judge": ...}.
+_REQUESTS: Tagged[CandidateRequest | TraceRequest] = Tagged(
+    {"trace": TraceRequest, "judge": CandidateRequest}
+)
 
 
 def request_to_json(request: CandidateRequest | TraceRequest) -> dict[str, Any]:
-    """A candidate worker's request line: {"trace": ...} or {"judge": ...}."""
-    return {"trace" if isinstance(request, TraceRequest) else "judge": request.to_json()}
+    return _REQUESTS.encode(request)
 
 
 def request_from_json(data: Mapping[str, Any]) -> CandidateRequest | TraceRequest:
-    if "trace" in data:
-        return TraceRequest.from_json(data["trace"])
-    return CandidateRequest.from_json(data["judge"])
+    return _REQUESTS.decode(data)
 
 
 @dataclass(frozen=True)
@@ -122,7 +101,7 @@ class Traced:
 
 
 @dataclass(frozen=True)
-class NumericsRun:
+class NumericsRun(JsonData):
     """The outputs of one (configuration, seed) run, saved as files, or why there are none."""
 
     config: str
@@ -140,16 +119,9 @@ class NumericsRun:
     def key(self) -> Run:
         return (self.config, self.seed)
 
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> NumericsRun:
-        return cls(**data)
-
 
 @dataclass(frozen=True)
-class TilesRun:
+class TilesRun(JsonData):
     """The candidate's sampled production tiles: per program output, the values the sample
     decides (`values`, .npy) at their flat indices (`indices`, .npy); or why there are none
     (`error`: the kernel failed; `unsampleable`: the program cannot be run by tiles)."""
@@ -171,13 +143,6 @@ class TilesRun:
     def key(self) -> Run:
         return (self.config, self.input_seed)
 
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> TilesRun:
-        return cls(**data)
-
 
 @dataclass(frozen=True)
 class WorkerProblem:
@@ -193,62 +158,36 @@ class Done:
 
 
 CandidateEvent = Check | NumericsRun | TilesRun | Traced | WorkerProblem | Done
+# One line of a candidate worker: {"check"}, {"run"}, {"tiles"}, {"traced"}, {"usage_error"},
+# {"error"} (a WorkerProblem, its `usage` said by the tag) or {"done"}.
+_EVENTS: Tagged[CandidateEvent] = Tagged(
+    {
+        "check": Check,
+        "run": NumericsRun,
+        "tiles": TilesRun,
+        "traced": Traced,
+        "usage_error": (WorkerProblem, {"usage": True}),
+        "error": (WorkerProblem, {"usage": False}),
+        "done": Done,
+    }
+)
 
 
 def event_to_json(event: CandidateEvent) -> dict[str, Any]:
-    """One line of a candidate worker: {"check"}, {"run"}, {"tiles"}, {"traced"},
-    {"usage_error"}, {"error"} or {"done"}."""
-    if isinstance(event, Check):
-        return {"check": event.to_json()}
-    if isinstance(event, NumericsRun):
-        return {"run": event.to_json()}
-    if isinstance(event, TilesRun):
-        return {"tiles": event.to_json()}
-    if isinstance(event, Traced):
-        return {"traced": asdict(event)}
-    if isinstance(event, WorkerProblem):
-        return {"usage_error" if event.usage else "error": {"detail": event.detail}}
-    return {"done": {}}
+    return _EVENTS.encode(event)
 
 
 def event_from_json(data: Mapping[str, Any]) -> CandidateEvent:
-    (kind, payload), *_ = data.items()
-    if kind == "check":
-        return Check.from_json(payload)
-    if kind == "run":
-        return NumericsRun.from_json(payload)
-    if kind == "tiles":
-        return TilesRun.from_json(payload)
-    if kind == "traced":
-        return Traced(**payload)
-    if kind in ("usage_error", "error"):
-        return WorkerProblem(payload.get("detail", ""), usage=kind == "usage_error")
-    if kind == "done":
-        return Done()
-    raise ValueError(f"not an event of the candidate protocol: {kind!r}")
+    return _EVENTS.decode(data)
 
 
 @dataclass(frozen=True)
-class ReferenceRequest:
+class ReferenceRequest(JsonData):
     task: str
     runs: list[Run]
     out_dir: str
     extra_configs: dict[str, dict[str, int]] = field(default_factory=dict)
     production: ProductionRequest | None = None  # the production tiles' reference, if asked
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> ReferenceRequest:
-        production = data.get("production")
-        return cls(
-            **dict(
-                data,
-                runs=_runs(data["runs"]),
-                production=None if production is None else ProductionRequest(**production),
-            )
-        )
 
 
 @dataclass(frozen=True)
@@ -266,36 +205,19 @@ class ProductionRequest:
 
 
 @dataclass(frozen=True)
-class ReferenceAnswer:
+class ReferenceAnswer(JsonData, shape=Shape(alone="error", unknown=Unknown.IGNORE)):
     runs: list[NumericsRun] = field(default_factory=list)
     error: str | None = None  # the task itself could not be loaded
 
-    def to_json(self) -> dict[str, Any]:
-        if self.error is not None:
-            return {"error": self.error}
-        return {"runs": [run.to_json() for run in self.runs]}
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> ReferenceAnswer:
-        runs = [NumericsRun.from_json(run) for run in data.get("runs", [])]
-        return cls(runs, data.get("error"))
-
 
 @dataclass(frozen=True)
-class TimingRequest:
+class TimingRequest(JsonData):
     program: str  # the candidate's carried program (evaluation/tracer/transport.py bytes)
     task: str
     config: str
     repeats: int
     warmups: int
     expert: str | None = None  # the task's expert baseline, timed interleaved with the others
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> TimingRequest:
-        return cls(**data)
 
 
 @dataclass(frozen=True)
@@ -316,7 +238,7 @@ class DeviceNumerics:
 
 
 @dataclass(frozen=True)
-class TimingAnswer:
+class TimingAnswer(JsonData):
     device: str  # jax's device kind
     platform: str  # tpu, cpu, ...
     samples: TimingSamples
@@ -324,18 +246,3 @@ class TimingAnswer:
     clock_note: str = ""  # why the wall clock where the device trace was wanted
     numerics: DeviceNumerics | None = None  # on a TPU only
     model: ModelPoint | None = None  # the model's estimate of the candidate (for calibration)
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> TimingAnswer:
-        numerics, model = data.get("numerics"), data.get("model")
-        return cls(
-            **dict(
-                data,
-                samples=TimingSamples(**data["samples"]),
-                numerics=None if numerics is None else DeviceNumerics(**numerics),
-                model=None if model is None else ModelPoint.from_json(model),
-            )
-        )

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from maxkernel_tui.codec import JsonData, Shape
 from maxkernel_tui.kernels.sandbox.policy import XlaCache
 from maxkernel_tui.kernels.workers import (
     LineWorker,
@@ -36,26 +36,13 @@ MEASURE_TIMEOUT_S = 600.0
 
 
 @dataclass(frozen=True)
-class RoundingSpread:
+class RoundingSpread(JsonData, shape=Shape(pairs=("used",))):
     """What rounding_worker measured: tolerance -> the largest share of it used by the
     reference in its dtypes against the same function in f32; or why nothing was measured."""
 
     used: dict[float, float] = field(default_factory=dict)
     configs: tuple[str, ...] = ()
     error: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "used": [[t, u] for t, u in self.used.items()],
-            "configs": list(self.configs),
-            "error": self.error,
-        }
-
-    @staticmethod
-    def from_json(data: dict[str, Any]) -> RoundingSpread:
-        return RoundingSpread(
-            {float(t): float(u) for t, u in data["used"]}, tuple(data["configs"]), data["error"]
-        )
 
 
 @dataclass(frozen=True)

@@ -7,9 +7,10 @@ these types, the model, the summary, the UI and the agents read them.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from dataclasses import dataclass, field
+from typing import Literal
 
+from maxkernel_tui.codec import JsonData, Shape, Unknown
 from maxkernel_tui.kernels.config_names import CHECK
 from maxkernel_tui.kernels.perf.device_trace import DmaShare
 from maxkernel_tui.kernels.task import Task
@@ -39,7 +40,7 @@ class Block:
 
 
 @dataclass(frozen=True)
-class KernelAnalysis:
+class KernelAnalysis(JsonData):
     name: str
     grid: list[int]
     dimension_semantics: list[str]
@@ -57,18 +58,12 @@ class KernelAnalysis:
     index_maps_exact: bool = True  # False: data-dependent index maps, fetch counts are upper bounds
     mxu_highest_flops_per_step: float = 0.0  # the f32 part at Precision.HIGHEST (six passes)
 
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> KernelAnalysis:
-        return cls(**dict(data, blocks=[Block(**b) for b in data["blocks"]]))
-
 
 @dataclass(frozen=True)
-class ReferenceCost:
+class ReferenceCost(JsonData, shape=Shape(alone="error", unknown=Unknown.IGNORE)):
     """XLA's cost analysis of the reference compiled ahead of time for one TPU generation, or why
-    it could not be compiled there (`error`)."""
+    it could not be compiled there (`error`). Read back from a stored profile too, whose labels
+    (`kind`, `source`) are dropped."""
 
     flops: float | None = None
     bytes_accessed: float | None = None
@@ -80,25 +75,6 @@ class ReferenceCost:
         """From `compiled.cost_analysis()`, whose keys have spaces."""
         return cls(cost.get("flops"), cost.get("bytes accessed"), cost.get("optimal_seconds"))
 
-    def to_json(self) -> dict[str, Any]:
-        if self.error is not None:
-            return {"error": self.error}
-        return {
-            "flops": self.flops,
-            "bytes_accessed": self.bytes_accessed,
-            "optimal_seconds": self.optimal_seconds,
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> ReferenceCost:
-        """Also reads a labelled cost of a stored profile (its `kind` and `source` are dropped)."""
-        return cls(
-            data.get("flops"),
-            data.get("bytes_accessed"),
-            data.get("optimal_seconds"),
-            data.get("error"),
-        )
-
 
 @dataclass(frozen=True)
 class TraceEvent:
@@ -107,7 +83,7 @@ class TraceEvent:
 
 
 @dataclass(frozen=True)
-class Trace:
+class Trace(JsonData):
     """A run of the kernel under jax.profiler: where it is, and the busiest events."""
 
     dir: str
@@ -121,31 +97,9 @@ class Trace:
     def measured(self) -> bool:
         return self.kind.startswith(MEASURED)
 
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Trace:
-        dma = data.get("dma")
-        return cls(
-            **dict(
-                data,
-                top_events=[TraceEvent(**e) for e in data["top_events"]],
-                dma=None if dma is None else DmaShare(**dma),
-            )
-        )
-
-
-def costs_to_json(costs: Mapping[str, ReferenceCost]) -> dict[str, dict[str, Any]]:
-    return {target: cost.to_json() for target, cost in costs.items()}
-
-
-def costs_from_json(data: Mapping[str, Mapping[str, Any]]) -> dict[str, ReferenceCost]:
-    return {target: ReferenceCost.from_json(cost) for target, cost in data.items()}
-
 
 @dataclass(frozen=True)
-class ProfileRequest:
+class ProfileRequest(JsonData):
     # configuration: the candidate's program there, as the tracer carried it, in the worker's
     # private directory (the profile never imports the candidate)
     programs: dict[str, str]
@@ -155,42 +109,14 @@ class ProfileRequest:
     trace: bool = True  # False: the static analysis and the estimates only
     reference_costs: dict[str, ReferenceCost] = field(default_factory=dict)  # known already
 
-    def to_json(self) -> dict[str, Any]:
-        return dict(asdict(self), reference_costs=costs_to_json(self.reference_costs))
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> ProfileRequest:
-        costs = costs_from_json(data.get("reference_costs") or {})
-        return cls(**dict(data, reference_costs=costs))
-
 
 @dataclass(frozen=True)
-class ProfileAnswer:
+class ProfileAnswer(JsonData, shape=Shape(unknown=Unknown.IGNORE)):
     config: str  # the configuration the static analysis used (production shapes)
     kernels: list[KernelAnalysis]
     reference_costs: dict[str, ReferenceCost]
     io_bytes: int | None = None  # inputs read and outputs written once
     trace: Trace | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "config": self.config,
-            "kernels": [k.to_json() for k in self.kernels],
-            "reference_costs": costs_to_json(self.reference_costs),
-            "io_bytes": self.io_bytes,
-            "trace": None if self.trace is None else self.trace.to_json(),
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> ProfileAnswer:
-        trace = data.get("trace")
-        return cls(
-            config=data["config"],
-            kernels=[KernelAnalysis.from_json(k) for k in data["kernels"]],
-            reference_costs=costs_from_json(data["reference_costs"]),
-            io_bytes=data.get("io_bytes"),
-            trace=None if trace is None else Trace.from_json(trace),
-        )
 
 
 def trace_config(task: Task, on_tpu: bool) -> str | None:

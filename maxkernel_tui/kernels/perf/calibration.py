@@ -14,10 +14,10 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from maxkernel_tui.codec import JsonData
 from maxkernel_tui.config import cache_dir
 from maxkernel_tui.kernels.targets import TARGETS
 from maxkernel_tui.versions import installed_version
@@ -47,23 +47,16 @@ class KernelFeatures:
 
 
 @dataclass(frozen=True)
-class ModelPoint:
+class ModelPoint(JsonData):
     """The model's estimate of one kernel on one generation, as a timing worker sends it."""
 
     target: str
     estimated_s: float
     features: KernelFeatures
 
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> ModelPoint:
-        return cls(**dict(data, features=KernelFeatures(**data["features"])))
-
 
 @dataclass(frozen=True)
-class CalibrationRecord:
+class CalibrationRecord(JsonData):
     kernel: str
     task: str
     target: str  # TPU generation (a key of TARGETS)
@@ -79,10 +72,6 @@ class CalibrationRecord:
     @property
     def ratio(self) -> float:
         return self.measured_s / self.estimated_s
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> CalibrationRecord:
-        return cls(**dict(data, features=KernelFeatures(**data["features"])))
 
 
 @dataclass(frozen=True)
@@ -126,7 +115,7 @@ def load_calibration(path: Path) -> Calibration:
 def append_record(path: Path, record: CalibrationRecord) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a", encoding="utf-8") as out:
-        out.write(json.dumps(asdict(record)) + "\n")
+        out.write(json.dumps(record.to_json()) + "\n")
 
 
 def generation_of(device_kind: str) -> str | None:

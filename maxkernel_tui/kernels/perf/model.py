@@ -31,9 +31,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, Literal
 
+from maxkernel_tui.codec import JsonData
 from maxkernel_tui.kernels.perf.analysis import Block, KernelAnalysis, ReferenceCost
 from maxkernel_tui.kernels.perf.calibration import Calibration
 from maxkernel_tui.kernels.perf.xla_model import XLA_DEFAULT, XlaPrecision, xla_seconds
@@ -55,7 +56,7 @@ EstimateKind = Literal["estimated", "estimated, calibrated"]  # the model, or it
 
 
 @dataclass
-class Estimate:
+class Estimate(JsonData):
     target: str
     kind: EstimateKind
     seconds: float
@@ -74,13 +75,6 @@ class Estimate:
     speedup: float | None  # reference_seconds / seconds
     dispatch_seconds: float = DISPATCH_S  # part of `seconds` and of `reference_seconds`
     reference_precision: str = XLA_DEFAULT.words  # what XLA's time was taken at
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Estimate:
-        return cls(**data)
 
 
 def minimal_io_bytes(inputs: Any, outputs: Any) -> int:

@@ -6,12 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from maxkernel_tui.kernels.perf.analysis import (
-    KernelAnalysis,
-    ReferenceCost,
-    Trace,
-    costs_from_json,
-)
+from maxkernel_tui.codec import JsonData, Shape, Unknown, encode_object
+from maxkernel_tui.kernels.perf.analysis import KernelAnalysis, ReferenceCost, Trace
 from maxkernel_tui.kernels.perf.model import Estimate
 from maxkernel_tui.kernels.report.expert import EXPERT_TUNING
 
@@ -21,7 +17,7 @@ XLA_MEANS = "the task's reference as written, compiled by XLA"
 
 
 @dataclass
-class ProfileSummary:
+class ProfileSummary(JsonData, shape=Shape(keys={"task_id": "task"}, unknown=Unknown.IGNORE)):
     task_id: str
     kernel: str
     config: str  # the configuration the static analysis used (production shapes)
@@ -37,44 +33,14 @@ class ProfileSummary:
     expert_estimates: list[Estimate] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "task": self.task_id,
-            "kernel": self.kernel,
-            "config": self.config,
-            "kernels": [k.to_json() for k in self.kernels],
-            "estimates": [e.to_json() for e in self.estimates],
-            "warnings": self.warnings,
-            "reference_costs": {
-                t: dict(
-                    c.to_json(), kind="estimated", source=f"XLA cost analysis, AOT compile for {t}"
-                )
-                for t, c in self.reference_costs.items()
-            },
-            "trace": None if self.trace is None else self.trace.to_json(),
-            "problems": self.problems,
-            "calibration": self.calibration,
-            "expert": self.expert,
-            "expert_estimates": [e.to_json() for e in self.expert_estimates],
+        """The codec's, each reference cost labelled with its kind and source for the
+        reader (`from_json`, the codec's, drops the labels)."""
+        data = encode_object(self)
+        data["reference_costs"] = {
+            t: dict(c, kind="estimated", source=f"XLA cost analysis, AOT compile for {t}")
+            for t, c in data["reference_costs"].items()
         }
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> ProfileSummary:
-        """Back from `to_json` (a stored profile); the labels `to_json` adds are dropped."""
-        trace = data.get("trace")
-        return cls(
-            data["task"],
-            data["kernel"],
-            data["config"],
-            [KernelAnalysis.from_json(k) for k in data["kernels"]],
-            [Estimate.from_json(e) for e in data["estimates"]],
-            data["warnings"],
-            costs_from_json(data["reference_costs"]),
-            None if trace is None else Trace.from_json(trace),
-            data.get("problems", []),
-            dict(data.get("calibration") or {}),
-            data.get("expert"),
-            [Estimate.from_json(e) for e in data.get("expert_estimates", [])],
-        )
+        return data
 
     def table_rows(self) -> list[tuple[str, ...]]:
         """(target, VMEM, HBM, bound, est. time, roofline, est. speedup) per generation."""

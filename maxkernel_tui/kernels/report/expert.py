@@ -3,8 +3,10 @@ data, no jax; evaluation/expert_comparison.py makes it, reports and `bench` show
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Literal
+
+from maxkernel_tui.codec import JsonData
 
 MATCHES_EXPERT = 0.95  # a kernel at or above this share of the expert's speed matches it
 EXPERT_SPEEDUP = "speedup over the expert Pallas kernel"  # the measured Timing's `what`
@@ -14,7 +16,7 @@ EXPERT_TUNING = "JAXBench's tuning, made on TPU v6e"
 
 
 @dataclass(frozen=True)
-class ExpertComparison:
+class ExpertComparison(JsonData):
     """The kernel's speed as a share of the expert's: expert time / kernel time (>1: faster)."""
 
     kind: Literal["estimated", "measured"]
@@ -37,11 +39,3 @@ class ExpertComparison:
     @property
     def matches(self) -> bool:
         return self.ratio >= MATCHES_EXPERT
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> ExpertComparison:
-        ci95 = data.get("ci95")
-        return cls(**dict(data, ci95=None if ci95 is None else (float(ci95[0]), float(ci95[1]))))
