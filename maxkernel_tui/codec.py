@@ -331,8 +331,8 @@ def _make_converters(hint: Any) -> tuple[Convert | None, Convert | None]:
     raise TypeError(f"the codec cannot carry {hint!r}")
 
 
-def _enum_value(value: enum.Enum) -> Any:
-    return value.value
+def _enum_value(value: Any) -> Any:
+    return value.value if isinstance(value, enum.Enum) else value  # its value given as such
 
 
 def _decoder_of(kind: type) -> Convert:

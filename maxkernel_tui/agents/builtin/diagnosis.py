@@ -131,7 +131,7 @@ def next_step(kernels: list[KernelFigures], found: Estimate | None, warnings: li
 def _summary(profile: Mapping[str, Any]) -> ProfileSummary:
     try:
         return ProfileSummary.from_json(dict(profile))
-    except (KeyError, TypeError) as error:
+    except (KeyError, TypeError, ValueError) as error:  # ValueError: the codec's CodecError
         raise BuiltinAgentError(
             f"the profiler step's profile is not a profile summary as JSON ({error!r} is missing "
             "or wrong)"
