@@ -1,0 +1,324 @@
+"""The codec (maxkernel_tui/codec.py): each kind of field it carries, the shapes a class gives
+its JSON, what it refuses, and the report types of kernels/report/checks.py as they are."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from enum import Enum, StrEnum
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import pytest
+
+from maxkernel_tui.codec import (
+    CodecError,
+    JsonData,
+    Shape,
+    Tagged,
+    Unknown,
+    decode,
+    encode,
+)
+from maxkernel_tui.kernels.report.checks import (
+    FAIL,
+    PASS,
+    SKIP,
+    TILES,
+    Check,
+    EvalReport,
+    Timing,
+)
+from maxkernel_tui.kernels.report.expert import ExpertComparison
+
+
+def wire(data: Any) -> Any:
+    return json.loads(json.dumps(data))
+
+
+class Colour(StrEnum):
+    RED = "red"
+    BLUE = "blue"
+
+
+class Size(Enum):
+    SMALL = 1
+    LARGE = 2
+
+
+@dataclass(frozen=True)
+class Leaf:
+    name: str
+    size: Size = Size.SMALL
+
+
+@dataclass(frozen=True)
+class Everything(JsonData):
+    text: str
+    count: int
+    ratio: float
+    flag: bool
+    colour: Colour
+    where: Path
+    mode: Literal["a", "b"]
+    pair: tuple[str, int]
+    many: tuple[int, ...]
+    items: list[Leaf]
+    by_colour: dict[str, Colour]
+    by_number: dict[int, Leaf]
+    by_enum: dict[Colour, int]
+    leaves: tuple[Leaf, ...] | None = None
+    maybe: Leaf | None = None
+    anything: Any = None
+
+
+EVERYTHING = Everything(
+    text="t",
+    count=3,
+    ratio=0.5,
+    flag=True,
+    colour=Colour.BLUE,
+    where=Path("/tmp/x"),
+    mode="b",
+    pair=("check", 7),
+    many=(1, 2, 3),
+    items=[Leaf("a"), Leaf("b", Size.LARGE)],
+    by_colour={"sky": Colour.BLUE},
+    by_number={4: Leaf("four")},
+    by_enum={Colour.RED: 1},
+    leaves=(Leaf("x"), Leaf("y", Size.LARGE)),
+    maybe=None,
+    anything={"nested": (1, Colour.RED), "leaf": Leaf("z")},
+)
+
+
+def test_every_kind_of_field_goes_over_the_wire_and_back():
+    data = wire(encode(EVERYTHING))
+    assert data["colour"] == "blue" and data["where"] == "/tmp/x" and data["pair"] == ["check", 7]
+    assert data["by_number"] == {"4": {"name": "four", "size": 1}}
+    assert data["by_enum"] == {"red": 1} and data["by_colour"] == {"sky": "blue"}
+    assert data["anything"] == {"nested": [1, "red"], "leaf": {"name": "z", "size": 1}}
+    back = decode(Everything, data)
+    assert back == EVERYTHING.__class__(**{**vars(EVERYTHING), "anything": data["anything"]})
+    assert isinstance(back.pair, tuple) and isinstance(back.many, tuple)
+    assert isinstance(back.leaves, tuple) and back.leaves[1].size is Size.LARGE
+    assert back.by_colour["sky"] is Colour.BLUE and back.by_enum == {Colour.RED: 1}
+    assert isinstance(back.where, Path) and list(back.by_number) == [4]
+
+
+def test_a_nested_optional_tuple_of_dataclasses_and_a_missing_optional_field():
+    data = wire(encode(EVERYTHING))
+    del data["leaves"], data["maybe"], data["anything"]
+    back = decode(Everything, data)
+    assert back.leaves is None and back.maybe is None and back.anything is None
+    data["leaves"] = [{"name": "only"}]  # its own missing field takes its default
+    assert decode(Everything, data).leaves == (Leaf("only"),)
+
+
+def test_floats_keep_infinity_and_nan_and_a_json_integer_becomes_a_float():
+    @dataclass
+    class Figures:
+        values: list[float]
+        one: float
+
+    text = json.dumps(encode(Figures([math.inf, -math.inf, math.nan], 1.0)))
+    assert text == '{"values": [Infinity, -Infinity, NaN], "one": 1.0}'
+    back = decode(Figures, json.loads(text))
+    assert back.values[0] == math.inf and math.isnan(back.values[2])
+    assert type(decode(Figures, {"values": [], "one": 2}).one) is float
+
+
+def test_an_unknown_key_is_an_error_unless_the_class_ignores_it():
+    with pytest.raises(CodecError, match="unknown keys extra"):
+        decode(Leaf, {"name": "a", "extra": 1})
+
+    @dataclass
+    class Lenient(JsonData, shape=Shape(unknown=Unknown.IGNORE)):
+        name: str
+
+    assert Lenient.from_json({"name": "a", "retired": 1}) == Lenient("a")
+
+
+def test_a_missing_required_field_a_wrong_enum_and_a_short_pair_are_errors():
+    with pytest.raises(CodecError, match="no 'name'"):
+        decode(Leaf, {})
+    with pytest.raises(CodecError, match="size"):
+        decode(Leaf, {"name": "a", "size": 9})
+    data = wire(encode(EVERYTHING))
+    with pytest.raises(CodecError, match="pair"):
+        decode(Everything, dict(data, pair=["check"]))
+    with pytest.raises(CodecError, match="expected an object"):
+        decode(Leaf, ["a"])
+
+
+def test_null_for_a_field_that_cannot_be_none_reads_as_its_default():
+    @dataclass
+    class Defaults:
+        data: dict[str, Any] = field(default_factory=dict)
+        seed: str = ""
+        maybe: str | None = "x"
+
+    assert decode(Defaults, {"data": None, "seed": None, "maybe": None}) == Defaults(maybe=None)
+
+
+@dataclass(frozen=True)
+class Shaped(
+    JsonData,
+    shape=Shape(
+        keys={"task_id": "task"},
+        old_keys={"ci95": ("ci95_s",)},
+        omit_none=("note",),
+        omit_empty=("groups",),
+        pairs=("used",),
+        derived=("double",),
+        derived_after="task_id",
+    ),
+):
+    task_id: str
+    note: str | None = None
+    groups: list[list[str]] = field(default_factory=list)
+    used: dict[float, float] = field(default_factory=dict)
+    ci95: tuple[float, float] | None = None
+
+    @property
+    def double(self) -> str:
+        return self.task_id * 2
+
+
+def test_a_shape_renames_omits_pairs_derives_and_reads_an_older_key():
+    plain = Shaped("t")
+    assert json.dumps(plain.to_json()) == '{"task": "t", "double": "tt", "used": [], "ci95": null}'
+    full = Shaped("t", "n", [["a"]], {0.01: 0.5}, (1.0, 2.0))
+    data = wire(full.to_json())
+    assert list(data) == ["task", "double", "note", "groups", "used", "ci95"]
+    assert data["used"] == [[0.01, 0.5]]
+    assert Shaped.from_json(data) == full
+    older = {"task": "t", "ci95_s": [1, 2]}
+    assert Shaped.from_json(older).ci95 == (1.0, 2.0)
+
+
+@dataclass(frozen=True)
+class Answer(JsonData, shape=Shape(alone="error", beside=("folder",), unknown=Unknown.IGNORE)):
+    folder: str = ""
+    runs: list[int] = field(default_factory=list)
+    error: str | None = None
+
+
+def test_an_error_is_written_alone_beside_the_fields_named_and_left_out_when_none():
+    assert Answer("f", [1]).to_json() == {"folder": "f", "runs": [1]}
+    assert Answer("f", [1], "boom").to_json() == {"folder": "f", "error": "boom"}
+    assert Answer.from_json({"error": "boom"}) == Answer(error="boom")
+
+
+@dataclass(frozen=True)
+class Problem:
+    detail: str
+    usage: bool = False
+
+
+@dataclass(frozen=True)
+class End:
+    pass
+
+
+EVENTS: Tagged[Leaf | Problem | End] = Tagged(
+    {
+        "leaf": Leaf,
+        "usage_error": (Problem, {"usage": True}),
+        "error": (Problem, {"usage": False}),
+        "done": End,
+    }
+)
+
+
+def test_a_tagged_union_says_its_variant_by_its_key_and_a_tag_can_fix_fields():
+    assert EVENTS.encode(Problem("x", usage=True)) == {"usage_error": {"detail": "x"}}
+    assert EVENTS.encode(Problem("x")) == {"error": {"detail": "x"}}
+    assert EVENTS.encode(End()) == {"done": {}}
+    for event in (Leaf("a", Size.LARGE), Problem("x", True), Problem("y"), End()):
+        assert EVENTS.decode(wire(EVENTS.encode(event))) == event
+    with pytest.raises(CodecError, match="unknown tag 'nope'"):
+        EVENTS.decode({"nope": {}})
+
+
+def test_a_union_of_dataclasses_in_a_field_needs_its_tags():
+    @dataclass
+    class Untold:
+        event: Leaf | Problem
+
+    with pytest.raises(TypeError, match="cannot tell"):
+        encode(Untold(Leaf("a")))
+
+    @dataclass
+    class Told:
+        events: list[Annotated[Leaf | Problem | End, EVENTS]]
+
+    told = Told([Leaf("a"), Problem("b", usage=True)])
+    assert wire(encode(told)) == {
+        "events": [{"leaf": {"name": "a", "size": 1}}, {"usage_error": {"detail": "b"}}]
+    }
+    assert decode(Told, wire(encode(told))) == told
+
+
+def test_decode_reads_a_type_that_is_not_a_dataclass():
+    data = {"a": [{"name": "x"}]}
+    assert decode(dict[str, list[Leaf]], data) == {"a": [Leaf("x")]}
+    assert decode(list[tuple[str, int]], [["a", 1]]) == [("a", 1)]
+
+
+def test_a_shape_that_names_no_field_is_refused_when_first_used():
+    @dataclass
+    class Typo(JsonData, shape=Shape(omit_empty=("nmae",))):
+        name: str
+
+    with pytest.raises(TypeError, match="'nmae'"):
+        Typo("a").to_json()
+
+
+# The shapes kernels/report/checks.py's types take when they switch to the codec: with them the
+# codec writes and reads what their own methods do.
+TIMING = Shape(omit_none=True, old_keys={"ci95": ("ci95_s",)})
+REPORT = Shape(
+    keys={"task_id": "task"},
+    derived=("verdict", "scope", "evidence"),
+    derived_after="device",
+    skip=("on_check",),
+    unknown=Unknown.IGNORE,
+)
+
+
+@pytest.fixture
+def shaped_reports(monkeypatch):
+    monkeypatch.setattr(Timing, "__codec__", TIMING, raising=False)
+    monkeypatch.setattr(EvalReport, "__codec__", REPORT, raising=False)
+
+
+def a_report() -> EvalReport:
+    report = EvalReport("12p", "/k.py", ["v5e"], "TPU v5 lite", seeds=[7], inputs=["numerics: x"])
+    report.add(Check("static", PASS, "ok", 0.1, {"heavy_ops": ["dot"], "pair": (1, 2)}))
+    report.add(Check(TILES, PASS, "sampled", 1.5, {"blocks": 4, "of_blocks": 9}))
+    report.add(Check("timing", SKIP, "no TPU"))
+    report.timings.append(
+        Timing("kernel", "measured", "TPU v5 lite", "1 ms", median_s=1e-3, ci95=(9e-4, 1e-3))
+    )
+    report.expert = ExpertComparison("measured", "TPU v5 lite", "e.py", 1e-3, 9e-4, 0.9)
+    return report
+
+
+def test_checks_are_carried_as_their_own_methods_carry_them():
+    for check in (Check("static", PASS, "ok", 0.5, {"a": [1]}), Check("x", FAIL, "bad")):
+        assert json.dumps(encode(check)) == json.dumps(check.to_json())
+        assert decode(Check, wire(check.to_json())) == Check.from_json(wire(check.to_json()))
+    assert decode(Check, {"name": "n", "status": "skip", "detail": "", "data": None}).data == {}
+
+
+def test_reports_and_timings_with_their_shapes_are_carried_as_their_methods_carry_them(
+    shaped_reports,
+):
+    report = a_report()
+    assert json.dumps(encode(report)) == json.dumps(report.to_json())
+    data = wire(report.to_json())
+    assert vars(decode(EvalReport, data)) == vars(EvalReport.from_json(data))
+    older = {"what": "kernel", "kind": "measured", "device": "d", "label": "l", "ci95_s": [1, 2]}
+    assert decode(Timing, older) == Timing.from_json(older)
