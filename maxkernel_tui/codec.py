@@ -101,6 +101,7 @@ class _Plan:
 
 
 _PLANS: dict[type, _Plan] = {}
+_MISSING = object()
 _TYPES: dict[Any, tuple[Convert | None, Convert | None]] = {}
 
 
@@ -154,22 +155,20 @@ def decode_object(kind: type[T], data: Any, fixed: Mapping[str, Any] | None = No
     """`data` read as the dataclass `kind`; `fixed`: fields whose values the caller knows (a
     tag said them)."""
     plan = _plan(kind)
-    if not isinstance(data, Mapping):
+    if not isinstance(data, dict | Mapping):  # dict first: an ABC's check is slower
         raise CodecError(f"{kind.__name__}: expected an object, got {_brief(data)}")
     values: dict[str, Any] = {}
     found = 0
     for field in plan.fields:
-        key = field.key
-        if key in data:
-            found += 1
-        elif field.old_keys and (old := [k for k in field.old_keys if k in data]):
-            key = old[0]
-            found += 1
-        elif field.required:
-            raise CodecError(f"{kind.__name__}: no {field.key!r} in {_brief(data)}")
-        else:
-            continue
-        value = data[key]
+        value = data.get(field.key, _MISSING)
+        if value is _MISSING:
+            if field.old_keys:
+                value = next((data[k] for k in field.old_keys if k in data), _MISSING)
+            if value is _MISSING:
+                if field.required:
+                    raise CodecError(f"{kind.__name__}: no {field.key!r} in {_brief(data)}")
+                continue
+        found += 1
         if value is None:
             if field.default is not None:
                 value = field.default()
@@ -372,7 +371,7 @@ def _container(hint: Any, origin: Any, args: tuple[Any, ...]) -> tuple[Convert, 
     def decoder(data: Any) -> Any:
         if not isinstance(data, list):
             raise CodecError(f"expected a list, got {_brief(data)}")
-        return make(data if item_decoder is None else (item_decoder(v) for v in data))
+        return make(data if item_decoder is None else [item_decoder(v) for v in data])
 
     return encoder, decoder
 
