@@ -96,7 +96,8 @@ class _Plan:
     shape: Shape
     fields: tuple[_Field, ...]
     alone_fields: tuple[_Field, ...]  # what is written when `shape.alone` is set
-    derived_after: int  # index into fields after which the derived properties go
+    head: tuple[_Field, ...]  # the fields written before the derived properties (all, without)
+    tail: tuple[_Field, ...]  # and after them
     known: frozenset[str]  # keys read, or written and ignored when read
 
 
@@ -125,11 +126,18 @@ def decode(kind: type[T], data: Any) -> T:
 def encode_object(obj: Any) -> dict[str, Any]:
     plan = _plan(type(obj))
     shape = plan.shape
-    fields = plan.fields
     if shape.alone is not None and getattr(obj, shape.alone) is not None:
-        fields = plan.alone_fields
-    out: dict[str, Any] = {}
-    for index, field in enumerate(fields):
+        return _write(obj, plan.alone_fields, {})
+    out = _write(obj, plan.head, {})
+    if shape.derived:
+        for name in shape.derived:
+            out[shape.keys.get(name, name)] = _plain(getattr(obj, name))
+        _write(obj, plan.tail, out)
+    return out
+
+
+def _write(obj: Any, fields: tuple[_Field, ...], out: dict[str, Any]) -> dict[str, Any]:
+    for field in fields:
         value = getattr(obj, field.name)
         if value is None:
             if field.omit_none:
@@ -139,16 +147,7 @@ def encode_object(obj: Any) -> dict[str, Any]:
         elif field.encoder is not None:
             value = field.encoder(value)
         out[field.key] = value
-        if index == plan.derived_after and fields is plan.fields:
-            _add_derived(out, obj, shape)
-    if shape.derived and plan.derived_after >= len(fields) and fields is plan.fields:
-        _add_derived(out, obj, shape)
     return out
-
-
-def _add_derived(out: dict[str, Any], obj: Any, shape: Shape) -> None:
-    for name in shape.derived:
-        out[shape.keys.get(name, name)] = _plain(getattr(obj, name))
 
 
 def decode_object(kind: type[T], data: Any, fixed: Mapping[str, Any] | None = None) -> T:
@@ -266,16 +265,19 @@ def _make_plan(kind: type, shape: Shape) -> _Plan:
             )
         )
     names = [f.name for f in fields]
-    for name in (*shape.beside, *shape.omit_empty, *shape.keys, *shape.pairs, *shape.old_keys):
-        if name not in names and name not in shape.derived:
+    omitted = () if isinstance(shape.omit_none, bool) else shape.omit_none
+    named = (*shape.beside, *shape.omit_empty, *shape.pairs, *shape.keys, *shape.old_keys, *omitted)
+    for name in (shape.alone, shape.derived_after, *named):
+        if name is not None and name not in names and name not in shape.derived:
             raise TypeError(f"{kind.__name__}'s shape names {name!r}, which is not a field")
     alone = [f for f in fields if f.name in shape.beside or f.name == shape.alone]
     after = len(fields)
-    if shape.derived_after is not None:
-        after = names.index(shape.derived_after)
+    if shape.derived and shape.derived_after is not None:
+        after = names.index(shape.derived_after) + 1
     known = {f.key for f in fields} | {k for f in fields for k in f.old_keys}
     known |= {shape.keys.get(name, name) for name in shape.derived}
-    return _Plan(shape, tuple(fields), tuple(alone), after, frozenset(known))
+    head, tail = tuple(fields[:after]), tuple(fields[after:])
+    return _Plan(shape, tuple(fields), tuple(alone), head, tail, frozenset(known))
 
 
 def _constant(value: Any) -> Callable[[], Any]:

@@ -198,6 +198,20 @@ def test_a_shape_renames_omits_pairs_derives_and_reads_an_older_key():
     assert Shaped.from_json(older).ci95 == (1.0, 2.0)
 
 
+def test_derived_properties_keep_their_place_when_the_field_before_them_is_left_out():
+    @dataclass
+    class Anchored(JsonData, shape=Shape(omit_none=True, derived=("twice",), derived_after="a")):
+        a: int | None = None
+        b: int = 1
+
+        @property
+        def twice(self) -> int:
+            return self.b * 2
+
+    assert list(Anchored().to_json()) == ["twice", "b"]
+    assert list(Anchored(0).to_json()) == ["a", "twice", "b"]
+
+
 @dataclass(frozen=True)
 class Answer(JsonData, shape=Shape(alone="error", beside=("folder",), unknown=Unknown.IGNORE)):
     folder: str = ""
