@@ -21,31 +21,13 @@ from typing import Any
 
 from maxkernel_tui.agents.builtin.dims import Dim, DimTable, ShapeRuleError
 from maxkernel_tui.agents.builtin.primitives import is_elementwise
+from maxkernel_tui.kernels.perf.primitive_names import AXIS_REDUCTIONS, CUMULATIVE_REDUCTIONS
 
 Values = tuple[int, int]  # a size at bench shapes and at the probe (check) shapes
 Nodes = tuple[int, ...]  # one node per axis of a value
 
 # Primitives besides the element-wise ones whose result has the shape of their operand.
-_SAME_SHAPE = {
-    "rev",
-    "cumsum",
-    "cumprod",
-    "cummax",
-    "cummin",
-    "cumlogsumexp",
-    "sort",
-    "reduce_precision",
-}
-_REDUCTIONS = {
-    "reduce_sum",
-    "reduce_max",
-    "reduce_min",
-    "reduce_prod",
-    "reduce_and",
-    "reduce_or",
-    "argmax",
-    "argmin",
-}
+_SAME_SHAPE = CUMULATIVE_REDUCTIONS | {"rev", "sort", "reduce_precision"}
 
 
 @dataclass(frozen=True)
@@ -279,7 +261,7 @@ def flow_equation(
     if not results or not arrays:
         return  # constants only: nothing flows
     out = results[0]
-    if primitive in _REDUCTIONS:
+    if primitive in AXIS_REDUCTIONS:
         kept = [n for axis, n in enumerate(arrays[0]) if axis not in params["axes"]]
         flow.tie_all(tuple(kept), out)
     elif primitive == "transpose":

@@ -18,7 +18,7 @@ import numpy as np
 
 from maxkernel_tui.kernels.perf.analysis import Block, KernelAnalysis, MemorySpace
 from maxkernel_tui.kernels.perf.index_maps import block_indices
-from maxkernel_tui.kernels.perf.jaxpr_walk import sub_jaxprs
+from maxkernel_tui.kernels.perf.jaxpr_walk import pallas_calls, walk
 
 # Grids larger than this are not enumerated: every block is assumed fetched at every step.
 MAX_ENUMERATED_STEPS = 1 << 20
@@ -97,18 +97,7 @@ class _BodyWork:
 def analyze(closed_jaxpr: Any) -> list[KernelAnalysis]:
     """Every pallas_call in the program, in order. Target-independent: the model and its
     warnings (perf/model.py) bring the TPU generation."""
-    found: list[KernelAnalysis] = []
-    _collect(closed_jaxpr.jaxpr, found)
-    return found
-
-
-def _collect(jaxpr: Any, found: list[KernelAnalysis]) -> None:
-    for eqn in jaxpr.eqns:
-        if eqn.primitive.name == "pallas_call":
-            found.append(_analyze_call(eqn))
-            continue
-        for sub in sub_jaxprs(eqn.params):
-            _collect(sub, found)
+    return [_analyze_call(site.eqn) for site in pallas_calls(closed_jaxpr.jaxpr)]
 
 
 def _analyze_call(eqn: Any) -> KernelAnalysis:
@@ -236,15 +225,12 @@ def _fetch_count(indices: np.ndarray | None, steps: int) -> int:
 
 
 def _body_work(body: Any) -> _BodyWork:
+    """Work per grid step. Branches under pl.when count fully: an upper bound; a loop's body
+    counts once."""
     totals = _BodyWork()
-    _walk_body(body, totals)
-    return totals
-
-
-def _walk_body(jaxpr: Any, totals: _BodyWork) -> None:
-    """Work per grid step. Branches under pl.when count fully: an upper bound."""
-    for eqn in jaxpr.eqns:
-        name = eqn.primitive.name
+    for site in walk(body):
+        eqn: Any = site.eqn  # its avals' shapes and dtypes are read untyped
+        name = site.name
         out_elements = sum(math.prod(getattr(v.aval, "shape", ())) for v in eqn.outvars)
         if name == "dot_general":
             (lhs_contract, _), _ = eqn.params["dimension_numbers"]
@@ -260,5 +246,4 @@ def _walk_body(jaxpr: Any, totals: _BodyWork) -> None:
             totals.transcendental += out_elements
         elif name in _VECTOR:
             totals.vector += out_elements
-        for sub in sub_jaxprs(eqn.params):
-            _walk_body(sub, totals)
+    return totals

@@ -23,6 +23,8 @@ import numpy as np
 from jax.extend import core
 from jax.extend.core import Var
 
+from maxkernel_tui.kernels.perf.primitive_names import AXIS_REDUCTIONS
+
 # (start, stop) per dimension
 Region = tuple[tuple[int, int], ...]
 
@@ -95,9 +97,6 @@ _ELEMENTWISE = frozenset(
         "tanh",
         "xor",
     ]
-)
-_REDUCTIONS = frozenset(
-    {"reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "argmax", "argmin"}
 )
 # Calls whose body is followed: (parameter holding the body)
 _CALLS = {
@@ -252,7 +251,7 @@ def _operand_regions(eqn: Any, outs: list[Region | None]) -> list[Region | None]
         for position, dim in enumerate(permutation):
             region[dim] = out[position]
         return [tuple(region)]
-    if name in _REDUCTIONS:
+    if name in AXIS_REDUCTIONS:  # the reduced axes whole, the others where the box is
         axes = set(eqn.params["axes"])
         kept = iter(out)
         return [tuple((0, n) if d in axes else next(kept) for d, n in enumerate(shapes[0]))]

@@ -35,7 +35,7 @@ from maxkernel_tui.kernels.evaluation.tiles import memory as tiles_memory
 from maxkernel_tui.kernels.evaluation.work.jaxpr_work import measure, value_bytes
 from maxkernel_tui.kernels.evaluation.work.production_checks import REFERENCE_FLOPS_BUDGET
 from maxkernel_tui.kernels.loader import load_task
-from maxkernel_tui.kernels.perf.jaxpr_walk import sub_jaxprs
+from maxkernel_tui.kernels.perf.jaxpr_walk import walk
 from maxkernel_tui.kernels.task import Task, TaskError
 from maxkernel_tui.kernels.worker_reply import reply
 from maxkernel_tui.kernels.workers import READY
@@ -135,15 +135,12 @@ def _largest_value(jaxpr: Any) -> tuple[int, str]:
     """The bytes of the largest set of values one equation makes, anywhere in the program, and
     the equation (primitive and result types)."""
     largest, name = 0, "no equation"
-    for eqn in jaxpr.eqns:
-        size = value_bytes(eqn.outvars)
+    for site in walk(jaxpr):
+        outvars: list[Any] = site.eqn.outvars  # their avals' shapes and dtypes are read untyped
+        size = value_bytes(outvars)
         if size > largest:
-            types = ", ".join(f"{v.aval.dtype}{list(v.aval.shape)}" for v in eqn.outvars)
-            largest, name = size, f"`{eqn.primitive.name}` makes {types}"
-        for inner in sub_jaxprs(eqn.params):
-            inner_size, inner_name = _largest_value(inner)
-            if inner_size > largest:
-                largest, name = inner_size, inner_name
+            types = ", ".join(f"{v.aval.dtype}{list(v.aval.shape)}" for v in outvars)
+            largest, name = size, f"`{site.name}` makes {types}"
     return largest, name
 
 

@@ -45,7 +45,7 @@ from jax.extend.core import Var
 
 from maxkernel_tui.kernels.evaluation.tiles import memory as tiles_memory
 from maxkernel_tui.kernels.evaluation.work.jaxpr_work import value_bytes
-from maxkernel_tui.kernels.perf.jaxpr_walk import sub_jaxprs
+from maxkernel_tui.kernels.perf.jaxpr_walk import pallas_calls, sub_jaxprs, walk
 
 # Corners of the output grid always sampled while there are at most this many of them; above,
 # the all-first and all-last blocks stand for them.
@@ -172,18 +172,13 @@ def _evaluate(jaxpr: Any, consts: Sequence[Any], args: list[Any], on_kernel: Cal
 def _kernel_buffers(jaxpr: Any) -> list[tiles_memory.KernelBuffers]:
     """Each pallas_call `_evaluate` would run (calls entered), with its operand and output bytes
     at production shapes, in order."""
-    found: list[tiles_memory.KernelBuffers] = []
-    for eqn in jaxpr.eqns:
-        if eqn.primitive.name == "pallas_call":
-            found.append(
-                tiles_memory.KernelBuffers(
-                    _kernel_name(eqn), value_bytes(eqn.invars), value_bytes(eqn.outvars)
-                )
-            )
-        elif eqn.primitive.name in _CALLS and _holds_kernel(eqn):
-            inner = eqn.params.get("jaxpr") or eqn.params.get("call_jaxpr")
-            found += _kernel_buffers(getattr(inner, "jaxpr", inner))
-    return found
+    return [
+        tiles_memory.KernelBuffers(
+            _kernel_name(site.eqn), value_bytes(site.eqn.invars), value_bytes(site.eqn.outvars)
+        )
+        for site in pallas_calls(jaxpr)
+        if all(name in _CALLS for name in site.within)
+    ]
 
 
 def _kernel_name(eqn: Any) -> str:
@@ -191,13 +186,7 @@ def _kernel_name(eqn: Any) -> str:
 
 
 def _holds_kernel(eqn: Any) -> bool:
-    def holds(jaxpr: Any) -> bool:
-        return any(
-            e.primitive.name == "pallas_call" or any(holds(s) for s in sub_jaxprs(e.params))
-            for e in jaxpr.eqns
-        )
-
-    return any(holds(s) for s in sub_jaxprs(eqn.params))
+    return any(site.name == "pallas_call" for sub in sub_jaxprs(eqn.params) for site in walk(sub))
 
 
 # A region of an output: (start, size) per dimension, inside the array.

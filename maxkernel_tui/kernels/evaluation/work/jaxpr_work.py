@@ -14,26 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from maxkernel_tui.kernels.perf.jaxpr_walk import sub_jaxprs
-
-_REDUCTIONS = {
-    "reduce_sum",
-    "reduce_max",
-    "reduce_min",
-    "reduce_prod",
-    "reduce_and",
-    "reduce_or",
-    "argmax",
-    "argmin",
-    "cumsum",
-    "cumprod",
-    "cummax",
-    "cummin",
-    "cumlogsumexp",
-    "reduce_precision_sum",
-    "sort",
-    "top_k",
-}
+from maxkernel_tui.kernels.perf.jaxpr_walk import walk
+from maxkernel_tui.kernels.perf.primitive_names import REDUCTIONS
 
 
 @dataclass
@@ -52,13 +34,8 @@ class Work:
 
 def measure(closed_jaxpr: Any) -> Work:
     work = Work()
-    _walk(closed_jaxpr.jaxpr, work)
-    return work
-
-
-def _walk(jaxpr: Any, work: Work) -> None:
-    for eqn in jaxpr.eqns:
-        name = eqn.primitive.name
+    for site in walk(closed_jaxpr.jaxpr):
+        eqn, name = site.eqn, site.name
         if name == "pallas_call":
             work.pallas_calls.append(
                 str(eqn.params.get("name_and_src_info", eqn.params.get("name", "kernel")))
@@ -68,12 +45,11 @@ def _walk(jaxpr: Any, work: Work) -> None:
         if flops:
             work.xla_flops += flops
             work.heavy_ops.append(f"{name} {_shapes(eqn)} ({flops:.3g} flops)")
-        elif name in _REDUCTIONS:
+        elif name in REDUCTIONS:
             elements = sum(_size(v) for v in eqn.invars)
             work.xla_reduced += elements
             work.heavy_ops.append(f"{name} {_shapes(eqn)} ({elements:.3g} elements)")
-        for sub in sub_jaxprs(eqn.params):
-            _walk(sub, work)
+    return work
 
 
 def value_bytes(atoms: Sequence[Any]) -> int:

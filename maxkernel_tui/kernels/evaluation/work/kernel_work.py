@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import jax
@@ -22,7 +23,7 @@ import numpy as np
 
 from maxkernel_tui.kernels.evaluation.work.jaxpr_work import measure
 from maxkernel_tui.kernels.evaluation.work.production_checks import KernelWork, ProgramWork, Shapes
-from maxkernel_tui.kernels.perf.jaxpr_walk import sub_jaxprs
+from maxkernel_tui.kernels.perf.jaxpr_walk import Branch, pallas_calls, walk
 
 # Grids with more steps than this are not enumerated for output coverage.
 MAX_COVERAGE_STEPS = 1 << 18
@@ -42,18 +43,8 @@ def measure_shapes(
 
 def program_work(closed_jaxpr: Any) -> ProgramWork:
     """The Pallas kernels of a traced program and the flops XLA does around them."""
-    kernels: list[KernelWork] = []
-    _collect(closed_jaxpr.jaxpr, kernels)
+    kernels = [_kernel_work(site.eqn) for site in pallas_calls(closed_jaxpr.jaxpr)]
     return ProgramWork(kernels=kernels, xla_flops=measure(closed_jaxpr).xla_flops)
-
-
-def _collect(jaxpr: Any, kernels: list[KernelWork]) -> None:
-    for eqn in jaxpr.eqns:
-        if eqn.primitive.name == "pallas_call":
-            kernels.append(_kernel_work(eqn))
-            continue
-        for sub in sub_jaxprs(eqn.params):
-            _collect(sub, kernels)
 
 
 def _kernel_work(eqn: Any) -> KernelWork:
@@ -62,8 +53,7 @@ def _kernel_work(eqn: Any) -> KernelWork:
     dynamic = [g for g in grid_mapping.grid if not isinstance(g, int)]
     grid = [g if isinstance(g, int) else 1 for g in grid_mapping.grid]
     steps = math.prod(grid) if grid else 1
-    body = _Body()
-    body.walk(eqn.params["jaxpr"], 1.0)
+    body = _body(eqn.params["jaxpr"])
     prefetch = bool(grid_mapping.num_index_operands) or bool(dynamic)
     blocks = _output_blocks(grid_mapping)
     return KernelWork(
@@ -79,52 +69,60 @@ def _kernel_work(eqn: Any) -> KernelWork:
     )
 
 
+@dataclass
 class _Body:
-    """Walks a kernel body once, counting per grid step."""
+    """What a kernel body does per grid step."""
 
-    def __init__(self) -> None:
-        self.mxu_flops = 0.0
-        self.conditional_flops = 0.0  # the part of mxu_flops under a cond branch
-        self.data_dependent = False
-        self.operations: set[str] = set()
-        self.matmul_types: set[str] = set()
+    mxu_flops: float = 0.0
+    conditional_flops: float = 0.0  # the part of mxu_flops under a cond branch
+    data_dependent: bool = False
+    operations: set[str] = field(default_factory=set)
+    matmul_types: set[str] = field(default_factory=set)
 
-    def walk(self, jaxpr: Any, times: float) -> None:
-        for eqn in jaxpr.eqns:
-            name = eqn.primitive.name
-            if name not in _BOOKKEEPING:
-                self.operations.add(name)
-            if name == "dot_general":
-                self._dot(eqn, times)
-            elif name == "cond":
-                self._most_expensive_branch(eqn, times)
-                continue
-            elif name == "while":
-                self.data_dependent = True  # its trip count is not known statically
-            inner = times * int(eqn.params["length"]) if name == "scan" else times
-            for sub in sub_jaxprs(eqn.params):
-                self.walk(sub, inner)
 
-    def _dot(self, eqn: Any, times: float) -> None:
-        (lhs_contract, _), _ = eqn.params["dimension_numbers"]
-        lhs, rhs = eqn.invars[0].aval, eqn.invars[1].aval
-        contracted = math.prod(lhs.shape[d] for d in lhs_contract)
-        outputs = math.prod(eqn.outvars[0].aval.shape)
-        self.mxu_flops += 2.0 * outputs * contracted * times
-        self.matmul_types.add(f"{lhs.dtype} x {rhs.dtype} -> {eqn.outvars[0].aval.dtype}")
+def _body(jaxpr: Any) -> _Body:
+    """A `scan` in the body counts its length times, a `cond` (`pl.when`) its most expensive
+    branch."""
+    body = _Body()
+    flops: dict[tuple[Branch, ...], float] = {}  # matmul flops by the branches they sit under
+    for site in walk(jaxpr):
+        if site.name not in _BOOKKEEPING:
+            body.operations.add(site.name)
+        if site.name == "dot_general":
+            flops[site.branches] = flops.get(site.branches, 0.0) + _dot(
+                site.eqn, site.times, body.matmul_types
+            )
+        elif site.name == "while":
+            body.data_dependent = True  # its trip count is not known statically
+    body.conditional_flops = _most_expensive_branches(flops, ())
+    body.mxu_flops = flops.get((), 0.0) + body.conditional_flops
+    return body
 
-    def _most_expensive_branch(self, eqn: Any, times: float) -> None:
-        costs = []
-        for branch in eqn.params["branches"]:
-            probe = _Body()
-            probe.walk(branch.jaxpr, times)
-            costs.append(probe.mxu_flops)
-            self.data_dependent |= probe.data_dependent
-            self.operations |= probe.operations
-            self.matmul_types |= probe.matmul_types
-        most = max(costs, default=0.0)
-        self.mxu_flops += most
-        self.conditional_flops += most
+
+def _dot(eqn: Any, times: int, matmul_types: set[str]) -> float:
+    (lhs_contract, _), _ = eqn.params["dimension_numbers"]
+    lhs, rhs = eqn.invars[0].aval, eqn.invars[1].aval
+    contracted: int = math.prod(lhs.shape[d] for d in lhs_contract)
+    outputs: int = math.prod(eqn.outvars[0].aval.shape)
+    matmul_types.add(f"{lhs.dtype} x {rhs.dtype} -> {eqn.outvars[0].aval.dtype}")
+    return 2.0 * outputs * contracted * times
+
+
+def _most_expensive_branches(
+    flops: dict[tuple[Branch, ...], float], at: tuple[Branch, ...]
+) -> float:
+    """The flops under the conds held at branch path `at`: each cond's most expensive branch,
+    with the conds that branch holds in turn."""
+    depth = len(at)
+    costs: dict[int, list[float]] = {}
+    for cond, index in sorted(
+        {path[depth] for path in flops if path[:depth] == at and len(path) > depth}
+    ):
+        inner = (*at, (cond, index))
+        costs.setdefault(cond, []).append(
+            flops.get(inner, 0.0) + _most_expensive_branches(flops, inner)
+        )
+    return sum((max(branch_costs) for branch_costs in costs.values()), 0.0)
 
 
 def _output_blocks(grid_mapping: Any) -> list[tuple[list[int], list[int]]]:

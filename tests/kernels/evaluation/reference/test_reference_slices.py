@@ -81,3 +81,25 @@ def test_an_operation_it_does_not_follow_is_refused_not_guessed(reference, opera
     closed = jax.make_jaxpr(reference)(x, w)
     with pytest.raises(reference_slices.NotSliceable, match=operation):
         reference_slices.output_in_box(closed, [x, w], 0, ((0, 2), (0, 4)))
+
+
+@pytest.mark.parametrize(
+    "reference",
+    [
+        lambda x: jnp.sum(x, axis=1),
+        lambda x: jnp.max(x, axis=0),
+        lambda x: jnp.prod(x, axis=1),
+        lambda x: jnp.argmax(x, axis=1),
+        lambda x: jnp.any(x > 0.5, axis=1),
+        lambda x: jnp.all(x > 0.1, axis=0),
+    ],
+    ids=["sum", "max", "prod", "argmax", "any", "all"],
+)
+def test_every_reduction_over_axes_is_followed(reference):
+    """Each of perf/primitive_names.AXIS_REDUCTIONS: a box of the result reads the operand whole
+    along the reduced axes and equals the whole reduction there."""
+    x = np.random.default_rng(0).uniform(size=(12, 10)).astype(np.float32)
+    closed = jax.make_jaxpr(reference)(x)
+    whole = np.asarray(reference(x))
+    got = reference_slices.output_in_box(closed, [x], 0, ((2, 5),))
+    np.testing.assert_array_equal(np.asarray(got), whole[2:5])
