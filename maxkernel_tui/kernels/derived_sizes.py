@@ -100,7 +100,7 @@ def _set_module_sizes(module: ModuleType, derivation: Derivation, sizes: dict[st
             table[site.key] = sizes[site.name]
 
 
-def _call_builder(task: Task, builder: Callable[..., Any], leading: tuple) -> Any:
+def _call_builder(task: Task, builder: Callable[..., Any], leading: tuple[Any, ...]) -> Any:
     """JAXBench's harness always asks for bf16 inputs; plain builders keep their defaults."""
     if task.source_format == "jaxbench" and "dtype" in builder.__code__.co_varnames:
         jnp = sys.modules["jax.numpy"]
@@ -108,7 +108,7 @@ def _call_builder(task: Task, builder: Callable[..., Any], leading: tuple) -> An
     return builder(*leading)
 
 
-def _split(module: ModuleType, produced: Any) -> tuple[list, list]:
+def _split(module: ModuleType, produced: Any) -> tuple[list[Any], list[Any]]:
     """create_inputs' tuple as (arrays, Python scalars); where the scalars sat is remembered so
     `computation` can put them back for `workload`."""
     items = list(produced) if isinstance(produced, (tuple, list)) else [produced]

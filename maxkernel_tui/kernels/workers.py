@@ -228,7 +228,8 @@ class LineWorker:
     def receive(self, timeout: float) -> dict[str, Any]:
         line = self._read_line(timeout)
         try:
-            return json.loads(line)
+            answer: dict[str, Any] = json.loads(line)
+            return answer
         except json.JSONDecodeError:
             raise WorkerFailure(
                 f"worker answered something that is not JSON: {line[:200]!r}", "protocol"
@@ -493,8 +494,8 @@ def _startup_problem(greeting: str) -> str:
         said = json.loads(greeting)
     except json.JSONDecodeError:
         said = None
-    if isinstance(said, dict) and isinstance(said.get("error"), str):
-        return said["error"]
+    if isinstance(said, dict) and isinstance(error := said.get("error"), str):
+        return error
     return repr(greeting[:200])
 
 

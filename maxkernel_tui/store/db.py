@@ -249,9 +249,11 @@ class Store:
         return [Event(s, seq, kind, json.loads(payload), t) for s, seq, kind, payload, t in rows]
 
     def last_seq(self, session_id: str) -> int:
-        return self._read(
-            "SELECT COALESCE(MAX(seq), 0) FROM events WHERE session_id = ?", (session_id,)
-        )[0][0]
+        return int(
+            self._read(
+                "SELECT COALESCE(MAX(seq), 0) FROM events WHERE session_id = ?", (session_id,)
+            )[0][0]
+        )
 
     # -- kernel versions, evaluations, profiles ----------------------------------------------
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import copy
 from dataclasses import dataclass
+from typing import SupportsInt
 
 from maxkernel_tui.kernels.derive.sites import (
     SizeSite,
@@ -45,9 +46,9 @@ class BuilderNames:
 HIDDEN = BuilderNames()
 
 
-def mix_seed(seed: int, key: object) -> int:
+def mix_seed(seed: int, key: SupportsInt) -> int:
     """A fixed key of the task's code, made fresh by the run's seed (a positive 31-bit int)."""
-    return (int(seed) * 1_000_003 + int(key)) % (2**31 - 1)  # type: ignore[call-overload]
+    return (int(seed) * 1_000_003 + int(key)) % (2**31 - 1)
 
 
 def builder_source(
@@ -84,9 +85,9 @@ def rewritten_builder(
         _entries(_sized(statement, local_sizes, names.sizes), entries, names.sizes)
         for statement in fn.body
     ]
-    fn = _SizedLiterals(literal_ids, names.sizes).visit(fn)
-    fn = _SeededKeys(names).visit(fn)
-    return ast.fix_missing_locations(fn)
+    sized: ast.FunctionDef = _SizedLiterals(literal_ids, names.sizes).visit(fn)
+    seeded: ast.FunctionDef = _SeededKeys(names).visit(sized)
+    return ast.fix_missing_locations(seeded)
 
 
 def _entries(statement: ast.stmt, entries: dict[tuple[str, str], str], sizes: str) -> ast.stmt:
