@@ -49,6 +49,7 @@ from maxkernel_tui.kernels.sandbox.policy import XlaCache
 from maxkernel_tui.kernels.snapshot import folder_digest
 from maxkernel_tui.kernels.targets import DEFAULT_TARGET
 from maxkernel_tui.kernels.workers import (
+    FailureKind,
     LineWorker,
     WorkerFailure,
     jax_worker_env,
@@ -168,7 +169,7 @@ class BuiltinProvider:
                 # again.
                 raise ProviderError(
                     f"the built-in agent's worker failed on the {step.role} step: {failure}",
-                    retryable=failure.kind == "died",
+                    retryable=failure.kind == FailureKind.DIED,
                 ) from None
         reply = WorkerReply.from_json(data)
         if reply.text is not None:
