@@ -106,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
         return 130
 
 
-def _gates(mode: str) -> Any:
+def _gates(mode: Mode) -> Any:
     from maxkernel_tui.agents.orchestration.gates import AutoGate
 
     if mode == Mode.HITL:

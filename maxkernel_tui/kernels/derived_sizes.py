@@ -22,6 +22,7 @@ from typing import Any
 from maxkernel_tui.kernels.config_names import BENCH
 from maxkernel_tui.kernels.derive.plan import Derivation
 from maxkernel_tui.kernels.derive.rewrite import BUILDER, MIX, builder_source, mix_seed
+from maxkernel_tui.kernels.derive.sites import SiteKind
 from maxkernel_tui.kernels.task import Task, TaskError
 
 _BOUND = "__derived_bound_modules__"  # candidates whose module-level sizes follow the task's
@@ -94,9 +95,9 @@ def _set_module_sizes(module: ModuleType, derivation: Derivation, sizes: dict[st
         if site.name not in sizes:
             continue
         table = module.__dict__.get(site.table)
-        if site.kind == "module" and isinstance(module.__dict__.get(site.name), int):
+        if site.kind == SiteKind.MODULE and isinstance(module.__dict__.get(site.name), int):
             module.__dict__[site.name] = sizes[site.name]
-        elif site.kind == "config" and isinstance(table, dict) and site.key in table:
+        elif site.kind == SiteKind.CONFIG and isinstance(table, dict) and site.key in table:
             table[site.key] = sizes[site.name]
 
 

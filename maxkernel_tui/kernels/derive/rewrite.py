@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import SupportsInt
 
 from maxkernel_tui.kernels.derive.sites import (
+    SiteKind,
     SizeSite,
     function,
     int_of,
@@ -76,11 +77,11 @@ def rewritten_builder(
     fn.name = names.function
     fn.decorator_list = []
     fn.args.posonlyargs = [ast.arg(names.sizes), ast.arg(names.seed), *fn.args.posonlyargs]
-    literals = {s.name for s in sites if s.kind == "literal"}
+    literals = {s.name for s in sites if s.kind == SiteKind.LITERAL}
     # found on the copy before anything moves: the rewrite replaces these very nodes
     literal_ids = {key: name for key, name in literal_names(fn).items() if name in literals}
-    local_sizes = {s.name for s in sites if s.kind == "local"}
-    entries = {(s.table, s.key): s.name for s in sites if s.kind == "entry"}
+    local_sizes = {s.name for s in sites if s.kind == SiteKind.LOCAL}
+    entries = {(s.table, s.key): s.name for s in sites if s.kind == SiteKind.ENTRY}
     fn.body = [
         _entries(_sized(statement, local_sizes, names.sizes), entries, names.sizes)
         for statement in fn.body
