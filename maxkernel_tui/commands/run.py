@@ -128,7 +128,7 @@ async def _session(args: argparse.Namespace, settings: Any, task: Any, limits: A
             store,
             settings,
             task=task,
-            mode=args.mode,
+            mode=Mode(args.mode),  # argparse gives the word
             gates=_gates,
             limits=limits,
             resume=args.resume,
