@@ -311,7 +311,7 @@ class Store:
 
     def record_evaluation(self, kernel_version_id: int, report: Mapping[str, Any]) -> Evaluation:
         """Store an evaluation report (`EvalReport.to_json()`); its verdict is kept as a column."""
-        verdict = Verdict(report["verdict"])  # ValueError: not a verdict
+        verdict = Verdict(report["verdict"])  # KeyError or ValueError: a report without one
         return Evaluation(
             *self._insert_for_version("evaluations", kernel_version_id, report, verdict=verdict)
         )
