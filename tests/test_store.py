@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from maxkernel_tui.kernels.report.checks import Verdict
 from maxkernel_tui.store import (
     MIGRATIONS,
     REDACTED,
@@ -22,6 +23,7 @@ from maxkernel_tui.store import (
     redact,
     schema_of,
 )
+from maxkernel_tui.store.kinds import NodeStatus, SessionStatus
 from maxkernel_tui.store.schema import migrate
 
 REPORT_OK = {
@@ -145,16 +147,38 @@ def test_llm_calls_and_search_nodes(store):
         session.id, strategy="beam", parent_id=root.id, data={"tile": [512, 1024]}
     )
     updated = store.update_search_node(
-        child.id, status="evaluated", score=1.42, data={"speedup": 1.42}
+        child.id, status=NodeStatus.ACCEPTED, score=1.42, data={"speedup": 1.42}
     )
     assert (updated.status, updated.score, updated.data, updated.parent_id) == (
-        "evaluated",
+        NodeStatus.ACCEPTED,
         1.42,
         {"speedup": 1.42},
         root.id,
     )
     assert [n.id for n in store.search_nodes(session.id)] == [root.id, child.id]
     assert store.list_sessions()[0].tokens == 1210
+
+
+def test_vocabularies_are_read_back_as_their_enums_and_stored_as_their_words(store):
+    session = store.create_session("8p_GEMM", "graph")
+    version = store.add_kernel_version(session.id, "src")
+    written = store.record_evaluation(version.id, REPORT_OK)
+    node = store.add_search_node(session.id, strategy="beam", status=NodeStatus.RUNNING)
+    [evaluation] = store.evaluations(version.id)
+    [read] = store.search_nodes(session.id)
+    assert type(written.verdict) is type(evaluation.verdict) is Verdict
+    assert evaluation == written and evaluation.verdict is Verdict.ACCEPTED
+    assert (
+        type(node.status) is type(read.status) is NodeStatus and read.status is NodeStatus.RUNNING
+    )
+    assert type(store.session(session.id).status) is SessionStatus
+    raw = store._conn.execute(
+        "SELECT e.verdict, n.status, typeof(e.verdict), typeof(n.status) FROM evaluations e, "
+        "search_nodes n"
+    ).fetchall()
+    assert raw == [("accepted", "running", "text", "text")]  # the words, as before the enums
+    with pytest.raises(ValueError, match="not a valid Verdict"):
+        store.record_evaluation(version.id, {"verdict": "unknown"})
 
 
 GOOGLE_KEY = "AIzaSyA1234567890abcdefghijklmnopqrstuv"
@@ -405,7 +429,9 @@ def test_the_store_and_settings_use_the_standard_library_only():
     import pathlib
 
     package = pathlib.Path(__file__).resolve().parents[1] / "maxkernel_tui"
-    for path in [*(package / "store").glob("*.py"), package / "config.py"]:
+    # the report's leaf (its verdicts) is stdlib only too, so the store may read its vocabulary
+    report = [*(package / "kernels" / "report").glob("*.py")]
+    for path in [*(package / "store").glob("*.py"), package / "config.py", *report]:
         for node in ast.walk(ast.parse(path.read_text())):
             names = (
                 [a.name for a in node.names]
@@ -418,5 +444,11 @@ def test_the_store_and_settings_use_the_standard_library_only():
                 assert (
                     name.split(".")[0] in sys.stdlib_module_names
                     or name == "__future__"
-                    or name.startswith(("maxkernel_tui.store", "maxkernel_tui.config"))
+                    or name.startswith(
+                        (
+                            "maxkernel_tui.store",
+                            "maxkernel_tui.config",
+                            "maxkernel_tui.kernels.report",
+                        )
+                    )
                 ), f"{path.name}: {name}"

@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any, Self
 from maxkernel_tui.codec import JsonData, decode_object, encode_object
 from maxkernel_tui.commands.agent_flags import add_executor_flags, setup_of
 from maxkernel_tui.config import cache_dir, flag_of, settings_from_args
-from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
+from maxkernel_tui.kernels.evaluation.harness import Harness
+from maxkernel_tui.kernels.evaluation.options import EvalOptions
 from maxkernel_tui.kernels.loader import builtin_suite_dir, load_tasks
 from maxkernel_tui.kernels.report.checks import (
     ACCEPTED,

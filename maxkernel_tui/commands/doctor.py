@@ -21,6 +21,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from maxkernel_tui import __version__
@@ -42,7 +43,17 @@ from maxkernel_tui.kernels.workers import scrubbed_env
 from maxkernel_tui.store import Store, StoreError
 from maxkernel_tui.versions import installed_version
 
-OK, WARN, FAIL, INFO = "ok", "warn", "fail", "info"
+
+class Severity(StrEnum):
+    """What a finding means for running the tool: FAIL stops it, WARN and INFO do not."""
+
+    OK = "ok"
+    WARN = "warn"
+    FAIL = "fail"
+    INFO = "info"
+
+
+OK, WARN, FAIL, INFO = tuple(Severity)
 JAX_TIMEOUT_S = 120.0
 PROBE_TIMEOUT_S = 3.0
 
@@ -62,7 +73,7 @@ except Exception as error:
 @dataclass
 class Finding:
     name: str
-    status: str  # ok | warn | fail | info
+    status: Severity
     detail: str
     data: dict[str, Any] = field(default_factory=dict)
 
@@ -267,7 +278,7 @@ def check_providers(settings: Settings) -> list[Finding]:
     return [summary, *providers]
 
 
-def _severity(name: str, chosen: str) -> str:
+def _severity(name: str, chosen: str) -> Severity:
     """A provider's problem fails the check when it is the chosen one, else warns."""
     return FAIL if name == chosen else WARN
 

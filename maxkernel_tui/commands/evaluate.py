@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 from maxkernel_tui.commands.agent_flags import add_executor_flags, setup_of
 from maxkernel_tui.commands.tasks import resolve_kernel_and_task
 from maxkernel_tui.config import cache_dir, flag_of, settings_from_args
-from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness, UsageError
+from maxkernel_tui.kernels.evaluation.harness import Harness
+from maxkernel_tui.kernels.evaluation.options import EvalOptions, UsageError
 from maxkernel_tui.kernels.evaluation.tiles.plan import DEFAULT_TILE_BLOCKS, TILE_BLOCKS_VARIABLE
 from maxkernel_tui.kernels.report.checks import ACCEPTED, format_report
 from maxkernel_tui.kernels.targets import DEFAULT_TARGET

@@ -106,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
         return 130
 
 
-def _gates(mode: str) -> Any:
+def _gates(mode: Mode) -> Any:
     from maxkernel_tui.agents.orchestration.gates import AutoGate
 
     if mode == Mode.HITL:
@@ -128,7 +128,7 @@ async def _session(args: argparse.Namespace, settings: Any, task: Any, limits: A
             store,
             settings,
             task=task,
-            mode=args.mode,
+            mode=Mode(args.mode),  # argparse gives the word
             gates=_gates,
             limits=limits,
             resume=args.resume,

@@ -66,7 +66,9 @@ def on_target(target: TpuTarget) -> Any:
     return jax.default_device(target_device(target.topology))
 
 
-def compile_for_tpu(fn: Callable, specs: Sequence[jax.ShapeDtypeStruct], target: TpuTarget) -> Any:
+def compile_for_tpu(
+    fn: Callable[..., Any], specs: Sequence[jax.ShapeDtypeStruct], target: TpuTarget
+) -> Any:
     """`jax.jit(fn)` lowered and compiled for one chip of `target`; returns the Compiled."""
     sharding = _single_device_sharding(target.topology)
     args = [jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sharding) for s in specs]
@@ -82,7 +84,7 @@ def compile_for_tpu(fn: Callable, specs: Sequence[jax.ShapeDtypeStruct], target:
 
 
 def compile_with_fallback(
-    fn: Callable, specs: Sequence[jax.ShapeDtypeStruct], first: str
+    fn: Callable[..., Any], specs: Sequence[jax.ShapeDtypeStruct], first: str
 ) -> CompileReport:
     """Compile for `first`; when it runs out of HBM, for the next larger generation."""
     did_not_fit: list[tuple[str, str]] = []

@@ -22,6 +22,7 @@ from typing import Any
 from maxkernel_tui.kernels.config_names import BENCH
 from maxkernel_tui.kernels.derive.plan import Derivation
 from maxkernel_tui.kernels.derive.rewrite import BUILDER, MIX, builder_source, mix_seed
+from maxkernel_tui.kernels.derive.sites import SiteKind
 from maxkernel_tui.kernels.task import Task, TaskError
 
 _BOUND = "__derived_bound_modules__"  # candidates whose module-level sizes follow the task's
@@ -94,13 +95,13 @@ def _set_module_sizes(module: ModuleType, derivation: Derivation, sizes: dict[st
         if site.name not in sizes:
             continue
         table = module.__dict__.get(site.table)
-        if site.kind == "module" and isinstance(module.__dict__.get(site.name), int):
+        if site.kind == SiteKind.MODULE and isinstance(module.__dict__.get(site.name), int):
             module.__dict__[site.name] = sizes[site.name]
-        elif site.kind == "config" and isinstance(table, dict) and site.key in table:
+        elif site.kind == SiteKind.CONFIG and isinstance(table, dict) and site.key in table:
             table[site.key] = sizes[site.name]
 
 
-def _call_builder(task: Task, builder: Callable[..., Any], leading: tuple) -> Any:
+def _call_builder(task: Task, builder: Callable[..., Any], leading: tuple[Any, ...]) -> Any:
     """JAXBench's harness always asks for bf16 inputs; plain builders keep their defaults."""
     if task.source_format == "jaxbench" and "dtype" in builder.__code__.co_varnames:
         jnp = sys.modules["jax.numpy"]
@@ -108,7 +109,7 @@ def _call_builder(task: Task, builder: Callable[..., Any], leading: tuple) -> An
     return builder(*leading)
 
 
-def _split(module: ModuleType, produced: Any) -> tuple[list, list]:
+def _split(module: ModuleType, produced: Any) -> tuple[list[Any], list[Any]]:
     """create_inputs' tuple as (arrays, Python scalars); where the scalars sat is remembered so
     `computation` can put them back for `workload`."""
     items = list(produced) if isinstance(produced, (tuple, list)) else [produced]

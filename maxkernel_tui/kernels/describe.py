@@ -110,7 +110,7 @@ def _runs(task: Any, config: str) -> bool:
 
 
 def _validate(
-    task: Any, module: Any, config: str, specs: tuple, static: tuple
+    task: Any, module: Any, config: str, specs: tuple[Any, ...], static: tuple[Any, ...]
 ) -> tuple[float, float]:
     """A derived configuration is usable when the reference runs on it with finite outputs:
     (seconds to make the inputs, seconds of the reference's compile and first run). It is
@@ -145,7 +145,7 @@ def _validate(
     return timed
 
 
-def _refuse_beyond_memory(task: Any, config: str, analysis: Any, specs: tuple) -> None:
+def _refuse_beyond_memory(task: Any, config: str, analysis: Any, specs: tuple[Any, ...]) -> None:
     inputs = sum(math.prod(s.shape) * jnp.dtype(s.dtype).itemsize for s in specs)
     needed = inputs + (
         analysis.output_size_in_bytes + analysis.temp_size_in_bytes if analysis else 0

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from maxkernel_tui.config import cache_dir
-from maxkernel_tui.kernels.workers import WorkerFailure
+from maxkernel_tui.kernels.workers import FailureKind, WorkerFailure
 
 POLL_S = 0.1  # how often a waiting process asks for the lock again
 
@@ -25,7 +25,7 @@ def lock_path() -> Path:
 
 @contextmanager
 def device_turn(timeout: float) -> Iterator[None]:
-    """Hold the TPU for the body; WorkerFailure (kind "busy") naming the holder's process id when
+    """Hold the TPU for the body; WorkerFailure (kind BUSY) naming the holder's process id when
     another process keeps it for `timeout` seconds."""
     path = lock_path()
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -36,7 +36,7 @@ def device_turn(timeout: float) -> Iterator[None]:
                 raise WorkerFailure(
                     f"the TPU stayed in use for {timeout:.0f} s by process {_holder(path)} "
                     f"(lock {path})",
-                    "busy",
+                    FailureKind.BUSY,
                 )
             time.sleep(POLL_S)
         try:

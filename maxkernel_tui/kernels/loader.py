@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -202,7 +202,7 @@ def _id_sort_key(task_id: str) -> tuple[int, int, str]:
     return (0, int(match.group(1)), task_id)
 
 
-def read_yaml(path: Path) -> dict:
+def read_yaml(path: Path) -> dict[str, Any]:
     if not path.is_file():
         raise TaskError(path, "missing file")
     _refuse_oversize(path)
@@ -280,7 +280,7 @@ def _declared_configs(path: Path, module: ast.Module) -> tuple[str, ...] | None:
     return None
 
 
-def _plain_configs(meta: dict) -> tuple[str, ...]:
+def _plain_configs(meta: dict[str, Any]) -> tuple[str, ...]:
     """Plain adapted format: one production input, or one per entry of a tolerance list."""
     lengths = {len(meta[k]) for k in ("atol", "rtol") if isinstance(meta.get(k), list)}
     count = max(lengths, default=1)
@@ -289,7 +289,7 @@ def _plain_configs(meta: dict) -> tuple[str, ...]:
     return tuple(f"{BENCH}.{i}" for i in range(count))
 
 
-def _tolerances(path: Path, meta: dict, configs: tuple[str, ...]) -> dict[str, Tolerance]:
+def _tolerances(path: Path, meta: dict[str, Any], configs: tuple[str, ...]) -> dict[str, Tolerance]:
     atol = _per_config(path, "atol", meta.get("atol", DEFAULT_TOLERANCE), configs)
     rtol = _per_config(path, "rtol", meta.get("rtol", DEFAULT_TOLERANCE), configs)
     return {name: Tolerance(atol[name], rtol[name]) for name in configs}

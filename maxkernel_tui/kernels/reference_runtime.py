@@ -86,7 +86,8 @@ def with_extra_configs(task: Task, module: ModuleType, extra: dict[str, dict[str
 def get_inputs_function(task: Task, module: ModuleType) -> Callable[..., Any]:
     """get_inputs from reference.py, or from the yaml's input_gen_code (jax, jnp in scope)."""
     if not task.inputs_from_yaml:
-        return module.get_inputs
+        found: Callable[..., Any] = module.get_inputs
+        return found
     import yaml  # only needed for tasks whose get_inputs lives in the yaml
 
     code = yaml.safe_load(task.yaml_path.read_text(encoding="utf-8"))["input_gen_code"]
@@ -95,7 +96,8 @@ def get_inputs_function(task: Task, module: ModuleType) -> Callable[..., Any]:
         exec(compile(code, str(task.yaml_path), "exec"), namespace)
     except Exception as error:
         raise TaskError(task.yaml_path, f"input_gen_code fails: {_describe(error)}") from None
-    return namespace["get_inputs"]
+    get_inputs: Callable[..., Any] = namespace["get_inputs"]
+    return get_inputs
 
 
 def config_names(task: Task, module: ModuleType) -> tuple[str, ...]:
@@ -115,7 +117,7 @@ def config_names(task: Task, module: ModuleType) -> tuple[str, ...]:
 
 def make_inputs(
     task: Task, module: ModuleType, config: str, seed: int = 0
-) -> tuple[tuple, StaticArgs]:
+) -> tuple[tuple[Any, ...], StaticArgs]:
     """Real input arrays for one configuration (allocates)."""
     return _pair(task, _raw_inputs(task, get_inputs_function(task, module), config, seed), config)
 
@@ -127,7 +129,7 @@ def input_specs(
     get_inputs = get_inputs_function(task, module)
     static_holder: list[StaticArgs] = []
 
-    def dynamic_only() -> tuple:
+    def dynamic_only() -> tuple[Any, ...]:
         dynamic, static = _pair(task, _raw_inputs(task, get_inputs, config, 0), config)
         static_holder.append(static)
         return dynamic
@@ -151,14 +153,14 @@ def output_specs(task: Task, module: ModuleType, config: str) -> Any:
 
 def io_specs(
     task: Task, module: ModuleType, config: str
-) -> tuple[tuple[jax.ShapeDtypeStruct, ...], StaticArgs, list]:
+) -> tuple[tuple[jax.ShapeDtypeStruct, ...], StaticArgs, list[Any]]:
     """Input specs, static args and output leaves of one configuration, tracing get_inputs once."""
     specs, static = input_specs(task, module, config)
     return specs, static, jax.tree.leaves(_traced_outputs(task, module, config, specs, static))
 
 
 def _traced_outputs(
-    task: Task, module: ModuleType, config: str, specs: tuple, static: StaticArgs
+    task: Task, module: ModuleType, config: str, specs: tuple[Any, ...], static: StaticArgs
 ) -> Any:
     check_signature(task, module.computation, len(specs), static)
     try:
@@ -169,7 +171,9 @@ def _traced_outputs(
         ) from None
 
 
-def check_signature(task: Task, computation: Callable, n_dynamic: int, static: StaticArgs) -> None:
+def check_signature(
+    task: Task, computation: Callable[..., Any], n_dynamic: int, static: StaticArgs
+) -> None:
     """computation(*dynamic_args, *static_args) must bind; say what does not match."""
     try:
         signature = inspect.signature(computation)
@@ -185,21 +189,21 @@ def check_signature(task: Task, computation: Callable, n_dynamic: int, static: S
         ) from None
 
 
-def jitted_reference(module: ModuleType, n_dynamic: int, n_static: int) -> Callable:
+def jitted_reference(module: ModuleType, n_dynamic: int, n_static: int) -> Callable[..., Any]:
     """The reference under jax.jit with every trailing static argument marked static."""
     return jax.jit(module.computation, static_argnums=tuple(range(n_dynamic, n_dynamic + n_static)))
 
 
 def run_reference(
     task: Task, module: ModuleType, config: str, seed: int = 0
-) -> tuple[tuple, StaticArgs, Any]:
+) -> tuple[tuple[Any, ...], StaticArgs, Any]:
     """(dynamic args, static args, output) of the reference on one configuration."""
     dynamic, static = make_inputs(task, module, config, seed)
     return dynamic, static, run_reference_on(task, module, config, dynamic, static)
 
 
 def run_reference_on(
-    task: Task, module: ModuleType, config: str, dynamic: tuple, static: StaticArgs
+    task: Task, module: ModuleType, config: str, dynamic: tuple[Any, ...], static: StaticArgs
 ) -> Any:
     """The reference's output on inputs already made for `config`."""
     check_signature(task, module.computation, len(dynamic), static)
@@ -212,7 +216,7 @@ def run_reference_on(
         ) from None
 
 
-def _count_input_pairs(task: Task, get_inputs: Callable) -> int:
+def _count_input_pairs(task: Task, get_inputs: Callable[..., Any]) -> int:
     """How many (dynamic, static) pairs a plain get_inputs() returns, traced, not allocated."""
     counted: list[int] = []
 
@@ -228,7 +232,7 @@ def _count_input_pairs(task: Task, get_inputs: Callable) -> int:
     return counted[0]
 
 
-def _raw_inputs(task: Task, get_inputs: Callable, config: str, seed: int) -> Any:
+def _raw_inputs(task: Task, get_inputs: Callable[..., Any], config: str, seed: int) -> Any:
     try:
         if task.named_configs:
             if config not in task.configs:
@@ -261,7 +265,7 @@ def _list_index(task: Task, config: str, count: int) -> int:
     )
 
 
-def _pair(task: Task, produced: Any, config: str) -> tuple[tuple, StaticArgs]:
+def _pair(task: Task, produced: Any, config: str) -> tuple[tuple[Any, ...], StaticArgs]:
     where = _inputs_file(task)
     if not (isinstance(produced, (tuple, list)) and len(produced) == 2):
         raise TaskError(

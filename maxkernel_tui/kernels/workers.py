@@ -28,6 +28,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -144,12 +145,21 @@ def sandbox_policy(
     )
 
 
+class FailureKind(StrEnum):
+    """How a worker failed a request (`WorkerFailure.kind`)."""
+
+    TIMEOUT = "timeout"
+    DIED = "died"
+    PROTOCOL = "protocol"  # it answered something other than the protocol's lines
+    BUSY = "busy"  # the TPU stayed in use by another process (device_lock)
+
+
 class WorkerFailure(Exception):
     """A request whose worker timed out or died; the message says which and why."""
 
-    def __init__(self, message: str, kind: str) -> None:
+    def __init__(self, message: str, kind: FailureKind) -> None:
         super().__init__(message)
-        self.kind = kind  # "timeout", "died" or "protocol"
+        self.kind = kind
 
 
 READY = {"ready": True}
@@ -228,10 +238,12 @@ class LineWorker:
     def receive(self, timeout: float) -> dict[str, Any]:
         line = self._read_line(timeout)
         try:
-            return json.loads(line)
+            answer: dict[str, Any] = json.loads(line)
+            return answer
         except json.JSONDecodeError:
             raise WorkerFailure(
-                f"worker answered something that is not JSON: {line[:200]!r}", "protocol"
+                f"worker answered something that is not JSON: {line[:200]!r}",
+                FailureKind.PROTOCOL,
             ) from None
 
     def start(self) -> None:
@@ -257,7 +269,9 @@ class LineWorker:
             self._limits.apply_to(self._proc.pid)
         greeting = self._read_line(STARTUP_TIMEOUT_S)
         if greeting != json.dumps(READY):
-            raise WorkerFailure(f"worker did not start: {_startup_problem(greeting)}", "protocol")
+            raise WorkerFailure(
+                f"worker did not start: {_startup_problem(greeting)}", FailureKind.PROTOCOL
+            )
 
     @property
     def directory(self) -> Path | None:
@@ -299,7 +313,8 @@ class LineWorker:
                 if left <= 0:
                     _kill_group(self._proc)
                     raise WorkerFailure(
-                        f"timed out after {timeout:.0f} s (process group killed)", "timeout"
+                        f"timed out after {timeout:.0f} s (process group killed)",
+                        FailureKind.TIMEOUT,
                     )
                 if not selector.select(left):
                     continue
@@ -309,7 +324,7 @@ class LineWorker:
                     raise WorkerFailure(
                         f"worker died ({_exit_reason(code, self._oom_kills)}): "
                         f"{self.stderr_tail()}",
-                        "died",
+                        FailureKind.DIED,
                     )
                 self._buffer += chunk
         line, self._buffer = self._buffer.split(b"\n", 1)
@@ -493,8 +508,8 @@ def _startup_problem(greeting: str) -> str:
         said = json.loads(greeting)
     except json.JSONDecodeError:
         said = None
-    if isinstance(said, dict) and isinstance(said.get("error"), str):
-        return said["error"]
+    if isinstance(said, dict) and isinstance(error := said.get("error"), str):
+        return error
     return repr(greeting[:200])
 
 

@@ -13,6 +13,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from maxkernel_tui.kernels.report.checks import CheckStatus, Verdict
 from maxkernel_tui.kernels.task import TaskError
 from maxkernel_tui.services.sessions import local_time
 from maxkernel_tui.services.tasks import task_argument, task_label
@@ -123,12 +124,14 @@ def markdown_report(
 
 def evaluation_markdown(report: dict[str, Any], created: float) -> list[str]:
     verdict = str(report.get("verdict", "unknown"))
-    failed = next((c for c in report.get("checks", []) if c.get("status") == "fail"), None)
+    failed = next(
+        (c for c in report.get("checks", []) if c.get("status") == CheckStatus.FAIL), None
+    )
     reason = f": {failed['name']}: {_cell(failed.get('detail', ''))}" if failed else ""
     targets = ", ".join(report.get("targets", [])) or "?"
     seeds = ", ".join(map(str, report.get("seeds", []))) or "-"
     # reports stored before verdicts said their scope have none
-    scope = f", {report['scope']}" if report.get("scope") and verdict == "accepted" else ""
+    scope = f", {report['scope']}" if report.get("scope") and verdict == Verdict.ACCEPTED else ""
     lines = [
         "## Evaluation",
         "",

@@ -23,8 +23,9 @@ from dataclasses import astuple, replace
 from pathlib import Path
 from typing import Any
 
+from maxkernel_tui.kernels.report.checks import Verdict
 from maxkernel_tui.store.best import Candidate, pick_best
-from maxkernel_tui.store.kinds import ACTIVE, Mode, SessionStatus, StoreError
+from maxkernel_tui.store.kinds import ACTIVE, Mode, NodeStatus, SessionStatus, StoreError
 from maxkernel_tui.store.redact import redact, redact_text
 from maxkernel_tui.store.rows import (
     BestKernel,
@@ -249,9 +250,11 @@ class Store:
         return [Event(s, seq, kind, json.loads(payload), t) for s, seq, kind, payload, t in rows]
 
     def last_seq(self, session_id: str) -> int:
-        return self._read(
-            "SELECT COALESCE(MAX(seq), 0) FROM events WHERE session_id = ?", (session_id,)
-        )[0][0]
+        return int(
+            self._read(
+                "SELECT COALESCE(MAX(seq), 0) FROM events WHERE session_id = ?", (session_id,)
+            )[0][0]
+        )
 
     # -- kernel versions, evaluations, profiles ----------------------------------------------
 
@@ -308,7 +311,7 @@ class Store:
 
     def record_evaluation(self, kernel_version_id: int, report: Mapping[str, Any]) -> Evaluation:
         """Store an evaluation report (`EvalReport.to_json()`); its verdict is kept as a column."""
-        verdict = str(report.get("verdict", "unknown"))
+        verdict = Verdict(report["verdict"])  # KeyError or ValueError: a report without one
         return Evaluation(
             *self._insert_for_version("evaluations", kernel_version_id, report, verdict=verdict)
         )
@@ -319,7 +322,7 @@ class Store:
             "WHERE kernel_version_id = ? ORDER BY id",
             (kernel_version_id,),
         )
-        return [Evaluation(i, k, v, json.loads(r), c) for i, k, v, r, c in rows]
+        return [Evaluation(i, k, Verdict(v), json.loads(r), c) for i, k, v, r, c in rows]
 
     def record_profile(self, kernel_version_id: int, profile: Mapping[str, Any]) -> Profile:
         return Profile(*self._insert_for_version("profiles", kernel_version_id, profile))
@@ -378,7 +381,7 @@ class Store:
             "ORDER BY k.number",
             (session_id,),
         )
-        pick = pick_best([Candidate(*row) for row in rows])
+        pick = pick_best([Candidate.of_row(row) for row in rows])
         if pick is None:
             return None
         evaluations = self.evaluations(pick.version_id)
@@ -458,7 +461,7 @@ class Store:
         strategy: str,
         parent_id: int | None = None,
         kernel_version_id: int | None = None,
-        status: str = "pending",
+        status: NodeStatus = NodeStatus.PENDING,
         score: float | None = None,
         data: Mapping[str, Any] | None = None,
     ) -> SearchNode:
@@ -489,7 +492,7 @@ class Store:
         self,
         node_id: int,
         *,
-        status: str | None = None,
+        status: NodeStatus | None = None,
         score: float | None = None,
         kernel_version_id: int | None = None,
         data: Mapping[str, Any] | None = None,
@@ -540,7 +543,7 @@ class Store:
             parent_id,
             version_id,
             strategy,
-            status,
+            NodeStatus(status),
             score,
             json.loads(data),
             *times,

@@ -1,6 +1,6 @@
-"""The session store's vocabularies (how a session's proposals are decided, a session's state)
-and its error. Stdlib only; apart from the rows (rows.py), so that the workbench's first frame
-names a mode without making the rows' dataclasses."""
+"""The session store's vocabularies (how a session's proposals are decided, a session's state,
+a search node's state) and its error. Stdlib only; apart from the rows (rows.py), so that the
+workbench's first frame names a mode without making the rows' dataclasses."""
 
 from __future__ import annotations
 
@@ -22,6 +22,20 @@ class SessionStatus(StrEnum):
     STOPPED = "stopped"
     DONE = "done"
     FAILED = "failed"
+
+
+class NodeStatus(StrEnum):
+    """A search node's state: the vocabulary of the graph's nodes, their store rows and their
+    events; the final ones are not run again by a resumed search."""
+
+    PENDING = "pending"
+    RUNNING = "running"
+    ACCEPTED = "accepted"
+    REJECTED = "rejected"
+    MERGED = "merged"
+    STOPPED = "stopped"
+    FAILED = "failed"
+    PRUNED = "pruned"
 
 
 class BestRule(StrEnum):

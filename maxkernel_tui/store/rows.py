@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from maxkernel_tui.store.kinds import BestRule, Mode, SessionStatus
+from maxkernel_tui.kernels.report.checks import Verdict
+from maxkernel_tui.store.kinds import BestRule, Mode, NodeStatus, SessionStatus
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,7 @@ class KernelVersion:
 class Evaluation:
     id: int
     kernel_version_id: int
-    verdict: str  # "accepted" | "rejected" (EvalReport.verdict)
+    verdict: Verdict  # EvalReport.verdict
     report: dict[str, Any]  # EvalReport.to_json()
     created: float
 
@@ -87,7 +88,7 @@ class SearchNode:
     parent_id: int | None
     kernel_version_id: int | None
     strategy: str
-    status: str
+    status: NodeStatus
     score: float | None
     data: dict[str, Any] = field(default_factory=dict)
     created: float = 0.0
@@ -134,7 +135,7 @@ class SessionSummary:
         return None if self.best is None else self.best.version.number
 
     @property
-    def best_verdict(self) -> str | None:
+    def best_verdict(self) -> Verdict | None:
         """The best kernel's latest verdict; None: not evaluated (or no kernel)."""
         evaluation = None if self.best is None else self.best.evaluation
         return None if evaluation is None else evaluation.verdict

@@ -118,7 +118,7 @@ def current_version(conn: sqlite3.Connection) -> int:
     ).fetchone()
     if not exists:
         return 0
-    return conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_version").fetchone()[0]
+    return int(conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_version").fetchone()[0])
 
 
 def migrate(conn: sqlite3.Connection, target: int = SCHEMA_VERSION) -> int:

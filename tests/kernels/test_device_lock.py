@@ -9,7 +9,7 @@ import threading
 import pytest
 
 from maxkernel_tui.kernels.device_lock import device_turn
-from maxkernel_tui.kernels.workers import WorkerFailure
+from maxkernel_tui.kernels.workers import FailureKind, WorkerFailure
 
 HOLD = """
 import sys
@@ -43,7 +43,7 @@ def test_a_second_thread_waits_for_the_turn_and_is_told_who_holds_it():
     assert held.wait(10)
     with pytest.raises(WorkerFailure, match=rf"in use for 0 s by process {os.getpid()}") as busy:
         _take_turn(timeout=0.3)
-    assert busy.value.kind == "busy"
+    assert busy.value.kind is FailureKind.BUSY
     release.set()
     with device_turn(timeout=10):  # the holder let go: this one's turn
         thread.join(10)

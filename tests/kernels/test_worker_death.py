@@ -8,7 +8,13 @@ import sys
 import pytest
 
 from maxkernel_tui.kernels import workers
-from maxkernel_tui.kernels.workers import READY, LineWorker, WorkerFailure, scrubbed_env
+from maxkernel_tui.kernels.workers import (
+    READY,
+    FailureKind,
+    LineWorker,
+    WorkerFailure,
+    scrubbed_env,
+)
 
 # a worker that says it is ready, reads one request and is then SIGKILLed, as by the OOM killer
 _KILLED_SILENTLY = (
@@ -26,7 +32,7 @@ def test_a_silent_sigkill_names_the_out_of_memory_killer_as_the_likely_cause():
             worker.ask("describe this", timeout=60)
     finally:
         worker.close()
-    assert failure.value.kind == "died"
+    assert failure.value.kind is FailureKind.DIED
     assert "killed by SIGKILL, not by a timeout of ours" in str(failure.value)
     assert "out-of-memory killer" in str(failure.value)
 
@@ -54,5 +60,5 @@ def test_a_sandboxed_worker_killed_by_sigkill_is_reported_as_such(tmp_path):
             worker.ask('{"kill": true}', timeout=60)
     finally:
         worker.close()
-    assert failure.value.kind == "died"
+    assert failure.value.kind is FailureKind.DIED
     assert "killed by SIGKILL" in str(failure.value), str(failure.value)

@@ -31,6 +31,7 @@ from maxkernel_tui.agents.builtin.steering import (
 from maxkernel_tui.agents.builtin.strategy_moves import MOVES, NOT_A_CHANGE, NoMove, apply_strategy
 from maxkernel_tui.agents.builtin.tunables import Tunables
 from maxkernel_tui.agents.roles.context import NOTHING_ELSE, StepContext
+from maxkernel_tui.agents.roles.role import Role
 from maxkernel_tui.agents.roles.tunables import find_tunables
 from maxkernel_tui.config import cache_dir
 from maxkernel_tui.kernels.loader import load_task
@@ -75,22 +76,22 @@ class DraftCache:
 def answer(step: StepContext, cache: DraftCache) -> str:
     """The text of the answer for a planner, implementer, debugger or explainer step."""
     drafts = cache.get(step.task_dir, step.target)
-    if step.role == "planner":
+    if step.role == Role.PLANNER:
         return plan_markdown(drafts, step)
-    if step.role == "implementer" and (step.strategy or "") not in NOT_A_CHANGE:
+    if step.role == Role.IMPLEMENTER and (step.strategy or "") not in NOT_A_CHANGE:
         return _strategy_answer(drafts, step)
-    if step.role == "implementer" and (step.turned_down or steering_words(step)):
+    if step.role == Role.IMPLEMENTER and (step.turned_down or steering_words(step)):
         return _steered_answer(drafts, step)
-    if step.role == "implementer":
+    if step.role == Role.IMPLEMENTER:
         best = drafts.drafts[0]
         return _kernel_answer(
             f"Kernel for **{best.family}**, tunables chosen with the {step.target} performance "
             f"model ({_estimate_words(best.estimate)}). {_precision_words(best)}",
             best.source,
         )
-    if step.role == "debugger":
+    if step.role == Role.DEBUGGER:
         return _debugger_answer(drafts, step)
-    if step.role == "explainer":
+    if step.role == Role.EXPLAINER:
         return _explanation(drafts, step)
     raise BuiltinAgentError(f"the built-in agent's worker does not answer role {step.role!r}")
 

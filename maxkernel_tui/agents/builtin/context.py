@@ -10,6 +10,7 @@ from typing import Any
 
 from maxkernel_tui.agents.builtin.errors import BuiltinAgentError
 from maxkernel_tui.agents.roles.context import StepContext
+from maxkernel_tui.agents.roles.role import Role
 from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.targets import DEFAULT_TARGET, TARGETS
 from maxkernel_tui.kernels.task import TaskError
@@ -57,7 +58,7 @@ def read_context(
     for name in ("failure", "profile"):
         if context.get(name) is not None and not isinstance(context[name], Mapping):
             raise BuiltinAgentError(f"the request's context field {name!r} must be a mapping")
-    if role == "profiler" and not context.get("profile"):
+    if role == Role.PROFILER and not context.get("profile"):
         raise BuiltinAgentError(
             "the profiler step needs the profile (ProfileSummary as JSON) in its context"
         )

@@ -44,11 +44,13 @@ from maxkernel_tui.agents.llm.types import (
 )
 from maxkernel_tui.agents.roles.context import StepContext
 from maxkernel_tui.agents.roles.parsers import parse_kernel
+from maxkernel_tui.agents.roles.role import Role
 from maxkernel_tui.config import cache_dir
 from maxkernel_tui.kernels.sandbox.policy import XlaCache
 from maxkernel_tui.kernels.snapshot import folder_digest
 from maxkernel_tui.kernels.targets import DEFAULT_TARGET
 from maxkernel_tui.kernels.workers import (
+    FailureKind,
     LineWorker,
     WorkerFailure,
     jax_worker_env,
@@ -76,7 +78,8 @@ class BuiltinProvider:
         self._lock = asyncio.Lock()
 
     async def stream(self, request: Request) -> AsyncGenerator[ProviderChunk, None]:
-        if (request.context or {}).get("role") == "tester":  # static: no worker needed (tester.py)
+        # the tester is static: no worker needed (tester.py)
+        if (request.context or {}).get("role") == Role.TESTER:
             yield TextDelta(answer_tester(request.context))
             yield TokenCount(0, 0)
             yield Finish("stop")
@@ -86,7 +89,7 @@ class BuiltinProvider:
             async for chunk in self._debug_with_lower(step, request):
                 yield chunk
             return
-        if step.role == "profiler":
+        if step.role == Role.PROFILER:
             assert step.profile is not None  # read_context requires it for this role
             text = diagnose(step.profile, step.target)
         else:
@@ -168,7 +171,7 @@ class BuiltinProvider:
                 # again.
                 raise ProviderError(
                     f"the built-in agent's worker failed on the {step.role} step: {failure}",
-                    retryable=failure.kind == "died",
+                    retryable=failure.kind == FailureKind.DIED,
                 ) from None
         reply = WorkerReply.from_json(data)
         if reply.text is not None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from maxkernel_tui.agents.llm.types import Request
+from maxkernel_tui.agents.roles.role import Role
 
 LOWER = "lower"
 MAX_LOWERS = 2
@@ -32,7 +33,7 @@ class Lowered:
 
 def lowers_first(role: str, request: Request) -> bool:
     """The step is the debugger's and `lower` is offered: it lowers before proposing."""
-    return role == "debugger" and any(tool.name == LOWER for tool in request.tools)
+    return role == Role.DEBUGGER and any(tool.name == LOWER for tool in request.tools)
 
 
 def lowered_so_far(request: Request) -> list[Lowered]:

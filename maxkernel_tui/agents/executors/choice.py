@@ -15,7 +15,8 @@ from typing import Any, Protocol
 
 from maxkernel_tui.agents.orchestration.tools import KernelTools, Tools
 from maxkernel_tui.config import Settings
-from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
+from maxkernel_tui.kernels.evaluation.harness import Harness
+from maxkernel_tui.kernels.evaluation.options import EvalOptions
 from maxkernel_tui.kernels.evaluation.profiling.profile import ProfileOptions
 from maxkernel_tui.kernels.executors.errors import ClusterError
 from maxkernel_tui.kernels.perf.calibration import default_calibration_file

@@ -18,7 +18,7 @@ from maxkernel_tui.agents.orchestration.tools import (
     with_edge_configs,
 )
 from maxkernel_tui.kernels.edge_configs import EdgeConfig, validate_edge_configs
-from maxkernel_tui.kernels.evaluation.harness import EvalOptions
+from maxkernel_tui.kernels.evaluation.options import EvalOptions
 from maxkernel_tui.kernels.executors import ray_cluster
 from maxkernel_tui.kernels.executors.errors import ClusterError
 from maxkernel_tui.kernels.executors.jobs import EvalJob, ProfileJob, TaskFiles

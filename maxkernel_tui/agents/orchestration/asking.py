@@ -95,11 +95,11 @@ class ModelCalls:
         self.roles = roles or RolePlan()
         self.toolbox = toolbox
 
-    def model_of(self, role: str) -> str | None:
+    def model_of(self, role: Role) -> str | None:
         """The model `role` asks: its own, else the session's (None: the provider's)."""
         return self.roles.of(role).model or self.model
 
-    def tools_of(self, role: str) -> tuple[ToolName, ...]:
+    def tools_of(self, role: Role) -> tuple[ToolName, ...]:
         """The tools `role` is offered here (none without a toolbox)."""
         return self.roles.of(role).tools if self.toolbox is not None else ()
 

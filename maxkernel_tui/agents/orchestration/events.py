@@ -19,10 +19,9 @@ from typing import Any, ClassVar, Union, get_args, get_origin, get_type_hints
 
 from maxkernel_tui.agents.orchestration.gates import Action, Decider, Subject
 from maxkernel_tui.agents.roles.role import Role
-from maxkernel_tui.agents.search.node_status import NodeStatus
 from maxkernel_tui.kernels.perf.summary import ProfileSummary
 from maxkernel_tui.kernels.report.checks import EvalReport, Verdict
-from maxkernel_tui.store.kinds import Mode
+from maxkernel_tui.store.kinds import Mode, NodeStatus
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ class Repeats:
     limits: LoopLimits
     emit: Callable[[SessionEvent], Any]
 
-    def rejection(self, key: str, subject: str, text: str) -> str | None:
+    def rejection(self, key: str, subject: Subject, text: str) -> str | None:
         """Why `text` was turned down before, in words, if it was. A replayed step keeps what
         it stored: the book holds verdicts given after the step first ran."""
         decided = self.journal.recall(keys.sub(key, "decision"), DecisionMade)

@@ -563,7 +563,7 @@ class Steps:
         """The session's status in the store (with its mode): only the engine writes it."""
         self.store.update_session(self.session_id, status=status, mode=self.mode)
 
-    def _current(self, subject: str) -> str:
+    def _current(self, subject: Subject) -> str:
         return self.plan if subject == Subject.PLAN else self.kernel or ""
 
     def context(self) -> StepContext:

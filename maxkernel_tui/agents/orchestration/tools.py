@@ -15,7 +15,8 @@ from typing import Any, Protocol
 from maxkernel_tui.agents.llm.types import Request, StreamChunk
 from maxkernel_tui.kernels.catalog import described_reference_cost
 from maxkernel_tui.kernels.edge_configs import EdgeConfig, validate_edge_configs
-from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness, Probe
+from maxkernel_tui.kernels.evaluation.harness import Harness
+from maxkernel_tui.kernels.evaluation.options import EvalOptions, Probe
 from maxkernel_tui.kernels.evaluation.profiling.profile import (
     ProfileError,
     ProfileOptions,

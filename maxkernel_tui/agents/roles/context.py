@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from maxkernel_tui.agents.roles.role import Role
 from maxkernel_tui.codec import JsonData, Shape, Unknown
 
 
@@ -32,7 +33,7 @@ NOTHING_ELSE = "Nothing else to offer:"
 MESSAGE = "the engineer's message: "
 
 
-def rejection_feedback(role: str, reason: str) -> str:
+def rejection_feedback(role: Role, reason: str) -> str:
     return f"{role}{REJECTED}{reason}"
 
 

@@ -93,7 +93,7 @@ def _rules(entry_point: str) -> str:
     )
 
 
-def _sections(role: str, ctx: StepContext) -> list[tuple[str, str | None]]:
+def _sections(role: Role, ctx: StepContext) -> list[tuple[str, str | None]]:
     sections: dict[str, tuple[str, ...]] = {
         PLANNER: ("task", "kernel", "evaluation", "profile", "diagnosis", "feedback", "turned"),
         IMPLEMENTER: ("task", "plan", "kernel", "feedback", "turned"),
@@ -148,7 +148,7 @@ def _check_params(ctx: StepContext) -> str | None:
     return None if params is None else json.dumps(params)
 
 
-def _tools_note(role: str, tools: tuple[ToolSpec, ...]) -> str | None:
+def _tools_note(role: Role, tools: tuple[ToolSpec, ...]) -> str | None:
     """How the role may use its tools, and the knowledge topics its prompt leaves out."""
     if not tools:
         return None
@@ -167,7 +167,7 @@ def _tools_note(role: str, tools: tuple[ToolSpec, ...]) -> str | None:
 
 
 def build_request(
-    role: str,
+    role: Role,
     ctx: StepContext,
     *,
     model: str | None = None,

@@ -13,8 +13,8 @@ from maxkernel_tui.agents.orchestration import keys
 from maxkernel_tui.agents.orchestration.events import SearchNodeChanged, StrategySkipped
 from maxkernel_tui.agents.orchestration.fingerprint import kernel_hash
 from maxkernel_tui.agents.orchestration.journal import Journal
-from maxkernel_tui.agents.search.node_status import NodeStatus
 from maxkernel_tui.store.db import Store
+from maxkernel_tui.store.kinds import NodeStatus
 from maxkernel_tui.store.rows import SearchNode
 
 PENDING, RUNNING, ACCEPTED, REJECTED, MERGED, STOPPED, FAILED, PRUNED = tuple(NodeStatus)
@@ -66,7 +66,7 @@ class Node:
         return cls(
             **stored,
             strategy=row.strategy,
-            status=NodeStatus(row.status),
+            status=row.status,
             score=row.score,
             version_id=row.kernel_version_id,
             row_id=row.id,

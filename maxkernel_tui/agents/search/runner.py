@@ -41,6 +41,7 @@ from maxkernel_tui.agents.search.graph import (
 )
 from maxkernel_tui.agents.search.limits import CappedTools, GatedClient
 from maxkernel_tui.kernels.executors.errors import EvaluationLost
+from maxkernel_tui.kernels.report.checks import Verdict
 from maxkernel_tui.store.kinds import Mode, SessionStatus
 
 INITIAL = (
@@ -240,7 +241,7 @@ class Search:
             node.source = done.source
             self.graph.merge(node, self.graph[done.twin], evaluated=False)
             return
-        status = ACCEPTED if done.verdict == "accepted" else REJECTED
+        status = ACCEPTED if done.verdict == Verdict.ACCEPTED else REJECTED
         detail = done.failure or ""
         if node.pruned_round is not None:  # pruned while it ran: the branch was turned down
             status, detail = PRUNED, f"pruned while it ran (its kernel was {done.verdict})"

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from maxkernel_tui.agents.roles.role import Role
 from maxkernel_tui.agents.tools.specs import (
     DEFAULT_MAX_TOOL_CALLS,
     DEFAULT_ROLE_TOOLS,
@@ -32,7 +33,7 @@ class RolePlan:
 
     roles: Mapping[str, RoleAssignment] = field(default_factory=dict)
 
-    def of(self, role: str) -> RoleAssignment:
+    def of(self, role: Role) -> RoleAssignment:
         default = RoleAssignment(None, DEFAULT_ROLE_TOOLS.get(role, ()), DEFAULT_MAX_TOOL_CALLS)
         return self.roles.get(role, default)
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from maxkernel_tui.kernels.config_names import BENCH, CHECK, HELDOUT
 from maxkernel_tui.kernels.derive.rules import derive_sizes
-from maxkernel_tui.kernels.derive.sites import SizeSite, find_sites, literal_name
+from maxkernel_tui.kernels.derive.sites import SiteKind, SizeSite, find_sites, literal_name
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,7 @@ def plan_derivation(
     twins = {
         s.name: literal_name(s.value)
         for s in sizes
-        if s.kind == "literal" and s.name != literal_name(s.value)
+        if s.kind == SiteKind.LITERAL and s.name != literal_name(s.value)
     }
     derived = derive_sizes(production, sites.shapes, sites.divisors, groups, twins)
     if derived.heldout == derived.check:

@@ -13,7 +13,7 @@ import pprint
 
 from maxkernel_tui.kernels.derive.plan import Derivation
 from maxkernel_tui.kernels.derive.rewrite import BuilderNames, rewritten_builder
-from maxkernel_tui.kernels.derive.sites import function
+from maxkernel_tui.kernels.derive.sites import SiteKind, function
 
 WRITTEN = BuilderNames(function="get_inputs", sizes="_sizes", seed="seed", mix="_fresh_key")
 _KEY_HELPER = '''
@@ -28,7 +28,9 @@ def our_format(reference_py: str, derivation: Derivation) -> str:
     """reference.py with CONFIGS and a get_inputs(config, seed) in place of the plain one."""
     if not derivation.derived:
         raise ValueError(f"check and heldout cannot be derived: {derivation.fallback}")
-    module_level = [s.name for s in derivation.sites if s.kind in ("module", "config")]
+    module_level = [
+        s.name for s in derivation.sites if s.kind in (SiteKind.MODULE, SiteKind.CONFIG)
+    ]
     if module_level:
         raise ValueError(
             f"get_inputs reads module-level size(s) {module_level}: assign them inside get_inputs"

@@ -16,8 +16,10 @@ from __future__ import annotations
 import ast
 import copy
 from dataclasses import dataclass
+from typing import SupportsInt
 
 from maxkernel_tui.kernels.derive.sites import (
+    SiteKind,
     SizeSite,
     function,
     int_of,
@@ -45,9 +47,9 @@ class BuilderNames:
 HIDDEN = BuilderNames()
 
 
-def mix_seed(seed: int, key: object) -> int:
+def mix_seed(seed: int, key: SupportsInt) -> int:
     """A fixed key of the task's code, made fresh by the run's seed (a positive 31-bit int)."""
-    return (int(seed) * 1_000_003 + int(key)) % (2**31 - 1)  # type: ignore[call-overload]
+    return (int(seed) * 1_000_003 + int(key)) % (2**31 - 1)
 
 
 def builder_source(
@@ -75,18 +77,18 @@ def rewritten_builder(
     fn.name = names.function
     fn.decorator_list = []
     fn.args.posonlyargs = [ast.arg(names.sizes), ast.arg(names.seed), *fn.args.posonlyargs]
-    literals = {s.name for s in sites if s.kind == "literal"}
+    literals = {s.name for s in sites if s.kind == SiteKind.LITERAL}
     # found on the copy before anything moves: the rewrite replaces these very nodes
     literal_ids = {key: name for key, name in literal_names(fn).items() if name in literals}
-    local_sizes = {s.name for s in sites if s.kind == "local"}
-    entries = {(s.table, s.key): s.name for s in sites if s.kind == "entry"}
+    local_sizes = {s.name for s in sites if s.kind == SiteKind.LOCAL}
+    entries = {(s.table, s.key): s.name for s in sites if s.kind == SiteKind.ENTRY}
     fn.body = [
         _entries(_sized(statement, local_sizes, names.sizes), entries, names.sizes)
         for statement in fn.body
     ]
-    fn = _SizedLiterals(literal_ids, names.sizes).visit(fn)
-    fn = _SeededKeys(names).visit(fn)
-    return ast.fix_missing_locations(fn)
+    sized: ast.FunctionDef = _SizedLiterals(literal_ids, names.sizes).visit(fn)
+    seeded: ast.FunctionDef = _SeededKeys(names).visit(sized)
+    return ast.fix_missing_locations(seeded)
 
 
 def _entries(statement: ast.stmt, entries: dict[tuple[str, str], str], sizes: str) -> ast.stmt:

@@ -23,11 +23,20 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Literal, cast
+from enum import StrEnum
+from typing import cast
 
-# local: named int in the builder; module: module-level named int; config: entry of a
-# module-level dict; entry: entry of a dict inside the builder; literal: a literal in a shape
-SiteKind = Literal["local", "module", "config", "entry", "literal"]
+
+class SiteKind(StrEnum):
+    """Where a size lives in the task's code."""
+
+    LOCAL = "local"  # a named int in the builder
+    MODULE = "module"  # a module-level named int
+    CONFIG = "config"  # an entry of a module-level dict
+    ENTRY = "entry"  # an entry of a dict inside the builder
+    LITERAL = "literal"  # a literal in a shape
+
+
 CONFIG_DICT = "CONFIG"  # JAXBench's module-level dict of dimensions
 KEY_FUNCTIONS = frozenset({"key", "PRNGKey", "default_rng", "RandomState"})
 LITERAL_FROM = 16  # smaller literals in shapes are structure (1, 3x3 kernels), not sizes
@@ -107,9 +116,9 @@ def find_sites(module: ast.Module, builder: str) -> Sites:
     local = _int_assignments(fn.body)
     module_ints = _int_assignments(module.body)
     used = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-    sizes = [SizeSite(name, value, "local", line) for name, (value, line) in local.items()]
+    sizes = [SizeSite(name, value, SiteKind.LOCAL, line) for name, (value, line) in local.items()]
     sizes += [
-        SizeSite(name, value, "module", line)
+        SizeSite(name, value, SiteKind.MODULE, line)
         for name, (value, line) in module_ints.items()
         if name in used and name not in local
     ]
@@ -119,10 +128,10 @@ def find_sites(module: ast.Module, builder: str) -> Sites:
     literals = literal_names(fn)
     nodes = {id(n): n for n in literal_nodes(fn)}
     sizes += [
-        SizeSite(name, _value(nodes[key]), "literal", nodes[key].lineno)
+        SizeSite(name, _value(nodes[key]), SiteKind.LITERAL, nodes[key].lineno)
         for key, name in literals.items()
     ]
-    literal_values = {s.value for s in sizes if s.kind == "literal"}
+    literal_values = {s.value for s in sizes if s.kind == SiteKind.LITERAL}
     return Sites(
         tuple(sizes),
         _count_keys(fn),
@@ -184,9 +193,9 @@ def _table_sizes(
     read = {aliases.get(name, name) for name in _subscripted_tables(fn)}
     found: list[SizeSite] = []
     tables: list[tuple[str, ast.Dict, SiteKind]] = [
-        (name, d, "entry") for name, d in _dict_assignments(fn.body).items()
+        (name, d, SiteKind.ENTRY) for name, d in _dict_assignments(fn.body).items()
     ]
-    tables += [(name, d, "config") for name, d in _dict_assignments(module.body).items()]
+    tables += [(name, d, SiteKind.CONFIG) for name, d in _dict_assignments(module.body).items()]
     seen_tables: set[str] = set()
     for table, literal, kind in tables:
         if table not in read or table in seen_tables:
@@ -228,7 +237,7 @@ def size_of(
     """The size a name or a dict subscript stands for, if any."""
     if isinstance(node, ast.Name):
         for site in sizes:
-            if site.kind in ("local", "module") and site.name == node.id:
+            if site.kind in (SiteKind.LOCAL, SiteKind.MODULE) and site.name == node.id:
                 return site.name
         return aliases.sizes.get(node.id)
     if (
@@ -304,7 +313,7 @@ def _shapes(
     static args returned) are no shapes, and a tuple with anything else in it is not read as
     one; a bare size where a shape goes is a 1-D one. A literal outside a shape argument reads
     as the first size of its value."""
-    literal_values = {s.value for s in sizes if s.kind == "literal"}
+    literal_values = {s.value for s in sizes if s.kind == SiteKind.LITERAL}
     shapes: list[ShapeTuple] = []
     arguments = list(shape_arguments(fn))
     passed = {a.id for a in arguments if isinstance(a, ast.Name)}

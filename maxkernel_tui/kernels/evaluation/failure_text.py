@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import resource
 
-from maxkernel_tui.kernels.workers import WorkerFailure
+from maxkernel_tui.kernels.workers import FailureKind, WorkerFailure
 
 
 def first_lines(error: BaseException, limit: int = 700) -> str:
@@ -35,7 +35,7 @@ OOM_SIGNS = (
 def worker_failure_detail(failure: WorkerFailure, memory_bytes: int | None, process: str) -> str:
     """A check's detail for a worker that timed out, ran out of memory or crashed while it ran
     a kernel; `process` names the worker (the tracer, the candidate)."""
-    if failure.kind == "timeout":
+    if failure.kind == FailureKind.TIMEOUT:
         return f"the kernel {failure}"
     text = str(failure)
     if any(sign in text for sign in OOM_SIGNS):

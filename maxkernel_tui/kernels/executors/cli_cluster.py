@@ -39,7 +39,7 @@ def free_port() -> int:
 
 @dataclass
 class CliNode:
-    process: subprocess.Popen
+    process: subprocess.Popen[bytes]
     log: Path
 
     @property

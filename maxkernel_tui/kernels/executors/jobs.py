@@ -9,7 +9,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from maxkernel_tui.kernels.evaluation.harness import EvalOptions
+from maxkernel_tui.kernels.evaluation.options import EvalOptions
 from maxkernel_tui.kernels.perf.analysis import ReferenceCost
 from maxkernel_tui.kernels.perf.summary import ProfileSummary
 from maxkernel_tui.kernels.report.checks import EvalReport

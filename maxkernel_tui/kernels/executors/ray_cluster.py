@@ -11,9 +11,11 @@ import os
 import socket
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
+from typing import Any
 
 import ray
 
@@ -191,7 +193,7 @@ def _ray_messages_to_stderr() -> None:
     if getattr(shown, "to_stderr", False):
         return
 
-    def to_stderr(data: dict, ignore_prefix: bool) -> None:
+    def to_stderr(data: dict[str, Any], ignore_prefix: bool) -> None:
         shown(dict(data, is_err=True), ignore_prefix)
 
     to_stderr.to_stderr = True  # type: ignore[attr-defined]
@@ -200,6 +202,7 @@ def _ray_messages_to_stderr() -> None:
 
 def describe(address: str, auth: Auth) -> ClusterFacts:
     """The connected cluster's nodes and resources."""
+    listed: Callable[[], list[dict[str, Any]]] = ray.nodes  # untyped in Ray
     nodes = tuple(
         NodeFacts(
             node_id=n["NodeID"],
@@ -208,7 +211,7 @@ def describe(address: str, auth: Auth) -> ClusterFacts:
             resources={k: float(v) for k, v in (n.get("Resources") or {}).items()},
             head=any(k.startswith("node:__internal_head__") for k in n.get("Resources") or {}),
         )
-        for n in ray.nodes()
+        for n in listed()
     )
     return ClusterFacts(address, auth, ray.__version__, nodes)
 

@@ -79,10 +79,14 @@ class RayDispatcher:
         return sum(n.slots for n in self.nodes if n.alive)
 
     def evaluate(self, job: EvalJob) -> EvalAnswer:
-        return self._run(lambda actor: actor.evaluate.remote(job), needs_tpu=True)
+        answer: EvalAnswer = self._run(lambda actor: actor.evaluate.remote(job), needs_tpu=True)
+        return answer
 
     def profile(self, job: ProfileJob) -> ProfileAnswer:
-        return self._run(lambda actor: actor.profile.remote(job), needs_tpu=job.trace)
+        answer: ProfileAnswer = self._run(
+            lambda actor: actor.profile.remote(job), needs_tpu=job.trace
+        )
+        return answer
 
     def stats(self) -> DispatchStats:
         with self._changed:

@@ -124,7 +124,7 @@ def _yaml(task_id: str, source: PlainTaskSource, reference: str, kind: str) -> s
         "notes": list(source.all_notes),
         "input_gen_code": reference,
     }
-    return yaml.safe_dump(meta, sort_keys=False, width=100)
+    return str(yaml.safe_dump(meta, sort_keys=False, width=100))
 
 
 def _calibrated(

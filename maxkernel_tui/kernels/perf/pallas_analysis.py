@@ -170,7 +170,7 @@ def _scratch(grid_mapping: Any) -> list[Block]:
 
 def _itemsize(dtype: Any) -> int:
     try:
-        return np.dtype(dtype).itemsize
+        return int(np.dtype(dtype).itemsize)
     except TypeError:  # semaphores and other TPU-only types: one 32-bit word each
         return 4
 

@@ -8,29 +8,41 @@ transposed conv weights (in, out / groups, *k).
 """
 
 import math
-from typing import NamedTuple
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 from jax import lax
 
 
-def tuple_of(value, n):
+def tuple_of(value: Any, n: int) -> tuple[Any, ...]:
     """`value` repeated `n` times unless it already is a sequence (PyTorch's `_ntuple`)."""
     return tuple(value) if isinstance(value, (tuple, list)) else (value,) * n
 
 
-def linear(x, weight, bias):
+def linear(x: jax.Array, weight: jax.Array, bias: jax.Array | None) -> jax.Array:
     """`F.linear`: x @ weight.T + bias, weight of shape (out_features, in_features)."""
     y = jnp.matmul(x, weight.T)
     return y if bias is None else y + bias
 
 
-def conv_nd(x, weight, bias, stride, padding, dilation, groups):
+def conv_nd(
+    x: jax.Array,
+    weight: jax.Array,
+    bias: jax.Array | None,
+    stride: int | Sequence[int],
+    padding: int | Sequence[int] | str,
+    dilation: int | Sequence[int],
+    groups: int,
+) -> jax.Array:
     """`F.conv1d/2d/3d`: cross-correlation, channels first, zero padding."""
     n = weight.ndim - 2
-    spatial = "DHW"[-n:] if n <= 3 else None
+    if n > 3:
+        raise ValueError(f"a convolution over {n} spatial axes (PyTorch's go up to 3)")
+    spatial = "DHW"[-n:]
     numbers = ("NC" + spatial, "OI" + spatial, "NC" + spatial)
+    pads: str | list[tuple[int, int]]
     if isinstance(padding, str):
         pads = padding.upper()
     else:
@@ -47,12 +59,21 @@ def conv_nd(x, weight, bias, stride, padding, dilation, groups):
     return y if bias is None else y + bias.reshape((1, -1) + (1,) * n)
 
 
-def conv_transpose_nd(x, weight, bias, stride, padding, output_padding, dilation, groups):
+def conv_transpose_nd(
+    x: jax.Array,
+    weight: jax.Array,
+    bias: jax.Array | None,
+    stride: int | Sequence[int],
+    padding: int | Sequence[int],
+    output_padding: int | Sequence[int],
+    dilation: int | Sequence[int],
+    groups: int,
+) -> jax.Array:
     """`F.conv_transpose1d/2d/3d`: the gradient of a conv, written as a conv of the input dilated
     by the stride with the spatially flipped kernel; weight (in, out / groups, *k)."""
     n = weight.ndim - 2
-    stride, padding = tuple_of(stride, n), tuple_of(padding, n)
-    output_padding, dilation = tuple_of(output_padding, n), tuple_of(dilation, n)
+    strides, paddings = tuple_of(stride, n), tuple_of(padding, n)
+    output_paddings, dilations = tuple_of(output_padding, n), tuple_of(dilation, n)
     in_channels, out_per_group = weight.shape[0], weight.shape[1]
     kernel = weight.shape[2:]
     # (in, out/g, *k) -> (g, in/g, out/g, *k) -> (g, out/g, in/g, *k) -> (out, in/g, *k)
@@ -61,7 +82,7 @@ def conv_transpose_nd(x, weight, bias, stride, padding, output_padding, dilation
     w = jnp.flip(w, axis=tuple(range(2, 2 + n)))
     pads = [
         (d * (k - 1) - p, d * (k - 1) - p + op)
-        for k, p, op, d in zip(kernel, padding, output_padding, dilation)
+        for k, p, op, d in zip(kernel, paddings, output_paddings, dilations)
     ]
     spatial = "DHW"[-n:]
     y = lax.conv_general_dilated(
@@ -69,46 +90,72 @@ def conv_transpose_nd(x, weight, bias, stride, padding, output_padding, dilation
         w,
         window_strides=(1,) * n,
         padding=pads,
-        lhs_dilation=stride,
-        rhs_dilation=dilation,
+        lhs_dilation=strides,
+        rhs_dilation=dilations,
         dimension_numbers=("NC" + spatial, "OI" + spatial, "NC" + spatial),
         feature_group_count=groups,
     )
     return y if bias is None else y + bias.reshape((1, -1) + (1,) * n)
 
 
-def _window(n, kernel_size, stride, padding, dilation):
+def _window(
+    n: int,
+    kernel_size: int | Sequence[int],
+    stride: int | Sequence[int] | None,
+    padding: int | Sequence[int],
+    dilation: int | Sequence[int],
+) -> tuple[tuple[int, ...], tuple[int, ...], tuple[tuple[int, int], ...], tuple[int, ...]]:
     kernel = tuple_of(kernel_size, n)
-    stride = kernel if stride is None or stride == [] else tuple_of(stride, n)
+    strides = kernel if stride is None or stride == [] else tuple_of(stride, n)
     pads = tuple_of(padding, n)
     return (
         (1, 1) + kernel,
-        (1, 1) + stride,
+        (1, 1) + strides,
         ((0, 0), (0, 0)) + tuple((p, p) for p in pads),
         (1, 1) + tuple_of(dilation, n),
     )
 
 
-def max_pool_nd(x, n, kernel_size, stride=None, padding=0, dilation=1):
+def max_pool_nd(
+    x: jax.Array,
+    n: int,
+    kernel_size: int | Sequence[int],
+    stride: int | Sequence[int] | None = None,
+    padding: int | Sequence[int] = 0,
+    dilation: int | Sequence[int] = 1,
+) -> jax.Array:
     """`F.max_pool1d/2d/3d` (floor mode): padding counts as -inf."""
     dims, strides, pads, dilations = _window(n, kernel_size, stride, padding, dilation)
-    return lax.reduce_window(
+    pooled: jax.Array = lax.reduce_window(
         x, -jnp.inf, lax.max, dims, strides, pads, window_dilation=dilations
-    ).astype(x.dtype)
+    )
+    return pooled.astype(x.dtype)
 
 
-def avg_pool_nd(x, n, kernel_size, stride=None, padding=0, count_include_pad=True):
+def avg_pool_nd(
+    x: jax.Array,
+    n: int,
+    kernel_size: int | Sequence[int],
+    stride: int | Sequence[int] | None = None,
+    padding: int | Sequence[int] = 0,
+    count_include_pad: bool = True,
+) -> jax.Array:
     """`F.avg_pool1d/2d/3d` (floor mode): the mean over each window, zero padding counted unless
     `count_include_pad` is False."""
     dims, strides, pads, _ = _window(n, kernel_size, stride, padding, 1)
-    total = lax.reduce_window(x, 0.0, lax.add, dims, strides, pads)
+    total: jax.Array = lax.reduce_window(x, 0.0, lax.add, dims, strides, pads)
     if count_include_pad:
         return (total / math.prod(dims)).astype(x.dtype)
-    counts = lax.reduce_window(jnp.ones_like(x), 0.0, lax.add, dims, strides, pads)
+    counts: jax.Array = lax.reduce_window(jnp.ones_like(x), 0.0, lax.add, dims, strides, pads)
     return (total / counts).astype(x.dtype)
 
 
-def adaptive_pool_nd(x, n, output_size, reduce):
+def adaptive_pool_nd(
+    x: jax.Array,
+    n: int,
+    output_size: int | Sequence[int | None] | None,
+    reduce: Callable[..., jax.Array],
+) -> jax.Array:
     """`F.adaptive_avg_pool*` / `adaptive_max_pool*` (values only): output cell i of a size-L axis
     covers [floor(i L / out), ceil((i + 1) L / out)), as PyTorch computes it."""
     sizes = tuple_of(output_size, n)
@@ -127,7 +174,9 @@ def adaptive_pool_nd(x, n, output_size, reduce):
     return x
 
 
-def batch_norm_train(x, weight, bias, eps):
+def batch_norm_train(
+    x: jax.Array, weight: jax.Array | None, bias: jax.Array | None, eps: float
+) -> jax.Array:
     """`nn.BatchNorm*d` in PyTorch's default training mode: batch statistics over every axis but
     the channels (axis 1), biased variance."""
     axes = (0,) + tuple(range(2, x.ndim))
@@ -142,7 +191,14 @@ def batch_norm_train(x, weight, bias, eps):
     return y
 
 
-def batch_norm_eval(x, running_mean, running_var, weight, bias, eps):
+def batch_norm_eval(
+    x: jax.Array,
+    running_mean: jax.Array,
+    running_var: jax.Array,
+    weight: jax.Array | None,
+    bias: jax.Array | None,
+    eps: float,
+) -> jax.Array:
     """`F.batch_norm(training=False)`: the given running statistics per channel (axis 1)."""
     shape = (1, -1) + (1,) * (x.ndim - 2)
     y = (x - running_mean.reshape(shape)) * lax.rsqrt(running_var.reshape(shape) + eps)
@@ -153,16 +209,20 @@ def batch_norm_eval(x, running_mean, running_var, weight, bias, eps):
     return y
 
 
-def rms_norm(x, normalized_shape, weight, eps):
+def rms_norm(
+    x: jax.Array, normalized_shape: int | Sequence[int], weight: jax.Array | None, eps: float | None
+) -> jax.Array:
     """`F.rms_norm`: x / sqrt(mean(x^2) + eps) over the last len(normalized_shape) axes; eps
     None means the dtype's machine epsilon, as PyTorch takes it."""
     axes = tuple(range(x.ndim - len(tuple_of(normalized_shape, 1)), x.ndim))
-    eps = jnp.finfo(x.dtype).eps if eps is None else eps
-    y = x * lax.rsqrt(jnp.mean(jnp.square(x), axis=axes, keepdims=True) + eps)
+    epsilon = jnp.finfo(x.dtype).eps if eps is None else eps
+    y = x * lax.rsqrt(jnp.mean(jnp.square(x), axis=axes, keepdims=True) + epsilon)
     return y if weight is None else y * weight
 
 
-def instance_norm(x, weight, bias, eps):
+def instance_norm(
+    x: jax.Array, weight: jax.Array | None, bias: jax.Array | None, eps: float
+) -> jax.Array:
     """`F.instance_norm` / `nn.InstanceNorm*d`: statistics per sample and channel over space."""
     axes = tuple(range(2, x.ndim))
     mean = jnp.mean(x, axis=axes, keepdims=True)
@@ -176,7 +236,9 @@ def instance_norm(x, weight, bias, eps):
     return y
 
 
-def group_norm(x, num_groups, weight, bias, eps):
+def group_norm(
+    x: jax.Array, num_groups: int, weight: jax.Array | None, bias: jax.Array | None, eps: float
+) -> jax.Array:
     """`F.group_norm`: statistics per sample over each group of channels and all of space."""
     n, c = x.shape[0], x.shape[1]
     grouped = x.reshape((n, num_groups, c // num_groups) + x.shape[2:])
@@ -192,7 +254,13 @@ def group_norm(x, num_groups, weight, bias, eps):
     return y
 
 
-def layer_norm(x, normalized_shape, weight, bias, eps):
+def layer_norm(
+    x: jax.Array,
+    normalized_shape: int | Sequence[int],
+    weight: jax.Array | None,
+    bias: jax.Array | None,
+    eps: float,
+) -> jax.Array:
     """`F.layer_norm`: statistics over the last len(normalized_shape) axes."""
     axes = tuple(range(x.ndim - len(tuple_of(normalized_shape, 1)), x.ndim))
     mean = jnp.mean(x, axis=axes, keepdims=True)
@@ -205,12 +273,12 @@ def layer_norm(x, normalized_shape, weight, bias, eps):
     return y
 
 
-def softplus(x, beta, threshold):
+def softplus(x: jax.Array, beta: float, threshold: float) -> jax.Array:
     """`F.softplus`: log(1 + exp(beta x)) / beta, linear where beta x > threshold."""
     return jnp.where(x * beta > threshold, x, jnp.logaddexp(x * beta, 0.0) / beta)
 
 
-def mish(x):
+def mish(x: jax.Array) -> jax.Array:
     """`F.mish`: x tanh(softplus(x))."""
     return x * jnp.tanh(softplus(x, 1.0, 20.0))
 
@@ -222,33 +290,35 @@ class ValuesIndices(NamedTuple):
     indices: jax.Array
 
 
-def max_along(x, dim, keepdim):
+def max_along(x: jax.Array, dim: int, keepdim: bool) -> ValuesIndices:
     """`torch.max(x, dim, keepdim)`: values and indices."""
     return ValuesIndices(
         jnp.max(x, axis=dim, keepdims=keepdim), jnp.argmax(x, dim, keepdims=keepdim)
     )
 
 
-def min_along(x, dim, keepdim):
+def min_along(x: jax.Array, dim: int, keepdim: bool) -> ValuesIndices:
     """`torch.min(x, dim, keepdim)`: values and indices."""
     return ValuesIndices(
         jnp.min(x, axis=dim, keepdims=keepdim), jnp.argmin(x, dim, keepdims=keepdim)
     )
 
 
-def variance(x, dim, correction, keepdim):
+def variance(
+    x: jax.Array, dim: int | Sequence[int] | None, correction: int, keepdim: bool
+) -> jax.Array:
     """`torch.var` with Bessel's correction `correction` (1 unless `unbiased=False`)."""
     return jnp.var(x, axis=dim, ddof=correction, keepdims=keepdim)
 
 
-def flatten(x, start_dim, end_dim):
+def flatten(x: jax.Array, start_dim: int, end_dim: int) -> jax.Array:
     """`torch.flatten(x, start_dim, end_dim)`."""
     end = end_dim % x.ndim
     start = start_dim % x.ndim
     return x.reshape(x.shape[:start] + (-1,) + x.shape[end + 1 :])
 
 
-def squeeze(x, dim):
+def squeeze(x: jax.Array, dim: int | Sequence[int] | None) -> jax.Array:
     """`torch.squeeze`: a named axis of size 1 is dropped; an axis of another size is kept."""
     if dim is None:
         return jnp.squeeze(x)

@@ -75,7 +75,8 @@ def _module_at_sizes(source: str, sizes: dict[str, int]) -> ast.Module:
     """The PyTorch module with its top-level size constants set to `sizes`, traced."""
     tree = ast.parse(source)
     _set_sizes(tree.body, sizes)
-    return ast.fix_missing_locations(_Traced().visit(tree))
+    traced: ast.Module = _Traced().visit(tree)
+    return ast.fix_missing_locations(traced)
 
 
 def _reference_at_sizes(source: str, sizes: dict[str, int]) -> ast.Module:

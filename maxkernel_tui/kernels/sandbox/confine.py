@@ -254,7 +254,7 @@ class _Informant:
         self._readable = tuple(_as_prefix(p) for p in readable) + self._writable
         self._events = frozenset(_PROCESS_EVENTS) | {"open"}
 
-    def __call__(self, event: str, args: tuple) -> None:
+    def __call__(self, event: str, args: tuple[object, ...]) -> None:
         if event not in self._events or len(_refused) >= 40:
             return
         if event != "open":
@@ -281,5 +281,5 @@ def _as_prefix(path: str) -> str:
     return str(Path(path)).rstrip(os.sep) + os.sep if Path(path).is_dir() else str(path)
 
 
-def _brief(args: tuple) -> str:
+def _brief(args: tuple[object, ...]) -> str:
     return ", ".join(repr(a)[:80] for a in args[:3])

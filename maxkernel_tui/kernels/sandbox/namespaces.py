@@ -140,7 +140,7 @@ def mount_private_proc() -> bool:
     if _libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None) != 0:
         return False
     flags = _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
-    return _libc.mount(b"proc", b"/proc", b"proc", flags, None) == 0
+    return bool(_libc.mount(b"proc", b"/proc", b"proc", flags, None) == 0)
 
 
 def limit_pids(count: int) -> bool:

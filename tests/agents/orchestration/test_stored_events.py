@@ -17,11 +17,10 @@ from maxkernel_tui.agents.orchestration import events as ev
 from maxkernel_tui.agents.orchestration.gates import Action, Decider, Subject
 from maxkernel_tui.agents.orchestration.journal import Journal
 from maxkernel_tui.agents.roles.role import Role
-from maxkernel_tui.agents.search.node_status import NodeStatus
 from maxkernel_tui.kernels.perf.summary import ProfileSummary
 from maxkernel_tui.kernels.report.checks import EvalReport, Verdict
 from maxkernel_tui.store.db import Store
-from maxkernel_tui.store.kinds import Mode
+from maxkernel_tui.store.kinds import Mode, NodeStatus
 from tests.fakes.role_provider import RoleProvider
 from tests.support.engine import DIAGNOSIS, GOOD, Bench, accepted, kernel, plan, summary
 

@@ -122,7 +122,7 @@ class _Subject:
     untraced: dict[str, str]  # configuration: why the tracer has no program there
     specs: Any  # dynamic inputs at production shapes (jax.ShapeDtypeStruct)
     static: Any  # static arguments at production shapes
-    expected: list  # the reference's output avals at production shapes
+    expected: list[Any]  # the reference's output avals at production shapes
     bench: str  # the production configuration
     loaded: dict[str, ClosedJaxpr] = dataclasses.field(default_factory=dict)
 

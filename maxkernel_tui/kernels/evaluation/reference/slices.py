@@ -146,7 +146,8 @@ def output_in_box(closed: Any, inputs: Sequence[np.ndarray], output: int, box: R
     wanted: list[Region | None] = [None] * len(jaxpr.outvars)
     wanted[output] = box
     values = _evaluate(jaxpr, list(closed.consts), [_Full(a) for a in inputs], wanted)
-    return values[output]
+    found: jax.Array = values[output]
+    return found
 
 
 class _Full:
@@ -327,4 +328,5 @@ class _Held(_Full):
     """A call's operand, already cut to the region the call needs: its body reads it whole."""
 
     def region(self, region: Region) -> jax.Array:
-        return self.array
+        held: jax.Array = self.array
+        return held

@@ -134,7 +134,9 @@ def run_sampled(
     return SampledOutputs(list(outputs), decided, kernels)
 
 
-def _evaluate(jaxpr: Any, consts: Sequence[Any], args: list[Any], on_kernel: Callable) -> list[Any]:
+def _evaluate(
+    jaxpr: Any, consts: Sequence[Any], args: list[Any], on_kernel: Callable[..., Any]
+) -> list[Any]:
     """Eager evaluation of a jaxpr, each pallas_call handed to `on_kernel`; calls (pjit) are
     entered. A pallas_call under other control flow cannot be sampled."""
     env: dict[Any, Any] = {}
@@ -216,7 +218,8 @@ def _followed(output: jax.Array, regions: tuple[_Region, ...]) -> jax.Array:
     """The sampled regions finite (their own value, NaN read as 0), the rest NaN; in the
     output's own type, so the XLA after the kernel runs as it did."""
     _require_float(output, "a kernel output")
-    return _fill_regions(output, regions)
+    filled: jax.Array = _fill_regions(output, regions)  # jitted: jax.jit's result is untyped
+    return filled
 
 
 @functools.partial(jax.jit, static_argnums=1)

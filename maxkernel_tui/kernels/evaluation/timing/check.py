@@ -32,7 +32,7 @@ from maxkernel_tui.kernels.report.checks import (
 )
 from maxkernel_tui.kernels.report.expert import EXPERT_SPEEDUP
 from maxkernel_tui.kernels.task import Task
-from maxkernel_tui.kernels.workers import WorkerFailure
+from maxkernel_tui.kernels.workers import FailureKind, WorkerFailure
 
 REPEATS = 50
 WARMUPS = 5
@@ -64,7 +64,9 @@ def timing_check(
     try:
         answer = run_timing_worker(program, task, timeout, REPEATS, WARMUPS, task.expert_path)
     except WorkerFailure as failure:
-        why = failure if failure.kind == "busy" else f"the timing process failed: {failure}"
+        why = (
+            failure if failure.kind == FailureKind.BUSY else f"the timing process failed: {failure}"
+        )
         return Check("timing", SKIP, f"not measured: {why}"), []
     record_timing(answer, kernel, task.task_id, calibration_file)
     return summarize_timing(answer)

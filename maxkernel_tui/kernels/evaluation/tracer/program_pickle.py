@@ -471,7 +471,7 @@ ALLOWED: frozenset[tuple[str, str]] = frozenset(_FOUND)
 _PythonUnpickler: Any = pickle._Unpickler
 
 
-class Loader(_PythonUnpickler):
+class Loader(_PythonUnpickler):  # type: ignore[misc]  # an untyped base: see above
     """pickle's own (Python) unpickler, made to build only allowed objects:
 
     - globals come from `_FOUND` only (never imported by name);

@@ -34,6 +34,7 @@ from maxkernel_tui.kernels.report.checks import FAIL, Check, EvalReport
 from maxkernel_tui.kernels.sandbox.report import SANDBOX
 from maxkernel_tui.kernels.snapshot import TaskSnapshot
 from maxkernel_tui.kernels.workers import (
+    FailureKind,
     Limits,
     LineWorker,
     WorkerFailure,
@@ -148,10 +149,10 @@ def trace_source(
         finally:
             worker.close()
         if traced is None:
-            raise WorkerFailure(report.checks[-1].detail, "died")
+            raise WorkerFailure(report.checks[-1].detail, FailureKind.DIED)
         if traced.untraced:
             config, why = next(iter(traced.untraced.items()))
-            raise WorkerFailure(f"cannot be traced at {config!r} shapes: {why}", "died")
+            raise WorkerFailure(f"cannot be traced at {config!r} shapes: {why}", FailureKind.DIED)
         return traced.programs
 
 

@@ -265,13 +265,15 @@ class _Rewriter:
         key = id(closed)
         if key not in self._done:
             self._done[key] = (closed, core.ClosedJaxpr(self.jaxpr(closed.jaxpr), closed.consts))
-        return self._done[key][1]
+        done: core.ClosedJaxpr = self._done[key][1]
+        return done
 
     def jaxpr(self, jaxpr: core.Jaxpr) -> core.Jaxpr:
         key = id(jaxpr)
         if key not in self._done:
             self._done[key] = (jaxpr, self._rewrite(jaxpr))
-        return self._done[key][1]
+        done: core.Jaxpr = self._done[key][1]
+        return done
 
     def _rewrite(self, jaxpr: core.Jaxpr) -> core.Jaxpr:
         renamed: dict[core.Var, Any] = {}  # outputs of inlined calls: the atoms that replace them
@@ -302,12 +304,13 @@ class _Rewriter:
                 new = _with_effects(new)
                 added |= set(new.effects) - set(eqn.effects)
             eqns.append(new)
-        return jaxpr.replace(
+        rewritten: core.Jaxpr = jaxpr.replace(
             eqns=eqns,
             outvars=[atom(a) for a in jaxpr.outvars],
             debug_info=_plain_debug_info(jaxpr.debug_info),
             effects=jaxpr.effects | added,
         )
+        return rewritten
 
     def _value(self, value: Any, where: str) -> Any:
         """A parameter with its jaxprs rewritten; a Python function in it is refused."""
@@ -349,7 +352,8 @@ def _with_effects(eqn: core.JaxprEqn) -> core.JaxprEqn:
     input by position are the equation's own already)."""
     if eqn.primitive.name == "pallas_call":
         _, effects = eqn.primitive.abstract_eval(*(v.aval for v in eqn.invars), **eqn.params)
-        return eqn.replace(effects=set(eqn.effects) | set(effects))
+        with_kernel: core.JaxprEqn = eqn.replace(effects=set(eqn.effects) | set(effects))
+        return with_kernel
     inner: set[Any] = set()
     for value in eqn.params.values():
         for item in value if isinstance(value, (list, tuple)) else (value,):

@@ -67,21 +67,21 @@ def _flops(eqn: Any) -> float:
         (lhs_contract, _), _ = eqn.params["dimension_numbers"]
         lhs_shape = eqn.invars[0].aval.shape
         contracted = math.prod(lhs_shape[d] for d in lhs_contract)
-        return 2.0 * _size(eqn.outvars[0]) * contracted
+        return 2.0 * _size(eqn.outvars[0]) * float(contracted)
     if name == "conv_general_dilated":
         rhs_shape = eqn.invars[1].aval.shape
         spec = eqn.params["dimension_numbers"].rhs_spec  # (out feature, in feature, *spatial)
         per_output = math.prod(rhs_shape[d] for d in spec[1:])
-        return 2.0 * _size(eqn.outvars[0]) * per_output
+        return 2.0 * _size(eqn.outvars[0]) * float(per_output)
     if name == "ragged_dot" or name == "ragged_dot_general":
         lhs, rhs = eqn.invars[0].aval.shape, eqn.invars[1].aval.shape
-        return 2.0 * math.prod(lhs) * rhs[-1]
+        return 2.0 * float(math.prod(lhs)) * float(rhs[-1])
     return 0.0
 
 
 def _size(var: Any) -> int:
     aval = getattr(var, "aval", None)
-    return math.prod(aval.shape) if aval is not None and hasattr(aval, "shape") else 0
+    return int(math.prod(aval.shape)) if aval is not None and hasattr(aval, "shape") else 0
 
 
 def _shapes(eqn: Any) -> str:

@@ -32,7 +32,7 @@ _BOOKKEEPING = {"program_id", "num_programs", "pjit", "closed_call", "jit"}
 
 
 def measure_shapes(
-    config: str, candidate: Callable, reference: Callable, specs: Sequence[Any]
+    config: str, candidate: Callable[..., Any], reference: Callable[..., Any], specs: Sequence[Any]
 ) -> Shapes:
     """The candidate's kernels and the reference's matmul flops, traced at `specs`."""
     work = program_work(jax.make_jaxpr(candidate)(*specs))
