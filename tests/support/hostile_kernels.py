@@ -216,7 +216,7 @@ import typing
 
 import jax.numpy as jnp
 
-_worker = typing.sys.modules["maxkernel" + "_tui.kernels.evaluation.candidate_worker"]
+_worker = typing.sys.modules["maxkernel" + "_tui.kernels.evaluation.judge.worker"]
 
 
 def _passes(subject, traced, start, expert):
@@ -243,7 +243,7 @@ FORGE_THE_PROFILE = (
     + """
 import typing
 
-_profile = typing.sys.modules.get("maxkernel" + "_tui.kernels.perf.profile_worker")
+_profile = typing.sys.modules.get("maxkernel" + "_tui.kernels.evaluation.profiling.worker")
 if _profile is not None:
     _profile.analyze = lambda program: []
     _profile.minimal_io_bytes = lambda specs, outputs: 1
