@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
+from maxkernel_tui.kernels.evaluation.source import KernelSource
 from maxkernel_tui.kernels.executors.cli_cluster import CliCluster
 from maxkernel_tui.kernels.loader import load_task
 
@@ -65,9 +66,9 @@ def local(evals: int) -> dict:
     task = load_task(TASK)
     started = time.monotonic()
     with Harness() as harness:
-        warm = harness.evaluate(KERNEL, task, OPTIONS)
+        warm = harness.evaluate(KernelSource.read(KERNEL), task, OPTIONS)
         ready = time.monotonic()
-        reports = [harness.evaluate(KERNEL, task, OPTIONS) for _ in range(evals)]
+        reports = [harness.evaluate(KernelSource.read(KERNEL), task, OPTIONS) for _ in range(evals)]
         done = time.monotonic()
     verdicts = [r.verdict for r in [warm, *reports]]
     return {"seconds": done - ready, "warm_up": ready - started, "slots": 1, "verdicts": verdicts}

@@ -13,14 +13,14 @@ from typing import Any
 
 import pytest
 
-from maxkernel_tui.agents.executors.choice import EvaluationSetup, build_tools
 from maxkernel_tui.agents.orchestration import session as session_module
+from maxkernel_tui.agents.orchestration.tools import build_tools
 from maxkernel_tui.cli import build_parser
 from maxkernel_tui.commands import evaluate, profile
 from maxkernel_tui.commands import run as run_command
 from maxkernel_tui.config import load_settings
-from maxkernel_tui.kernels.evaluation.harness import EvalOptions
 from maxkernel_tui.kernels.loader import find_task
+from maxkernel_tui.kernels.service.setup import EvalOptions, EvaluationSetup
 from maxkernel_tui.services.workbench_session import WorkbenchSession
 from tests.support.cli import cli
 
@@ -94,7 +94,7 @@ def test_the_commands_and_the_workbench_build_the_same_setup_from_the_same_setti
 async def test_the_workbench_tools_evaluate_with_the_commands_options(
     tmp_path, monkeypatch, suite_tasks
 ) -> None:
-    """The tools ctrl+e, ctrl+o and the agents run on carry the setup's options."""
+    """The service ctrl+e and ctrl+o run on, and the agents' tools, carry the setup's options."""
     configured(tmp_path, monkeypatch, 'tpu_target = "v5p"\n')
     session = WorkbenchSession(
         load_settings(),
@@ -103,12 +103,12 @@ async def test_the_workbench_tools_evaluate_with_the_commands_options(
         harness=lambda: None,  # nothing is evaluated
         deliver=lambda *_: None,
     )
-    tools = await session.tools()
+    service = await session.service()
     from_eval = evaluate.evaluation_setup(parsed("eval", "k.py", "--task", "12p"))
-    assert tools.options == from_eval.options and tools.target == "v5p"
+    assert service.options == from_eval.options and service.target == "v5p"
     direct = build_tools(from_eval, session.task, tmp_path)
-    assert direct.options == tools.options
-    tools.close()
+    assert direct.options == service.options
+    service.close()
 
 
 def test_a_commands_flags_replace_only_what_they_name(tmp_path, monkeypatch) -> None:

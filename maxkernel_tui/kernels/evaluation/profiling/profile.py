@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from maxkernel_tui.kernels.device_lock import device_turn
+from maxkernel_tui.kernels.evaluation.source import KernelSource
 from maxkernel_tui.kernels.evaluation.static.checks import static_problems
 from maxkernel_tui.kernels.evaluation.timing.check import tpu_present
 from maxkernel_tui.kernels.evaluation.tracer.tracing import trace_source, write_programs
@@ -62,7 +63,7 @@ class ProfileError(Exception):
 
 
 def profile_kernel(
-    kernel: Path,
+    kernel: KernelSource,
     task: Task,
     *,
     targets: tuple[str, ...] = DEFAULT_TARGETS,
@@ -72,31 +73,56 @@ def profile_kernel(
     trace: bool = True,
     reference_costs: dict[str, ReferenceCost] | None = None,
 ) -> ProfileSummary:
-    """`trace=False`: the static analysis and the model's estimates only (no run of the kernel);
-    `reference_costs`: the reference's XLA costs per target from an earlier profile (no compile)."""
-    source = _profilable_source(kernel, targets, task.entry_points)
+    """`profile_snapshot` on a snapshot of `task` taken for this profile alone."""
     with tempfile.TemporaryDirectory(prefix="mkt-profile-task-") as copies:
         try:
             snapshot = snapshot_task(task, Path(copies))
         except (OSError, TaskError) as error:
             raise ProfileError(f"cannot snapshot the task: {error}") from None
-        task = snapshot.task
-        traced = trace_config(task, tpu_present()) if trace else None
-        workdir, programs = _carried(source, snapshot, traced, "mkt-profile-", timeout)
-        request = ProfileRequest(
-            programs=programs,
-            task=str(task.folder),
-            targets=list(targets),
-            trace_dir=str(trace_root / f"{task.task_id}-{time.strftime('%Y%m%d-%H%M%S')}"),
+        return profile_snapshot(
+            kernel,
+            snapshot,
+            targets=targets,
+            trace_root=trace_root,
+            calibration_file=calibration_file,
+            timeout=timeout,
             trace=trace,
-            reference_costs=reference_costs or {},
+            reference_costs=reference_costs,
         )
-        answer = _ask_worker(workdir, request, timeout)
-        summary = summarize(task.task_id, kernel.name, answer, targets, calibration_file)
-        # the expert is read from the copy; the kernel may be the task's own expert file
-        original, expert = snapshot.original.expert_path, task.expert_path
-        if original is not None and expert is not None and kernel.resolve() != original.resolve():
-            _add_expert(summary, snapshot, expert, request, answer, timeout, calibration_file)
+
+
+def profile_snapshot(
+    kernel: KernelSource,
+    snapshot: TaskSnapshot,
+    *,
+    targets: tuple[str, ...] = DEFAULT_TARGETS,
+    trace_root: Path,
+    calibration_file: Path | None = None,
+    timeout: float = 600.0,
+    trace: bool = True,
+    reference_costs: dict[str, ReferenceCost] | None = None,
+) -> ProfileSummary:
+    """The profile of `kernel` on a snapshot of its task that every worker of it reads.
+    `trace=False`: the static analysis and the model's estimates only (no run of the kernel);
+    `reference_costs`: the reference's XLA costs per target from an earlier profile (no compile)."""
+    task = snapshot.task
+    source = _profilable_source(kernel, targets, task.entry_points)
+    traced = trace_config(task, tpu_present()) if trace else None
+    workdir, programs = _carried(source, snapshot, traced, "mkt-profile-", timeout)
+    request = ProfileRequest(
+        programs=programs,
+        task=str(task.folder),
+        targets=list(targets),
+        trace_dir=str(trace_root / f"{task.task_id}-{time.strftime('%Y%m%d-%H%M%S')}"),
+        trace=trace,
+        reference_costs=reference_costs or {},
+    )
+    answer = _ask_worker(workdir, request, timeout)
+    summary = summarize(task.task_id, kernel.name, answer, targets, calibration_file)
+    # the expert is read from the copy; the kernel may be the task's own expert
+    expert = task.expert_path
+    if expert is not None and not kernel.is_expert(snapshot):
+        _add_expert(summary, snapshot, expert, request, answer, timeout, calibration_file)
     return summary
 
 
@@ -148,7 +174,7 @@ def _carried(
 
 
 def _profilable_source(
-    kernel: Path, targets: tuple[str, ...], entry_points: tuple[str, ...]
+    kernel: KernelSource, targets: tuple[str, ...], entry_points: tuple[str, ...]
 ) -> str:
     """The kernel's source, once the targets are known and it keeps the static rules."""
     unknown = [t for t in targets if t not in TARGETS]
@@ -156,11 +182,12 @@ def _profilable_source(
         raise ProfileError(
             f"no performance figures for TPU {', '.join(unknown)}; known: {', '.join(TARGETS)}"
         )
-    source = kernel.read_text(encoding="utf-8")
-    problems = static_problems(source, kernel.name, entry_points)
+    if kernel.problem is not None:
+        raise ProfileError(kernel.problem)
+    problems = static_problems(kernel.text, kernel.name, entry_points)
     if problems:
         raise ProfileError("the kernel breaks the static rules: " + "; ".join(problems))
-    return source
+    return kernel.text
 
 
 def _ask_worker(workdir: Path, request: ProfileRequest, timeout: float) -> ProfileAnswer:
