@@ -59,7 +59,7 @@ def estimated_expert_check(
 ) -> tuple[Check, ExpertComparison | None]:
     """The model's estimate of the kernel against the expert on `target` (no TPU needed), on
     the evaluation's snapshot of the task."""
-    from maxkernel_tui.kernels.evaluation.profiling.profile import ProfileError, profile_snapshot
+    from maxkernel_tui.kernels.evaluation.profiling.profile import ProfileError, profile_kernel
 
     expert = snapshot.task.expert_path
     assert expert is not None
@@ -67,7 +67,7 @@ def estimated_expert_check(
     try:
         with tempfile.TemporaryDirectory(prefix="mkt-expert-") as traces:
             # the kernel's profile estimates the task's expert beside it (profile._add_expert)
-            summary = profile_snapshot(
+            summary = profile_kernel(
                 kernel,
                 snapshot,
                 targets=(target,),

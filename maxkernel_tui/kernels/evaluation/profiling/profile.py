@@ -64,7 +64,7 @@ class ProfileError(Exception):
 
 def profile_kernel(
     kernel: KernelSource,
-    task: Task,
+    task: Task | TaskSnapshot,
     *,
     targets: tuple[str, ...] = DEFAULT_TARGETS,
     trace_root: Path,
@@ -73,57 +73,40 @@ def profile_kernel(
     trace: bool = True,
     reference_costs: dict[str, ReferenceCost] | None = None,
 ) -> ProfileSummary:
-    """`profile_snapshot` on a snapshot of `task` taken for this profile alone."""
-    with tempfile.TemporaryDirectory(prefix="mkt-profile-task-") as copies:
-        try:
-            snapshot = snapshot_task(task, Path(copies))
-        except (OSError, TaskError) as error:
-            raise ProfileError(f"cannot snapshot the task: {error}") from None
-        return profile_snapshot(
-            kernel,
-            snapshot,
-            targets=targets,
-            trace_root=trace_root,
-            calibration_file=calibration_file,
-            timeout=timeout,
+    """`task`: a task (snapshotted for this profile), or the snapshot an evaluation took, which
+    every worker of the profile then reads. `trace=False`: the static analysis and the model's
+    estimates only (no run of the kernel); `reference_costs`: the reference's XLA costs per
+    target from an earlier profile (no compile)."""
+    with contextlib.ExitStack() as stack:
+        snapshot = task if isinstance(task, TaskSnapshot) else _snapshot(task, stack)
+        task = snapshot.task
+        source = _profilable_source(kernel, targets, task.entry_points)
+        traced = trace_config(task, tpu_present()) if trace else None
+        workdir, programs = _carried(source, snapshot, traced, "mkt-profile-", timeout)
+        request = ProfileRequest(
+            programs=programs,
+            task=str(task.folder),
+            targets=list(targets),
+            trace_dir=str(trace_root / f"{task.task_id}-{time.strftime('%Y%m%d-%H%M%S')}"),
             trace=trace,
-            reference_costs=reference_costs,
+            reference_costs=reference_costs or {},
         )
-
-
-def profile_snapshot(
-    kernel: KernelSource,
-    snapshot: TaskSnapshot,
-    *,
-    targets: tuple[str, ...] = DEFAULT_TARGETS,
-    trace_root: Path,
-    calibration_file: Path | None = None,
-    timeout: float = 600.0,
-    trace: bool = True,
-    reference_costs: dict[str, ReferenceCost] | None = None,
-) -> ProfileSummary:
-    """The profile of `kernel` on a snapshot of its task that every worker of it reads.
-    `trace=False`: the static analysis and the model's estimates only (no run of the kernel);
-    `reference_costs`: the reference's XLA costs per target from an earlier profile (no compile)."""
-    task = snapshot.task
-    source = _profilable_source(kernel, targets, task.entry_points)
-    traced = trace_config(task, tpu_present()) if trace else None
-    workdir, programs = _carried(source, snapshot, traced, "mkt-profile-", timeout)
-    request = ProfileRequest(
-        programs=programs,
-        task=str(task.folder),
-        targets=list(targets),
-        trace_dir=str(trace_root / f"{task.task_id}-{time.strftime('%Y%m%d-%H%M%S')}"),
-        trace=trace,
-        reference_costs=reference_costs or {},
-    )
-    answer = _ask_worker(workdir, request, timeout)
-    summary = summarize(task.task_id, kernel.name, answer, targets, calibration_file)
-    # the expert is read from the copy; the kernel may be the task's own expert
-    expert = task.expert_path
-    if expert is not None and not kernel.is_expert(snapshot):
-        _add_expert(summary, snapshot, expert, request, answer, timeout, calibration_file)
+        answer = _ask_worker(workdir, request, timeout)
+        summary = summarize(task.task_id, kernel.name, answer, targets, calibration_file)
+        # the expert is read from the copy; the kernel may be the task's own expert
+        expert = task.expert_path
+        if expert is not None and not kernel.is_expert(snapshot):
+            _add_expert(summary, snapshot, expert, request, answer, timeout, calibration_file)
     return summary
+
+
+def _snapshot(task: Task, stack: contextlib.ExitStack) -> TaskSnapshot:
+    """A snapshot of `task` for one profile, removed when `stack` closes."""
+    copies = stack.enter_context(tempfile.TemporaryDirectory(prefix="mkt-profile-task-"))
+    try:
+        return snapshot_task(task, Path(copies))
+    except (OSError, TaskError) as error:
+        raise ProfileError(f"cannot snapshot the task: {error}") from None
 
 
 def _add_expert(
