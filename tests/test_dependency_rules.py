@@ -103,12 +103,12 @@ AGENTS_EVALUATION = ("maxkernel_tui.agents.executors", "maxkernel_tui.agents.orc
 
 
 def test_screens_and_commands_reach_evaluation_only_through_the_service():
-    """`kernels/service/` is the one front door: the CLI's commands and the screens reach the
+    """`kernels/service/` is the one front door: the CLI's commands and the UI reach the
     harness, the profiler and the executors through it (its service, setup and facts modules),
     never by importing evaluation modules themselves or by climbing into the agents' tools."""
     found = [
         breach
-        for part in ("screens", "commands")
+        for part in ("screens", "app.py", "commands")
         for breach in breaches(part, (*EVALUATION, *AGENTS_EVALUATION))
     ]
     assert found == []

@@ -38,8 +38,12 @@ if TYPE_CHECKING:
     from maxkernel_tui.agents.orchestration.session import OpenSession
     from maxkernel_tui.agents.search.config import SearchConfig
     from maxkernel_tui.agents.search.launch import OpenSearch
-    from maxkernel_tui.kernels.evaluation.harness import Harness
-    from maxkernel_tui.kernels.service.service import EvaluationService, KernelSource, ProfileResult
+    from maxkernel_tui.kernels.service.service import (
+        EvaluationService,
+        Harness,
+        KernelSource,
+        ProfileResult,
+    )
     from maxkernel_tui.kernels.service.setup import EvaluationSetup
     from maxkernel_tui.services.kernel_file import Kept
     from maxkernel_tui.services.search_feed import SearchFeed
