@@ -34,7 +34,7 @@ def test_the_service_hands_the_harness_the_text_and_its_options(suite_tasks, tmp
     harness = RecordingHarness()
     setup = EvaluationSetup.local(EvalOptions(target="v5e", seeds=1))
     task = find_task("12p", suite_tasks)
-    service = EvaluationService(setup, task, tmp_path, harness=lambda: harness)  # type: ignore[arg-type, return-value]
+    service = EvaluationService(setup, task, tmp_path, harness=lambda: harness)
     kernel = KernelSource("def computation(x):\n    return x\n", "mine.py")
     service.set_extra_configs([("tiny", {"rows": 8})])
     assert service.evaluate(kernel, edges_only=True).kernel == "mine.py"
