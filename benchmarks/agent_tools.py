@@ -17,12 +17,12 @@ import tempfile
 import time
 
 from maxkernel_tui.agents.llm.types import ToolCall
-from maxkernel_tui.agents.orchestration.tools import KernelTools
+from maxkernel_tui.agents.orchestration.tools import build_tools
 from maxkernel_tui.agents.roles.context import StepContext
 from maxkernel_tui.agents.tools.runner import Toolbox
 from maxkernel_tui.agents.tools.specs import ToolName
-from maxkernel_tui.kernels.evaluation.harness import EvalOptions
 from maxkernel_tui.kernels.loader import builtin_suite_dir, load_task
+from maxkernel_tui.kernels.service.setup import EvalOptions, EvaluationSetup
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 KERNEL = (ROOT / "tests" / "data" / "kernels" / "agent" / "rmsnorm_tunable.py").read_text()
@@ -44,7 +44,7 @@ async def measure() -> dict[str, list[float]]:
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
     task = load_task(builtin_suite_dir() / "12p_RMSNorm")
     work = pathlib.Path(tempfile.mkdtemp(prefix="agent-tools-"))
-    tools = KernelTools(task, EvalOptions(target="v5e"), work / "traces")
+    tools = build_tools(EvaluationSetup.local(EvalOptions(target="v5e")), task, work / "traces")
     box = Toolbox(task, "v5e", work / "tools", prober=tools, profiler=tools)
     ctx = StepContext(task_dir=str(task.folder), target="v5e", kernel=KERNEL)
     offered = tuple(ToolName)

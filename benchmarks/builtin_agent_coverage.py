@@ -35,6 +35,7 @@ from maxkernel_tui.agents.builtin.autotune import estimate_source, reference_cos
 from maxkernel_tui.agents.builtin.operand_precision import operand_words
 from maxkernel_tui.kernels.evaluation.expert_comparison import from_estimates
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
+from maxkernel_tui.kernels.evaluation.source import KernelSource
 from maxkernel_tui.kernels.loader import builtin_suite_dir, find_task, load_tasks
 from maxkernel_tui.kernels.perf.model import Estimate
 from maxkernel_tui.kernels.perf.xla_model import XLA_DEFAULT
@@ -97,7 +98,7 @@ def cover(task: Task, harness: Harness | None, kernels: Path, verdicts: dict[str
     if harness is None:
         verdict, reason = verdicts.get(task.task_id, "not evaluated"), LAST_RUN_VERDICT
     else:
-        report = harness.evaluate(kernel, task, EvalOptions(seeds=SEEDS))
+        report = harness.evaluate(KernelSource.read(kernel), task, EvalOptions(seeds=SEEDS))
         verdict = report.verdict
         reason = f"{report.failure.name}: {report.failure.detail}" if report.failure else ""
         checked_at = PRODUCTION if report.scope == VERIFIED_AT_PRODUCTION else SMALL_SHAPES

@@ -26,6 +26,7 @@ import sys
 import time
 
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
+from maxkernel_tui.kernels.evaluation.source import KernelSource
 from maxkernel_tui.kernels.loader import builtin_suite_dir, find_task, load_tasks
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -80,12 +81,14 @@ def main() -> None:
     harness_samples, in_process_samples, tiles_samples = [], [], []
     same_work, verdict = EvalOptions(seeds=3, tile_blocks=None), EvalOptions(seeds=3)
     with Harness() as harness:
-        harness.evaluate(KERNEL, task, verdict)  # warms the reference process and tiles cache
+        harness.evaluate(
+            KernelSource.read(KERNEL), task, verdict
+        )  # warms the reference process and tiles cache
         for _ in range(SAMPLES):
             for options, samples in ((same_work, harness_samples), (verdict, tiles_samples)):
                 time.sleep(8)  # let the pool finish pre-starting the next candidate process
                 start = time.perf_counter()
-                report = harness.evaluate(KERNEL, task, options)
+                report = harness.evaluate(KernelSource.read(KERNEL), task, options)
                 samples.append(time.perf_counter() - start)
                 assert report.verdict == "accepted"
             in_process_samples.append(in_process_seconds())

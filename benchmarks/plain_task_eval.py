@@ -22,6 +22,7 @@ import time
 
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
 from maxkernel_tui.kernels.evaluation.profiling.profile import profile_kernel
+from maxkernel_tui.kernels.evaluation.source import KernelSource
 from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.report.checks import format_report
 
@@ -106,10 +107,12 @@ def main() -> None:
         load_before = os.getloadavg()[0]
         with Harness() as harness:
             started = time.perf_counter()
-            report = harness.evaluate(kernel, task, EvalOptions(seeds=3))
+            report = harness.evaluate(KernelSource.read(kernel), task, EvalOptions(seeds=3))
             eval_seconds = time.perf_counter() - started
         started = time.perf_counter()
-        summary = profile_kernel(kernel, task, targets=("v5e",), trace_root=pathlib.Path(tmp))
+        summary = profile_kernel(
+            KernelSource.read(kernel), task, targets=("v5e",), trace_root=pathlib.Path(tmp)
+        )
         profile_seconds = time.perf_counter() - started
     lines = [
         "# eval and profile of a plain 4096x8192x8192 f32 GEMM task",

@@ -2,7 +2,7 @@
 by side in one run on the same machine, the same task and kernel (1r_Scaled_Add, check shapes,
 an honest Pallas kernel, 2 seeds), measured.
 
-- local: `Harness.evaluate` one at a time, as the local executor (`KernelTools`) runs them;
+- local: `Harness.evaluate` one at a time, as the local executor (`EvaluationService`) runs them;
 - ray, N nodes: a cluster of N one-CPU nodes on 127.0.0.1 started with Ray's CLI (token auth),
   driven by a child process through `RayDispatcher` with as many evaluations in flight as the
   cluster has slots.
@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
+from maxkernel_tui.kernels.evaluation.source import KernelSource
 from maxkernel_tui.kernels.executors.cli_cluster import CliCluster
 from maxkernel_tui.kernels.loader import load_task
 
@@ -39,6 +40,7 @@ import json, sys, time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions
+from maxkernel_tui.kernels.evaluation.source import KernelSource
 from maxkernel_tui.kernels.executors import ray_cluster
 from maxkernel_tui.kernels.executors.jobs import EvalJob, TaskFiles
 from maxkernel_tui.kernels.executors.ray_dispatch import RayDispatcher
@@ -46,8 +48,7 @@ from maxkernel_tui.kernels.loader import load_task
 address, task_dir, kernel, evals = sys.argv[1], sys.argv[2], Path(sys.argv[3]), int(sys.argv[4])
 started = time.monotonic()
 dispatcher = RayDispatcher(ray_cluster.connect(address))
-job = EvalJob(TaskFiles.of(load_task(task_dir)), kernel.name, kernel.read_text(),
-              EvalOptions(seeds=2))
+job = EvalJob(TaskFiles.of(load_task(task_dir)), KernelSource.read(kernel), EvalOptions(seeds=2))
 with ThreadPoolExecutor(dispatcher.slots) as pool:  # one warm-up per node
     warm = list(pool.map(dispatcher.evaluate, [job] * dispatcher.slots))
 ready = time.monotonic()
@@ -65,9 +66,9 @@ def local(evals: int) -> dict:
     task = load_task(TASK)
     started = time.monotonic()
     with Harness() as harness:
-        warm = harness.evaluate(KERNEL, task, OPTIONS)
+        warm = harness.evaluate(KernelSource.read(KERNEL), task, OPTIONS)
         ready = time.monotonic()
-        reports = [harness.evaluate(KERNEL, task, OPTIONS) for _ in range(evals)]
+        reports = [harness.evaluate(KernelSource.read(KERNEL), task, OPTIONS) for _ in range(evals)]
         done = time.monotonic()
     verdicts = [r.verdict for r in [warm, *reports]]
     return {"seconds": done - ready, "warm_up": ready - started, "slots": 1, "verdicts": verdicts}

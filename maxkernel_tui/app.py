@@ -39,7 +39,7 @@ from maxkernel_tui.themes import DEFAULT_THEME, THEMES
 
 if TYPE_CHECKING:
     from maxkernel_tui.agents.llm.provider import Provider
-    from maxkernel_tui.kernels.evaluation.harness import Harness
+    from maxkernel_tui.kernels.service.service import Harness
     from maxkernel_tui.services.kernel_file import Kept
 
 
@@ -267,7 +267,7 @@ class MaxKernelApp(ShowsWorkerErrors, App[None]):
         """The evaluation harness, started on first use: its worker processes would otherwise
         compete with the first frame for the CPU."""
         if self._harness is None:
-            from maxkernel_tui.kernels.evaluation.harness import Harness  # not before the frame
+            from maxkernel_tui.kernels.service.service import Harness  # not before the frame
 
             self._harness = Harness()
         return self._harness

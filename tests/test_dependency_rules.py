@@ -9,6 +9,7 @@ Each contract names a part of the package, the modules it must never import, and
 - `store` never imports the agents or the UI;
 - the UI (`screens`, `app.py`) never imports the CLI's `commands`;
 - screens never run the harness or the profiler, nor open the store: services/ does;
+- screens and commands reach evaluation only through the service (kernels/service/);
 - the UI and the CLI never import jax (worker processes do).
 """
 
@@ -88,6 +89,33 @@ def test_screens_never_run_the_harness_or_the_profiler():
         "maxkernel_tui.kernels.evaluation.profiling.profile",
     )
     assert breaches("screens", domain) == []
+
+
+# evaluation, and what carries it to a Ray node (doctor may still look at the cluster itself)
+EVALUATION = (
+    "maxkernel_tui.kernels.evaluation",
+    "maxkernel_tui.kernels.executors.jobs",
+    "maxkernel_tui.kernels.executors.node_service",
+    "maxkernel_tui.kernels.executors.ray_dispatch",
+)
+# the agents' wrappers over the service, and the executors they used to hold
+AGENTS_EVALUATION = ("maxkernel_tui.agents.executors", "maxkernel_tui.agents.orchestration.tools")
+
+
+def test_screens_and_commands_reach_evaluation_only_through_the_service():
+    """`kernels/service/` is the one front door: the CLI's commands and the UI reach the
+    harness, the profiler and the executors through it (its service, setup and facts modules),
+    never by importing evaluation modules themselves or by climbing into the agents' tools."""
+    found = [
+        breach
+        for part in ("screens", "app.py", "commands")
+        for breach in breaches(part, (*EVALUATION, *AGENTS_EVALUATION))
+    ]
+    assert found == []
+
+
+def test_the_front_door_rule_sees_a_breach():
+    assert breaches("kernels/executors/node_service.py", EVALUATION) != []
 
 
 def modules_importing(name: str) -> tuple[str, ...]:
@@ -193,7 +221,7 @@ def test_the_ui_never_imports_the_commands():
 RAY_MODULES = (
     "kernels/executors/ray_cluster.py",
     "kernels/executors/ray_dispatch.py",
-    "agents/executors/ray_tools.py",
+    "kernels/service/ray_backend.py",
 )
 
 

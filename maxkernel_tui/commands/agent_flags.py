@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from maxkernel_tui.config import add_settings_flags
+from maxkernel_tui.kernels.service.setup import EvaluationSetup
 
 MODEL_SETTINGS = ("provider", "model", "tpu_target", "budget_dollars", "budget_tokens")
 
@@ -40,11 +41,9 @@ def add_executor_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def setup_of(args: argparse.Namespace, settings: Any, **overrides: Any) -> Any:
+def setup_of(args: argparse.Namespace, settings: Any, **overrides: Any) -> EvaluationSetup:
     """The `EvaluationSetup` of a command's settings and flags (`overrides`: the options its own
     flags set), built where the workbench's and the agents' is."""
-    from maxkernel_tui.agents.executors.choice import EvaluationSetup
-
     insecure = getattr(args, "ray_insecure", False)
     return EvaluationSetup.of(settings, insecure=insecure, **overrides)
 

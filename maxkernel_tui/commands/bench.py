@@ -15,16 +15,14 @@ import json
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Self
+from typing import Any, Self
 
 from maxkernel_tui.codec import JsonData, decode_object, encode_object
 from maxkernel_tui.commands.agent_flags import add_executor_flags, setup_of
 from maxkernel_tui.config import cache_dir, flag_of, settings_from_args
-from maxkernel_tui.kernels.evaluation.harness import Harness
-from maxkernel_tui.kernels.evaluation.options import EvalOptions
 from maxkernel_tui.kernels.loader import builtin_suite_dir, load_tasks
 from maxkernel_tui.kernels.report.checks import (
     ACCEPTED,
@@ -34,11 +32,10 @@ from maxkernel_tui.kernels.report.checks import (
     Verdict,
 )
 from maxkernel_tui.kernels.report.expert import MATCHES_EXPERT, ExpertComparison
+from maxkernel_tui.kernels.service.service import EvaluationService, Harness, KernelSource
+from maxkernel_tui.kernels.service.setup import EvalOptions, EvaluationSetup
 from maxkernel_tui.kernels.targets import DEFAULT_TARGET
 from maxkernel_tui.kernels.task import Task, TaskError
-
-if TYPE_CHECKING:
-    from maxkernel_tui.agents.executors.choice import EvaluationSetup
 
 
 def add_parser(commands: Any) -> None:
@@ -198,26 +195,25 @@ Evaluate = Callable[[Path, Task], EvalReport]
 
 @contextmanager
 def _evaluator(setup: EvaluationSetup) -> Iterator[tuple[Evaluate, int]]:
-    """How each candidate is evaluated, and how many at once: this machine's harness (one), or
-    the Ray cluster of `--ray` (its slots)."""
-    executor, options = setup.executor, setup.options
-    if executor.ray is None:
-        with Harness() as harness:
-            yield (lambda kernel, task: harness.evaluate(kernel, task, options)), 1
-        return
-    from maxkernel_tui.agents.executors.ray_tools import shared_dispatcher
-    from maxkernel_tui.kernels.executors.jobs import EvalJob, TaskFiles
+    """How each candidate is evaluated, and how many at once: by the evaluation service of its
+    task, on this machine's harness (shared by the tasks: one at a time) or on the Ray cluster of
+    `--ray` (its slots)."""
+    executor, traces = setup.executor, cache_dir() / "traces"
+    with ExitStack() as stack:
+        harness = stack.enter_context(Harness()) if executor.ray is None else None
+        if harness is None:
+            stack.callback(executor.release)
 
-    dispatcher = shared_dispatcher(executor)
+        def shared() -> Harness:
+            assert harness is not None
+            return harness
 
-    def evaluate(kernel: Path, task: Task) -> EvalReport:
-        source = kernel.read_text(encoding="utf-8")
-        return dispatcher.evaluate(EvalJob(TaskFiles.of(task), kernel.name, source, options)).report
+        def evaluate(kernel: Path, task: Task) -> EvalReport:
+            on = None if harness is None else shared
+            service = EvaluationService(setup, task, traces, harness=on)
+            return service.evaluate(KernelSource.read(kernel))
 
-    try:
-        yield evaluate, dispatcher.slots
-    finally:
-        executor.release()
+        yield evaluate, executor.slots()
 
 
 def _pairs(tasks: list[Task], kernels: Path | None) -> list[tuple[Task, Path]]:

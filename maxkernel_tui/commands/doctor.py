@@ -35,10 +35,9 @@ from maxkernel_tui.config import (
     secret_status,
     settings_from_args,
 )
-from maxkernel_tui.kernels.evaluation.timing.check import tpu_present
-from maxkernel_tui.kernels.evaluation.timing.measured_paths import measured_paths
 from maxkernel_tui.kernels.sandbox.policy import opted_out
 from maxkernel_tui.kernels.sandbox_layers import sandbox_layers
+from maxkernel_tui.kernels.service.facts import measured_paths, tpu_present
 from maxkernel_tui.kernels.workers import scrubbed_env
 from maxkernel_tui.store import Store, StoreError
 from maxkernel_tui.versions import installed_version

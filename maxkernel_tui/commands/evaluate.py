@@ -1,6 +1,6 @@
 """`maxkernel-tui eval KERNEL.py --task TASK`: evaluate one candidate kernel, with the options
 and on the executor the workbench and the agents use for the same settings
-(agents.executors.choice.EvaluationSetup). No jax here.
+(kernels.service.setup.EvaluationSetup), through the evaluation service. No jax here.
 
 Exit status 0 when the kernel is accepted, 1 when it is rejected, 2 for a usage or environment
 error (a missing file, an unknown task or TPU generation).
@@ -9,24 +9,29 @@ error (a missing file, an unknown task or TPU generation).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from maxkernel_tui.commands.agent_flags import add_executor_flags, setup_of
 from maxkernel_tui.commands.tasks import resolve_kernel_and_task
 from maxkernel_tui.config import cache_dir, flag_of, settings_from_args
-from maxkernel_tui.kernels.evaluation.harness import Harness
-from maxkernel_tui.kernels.evaluation.options import EvalOptions, UsageError
-from maxkernel_tui.kernels.evaluation.tiles.plan import DEFAULT_TILE_BLOCKS, TILE_BLOCKS_VARIABLE
 from maxkernel_tui.kernels.report.checks import ACCEPTED, format_report
+from maxkernel_tui.kernels.service.service import (
+    EvaluationService,
+    Harness,
+    KernelSource,
+    ProfileResult,
+    UsageError,
+)
+from maxkernel_tui.kernels.service.setup import (
+    DEFAULT_TILE_BLOCKS,
+    TILE_BLOCKS_VARIABLE,
+    EvalOptions,
+    EvaluationSetup,
+)
 from maxkernel_tui.kernels.targets import DEFAULT_TARGET
-
-if TYPE_CHECKING:
-    from maxkernel_tui.agents.executors.choice import EvaluationSetup
-    from maxkernel_tui.agents.orchestration.tools import ProfileResult
 
 
 def add_parser(commands: Any) -> None:
@@ -106,8 +111,6 @@ def evaluation_setup(args: argparse.Namespace) -> EvaluationSetup:
 
 
 def run(args: argparse.Namespace) -> int:
-    from maxkernel_tui.agents.executors.choice import build_tools
-
     task = resolve_kernel_and_task(args.kernel, args.task)
     if args.config is not None and args.config not in task.configs:
         print(
@@ -118,14 +121,15 @@ def run(args: argparse.Namespace) -> int:
         return 2
     setup = evaluation_setup(args)
     setup.executor.prepare()  # a cluster that cannot be used is said first (ClusterError)
+    kernel = KernelSource.read(args.kernel)  # read once: the workers are given this text
     # one evaluation: no spare worker to start
     with Harness(pool_size=0) as harness:
-        tools = build_tools(setup, task, cache_dir() / "traces", harness=lambda: harness)
+        service = EvaluationService(setup, task, cache_dir() / "traces", harness=lambda: harness)
         try:
-            report = asyncio.run(tools.evaluate(args.kernel))
+            report = service.evaluate(kernel)
             # an acceptance says how fast the model thinks it is (profile's estimate, no run)
             against_xla = (
-                _against_xla(asyncio.run(tools.profile(args.kernel, estimate_only=True)), setup)
+                _against_xla(service.profile(kernel, estimate_only=True), setup)
                 if report.verdict == ACCEPTED
                 else None
             )
@@ -133,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"error: {error}", file=sys.stderr)
             return 2
         finally:
-            tools.close()
+            service.close()
             setup.executor.release()
     if args.json:
         print(json.dumps(dict(report.to_json(), estimate=against_xla), indent=1))

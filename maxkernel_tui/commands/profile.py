@@ -1,23 +1,21 @@
 """`maxkernel-tui profile KERNEL.py --task TASK`: static analysis, performance model, trace; with
 the profile options and on the executor the workbench's ctrl+o and the agents use for the same
-settings (agents.executors.choice.EvaluationSetup). No jax here."""
+settings (kernels.service.setup.EvaluationSetup), through the evaluation service. No jax here."""
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from maxkernel_tui.commands.agent_flags import add_executor_flags, setup_of
 from maxkernel_tui.commands.tasks import resolve_kernel_and_task
 from maxkernel_tui.config import cache_dir, flag_of, settings_from_args
+from maxkernel_tui.kernels.service.service import EvaluationService, KernelSource
+from maxkernel_tui.kernels.service.setup import EvaluationSetup
 from maxkernel_tui.kernels.targets import DEFAULT_TARGET, TARGETS
-
-if TYPE_CHECKING:
-    from maxkernel_tui.agents.executors.choice import EvaluationSetup
 
 
 def add_parser(commands: Any) -> None:
@@ -56,16 +54,14 @@ def profile_setup(args: argparse.Namespace) -> EvaluationSetup:
 
 
 def run(args: argparse.Namespace) -> int:
-    from maxkernel_tui.agents.executors.choice import build_tools
-
     task = resolve_kernel_and_task(args.kernel, args.task)
     setup = profile_setup(args)
     setup.executor.prepare()  # a cluster that cannot be used is said first (ClusterError)
-    tools = build_tools(setup, task, cache_dir() / "traces")
+    service = EvaluationService(setup, task, cache_dir() / "traces")
     try:
-        result = asyncio.run(tools.profile(args.kernel))
+        result = service.profile(KernelSource.read(args.kernel))
     finally:
-        tools.close()
+        service.close()
         setup.executor.release()
     if result.summary is None:
         print(f"error: {result.error}", file=sys.stderr)

@@ -1,14 +1,15 @@
-"""One workbench session, behind the workbench screen: it owns the tools (this machine's worker
-pool or a Ray cluster, as the settings say), the store, the agents' engine with its journal and
-gate, and every action the engineer takes on the task, by hand or through the agents: evaluate,
-profile, start, decide, intervene, hand off, explain, open a search.
+"""One workbench session, behind the workbench screen: it owns the evaluation service (this
+machine's worker pool or a Ray cluster, as the settings say), the store, the agents' engine with
+its journal and gate, and every action the engineer takes on the task, by hand or through the
+agents: evaluate, profile, start, decide, intervene, hand off, explain, open a search.
 
-An evaluation by hand (ctrl+e) and an agent's take the same route: the same `Tools`, so the same
-executor and the same evaluation options: the session's `EvaluationSetup`, built from the
-settings where the `eval`, `profile` and `run` commands build theirs. The engineer's
-evaluation runs on a snapshot of the editor (`evaluated/kernel.py`), never on the kernel file,
-which only a save writes. What the agents do reaches `deliver` in batches, a few times a second,
-on the event loop (services/delivery.py), so that a fast model stream never redraws per token.
+An evaluation by hand (ctrl+e) and an agent's take the same route: the evaluation service
+(kernels/service) on the session's `EvaluationSetup`, built from the settings where the `eval`,
+`profile` and `run` commands build theirs, so the same executor and the same evaluation options.
+The engineer's evaluation is of the editor's text, sent as text; the kernel file, which only a
+save writes, is never read for it. What the agents do reaches `deliver` in batches, a few times
+a second, on the event loop (services/delivery.py), so that a fast model stream never redraws
+per token.
 
 No Textual, no jax: the engine, the tools and Ray load on first use (the workbench's first frame
 does not pay for them)."""
@@ -29,17 +30,21 @@ from maxkernel_tui.services.delivery import BatchedDelivery
 from maxkernel_tui.store.kinds import Mode
 
 if TYPE_CHECKING:
-    from maxkernel_tui.agents.executors.choice import ClosableTools, EvaluationSetup
     from maxkernel_tui.agents.llm.provider import Provider
     from maxkernel_tui.agents.orchestration.ending import BestAtEnd
     from maxkernel_tui.agents.orchestration.engine import LoopLimits, Outcome, SessionEngine
     from maxkernel_tui.agents.orchestration.events import SessionEvent
     from maxkernel_tui.agents.orchestration.gates import Decision, Gate, Proposal, Subject
     from maxkernel_tui.agents.orchestration.session import OpenSession
-    from maxkernel_tui.agents.orchestration.tools import ProfileResult
     from maxkernel_tui.agents.search.config import SearchConfig
     from maxkernel_tui.agents.search.launch import OpenSearch
-    from maxkernel_tui.kernels.evaluation.harness import Harness
+    from maxkernel_tui.kernels.service.service import (
+        EvaluationService,
+        Harness,
+        KernelSource,
+        ProfileResult,
+    )
+    from maxkernel_tui.kernels.service.setup import EvaluationSetup
     from maxkernel_tui.services.kernel_file import Kept
     from maxkernel_tui.services.search_feed import SearchFeed
     from maxkernel_tui.store.db import Store
@@ -47,7 +52,6 @@ if TYPE_CHECKING:
 
     AgentUpdate = SessionEvent | Proposal  # a proposal: it waits for the engineer's decision
 
-SNAPSHOT_DIR = "evaluated"  # under the workdir: the editor's source as last evaluated or profiled
 HarnessFactory = Callable[[], "Harness"]  # the app's shared harness, started on first use
 Deliver = Callable[[Sequence["AgentUpdate"], bool], None]  # (updates in order, the loop has ended)
 
@@ -68,7 +72,7 @@ class WorkbenchSession:
     # newest last (f6 goes back to them first)
     kept: list[Kept] = field(default_factory=list)
     _setup: EvaluationSetup | None = field(default=None, init=False)
-    _tools: ClosableTools | None = field(default=None, init=False)
+    _service: EvaluationService | None = field(default=None, init=False)
     _store: Store | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
@@ -88,7 +92,7 @@ class WorkbenchSession:
         """Where and how the engineer's and the agents' evaluations and profiles run: the
         settings' `EvaluationSetup`, as the `eval`, `profile` and `run` commands build it."""
         if self._setup is None:
-            from maxkernel_tui.agents.executors.choice import EvaluationSetup
+            from maxkernel_tui.kernels.service.setup import EvaluationSetup
 
             self._setup = EvaluationSetup.of(self.settings)
         return self._setup
@@ -111,18 +115,19 @@ class WorkbenchSession:
             self._store = open_store(self.settings.store_path)
         return self._store
 
-    # -- by hand: the same tools as the agents' ------------------------------------------------
+    # -- by hand: the service the agents' tools wrap ---------------------------------------------
 
-    async def tools(self) -> ClosableTools:
-        """The tools on the settings' executor, made on first use (connecting to a Ray cluster
-        here: one that cannot be used is a ClusterError)."""
-        if self._tools is None:
-            from maxkernel_tui.agents.executors.choice import build_tools
+    async def service(self) -> EvaluationService:
+        """The evaluation service on the settings' executor, made on first use (connecting to a
+        Ray cluster here: one that cannot be used is a ClusterError)."""
+        if self._service is None:
+            from maxkernel_tui.kernels.service.service import EvaluationService
 
-            self._tools = await asyncio.to_thread(
-                build_tools, self.setup, self.task, self.workdir / "traces", self.harness
+            traces = self.workdir / "traces"
+            self._service = await asyncio.to_thread(
+                EvaluationService, self.setup, self.task, traces, harness=self.harness
             )
-        return self._tools
+        return self._service
 
     def replace_kernel(self, source: str, why: str, session_id: str | None = None) -> Kept | None:
         """Make `source` (a version of this session, or of `session_id`: a search's) the kernel
@@ -137,23 +142,22 @@ class WorkbenchSession:
             self.kept.append(kept)
         return kept
 
-    def snapshot(self, source: str) -> Path:
-        """`source` written where the engineer's evaluations read it, beside the kernel file."""
-        path = self.workdir / SNAPSHOT_DIR / self.kernel_path.name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(source, encoding="utf-8")
-        return path
-
     async def evaluate(
         self, source: str, on_check: Callable[[Check], None] | None = None
     ) -> EvalReport:
         """The engineer's evaluation of `source` (the editor's, saved or not)."""
-        tools = await self.tools()
-        return await tools.evaluate(self.snapshot(source), on_check)
+        service = await self.service()
+        return await asyncio.to_thread(service.evaluate, self._kernel(source), on_check)
 
     async def profile(self, source: str) -> ProfileResult:
-        tools = await self.tools()
-        return await tools.profile(self.snapshot(source))
+        service = await self.service()
+        return await asyncio.to_thread(service.profile, self._kernel(source))
+
+    def _kernel(self, source: str) -> KernelSource:
+        """The editor's `source`, named as the kernel file it may be saved to."""
+        from maxkernel_tui.kernels.service.service import KernelSource
+
+        return KernelSource(source, self.kernel_path.name)
 
     # -- the agents --------------------------------------------------------------------------
 
@@ -330,6 +334,6 @@ class WorkbenchSession:
         await self.interrupt()
         if self.opened is not None:
             await self.opened.aclose()
-        if self._tools is not None:
-            self._tools.close()
+        if self._service is not None:
+            self._service.close()
         # the store is the process's shared writer (open_store): it stays open

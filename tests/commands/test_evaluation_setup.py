@@ -8,19 +8,22 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from maxkernel_tui.agents.executors.choice import EvaluationSetup, build_tools
 from maxkernel_tui.agents.orchestration import session as session_module
+from maxkernel_tui.agents.orchestration.tools import build_tools
 from maxkernel_tui.cli import build_parser
 from maxkernel_tui.commands import evaluate, profile
 from maxkernel_tui.commands import run as run_command
 from maxkernel_tui.config import load_settings
-from maxkernel_tui.kernels.evaluation.harness import EvalOptions
 from maxkernel_tui.kernels.loader import find_task
+from maxkernel_tui.kernels.report.checks import FAIL, Check, EvalReport
+from maxkernel_tui.kernels.service.service import KernelSource
+from maxkernel_tui.kernels.service.setup import EvalOptions, EvaluationSetup
 from maxkernel_tui.services.workbench_session import WorkbenchSession
 from tests.support.cli import cli
 
@@ -94,7 +97,7 @@ def test_the_commands_and_the_workbench_build_the_same_setup_from_the_same_setti
 async def test_the_workbench_tools_evaluate_with_the_commands_options(
     tmp_path, monkeypatch, suite_tasks
 ) -> None:
-    """The tools ctrl+e, ctrl+o and the agents run on carry the setup's options."""
+    """The service ctrl+e and ctrl+o run on, and the agents' tools, carry the setup's options."""
     configured(tmp_path, monkeypatch, 'tpu_target = "v5p"\n')
     session = WorkbenchSession(
         load_settings(),
@@ -103,12 +106,12 @@ async def test_the_workbench_tools_evaluate_with_the_commands_options(
         harness=lambda: None,  # nothing is evaluated
         deliver=lambda *_: None,
     )
-    tools = await session.tools()
+    service = await session.service()
     from_eval = evaluate.evaluation_setup(parsed("eval", "k.py", "--task", "12p"))
-    assert tools.options == from_eval.options and tools.target == "v5p"
+    assert service.options == from_eval.options and service.target == "v5p"
     direct = build_tools(from_eval, session.task, tmp_path)
-    assert direct.options == tools.options
-    tools.close()
+    assert direct.options == service.options
+    service.close()
 
 
 def test_a_commands_flags_replace_only_what_they_name(tmp_path, monkeypatch) -> None:
@@ -136,3 +139,41 @@ def test_eval_runs_on_the_settings_ray_head_not_quietly_on_this_machine(
     done = cli("eval", kernel, "--task", "12p", cache=tmp_path, check=False)
     assert done.returncode == 2, done.stdout + done.stderr
     assert "127.0.0.1:1" in done.stderr and "verdict" not in done.stdout
+
+
+class RecordingHarness:
+    """Stands in for `eval`'s harness: records the kernel it is given, and removes the user's
+    file while it judges (nothing may read it again)."""
+
+    def __init__(self, file: Path) -> None:
+        self.file = file
+        self.given: list[KernelSource] = []
+
+    def __call__(self, pool_size: int = 1) -> RecordingHarness:
+        return self
+
+    def __enter__(self) -> RecordingHarness:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def evaluate(self, kernel: KernelSource, task, options, on_check=None) -> EvalReport:
+        self.file.unlink()
+        self.given.append(kernel)
+        report = EvalReport(task.task_id, kernel.name, [options.target], "recorded")
+        report.add(Check("static", FAIL, "recorded"))
+        return report
+
+
+def test_eval_reads_the_kernel_file_once_and_sends_its_text(tmp_path, monkeypatch, capsys):
+    configured(tmp_path, monkeypatch, "")
+    kernel = tmp_path / "mine.py"
+    source = (KERNELS / "honest" / "12p_RMSNorm.py").read_text(encoding="utf-8")
+    kernel.write_text(source, encoding="utf-8")
+    harness = RecordingHarness(kernel)
+    monkeypatch.setattr(evaluate, "Harness", harness)
+    assert evaluate.run(parsed("eval", str(kernel), "--task", "12p", "--json")) == 1
+    (given,) = harness.given
+    assert given == KernelSource(source, "mine.py") and not kernel.exists()
+    assert json.loads(capsys.readouterr().out)["kernel"] == "mine.py"

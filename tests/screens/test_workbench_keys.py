@@ -1,7 +1,7 @@
 """The workbench as a new user tries it, fast (a recording harness, no worker processes, no
 model): a waiting proposal's keys never type into the editor, tab moves the focus, the title
-marks unsaved changes, ctrl+e evaluates the editor without writing the kernel file (on the
-agents' tools and options), help lists the proposal's keys, long error lines wrap, and a worker
+marks unsaved changes, ctrl+e evaluates the editor's text without writing or reading a kernel
+file (on the agents' options), help lists the proposal's keys, long error lines wrap, and a worker
 that fails (an unreachable Ray head) is shown as an error while the app stays up."""
 
 from __future__ import annotations
@@ -13,13 +13,14 @@ from textual.scroll_view import ScrollView
 from textual.widget import Widget
 from textual.widgets import RichLog, Static, TextArea
 
-from maxkernel_tui.agents.executors.choice import EvaluationSetup, build_tools
 from maxkernel_tui.agents.orchestration.gates import APPROVE, Proposal
+from maxkernel_tui.agents.orchestration.tools import build_tools
 from maxkernel_tui.app import MaxKernelApp
 from maxkernel_tui.config import load_settings
-from maxkernel_tui.kernels.evaluation.harness import EvalOptions
 from maxkernel_tui.kernels.loader import builtin_suite_dir, load_task
 from maxkernel_tui.kernels.report.checks import Check, EvalReport
+from maxkernel_tui.kernels.service.service import KernelSource
+from maxkernel_tui.kernels.service.setup import EvalOptions, EvaluationSetup
 from maxkernel_tui.screens.help import key_help
 from maxkernel_tui.screens.pane_messages import AgentsMessage, Streamed, TestsMessage
 from maxkernel_tui.screens.source_pane import UNSAVED
@@ -40,10 +41,10 @@ class RecordingHarness:
     """Answers each evaluation with a rejected report, recording what it was asked."""
 
     def __init__(self) -> None:
-        self.asked: list[tuple[str, str, EvalOptions]] = []
+        self.asked: list[tuple[KernelSource, EvalOptions]] = []
 
-    def evaluate(self, kernel: Path, task, options, on_check=None) -> EvalReport:
-        self.asked.append((str(kernel), kernel.read_text(encoding="utf-8"), options))
+    def evaluate(self, kernel: KernelSource, task, options, on_check=None) -> EvalReport:
+        self.asked.append((kernel, options))
         check = Check("static", "fail", "recorded", 0.0)
         if on_check is not None:
             on_check(check)
@@ -131,10 +132,12 @@ async def test_ctrl_e_evaluates_the_editor_leaves_the_file_and_uses_the_agents_o
         saved = screen.source.save()
         await pilot.press("#", "ctrl+e")
         await until(pilot, lambda: any(line.startswith("verdict") for line in screen.tests.lines))
-        ((path, evaluated, options),) = harness.asked
-        assert evaluated == "#" + saved  # the editor's source, unsaved
+        ((kernel, options),) = harness.asked
+        assert kernel.text == "#" + saved  # the editor's source, unsaved, sent as text
+        assert kernel.name == screen.source.kernel_path.name
         assert screen.source.kernel_path.read_text(encoding="utf-8") == saved  # file untouched
-        assert Path(path) != screen.source.kernel_path
+        # no copy of the editor written for the evaluation to read back
+        assert [p.name for p in screen.source.kernel_path.parent.glob("**/*.py")] == ["kernel.py"]
         assert UNSAVED in screen.source.border_title
         agents_tools = build_tools(
             EvaluationSetup.of(app.settings), screen.kernel_task, tmp_path, None

@@ -24,7 +24,6 @@ from maxkernel_tui.agents.orchestration.gates import (
     Proposal,
 )
 from maxkernel_tui.agents.orchestration.journal import Journal
-from maxkernel_tui.agents.orchestration.tools import CheckListener, ProfileResult
 from maxkernel_tui.agents.orchestration.workspace import Workspace
 from maxkernel_tui.agents.roles.tunables import find_tunables, set_tunables
 from maxkernel_tui.agents.search.algorithms import MoveCheck
@@ -40,6 +39,7 @@ from maxkernel_tui.kernels.loader import builtin_suite_dir, load_task
 from maxkernel_tui.kernels.perf.model import Estimate
 from maxkernel_tui.kernels.perf.summary import ProfileSummary
 from maxkernel_tui.kernels.report.checks import FAIL, PASS, Check, EvalReport
+from maxkernel_tui.kernels.service.service import CheckListener, KernelSource, ProfileResult
 from maxkernel_tui.kernels.task import Task
 from maxkernel_tui.store.db import Store
 
@@ -143,9 +143,13 @@ class FakeTools:
     probed: list[tuple[str, str, str]] = field(default_factory=list)  # (source, config, stage)
 
     async def evaluate(
-        self, kernel: Path, on_check: CheckListener | None = None, *, edges_only: bool = False
+        self,
+        kernel: KernelSource,
+        on_check: CheckListener | None = None,
+        *,
+        edges_only: bool = False,
     ) -> EvalReport:
-        source = kernel.read_text()
+        source = kernel.text
         self.evaluated.append(source)
         self.edge_passes += edges_only
         result = self.judge(source, self)
@@ -155,8 +159,8 @@ class FakeTools:
         await asyncio.sleep(0)  # the engine logs the checks on the loop, as the harness's come
         return result
 
-    async def profile(self, kernel: Path, *, estimate_only: bool = False) -> ProfileResult:
-        source = kernel.read_text()
+    async def profile(self, kernel: KernelSource, *, estimate_only: bool = False) -> ProfileResult:
+        source = kernel.text
         self.profiled.append((source, estimate_only))
         return ProfileResult(summary(self.speed(source)))
 
@@ -170,9 +174,9 @@ class FakeTools:
     def set_extra_configs(self, configs: list[EdgeConfig]) -> None:
         self.extra_configs = list(configs)
 
-    async def probe(self, kernel: Path, probe: Probe) -> EvalReport:
+    async def probe(self, kernel: KernelSource, probe: Probe) -> EvalReport:
         """The agents' `lower` and `check` tools: judged like an evaluation, and recorded."""
-        source = kernel.read_text()
+        source = kernel.text
         self.probed.append((source, probe.config, probe.through))
         return self.judge(source, self)
 

@@ -15,7 +15,6 @@ from typing import Any
 
 from maxkernel_tui.agents.background import in_daemon_thread
 from maxkernel_tui.agents.budget import Budget, session_budget
-from maxkernel_tui.agents.executors.choice import ClosableTools, EvaluationSetup, build_tools
 from maxkernel_tui.agents.llm.client import LLMClient
 from maxkernel_tui.agents.llm.provider import DraftsAhead, Provider
 from maxkernel_tui.agents.orchestration import keys
@@ -24,7 +23,7 @@ from maxkernel_tui.agents.orchestration.engine import LoopLimits, SessionEngine
 from maxkernel_tui.agents.orchestration.events import ErrorRaised, SessionEnded, SessionStarted
 from maxkernel_tui.agents.orchestration.gates import Gate
 from maxkernel_tui.agents.orchestration.journal import Journal, Listener
-from maxkernel_tui.agents.orchestration.tools import KernelTools
+from maxkernel_tui.agents.orchestration.tools import KernelTools, build_tools
 from maxkernel_tui.agents.orchestration.workspace import Workspace
 from maxkernel_tui.agents.providers import PROVIDERS, build_provider
 from maxkernel_tui.agents.roles.prompts import Role
@@ -32,9 +31,10 @@ from maxkernel_tui.agents.tools.assignment import RolePlan, role_plan
 from maxkernel_tui.agents.tools.runner import Toolbox
 from maxkernel_tui.config import Settings, cache_dir
 from maxkernel_tui.kernels.catalog import describe_tasks
-from maxkernel_tui.kernels.evaluation.harness import Harness
 from maxkernel_tui.kernels.evaluation.timing.measured_choice import device_timer
 from maxkernel_tui.kernels.loader import load_task
+from maxkernel_tui.kernels.service.service import HarnessFactory
+from maxkernel_tui.kernels.service.setup import EvaluationSetup
 from maxkernel_tui.kernels.task import Task
 from maxkernel_tui.store.db import Store
 from maxkernel_tui.store.kinds import Mode, SessionStatus
@@ -46,7 +46,7 @@ class OpenSession:
     session_id: str
     resumed: bool
     provider: Provider
-    tools: ClosableTools
+    tools: KernelTools
     toolbox: Toolbox | None = None  # the sub-agents' tools
     ahead: asyncio.Task[None] | None = None  # the provider's work before the first step
 
@@ -161,7 +161,7 @@ async def open_session(
     env: dict[str, str] | None = None,
     provider: Provider | None = None,
     listener: Listener | None = None,
-    harness: Callable[[], Harness] | None = None,
+    harness: HarnessFactory | None = None,
     setup: EvaluationSetup | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> OpenSession:
@@ -211,7 +211,7 @@ async def _opened(
     env: dict[str, str] | None,
     provider: Provider | None,
     listener: Listener | None,
-    harness: Callable[[], Harness] | None,
+    harness: HarnessFactory | None,
     setup: EvaluationSetup,
     say: Callable[[str], None],
 ) -> OpenSession:
@@ -254,7 +254,7 @@ async def _opened(
         if ahead is not None:
             ahead.cancel()
         raise
-    prober = tools if isinstance(tools, KernelTools) else None  # Ray nodes run no probes
+    prober = tools if tools.service.probes else None  # Ray nodes run no probes
     toolbox = Toolbox(task, opening.target, workspace.path("tools"), prober=prober, profiler=tools)
     engine = SessionEngine(
         journal=journal,

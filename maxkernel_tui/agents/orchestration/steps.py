@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import asdict, replace
-from pathlib import Path
 from typing import Any, TypeVar
 
 from maxkernel_tui.agents.llm.errors import LLMError
@@ -58,7 +57,7 @@ from maxkernel_tui.agents.orchestration.scoring import (
     measured_score,
     significantly_better,
 )
-from maxkernel_tui.agents.orchestration.tools import Client, ProfileResult, Tools
+from maxkernel_tui.agents.orchestration.tools import Client, Tools
 from maxkernel_tui.agents.orchestration.verdicts import VerdictBook
 from maxkernel_tui.agents.orchestration.workspace import Workspace
 from maxkernel_tui.agents.roles import parsers
@@ -81,6 +80,7 @@ from maxkernel_tui.kernels.report.checks import (
     EvalReport,
     format_check,
 )
+from maxkernel_tui.kernels.service.service import KernelSource, ProfileResult
 from maxkernel_tui.store.kinds import Mode, SessionStatus
 
 E = TypeVar("E", bound=SessionEvent)
@@ -302,8 +302,8 @@ class Steps:
             )
         self.kernel, self.version_id = source, created.version_id
         self.edits.stored(source, created.version_id, created.number)
-        path = self.workspace.write(f"v{created.number}.py", source)
-        report = await self.evaluate(step, path, created.version_id)
+        kernel = self.workspace.kept(f"v{created.number}.py", source)
+        report = await self.evaluate(step, kernel, created.version_id)
         return await self._judge_revert(step, source, report)
 
     async def _judge_revert(self, step: str, source: str, report: EvalReport) -> EvalReport:
@@ -355,9 +355,9 @@ class Steps:
             return judged.report
         if edit.version_id is None:
             return None
-        path = self.workspace.write(f"v{edit.number}.py", edit.after)
+        kernel = self.workspace.kept(f"v{edit.number}.py", edit.after)
         current = self.last_report
-        report = await self.evaluate(keys.sub(step, "engineer"), path, edit.version_id)
+        report = await self.evaluate(keys.sub(step, "engineer"), kernel, edit.version_id)
         self.last_report = current
         return report
 
@@ -382,9 +382,9 @@ class Steps:
         return self.store.kernel_version(version_id).number
 
     async def evaluate(
-        self, step: str, path: Path, version_id: int, judged: EvalReport | None = None
+        self, step: str, kernel: KernelSource, version_id: int, judged: EvalReport | None = None
     ) -> EvalReport:
-        """Evaluate the kernel at `path` (version `version_id`) with the harness, once per step.
+        """Evaluate `kernel` (version `version_id`) with the harness, once per step.
         With `judged` (the version's full report) only its edge cases are evaluated, and the
         result is `judged` joined with them."""
         stored = self.journal.recall(keys.sub(step, "eval"), EvaluationDone)
@@ -398,11 +398,11 @@ class Steps:
             loop.call_soon_threadsafe(self._emit, note)
 
         self.start(keys.sub(step, "test"), TESTER)
-        report = await self.tools.evaluate(path, on_check, edges_only=judged is not None)
+        report = await self.tools.evaluate(kernel, on_check, edges_only=judged is not None)
         if judged is not None:
             report = judged.with_edge_pass(report)
         data = report.to_json()
-        source = path.read_text(encoding="utf-8")
+        source = kernel.text
         self.store.record_evaluation(version_id, data)
         failure = failure_of(report)
         done = self._emit(
@@ -457,8 +457,8 @@ class Steps:
         self.verdicts.set_extra_configs(configs)
         if not chosen.accepted or self.version_id is None:
             return report
-        path = self.workspace.write(keys.file_name(step), self.kernel or "")
-        return await self.evaluate(step, path, self.version_id, judged=report)
+        kernel = self.workspace.kept(keys.file_name(step), self.kernel or "")
+        return await self.evaluate(step, kernel, self.version_id, judged=report)
 
     async def _choose_edge_cases(self, step: str) -> EdgeCasesChosen:
         try:
@@ -482,8 +482,8 @@ class Steps:
         stored = self.journal.recall(keys.sub(step, "profile"), ProfileDone)
         if stored is None:
             self.start(step, Role.PROFILER)
-            path = self.workspace.write(f"profiles/{keys.file_name(step)}", source)
-            result = await self.tools.profile(path, estimate_only=version_id is None)
+            kernel = self.workspace.kept(f"profiles/{keys.file_name(step)}", source)
+            result = await self.tools.profile(kernel, estimate_only=version_id is None)
             stored = self._emit(self._profiled(step, version_id, report, result))
         if version_id is not None:
             self.last_profile = (stored.summary, stored.text)

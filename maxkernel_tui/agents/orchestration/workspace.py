@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from maxkernel_tui.kernels.service.service import KernelSource
+
 
 class Workspace:
     def __init__(self, root: Path) -> None:
@@ -22,3 +24,7 @@ class Workspace:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
         return target
+
+    def kept(self, name: str, source: str) -> KernelSource:
+        """`source` as the tools take it (text), kept here as `name` too for the engineer."""
+        return KernelSource(source, self.write(name, source).name)

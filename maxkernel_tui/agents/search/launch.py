@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from maxkernel_tui.agents.executors.choice import EvaluationSetup
 from maxkernel_tui.agents.llm.provider import Provider
 from maxkernel_tui.agents.orchestration.engine import LoopLimits, SessionEngine
 from maxkernel_tui.agents.orchestration.events import EvaluationDone
@@ -21,6 +20,7 @@ from maxkernel_tui.agents.search.limits import CappedTools, GatedClient
 from maxkernel_tui.agents.search.runner import Search, root_plan
 from maxkernel_tui.agents.strategies import applicable
 from maxkernel_tui.config import Settings
+from maxkernel_tui.kernels.service.setup import EvaluationSetup
 from maxkernel_tui.kernels.task import Task
 from maxkernel_tui.store.db import Store
 from maxkernel_tui.store.kinds import Mode

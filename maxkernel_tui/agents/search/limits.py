@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
-from pathlib import Path
 from typing import Any
 
 from maxkernel_tui.agents.budget import BudgetExceeded
 from maxkernel_tui.agents.llm.types import Request, StreamChunk
-from maxkernel_tui.agents.orchestration.tools import CheckListener, Client, ProfileResult, Tools
+from maxkernel_tui.agents.orchestration.tools import Client, Tools
 from maxkernel_tui.kernels.edge_configs import EdgeConfig
 from maxkernel_tui.kernels.report.checks import EvalReport
+from maxkernel_tui.kernels.service.service import CheckListener, KernelSource, ProfileResult
 
 
 class EvaluationsExhausted(BudgetExceeded):
@@ -54,7 +54,11 @@ class CappedTools:
         return self.cap is not None and self.spent >= self.cap
 
     async def evaluate(
-        self, kernel: Path, on_check: CheckListener | None = None, *, edges_only: bool = False
+        self,
+        kernel: KernelSource,
+        on_check: CheckListener | None = None,
+        *,
+        edges_only: bool = False,
     ) -> EvalReport:
         async with self._slots:
             if self.cap is not None and self.spent >= self.cap:
@@ -63,7 +67,7 @@ class CappedTools:
             self.spent += 1
             return await self.tools.evaluate(kernel, on_check, edges_only=edges_only)
 
-    async def profile(self, kernel: Path, *, estimate_only: bool = False) -> ProfileResult:
+    async def profile(self, kernel: KernelSource, *, estimate_only: bool = False) -> ProfileResult:
         async with self._slots:
             return await self.tools.profile(kernel, estimate_only=estimate_only)
 

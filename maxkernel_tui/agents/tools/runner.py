@@ -15,14 +15,14 @@ from typing import Any, Protocol
 
 from maxkernel_tui.agents.knowledge import topic
 from maxkernel_tui.agents.llm.types import ToolCall
-from maxkernel_tui.agents.orchestration.tools import ProfileResult
 from maxkernel_tui.agents.roles.context import StepContext
 from maxkernel_tui.agents.tools.jax_api import JaxApi, LookupFailed
 from maxkernel_tui.agents.tools.specs import CallProblem, ToolName, checked_arguments
 from maxkernel_tui.kernels.config_names import CHECK
 from maxkernel_tui.kernels.evaluation.options import Probe, ProbeStage, UsageError
-from maxkernel_tui.kernels.limits import file_oversize_problem
+from maxkernel_tui.kernels.limits import text_oversize_problem
 from maxkernel_tui.kernels.report.checks import EvalReport, format_check
+from maxkernel_tui.kernels.service.service import KernelSource, ProfileResult
 from maxkernel_tui.kernels.task import Task
 
 RESULT_CHARS = 8000  # a result longer than this is cut: it goes into every later prompt
@@ -31,13 +31,15 @@ RESULT_CHARS = 8000  # a result longer than this is cut: it goes into every late
 class Prober(Protocol):
     """Runs the harness's probe (KernelTools); None where the executor has none."""
 
-    async def probe(self, kernel: Path, probe: Probe) -> EvalReport: ...
+    async def probe(self, kernel: KernelSource, probe: Probe) -> EvalReport: ...
 
 
 class Profiler(Protocol):
     """The session's profiler (its `Tools`): an estimate of a kernel not profiled yet."""
 
-    async def profile(self, kernel: Path, *, estimate_only: bool = False) -> ProfileResult: ...
+    async def profile(
+        self, kernel: KernelSource, *, estimate_only: bool = False
+    ) -> ProfileResult: ...
 
 
 @dataclass(frozen=True)
@@ -112,23 +114,24 @@ class Toolbox:
             raise ToolFailed(f"no configuration {config!r}; the task's are: {', '.join(visible)}")
         return config
 
-    def _write(self, source: str) -> Path:
+    def _write(self, source: str) -> KernelSource:
+        """`source` as the harness takes it, kept in the session's folder too (tool-N.py)."""
         self._files += 1
         path = self.workdir / f"tool-{self._files}.py"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(source, encoding="utf-8")
-        return path
+        return KernelSource(source, path.name)
 
     async def _probe(self, source: str, config: str, stage: ProbeStage) -> str:
         if self._prober is None:
             raise ToolFailed("this session's executor cannot run probes; propose the kernel")
-        path = self._write(source)
-        if too_large := file_oversize_problem(path, "the source"):
+        if too_large := text_oversize_problem(source, "the source"):
             raise ToolFailed(too_large)
+        kernel = self._write(source)
         seed = secrets.randbelow(2**31 - 1)
         probe = Probe(config, stage, target=self.target, seed=seed)
         try:
-            report = await self._prober.probe(path, probe)
+            report = await self._prober.probe(kernel, probe)
         except UsageError as error:
             raise ToolFailed(str(error)) from None
         # the candidate worker words its stages for an evaluation; a probe ran them at `config`

@@ -14,11 +14,12 @@ import tempfile
 import time
 from pathlib import Path
 
+from maxkernel_tui.kernels.evaluation.source import KernelSource
 from maxkernel_tui.kernels.perf.analysis import ReferenceCost
 from maxkernel_tui.kernels.perf.model import Estimate
 from maxkernel_tui.kernels.report.checks import PASS, SKIP, Check, Timing
 from maxkernel_tui.kernels.report.expert import EXPERT_SPEEDUP, ExpertComparison
-from maxkernel_tui.kernels.task import Task
+from maxkernel_tui.kernels.snapshot import TaskSnapshot
 
 CHECK_NAME = "expert"
 # Kernel against expert needs no XLA cost of the reference: the profile skips that compile.
@@ -53,17 +54,14 @@ def measured(expert_name: str, timings: list[Timing]) -> ExpertComparison | None
     )
 
 
-def is_expert(kernel: Path, task: Task) -> bool:
-    return task.expert_path is not None and kernel.resolve() == task.expert_path.resolve()
-
-
 def estimated_expert_check(
-    kernel: Path, task: Task, target: str, timeout: float
+    kernel: KernelSource, snapshot: TaskSnapshot, target: str, timeout: float
 ) -> tuple[Check, ExpertComparison | None]:
-    """The model's estimate of the kernel against the expert on `target` (no TPU needed)."""
+    """The model's estimate of the kernel against the expert on `target` (no TPU needed), on
+    the evaluation's snapshot of the task."""
     from maxkernel_tui.kernels.evaluation.profiling.profile import ProfileError, profile_kernel
 
-    expert = task.expert_path
+    expert = snapshot.task.expert_path
     assert expert is not None
     started = time.monotonic()
     try:
@@ -71,7 +69,7 @@ def estimated_expert_check(
             # the kernel's profile estimates the task's expert beside it (profile._add_expert)
             summary = profile_kernel(
                 kernel,
-                task,
+                snapshot,
                 targets=(target,),
                 trace_root=Path(traces),
                 trace=False,

@@ -18,11 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from maxkernel_tui.kernels.config_names import CHECK, HELDOUT
-from maxkernel_tui.kernels.evaluation.expert_comparison import (
-    estimated_expert_check,
-    is_expert,
-    measured,
-)
+from maxkernel_tui.kernels.evaluation.expert_comparison import estimated_expert_check, measured
 from maxkernel_tui.kernels.evaluation.failure_text import worker_failure_detail
 from maxkernel_tui.kernels.evaluation.options import (
     EvalOptions,
@@ -51,6 +47,7 @@ from maxkernel_tui.kernels.evaluation.provenance import verdict_inputs
 from maxkernel_tui.kernels.evaluation.reference import cache as reference_cache
 from maxkernel_tui.kernels.evaluation.reference.processes import ReferenceWorkers
 from maxkernel_tui.kernels.evaluation.reference.tiles import TilesReference
+from maxkernel_tui.kernels.evaluation.source import KernelSource
 from maxkernel_tui.kernels.evaluation.static.checks import static_problems
 from maxkernel_tui.kernels.evaluation.tiles import plan as tiles_plan
 from maxkernel_tui.kernels.evaluation.tiles.verdict import not_sampled, tiles_check, unjudged
@@ -61,7 +58,6 @@ from maxkernel_tui.kernels.evaluation.tracer.tracing import (
     TracerUsageError,
     trace_programs,
 )
-from maxkernel_tui.kernels.limits import file_oversize_problem
 from maxkernel_tui.kernels.report.checks import (
     EDGE,
     FAIL,
@@ -128,7 +124,7 @@ class Harness:
 
     def evaluate(
         self,
-        kernel: Path,
+        kernel: KernelSource,
         task: Task,
         options: EvalOptions = EvalOptions(),
         on_check: Callable[[Check], None] | None = None,
@@ -140,23 +136,19 @@ class Harness:
             device="numerics on the CPU in TPU interpret mode; compile with libtpu (AOT)",
             on_check=on_check,
         )
-        prepared = self._prepare(kernel, task, report)
-        if prepared is None:
+        snapshot = self._prepare(kernel, task, report)
+        if snapshot is None:
             return report
-        source, snapshot = prepared
-        self._judge(kernel, source, snapshot, options, report)
+        self._judge(kernel, snapshot, options, report)
         if (change := snapshot.change()) is not None:
             detail = f"the task changed during the evaluation ({change}): its verdict is void"
             report.add(Check("task", FAIL, detail))
         return report
 
-    def _prepare(
-        self, kernel: Path, task: Task, report: EvalReport
-    ) -> tuple[str, TaskSnapshot] | None:
-        """The kernel's source once it keeps the static rules, and the task's snapshot; None
-        (the report says why) otherwise."""
-        source = _read_source(kernel, report)
-        if source is None or not _static_check(source, kernel, task, report):
+    def _prepare(self, kernel: KernelSource, task: Task, report: EvalReport) -> TaskSnapshot | None:
+        """The task's snapshot (the one every worker of this call reads) once the kernel keeps
+        the static rules; None (the report says why) otherwise."""
+        if not _static_check(kernel, task, report):
             return None
         try:
             snapshot = snapshot_task(task, self._snapshots)
@@ -164,12 +156,11 @@ class Harness:
             report.add(Check("trace", FAIL, f"cannot snapshot the task: {error}"))
             return None
         self._digests[snapshot.task.folder] = snapshot.digest
-        return source, snapshot
+        return snapshot
 
     def _judge(
         self,
-        kernel: Path,
-        source: str,
+        kernel: KernelSource,
         snapshot: TaskSnapshot,
         options: EvalOptions,
         report: EvalReport,
@@ -189,16 +180,14 @@ class Harness:
         production = [CHECK] if CHECK in task.configs and bench != CHECK else []
         deadline = time.monotonic() + options.timeout
         configs = traced_configs([(bench, 0), *((c, 0) for c in production), *runs])
-        traced = self._trace(source, snapshot, configs, extra, report, options.timeout)
+        traced = self._trace(kernel.text, snapshot, configs, extra, report, options.timeout)
         if traced is None:
             return
         worker, workdir = self._candidates.take()
         try:
-            (workdir / "kernel.py").write_text(
-                source
-            )  # the candidate never sees its original folder
+            (workdir / "kernel.py").write_text(kernel.text)  # its private dir, nothing else of ours
             programs = traced.write(workdir)
-            expert = is_expert(kernel, snapshot.original)
+            expert = kernel.is_expert(snapshot)
             tiles_request = tiles_plan.request(
                 task, options.tile_blocks, whole=not options.edges_only and options.config is None
             )
@@ -252,13 +241,13 @@ class Harness:
                     Path(programs[bench]), kernel.name, task, options.timeout
                 )
                 report.add(check)
-                _compare_with_expert(kernel, workdir / "kernel.py", snapshot, options, report)
+                _compare_with_expert(kernel, expert, snapshot, options, report)
         finally:
             worker.close()
             shutil.rmtree(workdir, ignore_errors=True)
 
-    def probe(self, kernel: Path, task: Task, probe: Probe) -> EvalReport:
-        """The checks `probe` asks for, on the candidate at `kernel`, in a fresh candidate
+    def probe(self, kernel: KernelSource, task: Task, probe: Probe) -> EvalReport:
+        """The checks `probe` asks for, on the candidate `kernel`, in a fresh candidate
         process like an evaluation's."""
         report = EvalReport(
             task.task_id,
@@ -266,13 +255,12 @@ class Harness:
             [probe.target],
             device=f"a probe at configuration {probe.config}: CPU, TPU interpret mode, libtpu",
         )
-        prepared = self._prepare(kernel, task, report)
-        if prepared is None:
+        snapshot = self._prepare(kernel, task, report)
+        if snapshot is None:
             return report
-        source, snapshot = prepared
         runs = [(probe.config, probe.seed)] if probe.through == "numerics" else []
         deadline = time.monotonic() + probe.timeout
-        traced = self._trace(source, snapshot, [probe.config], {}, report, probe.timeout)
+        traced = self._trace(kernel.text, snapshot, [probe.config], {}, report, probe.timeout)
         if traced is None:
             return report
         worker, workdir = self._candidates.take()
@@ -460,33 +448,31 @@ class Harness:
 
 
 def _compare_with_expert(
-    kernel: Path, copy: Path, snapshot: TaskSnapshot, options: EvalOptions, report: EvalReport
+    kernel: KernelSource,
+    is_expert: bool,
+    snapshot: TaskSnapshot,
+    options: EvalOptions,
+    report: EvalReport,
 ) -> None:
-    """The kernel beside the task's expert: measured with the timing on a TPU, else estimated."""
-    task = snapshot.task
-    expert = task.expert_path
-    if expert is None or is_expert(kernel, snapshot.original):
+    """The kernel beside the task's expert: measured with the timing on a TPU, else estimated
+    (on this evaluation's snapshot)."""
+    expert = snapshot.task.expert_path
+    if expert is None or is_expert:
         return
     report.expert = measured(expert.name, report.timings)
     if report.expert is None and not tpu_present():
-        check, report.expert = estimated_expert_check(copy, task, options.target, options.timeout)
+        check, report.expert = estimated_expert_check(
+            kernel, snapshot, options.target, options.timeout
+        )
         report.add(check)
 
 
-def _read_source(kernel: Path, report: EvalReport) -> str | None:
-    if too_large := file_oversize_problem(kernel, kernel.name):
-        report.add(Check("static", FAIL, too_large))
-        return None
-    try:
-        return kernel.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        report.add(Check("static", FAIL, f"cannot read {kernel}: {error}"))
-        return None
-
-
-def _static_check(source: str, kernel: Path, task: Task, report: EvalReport) -> bool:
+def _static_check(kernel: KernelSource, task: Task, report: EvalReport) -> bool:
+    if refusal := kernel.refusal:
+        report.add(Check("static", FAIL, refusal))
+        return False
     start = time.monotonic()
-    problems = static_problems(source, kernel.name, task.entry_points)
+    problems = static_problems(kernel.text, kernel.name, task.entry_points)
     seconds = round(time.monotonic() - start, 3)
     if problems:
         report.add(Check("static", FAIL, "; ".join(problems), seconds, {"problems": problems}))

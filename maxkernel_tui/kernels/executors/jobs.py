@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from maxkernel_tui.kernels.evaluation.options import EvalOptions
+from maxkernel_tui.kernels.evaluation.source import KernelSource
 from maxkernel_tui.kernels.perf.analysis import ReferenceCost
 from maxkernel_tui.kernels.perf.summary import ProfileSummary
 from maxkernel_tui.kernels.report.checks import EvalReport
@@ -79,11 +80,10 @@ class TaskFiles:
 
 @dataclass(frozen=True)
 class EvalJob:
-    """One evaluation: the kernel's source and file name, the task, the harness options."""
+    """One evaluation: the kernel (its source and name), the task, the harness options."""
 
     task: TaskFiles
-    kernel_name: str
-    source: str
+    kernel: KernelSource
     options: EvalOptions
 
 
@@ -93,8 +93,7 @@ class ProfileJob:
     on the node, whose disk keeps the trace; `reference_costs`: from an earlier profile)."""
 
     task: TaskFiles
-    kernel_name: str
-    source: str
+    kernel: KernelSource
     target: str
     trace: bool
     reference_costs: dict[str, ReferenceCost] | None = None

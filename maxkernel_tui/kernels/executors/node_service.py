@@ -59,25 +59,24 @@ class NodeService:
 
     def evaluate(self, job: EvalJob) -> EvalAnswer:
         task = self._task(job.task)
-        with self._kernel_file(job.kernel_name, job.source) as kernel, self._harness() as harness:
-            report = harness.evaluate(kernel, task, job.options)
+        with self._harness() as harness:
+            report = harness.evaluate(job.kernel, task, job.options)
         report.executor_node = self.node
         return EvalAnswer(self.node, report)
 
     def profile(self, job: ProfileJob) -> ProfileAnswer:
         task = self._task(job.task)
-        with self._kernel_file(job.kernel_name, job.source) as kernel:
-            try:
-                summary = profile_kernel(
-                    kernel,
-                    task,
-                    targets=(job.target,),
-                    trace_root=self._root / "traces",
-                    trace=job.trace,
-                    reference_costs=job.reference_costs,
-                )
-            except ProfileError as error:
-                return ProfileAnswer(self.node, None, str(error))
+        try:
+            summary = profile_kernel(
+                job.kernel,
+                task,
+                targets=(job.target,),
+                trace_root=self._root / "traces",
+                trace=job.trace,
+                reference_costs=job.reference_costs,
+            )
+        except ProfileError as error:
+            return ProfileAnswer(self.node, None, str(error))
         return ProfileAnswer(self.node, summary)
 
     def close(self) -> None:
@@ -98,13 +97,3 @@ class NodeService:
             yield harness
         finally:
             self._harnesses.put(harness)
-
-    @contextmanager
-    def _kernel_file(self, name: str, source: str) -> Iterator[Path]:
-        folder = Path(tempfile.mkdtemp(prefix="kernel-", dir=self._root))
-        kernel = folder / Path(name).name
-        kernel.write_text(source, encoding="utf-8")
-        try:
-            yield kernel
-        finally:
-            shutil.rmtree(folder, ignore_errors=True)

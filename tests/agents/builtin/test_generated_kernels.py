@@ -13,6 +13,7 @@ import pytest
 
 from maxkernel_tui.agents.builtin import draft_kernel
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
+from maxkernel_tui.kernels.evaluation.source import KernelSource
 from maxkernel_tui.kernels.loader import find_task
 from maxkernel_tui.kernels.task import Task
 
@@ -31,7 +32,7 @@ def accepted(harness: Harness, task: Task, folder: Path, *, tune: bool) -> None:
     draft = draft_kernel(task, tune=tune)
     kernel = folder / "kernel.py"
     kernel.write_text(draft.source)
-    report = harness.evaluate(kernel, task, OPTIONS)
+    report = harness.evaluate(KernelSource.read(kernel), task, OPTIONS)
     assert report.verdict == "accepted", (draft.family, report.failure)
 
 

@@ -7,6 +7,7 @@ import pytest
 
 from maxkernel_tui.agents.builtin.draft import draft_kernel
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
+from maxkernel_tui.kernels.evaluation.source import KernelSource
 from maxkernel_tui.kernels.loader import builtin_suite_dir, load_task
 from maxkernel_tui.kernels.report.checks import VERIFIED_AT_PRODUCTION
 
@@ -29,7 +30,9 @@ def test_the_agents_41k_kernel_is_verified_at_production_shapes_on_a_large_sampl
     kernel = tmp_path / "kernel.py"
     kernel.write_text(draft.source)
     with Harness() as harness:
-        report = harness.evaluate(kernel, task, EvalOptions(seeds=1, tile_blocks=DRAWN))
+        report = harness.evaluate(
+            KernelSource.read(kernel), task, EvalOptions(seeds=1, tile_blocks=DRAWN)
+        )
     assert report.verdict == "accepted", report.failure
     tiles = next(c for c in report.checks if c.name == "tiles")
     assert tiles.status == "pass" and report.scope == VERIFIED_AT_PRODUCTION

@@ -20,6 +20,7 @@ from maxkernel_tui.agents.llm.client import LLMClient
 from maxkernel_tui.agents.llm.types import Message, Request
 from maxkernel_tui.agents.providers import build_provider
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
+from maxkernel_tui.kernels.evaluation.source import KernelSource
 from maxkernel_tui.kernels.loader import builtin_suite_dir, load_task
 from maxkernel_tui.kernels.perf.analysis import KernelAnalysis
 from maxkernel_tui.kernels.perf.model import Estimate
@@ -64,7 +65,9 @@ async def test_plan_kernel_and_next_kernel_for_rmsnorm(tmp_path):
         kernel = tmp_path / "kernel.py"
         kernel.write_text(source)
         with Harness() as harness:
-            report = harness.evaluate(kernel, load_task(RMSNORM), EvalOptions(seeds=1))
+            report = harness.evaluate(
+                KernelSource.read(kernel), load_task(RMSNORM), EvalOptions(seeds=1)
+            )
         assert report.verdict == "accepted", report.failure
 
         failure = {"check": "tpu_compile", "detail": "RESOURCE_EXHAUSTED: ... space=vmem"}

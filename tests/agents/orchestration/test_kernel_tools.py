@@ -3,17 +3,17 @@ to the first profile, and read by the built-in agent's drafts, neither compiling
 again."""
 
 import asyncio
-from pathlib import Path
 
 import pytest
 
 from maxkernel_tui.agents.builtin import autotune
-from maxkernel_tui.agents.orchestration import tools as tools_module
-from maxkernel_tui.agents.orchestration.tools import KernelTools
+from maxkernel_tui.agents.orchestration.tools import build_tools
 from maxkernel_tui.kernels.catalog import describe_tasks, described_reference_cost
-from maxkernel_tui.kernels.evaluation.harness import EvalOptions
 from maxkernel_tui.kernels.evaluation.profiling.profile import ProfileError
 from maxkernel_tui.kernels.loader import find_task
+from maxkernel_tui.kernels.service import service as service_module
+from maxkernel_tui.kernels.service.service import KernelSource
+from maxkernel_tui.kernels.service.setup import EvalOptions, EvaluationSetup
 from tests.support.paths import KERNELS
 
 
@@ -28,13 +28,13 @@ def test_the_first_profile_gets_the_described_reference_cost(suite_tasks, tmp_pa
 
     handed: list[object] = []
 
-    def fake_profile(kernel: Path, task: object, **options: object) -> object:
+    def fake_profile(kernel: KernelSource, task: object, **options: object) -> object:
         handed.append(options["reference_costs"])
         raise ProfileError("not profiled in this test")
 
-    monkeypatch.setattr(tools_module, "profile_kernel", fake_profile)
-    tools = KernelTools(task, EvalOptions(target="v5e"), tmp_path / "traces")
-    result = asyncio.run(tools.profile(KERNELS / "honest" / "12p_RMSNorm.py"))
+    monkeypatch.setattr(service_module, "profile_kernel", fake_profile)
+    tools = build_tools(EvaluationSetup.local(EvalOptions(target="v5e")), task, tmp_path / "traces")
+    result = asyncio.run(tools.profile(KernelSource.read(KERNELS / "honest" / "12p_RMSNorm.py")))
     assert result.error == "not profiled in this test"
     (known,) = handed
     assert known["v5e"].flops == cost.flops and known["v5e"].bytes_accessed == cost.bytes_accessed

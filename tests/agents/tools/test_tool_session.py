@@ -12,11 +12,11 @@ import pytest
 from maxkernel_tui.agents.llm.gemini import GeminiProvider
 from maxkernel_tui.agents.llm.types import ToolCall
 from maxkernel_tui.agents.orchestration.events import EvaluationDone, ToolAnswered, decode
-from maxkernel_tui.agents.orchestration.tools import KernelTools
+from maxkernel_tui.agents.orchestration.tools import build_tools
 from maxkernel_tui.agents.roles.context import StepContext
 from maxkernel_tui.agents.tools.runner import Toolbox
 from maxkernel_tui.agents.tools.specs import ToolName
-from maxkernel_tui.kernels.evaluation.harness import EvalOptions
+from maxkernel_tui.kernels.service.setup import EvalOptions, EvaluationSetup
 from maxkernel_tui.kernels.task import Task
 from tests.fakes.role_gemini import RoleGemini
 from tests.fakes.role_provider import NO_EDGE_CASES
@@ -28,7 +28,9 @@ pytestmark = pytest.mark.slow  # the harness's workers
 
 
 def test_lower_and_check_answer_with_the_harness_s_checks(rmsnorm: Task, tmp_path: Path) -> None:
-    tools = KernelTools(rmsnorm, EvalOptions(target="v5e"), tmp_path / "traces")
+    tools = build_tools(
+        EvaluationSetup.local(EvalOptions(target="v5e")), rmsnorm, tmp_path / "traces"
+    )
     box = Toolbox(rmsnorm, "v5e", tmp_path / "tools", prober=tools, profiler=tools)
     ctx = StepContext(task_dir=str(rmsnorm.folder), target="v5e")
     offered = (ToolName.LOWER, ToolName.CHECK)

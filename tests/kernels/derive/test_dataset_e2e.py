@@ -7,6 +7,7 @@ import pytest
 from maxkernel_tui.kernels.catalog import describe_tasks
 from maxkernel_tui.kernels.config_names import CHECK, HELDOUT
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
+from maxkernel_tui.kernels.evaluation.source import KernelSource
 from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.report.checks import ACCEPTED, REJECTED
 from tests.support.maxkernel_dataset import write_jaxbench_tiled_gemm, write_maxkernel
@@ -26,8 +27,12 @@ def test_a_jaxbench_expert_with_fixed_tiles_is_accepted_and_a_tiling_that_misses
         write_jaxbench_tiled_gemm(tmp_path / "b", (1024, 4096, 2048), (384, 512, 512))
     )
     with Harness() as harness:
-        accepted = harness.evaluate(expert.expert_path, expert, EvalOptions(seeds=1))
-        rejected = harness.evaluate(missing.expert_path, missing, EvalOptions(seeds=1))
+        accepted = harness.evaluate(
+            KernelSource.read(expert.expert_path), expert, EvalOptions(seeds=1)
+        )
+        rejected = harness.evaluate(
+            KernelSource.read(missing.expert_path), missing, EvalOptions(seeds=1)
+        )
     assert accepted.verdict == ACCEPTED, accepted.failure
     assert any("numerics: check, derived: M=1024 K=2048 N=2048" in x for x in accepted.inputs)
     assert rejected.verdict == REJECTED
@@ -71,6 +76,6 @@ def test_a_jaxbench_expert_with_fixed_tiles_is_accepted_at_a_large_production(tm
     alone (at N = 28672, check 128^3 left its outputs NaN). Now 2048^3, fresh seeds."""
     task = load_task(write_jaxbench_tiled_gemm(tmp_path, (8192, 8192, 8192), (256, 512, 512)))
     with Harness() as harness:
-        report = harness.evaluate(task.expert_path, task, EvalOptions(seeds=1))
+        report = harness.evaluate(KernelSource.read(task.expert_path), task, EvalOptions(seeds=1))
     assert report.verdict == ACCEPTED, report.failure
     assert any("numerics: check, derived: M=2048 K=2048 N=2048" in x for x in report.inputs)

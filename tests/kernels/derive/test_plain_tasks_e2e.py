@@ -9,6 +9,7 @@ from maxkernel_tui.kernels.config_names import CHECK, HELDOUT
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
 from maxkernel_tui.kernels.evaluation.profiling.profile import profile_kernel
 from maxkernel_tui.kernels.evaluation.profiling.worker import NO_CPU_TRACE
+from maxkernel_tui.kernels.evaluation.source import KernelSource
 from maxkernel_tui.kernels.loader import load_task, load_tasks
 from maxkernel_tui.kernels.report.checks import ACCEPTED, FAIL, REJECTED
 from tests.support.plain_kernels import HARD_CODED_GEMM, HONEST_GEMM
@@ -45,10 +46,14 @@ def test_the_harness_judges_a_plain_task_on_fresh_seeds_and_held_out_shapes(tmp_
     hard_coded.write_text(HARD_CODED_GEMM)
     jaxbench = load_task(write_jaxbench(tmp_path / "jaxbench"))
     with Harness() as harness:
-        accepted = harness.evaluate(honest, task, EvalOptions(seeds=2))
-        rejected = harness.evaluate(hard_coded, task, EvalOptions(seeds=1))
-        on_heldout = harness.evaluate(hard_coded, task, EvalOptions(config=HELDOUT))
-        expert = harness.evaluate(jaxbench.expert_path, jaxbench, EvalOptions(seeds=1))
+        accepted = harness.evaluate(KernelSource.read(honest), task, EvalOptions(seeds=2))
+        rejected = harness.evaluate(KernelSource.read(hard_coded), task, EvalOptions(seeds=1))
+        on_heldout = harness.evaluate(
+            KernelSource.read(hard_coded), task, EvalOptions(config=HELDOUT)
+        )
+        expert = harness.evaluate(
+            KernelSource.read(jaxbench.expert_path), jaxbench, EvalOptions(seeds=1)
+        )
     assert accepted.verdict == ACCEPTED, accepted.failure
     assert len(accepted.seeds) == 2
     assert any("numerics: check, derived: batch_size=512" in line for line in accepted.inputs)
@@ -77,8 +82,10 @@ def test_a_kernel_that_cannot_be_traced_at_check_shapes_is_judged_there_whatever
         )
     )
     with Harness() as harness:
-        full = harness.evaluate(refusing, task, EvalOptions(seeds=1))
-        on_heldout = harness.evaluate(refusing, task, EvalOptions(config=HELDOUT))
+        full = harness.evaluate(KernelSource.read(refusing), task, EvalOptions(seeds=1))
+        on_heldout = harness.evaluate(
+            KernelSource.read(refusing), task, EvalOptions(config=HELDOUT)
+        )
     for report in (full, on_heldout):
         assert report.verdict == REJECTED
         assert report.failure.name == "numerics" and "not at depth 1024" in report.failure.detail
@@ -93,6 +100,8 @@ def test_profile_skips_the_host_trace_of_a_task_without_check_shapes(tmp_path):
     task = load_task(folder)
     kernel = tmp_path / "k.py"
     kernel.write_text(HONEST_GEMM)
-    summary = profile_kernel(kernel, task, targets=("v5e",), trace_root=tmp_path / "traces")
+    summary = profile_kernel(
+        KernelSource.read(kernel), task, targets=("v5e",), trace_root=tmp_path / "traces"
+    )
     assert summary.trace is not None and summary.trace.kind == NO_CPU_TRACE
     assert "trace: skipped" in summary.to_text()

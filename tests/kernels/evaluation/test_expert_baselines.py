@@ -10,6 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
+from maxkernel_tui.kernels.evaluation.source import KernelSource
 from maxkernel_tui.kernels.loader import find_task
 
 pytestmark = [pytest.mark.slow, pytest.mark.heavy]
@@ -37,7 +38,7 @@ def harness() -> Iterator[Harness]:
 def test_each_expert_baseline_is_accepted(suite_tasks, harness, task_id):
     task = find_task(task_id, suite_tasks)
     assert task.expert_path is not None
-    report = harness.evaluate(task.expert_path, task, OPTIONS)
+    report = harness.evaluate(KernelSource.read(task.expert_path), task, OPTIONS)
     failure = report.failure
     if task_id in INTERPRETER_CANNOT_RUN and failure and "ReshapeTransform" in failure.detail:
         # Only the proven interpreter limit excuses it, after every check before numerics passed.

@@ -6,6 +6,7 @@ import json
 import pytest
 
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness, UsageError
+from maxkernel_tui.kernels.evaluation.source import KernelSource
 from maxkernel_tui.kernels.loader import find_task, load_task
 from maxkernel_tui.kernels.workers import jax_worker_env
 from tests.support.paths import KERNELS
@@ -49,7 +50,7 @@ def harness():
 @pytest.mark.parametrize("task_id", HONEST)
 def test_honest_kernels_are_accepted(harness, suite_tasks, task_id):
     task = find_task(task_id, suite_tasks)
-    report = harness.evaluate(KERNELS / "honest" / f"{task_id}.py", task)
+    report = harness.evaluate(KernelSource.read(KERNELS / "honest" / f"{task_id}.py"), task)
     assert report.verdict == "accepted", report.failure
     checks = {c.name: c for c in report.checks}
     # a task with an expert baseline also shows the kernel beside it (estimated off a TPU)
@@ -76,7 +77,9 @@ def test_honest_kernels_are_accepted(harness, suite_tasks, task_id):
 @pytest.mark.parametrize("cheat", sorted(CHEATS))
 def test_each_cheat_is_rejected_for_its_reason(harness, suite_tasks, cheat):
     task, check, reason = CHEATS[cheat]
-    report = harness.evaluate(KERNELS / "cheats" / f"{cheat}.py", find_task(task, suite_tasks))
+    report = harness.evaluate(
+        KernelSource.read(KERNELS / "cheats" / f"{cheat}.py"), find_task(task, suite_tasks)
+    )
     assert report.verdict == "rejected"
     assert report.failure.name == check, report.failure
     assert reason in report.failure.detail
@@ -86,10 +89,12 @@ def test_each_cheat_is_rejected_for_its_reason(harness, suite_tasks, cheat):
 def test_hanging_crashing_and_hungry_kernels_leave_the_caller_working(suite_tasks):
     rmsnorm = find_task("12p", suite_tasks)
     with Harness(memory_bytes=4 * 2**30) as harness:
-        hang = harness.evaluate(KERNELS / "cheats" / "hangs.py", rmsnorm, EvalOptions(timeout=15))
-        crash = harness.evaluate(KERNELS / "cheats" / "crashes.py", rmsnorm)
-        hungry = harness.evaluate(KERNELS / "cheats" / "eats_memory.py", rmsnorm)
-        honest = harness.evaluate(KERNELS / "honest" / "12p_RMSNorm.py", rmsnorm)
+        hang = harness.evaluate(
+            KernelSource.read(KERNELS / "cheats" / "hangs.py"), rmsnorm, EvalOptions(timeout=15)
+        )
+        crash = harness.evaluate(KernelSource.read(KERNELS / "cheats" / "crashes.py"), rmsnorm)
+        hungry = harness.evaluate(KernelSource.read(KERNELS / "cheats" / "eats_memory.py"), rmsnorm)
+        honest = harness.evaluate(KernelSource.read(KERNELS / "honest" / "12p_RMSNorm.py"), rmsnorm)
     assert "timed out after 15 s (process group killed)" in hang.failure.detail
     assert "crashed: worker died (killed by SIGSEGV)" in crash.failure.detail
     assert "out of memory (process limit 4 GiB)" in hungry.failure.detail
@@ -102,7 +107,9 @@ def test_no_secret_reaches_a_kernel_or_a_report(suite_tasks, monkeypatch):
     assert SECRET not in json.dumps(jax_worker_env())
     with Harness() as harness:
         reports = [
-            harness.evaluate(KERNELS / "cheats" / f"{name}.py", find_task("12p", suite_tasks))
+            harness.evaluate(
+                KernelSource.read(KERNELS / "cheats" / f"{name}.py"), find_task("12p", suite_tasks)
+            )
             for name in ("reads_secrets", "obfuscated_env", "crashes")
         ]
     for report in reports:
@@ -115,14 +122,16 @@ def test_a_kernel_that_patches_its_own_clock_is_judged_as_the_kernel_it_is(harne
     more: the patch reaches only the tracer that imports the kernel; the judge and the timing
     run the program it carried and never import it. Its honest GEMM is accepted as such."""
     task = find_task("41k", suite_tasks)
-    report = harness.evaluate(KERNELS / "cheats" / "patches_timer.py", task)
+    report = harness.evaluate(KernelSource.read(KERNELS / "cheats" / "patches_timer.py"), task)
     assert report.verdict == "accepted", report.failure
     assert report.checks[0].name == "static" and report.checks[0].status == "pass"
 
 
 def test_sanity_run_of_a_reference_against_itself(harness, suite_tasks):
     task = find_task("13p", suite_tasks)
-    report = harness.evaluate(task.reference_path, task, EvalOptions(require_pallas=False, seeds=1))
+    report = harness.evaluate(
+        KernelSource.read(task.reference_path), task, EvalOptions(require_pallas=False, seeds=1)
+    )
     assert report.verdict == "accepted", report.failure
     assert "sanity run" in report.checks[2].detail
 
@@ -138,8 +147,12 @@ def test_an_edge_configuration_is_checked_after_numerics(harness, suite_tasks):
     chunks, right on every hidden size the task itself declares, fails it at `edge`."""
     task = find_task("12p", suite_tasks)
     options = EvalOptions(seeds=1, extra_configs=(EDGE_HIDDEN,))
-    honest = harness.evaluate(KERNELS / "honest" / "12p_RMSNorm.py", task, options)
-    chunked = harness.evaluate(KERNELS / "agent" / "rmsnorm_fixed_chunk.py", task, options)
+    honest = harness.evaluate(
+        KernelSource.read(KERNELS / "honest" / "12p_RMSNorm.py"), task, options
+    )
+    chunked = harness.evaluate(
+        KernelSource.read(KERNELS / "agent" / "rmsnorm_fixed_chunk.py"), task, options
+    )
     assert [c.name for c in honest.checks] == [
         "static",
         "sandbox",
@@ -167,9 +180,9 @@ def test_an_edge_pass_runs_the_edge_cases_alone_and_joins_the_full_report(harnes
     evaluation puts it. Without edge cases the pass is refused."""
     task = find_task("12p", suite_tasks)
     kernel = KERNELS / "agent" / "rmsnorm_fixed_chunk.py"  # right on the task's own shapes
-    judged = harness.evaluate(kernel, task, EvalOptions(seeds=1))
+    judged = harness.evaluate(KernelSource.read(kernel), task, EvalOptions(seeds=1))
     edges = EvalOptions(seeds=1, extra_configs=(EDGE_HIDDEN,), edges_only=True)
-    edge_pass = harness.evaluate(kernel, task, edges)
+    edge_pass = harness.evaluate(KernelSource.read(kernel), task, edges)
     assert [c.name for c in edge_pass.checks] == [
         "static",
         "sandbox",
@@ -185,13 +198,13 @@ def test_an_edge_pass_runs_the_edge_cases_alone_and_joins_the_full_report(harnes
     assert [c.name for c in joined.checks][6:] == ["numerics", "edge", "heldout", "timing"]
     assert joined.failure.name == "edge" and joined.seeds == judged.seeds
     with pytest.raises(UsageError, match="needs edge-case configurations"):
-        harness.evaluate(kernel, task, EvalOptions(edges_only=True))
+        harness.evaluate(KernelSource.read(kernel), task, EvalOptions(edges_only=True))
 
 
 def test_a_task_without_named_configurations_gets_no_edge_runs(harness):
     task = load_task(ADAPTED / "2_Softmax_Multi")  # two production inputs: nothing derived
     report = harness.evaluate(
-        task.reference_path,
+        KernelSource.read(task.reference_path),
         task,
         EvalOptions(require_pallas=False, extra_configs=(("edge_small", {"n": 100}),)),
     )
@@ -214,7 +227,9 @@ def test_a_kernel_that_prints_while_traced_is_judged_as_the_kernel_it_is(
     assert noisy != honest
     kernel = tmp_path / "noisy.py"
     kernel.write_text(noisy)
-    report = harness.evaluate(kernel, find_task("41k_Gemm_Add_ReLU", suite_tasks))
+    report = harness.evaluate(
+        KernelSource.read(kernel), find_task("41k_Gemm_Add_ReLU", suite_tasks)
+    )
     assert report.verdict == "accepted", report.failure
 
 
@@ -233,5 +248,7 @@ def test_a_task_whose_reference_prints_is_judged(harness, tmp_path):
         )
     )
     assert "computing" in reference.read_text()
-    report = harness.evaluate(KERNELS / "honest" / "41k_Gemm_Add_ReLU.py", load_task(folder))
+    report = harness.evaluate(
+        KernelSource.read(KERNELS / "honest" / "41k_Gemm_Add_ReLU.py"), load_task(folder)
+    )
     assert report.verdict == "accepted", report.failure

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
+from maxkernel_tui.kernels.evaluation.source import KernelSource
 from maxkernel_tui.kernels.loader import load_task
 from tests.support import jaxbench_experts
 
@@ -28,7 +29,7 @@ def harness() -> Iterator[Harness]:
 def test_an_expert_in_jaxs_own_style_is_accepted(harness, tmp_path):
     task = load_task(jaxbench_experts.write_task(tmp_path))
     assert task.expert_path is not None
-    report = harness.evaluate(task.expert_path, task, OPTIONS)
+    report = harness.evaluate(KernelSource.read(task.expert_path), task, OPTIONS)
     assert report.verdict == "accepted", report.failure
     checks = {c.name: c for c in report.checks}
     assert checks["static"].status == "pass"
@@ -38,7 +39,7 @@ def test_an_expert_in_jaxs_own_style_is_accepted(harness, tmp_path):
 def test_an_expert_that_widens_its_outputs_is_compared_as_jaxbench_compares(harness, tmp_path):
     task = load_task(jaxbench_experts.write_task(tmp_path, out_dtype="jnp.float32"))
     assert task.expert_path is not None
-    report = harness.evaluate(task.expert_path, task, OPTIONS)
+    report = harness.evaluate(KernelSource.read(task.expert_path), task, OPTIONS)
     assert report.verdict == "accepted", report.failure
     trace = next(c for c in report.checks if c.name == "trace")
     assert f"outputs float32 where the baseline's are bfloat16: {ADAPTED}" in trace.detail
@@ -48,7 +49,7 @@ def test_the_same_widening_on_a_task_of_our_own_is_refused(harness, tmp_path):
     task = load_task(jaxbench_experts.write_plain_task(tmp_path / "tasks"))
     kernel = tmp_path / "widened.py"
     kernel.write_text(jaxbench_experts.plain_candidate(out_dtype="jnp.float32"))
-    report = harness.evaluate(kernel, task, OPTIONS)
+    report = harness.evaluate(KernelSource.read(kernel), task, OPTIONS)
     assert report.verdict == "rejected"
     assert report.failure is not None and report.failure.name == "trace", report.checks
     assert "outputs differ from the reference's at production shapes" in report.failure.detail
@@ -60,7 +61,7 @@ def test_the_plain_candidate_with_the_references_types_is_accepted(harness, tmp_
     task = load_task(jaxbench_experts.write_plain_task(tmp_path / "tasks"))
     kernel = tmp_path / "kept.py"
     kernel.write_text(jaxbench_experts.plain_candidate())
-    report = harness.evaluate(kernel, task, OPTIONS)
+    report = harness.evaluate(KernelSource.read(kernel), task, OPTIONS)
     assert report.verdict == "accepted", report.failure
 
 
@@ -76,7 +77,7 @@ def test_an_expert_taking_fewer_arrays_than_the_baseline_gives_is_refused_saying
         "def workload(x, w):", "def workload(x):\n    w = x.T"
     )
     task.expert_path.write_text(source)
-    report = harness.evaluate(task.expert_path, task, OPTIONS)
+    report = harness.evaluate(KernelSource.read(task.expert_path), task, OPTIONS)
     assert report.verdict == "rejected"
     assert report.failure is not None and report.failure.name == "trace", report.checks
     assert report.failure.detail == (

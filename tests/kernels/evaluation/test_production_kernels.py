@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
+from maxkernel_tui.kernels.evaluation.source import KernelSource
 from maxkernel_tui.kernels.loader import find_task, load_task
 
 # imports jax, traces the suite's experts at production shapes (about 20 s)
@@ -56,8 +57,10 @@ def test_the_harness_reports_the_production_defences_and_runs_affordable_product
     task = load_task(DATA / "small_gemm")
     options = EvalOptions(seeds=1)
     with Harness() as harness:
-        stale = harness.evaluate(DATA / "stale_rows_above_size.py", task, options)
-        honest = harness.evaluate(DATA / "honest_blocks.py", task, options)
+        stale = harness.evaluate(
+            KernelSource.read(DATA / "stale_rows_above_size.py"), task, options
+        )
+        honest = harness.evaluate(KernelSource.read(DATA / "honest_blocks.py"), task, options)
     assert stale.failure.name == "production" and "stale memory" in stale.failure.detail
     assert honest.verdict == "accepted", honest.failure
     checks = {c.name: c for c in honest.checks}

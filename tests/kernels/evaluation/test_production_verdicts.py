@@ -6,6 +6,7 @@ a CPU samples in seconds; kernels from gemm_relu_variants.py)."""
 import pytest
 
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
+from maxkernel_tui.kernels.evaluation.source import KernelSource
 from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.report.checks import SMALL_SHAPES_ONLY, VERIFIED_AT_PRODUCTION
 from tests.support.gemm_relu_variants import HONEST, TASK, render
@@ -39,7 +40,9 @@ def harness(tmp_path_factory):
 def test_a_kernel_that_cheats_only_at_production_shapes_is_rejected_for_its_reason(
     harness, tmp_path, variant, check, reason
 ):
-    report = harness.evaluate(render(variant, tmp_path), load_task(TASK), OPTIONS)
+    report = harness.evaluate(
+        KernelSource.read(render(variant, tmp_path)), load_task(TASK), OPTIONS
+    )
     assert report.verdict == "rejected"
     assert report.failure.name == check and reason in report.failure.detail, report.failure
     if check == "tiles":  # exact where the numerics ran: only production shapes show it
@@ -51,7 +54,9 @@ def test_a_branch_on_the_platform_in_python_sees_only_the_tracers_cpu(harness, t
     """`jax.default_backend() == "tpu"` halving the depth steps: no static rule refuses it any
     more. The kernel's Python runs only in the tracer, where jax has the CPU alone, so the one
     program it traces (checked here, compiled for the TPU and timed there) takes every step."""
-    report = harness.evaluate(render("backend_branch", tmp_path), load_task(TASK), OPTIONS)
+    report = harness.evaluate(
+        KernelSource.read(render("backend_branch", tmp_path)), load_task(TASK), OPTIONS
+    )
     assert report.verdict == "accepted", report.failure
     assert report.scope == VERIFIED_AT_PRODUCTION
 
@@ -61,7 +66,7 @@ def test_a_branch_on_the_platform_in_python_sees_only_the_tracers_cpu(harness, t
 )
 def test_honest_kernels_are_accepted_and_verified_at_production_shapes(harness, tmp_path, variant):
     kernel = HONEST if variant is None else render(variant, tmp_path)
-    report = harness.evaluate(kernel, load_task(TASK), OPTIONS)
+    report = harness.evaluate(KernelSource.read(kernel), load_task(TASK), OPTIONS)
     assert report.verdict == "accepted", report.failure
     assert report.scope == VERIFIED_AT_PRODUCTION
     tiles = next(c for c in report.checks if c.name == "tiles")
@@ -71,6 +76,8 @@ def test_honest_kernels_are_accepted_and_verified_at_production_shapes(harness, 
 
 
 def test_without_the_sample_a_verdict_says_it_was_checked_at_small_shapes_only(harness):
-    report = harness.evaluate(HONEST, load_task(TASK), EvalOptions(seeds=1, tile_blocks=None))
+    report = harness.evaluate(
+        KernelSource.read(HONEST), load_task(TASK), EvalOptions(seeds=1, tile_blocks=None)
+    )
     assert report.verdict == "accepted" and report.scope == SMALL_SHAPES_ONLY
     assert all(c.name != "tiles" for c in report.checks)

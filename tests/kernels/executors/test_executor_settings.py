@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from maxkernel_tui.agents.executors.choice import EvaluationSetup, build_tools
-from maxkernel_tui.agents.orchestration.tools import KernelTools
+from maxkernel_tui.agents.orchestration.tools import build_tools
 from maxkernel_tui.config import ConfigError, load_settings, save_settings
 from maxkernel_tui.kernels.loader import load_task
+from maxkernel_tui.kernels.service.setup import EvaluationSetup
 
 TASK = Path(__file__).parents[2] / "data" / "ray_tasks" / "1r_Scaled_Add"
 
@@ -61,5 +61,5 @@ def test_the_local_choice_builds_the_local_tools_and_leaves_ray_unimported(
     choice = setup.executor
     choice.prepare()
     tools = build_tools(setup, load_task(TASK), tmp_path)
-    assert isinstance(tools, KernelTools) and tools.slots == 1
+    assert tools.slots == 1 and tools.service.probes
     assert choice.slots() == 1 and choice.kind == "local"

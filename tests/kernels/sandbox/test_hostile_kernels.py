@@ -22,6 +22,7 @@ import pytest
 
 from maxkernel_tui.kernels.evaluation import harness as harness_module
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
+from maxkernel_tui.kernels.evaluation.source import KernelSource
 from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.report.checks import Check, EvalReport
 from maxkernel_tui.kernels.task import Task
@@ -52,7 +53,7 @@ def _evaluate(harness: Harness, source: str, task: Task, tmp_path: Path) -> Eval
     kernel = tmp_path / "kernels" / "hostile.py"
     kernel.parent.mkdir(exist_ok=True)
     kernel.write_text(source)
-    return harness.evaluate(kernel, task, QUICK)
+    return harness.evaluate(KernelSource.read(kernel), task, QUICK)
 
 
 def _contained(report: EvalReport, tried: str) -> None:
@@ -96,7 +97,7 @@ def test_a_task_file_changed_during_the_evaluation_voids_it(harness, task, tmp_p
             with task.reference_path.open("a") as file:
                 file.write("# edited while judged\n")
 
-    report = harness.evaluate(kernel, task, QUICK, on_check=edit_on_trace)
+    report = harness.evaluate(KernelSource.read(kernel), task, QUICK, on_check=edit_on_trace)
     assert report.verdict == "rejected"
     assert report.failure.name == "task"
     assert "reference.py was modified" in report.failure.detail
@@ -205,7 +206,10 @@ def test_the_cached_production_inputs_are_read_in_place_and_cannot_be_rewritten(
     honest = hostile.fill(hostile.HONEST_BODY) + "\n\ndef computation(x):\n    return _honest(x)\n"
     with Harness() as own:
         (tmp_path / "honest.py").write_text(honest)
-        assert own.evaluate(tmp_path / "honest.py", task, with_tiles).verdict == "accepted"
+        assert (
+            own.evaluate(KernelSource.read(tmp_path / "honest.py"), task, with_tiles).verdict
+            == "accepted"
+        )
         inputs = sorted((tmp_path / "cache" / "production-inputs").glob("*/input-*.npy"))
         assert inputs  # made once, kept for the next evaluation
         before = [path.read_bytes() for path in inputs]
@@ -214,7 +218,7 @@ def test_the_cached_production_inputs_are_read_in_place_and_cannot_be_rewritten(
         kernel = tmp_path / "kernels" / "hostile.py"
         kernel.parent.mkdir()
         kernel.write_text(source)
-        report = own.evaluate(kernel, task, with_tiles)
+        report = own.evaluate(KernelSource.read(kernel), task, with_tiles)
     assert [path.read_bytes() for path in inputs] == before
     assert not [t for t in targets for p in (t, t + ".txt") if Path(p).exists()]
     _contained(report, f"write {targets[0]}")

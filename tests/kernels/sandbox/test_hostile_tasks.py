@@ -16,6 +16,7 @@ import pytest
 from maxkernel_tui.kernels.catalog import describe_tasks
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
 from maxkernel_tui.kernels.evaluation.reference.processes import ReferenceWorkers
+from maxkernel_tui.kernels.evaluation.source import KernelSource
 from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.snapshot import folder_digest
 from maxkernel_tui.kernels.task import Task
@@ -134,7 +135,7 @@ def _evaluate(harness: Harness, source: str, task: Task, tmp_path: Path, name: s
     kernel = tmp_path / "kernels" / f"{name}.py"
     kernel.parent.mkdir(exist_ok=True)
     kernel.write_text(source)
-    report = harness.evaluate(kernel, task, QUICK)
+    report = harness.evaluate(KernelSource.read(kernel), task, QUICK)
     return report.verdict
 
 

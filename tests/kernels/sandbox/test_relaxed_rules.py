@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
+from maxkernel_tui.kernels.evaluation.source import KernelSource
 from maxkernel_tui.kernels.report.checks import EvalReport
 from maxkernel_tui.kernels.task import Task
 from tests.support import hostile_kernels as hostile
@@ -27,7 +28,7 @@ def _evaluate(harness: Harness, source: str, task: Task, tmp_path: Path) -> Eval
     kernel = tmp_path / "kernels" / "relaxed.py"
     kernel.parent.mkdir(exist_ok=True)
     kernel.write_text(source)
-    return harness.evaluate(kernel, task, QUICK)
+    return harness.evaluate(KernelSource.read(kernel), task, QUICK)
 
 
 def test_the_object_graph_walked_to_os_starts_nothing(harness, task, tmp_path):

@@ -12,6 +12,7 @@ import pytest
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
 from maxkernel_tui.kernels.evaluation.profiling import profile as profile_module
 from maxkernel_tui.kernels.evaluation.profiling.profile import profile_kernel
+from maxkernel_tui.kernels.evaluation.source import KernelSource
 from maxkernel_tui.kernels.report.checks import EvalReport
 from maxkernel_tui.kernels.task import Task
 from tests.support import hostile_kernels as hostile
@@ -25,7 +26,7 @@ QUICK = EvalOptions(seeds=1, timeout=120, tile_blocks=None)
 def _rejected_at_trace(harness: Harness, source: str, task: Task, tmp_path: Path) -> str:
     kernel = tmp_path / "lying.py"
     kernel.write_text(source)
-    report: EvalReport = harness.evaluate(kernel, task, QUICK)
+    report: EvalReport = harness.evaluate(KernelSource.read(kernel), task, QUICK)
     assert report.verdict == "rejected", report.checks
     assert report.failure is not None and report.failure.name == "trace", report.checks
     assert {c.name for c in report.checks if c.status == "pass"} <= {"static", "sandbox"}
@@ -77,7 +78,9 @@ def test_a_kernel_cannot_write_its_own_profile(task, tmp_path, monkeypatch):
     honest.write_text(hostile.HONEST_BODY + "\n\ndef computation(x):\n    return _honest(x)\n")
     forging.write_text(hostile.FORGE_THE_PROFILE)
     profiles = [
-        profile_kernel(kernel, task, targets=("v5e",), trace_root=tmp_path / "traces")
+        profile_kernel(
+            KernelSource.read(kernel), task, targets=("v5e",), trace_root=tmp_path / "traces"
+        )
         for kernel in (honest, forging)
     ]
     assert [len(p.kernels) for p in profiles] == [1, 1]

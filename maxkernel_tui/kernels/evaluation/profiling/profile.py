@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from maxkernel_tui.kernels.device_lock import device_turn
+from maxkernel_tui.kernels.evaluation.source import KernelSource
 from maxkernel_tui.kernels.evaluation.static.checks import static_problems
 from maxkernel_tui.kernels.evaluation.timing.check import tpu_present
 from maxkernel_tui.kernels.evaluation.tracer.tracing import trace_source, write_programs
@@ -62,8 +63,8 @@ class ProfileError(Exception):
 
 
 def profile_kernel(
-    kernel: Path,
-    task: Task,
+    kernel: KernelSource,
+    task: Task | TaskSnapshot,
     *,
     targets: tuple[str, ...] = DEFAULT_TARGETS,
     trace_root: Path,
@@ -72,15 +73,14 @@ def profile_kernel(
     trace: bool = True,
     reference_costs: dict[str, ReferenceCost] | None = None,
 ) -> ProfileSummary:
-    """`trace=False`: the static analysis and the model's estimates only (no run of the kernel);
-    `reference_costs`: the reference's XLA costs per target from an earlier profile (no compile)."""
-    source = _profilable_source(kernel, targets, task.entry_points)
-    with tempfile.TemporaryDirectory(prefix="mkt-profile-task-") as copies:
-        try:
-            snapshot = snapshot_task(task, Path(copies))
-        except (OSError, TaskError) as error:
-            raise ProfileError(f"cannot snapshot the task: {error}") from None
+    """`task`: a task (snapshotted for this profile), or the snapshot an evaluation took, which
+    every worker of the profile then reads. `trace=False`: the static analysis and the model's
+    estimates only (no run of the kernel); `reference_costs`: the reference's XLA costs per
+    target from an earlier profile (no compile)."""
+    with contextlib.ExitStack() as stack:
+        snapshot = task if isinstance(task, TaskSnapshot) else _snapshot(task, stack)
         task = snapshot.task
+        source = _profilable_source(kernel, targets, task.entry_points)
         traced = trace_config(task, tpu_present()) if trace else None
         workdir, programs = _carried(source, snapshot, traced, "mkt-profile-", timeout)
         request = ProfileRequest(
@@ -93,11 +93,20 @@ def profile_kernel(
         )
         answer = _ask_worker(workdir, request, timeout)
         summary = summarize(task.task_id, kernel.name, answer, targets, calibration_file)
-        # the expert is read from the copy; the kernel may be the task's own expert file
-        original, expert = snapshot.original.expert_path, task.expert_path
-        if original is not None and expert is not None and kernel.resolve() != original.resolve():
+        # the expert is read from the copy; the kernel may be the task's own expert
+        expert = task.expert_path
+        if expert is not None and not kernel.is_expert(snapshot):
             _add_expert(summary, snapshot, expert, request, answer, timeout, calibration_file)
     return summary
+
+
+def _snapshot(task: Task, stack: contextlib.ExitStack) -> TaskSnapshot:
+    """A snapshot of `task` for one profile, removed when `stack` closes."""
+    copies = stack.enter_context(tempfile.TemporaryDirectory(prefix="mkt-profile-task-"))
+    try:
+        return snapshot_task(task, Path(copies))
+    except (OSError, TaskError) as error:
+        raise ProfileError(f"cannot snapshot the task: {error}") from None
 
 
 def _add_expert(
@@ -148,7 +157,7 @@ def _carried(
 
 
 def _profilable_source(
-    kernel: Path, targets: tuple[str, ...], entry_points: tuple[str, ...]
+    kernel: KernelSource, targets: tuple[str, ...], entry_points: tuple[str, ...]
 ) -> str:
     """The kernel's source, once the targets are known and it keeps the static rules."""
     unknown = [t for t in targets if t not in TARGETS]
@@ -156,11 +165,12 @@ def _profilable_source(
         raise ProfileError(
             f"no performance figures for TPU {', '.join(unknown)}; known: {', '.join(TARGETS)}"
         )
-    source = kernel.read_text(encoding="utf-8")
-    problems = static_problems(source, kernel.name, entry_points)
+    if kernel.problem is not None:
+        raise ProfileError(kernel.problem)
+    problems = static_problems(kernel.text, kernel.name, entry_points)
     if problems:
         raise ProfileError("the kernel breaks the static rules: " + "; ".join(problems))
-    return source
+    return kernel.text
 
 
 def _ask_worker(workdir: Path, request: ProfileRequest, timeout: float) -> ProfileAnswer:

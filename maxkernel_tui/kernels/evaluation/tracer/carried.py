@@ -1,7 +1,8 @@
 """A program the tracer carried (program_transport), loaded where it is used and checked against
 the task there: its inputs and outputs must be the task's at its configuration, so a program
 for other shapes or of another signature is refused before anything runs or measures it. Used by
-the judge (evaluation/judge/worker.py) and the profile (evaluation/profiling/worker.py). Imports jax.
+the judge (evaluation/judge/worker.py) and the profile (evaluation/profiling/worker.py).
+Imports jax.
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ from maxkernel_tui.kernels import reference_runtime as runtime
 from maxkernel_tui.kernels.catalog import describe_tasks
 from maxkernel_tui.kernels.config_names import BENCH, HELDOUT
 from maxkernel_tui.kernels.evaluation.profiling.profile import profile_kernel
+from maxkernel_tui.kernels.evaluation.source import KernelSource
 from maxkernel_tui.kernels.evaluation.tracer.carried import ProgramRefused, checked_program
 from maxkernel_tui.kernels.evaluation.tracer.tracing import trace_source
 from maxkernel_tui.kernels.loader import load_task
@@ -53,7 +54,9 @@ def test_a_traced_plain_folder_profiles_with_the_cache_under_home(tmp_path, home
     with pytest.raises(ProgramRefused):
         checked_program(program, static, runtime.load_reference(static), HELDOUT, "static")
 
-    summary = profile_kernel(KERNEL, task, targets=("v5e",), trace_root=tmp_path / "traces")
+    summary = profile_kernel(
+        KernelSource.read(KERNEL), task, targets=("v5e",), trace_root=tmp_path / "traces"
+    )
     assert summary.problems == []
     assert [e.target for e in summary.estimates] == ["v5e"] and summary.estimates[0].seconds > 0
     assert summary.trace is not None and summary.trace.top_events

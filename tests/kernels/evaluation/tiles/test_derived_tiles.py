@@ -11,6 +11,7 @@ import pytest
 
 from maxkernel_tui.kernels.config_names import CHECK, HELDOUT
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
+from maxkernel_tui.kernels.evaluation.source import KernelSource
 from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.report.checks import (
     ACCEPTED,
@@ -41,15 +42,17 @@ def test_an_expert_whose_tiles_exceed_the_derived_sizes_is_judged_at_production_
     assert task.derived
     wrong = write_tiled_candidate(tmp_path / "wrong.py", SIZES, TILES_MKN, wrong=True)
     with Harness() as harness:
-        expert = harness.evaluate(task.expert_path, task, TILED)
-        hiding = harness.evaluate(wrong, task, TILED)
-        untiled = harness.evaluate(task.expert_path, task, EvalOptions(seeds=1, tile_blocks=None))
+        expert = harness.evaluate(KernelSource.read(task.expert_path), task, TILED)
+        hiding = harness.evaluate(KernelSource.read(wrong), task, TILED)
+        untiled = harness.evaluate(
+            KernelSource.read(task.expert_path), task, EvalOptions(seeds=1, tile_blocks=None)
+        )
         refusing = write_tiled_candidate(tmp_path / "refusing.py", SIZES, TILES_MKN, refusing=True)
-        refused = harness.evaluate(refusing, task, TILED)
+        refused = harness.evaluate(KernelSource.read(refusing), task, TILED)
         # the tester's pass after an acceptance: an edge case at check's sizes does not fit either
         edge = ("edge_check", dict(task.derivation.sizes[CHECK]))
         edges = EvalOptions(seeds=1, extra_configs=(edge,), edges_only=True)
-        edge_pass = harness.evaluate(task.expert_path, task, edges)
+        edge_pass = harness.evaluate(KernelSource.read(task.expert_path), task, edges)
     assert expert.verdict == ACCEPTED, expert.failure
     assert expert.scope == VERIFIED_AT_PRODUCTION
     where = "its numerics are judged at production tiles only"
@@ -89,7 +92,7 @@ def test_a_tiling_that_misses_a_declared_check_is_still_the_kernels_failure(tmp_
     assert not task.derived
     kernel = write_tiled_candidate(tmp_path / "kernel.py", SIZES, TILES_MKN)
     with Harness() as harness:
-        report = harness.evaluate(kernel, task, TILED)
+        report = harness.evaluate(KernelSource.read(kernel), task, TILED)
     assert report.verdict == REJECTED
     assert report.failure is not None and report.failure.name == "numerics", report.failure
     assert "NaN" in report.failure.detail, report.failure.detail

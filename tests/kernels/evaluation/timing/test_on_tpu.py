@@ -7,6 +7,7 @@ import pytest
 
 from maxkernel_tui.kernels.evaluation.profiling.profile import profile_kernel
 from maxkernel_tui.kernels.evaluation.protocol import DEVICE_TRACE
+from maxkernel_tui.kernels.evaluation.source import KernelSource
 from maxkernel_tui.kernels.evaluation.timing.check import timing_check, tpu_present
 from maxkernel_tui.kernels.evaluation.timing.device_timer import DeviceTimer
 from maxkernel_tui.kernels.evaluation.tracer.tracing import trace_source
@@ -58,7 +59,9 @@ def test_the_autotuners_timer_measures_a_source_on_the_tpu(suite_tasks, tmp_path
 
 
 def test_a_profile_on_a_tpu_shows_the_measured_dma_share(suite_tasks, tmp_path):
-    summary = profile_kernel(HONEST, find_task("12p", suite_tasks), trace_root=tmp_path)
+    summary = profile_kernel(
+        KernelSource.read(HONEST), find_task("12p", suite_tasks), trace_root=tmp_path
+    )
     assert summary.trace is not None and summary.trace.measured
     assert summary.trace.dma is not None
     assert "(measured, device trace)" in summary.to_text()

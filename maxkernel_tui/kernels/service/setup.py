@@ -1,35 +1,31 @@
 """Where and how every evaluation and profile runs (`EvaluationSetup`, built from the settings
 here alone): the executor (`ray`: `--ray ADDRESS`, `[executor]` in the config file, and the
-per-command `--ray-insecure`), the harness's options and the profiler's; and building the tools
-for it. The workbench (ctrl+e, ctrl+o, F5), the agents, and the `eval`, `profile`, `run`,
-`search` and `bench` commands all take their setup from `EvaluationSetup.of`, so they evaluate
-with the same seeds, tiles and target on the same executor. Ray is imported only when it is
-chosen. No jax."""
+per-command `--ray-insecure`), the harness's options and the profiler's. The workbench (ctrl+e,
+ctrl+o, F5), the agents, and the `eval`, `profile`, `run`, `search` and `bench` commands all take
+their setup from `EvaluationSetup.of`, so they evaluate with the same seeds, tiles and target on
+the same executor. Ray is imported only when it is chosen. No jax."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, replace
-from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-from maxkernel_tui.agents.orchestration.tools import KernelTools, Tools
 from maxkernel_tui.config import Settings
-from maxkernel_tui.kernels.evaluation.harness import Harness
 from maxkernel_tui.kernels.evaluation.options import EvalOptions
 from maxkernel_tui.kernels.evaluation.profiling.profile import ProfileOptions
+from maxkernel_tui.kernels.evaluation.tiles.plan import DEFAULT_TILE_BLOCKS, TILE_BLOCKS_VARIABLE
 from maxkernel_tui.kernels.executors.errors import ClusterError
 from maxkernel_tui.kernels.perf.calibration import default_calibration_file
-from maxkernel_tui.kernels.task import Task
 
-
-class ClosableTools(Tools, Protocol):
-    """Tools that say how many evaluations they run at once, and end their workers."""
-
-    @property
-    def slots(self) -> int: ...
-
-    def close(self) -> None: ...
+# what a command's flags are made of, for its help (the defaults it names)
+__all__ = [
+    "DEFAULT_TILE_BLOCKS",
+    "TILE_BLOCKS_VARIABLE",
+    "EvalOptions",
+    "EvaluationSetup",
+    "ExecutorChoice",
+    "ProfileOptions",
+]
 
 
 @dataclass(frozen=True)
@@ -54,25 +50,25 @@ class ExecutorChoice:
         if self.ray is None:
             return
         try:
-            from maxkernel_tui.agents.executors.ray_tools import shared_dispatcher
+            from maxkernel_tui.kernels.service.ray_backend import shared_dispatcher
         except ImportError as error:
             raise ClusterError(
                 f"--ray needs Ray ({error}): pip install 'maxkernel-tui[ray]'"
             ) from None
-        shared_dispatcher(self)
+        shared_dispatcher(self.ray, self.insecure)
 
     def slots(self) -> int:
         """Evaluations that can run at once: the connected cluster's slots, else 1."""
         if self.ray is None:
             return 1
-        from maxkernel_tui.agents.executors.ray_tools import shared_dispatcher
+        from maxkernel_tui.kernels.service.ray_backend import shared_dispatcher
 
-        return shared_dispatcher(self).slots
+        return shared_dispatcher(self.ray, self.insecure).slots
 
     def release(self) -> None:
         """The end of a command: the node services end, this process leaves the cluster."""
         if self.ray is not None:
-            from maxkernel_tui.agents.executors.ray_tools import release_shared
+            from maxkernel_tui.kernels.service.ray_backend import release_shared
 
             release_shared()
 
@@ -102,6 +98,11 @@ class EvaluationSetup:
         profile = ProfileOptions(profile_targets or (options.target,), default_calibration_file())
         return cls(ExecutorChoice.of(settings, insecure), options, profile)
 
+    @classmethod
+    def local(cls, options: EvalOptions) -> EvaluationSetup:
+        """This machine's workers with `options`, profiling on their target uncalibrated."""
+        return cls(ExecutorChoice(), options, ProfileOptions((options.target,)))
+
     def on_target(self, target: str) -> EvaluationSetup:
         """The same setup for another TPU generation (a resumed session keeps its own)."""
         if target == self.options.target:
@@ -117,18 +118,3 @@ class EvaluationSetup:
         """Where evaluations run, in words: "local workers" or "Ray at HOST:PORT"."""
         ray = self.executor.ray
         return "local workers" if ray is None else f"Ray at {ray}"
-
-
-def build_tools(
-    setup: EvaluationSetup,
-    task: Task,
-    trace_root: Path,
-    harness: Callable[[], Harness] | None = None,
-) -> ClosableTools:
-    """The tools on the setup's executor, with its options; a cluster that cannot be used
-    raises ClusterError (a ValueError) here, before any model call."""
-    if setup.executor.ray is None:
-        return KernelTools(task, setup.options, trace_root, profile=setup.profile, harness=harness)
-    from maxkernel_tui.agents.executors.ray_tools import RayTools
-
-    return RayTools.connect(setup, task, trace_root)
