@@ -429,8 +429,8 @@ def test_the_store_and_settings_use_the_standard_library_only():
     import pathlib
 
     package = pathlib.Path(__file__).resolve().parents[1] / "maxkernel_tui"
-    # the report's leaf (its verdicts) is stdlib only too, so the store may read its vocabulary
-    report = [*(package / "kernels" / "report").glob("*.py")]
+    # the report's leaf (its verdicts) and the codec are stdlib only too, so the store may use them
+    report = [*(package / "kernels" / "report").glob("*.py"), package / "codec.py"]
     for path in [*(package / "store").glob("*.py"), package / "config.py", *report]:
         for node in ast.walk(ast.parse(path.read_text())):
             names = (
@@ -448,6 +448,7 @@ def test_the_store_and_settings_use_the_standard_library_only():
                         (
                             "maxkernel_tui.store",
                             "maxkernel_tui.config",
+                            "maxkernel_tui.codec",
                             "maxkernel_tui.kernels.report",
                         )
                     )
