@@ -10,8 +10,8 @@ from typing import Any, Literal
 
 from maxkernel_tui.kernels.report.expert import ExpertComparison
 from maxkernel_tui.kernels.report.reasons import (
+    NO_FIGURES,
     Figures,
-    NoFigures,
     Reason,
     Said,
     TilesFigures,
@@ -57,7 +57,7 @@ class Check:
     name: str
     status: CheckStatus
     reason: Reason
-    figures: Figures = NoFigures()
+    figures: Figures = NO_FIGURES
     seconds: float = 0.0
     # a passed check that compared the kernel's outputs at production shapes
     production_shapes: bool = False

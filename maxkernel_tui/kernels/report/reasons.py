@@ -95,6 +95,9 @@ class NoFigures:
     pass
 
 
+NO_FIGURES = NoFigures()
+
+
 @dataclass(frozen=True)
 class Said:
     """Someone else's words: an exception, a worker's message, a Mosaic error, a rule's text."""
@@ -140,11 +143,6 @@ class Comparison:
     total: int
     problem: str | None = None  # shape or non-finite values, said in words
     non_finite: int = 0  # outputs NaN or infinite where the reference is finite
-
-    def describe(self) -> str:
-        from maxkernel_tui.kernels.report.words import comparison_words  # it imports this
-
-        return comparison_words(self)
 
     @property
     def reason(self) -> Reason:

@@ -97,7 +97,11 @@ def test_the_json_keeps_its_fields_and_adds_the_code() -> None:
 def test_a_check_stored_before_reasons_keeps_its_words() -> None:
     old = {"name": "numerics", "status": "fail", "detail": "wrong", "seconds": 1.0, "data": {}}
     check = Check.from_json(old)
-    assert (check.reason, check.figures, check.detail) == (Reason.WORDS_ONLY, Said("wrong"), "wrong")
+    assert (check.reason, check.figures, check.detail) == (
+        Reason.WORDS_ONLY,
+        Said("wrong"),
+        "wrong",
+    )
     at_production = dict(old, status="pass", data={"production_shapes": True})
     assert Check.from_json(at_production).production_shapes
 
