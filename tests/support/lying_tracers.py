@@ -110,7 +110,7 @@ import jax.numpy as jnp
 from maxkernel_tui.kernels.worker_reply import reply as _reply
 from jax.experimental import pallas as pl
 
-_tracer = sys.modules["maxkernel" + "_tui.kernels.evaluation.candidate_tracer"]
+_tracer = sys.modules["maxkernel" + "_tui.kernels.evaluation.tracer.candidate"]
 _real_dump = _tracer.dump_program
 
 

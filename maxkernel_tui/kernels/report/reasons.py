@@ -46,7 +46,8 @@ class Reason(StrEnum):
     COMPILE_FAILED = "compile_failed"
     # the production defences
     NO_CHECK_CONFIG = "no_check_config"
-    DEFENCES_NOT_APPLIED = "defences_not_applied"
+    NO_PROGRAM_AT_CHECK = "no_program_at_check"  # defences not applied: Said why
+    DEFENCES_UNMEASURABLE = "defences_unmeasurable"  # defences not applied: the analysis failed
     PRODUCTION_REFUSED = "production_refused"
     DEFENCES_HELD = "defences_held"
     DEFENCES_BROKEN = "defences_broken"
@@ -74,7 +75,8 @@ class Reason(StrEnum):
     TILES_NONE_DECIDED = "tiles_none_decided"
     # timing
     NO_TPU = "no_tpu"
-    TIMING_NOT_MEASURED = "timing_not_measured"
+    TIMING_BUSY = "timing_busy"  # another timing holds the TPU
+    TIMING_FAILED = "timing_failed"
     TIMING_NOT_ON_TPU = "timing_not_on_tpu"
     WRONG_ON_DEVICE = "wrong_on_device"
     SPEEDUP_SIGNIFICANT = "speedup_significant"
@@ -191,7 +193,9 @@ class TilesFigures:
 @dataclass(frozen=True)
 class Unfit:
     config: str  # the derived configuration not run
-    text: str  # the misfit and where the numerics are judged instead
+    misfit: str  # which tile does not fit which size (production_checks.tiles_misfit)
+    numerics: str  # the production numerics defence's outcome: where the numerics are judged
+    edge_pass: bool = False  # an edge-case pass: the full evaluation judges them
 
 
 @dataclass(frozen=True)

@@ -58,12 +58,14 @@ _SAID = {
     R.PROGRAM_UNWRITABLE: "its program could not be written in its directory: {}",
     R.SANITY_RUN: "sanity run (no Pallas required): {}",
     R.LOWERING_FAILED: "cannot be lowered for TPU at production shapes: {}",
-    R.DEFENCES_NOT_APPLIED: "defences not applied: {}",
+    R.NO_PROGRAM_AT_CHECK: "defences not applied: no program at check shapes: {}",
+    R.DEFENCES_UNMEASURABLE: "defences not applied: the kernels could not be measured: {}",
     R.PRODUCTION_REFUSED: "{}",
     R.REFERENCE_FAILED: "cannot compute the reference: {}",
     R.TILES_NOT_RUN: "production tiles not run: {}",
     R.TILES_REFERENCE_FAILED: "production tiles not compared: the reference failed: {}",
-    R.TIMING_NOT_MEASURED: "not measured: {}",
+    R.TIMING_BUSY: "not measured: {}",
+    R.TIMING_FAILED: "not measured: the timing process failed: {}",
     R.TIMING_NOT_ON_TPU: "not shown: measured on {}, which is not a TPU",
     R.WRONG_ON_DEVICE: "wrong result {}",
     R.EXPERT_NOT_COMPARED: "not compared with the expert {}",
@@ -105,8 +107,8 @@ def check_words(reason: Reason, figures: Figures) -> str:
             return "at production shapes: " + "; ".join(failed)
         case Defences(defences):
             return "; ".join(f"{d.name}: {d.outcome}" for d in defences)
-        case Unfit(_, text):
-            return text
+        case Unfit():
+            return _unfit_words(figures)
         case NotJudged(configs, tiles):
             return (
                 "not judged: the kernel's own tiles do not fit the derived configurations "
@@ -133,6 +135,19 @@ def check_words(reason: Reason, figures: Figures) -> str:
         case Confinement(active):
             return f"the kernel ran confined: {', '.join(active) or 'none'}"
     raise ValueError(f"no words for {reason} with {figures!r}")
+
+
+def _unfit_words(unfit: Unfit) -> str:
+    """A derived configuration left unrun for its misfit, and where the kernel's numerics are
+    judged instead: the numerics defence's outcome, or the full evaluation that an edge-case
+    pass joins (EvalReport.with_edge_pass)."""
+    where = {
+        "scheduled": "its numerics are judged at production shapes only",
+        "sampled": "its numerics are judged at production tiles only",
+    }.get(unfit.numerics, "its production shapes do not run here either")
+    if unfit.edge_pass:
+        where = "its numerics are judged at production shapes by the full evaluation"
+    return f"{unfit.config}: not run — {unfit.misfit}; {where}"
 
 
 def _worker_words(reason: Reason, process: str, text: str, limit: float | None) -> str:

@@ -88,7 +88,7 @@ def test_a_kernel_that_cannot_be_traced_at_check_shapes_is_judged_there_whatever
             failure.figures.error
         )
         production = next(c for c in report.checks if c.name == "production")
-        assert production.reason == Reason.DEFENCES_NOT_APPLIED
+        assert production.reason == Reason.NO_PROGRAM_AT_CHECK
         assert "no program at check shapes" in production.detail  # the words, once
     assert [c.name for c in on_heldout.checks if c.name == "heldout"] == ["heldout"]
 

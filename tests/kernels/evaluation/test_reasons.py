@@ -53,7 +53,7 @@ FIGURES: dict[Reason, object] = {
     Reason.NO_CHECK_CONFIG: NoFigures(),
     Reason.DEFENCES_HELD: Defences((DefenceFigures("work", "passed", "ok"),)),
     Reason.DEFENCES_BROKEN: Defences((DefenceFigures("work", "failed", "no matmul work"),)),
-    Reason.UNFIT_TILES: Unfit("check", "check: not run — M"),
+    Reason.UNFIT_TILES: Unfit("check", "M", "scheduled"),
     Reason.WITHIN_TOLERANCE: Agreement((RUN,)),
     Reason.NOT_JUDGED: NotJudged(("check",), "no production tiles were asked for"),
     Reason.NO_EDGE_CONFIGS: NoFigures(),
@@ -109,8 +109,8 @@ def test_a_check_stored_before_reasons_keeps_its_words() -> None:
 def test_evidence_reads_the_tiles_figures() -> None:
     report = EvalReport("t", "k.py", ["v5e"], "cpu")
     report.add(Check("tiles", PASS, Reason.TILES_SAMPLED, TILES))
-    report.add(Check("numerics", SKIP, Reason.UNFIT_TILES, Unfit("check", "check: not run")))
+    report.add(Check("numerics", SKIP, Reason.UNFIT_TILES, Unfit("check", "M", "sampled")))
     assert report.evidence == [
         "production tiles (pass): 2 of 16 output blocks, sample seed 7, inputs seed 0",
-        "check: not run",
+        "check: not run — M; its numerics are judged at production tiles only",
     ]

@@ -49,7 +49,7 @@ def test_a_branch_per_platform_in_the_program_is_refused_by_the_judge(harness, t
     report = _evaluate(harness, hostile.PLATFORM_BRANCH, task, tmp_path)
     assert report.verdict == "rejected"
     assert report.failure is not None and report.failure.name == "trace", report.checks
-    assert report.failure.reason == Reason.TRACE_REFUSED
+    assert report.failure.reason == Reason.UNTRACEABLE
     assert "a branch per platform" in report.failure.figures.text
 
 

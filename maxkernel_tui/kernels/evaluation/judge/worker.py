@@ -289,8 +289,8 @@ def _production_check(subject: _Subject, request: CandidateRequest) -> list[Run]
     except _Refused as refusal:
         if isinstance(refusal, _Untraced) and request.runs:
             # judged where it fails: a numerics run at check shapes, with the kernel's reason
-            why = Said(f"no program at check shapes: {refusal}")
-            _check(production_checks.CHECK_NAME, SKIP, Reason.DEFENCES_NOT_APPLIED, why, start)
+            why = Said(str(refusal))
+            _check(production_checks.CHECK_NAME, SKIP, Reason.NO_PROGRAM_AT_CHECK, why, start)
             at_check = CHECK in {c for c, _ in request.runs}
             runs = request.runs if at_check else [*request.runs, (CHECK, request.runs[0][1])]
             return _untraced_fitting(subject, request, runs, at) if task.derived else runs
@@ -306,8 +306,8 @@ def _production_check(subject: _Subject, request: CandidateRequest) -> list[Run]
             tiles=request.tiles is not None,
         )
     except Exception as error:  # a program the analysis cannot read is judged by numerics alone
-        why = Said(f"the kernels could not be measured: {first_lines(error)}")
-        _check(production_checks.CHECK_NAME, SKIP, Reason.DEFENCES_NOT_APPLIED, why, start)
+        why = Said(first_lines(error))
+        _check(production_checks.CHECK_NAME, SKIP, Reason.DEFENCES_UNMEASURABLE, why, start)
         return request.runs
     _emit(findings.to_check(time.perf_counter() - start))
     if findings.failure is not None:
@@ -374,10 +374,8 @@ def _fitting_runs(
         unfit.add(config)
         edge = config in request.extra_configs
         name = HELDOUT if config == HELDOUT else EDGE if edge else NUMERICS
-        detail = production_checks.unfit_detail(
-            config, misfit, numerics, edge_pass=request.edges_only
-        )
-        _check(name, SKIP, Reason.UNFIT_TILES, Unfit(config, detail), start)
+        left = Unfit(config, misfit, numerics.outcome, request.edges_only)
+        _check(name, SKIP, Reason.UNFIT_TILES, left, start)
     return [run for run in runs if run[0] not in unfit]
 
 

@@ -59,8 +59,9 @@ def timing_check(
     try:
         answer = run_timing_worker(program, task, timeout, REPEATS, WARMUPS, task.expert_path)
     except WorkerFailure as failure:
-        why = str(failure) if failure.kind == "busy" else f"the timing process failed: {failure}"
-        return Check("timing", SKIP, Reason.TIMING_NOT_MEASURED, Said(why)), []
+        busy = failure.kind == "busy"
+        why = Reason.TIMING_BUSY if busy else Reason.TIMING_FAILED
+        return Check("timing", SKIP, why, Said(str(failure))), []
     record_timing(answer, kernel, task.task_id, calibration_file)
     return summarize_timing(answer)
 

@@ -295,19 +295,6 @@ def _misfit(kernels: list[KernelWork], config: str, derived: Callable[[int], int
     return None
 
 
-def unfit_detail(config: str, misfit: str, numerics: Defence, *, edge_pass: bool) -> str:
-    """What a derived configuration left unrun for its misfit says, and where the kernel's
-    numerics are judged instead: the numerics defence's outcome, or the full evaluation that an
-    edge-case pass joins (EvalReport.with_edge_pass)."""
-    where = {
-        "scheduled": "its numerics are judged at production shapes only",
-        "sampled": "its numerics are judged at production tiles only",
-    }.get(numerics.outcome, "its production shapes do not run here either")
-    if edge_pass:
-        where = "its numerics are judged at production shapes by the full evaluation"
-    return f"{config}: not run — {misfit}; {where}"
-
-
 def numerics_defence(production: Shapes, *, on_tpu: bool, tiles: bool = False) -> Defence:
     if on_tpu:
         return Defence("numerics", "scheduled", "production shapes run on the TPU")

@@ -5,12 +5,10 @@ from dataclasses import replace
 
 from maxkernel_tui.kernels.evaluation.tiles.verdict import unjudged
 from maxkernel_tui.kernels.evaluation.work.production_checks import (
-    Defence,
     KernelWork,
     ProgramWork,
     mapped_misfit,
     tiles_misfit,
-    unfit_detail,
 )
 from maxkernel_tui.kernels.report.checks import (
     FAIL,
@@ -28,6 +26,7 @@ from maxkernel_tui.kernels.report.reasons import (
     Unfit,
     WorkShare,
 )
+from maxkernel_tui.kernels.report.words import check_words
 
 DOT = "bfloat16 x bfloat16 -> float32"
 
@@ -79,14 +78,12 @@ def test_without_a_derived_program_the_production_blocks_are_taken_to_the_derive
 
 
 def test_the_skipped_check_says_where_the_numerics_are_judged_instead():
-    sampled = Defence("numerics", "sampled", "")
-    assert unfit_detail("check", "M", sampled, edge_pass=False) == (
-        "check: not run — M; its numerics are judged at production tiles only"
-    )
-    absent = Defence("numerics", "not applicable", "")
-    alone = unfit_detail("check", "M", absent, edge_pass=False)
+    """Its words (report/words.py), made from the numerics defence's outcome."""
+    sampled = check_words(Reason.UNFIT_TILES, Unfit("check", "M", "sampled"))
+    assert sampled == "check: not run — M; its numerics are judged at production tiles only"
+    alone = check_words(Reason.UNFIT_TILES, Unfit("check", "M", "not applicable"))
     assert alone.endswith("production shapes do not run here either")
-    joined = unfit_detail("edge_odd", "M", absent, edge_pass=True)
+    joined = check_words(Reason.UNFIT_TILES, Unfit("edge_odd", "M", "not applicable", True))
     assert joined.endswith("judged at production shapes by the full evaluation")
 
 
@@ -94,7 +91,7 @@ def _report(*checks):
     return EvalReport("t", "k.py", ["v5e"], "cpu", checks=list(checks))
 
 
-UNFIT = Check("numerics", SKIP, Reason.UNFIT_TILES, Unfit("check", "check: not run — …"))
+UNFIT = Check("numerics", SKIP, Reason.UNFIT_TILES, Unfit("check", "M", "not applicable"))
 PASSED = Check(
     "any", PASS, Reason.WITHIN_TOLERANCE, Agreement(())
 )  # its name is what the tests vary
@@ -119,5 +116,5 @@ def test_evidence_names_the_unfit_configuration_and_keeps_notes_as_notes():
     assert report.evidence[:3] == [
         "trace: production shapes",
         "note: sizes derived from production",
-        "check: not run — …",
+        "check: not run — M; its production shapes do not run here either",
     ]
