@@ -18,7 +18,7 @@ from maxkernel_tui.kernels.perf.analysis import ReferenceCost
 from maxkernel_tui.kernels.perf.model import Estimate
 from maxkernel_tui.kernels.report.checks import PASS, SKIP, Check, Timing
 from maxkernel_tui.kernels.report.expert import EXPERT_SPEEDUP, ExpertComparison
-from maxkernel_tui.kernels.report.reasons import Reason, Said
+from maxkernel_tui.kernels.report.reasons import At, Reason
 from maxkernel_tui.kernels.task import Task
 
 CHECK_NAME = "expert"
@@ -80,11 +80,11 @@ def estimated_expert_check(
                 reference_costs={target: _NOT_NEEDED},
             )
     except ProfileError as error:
-        failed = Said(f"{expert.name}: {error}")
+        failed = At(expert.name, str(error))
         return Check(CHECK_NAME, SKIP, Reason.EXPERT_NOT_COMPARED, failed), None
     if not (summary.estimates and summary.expert_estimates):
         why = "; ".join(summary.problems) or "no estimate for the kernel or the expert"
-        failed = Said(f"{expert.name}: {why}")
+        failed = At(expert.name, why)
         return Check(CHECK_NAME, SKIP, Reason.EXPERT_NOT_COMPARED, failed), None
     comparison = from_estimates(summary.estimates[0], summary.expert_estimates[0], expert.name)
     seconds = round(time.monotonic() - started, 3)

@@ -109,7 +109,7 @@ class Said:
 
 @dataclass(frozen=True)
 class At:
-    config: str
+    config: str  # a configuration, or the file (an expert) it happened at
     text: str  # what happened there, in someone else's words
 
 

@@ -68,7 +68,6 @@ _SAID = {
     R.TIMING_FAILED: "not measured: the timing process failed: {}",
     R.TIMING_NOT_ON_TPU: "not shown: measured on {}, which is not a TPU",
     R.WRONG_ON_DEVICE: "wrong result {}",
-    R.EXPERT_NOT_COMPARED: "not compared with the expert {}",
     R.WORDS_ONLY: "{}",
 }
 
@@ -82,6 +81,8 @@ def check_words(reason: Reason, figures: Figures) -> str:
     match figures:
         case At(config, text) if reason == R.PROGRAM_REFUSED:
             return f"the program traced at {config!r} is refused: {text}"
+        case At(expert, text) if reason == R.EXPERT_NOT_COMPARED:
+            return f"not compared with the expert {expert}: {text}"
         case Configs(configs):
             return f"the tracer sent no program for {list(configs)}"
         case Problems(problems):

@@ -43,6 +43,7 @@ FIGURES: dict[Reason, object] = {
     Reason.WORKER_CRASHED: WorkerFailed("tracer", "died"),
     Reason.TRACER_NO_PROGRAM: Configs(("check",)),
     Reason.PROGRAM_REFUSED: At("bench", "not a plain file"),
+    Reason.EXPERT_NOT_COMPARED: At("expert.py", "no estimate for the kernel or the expert"),
     Reason.NO_PALLAS_CALL: NoFigures(),
     Reason.HEAVY_WORK_OUTSIDE_PALLAS: OutsidePallas("dot_general outside", ("dot_general",)),
     Reason.EXPERT_WORK_OUTSIDE_PALLAS: OutsidePallas("dot_general outside", (), "outputs f32"),
