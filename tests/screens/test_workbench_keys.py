@@ -20,7 +20,13 @@ from maxkernel_tui.config import load_settings
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions
 from maxkernel_tui.kernels.loader import builtin_suite_dir, load_task
 from maxkernel_tui.kernels.report.checks import FAIL, Check, EvalReport
-from maxkernel_tui.kernels.report.reasons import Problems, Reason, Said
+from maxkernel_tui.kernels.report.reasons import (
+    Problems,
+    Reason,
+    RuleBroken,
+    Said,
+    StaticRule,
+)
 from maxkernel_tui.screens.help import key_help
 from maxkernel_tui.screens.pane_messages import AgentsMessage, Streamed, TestsMessage
 from maxkernel_tui.screens.source_pane import UNSAVED
@@ -45,7 +51,8 @@ class RecordingHarness:
 
     def evaluate(self, kernel: Path, task, options, on_check=None) -> EvalReport:
         self.asked.append((str(kernel), kernel.read_text(encoding="utf-8"), options))
-        check = Check("static", FAIL, Reason.STATIC_RULES_BROKEN, Problems(("recorded",)))
+        recorded = RuleBroken(StaticRule.NO_ENTRY_POINT, "recorded")
+        check = Check("static", FAIL, Reason.STATIC_RULES_BROKEN, Problems((recorded,)))
         if on_check is not None:
             on_check(check)
         report = EvalReport(task.task_id, kernel.name, [options.target], "cpu", checks=[check])

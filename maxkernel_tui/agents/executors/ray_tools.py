@@ -26,7 +26,7 @@ from maxkernel_tui.kernels.executors.ray_dispatch import NodesLost, RayDispatche
 from maxkernel_tui.kernels.limits import file_oversize_problem
 from maxkernel_tui.kernels.perf.analysis import ReferenceCost
 from maxkernel_tui.kernels.report.checks import FAIL, Check, EvalReport
-from maxkernel_tui.kernels.report.reasons import Problems, Reason
+from maxkernel_tui.kernels.report.reasons import Problems, Reason, RuleBroken, StaticRule
 from maxkernel_tui.kernels.task import Task
 
 _shared: dict[str, RayDispatcher] = {}
@@ -84,7 +84,8 @@ class RayTools:
     ) -> EvalReport:
         if too_large := file_oversize_problem(kernel, kernel.name):
             report = EvalReport(self.task.task_id, kernel.name, [self.target], "not sent")
-            report.add(Check("static", FAIL, Reason.STATIC_RULES_BROKEN, Problems((too_large,))))
+            broken = Problems((RuleBroken(StaticRule.TOO_LARGE, too_large),))
+            report.add(Check("static", FAIL, Reason.STATIC_RULES_BROKEN, broken))
             return report
         options = replace(self.options, edges_only=edges_only)
         job = EvalJob(self._files, kernel.name, kernel.read_text(encoding="utf-8"), options)

@@ -51,7 +51,7 @@ from maxkernel_tui.kernels.evaluation.provenance import verdict_inputs
 from maxkernel_tui.kernels.evaluation.reference import cache as reference_cache
 from maxkernel_tui.kernels.evaluation.reference.processes import ReferenceWorkers
 from maxkernel_tui.kernels.evaluation.reference.tiles import TilesReference
-from maxkernel_tui.kernels.evaluation.static.checks import static_problems
+from maxkernel_tui.kernels.evaluation.static.checks import broken_rules
 from maxkernel_tui.kernels.evaluation.tiles import plan as tiles_plan
 from maxkernel_tui.kernels.evaluation.tiles.verdict import not_sampled, tiles_check, unjudged
 from maxkernel_tui.kernels.evaluation.timing.check import timing_check, tpu_present
@@ -76,8 +76,10 @@ from maxkernel_tui.kernels.report.reasons import (
     NoFigures,
     Problems,
     Reason,
+    RuleBroken,
     RunFigures,
     Said,
+    StaticRule,
 )
 from maxkernel_tui.kernels.snapshot import TaskSnapshot, snapshot_task
 from maxkernel_tui.kernels.task import Task, TaskError
@@ -473,7 +475,8 @@ def _compare_with_expert(
 
 def _read_source(kernel: Path, report: EvalReport) -> str | None:
     if too_large := file_oversize_problem(kernel, kernel.name):
-        report.add(Check("static", FAIL, Reason.STATIC_RULES_BROKEN, Problems((too_large,))))
+        too_large_rule = RuleBroken(StaticRule.TOO_LARGE, too_large)
+        report.add(Check("static", FAIL, Reason.STATIC_RULES_BROKEN, Problems((too_large_rule,))))
         return None
     try:
         return kernel.read_text(encoding="utf-8")
@@ -484,7 +487,7 @@ def _read_source(kernel: Path, report: EvalReport) -> str | None:
 
 def _static_check(source: str, kernel: Path, task: Task, report: EvalReport) -> bool:
     start = time.monotonic()
-    problems = static_problems(source, kernel.name, task.entry_points)
+    problems = broken_rules(source, kernel.name, task.entry_points)
     seconds = round(time.monotonic() - start, 3)
     if problems:
         broken = Problems(tuple(problems))

@@ -118,11 +118,27 @@ class Configs:
     configs: tuple[str, ...]
 
 
+class StaticRule(StrEnum):
+    """The rules a candidate's source is held to (evaluation/static/checks.py)."""
+
+    TOO_LARGE = "too_large"
+    DOES_NOT_PARSE = "does_not_parse"
+    NO_ENTRY_POINT = "no_entry_point"
+    HOST_CALLBACK = "host_callback"
+    PLATFORM_BRANCH = "platform_branch"
+
+
+@dataclass(frozen=True)
+class RuleBroken:
+    rule: StaticRule
+    text: str  # the rule's sentence, naming the line or the size
+
+
 @dataclass(frozen=True)
 class Problems:
-    """The static rules a source breaks, each in the rule's words."""
+    """The static rules a source breaks."""
 
-    problems: tuple[str, ...]
+    problems: tuple[RuleBroken, ...]
 
 
 @dataclass(frozen=True)

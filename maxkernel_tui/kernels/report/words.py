@@ -86,7 +86,7 @@ def check_words(reason: Reason, figures: Figures) -> str:
         case Configs(configs):
             return f"the tracer sent no program for {list(configs)}"
         case Problems(problems):
-            return "; ".join(problems)
+            return "; ".join(p.text for p in problems)
         case WorkerFailed(process, text, limit):
             return _worker_words(reason, process, text, limit)
         case WorkShare():

@@ -16,6 +16,7 @@ from maxkernel_tui.kernels.report.reasons import (
     Reason,
     RunFigures,
     Said,
+    StaticRule,
     Target,
     WorkerFailed,
 )
@@ -59,7 +60,7 @@ def _their_words(check: Check) -> str:
         case Said(text) | Target(_, text) | OutsidePallas(text) | WorkerFailed(_, text):
             return text
         case Problems(problems):
-            return "; ".join(problems)
+            return "; ".join(p.text for p in problems)
         case RunFigures(error=error):
             return error or ""
         case Defences(defences):
@@ -109,6 +110,8 @@ def test_each_cheat_is_rejected_for_its_reason(harness, suite_tasks, cheat):
     assert report.verdict == "rejected"
     assert (report.failure.name, report.failure.reason) == (check, reason), report.failure
     assert said in _their_words(report.failure), report.failure
+    if reason == Reason.STATIC_RULES_BROKEN:
+        assert StaticRule.HOST_CALLBACK in {p.rule for p in report.failure.figures.problems}
     assert report.checks[-1] is report.failure  # it stopped at the first failure
 
 

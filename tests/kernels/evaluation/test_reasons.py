@@ -20,8 +20,10 @@ from maxkernel_tui.kernels.report.reasons import (
     Problems,
     Ratio,
     Reason,
+    RuleBroken,
     RunFigures,
     Said,
+    StaticRule,
     Target,
     TilesFigures,
     Timed,
@@ -37,7 +39,9 @@ RUN = RunFigures("bench", 1, 1e-3, 1e-3, CLOSE, "boom")
 # Figures each reason is made with (evaluation/): a reason not here is made with Said.
 FIGURES: dict[Reason, object] = {
     Reason.STATIC_OK: NoFigures(),
-    Reason.STATIC_RULES_BROKEN: Problems(("a", "b")),
+    Reason.STATIC_RULES_BROKEN: Problems(
+        (RuleBroken(StaticRule.NO_ENTRY_POINT, "a"), RuleBroken(StaticRule.HOST_CALLBACK, "b"))
+    ),
     Reason.WORKER_TIMED_OUT: WorkerFailed("candidate", "timed out after 15 s"),
     Reason.WORKER_OUT_OF_MEMORY: WorkerFailed("candidate", "died", 4.0),
     Reason.WORKER_CRASHED: WorkerFailed("tracer", "died"),

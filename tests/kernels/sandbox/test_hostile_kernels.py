@@ -45,7 +45,7 @@ def static_rules(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
     """Off: the harness's static check passes everything, so the sandbox alone is tested."""
     on = request.param == "static rules on"
     if not on:
-        monkeypatch.setattr(harness_module, "static_problems", lambda *args, **kwargs: [])
+        monkeypatch.setattr(harness_module, "broken_rules", lambda *args, **kwargs: [])
     return on
 
 
