@@ -110,7 +110,7 @@ def encode(value: Any) -> Any:
     """The JSON value of `value`: a dataclass by its plan; lists, tuples and dicts of them
     element by element; an enum by its value; a Path as text."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return encode_object(value)
+        return _own_encoder(value) if _own_form(type(value)) else encode_object(value)
     return _plain(value)
 
 
@@ -118,7 +118,11 @@ def decode(kind: type[T], data: Any) -> T:
     """`data` (parsed JSON) read as `kind`: a dataclass, or any type the fields may have
     (`dict[str, Cost]`, `list[Run]`, ...)."""
     if isinstance(kind, type) and dataclasses.is_dataclass(kind):
-        return decode_object(kind, data)
+        return (
+            typing.cast(T, _own_decoder(kind)(data))
+            if _own_form(kind)
+            else decode_object(kind, data)
+        )
     decoder = _converters(kind)[1]
     return data if decoder is None else typing.cast(T, decoder(data))
 
@@ -209,7 +213,7 @@ class Tagged(Generic[T]):
     def encode(self, value: T) -> dict[str, Any]:
         for tag, fixed in self._encoders.get(type(value), ()):
             if all(getattr(value, name) == v for name, v in fixed.items()):
-                payload = encode_object(value)
+                payload = encode(value)
                 for name in fixed:
                     payload.pop(name, None)
                 return {tag: payload}
@@ -223,6 +227,8 @@ class Tagged(Generic[T]):
         if tag not in self._decoders:
             raise CodecError(f"unknown tag {tag!r}; known: {', '.join(self._decoders)}")
         kind, fixed = self._decoders[tag]
+        if not fixed:
+            return typing.cast(T, decode(kind, payload))
         return typing.cast(T, decode_object(kind, payload, fixed))
 
 
@@ -324,6 +330,8 @@ def _make_converters(hint: Any) -> tuple[Convert | None, Convert | None]:
     if isinstance(hint, type) and issubclass(hint, Path):
         return str, Path
     if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+        if _own_form(hint):
+            return _own_encoder, _own_decoder(hint)
         return encode_object, _decoder_of(hint)
     if origin in (typing.Union, types.UnionType):
         return _union(hint, args)
@@ -334,6 +342,21 @@ def _make_converters(hint: Any) -> tuple[Convert | None, Convert | None]:
 
 def _enum_value(value: Any) -> Any:
     return value.value if isinstance(value, enum.Enum) else value  # its value given as such
+
+
+def _own_form(kind: type) -> bool:
+    """A dataclass that keeps its own JSON form (`to_json`/`from_json` of its own, not the
+    codec's: Check, whose words are written and whose older forms are read): it says it."""
+    return not issubclass(kind, JsonData) and hasattr(kind, "to_json")
+
+
+def _own_encoder(value: Any) -> Any:
+    return value.to_json()
+
+
+def _own_decoder(kind: type) -> Convert:
+    decoder: Convert = getattr(kind, "from_json")  # noqa: B009 (not declared on `type`)
+    return decoder
 
 
 def _decoder_of(kind: type) -> Convert:

@@ -37,7 +37,9 @@ def test_eval_accepts_an_honest_kernel_with_a_json_report():
         "heldout",
         "timing",
     ]
-    assert all({"name", "status", "detail", "seconds"} <= set(c) for c in report["checks"])
+    assert all(
+        {"name", "status", "detail", "seconds", "reason"} <= set(c) for c in report["checks"]
+    )
     assert report["timings"] == [] and "TPU interpret mode" in report["device"]
     # an acceptance says how fast the model thinks it is against XLA, labelled as an estimate
     assert report["estimate"].startswith("against XLA on TPU v5e: ")
@@ -84,7 +86,7 @@ def test_eval_takes_a_task_folder_path():
     report = json.loads(done.stdout)
     assert report["task"] == "1_Vector_Add" and report["verdict"] == "rejected"
     trace = next(c for c in report["checks"] if c["name"] == "trace")
-    assert trace["detail"].startswith("no pallas_call")
+    assert trace["reason"] == "no_pallas_call" and trace["detail"].startswith("no pallas_call")
 
 
 @pytest.mark.slow  # worker processes: jax, TPU compiles

@@ -31,6 +31,7 @@ from maxkernel_tui.kernels.report.checks import (
     Timing,
 )
 from maxkernel_tui.kernels.report.expert import ExpertComparison
+from maxkernel_tui.kernels.report.reasons import NoFigures, Reason, Said
 
 
 def wire(data: Any) -> Any:
@@ -290,29 +291,11 @@ def test_a_shape_that_names_no_field_is_refused_when_first_used():
         Typo("a").to_json()
 
 
-# The shapes kernels/report/checks.py's types take when they switch to the codec: with them the
-# codec writes and reads what their own methods do.
-TIMING = Shape(omit_none=True, old_keys={"ci95": ("ci95_s",)})
-REPORT = Shape(
-    keys={"task_id": "task"},
-    derived=("verdict", "scope", "evidence"),
-    derived_after="device",
-    skip=("on_check",),
-    unknown=Unknown.IGNORE,
-)
-
-
-@pytest.fixture
-def shaped_reports(monkeypatch):
-    monkeypatch.setattr(Timing, "__codec__", TIMING, raising=False)
-    monkeypatch.setattr(EvalReport, "__codec__", REPORT, raising=False)
-
-
 def a_report() -> EvalReport:
     report = EvalReport("12p", "/k.py", ["v5e"], "TPU v5 lite", seeds=[7], inputs=["numerics: x"])
-    report.add(Check("static", PASS, "ok", 0.1, {"heavy_ops": ["dot"], "pair": (1, 2)}))
-    report.add(Check(TILES, PASS, "sampled", 1.5, {"blocks": 4, "of_blocks": 9}))
-    report.add(Check("timing", SKIP, "no TPU"))
+    report.add(Check("static", PASS, Reason.STATIC_OK, NoFigures(), 0.1))
+    report.add(Check(TILES, FAIL, Reason.LOWERING_FAILED, Said("no"), 1.5))
+    report.add(Check("timing", SKIP, Reason.NO_TPU))
     report.timings.append(
         Timing("kernel", "measured", "TPU v5 lite", "1 ms", median_s=1e-3, ci95=(9e-4, 1e-3))
     )
@@ -320,19 +303,36 @@ def a_report() -> EvalReport:
     return report
 
 
-def test_checks_are_carried_as_their_own_methods_carry_them():
-    for check in (Check("static", PASS, "ok", 0.5, {"a": [1]}), Check("x", FAIL, "bad")):
-        assert json.dumps(encode(check)) == json.dumps(check.to_json())
-        assert decode(Check, wire(check.to_json())) == Check.from_json(wire(check.to_json()))
-    assert decode(Check, {"name": "n", "status": "skip", "detail": "", "data": None}).data == {}
-
-
-def test_reports_and_timings_with_their_shapes_are_carried_as_their_methods_carry_them(
-    shaped_reports,
-):
+def test_a_class_with_its_own_json_form_is_carried_by_it_inside_others():
+    """Check keeps its own form (its words, and checks stored before reasons): a report's
+    checks are written and read by it."""
     report = a_report()
-    assert json.dumps(encode(report)) == json.dumps(report.to_json())
+    written = encode(report)
+    assert written["checks"] == [c.to_json() for c in report.checks]
+    assert written["checks"][1]["reason"] == "lowering_failed"
+    again = decode(EvalReport, wire(written))
+    assert again.checks == report.checks and again.timings == report.timings
+    assert again.expert == report.expert and again.verdict == report.verdict
+
+
+def test_reports_and_timings_keep_their_fields_and_read_older_forms():
+    report = a_report()
     data = wire(report.to_json())
-    assert vars(decode(EvalReport, data)) == vars(EvalReport.from_json(data))
+    assert list(data) == [
+        "task", "kernel", "targets", "device", "verdict", "scope", "evidence",
+        "checks", "timings", "seeds", "expert", "inputs", "executor_node",
+    ]  # fmt: skip
+    assert data["timings"] == [
+        {
+            "what": "kernel",
+            "kind": "measured",
+            "device": "TPU v5 lite",
+            "label": "1 ms",
+            "median_s": 1e-3,
+            "ci95": [9e-4, 1e-3],
+        }
+    ]
     older = {"what": "kernel", "kind": "measured", "device": "d", "label": "l", "ci95_s": [1, 2]}
-    assert decode(Timing, older) == Timing.from_json(older)
+    assert decode(Timing, older).ci95 == (1.0, 2.0)
+    without = {k: v for k, v in data.items() if k not in ("timings", "seeds", "executor_node")}
+    assert decode(EvalReport, without).executor_node == "local"

@@ -59,8 +59,9 @@ from maxkernel_tui.kernels.perf.calibration import CalibrationRecord, KernelFeat
 from maxkernel_tui.kernels.perf.device_trace import DmaShare
 from maxkernel_tui.kernels.perf.model import Estimate
 from maxkernel_tui.kernels.perf.summary import ProfileSummary
-from maxkernel_tui.kernels.report.checks import PASS, Check, Timing, Verdict
+from maxkernel_tui.kernels.report.checks import FAIL, Check, Timing, Verdict
 from maxkernel_tui.kernels.report.expert import ExpertComparison
+from maxkernel_tui.kernels.report.reasons import Reason, Said
 
 feat = KernelFeatures("memory", 8, 1 << 20, 2.5e9, 4096)
 block = Block("input 0", [128, 256], [1024, 256], "bfloat16", "vmem", 65536, 8)
@@ -227,7 +228,7 @@ OBJECTS = {
     "EdgeCase": EdgeCase("edge_a", {"b": 1}, "small"),
 }
 EVENTS = {
-    "ev_check": Check("trace", PASS, "ok", 0.5, {"heavy_ops": [], "t": [1, 2]}),
+    "ev_check": Check("lower", FAIL, Reason.LOWERING_FAILED, Said("Mosaic: no"), 0.5),
     "ev_run": NumericsRun("heldout", 9, error="ValueError"),
     "ev_tiles": TilesRun("bench", 1, 2),
     "ev_traced": Traced("check", "/p.bin", 0.25),
@@ -389,11 +390,12 @@ WRITTEN = [
         "ev_check",
         {
             "check": {
-                "name": "trace",
-                "status": "pass",
-                "detail": "ok",
+                "name": "lower",
+                "status": "fail",
+                "reason": "lowering_failed",
+                "detail": "cannot be lowered for TPU at production shapes: Mosaic: no",
                 "seconds": 0.5,
-                "data": {"heavy_ops": [], "t": [1, 2]},
+                "data": {"type": "Said", "text": "Mosaic: no"},
             }
         },
     ),

@@ -13,14 +13,14 @@ import argparse
 import hashlib
 import json
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Self
+from typing import Any
 
-from maxkernel_tui.codec import JsonData, decode_object, encode_object
+from maxkernel_tui.codec import JsonData
 from maxkernel_tui.commands.agent_flags import add_executor_flags, setup_of
 from maxkernel_tui.config import cache_dir, flag_of, settings_from_args
 from maxkernel_tui.kernels.loader import builtin_suite_dir, load_tasks
@@ -96,15 +96,6 @@ class BenchRow(JsonData):
     @property
     def significantly_faster(self) -> bool:
         return any(t.significant and t.what == SPEEDUP for t in self.timings)
-
-    # Timing's own JSON (None left out, an older key read) until it has a codec Shape
-    def to_json(self) -> dict[str, Any]:
-        return dict(encode_object(self), timings=[t.to_json() for t in self.timings])
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Self:
-        row = decode_object(cls, dict(data, timings=[]))
-        return replace(row, timings=[Timing.from_json(t) for t in data["timings"]])
 
     @classmethod
     def of(cls, key: str, task: Task, kernel: Path, report: EvalReport) -> BenchRow:

@@ -22,6 +22,7 @@ from maxkernel_tui.commands import run as run_command
 from maxkernel_tui.config import load_settings
 from maxkernel_tui.kernels.loader import find_task
 from maxkernel_tui.kernels.report.checks import FAIL, Check, EvalReport
+from maxkernel_tui.kernels.report.reasons import Problems, Reason, RuleBroken, StaticRule
 from maxkernel_tui.kernels.service.service import KernelSource
 from maxkernel_tui.kernels.service.setup import EvalOptions, EvaluationSetup
 from maxkernel_tui.services.workbench_session import WorkbenchSession
@@ -162,7 +163,8 @@ class RecordingHarness:
         self.file.unlink()
         self.given.append(kernel)
         report = EvalReport(task.task_id, kernel.name, [options.target], "recorded")
-        report.add(Check("static", FAIL, "recorded"))
+        recorded = Problems((RuleBroken(StaticRule.NO_ENTRY_POINT, "recorded"),))
+        report.add(Check("static", FAIL, Reason.STATIC_RULES_BROKEN, recorded))
         return report
 
 

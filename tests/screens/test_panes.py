@@ -14,7 +14,8 @@ from textual.widgets import DataTable, Static
 from maxkernel_tui.agents.orchestration.gates import APPROVE, REJECT, Proposal
 from maxkernel_tui.config import load_settings
 from maxkernel_tui.kernels.loader import builtin_suite_dir, find_task, load_tasks
-from maxkernel_tui.kernels.report.checks import Check, EvalReport
+from maxkernel_tui.kernels.report.checks import FAIL, Check, EvalReport
+from maxkernel_tui.kernels.report.reasons import Reason, Said, Target
 from maxkernel_tui.screens.pane_messages import TestsMessage
 from maxkernel_tui.screens.workbench import WorkbenchScreen
 from maxkernel_tui.store.kinds import AUTO, HITL
@@ -56,10 +57,12 @@ async def test_checks_and_the_verdict_are_drawn_in_the_tests_pane(tmp_path) -> N
     async with app.run_test(size=SIZE) as pilot:
         screen = app.workbench
         screen.step = "evaluating"
-        check = Check("tpu_compile", "fail", "TPU v5e compile failed", 1.5)
+        failed = Target("v5e", "Mosaic: bad block")
+        check = Check("tpu_compile", FAIL, Reason.COMPILE_FAILED, failed, 1.5)
         screen.tests.post_message(TestsMessage([check]))
         await until(pilot, lambda: any("tpu_compile" in line for line in screen.tests.lines))
         assert screen.tests.lines[-1].startswith("✗ tpu_compile")
+        assert "TPU v5e compile failed: Mosaic: bad block" in screen.tests.lines[-1]  # words
         report = EvalReport("12p_RMSNorm", "kernel.py", ["v5e"], "cpu", checks=[check])
         screen.tests.post_message(TestsMessage([report]))
         await until(pilot, lambda: any("verdict" in line for line in screen.tests.lines))
@@ -195,7 +198,7 @@ async def test_hostile_text_in_the_tests_agents_plan_and_profile_panes(tmp_path:
     async with app.run_test(size=SIZE) as pilot:
         screen = app.workbench
         report = EvalReport("12p_RMSNorm", "kernel.py", ["v5e"], "cpu")
-        report.add(Check("trace", "fail", HOSTILE))
+        report.add(Check("trace", FAIL, Reason.TRACE_REFUSED, Said(HOSTILE)))
         screen.tests.post_message(TestsMessage([report]))
         await until(pilot, lambda: any("verdict" in line for line in screen.tests.lines))
         proposal = Proposal(

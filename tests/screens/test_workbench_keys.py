@@ -18,7 +18,14 @@ from maxkernel_tui.agents.orchestration.tools import build_tools
 from maxkernel_tui.app import MaxKernelApp
 from maxkernel_tui.config import load_settings
 from maxkernel_tui.kernels.loader import builtin_suite_dir, load_task
-from maxkernel_tui.kernels.report.checks import Check, EvalReport
+from maxkernel_tui.kernels.report.checks import FAIL, Check, EvalReport
+from maxkernel_tui.kernels.report.reasons import (
+    Problems,
+    Reason,
+    RuleBroken,
+    Said,
+    StaticRule,
+)
 from maxkernel_tui.kernels.service.service import KernelSource
 from maxkernel_tui.kernels.service.setup import EvalOptions, EvaluationSetup
 from maxkernel_tui.screens.help import key_help
@@ -45,7 +52,8 @@ class RecordingHarness:
 
     def evaluate(self, kernel: KernelSource, task, options, on_check=None) -> EvalReport:
         self.asked.append((kernel, options))
-        check = Check("static", "fail", "recorded", 0.0)
+        recorded = RuleBroken(StaticRule.NO_ENTRY_POINT, "recorded")
+        check = Check("static", FAIL, Reason.STATIC_RULES_BROKEN, Problems((recorded,)))
         if on_check is not None:
             on_check(check)
         report = EvalReport(task.task_id, kernel.name, [options.target], "cpu", checks=[check])
@@ -167,7 +175,8 @@ async def test_a_long_error_line_wraps_at_the_pane_edge(tmp_path) -> None:
         screen = workbench(app)
         tail = "the last words of a long error"
         error = "TypeError: cannot " + "unpack a block of the wrong rank " * 6 + tail
-        screen.tests.post_message(TestsMessage([Check("trace", "fail", error, 0.1)]))
+        check = Check("trace", FAIL, Reason.TRACE_REFUSED, Said(error), 0.1)  # words: the error
+        screen.tests.post_message(TestsMessage([check]))
         log = screen.tests.query_one(RichLog)
 
         def shown() -> str:

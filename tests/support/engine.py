@@ -39,6 +39,7 @@ from maxkernel_tui.kernels.loader import builtin_suite_dir, load_task
 from maxkernel_tui.kernels.perf.model import Estimate
 from maxkernel_tui.kernels.perf.summary import ProfileSummary
 from maxkernel_tui.kernels.report.checks import FAIL, PASS, Check, EvalReport
+from maxkernel_tui.kernels.report.reasons import Agreement, Comparison, Reason, RunFigures, Said
 from maxkernel_tui.kernels.service.service import CheckListener, KernelSource, ProfileResult
 from maxkernel_tui.kernels.task import Task
 from maxkernel_tui.store.db import Store
@@ -77,18 +78,24 @@ def rmsnorm_task() -> Task:
 # -- scripted results ---------------------------------------------------------------------------
 
 
+CLOSE = Comparison(True, 1e-6, 1e-6, 0.01, (0,), 0, 128)  # an accepted kernel's numerics
+WITHIN, WORDS = Reason.WITHIN_TOLERANCE, Reason.WORDS_ONLY
+
+
 def report(*checks: Check) -> EvalReport:
     return EvalReport("12p_RMSNorm", "kernel.py", [TARGET], "fake", list(checks))
 
 
 def accepted() -> EvalReport:
-    return report(Check("static", PASS, "ok"), Check("numerics", PASS, "max error 1e-6"))
+    within = Agreement((RunFigures("check", 1, 1e-3, 1e-3, CLOSE),))
+    return report(Check("static", PASS, Reason.STATIC_OK), Check("numerics", PASS, WITHIN, within))
 
 
 def rejected(
     check: str = "tpu_lower", detail: str = "block (12, 8192) is not a multiple of 8"
 ) -> EvalReport:
-    return report(Check("static", PASS, "ok"), Check(check, FAIL, detail))
+    """A rejection at `check`, known by its words only (a scripted one)."""
+    return report(Check("static", PASS, Reason.STATIC_OK), Check(check, FAIL, WORDS, Said(detail)))
 
 
 def summary(speedup: float | None) -> ProfileSummary:

@@ -42,6 +42,7 @@ from maxkernel_tui.agents.builtin.tester import edge_proposals
 from maxkernel_tui.kernels import reference_runtime as runtime
 from maxkernel_tui.kernels.config_names import BENCH
 from maxkernel_tui.kernels.evaluation.compare import compare_arrays
+from maxkernel_tui.kernels.report.words import comparison_words
 from maxkernel_tui.kernels.task import Task, TaskError
 
 SEEDS = (0, 1)
@@ -179,7 +180,7 @@ class _Emulation:
                     np.asarray(got), np.asarray(want), self.task.tolerance(case.config)
                 )
                 if not found.ok:
-                    self.failure = f"{case.config}: {found.describe()}"
+                    self.failure = f"{case.config}: {comparison_words(found)}"
                     return False
                 if depth is None:
                     continue

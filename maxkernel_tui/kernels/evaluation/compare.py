@@ -12,37 +12,10 @@ is meaningful everywhere and is what the verdict rests on (over 100% fails).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
+from maxkernel_tui.kernels.report.reasons import Comparison as Comparison
 from maxkernel_tui.kernels.task import Tolerance
-
-
-@dataclass(frozen=True)
-class Comparison:
-    ok: bool
-    max_abs: float
-    max_rel: float  # over the elements with |reference| > atol; 0 when there are none
-    tolerance_used: float  # max |Δ| / (atol + rtol·|reference|): > 1 fails
-    worst_index: tuple[int, ...]
-    mismatched: int
-    total: int
-    problem: str | None = None  # shape or non-finite values, said in words
-
-    def describe(self) -> str:
-        if self.problem:
-            return self.problem
-        where = f" at {list(self.worst_index)}" if self.worst_index else ""
-        summary = (
-            f"max|Δ| {self.max_abs:.3g}{where}, max rel {self.max_rel:.3g} (where |ref| > atol), "
-            f"{self.tolerance_used:.0%} of tolerance"
-        )
-        return (
-            summary
-            if self.ok
-            else f"{self.mismatched}/{self.total} elements outside tolerance; {summary}"
-        )
 
 
 def compare_files(
@@ -70,10 +43,12 @@ def compare_arrays(
     if bad_values.any():
         flat = int(np.argmax(bad_values))
         kind = "NaN" if np.isnan(got[flat]) else "infinite"
+        count = int(bad_values.sum())
         return _failed(
-            f"{int(bad_values.sum())}/{got.size} outputs are NaN or infinite (first {kind} at "
+            f"{count}/{got.size} outputs are NaN or infinite (first {kind} at "
             f"{_index(flat, shape)}); in TPU interpret mode unwritten memory reads as NaN: "
-            "is every output block written?"
+            "is every output block written?",
+            count,
         )
     error = np.abs(got - want)
     error[np.isnan(got) & np.isnan(want)] = 0.0
@@ -101,5 +76,6 @@ def _index(flat: int, shape: tuple[int, ...]) -> list[int]:
     return [int(i) for i in np.unravel_index(flat, shape)] if shape else []
 
 
-def _failed(problem: str) -> Comparison:
-    return Comparison(False, float("nan"), float("nan"), float("nan"), (), 0, 0, problem)
+def _failed(problem: str, non_finite: int = 0) -> Comparison:
+    nan = float("nan")
+    return Comparison(False, nan, nan, nan, (), 0, 0, problem, non_finite)

@@ -19,6 +19,7 @@ from maxkernel_tui.kernels.perf.analysis import ReferenceCost
 from maxkernel_tui.kernels.perf.model import Estimate
 from maxkernel_tui.kernels.report.checks import PASS, SKIP, Check, Timing
 from maxkernel_tui.kernels.report.expert import EXPERT_SPEEDUP, ExpertComparison
+from maxkernel_tui.kernels.report.reasons import At, Reason
 from maxkernel_tui.kernels.snapshot import TaskSnapshot
 
 CHECK_NAME = "expert"
@@ -77,10 +78,12 @@ def estimated_expert_check(
                 reference_costs={target: _NOT_NEEDED},
             )
     except ProfileError as error:
-        return Check(CHECK_NAME, SKIP, f"not compared with the expert {expert.name}: {error}"), None
+        failed = At(expert.name, str(error))
+        return Check(CHECK_NAME, SKIP, Reason.EXPERT_NOT_COMPARED, failed), None
     if not (summary.estimates and summary.expert_estimates):
         why = "; ".join(summary.problems) or "no estimate for the kernel or the expert"
-        return Check(CHECK_NAME, SKIP, f"not compared with the expert {expert.name}: {why}"), None
+        failed = At(expert.name, why)
+        return Check(CHECK_NAME, SKIP, Reason.EXPERT_NOT_COMPARED, failed), None
     comparison = from_estimates(summary.estimates[0], summary.expert_estimates[0], expert.name)
     seconds = round(time.monotonic() - started, 3)
-    return Check(CHECK_NAME, PASS, comparison.label, seconds, comparison.to_json()), comparison
+    return Check(CHECK_NAME, PASS, Reason.EXPERT_COMPARED, comparison, seconds), comparison

@@ -1,9 +1,10 @@
-"""An exception, or a worker's failure, as the one line a check's detail shows. No jax here."""
+"""An exception as the one line a check shows, and why a worker failed. No jax here."""
 
 from __future__ import annotations
 
 import resource
 
+from maxkernel_tui.kernels.report.reasons import Reason, WorkerFailed
 from maxkernel_tui.kernels.workers import FailureKind, WorkerFailure
 
 
@@ -32,13 +33,15 @@ OOM_SIGNS = (
 )
 
 
-def worker_failure_detail(failure: WorkerFailure, memory_bytes: int | None, process: str) -> str:
-    """A check's detail for a worker that timed out, ran out of memory or crashed while it ran
-    a kernel; `process` names the worker (the tracer, the candidate)."""
-    if failure.kind == FailureKind.TIMEOUT:
-        return f"the kernel {failure}"
+def worker_failure(
+    failure: WorkerFailure, memory_bytes: int | None, process: str
+) -> tuple[Reason, WorkerFailed]:
+    """Why a worker that timed out, ran out of memory or crashed while it ran a kernel stopped;
+    `process` names the worker (the tracer, the candidate)."""
     text = str(failure)
+    if failure.kind == FailureKind.TIMEOUT:
+        return Reason.WORKER_TIMED_OUT, WorkerFailed(process, text)
     if any(sign in text for sign in OOM_SIGNS):
-        limit = f" (limit {memory_bytes / 2**30:.0f} GiB)" if memory_bytes else ""
-        return f"out of memory{limit}: the {process} process {text}"
-    return f"the {process} process crashed: {text}"
+        limit = memory_bytes / 2**30 if memory_bytes else None
+        return Reason.WORKER_OUT_OF_MEMORY, WorkerFailed(process, text, limit)
+    return Reason.WORKER_CRASHED, WorkerFailed(process, text)

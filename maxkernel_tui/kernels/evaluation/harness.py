@@ -19,7 +19,7 @@ from pathlib import Path
 
 from maxkernel_tui.kernels.config_names import CHECK, HELDOUT
 from maxkernel_tui.kernels.evaluation.expert_comparison import estimated_expert_check, measured
-from maxkernel_tui.kernels.evaluation.failure_text import worker_failure_detail
+from maxkernel_tui.kernels.evaluation.failure_text import worker_failure
 from maxkernel_tui.kernels.evaluation.options import (
     EvalOptions,
     Probe,
@@ -48,7 +48,7 @@ from maxkernel_tui.kernels.evaluation.reference import cache as reference_cache
 from maxkernel_tui.kernels.evaluation.reference.processes import ReferenceWorkers
 from maxkernel_tui.kernels.evaluation.reference.tiles import TilesReference
 from maxkernel_tui.kernels.evaluation.source import KernelSource
-from maxkernel_tui.kernels.evaluation.static.checks import static_problems
+from maxkernel_tui.kernels.evaluation.static.checks import broken_rules
 from maxkernel_tui.kernels.evaluation.tiles import plan as tiles_plan
 from maxkernel_tui.kernels.evaluation.tiles.verdict import not_sampled, tiles_check, unjudged
 from maxkernel_tui.kernels.evaluation.timing.check import timing_check, tpu_present
@@ -63,11 +63,17 @@ from maxkernel_tui.kernels.report.checks import (
     FAIL,
     NUMERICS,
     PASS,
-    PRODUCTION_SHAPES,
     SKIP,
-    UNFIT_TILES,
     Check,
     EvalReport,
+)
+from maxkernel_tui.kernels.report.reasons import (
+    Agreement,
+    NoFigures,
+    Problems,
+    Reason,
+    RunFigures,
+    Said,
 )
 from maxkernel_tui.kernels.snapshot import TaskSnapshot, snapshot_task
 from maxkernel_tui.kernels.task import Task, TaskError
@@ -141,8 +147,7 @@ class Harness:
             return report
         self._judge(kernel, snapshot, options, report)
         if (change := snapshot.change()) is not None:
-            detail = f"the task changed during the evaluation ({change}): its verdict is void"
-            report.add(Check("task", FAIL, detail))
+            report.add(Check("task", FAIL, Reason.TASK_CHANGED, Said(str(change))))
         return report
 
     def _prepare(self, kernel: KernelSource, task: Task, report: EvalReport) -> TaskSnapshot | None:
@@ -153,7 +158,7 @@ class Harness:
         try:
             snapshot = snapshot_task(task, self._snapshots)
         except (OSError, TaskError) as error:
-            report.add(Check("trace", FAIL, f"cannot snapshot the task: {error}"))
+            report.add(Check("trace", FAIL, Reason.SNAPSHOT_FAILED, Said(str(error))))
             return None
         self._digests[snapshot.task.folder] = snapshot.digest
         return snapshot
@@ -212,7 +217,7 @@ class Harness:
             # its job is done: free its memory before the reference runs (finally is a no-op then)
             worker.close()
             # derived configurations the kernel's own tiles do not fit are judged at production
-            unfit = {c.data[UNFIT_TILES] for c in report.checks if UNFIT_TILES in c.data}
+            unfit = {c.unfit_config for c in report.checks} - {None}
             if unfit:
                 runs = [run for run in runs if run[0] not in unfit]
                 report.inputs = verdict_inputs(snapshot.task, runs)
@@ -228,14 +233,7 @@ class Harness:
             if not judged_before and report.failure is None and (none := unjudged(report)):
                 report.add(none)
             if report.failure is None and options.extra_configs and not extra:
-                report.add(
-                    Check(
-                        EDGE,
-                        SKIP,
-                        "this task's get_inputs takes no named configurations: "
-                        "no extra edge-case configurations",
-                    )
-                )
+                report.add(Check(EDGE, SKIP, Reason.NO_EDGE_CONFIGS))
             if report.failure is None and not options.edges_only:
                 check, report.timings = timing_check(
                     Path(programs[bench]), kernel.name, task, options.timeout
@@ -366,8 +364,8 @@ class Harness:
                 event = event_from_json(worker.receive(max(deadline - time.monotonic(), 0.01)))
             except WorkerFailure as failure:
                 seconds = round(time.monotonic() - stage_started, 3)
-                detail = worker_failure_detail(failure, self.memory_bytes, "candidate")
-                report.add(Check(_stage_in_progress(report), FAIL, detail, seconds))
+                why, figures = worker_failure(failure, self.memory_bytes, "candidate")
+                report.add(Check(_stage_in_progress(report), FAIL, why, figures, seconds))
                 return outputs, tiles
             if isinstance(event, Check):
                 stage_started = time.monotonic()
@@ -420,7 +418,7 @@ class Harness:
         report: EvalReport,
     ) -> None:
         if answer.error is not None:
-            report.add(Check("numerics", FAIL, f"cannot compute the reference: {answer.error}"))
+            report.add(Check("numerics", FAIL, Reason.REFERENCE_FAILED, Said(answer.error)))
             return
         reference_seconds = time.monotonic() - reference_started
         reference_runs = {r.key: r for r in answer.runs}
@@ -468,23 +466,17 @@ def _compare_with_expert(
 
 
 def _static_check(kernel: KernelSource, task: Task, report: EvalReport) -> bool:
-    if refusal := kernel.refusal:
-        report.add(Check("static", FAIL, refusal))
+    if (refusal := kernel.refusal) is not None:
+        report.add(refusal)
         return False
     start = time.monotonic()
-    problems = static_problems(kernel.text, kernel.name, task.entry_points)
+    problems = broken_rules(kernel.text, kernel.name, task.entry_points)
     seconds = round(time.monotonic() - start, 3)
     if problems:
-        report.add(Check("static", FAIL, "; ".join(problems), seconds, {"problems": problems}))
+        broken = Problems(tuple(problems))
+        report.add(Check("static", FAIL, Reason.STATIC_RULES_BROKEN, broken, seconds))
         return False
-    report.add(
-        Check(
-            "static",
-            PASS,
-            "parses, defines computation, no host callback or platform branch",
-            seconds,
-        )
-    )
+    report.add(Check("static", PASS, Reason.STATIC_OK, NoFigures(), seconds))
     return True
 
 
@@ -499,7 +491,9 @@ def _take(event: CandidateEvent, report: EvalReport, outputs: dict[Run, Numerics
     if isinstance(event, WorkerProblem):
         if event.usage:
             raise UsageError(event.detail)
-        report.add(Check(_stage_in_progress(report), FAIL, f"harness error: {event.detail}"))
+        report.add(
+            Check(_stage_in_progress(report), FAIL, Reason.HARNESS_ERROR, Said(event.detail))
+        )
         return False
     return isinstance(event, Done)
 
@@ -516,41 +510,35 @@ def _compare_runs(
     candidate_runs: dict[Run, NumericsRun],
     reference_runs: dict[Run, NumericsRun],
 ) -> Check:
-    details = []
+    agreed = []
     for config, seed in runs:
-        label = f"{config} seed {seed}"
         candidate = candidate_runs.get((config, seed))
         reference = reference_runs[(config, seed)]
         if candidate is None:
-            return Check(name, FAIL, f"{label}: the kernel produced no output")
+            return Check(name, FAIL, Reason.NO_OUTPUT, RunFigures(config, seed))
         if candidate.error is not None or candidate.files is None:
-            return Check(name, FAIL, f"{label}: the kernel failed: {candidate.error}")
+            failed = RunFigures(config, seed, error=candidate.error)
+            return Check(name, FAIL, Reason.KERNEL_FAILED, failed)
         if reference.error is not None or reference.files is None:
-            return Check(name, FAIL, f"{label}: the reference failed: {reference.error}")
+            failed = RunFigures(config, seed, error=reference.error)
+            return Check(name, FAIL, Reason.REFERENCE_RUN_FAILED, failed)
         if candidate.races:
-            return Check(
-                name,
-                FAIL,
-                f"{label}: TPU interpret mode detected a race between grid steps or DMAs",
-            )
+            return Check(name, FAIL, Reason.RACE_DETECTED, RunFigures(config, seed))
         from maxkernel_tui.kernels.evaluation.compare import (
             compare_files,
         )  # NumPy: not at the UI's start-up
 
         tolerance = task.tolerance(config)
         comparison = compare_files(candidate.files, reference.files, tolerance)
+        compared = RunFigures(config, seed, tolerance.atol, tolerance.rtol, comparison)
         if not comparison.ok:
-            return Check(
-                name,
-                FAIL,
-                f"{label}: wrong numerics (atol {tolerance.atol:g}, rtol {tolerance.rtol:g}): "
-                f"{comparison.describe()}",
-            )
-        details.append(f"{label} {comparison.describe()}")
+            return Check(name, FAIL, comparison.reason, compared)
+        agreed.append(compared)
     at_production = any(config == task.configs[0] for config, _ in runs) and len(task.configs) > 1
     return Check(
         name,
         PASS,
-        f"{len(runs)} run(s) within tolerance; " + "; ".join(details),
-        data={PRODUCTION_SHAPES: True} if at_production else {},
+        Reason.WITHIN_TOLERANCE,
+        Agreement(tuple(agreed)),
+        production_shapes=at_production,
     )

@@ -1,4 +1,5 @@
 """What an evaluation found, as plain data every layer reads: the checks, their statuses and
-verdicts (checks.py), and a kernel's figure beside its expert baseline (expert.py). A leaf: it
-imports nothing of the kernels package, so the sandbox, the model and the harness can all use it.
-No jax."""
+verdicts (checks.py), why each check ended as it did, as a code and its figures (reasons.py),
+those in words for whoever shows them (words.py), and a kernel's figure beside its expert
+baseline (expert.py). A leaf: it imports nothing of the kernels package, so the sandbox, the
+model and the harness can all use it. No jax."""

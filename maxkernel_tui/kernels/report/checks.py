@@ -4,11 +4,24 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any, Literal
 
+from maxkernel_tui.codec import JsonData, Shape, Unknown
 from maxkernel_tui.kernels.report.expert import ExpertComparison
+from maxkernel_tui.kernels.report.reasons import (
+    NO_FIGURES,
+    Figures,
+    Reason,
+    Said,
+    TilesFigures,
+    Unfit,
+    figures_from_json,
+    figures_to_json,
+)
+from maxkernel_tui.kernels.report.words import SPEEDUP as SPEEDUP
+from maxkernel_tui.kernels.report.words import check_words
 
 
 class CheckStatus(StrEnum):
@@ -24,7 +37,6 @@ class Verdict(StrEnum):
 
 PASS, FAIL, SKIP = CheckStatus.PASS, CheckStatus.FAIL, CheckStatus.SKIP
 ACCEPTED, REJECTED = Verdict.ACCEPTED, Verdict.REJECTED
-SPEEDUP = "speedup over the XLA reference"  # what the timing that decides a win is
 NUMERICS = "numerics"  # numerics on the task's configurations other than held-out
 EDGE = "edge"  # numerics on the tester's validated edge-case configurations
 TILES = "tiles"  # sampled output tiles of the production grid (evaluation/tiles/verdict.py)
@@ -34,33 +46,62 @@ VERIFIED_AT_PRODUCTION = "verified at production shapes"
 SMALL_SHAPES_ONLY = "checked at small shapes only"
 _CHECK_NAME = re.compile(r"[a-z_]+")  # the head of an `inputs` line names checks
 NOTE = "note"  # the head of an `inputs` line that names no check: a task's warning
-# Check.data keys that say a passed check compared outputs at production shapes.
+# The JSON key (in a check's `data`) of Check.production_shapes.
 PRODUCTION_SHAPES = "production_shapes"
-# Check.data key of a derived configuration not run because the kernel's own tiles do not fit
-# its shapes (evaluation/work/production_checks.py, tiles_misfit): its value is the configuration.
-UNFIT_TILES = "unfit_tiles"
 
 
 @dataclass
 class Check:
+    """One check's outcome: its reason (a code) and the figures it rests on; its words
+    (`detail`) are made from them (report/words.py)."""
+
     name: str
     status: CheckStatus
-    detail: str
+    reason: Reason
+    figures: Figures = NO_FIGURES
     seconds: float = 0.0
-    data: dict[str, Any] = field(default_factory=dict)
+    # a passed check that compared the kernel's outputs at production shapes
+    production_shapes: bool = False
+
+    @property
+    def detail(self) -> str:
+        return check_words(self.reason, self.figures)
+
+    @property
+    def unfit_config(self) -> str | None:
+        """The derived configuration this check left unrun because the kernel's own tiles do
+        not fit its shapes (evaluation/work/production_checks.py, tiles_misfit)."""
+        return self.figures.config if isinstance(self.figures, Unfit) else None
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        data = figures_to_json(self.figures)
+        if self.production_shapes:
+            data[PRODUCTION_SHAPES] = True
+        return {
+            "name": self.name,
+            "status": self.status,
+            "reason": self.reason,
+            "detail": self.detail,
+            "seconds": self.seconds,
+            "data": data,
+        }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Check:
-        return cls(
-            **dict(data, status=CheckStatus(data["status"]), data=dict(data.get("data") or {}))
-        )
+        """Also reads a check stored before reasons: its words are kept as they were."""
+        figures = dict(data.get("data") or {})
+        at_production = bool(figures.pop(PRODUCTION_SHAPES, False))
+        status = CheckStatus(data["status"])
+        seconds = float(data.get("seconds", 0.0))
+        if "reason" not in data:
+            said = Said(str(data.get("detail", "")))
+            return cls(data["name"], status, Reason.WORDS_ONLY, said, seconds, at_production)
+        reason = Reason(data["reason"])
+        return cls(data["name"], status, reason, figures_from_json(figures), seconds, at_production)
 
 
 @dataclass(frozen=True)
-class Timing:
+class Timing(JsonData, shape=Shape(omit_none=True, old_keys={"ci95": ("ci95_s",)})):
     """One timed figure of a report: a median (`median_s`, `ci95`) or a ratio (`ratio`, `ci95`),
     always measured on a real device, which `device` names."""
 
@@ -74,19 +115,19 @@ class Timing:
     samples: int | None = None
     significant: bool | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items() if v is not None}
 
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Timing:
-        """Also reads the older spelling `ci95_s`."""
-        known = {k: v for k, v in data.items() if k not in ("ci95", "ci95_s")}
-        ci95 = data.get("ci95") or data.get("ci95_s")
-        return cls(**known, ci95=None if ci95 is None else (float(ci95[0]), float(ci95[1])))
+# its verdict, scope and evidence are written for readers and derived again when read
+_REPORT_SHAPE = Shape(
+    keys={"task_id": "task"},
+    derived=("verdict", "scope", "evidence"),
+    derived_after="device",
+    skip=("on_check",),
+    unknown=Unknown.IGNORE,
+)
 
 
 @dataclass
-class EvalReport:
+class EvalReport(JsonData, shape=_REPORT_SHAPE):
     task_id: str
     kernel: str
     targets: list[str]
@@ -120,8 +161,7 @@ class EvalReport:
         """VERIFIED_AT_PRODUCTION when a passed check compared the kernel's outputs at
         production shapes, else SMALL_SHAPES_ONLY."""
         at_production = any(
-            c.status == PASS and (c.name == TILES or c.data.get(PRODUCTION_SHAPES))
-            for c in self.checks
+            c.status == PASS and (c.name == TILES or c.production_shapes) for c in self.checks
         )
         return VERIFIED_AT_PRODUCTION if at_production else SMALL_SHAPES_ONLY
 
@@ -134,17 +174,17 @@ class EvalReport:
         lines = [line for planned in self.inputs for line in self._ran(planned)]
         for check in self.checks:
             if check.name == TILES:
-                data = check.data
+                tiles = check.figures
                 sampled = (
-                    f"{data.get('blocks', 0)} of {data.get('of_blocks', 0)} output blocks, "
-                    f"sample seed {data.get('sample_seed')}, inputs seed {data.get('input_seed')}"
-                    if data.get("blocks") and check.status != SKIP
+                    f"{tiles.blocks} of {tiles.of_blocks} output blocks, "
+                    f"sample seed {tiles.sample_seed}, inputs seed {tiles.input_seed}"
+                    if isinstance(tiles, TilesFigures) and tiles.blocks and check.status != SKIP
                     else check.detail  # a skipped check's detail says why nothing was compared
                 )
                 lines.append(f"production tiles ({check.status}): {sampled}")
-            elif UNFIT_TILES in check.data:  # a derived configuration left for production
+            elif check.unfit_config is not None:  # a derived configuration left for production
                 lines.append(check.detail)
-            elif check.name == "timing" and check.data.get(PRODUCTION_SHAPES):
+            elif check.name == "timing" and check.production_shapes:
                 lines.append(f"device numerics at production shapes ({check.status})")
         return lines
 
@@ -180,23 +220,6 @@ class EvalReport:
             self.on_check(check)
         return check
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "task": self.task_id,
-            "kernel": self.kernel,
-            "targets": self.targets,
-            "device": self.device,
-            "verdict": self.verdict,
-            "scope": self.scope,
-            "evidence": self.evidence,
-            "checks": [c.to_json() for c in self.checks],
-            "timings": [t.to_json() for t in self.timings],
-            "seeds": self.seeds,
-            "expert": None if self.expert is None else self.expert.to_json(),
-            "inputs": self.inputs,
-            "executor_node": self.executor_node,
-        }
-
     def with_edge_pass(self, edge_pass: EvalReport) -> EvalReport:
         """This (full) report joined with the edge-case pass of the same kernel
         (EvalOptions.edges_only): the pass's `edge` check, or the check that stopped it, goes
@@ -208,22 +231,6 @@ class EvalReport:
         inputs = self.inputs + [line for line in edge_pass.inputs if line not in self.inputs]
         checks = self.checks[:at] + added + self.checks[at:]
         return replace(self, checks=checks, inputs=inputs, on_check=None)
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> EvalReport:
-        """The report `to_json` wrote (its verdict is derived again from the checks)."""
-        return cls(
-            task_id=data["task"],
-            kernel=data["kernel"],
-            targets=list(data["targets"]),
-            device=data["device"],
-            checks=[Check.from_json(c) for c in data["checks"]],
-            timings=[Timing.from_json(t) for t in data.get("timings", [])],
-            seeds=list(data.get("seeds", [])),
-            expert=ExpertComparison.from_json(data["expert"]) if data.get("expert") else None,
-            inputs=list(data.get("inputs", [])),
-            executor_node=data.get("executor_node", "local"),
-        )
 
 
 _MARKS = {PASS: "✓", FAIL: "✗", SKIP: "-"}

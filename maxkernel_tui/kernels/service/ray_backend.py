@@ -18,7 +18,7 @@ from maxkernel_tui.kernels.executors.jobs import EvalJob, ProfileJob, TaskFiles
 from maxkernel_tui.kernels.executors.ray_dispatch import NodesLost, RayDispatcher
 from maxkernel_tui.kernels.perf.analysis import ReferenceCost
 from maxkernel_tui.kernels.perf.summary import ProfileSummary
-from maxkernel_tui.kernels.report.checks import FAIL, Check, EvalReport
+from maxkernel_tui.kernels.report.checks import Check, EvalReport
 from maxkernel_tui.kernels.task import Task
 
 _shared: dict[str, RayDispatcher] = {}
@@ -71,7 +71,7 @@ class RayBackend:
     ) -> EvalReport:
         if refusal := kernel.refusal:
             report = EvalReport(self.task.task_id, kernel.name, [self.target], "not sent")
-            report.add(Check("static", FAIL, refusal))
+            report.add(refusal)
             return report
         answer = self._dispatcher.evaluate(EvalJob(self._files, kernel, options))
         if on_check is not None:  # the node's checks, in their order, once the report is back

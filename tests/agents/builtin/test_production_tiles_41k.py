@@ -10,6 +10,7 @@ from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
 from maxkernel_tui.kernels.evaluation.source import KernelSource
 from maxkernel_tui.kernels.loader import builtin_suite_dir, load_task
 from maxkernel_tui.kernels.report.checks import VERIFIED_AT_PRODUCTION
+from maxkernel_tui.kernels.report.reasons import TilesFigures
 
 # the agent's draft, then an evaluation with production tiles in worker processes: minutes
 pytestmark = [pytest.mark.slow, pytest.mark.heavy]
@@ -36,4 +37,5 @@ def test_the_agents_41k_kernel_is_verified_at_production_shapes_on_a_large_sampl
     assert report.verdict == "accepted", report.failure
     tiles = next(c for c in report.checks if c.name == "tiles")
     assert tiles.status == "pass" and report.scope == VERIFIED_AT_PRODUCTION
-    assert DRAWN + 4 <= tiles.data["blocks"] < tiles.data["of_blocks"]
+    assert isinstance(tiles.figures, TilesFigures)
+    assert DRAWN + 4 <= tiles.figures.blocks < tiles.figures.of_blocks

@@ -25,6 +25,7 @@ from maxkernel_tui.kernels.report.checks import (
     Check,
     EvalReport,
 )
+from maxkernel_tui.kernels.report.reasons import Reason, TilesFigures
 from tests.fakes.role_provider import RoleProvider
 from tests.support.engine import (
     BAD,
@@ -233,8 +234,8 @@ def _with_evidence(source: str, tools: FakeTools) -> EvalReport:
     judged = rejected("numerics", "max error 3.0") if narrow else accepted()
     judged.inputs = ["check seeds 11, 12 (rows 256)", "heldout seed 13 (rows 200)"]
     if judged.verdict == "accepted":
-        sampled = {"blocks": 8, "of_blocks": 128, "sample_seed": 7, "input_seed": 0}
-        judged.add(Check(TILES, PASS, "8 of 128 output blocks sampled", data=sampled))
+        sampled = TilesFigures("bench", 0, 7, 8, 128)
+        judged.add(Check(TILES, PASS, Reason.TILES_SAMPLED, sampled))
     return judged
 
 

@@ -12,6 +12,7 @@ from maxkernel_tui.kernels.evaluation.profiling.worker import NO_CPU_TRACE
 from maxkernel_tui.kernels.evaluation.source import KernelSource
 from maxkernel_tui.kernels.loader import load_task, load_tasks
 from maxkernel_tui.kernels.report.checks import ACCEPTED, FAIL, REJECTED
+from maxkernel_tui.kernels.report.reasons import Reason, RunFigures
 from tests.support.plain_kernels import HARD_CODED_GEMM, HONEST_GEMM
 from tests.support.task_folders import PLAIN, move_inputs_to_yaml, write_jaxbench, write_plain
 
@@ -88,9 +89,14 @@ def test_a_kernel_that_cannot_be_traced_at_check_shapes_is_judged_there_whatever
         )
     for report in (full, on_heldout):
         assert report.verdict == REJECTED
-        assert report.failure.name == "numerics" and "not at depth 1024" in report.failure.detail
+        failure = report.failure
+        assert failure.name == "numerics" and failure.reason == Reason.KERNEL_FAILED, failure
+        assert isinstance(failure.figures, RunFigures) and "not at depth 1024" in str(
+            failure.figures.error
+        )
         production = next(c for c in report.checks if c.name == "production")
-        assert "no program at check shapes" in production.detail
+        assert production.reason == Reason.NO_PROGRAM_AT_CHECK
+        assert "no program at check shapes" in production.detail  # the words, once
     assert [c.name for c in on_heldout.checks if c.name == "heldout"] == ["heldout"]
 
 

@@ -4,6 +4,8 @@ located."""
 import numpy as np
 
 from maxkernel_tui.kernels.evaluation.compare import compare_arrays, compare_files
+from maxkernel_tui.kernels.report.reasons import Reason
+from maxkernel_tui.kernels.report.words import comparison_words
 from maxkernel_tui.kernels.task import Tolerance
 
 TOL = Tolerance(atol=0.01, rtol=0.01)
@@ -23,29 +25,25 @@ def test_outside_tolerance_counts_mismatches():
     candidate[0, :2] = 1.5
     result = compare_arrays(candidate, reference, TOL)
     assert not result.ok and result.mismatched == 2 and result.total == 16
-    assert "2/16 elements outside tolerance" in result.describe()
+    assert result.reason == Reason.OUTSIDE_TOLERANCE
 
 
 def test_nan_from_unwritten_memory_is_named():
     candidate = np.ones((4, 4), np.float32)
     candidate[2:] = np.nan
     result = compare_arrays(candidate, np.ones((4, 4)), TOL)
-    assert (
-        not result.ok
-        and "8/16 outputs are NaN or infinite (first NaN at [2, 0])" in result.describe()
-    )
-    assert "is every output block written?" in result.describe()
+    assert not result.ok and result.reason == Reason.NON_FINITE and result.non_finite == 8
+    assert "is every output block written?" in comparison_words(result)  # the hint, in words
 
 
 def test_shape_mismatch_and_output_count(tmp_path):
-    assert (
-        "output shape [4] instead of [5]" in compare_arrays(np.ones(4), np.ones(5), TOL).describe()
-    )
+    shape = compare_arrays(np.ones(4), np.ones(5), TOL)
+    assert shape.reason == Reason.OUTPUT_MISMATCH and shape.problem is not None
+    assert "[4] instead of [5]" in shape.problem
     np.save(tmp_path / "a.npy", np.ones(3))
-    assert (
-        "1 outputs instead of 2"
-        in compare_files([str(tmp_path / "a.npy")], ["x", "y"], TOL).describe()
-    )
+    count = compare_files([str(tmp_path / "a.npy")], ["x", "y"], TOL)
+    assert count.reason == Reason.OUTPUT_MISMATCH and count.problem is not None
+    assert "1 outputs instead of 2" in count.problem
 
 
 def test_relative_error_ignores_exact_zeros_of_the_reference():
@@ -56,7 +54,7 @@ def test_relative_error_ignores_exact_zeros_of_the_reference():
     result = compare_arrays(candidate, reference, TOL)
     assert result.ok and result.max_rel < 1e-5
     assert 0 < result.tolerance_used < 0.01
-    assert "(where |ref| > atol)" in result.describe() and "of tolerance" in result.describe()
+    assert "(where |ref| > atol)" in comparison_words(result)  # so the words say
 
 
 def test_the_share_of_tolerance_passes_one_exactly_when_the_check_fails():
@@ -65,4 +63,4 @@ def test_the_share_of_tolerance_passes_one_exactly_when_the_check_fails():
     candidate[1, 1] = 0.02  # twice atol, where relative error has no meaning
     result = compare_arrays(candidate, reference, TOL)
     assert not result.ok and result.max_rel == 0.0 and np.isclose(result.tolerance_used, 2.0)
-    assert "200% of tolerance" in result.describe()
+    assert result.reason == Reason.OUTSIDE_TOLERANCE

@@ -10,6 +10,7 @@ from maxkernel_tui.kernels.evaluation.timing.check import summarize_timing
 from maxkernel_tui.kernels.perf.model import Estimate
 from maxkernel_tui.kernels.report.checks import PASS, Check, EvalReport, format_report
 from maxkernel_tui.kernels.report.expert import EXPERT_SPEEDUP, ExpertComparison
+from maxkernel_tui.kernels.report.reasons import Reason, Timed
 
 
 def _samples(center, seed):
@@ -20,7 +21,9 @@ def _samples(center, seed):
 def test_on_a_tpu_the_expert_is_timed_interleaved_and_named_in_the_timing_check():
     samples = TimingSamples(_samples(1.0, 0), _samples(1.2, 1), expert=_samples(0.9, 2))
     check, timings = summarize_timing(TimingAnswer("TPU v5 lite", "tpu", samples))
-    assert "not compared yet" not in check.detail and EXPERT_SPEEDUP in check.detail
+    assert check.reason == Reason.SPEEDUP_SIGNIFICANT and isinstance(check.figures, Timed)
+    assert check.figures.expert is not None and check.figures.expert.high < 1.0  # slower
+    assert EXPERT_SPEEDUP in check.detail  # its words, once
     comparison = measured("expert.py", timings)
     assert comparison.kind == "measured" and 0.85 < comparison.ratio < 0.95
     assert comparison.ci95 is not None and "TPU v5 lite" in comparison.label
@@ -35,7 +38,9 @@ def _estimate(seconds):
 def test_off_a_tpu_the_comparison_is_the_models_and_says_so_through_a_report_round_trip():
     comparison = from_estimates(_estimate(2e-3), _estimate(1e-3), "expert.py")
     assert comparison.ratio == 0.5 and not comparison.matches
-    report = EvalReport("8p_GEMM", "k.py", ["v5e"], "cpu", [Check("static", PASS, "ok")])
+    report = EvalReport(
+        "8p_GEMM", "k.py", ["v5e"], "cpu", [Check("static", PASS, Reason.STATIC_OK)]
+    )
     report.expert = comparison
     again = EvalReport.from_json(report.to_json())
     assert again.expert == comparison

@@ -8,6 +8,19 @@ import pytest
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness, UsageError
 from maxkernel_tui.kernels.evaluation.source import KernelSource
 from maxkernel_tui.kernels.loader import find_task, load_task
+from maxkernel_tui.kernels.report.checks import Check
+from maxkernel_tui.kernels.report.reasons import (
+    Agreement,
+    Defences,
+    OutsidePallas,
+    Problems,
+    Reason,
+    RunFigures,
+    Said,
+    StaticRule,
+    Target,
+    WorkerFailed,
+)
 from maxkernel_tui.kernels.workers import jax_worker_env
 from tests.support.paths import KERNELS
 
@@ -25,20 +38,35 @@ HONEST = [
     "1p_Flash_Attention",
 ]
 
-# cheat file -> (task, check that rejects it, words of the reason)
+# cheat file -> (task, check that rejects it, its reason, what the rule, the worker or the
+# compiler said, in their words, where the reason carries them)
 CHEATS = {
-    "plain_jnp": ("41k", "trace", "no pallas_call"),
-    "trivial_wrapper": ("41k", "trace", "heavy work runs in XLA outside the Pallas kernel"),
-    "calls_reference": ("41k", "trace", "heavy work runs in XLA outside the Pallas kernel"),
-    "cached_results": ("12p", "static", "calls back into Python from device code"),
-    "hardcoded_shapes": ("12p", "heldout", "outputs are NaN or infinite"),
-    "partial_write": ("12p", "numerics", "is every output block written?"),
-    "wrong_numerics": ("12p", "numerics", "elements outside tolerance"),
-    "constant_output": ("41k", "production", "the kernel does no matmul work"),
-    "oob_read": ("12p", "numerics", "Out-of-bounds"),
-    "bad_block_shape": ("41k", "tpu_lower", "divisible by 8 and 128"),
-    "vmem_blowup": ("41k", "tpu_compile", "would exceed memory (size=134217728)"),
+    "plain_jnp": ("41k", "trace", Reason.NO_PALLAS_CALL, ""),
+    "trivial_wrapper": ("41k", "trace", Reason.HEAVY_WORK_OUTSIDE_PALLAS, ""),
+    "calls_reference": ("41k", "trace", Reason.HEAVY_WORK_OUTSIDE_PALLAS, ""),
+    "cached_results": ("12p", "static", Reason.STATIC_RULES_BROKEN, "calls back into Python"),
+    "hardcoded_shapes": ("12p", "heldout", Reason.NON_FINITE, ""),
+    "partial_write": ("12p", "numerics", Reason.NON_FINITE, ""),
+    "wrong_numerics": ("12p", "numerics", Reason.OUTSIDE_TOLERANCE, ""),
+    "constant_output": ("41k", "production", Reason.DEFENCES_BROKEN, "no matmul work"),
+    "oob_read": ("12p", "numerics", Reason.KERNEL_FAILED, "Out-of-bounds"),
+    "bad_block_shape": ("41k", "tpu_lower", Reason.LOWERING_FAILED, "divisible by 8 and 128"),
+    "vmem_blowup": ("41k", "tpu_compile", Reason.COMPILE_FAILED, "would exceed memory"),
 }
+
+
+def _their_words(check: Check) -> str:
+    """What someone else said that a check's figures carry: a rule, a worker, a compiler."""
+    match check.figures:
+        case Said(text) | Target(_, text) | OutsidePallas(text) | WorkerFailed(_, text):
+            return text
+        case Problems(problems):
+            return "; ".join(p.text for p in problems)
+        case RunFigures(error=error):
+            return error or ""
+        case Defences(defences):
+            return "; ".join(d.detail for d in defences if d.outcome == "failed")
+    return ""
 
 
 @pytest.fixture(scope="module")
@@ -69,20 +97,24 @@ def test_honest_kernels_are_accepted(harness, suite_tasks, task_id):
     ]
     assert (report.expert is not None) == bool(expert)
     seeds = EvalOptions().seeds  # the default, as the workbench, the agents and `eval` take it
-    assert checks["numerics"].detail.startswith(f"{seeds} run(s) within tolerance")
-    assert checks["timing"].status == "skip" and "no TPU" in checks["timing"].detail
+    numerics = checks["numerics"]
+    assert numerics.reason == Reason.WITHIN_TOLERANCE and isinstance(numerics.figures, Agreement)
+    assert len(numerics.figures.runs) == seeds
+    assert checks["timing"].status == "skip" and checks["timing"].reason == Reason.NO_TPU
     assert len(set(report.seeds)) == seeds
 
 
 @pytest.mark.parametrize("cheat", sorted(CHEATS))
 def test_each_cheat_is_rejected_for_its_reason(harness, suite_tasks, cheat):
-    task, check, reason = CHEATS[cheat]
+    task, check, reason, said = CHEATS[cheat]
     report = harness.evaluate(
         KernelSource.read(KERNELS / "cheats" / f"{cheat}.py"), find_task(task, suite_tasks)
     )
     assert report.verdict == "rejected"
-    assert report.failure.name == check, report.failure
-    assert reason in report.failure.detail
+    assert (report.failure.name, report.failure.reason) == (check, reason), report.failure
+    assert said in _their_words(report.failure), report.failure
+    if reason == Reason.STATIC_RULES_BROKEN:
+        assert StaticRule.HOST_CALLBACK in {p.rule for p in report.failure.figures.problems}
     assert report.checks[-1] is report.failure  # it stopped at the first failure
 
 
@@ -95,9 +127,12 @@ def test_hanging_crashing_and_hungry_kernels_leave_the_caller_working(suite_task
         crash = harness.evaluate(KernelSource.read(KERNELS / "cheats" / "crashes.py"), rmsnorm)
         hungry = harness.evaluate(KernelSource.read(KERNELS / "cheats" / "eats_memory.py"), rmsnorm)
         honest = harness.evaluate(KernelSource.read(KERNELS / "honest" / "12p_RMSNorm.py"), rmsnorm)
-    assert "timed out after 15 s (process group killed)" in hang.failure.detail
-    assert "crashed: worker died (killed by SIGSEGV)" in crash.failure.detail
-    assert "out of memory (process limit 4 GiB)" in hungry.failure.detail
+    assert hang.failure.reason == Reason.WORKER_TIMED_OUT, hang.failure
+    assert "timed out after 15 s (process group killed)" in _their_words(hang.failure)
+    assert crash.failure.reason == Reason.WORKER_CRASHED, crash.failure
+    assert "worker died (killed by SIGSEGV)" in _their_words(crash.failure)
+    assert hungry.failure.reason == Reason.UNTRACEABLE, hungry.failure  # its MemoryError
+    assert "out of memory (process limit 4 GiB)" in _their_words(hungry.failure)
     assert honest.verdict == "accepted"
 
 
@@ -133,7 +168,7 @@ def test_sanity_run_of_a_reference_against_itself(harness, suite_tasks):
         KernelSource.read(task.reference_path), task, EvalOptions(require_pallas=False, seeds=1)
     )
     assert report.verdict == "accepted", report.failure
-    assert "sanity run" in report.checks[2].detail
+    assert report.checks[2].reason == Reason.SANITY_RUN
 
 
 EDGE_HIDDEN = (
@@ -166,12 +201,12 @@ def test_an_edge_configuration_is_checked_after_numerics(harness, suite_tasks):
         "timing",
     ]
     assert honest.verdict == "accepted", honest.failure
-    assert "edge_hidden seed" in honest.checks[7].detail
+    edge = honest.checks[7].figures
+    assert isinstance(edge, Agreement) and [r.config for r in edge.runs] == ["edge_hidden"]
     assert chunked.failure.name == "edge", chunked.failure
-    assert (
-        "edge_hidden" in chunked.failure.detail
-        and "elements outside tolerance" in chunked.failure.detail
-    )
+    assert chunked.failure.reason == Reason.OUTSIDE_TOLERANCE
+    assert isinstance(chunked.failure.figures, RunFigures)
+    assert chunked.failure.figures.config == "edge_hidden"
 
 
 def test_an_edge_pass_runs_the_edge_cases_alone_and_joins_the_full_report(harness, suite_tasks):
@@ -210,7 +245,7 @@ def test_a_task_without_named_configurations_gets_no_edge_runs(harness):
     )
     assert report.verdict == "accepted", report.failure
     edge = next(c for c in report.checks if c.name == "edge")
-    assert edge.status == "skip" and "no named configurations" in edge.detail
+    assert edge.status == "skip" and edge.reason == Reason.NO_EDGE_CONFIGS
 
 
 def test_a_kernel_that_prints_while_traced_is_judged_as_the_kernel_it_is(

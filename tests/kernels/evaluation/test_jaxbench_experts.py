@@ -12,6 +12,8 @@ import pytest
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
 from maxkernel_tui.kernels.evaluation.source import KernelSource
 from maxkernel_tui.kernels.loader import load_task
+from maxkernel_tui.kernels.report.checks import Check
+from maxkernel_tui.kernels.report.reasons import OutsidePallas, Reason, Said, WorkShare
 from tests.support import jaxbench_experts
 
 pytestmark = pytest.mark.slow  # candidate and reference jax worker processes
@@ -26,6 +28,12 @@ def harness() -> Iterator[Harness]:
         yield shared
 
 
+def _outputs(trace: Check) -> str:
+    """A passed trace check's outputs and how they are compared, as its figures carry them."""
+    assert isinstance(trace.figures, WorkShare | OutsidePallas), trace
+    return trace.figures.outputs
+
+
 def test_an_expert_in_jaxs_own_style_is_accepted(harness, tmp_path):
     task = load_task(jaxbench_experts.write_task(tmp_path))
     assert task.expert_path is not None
@@ -33,7 +41,7 @@ def test_an_expert_in_jaxs_own_style_is_accepted(harness, tmp_path):
     assert report.verdict == "accepted", report.failure
     checks = {c.name: c for c in report.checks}
     assert checks["static"].status == "pass"
-    assert ADAPTED not in checks["trace"].detail  # its types are the baseline's
+    assert ADAPTED not in _outputs(checks["trace"])  # its types are the baseline's
 
 
 def test_an_expert_that_widens_its_outputs_is_compared_as_jaxbench_compares(harness, tmp_path):
@@ -42,7 +50,7 @@ def test_an_expert_that_widens_its_outputs_is_compared_as_jaxbench_compares(harn
     report = harness.evaluate(KernelSource.read(task.expert_path), task, OPTIONS)
     assert report.verdict == "accepted", report.failure
     trace = next(c for c in report.checks if c.name == "trace")
-    assert f"outputs float32 where the baseline's are bfloat16: {ADAPTED}" in trace.detail
+    assert f"outputs float32 where the baseline's are bfloat16: {ADAPTED}" in _outputs(trace)
 
 
 def test_the_same_widening_on_a_task_of_our_own_is_refused(harness, tmp_path):
@@ -52,8 +60,10 @@ def test_the_same_widening_on_a_task_of_our_own_is_refused(harness, tmp_path):
     report = harness.evaluate(KernelSource.read(kernel), task, OPTIONS)
     assert report.verdict == "rejected"
     assert report.failure is not None and report.failure.name == "trace", report.checks
-    assert "outputs differ from the reference's at production shapes" in report.failure.detail
-    assert "float32[256, 256] instead of bfloat16[256, 256]" in report.failure.detail
+    refusal = report.failure.figures
+    assert report.failure.reason == Reason.TRACE_REFUSED and isinstance(refusal, Said)
+    assert "outputs differ from the reference's at production shapes" in refusal.text
+    assert "float32[256, 256] instead of bfloat16[256, 256]" in refusal.text
 
 
 def test_the_plain_candidate_with_the_references_types_is_accepted(harness, tmp_path):
@@ -80,7 +90,8 @@ def test_an_expert_taking_fewer_arrays_than_the_baseline_gives_is_refused_saying
     report = harness.evaluate(KernelSource.read(task.expert_path), task, OPTIONS)
     assert report.verdict == "rejected"
     assert report.failure is not None and report.failure.name == "trace", report.checks
-    assert report.failure.detail == (
+    assert report.failure.reason == Reason.UNTRACEABLE
+    assert report.failure.figures == Said(
         "signature mismatch: the kernel's workload(x) cannot take 2 array argument(s) and 0 "
         "static argument(s) from baseline.create_inputs() (too many positional arguments); "
         "JAXBench's own harness calls workload(*baseline.create_inputs()) and fails it the same way"

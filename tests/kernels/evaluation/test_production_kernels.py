@@ -9,6 +9,7 @@ import pytest
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
 from maxkernel_tui.kernels.evaluation.source import KernelSource
 from maxkernel_tui.kernels.loader import find_task, load_task
+from maxkernel_tui.kernels.report.reasons import Agreement, Defences, Reason
 
 # imports jax, traces the suite's experts at production shapes (about 20 s)
 pytestmark = pytest.mark.slow
@@ -61,8 +62,15 @@ def test_the_harness_reports_the_production_defences_and_runs_affordable_product
             KernelSource.read(DATA / "stale_rows_above_size.py"), task, options
         )
         honest = harness.evaluate(KernelSource.read(DATA / "honest_blocks.py"), task, options)
-    assert stale.failure.name == "production" and "stale memory" in stale.failure.detail
+    assert stale.failure.name == "production" and stale.failure.reason == Reason.DEFENCES_BROKEN
+    assert isinstance(stale.failure.figures, Defences)
+    failed = {d.name for d in stale.failure.figures.defences if d.outcome == "failed"}
+    assert "coverage" in failed  # the stale memory
     assert honest.verdict == "accepted", honest.failure
     checks = {c.name: c for c in honest.checks}
-    assert "numerics: scheduled" in checks["production"].detail
-    assert "bench seed" in checks["numerics"].detail  # production shapes ran in interpret mode
+    defences = checks["production"].figures
+    assert isinstance(defences, Defences)
+    assert ("numerics", "scheduled") in {(d.name, d.outcome) for d in defences.defences}
+    numerics = checks["numerics"].figures
+    assert isinstance(numerics, Agreement)
+    assert "bench" in {r.config for r in numerics.runs}  # production shapes ran in interpret mode

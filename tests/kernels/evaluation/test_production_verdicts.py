@@ -9,6 +9,7 @@ from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
 from maxkernel_tui.kernels.evaluation.source import KernelSource
 from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.report.checks import SMALL_SHAPES_ONLY, VERIFIED_AT_PRODUCTION
+from maxkernel_tui.kernels.report.reasons import Reason, TilesFigures
 from tests.support.gemm_relu_variants import HONEST, TASK, render
 
 # starts candidate and reference workers; each evaluation runs numerics and production tiles
@@ -30,11 +31,11 @@ def harness(tmp_path_factory):
     ("variant", "check", "reason"),
     [
         # pl.when on the grid's size skips every other depth step at production shapes
-        ("skip_k_by_grid_size", "tiles", "wrong numerics at production shapes"),
+        ("skip_k_by_grid_size", "tiles", Reason.TILES_OUTSIDE_TOLERANCE),
         # pl.when on the grid's size leaves odd row blocks to stale memory (in interpret mode
         # the output buffer still holds the block before)
-        ("stale_rows_by_grid_size", "tiles", "wrong numerics at production shapes"),
-        ("half_k_by_size", "production", "(0.50x)"),
+        ("stale_rows_by_grid_size", "tiles", Reason.TILES_OUTSIDE_TOLERANCE),
+        ("half_k_by_size", "production", Reason.DEFENCES_BROKEN),
     ],
 )
 def test_a_kernel_that_cheats_only_at_production_shapes_is_rejected_for_its_reason(
@@ -44,7 +45,7 @@ def test_a_kernel_that_cheats_only_at_production_shapes_is_rejected_for_its_reas
         KernelSource.read(render(variant, tmp_path)), load_task(TASK), OPTIONS
     )
     assert report.verdict == "rejected"
-    assert report.failure.name == check and reason in report.failure.detail, report.failure
+    assert (report.failure.name, report.failure.reason) == (check, reason), report.failure
     if check == "tiles":  # exact where the numerics ran: only production shapes show it
         passed = {c.name for c in report.checks if c.status == "pass"}
         assert {"numerics", "heldout", "production"} <= passed
@@ -70,7 +71,8 @@ def test_honest_kernels_are_accepted_and_verified_at_production_shapes(harness, 
     assert report.verdict == "accepted", report.failure
     assert report.scope == VERIFIED_AT_PRODUCTION
     tiles = next(c for c in report.checks if c.name == "tiles")
-    assert 8 <= tiles.data["blocks"] < tiles.data["of_blocks"]  # a sample, not the whole grid
+    assert isinstance(tiles.figures, TilesFigures)
+    assert 8 <= tiles.figures.blocks < tiles.figures.of_blocks  # a sample, not the whole grid
     assert any(line.startswith("production tiles (pass): ") for line in report.evidence)
     assert report.verdict_line == f"verdict: ACCEPTED, {VERIFIED_AT_PRODUCTION}"
 

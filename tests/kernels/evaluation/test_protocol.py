@@ -19,6 +19,7 @@ from maxkernel_tui.kernels.evaluation.protocol import (
     request_to_json,
 )
 from maxkernel_tui.kernels.report.checks import FAIL, PASS, Check
+from maxkernel_tui.kernels.report.reasons import Reason, Target, WorkShare
 
 
 def over_the_wire(data):
@@ -52,8 +53,8 @@ def test_a_trace_request_and_a_judge_request_are_told_apart_on_the_wire():
 @pytest.mark.parametrize(
     "event",
     [
-        Check("trace", PASS, "1 pallas_call(s)", 0.5, {"heavy_ops": []}),
-        Check("tpu_compile", FAIL, "TPU v5e compile failed: boom", 1.0),
+        Check("trace", PASS, Reason.PALLAS_HOLDS_THE_WORK, WorkShare(1, 0.0, 2.0, "out"), 0.5),
+        Check("tpu_compile", FAIL, Reason.COMPILE_FAILED, Target("v5e", "boom"), 1.0),
         NumericsRun("check", 7, files=["/w/candidate-check-7-0.npy"], races=False, seconds=0.2),
         NumericsRun("heldout", 9, error="ValueError: shapes"),
         Traced("check", "/w/program-1.bin", 0.25),
@@ -68,7 +69,7 @@ def test_each_candidate_event_reads_back_as_it_was_written(event):
 
 
 def test_the_wire_keys_of_candidate_events():
-    assert list(event_to_json(Check("static", PASS, "ok"))) == ["check"]
+    assert list(event_to_json(Check("static", PASS, Reason.STATIC_OK))) == ["check"]
     assert list(event_to_json(WorkerProblem("x", usage=True))) == ["usage_error"]
     assert list(event_to_json(WorkerProblem("x"))) == ["error"]
     assert event_to_json(Done()) == {"done": {}}

@@ -1,11 +1,12 @@
 """Every verdict says where it was earned and lists its evidence, in the report, `eval`'s text,
 `bench`'s line and an export. Plain data, no jax."""
 
+from dataclasses import replace
+
 from maxkernel_tui.commands.bench import BenchRow, _format_row
 from maxkernel_tui.kernels.report.checks import (
     FAIL,
     PASS,
-    PRODUCTION_SHAPES,
     SKIP,
     SMALL_SHAPES_ONLY,
     VERIFIED_AT_PRODUCTION,
@@ -13,9 +14,20 @@ from maxkernel_tui.kernels.report.checks import (
     EvalReport,
     format_report,
 )
+from maxkernel_tui.kernels.report.reasons import (
+    Agreement,
+    Ratio,
+    Reason,
+    RunFigures,
+    Said,
+    TilesFigures,
+    Timed,
+)
 from maxkernel_tui.services.export import evaluation_markdown
 
-TILES_DATA = {"blocks": 8, "of_blocks": 128, "sample_seed": 77, "input_seed": 0}
+TILES = TilesFigures("bench", 0, 77, 8, 128)
+NUMERICS_OK = Check("numerics", PASS, Reason.WITHIN_TOLERANCE, Agreement(()))
+TILES_OK = Check("tiles", PASS, Reason.TILES_SAMPLED, TILES)
 
 
 def _report(*checks: Check) -> EvalReport:
@@ -25,29 +37,30 @@ def _report(*checks: Check) -> EvalReport:
 
 
 def test_a_verdict_is_verified_at_production_shapes_only_when_a_check_compared_them():
-    small = _report(Check("numerics", PASS, "ok"), Check("tiles", SKIP, "not run: budget"))
+    small = _report(NUMERICS_OK, Check("tiles", SKIP, Reason.TILES_NOT_RUN, Said("budget")))
     assert small.scope == SMALL_SHAPES_ONLY
     assert small.verdict_line == f"verdict: ACCEPTED, {SMALL_SHAPES_ONLY}"
-    assert "production tiles (skip): not run: budget" in small.evidence
-    tiles = _report(Check("numerics", PASS, "ok"), Check("tiles", PASS, "ok", data=TILES_DATA))
+    assert "production tiles (skip): production tiles not run: budget" in small.evidence
+    tiles = _report(NUMERICS_OK, TILES_OK)
     assert tiles.scope == VERIFIED_AT_PRODUCTION
     assert tiles.evidence[-1] == (
         "production tiles (pass): 8 of 128 output blocks, sample seed 77, inputs seed 0"
     )
-    full = _report(Check("numerics", PASS, "bench seed 1 ...", data={PRODUCTION_SHAPES: True}))
-    device = _report(Check("timing", PASS, "1.2x", data={PRODUCTION_SHAPES: True}))
+    full = _report(replace(NUMERICS_OK, production_shapes=True))
+    timed = Timed(Ratio(1.2, 1.1, 1.3), "device time")
+    device = _report(Check("timing", PASS, Reason.SPEEDUP_SIGNIFICANT, timed, 0.0, True))
     assert full.scope == device.scope == VERIFIED_AT_PRODUCTION
     assert "device numerics at production shapes (pass)" in device.evidence
     # a skipped check earns nothing, whatever its data says
-    assert _report(Check("tiles", SKIP, "x", data=TILES_DATA)).scope == SMALL_SHAPES_ONLY
+    assert _report(replace(TILES_OK, status=SKIP)).scope == SMALL_SHAPES_ONLY
 
 
 def test_a_rejection_names_its_reason_and_every_face_shows_the_scope():
-    rejected = _report(Check("tiles", FAIL, "bench ...: wrong numerics at production shapes"))
+    rejected = _report(Check("tiles", FAIL, Reason.TILES_MALFORMED, TILES))
     assert rejected.verdict_line == (
-        "verdict: REJECTED: tiles: bench ...: wrong numerics at production shapes"
+        "verdict: REJECTED: tiles: bench inputs seed 0, sample seed 77: malformed tile files"
     )
-    accepted = _report(Check("numerics", PASS, "ok"), Check("tiles", PASS, "ok", data=TILES_DATA))
+    accepted = _report(NUMERICS_OK, TILES_OK)
     text = format_report(accepted)
     assert text.endswith(f"verdict: ACCEPTED, {VERIFIED_AT_PRODUCTION}")
     assert "  evidence: numerics: check on 3 fresh seed(s)" in text
@@ -66,7 +79,9 @@ def test_a_rejection_names_its_reason_and_every_face_shows_the_scope():
 def test_evidence_lists_only_the_checks_that_ran():
     """A kernel stopped at trace or compile never ran its numerics: the evidence says so
     instead of naming seeds that were never drawn."""
-    stopped = _report(Check("static", PASS, "ok"), Check("trace", FAIL, "no pallas_call"))
+    stopped = _report(
+        Check("static", PASS, Reason.STATIC_OK), Check("trace", FAIL, Reason.NO_PALLAS_CALL)
+    )
     stopped.inputs.insert(0, "trace, tpu_lower, tpu_compile: production shapes (bench)")
     assert stopped.evidence == [
         "trace: production shapes (bench)",
@@ -74,7 +89,7 @@ def test_evidence_lists_only_the_checks_that_ran():
         "numerics: not run (stopped at trace)",
         "heldout: not run (stopped at trace)",
     ]
-    at_numerics = _report(Check("numerics", FAIL, "wrong numerics"))
+    at_numerics = _report(Check("numerics", FAIL, Reason.NO_OUTPUT, RunFigures("check", 1)))
     assert at_numerics.evidence == [
         "numerics: check on 3 fresh seed(s)",
         "heldout: not run (stopped at numerics)",
@@ -84,14 +99,7 @@ def test_evidence_lists_only_the_checks_that_ran():
 
 def test_a_skipped_tiles_check_does_not_read_as_sampled():
     """Blocks were planned (data) but nothing was compared: the line says why, not how many."""
-    skipped = _report(
-        Check("numerics", PASS, "ok"),
-        Check(
-            "tiles", SKIP, "production tiles not compared: the reference failed", data=TILES_DATA
-        ),
-    )
+    skipped = _report(NUMERICS_OK, replace(TILES_OK, status=SKIP, reason=Reason.TILES_NONE_DECIDED))
     tiles_line = skipped.evidence[-1]
-    assert tiles_line == (
-        "production tiles (skip): production tiles not compared: the reference failed"
-    )
+    assert tiles_line.startswith("production tiles (skip): production tiles not compared (bench")
     assert "output blocks" not in tiles_line

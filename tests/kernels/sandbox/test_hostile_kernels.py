@@ -25,6 +25,7 @@ from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
 from maxkernel_tui.kernels.evaluation.source import KernelSource
 from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.report.checks import Check, EvalReport
+from maxkernel_tui.kernels.report.reasons import Reason, Said
 from maxkernel_tui.kernels.task import Task
 from tests.support import hostile_kernels as hostile
 from tests.support.waiting import wait_for
@@ -45,7 +46,7 @@ def static_rules(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
     """Off: the harness's static check passes everything, so the sandbox alone is tested."""
     on = request.param == "static rules on"
     if not on:
-        monkeypatch.setattr(harness_module, "static_problems", lambda *args, **kwargs: [])
+        monkeypatch.setattr(harness_module, "broken_rules", lambda *args, **kwargs: [])
     return on
 
 
@@ -62,8 +63,9 @@ def _contained(report: EvalReport, tried: str) -> None:
     assert SECRET not in json.dumps(report.to_json())
     assert report.checks[0].name == "static" and report.checks[0].status == "pass"
     sandbox = [c for c in report.checks if c.name == "sandbox"]
-    assert sandbox and "ran confined" in sandbox[0].detail
-    assert any(c.status == "fail" and tried in c.detail for c in sandbox), report.checks
+    assert sandbox and sandbox[0].reason == Reason.CONFINED
+    refused = [c.figures for c in sandbox if c.reason == Reason.SANDBOX_REFUSED]
+    assert any(isinstance(r, Said) and tried in r.text for r in refused), report.checks
 
 
 @pytest.fixture
@@ -100,7 +102,8 @@ def test_a_task_file_changed_during_the_evaluation_voids_it(harness, task, tmp_p
     report = harness.evaluate(KernelSource.read(kernel), task, QUICK, on_check=edit_on_trace)
     assert report.verdict == "rejected"
     assert report.failure.name == "task"
-    assert "reference.py was modified" in report.failure.detail
+    assert report.failure.reason == Reason.TASK_CHANGED
+    assert "reference.py was modified" in report.failure.figures.text
 
 
 def test_no_file_is_written_outside_the_private_directory(harness, task, tmp_path, static_rules):

@@ -16,6 +16,7 @@ import pytest
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
 from maxkernel_tui.kernels.evaluation.source import KernelSource
 from maxkernel_tui.kernels.report.checks import EvalReport
+from maxkernel_tui.kernels.report.reasons import Reason
 from maxkernel_tui.kernels.task import Task
 from tests.support import hostile_kernels as hostile
 
@@ -38,15 +39,19 @@ def test_the_object_graph_walked_to_os_starts_nothing(harness, task, tmp_path):
     )
     assert not marker.exists()
     assert report.verdict == "rejected"
-    tried = [c.detail for c in report.checks if c.name == "sandbox" and c.status == "fail"]
-    assert tried and "run a shell command" in tried[0], report.checks
+    tried = [c.figures for c in report.checks if c.reason == Reason.SANDBOX_REFUSED]
+    assert tried and "run a shell command" in tried[0].text, report.checks
+
+
+WRONG_NUMERICS = (Reason.OUTSIDE_TOLERANCE, Reason.NON_FINITE, Reason.OUTPUT_MISMATCH)
 
 
 def test_a_branch_per_platform_in_the_program_is_refused_by_the_judge(harness, task, tmp_path):
     report = _evaluate(harness, hostile.PLATFORM_BRANCH, task, tmp_path)
     assert report.verdict == "rejected"
     assert report.failure is not None and report.failure.name == "trace", report.checks
-    assert "a branch per platform" in report.failure.detail
+    assert report.failure.reason == Reason.UNTRACEABLE
+    assert "a branch per platform" in report.failure.figures.text
 
 
 def test_state_kept_across_the_tracers_calls_is_caught(harness, task, tmp_path):
@@ -55,5 +60,5 @@ def test_state_kept_across_the_tracers_calls_is_caught(harness, task, tmp_path):
     report = _evaluate(harness, hostile.STATE_ACROSS_TRACES, task, tmp_path)
     assert report.verdict == "rejected", report.checks
     assert report.failure is not None and report.failure.name == "numerics", report.failure
-    assert report.failure.detail.startswith("bench seed"), report.failure
-    assert "wrong numerics" in report.failure.detail
+    assert report.failure.reason in WRONG_NUMERICS, report.failure
+    assert report.failure.figures.config == "bench"

@@ -13,7 +13,8 @@ from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
 from maxkernel_tui.kernels.evaluation.profiling import profile as profile_module
 from maxkernel_tui.kernels.evaluation.profiling.profile import profile_kernel
 from maxkernel_tui.kernels.evaluation.source import KernelSource
-from maxkernel_tui.kernels.report.checks import EvalReport
+from maxkernel_tui.kernels.report.checks import Check, EvalReport
+from maxkernel_tui.kernels.report.reasons import At, Reason, Said
 from maxkernel_tui.kernels.task import Task
 from tests.support import hostile_kernels as hostile
 from tests.support import lying_tracers as lying
@@ -23,51 +24,58 @@ pytestmark = pytest.mark.slow  # tracer, judge and reference jax worker processe
 QUICK = EvalOptions(seeds=1, timeout=120, tile_blocks=None)
 
 
-def _rejected_at_trace(harness: Harness, source: str, task: Task, tmp_path: Path) -> str:
+def _rejected_at_trace(harness: Harness, source: str, task: Task, tmp_path: Path) -> Check:
     kernel = tmp_path / "lying.py"
     kernel.write_text(source)
     report: EvalReport = harness.evaluate(KernelSource.read(kernel), task, QUICK)
     assert report.verdict == "rejected", report.checks
     assert report.failure is not None and report.failure.name == "trace", report.checks
     assert {c.name for c in report.checks if c.status == "pass"} <= {"static", "sandbox"}
-    return report.failure.detail
+    return report.failure
 
 
 def test_checks_the_tracer_claims_are_not_believed(harness, task, tmp_path):
-    detail = _rejected_at_trace(harness, lying.FORGED_PASSES, task, tmp_path)
-    assert "claimed a pass 'trace' check, which only the judge gives" in detail
+    failure = _rejected_at_trace(harness, lying.FORGED_PASSES, task, tmp_path)
+    assert failure.reason == Reason.TRACER_UNBELIEVABLE
+    assert failure.figures == Said("claimed a pass 'trace' check, which only the judge gives")
 
 
 def test_a_program_file_outside_the_tracers_directory_is_not_read(harness, task, tmp_path):
     target = task.folder / "reference.py"
     source = hostile.fill(lying.FILE_ELSEWHERE, target=str(target))
-    assert "is not in the tracer's directory" in _rejected_at_trace(harness, source, task, tmp_path)
+    failure = _rejected_at_trace(harness, source, task, tmp_path)
+    assert failure.reason == Reason.PROGRAM_REFUSED and isinstance(failure.figures, At)
+    assert "is not in the tracer's directory" in failure.figures.text
 
 
 def test_a_link_planted_as_the_program_is_not_followed(harness, task, tmp_path):
     source = hostile.fill(lying.LINKED_PROGRAM, target=str(task.folder / "reference.py"))
-    detail = _rejected_at_trace(harness, source, task, tmp_path)
-    assert "the program traced at 'bench' is refused" in detail and "program-0.bin" in detail
+    failure = _rejected_at_trace(harness, source, task, tmp_path)
+    assert failure.reason == Reason.PROGRAM_REFUSED and isinstance(failure.figures, At)
+    assert failure.figures.config == "bench" and "program-0.bin" in failure.figures.text
 
 
 def test_pickled_code_sent_as_the_program_is_refused_unrun(harness, task, tmp_path):
     marker = tmp_path / "gadget-ran"
     source = hostile.fill(lying.PICKLED_GADGET, marker=str(marker))
-    detail = _rejected_at_trace(harness, source, task, tmp_path)
-    assert "its program at production shapes is refused" in detail and "system" in detail
+    failure = _rejected_at_trace(harness, source, task, tmp_path)
+    assert failure.reason == Reason.TRACE_REFUSED and isinstance(failure.figures, Said)
+    assert "its program at production shapes is refused" in failure.figures.text
+    assert "system" in failure.figures.text
     assert not marker.exists()
 
 
 def test_a_program_traced_at_other_shapes_is_refused(harness, task, tmp_path):
-    detail = _rejected_at_trace(harness, lying.SWAPPED_PROGRAM, task, tmp_path)
-    assert "takes float32[8, 128], not the task's inputs float32[16, 128]" in detail
+    failure = _rejected_at_trace(harness, lying.SWAPPED_PROGRAM, task, tmp_path)
+    assert failure.reason == Reason.TRACE_REFUSED and isinstance(failure.figures, Said)
+    assert "takes float32[8, 128], not the task's inputs float32[16, 128]" in failure.figures.text
 
 
 def test_a_kernel_cannot_replace_the_checks_that_judge_it(harness, task, tmp_path):
     """Plain jnp, no pallas_call, whose module replaces the trace and production checks in the
     process that imports it: that process only traces, so the judge's checks reject it."""
-    detail = _rejected_at_trace(harness, hostile.fill(hostile.FORGE_THE_JUDGE), task, tmp_path)
-    assert "no pallas_call" in detail
+    failure = _rejected_at_trace(harness, hostile.fill(hostile.FORGE_THE_JUDGE), task, tmp_path)
+    assert failure.reason == Reason.NO_PALLAS_CALL
 
 
 def test_a_kernel_cannot_write_its_own_profile(task, tmp_path, monkeypatch):
@@ -96,5 +104,5 @@ def test_a_kernel_that_blocks_its_own_program_file_is_rejected_at_trace(harness,
         'import os\n\nos.mkdir("program-0.bin")\n\n\n'
         "def computation(x):\n    return x * 2.0 + 1.0\n"
     )
-    detail = _rejected_at_trace(harness, source, task, tmp_path)
-    assert "its program could not be written in its directory" in detail
+    failure = _rejected_at_trace(harness, source, task, tmp_path)
+    assert failure.reason == Reason.PROGRAM_UNWRITABLE

@@ -12,6 +12,7 @@ from maxkernel_tui.kernels.evaluation import harness as harness_module
 from maxkernel_tui.kernels.evaluation.profiling import profile as profile_module
 from maxkernel_tui.kernels.loader import find_task
 from maxkernel_tui.kernels.report.checks import ACCEPTED, EvalReport
+from maxkernel_tui.kernels.report.reasons import Problems, Reason, Said, StaticRule
 from maxkernel_tui.kernels.service.service import EvaluationService, KernelSource
 from maxkernel_tui.kernels.service.setup import EvalOptions, EvaluationSetup
 from maxkernel_tui.kernels.snapshot import TaskSnapshot, snapshot_task
@@ -60,9 +61,14 @@ def test_the_expert_is_recognised_by_its_text_wherever_it_comes_from(suite_tasks
 def test_a_file_that_cannot_be_read_is_refused_with_the_reason(tmp_path: Path) -> None:
     missing = KernelSource.read(tmp_path / "gone.py")
     assert missing.name == "gone.py" and missing.refusal is not None
-    assert missing.refusal.startswith(f"cannot read {tmp_path / 'gone.py'}")
+    assert missing.refusal.reason == Reason.SOURCE_UNREADABLE
+    assert isinstance(missing.refusal.figures, Said)
+    assert missing.refusal.figures.text.startswith(f"{tmp_path / 'gone.py'}: ")
     huge = KernelSource("x = 1\n" * 200_000, "huge.py")
-    assert huge.problem is None and huge.refusal is not None and "over the limit" in huge.refusal
+    assert huge.too_large is None and huge.refusal is not None  # too large once it is text
+    assert huge.refusal.reason == Reason.STATIC_RULES_BROKEN
+    assert isinstance(huge.refusal.figures, Problems)
+    assert [b.rule for b in huge.refusal.figures.problems] == [StaticRule.TOO_LARGE]
 
 
 @pytest.mark.slow  # a whole evaluation: tracer, judge, reference and the expert's estimate

@@ -71,9 +71,18 @@ from maxkernel_tui.kernels.report.checks import (
     NUMERICS,
     PASS,
     SKIP,
-    UNFIT_TILES,
     Check,
     CheckStatus,
+)
+from maxkernel_tui.kernels.report.reasons import (
+    Figures,
+    NoFigures,
+    OutsidePallas,
+    Reason,
+    Said,
+    Target,
+    Unfit,
+    WorkShare,
 )
 from maxkernel_tui.kernels.sandbox.confine import drain_refusals, use_task_cache
 from maxkernel_tui.kernels.sandbox.report import SANDBOX, sandbox_check
@@ -93,13 +102,13 @@ _KERNEL_FAULTS = ("Out-of-bounds", "out-of-bounds", "out of bounds", "RACE DETEC
 def _emit(event: CandidateEvent) -> None:
     tried = drain_refusals()  # first, so that a failure the sandbox caused is explained
     if tried:
-        detail = "the kernel tried what the sandbox refuses: " + "; ".join(tried)
-        reply(event_to_json(Check(SANDBOX, FAIL, detail)))
+        refused = Said("; ".join(tried))
+        reply(event_to_json(Check(SANDBOX, FAIL, Reason.SANDBOX_REFUSED, refused)))
     reply(event_to_json(event))
 
 
-def _check(name: str, status: CheckStatus, detail: str, start: float, **data: Any) -> bool:
-    _emit(Check(name, status, detail, round(time.perf_counter() - start, 3), data))
+def _check(name: str, status: CheckStatus, reason: Reason, figures: Figures, start: float) -> bool:
+    _emit(Check(name, status, reason, figures, round(time.perf_counter() - start, 3)))
     return status == PASS
 
 
@@ -199,10 +208,10 @@ def _trace_check(subject: _Subject, start: float, request: CandidateRequest) -> 
     try:
         traced = subject.program(subject.bench)
     except _Refused as refusal:
-        return _check("trace", FAIL, str(refusal), start)
+        return _check("trace", FAIL, Reason.TRACE_REFUSED, Said(str(refusal)), start)
     if not request.require_pallas:
-        detail = f"sanity run (no Pallas required): {_outputs_text(subject, traced)}"
-        return _check("trace", PASS, detail, start)
+        outputs = Said(_outputs_text(subject, traced))
+        return _check("trace", PASS, Reason.SANITY_RUN, outputs, start)
     return _pallas_check(subject, traced, start, request.expert_baseline)
 
 
@@ -210,27 +219,20 @@ def _pallas_check(subject: _Subject, traced: Any, start: float, expert: bool) ->
     """The heavy work runs inside Pallas kernels, not in XLA around them."""
     work = measure(traced)
     if not work.has_pallas:
-        detail = "no pallas_call: the work runs in plain XLA (jnp), not in a Pallas kernel"
-        return _check("trace", FAIL, detail, start)
+        return _check("trace", FAIL, Reason.NO_PALLAS_CALL, NoFigures(), start)
     static = subject.static
     reference = jax.make_jaxpr(lambda *d: subject.reference.computation(*d, *static))
     outside = _outside_problem(work, measure(reference(*subject.specs)))
     if outside and expert:
-        detail = (
-            f"the task's expert baseline, so reported, not rejected: {outside}; "
-            f"{_outputs_text(subject, traced)}"
-        )
-        return _check("trace", PASS, detail, start)
+        reported = OutsidePallas(outside, outputs=_outputs_text(subject, traced))
+        return _check("trace", PASS, Reason.EXPERT_WORK_OUTSIDE_PALLAS, reported, start)
     if outside:
-        return _check("trace", FAIL, outside, start, heavy_ops=work.heavy_ops[:5])
-    return _check(
-        "trace",
-        PASS,
-        f"{len(work.pallas_calls)} pallas_call(s); heavy work inside Pallas "
-        f"(outside: {work.xla_flops:.3g} flops, {work.xla_reduced:.3g} reduced elements); "
-        f"{_outputs_text(subject, traced)}",
-        start,
+        heavy = OutsidePallas(outside, tuple(work.heavy_ops[:5]))
+        return _check("trace", FAIL, Reason.HEAVY_WORK_OUTSIDE_PALLAS, heavy, start)
+    share = WorkShare(
+        len(work.pallas_calls), work.xla_flops, work.xla_reduced, _outputs_text(subject, traced)
     )
+    return _check("trace", PASS, Reason.PALLAS_HOLDS_THE_WORK, share, start)
 
 
 def _outputs_text(subject: _Subject, traced: Any) -> str:
@@ -248,9 +250,9 @@ def _lower_check(subject: _Subject, target: TpuTarget) -> bool:
         with aot.on_target(target):
             program.trace(*subject.specs).lower(lowering_platforms=("tpu",))
     except Exception as error:
-        detail = f"cannot be lowered for TPU at production shapes: {first_lines(error)}"
-        return _check("tpu_lower", FAIL, detail, start)
-    return _check("tpu_lower", PASS, "lowered for TPU (Mosaic) at production shapes", start)
+        said = Said(first_lines(error))
+        return _check("tpu_lower", FAIL, Reason.LOWERING_FAILED, said, start)
+    return _check("tpu_lower", PASS, Reason.LOWERED, NoFigures(), start)
 
 
 def _compile_check(subject: _Subject, target: TpuTarget) -> bool:
@@ -258,10 +260,9 @@ def _compile_check(subject: _Subject, target: TpuTarget) -> bool:
     try:
         aot.compile_for_tpu(subject.function(subject.bench), subject.specs, target)
     except Exception as error:
-        detail = f"TPU {target.name} compile failed: {first_lines(error)}"
-        return _check("tpu_compile", FAIL, detail, start)
-    detail = f"compiled ahead of time for TPU {target.name} with libtpu"
-    return _check("tpu_compile", PASS, detail, start, target=target.name)
+        failed = Target(target.name, first_lines(error))
+        return _check("tpu_compile", FAIL, Reason.COMPILE_FAILED, failed, start)
+    return _check("tpu_compile", PASS, Reason.COMPILED, Target(target.name), start)
 
 
 def _production_check(subject: _Subject, request: CandidateRequest) -> list[Run] | None:
@@ -271,8 +272,7 @@ def _production_check(subject: _Subject, request: CandidateRequest) -> list[Run]
     start = time.perf_counter()
     task, bench = subject.task, request.bench_config
     if CHECK not in task.configs or bench == CHECK:
-        detail = "no check configuration to compare production shapes with"
-        _check(production_checks.CHECK_NAME, SKIP, detail, start)
+        _check(production_checks.CHECK_NAME, SKIP, Reason.NO_CHECK_CONFIG, NoFigures(), start)
         return request.runs
 
     def at(config: str) -> production_checks.Shapes:
@@ -289,12 +289,13 @@ def _production_check(subject: _Subject, request: CandidateRequest) -> list[Run]
     except _Refused as refusal:
         if isinstance(refusal, _Untraced) and request.runs:
             # judged where it fails: a numerics run at check shapes, with the kernel's reason
-            detail = f"defences not applied: no program at check shapes: {refusal}"
-            _check(production_checks.CHECK_NAME, SKIP, detail, start)
+            why = Said(str(refusal))
+            _check(production_checks.CHECK_NAME, SKIP, Reason.NO_PROGRAM_AT_CHECK, why, start)
             at_check = CHECK in {c for c, _ in request.runs}
             runs = request.runs if at_check else [*request.runs, (CHECK, request.runs[0][1])]
             return _untraced_fitting(subject, request, runs, at) if task.derived else runs
-        _check(production_checks.CHECK_NAME, FAIL, str(refusal), start)
+        refused = Said(str(refusal))
+        _check(production_checks.CHECK_NAME, FAIL, Reason.PRODUCTION_REFUSED, refused, start)
         return None
     try:
         production = at(bench)
@@ -305,8 +306,8 @@ def _production_check(subject: _Subject, request: CandidateRequest) -> list[Run]
             tiles=request.tiles is not None,
         )
     except Exception as error:  # a program the analysis cannot read is judged by numerics alone
-        detail = f"defences not applied: the kernels could not be measured: {first_lines(error)}"
-        _check(production_checks.CHECK_NAME, SKIP, detail, start)
+        why = Said(first_lines(error))
+        _check(production_checks.CHECK_NAME, SKIP, Reason.DEFENCES_UNMEASURABLE, why, start)
         return request.runs
     _emit(findings.to_check(time.perf_counter() - start))
     if findings.failure is not None:
@@ -373,10 +374,8 @@ def _fitting_runs(
         unfit.add(config)
         edge = config in request.extra_configs
         name = HELDOUT if config == HELDOUT else EDGE if edge else NUMERICS
-        detail = production_checks.unfit_detail(
-            config, misfit, numerics, edge_pass=request.edges_only
-        )
-        _check(name, SKIP, detail, start, **{UNFIT_TILES: config})
+        left = Unfit(config, misfit, numerics.outcome, request.edges_only)
+        _check(name, SKIP, Reason.UNFIT_TILES, left, start)
     return [run for run in runs if run[0] not in unfit]
 
 

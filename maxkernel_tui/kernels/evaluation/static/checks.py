@@ -27,6 +27,7 @@ import ast
 
 from maxkernel_tui.kernels.evaluation.static.platform import platform_problem
 from maxkernel_tui.kernels.limits import text_oversize_problem
+from maxkernel_tui.kernels.report.reasons import RuleBroken, StaticRule
 from maxkernel_tui.kernels.task import DEFAULT_ENTRY_POINTS
 
 # Attribute names that call back into Python from device code: the host computes the output.
@@ -38,25 +39,39 @@ def static_problems(
 ) -> list[str]:
     """Every rule the reachable source breaks, each a sentence naming the line; empty when
     clean. `entry_points`: the names a candidate may define (the first is the usual one)."""
+    return [broken.text for broken in broken_rules(source, filename, entry_points)]
+
+
+def broken_rules(
+    source: str, filename: str = "kernel.py", entry_points: tuple[str, ...] = DEFAULT_ENTRY_POINTS
+) -> list[RuleBroken]:
+    """`static_problems`, each with the rule it breaks."""
     if too_large := text_oversize_problem(source, filename):
-        return [too_large]  # refused before parsing, which alone would take minutes
+        # refused before parsing, which alone would take minutes
+        return [RuleBroken(StaticRule.TOO_LARGE, too_large)]
     try:
         tree = ast.parse(source, filename=filename)
     except SyntaxError as error:
-        return [f"does not parse: {error.msg} (line {error.lineno})"]
+        return [
+            RuleBroken(
+                StaticRule.DOES_NOT_PARSE, f"does not parse: {error.msg} (line {error.lineno})"
+            )
+        ]
     defined = _top_level_names(tree)
     problems = []
     judged: list[ast.stmt] = reachable_statements(tree, entry_points)
     if not any(name in defined for name in entry_points):
         wanted = " or ".join(f"`{name}`" for name in entry_points)
-        problems.append(f"does not define a top-level {wanted}")
+        problems.append(
+            RuleBroken(StaticRule.NO_ENTRY_POINT, f"does not define a top-level {wanted}")
+        )
         judged = tree.body  # nothing is reachable: say everything that is wrong
     for statement in judged:
         for node in ast.walk(statement):
             if callback := _callback_problem(node):
-                problems.append(callback)
+                problems.append(RuleBroken(StaticRule.HOST_CALLBACK, callback))
             if platform := platform_problem(node):
-                problems.append(platform)
+                problems.append(RuleBroken(StaticRule.PLATFORM_BRANCH, platform))
     return list(dict.fromkeys(problems))  # one line per distinct problem, in source order
 
 

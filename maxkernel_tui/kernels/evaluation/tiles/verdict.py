@@ -11,6 +11,7 @@ tolerance.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 
@@ -24,16 +25,17 @@ from maxkernel_tui.kernels.report.checks import (
     PASS,
     SKIP,
     TILES,
-    UNFIT_TILES,
     Check,
+    CheckStatus,
     EvalReport,
 )
+from maxkernel_tui.kernels.report.reasons import NotJudged, Reason, Said, TilesFigures
 from maxkernel_tui.kernels.task import Task
 
 
 def not_sampled(reason: str) -> Check:
     """No tiles: the production inputs could not be had (the task's get_inputs failed there)."""
-    return Check(TILES, SKIP, f"production tiles not run: {reason}")
+    return Check(TILES, SKIP, Reason.TILES_NOT_RUN, Said(reason))
 
 
 def expected_values(reference: NumericsRun, indices: list[str]) -> list[np.ndarray]:
@@ -57,29 +59,31 @@ def expected_values(reference: NumericsRun, indices: list[str]) -> list[np.ndarr
 def tiles_check(task: Task, run: TilesRun, expected: list[np.ndarray] | str | None) -> Check:
     """The candidate's sampled values against the reference's there; `expected` is a string
     when the reference could not be had (why), None when it was not asked (the run failed)."""
-    label = f"{run.config} inputs seed {run.input_seed}, sample seed {run.sample_seed}"
-    data = {
-        "config": run.config,
-        "input_seed": run.input_seed,
-        "sample_seed": run.sample_seed,
-        "blocks": run.blocks,
-        "of_blocks": run.of_blocks,
-        "kernels": run.kernels,
-    }
+    sample = TilesFigures(
+        run.config,
+        run.input_seed,
+        run.sample_seed,
+        run.blocks,
+        run.of_blocks,
+        tuple(run.kernels),
+    )
     seconds = round(run.seconds, 3)
+
+    def check(status: CheckStatus, reason: Reason, **figures: Any) -> Check:
+        return Check(TILES, status, reason, replace(sample, **figures), seconds)
+
     if run.unsampleable is not None:
-        detail = f"production tiles not run: {run.unsampleable}"
-        return Check(TILES, SKIP, detail, seconds, data)
+        return check(SKIP, Reason.TILES_NOT_RUN, text=run.unsampleable)
     if run.error is not None or run.values is None or run.indices is None:
-        detail = f"{label}: the kernel failed on sampled production tiles: {run.error}"
-        return Check(TILES, FAIL, detail, seconds, data)
+        return check(FAIL, Reason.TILES_KERNEL_FAILED, text=str(run.error))
     if not isinstance(expected, list):
-        why = expected or "no answer"
-        return Check(TILES, SKIP, f"production tiles not compared: the reference failed: {why}")
+        why = Said(expected or "no answer")
+        return Check(TILES, SKIP, Reason.TILES_REFERENCE_FAILED, why)
     if len(expected) != len(run.values):
-        detail = f"{label}: {len(run.values)} outputs instead of {len(expected)}"
-        return Check(TILES, FAIL, detail, seconds, data)
+        counts = {"outputs": len(run.values), "expected": len(expected)}
+        return check(FAIL, Reason.TILES_OUTPUT_COUNT, **counts)
     tolerance = task.tolerance(run.config)
+    bounds = {"atol": tolerance.atol, "rtol": tolerance.rtol}
     compared = 0
     worst = None
     for number, (values_file, indices_file, want) in enumerate(
@@ -88,33 +92,20 @@ def tiles_check(task: Task, run: TilesRun, expected: list[np.ndarray] | str | No
         indices = np.load(indices_file, allow_pickle=False)
         values = np.load(values_file, allow_pickle=False)
         if values.shape != indices.shape or want.shape != indices.shape:
-            return Check(TILES, FAIL, f"{label}: malformed tile files", seconds, data)
+            return check(FAIL, Reason.TILES_MALFORMED)
         comparison = compare_arrays(values, want, tolerance)
         shape = run.shapes[number] if number < len(run.shapes) else None
         if comparison.worst_index and shape:  # an index into the sample: say where it is
             where = np.unravel_index(int(indices[comparison.worst_index[0]]), shape)
             comparison = replace(comparison, worst_index=tuple(int(i) for i in where))
         if not comparison.ok:
-            detail = (
-                f"{label}: wrong numerics at production shapes on sampled output tiles "
-                f"(atol {tolerance.atol:g}, rtol {tolerance.rtol:g}): {comparison.describe()}"
-            )
-            return Check(TILES, FAIL, detail, seconds, data)
+            return check(FAIL, Reason.TILES_OUTSIDE_TOLERANCE, comparison=comparison, **bounds)
         compared += int(indices.size)
         if worst is None or comparison.max_abs > worst.max_abs:
             worst = comparison
-    data["elements"] = compared
     if compared == 0 or worst is None:
-        detail = (
-            f"production tiles not compared ({label}): no output element is decided by the "
-            "sampled blocks alone (the XLA after the kernels mixes every block)"
-        )
-        return Check(TILES, SKIP, detail, seconds, data)
-    detail = (
-        f"{run.blocks} of {run.of_blocks} output blocks sampled at production shapes ({label}), "
-        f"{compared} elements within tolerance; {worst.describe()}"
-    )
-    return Check(TILES, PASS, detail, seconds, data)
+        return check(SKIP, Reason.TILES_NONE_DECIDED, elements=compared)
+    return check(PASS, Reason.TILES_SAMPLED, elements=compared, comparison=worst, **bounds)
 
 
 def unjudged(report: EvalReport) -> Check | None:
@@ -122,17 +113,10 @@ def unjudged(report: EvalReport) -> Check | None:
     nothing compared its outputs at production shapes either (production tiles off, too large
     for memory, or their reference failed): no evidence, so no acceptance. A rejection that says
     so, not a finding of wrong numerics; None where some comparison passed."""
-    unfit = [c for c in report.checks if UNFIT_TILES in c.data]
+    unfit = [config for c in report.checks if (config := c.unfit_config) is not None]
     compared = (NUMERICS, HELDOUT, EDGE, TILES)
     if not unfit or any(c.status == PASS and c.name in compared for c in report.checks):
         return None
-    configs = ", ".join(str(c.data[UNFIT_TILES]) for c in unfit)
     asked = (c.detail for c in report.checks if c.name == TILES)
     tiles = next(asked, "no production tiles were asked for")
-    return Check(
-        NUMERICS,
-        FAIL,
-        f"not judged: the kernel's own tiles do not fit the derived configurations ({configs}) "
-        f"and its outputs were compared at production shapes nowhere here ({tiles}); a kernel "
-        "is not accepted on no evidence (on a TPU its production shapes run in full)",
-    )
+    return Check(NUMERICS, FAIL, Reason.NOT_JUDGED, NotJudged(tuple(unfit), tiles))

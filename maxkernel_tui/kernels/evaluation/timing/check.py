@@ -24,13 +24,13 @@ from maxkernel_tui.kernels.evaluation.timing.stats import Speedup, median_estima
 from maxkernel_tui.kernels.report.checks import (
     FAIL,
     PASS,
-    PRODUCTION_SHAPES,
     SKIP,
     SPEEDUP,
     Check,
     Timing,
 )
 from maxkernel_tui.kernels.report.expert import EXPERT_SPEEDUP
+from maxkernel_tui.kernels.report.reasons import Reason, Said, Timed
 from maxkernel_tui.kernels.task import Task
 from maxkernel_tui.kernels.workers import FailureKind, WorkerFailure
 
@@ -55,19 +55,13 @@ def timing_check(
     """The carried `program` of the kernel named `kernel` timed beside the XLA reference on this
     machine's TPU; a skipped check with no TPU."""
     if not tpu_present():
-        return Check(
-            "timing",
-            SKIP,
-            "not measured: no TPU on this machine; times in TPU interpret mode on a "
-            "CPU are a simulator's, not the kernel's, so none are shown",
-        ), []
+        return Check("timing", SKIP, Reason.NO_TPU), []
     try:
         answer = run_timing_worker(program, task, timeout, REPEATS, WARMUPS, task.expert_path)
     except WorkerFailure as failure:
-        why = (
-            failure if failure.kind == FailureKind.BUSY else f"the timing process failed: {failure}"
-        )
-        return Check("timing", SKIP, f"not measured: {why}"), []
+        busy = failure.kind == FailureKind.BUSY
+        why = Reason.TIMING_BUSY if busy else Reason.TIMING_FAILED
+        return Check("timing", SKIP, why, Said(str(failure))), []
     record_timing(answer, kernel, task.task_id, calibration_file)
     return summarize_timing(answer)
 
@@ -75,11 +69,9 @@ def timing_check(
 def summarize_timing(answer: TimingAnswer) -> tuple[Check, list[Timing]]:
     """Medians, intervals and the speedup over the XLA reference, each labelled with its device."""
     if answer.platform != "tpu":
-        return Check(
-            "timing", SKIP, f"not shown: measured on {answer.platform}, which is not a TPU"
-        ), []
+        return Check("timing", SKIP, Reason.TIMING_NOT_ON_TPU, Said(answer.platform)), []
     if answer.numerics is not None and not answer.numerics.ok:
-        return Check("timing", FAIL, f"wrong result {answer.numerics.detail}"), []
+        return Check("timing", FAIL, Reason.WRONG_ON_DEVICE, Said(answer.numerics.detail)), []
     where = f"{answer.device} ({answer.platform})"
     clock = clock_words(answer)
     candidate, reference = answer.samples.candidate, answer.samples.reference
@@ -104,19 +96,23 @@ def summarize_timing(answer: TimingAnswer) -> tuple[Check, list[Timing]]:
     gain = speedup(reference, candidate)
     label = f"speedup over the XLA reference {gain.describe()}, measured ({clock}) on {where}"
     timings.append(_speedup_timing(SPEEDUP, gain, where, label))
-    versus_expert = "the task has no expert Pallas kernel"
+    against: Speedup | None = None
     if expert:
         against = speedup(expert, candidate)
-        versus_expert = f"{EXPERT_SPEEDUP} {against.describe()}"
-        label = f"{versus_expert}, measured ({clock}) on {where} (interleaved)"
+        label = (
+            f"{EXPERT_SPEEDUP} {against.describe()}, measured ({clock}) on {where} (interleaved)"
+        )
         timings.append(_speedup_timing(EXPERT_SPEEDUP, against, where, label))
+    numerics = answer.numerics.detail if answer.numerics else None
+    timed = Timed(gain.figures, clock, against.figures if against else None, numerics)
+    why = Reason.SPEEDUP_SIGNIFICANT if gain.significant_win else Reason.SPEEDUP_NOT_SIGNIFICANT
     return Check(
         "timing",
         PASS,
-        f"speedup over the XLA reference {gain.describe()} ({clock}); {versus_expert}"
-        + (f"; {answer.numerics.detail}" if answer.numerics else ""),
+        why,
+        timed,
         # the device compared the kernel with the reference at the timed (production) shapes
-        data={PRODUCTION_SHAPES: True} if answer.numerics is not None else {},
+        production_shapes=answer.numerics is not None,
     ), timings
 
 

@@ -16,6 +16,7 @@ from maxkernel_tui.kernels.evaluation.protocol import DeviceNumerics
 from maxkernel_tui.kernels.perf.calibration import KernelFeatures, ModelPoint, generation_of
 from maxkernel_tui.kernels.perf.model import estimate
 from maxkernel_tui.kernels.perf.pallas_analysis import analyze
+from maxkernel_tui.kernels.report.words import comparison_words
 from maxkernel_tui.kernels.targets import TARGETS
 from maxkernel_tui.kernels.task import Tolerance
 
@@ -37,7 +38,7 @@ def device_numerics(
     for index, (g, w) in enumerate(zip(got, want, strict=True)):
         comparison = compare_arrays(np.asarray(g), np.asarray(w), tolerance)
         if not comparison.ok:
-            return DeviceNumerics(False, f"{where}, output {index}: {comparison.describe()}")
+            return DeviceNumerics(False, f"{where}, output {index}: {comparison_words(comparison)}")
     return DeviceNumerics(True, f"{where}: within the task's tolerance")
 
 

@@ -7,6 +7,9 @@ import random
 import statistics
 from dataclasses import dataclass
 
+from maxkernel_tui.kernels.report.reasons import Ratio
+from maxkernel_tui.kernels.report.words import ratio_words
+
 CONFIDENCE = 0.95
 RESAMPLES = 2000
 
@@ -28,19 +31,12 @@ class Speedup:
     def significant_win(self) -> bool:
         return self.low > 1.0
 
-    @property
-    def significant_loss(self) -> bool:
-        return self.high < 1.0
-
     def describe(self) -> str:
-        verdict = (
-            "significant"
-            if self.significant_win
-            else "significantly slower"
-            if self.significant_loss
-            else "not significant"
-        )
-        return f"{self.ratio:.2f}x (95% CI {self.low:.2f}-{self.high:.2f}, {verdict})"
+        return ratio_words(self.figures)
+
+    @property
+    def figures(self) -> Ratio:
+        return Ratio(self.ratio, self.low, self.high)
 
 
 def median_estimate(samples: list[float], seed: int = 0) -> Estimate:

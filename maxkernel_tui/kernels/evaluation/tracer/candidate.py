@@ -22,6 +22,7 @@ from maxkernel_tui.kernels.evaluation.protocol import CandidateEvent, Traced, Tr
 from maxkernel_tui.kernels.evaluation.tracer.transport import NotTransportable, dump_program
 from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.report.checks import FAIL, Check
+from maxkernel_tui.kernels.report.reasons import Reason, Said
 from maxkernel_tui.kernels.task import Task, TaskError
 
 TRACE = "trace"
@@ -37,21 +38,21 @@ def trace_candidate(request: TraceRequest) -> list[CandidateEvent]:
     try:
         candidate = runtime.load_candidate(task, reference, Path(request.kernel))
     except Exception as error:
-        return [_failed(f"the kernel fails to import: {first_lines(error)}", start)]
+        return [_failed(Reason.IMPORT_FAILED, first_lines(error), start)]
     events: list[CandidateEvent] = []
     for number, config in enumerate(request.configs):
         try:
             data = _traced(task, reference, candidate, config)
         except _Untraceable as problem:
             if config == task.configs[0]:  # the production shapes: the trace check's
-                return [_failed(str(problem), start)]
+                return [_failed(Reason.UNTRACEABLE, str(problem), start)]
             events.append(Traced(config, error=str(problem)))  # that configuration's runs'
             continue
         path = Path(request.out_dir) / f"program-{number}.bin"
         try:
             path.write_bytes(data)
         except OSError as error:  # the kernel planted something in its own directory
-            return [_failed(f"its program could not be written in its directory: {error}", start)]
+            return [_failed(Reason.PROGRAM_UNWRITABLE, str(error), start)]
         events.append(Traced(config, str(path), round(time.perf_counter() - start, 3)))
     return events
 
@@ -94,5 +95,5 @@ def _signature_problem(task: Task, candidate: ModuleType, problem: str) -> str:
     )
 
 
-def _failed(detail: str, start: float) -> Check:
-    return Check(TRACE, FAIL, detail, round(time.perf_counter() - start, 3))
+def _failed(reason: Reason, said: str, start: float) -> Check:
+    return Check(TRACE, FAIL, reason, Said(said), round(time.perf_counter() - start, 3))

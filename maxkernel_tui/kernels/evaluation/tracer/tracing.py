@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from maxkernel_tui.kernels.evaluation.failure_text import worker_failure_detail
+from maxkernel_tui.kernels.evaluation.failure_text import worker_failure
 from maxkernel_tui.kernels.evaluation.protocol import (
     PROGRAM_MAX_BYTES,
     Done,
@@ -31,6 +31,7 @@ from maxkernel_tui.kernels.evaluation.protocol import (
     request_to_json,
 )
 from maxkernel_tui.kernels.report.checks import FAIL, Check, EvalReport
+from maxkernel_tui.kernels.report.reasons import At, Configs, Reason, Said
 from maxkernel_tui.kernels.sandbox.report import SANDBOX
 from maxkernel_tui.kernels.snapshot import TaskSnapshot
 from maxkernel_tui.kernels.workers import (
@@ -94,17 +95,17 @@ def trace_programs(
         try:
             event = event_from_json(worker.receive(max(deadline - time.monotonic(), 0.01)))
         except WorkerFailure as failure:
-            report.add(Check(TRACE, FAIL, worker_failure_detail(failure, memory_bytes, "tracer")))
+            report.add(Check(TRACE, FAIL, *worker_failure(failure, memory_bytes, "tracer")))
             return None
         except (ValueError, KeyError, TypeError, AttributeError) as error:
-            report.add(Check(TRACE, FAIL, f"the tracer wrote what is not the protocol: {error}"))
+            report.add(Check(TRACE, FAIL, Reason.TRACER_NOT_PROTOCOL, Said(str(error))))
             return None
         if isinstance(event, Done):
             break
         problem = _unbelievable(event, request, {**files, **untraced}, first)
         first = False
         if problem is not None:
-            report.add(Check(TRACE, FAIL, f"the tracer {problem}: the kernel is rejected"))
+            report.add(Check(TRACE, FAIL, Reason.TRACER_UNBELIEVABLE, Said(problem)))
             return None
         if isinstance(event, Check):
             report.add(event)
@@ -118,7 +119,7 @@ def trace_programs(
         elif isinstance(event, WorkerProblem):
             if event.usage:
                 raise TracerUsageError(event.detail)
-            report.add(Check(TRACE, FAIL, f"harness error: {event.detail}"))
+            report.add(Check(TRACE, FAIL, Reason.HARNESS_ERROR, Said(event.detail)))
             return None
     return _read_programs(files, untraced, request, report)
 
@@ -180,14 +181,14 @@ def _read_programs(
 ) -> TracedPrograms | None:
     missing = [c for c in request.configs if c not in files and c not in untraced]
     if missing:
-        report.add(Check(TRACE, FAIL, f"the tracer sent no program for {missing}"))
+        report.add(Check(TRACE, FAIL, Reason.TRACER_NO_PROGRAM, Configs(tuple(missing))))
         return None
     programs = {}
     for config, file in files.items():
         try:
             programs[config] = read_program(Path(file), Path(request.out_dir))
         except (OSError, ValueError) as error:
-            report.add(Check(TRACE, FAIL, f"the program traced at {config!r} is refused: {error}"))
+            report.add(Check(TRACE, FAIL, Reason.PROGRAM_REFUSED, At(config, str(error))))
             return None
     return TracedPrograms(programs, untraced)
 

@@ -23,10 +23,11 @@ A defence that cannot judge (data-dependent work, no matmuls) says why instead.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from dataclasses import dataclass, field
+from typing import Literal
 
 from maxkernel_tui.kernels.report.checks import FAIL, PASS, Check
+from maxkernel_tui.kernels.report.reasons import DefenceFigures, Defences, Reason
 
 DefenceName = Literal["work", "coverage", "bodies", "numerics"]
 # scheduled: production shapes run in full (interpret mode where affordable, or the TPU);
@@ -151,14 +152,13 @@ class ProductionFindings:
         return next((d for d in self.defences if d.outcome == "failed"), None)
 
     def to_check(self, seconds: float) -> Check:
-        failure = self.failure
-        if failure is not None:  # every failed defence: each is a separate thing to mend
-            failed = [d.detail for d in self.defences if d.outcome == "failed"]
-            detail = "at production shapes: " + "; ".join(failed)
-        else:
-            detail = "; ".join(f"{d.name}: {d.outcome}" for d in self.defences)
-        data: dict[str, Any] = {"defences": [asdict(d) for d in self.defences]}
-        return Check(CHECK_NAME, FAIL if failure else PASS, detail, round(seconds, 3), data)
+        # a failure's words name every failed defence: each is a separate thing to mend
+        figures = Defences(
+            tuple(DefenceFigures(d.name, d.outcome, d.detail) for d in self.defences)
+        )
+        if self.failure is not None:
+            return Check(CHECK_NAME, FAIL, Reason.DEFENCES_BROKEN, figures, round(seconds, 3))
+        return Check(CHECK_NAME, PASS, Reason.DEFENCES_HELD, figures, round(seconds, 3))
 
 
 def judge(
@@ -293,19 +293,6 @@ def _misfit(kernels: list[KernelWork], config: str, derived: Callable[[int], int
                         f"of {kernel.name}) do not fit the derived {config} shapes ({there})"
                     )
     return None
-
-
-def unfit_detail(config: str, misfit: str, numerics: Defence, *, edge_pass: bool) -> str:
-    """What a derived configuration left unrun for its misfit says, and where the kernel's
-    numerics are judged instead: the numerics defence's outcome, or the full evaluation that an
-    edge-case pass joins (EvalReport.with_edge_pass)."""
-    where = {
-        "scheduled": "its numerics are judged at production shapes only",
-        "sampled": "its numerics are judged at production tiles only",
-    }.get(numerics.outcome, "its production shapes do not run here either")
-    if edge_pass:
-        where = "its numerics are judged at production shapes by the full evaluation"
-    return f"{config}: not run — {misfit}; {where}"
 
 
 def numerics_defence(production: Shapes, *, on_tpu: bool, tiles: bool = False) -> Defence:

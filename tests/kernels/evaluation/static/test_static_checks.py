@@ -5,7 +5,8 @@ import textwrap
 
 import pytest
 
-from maxkernel_tui.kernels.evaluation.static.checks import static_problems
+from maxkernel_tui.kernels.evaluation.static.checks import broken_rules, static_problems
+from maxkernel_tui.kernels.report.reasons import StaticRule
 from tests.support.jaxbench_experts import expert_source
 
 CLEAN = """
@@ -91,6 +92,13 @@ def test_problems_name_their_line():
         "calls back into Python from device code (`.pure_callback` at line 3): the host, not "
         "the kernel, would compute the outputs"
     ]
+
+
+def test_each_problem_names_the_rule_it_breaks():
+    source = "import jax\ndef compute(x):\n    return jax.pure_callback(f, x, x)\n"
+    rules = [broken.rule for broken in broken_rules(source)]
+    assert rules == [StaticRule.NO_ENTRY_POINT, StaticRule.HOST_CALLBACK]
+    assert [b.rule for b in broken_rules("def computation(:\n")] == [StaticRule.DOES_NOT_PARSE]
 
 
 def test_names_that_merely_look_like_refused_ones_pass():

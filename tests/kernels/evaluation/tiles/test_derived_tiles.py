@@ -19,6 +19,7 @@ from maxkernel_tui.kernels.report.checks import (
     TILES,
     VERIFIED_AT_PRODUCTION,
 )
+from maxkernel_tui.kernels.report.reasons import NotJudged, Reason, TilesFigures
 from tests.support.maxkernel_dataset import write_jaxbench_tiled_gemm
 from tests.support.tiled_gemm_tasks import write_declared_gemm, write_tiled_candidate
 
@@ -62,7 +63,8 @@ def test_an_expert_whose_tiles_exceed_the_derived_sizes_is_judged_at_production_
     assert not any("fresh seed" in line for line in expert.evidence), expert.evidence
     assert not any(line.startswith("note: not run") for line in expert.evidence), expert.evidence
     tiles = next(c for c in expert.checks if c.name == TILES)
-    assert tiles.status == "pass" and tiles.data["blocks"] >= 2, tiles
+    assert tiles.status == "pass" and isinstance(tiles.figures, TilesFigures), tiles
+    assert tiles.figures.blocks >= 2, tiles
     # a tiling that refuses to be traced at sizes it does not divide (as splash attention does):
     # the production program's blocks, taken to the derived sizes, say why; judged at production
     assert refused.verdict == ACCEPTED, refused.failure
@@ -79,11 +81,12 @@ def test_an_expert_whose_tiles_exceed_the_derived_sizes_is_judged_at_production_
     # wrong at every size, right where nothing runs: the production tiles find it
     assert hiding.verdict == REJECTED
     assert hiding.failure is not None and hiding.failure.name == TILES, hiding.failure
-    assert "wrong numerics at production shapes" in hiding.failure.detail
+    assert hiding.failure.reason == Reason.TILES_OUTSIDE_TOLERANCE
     # nothing compared its outputs anywhere: not accepted, and the reason is not wrong numerics
     assert untiled.verdict == REJECTED
-    assert untiled.failure is not None and untiled.failure.detail.startswith("not judged: ")
-    assert "(check, heldout)" in untiled.failure.detail
+    assert untiled.failure is not None and untiled.failure.reason == Reason.NOT_JUDGED
+    assert isinstance(untiled.failure.figures, NotJudged)
+    assert untiled.failure.figures.configs == ("check", "heldout")
 
 
 def test_a_tiling_that_misses_a_declared_check_is_still_the_kernels_failure(tmp_path):
@@ -95,4 +98,4 @@ def test_a_tiling_that_misses_a_declared_check_is_still_the_kernels_failure(tmp_
         report = harness.evaluate(KernelSource.read(kernel), task, TILED)
     assert report.verdict == REJECTED
     assert report.failure is not None and report.failure.name == "numerics", report.failure
-    assert "NaN" in report.failure.detail, report.failure.detail
+    assert report.failure.reason == Reason.NON_FINITE, report.failure

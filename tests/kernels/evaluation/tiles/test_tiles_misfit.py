@@ -1,24 +1,32 @@
 """Which derived configurations cannot run a kernel's own tiling, judged from its measured
 programs (no jax, milliseconds), and the verdict where nothing else compared its outputs."""
 
+from dataclasses import replace
+
 from maxkernel_tui.kernels.evaluation.tiles.verdict import unjudged
 from maxkernel_tui.kernels.evaluation.work.production_checks import (
-    Defence,
     KernelWork,
     ProgramWork,
     mapped_misfit,
     tiles_misfit,
-    unfit_detail,
 )
 from maxkernel_tui.kernels.report.checks import (
     FAIL,
     PASS,
     SKIP,
     TILES,
-    UNFIT_TILES,
     Check,
     EvalReport,
 )
+from maxkernel_tui.kernels.report.reasons import (
+    Agreement,
+    NotJudged,
+    Reason,
+    Said,
+    Unfit,
+    WorkShare,
+)
+from maxkernel_tui.kernels.report.words import check_words
 
 DOT = "bfloat16 x bfloat16 -> float32"
 
@@ -70,14 +78,12 @@ def test_without_a_derived_program_the_production_blocks_are_taken_to_the_derive
 
 
 def test_the_skipped_check_says_where_the_numerics_are_judged_instead():
-    sampled = Defence("numerics", "sampled", "")
-    assert unfit_detail("check", "M", sampled, edge_pass=False) == (
-        "check: not run — M; its numerics are judged at production tiles only"
-    )
-    absent = Defence("numerics", "not applicable", "")
-    alone = unfit_detail("check", "M", absent, edge_pass=False)
+    """Its words (report/words.py), made from the numerics defence's outcome."""
+    sampled = check_words(Reason.UNFIT_TILES, Unfit("check", "M", "sampled"))
+    assert sampled == "check: not run — M; its numerics are judged at production tiles only"
+    alone = check_words(Reason.UNFIT_TILES, Unfit("check", "M", "not applicable"))
     assert alone.endswith("production shapes do not run here either")
-    joined = unfit_detail("edge_odd", "M", absent, edge_pass=True)
+    joined = check_words(Reason.UNFIT_TILES, Unfit("edge_odd", "M", "not applicable", True))
     assert joined.endswith("judged at production shapes by the full evaluation")
 
 
@@ -85,25 +91,30 @@ def _report(*checks):
     return EvalReport("t", "k.py", ["v5e"], "cpu", checks=list(checks))
 
 
-UNFIT = Check("numerics", SKIP, "check: not run — …", data={UNFIT_TILES: "check"})
+UNFIT = Check("numerics", SKIP, Reason.UNFIT_TILES, Unfit("check", "M", "not applicable"))
+PASSED = Check(
+    "any", PASS, Reason.WITHIN_TOLERANCE, Agreement(())
+)  # its name is what the tests vary
 
 
 def test_a_kernel_judged_nowhere_is_rejected_as_not_judged_and_one_judged_somewhere_is_not():
-    skipped_tiles = Check(TILES, SKIP, "production tiles not run: too large")
+    skipped_tiles = Check(TILES, SKIP, Reason.TILES_NOT_RUN, Said("too large"))
     found = unjudged(_report(UNFIT, skipped_tiles))
-    assert found is not None and found.status == FAIL
-    assert found.detail.startswith("not judged: ") and "too large" in found.detail
+    assert found is not None and found.status == FAIL and found.reason == Reason.NOT_JUDGED
+    assert found.figures == NotJudged(("check",), "production tiles not run: too large")
+    assert found.detail.startswith("not judged: ")  # the words, once: a rejection's reason
     assert unjudged(_report(UNFIT)) is not None  # tiles off
-    assert unjudged(_report(UNFIT, Check(TILES, PASS, "4 of 64"))) is None
-    assert unjudged(_report(UNFIT, Check("heldout", PASS, "1 run"))) is None
+    assert unjudged(_report(UNFIT, replace(PASSED, name=TILES))) is None
+    assert unjudged(_report(UNFIT, replace(PASSED, name="heldout"))) is None
     assert unjudged(_report(skipped_tiles)) is None  # every configuration fit: as before
 
 
 def test_evidence_names_the_unfit_configuration_and_keeps_notes_as_notes():
-    report = _report(Check("trace", PASS, ""), UNFIT, Check(TILES, PASS, "", data={"blocks": 4}))
+    traced = Check("trace", PASS, Reason.PALLAS_HOLDS_THE_WORK, WorkShare(1, 0.0, 0.0, ""))
+    report = _report(traced, UNFIT, replace(PASSED, name=TILES))
     report.inputs = ["trace: production shapes", "note: sizes derived from production"]
     assert report.evidence[:3] == [
         "trace: production shapes",
         "note: sizes derived from production",
-        "check: not run — …",
+        "check: not run — M; its production shapes do not run here either",
     ]

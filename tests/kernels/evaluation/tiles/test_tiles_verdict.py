@@ -12,6 +12,7 @@ from maxkernel_tui.kernels.evaluation.tiles.verdict import (
     tiles_check,
 )
 from maxkernel_tui.kernels.loader import load_task
+from maxkernel_tui.kernels.report.reasons import Reason, Said, TilesFigures
 from tests.support.gemm_relu_variants import TASK
 
 
@@ -46,14 +47,19 @@ def test_only_sampled_elements_are_compared_and_a_wrong_one_is_located(tmp_path,
     reference = np.arange(12, dtype=np.float32).reshape(3, 4)
     run, want = _files(tmp_path, reference, [0, 5, 11], [0.0, 5.0, 11.0], at_indices=at_indices)
     passed = tiles_check(task, run, want)
-    assert passed.status == "pass" and passed.data["elements"] == 3
-    assert passed.detail.startswith("2 of 16 output blocks sampled at production shapes")
+    assert passed.status == "pass" and passed.reason == Reason.TILES_SAMPLED
+    assert isinstance(passed.figures, TilesFigures)
+    assert (passed.figures.elements, passed.figures.blocks, passed.figures.of_blocks) == (3, 2, 16)
     run, want = _files(tmp_path, reference, [0, 5, 11], [0.0, 5.0, 99.0], at_indices=at_indices)
     failed = tiles_check(task, run, want)
-    assert failed.status == "fail" and "at [2, 3]" in failed.detail  # the output's own index
+    assert failed.status == "fail" and failed.reason == Reason.TILES_OUTSIDE_TOLERANCE
+    assert isinstance(failed.figures, TilesFigures) and failed.figures.comparison is not None
+    assert failed.figures.comparison.worst_index == (2, 3)  # the output's own index
     run, want = _files(tmp_path, reference, [0, 5], [0.0, np.nan], at_indices=at_indices)
     stale = tiles_check(task, run, want)
-    assert stale.status == "fail" and "NaN" in stale.detail
+    assert stale.status == "fail" and isinstance(stale.figures, TilesFigures)
+    assert stale.figures.comparison is not None
+    assert stale.figures.comparison.reason == Reason.NON_FINITE
 
 
 def test_a_run_that_decides_nothing_or_points_outside_the_output_never_passes(tmp_path):
@@ -71,6 +77,7 @@ def test_a_run_that_decides_nothing_or_points_outside_the_output_never_passes(tm
     unsampleable = TilesRun("bench", 0, 5, unsampleable="an output written by DMA")
     assert tiles_check(task, unsampleable, None).status == "skip"
     no_reference = tiles_check(task, run, "over the CPU budget")
-    assert no_reference.status == "skip" and "over the CPU budget" in no_reference.detail
+    assert no_reference.status == "skip" and no_reference.reason == Reason.TILES_REFERENCE_FAILED
+    assert no_reference.figures == Said("over the CPU budget")
     no_inputs = not_sampled("get_inputs failed at production shapes")
-    assert no_inputs.status == "skip" and "get_inputs failed" in no_inputs.detail
+    assert no_inputs.status == "skip" and no_inputs.reason == Reason.TILES_NOT_RUN

@@ -13,6 +13,7 @@ from maxkernel_tui.kernels.evaluation.timing.device_timer import DeviceTimer
 from maxkernel_tui.kernels.evaluation.tracer.tracing import trace_source
 from maxkernel_tui.kernels.loader import find_task
 from maxkernel_tui.kernels.perf.calibration import load_calibration
+from maxkernel_tui.kernels.report.reasons import Timed
 from maxkernel_tui.kernels.snapshot import snapshot_task
 from tests.support.paths import KERNELS
 
@@ -43,8 +44,9 @@ def test_timing_on_a_tpu_reads_device_time_checks_numerics_and_records_calibrati
         program, HONEST.name, task, timeout=600, calibration_file=calibration
     )
     assert check.status == "pass", check.detail
-    assert "device time from the profiler trace" in check.detail
-    assert "within the task's tolerance" in check.detail
+    assert isinstance(check.figures, Timed) and check.production_shapes
+    assert check.figures.clock == "device time from the profiler trace"
+    assert "within the task's tolerance" in str(check.figures.device_numerics)
     assert all(t.kind == "measured" and "(tpu)" in t.device for t in timings)
     (record,) = load_calibration(calibration).records
     assert record.clock == DEVICE_TRACE and record.measured_s > 0 and record.estimated_s > 0

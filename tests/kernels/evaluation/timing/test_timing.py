@@ -16,6 +16,7 @@ from maxkernel_tui.kernels.evaluation.timing.stats import median_estimate, speed
 from maxkernel_tui.kernels.evaluation.tracer.tracing import trace_source
 from maxkernel_tui.kernels.loader import find_task
 from maxkernel_tui.kernels.report.checks import EvalReport
+from maxkernel_tui.kernels.report.reasons import Reason
 from maxkernel_tui.kernels.snapshot import snapshot_task
 from tests.support.paths import KERNELS
 
@@ -51,7 +52,7 @@ def test_tpu_timings_are_labelled_measured_with_their_device():
         samples=TimingSamples(candidate=noisy(1e-3, 0.02), reference=noisy(1.5e-3, 0.02, seed=2)),
     )
     check, timings = summarize_timing(answer)
-    assert check.status == "pass" and "significant" in check.detail
+    assert check.status == "pass" and check.reason == Reason.SPEEDUP_SIGNIFICANT
     assert all(t.kind == "measured" and t.device == "TPU v5 lite (tpu)" for t in timings)
     assert timings[2].significant and 1.4 < timings[2].ratio < 1.6
 
@@ -77,11 +78,11 @@ def test_times_off_a_tpu_are_never_shown(suite_tasks, monkeypatch, tmp_path):
     assert answer.platform == "cpu" and len(answer.samples.candidate) == 3
     assert TimingAnswer.from_json(json.loads(json.dumps(answer.to_json()))) == answer
     check, timings = summarize_timing(answer)
-    assert check.status == "skip" and timings == [] and "not a TPU" in check.detail
+    assert check.status == "skip" and timings == [] and check.reason == Reason.TIMING_NOT_ON_TPU
     monkeypatch.setenv("MAXKERNEL_TUI_NO_TPU", "1")
     assert not tpu_present()
     skipped, none = timing_check(program, kernel.name, task, timeout=10)
-    assert skipped.status == "skip" and none == [] and "no TPU on this machine" in skipped.detail
+    assert skipped.status == "skip" and none == [] and skipped.reason == Reason.NO_TPU
 
 
 def test_a_report_read_back_from_json_is_the_same_report():

@@ -12,6 +12,7 @@ from maxkernel_tui.kernels.evaluation.protocol import (
     TimingSamples,
 )
 from maxkernel_tui.kernels.evaluation.timing.check import summarize_timing
+from maxkernel_tui.kernels.report.reasons import Reason, Said, Timed
 
 
 def answer(**fields):
@@ -27,8 +28,10 @@ def test_device_trace_timings_say_so_on_every_figure_and_in_the_check():
     timed = answer(clock=DEVICE_TRACE, numerics=DeviceNumerics(True, "on the device: ok"))
     assert TimingAnswer.from_json(json.loads(json.dumps(timed.to_json()))) == timed
     check, timings = summarize_timing(timed)
-    assert check.status == "pass" and "(device time from the profiler trace)" in check.detail
-    assert check.detail.endswith("; on the device: ok")
+    assert check.status == "pass" and check.reason == Reason.SPEEDUP_SIGNIFICANT
+    assert isinstance(check.figures, Timed) and check.production_shapes
+    assert check.figures.clock == "device time from the profiler trace"
+    assert check.figures.device_numerics == "on the device: ok"
     assert all("device time from the profiler trace" in t.label for t in timings)
 
 
@@ -36,11 +39,11 @@ def test_a_wall_clock_fallback_is_labelled_with_its_reason():
     check, timings = summarize_timing(answer(clock=WALL_CLOCK, clock_note="no trace written"))
     words = "wall time around block_until_ready (dispatch included); no device trace: "
     assert all(words + "no trace written" in t.label for t in timings)
-    assert "dispatch included" in check.detail
+    assert isinstance(check.figures, Timed) and check.figures.clock.startswith(words)
 
 
 def test_a_wrong_result_on_the_device_fails_the_timing_check_with_no_figures():
     wrong = DeviceNumerics(False, "on the device at bench shapes, output 0: max|Δ| 3")
     check, timings = summarize_timing(answer(numerics=wrong))
-    assert check.status == "fail" and timings == []
-    assert check.detail == "wrong result on the device at bench shapes, output 0: max|Δ| 3"
+    assert check.status == "fail" and timings == [] and check.reason == Reason.WRONG_ON_DEVICE
+    assert check.figures == Said("on the device at bench shapes, output 0: max|Δ| 3")

@@ -15,7 +15,8 @@ import pytest
 
 from maxkernel_tui.kernels.evaluation.protocol import TraceRequest
 from maxkernel_tui.kernels.evaluation.tracer import tracing
-from maxkernel_tui.kernels.report.checks import EvalReport
+from maxkernel_tui.kernels.report.checks import FAIL, Check, EvalReport
+from maxkernel_tui.kernels.report.reasons import Configs, Reason, Said
 from maxkernel_tui.kernels.workers import LineWorker
 
 # A tracer that says `lines` (JSON, one per line) after its greeting, then waits to be closed.
@@ -81,20 +82,22 @@ def test_the_programs_the_tracer_wrote_in_its_directory_are_read(tmp_path):
 def test_anything_but_a_failure_or_a_program_rejects_the_kernel(tmp_path, claim, said):
     traced, report = _trace(tmp_path, [SANDBOX_PASS, claim, {"done": {}}])
     assert traced is None and report.failure.name == "trace"
-    assert said in report.failure.detail and "the kernel is rejected" in report.failure.detail
+    assert report.failure.reason == Reason.TRACER_UNBELIEVABLE
+    assert said in report.failure.figures.text  # what the tracer did
 
 
 def test_a_program_sent_twice_rejects_the_kernel(tmp_path):
     (tmp_path / "program-0.bin").write_bytes(b"p")
     twice = _traced("bench", tmp_path / "program-0.bin")
     traced, report = _trace(tmp_path, [SANDBOX_PASS, twice, twice, {"done": {}}])
-    assert traced is None and "came twice" in report.failure.detail
+    assert traced is None and report.failure.reason == Reason.TRACER_UNBELIEVABLE
+    assert "came twice" in report.failure.figures.text
 
 
 def test_a_failed_trace_is_believed_and_stops_there(tmp_path):
-    failed = {"check": {"name": "trace", "status": "fail", "detail": "fails to import: boom"}}
-    traced, report = _trace(tmp_path, [SANDBOX_PASS, failed, {"done": {}}])
-    assert traced is None and report.failure.detail == "fails to import: boom"
+    failed = Check("trace", FAIL, Reason.IMPORT_FAILED, Said("boom"))
+    traced, report = _trace(tmp_path, [SANDBOX_PASS, {"check": failed.to_json()}, {"done": {}}])
+    assert traced is None and report.failure == failed
     assert [c.name for c in report.checks] == ["sandbox", "trace"]
 
 
@@ -102,12 +105,13 @@ def test_a_missing_program_rejects_the_kernel(tmp_path):
     (tmp_path / "program-0.bin").write_bytes(b"p")
     lines = [SANDBOX_PASS, _traced("bench", tmp_path / "program-0.bin"), {"done": {}}]
     traced, report = _trace(tmp_path, lines)
-    assert traced is None and "sent no program for ['check']" in report.failure.detail
+    assert traced is None and report.failure.reason == Reason.TRACER_NO_PROGRAM
+    assert report.failure.figures == Configs(("check",))
 
 
 def test_a_line_that_is_not_the_protocol_rejects_the_kernel(tmp_path):
     traced, report = _trace(tmp_path, [SANDBOX_PASS, {"nonsense": 1}, {"done": {}}])
-    assert traced is None and "not the protocol" in report.failure.detail
+    assert traced is None and report.failure.reason == Reason.TRACER_NOT_PROTOCOL
 
 
 def test_only_plain_files_directly_in_the_tracers_directory_within_the_limit_are_read(

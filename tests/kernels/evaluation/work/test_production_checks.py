@@ -6,6 +6,7 @@ from maxkernel_tui.kernels.evaluation.work.production_checks import (
     Shapes,
     judge,
 )
+from maxkernel_tui.kernels.report.reasons import Defences, Reason
 
 DOT = "bfloat16 x bfloat16 -> float32"
 
@@ -43,14 +44,20 @@ def test_an_honest_kernel_passes_every_defence_that_applies_and_says_which():
         "numerics": "not applicable",
     }
     check = findings.to_check(0.5)
-    assert check.status == "pass" and "numerics: not applicable" in check.detail
-    assert [d["name"] for d in check.data["defences"]] == ["work", "coverage", "bodies", "numerics"]
+    assert check.status == "pass" and check.reason == Reason.DEFENCES_HELD
+    assert isinstance(check.figures, Defences)
+    assert [(d.name, d.outcome) for d in check.figures.defences][-1] == (
+        "numerics",
+        "not applicable",
+    )
+    assert [d.name for d in check.figures.defences] == ["work", "coverage", "bodies", "numerics"]
 
 
 def test_a_kernel_doing_less_work_than_the_reference_needs_at_production_is_rejected():
     findings = judge(_shapes("bench", 1e8, 1e9), CHECKED, on_tpu=False)
     assert findings.failure.name == "work"
-    assert "less matmul work than the reference needs" in findings.to_check(0).detail
+    assert findings.to_check(0).reason == Reason.DEFENCES_BROKEN
+    assert "less matmul work than the reference needs" in findings.failure.detail
     # exactly half of the work is not enough either (the last wave's rule let half pass)
     half = judge(_shapes("bench", 5e8, 1e9), CHECKED, on_tpu=False)
     assert half.failure.name == "work" and "(0.50x)" in half.failure.detail

@@ -1,0 +1,311 @@
+"""Why a check ended as it did: a code (`Reason`) and the figures it rests on, as typed data.
+Words are made from them only where a report is shown (report/words.py). Plain data; no jax."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, get_args
+
+from maxkernel_tui.codec import decode_object, encode_object
+from maxkernel_tui.kernels.report.expert import ExpertComparison
+
+
+class Reason(StrEnum):
+    # the source and the task
+    STATIC_OK = "static_ok"
+    STATIC_RULES_BROKEN = "static_rules_broken"  # Problems: each rule broken, in its words
+    SOURCE_UNREADABLE = "source_unreadable"
+    SNAPSHOT_FAILED = "snapshot_failed"
+    TASK_CHANGED = "task_changed"
+    HARNESS_ERROR = "harness_error"
+    # a worker that did not finish
+    WORKER_TIMED_OUT = "worker_timed_out"
+    WORKER_OUT_OF_MEMORY = "worker_out_of_memory"
+    WORKER_CRASHED = "worker_crashed"
+    SANDBOX_REFUSED = "sandbox_refused"  # the kernel tried what the sandbox refuses
+    # the tracer's word, checked
+    TRACER_NOT_PROTOCOL = "tracer_not_protocol"
+    TRACER_UNBELIEVABLE = "tracer_unbelievable"
+    TRACER_NO_PROGRAM = "tracer_no_program"
+    PROGRAM_REFUSED = "program_refused"
+    # the trace check
+    TRACE_REFUSED = "trace_refused"  # the kernel's program is not run: Said why
+    IMPORT_FAILED = "import_failed"
+    UNTRACEABLE = "untraceable"  # no program at production shapes: Said why
+    PROGRAM_UNWRITABLE = "program_unwritable"  # something the kernel planted was in the way
+    SANITY_RUN = "sanity_run"
+    NO_PALLAS_CALL = "no_pallas_call"
+    HEAVY_WORK_OUTSIDE_PALLAS = "heavy_work_outside_pallas"
+    EXPERT_WORK_OUTSIDE_PALLAS = "expert_work_outside_pallas"  # reported, not rejected
+    PALLAS_HOLDS_THE_WORK = "pallas_holds_the_work"
+    # TPU lowering and compilation
+    LOWERED = "lowered"
+    LOWERING_FAILED = "lowering_failed"
+    COMPILED = "compiled"
+    COMPILE_FAILED = "compile_failed"
+    # the production defences
+    NO_CHECK_CONFIG = "no_check_config"
+    NO_PROGRAM_AT_CHECK = "no_program_at_check"  # defences not applied: Said why
+    DEFENCES_UNMEASURABLE = "defences_unmeasurable"  # defences not applied: the analysis failed
+    PRODUCTION_REFUSED = "production_refused"
+    DEFENCES_HELD = "defences_held"
+    DEFENCES_BROKEN = "defences_broken"
+    UNFIT_TILES = "unfit_tiles"  # a derived configuration the kernel's own tiles do not fit
+    # numerics
+    WITHIN_TOLERANCE = "within_tolerance"
+    OUTSIDE_TOLERANCE = "outside_tolerance"
+    NON_FINITE = "non_finite"  # NaN or infinity where the reference is finite
+    OUTPUT_MISMATCH = "output_mismatch"  # output count or shape
+    NO_OUTPUT = "no_output"
+    KERNEL_FAILED = "kernel_failed"
+    REFERENCE_RUN_FAILED = "reference_run_failed"
+    REFERENCE_FAILED = "reference_failed"
+    RACE_DETECTED = "race_detected"
+    NOT_JUDGED = "not_judged"  # no comparison at any shape the kernel fits
+    NO_EDGE_CONFIGS = "no_edge_configs"
+    # production tiles
+    TILES_SAMPLED = "tiles_sampled"
+    TILES_NOT_RUN = "tiles_not_run"
+    TILES_REFERENCE_FAILED = "tiles_reference_failed"
+    TILES_KERNEL_FAILED = "tiles_kernel_failed"
+    TILES_OUTPUT_COUNT = "tiles_output_count"
+    TILES_MALFORMED = "tiles_malformed"
+    TILES_OUTSIDE_TOLERANCE = "tiles_outside_tolerance"
+    TILES_NONE_DECIDED = "tiles_none_decided"
+    # timing
+    NO_TPU = "no_tpu"
+    TIMING_BUSY = "timing_busy"  # another timing holds the TPU
+    TIMING_FAILED = "timing_failed"
+    TIMING_NOT_ON_TPU = "timing_not_on_tpu"
+    WRONG_ON_DEVICE = "wrong_on_device"
+    SPEEDUP_SIGNIFICANT = "speedup_significant"
+    SPEEDUP_NOT_SIGNIFICANT = "speedup_not_significant"
+    # the expert
+    EXPERT_NOT_COMPARED = "expert_not_compared"
+    EXPERT_COMPARED = "expert_compared"
+    # the sandbox
+    CONFINED = "confined"
+    NO_SANDBOX_POLICY = "no_sandbox_policy"
+    SANDBOX_LAYERS_MISSING = "sandbox_layers_missing"  # the user opted out of some
+    # a check stored before reasons existed: its words are all there is
+    WORDS_ONLY = "words_only"
+
+
+@dataclass(frozen=True)
+class NoFigures:
+    pass
+
+
+NO_FIGURES = NoFigures()
+
+
+@dataclass(frozen=True)
+class Said:
+    """Someone else's words: an exception, a worker's message, a Mosaic error, a rule's text."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class At:
+    config: str  # a configuration, or the file (an expert) it happened at
+    text: str  # what happened there, in someone else's words
+
+
+@dataclass(frozen=True)
+class Configs:
+    configs: tuple[str, ...]
+
+
+class StaticRule(StrEnum):
+    """The rules a candidate's source is held to (evaluation/static/checks.py)."""
+
+    TOO_LARGE = "too_large"
+    DOES_NOT_PARSE = "does_not_parse"
+    NO_ENTRY_POINT = "no_entry_point"
+    HOST_CALLBACK = "host_callback"
+    PLATFORM_BRANCH = "platform_branch"
+
+
+@dataclass(frozen=True)
+class RuleBroken:
+    rule: StaticRule
+    text: str  # the rule's sentence, naming the line or the size
+
+
+@dataclass(frozen=True)
+class Problems:
+    """The static rules a source breaks."""
+
+    problems: tuple[RuleBroken, ...]
+
+
+@dataclass(frozen=True)
+class WorkerFailed:
+    process: str  # "tracer", "candidate"
+    text: str  # the worker's failure, in its words
+    limit_gib: float | None = None  # the memory limit it met
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Candidate outputs against the reference's (evaluation/compare.py)."""
+
+    ok: bool
+    max_abs: float
+    max_rel: float  # over the elements with |reference| > atol; 0 when there are none
+    tolerance_used: float  # max |Δ| / (atol + rtol·|reference|): > 1 fails
+    worst_index: tuple[int, ...]
+    mismatched: int
+    total: int
+    problem: str | None = None  # shape or non-finite values, said in words
+    non_finite: int = 0  # outputs NaN or infinite where the reference is finite
+
+    @property
+    def reason(self) -> Reason:
+        """Why a comparison that is not ok fails."""
+        if self.non_finite:
+            return Reason.NON_FINITE
+        return Reason.OUTPUT_MISMATCH if self.problem else Reason.OUTSIDE_TOLERANCE
+
+
+@dataclass(frozen=True)
+class RunFigures:
+    """One numerics run: where, and how it compared (or what failed there)."""
+
+    config: str
+    seed: int
+    atol: float = 0.0
+    rtol: float = 0.0
+    comparison: Comparison | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Agreement:
+    runs: tuple[RunFigures, ...]
+
+
+@dataclass(frozen=True)
+class TilesFigures:
+    """A sample of a production grid's output tiles, and how it compared."""
+
+    config: str
+    input_seed: int
+    sample_seed: int
+    blocks: int
+    of_blocks: int
+    kernels: tuple[str, ...] = ()
+    elements: int = 0
+    atol: float = 0.0
+    rtol: float = 0.0
+    comparison: Comparison | None = None
+    outputs: int = 0  # how many outputs the kernel gave, where it gave too few or too many
+    expected: int = 0
+    text: str = ""  # an error or why nothing was sampled, in the worker's words
+
+
+@dataclass(frozen=True)
+class Unfit:
+    config: str  # the derived configuration not run
+    misfit: str  # which tile does not fit which size (production_checks.tiles_misfit)
+    numerics: str  # the production numerics defence's outcome: where the numerics are judged
+    edge_pass: bool = False  # an edge-case pass: the full evaluation judges them
+
+
+@dataclass(frozen=True)
+class NotJudged:
+    configs: tuple[str, ...]
+    tiles: str  # what the production tiles check said, or that none were asked for
+
+
+@dataclass(frozen=True)
+class WorkShare:
+    pallas_calls: int
+    xla_flops: float  # outside the Pallas kernels
+    xla_reduced: float
+    outputs: str  # the program's outputs and how they are compared
+
+
+@dataclass(frozen=True)
+class OutsidePallas:
+    text: str  # what heavy work runs outside Pallas
+    heavy_ops: tuple[str, ...] = ()
+    outputs: str = ""
+
+
+@dataclass(frozen=True)
+class DefenceFigures:
+    name: str
+    outcome: str
+    detail: str
+
+
+@dataclass(frozen=True)
+class Defences:
+    defences: tuple[DefenceFigures, ...]
+
+
+@dataclass(frozen=True)
+class Ratio:
+    ratio: float
+    low: float
+    high: float  # the 95% interval
+
+
+@dataclass(frozen=True)
+class Timed:
+    speedup: Ratio  # over the XLA reference
+    clock: str  # how it was measured, in words
+    expert: Ratio | None = None
+    device_numerics: str | None = None  # the device's own comparison, in its words
+
+
+@dataclass(frozen=True)
+class Confinement:
+    active: tuple[str, ...]
+    missing: tuple[tuple[str, str], ...]  # layer, why it is not in force
+    lacking: tuple[str, ...]  # the required layers missing (the user opted out of them)
+    confined: bool
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    text: str = ""  # the compiler's error, where it failed
+
+
+Figures = (
+    NoFigures
+    | Said
+    | At
+    | Configs
+    | Problems
+    | WorkerFailed
+    | Agreement
+    | RunFigures
+    | TilesFigures
+    | Unfit
+    | NotJudged
+    | WorkShare
+    | OutsidePallas
+    | Defences
+    | Timed
+    | Confinement
+    | Target
+    | ExpertComparison
+)
+_KINDS: dict[str, type[Any]] = {kind.__name__: kind for kind in get_args(Figures)}
+
+
+def figures_to_json(figures: Figures) -> dict[str, Any]:
+    """The figures' JSON, with their kind under `type`."""
+    return {"type": type(figures).__name__, **encode_object(figures)}
+
+
+def figures_from_json(data: Mapping[str, Any]) -> Figures:
+    values = dict(data)
+    figures: Figures = decode_object(_KINDS[values.pop("type")], values)
+    return figures

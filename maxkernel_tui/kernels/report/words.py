@@ -1,0 +1,243 @@
+"""A check's reason and figures in words: the one place a check's sentence is made (reports,
+panes, the CLI and prompts show it). Plain data in, a string out; no jax."""
+
+from __future__ import annotations
+
+from maxkernel_tui.kernels.report.expert import EXPERT_SPEEDUP, ExpertComparison
+from maxkernel_tui.kernels.report.reasons import (
+    Agreement,
+    At,
+    Comparison,
+    Configs,
+    Confinement,
+    Defences,
+    Figures,
+    NotJudged,
+    OutsidePallas,
+    Problems,
+    Ratio,
+    Reason,
+    RunFigures,
+    Said,
+    Target,
+    TilesFigures,
+    Timed,
+    Unfit,
+    WorkerFailed,
+    WorkShare,
+)
+
+R = Reason
+SPEEDUP = "speedup over the XLA reference"  # what the timing that decides a win is
+# Reasons whose words need no figures.
+_FIXED = {
+    R.STATIC_OK: "parses, defines computation, no host callback or platform branch",
+    R.NO_PALLAS_CALL: "no pallas_call: the work runs in plain XLA (jnp), not in a Pallas kernel",
+    R.LOWERED: "lowered for TPU (Mosaic) at production shapes",
+    R.NO_CHECK_CONFIG: "no check configuration to compare production shapes with",
+    R.NO_EDGE_CONFIGS: "this task's get_inputs takes no named configurations: "
+    "no extra edge-case configurations",
+    R.NO_TPU: "not measured: no TPU on this machine; times in TPU interpret mode on a "
+    "CPU are a simulator's, not the kernel's, so none are shown",
+    R.NO_SANDBOX_POLICY: "WITHOUT the sandbox: started with no policy",
+}
+# Reasons whose words are a fixed head before someone else's (Said).
+_SAID = {
+    R.SOURCE_UNREADABLE: "cannot read {}",
+    R.SNAPSHOT_FAILED: "cannot snapshot the task: {}",
+    R.TASK_CHANGED: "the task changed during the evaluation ({}): its verdict is void",
+    R.HARNESS_ERROR: "harness error: {}",
+    R.WORKER_TIMED_OUT: "the kernel {}",
+    R.SANDBOX_REFUSED: "the kernel tried what the sandbox refuses: {}",
+    R.TRACER_NOT_PROTOCOL: "the tracer wrote what is not the protocol: {}",
+    R.TRACER_UNBELIEVABLE: "the tracer {}: the kernel is rejected",
+    R.TRACER_NO_PROGRAM: "the tracer sent no program for {}",
+    R.TRACE_REFUSED: "{}",
+    R.IMPORT_FAILED: "the kernel fails to import: {}",
+    R.UNTRACEABLE: "{}",
+    R.PROGRAM_UNWRITABLE: "its program could not be written in its directory: {}",
+    R.SANITY_RUN: "sanity run (no Pallas required): {}",
+    R.LOWERING_FAILED: "cannot be lowered for TPU at production shapes: {}",
+    R.NO_PROGRAM_AT_CHECK: "defences not applied: no program at check shapes: {}",
+    R.DEFENCES_UNMEASURABLE: "defences not applied: the kernels could not be measured: {}",
+    R.PRODUCTION_REFUSED: "{}",
+    R.REFERENCE_FAILED: "cannot compute the reference: {}",
+    R.TILES_NOT_RUN: "production tiles not run: {}",
+    R.TILES_REFERENCE_FAILED: "production tiles not compared: the reference failed: {}",
+    R.TIMING_BUSY: "not measured: {}",
+    R.TIMING_FAILED: "not measured: the timing process failed: {}",
+    R.TIMING_NOT_ON_TPU: "not shown: measured on {}, which is not a TPU",
+    R.WRONG_ON_DEVICE: "wrong result {}",
+    R.WORDS_ONLY: "{}",
+}
+
+
+def check_words(reason: Reason, figures: Figures) -> str:
+    """The sentence a check with this reason and these figures shows."""
+    if reason in _FIXED:
+        return _FIXED[reason]
+    if reason in _SAID and isinstance(figures, Said):
+        return _SAID[reason].format(figures.text)
+    match figures:
+        case At(config, text) if reason == R.PROGRAM_REFUSED:
+            return f"the program traced at {config!r} is refused: {text}"
+        case At(expert, text) if reason == R.EXPERT_NOT_COMPARED:
+            return f"not compared with the expert {expert}: {text}"
+        case Configs(configs):
+            return f"the tracer sent no program for {list(configs)}"
+        case Problems(problems):
+            return "; ".join(p.text for p in problems)
+        case WorkerFailed(process, text, limit):
+            return _worker_words(reason, process, text, limit)
+        case WorkShare():
+            return (
+                f"{figures.pallas_calls} pallas_call(s); heavy work inside Pallas (outside: "
+                f"{figures.xla_flops:.3g} flops, {figures.xla_reduced:.3g} reduced elements); "
+                f"{figures.outputs}"
+            )
+        case OutsidePallas(text, _, outputs) if reason == R.EXPERT_WORK_OUTSIDE_PALLAS:
+            return f"the task's expert baseline, so reported, not rejected: {text}; {outputs}"
+        case OutsidePallas(text):
+            return text
+        case Target(name, text) if reason == R.COMPILE_FAILED:
+            return f"TPU {name} compile failed: {text}"
+        case Target(name):
+            return f"compiled ahead of time for TPU {name} with libtpu"
+        case Defences(defences) if reason == R.DEFENCES_BROKEN:
+            failed = [d.detail for d in defences if d.outcome == "failed"]
+            return "at production shapes: " + "; ".join(failed)
+        case Defences(defences):
+            return "; ".join(f"{d.name}: {d.outcome}" for d in defences)
+        case Unfit():
+            return _unfit_words(figures)
+        case NotJudged(configs, tiles):
+            return (
+                "not judged: the kernel's own tiles do not fit the derived configurations "
+                f"({', '.join(configs)}) and its outputs were compared at production shapes "
+                f"nowhere here ({tiles}); a kernel is not accepted on no evidence (on a TPU its "
+                "production shapes run in full)"
+            )
+        case Agreement(runs):
+            described = "; ".join(f"{_run_label(r)} {comparison_words(r.comparison)}" for r in runs)
+            return f"{len(runs)} run(s) within tolerance; {described}"
+        case RunFigures():
+            return f"{_run_label(figures)}: {_run_words(reason, figures)}"
+        case TilesFigures():
+            return _tiles_words(reason, figures)
+        case Timed():
+            return _timed_words(figures)
+        case ExpertComparison():
+            return figures.label
+        case Confinement(active, missing, lacking) if reason == R.SANDBOX_LAYERS_MISSING:
+            why = "; ".join(f"{layer}: {dict(missing)[layer]}" for layer in lacking)
+            return (
+                f"WITHOUT the sandbox (opted out): {why}; in force: {', '.join(active) or 'none'}"
+            )
+        case Confinement(active):
+            return f"the kernel ran confined: {', '.join(active) or 'none'}"
+    raise ValueError(f"no words for {reason} with {figures!r}")
+
+
+def _unfit_words(unfit: Unfit) -> str:
+    """A derived configuration left unrun for its misfit, and where the kernel's numerics are
+    judged instead: the numerics defence's outcome, or the full evaluation that an edge-case
+    pass joins (EvalReport.with_edge_pass)."""
+    where = {
+        "scheduled": "its numerics are judged at production shapes only",
+        "sampled": "its numerics are judged at production tiles only",
+    }.get(unfit.numerics, "its production shapes do not run here either")
+    if unfit.edge_pass:
+        where = "its numerics are judged at production shapes by the full evaluation"
+    return f"{unfit.config}: not run — {unfit.misfit}; {where}"
+
+
+def _worker_words(reason: Reason, process: str, text: str, limit: float | None) -> str:
+    if reason == R.WORKER_TIMED_OUT:
+        return f"the kernel {text}"
+    if reason == R.WORKER_OUT_OF_MEMORY:
+        within = f" (limit {limit:.0f} GiB)" if limit else ""
+        return f"out of memory{within}: the {process} process {text}"
+    return f"the {process} process crashed: {text}"
+
+
+def _run_label(run: RunFigures) -> str:
+    return f"{run.config} seed {run.seed}"
+
+
+def _run_words(reason: Reason, run: RunFigures) -> str:
+    if reason == R.NO_OUTPUT:
+        return "the kernel produced no output"
+    if reason == R.KERNEL_FAILED:
+        return f"the kernel failed: {run.error}"
+    if reason == R.REFERENCE_RUN_FAILED:
+        return f"the reference failed: {run.error}"
+    if reason == R.RACE_DETECTED:
+        return "TPU interpret mode detected a race between grid steps or DMAs"
+    return (
+        f"wrong numerics (atol {run.atol:g}, rtol {run.rtol:g}): {comparison_words(run.comparison)}"
+    )
+
+
+def comparison_words(comparison: Comparison | None) -> str:
+    """A comparison's figures in words: what failed, or how close it came."""
+    if comparison is None:
+        return "not compared"
+    if comparison.problem:
+        return comparison.problem
+    where = f" at {list(comparison.worst_index)}" if comparison.worst_index else ""
+    summary = (
+        f"max|Δ| {comparison.max_abs:.3g}{where}, max rel {comparison.max_rel:.3g} "
+        f"(where |ref| > atol), {comparison.tolerance_used:.0%} of tolerance"
+    )
+    if comparison.ok:
+        return summary
+    return f"{comparison.mismatched}/{comparison.total} elements outside tolerance; {summary}"
+
+
+def _tiles_words(reason: Reason, tiles: TilesFigures) -> str:
+    label = f"{tiles.config} inputs seed {tiles.input_seed}, sample seed {tiles.sample_seed}"
+    if reason == R.TILES_NOT_RUN:
+        return f"production tiles not run: {tiles.text}"
+    if reason == R.TILES_KERNEL_FAILED:
+        return f"{label}: the kernel failed on sampled production tiles: {tiles.text}"
+    if reason == R.TILES_OUTPUT_COUNT:
+        return f"{label}: {tiles.outputs} outputs instead of {tiles.expected}"
+    if reason == R.TILES_MALFORMED:
+        return f"{label}: malformed tile files"
+    if reason == R.TILES_OUTSIDE_TOLERANCE:
+        return (
+            f"{label}: wrong numerics at production shapes on sampled output tiles "
+            f"(atol {tiles.atol:g}, rtol {tiles.rtol:g}): {comparison_words(tiles.comparison)}"
+        )
+    if reason == R.TILES_NONE_DECIDED:
+        return (
+            f"production tiles not compared ({label}): no output element is decided by the "
+            "sampled blocks alone (the XLA after the kernels mixes every block)"
+        )
+    worst = comparison_words(tiles.comparison)
+    return (
+        f"{tiles.blocks} of {tiles.of_blocks} output blocks sampled at production shapes "
+        f"({label}), {tiles.elements} elements within tolerance; {worst}"
+    )
+
+
+def ratio_words(ratio: Ratio) -> str:
+    """A speedup with its interval and whether it is significant either way."""
+    verdict = (
+        "significant"
+        if ratio.low > 1.0
+        else "significantly slower"
+        if ratio.high < 1.0
+        else "not significant"
+    )
+    return f"{ratio.ratio:.2f}x (95% CI {ratio.low:.2f}-{ratio.high:.2f}, {verdict})"
+
+
+def _timed_words(timed: Timed) -> str:
+    versus_expert = (
+        "the task has no expert Pallas kernel"
+        if timed.expert is None
+        else f"{EXPERT_SPEEDUP} {ratio_words(timed.expert)}"
+    )
+    device = f"; {timed.device_numerics}" if timed.device_numerics else ""
+    return f"{SPEEDUP} {ratio_words(timed.speedup)} ({timed.clock}); {versus_expert}{device}"
