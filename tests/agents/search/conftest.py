@@ -42,8 +42,8 @@ def open_search_on(store: Store, settings: Settings, rmsnorm: Task):
             resume=resume,
             provider=provider,
         )
-        tools = search.session.tools
-        tools.options = replace(tools.options, seeds=1)  # one seed tells the kernels apart here
+        service = search.session.tools.service  # one seed tells the kernels apart here
+        service.options = replace(service.options, seeds=1)
         opened.append(search)
         return search
 
