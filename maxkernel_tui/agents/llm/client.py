@@ -173,7 +173,7 @@ class LLMClient:
                     Response(text, tuple(result.tool_calls), finish, total, call.attempt, parsed)
                 )
                 return
-            then: Then = "reask" if isinstance(result.error, MalformedOutput) else "retry"
+            then = Then.REASK if isinstance(result.error, MalformedOutput) else Then.RETRY
             yield Discarded(str(result.error), call.attempt, then, delay)
             if delay > 0:
                 await self._sleep(delay)

@@ -9,10 +9,23 @@ output is thrown away, and `Done` with the complete `Response`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from enum import StrEnum
+from typing import Any
 
-Role = Literal["user", "assistant", "tool"]
-Then = Literal["retry", "reask"]  # what follows a discarded attempt
+
+class Speaker(StrEnum):
+    """Who says a message (the providers' `role`; not the sub-agents' roles/role.py)."""
+
+    USER = "user"
+    ASSISTANT = "assistant"
+    TOOL = "tool"  # a tool call's result
+
+
+class Then(StrEnum):
+    """What follows a discarded attempt."""
+
+    RETRY = "retry"  # the same request again
+    REASK = "reask"  # the request with the error appended
 
 
 @dataclass(frozen=True)
@@ -31,7 +44,7 @@ class ToolCall:
 
 @dataclass(frozen=True)
 class Message:
-    role: Role
+    role: Speaker
     content: str = ""
     tool_calls: tuple[ToolCall, ...] = ()  # assistant turns that called tools
     tool_call_id: str | None = None  # tool turns: the call this answers
@@ -148,7 +161,7 @@ class Discarded:
 
     reason: str
     attempt: int
-    then: Then = "retry"
+    then: Then = Then.RETRY
     # Jittered: a replayed call discards the same output after a different wait.
     delay_s: float = field(default=0.0, compare=False)
 
