@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from maxkernel_tui.agents.builtin.errors import BuiltinAgentError
-from maxkernel_tui.kernels.perf.analysis import KernelAnalysis
-from maxkernel_tui.kernels.perf.model import F32_MXU_SLOWDOWN, TINY_STEP_BYTES, Bound, Estimate
+from maxkernel_tui.kernels.perf.analysis import Bound, KernelAnalysis
+from maxkernel_tui.kernels.perf.model import F32_MXU_SLOWDOWN, TINY_STEP_BYTES, Estimate
 from maxkernel_tui.kernels.perf.summary import ProfileSummary
 
 # A kernel within this share of the roofline has little left to gain from tiling.

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 
 class Speaker(StrEnum):
@@ -21,11 +21,17 @@ class Speaker(StrEnum):
     TOOL = "tool"  # a tool call's result
 
 
-class Then(StrEnum):
-    """What follows a discarded attempt."""
+class AttemptOutcome(StrEnum):
+    """How one attempt at a call ended (events.AttemptEnded)."""
 
-    RETRY = "retry"  # the same request again
-    REASK = "reask"  # the request with the error appended
+    OK = "ok"
+    RETRY = "retry"  # discarded: the same request follows
+    REASK = "reask"  # discarded: the request with the error appended follows
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+Then = Literal[AttemptOutcome.RETRY, AttemptOutcome.REASK]  # what follows a discarded attempt
 
 
 @dataclass(frozen=True)
@@ -161,7 +167,7 @@ class Discarded:
 
     reason: str
     attempt: int
-    then: Then = Then.RETRY
+    then: Then = AttemptOutcome.RETRY
     # Jittered: a replayed call discards the same output after a different wait.
     delay_s: float = field(default=0.0, compare=False)
 

@@ -26,6 +26,14 @@ class MemorySpace(StrEnum):
     SEMAPHORE = "semaphore"
 
 
+class Bound(StrEnum):
+    """What takes the most of a kernel's estimated time (perf/model.py)."""
+
+    MEMORY = "memory"
+    COMPUTE = "compute"
+    OVERHEAD = "overhead"  # the per-step overhead
+
+
 @dataclass(frozen=True)
 class Block:
     role: str  # input i / output i / scratch i

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from maxkernel_tui.codec import JsonData
 from maxkernel_tui.config import cache_dir
+from maxkernel_tui.kernels.perf.analysis import Bound
 from maxkernel_tui.kernels.report.basis import Clock
 from maxkernel_tui.kernels.targets import TARGETS
 from maxkernel_tui.versions import installed_version
@@ -40,7 +41,7 @@ _DEVICE_KINDS = (
 class KernelFeatures:
     """What the model saw of the kernel (its estimate's breakdown)."""
 
-    bound: str
+    bound: Bound
     steps: int
     hbm_bytes: int
     flops: float

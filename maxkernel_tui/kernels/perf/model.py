@@ -32,11 +32,16 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 
 from maxkernel_tui.codec import JsonData
-from maxkernel_tui.kernels.perf.analysis import Block, KernelAnalysis, MemorySpace, ReferenceCost
+from maxkernel_tui.kernels.perf.analysis import (
+    Block,
+    Bound,
+    KernelAnalysis,
+    MemorySpace,
+    ReferenceCost,
+)
 from maxkernel_tui.kernels.perf.calibration import Calibration
 from maxkernel_tui.kernels.perf.xla_model import XLA_DEFAULT, XlaPrecision, xla_seconds
 from maxkernel_tui.kernels.report.basis import Basis
@@ -51,14 +56,6 @@ F32_MXU_SLOWDOWN = 3.0
 HIGHEST_MXU_PASSES = 6.0
 VPU_SHARE = 1 / 16
 EUP_SHARE = 1 / 64
-
-
-class Bound(StrEnum):
-    """What takes the most time."""
-
-    MEMORY = "memory"
-    COMPUTE = "compute"
-    OVERHEAD = "overhead"  # the per-step overhead
 
 
 @dataclass
