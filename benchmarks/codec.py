@@ -19,6 +19,7 @@ from maxkernel_tui.kernels.evaluation.protocol import NumericsRun, event_from_js
 from maxkernel_tui.kernels.perf.analysis import (
     Block,
     KernelAnalysis,
+    MemorySpace,
     ProfileAnswer,
     ReferenceCost,
     Trace,
@@ -26,7 +27,7 @@ from maxkernel_tui.kernels.perf.analysis import (
 )
 from maxkernel_tui.kernels.report.checks import PASS, Check
 
-BLOCK = Block("input 0", [128, 256], [1024, 256], "bfloat16", "vmem", 65536, 8)
+BLOCK = Block("input 0", [128, 256], [1024, 256], "bfloat16", MemorySpace.VMEM, 65536, 8)
 KERNEL = KernelAnalysis(
     "k", [8, 4], ["parallel", "arbitrary"], [BLOCK] * 4, 0, 1 << 20, None, 1 << 24, 32,
     1e6, 0.0, 2e3, 0.0, [[128, 256, 128]],

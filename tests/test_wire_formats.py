@@ -8,6 +8,8 @@ import pytest
 
 from maxkernel_tui.agents.builtin.reply import Failure as ReplyFailure
 from maxkernel_tui.agents.builtin.reply import WorkerReply
+from maxkernel_tui.agents.llm.transcript import fingerprint
+from maxkernel_tui.agents.llm.types import Message, Request, Speaker, ToolCall
 from maxkernel_tui.agents.orchestration.limits import LoopLimits
 from maxkernel_tui.agents.roles.context import Failure, TurnedDown
 from maxkernel_tui.agents.roles.parsers import EdgeCase
@@ -28,6 +30,7 @@ from maxkernel_tui.kernels.evaluation.protocol import (
     DeviceNumerics,
     Done,
     NumericsRun,
+    ProbeStage,
     ProductionRequest,
     ReferenceAnswer,
     ReferenceRequest,
@@ -44,11 +47,13 @@ from maxkernel_tui.kernels.evaluation.protocol import (
     request_from_json,
     request_to_json,
 )
-from maxkernel_tui.kernels.fork_server import ForkRequest, ServerMessage
+from maxkernel_tui.kernels.fork_server import ForkRequest, ServerEvent, ServerMessage
 from maxkernel_tui.kernels.importers.calibration import RoundingSpread
 from maxkernel_tui.kernels.perf.analysis import (
     Block,
+    Bound,
     KernelAnalysis,
+    MemorySpace,
     ProfileAnswer,
     ProfileRequest,
     ReferenceCost,
@@ -59,6 +64,7 @@ from maxkernel_tui.kernels.perf.calibration import CalibrationRecord, KernelFeat
 from maxkernel_tui.kernels.perf.device_trace import DmaShare
 from maxkernel_tui.kernels.perf.model import Estimate
 from maxkernel_tui.kernels.perf.summary import ProfileSummary
+from maxkernel_tui.kernels.report.basis import Basis, Clock
 from maxkernel_tui.kernels.report.checks import FAIL, Check, Timing, Verdict
 from maxkernel_tui.kernels.report.expert import ExpertComparison
 from maxkernel_tui.kernels.report.reasons import Reason, Said
@@ -827,3 +833,38 @@ def test_the_json_is_what_the_old_method_wrote_and_reads_back(module, name, expe
     text = json.dumps(written(name, obj))
     assert text == json.dumps(expected)
     assert read(name, json.loads(text)) == obj
+
+
+def test_vocabularies_read_back_as_their_enums():
+    """Fields whose vocabulary is an enum hold its members once read, not the JSON's strings."""
+    read_back = {
+        name: read(name, json.loads(json.dumps(written(name, o)))) for name, o in OBJECTS.items()
+    }
+    found = [
+        (read_back["Estimate"].kind, Basis.ESTIMATED),
+        (read_back["Estimate"].bound, Bound.MEMORY),
+        (read_back["ExpertComparison"].kind, Basis.MEASURED),
+        (read_back["BenchRow"].timings[0].kind, Basis.MEASURED),
+        (read_back["KernelAnalysis"].blocks[0].memory_space, MemorySpace.VMEM),
+        (read_back["TimingAnswer"].clock, Clock.DEVICE_TRACE),
+        (read_back["CalibrationRecord"].clock, Clock.DEVICE_TRACE),
+        (read_back["CalibrationRecord"].features.bound, Bound.MEMORY),
+        (read_back["CandidateRequest"].probe, ProbeStage.NUMERICS),
+        (read_back["CandidateRequest_min"].probe, ProbeStage.NONE),
+        (read_back["ServerMessage"].kind, ServerEvent.EXITED),
+    ]
+    assert [(type(value), value) for value, _ in found] == [(type(m), m) for _, m in found]
+
+
+def test_a_request_is_fingerprinted_as_when_roles_were_strings():
+    """A recorded transcript (agents/llm/replay.py) is found by the fingerprint of its request,
+    made from its JSON: the speakers' members write their old strings."""
+    call = ToolCall("c", "f", {})
+    request = Request(
+        (
+            Message(Speaker.USER, "hi"),
+            Message(Speaker.ASSISTANT, "", (call,)),
+            Message(Speaker.TOOL, "r", tool_call_id="c", name="f"),
+        )
+    )
+    assert fingerprint(request) == "07ac6815f8b3690a"

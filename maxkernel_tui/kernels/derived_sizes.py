@@ -23,7 +23,7 @@ from maxkernel_tui.kernels.config_names import BENCH
 from maxkernel_tui.kernels.derive.plan import Derivation
 from maxkernel_tui.kernels.derive.rewrite import BUILDER, MIX, builder_source, mix_seed
 from maxkernel_tui.kernels.derive.sites import SiteKind
-from maxkernel_tui.kernels.task import Task, TaskError
+from maxkernel_tui.kernels.task import Task, TaskError, TaskFormat
 
 _BOUND = "__derived_bound_modules__"  # candidates whose module-level sizes follow the task's
 _STATIC_POSITIONS = "__jaxbench_static_positions__"
@@ -34,11 +34,11 @@ def install(task: Task, module: ModuleType) -> None:
     derivation = task.derivation
     if derivation is None:
         return
-    if task.source_format == "jaxbench":
+    if task.source_format == TaskFormat.JAXBENCH:
         _install_entry(task, module)
     if derivation.derived:
         _install_derived(task, module, derivation)
-    elif task.source_format == "jaxbench":
+    elif task.source_format == TaskFormat.JAXBENCH:
         builder = getattr(module, derivation.builder)
         module.__dict__["get_inputs"] = lambda: _split(module, _call_builder(task, builder, ()))
 
@@ -46,7 +46,7 @@ def install(task: Task, module: ModuleType) -> None:
 def bind_candidate(task: Task, reference: ModuleType, candidate: ModuleType) -> None:
     """The candidate's entry point as `computation`, and its module-level sizes (JAXBench's
     `CONFIG`) kept equal to the task's for every configuration."""
-    if task.source_format == "jaxbench":
+    if task.source_format == TaskFormat.JAXBENCH:
         entry = next(
             (
                 getattr(candidate, n, None)
@@ -85,7 +85,7 @@ def _install_derived(task: Task, module: ModuleType, derivation: Derivation) -> 
         for target in bound:
             _set_module_sizes(target, derivation, sizes)
         produced = _call_builder(task, builder, (sizes, seed))
-        return _split(module, produced) if task.source_format == "jaxbench" else produced
+        return _split(module, produced) if task.source_format == TaskFormat.JAXBENCH else produced
 
     module.__dict__["get_inputs"] = get_inputs
 
@@ -103,7 +103,7 @@ def _set_module_sizes(module: ModuleType, derivation: Derivation, sizes: dict[st
 
 def _call_builder(task: Task, builder: Callable[..., Any], leading: tuple[Any, ...]) -> Any:
     """JAXBench's harness always asks for bf16 inputs; plain builders keep their defaults."""
-    if task.source_format == "jaxbench" and "dtype" in builder.__code__.co_varnames:
+    if task.source_format == TaskFormat.JAXBENCH and "dtype" in builder.__code__.co_varnames:
         jnp = sys.modules["jax.numpy"]
         return builder(*leading, dtype=jnp.bfloat16)
     return builder(*leading)

@@ -34,7 +34,7 @@ from maxkernel_tui.kernels.description import (
 )
 from maxkernel_tui.kernels.loader import load_task, with_groups
 from maxkernel_tui.kernels.targets import DEFAULT_TARGET
-from maxkernel_tui.kernels.task import Task, TaskError
+from maxkernel_tui.kernels.task import Task, TaskError, TaskFormat
 from maxkernel_tui.kernels.tie_probe import scaled_groups, tie_groups
 from maxkernel_tui.kernels.worker_reply import reply
 from maxkernel_tui.kernels.workers import READY
@@ -168,7 +168,7 @@ def _amount(size: float) -> str:
 def _declared_flops(task: Any, module: Any) -> float | None:
     """JAXBench's get_flops(), evaluated at production sizes."""
     get_flops = getattr(module, "get_flops", None)
-    if task.source_format != "jaxbench" or not callable(get_flops):
+    if task.source_format != TaskFormat.JAXBENCH or not callable(get_flops):
         return None
     runtime.input_specs(task, module, BENCH)  # sets the production sizes on the module
     try:

@@ -22,7 +22,8 @@ import tempfile
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import IO, Literal
+from enum import StrEnum
+from typing import IO
 
 from maxkernel_tui.codec import JsonData
 from maxkernel_tui.kernels.sandbox.policy import POLICY_VARIABLE
@@ -47,12 +48,19 @@ class ForkRequest(JsonData):
     cwd: str
 
 
+class ServerEvent(StrEnum):
+    READY = "ready"
+    ERROR = "error"  # it could not start
+    FORKED = "forked"
+    EXITED = "exited"
+
+
 @dataclass(frozen=True)
 class ServerMessage(JsonData):
     """What the server says: it is `ready` (or could not be: `error`), it `forked` child `pid`,
     or child `pid` ended (`exited`) with `code` (negative: the signal that ended it)."""
 
-    kind: Literal["ready", "error", "forked", "exited"]
+    kind: ServerEvent
     pid: int = 0
     code: int = 0
     error: str = ""
@@ -108,7 +116,7 @@ class ForkServer:
         self.alive = True
         threading.Thread(target=self._read, name="fork-server", daemon=True).start()
         greeting = self._answer(START_TIMEOUT_S)
-        if greeting.kind != "ready":
+        if greeting.kind != ServerEvent.READY:
             self.close()
             raise ForkServerError(greeting.error)
 
@@ -128,7 +136,7 @@ class ForkServer:
                     [stdin_read, stdout_write, stderr],
                 )
                 answer = self._answer(_ANSWER_TIMEOUT_S)
-            if answer.kind != "forked":
+            if answer.kind != ServerEvent.FORKED:
                 raise ForkServerError(answer.error)
         except (OSError, ForkServerError):
             self.alive = False  # no more children from it; those it forked go on
@@ -177,7 +185,7 @@ class ForkServer:
             if not data:
                 break
             message = ServerMessage.from_json(json.loads(data))
-            if message.kind == "exited":
+            if message.kind == ServerEvent.EXITED:
                 with self._changed:
                     self._exits[message.pid] = message.code
                     self._changed.notify_all()
@@ -186,7 +194,7 @@ class ForkServer:
         # The server is gone, and with it (PR_SET_PDEATHSIG) every child it forked.
         self.alive = False
         self._answers.put(
-            ServerMessage("error", error=f"the fork server ended: {self._stderr_tail()}")
+            ServerMessage(ServerEvent.ERROR, error=f"the fork server ended: {self._stderr_tail()}")
         )
         with self._changed:
             for pid in self._children:

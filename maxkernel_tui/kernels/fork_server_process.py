@@ -27,7 +27,7 @@ import socket
 import sys
 import tempfile
 
-from maxkernel_tui.kernels.fork_server import ForkRequest, ServerMessage
+from maxkernel_tui.kernels.fork_server import ForkRequest, ServerEvent, ServerMessage
 from maxkernel_tui.kernels.worker_main import settle
 
 # What every jax worker imports; the workers' own modules bring the rest of this package.
@@ -53,9 +53,9 @@ def main() -> None:
     channel = socket.socket(fileno=int(sys.argv[1]))
     problem = _preload()
     if problem is not None:
-        _send(channel, ServerMessage("error", error=problem))
+        _send(channel, ServerMessage(ServerEvent.ERROR, error=problem))
         return
-    _send(channel, ServerMessage("ready"))
+    _send(channel, ServerMessage(ServerEvent.READY))
     job = _serve(channel)
     if job is not None:  # this is a forked child: the server's loop is behind it
         sys.exit(_run(job))
@@ -111,7 +111,7 @@ def _serve(channel: socket.socket) -> ForkRequest | None:
                 # from then on (an empty read: it died first).
                 os.read(settled_read, 1)
                 os.close(settled_read)
-                _send(channel, ServerMessage("forked", pid=pid))
+                _send(channel, ServerMessage(ServerEvent.FORKED, pid=pid))
 
 
 def _report_exits(channel: socket.socket) -> None:
@@ -122,7 +122,10 @@ def _report_exits(channel: socket.socket) -> None:
             return
         if pid == 0:
             return
-        _send(channel, ServerMessage("exited", pid=pid, code=os.waitstatus_to_exitcode(status)))
+        _send(
+            channel,
+            ServerMessage(ServerEvent.EXITED, pid=pid, code=os.waitstatus_to_exitcode(status)),
+        )
 
 
 def _become_child(

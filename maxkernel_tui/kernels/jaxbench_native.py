@@ -23,6 +23,7 @@ from maxkernel_tui.kernels.task import (
     JAXBENCH_TOLERANCE,
     Task,
     TaskError,
+    TaskFormat,
     Tolerance,
 )
 
@@ -54,7 +55,7 @@ def load_jaxbench_task(folder: Path, baseline: ast.Module) -> Task:
         configs=configs,
         tolerances={name: tolerance for name in configs},
         named_configs=derivation.derived,
-        source_format="jaxbench",
+        source_format=TaskFormat.JAXBENCH,
         reference_file=JAXBENCH_BASELINE,
         entry_points=("workload", "computation"),
         derivation=derivation,

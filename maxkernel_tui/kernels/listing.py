@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from maxkernel_tui.kernels.config_names import BENCH
+from maxkernel_tui.kernels.report.basis import Basis
 from maxkernel_tui.kernels.task import Task
 
 if TYPE_CHECKING:  # the workbench's first frame labels configurations, without descriptions
@@ -60,7 +61,7 @@ def task_record(task: Task, description: TaskDescription) -> dict[str, Any]:
         record.update(declared_flops=description.declared_flops)
     cost = description.cost
     if cost is not None and cost.error is None:
-        record.update(cost=dict(cost.to_json(), kind="estimated", source=cost_provenance(cost)))
+        record.update(cost=dict(cost.to_json(), kind=Basis.ESTIMATED, source=cost_provenance(cost)))
     elif cost is not None:
         record.update(cost=cost.to_json())
     return record

@@ -33,6 +33,7 @@ from maxkernel_tui.kernels.task import (
     TASK_YAML,
     Task,
     TaskError,
+    TaskFormat,
     Tolerance,
 )
 from maxkernel_tui.kernels.traced_ties import Groups, known_groups
@@ -138,7 +139,7 @@ def _read_task(folder: Path) -> Task:
         named_configs=named,
         inputs_from_yaml=inputs_from_yaml,
         expert_path=_expert_path(folder.resolve()),
-        source_format="ours" if derivation is None else "plain",
+        source_format=TaskFormat.OURS if derivation is None else TaskFormat.PLAIN,
         derivation=derivation,
     )
 

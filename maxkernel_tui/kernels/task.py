@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from maxkernel_tui.kernels.config_names import CHECK, HELDOUT
 
@@ -22,9 +23,15 @@ DEFAULT_ENTRY_POINTS = ("computation",)
 
 DEFAULT_TOLERANCE = 1e-3  # what MaxKernel's harness uses when a yaml omits atol/rtol
 
-# How a task folder is written: ours (CONFIGS with check/heldout), MaxKernel's plain adapted
-# format (production shapes only), or JAXBench's native `baseline.py`.
-TaskFormat = Literal["ours", "plain", "jaxbench"]
+
+class TaskFormat(StrEnum):
+    """How a task folder is written."""
+
+    OURS = "ours"  # CONFIGS with check/heldout
+    PLAIN = "plain"  # MaxKernel's adapted format: production shapes only
+    JAXBENCH = "jaxbench"  # JAXBench's native `baseline.py`
+
+
 JAXBENCH_BASELINE = "baseline.py"
 JAXBENCH_EXPERT = "optimized.py"
 JAXBENCH_TOLERANCE = 1e-2  # JAXBench's own harness: allclose(atol=1e-2, rtol=1e-2)
@@ -67,7 +74,7 @@ class Task:
     named_configs: bool = False
     # Where get_inputs comes from: reference.py, or the yaml's input_gen_code.
     inputs_from_yaml: bool = False
-    source_format: TaskFormat = "ours"
+    source_format: TaskFormat = TaskFormat.OURS
     reference_file: str = REFERENCE_PY
     # The names a candidate may define as its entry point (JAXBench's files call it workload).
     entry_points: tuple[str, ...] = DEFAULT_ENTRY_POINTS
@@ -88,7 +95,7 @@ class Task:
     @property
     def defining_files(self) -> tuple[Path, ...]:
         """The files whose content is the task (for cache keys): yaml, reference, expert."""
-        files = [self.yaml_path] if self.source_format != "jaxbench" else []
+        files = [self.yaml_path] if self.source_format != TaskFormat.JAXBENCH else []
         files.append(self.reference_path)
         if self.expert_path is not None:
             files.append(self.expert_path)

@@ -16,7 +16,6 @@ import math
 import types
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
-from typing import Literal
 
 import jax
 
@@ -34,6 +33,7 @@ from maxkernel_tui.kernels.perf.analysis import KernelAnalysis, ReferenceCost
 from maxkernel_tui.kernels.perf.model import Estimate, estimate, minimal_io_bytes
 from maxkernel_tui.kernels.perf.pallas_analysis import analyze
 from maxkernel_tui.kernels.perf.xla_model import XLA_DEFAULT, XlaPrecision
+from maxkernel_tui.kernels.report.basis import Basis
 from maxkernel_tui.kernels.targets import TARGETS
 from maxkernel_tui.kernels.task import Task
 
@@ -55,9 +55,9 @@ class TuneResult:
     measurement: Measurement | None = None  # the device timings, when a timer chose `best`
 
     @property
-    def basis(self) -> Literal["measured", "estimated"]:
+    def basis(self) -> Basis:
         measured = self.measurement is not None and self.measurement.best is not None
-        return "measured" if measured else "estimated"
+        return Basis.MEASURED if measured else Basis.ESTIMATED
 
     @property
     def chosen_by(self) -> str:

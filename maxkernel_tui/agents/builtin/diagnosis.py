@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from maxkernel_tui.agents.builtin.errors import BuiltinAgentError
-from maxkernel_tui.kernels.perf.analysis import KernelAnalysis
+from maxkernel_tui.kernels.perf.analysis import Bound, KernelAnalysis
 from maxkernel_tui.kernels.perf.model import F32_MXU_SLOWDOWN, TINY_STEP_BYTES, Estimate
 from maxkernel_tui.kernels.perf.summary import ProfileSummary
 
@@ -98,7 +98,7 @@ def next_step(kernels: list[KernelFigures], found: Estimate | None, warnings: li
             "make each block's last two dimensions multiples of (8, 128) or the array's own sizes."
         )
     busiest = max(kernels, key=lambda k: k.steps)
-    if (found is not None and found.bound == "overhead") or (
+    if (found is not None and found.bound == Bound.OVERHEAD) or (
         busiest.steps > 64 and busiest.per_step_bytes < TINY_STEP_BYTES
     ):
         return (
@@ -112,7 +112,7 @@ def next_step(kernels: list[KernelFigures], found: Estimate | None, warnings: li
             f"stop tuning the tiles: the estimate is at {share:.0%} of the roofline; only fusing "
             "more of the computation into the kernel, or a different algorithm, would gain more."
         )
-    if found is not None and found.bound == "compute":
+    if found is not None and found.bound == Bound.COMPUTE:
         if any(k.f32_mxu for k in kernels):
             return (
                 "feed the MXU bf16 operands with f32 accumulation if the tolerance allows: f32 "

@@ -19,7 +19,7 @@ from maxkernel_tui.agents.builtin.attention import recognise_attention
 from maxkernel_tui.agents.builtin.attention_render import render_attention
 from maxkernel_tui.agents.builtin.autotune import DEFAULT_TARGET, autotune, estimate_source
 from maxkernel_tui.agents.builtin.errors import CannotPlan
-from maxkernel_tui.agents.builtin.operand_precision import PrecisionChoice
+from maxkernel_tui.agents.builtin.operand_precision import OperandPrecision, PrecisionChoice
 from maxkernel_tui.agents.builtin.planner import Plan, plan_program
 from maxkernel_tui.agents.builtin.precision import choose_precisions
 from maxkernel_tui.agents.builtin.program import Probe, Program, trace_program
@@ -145,7 +145,7 @@ def _stage_kernel_plan(plan: Plan, precision: PrecisionChoice | None) -> KernelP
     wide = [np.dtype(head.lhs.dtype).itemsize >= 4 for head in heads]
     # f32 blocks cast to bf16 in the kernel: still f32 in HBM and VMEM, so no larger blocks
     chosen = precision.per_matmul if precision else ()
-    narrowed = any(w and p == "bf16" for w, p in zip(wide, chosen, strict=False))
+    narrowed = any(w and p == OperandPrecision.BF16 for w, p in zip(wide, chosen, strict=False))
     return KernelPlan(
         plan.family,
         partial(render_kernel, plan, precision=precision),

@@ -8,18 +8,23 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from enum import StrEnum
 
 from maxkernel_tui.kernels.perf.xla_model import XLA_DEFAULT, XLA_HIGH, XLA_HIGHEST, XlaPrecision
 
-# bf16: operands rounded to bf16, f32 accumulation (one MXU pass); f32: f32 operands at Mosaic's
-# default precision (several passes); highest: f32 operands at Precision.HIGHEST.
-OperandPrecision = Literal["bf16", "f32", "highest"]
+
+class OperandPrecision(StrEnum):
+    """A matmul's operands in a generated kernel (the `operands` of its piece)."""
+
+    BF16 = "bf16"  # rounded to bf16, f32 accumulation (one MXU pass)
+    F32 = "f32"  # f32 at Mosaic's default precision (several passes)
+    HIGHEST = "highest"  # f32 at Precision.HIGHEST
+
 
 _NAMES: dict[OperandPrecision, str] = {
-    "bf16": "bf16",
-    "f32": "f32 at Mosaic's default",
-    "highest": "f32 at HIGHEST",
+    OperandPrecision.BF16: "bf16",
+    OperandPrecision.F32: "f32 at Mosaic's default",
+    OperandPrecision.HIGHEST: "f32 at HIGHEST",
 }
 
 
@@ -68,9 +73,9 @@ class PrecisionChoice:
     @property
     def xla(self) -> XlaPrecision:
         """The precision XLA's reference is compared at: the most any matmul needed."""
-        if "highest" in self.per_matmul:
+        if OperandPrecision.HIGHEST in self.per_matmul:
             return XLA_HIGHEST
-        return XLA_HIGH if "f32" in self.per_matmul else XLA_DEFAULT
+        return XLA_HIGH if OperandPrecision.F32 in self.per_matmul else XLA_DEFAULT
 
 
 def operand_words(choice: Sequence[OperandPrecision]) -> str:

@@ -105,8 +105,7 @@ def _choose(task: Task, matmuls: int, asks_highest: Sequence[bool]) -> Precision
     if not matmuls:
         return PrecisionChoice((), "no matmul")
     emulation = _Emulation(task, matmuls)
-    bf16: OperandPrecision = "bf16"
-    cheapest = (bf16,) * matmuls
+    cheapest = (OperandPrecision.BF16,) * matmuls
     if emulation.passes(cheapest):
         return PrecisionChoice(
             cheapest,
@@ -115,14 +114,14 @@ def _choose(task: Task, matmuls: int, asks_highest: Sequence[bool]) -> Precision
         )
     for choice in _raised_choices(matmuls, asks_highest):
         if emulation.passes(choice):
-            raised = [str(i + 1) for i, p in enumerate(choice) if p != "bf16"]
+            raised = [str(i + 1) for i, p in enumerate(choice) if p != OperandPrecision.BF16]
             return PrecisionChoice(
                 choice,
                 f"matmul {', '.join(raised)} with f32 operands ({operand_words(choice)}): with "
                 f"bf16 operands {emulation.where} leave the task's tolerance "
                 f"({emulation.failure})",
             )
-    fallback: tuple[OperandPrecision, ...] = tuple("highest" if h else "f32" for h in asks_highest)
+    fallback = tuple(_raised(h) for h in asks_highest)
     return PrecisionChoice(
         fallback,
         f"f32 operands ({operand_words(fallback)}): with bf16 operands {emulation.where} leave the "
@@ -135,11 +134,16 @@ def _raised_choices(
 ) -> Iterator[tuple[OperandPrecision, ...]]:
     """One matmul raised to f32 at a time (to HIGHEST where the reference asks for it), then all
     of them."""
-    raised: list[OperandPrecision] = ["highest" if h else "f32" for h in asks_highest]
+    raised = [_raised(h) for h in asks_highest]
     for index in range(matmuls) if matmuls > 1 else ():
-        choice: list[OperandPrecision] = ["bf16"] * matmuls
+        choice = [OperandPrecision.BF16] * matmuls
         choice[index] = raised[index]
         yield tuple(choice)
+
+
+def _raised(asks_highest: bool) -> OperandPrecision:
+    """A matmul's operands raised to f32: at HIGHEST where the reference asks for it."""
+    return OperandPrecision.HIGHEST if asks_highest else OperandPrecision.F32
 
 
 @dataclass
@@ -171,7 +175,7 @@ class _Emulation:
         self.projection = ""  # what the last passing choice was projected to, in words
 
     def passes(self, choice: tuple[OperandPrecision, ...]) -> bool:
-        rounded = jnp.asarray([p == "bf16" for p in choice] or [False], bool)
+        rounded = jnp.asarray([p == OperandPrecision.BF16 for p in choice] or [False], bool)
         worst: tuple[float, Depth] | None = None
         for case in self.cases:
             depth = self._depth(case, choice)
@@ -214,7 +218,7 @@ class _Emulation:
             for precision, observed, production in zip(
                 choice, case.depths, production_depths, strict=False
             )
-            if precision == "bf16"
+            if precision == OperandPrecision.BF16
         ]
         return max(depths, key=Depth.growth, default=None)
 

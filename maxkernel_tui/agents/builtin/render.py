@@ -22,7 +22,11 @@ from maxkernel_tui.agents.builtin.dims import Dim
 from maxkernel_tui.agents.builtin.epilogue import GROUP_HELPER, emit_body
 from maxkernel_tui.agents.builtin.errors import CannotPlan
 from maxkernel_tui.agents.builtin.layout import COL, ROW, SCALAR, TILE, Kind
-from maxkernel_tui.agents.builtin.operand_precision import PrecisionChoice, operand_words
+from maxkernel_tui.agents.builtin.operand_precision import (
+    OperandPrecision,
+    PrecisionChoice,
+    operand_words,
+)
 from maxkernel_tui.agents.builtin.planner import Plan
 from maxkernel_tui.agents.builtin.primitives import dtype_source
 from maxkernel_tui.agents.builtin.program import Var
@@ -238,14 +242,14 @@ class _Writer:
             keywords.append("rhs_transposed=True")
         chosen = self._operand_precision(stage)
         if chosen is not None:
-            keywords.append(f"operands={chosen!r}")
+            keywords.append(f"operands={chosen.value!r}")
         if isinstance(stage, ConvStage):  # the image axis: of each epilogue operand and result
             keywords.append(f"batched={_tuple([str(o.batched) for o in extras + outputs])}")
         elif stage.batched:
             keywords.append(f"batched={_tuple([str(o.batched) for o in heads + extras + outputs])}")
         return keywords
 
-    def _operand_precision(self, stage: MatmulStage | ConvStage) -> str | None:
+    def _operand_precision(self, stage: MatmulStage | ConvStage) -> OperandPrecision | None:
         """What the piece's `operands` says for this stage: "bf16" casts f32 blocks, "highest"
         asks for full f32 passes (chosen, or asked by the reference)."""
         chosen = (
@@ -254,10 +258,10 @@ class _Writer:
             else None
         )
         head = stage.head
-        if chosen == "bf16" and np.dtype(head.lhs.dtype).itemsize > 2:
-            return "bf16"
-        if chosen == "highest" or (chosen is None and head.precision):
-            return "highest"
+        if chosen == OperandPrecision.BF16 and np.dtype(head.lhs.dtype).itemsize > 2:
+            return OperandPrecision.BF16
+        if chosen == OperandPrecision.HIGHEST or (chosen is None and head.precision):
+            return OperandPrecision.HIGHEST
         return None
 
     def _operands(self, stage: Stage) -> list[_Operand]:

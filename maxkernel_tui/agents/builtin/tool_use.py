@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from maxkernel_tui.agents.llm.types import Request
+from maxkernel_tui.agents.llm.types import Request, Speaker
 from maxkernel_tui.agents.roles.role import Role
 
 LOWER = "lower"
@@ -38,7 +38,7 @@ def lowers_first(role: str, request: Request) -> bool:
 
 def lowered_so_far(request: Request) -> list[Lowered]:
     """This step's `lower` calls with their results, in order (from the conversation)."""
-    results = {m.tool_call_id: m.content for m in request.messages if m.role == "tool"}
+    results = {m.tool_call_id: m.content for m in request.messages if m.role == Speaker.TOOL}
     return [
         Lowered(str(call.arguments.get("source", "")), results[call.id])
         for message in request.messages

@@ -59,6 +59,7 @@ from maxkernel_tui.agents.llm.provider import Provider
 from maxkernel_tui.agents.llm.retry import RetryPolicy
 from maxkernel_tui.agents.llm.structured import json_parser, reask_messages
 from maxkernel_tui.agents.llm.types import (
+    AttemptOutcome,
     Discarded,
     Done,
     Finish,
@@ -173,7 +174,11 @@ class LLMClient:
                     Response(text, tuple(result.tool_calls), finish, total, call.attempt, parsed)
                 )
                 return
-            then: Then = "reask" if isinstance(result.error, MalformedOutput) else "retry"
+            then: Then = (
+                AttemptOutcome.REASK
+                if isinstance(result.error, MalformedOutput)
+                else AttemptOutcome.RETRY
+            )
             yield Discarded(str(result.error), call.attempt, then, delay)
             if delay > 0:
                 await self._sleep(delay)
@@ -198,7 +203,7 @@ class LLMClient:
             usage = self._usage(request, result, started, budget)
             reservation.settle(usage.prompt_tokens, usage.completion_tokens, usage.cost_usd)
             stopped = isinstance(e, (asyncio.CancelledError, GeneratorExit))
-            outcome = "cancelled" if stopped else "failed"
+            outcome = AttemptOutcome.CANCELLED if stopped else AttemptOutcome.FAILED
             self._emit(
                 AttemptEnded(
                     call.attempt, usage, outcome, None if stopped else f"{type(e).__name__}: {e}"
@@ -229,7 +234,7 @@ class LLMClient:
         """What follows an attempt, announced: (None, 0) done or re-ask at once, (None, delay)
         retry after the delay, or (the error to raise, 0)."""
         if error is None:
-            self._emit(AttemptEnded(call.attempt, usage, "ok"))
+            self._emit(AttemptEnded(call.attempt, usage, AttemptOutcome.OK))
             return None, 0.0
         if isinstance(error, MalformedOutput):
             return self._reask_or_fail(call, error, usage), 0.0
@@ -243,12 +248,12 @@ class LLMClient:
         """None with the error appended to `call.request` for the re-ask, or the error to raise
         once the re-asks are spent."""
         if call.reasks >= self.policy.max_reasks:
-            self._emit(AttemptEnded(call.attempt, usage, "failed", str(error)))
+            self._emit(AttemptEnded(call.attempt, usage, AttemptOutcome.FAILED, str(error)))
             return MalformedOutput(
                 f"{error} (still malformed after {call.reasks} re-asks)", error.raw
             )
         call.reasks, call.retries = call.reasks + 1, 0
-        self._emit(AttemptEnded(call.attempt, usage, "reask", str(error)))
+        self._emit(AttemptEnded(call.attempt, usage, AttemptOutcome.REASK, str(error)))
         self._emit(
             ReaskScheduled(
                 self.provider.name, call.model, call.reasks, self.policy.max_reasks, str(error)
@@ -267,7 +272,7 @@ class LLMClient:
         if error.retryable and retries + 1 < policy.max_attempts:
             delay = policy.delay_s(retries + 1, error.retry_after_s, self._rng)
         if delay is None:
-            self._emit(AttemptEnded(attempt, usage, "failed", str(error)))
+            self._emit(AttemptEnded(attempt, usage, AttemptOutcome.FAILED, str(error)))
             if not error.retryable:
                 return error, 0.0
             why = (
@@ -281,7 +286,7 @@ class LLMClient:
             )
             exhausted.__cause__ = error
             return exhausted, 0.0
-        self._emit(AttemptEnded(attempt, usage, "retry", str(error)))
+        self._emit(AttemptEnded(attempt, usage, AttemptOutcome.RETRY, str(error)))
         self._emit(
             RetryScheduled(
                 self.provider.name,

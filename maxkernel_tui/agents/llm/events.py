@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from maxkernel_tui.agents.llm.types import Usage
+from maxkernel_tui.agents.llm.types import AttemptOutcome, Usage
 
 
 @dataclass(frozen=True)
@@ -16,7 +16,7 @@ class AttemptEnded:
 
     attempt: int
     usage: Usage
-    outcome: str  # "ok", "retry", "reask", "failed", "cancelled"
+    outcome: AttemptOutcome
     error: str | None = None
 
 

@@ -33,6 +33,7 @@ from maxkernel_tui.agents.llm.types import (
     Message,
     ProviderChunk,
     Request,
+    Speaker,
     TextDelta,
     TokenCount,
     ToolCall,
@@ -72,7 +73,7 @@ def _contents(messages: Iterable[Message]) -> list[Any]:
 
     contents: list[Any] = []
     for m in messages:
-        if m.role == "tool":
+        if m.role == Speaker.TOOL:
             role = "user"
             parts = [
                 types.Part(
@@ -86,7 +87,7 @@ def _contents(messages: Iterable[Message]) -> list[Any]:
                 )
             ]
         else:
-            role = "model" if m.role == "assistant" else "user"
+            role = "model" if m.role == Speaker.ASSISTANT else "user"
             parts = [types.Part(text=m.content)] if m.content else []
             parts += [
                 types.Part(

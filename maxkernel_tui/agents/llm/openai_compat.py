@@ -29,6 +29,7 @@ from maxkernel_tui.agents.llm.types import (
     Message,
     ProviderChunk,
     Request,
+    Speaker,
     TextDelta,
     TokenCount,
     ToolCall,
@@ -45,8 +46,8 @@ _FINISH = {
 
 
 def _message(m: Message) -> dict[str, Any]:
-    if m.role == "tool":
-        return {"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content}
+    if m.role == Speaker.TOOL:
+        return {"role": m.role, "tool_call_id": m.tool_call_id, "content": m.content}
     if not m.tool_calls:
         return {"role": m.role, "content": m.content}
     calls = [

@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from maxkernel_tui.agents.llm.types import Message
+from maxkernel_tui.agents.llm.types import Message, Speaker
 
 _JSON_TYPES: dict[str, Callable[[Any], bool]] = {
     "object": lambda v: isinstance(v, dict),
@@ -105,9 +105,9 @@ def json_parser(schema: dict[str, Any]) -> Callable[[str], Any]:
 def reask_messages(raw: str, error: str) -> tuple[Message, Message]:
     """The two turns appended to re-ask: the unusable answer, and why it was unusable."""
     return (
-        Message("assistant", raw),
+        Message(Speaker.ASSISTANT, raw),
         Message(
-            "user",
+            Speaker.USER,
             f"Your previous answer could not be used: {error}\n"
             "Answer again and fix that, in exactly the format that was asked for.",
         ),

@@ -9,10 +9,29 @@ output is thrown away, and `Done` with the complete `Response`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, Literal
 
-Role = Literal["user", "assistant", "tool"]
-Then = Literal["retry", "reask"]  # what follows a discarded attempt
+
+class Speaker(StrEnum):
+    """Who says a message (the providers' `role`; not the sub-agents' roles/role.py)."""
+
+    USER = "user"
+    ASSISTANT = "assistant"
+    TOOL = "tool"  # a tool call's result
+
+
+class AttemptOutcome(StrEnum):
+    """How one attempt at a call ended (events.AttemptEnded)."""
+
+    OK = "ok"
+    RETRY = "retry"  # discarded: the same request follows
+    REASK = "reask"  # discarded: the request with the error appended follows
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+Then = Literal[AttemptOutcome.RETRY, AttemptOutcome.REASK]  # what follows a discarded attempt
 
 
 @dataclass(frozen=True)
@@ -31,7 +50,7 @@ class ToolCall:
 
 @dataclass(frozen=True)
 class Message:
-    role: Role
+    role: Speaker
     content: str = ""
     tool_calls: tuple[ToolCall, ...] = ()  # assistant turns that called tools
     tool_call_id: str | None = None  # tool turns: the call this answers
@@ -148,7 +167,7 @@ class Discarded:
 
     reason: str
     attempt: int
-    then: Then = "retry"
+    then: Then = AttemptOutcome.RETRY
     # Jittered: a replayed call discards the same output after a different wait.
     delay_s: float = field(default=0.0, compare=False)
 

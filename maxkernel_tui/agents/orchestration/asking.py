@@ -24,6 +24,7 @@ from maxkernel_tui.agents.llm.types import (
     Message,
     Request,
     Response,
+    Speaker,
     TextDelta,
     ToolCall,
     UsageChunk,
@@ -161,7 +162,7 @@ class ModelCalls:
                 asked = self.emit(self._turn(base, key, role, turn, answer))
             turns.append(asked)
             calls = [ToolCall(**call) for call in asked.calls]
-            messages.append(Message("assistant", asked.text, tool_calls=tuple(calls)))
+            messages.append(Message(Speaker.ASSISTANT, asked.text, tool_calls=tuple(calls)))
             refused = refused or made + len(calls) > limit
             for j, call in enumerate(calls):
                 answered = self.journal.recall(keys.sub(base, f"tool{j}"), ToolAnswered)
@@ -182,7 +183,7 @@ class ModelCalls:
                     )
                 made += 1
                 messages.append(
-                    Message("tool", answered.text, tool_call_id=call.id, name=call.name)
+                    Message(Speaker.TOOL, answered.text, tool_call_id=call.id, name=call.name)
                 )
             turn += 1
 

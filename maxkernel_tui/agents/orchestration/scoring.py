@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from maxkernel_tui.kernels.perf.summary import ProfileSummary
+from maxkernel_tui.kernels.report.basis import Basis
 from maxkernel_tui.kernels.report.checks import EvalReport
 
 
@@ -19,7 +20,7 @@ class Score:
 def measured_score(report: EvalReport) -> Score | None:
     """The TPU-measured speedup over the XLA reference in an evaluation report, if it has one."""
     for timing in report.timings:
-        if timing.kind == "measured" and timing.ratio is not None:
+        if timing.kind == Basis.MEASURED and timing.ratio is not None:
             return Score(float(timing.ratio), f"measured speedup vs XLA on {timing.device}")
     return None
 
@@ -33,7 +34,7 @@ def estimated_score(profile: ProfileSummary, target: str) -> Score:
     if not estimate.fits_vmem:
         return Score(None, f"estimated on {target}: the blocks do not fit VMEM")
     if estimate.speedup is not None:
-        calibrated = " (calibrated)" if estimate.kind != "estimated" else ""
+        calibrated = " (calibrated)" if estimate.kind != Basis.ESTIMATED else ""
         return Score(float(estimate.speedup), f"estimated speedup vs XLA on {target}{calibrated}")
     share = estimate.roofline_share
     return Score(

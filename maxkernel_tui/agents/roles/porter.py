@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 import re
 
-from maxkernel_tui.agents.llm.types import Message, Request
+from maxkernel_tui.agents.llm.types import Message, Request, Speaker
 from maxkernel_tui.kernels.limits import text_oversize_problem
 
 PORTER = "porter"
@@ -47,7 +47,7 @@ def build_port_request(
     system = "\n\n".join([JOB, FORMAT] + ([HARNESS] if has_harness else []))
     body = f"## Source ({kind}): {filename}\n```\n{source}\n```"
     return Request(
-        messages=(Message("user", body),),
+        messages=(Message(Speaker.USER, body),),
         system=system,
         model=model,
         max_tokens=8192,

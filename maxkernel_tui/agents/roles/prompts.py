@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 from maxkernel_tui.agents.knowledge import TOPICS, for_role, role_topics
-from maxkernel_tui.agents.llm.types import Message, Request, ToolSpec
+from maxkernel_tui.agents.llm.types import Message, Request, Speaker, ToolSpec
 from maxkernel_tui.agents.roles.context import NOTHING_ELSE, StepContext
 from maxkernel_tui.agents.roles.role import Role
 from maxkernel_tui.config import cache_dir
@@ -178,7 +178,7 @@ def build_request(
     system = "\n\n".join(part for part in (*parts, _tools_note(role, tools)) if part)
     body = [f"## {title}\n{text}" for title, text in _sections(role, ctx) if text]
     return Request(
-        messages=(Message("user", "\n\n".join(body)),),
+        messages=(Message(Speaker.USER, "\n\n".join(body)),),
         system=system,
         tools=tools,
         model=model,

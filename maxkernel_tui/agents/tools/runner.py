@@ -19,7 +19,8 @@ from maxkernel_tui.agents.roles.context import StepContext
 from maxkernel_tui.agents.tools.jax_api import JaxApi, LookupFailed
 from maxkernel_tui.agents.tools.specs import CallProblem, ToolName, checked_arguments
 from maxkernel_tui.kernels.config_names import CHECK
-from maxkernel_tui.kernels.evaluation.options import Probe, ProbeStage, UsageError
+from maxkernel_tui.kernels.evaluation.options import Probe, UsageError
+from maxkernel_tui.kernels.evaluation.protocol import ProbeStage
 from maxkernel_tui.kernels.limits import text_oversize_problem
 from maxkernel_tui.kernels.report.checks import EvalReport, format_check
 from maxkernel_tui.kernels.service.service import KernelSource, ProfileResult
@@ -97,13 +98,14 @@ class Toolbox:
             case ToolName.KNOWLEDGE:
                 return topic(str(arguments["topic"]))
             case ToolName.LOWER:
-                stage: ProbeStage = "tpu_compile" if arguments.get("compile", True) else "tpu_lower"
+                compiled = arguments.get("compile", True)
+                stage = ProbeStage.TPU_COMPILE if compiled else ProbeStage.TPU_LOWER
                 config = self._config(arguments.get("config"), self.task.configs[0])
                 return await self._probe(str(arguments["source"]), config, stage)
             case ToolName.CHECK:
                 default = CHECK if CHECK in self.task.configs else self.task.configs[0]
                 config = self._config(arguments.get("config"), default)
-                return await self._probe(str(arguments["source"]), config, "numerics")
+                return await self._probe(str(arguments["source"]), config, ProbeStage.NUMERICS)
             case ToolName.PROFILE_SUMMARY:
                 return await self._profile_summary(ctx)
 
@@ -143,11 +145,15 @@ class Toolbox:
         failed = report.failure
         # the conclusion first: it is what the model (and the Agents pane's line) reads first
         if failed is None:
-            what = {"tpu_lower": "lowered", "tpu_compile": "compiled", "numerics": "checked"}
+            what = {
+                ProbeStage.TPU_LOWER: "lowered",
+                ProbeStage.TPU_COMPILE: "compiled",
+                ProbeStage.NUMERICS: "checked",
+            }
             lines.insert(0, f"passed: {what[stage]} at {config} for TPU {self.target}")
         else:
             lines.insert(0, f"failed at {failed.name}: {failed.detail[:200]}")
-        if stage == "numerics":
+        if stage == ProbeStage.NUMERICS:
             lines.append(f"(one seed, {seed}, at {config}: feedback, not the harness's verdict)")
         return "\n".join(lines)
 

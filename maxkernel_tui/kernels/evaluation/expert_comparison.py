@@ -17,6 +17,7 @@ from pathlib import Path
 from maxkernel_tui.kernels.evaluation.source import KernelSource
 from maxkernel_tui.kernels.perf.analysis import ReferenceCost
 from maxkernel_tui.kernels.perf.model import Estimate
+from maxkernel_tui.kernels.report.basis import Basis
 from maxkernel_tui.kernels.report.checks import PASS, SKIP, Check, Timing
 from maxkernel_tui.kernels.report.expert import EXPERT_SPEEDUP, ExpertComparison
 from maxkernel_tui.kernels.report.reasons import At, Reason
@@ -29,7 +30,7 @@ _NOT_NEEDED = ReferenceCost(error="not needed to compare with the expert")
 
 def from_estimates(kernel: Estimate, expert: Estimate, expert_name: str) -> ExpertComparison:
     return ExpertComparison(
-        kind="estimated",
+        kind=Basis.ESTIMATED,
         where=f"{kernel.target} (performance model, production shapes)",
         expert=expert_name,
         kernel_s=kernel.seconds,
@@ -45,7 +46,7 @@ def measured(expert_name: str, timings: list[Timing]) -> ExpertComparison | None
     if gain is None or kernel is None or expert is None or gain.ratio is None:
         return None
     return ExpertComparison(
-        kind="measured",
+        kind=Basis.MEASURED,
         where=gain.device,
         expert=expert_name,
         kernel_s=kernel.median_s or 0.0,

@@ -33,6 +33,7 @@ from maxkernel_tui.kernels.evaluation.protocol import (
     CandidateRequest,
     Done,
     NumericsRun,
+    ProbeStage,
     ReferenceAnswer,
     ReferenceRequest,
     Run,
@@ -256,7 +257,7 @@ class Harness:
         snapshot = self._prepare(kernel, task, report)
         if snapshot is None:
             return report
-        runs = [(probe.config, probe.seed)] if probe.through == "numerics" else []
+        runs = [(probe.config, probe.seed)] if probe.through == ProbeStage.NUMERICS else []
         deadline = time.monotonic() + probe.timeout
         traced = self._trace(kernel.text, snapshot, [probe.config], {}, report, probe.timeout)
         if traced is None:

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass, field
-from typing import Literal
 
 from maxkernel_tui.kernels.config_names import CHECK, HELDOUT
-from maxkernel_tui.kernels.evaluation.protocol import Run
+from maxkernel_tui.kernels.evaluation.protocol import ProbeStage, Run
 from maxkernel_tui.kernels.evaluation.tiles import plan as tiles_plan
 from maxkernel_tui.kernels.report.checks import EvalReport
 from maxkernel_tui.kernels.targets import DEFAULT_TARGET
@@ -45,14 +44,11 @@ class EvalOptions:
     tile_blocks: int | None = field(default_factory=lambda: tiles_plan.default_tile_blocks())
 
 
-ProbeStage = Literal["tpu_lower", "tpu_compile", "numerics"]
-
-
 @dataclass(frozen=True)
 class Probe:
     """An agent's quick look at a candidate (the `lower` and `check` tools, agents/tools): the
     static rules, then trace, TPU lowering and compile at `config` rather than the production
-    shapes, up to `through`; with "numerics", one run at `config` and `seed` compared with the
+    shapes, up to `through`; with NUMERICS, one run at `config` and `seed` compared with the
     reference. No production defences, timing or expert comparison: feedback, not a verdict."""
 
     config: str

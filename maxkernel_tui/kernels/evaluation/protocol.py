@@ -7,18 +7,27 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from enum import StrEnum
+from typing import Any
 
 from maxkernel_tui.codec import JsonData, Shape, Tagged, Unknown
 from maxkernel_tui.kernels.perf.calibration import ModelPoint
+from maxkernel_tui.kernels.report.basis import Clock
 from maxkernel_tui.kernels.report.checks import Check
 
 Run = tuple[str, int]  # (configuration, seed) of one numerics run
 # The largest program the tracer may carry to the judge (tracer/program_pickle.py says why).
 PROGRAM_MAX_BYTES = 64 * 2**20
-Clock = Literal["device trace", "wall clock"]  # what measured a timing's samples
-DEVICE_TRACE: Clock = "device trace"
-WALL_CLOCK: Clock = "wall clock"
+DEVICE_TRACE, WALL_CLOCK = Clock
+
+
+class ProbeStage(StrEnum):
+    """The stage an agent's probe stops after (Probe.through, CandidateRequest.probe)."""
+
+    NONE = ""  # no probe: a whole evaluation (CandidateRequest's default)
+    TPU_LOWER = "tpu_lower"
+    TPU_COMPILE = "tpu_compile"
+    NUMERICS = "numerics"  # one numerics run, without the production defences
 
 
 @dataclass(frozen=True)
@@ -49,9 +58,9 @@ class CandidateRequest(JsonData):
     expert_baseline: bool = False
     # Numerics on the edge cases only: production shapes were judged in an earlier evaluation.
     edges_only: bool = False
-    # An agent's probe (harness.Probe): "" for an evaluation; "tpu_lower" or "tpu_compile" stop
-    # after that stage; "numerics" runs `runs` without the production defences.
-    probe: str = ""
+    # An agent's probe (options.Probe): NONE for an evaluation; TPU_LOWER or TPU_COMPILE stop
+    # after that stage; NUMERICS runs `runs` without the production defences.
+    probe: ProbeStage = ProbeStage.NONE
     tiles: TilesRequest | None = None  # None: no sampled production tiles
     task_digest: str = ""  # the task's part of the compilation cache that the worker reads
     # The candidate's programs as the tracer carried them (configuration: file of

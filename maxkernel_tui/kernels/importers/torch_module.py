@@ -17,7 +17,7 @@ from pathlib import Path
 from maxkernel_tui.kernels.importers import ImportOptions, PlainTaskSource
 from maxkernel_tui.kernels.porting.emit import render_reference
 from maxkernel_tui.kernels.porting.module_parse import is_module_file
-from maxkernel_tui.kernels.porting.sources import kernel_source_kind
+from maxkernel_tui.kernels.porting.sources import SourceKind, kernel_source_kind
 from maxkernel_tui.kernels.porting.torch_compare import compare_or_note
 from maxkernel_tui.kernels.porting.translate import translate_module
 from maxkernel_tui.kernels.porting.values import NEAR_SPREAD, Tensor
@@ -53,7 +53,7 @@ def unused_kernel_note(path: Path, source: str) -> tuple[str, ...]:
     kind = kernel_source_kind(path, source)
     if kind is None:
         return ()
-    name = "Triton" if kind == "triton" else "CUDA"
+    name = "Triton" if kind == SourceKind.TRITON else "CUDA"
     return (
         f"the file's {name} kernel is not part of this task: Model.forward is plain PyTorch "
         "and was translated as written, without the porter",

@@ -8,16 +8,30 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from enum import StrEnum
 
 from maxkernel_tui.codec import JsonData, Shape, Unknown
 from maxkernel_tui.kernels.config_names import CHECK
 from maxkernel_tui.kernels.perf.device_trace import DmaShare
+from maxkernel_tui.kernels.report.basis import Basis
 from maxkernel_tui.kernels.task import Task
 
-MEASURED = "measured"  # how a trace taken on a TPU labels its kind
-# vmem: pipelined through VMEM; any: left in HBM (the kernel copies it itself); smem; semaphore
-MemorySpace = Literal["vmem", "any", "smem", "semaphore"]
+
+class MemorySpace(StrEnum):
+    """Where a block lives."""
+
+    VMEM = "vmem"  # pipelined through VMEM
+    ANY = "any"  # left in HBM (the kernel copies it itself)
+    SMEM = "smem"
+    SEMAPHORE = "semaphore"
+
+
+class Bound(StrEnum):
+    """What takes the most of a kernel's estimated time (perf/model.py)."""
+
+    MEMORY = "memory"
+    COMPUTE = "compute"
+    OVERHEAD = "overhead"  # the per-step overhead
 
 
 @dataclass(frozen=True)
@@ -95,7 +109,7 @@ class Trace(JsonData):
 
     @property
     def measured(self) -> bool:
-        return self.kind.startswith(MEASURED)
+        return self.kind.startswith(Basis.MEASURED)
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,8 @@ from pathlib import Path
 
 from maxkernel_tui.codec import JsonData
 from maxkernel_tui.config import cache_dir
+from maxkernel_tui.kernels.perf.analysis import Bound
+from maxkernel_tui.kernels.report.basis import Clock
 from maxkernel_tui.kernels.targets import TARGETS
 from maxkernel_tui.versions import installed_version
 
@@ -39,7 +41,7 @@ _DEVICE_KINDS = (
 class KernelFeatures:
     """What the model saw of the kernel (its estimate's breakdown)."""
 
-    bound: str
+    bound: Bound
     steps: int
     hbm_bytes: int
     flops: float
@@ -63,7 +65,7 @@ class CalibrationRecord(JsonData):
     device: str  # jax's device kind
     estimated_s: float
     measured_s: float  # median of the measured runs
-    clock: str  # device trace or wall clock
+    clock: Clock
     features: KernelFeatures
     jax_version: str | None
     libtpu_version: str | None
@@ -133,7 +135,7 @@ def record_measurement(
     device: str,
     point: ModelPoint,
     measured_s: float,
-    clock: str,
+    clock: Clock,
 ) -> CalibrationRecord:
     """Append the record of one measured timing next to the model's estimate; returns it."""
     record = CalibrationRecord(

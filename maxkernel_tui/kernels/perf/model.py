@@ -32,12 +32,19 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from maxkernel_tui.codec import JsonData
-from maxkernel_tui.kernels.perf.analysis import Block, KernelAnalysis, ReferenceCost
+from maxkernel_tui.kernels.perf.analysis import (
+    Block,
+    Bound,
+    KernelAnalysis,
+    MemorySpace,
+    ReferenceCost,
+)
 from maxkernel_tui.kernels.perf.calibration import Calibration
 from maxkernel_tui.kernels.perf.xla_model import XLA_DEFAULT, XlaPrecision, xla_seconds
+from maxkernel_tui.kernels.report.basis import Basis
 from maxkernel_tui.kernels.targets import TpuTarget
 
 DISPATCH_S = 100e-6
@@ -51,14 +58,10 @@ VPU_SHARE = 1 / 16
 EUP_SHARE = 1 / 64
 
 
-Bound = Literal["memory", "compute", "overhead"]  # what takes the most time
-EstimateKind = Literal["estimated", "estimated, calibrated"]  # the model, or it scaled by TPU runs
-
-
 @dataclass
 class Estimate(JsonData):
     target: str
-    kind: EstimateKind
+    kind: Basis  # ESTIMATED, or CALIBRATED: scaled by TPU runs
     seconds: float
     bound: Bound
     transfer_seconds: float
@@ -101,9 +104,9 @@ def estimate(
     compute = sum(_step_compute(k, target) * _steps(k) for k in kernels)
     overhead = sum(STEP_OVERHEAD_S * _steps(k) for k in kernels)
     parts: list[tuple[Bound, float]] = [
-        ("memory", transfer),
-        ("compute", compute),
-        ("overhead", overhead),
+        (Bound.MEMORY, transfer),
+        (Bound.COMPUTE, compute),
+        (Bound.OVERHEAD, overhead),
     ]
     vmem = max((k.vmem_bytes for k in kernels), default=0)
     roofline = _roofline(reference_cost, target, io_bytes)
@@ -111,7 +114,7 @@ def estimate(
     reference_seconds = DISPATCH_S + xla if xla else None
     return Estimate(
         target=target.name,
-        kind="estimated, calibrated" if factor != 1.0 else "estimated",
+        kind=Basis.CALIBRATED if factor != 1.0 else Basis.ESTIMATED,
         seconds=seconds,
         bound=max(parts, key=lambda part: part[1])[0],
         transfer_seconds=transfer,
@@ -226,7 +229,7 @@ def _untileable(block: Block) -> bool:
     """A pipelined block with one of its last two dims neither a multiple of its tile (8 rows,
     128 lanes) nor the array's own, each dim judged alone as TPU lowering does: [256, 1] of
     [4096, 1] lowers (256 rows of 8, the array's one lane)."""
-    if block.memory_space != "vmem" or block.is_scratch or len(block.shape) < 2:
+    if block.memory_space != MemorySpace.VMEM or block.is_scratch or len(block.shape) < 2:
         return False
     tiles = (8, 128)
     return any(

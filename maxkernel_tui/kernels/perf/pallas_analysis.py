@@ -119,7 +119,9 @@ def _analyze_call(eqn: Any) -> KernelAnalysis:
         scalar_prefetch=int(grid_mapping.num_index_operands),
         # pipelined blocks are double-buffered, scratch is not
         vmem_bytes=sum(
-            b.bytes * (1 if b.is_scratch else 2) for b in blocks if b.memory_space == "vmem"
+            b.bytes * (1 if b.is_scratch else 2)
+            for b in blocks
+            if b.memory_space == MemorySpace.VMEM
         ),
         vmem_limit_bytes=getattr(params, "vmem_limit_bytes", None),
         hbm_bytes=sum(b.bytes * b.fetches for b in blocks),
@@ -149,7 +151,7 @@ def _pipelined_blocks(
         dtype = mapping.transformed_block_aval.dtype
         space = _memory_space(mapping.block_aval)
         size = math.prod(shape) * _itemsize(dtype)
-        fetches = _fetch_count(block_indices[position], steps) if space == "vmem" else 0
+        fetches = _fetch_count(block_indices[position], steps) if space == MemorySpace.VMEM else 0
         array_shape = [int(d) for d in mapping.array_aval.shape]
         blocks.append(Block(role, shape, array_shape, str(dtype), space, size, fetches))
     return blocks
@@ -178,12 +180,12 @@ def _itemsize(dtype: Any) -> int:
 def _memory_space(aval: Any) -> MemorySpace:
     space = str(getattr(aval, "memory_space", "") or "").lower()
     if "smem" in space:
-        return "smem"
+        return MemorySpace.SMEM
     if "semaphore" in space:
-        return "semaphore"
+        return MemorySpace.SEMAPHORE
     if "any" in space or "hbm" in space:
-        return "any"
-    return "vmem"  # default blocks are pipelined through VMEM
+        return MemorySpace.ANY
+    return MemorySpace.VMEM  # default blocks are pipelined through VMEM
 
 
 def _compiler_params(value: Any) -> Any:

@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
-from maxkernel_tui.kernels.perf.analysis import Block, KernelAnalysis, ReferenceCost
+from maxkernel_tui.kernels.perf.analysis import Block, KernelAnalysis, MemorySpace, ReferenceCost
 
 GUIDE = "jax Pallas TPU matmul guide (v5e, bf16, timeit)"
 FLASH_ISSUE = "jax issue #24633 (v5e, bf16, Pallas flash attention, 128 blocks)"
@@ -92,11 +92,12 @@ def guide_matmul_analysis(size: int, blocks: tuple[int, int, int]) -> KernelAnal
     x_fetches = steps if grid[2] > 1 else grid[0]
     y_fetches = steps if grid[1] > 1 or grid[2] > 1 else 1
     out_fetches = grid[0] * grid[1]
+    vmem = MemorySpace.VMEM
     blocks_ = [
-        Block("input 0", [bm, bk], [size, size], "bfloat16", "vmem", bm * bk * 2, x_fetches),
-        Block("input 1", [bk, bn], [size, size], "bfloat16", "vmem", bk * bn * 2, y_fetches),
-        Block("output 0", [bm, bn], [size, size], "bfloat16", "vmem", bm * bn * 2, out_fetches),
-        Block("scratch 0", [bm, bn], [bm, bn], "float32", "vmem", bm * bn * 4, 0),
+        Block("input 0", [bm, bk], [size, size], "bfloat16", vmem, bm * bk * 2, x_fetches),
+        Block("input 1", [bk, bn], [size, size], "bfloat16", vmem, bk * bn * 2, y_fetches),
+        Block("output 0", [bm, bn], [size, size], "bfloat16", vmem, bm * bn * 2, out_fetches),
+        Block("scratch 0", [bm, bn], [bm, bn], "float32", vmem, bm * bn * 4, 0),
     ]
     return KernelAnalysis(
         name="matmul_kernel",

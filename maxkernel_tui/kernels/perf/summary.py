@@ -9,6 +9,7 @@ from typing import Any
 from maxkernel_tui.codec import JsonData, Shape, Unknown, encode_object
 from maxkernel_tui.kernels.perf.analysis import KernelAnalysis, ReferenceCost, Trace
 from maxkernel_tui.kernels.perf.model import Estimate
+from maxkernel_tui.kernels.report.basis import Basis
 from maxkernel_tui.kernels.report.expert import EXPERT_TUNING
 
 BAR_WIDTH = 24
@@ -37,7 +38,7 @@ class ProfileSummary(JsonData, shape=Shape(keys={"task_id": "task"}, unknown=Unk
         reader (`from_json`, the codec's, drops the labels)."""
         data = encode_object(self)
         data["reference_costs"] = {
-            t: dict(c, kind="estimated", source=f"XLA cost analysis, AOT compile for {t}")
+            t: dict(c, kind=Basis.ESTIMATED, source=f"XLA cost analysis, AOT compile for {t}")
             for t, c in data["reference_costs"].items()
         }
         return data
@@ -60,7 +61,7 @@ class ProfileSummary(JsonData, shape=Shape(keys={"task_id": "task"}, unknown=Unk
     def estimate_kind(self, estimate: Estimate) -> str:
         """ "estimated", or "estimated, calibrated by N TPU measurements"."""
         count = self.calibration.get(estimate.target, 0)
-        if estimate.kind == "estimated" or not count:
+        if estimate.kind == Basis.ESTIMATED or not count:
             return estimate.kind
         return f"{estimate.kind} by {count} TPU measurement{'s' if count != 1 else ''}"
 

@@ -7,7 +7,7 @@ parameters drawn as PyTorch initialises them, `[dynamic], [static]` returned, an
 from __future__ import annotations
 
 from maxkernel_tui.kernels.porting.helper_source import helpers_source, import_lines
-from maxkernel_tui.kernels.porting.values import Tensor, Translation, shape_code
+from maxkernel_tui.kernels.porting.values import InitKind, Tensor, Translation, shape_code
 
 INDENT = "    "
 
@@ -16,11 +16,11 @@ def draw(tensor: Tensor, key: str) -> str:
     """The expression drawing `tensor`'s initial values."""
     shape = shape_code(tensor.shape)
     init = tensor.init
-    if init.kind == "ones":
+    if init.kind == InitKind.ONES:
         value = f"jnp.ones({shape}, dtype=dtype)"
-    elif init.kind == "zeros":
+    elif init.kind == InitKind.ZEROS:
         value = f"jnp.zeros({shape}, dtype=dtype)"
-    elif init.kind == "normal":
+    elif init.kind == InitKind.NORMAL:
         value = f"jax.random.normal({key}, {shape}, dtype=dtype)"
     elif init.bound:
         value = (
@@ -39,7 +39,7 @@ def draw(tensor: Tensor, key: str) -> str:
 def render_get_inputs(translation: Translation) -> str:
     lines = ["def get_inputs(dtype=jnp.float32):"]
     lines += [f"{INDENT}{name} = {code}" for name, (_, code) in translation.constants.items()]
-    random = [t for t in translation.inputs if t.init.kind in ("uniform", "normal")]
+    random = [t for t in translation.inputs if t.init.kind in (InitKind.UNIFORM, InitKind.NORMAL)]
     if random:
         lines.append(f"{INDENT}keys = jax.random.split(jax.random.key(0), {len(random)})")
     for tensor in translation.inputs:

@@ -20,6 +20,7 @@ from maxkernel_tui.kernels.porting.signatures import Signature, bind
 from maxkernel_tui.kernels.porting.values import (
     Dim,
     Init,
+    InitKind,
     fail,
     near_constant,
     shape_code,
@@ -27,7 +28,7 @@ from maxkernel_tui.kernels.porting.values import (
     static,
 )
 
-NORM_WEIGHT, NORM_BIAS = near_constant(Init("ones")), near_constant(Init("zeros"))
+NORM_WEIGHT, NORM_BIAS = near_constant(Init(InitKind.ONES)), near_constant(Init(InitKind.ZEROS))
 
 
 @dataclass(frozen=True)
@@ -58,7 +59,7 @@ class Sequential:
 
 
 def _fan_in_bound(fan_in: str) -> Init:
-    return Init("uniform", bound=f"1 / math.sqrt({fan_in})")
+    return Init(InitKind.UNIFORM, bound=f"1 / math.sqrt({fan_in})")
 
 
 def _linear(b: dict[str, object], line: int | None) -> Layer:

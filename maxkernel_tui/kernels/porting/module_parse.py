@@ -18,6 +18,7 @@ from maxkernel_tui.kernels.porting.layers import Layer, Sequential, build_layer
 from maxkernel_tui.kernels.porting.values import (
     Dim,
     Init,
+    InitKind,
     TensorInit,
     fail,
     line_of,
@@ -38,7 +39,12 @@ _BINARY: dict[type, Callable[[object, object], object]] = {
     ast.Pow: operator.pow,
 }
 _SYMBOL = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "//", ast.Mod: "%"}
-_FACTORIES = {"randn": "normal", "rand": "uniform", "ones": "ones", "zeros": "zeros"}
+_FACTORIES = {
+    "randn": InitKind.NORMAL,
+    "rand": InitKind.UNIFORM,
+    "ones": InitKind.ONES,
+    "zeros": InitKind.ZEROS,
+}
 
 
 @dataclass(frozen=True)
@@ -250,7 +256,7 @@ class StaticEval:
         if name and name.startswith(TORCH + ".") and name.removeprefix(TORCH + ".") in _FACTORIES:
             shape = args[0] if len(args) == 1 and isinstance(args[0], tuple | list) else args
             kind = _FACTORIES[name.removeprefix(TORCH + ".")]
-            return TensorInit(tuple(shape), Init(kind))  # type: ignore[arg-type]
+            return TensorInit(tuple(shape), Init(kind))
         if isinstance(node.func, ast.Name) and node.func.id in ("int", "float", "tuple", "list"):
             return {"int": int, "float": float, "tuple": tuple, "list": list}[node.func.id](
                 *[static(a) for a in args]

@@ -7,26 +7,33 @@ from __future__ import annotations
 
 import ast
 import re
+from enum import StrEnum
 from pathlib import Path
-from typing import Literal
 
 from maxkernel_tui.kernels.porting.module_parse import is_module_file
 
-SourceKind = Literal["cuda", "triton"]
+
+class SourceKind(StrEnum):
+    """The language of a kernel the porter translates."""
+
+    CUDA = "cuda"
+    TRITON = "triton"
+
+
 CUDA_SUFFIXES = (".cu", ".cuh")
 _CUDA_MARKERS = re.compile(r"__global__|load_inline\(|cuda_sources\s*=")
 _TRITON_MARKERS = re.compile(r"^\s*@triton\.jit|^\s*import triton|^\s*from triton", re.MULTILINE)
 
 
 def kernel_source_kind(path: Path, source: str) -> SourceKind | None:
-    """ "cuda" for a .cu file or Python carrying CUDA (`load_inline`), "triton" for a Triton
+    """CUDA for a .cu file or Python carrying CUDA (`load_inline`), TRITON for a Triton
     kernel file, else None."""
     if path.suffix in CUDA_SUFFIXES:
-        return "cuda"
+        return SourceKind.CUDA
     if _TRITON_MARKERS.search(source):
-        return "triton"
+        return SourceKind.TRITON
     if _CUDA_MARKERS.search(source):
-        return "cuda"
+        return SourceKind.CUDA
     return None
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import Literal
+from enum import StrEnum
 
 from maxkernel_tui.kernels.task import TaskImportError
 
@@ -59,7 +59,11 @@ def sizes_of(value: object) -> tuple[object, ...]:
     return tuple(value) if isinstance(value, tuple | list) else (value,)
 
 
-InitKind = Literal["uniform", "normal", "ones", "zeros"]
+class InitKind(StrEnum):
+    UNIFORM = "uniform"
+    NORMAL = "normal"
+    ONES = "ones"
+    ZEROS = "zeros"
 
 
 @dataclass(frozen=True)
@@ -82,10 +86,10 @@ def near_constant(init: Init) -> Init:
     `nn.Parameter(torch.ones(n))`), drawn around that constant instead, by N(0, 1) x NEAR_SPREAD:
     a kernel that ignores the parameter then gets wrong numerics, where at ones or zeros it
     would pass. Other inits are returned as they are."""
-    if init.kind not in ("ones", "zeros"):
+    if init.kind not in (InitKind.ONES, InitKind.ZEROS):
         return init
-    constant = (init.scale if init.kind == "ones" else 0.0) + init.offset
-    return Init("normal", scale=NEAR_SPREAD, offset=constant, around=constant)
+    constant = (init.scale if init.kind == InitKind.ONES else 0.0) + init.offset
+    return Init(InitKind.NORMAL, scale=NEAR_SPREAD, offset=constant, around=constant)
 
 
 @dataclass(frozen=True)

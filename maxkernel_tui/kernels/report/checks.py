@@ -6,9 +6,10 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Any
 
 from maxkernel_tui.codec import JsonData, Shape, Unknown
+from maxkernel_tui.kernels.report.basis import Basis
 from maxkernel_tui.kernels.report.expert import ExpertComparison
 from maxkernel_tui.kernels.report.reasons import (
     NO_FIGURES,
@@ -106,7 +107,7 @@ class Timing(JsonData, shape=Shape(omit_none=True, old_keys={"ci95": ("ci95_s",)
     always measured on a real device, which `device` names."""
 
     what: str  # "kernel", "XLA reference", SPEEDUP
-    kind: Literal["measured"]  # never an estimate: a report shows only what a device timed
+    kind: Basis  # always MEASURED: a report shows only what a device timed
     device: str
     label: str  # the figure in words, with its device
     median_s: float | None = None

@@ -4,9 +4,9 @@ data, no jax; evaluation/expert_comparison.py makes it, reports and `bench` show
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
 from maxkernel_tui.codec import JsonData
+from maxkernel_tui.kernels.report.basis import Basis
 
 MATCHES_EXPERT = 0.95  # a kernel at or above this share of the expert's speed matches it
 EXPERT_SPEEDUP = "speedup over the expert Pallas kernel"  # the measured Timing's `what`
@@ -19,7 +19,7 @@ EXPERT_TUNING = "JAXBench's tuning, made on TPU v6e"
 class ExpertComparison(JsonData):
     """The kernel's speed as a share of the expert's: expert time / kernel time (>1: faster)."""
 
-    kind: Literal["estimated", "measured"]
+    kind: Basis  # MEASURED or ESTIMATED
     where: str  # "v5e (performance model)" or the TPU that measured it
     expert: str  # the expert's file name
     kernel_s: float

@@ -45,6 +45,7 @@ from maxkernel_tui.kernels.evaluation.protocol import (
     CandidateRequest,
     Done,
     NumericsRun,
+    ProbeStage,
     Run,
     TilesRequest,
     TilesRun,
@@ -173,12 +174,16 @@ def evaluate_candidate(request: CandidateRequest) -> None:
     if (
         _trace_check(subject, start, request)
         and _lower_check(subject, target)
-        and request.probe != "tpu_lower"
+        and request.probe != ProbeStage.TPU_LOWER
         and _compile_check(subject, target)
-        and request.probe != "tpu_compile"
+        and request.probe != ProbeStage.TPU_COMPILE
     ):
         # a probe is feedback at one configuration: the production defences are a verdict's
-        runs = request.runs if request.probe else _production_check(subject, request)
+        runs = (
+            request.runs
+            if request.probe != ProbeStage.NONE
+            else _production_check(subject, request)
+        )
         if runs is not None:
             # a full production run (affordable shapes) judges more than a sample would
             if request.tiles is not None and request.bench_config not in {c for c, _ in runs}:

@@ -29,7 +29,6 @@ from maxkernel_tui.kernels.evaluation.tracer.carried import ProgramRefused, chec
 from maxkernel_tui.kernels.evaluation.tracer.transport import interpreted
 from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.perf.analysis import (
-    MEASURED,
     ProfileAnswer,
     ProfileRequest,
     ReferenceCost,
@@ -40,6 +39,7 @@ from maxkernel_tui.kernels.perf.analysis import (
 from maxkernel_tui.kernels.perf.device_trace import dma_share, load_events
 from maxkernel_tui.kernels.perf.model import minimal_io_bytes
 from maxkernel_tui.kernels.perf.pallas_analysis import analyze
+from maxkernel_tui.kernels.report.basis import Basis
 from maxkernel_tui.kernels.worker_reply import reply
 from maxkernel_tui.kernels.workers import READY
 
@@ -115,7 +115,7 @@ def _trace(
     events = _top_events(files[-1], on_tpu) if files else []
     dma = dma_share(load_events(files[-1])) if files and on_tpu else None
     kind = (
-        f"{MEASURED} on TPU (device trace)"
+        f"{Basis.MEASURED} on TPU (device trace)"
         if on_tpu
         else "host-side trace of a CPU interpret-mode run, not device time"
     )

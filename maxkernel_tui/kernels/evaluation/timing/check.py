@@ -21,6 +21,7 @@ from maxkernel_tui.kernels.evaluation.timing.device_timer import (
     run_timing_worker,
 )
 from maxkernel_tui.kernels.evaluation.timing.stats import Speedup, median_estimate, speedup
+from maxkernel_tui.kernels.report.basis import Basis
 from maxkernel_tui.kernels.report.checks import (
     FAIL,
     PASS,
@@ -83,7 +84,7 @@ def summarize_timing(answer: TimingAnswer) -> tuple[Check, list[Timing]]:
         timings.append(
             Timing(
                 what=what,
-                kind="measured",
+                kind=Basis.MEASURED,
                 device=where,
                 median_s=estimate.median,
                 ci95=(estimate.low, estimate.high),
@@ -119,7 +120,7 @@ def summarize_timing(answer: TimingAnswer) -> tuple[Check, list[Timing]]:
 def _speedup_timing(what: str, gain: Speedup, where: str, label: str) -> Timing:
     return Timing(
         what=what,
-        kind="measured",
+        kind=Basis.MEASURED,
         device=where,
         ratio=gain.ratio,
         ci95=(gain.low, gain.high),

@@ -18,8 +18,9 @@ from typing import Any
 
 import jax
 
-from maxkernel_tui.kernels.evaluation.protocol import DEVICE_TRACE, WALL_CLOCK, Clock
+from maxkernel_tui.kernels.evaluation.protocol import DEVICE_TRACE, WALL_CLOCK
 from maxkernel_tui.kernels.perf.device_trace import device_run_seconds, module_name, newest_trace
+from maxkernel_tui.kernels.report.basis import Clock
 
 Program = Callable[..., Any]
 

@@ -23,7 +23,7 @@ from maxkernel_tui.kernels.evaluation.tracer.transport import NotTransportable, 
 from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.report.checks import FAIL, Check
 from maxkernel_tui.kernels.report.reasons import Reason, Said
-from maxkernel_tui.kernels.task import Task, TaskError
+from maxkernel_tui.kernels.task import Task, TaskError, TaskFormat
 
 TRACE = "trace"
 
@@ -83,7 +83,7 @@ def _signature_problem(task: Task, candidate: ModuleType, problem: str) -> str:
     """The reference runtime's sentence about the kernel; on a JAXBench-native task in its
     names, with what JAXBench's own harness does with such a kernel (it calls
     `optimized.workload(*baseline.create_inputs())`, so it fails there the same way)."""
-    if task.source_format != "jaxbench" or not problem.startswith("signature mismatch"):
+    if task.source_format != TaskFormat.JAXBENCH or not problem.startswith("signature mismatch"):
         return problem.replace("computation", "the kernel's computation", 1)
     entry = "workload" if callable(getattr(candidate, "workload", None)) else "computation"
     return (

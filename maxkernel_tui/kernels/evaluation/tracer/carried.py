@@ -15,6 +15,7 @@ from jax.extend.core import ClosedJaxpr
 
 from maxkernel_tui.kernels import reference_runtime as runtime
 from maxkernel_tui.kernels.evaluation.tracer.transport import NotTransportable, load_program
+from maxkernel_tui.kernels.task import TaskFormat
 
 
 class ProgramRefused(Exception):
@@ -51,7 +52,7 @@ def widened_outputs(task: Any, outputs: Any, expected: Any) -> str | None:
     baseline (pallas_eval/eval_harness.py: both cast to float32, then allclose): its MLA expert
     returns float32 where the baseline returns bfloat16. A sentence saying so; None where the
     types agree or the task is not JAXBench's (there the reference's types are the contract)."""
-    if task.source_format != "jaxbench" or len(outputs) != len(expected):
+    if task.source_format != TaskFormat.JAXBENCH or len(outputs) != len(expected):
         return None
     pairs = list(zip(outputs, expected, strict=True))
     if any(a.shape != b.shape or not (_floating(a) and _floating(b)) for a, b in pairs):
