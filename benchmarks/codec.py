@@ -26,6 +26,7 @@ from maxkernel_tui.kernels.perf.analysis import (
     TraceEvent,
 )
 from maxkernel_tui.kernels.report.checks import PASS, Check
+from maxkernel_tui.kernels.report.reasons import Reason, WorkShare
 
 BLOCK = Block("input 0", [128, 256], [1024, 256], "bfloat16", MemorySpace.VMEM, 65536, 8)
 KERNEL = KernelAnalysis(
@@ -41,7 +42,7 @@ def _line(name: str, obj: Any, write: Callable[[Any], Any], read: Callable[[Any]
 
 _line(
     "check event",
-    Check("trace", PASS, "1 pallas_call(s)", 0.5, {"heavy_ops": [], "blocks": 4}),
+    Check("trace", PASS, Reason.PALLAS_HOLDS_THE_WORK, WorkShare(1, 0.0, 0.0, "1 output"), 0.5),
     event_to_json,
     event_from_json,
 )
