@@ -380,11 +380,23 @@ class Ratio:
 
 
 @dataclass(frozen=True)
+class DeviceNumerics:
+    """The candidate against the reference on the device, at the timed (production) shapes."""
+
+    ok: bool
+    config: str
+    output: int = 0  # the output that failed
+    comparison: Comparison | None = None  # its comparison, where one output failed
+    outputs: int = 0  # how many outputs the kernel gave, where that is not how many it should
+    expected: int = 0
+
+
+@dataclass(frozen=True)
 class Timed:
     speedup: Ratio  # over the XLA reference
     device_clock: bool  # device time from the profiler trace; False: the wall clock
     expert: Ratio | None = None
-    device_numerics: str | None = None  # the device's own comparison, in its words
+    device_numerics: DeviceNumerics | None = None  # the device's own comparison
     clock_note: str = ""  # why the wall clock, where it was a fallback (the profiler's words)
 
 
@@ -419,6 +431,7 @@ Figures = (
     | OutsidePallas
     | Defences
     | Timed
+    | DeviceNumerics
     | Confinement
     | Target
     | ExpertComparison

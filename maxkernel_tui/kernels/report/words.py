@@ -15,6 +15,7 @@ from maxkernel_tui.kernels.report.reasons import (
     Defence,
     DefenceOutcome,
     Defences,
+    DeviceNumerics,
     Figures,
     Finding,
     MatmulWork,
@@ -76,7 +77,6 @@ _SAID = {
     R.TIMING_BUSY: "not measured: {}",
     R.TIMING_FAILED: "not measured: the timing process failed: {}",
     R.TIMING_NOT_ON_TPU: "not shown: measured on {}, which is not a TPU",
-    R.WRONG_ON_DEVICE: "wrong result {}",
     R.WORDS_ONLY: "{}",
 }
 
@@ -141,6 +141,8 @@ def check_words(reason: Reason, figures: Figures) -> str:
             return _tiles_words(reason, figures)
         case Timed():
             return _timed_words(figures)
+        case DeviceNumerics():
+            return f"wrong result {device_numerics_words(figures)}"
         case ExpertComparison():
             return figures.label
         case Confinement(active, missing, lacking) if reason == R.SANDBOX_LAYERS_MISSING:
@@ -353,9 +355,20 @@ def _timed_words(timed: Timed) -> str:
         if timed.expert is None
         else f"{EXPERT_SPEEDUP} {ratio_words(timed.expert)}"
     )
-    device = f"; {timed.device_numerics}" if timed.device_numerics else ""
+    numerics = timed.device_numerics
+    device = f"; {device_numerics_words(numerics)}" if numerics else ""
     clock = clock_words(timed.device_clock, timed.clock_note)
     return f"{SPEEDUP} {ratio_words(timed.speedup)} ({clock}); {versus_expert}{device}"
+
+
+def device_numerics_words(numerics: DeviceNumerics) -> str:
+    """The device's comparison of the candidate with the reference at production shapes."""
+    where = f"on the device at {numerics.config} shapes"
+    if numerics.ok:
+        return f"{where}: within the task's tolerance"
+    if numerics.comparison is None:
+        return f"{where}: {numerics.outputs} outputs instead of {numerics.expected}"
+    return f"{where}, output {numerics.output}: {comparison_words(numerics.comparison)}"
 
 
 def clock_words(device_clock: bool, note: str = "") -> str:

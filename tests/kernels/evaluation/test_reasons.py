@@ -16,6 +16,7 @@ from maxkernel_tui.kernels.report.reasons import (
     DefenceName,
     DefenceOutcome,
     Defences,
+    DeviceNumerics,
     Finding,
     MatmulWork,
     NoFigures,
@@ -43,6 +44,7 @@ CLOSE = Comparison(True, 1e-3, 1e-4, 0.5, (2, 3), 0, 16)
 TILES = TilesFigures("bench", 0, 7, 2, 16, ("kernel 1",), 32, 1e-3, 1e-3, CLOSE, text="why")
 RUN = RunFigures("bench", 1, 1e-3, 1e-3, CLOSE, "boom")
 WORK, PASSED, FAILED = DefenceName.WORK, DefenceOutcome.PASSED, DefenceOutcome.FAILED
+ON_DEVICE = DeviceNumerics(True, "bench")
 MATMULS = MatmulWork("bench", 1e9, 1e9, 0.0, 0.9)
 # Figures each reason is made with (evaluation/): a reason not here is made with Said.
 FIGURES: dict[Reason, object] = {
@@ -73,7 +75,8 @@ FIGURES: dict[Reason, object] = {
     Reason.NO_EDGE_CONFIGS: NoFigures(),
     Reason.NO_TPU: NoFigures(),
     Reason.SPEEDUP_SIGNIFICANT: Timed(Ratio(2.0, 1.5, 2.5), True, Ratio(1, 0.9, 1.1)),
-    Reason.SPEEDUP_NOT_SIGNIFICANT: Timed(Ratio(1.0, 0.9, 1.1), False, None, "ok", "no trace"),
+    Reason.SPEEDUP_NOT_SIGNIFICANT: Timed(Ratio(1.0, 0.9, 1.1), False, None, ON_DEVICE, "no trace"),
+    Reason.WRONG_ON_DEVICE: DeviceNumerics(False, "bench", 1, CLOSE),
     Reason.EXPERT_COMPARED: ExpertComparison("estimated", "v5e", "expert.py", 1e-3, 2e-3, 2.0),
     Reason.CONFINED: Confinement(("landlock",), (), (), True),
     Reason.NO_SANDBOX_POLICY: Confinement((), (), (), False),

@@ -12,6 +12,7 @@ from maxkernel_tui.kernels.report.reasons import (
     Defence,
     DefenceName,
     DefenceOutcome,
+    DeviceNumerics,
     Finding,
     MatmulWork,
     Mismatch,
@@ -82,11 +83,16 @@ def test_comparisons_that_cannot_be_made_say_why() -> None:
 
 
 def test_the_timing_names_its_clock() -> None:
-    timed = Timed(Ratio(1.0, 0.9, 1.1), False, None, "ok", "no trace")
+    device = DeviceNumerics(True, "bench")
+    timed = Timed(Ratio(1.0, 0.9, 1.1), False, None, device, "no trace")
     assert check_words(Reason.SPEEDUP_NOT_SIGNIFICANT, timed) == (
         "speedup over the XLA reference 1.00x (95% CI 0.90-1.10, not significant) (wall time "
         "around block_until_ready (dispatch included); no device trace: no trace); the task has "
-        "no expert Pallas kernel; ok"
+        "no expert Pallas kernel; on the device at bench shapes: within the task's tolerance"
+    )
+    count = DeviceNumerics(False, "bench", outputs=1, expected=2)
+    assert check_words(Reason.WRONG_ON_DEVICE, count) == (
+        "wrong result on the device at bench shapes: 1 outputs instead of 2"
     )
     on_device = Timed(Ratio(2.0, 1.5, 2.5), True)
     assert "(device time from the profiler trace)" in check_words(

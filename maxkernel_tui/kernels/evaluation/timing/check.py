@@ -72,7 +72,7 @@ def summarize_timing(answer: TimingAnswer) -> tuple[Check, list[Timing]]:
     if answer.platform != "tpu":
         return Check("timing", SKIP, Reason.TIMING_NOT_ON_TPU, Said(answer.platform)), []
     if answer.numerics is not None and not answer.numerics.ok:
-        return Check("timing", FAIL, Reason.WRONG_ON_DEVICE, Said(answer.numerics.detail)), []
+        return Check("timing", FAIL, Reason.WRONG_ON_DEVICE, answer.numerics), []
     where = f"{answer.device} ({answer.platform})"
     device_clock = answer.clock != WALL_CLOCK
     clock = clock_words(device_clock, answer.clock_note)
@@ -105,9 +105,8 @@ def summarize_timing(answer: TimingAnswer) -> tuple[Check, list[Timing]]:
             f"{EXPERT_SPEEDUP} {against.describe()}, measured ({clock}) on {where} (interleaved)"
         )
         timings.append(_speedup_timing(EXPERT_SPEEDUP, against, where, label))
-    numerics = answer.numerics.detail if answer.numerics else None
     expert_figures = against.figures if against else None
-    timed = Timed(gain.figures, device_clock, expert_figures, numerics, answer.clock_note)
+    timed = Timed(gain.figures, device_clock, expert_figures, answer.numerics, answer.clock_note)
     why = Reason.SPEEDUP_SIGNIFICANT if gain.significant_win else Reason.SPEEDUP_NOT_SIGNIFICANT
     return Check(
         "timing",
