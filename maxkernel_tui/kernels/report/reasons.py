@@ -236,9 +236,22 @@ class TilesFigures:
 
 
 @dataclass(frozen=True)
+class Misfit:
+    """An output block of the kernel's own tiling that does not fit the size of its axis at a
+    derived configuration (production_checks.tiles_misfit)."""
+
+    kernel: str
+    output: int
+    axis: int
+    block: int
+    size: int  # the axis's length at the derived configuration
+    untraced: str = ""  # why the kernel refused to be traced there, in its words
+
+
+@dataclass(frozen=True)
 class Unfit:
     config: str  # the derived configuration not run
-    misfit: str  # which tile does not fit which size (production_checks.tiles_misfit)
+    misfit: Misfit
     numerics: DefenceOutcome  # the production numerics defence's: where the numerics are judged
     edge_pass: bool = False  # an edge-case pass: the full evaluation judges them
 

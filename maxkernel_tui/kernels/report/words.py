@@ -19,6 +19,7 @@ from maxkernel_tui.kernels.report.reasons import (
     Figures,
     Finding,
     MatmulWork,
+    Misfit,
     Mismatch,
     NotJudged,
     OutsidePallas,
@@ -255,7 +256,19 @@ def _unfit_words(unfit: Unfit) -> str:
     }.get(unfit.numerics, "its production shapes do not run here either")
     if unfit.edge_pass:
         where = "its numerics are judged at production shapes by the full evaluation"
-    return f"{unfit.config}: not run — {unfit.misfit}; {where}"
+    return f"{unfit.config}: not run — {misfit_words(unfit.misfit, unfit.config)}; {where}"
+
+
+def misfit_words(misfit: Misfit, config: str) -> str:
+    """Which of the kernel's tiles does not fit the derived configuration `config`."""
+    words = (
+        f"the kernel's tiles (block {misfit.block} along axis {misfit.axis} of output "
+        f"{misfit.output} of {misfit.kernel}) do not fit the derived {config} shapes "
+        f"({misfit.size})"
+    )
+    if misfit.untraced:
+        return f"{words}, and the kernel refused to be traced there: {misfit.untraced}"
+    return words
 
 
 def _worker_words(reason: Reason, process: str, text: str, limit: float | None) -> str:

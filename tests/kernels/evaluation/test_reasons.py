@@ -19,6 +19,7 @@ from maxkernel_tui.kernels.report.reasons import (
     DeviceNumerics,
     Finding,
     MatmulWork,
+    Misfit,
     NoFigures,
     NotJudged,
     OutsidePallas,
@@ -45,6 +46,7 @@ TILES = TilesFigures("bench", 0, 7, 2, 16, ("kernel 1",), 32, 1e-3, 1e-3, CLOSE,
 RUN = RunFigures("bench", 1, 1e-3, 1e-3, CLOSE, "boom")
 WORK, PASSED, FAILED = DefenceName.WORK, DefenceOutcome.PASSED, DefenceOutcome.FAILED
 ON_DEVICE = DeviceNumerics(True, "bench")
+MISFIT = Misfit("k", 0, 0, 512, 256)
 MATMULS = MatmulWork("bench", 1e9, 1e9, 0.0, 0.9)
 # Figures each reason is made with (evaluation/): a reason not here is made with Said.
 FIGURES: dict[Reason, object] = {
@@ -69,7 +71,7 @@ FIGURES: dict[Reason, object] = {
     Reason.NO_CHECK_CONFIG: NoFigures(),
     Reason.DEFENCES_HELD: Defences((Defence(WORK, PASSED, Finding.ENOUGH_WORK, MATMULS),)),
     Reason.DEFENCES_BROKEN: Defences((Defence(WORK, FAILED, Finding.NO_KERNEL_WORK, MATMULS),)),
-    Reason.UNFIT_TILES: Unfit("check", "M", DefenceOutcome.SCHEDULED),
+    Reason.UNFIT_TILES: Unfit("check", MISFIT, DefenceOutcome.SCHEDULED),
     Reason.WITHIN_TOLERANCE: Agreement((RUN,)),
     Reason.NOT_JUDGED: NotJudged(("check",), "no production tiles were asked for"),
     Reason.NO_EDGE_CONFIGS: NoFigures(),
@@ -126,9 +128,10 @@ def test_a_check_stored_before_reasons_keeps_its_words() -> None:
 def test_evidence_reads_the_tiles_figures() -> None:
     report = EvalReport("t", "k.py", ["v5e"], "cpu")
     report.add(Check("tiles", PASS, Reason.TILES_SAMPLED, TILES))
-    unfit = Unfit("check", "M", DefenceOutcome.SAMPLED)
+    unfit = Unfit("check", MISFIT, DefenceOutcome.SAMPLED)
     report.add(Check("numerics", SKIP, Reason.UNFIT_TILES, unfit))
     assert report.evidence == [
         "production tiles (pass): 2 of 16 output blocks, sample seed 7, inputs seed 0",
-        "check: not run — M; its numerics are judged at production tiles only",
+        "check: not run — the kernel's tiles (block 512 along axis 0 of output 0 of k) do not "
+        "fit the derived check shapes (256); its numerics are judged at production tiles only",
     ]

@@ -364,11 +364,11 @@ def _fitting_runs(
         start = time.perf_counter()
         try:
             derived = measured[config] if config in measured else at(config)
-            misfit = production_checks.tiles_misfit(production, derived.candidate, config)
+            misfit = production_checks.tiles_misfit(production, derived.candidate)
         except _Untraced as untraced:
             sizes = _derived_sizes(subject.task, config)
-            misfit = production_checks.mapped_misfit(production, sizes, config)
-            misfit = misfit and f"{misfit}, and the kernel refused to be traced there: {untraced}"
+            misfit = production_checks.mapped_misfit(production, sizes)
+            misfit = misfit and dataclasses.replace(misfit, untraced=str(untraced))
         except Exception:  # no program measurable there: its numerics run judges the kernel
             continue
         if not misfit:

@@ -35,6 +35,7 @@ from maxkernel_tui.kernels.report.reasons import (
     Defences,
     Finding,
     MatmulWork,
+    Misfit,
     ProductionSize,
     Reason,
 )
@@ -216,7 +217,7 @@ def bodies_defence(production: ProgramWork, checked: ProgramWork) -> Defence:
     return Defence(BODIES, PASSED, Finding.SAME_BODIES, Bodies(*kernels))
 
 
-def tiles_misfit(production: ProgramWork, derived: ProgramWork, config: str) -> str | None:
+def tiles_misfit(production: ProgramWork, derived: ProgramWork) -> Misfit | None:
     """Why a derived configuration's program cannot run the kernel's own tiling, or None where
     it can: its grid covers less of an output than the production grid does (the coverage
     rule's measure) because an output block is larger than its axis there or does not divide
@@ -227,10 +228,10 @@ def tiles_misfit(production: ProgramWork, derived: ProgramWork, config: str) -> 
     if production.coverage != 1.0 or derived.coverage is None or derived.coverage >= 1.0:
         return None
     uncovered = [k for k in derived.kernels if (k.output_coverage or 0.0) < 1.0]
-    return _misfit(uncovered, config, lambda length: length)
+    return _misfit(uncovered, lambda length: length)
 
 
-def mapped_misfit(production: ProgramWork, sizes: dict[int, int], config: str) -> str | None:
+def mapped_misfit(production: ProgramWork, sizes: dict[int, int]) -> Misfit | None:
     """Where the tracer has no program at a derived configuration (the kernel refused to be
     traced there, as a tiling that checks its divisibility does): the production program's
     output blocks against its outputs' sizes at that configuration, each production size taken
@@ -238,21 +239,18 @@ def mapped_misfit(production: ProgramWork, sizes: dict[int, int], config: str) -
     block fits, or the production grid leaves memory unwritten (numerics judge that)."""
     if production.coverage != 1.0:
         return None
-    return _misfit(production.kernels, config, lambda length: sizes.get(length, length))
+    return _misfit(production.kernels, lambda length: sizes.get(length, length))
 
 
-def _misfit(kernels: list[KernelWork], config: str, derived: Callable[[int], int]) -> str | None:
-    """The first output block larger than its axis at `config`, or not dividing it, in words;
-    `derived` gives an axis's size there from its size in the kernel's program."""
+def _misfit(kernels: list[KernelWork], derived: Callable[[int], int]) -> Misfit | None:
+    """The first output block larger than its axis at the derived configuration, or not
+    dividing it; `derived` gives an axis's size there from its size in the kernel's program."""
     for kernel in kernels:
         for number, (block, array) in enumerate(kernel.output_blocks):
             for axis, (size, length) in enumerate(zip(block, array, strict=False)):
                 there = derived(length)
                 if size > there or there % max(size, 1):
-                    return (
-                        f"the kernel's tiles (block {size} along axis {axis} of output {number} "
-                        f"of {kernel.name}) do not fit the derived {config} shapes ({there})"
-                    )
+                    return Misfit(kernel.name, number, axis, size, there)
     return None
 
 
