@@ -259,7 +259,12 @@ class Unfit:
 @dataclass(frozen=True)
 class NotJudged:
     configs: tuple[str, ...]
-    tiles: str  # what the production tiles check said, or that none were asked for
+    # the production tiles check's reason and figures; None: no tiles were asked for
+    tiles: Reason | None = None
+    tiles_figures: Annotated[
+        NoFigures | Said | TilesFigures,
+        Tagged({"none": NoFigures, "said": Said, "tiles": TilesFigures}),
+    ] = NO_FIGURES
 
 
 @dataclass(frozen=True)

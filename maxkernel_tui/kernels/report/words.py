@@ -126,11 +126,12 @@ def check_words(reason: Reason, figures: Figures) -> str:
             return "; ".join(f"{d.name}: {d.outcome}" for d in defences)
         case Unfit():
             return _unfit_words(figures)
-        case NotJudged(configs, tiles):
+        case NotJudged(configs, tiles, tiles_figures):
+            asked = check_words(tiles, tiles_figures) if tiles else _NO_TILES
             return (
                 "not judged: the kernel's own tiles do not fit the derived configurations "
                 f"({', '.join(configs)}) and its outputs were compared at production shapes "
-                f"nowhere here ({tiles}); a kernel is not accepted on no evidence (on a TPU its "
+                f"nowhere here ({asked}); a kernel is not accepted on no evidence (on a TPU its "
                 "production shapes run in full)"
             )
         case Agreement(runs):
@@ -203,6 +204,7 @@ def defence_words(defence: Defence) -> str:
     return _DEFENCE_FIXED[found]
 
 
+_NO_TILES = "no production tiles were asked for"
 _CLAIMS = {
     TracerClaim.JUDGES_CHECK: "claimed a {status} {name!r} check, which only the judge gives",
     TracerClaim.UNASKED_PROGRAM: "sent a program for {name!r}, which was not asked for or came "

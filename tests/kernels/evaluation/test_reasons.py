@@ -73,7 +73,7 @@ FIGURES: dict[Reason, object] = {
     Reason.DEFENCES_BROKEN: Defences((Defence(WORK, FAILED, Finding.NO_KERNEL_WORK, MATMULS),)),
     Reason.UNFIT_TILES: Unfit("check", MISFIT, DefenceOutcome.SCHEDULED),
     Reason.WITHIN_TOLERANCE: Agreement((RUN,)),
-    Reason.NOT_JUDGED: NotJudged(("check",), "no production tiles were asked for"),
+    Reason.NOT_JUDGED: NotJudged(("check",), Reason.TILES_NOT_RUN, Said("too large")),
     Reason.NO_EDGE_CONFIGS: NoFigures(),
     Reason.NO_TPU: NoFigures(),
     Reason.SPEEDUP_SIGNIFICANT: Timed(Ratio(2.0, 1.5, 2.5), True, Ratio(1, 0.9, 1.1)),

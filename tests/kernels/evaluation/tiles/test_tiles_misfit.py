@@ -107,8 +107,12 @@ def test_a_kernel_judged_nowhere_is_rejected_as_not_judged_and_one_judged_somewh
     skipped_tiles = Check(TILES, SKIP, Reason.TILES_NOT_RUN, Said("too large"))
     found = unjudged(_report(UNFIT, skipped_tiles))
     assert found is not None and found.status == FAIL and found.reason == Reason.NOT_JUDGED
-    assert found.figures == NotJudged(("check",), "production tiles not run: too large")
+    assert found.figures == NotJudged(("check",), Reason.TILES_NOT_RUN, Said("too large"))
     assert found.detail.startswith("not judged: ")  # the words, once: a rejection's reason
+    assert "nowhere here (production tiles not run: too large)" in found.detail
+    off = unjudged(_report(UNFIT))
+    assert off is not None and off.figures == NotJudged(("check",))
+    assert "nowhere here (no production tiles were asked for)" in off.detail
     assert unjudged(_report(UNFIT)) is not None  # tiles off
     assert unjudged(_report(UNFIT, replace(PASSED, name=TILES))) is None
     assert unjudged(_report(UNFIT, replace(PASSED, name="heldout"))) is None
