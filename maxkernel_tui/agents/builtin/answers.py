@@ -38,6 +38,7 @@ from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.perf.analysis import KernelAnalysis, ReferenceCost
 from maxkernel_tui.kernels.perf.model import Estimate, estimate
 from maxkernel_tui.kernels.perf.xla_model import XLA_DEFAULT
+from maxkernel_tui.kernels.report.reasons import Reason
 from maxkernel_tui.kernels.targets import TARGETS
 from maxkernel_tui.kernels.task import Task
 
@@ -261,7 +262,7 @@ def _debugger_answer(drafts: TaskDrafts, step: StepContext) -> str:
     start = sources.index(failing) + 1 if failing in sources else 0
     order = drafts.candidates[start:] + drafts.candidates[:start]
     detail = step.failure.detail if step.failure else ""
-    if "vmem" in detail.lower():  # smaller blocks are the remedy for VMEM over-use
+    if _over_vmem(step):  # smaller blocks are the remedy for VMEM over-use
         order.sort(key=lambda c: c.how != _HALVED)
     words = steering_words(step)
     wished = wishes(words)
@@ -279,6 +280,17 @@ def _debugger_answer(drafts: TaskDrafts, step: StepContext) -> str:
         f"error; it offers its next kernel: **{chosen.family}**, {chosen.how} "
         f"({_tunable_words(chosen.source)}). {heard(words, wished, choice.notes)}".strip(),
         chosen.source,
+    )
+
+
+def _over_vmem(step: StepContext) -> bool:
+    """The compiler said the kernel uses more VMEM than there is (Mosaic's words, which the
+    lowering and compile checks carry)."""
+    failure = step.failure
+    return (
+        failure is not None
+        and failure.reason in _COMPILER_SAID
+        and "vmem" in failure.detail.lower()
     )
 
 
@@ -315,6 +327,8 @@ def _explanation(drafts: TaskDrafts, step: StepContext) -> str:
 
 
 _HALVED = "with halved block sizes"
+# The checks whose failure carries the compiler's own words.
+_COMPILER_SAID = frozenset({Reason.LOWERING_FAILED, Reason.COMPILE_FAILED})
 _OWN_PRECISION = "with the operands' own dtype on the MXU (no bf16 rounding)"
 
 

@@ -10,7 +10,7 @@ from maxkernel_tui.kernels.report.checks import EvalReport
 def failure_of(report: EvalReport) -> Failure | None:
     """The check that rejected the kernel, if one did."""
     failed = report.failure
-    return None if failed is None else Failure(failed.name, failed.detail)
+    return None if failed is None else Failure(failed.name, failed.detail, failed.reason)
 
 
 def failure_text(report: EvalReport) -> str:

@@ -11,14 +11,17 @@ from typing import Any
 
 from maxkernel_tui.agents.roles.role import Role
 from maxkernel_tui.codec import JsonData, Shape, Unknown
+from maxkernel_tui.kernels.report.reasons import Reason
 
 
 @dataclass(frozen=True)
-class Failure(JsonData, shape=Shape(unknown=Unknown.IGNORE)):
-    """The check that rejected a kernel, and why."""
+class Failure(JsonData, shape=Shape(omit_none=True, unknown=Unknown.IGNORE)):
+    """The check that rejected a kernel, and why: in words (for a model's prompt) and as the
+    check's code (for an agent that reads data)."""
 
     check: str
     detail: str
+    reason: Reason | None = None  # None: not a check's failure (a repeated proposal)
 
     def __str__(self) -> str:
         return f"{self.check}: {self.detail}"

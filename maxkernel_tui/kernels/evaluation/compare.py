@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from maxkernel_tui.kernels.report.reasons import Comparison as Comparison
+from maxkernel_tui.kernels.report.reasons import Mismatch
 from maxkernel_tui.kernels.task import Tolerance
 
 
@@ -22,7 +23,8 @@ def compare_files(
     candidate_files: list[str], reference_files: list[str], tolerance: Tolerance
 ) -> Comparison:
     if len(candidate_files) != len(reference_files):
-        return _failed(f"{len(candidate_files)} outputs instead of {len(reference_files)}")
+        counts = (len(candidate_files),), (len(reference_files),)
+        return _failed(Mismatch.OUTPUT_COUNT, *counts)
     results = [
         compare_arrays(np.load(c, allow_pickle=False), np.load(r, allow_pickle=False), tolerance)
         for c, r in zip(candidate_files, reference_files, strict=True)
@@ -35,20 +37,26 @@ def compare_arrays(
     candidate: np.ndarray, reference: np.ndarray, tolerance: Tolerance
 ) -> Comparison:
     if candidate.shape != reference.shape:
-        return _failed(f"output shape {list(candidate.shape)} instead of {list(reference.shape)}")
+        return _failed(Mismatch.OUTPUT_SHAPE, candidate.shape, reference.shape)
     shape = reference.shape
     got = candidate.astype(np.float64).reshape(-1)  # flat, so 0-d outputs (a scalar loss) work too
     want = reference.astype(np.float64).reshape(-1)
     bad_values = ~np.isfinite(got) & np.isfinite(want)
     if bad_values.any():
         flat = int(np.argmax(bad_values))
-        kind = "NaN" if np.isnan(got[flat]) else "infinite"
-        count = int(bad_values.sum())
-        return _failed(
-            f"{count}/{got.size} outputs are NaN or infinite (first {kind} at "
-            f"{_index(flat, shape)}); in TPU interpret mode unwritten memory reads as NaN: "
-            "is every output block written?",
-            count,
+        nan = float("nan")
+        return Comparison(
+            False,
+            nan,
+            nan,
+            nan,
+            (),
+            0,
+            int(got.size),
+            Mismatch.NON_FINITE,
+            non_finite=int(bad_values.sum()),
+            first_non_finite=tuple(_index(flat, shape)),
+            first_is_nan=bool(np.isnan(got[flat])),
         )
     error = np.abs(got - want)
     error[np.isnan(got) & np.isnan(want)] = 0.0
@@ -76,6 +84,6 @@ def _index(flat: int, shape: tuple[int, ...]) -> list[int]:
     return [int(i) for i in np.unravel_index(flat, shape)] if shape else []
 
 
-def _failed(problem: str, non_finite: int = 0) -> Comparison:
+def _failed(mismatch: Mismatch, got: tuple[int, ...], wanted: tuple[int, ...]) -> Comparison:
     nan = float("nan")
-    return Comparison(False, nan, nan, nan, (), 0, 0, problem, non_finite)
+    return Comparison(False, nan, nan, nan, (), 0, 0, mismatch, tuple(got), tuple(wanted))

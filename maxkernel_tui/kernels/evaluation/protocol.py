@@ -14,6 +14,7 @@ from maxkernel_tui.codec import JsonData, Shape, Tagged, Unknown
 from maxkernel_tui.kernels.perf.calibration import ModelPoint
 from maxkernel_tui.kernels.report.basis import Clock
 from maxkernel_tui.kernels.report.checks import Check
+from maxkernel_tui.kernels.report.reasons import DeviceNumerics as DeviceNumerics
 
 Run = tuple[str, int]  # (configuration, seed) of one numerics run
 # The largest program the tracer may carry to the judge (tracer/program_pickle.py says why).
@@ -236,14 +237,6 @@ class TimingSamples:
     candidate: list[float]
     reference: list[float]
     expert: list[float] = field(default_factory=list)  # empty when the task has no expert
-
-
-@dataclass(frozen=True)
-class DeviceNumerics:
-    """The candidate against the reference on the device, at the timed (production) shapes."""
-
-    ok: bool
-    detail: str
 
 
 @dataclass(frozen=True)

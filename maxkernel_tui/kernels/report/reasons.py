@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, get_args
+from typing import Annotated, Any, get_args
 
-from maxkernel_tui.codec import decode_object, encode_object
+from maxkernel_tui.codec import Tagged, decode_object, encode_object
 from maxkernel_tui.kernels.report.expert import ExpertComparison
 
 
@@ -149,6 +149,29 @@ class WorkerFailed:
     limit_gib: float | None = None  # the memory limit it met
 
 
+class TracerClaim(StrEnum):
+    """What a tracer sent that our tracer never would."""
+
+    JUDGES_CHECK = "judges_check"  # a check only the judge gives
+    UNASKED_PROGRAM = "unasked_program"  # a program not asked for, or sent twice
+    JUDGES_EVENT = "judges_event"  # a line only the judge sends
+
+
+@dataclass(frozen=True)
+class Unbelievable:
+    claim: TracerClaim
+    name: str  # the check, the configuration, or the kind of line
+    status: str = ""  # the check's
+
+
+class Mismatch(StrEnum):
+    """Outputs that cannot be compared element by element, or hold NaN or infinity."""
+
+    OUTPUT_COUNT = "output_count"
+    OUTPUT_SHAPE = "output_shape"
+    NON_FINITE = "non_finite"
+
+
 @dataclass(frozen=True)
 class Comparison:
     """Candidate outputs against the reference's (evaluation/compare.py)."""
@@ -160,15 +183,20 @@ class Comparison:
     worst_index: tuple[int, ...]
     mismatched: int
     total: int
-    problem: str | None = None  # shape or non-finite values, said in words
+    mismatch: Mismatch | None = None
+    # OUTPUT_COUNT: the counts (one number each); OUTPUT_SHAPE: the shapes
+    got: tuple[int, ...] = ()
+    wanted: tuple[int, ...] = ()
     non_finite: int = 0  # outputs NaN or infinite where the reference is finite
+    first_non_finite: tuple[int, ...] = ()  # where the first is
+    first_is_nan: bool = False  # it is NaN, not infinite
 
     @property
     def reason(self) -> Reason:
         """Why a comparison that is not ok fails."""
         if self.non_finite:
             return Reason.NON_FINITE
-        return Reason.OUTPUT_MISMATCH if self.problem else Reason.OUTSIDE_TOLERANCE
+        return Reason.OUTPUT_MISMATCH if self.mismatch else Reason.OUTSIDE_TOLERANCE
 
 
 @dataclass(frozen=True)
@@ -208,17 +236,35 @@ class TilesFigures:
 
 
 @dataclass(frozen=True)
+class Misfit:
+    """An output block of the kernel's own tiling that does not fit the size of its axis at a
+    derived configuration (production_checks.tiles_misfit)."""
+
+    kernel: str
+    output: int
+    axis: int
+    block: int
+    size: int  # the axis's length at the derived configuration
+    untraced: str = ""  # why the kernel refused to be traced there, in its words
+
+
+@dataclass(frozen=True)
 class Unfit:
     config: str  # the derived configuration not run
-    misfit: str  # which tile does not fit which size (production_checks.tiles_misfit)
-    numerics: str  # the production numerics defence's outcome: where the numerics are judged
+    misfit: Misfit
+    numerics: DefenceOutcome  # the production numerics defence's: where the numerics are judged
     edge_pass: bool = False  # an edge-case pass: the full evaluation judges them
 
 
 @dataclass(frozen=True)
 class NotJudged:
     configs: tuple[str, ...]
-    tiles: str  # what the production tiles check said, or that none were asked for
+    # the production tiles check's reason and figures; None: no tiles were asked for
+    tiles: Reason | None = None
+    tiles_figures: Annotated[
+        NoFigures | Said | TilesFigures,
+        Tagged({"none": NoFigures, "said": Said, "tiles": TilesFigures}),
+    ] = NO_FIGURES
 
 
 @dataclass(frozen=True)
@@ -231,21 +277,117 @@ class WorkShare:
 
 @dataclass(frozen=True)
 class OutsidePallas:
-    text: str  # what heavy work runs outside Pallas
-    heavy_ops: tuple[str, ...] = ()
+    """Heavy work left to XLA outside the Pallas kernels, against the reference's."""
+
+    xla_flops: float
+    xla_reduced: float
+    reference_flops: float
+    reference_reduced: float
+    heavy_ops: tuple[str, ...] = ()  # the heaviest operations outside, in words
     outputs: str = ""
 
 
+class DefenceName(StrEnum):
+    """The defences at production shapes (evaluation/work/production_checks.py)."""
+
+    WORK = "work"
+    COVERAGE = "coverage"
+    BODIES = "bodies"
+    NUMERICS = "numerics"
+
+
+class DefenceOutcome(StrEnum):
+    PASSED = "passed"
+    FAILED = "failed"
+    NOT_APPLICABLE = "not applicable"
+    # production shapes run in full (interpret mode where affordable, or the TPU)
+    SCHEDULED = "scheduled"
+    # sampled output tiles of the production grid run (evaluation/tiles/sampled_run.py)
+    SAMPLED = "sampled"
+
+
+class Finding(StrEnum):
+    """What a defence found, which its outcome rests on."""
+
+    NO_REFERENCE_WORK = "no_reference_work"
+    NO_KERNEL_WORK = "no_kernel_work"
+    DATA_DEPENDENT_WORK = "data_dependent_work"
+    TOO_LITTLE_WORK = "too_little_work"
+    ENOUGH_WORK = "enough_work"
+    COVERAGE_UNKNOWN = "coverage_unknown"  # DMA, data-dependent index maps or a huge grid
+    COVERAGE_SHRINKS = "coverage_shrinks"
+    COVERED = "covered"
+    NO_KERNELS = "no_kernels"
+    OPERATIONS_DROPPED = "operations_dropped"
+    MATMUL_TYPES_CHANGED = "matmul_types_changed"
+    SAME_BODIES = "same_bodies"
+    RUN_ON_TPU = "run_on_tpu"
+    RUN_INTERPRETED = "run_interpreted"
+    TILES_TO_RUN = "tiles_to_run"
+    TOO_LARGE_TO_RUN = "too_large_to_run"
+
+
 @dataclass(frozen=True)
-class DefenceFigures:
-    name: str
-    outcome: str
-    detail: str
+class MatmulWork:
+    config: str
+    flops: float  # the kernel's matmul flops, inside Pallas and left to XLA
+    needed: float  # the reference's
+    conditional: float  # the part of `flops` under cond / pl.when
+    floor: float  # the least share of `needed` a kernel must do
+
+
+@dataclass(frozen=True)
+class Coverage:
+    covered: float  # the least share of an output the production grid writes
+    checked: float = 1.0  # and the grid at the checked shapes
+
+
+@dataclass(frozen=True)
+class Bodies:
+    kernels: int
+    checked_kernels: int
+    dropped: tuple[str, ...] = ()  # operations the checked bodies use and these do not
+    matmul_types: tuple[str, ...] = ()
+    checked_matmul_types: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ProductionSize:
+    """Production shapes against what interpret mode affords."""
+
+    flops: float  # the reference's
+    steps: int  # the kernels' grid steps
+    input_bytes: int
+    flops_limit: float
+    steps_limit: int
+    bytes_limit: int
+
+
+DefenceFigures = Annotated[
+    NoFigures | MatmulWork | Coverage | Bodies | ProductionSize,
+    Tagged(
+        {
+            "none": NoFigures,
+            "work": MatmulWork,
+            "coverage": Coverage,
+            "bodies": Bodies,
+            "size": ProductionSize,
+        }
+    ),
+]
+
+
+@dataclass(frozen=True)
+class Defence:
+    name: DefenceName
+    outcome: DefenceOutcome
+    finding: Finding
+    figures: DefenceFigures = NO_FIGURES
 
 
 @dataclass(frozen=True)
 class Defences:
-    defences: tuple[DefenceFigures, ...]
+    defences: tuple[Defence, ...]
 
 
 @dataclass(frozen=True)
@@ -256,11 +398,24 @@ class Ratio:
 
 
 @dataclass(frozen=True)
+class DeviceNumerics:
+    """The candidate against the reference on the device, at the timed (production) shapes."""
+
+    ok: bool
+    config: str
+    output: int = 0  # the output that failed
+    comparison: Comparison | None = None  # its comparison, where one output failed
+    outputs: int = 0  # how many outputs the kernel gave, where that is not how many it should
+    expected: int = 0
+
+
+@dataclass(frozen=True)
 class Timed:
     speedup: Ratio  # over the XLA reference
-    clock: str  # how it was measured, in words
+    device_clock: bool  # device time from the profiler trace; False: the wall clock
     expert: Ratio | None = None
-    device_numerics: str | None = None  # the device's own comparison, in its words
+    device_numerics: DeviceNumerics | None = None  # the device's own comparison
+    clock_note: str = ""  # why the wall clock, where it was a fallback (the profiler's words)
 
 
 @dataclass(frozen=True)
@@ -284,6 +439,7 @@ Figures = (
     | Configs
     | Problems
     | WorkerFailed
+    | Unbelievable
     | Agreement
     | RunFigures
     | TilesFigures
@@ -293,6 +449,7 @@ Figures = (
     | OutsidePallas
     | Defences
     | Timed
+    | DeviceNumerics
     | Confinement
     | Target
     | ExpertComparison

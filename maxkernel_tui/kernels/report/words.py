@@ -7,14 +7,24 @@ from maxkernel_tui.kernels.report.expert import EXPERT_SPEEDUP, ExpertComparison
 from maxkernel_tui.kernels.report.reasons import (
     Agreement,
     At,
+    Bodies,
     Comparison,
     Configs,
     Confinement,
+    Coverage,
+    Defence,
+    DefenceOutcome,
     Defences,
+    DeviceNumerics,
     Figures,
+    Finding,
+    MatmulWork,
+    Misfit,
+    Mismatch,
     NotJudged,
     OutsidePallas,
     Problems,
+    ProductionSize,
     Ratio,
     Reason,
     RunFigures,
@@ -22,6 +32,8 @@ from maxkernel_tui.kernels.report.reasons import (
     Target,
     TilesFigures,
     Timed,
+    TracerClaim,
+    Unbelievable,
     Unfit,
     WorkerFailed,
     WorkShare,
@@ -50,7 +62,6 @@ _SAID = {
     R.WORKER_TIMED_OUT: "the kernel {}",
     R.SANDBOX_REFUSED: "the kernel tried what the sandbox refuses: {}",
     R.TRACER_NOT_PROTOCOL: "the tracer wrote what is not the protocol: {}",
-    R.TRACER_UNBELIEVABLE: "the tracer {}: the kernel is rejected",
     R.TRACER_NO_PROGRAM: "the tracer sent no program for {}",
     R.TRACE_REFUSED: "{}",
     R.IMPORT_FAILED: "the kernel fails to import: {}",
@@ -67,7 +78,6 @@ _SAID = {
     R.TIMING_BUSY: "not measured: {}",
     R.TIMING_FAILED: "not measured: the timing process failed: {}",
     R.TIMING_NOT_ON_TPU: "not shown: measured on {}, which is not a TPU",
-    R.WRONG_ON_DEVICE: "wrong result {}",
     R.WORDS_ONLY: "{}",
 }
 
@@ -87,6 +97,9 @@ def check_words(reason: Reason, figures: Figures) -> str:
             return f"the tracer sent no program for {list(configs)}"
         case Problems(problems):
             return "; ".join(p.text for p in problems)
+        case Unbelievable(claim, name, status):
+            claimed = _CLAIMS[claim].format(name=name, status=status)
+            return f"the tracer {claimed}: the kernel is rejected"
         case WorkerFailed(process, text, limit):
             return _worker_words(reason, process, text, limit)
         case WorkShare():
@@ -95,26 +108,30 @@ def check_words(reason: Reason, figures: Figures) -> str:
                 f"{figures.xla_flops:.3g} flops, {figures.xla_reduced:.3g} reduced elements); "
                 f"{figures.outputs}"
             )
-        case OutsidePallas(text, _, outputs) if reason == R.EXPERT_WORK_OUTSIDE_PALLAS:
-            return f"the task's expert baseline, so reported, not rejected: {text}; {outputs}"
-        case OutsidePallas(text):
-            return text
+        case OutsidePallas() if reason == R.EXPERT_WORK_OUTSIDE_PALLAS:
+            return (
+                "the task's expert baseline, so reported, not rejected: "
+                f"{_outside_words(figures)}; {figures.outputs}"
+            )
+        case OutsidePallas():
+            return _outside_words(figures)
         case Target(name, text) if reason == R.COMPILE_FAILED:
             return f"TPU {name} compile failed: {text}"
         case Target(name):
             return f"compiled ahead of time for TPU {name} with libtpu"
         case Defences(defences) if reason == R.DEFENCES_BROKEN:
-            failed = [d.detail for d in defences if d.outcome == "failed"]
+            failed = [defence_words(d) for d in defences if d.outcome == DefenceOutcome.FAILED]
             return "at production shapes: " + "; ".join(failed)
         case Defences(defences):
             return "; ".join(f"{d.name}: {d.outcome}" for d in defences)
         case Unfit():
             return _unfit_words(figures)
-        case NotJudged(configs, tiles):
+        case NotJudged(configs, tiles, tiles_figures):
+            asked = check_words(tiles, tiles_figures) if tiles else _NO_TILES
             return (
                 "not judged: the kernel's own tiles do not fit the derived configurations "
                 f"({', '.join(configs)}) and its outputs were compared at production shapes "
-                f"nowhere here ({tiles}); a kernel is not accepted on no evidence (on a TPU its "
+                f"nowhere here ({asked}); a kernel is not accepted on no evidence (on a TPU its "
                 "production shapes run in full)"
             )
         case Agreement(runs):
@@ -126,6 +143,8 @@ def check_words(reason: Reason, figures: Figures) -> str:
             return _tiles_words(reason, figures)
         case Timed():
             return _timed_words(figures)
+        case DeviceNumerics():
+            return f"wrong result {device_numerics_words(figures)}"
         case ExpertComparison():
             return figures.label
         case Confinement(active, missing, lacking) if reason == R.SANDBOX_LAYERS_MISSING:
@@ -138,17 +157,120 @@ def check_words(reason: Reason, figures: Figures) -> str:
     raise ValueError(f"no words for {reason} with {figures!r}")
 
 
+def _outside_words(outside: OutsidePallas) -> str:
+    return (
+        f"heavy work runs in XLA outside the Pallas kernel(s): {outside.xla_flops:.3g} flops and "
+        f"{outside.xla_reduced:.3g} reduced elements outside, against the reference's "
+        f"{outside.reference_flops:.3g} flops and {outside.reference_reduced:.3g} "
+        f"(e.g. {'; '.join(outside.heavy_ops[:3])})"
+    )
+
+
+def defence_words(defence: Defence) -> str:
+    """What a production defence found, in words."""
+    figures, found = defence.figures, defence.finding
+    match figures:
+        case MatmulWork():
+            return _work_words(found, figures)
+        case Coverage(covered, checked) if found == Finding.COVERAGE_SHRINKS:
+            return (
+                f"the grid writes only {covered:.1%} of an output (left to stale memory), "
+                f"against {checked:.1%} at the checked shapes"
+            )
+        case Coverage(covered):
+            return f"output blocks cover {covered:.0%} of every output"
+        case Bodies() if found == Finding.OPERATIONS_DROPPED:
+            return (
+                "the kernel body differs from the one the numerics checked: it no longer uses "
+                + ", ".join(figures.dropped)
+            )
+        case Bodies() if found == Finding.MATMUL_TYPES_CHANGED:
+            return (
+                "the kernel's matmuls change operand types: "
+                f"{list(figures.matmul_types)} instead of {list(figures.checked_matmul_types)}"
+            )
+        case Bodies(kernels, checked_kernels):
+            return (
+                f"{kernels} kernel(s) use the operations and matmul types checked "
+                f"with {checked_kernels}"
+            )
+        case ProductionSize():
+            return (
+                f"production shapes too large for interpret mode ({figures.flops:.3g} "
+                f"flops, {figures.steps} grid steps, {figures.input_bytes / 2**20:.0f} "
+                f"MiB of inputs; limits {figures.flops_limit:.0g}, {figures.steps_limit}, "
+                f"{figures.bytes_limit / 2**20:.0f} MiB) and no TPU here"
+            )
+    return _DEFENCE_FIXED[found]
+
+
+_NO_TILES = "no production tiles were asked for"
+_CLAIMS = {
+    TracerClaim.JUDGES_CHECK: "claimed a {status} {name!r} check, which only the judge gives",
+    TracerClaim.UNASKED_PROGRAM: "sent a program for {name!r}, which was not asked for or came "
+    "twice",
+    TracerClaim.JUDGES_EVENT: "sent a {name}, which only the judge sends",
+}
+_DEFENCE_FIXED = {
+    Finding.NO_REFERENCE_WORK: "the reference does no matmul work",
+    Finding.COVERAGE_UNKNOWN: "outputs written by DMA, through data-dependent index maps, "
+    "or over a huge grid",
+    Finding.NO_KERNELS: "no pallas_call to compare",
+    Finding.RUN_ON_TPU: "production shapes run on the TPU",
+    Finding.RUN_INTERPRETED: "production shapes run in TPU interpret mode (affordable)",
+    Finding.TILES_TO_RUN: "sampled output tiles of the production grid run in TPU interpret mode",
+}
+
+
+def _work_words(found: Finding, work: MatmulWork) -> str:
+    summary = (
+        f"kernel {work.flops:.3g} matmul flops against the reference's {work.needed:.3g} "
+        f"({work.flops / work.needed:.2f}x) at {work.config}"
+    )
+    if work.conditional > 0:
+        summary += (
+            f"; {work.conditional:.3g} of them under cond/pl.when, counted as if every branch "
+            "taken ran its most expensive side (conditional: the production tiles say whether "
+            "they do)"
+        )
+    if found == Finding.NO_KERNEL_WORK:
+        return f"the kernel does no matmul work: {summary}"
+    if found == Finding.DATA_DEPENDENT_WORK:
+        return (
+            "the kernel's work depends on data (while loops or scalar-prefetch index maps): "
+            f"{summary}"
+        )
+    if found == Finding.TOO_LITTLE_WORK:
+        return (
+            f"the kernel does less matmul work than the reference needs (at least "
+            f"{work.floor:.1f}x; padding only adds): {summary}"
+        )
+    return summary
+
+
 def _unfit_words(unfit: Unfit) -> str:
     """A derived configuration left unrun for its misfit, and where the kernel's numerics are
     judged instead: the numerics defence's outcome, or the full evaluation that an edge-case
     pass joins (EvalReport.with_edge_pass)."""
     where = {
-        "scheduled": "its numerics are judged at production shapes only",
-        "sampled": "its numerics are judged at production tiles only",
+        DefenceOutcome.SCHEDULED: "its numerics are judged at production shapes only",
+        DefenceOutcome.SAMPLED: "its numerics are judged at production tiles only",
     }.get(unfit.numerics, "its production shapes do not run here either")
     if unfit.edge_pass:
         where = "its numerics are judged at production shapes by the full evaluation"
-    return f"{unfit.config}: not run — {unfit.misfit}; {where}"
+    return f"{unfit.config}: not run — {misfit_words(unfit.misfit, unfit.config)}; {where}"
+
+
+def misfit_words(misfit: Misfit, config: str) -> str:
+    """Which of the kernel's tiles does not fit the derived configuration `config`."""
+    words = (
+        f"the kernel's tiles (block {misfit.block} along axis {misfit.axis} of output "
+        f"{misfit.output} of {misfit.kernel}) do not fit the derived {config} shapes "
+        f"({misfit.size})"
+    )
+    if misfit.untraced:
+        return f"{words}, and the kernel refused to be traced there: {misfit.untraced}"
+    return words
 
 
 def _worker_words(reason: Reason, process: str, text: str, limit: float | None) -> str:
@@ -182,8 +304,17 @@ def comparison_words(comparison: Comparison | None) -> str:
     """A comparison's figures in words: what failed, or how close it came."""
     if comparison is None:
         return "not compared"
-    if comparison.problem:
-        return comparison.problem
+    if comparison.mismatch == Mismatch.OUTPUT_COUNT:
+        return f"{comparison.got[0]} outputs instead of {comparison.wanted[0]}"
+    if comparison.mismatch == Mismatch.OUTPUT_SHAPE:
+        return f"output shape {list(comparison.got)} instead of {list(comparison.wanted)}"
+    if comparison.mismatch == Mismatch.NON_FINITE:
+        kind = "NaN" if comparison.first_is_nan else "infinite"
+        return (
+            f"{comparison.non_finite}/{comparison.total} outputs are NaN or infinite (first "
+            f"{kind} at {list(comparison.first_non_finite)}); in TPU interpret mode unwritten "
+            "memory reads as NaN: is every output block written?"
+        )
     where = f" at {list(comparison.worst_index)}" if comparison.worst_index else ""
     summary = (
         f"max|Δ| {comparison.max_abs:.3g}{where}, max rel {comparison.max_rel:.3g} "
@@ -239,5 +370,25 @@ def _timed_words(timed: Timed) -> str:
         if timed.expert is None
         else f"{EXPERT_SPEEDUP} {ratio_words(timed.expert)}"
     )
-    device = f"; {timed.device_numerics}" if timed.device_numerics else ""
-    return f"{SPEEDUP} {ratio_words(timed.speedup)} ({timed.clock}); {versus_expert}{device}"
+    numerics = timed.device_numerics
+    device = f"; {device_numerics_words(numerics)}" if numerics else ""
+    clock = clock_words(timed.device_clock, timed.clock_note)
+    return f"{SPEEDUP} {ratio_words(timed.speedup)} ({clock}); {versus_expert}{device}"
+
+
+def device_numerics_words(numerics: DeviceNumerics) -> str:
+    """The device's comparison of the candidate with the reference at production shapes."""
+    where = f"on the device at {numerics.config} shapes"
+    if numerics.ok:
+        return f"{where}: within the task's tolerance"
+    if numerics.comparison is None:
+        return f"{where}: {numerics.outputs} outputs instead of {numerics.expected}"
+    return f"{where}, output {numerics.output}: {comparison_words(numerics.comparison)}"
+
+
+def clock_words(device_clock: bool, note: str = "") -> str:
+    """How timing samples were measured, with the reason for a wall-clock fallback."""
+    if device_clock:
+        return "device time from the profiler trace"
+    words = "wall time around block_until_ready (dispatch included)"
+    return f"{words}; no device trace: {note}" if note else words

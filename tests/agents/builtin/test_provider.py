@@ -70,7 +70,11 @@ async def test_plan_kernel_and_next_kernel_for_rmsnorm(tmp_path):
             )
         assert report.verdict == "accepted", report.failure
 
-        failure = {"check": "tpu_compile", "detail": "RESOURCE_EXHAUSTED: ... space=vmem"}
+        failure = {
+            "check": "tpu_compile",
+            "detail": "RESOURCE_EXHAUSTED: ... space=vmem",
+            "reason": "compile_failed",
+        }
         fixed = await client.complete(ask("debugger", RMSNORM, kernel=source, failure=failure))
         assert kernel_of(fixed.text).strip() != source.strip()
         assert "halved block sizes" in fixed.text  # the remedy for VMEM over-use comes first

@@ -4,7 +4,7 @@ located."""
 import numpy as np
 
 from maxkernel_tui.kernels.evaluation.compare import compare_arrays, compare_files
-from maxkernel_tui.kernels.report.reasons import Reason
+from maxkernel_tui.kernels.report.reasons import Mismatch, Reason
 from maxkernel_tui.kernels.report.words import comparison_words
 from maxkernel_tui.kernels.task import Tolerance
 
@@ -33,17 +33,18 @@ def test_nan_from_unwritten_memory_is_named():
     candidate[2:] = np.nan
     result = compare_arrays(candidate, np.ones((4, 4)), TOL)
     assert not result.ok and result.reason == Reason.NON_FINITE and result.non_finite == 8
+    assert (result.total, result.first_non_finite, result.first_is_nan) == (16, (2, 0), True)
     assert "is every output block written?" in comparison_words(result)  # the hint, in words
 
 
 def test_shape_mismatch_and_output_count(tmp_path):
     shape = compare_arrays(np.ones(4), np.ones(5), TOL)
-    assert shape.reason == Reason.OUTPUT_MISMATCH and shape.problem is not None
-    assert "[4] instead of [5]" in shape.problem
+    assert shape.reason == Reason.OUTPUT_MISMATCH and shape.mismatch == Mismatch.OUTPUT_SHAPE
+    assert (shape.got, shape.wanted) == ((4,), (5,))
     np.save(tmp_path / "a.npy", np.ones(3))
     count = compare_files([str(tmp_path / "a.npy")], ["x", "y"], TOL)
-    assert count.reason == Reason.OUTPUT_MISMATCH and count.problem is not None
-    assert "1 outputs instead of 2" in count.problem
+    assert count.reason == Reason.OUTPUT_MISMATCH and count.mismatch == Mismatch.OUTPUT_COUNT
+    assert (count.got, count.wanted) == ((1,), (2,))
 
 
 def test_relative_error_ignores_exact_zeros_of_the_reference():

@@ -12,7 +12,7 @@ from maxkernel_tui.kernels.report.checks import Check
 from maxkernel_tui.kernels.report.reasons import (
     Agreement,
     Defences,
-    OutsidePallas,
+    Finding,
     Problems,
     Reason,
     RunFigures,
@@ -48,7 +48,7 @@ CHEATS = {
     "hardcoded_shapes": ("12p", "heldout", Reason.NON_FINITE, ""),
     "partial_write": ("12p", "numerics", Reason.NON_FINITE, ""),
     "wrong_numerics": ("12p", "numerics", Reason.OUTSIDE_TOLERANCE, ""),
-    "constant_output": ("41k", "production", Reason.DEFENCES_BROKEN, "no matmul work"),
+    "constant_output": ("41k", "production", Reason.DEFENCES_BROKEN, ""),
     "oob_read": ("12p", "numerics", Reason.KERNEL_FAILED, "Out-of-bounds"),
     "bad_block_shape": ("41k", "tpu_lower", Reason.LOWERING_FAILED, "divisible by 8 and 128"),
     "vmem_blowup": ("41k", "tpu_compile", Reason.COMPILE_FAILED, "would exceed memory"),
@@ -58,14 +58,12 @@ CHEATS = {
 def _their_words(check: Check) -> str:
     """What someone else said that a check's figures carry: a rule, a worker, a compiler."""
     match check.figures:
-        case Said(text) | Target(_, text) | OutsidePallas(text) | WorkerFailed(_, text):
+        case Said(text) | Target(_, text) | WorkerFailed(_, text):
             return text
         case Problems(problems):
             return "; ".join(p.text for p in problems)
         case RunFigures(error=error):
             return error or ""
-        case Defences(defences):
-            return "; ".join(d.detail for d in defences if d.outcome == "failed")
     return ""
 
 
@@ -115,6 +113,10 @@ def test_each_cheat_is_rejected_for_its_reason(harness, suite_tasks, cheat):
     assert said in _their_words(report.failure), report.failure
     if reason == Reason.STATIC_RULES_BROKEN:
         assert StaticRule.HOST_CALLBACK in {p.rule for p in report.failure.figures.problems}
+    if reason == Reason.DEFENCES_BROKEN:
+        assert isinstance(report.failure.figures, Defences)
+        found = {d.finding for d in report.failure.figures.defences}
+        assert Finding.NO_KERNEL_WORK in found
     assert report.checks[-1] is report.failure  # it stopped at the first failure
 
 

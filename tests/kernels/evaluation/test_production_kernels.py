@@ -9,7 +9,14 @@ import pytest
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
 from maxkernel_tui.kernels.evaluation.source import KernelSource
 from maxkernel_tui.kernels.loader import find_task, load_task
-from maxkernel_tui.kernels.report.reasons import Agreement, Defences, Reason
+from maxkernel_tui.kernels.report.reasons import (
+    Agreement,
+    Coverage,
+    Defences,
+    Finding,
+    MatmulWork,
+    Reason,
+)
 
 # imports jax, traces the suite's experts at production shapes (about 20 s)
 pytestmark = pytest.mark.slow
@@ -44,11 +51,13 @@ def test_kernels_that_cheat_only_at_production_shapes_are_rejected_and_honest_on
     assert honest.failure is None
     assert {d.name: d.outcome for d in honest.defences}["numerics"] == "scheduled"
     cheap = _findings(DATA / "cheap_body_above_size.py", task).failure
-    assert cheap.name == "work" and "no matmul work" in cheap.detail
+    assert cheap.name == "work" and cheap.finding == Finding.NO_KERNEL_WORK
     stale = {d.name: d for d in _findings(DATA / "stale_rows_above_size.py", task).defences}
     # half the grid is also half the work the reference needs: both defences say so
-    assert stale["coverage"].outcome == "failed" and "50.0%" in stale["coverage"].detail
-    assert stale["work"].outcome == "failed" and "(0.50x)" in stale["work"].detail
+    assert stale["coverage"].outcome == "failed" and stale["coverage"].figures == Coverage(0.5)
+    work = stale["work"].figures
+    assert stale["work"].outcome == "failed" and isinstance(work, MatmulWork)
+    assert work.flops / work.needed == pytest.approx(0.5)
     for expert_task in ("8p", "1p", "11p"):
         expert = find_task(expert_task, suite_tasks)
         assert _findings(expert.expert_path, expert).failure is None, expert_task

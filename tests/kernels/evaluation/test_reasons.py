@@ -12,8 +12,14 @@ from maxkernel_tui.kernels.report.reasons import (
     Comparison,
     Configs,
     Confinement,
-    DefenceFigures,
+    Defence,
+    DefenceName,
+    DefenceOutcome,
     Defences,
+    DeviceNumerics,
+    Finding,
+    MatmulWork,
+    Misfit,
     NoFigures,
     NotJudged,
     OutsidePallas,
@@ -27,6 +33,8 @@ from maxkernel_tui.kernels.report.reasons import (
     Target,
     TilesFigures,
     Timed,
+    TracerClaim,
+    Unbelievable,
     Unfit,
     WorkerFailed,
     WorkShare,
@@ -36,6 +44,10 @@ from maxkernel_tui.kernels.report.words import check_words
 CLOSE = Comparison(True, 1e-3, 1e-4, 0.5, (2, 3), 0, 16)
 TILES = TilesFigures("bench", 0, 7, 2, 16, ("kernel 1",), 32, 1e-3, 1e-3, CLOSE, text="why")
 RUN = RunFigures("bench", 1, 1e-3, 1e-3, CLOSE, "boom")
+WORK, PASSED, FAILED = DefenceName.WORK, DefenceOutcome.PASSED, DefenceOutcome.FAILED
+ON_DEVICE = DeviceNumerics(True, "bench")
+MISFIT = Misfit("k", 0, 0, 512, 256)
+MATMULS = MatmulWork("bench", 1e9, 1e9, 0.0, 0.9)
 # Figures each reason is made with (evaluation/): a reason not here is made with Said.
 FIGURES: dict[Reason, object] = {
     Reason.STATIC_OK: NoFigures(),
@@ -49,22 +61,24 @@ FIGURES: dict[Reason, object] = {
     Reason.PROGRAM_REFUSED: At("bench", "not a plain file"),
     Reason.EXPERT_NOT_COMPARED: At("expert.py", "no estimate for the kernel or the expert"),
     Reason.NO_PALLAS_CALL: NoFigures(),
-    Reason.HEAVY_WORK_OUTSIDE_PALLAS: OutsidePallas("dot_general outside", ("dot_general",)),
-    Reason.EXPERT_WORK_OUTSIDE_PALLAS: OutsidePallas("dot_general outside", (), "outputs f32"),
+    Reason.TRACER_UNBELIEVABLE: Unbelievable(TracerClaim.JUDGES_CHECK, "trace", "pass"),
+    Reason.HEAVY_WORK_OUTSIDE_PALLAS: OutsidePallas(2e9, 0.0, 0.0, 0.0, ("dot_general",)),
+    Reason.EXPERT_WORK_OUTSIDE_PALLAS: OutsidePallas(2e9, 0.0, 0.0, 0.0, (), "outputs f32"),
     Reason.PALLAS_HOLDS_THE_WORK: WorkShare(1, 0.0, 0.0, "outputs float32[8]"),
     Reason.LOWERED: NoFigures(),
     Reason.COMPILED: Target("v5e"),
     Reason.COMPILE_FAILED: Target("v5e", "Mosaic failed"),
     Reason.NO_CHECK_CONFIG: NoFigures(),
-    Reason.DEFENCES_HELD: Defences((DefenceFigures("work", "passed", "ok"),)),
-    Reason.DEFENCES_BROKEN: Defences((DefenceFigures("work", "failed", "no matmul work"),)),
-    Reason.UNFIT_TILES: Unfit("check", "M", "scheduled"),
+    Reason.DEFENCES_HELD: Defences((Defence(WORK, PASSED, Finding.ENOUGH_WORK, MATMULS),)),
+    Reason.DEFENCES_BROKEN: Defences((Defence(WORK, FAILED, Finding.NO_KERNEL_WORK, MATMULS),)),
+    Reason.UNFIT_TILES: Unfit("check", MISFIT, DefenceOutcome.SCHEDULED),
     Reason.WITHIN_TOLERANCE: Agreement((RUN,)),
-    Reason.NOT_JUDGED: NotJudged(("check",), "no production tiles were asked for"),
+    Reason.NOT_JUDGED: NotJudged(("check",), Reason.TILES_NOT_RUN, Said("too large")),
     Reason.NO_EDGE_CONFIGS: NoFigures(),
     Reason.NO_TPU: NoFigures(),
-    Reason.SPEEDUP_SIGNIFICANT: Timed(Ratio(2.0, 1.5, 2.5), "device time", Ratio(1, 0.9, 1.1)),
-    Reason.SPEEDUP_NOT_SIGNIFICANT: Timed(Ratio(1.0, 0.9, 1.1), "wall time", None, "ok"),
+    Reason.SPEEDUP_SIGNIFICANT: Timed(Ratio(2.0, 1.5, 2.5), True, Ratio(1, 0.9, 1.1)),
+    Reason.SPEEDUP_NOT_SIGNIFICANT: Timed(Ratio(1.0, 0.9, 1.1), False, None, ON_DEVICE, "no trace"),
+    Reason.WRONG_ON_DEVICE: DeviceNumerics(False, "bench", 1, CLOSE),
     Reason.EXPERT_COMPARED: ExpertComparison("estimated", "v5e", "expert.py", 1e-3, 2e-3, 2.0),
     Reason.CONFINED: Confinement(("landlock",), (), (), True),
     Reason.NO_SANDBOX_POLICY: Confinement((), (), (), False),
@@ -114,8 +128,10 @@ def test_a_check_stored_before_reasons_keeps_its_words() -> None:
 def test_evidence_reads_the_tiles_figures() -> None:
     report = EvalReport("t", "k.py", ["v5e"], "cpu")
     report.add(Check("tiles", PASS, Reason.TILES_SAMPLED, TILES))
-    report.add(Check("numerics", SKIP, Reason.UNFIT_TILES, Unfit("check", "M", "sampled")))
+    unfit = Unfit("check", MISFIT, DefenceOutcome.SAMPLED)
+    report.add(Check("numerics", SKIP, Reason.UNFIT_TILES, unfit))
     assert report.evidence == [
         "production tiles (pass): 2 of 16 output blocks, sample seed 7, inputs seed 0",
-        "check: not run — M; its numerics are judged at production tiles only",
+        "check: not run — the kernel's tiles (block 512 along axis 0 of output 0 of k) do not "
+        "fit the derived check shapes (256); its numerics are judged at production tiles only",
     ]

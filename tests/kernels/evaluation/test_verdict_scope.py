@@ -47,7 +47,7 @@ def test_a_verdict_is_verified_at_production_shapes_only_when_a_check_compared_t
         "production tiles (pass): 8 of 128 output blocks, sample seed 77, inputs seed 0"
     )
     full = _report(replace(NUMERICS_OK, production_shapes=True))
-    timed = Timed(Ratio(1.2, 1.1, 1.3), "device time")
+    timed = Timed(Ratio(1.2, 1.1, 1.3), True)
     device = _report(Check("timing", PASS, Reason.SPEEDUP_SIGNIFICANT, timed, 0.0, True))
     assert full.scope == device.scope == VERIFIED_AT_PRODUCTION
     assert "device numerics at production shapes (pass)" in device.evidence

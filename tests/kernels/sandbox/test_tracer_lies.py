@@ -14,7 +14,7 @@ from maxkernel_tui.kernels.evaluation.profiling import profile as profile_module
 from maxkernel_tui.kernels.evaluation.profiling.profile import profile_kernel
 from maxkernel_tui.kernels.evaluation.source import KernelSource
 from maxkernel_tui.kernels.report.checks import Check, EvalReport
-from maxkernel_tui.kernels.report.reasons import At, Reason, Said
+from maxkernel_tui.kernels.report.reasons import At, Reason, Said, TracerClaim, Unbelievable
 from maxkernel_tui.kernels.task import Task
 from tests.support import hostile_kernels as hostile
 from tests.support import lying_tracers as lying
@@ -37,7 +37,7 @@ def _rejected_at_trace(harness: Harness, source: str, task: Task, tmp_path: Path
 def test_checks_the_tracer_claims_are_not_believed(harness, task, tmp_path):
     failure = _rejected_at_trace(harness, lying.FORGED_PASSES, task, tmp_path)
     assert failure.reason == Reason.TRACER_UNBELIEVABLE
-    assert failure.figures == Said("claimed a pass 'trace' check, which only the judge gives")
+    assert failure.figures == Unbelievable(TracerClaim.JUDGES_CHECK, "trace", "pass")
 
 
 def test_a_program_file_outside_the_tracers_directory_is_not_read(harness, task, tmp_path):

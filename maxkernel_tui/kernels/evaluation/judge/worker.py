@@ -76,6 +76,9 @@ from maxkernel_tui.kernels.report.checks import (
     CheckStatus,
 )
 from maxkernel_tui.kernels.report.reasons import (
+    Defence,
+    DefenceName,
+    DefenceOutcome,
     Figures,
     NoFigures,
     OutsidePallas,
@@ -227,13 +230,12 @@ def _pallas_check(subject: _Subject, traced: Any, start: float, expert: bool) ->
         return _check("trace", FAIL, Reason.NO_PALLAS_CALL, NoFigures(), start)
     static = subject.static
     reference = jax.make_jaxpr(lambda *d: subject.reference.computation(*d, *static))
-    outside = _outside_problem(work, measure(reference(*subject.specs)))
+    outside = _outside_pallas(work, measure(reference(*subject.specs)))
     if outside and expert:
-        reported = OutsidePallas(outside, outputs=_outputs_text(subject, traced))
+        reported = dataclasses.replace(outside, outputs=_outputs_text(subject, traced))
         return _check("trace", PASS, Reason.EXPERT_WORK_OUTSIDE_PALLAS, reported, start)
     if outside:
-        heavy = OutsidePallas(outside, tuple(work.heavy_ops[:5]))
-        return _check("trace", FAIL, Reason.HEAVY_WORK_OUTSIDE_PALLAS, heavy, start)
+        return _check("trace", FAIL, Reason.HEAVY_WORK_OUTSIDE_PALLAS, outside, start)
     share = WorkShare(
         len(work.pallas_calls), work.xla_flops, work.xla_reduced, _outputs_text(subject, traced)
     )
@@ -317,12 +319,12 @@ def _production_check(subject: _Subject, request: CandidateRequest) -> list[Run]
     _emit(findings.to_check(time.perf_counter() - start))
     if findings.failure is not None:
         return None
-    numerics = next(d for d in findings.defences if d.name == "numerics")
+    numerics = next(d for d in findings.defences if d.name == DefenceName.NUMERICS)
     runs = request.runs
     if task.derived:  # on a declared configuration, a tiling that does not fit is the kernel's
         measured = {CHECK: check}
         runs = _fitting_runs(subject, request, runs, production.candidate, measured, at, numerics)
-    if numerics.outcome == "scheduled" and request.runs and not request.edges_only:
+    if numerics.outcome == DefenceOutcome.SCHEDULED and request.runs and not request.edges_only:
         return [*runs, (bench, request.runs[0][1])]
     return runs
 
@@ -344,7 +346,7 @@ def _untraced_fitting(
     tiles = request.tiles is not None
     numerics = production_checks.numerics_defence(production, on_tpu=on_tpu, tiles=tiles)
     runs = _fitting_runs(subject, request, runs, production.candidate, {}, at, numerics)
-    if numerics.outcome == "scheduled" and not request.edges_only:
+    if numerics.outcome == DefenceOutcome.SCHEDULED and not request.edges_only:
         return [*runs, (subject.bench, request.runs[0][1])]
     return runs
 
@@ -356,7 +358,7 @@ def _fitting_runs(
     production: production_checks.ProgramWork,
     measured: dict[str, production_checks.Shapes],
     at: Callable[[str], production_checks.Shapes],
-    numerics: production_checks.Defence,
+    numerics: Defence,
 ) -> list[Run]:
     """`runs` less those at derived configurations whose program cannot run the kernel's own
     tiling (production_checks.tiles_misfit), or, where the kernel could not be traced there,
@@ -367,11 +369,11 @@ def _fitting_runs(
         start = time.perf_counter()
         try:
             derived = measured[config] if config in measured else at(config)
-            misfit = production_checks.tiles_misfit(production, derived.candidate, config)
+            misfit = production_checks.tiles_misfit(production, derived.candidate)
         except _Untraced as untraced:
             sizes = _derived_sizes(subject.task, config)
-            misfit = production_checks.mapped_misfit(production, sizes, config)
-            misfit = misfit and f"{misfit}, and the kernel refused to be traced there: {untraced}"
+            misfit = production_checks.mapped_misfit(production, sizes)
+            misfit = misfit and dataclasses.replace(misfit, untraced=str(untraced))
         except Exception:  # no program measurable there: its numerics run judges the kernel
             continue
         if not misfit:
@@ -395,15 +397,17 @@ def _derived_sizes(task: Any, config: str) -> dict[int, int]:
     return {value: next(iter(to)) for value, to in moves.items() if len(to) == 1}
 
 
-def _outside_problem(work: Work, reference: Work) -> str | None:
+def _outside_pallas(work: Work, reference: Work) -> OutsidePallas | None:
+    """The heavy work left to XLA beyond the reference's own, or None."""
     flops_budget = max(XLA_FLOPS_SHARE * reference.xla_flops, XLA_FLOPS_FLOOR)
     reduced_budget = max(XLA_REDUCED_SHARE * reference.xla_reduced, XLA_REDUCED_FLOOR)
     if work.xla_flops > flops_budget or work.xla_reduced > reduced_budget:
-        ops = "; ".join(work.heavy_ops[:3])
-        return (
-            f"heavy work runs in XLA outside the Pallas kernel(s): {work.xla_flops:.3g} flops and "
-            f"{work.xla_reduced:.3g} reduced elements outside, against the reference's "
-            f"{reference.xla_flops:.3g} flops and {reference.xla_reduced:.3g} (e.g. {ops})"
+        return OutsidePallas(
+            work.xla_flops,
+            work.xla_reduced,
+            reference.xla_flops,
+            reference.xla_reduced,
+            tuple(work.heavy_ops[:5]),
         )
     return None
 

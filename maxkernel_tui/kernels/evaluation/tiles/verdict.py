@@ -29,7 +29,13 @@ from maxkernel_tui.kernels.report.checks import (
     CheckStatus,
     EvalReport,
 )
-from maxkernel_tui.kernels.report.reasons import NotJudged, Reason, Said, TilesFigures
+from maxkernel_tui.kernels.report.reasons import (
+    NO_FIGURES,
+    NotJudged,
+    Reason,
+    Said,
+    TilesFigures,
+)
 from maxkernel_tui.kernels.task import Task
 
 
@@ -117,6 +123,9 @@ def unjudged(report: EvalReport) -> Check | None:
     compared = (NUMERICS, HELDOUT, EDGE, TILES)
     if not unfit or any(c.status == PASS and c.name in compared for c in report.checks):
         return None
-    asked = (c.detail for c in report.checks if c.name == TILES)
-    tiles = next(asked, "no production tiles were asked for")
-    return Check(NUMERICS, FAIL, Reason.NOT_JUDGED, NotJudged(tuple(unfit), tiles))
+    tiles = next((c for c in report.checks if c.name == TILES), None)
+    if tiles is None:
+        return Check(NUMERICS, FAIL, Reason.NOT_JUDGED, NotJudged(tuple(unfit)))
+    # a tiles check's figures are the sample's, or someone's words on why there is none
+    figures = tiles.figures if isinstance(tiles.figures, Said | TilesFigures) else NO_FIGURES
+    return Check(NUMERICS, FAIL, Reason.NOT_JUDGED, NotJudged(tuple(unfit), tiles.reason, figures))

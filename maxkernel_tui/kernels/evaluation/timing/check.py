@@ -32,6 +32,7 @@ from maxkernel_tui.kernels.report.checks import (
 )
 from maxkernel_tui.kernels.report.expert import EXPERT_SPEEDUP
 from maxkernel_tui.kernels.report.reasons import Reason, Said, Timed
+from maxkernel_tui.kernels.report.words import clock_words
 from maxkernel_tui.kernels.task import Task
 from maxkernel_tui.kernels.workers import FailureKind, WorkerFailure
 
@@ -72,9 +73,10 @@ def summarize_timing(answer: TimingAnswer) -> tuple[Check, list[Timing]]:
     if answer.platform != "tpu":
         return Check("timing", SKIP, Reason.TIMING_NOT_ON_TPU, Said(answer.platform)), []
     if answer.numerics is not None and not answer.numerics.ok:
-        return Check("timing", FAIL, Reason.WRONG_ON_DEVICE, Said(answer.numerics.detail)), []
+        return Check("timing", FAIL, Reason.WRONG_ON_DEVICE, answer.numerics), []
     where = f"{answer.device} ({answer.platform})"
-    clock = clock_words(answer)
+    device_clock = answer.clock != WALL_CLOCK
+    clock = clock_words(device_clock, answer.clock_note)
     candidate, reference = answer.samples.candidate, answer.samples.reference
     expert = answer.samples.expert
     timings = []
@@ -104,8 +106,8 @@ def summarize_timing(answer: TimingAnswer) -> tuple[Check, list[Timing]]:
             f"{EXPERT_SPEEDUP} {against.describe()}, measured ({clock}) on {where} (interleaved)"
         )
         timings.append(_speedup_timing(EXPERT_SPEEDUP, against, where, label))
-    numerics = answer.numerics.detail if answer.numerics else None
-    timed = Timed(gain.figures, clock, against.figures if against else None, numerics)
+    expert_figures = against.figures if against else None
+    timed = Timed(gain.figures, device_clock, expert_figures, answer.numerics, answer.clock_note)
     why = Reason.SPEEDUP_SIGNIFICANT if gain.significant_win else Reason.SPEEDUP_NOT_SIGNIFICANT
     return Check(
         "timing",
@@ -127,11 +129,3 @@ def _speedup_timing(what: str, gain: Speedup, where: str, label: str) -> Timing:
         significant=gain.significant_win,
         label=label,
     )
-
-
-def clock_words(answer: TimingAnswer) -> str:
-    """How the samples were measured, in words, with the reason for a wall-clock fallback."""
-    if answer.clock != WALL_CLOCK:
-        return "device time from the profiler trace"
-    words = "wall time around block_until_ready (dispatch included)"
-    return f"{words}; no device trace: {answer.clock_note}" if answer.clock_note else words

@@ -12,11 +12,10 @@ import jax
 import numpy as np
 
 from maxkernel_tui.kernels.evaluation.compare import compare_arrays
-from maxkernel_tui.kernels.evaluation.protocol import DeviceNumerics
 from maxkernel_tui.kernels.perf.calibration import KernelFeatures, ModelPoint, generation_of
 from maxkernel_tui.kernels.perf.model import estimate
 from maxkernel_tui.kernels.perf.pallas_analysis import analyze
-from maxkernel_tui.kernels.report.words import comparison_words
+from maxkernel_tui.kernels.report.reasons import DeviceNumerics
 from maxkernel_tui.kernels.targets import TARGETS
 from maxkernel_tui.kernels.task import Tolerance
 
@@ -32,14 +31,13 @@ def device_numerics(
     runs first (it cannot find the reference's result in memory)."""
     got = jax.tree.leaves(jax.block_until_ready(candidate(*inputs)))
     want = jax.tree.leaves(jax.block_until_ready(reference(*inputs)))
-    where = f"on the device at {config} shapes"
     if len(got) != len(want):
-        return DeviceNumerics(False, f"{where}: {len(got)} outputs instead of {len(want)}")
+        return DeviceNumerics(False, config, outputs=len(got), expected=len(want))
     for index, (g, w) in enumerate(zip(got, want, strict=True)):
         comparison = compare_arrays(np.asarray(g), np.asarray(w), tolerance)
         if not comparison.ok:
-            return DeviceNumerics(False, f"{where}, output {index}: {comparison_words(comparison)}")
-    return DeviceNumerics(True, f"{where}: within the task's tolerance")
+            return DeviceNumerics(False, config, index, comparison)
+    return DeviceNumerics(True, config)
 
 
 def model_point(

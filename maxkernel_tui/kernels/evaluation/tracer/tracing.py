@@ -31,7 +31,14 @@ from maxkernel_tui.kernels.evaluation.protocol import (
     request_to_json,
 )
 from maxkernel_tui.kernels.report.checks import FAIL, Check, EvalReport
-from maxkernel_tui.kernels.report.reasons import At, Configs, Reason, Said
+from maxkernel_tui.kernels.report.reasons import (
+    At,
+    Configs,
+    Reason,
+    Said,
+    TracerClaim,
+    Unbelievable,
+)
 from maxkernel_tui.kernels.sandbox.report import SANDBOX
 from maxkernel_tui.kernels.snapshot import TaskSnapshot
 from maxkernel_tui.kernels.workers import (
@@ -105,7 +112,7 @@ def trace_programs(
         problem = _unbelievable(event, request, {**files, **untraced}, first)
         first = False
         if problem is not None:
-            report.add(Check(TRACE, FAIL, Reason.TRACER_UNBELIEVABLE, Said(problem)))
+            report.add(Check(TRACE, FAIL, Reason.TRACER_UNBELIEVABLE, problem))
             return None
         if isinstance(event, Check):
             report.add(event)
@@ -159,21 +166,21 @@ def trace_source(
 
 def _unbelievable(
     event: object, request: TraceRequest, answered: dict[str, str], first: bool
-) -> str | None:
+) -> Unbelievable | None:
     """Why a line of the tracer cannot have come from our tracer; None when it may have."""
     if isinstance(event, Check):
         if event.name == SANDBOX and first:
             return None
         if event.status == FAIL and event.name in (TRACE, SANDBOX):
             return None
-        return f"claimed a {event.status} {event.name!r} check, which only the judge gives"
+        return Unbelievable(TracerClaim.JUDGES_CHECK, event.name, event.status)
     if isinstance(event, Traced):
         if event.config not in request.configs or event.config in answered:
-            return f"sent a program for {event.config!r}, which was not asked for or came twice"
+            return Unbelievable(TracerClaim.UNASKED_PROGRAM, event.config)
         return None
     if isinstance(event, WorkerProblem):
         return None
-    return f"sent a {type(event).__name__}, which only the judge sends"
+    return Unbelievable(TracerClaim.JUDGES_EVENT, type(event).__name__)
 
 
 def _read_programs(

@@ -24,15 +24,24 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal
 
 from maxkernel_tui.kernels.report.checks import FAIL, PASS, Check
-from maxkernel_tui.kernels.report.reasons import DefenceFigures, Defences, Reason
+from maxkernel_tui.kernels.report.reasons import (
+    Bodies,
+    Coverage,
+    Defence,
+    DefenceName,
+    DefenceOutcome,
+    Defences,
+    Finding,
+    MatmulWork,
+    Misfit,
+    ProductionSize,
+    Reason,
+)
 
-DefenceName = Literal["work", "coverage", "bodies", "numerics"]
-# scheduled: production shapes run in full (interpret mode where affordable, or the TPU);
-# sampled: sampled output tiles of the production grid run (evaluation/tiles/sampled_run.py)
-Outcome = Literal["passed", "failed", "not applicable", "scheduled", "sampled"]
+WORK, COVERAGE, BODIES, NUMERICS = DefenceName
+PASSED, FAILED, NOT_APPLICABLE, SCHEDULED, SAMPLED = DefenceOutcome
 
 # The least share of the reference's matmul flops a kernel does at production shapes: a little
 # slack for work the reference does and a kernel may fold away (an algebraic shortcut).
@@ -136,26 +145,17 @@ class Shapes:
     input_bytes: int
 
 
-@dataclass(frozen=True)
-class Defence:
-    name: DefenceName
-    outcome: Outcome
-    detail: str
-
-
 @dataclass
 class ProductionFindings:
     defences: list[Defence] = field(default_factory=list)
 
     @property
     def failure(self) -> Defence | None:
-        return next((d for d in self.defences if d.outcome == "failed"), None)
+        return next((d for d in self.defences if d.outcome == FAILED), None)
 
     def to_check(self, seconds: float) -> Check:
         # a failure's words name every failed defence: each is a separate thing to mend
-        figures = Defences(
-            tuple(DefenceFigures(d.name, d.outcome, d.detail) for d in self.defences)
-        )
+        figures = Defences(tuple(self.defences))
         if self.failure is not None:
             return Check(CHECK_NAME, FAIL, Reason.DEFENCES_BROKEN, figures, round(seconds, 3))
         return Check(CHECK_NAME, PASS, Reason.DEFENCES_HELD, figures, round(seconds, 3))
@@ -180,82 +180,44 @@ def work_defence(production: Shapes) -> Defence:
     """The kernel's matmul flops at production shapes against the reference's need there."""
     needed, done = production.reference_flops, production.candidate.flops
     if needed <= 0:
-        return Defence("work", "not applicable", "the reference does no matmul work")
-    share = done / needed
-    conditional = production.candidate.conditional_flops
-    summary = (
-        f"kernel {done:.3g} matmul flops against the reference's {needed:.3g} "
-        f"({share:.2f}x) at {production.config}"
+        return Defence(WORK, NOT_APPLICABLE, Finding.NO_REFERENCE_WORK)
+    work = MatmulWork(
+        production.config, done, needed, production.candidate.conditional_flops, WORK_SHARE_FLOOR
     )
-    if conditional > 0:
-        summary += (
-            f"; {conditional:.3g} of them under cond/pl.when, counted as if every branch taken "
-            "ran its most expensive side (conditional: the production tiles say whether they do)"
-        )
     if done <= 0:
-        return Defence("work", "failed", f"the kernel does no matmul work: {summary}")
+        return Defence(WORK, FAILED, Finding.NO_KERNEL_WORK, work)
     if not production.candidate.exact:
-        return Defence(
-            "work",
-            "not applicable",
-            f"the kernel's work depends on data (while loops or scalar-prefetch index maps): "
-            f"{summary}",
-        )
-    if share < WORK_SHARE_FLOOR:
-        return Defence(
-            "work",
-            "failed",
-            f"the kernel does less matmul work than the reference needs (at least "
-            f"{WORK_SHARE_FLOOR:.1f}x; padding only adds): {summary}",
-        )
-    return Defence("work", "passed", summary)
+        return Defence(WORK, NOT_APPLICABLE, Finding.DATA_DEPENDENT_WORK, work)
+    if done / needed < WORK_SHARE_FLOOR:
+        return Defence(WORK, FAILED, Finding.TOO_LITTLE_WORK, work)
+    return Defence(WORK, PASSED, Finding.ENOUGH_WORK, work)
 
 
 def coverage_defence(production: ProgramWork, checked: ProgramWork) -> Defence:
     covered, covered_checked = production.coverage, checked.coverage
     if covered is None or covered_checked is None:
-        return Defence(
-            "coverage",
-            "not applicable",
-            "outputs written by DMA, through data-dependent index maps, or over a huge grid",
-        )
+        return Defence(COVERAGE, NOT_APPLICABLE, Finding.COVERAGE_UNKNOWN)
     if covered < covered_checked:
         return Defence(
-            "coverage",
-            "failed",
-            f"the grid writes only {covered:.1%} of an output (left to stale memory), "
-            f"against {covered_checked:.1%} at the checked shapes",
+            COVERAGE, FAILED, Finding.COVERAGE_SHRINKS, Coverage(covered, covered_checked)
         )
-    return Defence("coverage", "passed", f"output blocks cover {covered:.0%} of every output")
+    return Defence(COVERAGE, PASSED, Finding.COVERED, Coverage(covered, covered_checked))
 
 
 def bodies_defence(production: ProgramWork, checked: ProgramWork) -> Defence:
     if not production.kernels or not checked.kernels:
-        return Defence("bodies", "not applicable", "no pallas_call to compare")
+        return Defence(BODIES, NOT_APPLICABLE, Finding.NO_KERNELS)
+    kernels = (len(production.kernels), len(checked.kernels))
     missing = sorted((checked.operations - production.operations) & COMPUTE_OPERATIONS)
     if missing:
-        return Defence(
-            "bodies",
-            "failed",
-            "the kernel body differs from the one the numerics checked: it no longer uses "
-            + ", ".join(missing),
-        )
+        return Defence(BODIES, FAILED, Finding.OPERATIONS_DROPPED, Bodies(*kernels, tuple(missing)))
     if production.matmul_types != checked.matmul_types:
-        return Defence(
-            "bodies",
-            "failed",
-            "the kernel's matmuls change operand types: "
-            f"{sorted(production.matmul_types)} instead of {sorted(checked.matmul_types)}",
-        )
-    return Defence(
-        "bodies",
-        "passed",
-        f"{len(production.kernels)} kernel(s) use the operations and matmul types checked "
-        f"with {len(checked.kernels)}",
-    )
+        types = (tuple(sorted(production.matmul_types)), tuple(sorted(checked.matmul_types)))
+        return Defence(BODIES, FAILED, Finding.MATMUL_TYPES_CHANGED, Bodies(*kernels, (), *types))
+    return Defence(BODIES, PASSED, Finding.SAME_BODIES, Bodies(*kernels))
 
 
-def tiles_misfit(production: ProgramWork, derived: ProgramWork, config: str) -> str | None:
+def tiles_misfit(production: ProgramWork, derived: ProgramWork) -> Misfit | None:
     """Why a derived configuration's program cannot run the kernel's own tiling, or None where
     it can: its grid covers less of an output than the production grid does (the coverage
     rule's measure) because an output block is larger than its axis there or does not divide
@@ -266,10 +228,10 @@ def tiles_misfit(production: ProgramWork, derived: ProgramWork, config: str) -> 
     if production.coverage != 1.0 or derived.coverage is None or derived.coverage >= 1.0:
         return None
     uncovered = [k for k in derived.kernels if (k.output_coverage or 0.0) < 1.0]
-    return _misfit(uncovered, config, lambda length: length)
+    return _misfit(uncovered, lambda length: length)
 
 
-def mapped_misfit(production: ProgramWork, sizes: dict[int, int], config: str) -> str | None:
+def mapped_misfit(production: ProgramWork, sizes: dict[int, int]) -> Misfit | None:
     """Where the tracer has no program at a derived configuration (the kernel refused to be
     traced there, as a tiling that checks its divisibility does): the production program's
     output blocks against its outputs' sizes at that configuration, each production size taken
@@ -277,45 +239,37 @@ def mapped_misfit(production: ProgramWork, sizes: dict[int, int], config: str) -
     block fits, or the production grid leaves memory unwritten (numerics judge that)."""
     if production.coverage != 1.0:
         return None
-    return _misfit(production.kernels, config, lambda length: sizes.get(length, length))
+    return _misfit(production.kernels, lambda length: sizes.get(length, length))
 
 
-def _misfit(kernels: list[KernelWork], config: str, derived: Callable[[int], int]) -> str | None:
-    """The first output block larger than its axis at `config`, or not dividing it, in words;
-    `derived` gives an axis's size there from its size in the kernel's program."""
+def _misfit(kernels: list[KernelWork], derived: Callable[[int], int]) -> Misfit | None:
+    """The first output block larger than its axis at the derived configuration, or not
+    dividing it; `derived` gives an axis's size there from its size in the kernel's program."""
     for kernel in kernels:
         for number, (block, array) in enumerate(kernel.output_blocks):
             for axis, (size, length) in enumerate(zip(block, array, strict=False)):
                 there = derived(length)
                 if size > there or there % max(size, 1):
-                    return (
-                        f"the kernel's tiles (block {size} along axis {axis} of output {number} "
-                        f"of {kernel.name}) do not fit the derived {config} shapes ({there})"
-                    )
+                    return Misfit(kernel.name, number, axis, size, there)
     return None
 
 
 def numerics_defence(production: Shapes, *, on_tpu: bool, tiles: bool = False) -> Defence:
     if on_tpu:
-        return Defence("numerics", "scheduled", "production shapes run on the TPU")
+        return Defence(NUMERICS, SCHEDULED, Finding.RUN_ON_TPU)
     if affordable(production):
-        return Defence(
-            "numerics", "scheduled", "production shapes run in TPU interpret mode (affordable)"
-        )
+        return Defence(NUMERICS, SCHEDULED, Finding.RUN_INTERPRETED)
     if tiles:
-        return Defence(
-            "numerics",
-            "sampled",
-            "sampled output tiles of the production grid run in TPU interpret mode",
-        )
-    return Defence(
-        "numerics",
-        "not applicable",
-        f"production shapes too large for interpret mode ({production.reference_flops:.3g} "
-        f"flops, {production.candidate.steps} grid steps, {production.input_bytes / 2**20:.0f} "
-        f"MiB of inputs; limits {AFFORDABLE_FLOPS:.0g}, {AFFORDABLE_STEPS}, "
-        f"{AFFORDABLE_BYTES / 2**20:.0f} MiB) and no TPU here",
+        return Defence(NUMERICS, SAMPLED, Finding.TILES_TO_RUN)
+    size = ProductionSize(
+        production.reference_flops,
+        production.candidate.steps,
+        production.input_bytes,
+        AFFORDABLE_FLOPS,
+        AFFORDABLE_STEPS,
+        AFFORDABLE_BYTES,
     )
+    return Defence(NUMERICS, NOT_APPLICABLE, Finding.TOO_LARGE_TO_RUN, size)
 
 
 def affordable(production: Shapes) -> bool:

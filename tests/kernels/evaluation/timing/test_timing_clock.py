@@ -12,7 +12,7 @@ from maxkernel_tui.kernels.evaluation.protocol import (
     TimingSamples,
 )
 from maxkernel_tui.kernels.evaluation.timing.check import summarize_timing
-from maxkernel_tui.kernels.report.reasons import Reason, Said, Timed
+from maxkernel_tui.kernels.report.reasons import Comparison, Reason, Timed
 
 
 def answer(**fields):
@@ -25,13 +25,13 @@ def answer(**fields):
 
 
 def test_device_trace_timings_say_so_on_every_figure_and_in_the_check():
-    timed = answer(clock=DEVICE_TRACE, numerics=DeviceNumerics(True, "on the device: ok"))
+    timed = answer(clock=DEVICE_TRACE, numerics=DeviceNumerics(True, "bench"))
     assert TimingAnswer.from_json(json.loads(json.dumps(timed.to_json()))) == timed
     check, timings = summarize_timing(timed)
     assert check.status == "pass" and check.reason == Reason.SPEEDUP_SIGNIFICANT
     assert isinstance(check.figures, Timed) and check.production_shapes
-    assert check.figures.clock == "device time from the profiler trace"
-    assert check.figures.device_numerics == "on the device: ok"
+    assert check.figures.device_clock
+    assert check.figures.device_numerics == DeviceNumerics(True, "bench")
     assert all("device time from the profiler trace" in t.label for t in timings)
 
 
@@ -39,11 +39,15 @@ def test_a_wall_clock_fallback_is_labelled_with_its_reason():
     check, timings = summarize_timing(answer(clock=WALL_CLOCK, clock_note="no trace written"))
     words = "wall time around block_until_ready (dispatch included); no device trace: "
     assert all(words + "no trace written" in t.label for t in timings)
-    assert isinstance(check.figures, Timed) and check.figures.clock.startswith(words)
+    assert isinstance(check.figures, Timed) and not check.figures.device_clock
+    assert check.figures.clock_note == "no trace written"
 
 
 def test_a_wrong_result_on_the_device_fails_the_timing_check_with_no_figures():
-    wrong = DeviceNumerics(False, "on the device at bench shapes, output 0: max|Δ| 3")
+    far = Comparison(False, 3.0, 1.0, 2.0, (0,), 4, 16)
+    wrong = DeviceNumerics(False, "bench", 0, far)
     check, timings = summarize_timing(answer(numerics=wrong))
     assert check.status == "fail" and timings == [] and check.reason == Reason.WRONG_ON_DEVICE
-    assert check.figures == Said("on the device at bench shapes, output 0: max|Δ| 3")
+    assert check.figures == wrong
+    # the timing check's words: what the device found, where
+    assert check.detail.startswith("wrong result on the device at bench shapes, output 0: 4/16")

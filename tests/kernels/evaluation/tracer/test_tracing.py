@@ -16,8 +16,16 @@ import pytest
 from maxkernel_tui.kernels.evaluation.protocol import TraceRequest
 from maxkernel_tui.kernels.evaluation.tracer import tracing
 from maxkernel_tui.kernels.report.checks import FAIL, Check, EvalReport
-from maxkernel_tui.kernels.report.reasons import Configs, Reason, Said
+from maxkernel_tui.kernels.report.reasons import (
+    Configs,
+    Reason,
+    Said,
+    TracerClaim,
+    Unbelievable,
+)
 from maxkernel_tui.kernels.workers import LineWorker
+
+JUDGES_CHECK = TracerClaim.JUDGES_CHECK
 
 # A tracer that says `lines` (JSON, one per line) after its greeting, then waits to be closed.
 FAKE_TRACER = """
@@ -70,20 +78,41 @@ def test_the_programs_the_tracer_wrote_in_its_directory_are_read(tmp_path):
 @pytest.mark.parametrize(
     ("claim", "said"),
     [
-        ({"check": {"name": "numerics", "status": "pass", "detail": "ok"}}, "claimed a pass"),
-        ({"check": {"name": "trace", "status": "pass", "detail": "ok"}}, "claimed a pass"),
-        ({"check": {"name": "sandbox", "status": "pass", "detail": "again"}}, "claimed a pass"),
-        ({"check": {"name": "timing", "status": "fail", "detail": "x"}}, "claimed a fail"),
-        ({"run": {"config": "check", "seed": 1, "files": []}}, "sent a NumericsRun"),
-        ({"tiles": {"config": "bench", "input_seed": 0, "sample_seed": 1}}, "sent a TilesRun"),
-        (_traced("heldout", Path("/x/program-0.bin")), "was not asked for"),
+        (
+            {"check": {"name": "numerics", "status": "pass", "detail": "ok"}},
+            Unbelievable(JUDGES_CHECK, "numerics", "pass"),
+        ),
+        (
+            {"check": {"name": "trace", "status": "pass", "detail": "ok"}},
+            Unbelievable(JUDGES_CHECK, "trace", "pass"),
+        ),
+        (
+            {"check": {"name": "sandbox", "status": "pass", "detail": "again"}},
+            Unbelievable(JUDGES_CHECK, "sandbox", "pass"),
+        ),
+        (
+            {"check": {"name": "timing", "status": "fail", "detail": "x"}},
+            Unbelievable(JUDGES_CHECK, "timing", "fail"),
+        ),
+        (
+            {"run": {"config": "check", "seed": 1, "files": []}},
+            Unbelievable(TracerClaim.JUDGES_EVENT, "NumericsRun"),
+        ),
+        (
+            {"tiles": {"config": "bench", "input_seed": 0, "sample_seed": 1}},
+            Unbelievable(TracerClaim.JUDGES_EVENT, "TilesRun"),
+        ),
+        (
+            _traced("heldout", Path("/x/program-0.bin")),
+            Unbelievable(TracerClaim.UNASKED_PROGRAM, "heldout"),
+        ),
     ],
 )
 def test_anything_but_a_failure_or_a_program_rejects_the_kernel(tmp_path, claim, said):
     traced, report = _trace(tmp_path, [SANDBOX_PASS, claim, {"done": {}}])
     assert traced is None and report.failure.name == "trace"
     assert report.failure.reason == Reason.TRACER_UNBELIEVABLE
-    assert said in report.failure.figures.text  # what the tracer did
+    assert report.failure.figures == said  # what the tracer did
 
 
 def test_a_program_sent_twice_rejects_the_kernel(tmp_path):
@@ -91,7 +120,7 @@ def test_a_program_sent_twice_rejects_the_kernel(tmp_path):
     twice = _traced("bench", tmp_path / "program-0.bin")
     traced, report = _trace(tmp_path, [SANDBOX_PASS, twice, twice, {"done": {}}])
     assert traced is None and report.failure.reason == Reason.TRACER_UNBELIEVABLE
-    assert "came twice" in report.failure.figures.text
+    assert report.failure.figures == Unbelievable(TracerClaim.UNASKED_PROGRAM, "bench")
 
 
 def test_a_failed_trace_is_believed_and_stops_there(tmp_path):

@@ -1,12 +1,20 @@
 """The production-shape defences judge measured programs: pure data, no jax (milliseconds)."""
 
 from maxkernel_tui.kernels.evaluation.work.production_checks import (
+    WORK_SHARE_FLOOR,
     KernelWork,
     ProgramWork,
     Shapes,
     judge,
 )
-from maxkernel_tui.kernels.report.reasons import Defences, Reason
+from maxkernel_tui.kernels.report.reasons import (
+    Bodies,
+    Coverage,
+    Defences,
+    Finding,
+    MatmulWork,
+    Reason,
+)
 
 DOT = "bfloat16 x bfloat16 -> float32"
 
@@ -57,10 +65,11 @@ def test_a_kernel_doing_less_work_than_the_reference_needs_at_production_is_reje
     findings = judge(_shapes("bench", 1e8, 1e9), CHECKED, on_tpu=False)
     assert findings.failure.name == "work"
     assert findings.to_check(0).reason == Reason.DEFENCES_BROKEN
-    assert "less matmul work than the reference needs" in findings.failure.detail
+    assert findings.failure.finding == Finding.TOO_LITTLE_WORK
     # exactly half of the work is not enough either (the last wave's rule let half pass)
     half = judge(_shapes("bench", 5e8, 1e9), CHECKED, on_tpu=False)
-    assert half.failure.name == "work" and "(0.50x)" in half.failure.detail
+    assert half.failure.finding == Finding.TOO_LITTLE_WORK
+    assert half.failure.figures == MatmulWork("bench", 5e8, 1e9, 0.0, WORK_SHARE_FLOOR)
 
 
 def test_padding_is_not_a_deficit_even_when_it_inflates_the_check_shapes_more():
@@ -69,18 +78,19 @@ def test_padding_is_not_a_deficit_even_when_it_inflates_the_check_shapes_more():
     padded_check = _shapes("check", 2.67e6, 1e6)
     findings = judge(_shapes("bench", 1e9, 1e9), padded_check, on_tpu=False)
     assert findings.failure is None
-    assert "(1.00x)" in findings.defences[0].detail
+    assert findings.defences[0].figures == MatmulWork("bench", 1e9, 1e9, 0.0, WORK_SHARE_FLOOR)
 
 
 def test_work_under_a_branch_is_reported_as_conditional():
     findings = judge(_shapes("bench", 1e9, 1e9, conditional=1e9), CHECKED, on_tpu=False)
     (work,) = [d for d in findings.defences if d.name == "work"]
-    assert work.outcome == "passed" and "under cond/pl.when" in work.detail
+    assert work.outcome == "passed" and isinstance(work.figures, MatmulWork)
+    assert work.figures.conditional == 1e9
 
 
 def test_no_matmul_work_against_a_reference_that_has_matmuls_never_passes():
     none_at_all = judge(_shapes("bench", 0.0, 1e9, exact=False), CHECKED, on_tpu=False)
-    assert none_at_all.failure.name == "work" and "no matmul work" in none_at_all.failure.detail
+    assert none_at_all.failure.finding == Finding.NO_KERNEL_WORK
     # and "0 against 0" is not a pass either: it says the rule does not apply
     nothing_needed = judge(_shapes("bench", 0.0, 0.0), CHECKED, on_tpu=False)
     assert {d.name: d.outcome for d in nothing_needed.defences}["work"] == "not applicable"
@@ -89,7 +99,8 @@ def test_no_matmul_work_against_a_reference_that_has_matmuls_never_passes():
 def test_a_grid_that_leaves_part_of_the_output_unwritten_is_rejected():
     findings = judge(_shapes("bench", 1e9, 1e9, coverage=0.5), CHECKED, on_tpu=False)
     assert findings.failure.name == "coverage"
-    assert "stale memory" in findings.failure.detail and "50.0%" in findings.failure.detail
+    assert findings.failure.finding == Finding.COVERAGE_SHRINKS
+    assert findings.failure.figures == Coverage(0.5, 1.0)
 
 
 def test_a_body_that_drops_arithmetic_or_changes_matmul_types_is_rejected():
@@ -98,11 +109,12 @@ def test_a_body_that_drops_arithmetic_or_changes_matmul_types_is_rejected():
         _shapes("check", 1e6, 1e6, operations=("dot_general", "exp")),
         on_tpu=False,
     )
-    assert no_exp.failure.name == "bodies" and "exp" in no_exp.failure.detail
+    assert no_exp.failure.finding == Finding.OPERATIONS_DROPPED
+    assert isinstance(no_exp.failure.figures, Bodies) and no_exp.failure.figures.dropped == ("exp",)
     fp8 = judge(
         _shapes("bench", 1e9, 1e9, types=("float8 x float8 -> float32",)), CHECKED, on_tpu=False
     )
-    assert fp8.failure.name == "bodies" and "operand types" in fp8.failure.detail
+    assert fp8.failure.name == "bodies" and fp8.failure.finding == Finding.MATMUL_TYPES_CHANGED
 
 
 def test_data_dependent_work_is_not_judged_by_flops_and_says_so():
