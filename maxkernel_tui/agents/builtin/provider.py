@@ -17,6 +17,7 @@ import json
 from collections.abc import AsyncGenerator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from maxkernel_tui.agents.background import in_daemon_thread
 from maxkernel_tui.agents.builtin.context import read_context
@@ -85,15 +86,17 @@ class BuiltinProvider:
             yield Finish("stop")
             return
         step = read_context(request.context, self.target)
-        if lowers_first(step.role, request):
+        role = step.role
+        assert role is not None  # read_context requires one of its ROLES
+        if lowers_first(role, request):
             async for chunk in self._debug_with_lower(step, request):
                 yield chunk
             return
-        if step.role == Role.PROFILER:
+        if role == Role.PROFILER:
             assert step.profile is not None  # read_context requires it for this role
             text = diagnose(step.profile, step.target)
         else:
-            text = await self._ask_worker(step)
+            text = await self._ask_worker(step.task_dir, step.to_request(role))
         yield TextDelta(text)
         yield TokenCount(0, 0)
         yield Finish("stop")
@@ -106,7 +109,8 @@ class BuiltinProvider:
         lowered = lowered_so_far(request)
         failed = [item for item in lowered if item.failed]
         current = replace(step, kernel=failed[-1].source) if failed else step
-        text = await self._ask_worker(current)  # the same fix that was lowered last, if it passed
+        # the same fix that was lowered last, if it passed
+        text = await self._ask_worker(current.task_dir, current.to_request(Role.DEBUGGER))
         ended = bool(lowered) and not lowered[-1].failed  # passed, or the tool could not say
         if ended or len(lowered) >= MAX_LOWERS:
             yield TextDelta(note(lowered) + text)
@@ -134,9 +138,10 @@ class BuiltinProvider:
         description): that step then finds the drafts made. A failure here is left for the
         step to meet and report; cancelled, the drafting stops (its worker is killed, so no
         thread waits on it)."""
-        step = StepContext(task_dir=task_dir, target=target, role=DRAFT_AHEAD)
         try:
-            await self._ask_worker(step)
+            await self._ask_worker(
+                task_dir, {"role": DRAFT_AHEAD, "task_dir": task_dir, "target": target}
+            )
         except asyncio.CancelledError:
             if self._worker is not None:
                 self._worker.kill()
@@ -149,28 +154,29 @@ class BuiltinProvider:
             self._worker.close()
             self._worker = None
 
-    async def _ask_worker(self, step: StepContext) -> str:
+    async def _ask_worker(self, task_dir: str, request: dict[str, Any]) -> str:
+        """The worker's answer to `request` (a step's context, or the draft-ahead request)."""
         async with self._lock:
             if self._worker is None:
                 # the cache dir: the worker reads the reference's cost from the task catalog
                 env = dict(jax_worker_env(), MAXKERNEL_TUI_CACHE_DIR=str(cache_dir()))
                 # the task's code runs there (its jaxpr is read): sandboxed, reading the task
                 policy = sandbox_policy(
-                    readable=(step.task_dir, cache_dir()),
+                    readable=(task_dir, cache_dir()),
                     xla_cache=XlaCache.SHARED,
-                    xla_scope=folder_digest(Path(step.task_dir)),
+                    xla_scope=folder_digest(Path(task_dir)),
                 )
                 self._worker = LineWorker(python_module_argv(WORKER_MODULE), env, sandbox=policy)
             try:
                 # a daemon thread: a process that exits does not wait for the worker's answer
                 data = await in_daemon_thread(
-                    self._worker.ask, json.dumps(step.to_request(step.role)), self._step_timeout_s
+                    self._worker.ask, json.dumps(request), self._step_timeout_s
                 )
             except WorkerFailure as failure:
                 # A crashed worker restarts on the next ask; a step that timed out would time out
                 # again.
                 raise ProviderError(
-                    f"the built-in agent's worker failed on the {step.role} step: {failure}",
+                    f"the built-in agent's worker failed on the {request['role']} step: {failure}",
                     retryable=failure.kind == FailureKind.DIED,
                 ) from None
         reply = WorkerReply.from_json(data)
@@ -179,5 +185,5 @@ class BuiltinProvider:
         if reply.failure is Failure.CANNOT_PLAN:
             raise CannotPlanError(reply.error)
         raise BuiltinAgentError(
-            f"the built-in agent could not answer the {step.role} step: {reply.error}"
+            f"the built-in agent could not answer the {request['role']} step: {reply.error}"
         )

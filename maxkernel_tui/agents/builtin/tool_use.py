@@ -31,7 +31,7 @@ class Lowered:
         return FAILED in self.result
 
 
-def lowers_first(role: str, request: Request) -> bool:
+def lowers_first(role: Role, request: Request) -> bool:
     """The step is the debugger's and `lower` is offered: it lowers before proposing."""
     return role == Role.DEBUGGER and any(tool.name == LOWER for tool in request.tools)
 

@@ -12,6 +12,8 @@ import functools
 from collections.abc import Iterable
 from importlib import resources
 
+from maxkernel_tui.agents.roles.role import Role
+
 # Topic name -> one line saying what it covers (also shown to agents that pick topics).
 TOPICS: dict[str, str] = {
     "harness": (
@@ -44,14 +46,14 @@ TOPICS: dict[str, str] = {
 # implementer writes code, the debugger maps an error to a fix, the profiler and autotuner
 # reason about budgets and overlap, the explainer answers the engineer's questions, the tester
 # reads evaluation reports.
-ROLE_TOPICS: dict[str, tuple[str, ...]] = {
-    "planner": ("tiling", "blockspec", "memory", "matmul", "pipelining", "experts"),
-    "implementer": ("harness", "blockspec", "memory", "matmul", "rowwise"),
-    "debugger": ("errors", "harness", "blockspec", "memory"),
-    "profiler": ("tiling", "pipelining", "matmul", "experts"),
-    "autotuner": ("harness", "tiling", "blockspec"),
-    "explainer": ("memory", "blockspec", "tiling", "pipelining"),
-    "tester": ("harness", "errors"),
+ROLE_TOPICS: dict[Role, tuple[str, ...]] = {
+    Role.PLANNER: ("tiling", "blockspec", "memory", "matmul", "pipelining", "experts"),
+    Role.IMPLEMENTER: ("harness", "blockspec", "memory", "matmul", "rowwise"),
+    Role.DEBUGGER: ("errors", "harness", "blockspec", "memory"),
+    Role.PROFILER: ("tiling", "pipelining", "matmul", "experts"),
+    Role.AUTOTUNER: ("harness", "tiling", "blockspec"),
+    Role.EXPLAINER: ("memory", "blockspec", "tiling", "pipelining"),
+    Role.TESTER: ("harness", "errors"),
 }
 
 # Extra topics for a task family (the `category` of a suite task), added after the role's.
@@ -88,7 +90,7 @@ def pack(names: Iterable[str]) -> str:
     return "\n".join(sections)
 
 
-def role_topics(role: str, family: str | None = None) -> list[str]:
+def role_topics(role: Role, family: str | None = None) -> list[str]:
     """The topic names `for_role` would pack: the role's defaults, then the family's extras."""
     if role not in ROLE_TOPICS:
         raise KeyError(
@@ -98,7 +100,7 @@ def role_topics(role: str, family: str | None = None) -> list[str]:
     return list(dict.fromkeys((*ROLE_TOPICS[role], *extras)))
 
 
-def for_role(role: str, family: str | None = None) -> str:
+def for_role(role: Role, family: str | None = None) -> str:
     """The knowledge a sub-agent in `role` gets in its prompt, optionally widened for the task's
     family (e.g. "attention" adds the online-softmax topic). Unknown families add nothing."""
     return pack(role_topics(role, family))

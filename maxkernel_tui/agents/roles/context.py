@@ -74,7 +74,7 @@ class StepContext:
     entry_point: str = "computation"  # the function a kernel defines (JAXBench's: `workload`)
     iteration: int = 1
     task_facts: str = ""  # description, shapes per configuration, reference source
-    role: str = ""  # set by the request that carries the context
+    role: Role | None = None  # set by the request that carries the context
     kernel: str | None = None
     plan: str | None = None
     feedback: tuple[str, ...] = ()  # rejections and chat messages, oldest first
@@ -88,7 +88,7 @@ class StepContext:
     previous_attempts: tuple[str, ...] = field(default=())  # earlier failed fixes (debugger)
     turned_down: tuple[TurnedDown, ...] = ()  # this step's proposals turned down, oldest first
 
-    def to_request(self, role: str) -> dict[str, Any]:
+    def to_request(self, role: Role) -> dict[str, Any]:
         """The data that travels with `role`'s request (the prose parts stay in the prompt)."""
         return {
             "role": role,
@@ -114,7 +114,7 @@ class StepContext:
             task_dir=str(data["task_dir"]),
             target=str(data["target"]),
             iteration=int(data.get("iteration") or 1),
-            role=str(data.get("role") or ""),
+            role=Role(data["role"]) if data.get("role") else None,
             kernel=data.get("kernel"),
             plan=data.get("plan"),
             feedback=tuple(data.get("feedback") or ()),
