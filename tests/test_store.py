@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from maxkernel_tui.kernels.report.checks import Verdict
+from maxkernel_tui.kernels.report.status import Verdict
 from maxkernel_tui.store import (
     MIGRATIONS,
     REDACTED,

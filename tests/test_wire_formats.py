@@ -65,9 +65,10 @@ from maxkernel_tui.kernels.perf.device_trace import DmaShare
 from maxkernel_tui.kernels.perf.model import Estimate
 from maxkernel_tui.kernels.perf.summary import ProfileSummary
 from maxkernel_tui.kernels.report.basis import Basis, Clock
-from maxkernel_tui.kernels.report.checks import FAIL, Check, Timing, Verdict
+from maxkernel_tui.kernels.report.checks import FAIL, Check, Timing
 from maxkernel_tui.kernels.report.expert import ExpertComparison
 from maxkernel_tui.kernels.report.reasons import Reason, Said
+from maxkernel_tui.kernels.report.status import Verdict
 
 feat = KernelFeatures("memory", 8, 1 << 20, 2.5e9, 4096)
 block = Block("input 0", [128, 256], [1024, 256], "bfloat16", "vmem", 65536, 8)

@@ -13,7 +13,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from maxkernel_tui.kernels.report.checks import CheckStatus, Verdict
+from maxkernel_tui.kernels.report.status import CheckStatus, Verdict
 from maxkernel_tui.kernels.task import TaskError
 from maxkernel_tui.services.sessions import local_time
 from maxkernel_tui.services.tasks import task_argument, task_label

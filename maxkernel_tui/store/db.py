@@ -23,7 +23,7 @@ from dataclasses import astuple, replace
 from pathlib import Path
 from typing import Any
 
-from maxkernel_tui.kernels.report.checks import Verdict
+from maxkernel_tui.kernels.report.status import Verdict
 from maxkernel_tui.store.best import Candidate, pick_best
 from maxkernel_tui.store.kinds import ACTIVE, Mode, NodeStatus, SessionStatus, StoreError
 from maxkernel_tui.store.redact import redact, redact_text

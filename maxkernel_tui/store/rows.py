@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from maxkernel_tui.kernels.report.checks import Verdict
+from maxkernel_tui.kernels.report.status import Verdict
 from maxkernel_tui.store.kinds import BestRule, Mode, NodeStatus, SessionStatus
 
 

@@ -20,7 +20,8 @@ from typing import Any, ClassVar, Union, get_args, get_origin, get_type_hints
 from maxkernel_tui.agents.orchestration.gates import Action, Decider, Subject
 from maxkernel_tui.agents.roles.role import Role
 from maxkernel_tui.kernels.perf.summary import ProfileSummary
-from maxkernel_tui.kernels.report.checks import EvalReport, Verdict
+from maxkernel_tui.kernels.report.checks import EvalReport
+from maxkernel_tui.kernels.report.status import Verdict
 from maxkernel_tui.store.kinds import Mode, NodeStatus
 
 

@@ -13,7 +13,8 @@ from maxkernel_tui.agents.orchestration.gates import Subject
 from maxkernel_tui.agents.orchestration.report_text import failure_text
 from maxkernel_tui.agents.orchestration.steps import Steps
 from maxkernel_tui.agents.roles.prompts import IMPLEMENTER
-from maxkernel_tui.kernels.report.checks import ACCEPTED, REJECTED, Verdict
+from maxkernel_tui.kernels.report.checks import ACCEPTED, REJECTED
+from maxkernel_tui.kernels.report.status import Verdict
 
 
 @dataclass(frozen=True)

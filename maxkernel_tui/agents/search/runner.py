@@ -41,7 +41,7 @@ from maxkernel_tui.agents.search.graph import (
 )
 from maxkernel_tui.agents.search.limits import CappedTools, GatedClient
 from maxkernel_tui.kernels.executors.errors import EvaluationLost
-from maxkernel_tui.kernels.report.checks import Verdict
+from maxkernel_tui.kernels.report.status import Verdict
 from maxkernel_tui.store.kinds import Mode, SessionStatus
 
 INITIAL = (

@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from enum import StrEnum
 from typing import Any
 
 from maxkernel_tui.codec import JsonData, Shape, Unknown
@@ -21,20 +20,9 @@ from maxkernel_tui.kernels.report.reasons import (
     figures_from_json,
     figures_to_json,
 )
+from maxkernel_tui.kernels.report.status import CheckStatus, Verdict
 from maxkernel_tui.kernels.report.words import SPEEDUP as SPEEDUP
 from maxkernel_tui.kernels.report.words import check_words
-
-
-class CheckStatus(StrEnum):
-    PASS = "pass"
-    FAIL = "fail"
-    SKIP = "skip"  # not run, and says why (e.g. timing without a TPU)
-
-
-class Verdict(StrEnum):
-    ACCEPTED = "accepted"
-    REJECTED = "rejected"
-
 
 PASS, FAIL, SKIP = CheckStatus.PASS, CheckStatus.FAIL, CheckStatus.SKIP
 ACCEPTED, REJECTED = Verdict.ACCEPTED, Verdict.REJECTED

@@ -10,6 +10,7 @@ from typing import Annotated, Any, get_args
 
 from maxkernel_tui.codec import Tagged, decode_object, encode_object
 from maxkernel_tui.kernels.report.expert import ExpertComparison
+from maxkernel_tui.kernels.report.status import CheckStatus
 
 
 class Reason(StrEnum):
@@ -161,7 +162,7 @@ class TracerClaim(StrEnum):
 class Unbelievable:
     claim: TracerClaim
     name: str  # the check, the configuration, or the kind of line
-    status: str = ""  # the check's
+    status: CheckStatus | None = None  # the check's (a JUDGES_CHECK claim)
 
 
 class Mismatch(StrEnum):

@@ -18,7 +18,8 @@ from maxkernel_tui.agents.orchestration.gates import Action, Decider, Subject
 from maxkernel_tui.agents.orchestration.journal import Journal
 from maxkernel_tui.agents.roles.role import Role
 from maxkernel_tui.kernels.perf.summary import ProfileSummary
-from maxkernel_tui.kernels.report.checks import EvalReport, Verdict
+from maxkernel_tui.kernels.report.checks import EvalReport
+from maxkernel_tui.kernels.report.status import Verdict
 from maxkernel_tui.store.db import Store
 from maxkernel_tui.store.kinds import Mode, NodeStatus
 from tests.fakes.role_provider import RoleProvider

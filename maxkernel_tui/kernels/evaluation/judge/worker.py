@@ -66,15 +66,7 @@ from maxkernel_tui.kernels.evaluation.tracer.transport import interpreted
 from maxkernel_tui.kernels.evaluation.work import kernel_work, production_checks
 from maxkernel_tui.kernels.evaluation.work.jaxpr_work import Work, measure
 from maxkernel_tui.kernels.loader import load_task
-from maxkernel_tui.kernels.report.checks import (
-    EDGE,
-    FAIL,
-    NUMERICS,
-    PASS,
-    SKIP,
-    Check,
-    CheckStatus,
-)
+from maxkernel_tui.kernels.report.checks import EDGE, FAIL, NUMERICS, PASS, SKIP, Check
 from maxkernel_tui.kernels.report.reasons import (
     Defence,
     DefenceName,
@@ -88,6 +80,7 @@ from maxkernel_tui.kernels.report.reasons import (
     Unfit,
     WorkShare,
 )
+from maxkernel_tui.kernels.report.status import CheckStatus
 from maxkernel_tui.kernels.sandbox.confine import drain_refusals, use_task_cache
 from maxkernel_tui.kernels.sandbox.report import SANDBOX, sandbox_check
 from maxkernel_tui.kernels.targets import TpuTarget

@@ -26,7 +26,6 @@ from maxkernel_tui.kernels.report.checks import (
     SKIP,
     TILES,
     Check,
-    CheckStatus,
     EvalReport,
 )
 from maxkernel_tui.kernels.report.reasons import (
@@ -36,6 +35,7 @@ from maxkernel_tui.kernels.report.reasons import (
     Said,
     TilesFigures,
 )
+from maxkernel_tui.kernels.report.status import CheckStatus
 from maxkernel_tui.kernels.task import Task
 
 
