@@ -25,9 +25,17 @@ from typing import Any
 
 from maxkernel_tui.kernels.report.status import Verdict
 from maxkernel_tui.store.best import Candidate, pick_best
-from maxkernel_tui.store.kinds import ACTIVE, Mode, NodeStatus, SessionStatus, StoreError
+from maxkernel_tui.store.kinds import (
+    ACTIVE,
+    EventKind,
+    Mode,
+    NodeStatus,
+    SessionStatus,
+    StoreError,
+)
 from maxkernel_tui.store.redact import redact, redact_text
 from maxkernel_tui.store.rows import (
+    SESSION_COLUMNS,
     BestKernel,
     Evaluation,
     Event,
@@ -158,7 +166,7 @@ class Store:
 
     def session(self, session_id: str) -> Session:
         rows = self._read(
-            f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?",
+            f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?",
             (session_id,),
         )
         if not rows:
@@ -187,7 +195,7 @@ class Store:
         sessions = [
             Session.of_row(r)
             for r in self._read(
-                f"SELECT {_SESSION_COLUMNS} FROM sessions ORDER BY updated DESC, rowid DESC"
+                f"SELECT {SESSION_COLUMNS} FROM sessions ORDER BY updated DESC, rowid DESC"
             )
         ]
         counts = dict(
@@ -223,7 +231,7 @@ class Store:
     # -- events -----------------------------------------------------------------------------
 
     def append_event(
-        self, session_id: str, kind: str, payload: Mapping[str, Any] | None = None
+        self, session_id: str, kind: EventKind, payload: Mapping[str, Any] | None = None
     ) -> Event:
         """Store an event and return it once committed: show only what this returns."""
         text = _dumps(payload or {})
@@ -247,7 +255,7 @@ class Store:
             "WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?",
             (session_id, after_seq, -1 if limit is None else limit),
         )
-        return [Event(s, seq, kind, json.loads(payload), t) for s, seq, kind, payload, t in rows]
+        return [Event.of_row(row) for row in rows]
 
     def last_seq(self, session_id: str) -> int:
         return int(
@@ -555,15 +563,6 @@ def _row_id(cursor: sqlite3.Cursor) -> int:
     assert cursor.lastrowid is not None
     return cursor.lastrowid
 
-
-# A session's columns, and its task's folder from the first event that names one (the session's
-# start: its payload has `task_dir`), so that a session written before that folder had a column
-# of its own is told apart from a session on another task with the same id too.
-_SESSION_COLUMNS = (
-    "id, task_id, mode, status, title, created, updated, COALESCE((SELECT json_extract("
-    "payload, '$.task_dir') FROM events WHERE events.session_id = sessions.id AND "
-    "json_extract(payload, '$.task_dir') IS NOT NULL ORDER BY seq LIMIT 1), '')"
-)
 
 _SHARED: dict[tuple[int, Path], Store] = {}
 _SHARED_LOCK = threading.Lock()

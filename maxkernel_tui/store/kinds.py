@@ -1,6 +1,7 @@
 """The session store's vocabularies (how a session's proposals are decided, a session's state,
-a search node's state) and its error. Stdlib only; apart from the rows (rows.py), so that the
-workbench's first frame names a mode without making the rows' dataclasses."""
+a search node's state, an event's kind) and its error. Stdlib only; apart from the rows
+(rows.py), so that the workbench's first frame names a mode without making the rows'
+dataclasses."""
 
 from __future__ import annotations
 
@@ -45,6 +46,36 @@ class BestRule(StrEnum):
     BEST_SCORE = "the best score among its accepted versions"
     LATEST_ACCEPTED = "the latest accepted version (none has a score)"
     NOTHING_ACCEPTED = "no version accepted: the latest version"
+
+
+class EventKind(StrEnum):
+    """The kind of a session's event: the store's `kind` column, one per event class
+    (agents/orchestration/events.py). A kind this release does not know (an older store's)
+    is read back as its text."""
+
+    SESSION_STARTED = "session_started"
+    STEP_STARTED = "step_started"
+    TEXT = "text"
+    LLM_ANSWER = "llm_answer"
+    TOOLS_CALLED = "tools_called"
+    TOOL_RESULT = "tool_result"
+    USAGE = "usage"
+    PROPOSAL = "proposal"
+    DECISION = "decision"
+    VERSION = "version"
+    EVALUATION = "evaluation"
+    EARLIER_VERDICT = "earlier_verdict"
+    PROPOSAL_REPEATED = "proposal_repeated"
+    PROFILE = "profile"
+    NOTE = "note"
+    EDGE_CASES = "edge_cases"
+    INTERVENTION = "intervention"
+    MODE = "mode"
+    BUDGET = "budget"
+    ERROR = "error"
+    SESSION_ENDED = "session_ended"
+    SEARCH_NODE = "search_node"
+    STRATEGY_SKIPPED = "strategy_skipped"
 
 
 HITL, AUTO, GRAPH = Mode.HITL, Mode.AUTO, Mode.GRAPH

@@ -3,11 +3,21 @@ use live in kinds.py."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from maxkernel_tui.kernels.report.status import Verdict
-from maxkernel_tui.store.kinds import BestRule, Mode, NodeStatus, SessionStatus
+from maxkernel_tui.store.kinds import BestRule, EventKind, Mode, NodeStatus, SessionStatus
+
+# A session's columns, and its task's folder from the first event that names one (the session's
+# start: its payload has `task_dir`), so that a session written before that folder had a column
+# of its own is told apart from a session on another task with the same id too.
+SESSION_COLUMNS = (
+    "id, task_id, mode, status, title, created, updated, COALESCE((SELECT json_extract("
+    "payload, '$.task_dir') FROM events WHERE events.session_id = sessions.id AND "
+    "json_extract(payload, '$.task_dir') IS NOT NULL ORDER BY seq LIMIT 1), '')"
+)
 
 
 @dataclass(frozen=True)
@@ -25,7 +35,7 @@ class Session:
 
     @classmethod
     def of_row(cls, row: tuple[Any, ...]) -> Session:
-        """A `sessions` row (`_SESSION_COLUMNS` in order), its vocabularies typed."""
+        """A `sessions` row (`SESSION_COLUMNS` in order), its vocabularies typed."""
         id_, task_id, mode, status, *rest = row
         return cls(id_, task_id, Mode(mode), SessionStatus(status), *rest)
 
@@ -34,9 +44,16 @@ class Session:
 class Event:
     session_id: str
     seq: int  # 1, 2, 3, ... within the session, no gaps
-    kind: str
+    kind: EventKind | str  # str: a kind this release does not know, as an older store kept it
     payload: dict[str, Any]
     time: float
+
+    @classmethod
+    def of_row(cls, row: tuple[Any, ...]) -> Event:
+        """An `events` row (session_id, seq, kind, payload, time), its kind typed when known."""
+        session_id, seq, kind, payload, time = row
+        known = kind in EventKind.__members__.values()
+        return cls(session_id, seq, EventKind(kind) if known else kind, json.loads(payload), time)
 
 
 @dataclass(frozen=True)

@@ -22,12 +22,12 @@ from maxkernel_tui.agents.roles.role import Role
 from maxkernel_tui.kernels.perf.summary import ProfileSummary
 from maxkernel_tui.kernels.report.checks import EvalReport
 from maxkernel_tui.kernels.report.status import Verdict
-from maxkernel_tui.store.kinds import Mode, NodeStatus
+from maxkernel_tui.store.kinds import EventKind, Mode, NodeStatus
 
 
 @dataclass(frozen=True)
 class SessionEvent:
-    kind: ClassVar[str] = ""
+    kind: ClassVar[EventKind]
     ref: str  # not "key": the store redacts fields named like credentials
 
     def payload(self) -> dict[str, Any]:
@@ -39,7 +39,7 @@ class SessionEvent:
 class SessionStarted(SessionEvent):
     """What the session is about and how it runs: enough to resume it in another process."""
 
-    kind: ClassVar[str] = "session_started"
+    kind: ClassVar[EventKind] = EventKind.SESSION_STARTED
     task_dir: str
     task_id: str
     mode: Mode
@@ -53,7 +53,7 @@ class SessionStarted(SessionEvent):
 
 @dataclass(frozen=True)
 class StepStarted(SessionEvent):
-    kind: ClassVar[str] = "step_started"
+    kind: ClassVar[EventKind] = EventKind.STEP_STARTED
     step: str
     role: Role
     iteration: int
@@ -64,7 +64,7 @@ class StepStarted(SessionEvent):
 class TextChunk(SessionEvent):
     """Streamed model text, coalesced (a few per second, not one per token)."""
 
-    kind: ClassVar[str] = "text"
+    kind: ClassVar[EventKind] = EventKind.TEXT
     step: str
     role: Role
     text: str
@@ -76,7 +76,7 @@ class LlmAnswer(SessionEvent):
     `tokens` and `cost_usd` are the step's whole conversation's, its turns that called tools
     included."""
 
-    kind: ClassVar[str] = "llm_answer"
+    kind: ClassVar[EventKind] = EventKind.LLM_ANSWER
     step: str
     role: Role
     text: str
@@ -90,7 +90,7 @@ class ToolsCalled(SessionEvent):
     """A model turn that called tools instead of answering: on resume it is replayed, and the
     model is not asked that turn again."""
 
-    kind: ClassVar[str] = "tools_called"
+    kind: ClassVar[EventKind] = EventKind.TOOLS_CALLED
     step: str
     role: Role
     turn: int  # the step's model turns, from 0
@@ -106,7 +106,7 @@ class ToolAnswered(SessionEvent):
     """One tool call's result as the model read it (a refused or failed call too): on resume it
     is given to the model again, and the tool is not run again."""
 
-    kind: ClassVar[str] = "tool_result"
+    kind: ClassVar[EventKind] = EventKind.TOOL_RESULT
     step: str
     role: Role
     call_id: str
@@ -121,7 +121,7 @@ class ToolAnswered(SessionEvent):
 class UsageReport(SessionEvent):
     """One attempt of a call (failed ones cost too) and the session's totals after it."""
 
-    kind: ClassVar[str] = "usage"
+    kind: ClassVar[EventKind] = EventKind.USAGE
     step: str
     model: str
     prompt_tokens: int
@@ -134,7 +134,7 @@ class UsageReport(SessionEvent):
 
 @dataclass(frozen=True)
 class ProposalMade(SessionEvent):
-    kind: ClassVar[str] = "proposal"
+    kind: ClassVar[EventKind] = EventKind.PROPOSAL
     step: str
     role: Role
     subject: Subject  # plan or kernel
@@ -147,7 +147,7 @@ class ProposalMade(SessionEvent):
 
 @dataclass(frozen=True)
 class DecisionMade(SessionEvent):
-    kind: ClassVar[str] = "decision"
+    kind: ClassVar[EventKind] = EventKind.DECISION
     step: str
     action: Action
     content: str | None = None
@@ -158,7 +158,7 @@ class DecisionMade(SessionEvent):
 
 @dataclass(frozen=True)
 class VersionCreated(SessionEvent):
-    kind: ClassVar[str] = "version"
+    kind: ClassVar[EventKind] = EventKind.VERSION
     step: str
     version_id: int
     number: int
@@ -167,7 +167,7 @@ class VersionCreated(SessionEvent):
 
 @dataclass(frozen=True)
 class EvaluationDone(SessionEvent):
-    kind: ClassVar[str] = "evaluation"
+    kind: ClassVar[EventKind] = EventKind.EVALUATION
     step: str
     version_id: int
     verdict: Verdict
@@ -186,7 +186,7 @@ class EarlierVerdict(SessionEvent):
     """A step's kernel was judged before (same normalised source, task snapshot, configurations
     and target): its earlier verdict stands, nothing is evaluated and no version is added."""
 
-    kind: ClassVar[str] = "earlier_verdict"
+    kind: ClassVar[EventKind] = EventKind.EARLIER_VERDICT
     step: str
     version_id: int  # the version that was judged, which becomes the current kernel again
     version_number: int
@@ -201,7 +201,7 @@ class ProposalRepeated(SessionEvent):
     """A role proposed a kernel already turned down: it is not shown at the gate, and the role is
     asked for another (`nothing_new`: it had none, and the step ends)."""
 
-    kind: ClassVar[str] = "proposal_repeated"
+    kind: ClassVar[EventKind] = EventKind.PROPOSAL_REPEATED
     step: str
     role: Role
     rejection: str  # verdicts.Rejection.words()
@@ -210,7 +210,7 @@ class ProposalRepeated(SessionEvent):
 
 @dataclass(frozen=True)
 class ProfileDone(SessionEvent):
-    kind: ClassVar[str] = "profile"
+    kind: ClassVar[EventKind] = EventKind.PROFILE
     step: str
     version_id: int | None  # None for an estimate only (an autotune candidate)
     score: float | None  # the fitness the loop ranks by
@@ -225,7 +225,7 @@ class Note(SessionEvent):
     """A sub-agent's text that informs later steps without a gate (diagnosis, autotune log,
     answer)."""
 
-    kind: ClassVar[str] = "note"
+    kind: ClassVar[EventKind] = EventKind.NOTE
     step: str
     role: Role
     text: str
@@ -236,7 +236,7 @@ class EdgeCasesChosen(SessionEvent):
     """The tester's edge-case configurations after validation: the accepted ones join every later
     evaluation (a resumed session takes them from here, without validating again)."""
 
-    kind: ClassVar[str] = "edge_cases"
+    kind: ClassVar[EventKind] = EventKind.EDGE_CASES
     step: str
     accepted: list[list[Any]]  # [name, params] pairs
     rejected: list[str]  # one reason per rejected proposal
@@ -246,7 +246,7 @@ class EdgeCasesChosen(SessionEvent):
 class Intervention(SessionEvent):
     """The engineer's edit of the source or plan, or a chat message, taken at a step boundary."""
 
-    kind: ClassVar[str] = "intervention"
+    kind: ClassVar[EventKind] = EventKind.INTERVENTION
     step: str
     subject: Subject  # kernel | plan | message | mode
     content: str
@@ -254,21 +254,21 @@ class Intervention(SessionEvent):
 
 @dataclass(frozen=True)
 class ModeChanged(SessionEvent):
-    kind: ClassVar[str] = "mode"
+    kind: ClassVar[EventKind] = EventKind.MODE
     step: str
     mode: Mode
 
 
 @dataclass(frozen=True)
 class BudgetReport(SessionEvent):
-    kind: ClassVar[str] = "budget"
+    kind: ClassVar[EventKind] = EventKind.BUDGET
     step: str
     message: str
 
 
 @dataclass(frozen=True)
 class ErrorRaised(SessionEvent):
-    kind: ClassVar[str] = "error"
+    kind: ClassVar[EventKind] = EventKind.ERROR
     step: str
     role: Role  # ENGINE for the engine's own
     message: str
@@ -276,7 +276,7 @@ class ErrorRaised(SessionEvent):
 
 @dataclass(frozen=True)
 class SessionEnded(SessionEvent):
-    kind: ClassVar[str] = "session_ended"
+    kind: ClassVar[EventKind] = EventKind.SESSION_ENDED
     reason: str
     best_version_id: int | None
     best_score: float | None
@@ -289,7 +289,7 @@ class SearchNodeChanged(SessionEvent):
     """A graph-search node as it is now (created, running, judged, merged, pruned); the store's
     `search_nodes` row says the same."""
 
-    kind: ClassVar[str] = "search_node"
+    kind: ClassVar[EventKind] = EventKind.SEARCH_NODE
     node: str  # the node's ref within the search, e.g. "n7"
     number: int  # the "#7" a user sees
     status: NodeStatus
@@ -308,13 +308,13 @@ class StrategySkipped(SessionEvent):
     """A search strategy the agent has no move for on a node's kernel: skipped before it cost a
     node or an evaluation."""
 
-    kind: ClassVar[str] = "strategy_skipped"
+    kind: ClassVar[EventKind] = EventKind.STRATEGY_SKIPPED
     node: str  # the parent it would have grown from
     strategy: str
     reason: str
 
 
-EVENT_TYPES: dict[str, type[SessionEvent]] = {
+EVENT_TYPES: dict[EventKind, type[SessionEvent]] = {
     cls.kind: cls
     for cls in (
         SessionStarted,
@@ -344,10 +344,15 @@ EVENT_TYPES: dict[str, type[SessionEvent]] = {
 }
 
 
-def decode(kind: str, payload: dict[str, Any]) -> SessionEvent:
+def decode(kind: EventKind | str, payload: dict[str, Any]) -> SessionEvent:
     """A stored event back as its class, typed; unknown fields (from a newer release) are
-    dropped, and the forms older releases stored are read (`_upgraded`)."""
-    cls = EVENT_TYPES[kind]
+    dropped, and the forms older releases stored are read (`_upgraded`). A kind this release
+    does not know (the store's row keeps it as text) is refused."""
+    try:
+        cls = EVENT_TYPES[EventKind(kind)]
+    except ValueError:
+        known = ", ".join(EventKind)
+        raise KeyError(f"no event of kind {kind!r} in this release; known: {known}") from None
     readers = _readers(cls)
     if cls is DecisionMade and payload.get("by") == "":
         payload = {**payload, "by": None}  # an older release kept "" for "not known"

@@ -21,7 +21,7 @@ from maxkernel_tui.kernels.perf.summary import ProfileSummary
 from maxkernel_tui.kernels.report.checks import EvalReport
 from maxkernel_tui.kernels.report.status import Verdict
 from maxkernel_tui.store.db import Store
-from maxkernel_tui.store.kinds import Mode, NodeStatus
+from maxkernel_tui.store.kinds import EventKind, Mode, NodeStatus
 from tests.fakes.role_provider import RoleProvider
 from tests.support.engine import DIAGNOSIS, GOOD, Bench, accepted, kernel, plan, summary
 
@@ -52,6 +52,33 @@ def test_every_event_is_stored_as_json_and_read_back_equal_and_typed(tmp_path, e
     assert back == event
     for f in fields(back):  # the same types, not strings that compare equal
         assert type(getattr(back, f.name)) is type(getattr(event, f.name)), f.name
+
+
+def test_each_event_class_has_its_own_kind_stored_as_its_text_and_read_back_typed(
+    tmp_path,
+) -> None:
+    kinds = [cls.kind for cls in ev.SessionEvent.__subclasses__()]
+    assert sorted(kinds) == sorted(EventKind) and set(ev.EVENT_TYPES) == set(EventKind)
+    with Store(tmp_path / "s.db") as store:
+        session = store.create_session("12p", Mode.HITL)
+        event = ev.ModeChanged("m", "i1", Mode.AUTO)
+        store.append_event(session.id, event.kind, event.payload())
+        (row,) = store.events(session.id)
+    assert row.kind is EventKind.MODE
+    with sqlite3.connect(tmp_path / "s.db") as conn:
+        assert conn.execute("SELECT kind FROM events").fetchall() == [("mode",)]
+
+
+def test_a_kind_this_release_does_not_know_is_read_back_as_text_and_not_decoded(
+    tmp_path,
+) -> None:
+    with Store(tmp_path / "s.db") as store:
+        session = store.create_session("12p", Mode.HITL)
+        store.append_event(session.id, "retired", {"ref": "r"})  # type: ignore[arg-type]
+        (row,) = store.events(session.id)
+    assert row.kind == "retired" and not isinstance(row.kind, EventKind)
+    with pytest.raises(KeyError, match="no event of kind 'retired' in this release"):
+        ev.decode(row.kind, row.payload)
 
 
 def test_what_an_earlier_release_stored_is_read_back_typed(tmp_path) -> None:
