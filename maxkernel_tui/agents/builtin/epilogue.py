@@ -23,7 +23,7 @@ from maxkernel_tui.agents.builtin.primitives import (
     picks_one_per_row,
 )
 from maxkernel_tui.agents.builtin.program import Eqn, Literal, Operand, Var
-from maxkernel_tui.agents.builtin.stages import MatmulStage, Stage
+from maxkernel_tui.agents.builtin.stages import MatmulStage, OperandRole, Stage
 
 _PREFIX = {TILE: "y", GROUP_ROW: "g", ROW: "r", COL: "c", SCALAR: "s"}
 _KERNEL_SHAPE = {
@@ -37,7 +37,7 @@ GROUP_HELPER = "group_totals"
 
 
 # A reduction over rows yields one value per column, or a single value.
-_ACCUMULATOR_ROLE = {COL: "col", SCALAR: "scalar"}
+_ACCUMULATOR_ROLE = {COL: OperandRole.COL, SCALAR: OperandRole.SCALAR}
 _IDENTITY = {"reduce_sum": "0.0", "reduce_max": "-jnp.inf", "reduce_min": "jnp.inf"}
 _ACCUMULATE = {
     "reduce_sum": "{acc} + {part}",
@@ -54,7 +54,7 @@ class KernelBody:
     tile_temporaries: int = 0  # tile-sized values the body computes (for the VMEM estimate)
     step_lines: list[str] = field(default_factory=list)  # column-reduction stages: every row block
     # Column-reduction stages: (role, initial value as source) of each f32 accumulator.
-    accumulators: list[tuple[str, str]] = field(default_factory=list)
+    accumulators: list[tuple[OperandRole, str]] = field(default_factory=list)
 
 
 def emit_body(
@@ -76,7 +76,7 @@ class _Emitter:
         self.finish_lines: list[str] = []
         self.step_lines: list[str] = []
         self.lines = self.finish_lines  # where the next statement goes
-        self.accumulators: list[tuple[str, str]] = []
+        self.accumulators: list[tuple[OperandRole, str]] = []
         self.keywords: set[str] = set()
         self.helpers: set[str] = set()
         self.temporaries = 0

@@ -34,14 +34,20 @@ from maxkernel_tui.agents.builtin.stages import (
     ColumnReductionStage,
     ConvStage,
     MatmulStage,
+    OperandRole,
     Stage,
     mxu_stages,
 )
 from maxkernel_tui.agents.builtin.tunables import Tunables
 
-_ROLE = {TILE: "tile", ROW: "row", COL: "col", SCALAR: "scalar"}
+_ROLE = {
+    TILE: OperandRole.TILE,
+    ROW: OperandRole.ROW,
+    COL: OperandRole.COL,
+    SCALAR: OperandRole.SCALAR,
+}
 # The roles whose blocks are tiled along rows (the row block's alignment follows their dtypes).
-_ROW_TILED = ("lhs", "taps", "tile", "row")
+_ROW_TILED = (OperandRole.LHS, OperandRole.TAPS, OperandRole.TILE, OperandRole.ROW)
 # Each kind of stage: the piece that runs it, and the functions the file carries for it.
 _PIECE_RUNNER = {
     MatmulStage: "_matmul_stage",
@@ -64,7 +70,7 @@ _GROUP_TEMPORARIES = 2  # the chunked copy and the totals of _group_totals
 class _Operand:
     var: Var
     param: str  # its ref in the stage's body or epilogue is f"{param}_ref"
-    role: str  # lhs, rhs, rhs_t, image, taps, tile, row, col, scalar
+    role: OperandRole
     batched: bool
     form: tuple[Dim, ...]  # the array the stage's piece receives
     head: bool = False  # an operand of the stage's matmul or convolution (read by its head)
@@ -204,13 +210,15 @@ class _Writer:
                 )
                 lines = [*body.step_lines, "", "def finish():", *indent(lines, 1)]
                 lines += ["", "return finish"]
-                accumulated = [f"({role!r}, {initial})" for role, initial in body.accumulators]
+                accumulated = [f"({str(role)!r}, {initial})" for role, initial in body.accumulators]
                 more = [f"accumulators={_tuple(accumulated)}"]
         bound = ", ".join(f"{s}={s}" for s in symbols)
+        # the roles as the pieces read them: text
+        results = [f"({str(o.role)!r}, {dtype_source(o.var.dtype)})" for o in outputs]
         keywords = [
             *sizes,
-            f"roles={_tuple([repr(o.role) for o in extras])}",
-            f"outputs={_tuple([f'({o.role!r}, {dtype_source(o.var.dtype)})' for o in outputs])}",
+            f"roles={_tuple([repr(str(o.role)) for o in extras])}",
+            f"outputs={_tuple(results)}",
             f"{parameter}=functools.partial({name}, {bound})" if symbols else f"{parameter}={name}",
             *more,
         ]

@@ -10,6 +10,7 @@ planner's own values (program.py imports it).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import ClassVar
 
 import numpy as np
@@ -58,12 +59,29 @@ class Conv:
         return asked_precision(self.eqn)
 
 
+class OperandRole(StrEnum):
+    """How a stage's piece takes an operand or gives a result: the head's operands (a matmul's
+    lhs and rhs, transposed or not; a convolution's image and taps) and the blocks of the others
+    by their layout. The generated call passes them as text (`roles=`, `outputs=`), which the
+    pieces read."""
+
+    LHS = "lhs"
+    RHS = "rhs"
+    RHS_T = "rhs_t"
+    IMAGE = "image"
+    TAPS = "taps"
+    TILE = "tile"
+    ROW = "row"
+    COL = "col"
+    SCALAR = "scalar"
+
+
 @dataclass(frozen=True)
 class HeadOperand:
     """An operand of the matmul or convolution heading a stage, as the stage's wrapper takes it."""
 
     var: Var
-    role: str  # lhs, rhs, rhs_t, image, taps
+    role: OperandRole  # LHS, RHS, RHS_T, IMAGE or TAPS
     batched: bool
     form: tuple[Dim, ...]  # the array the stage's piece receives
 
@@ -169,11 +187,11 @@ class MatmulStage(Stage):
         matmul, frame = self.matmul, self.frame
         batch = (frame.batch_count,) if self.batched else ()
         rows, cols, depth = frame.row_count, frame.cols, matmul.depth
-        lhs = HeadOperand(matmul.lhs, "lhs", self.batched, batch + (rows, depth))
+        lhs = HeadOperand(matmul.lhs, OperandRole.LHS, self.batched, batch + (rows, depth))
         if matmul.rhs_transposed:
-            rhs = HeadOperand(matmul.rhs, "rhs_t", self.batched, batch + (cols, depth))
+            rhs = HeadOperand(matmul.rhs, OperandRole.RHS_T, self.batched, batch + (cols, depth))
         else:
-            rhs = HeadOperand(matmul.rhs, "rhs", self.batched, batch + (depth, cols))
+            rhs = HeadOperand(matmul.rhs, OperandRole.RHS, self.batched, batch + (depth, cols))
         return [lhs, rhs]
 
     @property
@@ -225,8 +243,8 @@ class ConvStage(Stage):
         # The piece lays the image out as column-shifted copies and the kernel by rows of taps.
         conv = self.conv
         return [
-            HeadOperand(conv.image, "image", True, conv.image.shape),
-            HeadOperand(conv.kernel, "taps", False, conv.kernel.shape),
+            HeadOperand(conv.image, OperandRole.IMAGE, True, conv.image.shape),
+            HeadOperand(conv.kernel, OperandRole.TAPS, False, conv.kernel.shape),
         ]
 
     @property
