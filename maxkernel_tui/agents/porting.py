@@ -19,7 +19,12 @@ from maxkernel_tui.agents.orchestration.session import provider_settings
 from maxkernel_tui.agents.providers import build_provider
 from maxkernel_tui.agents.roles.porter import build_port_request, parse_reference
 from maxkernel_tui.config import Settings
-from maxkernel_tui.kernels.importers import ImportOptions, PlainTaskSource, SourceImporter
+from maxkernel_tui.kernels.importers import (
+    ImporterKind,
+    ImportOptions,
+    PlainTaskSource,
+    SourceImporter,
+)
 from maxkernel_tui.kernels.importers.registry import offline_importers
 from maxkernel_tui.kernels.importers.torch_module import (
     DEFAULT_TOLERANCE,
@@ -62,7 +67,7 @@ class PorterImporter:
     first: the porter comes after it in `task_importers`), through the porter agent. `client` is
     None when no LLM provider is configured: the import then says what to set."""
 
-    kind = "porter"
+    kind = ImporterKind.PORTER
 
     def __init__(
         self, client: LLMClient | None, approve: Approve, model: str | None = None

@@ -11,8 +11,18 @@ worker and writes a folder in our format, so every importer gets the same guaran
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Protocol
+
+
+class ImporterKind(StrEnum):
+    """The kinds of source an importer reads; shown to the user ("from a jax-function") and
+    written into the task's `operation`."""
+
+    JAX_FUNCTION = "jax-function"
+    PYTORCH_MODULE = "pytorch-module"
+    PORTER = "porter"  # the porter agent's (agents/porting.py): Triton, CUDA, PyTorch by an LLM
 
 
 @dataclass(frozen=True)
@@ -53,7 +63,7 @@ class PlainTaskSource:
 class SourceImporter(Protocol):
     """One kind of source (JAX function, PyTorch module, ...)."""
 
-    kind: str  # shown to the user: "jax-function", "pytorch-module", ...
+    kind: ImporterKind
 
     def detects(self, path: Path, source: str) -> bool:
         """Whether this importer recognises the file (static: the source is not run)."""

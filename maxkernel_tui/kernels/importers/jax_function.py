@@ -16,10 +16,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from maxkernel_tui.kernels.importers import ImportOptions, PlainTaskSource
+from maxkernel_tui.kernels.importers import ImporterKind, ImportOptions, PlainTaskSource
 from maxkernel_tui.kernels.task import TaskImportError
 
-KIND = "jax-function"
+KIND = ImporterKind.JAX_FUNCTION
 _ARG = re.compile(r"^([a-z]+[0-9]*)\[([0-9, ]*)\]$")
 _TOKEN = re.compile(r"[^\s\[]+\[[^\]]*\]|\S+")  # a spec may hold spaces: i32[3, 5]
 _DTYPES = {

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from maxkernel_tui.kernels.description import TaskDescription
-from maxkernel_tui.kernels.importers import ImportOptions, SourceImporter
+from maxkernel_tui.kernels.importers import ImporterKind, ImportOptions, SourceImporter
 from maxkernel_tui.kernels.importers.registry import offline_importers, translate
 from maxkernel_tui.kernels.importers.writer import write_task
 from maxkernel_tui.kernels.limits import file_oversize_problem
@@ -21,7 +21,7 @@ from maxkernel_tui.kernels.task import Task, TaskError, TaskImportError
 class ImportedTask:
     task: Task
     folder: Path
-    kind: str  # the importer that translated it
+    kind: ImporterKind  # the importer that translated it
     description: TaskDescription
     notes: tuple[str, ...]
 

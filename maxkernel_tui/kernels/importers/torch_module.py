@@ -14,7 +14,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from maxkernel_tui.kernels.importers import ImportOptions, PlainTaskSource
+from maxkernel_tui.kernels.importers import ImporterKind, ImportOptions, PlainTaskSource
 from maxkernel_tui.kernels.porting.emit import render_reference
 from maxkernel_tui.kernels.porting.module_parse import is_module_file
 from maxkernel_tui.kernels.porting.sources import SourceKind, kernel_source_kind
@@ -78,7 +78,7 @@ def task_id_of(path: Path) -> str:
 
 
 class TorchModuleImporter:
-    kind = "pytorch-module"
+    kind = ImporterKind.PYTORCH_MODULE
 
     def detects(self, path: Path, source: str) -> bool:
         try:

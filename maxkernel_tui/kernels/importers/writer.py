@@ -23,7 +23,7 @@ import yaml
 from maxkernel_tui.kernels.derive.plan import Derivation, plan_derivation
 from maxkernel_tui.kernels.derive.render import our_format
 from maxkernel_tui.kernels.description import TaskDescription
-from maxkernel_tui.kernels.importers import PlainTaskSource
+from maxkernel_tui.kernels.importers import ImporterKind, PlainTaskSource
 from maxkernel_tui.kernels.importers.calibration import calibrated, measure
 from maxkernel_tui.kernels.sandbox.policy import XlaCache
 from maxkernel_tui.kernels.task import IMPORTED_CATEGORY, REFERENCE_PY, TASK_YAML, TaskImportError
@@ -47,7 +47,7 @@ class WrittenTask:
 
 
 def write_task(
-    source: PlainTaskSource, out: Path, *, force: bool = False, kind: str
+    source: PlainTaskSource, out: Path, *, force: bool = False, kind: ImporterKind
 ) -> WrittenTask:
     """Write `source` as a task folder at `out`; TaskImportError (and nothing written) when it
     cannot be derived or validated, or `out` exists without `force`."""
@@ -90,7 +90,7 @@ def write_task(
 
 
 def _write_and_validate(
-    folder: Path, task_id: str, source: PlainTaskSource, reference: str, kind: str
+    folder: Path, task_id: str, source: PlainTaskSource, reference: str, kind: ImporterKind
 ) -> TaskDescription:
     (folder / REFERENCE_PY).write_text(reference, encoding="utf-8")
     (folder / TASK_YAML).write_text(_yaml(task_id, source, reference, kind), encoding="utf-8")
@@ -113,7 +113,7 @@ def _our_reference(source: PlainTaskSource, derivation: Derivation) -> str:
         raise TaskImportError(str(error)) from None
 
 
-def _yaml(task_id: str, source: PlainTaskSource, reference: str, kind: str) -> str:
+def _yaml(task_id: str, source: PlainTaskSource, reference: str, kind: ImporterKind) -> str:
     meta = {
         _TASK_ID: task_id,
         "description": source.description,
@@ -128,7 +128,7 @@ def _yaml(task_id: str, source: PlainTaskSource, reference: str, kind: str) -> s
 
 
 def _calibrated(
-    source: PlainTaskSource, folder: Path, task_id: str, reference: str, kind: str
+    source: PlainTaskSource, folder: Path, task_id: str, reference: str, kind: ImporterKind
 ) -> PlainTaskSource:
     """`source` with its 16-bit default tolerance checked against the reference's own rounding
     (measured in a worker on the written folder), and the yaml rewritten to match."""
