@@ -429,8 +429,12 @@ def test_the_store_and_settings_use_the_standard_library_only():
     import pathlib
 
     package = pathlib.Path(__file__).resolve().parents[1] / "maxkernel_tui"
-    # the report's leaf (its verdicts) and the codec are stdlib only too, so the store may use them
-    report = [*(package / "kernels" / "report").glob("*.py"), package / "codec.py"]
+    # the report's leaf, the codec and the config names are stdlib only too: the store may use them
+    report = [
+        *(package / "kernels" / "report").glob("*.py"),
+        package / "codec.py",
+        package / "kernels" / "config_names.py",
+    ]
     for path in [*(package / "store").glob("*.py"), package / "config.py", *report]:
         for node in ast.walk(ast.parse(path.read_text())):
             names = (
@@ -449,6 +453,7 @@ def test_the_store_and_settings_use_the_standard_library_only():
                             "maxkernel_tui.store",
                             "maxkernel_tui.config",
                             "maxkernel_tui.codec",
+                            "maxkernel_tui.kernels.config_names",
                             "maxkernel_tui.kernels.report",
                         )
                     )

@@ -235,7 +235,7 @@ OBJECTS = {
     "EdgeCase": EdgeCase("edge_a", {"b": 1}, "small"),
 }
 EVENTS = {
-    "ev_check": Check("lower", FAIL, Reason.LOWERING_FAILED, Said("Mosaic: no"), 0.5),
+    "ev_check": Check("tpu_lower", FAIL, Reason.LOWERING_FAILED, Said("Mosaic: no"), 0.5),
     "ev_run": NumericsRun("heldout", 9, error="ValueError"),
     "ev_tiles": TilesRun("bench", 1, 2),
     "ev_traced": Traced("check", "/p.bin", 0.25),
@@ -404,7 +404,7 @@ WRITTEN = [
         "ev_check",
         {
             "check": {
-                "name": "lower",
+                "name": "tpu_lower",
                 "status": "fail",
                 "reason": "lowering_failed",
                 "detail": "cannot be lowered for TPU at production shapes: Mosaic: no",

@@ -21,9 +21,10 @@ from maxkernel_tui.kernels.report.basis import Basis
 from maxkernel_tui.kernels.report.checks import PASS, SKIP, Check, Timing
 from maxkernel_tui.kernels.report.expert import EXPERT_SPEEDUP, ExpertComparison
 from maxkernel_tui.kernels.report.reasons import At, Reason
+from maxkernel_tui.kernels.report.status import CheckName
 from maxkernel_tui.kernels.snapshot import TaskSnapshot
 
-CHECK_NAME = "expert"
+CHECK_NAME = CheckName.EXPERT
 # Kernel against expert needs no XLA cost of the reference: the profile skips that compile.
 _NOT_NEEDED = ReferenceCost(error="not needed to compare with the expert")
 

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from maxkernel_tui.kernels.config_names import CHECK, HELDOUT
+from maxkernel_tui.kernels.config_names import CHECK
 from maxkernel_tui.kernels.evaluation.expert_comparison import estimated_expert_check, measured
 from maxkernel_tui.kernels.evaluation.failure_text import worker_failure
 from maxkernel_tui.kernels.evaluation.options import (
@@ -67,6 +67,7 @@ from maxkernel_tui.kernels.report.checks import (
     SKIP,
     Check,
     EvalReport,
+    numerics_check,
 )
 from maxkernel_tui.kernels.report.reasons import (
     Agreement,
@@ -76,6 +77,7 @@ from maxkernel_tui.kernels.report.reasons import (
     RunFigures,
     Said,
 )
+from maxkernel_tui.kernels.report.status import CheckName
 from maxkernel_tui.kernels.snapshot import TaskSnapshot, snapshot_task
 from maxkernel_tui.kernels.task import Task, TaskError
 from maxkernel_tui.kernels.workers import (
@@ -89,7 +91,13 @@ from maxkernel_tui.kernels.workers import (
 )
 
 GIB = 1024**3
-_STAGES = ("trace", "tpu_lower", "tpu_compile", "production", "numerics")
+_STAGES = (
+    CheckName.TRACE,
+    CheckName.TPU_LOWER,
+    CheckName.TPU_COMPILE,
+    CheckName.PRODUCTION,
+    CheckName.NUMERICS,
+)
 
 
 class Harness:
@@ -148,7 +156,7 @@ class Harness:
             return report
         self._judge(kernel, snapshot, options, report)
         if (change := snapshot.change()) is not None:
-            report.add(Check("task", FAIL, Reason.TASK_CHANGED, Said(str(change))))
+            report.add(Check(CheckName.TASK, FAIL, Reason.TASK_CHANGED, Said(str(change))))
         return report
 
     def _prepare(self, kernel: KernelSource, task: Task, report: EvalReport) -> TaskSnapshot | None:
@@ -159,7 +167,7 @@ class Harness:
         try:
             snapshot = snapshot_task(task, self._snapshots)
         except (OSError, TaskError) as error:
-            report.add(Check("trace", FAIL, Reason.SNAPSHOT_FAILED, Said(str(error))))
+            report.add(Check(CheckName.TRACE, FAIL, Reason.SNAPSHOT_FAILED, Said(str(error))))
             return None
         self._digests[snapshot.task.folder] = snapshot.digest
         return snapshot
@@ -419,13 +427,13 @@ class Harness:
         report: EvalReport,
     ) -> None:
         if answer.error is not None:
-            report.add(Check("numerics", FAIL, Reason.REFERENCE_FAILED, Said(answer.error)))
+            report.add(Check(CheckName.NUMERICS, FAIL, Reason.REFERENCE_FAILED, Said(answer.error)))
             return
         reference_seconds = time.monotonic() - reference_started
         reference_runs = {r.key: r for r in answer.runs}
 
-        def group(config: str) -> str:
-            return HELDOUT if config == HELDOUT else EDGE if config in extra else NUMERICS
+        def group(config: str) -> CheckName:
+            return numerics_check(config, edge=config in extra)
 
         # in the order the runs were planned: a run the judge added (production shapes, or check
         # shapes where the kernel could not be traced) is judged after the ones asked for
@@ -475,9 +483,9 @@ def _static_check(kernel: KernelSource, task: Task, report: EvalReport) -> bool:
     seconds = round(time.monotonic() - start, 3)
     if problems:
         broken = Problems(tuple(problems))
-        report.add(Check("static", FAIL, Reason.STATIC_RULES_BROKEN, broken, seconds))
+        report.add(Check(CheckName.STATIC, FAIL, Reason.STATIC_RULES_BROKEN, broken, seconds))
         return False
-    report.add(Check("static", PASS, Reason.STATIC_OK, NoFigures(), seconds))
+    report.add(Check(CheckName.STATIC, PASS, Reason.STATIC_OK, NoFigures(), seconds))
     return True
 
 
@@ -499,13 +507,13 @@ def _take(event: CandidateEvent, report: EvalReport, outputs: dict[Run, Numerics
     return isinstance(event, Done)
 
 
-def _stage_in_progress(report: EvalReport) -> str:
+def _stage_in_progress(report: EvalReport) -> CheckName:
     done = {c.name for c in report.checks}
-    return next((stage for stage in _STAGES if stage not in done), "numerics")
+    return next((stage for stage in _STAGES if stage not in done), NUMERICS)
 
 
 def _compare_runs(
-    name: str,
+    name: CheckName,
     task: Task,
     runs: list[Run],
     candidate_runs: dict[Run, NumericsRun],

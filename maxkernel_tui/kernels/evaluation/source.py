@@ -11,6 +11,7 @@ from pathlib import Path
 from maxkernel_tui.kernels.limits import file_oversize_problem, text_oversize_problem
 from maxkernel_tui.kernels.report.checks import FAIL, Check
 from maxkernel_tui.kernels.report.reasons import Problems, Reason, RuleBroken, Said, StaticRule
+from maxkernel_tui.kernels.report.status import CheckName
 from maxkernel_tui.kernels.snapshot import TaskSnapshot
 
 DEFAULT_NAME = "kernel.py"
@@ -48,10 +49,10 @@ class KernelSource:
         """The static check that refuses this kernel before anything parses it (unread, or too
         large); None when it may be parsed."""
         if self.unreadable is not None:
-            return Check("static", FAIL, Reason.SOURCE_UNREADABLE, Said(self.unreadable))
+            return Check(CheckName.STATIC, FAIL, Reason.SOURCE_UNREADABLE, Said(self.unreadable))
         if too_large := self.too_large or text_oversize_problem(self.text, self.name):
             broken = Problems((RuleBroken(StaticRule.TOO_LARGE, too_large),))
-            return Check("static", FAIL, Reason.STATIC_RULES_BROKEN, broken)
+            return Check(CheckName.STATIC, FAIL, Reason.STATIC_RULES_BROKEN, broken)
         return None
 
     def is_expert(self, snapshot: TaskSnapshot) -> bool:

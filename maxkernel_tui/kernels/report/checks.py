@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from maxkernel_tui.codec import JsonData, Shape, Unknown
+from maxkernel_tui.kernels.config_names import HELDOUT
 from maxkernel_tui.kernels.report.basis import Basis
 from maxkernel_tui.kernels.report.expert import ExpertComparison
 from maxkernel_tui.kernels.report.reasons import (
@@ -20,15 +21,13 @@ from maxkernel_tui.kernels.report.reasons import (
     figures_from_json,
     figures_to_json,
 )
-from maxkernel_tui.kernels.report.status import CheckStatus, Verdict
+from maxkernel_tui.kernels.report.status import CheckName, CheckStatus, Verdict
 from maxkernel_tui.kernels.report.words import SPEEDUP as SPEEDUP
 from maxkernel_tui.kernels.report.words import check_words
 
 PASS, FAIL, SKIP = CheckStatus.PASS, CheckStatus.FAIL, CheckStatus.SKIP
 ACCEPTED, REJECTED = Verdict.ACCEPTED, Verdict.REJECTED
-NUMERICS = "numerics"  # numerics on the task's configurations other than held-out
-EDGE = "edge"  # numerics on the tester's validated edge-case configurations
-TILES = "tiles"  # sampled output tiles of the production grid (evaluation/tiles/verdict.py)
+NUMERICS, EDGE, TILES = CheckName.NUMERICS, CheckName.EDGE, CheckName.TILES
 # Where a verdict was earned: the kernel's own outputs compared at production shapes (sampled
 # tiles, a full production run, device numerics on a TPU), or only at the smaller shapes.
 VERIFIED_AT_PRODUCTION = "verified at production shapes"
@@ -39,12 +38,20 @@ NOTE = "note"  # the head of an `inputs` line that names no check: a task's warn
 PRODUCTION_SHAPES = "production_shapes"
 
 
+def numerics_check(config: str, *, edge: bool) -> CheckName:
+    """The check that judges a numerics run at `config`: the held-out shapes, an edge case,
+    or the task's other configurations."""
+    if config == HELDOUT:
+        return CheckName.HELDOUT
+    return EDGE if edge else NUMERICS
+
+
 @dataclass
 class Check:
     """One check's outcome: its reason (a code) and the figures it rests on; its words
     (`detail`) are made from them (report/words.py)."""
 
-    name: str
+    name: CheckName
     status: CheckStatus
     reason: Reason
     figures: Figures = NO_FIGURES
@@ -80,13 +87,13 @@ class Check:
         """Also reads a check stored before reasons: its words are kept as they were."""
         figures = dict(data.get("data") or {})
         at_production = bool(figures.pop(PRODUCTION_SHAPES, False))
-        status = CheckStatus(data["status"])
+        name, status = CheckName(data["name"]), CheckStatus(data["status"])
         seconds = float(data.get("seconds", 0.0))
         if "reason" not in data:
             said = Said(str(data.get("detail", "")))
-            return cls(data["name"], status, Reason.WORDS_ONLY, said, seconds, at_production)
+            return cls(name, status, Reason.WORDS_ONLY, said, seconds, at_production)
         reason = Reason(data["reason"])
-        return cls(data["name"], status, reason, figures_from_json(figures), seconds, at_production)
+        return cls(name, status, reason, figures_from_json(figures), seconds, at_production)
 
 
 @dataclass(frozen=True)
@@ -216,7 +223,7 @@ class EvalReport(JsonData, shape=_REPORT_SHAPE):
         comparison stay this report's."""
         added = [c for c in edge_pass.checks if c.name == EDGE or c.status == FAIL]
         names = [c.name for c in self.checks]
-        at = names.index("numerics") + 1 if "numerics" in names else len(names)
+        at = names.index(NUMERICS) + 1 if NUMERICS in names else len(names)
         inputs = self.inputs + [line for line in edge_pass.inputs if line not in self.inputs]
         checks = self.checks[:at] + added + self.checks[at:]
         return replace(self, checks=checks, inputs=inputs, on_check=None)

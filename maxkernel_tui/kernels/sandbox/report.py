@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from maxkernel_tui.kernels.report.checks import PASS, Check
 from maxkernel_tui.kernels.report.reasons import Confinement, Reason
+from maxkernel_tui.kernels.report.status import CheckName
 from maxkernel_tui.kernels.sandbox.confine import confinement
 
-SANDBOX = "sandbox"
+SANDBOX = CheckName.SANDBOX
 
 
 def sandbox_check() -> Check:

@@ -37,7 +37,7 @@ from jax.extend.core import ClosedJaxpr, jaxpr_as_fun
 
 from maxkernel_tui.kernels import aot
 from maxkernel_tui.kernels import reference_runtime as runtime
-from maxkernel_tui.kernels.config_names import CHECK, HELDOUT
+from maxkernel_tui.kernels.config_names import CHECK
 from maxkernel_tui.kernels.evaluation.failure_text import first_lines
 from maxkernel_tui.kernels.evaluation.judge.outputs import save_outputs
 from maxkernel_tui.kernels.evaluation.protocol import (
@@ -66,7 +66,13 @@ from maxkernel_tui.kernels.evaluation.tracer.transport import interpreted
 from maxkernel_tui.kernels.evaluation.work import kernel_work, production_checks
 from maxkernel_tui.kernels.evaluation.work.jaxpr_work import Work, measure
 from maxkernel_tui.kernels.loader import load_task
-from maxkernel_tui.kernels.report.checks import EDGE, FAIL, NUMERICS, PASS, SKIP, Check
+from maxkernel_tui.kernels.report.checks import (
+    FAIL,
+    PASS,
+    SKIP,
+    Check,
+    numerics_check,
+)
 from maxkernel_tui.kernels.report.reasons import (
     Defence,
     DefenceName,
@@ -80,7 +86,7 @@ from maxkernel_tui.kernels.report.reasons import (
     Unfit,
     WorkShare,
 )
-from maxkernel_tui.kernels.report.status import CheckStatus
+from maxkernel_tui.kernels.report.status import CheckName, CheckStatus
 from maxkernel_tui.kernels.sandbox.confine import drain_refusals, use_task_cache
 from maxkernel_tui.kernels.sandbox.report import SANDBOX, sandbox_check
 from maxkernel_tui.kernels.targets import TpuTarget
@@ -104,7 +110,9 @@ def _emit(event: CandidateEvent) -> None:
     reply(event_to_json(event))
 
 
-def _check(name: str, status: CheckStatus, reason: Reason, figures: Figures, start: float) -> bool:
+def _check(
+    name: CheckName, status: CheckStatus, reason: Reason, figures: Figures, start: float
+) -> bool:
     _emit(Check(name, status, reason, figures, round(time.perf_counter() - start, 3)))
     return status == PASS
 
@@ -209,10 +217,10 @@ def _trace_check(subject: _Subject, start: float, request: CandidateRequest) -> 
     try:
         traced = subject.program(subject.bench)
     except _Refused as refusal:
-        return _check("trace", FAIL, Reason.TRACE_REFUSED, Said(str(refusal)), start)
+        return _check(CheckName.TRACE, FAIL, Reason.TRACE_REFUSED, Said(str(refusal)), start)
     if not request.require_pallas:
         outputs = Said(_outputs_text(subject, traced))
-        return _check("trace", PASS, Reason.SANITY_RUN, outputs, start)
+        return _check(CheckName.TRACE, PASS, Reason.SANITY_RUN, outputs, start)
     return _pallas_check(subject, traced, start, request.expert_baseline)
 
 
@@ -220,19 +228,19 @@ def _pallas_check(subject: _Subject, traced: Any, start: float, expert: bool) ->
     """The heavy work runs inside Pallas kernels, not in XLA around them."""
     work = measure(traced)
     if not work.has_pallas:
-        return _check("trace", FAIL, Reason.NO_PALLAS_CALL, NoFigures(), start)
+        return _check(CheckName.TRACE, FAIL, Reason.NO_PALLAS_CALL, NoFigures(), start)
     static = subject.static
     reference = jax.make_jaxpr(lambda *d: subject.reference.computation(*d, *static))
     outside = _outside_pallas(work, measure(reference(*subject.specs)))
     if outside and expert:
         reported = dataclasses.replace(outside, outputs=_outputs_text(subject, traced))
-        return _check("trace", PASS, Reason.EXPERT_WORK_OUTSIDE_PALLAS, reported, start)
+        return _check(CheckName.TRACE, PASS, Reason.EXPERT_WORK_OUTSIDE_PALLAS, reported, start)
     if outside:
-        return _check("trace", FAIL, Reason.HEAVY_WORK_OUTSIDE_PALLAS, outside, start)
+        return _check(CheckName.TRACE, FAIL, Reason.HEAVY_WORK_OUTSIDE_PALLAS, outside, start)
     share = WorkShare(
         len(work.pallas_calls), work.xla_flops, work.xla_reduced, _outputs_text(subject, traced)
     )
-    return _check("trace", PASS, Reason.PALLAS_HOLDS_THE_WORK, share, start)
+    return _check(CheckName.TRACE, PASS, Reason.PALLAS_HOLDS_THE_WORK, share, start)
 
 
 def _outputs_text(subject: _Subject, traced: Any) -> str:
@@ -251,8 +259,8 @@ def _lower_check(subject: _Subject, target: TpuTarget) -> bool:
             program.trace(*subject.specs).lower(lowering_platforms=("tpu",))
     except Exception as error:
         said = Said(first_lines(error))
-        return _check("tpu_lower", FAIL, Reason.LOWERING_FAILED, said, start)
-    return _check("tpu_lower", PASS, Reason.LOWERED, NoFigures(), start)
+        return _check(CheckName.TPU_LOWER, FAIL, Reason.LOWERING_FAILED, said, start)
+    return _check(CheckName.TPU_LOWER, PASS, Reason.LOWERED, NoFigures(), start)
 
 
 def _compile_check(subject: _Subject, target: TpuTarget) -> bool:
@@ -261,8 +269,8 @@ def _compile_check(subject: _Subject, target: TpuTarget) -> bool:
         aot.compile_for_tpu(subject.function(subject.bench), subject.specs, target)
     except Exception as error:
         failed = Target(target.name, first_lines(error))
-        return _check("tpu_compile", FAIL, Reason.COMPILE_FAILED, failed, start)
-    return _check("tpu_compile", PASS, Reason.COMPILED, Target(target.name), start)
+        return _check(CheckName.TPU_COMPILE, FAIL, Reason.COMPILE_FAILED, failed, start)
+    return _check(CheckName.TPU_COMPILE, PASS, Reason.COMPILED, Target(target.name), start)
 
 
 def _production_check(subject: _Subject, request: CandidateRequest) -> list[Run] | None:
@@ -372,8 +380,7 @@ def _fitting_runs(
         if not misfit:
             continue
         unfit.add(config)
-        edge = config in request.extra_configs
-        name = HELDOUT if config == HELDOUT else EDGE if edge else NUMERICS
+        name = numerics_check(config, edge=config in request.extra_configs)
         left = Unfit(config, misfit, numerics.outcome, request.edges_only)
         _check(name, SKIP, Reason.UNFIT_TILES, left, start)
     return [run for run in runs if run[0] not in unfit]

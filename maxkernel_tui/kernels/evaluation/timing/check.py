@@ -32,6 +32,7 @@ from maxkernel_tui.kernels.report.checks import (
 )
 from maxkernel_tui.kernels.report.expert import EXPERT_SPEEDUP
 from maxkernel_tui.kernels.report.reasons import Reason, Said, Timed
+from maxkernel_tui.kernels.report.status import CheckName
 from maxkernel_tui.kernels.report.words import clock_words
 from maxkernel_tui.kernels.task import Task
 from maxkernel_tui.kernels.workers import FailureKind, WorkerFailure
@@ -57,13 +58,13 @@ def timing_check(
     """The carried `program` of the kernel named `kernel` timed beside the XLA reference on this
     machine's TPU; a skipped check with no TPU."""
     if not tpu_present():
-        return Check("timing", SKIP, Reason.NO_TPU), []
+        return Check(CheckName.TIMING, SKIP, Reason.NO_TPU), []
     try:
         answer = run_timing_worker(program, task, timeout, REPEATS, WARMUPS, task.expert_path)
     except WorkerFailure as failure:
         busy = failure.kind == FailureKind.BUSY
         why = Reason.TIMING_BUSY if busy else Reason.TIMING_FAILED
-        return Check("timing", SKIP, why, Said(str(failure))), []
+        return Check(CheckName.TIMING, SKIP, why, Said(str(failure))), []
     record_timing(answer, kernel, task.task_id, calibration_file)
     return summarize_timing(answer)
 
@@ -71,9 +72,9 @@ def timing_check(
 def summarize_timing(answer: TimingAnswer) -> tuple[Check, list[Timing]]:
     """Medians, intervals and the speedup over the XLA reference, each labelled with its device."""
     if answer.platform != "tpu":
-        return Check("timing", SKIP, Reason.TIMING_NOT_ON_TPU, Said(answer.platform)), []
+        return Check(CheckName.TIMING, SKIP, Reason.TIMING_NOT_ON_TPU, Said(answer.platform)), []
     if answer.numerics is not None and not answer.numerics.ok:
-        return Check("timing", FAIL, Reason.WRONG_ON_DEVICE, answer.numerics), []
+        return Check(CheckName.TIMING, FAIL, Reason.WRONG_ON_DEVICE, answer.numerics), []
     where = f"{answer.device} ({answer.platform})"
     device_clock = answer.clock != WALL_CLOCK
     clock = clock_words(device_clock, answer.clock_note)
@@ -110,7 +111,7 @@ def summarize_timing(answer: TimingAnswer) -> tuple[Check, list[Timing]]:
     timed = Timed(gain.figures, device_clock, expert_figures, answer.numerics, answer.clock_note)
     why = Reason.SPEEDUP_SIGNIFICANT if gain.significant_win else Reason.SPEEDUP_NOT_SIGNIFICANT
     return Check(
-        "timing",
+        CheckName.TIMING,
         PASS,
         why,
         timed,

@@ -23,9 +23,10 @@ from maxkernel_tui.kernels.evaluation.tracer.transport import NotTransportable, 
 from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.report.checks import FAIL, Check
 from maxkernel_tui.kernels.report.reasons import Reason, Said
+from maxkernel_tui.kernels.report.status import CheckName
 from maxkernel_tui.kernels.task import Task, TaskError, TaskFormat
 
-TRACE = "trace"
+TRACE = CheckName.TRACE
 
 
 def trace_candidate(request: TraceRequest) -> list[CandidateEvent]:

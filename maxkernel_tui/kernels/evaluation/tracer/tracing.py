@@ -39,6 +39,7 @@ from maxkernel_tui.kernels.report.reasons import (
     TracerClaim,
     Unbelievable,
 )
+from maxkernel_tui.kernels.report.status import CheckName
 from maxkernel_tui.kernels.sandbox.report import SANDBOX
 from maxkernel_tui.kernels.snapshot import TaskSnapshot
 from maxkernel_tui.kernels.workers import (
@@ -51,7 +52,7 @@ from maxkernel_tui.kernels.workers import (
     sandbox_policy,
 )
 
-TRACE = "trace"
+TRACE = CheckName.TRACE
 CANDIDATE_WORKER = "maxkernel_tui.kernels.evaluation.judge.worker"
 TRACER_MEMORY_BYTES = 8 * 2**30  # as an evaluation's candidate processes
 

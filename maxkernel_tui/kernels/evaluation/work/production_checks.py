@@ -39,6 +39,7 @@ from maxkernel_tui.kernels.report.reasons import (
     ProductionSize,
     Reason,
 )
+from maxkernel_tui.kernels.report.status import CheckName
 
 WORK, COVERAGE, BODIES, NUMERICS = DefenceName
 PASSED, FAILED, NOT_APPLICABLE, SCHEDULED, SAMPLED = DefenceOutcome
@@ -51,7 +52,7 @@ WORK_SHARE_FLOOR = 0.9
 AFFORDABLE_FLOPS = 2e9
 AFFORDABLE_STEPS = 2048
 AFFORDABLE_BYTES = 64 * 2**20  # the inputs
-CHECK_NAME = "production"
+CHECK_NAME = CheckName.PRODUCTION
 # The most matmul flops the reference may need at production shapes for the tiles check: it is
 # computed once per task and seed by XLA on the CPU and cached (a 4096x8192x8192 f32 GEMM, 5.5e11
 # flops, took 10 s here; 8p's bf16 8192x8192x28672, 3.9e12, about 150 s).
