@@ -274,14 +274,9 @@ def _circles(arrows: dict[str, set[str]]) -> list[list[str]]:
     """The rooms that reach themselves through the arrows, one sorted list per circle."""
     found = []
     for start in sorted(arrows):
-        seen, todo = set(), list(arrows[start])
-        while todo:
-            room = todo.pop()
-            if room not in seen:
-                seen.add(room)
-                todo.extend(arrows.get(room, ()))
-        if start in seen:
-            circle = sorted(r for r in seen if start in _reach(arrows, r))
+        reached = _reach(arrows, start)
+        if start in reached:
+            circle = sorted(r for r in reached if start in _reach(arrows, r))
             if circle not in found:
                 found.append(circle)
     return found
