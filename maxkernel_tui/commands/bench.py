@@ -24,7 +24,8 @@ from maxkernel_tui.codec import JsonData
 from maxkernel_tui.commands.agent_flags import add_executor_flags, setup_of
 from maxkernel_tui.config import cache_dir, flag_of, settings_from_args
 from maxkernel_tui.kernels.loader import builtin_suite_dir, load_tasks
-from maxkernel_tui.kernels.report.checks import ACCEPTED, SPEEDUP, EvalReport, Timing
+from maxkernel_tui.kernels.report.basis import SPEEDUP
+from maxkernel_tui.kernels.report.checks import ACCEPTED, EvalReport, Timing
 from maxkernel_tui.kernels.report.expert import MATCHES_EXPERT, ExpertComparison
 from maxkernel_tui.kernels.report.status import Verdict
 from maxkernel_tui.kernels.service.service import EvaluationService, Harness, KernelSource

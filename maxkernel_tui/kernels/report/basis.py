@@ -18,3 +18,7 @@ class Clock(StrEnum):
 
     DEVICE_TRACE = "device trace"
     WALL_CLOCK = "wall clock"  # where the device trace is not to be had
+
+
+# What the timing that decides a win is (a Timing's `what`)
+SPEEDUP = "speedup over the XLA reference"

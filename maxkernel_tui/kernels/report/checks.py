@@ -22,7 +22,6 @@ from maxkernel_tui.kernels.report.reasons import (
     figures_to_json,
 )
 from maxkernel_tui.kernels.report.status import CheckName, CheckStatus, Verdict
-from maxkernel_tui.kernels.report.words import SPEEDUP as SPEEDUP
 from maxkernel_tui.kernels.report.words import check_words
 
 PASS, FAIL, SKIP = CheckStatus.PASS, CheckStatus.FAIL, CheckStatus.SKIP

@@ -3,6 +3,7 @@ panes, the CLI and prompts show it). Plain data in, a string out; no jax."""
 
 from __future__ import annotations
 
+from maxkernel_tui.kernels.report.basis import SPEEDUP
 from maxkernel_tui.kernels.report.expert import EXPERT_SPEEDUP, ExpertComparison
 from maxkernel_tui.kernels.report.reasons import (
     Agreement,
@@ -40,7 +41,6 @@ from maxkernel_tui.kernels.report.reasons import (
 )
 
 R = Reason
-SPEEDUP = "speedup over the XLA reference"  # what the timing that decides a win is
 # Reasons whose words need no figures.
 _FIXED = {
     R.STATIC_OK: "parses, defines computation, no host callback or platform branch",

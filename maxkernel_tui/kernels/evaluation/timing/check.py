@@ -21,15 +21,8 @@ from maxkernel_tui.kernels.evaluation.timing.device_timer import (
     run_timing_worker,
 )
 from maxkernel_tui.kernels.evaluation.timing.stats import Speedup, median_estimate, speedup
-from maxkernel_tui.kernels.report.basis import Basis
-from maxkernel_tui.kernels.report.checks import (
-    FAIL,
-    PASS,
-    SKIP,
-    SPEEDUP,
-    Check,
-    Timing,
-)
+from maxkernel_tui.kernels.report.basis import SPEEDUP, Basis
+from maxkernel_tui.kernels.report.checks import FAIL, PASS, SKIP, Check, Timing
 from maxkernel_tui.kernels.report.expert import EXPERT_SPEEDUP
 from maxkernel_tui.kernels.report.reasons import Reason, Said, Timed
 from maxkernel_tui.kernels.report.status import CheckName
