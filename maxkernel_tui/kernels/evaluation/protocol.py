@@ -15,6 +15,7 @@ from maxkernel_tui.kernels.perf.calibration import ModelPoint
 from maxkernel_tui.kernels.report.basis import Clock
 from maxkernel_tui.kernels.report.checks import Check
 from maxkernel_tui.kernels.report.reasons import DeviceNumerics as DeviceNumerics
+from maxkernel_tui.kernels.report.reasons import Reason
 
 Run = tuple[str, int]  # (configuration, seed) of one numerics run
 # The largest program the tracer may carry to the judge (tracer/program_pickle.py says why).
@@ -145,6 +146,7 @@ class TilesRun(JsonData):
     blocks: int = 0  # output blocks sampled, over every kernel
     of_blocks: int = 0
     error: str | None = None
+    fault: Reason | None = None  # with `error`: a fault of the kernel found by the sampled run
     unsampleable: str | None = None
     seconds: float = 0.0
     shapes: list[list[int]] = field(default_factory=list)  # each output's, to name an index

@@ -75,6 +75,8 @@ class Reason(StrEnum):
     TILES_MALFORMED = "tiles_malformed"
     TILES_OUTSIDE_TOLERANCE = "tiles_outside_tolerance"
     TILES_NONE_DECIDED = "tiles_none_decided"
+    TILES_STATE_CARRIED = "tiles_state_carried"  # outputs change with what earlier blocks left
+    TILES_OUTPUT_REVISITED = "tiles_output_revisited"  # an output block left and come back to
     # timing
     NO_TPU = "no_tpu"
     TIMING_BUSY = "timing_busy"  # another timing holds the TPU

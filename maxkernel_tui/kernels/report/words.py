@@ -340,6 +340,16 @@ def _tiles_words(reason: Reason, tiles: TilesFigures) -> str:
             f"{label}: wrong numerics at production shapes on sampled output tiles "
             f"(atol {tiles.atol:g}, rtol {tiles.rtol:g}): {comparison_words(tiles.comparison)}"
         )
+    if reason == R.TILES_STATE_CARRIED:
+        return (
+            f"{label}: the kernel carries state from one output block to the next (undefined "
+            f"when the grid's parallel axes are split across cores): {tiles.text}"
+        )
+    if reason == R.TILES_OUTPUT_REVISITED:
+        return (
+            f"{label}: an output block is written, left and written again (its first values "
+            f"are lost on a TPU): {tiles.text}"
+        )
     if reason == R.TILES_NONE_DECIDED:
         return (
             f"production tiles not compared ({label}): no output element is decided by the "

@@ -487,6 +487,8 @@ def _tiles_run(subject: _Subject, request: CandidateRequest, tiles: TilesRequest
         )
     except production_tiles.NotSampleable as reason:
         event = run(unsampleable=str(reason))
+    except production_tiles.KernelFault as fault:
+        event = run(error=str(fault), fault=fault.reason)
     except Exception as failure:
         pltpu.reset_tpu_interpret_mode_state()
         text = first_lines(failure)

@@ -80,6 +80,8 @@ def tiles_check(task: Task, run: TilesRun, expected: list[np.ndarray] | str | No
 
     if run.unsampleable is not None:
         return check(SKIP, Reason.TILES_NOT_RUN, text=run.unsampleable)
+    if run.fault is not None:
+        return check(FAIL, run.fault, text=str(run.error))
     if run.error is not None or run.values is None or run.indices is None:
         return check(FAIL, Reason.TILES_KERNEL_FAILED, text=str(run.error))
     if not isinstance(expected, list):

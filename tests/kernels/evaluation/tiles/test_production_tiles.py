@@ -9,11 +9,8 @@ import pytest
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 
-from maxkernel_tui.kernels.evaluation.tiles.sampled_run import (
-    NotSampleable,
-    run_sampled,
-    sample_blocks,
-)
+from maxkernel_tui.kernels.evaluation.tiles.blocks import sample_blocks
+from maxkernel_tui.kernels.evaluation.tiles.sampled_run import NotSampleable, run_sampled
 
 PARAMS = pltpu.InterpretParams(uninitialized_memory="nan", out_of_bounds_reads="raise")
 B = 128

@@ -1,0 +1,203 @@
+"""One pallas_call run on a sample of its output blocks at production shapes, in TPU interpret
+mode (see sampled_run.py for the program around it). Imports jax.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax._src import api_util
+from jax._src import linear_util as lu
+from jax._src.interpreters import partial_eval as pe
+from jax._src.pallas import core as pallas_core
+from jax._src.pallas.pallas_call import pallas_call_p
+from jax.experimental.pallas import tpu as pltpu
+from jax.extend import core
+
+from maxkernel_tui.kernels.evaluation.tiles.blocks import (
+    Region,
+    dim_kind,
+    find_output_axes,
+    in_any_space,
+    sample_blocks,
+    written,
+)
+from maxkernel_tui.kernels.evaluation.tiles.faults import NotSampleable
+
+
+@dataclass(frozen=True)
+class KernelSample:
+    """One pallas_call's sampled run."""
+
+    name: str
+    grid: tuple[int, ...]  # the production grid
+    output_axes: tuple[int, ...]
+    blocks: int  # output blocks sampled
+    of_blocks: int  # output blocks of the production grid
+    steps: int  # grid steps run (sampled blocks times reduction steps)
+
+    def describe(self) -> str:
+        return (
+            f"{self.name}: {self.blocks} of {self.of_blocks} output blocks, "
+            f"{self.steps} grid steps of grid {self.grid}"
+        )
+
+
+def kernel_name(eqn: Any) -> str:
+    return str(getattr(eqn.params["jaxpr"].debug_info, "func_name", None) or "kernel")
+
+
+def run_kernel(
+    eqn: Any,
+    args: list[Any],
+    rng: np.random.Generator,
+    random_blocks: int,
+    params: pltpu.InterpretParams,
+) -> tuple[list[Any], list[list[Region]], KernelSample]:
+    mapping = eqn.params["grid_mapping"]
+    grid = tuple(mapping.grid)
+    if not all(isinstance(g, int) for g in grid):
+        raise NotSampleable("a grid whose size is data (dynamic grid bounds)")
+    if mapping.local_grid_env is not None:
+        raise NotSampleable("a kernel with its own grid environment")
+    index_operands = [np.asarray(a) for a in args[: mapping.num_index_operands]]
+    outputs = mapping.block_mappings[mapping.num_inputs :]
+    for block in outputs:
+        if in_any_space(block):
+            raise NotSampleable("an output written by DMA (memory space ANY), not by blocks")
+        if not all(dim_kind(d) for d in block.block_shape):
+            raise NotSampleable("an output block dimension of an unknown kind")
+    output_axes = find_output_axes(outputs, grid, index_operands)
+    reduction_axes = tuple(a for a in range(len(grid)) if a not in output_axes)
+    sample = sample_blocks(tuple(grid[a] for a in output_axes), rng, random_blocks)
+    to_production = _ToProduction(grid, output_axes, reduction_axes, sample)
+    new_params = _sampled_params(eqn.params, to_production)
+    result = pallas_call_p.bind(*args, **dict(new_params, interpret=params))
+    regions = [
+        written(block, to_production.points(), index_operands, tuple(out.shape))
+        for block, out in zip(outputs, result, strict=True)
+    ]
+    name = kernel_name(eqn)
+    reduction = math.prod(grid[a] for a in reduction_axes)
+    record = KernelSample(
+        name,
+        grid,
+        output_axes,
+        len(sample),
+        math.prod(grid[a] for a in output_axes),
+        len(sample) * reduction,
+    )
+    return list(result), regions, record
+
+
+class _ToProduction:
+    """Maps a point of the sampled grid `(s, *reduction ids)` to the production grid point."""
+
+    def __init__(
+        self,
+        grid: tuple[int, ...],
+        output_axes: tuple[int, ...],
+        reduction_axes: tuple[int, ...],
+        sample: np.ndarray,
+    ) -> None:
+        self.grid, self.output_axes, self.reduction_axes = grid, output_axes, reduction_axes
+        self.sample = sample
+        self.sampled_grid = (len(sample), *(grid[a] for a in reduction_axes))
+
+    def point(self, sampled: Sequence[Any]) -> list[Any]:
+        """Production ids (traced int32) of a sampled grid point."""
+        production: list[Any] = [None] * len(self.grid)
+        for column, axis in enumerate(self.output_axes):
+            production[axis] = jnp.asarray(self.sample[:, column], jnp.int32)[sampled[0]]
+        for position, axis in enumerate(self.reduction_axes, start=1):
+            production[axis] = jnp.asarray(sampled[position], jnp.int32)
+        return production
+
+    def points(self) -> np.ndarray:
+        """Every production grid point the sampled grid visits, in order."""
+        rows = []
+        for sampled in itertools.product(*(range(n) for n in self.sampled_grid)):
+            row = [0] * len(self.grid)
+            for column, axis in enumerate(self.output_axes):
+                row[axis] = int(self.sample[sampled[0], column])
+            for position, axis in enumerate(self.reduction_axes, start=1):
+                row[axis] = sampled[position]
+            rows.append(row)
+        return np.array(rows, dtype=np.int32).reshape(len(rows), len(self.grid))
+
+
+def _sampled_params(params: dict[str, Any], to_production: _ToProduction) -> dict[str, Any]:
+    mapping = params["grid_mapping"]
+    rank = len(to_production.grid)
+    index_avals = mapping.index_map_avals[rank:]
+
+    def grid_env(point: Any, _sampled_grid: Any) -> tuple[pallas_core.GridAxis, ...]:
+        production = to_production.point([point[i] for i in range(len(point))])
+        return tuple(
+            pallas_core.GridAxis(production[axis], to_production.grid[axis])
+            for axis in range(rank)
+            if axis not in mapping.vmapped_dims
+        )
+
+    blocks = tuple(
+        dataclasses.replace(
+            block,
+            index_map_jaxpr=_wrapped_index_map(block.index_map_jaxpr, to_production, index_avals),
+            allow_captured_consts=True,
+        )
+        for block in mapping.block_mappings
+    )
+    sampled_rank = len(to_production.sampled_grid)
+    new_mapping = dataclasses.replace(
+        mapping,
+        grid=to_production.sampled_grid,
+        grid_names=None,
+        block_mappings=blocks,
+        index_map_avals=(*[jax.core.ShapedArray((), jnp.int32)] * sampled_rank, *index_avals),
+        index_map_tree=jax.tree_util.tree_structure(
+            (*range(sampled_rank), *range(len(index_avals)))
+        ),
+        vmapped_dims=(),
+        local_grid_env=grid_env,
+    )
+    return dict(
+        params,
+        grid_mapping=new_mapping,
+        compiler_params=_sequential(params.get("compiler_params"), sampled_rank),
+    )
+
+
+def _wrapped_index_map(closed: Any, to_production: _ToProduction, index_avals: Any) -> Any:
+    sampled_rank = len(to_production.sampled_grid)
+
+    def index_map(*args: Any) -> list[Any]:
+        production = to_production.point(args[:sampled_rank])
+        return jax.core.eval_jaxpr(closed.jaxpr, closed.consts, *production, *args[sampled_rank:])
+
+    avals = [jax.core.ShapedArray((), jnp.int32)] * sampled_rank + list(index_avals)
+    debug = api_util.debug_info("sampled index_map", index_map, tuple(avals), {})
+    jaxpr, _, consts = pe.trace_to_jaxpr_dynamic(lu.wrap_init(index_map, debug_info=debug), avals)
+    return core.ClosedJaxpr(jaxpr, consts)
+
+
+def _sequential(compiler_params: Any, rank: int) -> Any:
+    """The kernel's compiler parameters with every sampled axis run in order ('arbitrary'):
+    the interpreter would otherwise shuffle the sampled blocks, which changes nothing but the
+    order of work."""
+    if isinstance(compiler_params, dict):
+        return {backend: _sequential(value, rank) for backend, value in compiler_params.items()}
+    if (
+        dataclasses.is_dataclass(compiler_params)
+        and not isinstance(compiler_params, type)
+        and hasattr(compiler_params, "dimension_semantics")
+    ):
+        return dataclasses.replace(compiler_params, dimension_semantics=("arbitrary",) * rank)
+    return compiler_params
