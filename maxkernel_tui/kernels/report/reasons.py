@@ -236,6 +236,7 @@ class TilesFigures:
     outputs: int = 0  # how many outputs the kernel gave, where it gave too few or too many
     expected: int = 0
     text: str = ""  # an error or why nothing was sampled, in the worker's words
+    classes: int = 0  # classes of output blocks (by the kernels' scalar control) covered
 
 
 @dataclass(frozen=True)

@@ -356,8 +356,11 @@ def _tiles_words(reason: Reason, tiles: TilesFigures) -> str:
             "sampled blocks alone (the XLA after the kernels mixes every block)"
         )
     worst = comparison_words(tiles.comparison)
+    # classes of blocks by the kernels' scalar control (none said by a run from before them)
+    kinds = "class" if tiles.classes == 1 else "classes"
+    covering = f" covering {tiles.classes} {kinds}" if tiles.classes else ""
     return (
-        f"{tiles.blocks} of {tiles.of_blocks} output blocks sampled at production shapes "
+        f"{tiles.blocks} of {tiles.of_blocks} output blocks{covering} sampled at production shapes "
         f"({label}), {tiles.elements} elements within tolerance; {worst}"
     )
 

@@ -483,6 +483,7 @@ def _tiles_run(subject: _Subject, request: CandidateRequest, tiles: TilesRequest
             kernels=[k.describe() for k in sampled.kernels],
             blocks=sum(k.blocks for k in sampled.kernels),
             of_blocks=sum(k.of_blocks for k in sampled.kernels),
+            classes=sum(k.classes for k in sampled.kernels),
             shapes=[list(output.shape) for output in sampled.outputs],
         )
     except production_tiles.NotSampleable as reason:

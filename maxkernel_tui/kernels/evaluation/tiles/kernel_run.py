@@ -22,12 +22,12 @@ from jax._src.pallas.pallas_call import pallas_call_p
 from jax.experimental.pallas import tpu as pltpu
 from jax.extend import core
 
+from maxkernel_tui.kernels.evaluation.tiles import classes
 from maxkernel_tui.kernels.evaluation.tiles.blocks import (
     Region,
     dim_kind,
     find_output_axes,
     in_any_space,
-    sample_blocks,
     written,
 )
 from maxkernel_tui.kernels.evaluation.tiles.faults import NotSampleable
@@ -43,11 +43,16 @@ class KernelSample:
     blocks: int  # output blocks sampled
     of_blocks: int  # output blocks of the production grid
     steps: int  # grid steps run (sampled blocks times reduction steps)
+    classes: int = 1  # classes of output blocks by the kernel's scalar control (classes.py)
+    on_data: int = 0  # branches, selects and loops on data, not classed
 
     def describe(self) -> str:
+        branches = "branch" if self.on_data == 1 else "branches"
+        on_data = f", {self.on_data} {branches} on data not classed" if self.on_data else ""
+        kinds = "class" if self.classes == 1 else "classes"
         return (
-            f"{self.name}: {self.blocks} of {self.of_blocks} output blocks, "
-            f"{self.steps} grid steps of grid {self.grid}"
+            f"{self.name}: {self.blocks} of {self.of_blocks} output blocks covering "
+            f"{self.classes} {kinds}{on_data}, {self.steps} grid steps of grid {self.grid}"
         )
 
 
@@ -77,7 +82,9 @@ def run_kernel(
             raise NotSampleable("an output block dimension of an unknown kind")
     output_axes = find_output_axes(outputs, grid, index_operands)
     reduction_axes = tuple(a for a in range(len(grid)) if a not in output_axes)
-    sample = sample_blocks(tuple(grid[a] for a in output_axes), rng, random_blocks)
+    name = kernel_name(eqn)
+    control = classes.evaluate(eqn, index_operands, output_axes, name)
+    sample = classes.cover(tuple(grid[a] for a in output_axes), control, rng, random_blocks, name)
     to_production = _ToProduction(grid, output_axes, reduction_axes, sample)
     new_params = _sampled_params(eqn.params, to_production)
     result = pallas_call_p.bind(*args, **dict(new_params, interpret=params))
@@ -85,7 +92,6 @@ def run_kernel(
         written(block, to_production.points(), index_operands, tuple(out.shape))
         for block, out in zip(outputs, result, strict=True)
     ]
-    name = kernel_name(eqn)
     reduction = math.prod(grid[a] for a in reduction_axes)
     record = KernelSample(
         name,
@@ -94,6 +100,8 @@ def run_kernel(
         len(sample),
         math.prod(grid[a] for a in output_axes),
         len(sample) * reduction,
+        control.count,
+        control.on_data,
     )
     return list(result), regions, record
 

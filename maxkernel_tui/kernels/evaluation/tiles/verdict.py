@@ -72,6 +72,7 @@ def tiles_check(task: Task, run: TilesRun, expected: list[np.ndarray] | str | No
         run.blocks,
         run.of_blocks,
         tuple(run.kernels),
+        classes=run.classes,
     )
     seconds = round(run.seconds, 3)
 
