@@ -44,6 +44,16 @@ VARIANTS: dict[str, list[tuple[str, str]]] = {
             "             & ((pl.num_programs(0) <= 1) | (pl.program_id(0) % 2 == 0)))\n",
         )
     ],
+    # no depth steps in one interior block of the 4 x 8 bench grid (none there at check and
+    # heldout); a draw of 4 beside the corners misses it 6 times in 7
+    "skip_one_interior_block": [
+        (
+            _BLOCKS,
+            "    tm, tn, tk = _block(rows, 512 if rows > 256 else 128), _block(cols, 256), "
+            "_block(depth, 256)\n",
+        ),
+        (_DOT, _guarded_dot("(pl.program_id(0) != 2) | (pl.program_id(1) != 5)")),
+    ],
     # a would-be cheat: Python's platform is the tracer's CPU, so it traces the honest program
     "backend_branch": [
         (
@@ -67,7 +77,12 @@ VARIANTS: dict[str, list[tuple[str, str]]] = {
     "zero_block_fast_path": [(_DOT, _guarded_dot("jnp.max(jnp.abs(x_ref[...])) > 0"))],
     "padded_fixed_tiles": [("def computation(", "def _unpadded(")],
 }
-CHEATS = ("skip_k_by_grid_size", "stale_rows_by_grid_size", "half_k_by_size")
+CHEATS = (
+    "skip_k_by_grid_size",
+    "stale_rows_by_grid_size",
+    "half_k_by_size",
+    "skip_one_interior_block",
+)
 HONEST_STYLES = ("blocks_by_size", "zero_block_fast_path", "padded_fixed_tiles")
 
 

@@ -12,11 +12,15 @@ import pytest
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 
+from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
+from maxkernel_tui.kernels.evaluation.source import KernelSource
 from maxkernel_tui.kernels.evaluation.tiles.blocks import sample_blocks
 from maxkernel_tui.kernels.evaluation.tiles.faults import KernelFault
 from maxkernel_tui.kernels.evaluation.tiles.sampled_run import run_sampled
+from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.report.reasons import Reason, TilesFigures
 from maxkernel_tui.kernels.report.words import check_words
+from tests.support.gemm_relu_variants import TASK, render
 
 PARAMS = pltpu.InterpretParams(uninitialized_memory="nan", out_of_bounds_reads="raise")
 B = 128
@@ -294,3 +298,21 @@ def test_the_evidence_says_how_many_classes_the_sample_covers():
     figures = TilesFigures("bench", 0, 7, 8, 128, ("k",), 4096, 1e-3, 1e-3, classes=3)
     words = check_words(Reason.TILES_SAMPLED, figures)
     assert words.startswith("8 of 128 output blocks covering 3 classes sampled at production")
+
+
+@pytest.mark.slow  # starts candidate and reference workers
+def test_eval_rejects_a_kernel_that_skips_one_interior_block_chosen_by_program_ids(
+    tmp_path, monkeypatch
+):
+    """Through the harness (gemm_relu at bench: a 4 x 8 grid of output blocks): exact at check
+    and heldout, wrong in block (2, 5) only; today's draw of 4 beside the corners holds it in
+    one evaluation of 7, the classes in every one."""
+    monkeypatch.setenv("MAXKERNEL_TUI_CACHE_DIR", str(tmp_path / "cache"))
+    kernel = KernelSource.read(render("skip_one_interior_block", tmp_path))
+    with Harness() as harness:
+        report = harness.evaluate(kernel, load_task(TASK), EvalOptions(seeds=1, tile_blocks=4))
+    assert report.verdict == "rejected"
+    assert (report.failure.name, report.failure.reason) == ("tiles", Reason.TILES_OUTSIDE_TOLERANCE)
+    assert {"numerics", "heldout"} <= {c.name for c in report.checks if c.status == "pass"}
+    tiles = next(c for c in report.checks if c.name == "tiles")
+    assert isinstance(tiles.figures, TilesFigures) and tiles.figures.classes == 4
