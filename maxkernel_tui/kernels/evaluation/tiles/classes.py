@@ -8,7 +8,8 @@ A value is known when it derives only from `program_id`, `num_programs`, literal
 the scalar-prefetch refs (their concrete values); everything else (loaded vector data, scalars
 read from blocks) is unknown. Control on unknown values is counted and said, never classed.
 The same evaluation gives every output's block index at every grid step: a block left and
-visited again is lost on a TPU (written back when left, never read back). Imports numpy only.
+visited again is lost on a TPU (written back when left, never read back). Numpy; jax only for
+the pytrees of ref reads and an index map numpy cannot follow (blocks.py).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import numpy as np
 from jax import tree_util
 from jax.extend.core import ClosedJaxpr, Jaxpr
 
-from maxkernel_tui.kernels.evaluation.tiles.blocks import sample_blocks
+from maxkernel_tui.kernels.evaluation.tiles.blocks import block_indices, sample_blocks
 from maxkernel_tui.kernels.evaluation.tiles.faults import KernelFault, NotSampleable
 from maxkernel_tui.kernels.report.reasons import Reason
 
@@ -238,8 +239,13 @@ class _Evaluator:
         for key, values in found.items():
             for value in values:
                 bits = np.left_shift(1, np.clip(value.astype(np.int32) + 1, 0, 14)).astype(np.int16)
-                into[key] = into.get(key, 0) | bits
+                # points past their last iteration (or never in the loop) add nothing
+                into[key] = into.get(key, 0) | np.where(mask, bits, 0).astype(np.int16)
         return outs
+
+    def affordable(self, body: Any, trips: int) -> bool:
+        """Whether `trips` iterations of a loop body leave half the work allowed for the rest."""
+        return self.work + trips * self.points * _size(body.jaxpr) <= MAX_WORK // 2
 
     def fold(self, folded: dict[int, Any]) -> None:
         for key, bits in folded.items():
@@ -251,12 +257,14 @@ class _Evaluator:
         carry_count = params["num_carry"]
         carry, xs = list(carry[:carry_count]), [None] * (len(carry) - carry_count)
         folded: dict[int, Any] = {}
-        trips = params["length"] if params["length"] <= MAX_TRIPS else 1
-        if trips != params["length"]:
+        whole = params["length"] <= MAX_TRIPS and self.affordable(params["jaxpr"], params["length"])
+        trips = params["length"] if whole else 1
+        if not whole:  # one iteration, on carries unknown: what depends on them is not classed
+            self.on_data.add(id(eqn))
             carry = [None] * carry_count
         for _ in range(trips):
             outs = self.iteration(params["jaxpr"], [*consts, *carry, *xs], mask, folded)
-            carry = outs[:carry_count] if trips == params["length"] else [None] * carry_count
+            carry = outs[:carry_count] if whole else [None] * carry_count
         self.fold(folded)
         return [*carry, *[None] * (len(eqn.outvars) - carry_count)]
 
@@ -269,9 +277,9 @@ class _Evaluator:
         folded: dict[int, Any] = {}
         for _ in range(MAX_TRIPS + 1):
             (going,) = self.iteration(params["cond_jaxpr"], [*cond_consts, *carry], active, folded)
-            if going is None or trips.max() >= MAX_TRIPS:  # bound on data, or too long
-                if going is None:
-                    self.on_data.add(id(eqn))
+            too_long = trips.max() >= MAX_TRIPS or not self.affordable(params["body_jaxpr"], 1)
+            if going is None or too_long:  # on carries unknown: not classed
+                self.on_data.add(id(eqn))
                 carry = [None] * len(carry)
                 self.iteration(params["body_jaxpr"], [*body_consts, *carry], active, folded)
                 break
@@ -287,6 +295,18 @@ class _Evaluator:
         self.record(eqn, np.minimum(trips, 2), mask)
         self.fold(folded)
         return carry
+
+
+def _size(jaxpr: Any) -> int:
+    """Equations of a jaxpr, those of the jaxprs inside it counted too."""
+    total = 0
+    for eqn in jaxpr.eqns:
+        total += 1
+        for param in eqn.params.values():
+            for inner in param if isinstance(param, tuple) else (param,):
+                if isinstance(inner, (Jaxpr, ClosedJaxpr)):
+                    total += _size(getattr(inner, "jaxpr", inner))
+    return total
 
 
 def _read_table(ins: list[Any], params: dict[str, Any]) -> Any:
@@ -349,14 +369,14 @@ def evaluate(
         index_map = block.index_map_jaxpr
         found = evaluator.run(index_map.jaxpr, index_map.consts, [*ids, *tables], everywhere)
         if number >= mapping.num_inputs:
+            if any(index is None for index in found):  # beyond numpy here: jax evaluates it
+                found = list(block_indices(block, ids.T, index_operands).T)
             _check_revisits(found, grid, f"{name}'s output {number - mapping.num_inputs}")
     return _group(evaluator, grid, output_axes)
 
 
 def _check_revisits(indices: list[Any], grid: tuple[int, ...], where: str) -> None:
     """A block index taken in two separate runs of consecutive grid steps (row-major order)."""
-    if any(i is None for i in indices):
-        return
     points = math.prod(grid)
     rows = np.stack([np.broadcast_to(i, (points,)) for i in indices], axis=1)
     changes = np.flatnonzero(np.any(rows[1:] != rows[:-1], axis=1)) + 1

@@ -44,11 +44,11 @@ class KernelSample:
     of_blocks: int  # output blocks of the production grid
     steps: int  # grid steps run (sampled blocks times reduction steps)
     classes: int = 1  # classes of output blocks by the kernel's scalar control (classes.py)
-    on_data: int = 0  # branches, selects and loops on data, not classed
+    on_data: int = 0  # branches, selects and loops on data (or too long to follow): not classed
 
     def describe(self) -> str:
         branches = "branch" if self.on_data == 1 else "branches"
-        on_data = f", {self.on_data} {branches} on data not classed" if self.on_data else ""
+        on_data = f", {self.on_data} {branches} not classed (on data)" if self.on_data else ""
         kinds = "class" if self.classes == 1 else "classes"
         return (
             f"{self.name}: {self.blocks} of {self.of_blocks} output blocks covering "

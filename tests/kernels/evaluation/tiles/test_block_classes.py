@@ -14,8 +14,9 @@ from jax.experimental.pallas import tpu as pltpu
 
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
 from maxkernel_tui.kernels.evaluation.source import KernelSource
+from maxkernel_tui.kernels.evaluation.tiles import classes
 from maxkernel_tui.kernels.evaluation.tiles.blocks import sample_blocks
-from maxkernel_tui.kernels.evaluation.tiles.faults import KernelFault
+from maxkernel_tui.kernels.evaluation.tiles.faults import KernelFault, NotSampleable
 from maxkernel_tui.kernels.evaluation.tiles.sampled_run import run_sampled
 from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.report.reasons import Reason, TilesFigures
@@ -273,7 +274,7 @@ def test_a_zero_block_fast_path_is_control_on_data_said_and_verified():
     sampled = _sampled(lambda x, w: _matmul(x, w, body), x, w)
     (kernel,) = sampled.kernels
     assert (kernel.classes, kernel.on_data) == (1, 1)
-    assert "1 branch on data not classed" in kernel.describe()
+    assert "1 branch not classed (on data)" in kernel.describe()
     assert _wrong(sampled, x @ w) == 0
 
 
@@ -316,3 +317,54 @@ def test_eval_rejects_a_kernel_that_skips_one_interior_block_chosen_by_program_i
     assert {"numerics", "heldout"} <= {c.name for c in report.checks if c.status == "pass"}
     tiles = next(c for c in report.checks if c.name == "tiles")
     assert isinstance(tiles.figures, TilesFigures) and tiles.figures.classes == 4
+
+
+def _control(body, grid):
+    """The classes of a kernel's output blocks (one output block per point of a 1-D grid)."""
+    x = jax.ShapeDtypeStruct((grid * 8, B), jnp.float32)
+    program = pl.pallas_call(
+        body,
+        grid=(grid,),
+        in_specs=[pl.BlockSpec((8, B), lambda i: (i, 0))],
+        out_specs=pl.BlockSpec((8, B), lambda i: (i, 0)),
+        out_shape=x,
+    )
+    (eqn,) = jax.make_jaxpr(program)(x).eqns
+    return classes.evaluate(eqn, [], (0,), "k")
+
+
+def _in_order(numbers):
+    """Class numbers renamed in the order blocks first show them."""
+    names = {}
+    return [names.setdefault(int(n), len(names)) for n in numbers]
+
+
+def test_a_loop_bounded_by_a_program_id_classes_blocks_by_trip_count_none_one_many():
+    def body(x_ref, o_ref):
+        count = jax.lax.fori_loop(0, pl.program_id(0), lambda t, c: c + 1.0, 0.0)
+        o_ref[...] = x_ref[...] + count
+
+    control = _control(body, 8)
+    assert control.count == 3 and _in_order(control.classes) == [0, 1, 2, 2, 2, 2, 2, 2]
+
+
+def test_decisions_inside_a_loop_are_the_set_of_values_they_take():
+    def body(x_ref, o_ref):
+        hit = jax.lax.fori_loop(0, 4, lambda t, c: c + jnp.where(t == pl.program_id(0), 1, 0), 0)
+        o_ref[...] = x_ref[...] * hit.astype(jnp.float32)
+
+    control = _control(body, 8)
+    assert control.count == 2 and _in_order(control.classes) == [0, 0, 0, 0, 1, 1, 1, 1]
+
+
+def test_too_many_classes_run_the_whole_grid_when_it_is_small_else_small_shapes_only():
+    many = classes.Control(np.arange(100), 100, 0)
+    whole = classes.cover((10, 10), many, np.random.default_rng(0), 4, "k")
+    assert len(whole) == 100
+    with pytest.raises(NotSampleable, match="k's output blocks fall in 300 classes"):
+        classes.cover(
+            (300,), classes.Control(np.arange(300), 300, 0), np.random.default_rng(0), 4, "k"
+        )
+    few = classes.Control(np.array([0] * 50 + [1] + [0] * 49), 2, 0)
+    sample = classes.cover((100,), few, np.random.default_rng(0), 4, "k")
+    assert 50 in sample.ravel() and len(sample) == 7  # two ends, four drawn, the odd one
