@@ -245,7 +245,7 @@ class _Evaluator:
 
     def affordable(self, body: Any, trips: int) -> bool:
         """Whether `trips` iterations of a loop body leave half the work allowed for the rest."""
-        return self.work + trips * self.points * _size(body.jaxpr) <= MAX_WORK // 2
+        return bool(self.work + trips * self.points * _size(body.jaxpr) <= MAX_WORK // 2)
 
     def fold(self, folded: dict[int, Any]) -> None:
         for key, bits in folded.items():
