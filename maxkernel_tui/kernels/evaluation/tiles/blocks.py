@@ -1,13 +1,12 @@
-"""Which grid axes of a pallas_call choose an output block, which blocks a sample holds, and
-which elements of an output the sampled grid points write: the index maps evaluated on grid
-points (jitted, vmapped). Imports jax.
+"""Which output blocks a sample holds, and which elements of an output the sampled grid points
+write: the index maps evaluated on grid points (jitted, vmapped). Which grid axes choose an output
+block, and the classes of blocks a sample must cover, are classes.py's. Imports jax.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
 from typing import Any
 
 import jax
@@ -52,29 +51,6 @@ def dim_kind(dim: Any) -> str | None:
         if type(dim).__name__ == kind:
             return kind
     return "Blocked" if isinstance(dim, int) else None
-
-
-def find_output_axes(
-    outputs: Sequence[Any], grid: tuple[int, ...], index_operands: list[np.ndarray]
-) -> tuple[int, ...]:
-    """Grid axes along which some output's block index changes (probed at a few points of every
-    other axis)."""
-    axes = []
-    for axis, size in enumerate(grid):
-        if size == 1:
-            continue
-        bases = [np.zeros(len(grid), np.int32), np.array([g - 1 for g in grid], np.int32)]
-        moved = False
-        for base in bases:
-            points = np.repeat(base[None, :], size, axis=0)
-            points[:, axis] = np.arange(size)
-            for block in outputs:
-                indices = block_indices(block, points, index_operands)
-                if (indices != indices[0]).any():
-                    moved = True
-        if moved:
-            axes.append(axis)
-    return tuple(axes)
 
 
 def block_indices(block: Any, points: np.ndarray, index_operands: list[np.ndarray]) -> np.ndarray:

@@ -81,6 +81,7 @@ _PASS = ("multiple_of", "optimization_barrier")
 class Control:
     """A pallas_call's output blocks by class, over the output axes' grid in row-major order."""
 
+    output_axes: tuple[int, ...]  # the grid axes that choose an output block
     classes: np.ndarray  # class number of each output block
     count: int
     on_data: int  # scalar control on unknown values (loaded data): not classed
@@ -344,11 +345,10 @@ def _floor_divide(a: Any, b: Any) -> tuple[Any, Any]:
     return np.floor_divide(a, safe), np.remainder(a, safe)
 
 
-def evaluate(
-    eqn: Any, index_operands: list[np.ndarray], output_axes: tuple[int, ...], name: str
-) -> Control:
-    """The classes of a pallas_call's output blocks; raises KernelFault when an output block is
-    left and visited again."""
+def evaluate(eqn: Any, index_operands: list[np.ndarray], name: str) -> Control:
+    """The output axes (those along which some output's block index changes anywhere) and the
+    classes of a pallas_call's output blocks; raises KernelFault when an output block is left
+    and visited again."""
     mapping = eqn.params["grid_mapping"]
     grid = tuple(int(g) for g in mapping.grid)
     points = math.prod(grid)
@@ -365,20 +365,25 @@ def evaluate(
     # the body's refs: the scalar-prefetch refs first, then blocks and scratch (unknown)
     refs = [*tables, *[None] * (len(body.invars) - len(tables))]
     evaluator.run(body, [None] * len(body.constvars), refs, everywhere)
+    output_axes: set[int] = set()
     for number, block in enumerate(mapping.block_mappings):
         index_map = block.index_map_jaxpr
         found = evaluator.run(index_map.jaxpr, index_map.consts, [*ids, *tables], everywhere)
-        if number >= mapping.num_inputs:
-            if any(index is None for index in found):  # beyond numpy here: jax evaluates it
-                found = list(block_indices(block, ids.T, index_operands).T)
-            _check_revisits(found, grid, f"{name}'s output {number - mapping.num_inputs}")
-    return _group(evaluator, grid, output_axes)
+        if number < mapping.num_inputs or not found:
+            continue
+        if any(index is None for index in found):  # beyond numpy here: jax evaluates it
+            rows = block_indices(block, ids.T, index_operands)
+        else:
+            rows = np.stack([np.broadcast_to(i, (points,)) for i in found], axis=1)
+        _check_revisits(rows, grid, f"{name}'s output {number - mapping.num_inputs}")
+        table = rows.reshape(*grid, rows.shape[1])
+        output_axes |= {a for a in range(len(grid)) if (np.diff(table, axis=a) != 0).any()}
+    return _group(evaluator, grid, tuple(sorted(output_axes)))
 
 
-def _check_revisits(indices: list[Any], grid: tuple[int, ...], where: str) -> None:
-    """A block index taken in two separate runs of consecutive grid steps (row-major order)."""
-    points = math.prod(grid)
-    rows = np.stack([np.broadcast_to(i, (points,)) for i in indices], axis=1)
+def _check_revisits(rows: np.ndarray, grid: tuple[int, ...], where: str) -> None:
+    """A block index (a row) taken in two separate runs of consecutive grid steps (row-major
+    order)."""
     changes = np.flatnonzero(np.any(rows[1:] != rows[:-1], axis=1)) + 1
     starts = np.concatenate([[0], changes])
     runs = rows[starts]
@@ -399,13 +404,13 @@ def _group(evaluator: _Evaluator, grid: tuple[int, ...], output_axes: tuple[int,
     blocks = math.prod(grid[a] for a in output_axes)
     rows = [v for values in evaluator.decisions.values() for v in values if (v != v[0]).any()]
     if not rows:
-        return Control(np.zeros(blocks, np.int64), 1, len(evaluator.on_data))
+        return Control(output_axes, np.zeros(blocks, np.int64), 1, len(evaluator.on_data))
     table = np.stack(rows).reshape(len(rows), *grid)
     table = np.moveaxis(table, [1 + a for a in output_axes], range(len(output_axes)))
     signatures = table.reshape(blocks, -1)
     _, classes = np.unique(signatures, axis=0, return_inverse=True)
     classes = classes.reshape(-1)
-    return Control(classes, int(classes.max()) + 1, len(evaluator.on_data))
+    return Control(output_axes, classes, int(classes.max()) + 1, len(evaluator.on_data))
 
 
 def cover(

@@ -26,7 +26,6 @@ from maxkernel_tui.kernels.evaluation.tiles import classes
 from maxkernel_tui.kernels.evaluation.tiles.blocks import (
     Region,
     dim_kind,
-    find_output_axes,
     in_any_space,
     written,
 )
@@ -80,10 +79,10 @@ def run_kernel(
             raise NotSampleable("an output written by DMA (memory space ANY), not by blocks")
         if not all(dim_kind(d) for d in block.block_shape):
             raise NotSampleable("an output block dimension of an unknown kind")
-    output_axes = find_output_axes(outputs, grid, index_operands)
-    reduction_axes = tuple(a for a in range(len(grid)) if a not in output_axes)
     name = kernel_name(eqn)
-    control = classes.evaluate(eqn, index_operands, output_axes, name)
+    control = classes.evaluate(eqn, index_operands, name)
+    output_axes = control.output_axes
+    reduction_axes = tuple(a for a in range(len(grid)) if a not in output_axes)
     sample = classes.cover(tuple(grid[a] for a in output_axes), control, rng, random_blocks, name)
     to_production = _ToProduction(grid, output_axes, reduction_axes, sample)
     new_params = _sampled_params(eqn.params, to_production)

@@ -330,7 +330,7 @@ def _control(body, grid):
         out_shape=x,
     )
     (eqn,) = jax.make_jaxpr(program)(x).eqns
-    return classes.evaluate(eqn, [], (0,), "k")
+    return classes.evaluate(eqn, [], "k")
 
 
 def _in_order(numbers):
@@ -358,13 +358,13 @@ def test_decisions_inside_a_loop_are_the_set_of_values_they_take():
 
 
 def test_too_many_classes_run_the_whole_grid_when_it_is_small_else_small_shapes_only():
-    many = classes.Control(np.arange(100), 100, 0)
+    many = classes.Control((0, 1), np.arange(100), 100, 0)
     whole = classes.cover((10, 10), many, np.random.default_rng(0), 4, "k")
     assert len(whole) == 100
     with pytest.raises(NotSampleable, match="k's output blocks fall in 300 classes"):
         classes.cover(
-            (300,), classes.Control(np.arange(300), 300, 0), np.random.default_rng(0), 4, "k"
+            (300,), classes.Control((0,), np.arange(300), 300, 0), np.random.default_rng(0), 4, "k"
         )
-    few = classes.Control(np.array([0] * 50 + [1] + [0] * 49), 2, 0)
+    few = classes.Control((0,), np.array([0] * 50 + [1] + [0] * 49), 2, 0)
     sample = classes.cover((100,), few, np.random.default_rng(0), 4, "k")
     assert 50 in sample.ravel() and len(sample) == 7  # two ends, four drawn, the odd one
