@@ -120,7 +120,12 @@ class _Evaluator:
                     f"{self.name}'s scalar control over {self.points} grid points is more than "
                     "this check evaluates, so its classes of output blocks are unknown"
                 )
-            outs = self.equation(eqn, [read(v) for v in eqn.invars], mask)
+            try:
+                outs = self.equation(eqn, [read(v) for v in eqn.invars], mask)
+            except (ArithmeticError, AttributeError, IndexError, KeyError, TypeError, ValueError):
+                # a form of an equation this evaluator does not follow: not classed, said
+                self.on_data.add(id(eqn))
+                outs = [None] * len(eqn.outvars)
             for var, value in zip(eqn.outvars, outs, strict=True):
                 scalar = getattr(var.aval, "shape", None) == ()
                 env[var] = value if scalar or isinstance(value, _Table) else None
@@ -147,11 +152,11 @@ class _Evaluator:
             return self.while_loop(eqn, ins, mask)
         if name == "scan":
             return self.scan(eqn, ins, mask)
-        if name in _CALLS:
-            inner = params.get("jaxpr") or params.get("call_jaxpr")
+        inner = params.get("jaxpr", params.get("call_jaxpr"))
+        if name in _CALLS and inner is not None:
             if params.get("name") in _SIGNED and all(isinstance(v, np.ndarray) for v in ins):
                 return self.signed(eqn, params["name"], ins, mask)
-            return self.run(inner.jaxpr, inner.consts, ins, mask)
+            return self.run(getattr(inner, "jaxpr", inner), getattr(inner, "consts", ()), ins, mask)
         if name == "run_scoped":  # its inputs are the body's consts; its invars new scratch
             inner = params["jaxpr"]
             return self.run(inner, ins, [None] * len(inner.invars), mask)[:nout]

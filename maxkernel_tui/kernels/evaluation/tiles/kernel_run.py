@@ -47,11 +47,12 @@ class KernelSample:
 
     def describe(self) -> str:
         branches = "branch" if self.on_data == 1 else "branches"
-        on_data = f", {self.on_data} {branches} not classed (on data)" if self.on_data else ""
+        unclassed = f", {self.on_data} {branches} on data (or not followed) not classed"
         kinds = "class" if self.classes == 1 else "classes"
         return (
             f"{self.name}: {self.blocks} of {self.of_blocks} output blocks covering "
-            f"{self.classes} {kinds}{on_data}, {self.steps} grid steps of grid {self.grid}"
+            f"{self.classes} {kinds}{unclassed if self.on_data else ''}, "
+            f"{self.steps} grid steps of grid {self.grid}"
         )
 
 
