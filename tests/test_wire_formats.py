@@ -145,7 +145,18 @@ OBJECTS = {
     "TraceRequest": TraceRequest("/w/k.py", "/s", ["bench"], "/w", {"e": {"b": 1}}, "dg"),
     "NumericsRun": NumericsRun("check", 7, ["/a.npy"], None, False, 0.25, ["/i.npy"], True),
     "TilesRun": TilesRun(
-        "bench", 1, 2, ["/v.npy"], ["/i.npy"], ["k"], 3, 9, None, "why", 1.5, [[2, 3]]
+        "bench",
+        1,
+        2,
+        ["/v.npy"],
+        ["/i.npy"],
+        ["k"],
+        3,
+        9,
+        unsampleable="why",
+        seconds=1.5,
+        shapes=[[2, 3]],
+        classes=4,
     ),
     "ReferenceRequest": ReferenceRequest(
         "/s", [("check", 1)], "/o", {"e": {"x": 2}}, ProductionRequest("bench", 3, ["/i"], ["/x"])
@@ -380,9 +391,11 @@ WRITTEN = [
             "blocks": 3,
             "of_blocks": 9,
             "error": None,
+            "fault": None,
             "unsampleable": "why",
             "seconds": 1.5,
             "shapes": [[2, 3]],
+            "classes": 4,
         },
     ),
     (

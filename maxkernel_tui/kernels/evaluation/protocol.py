@@ -145,12 +145,12 @@ class TilesRun(JsonData):
     kernels: list[str] = field(default_factory=list)  # one line per pallas_call sampled
     blocks: int = 0  # output blocks sampled, over every kernel
     of_blocks: int = 0
-    classes: int = 0  # classes of output blocks the sample covers, over every kernel
     error: str | None = None
     fault: Reason | None = None  # with `error`: a fault of the kernel found by the sampled run
     unsampleable: str | None = None
     seconds: float = 0.0
     shapes: list[list[int]] = field(default_factory=list)  # each output's, to name an index
+    classes: int = 0  # classes of output blocks the sample covers, over every kernel
 
     @property
     def key(self) -> Run:
