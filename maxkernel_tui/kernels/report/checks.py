@@ -22,7 +22,7 @@ from maxkernel_tui.kernels.report.reasons import (
     figures_to_json,
 )
 from maxkernel_tui.kernels.report.status import CheckName, CheckStatus, Verdict
-from maxkernel_tui.kernels.report.words import check_words
+from maxkernel_tui.kernels.report.words import check_words, sampled_blocks_words
 
 PASS, FAIL, SKIP = CheckStatus.PASS, CheckStatus.FAIL, CheckStatus.SKIP
 ACCEPTED, REJECTED = Verdict.ACCEPTED, Verdict.REJECTED
@@ -171,7 +171,7 @@ class EvalReport(JsonData, shape=_REPORT_SHAPE):
             if check.name == TILES:
                 tiles = check.figures
                 sampled = (
-                    f"{tiles.blocks} of {tiles.of_blocks} output blocks, "
+                    f"{sampled_blocks_words(tiles)}, "
                     f"sample seed {tiles.sample_seed}, inputs seed {tiles.input_seed}"
                     if isinstance(tiles, TilesFigures) and tiles.blocks and check.status != SKIP
                     else check.detail  # a skipped check's detail says why nothing was compared

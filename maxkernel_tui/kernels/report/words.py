@@ -325,6 +325,14 @@ def comparison_words(comparison: Comparison | None) -> str:
     return f"{comparison.mismatched}/{comparison.total} elements outside tolerance; {summary}"
 
 
+def sampled_blocks_words(tiles: TilesFigures) -> str:
+    """`8 of 128 output blocks covering 3 classes` (classes of blocks by the kernels' scalar
+    control; none said by a run from before them)."""
+    kinds = "class" if tiles.classes == 1 else "classes"
+    covering = f" covering {tiles.classes} {kinds}" if tiles.classes else ""
+    return f"{tiles.blocks} of {tiles.of_blocks} output blocks{covering}"
+
+
 def _tiles_words(reason: Reason, tiles: TilesFigures) -> str:
     label = f"{tiles.config} inputs seed {tiles.input_seed}, sample seed {tiles.sample_seed}"
     if reason == R.TILES_NOT_RUN:
@@ -356,11 +364,8 @@ def _tiles_words(reason: Reason, tiles: TilesFigures) -> str:
             "sampled blocks alone (the XLA after the kernels mixes every block)"
         )
     worst = comparison_words(tiles.comparison)
-    # classes of blocks by the kernels' scalar control (none said by a run from before them)
-    kinds = "class" if tiles.classes == 1 else "classes"
-    covering = f" covering {tiles.classes} {kinds}" if tiles.classes else ""
     return (
-        f"{tiles.blocks} of {tiles.of_blocks} output blocks{covering} sampled at production shapes "
+        f"{sampled_blocks_words(tiles)} sampled at production shapes "
         f"({label}), {tiles.elements} elements within tolerance; {worst}"
     )
 

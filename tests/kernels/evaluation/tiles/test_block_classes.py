@@ -19,6 +19,7 @@ from maxkernel_tui.kernels.evaluation.tiles.blocks import sample_blocks
 from maxkernel_tui.kernels.evaluation.tiles.faults import KernelFault, NotSampleable
 from maxkernel_tui.kernels.evaluation.tiles.sampled_run import run_sampled
 from maxkernel_tui.kernels.loader import load_task
+from maxkernel_tui.kernels.report.checks import PASS, Check, EvalReport
 from maxkernel_tui.kernels.report.reasons import Reason, TilesFigures
 from maxkernel_tui.kernels.report.words import check_words
 from tests.support.gemm_relu_variants import TASK, render
@@ -299,6 +300,12 @@ def test_the_evidence_says_how_many_classes_the_sample_covers():
     figures = TilesFigures("bench", 0, 7, 8, 128, ("k",), 4096, 1e-3, 1e-3, classes=3)
     words = check_words(Reason.TILES_SAMPLED, figures)
     assert words.startswith("8 of 128 output blocks covering 3 classes sampled at production")
+    report = EvalReport("t", "k.py", ["v5e"], "cpu")
+    report.add(Check("tiles", PASS, Reason.TILES_SAMPLED, figures))
+    assert report.evidence == [
+        "production tiles (pass): 8 of 128 output blocks covering 3 classes, sample seed 7, "
+        "inputs seed 0"
+    ]
 
 
 @pytest.mark.slow  # starts candidate and reference workers
