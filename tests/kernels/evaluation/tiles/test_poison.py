@@ -4,6 +4,8 @@ split across cores, and exact on any sample; it is rejected. Accumulators over r
 flash attention's running statistics and scans along `arbitrary` output axes (checked through
 their prefixes) are still accepted. In-process jax, small grids (seconds); one harness test."""
 
+import shutil
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -309,16 +311,23 @@ def test_each_pattern_poisons_some_block_and_the_same_seed_the_same_ones():
 
 @pytest.mark.slow
 def test_the_smem_counter_attack_is_rejected_through_the_harness(tmp_path, monkeypatch):
-    """Exact at check and heldout (one block each) and in the sample's eight of sixteen
+    """The measured attack at gemm_relu's production shapes (sixteen output blocks), with a
+    held-out shape of one block like check's: exact there (interpret mode runs parallel blocks
+    in a random order, so several blocks would show the counter) and in the sample's eight
     production blocks on the base commit; rejected for the state it carries."""
     monkeypatch.setenv("MAXKERNEL_TUI_CACHE_DIR", str(tmp_path / "cache"))
+    task = shutil.copytree(TASK, tmp_path / "gemm_relu")
+    reference = task / "reference.py"
+    heldout = '"heldout": {"batch": 200, "in_features": 384, "out_features": 640}'
+    assert heldout in reference.read_text()
+    reference.write_text(reference.read_text().replace(heldout, heldout.replace("640", "384")))
     with Harness() as harness:
         report = harness.evaluate(
             KernelSource.read(render("smem_counter", tmp_path)),
-            load_task(TASK),
+            load_task(task),
             EvalOptions(seeds=1, tile_blocks=4),
         )
     assert report.verdict == "rejected"
     assert (report.failure.name, report.failure.reason) == ("tiles", Reason.TILES_STATE_CARRIED)
     passed = {c.name for c in report.checks if c.status == "pass"}
-    assert {"numerics", "heldout"} <= passed
+    assert {"numerics", "heldout", "production"} <= passed
