@@ -301,6 +301,32 @@ def test_flash_attention_statistics_in_scratch_are_accepted():
     assert sampled.kernels[0].blocks == 4  # two corners of one output axis and two drawn
 
 
+def _gathering(index_ref, x_ref, o_ref):
+    o_ref[...] = x_ref[...] * 2.0 + index_ref[pl.program_id(0)].astype(jnp.float32)
+
+
+def test_a_kernel_with_scalar_prefetch_is_accepted():
+    """The prefetched scalars (SMEM, read by the index maps) are the kernel's inputs: never
+    poisoned."""
+    index = jnp.array([3, 0, 7, 7, 1, 5, 2, 6], jnp.int32)
+    x = jax.random.normal(jax.random.key(3), (64, B), jnp.float32)
+
+    def program(index, x):
+        return pl.pallas_call(
+            _gathering,
+            grid_spec=pltpu.PrefetchScalarGridSpec(
+                num_scalar_prefetch=1,
+                grid=(8,),
+                in_specs=[pl.BlockSpec((8, B), lambda i, index: (index[i], 0))],
+                out_specs=pl.BlockSpec((8, B), lambda i, index: (i, 0)),
+            ),
+            out_shape=jax.ShapeDtypeStruct((64, B), jnp.float32),
+            compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel",)),
+        )(index, x)
+
+    _assert_exact(program, index, x)
+
+
 def test_each_pattern_poisons_some_block_and_the_same_seed_the_same_ones():
     blocks = np.array([[0, 0], [0, 7], [1, 3], [3, 0], [3, 7]])
     plan = poison.Plan.of(blocks, 11)
