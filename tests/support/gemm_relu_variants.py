@@ -1,5 +1,5 @@
 """Kernels for the gemm_relu test task (tests/data/production), each the honest kernel with a
-named change: three that cheat only at production shapes, one that would branch on the platform
+named change: four that cheat only at production shapes, one that would branch on the platform
 in Python, and three honest styles. Rendered into a test's directory (a candidate is one file;
 it may not import its neighbours)."""
 
@@ -53,6 +53,26 @@ VARIANTS: dict[str, list[tuple[str, str]]] = {
             "_block(depth, 256)\n",
         ),
         (_DOT, _guarded_dot("(pl.program_id(0) != 2) | (pl.program_id(1) != 5)")),
+    # a counter in SMEM across output blocks: from the 8th block on the depth steps are skipped
+    # (exact on shapes of one block and in any sample of fewer than eight, in order)
+    "smem_counter": [
+        (
+            "def _kernel(x_ref, w_ref, b_ref, o_ref, acc_ref):\n    k = pl.program_id(2)\n",
+            "def _kernel(x_ref, w_ref, b_ref, o_ref, acc_ref, count_ref):\n"
+            "    k = pl.program_id(2)\n\n"
+            "    @pl.when((pl.program_id(0) == 0) & (pl.program_id(1) == 0) & (k == 0))\n"
+            "    def _start():\n        count_ref[0] = 0\n",
+        ),
+        (_DOT, _guarded_dot("count_ref[0] < 8")),
+        (
+            "        o_ref[...] = jnp.maximum(acc_ref[...] + b_ref[...], 0.0)\n",
+            "        o_ref[...] = jnp.maximum(acc_ref[...] + b_ref[...], 0.0)\n"
+            "        count_ref[0] += 1\n",
+        ),
+        (
+            "scratch_shapes=[pltpu.VMEM((tm, tn), jnp.float32)],",
+            "scratch_shapes=[pltpu.VMEM((tm, tn), jnp.float32), pltpu.SMEM((1,), jnp.int32)],",
+        ),
     ],
     # a would-be cheat: Python's platform is the tracer's CPU, so it traces the honest program
     "backend_branch": [
@@ -82,6 +102,7 @@ CHEATS = (
     "stale_rows_by_grid_size",
     "half_k_by_size",
     "skip_one_interior_block",
+    "smem_counter",
 )
 HONEST_STYLES = ("blocks_by_size", "zero_block_fast_path", "padded_fixed_tiles")
 

@@ -23,6 +23,7 @@ from jax.experimental.pallas import tpu as pltpu
 from jax.extend import core
 
 from maxkernel_tui.kernels.evaluation.tiles import classes
+from maxkernel_tui.kernels.evaluation.tiles import poison
 from maxkernel_tui.kernels.evaluation.tiles.blocks import (
     Region,
     dim_kind,
@@ -85,9 +86,28 @@ def run_kernel(
     output_axes = control.output_axes
     reduction_axes = tuple(a for a in range(len(grid)) if a not in output_axes)
     sample = classes.cover(tuple(grid[a] for a in output_axes), control, rng, random_blocks, name)
+    kernel = poison.Kernel(
+        eqn.params["jaxpr"],
+        mapping,
+        grid,
+        output_axes,
+        reduction_axes,
+        index_operands,
+        eqn.params.get("compiler_params"),
+    )
+
+    def run(blocks: np.ndarray, plan: poison.Plan | None) -> list[Any]:
+        new_params = _sampled_params(
+            eqn.params, _ToProduction(grid, output_axes, reduction_axes, blocks)
+        )
+        if plan is not None:
+            new_params["jaxpr"] = poison.poisoned_body(kernel, plan)
+        return list(pallas_call_p.bind(*args, **dict(new_params, interpret=params)))
+
+    # scratch and outputs poisoned between sampled blocks; the blocks run may grow to the
+    # prefixes the sample needs along `arbitrary` output axes
+    sample, result = poison.stateless_run(kernel, run, sample, int(rng.integers(2**31)))
     to_production = _ToProduction(grid, output_axes, reduction_axes, sample)
-    new_params = _sampled_params(eqn.params, to_production)
-    result = pallas_call_p.bind(*args, **dict(new_params, interpret=params))
     regions = [
         written(block, to_production.points(), index_operands, tuple(out.shape))
         for block, out in zip(outputs, result, strict=True)
