@@ -15,6 +15,7 @@ convolutions...) raises NotSliceable and the caller computes the whole reference
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import jax
@@ -23,10 +24,15 @@ import numpy as np
 from jax.extend import core
 from jax.extend.core import Var
 
+from maxkernel_tui.kernels.evaluation.reference.region_rules import (
+    RULES,
+    NotSliceable,
+    Region,
+    crop,
+)
 from maxkernel_tui.kernels.perf.primitive_names import AXIS_REDUCTIONS
 
-# (start, stop) per dimension
-Region = tuple[tuple[int, int], ...]
+__all__ = ["BoxProgram", "NotSliceable", "Region", "box_program", "boxes", "output_in_box"]
 
 # Operations whose every output element depends on the same element of each operand (an operand
 # dimension of size 1 broadcasts).
@@ -104,11 +110,9 @@ _CALLS = {
     "jit": "jaxpr",
     "closed_call": "call_jaxpr",
     "custom_jvp_call": "call_jaxpr",
+    "custom_vjp_call": "call_jaxpr",
+    "remat2": "jaxpr",
 }
-
-
-class NotSliceable(Exception):
-    """The reference has an operation whose regions this module does not follow."""
 
 
 def boxes(indices: np.ndarray, shape: tuple[int, ...]) -> list[Region]:
@@ -139,15 +143,47 @@ def boxes(indices: np.ndarray, shape: tuple[int, ...]) -> list[Region]:
     return found
 
 
-def output_in_box(closed: Any, inputs: Sequence[np.ndarray], output: int, box: Region) -> jax.Array:
-    """Output `output` of the traced reference over `box`, from full inputs (NumPy arrays, read
-    only where the box needs them)."""
+@dataclass(frozen=True)
+class BoxProgram:
+    """One output of the reference over one box, as a program of the input regions it reads."""
+
+    traced: Any  # a ClosedJaxpr, whose cost is the box's (the budgets are checked on it)
+    regions: list[Region | None]  # per reference input: the region read, or None
+
+    def run(self, inputs: Sequence[np.ndarray]) -> jax.Array:
+        """The output over the box, from full inputs (NumPy arrays, perhaps memory-mapped: only
+        the regions are read)."""
+        held = [
+            _Full(a).region(r) for a, r in zip(inputs, self.regions, strict=True) if r is not None
+        ]
+        found: jax.Array = jax.core.eval_jaxpr(self.traced.jaxpr, self.traced.consts, *held)[0]
+        return found
+
+
+def box_program(closed: Any, output: int, box: Region) -> BoxProgram:
+    """Output `output` of the traced reference over `box`, as a program of what it reads."""
     jaxpr = closed.jaxpr
     wanted: list[Region | None] = [None] * len(jaxpr.outvars)
     wanted[output] = box
-    values = _evaluate(jaxpr, list(closed.consts), [_Full(a) for a in inputs], wanted)
-    found: jax.Array = values[output]
-    return found
+    regions = [_needs(jaxpr, wanted).get(v) for v in jaxpr.invars]
+    specs = [
+        jax.ShapeDtypeStruct(tuple(b - a for a, b in r), v.aval.dtype)
+        for v, r in zip(jaxpr.invars, regions, strict=True)
+        if r is not None
+    ]
+
+    def compute(*held: jax.Array) -> Any:
+        given = iter(held)
+        args = [None if r is None else _Held(next(given)) for r in regions]
+        return _evaluate(jaxpr, list(closed.consts), args, wanted)[output]
+
+    return BoxProgram(jax.make_jaxpr(compute)(*specs), regions)
+
+
+def output_in_box(closed: Any, inputs: Sequence[np.ndarray], output: int, box: Region) -> jax.Array:
+    """Output `output` of the traced reference over `box`, from full inputs (NumPy arrays, read
+    only where the box needs them)."""
+    return box_program(closed, output, box).run(inputs)
 
 
 class _Full:
@@ -177,7 +213,7 @@ def _evaluate(
         if isinstance(atom, core.Literal):
             return atom.val
         value, held = env[atom]
-        return _crop(value, held, region) if region is not None else value
+        return crop(value, held, region) if region is not None else value
 
     for eqn in jaxpr.eqns:
         outs = [need.get(v) if isinstance(v, Var) else None for v in eqn.outvars]
@@ -227,9 +263,11 @@ def _operand_regions(eqn: Any, outs: list[Region | None]) -> list[Region | None]
     name = eqn.primitive.name
     shapes = [tuple(getattr(v.aval, "shape", ())) for v in eqn.invars]
     if name in _CALLS:
-        body = eqn.params[_CALLS[name]]
-        need = _needs(body.jaxpr, outs)
-        return [need.get(v) for v in body.jaxpr.invars]
+        body, _ = _body(eqn)
+        need = _needs(body, outs)
+        return [need.get(v) for v in body.invars]
+    if name in RULES:
+        return RULES[name][0](eqn, outs)
     if len(outs) != 1:
         raise NotSliceable(f"the reference uses {name} with {len(outs)} results")
     out = outs[0]
@@ -292,21 +330,14 @@ def _dot_regions(eqn: Any, shapes: list[tuple[int, ...]], out: Region) -> list[R
     return regions
 
 
-def _crop(value: Any, held: Region, region: Region) -> Any:
-    """The part of `value` (which holds `held`) inside `region`."""
-    if held == region:
-        return value
-    starts = [a - h for (a, _), (h, _) in zip(region, held, strict=True)]
-    limits = [b - h for (_, b), (h, _) in zip(region, held, strict=True)]
-    return jax.lax.slice(value, starts, limits)
-
-
 def _apply(eqn: Any, operands: list[Any], outs: list[Region | None]) -> list[Any]:
     name = eqn.primitive.name
     if name in _CALLS:
-        body = eqn.params[_CALLS[name]]
-        held = [_Held(v) for v in operands]
-        return _evaluate(body.jaxpr, list(body.consts), held, outs)
+        body, consts = _body(eqn)
+        return _evaluate(body, consts, [_Held(v) for v in operands], outs)
+    forward = RULES.get(name, (None, None))[1]
+    if forward is not None:
+        return forward(eqn, operands, outs)
     params = dict(eqn.params)
     if name == "iota":
         out = outs[0]
@@ -322,6 +353,14 @@ def _apply(eqn: Any, operands: list[Any], outs: list[Region | None]) -> list[Any
     with eqn.ctx.manager:
         result = eqn.primitive.bind(*operands, **params)
     return list(result) if eqn.primitive.multiple_results else [result]
+
+
+def _body(eqn: Any) -> tuple[Any, list[Any]]:
+    """A call's body and its constants (a checkpoint's body is an open jaxpr)."""
+    body = eqn.params[_CALLS[eqn.primitive.name]]
+    if isinstance(body, core.ClosedJaxpr):
+        return body.jaxpr, list(body.consts)
+    return body, []
 
 
 class _Held(_Full):
