@@ -320,6 +320,69 @@ def _whole_axis_forward(eqn: Any, operands: list[Any], outs: Regions) -> list[An
     ]
 
 
+# --- convolution: an output window reads the input positions under it (the input features whole,
+# the kernel's spatial extent whole); grouped convolutions keep their grouped dimension whole.
+
+
+def _conv_plan(eqn: Any, out: Region) -> tuple[Region, Region, Region]:
+    """The input's and the kernel's regions, and the output region the convolution of those
+    makes (`out` widened where a dimension is computed whole)."""
+    params = eqn.params
+    lhs_spec, rhs_spec, out_spec = params["dimension_numbers"]
+    lhs_shape, rhs_shape = _shapes(eqn)
+    out_shape = tuple(eqn.outvars[0].aval.shape)
+    if any(d != 1 for d in params["lhs_dilation"]):
+        raise NotSliceable("a convolution with input dilation")
+    held = list(out)
+    if params["batch_group_count"] != 1:
+        held[out_spec[0]] = (0, out_shape[out_spec[0]])
+    if params["feature_group_count"] != 1 or params["batch_group_count"] != 1:
+        held[out_spec[1]] = (0, out_shape[out_spec[1]])
+    lhs = [(0, n) for n in lhs_shape]
+    rhs = [(0, n) for n in rhs_shape]
+    lhs[lhs_spec[0]] = held[out_spec[0]]
+    rhs[rhs_spec[0]] = held[out_spec[1]]
+    for k, (stride, dilation, (low, _)) in enumerate(
+        zip(params["window_strides"], params["rhs_dilation"], params["padding"], strict=True)
+    ):
+        a, b = held[out_spec[2 + k]]
+        reach = (rhs_shape[rhs_spec[2 + k]] - 1) * dilation + 1
+        n = lhs_shape[lhs_spec[2 + k]]
+        first = min(max(a * stride - low, 0), n)
+        lhs[lhs_spec[2 + k]] = (first, max(first, min((b - 1) * stride + reach - low, n)))
+    return tuple(lhs), tuple(rhs), tuple(held)
+
+
+def _conv_back(eqn: Any, outs: Regions) -> Regions:
+    (out,) = outs
+    assert out is not None
+    lhs, rhs, _ = _conv_plan(eqn, out)
+    return [lhs, rhs]
+
+
+def _conv_forward(eqn: Any, operands: list[Any], outs: Regions) -> list[Any]:
+    (out,) = outs
+    assert out is not None
+    params = dict(eqn.params)
+    lhs, _, held = _conv_plan(eqn, out)
+    lhs_spec, _, out_spec = params["dimension_numbers"]
+    padding = []
+    for k, (stride, (low, _)) in enumerate(
+        zip(params["window_strides"], params["padding"], strict=True)
+    ):
+        a, b = held[out_spec[2 + k]]
+        first, last = lhs[lhs_spec[2 + k]]
+        reach = (eqn.invars[1].aval.shape[eqn.params["dimension_numbers"][1][2 + k]] - 1) * params[
+            "rhs_dilation"
+        ][k] + 1
+        start, stop = a * stride - low, (b - 1) * stride + reach - low  # padded positions read
+        padding.append((first - start, stop - last))
+    params["padding"] = tuple(padding)
+    with eqn.ctx.manager:
+        value = eqn.primitive.bind(*operands, **params)
+    return [crop(value, held, out)]
+
+
 # name: (operand regions from the results', results from the operands' regions); results
 # computed by the primitive itself on the operands' regions where no forward step is given
 Back = Callable[[Any, Regions], Regions]
@@ -331,6 +394,7 @@ RULES: dict[str, tuple[Back, Forward | None]] = {
     "concatenate": (_concatenate_back, _concatenate_forward),
     "split": (_split_back, _split_forward),
     "rev": (_rev_back, None),
+    "conv_general_dilated": (_conv_back, _conv_forward),
     "sort": (_whole_axis_back, _whole_axis_forward),
     "top_k": (_whole_axis_back, _whole_axis_forward),
     **{name: (_cumulative_back, _cumulative_forward) for name in CUMULATIVE_REDUCTIONS},

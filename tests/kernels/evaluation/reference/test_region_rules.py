@@ -110,6 +110,64 @@ def test_an_operation_along_dimensions(reference):
     _same_on_random_boxes(reference, (8, 9))
 
 
+def _conv(**options):
+    def reference(x, w):
+        return jax.lax.conv_general_dilated(x, w, **options)
+
+    return reference
+
+
+@pytest.mark.parametrize(
+    ("reference", "shapes"),
+    [
+        (
+            _conv(
+                window_strides=(1, 1), padding="SAME", dimension_numbers=("NCHW", "OIHW", "NCHW")
+            ),
+            [(2, 3, 9, 10), (4, 3, 3, 3)],
+        ),
+        (
+            _conv(
+                window_strides=(1, 1), padding="VALID", dimension_numbers=("NCHW", "OIHW", "NCHW")
+            ),
+            [(2, 3, 9, 10), (4, 3, 3, 2)],
+        ),
+        (
+            _conv(
+                window_strides=(2, 3),
+                padding=((2, 1), (0, 3)),
+                rhs_dilation=(2, 1),
+                dimension_numbers=("NHWC", "HWIO", "NHWC"),
+            ),
+            [(2, 11, 12, 3), (3, 2, 3, 5)],
+        ),
+        (
+            _conv(
+                window_strides=(1,),
+                padding=((-1, 2),),
+                feature_group_count=2,
+                dimension_numbers=("NCH", "OIH", "NCH"),
+            ),
+            [(2, 4, 13), (6, 2, 3)],
+        ),
+        (
+            _conv(
+                window_strides=(1, 1, 1),
+                padding="VALID",
+                dimension_numbers=("NCDHW", "OIDHW", "NCDHW"),
+            ),
+            [(1, 2, 6, 5, 7), (3, 2, 3, 2, 3)],
+        ),
+    ],
+    ids=["same", "valid", "strided-dilated-nhwc", "grouped-negative-padding", "3d"],
+)
+def test_convolution_by_its_window(reference, shapes):
+    closed, _ = _same_on_random_boxes(reference, *shapes)
+    if shapes[0] == (2, 3, 9, 10):  # one output row of one image reads three input rows of it
+        program = reference_slices.box_program(closed, 0, ((1, 2), (0, 2), (4, 5), (0, 10)))
+        assert program.regions[0][0] == (1, 2) and program.regions[0][2] in [(3, 6), (4, 7)]
+
+
 def test_custom_vjp_body_is_followed():
     @jax.custom_vjp
     def scaled(x):
@@ -141,14 +199,18 @@ def test_grouped_heads_read_only_the_kv_head_of_the_box():
     [
         (lambda x, w: jnp.take_along_axis(x @ w, jnp.zeros((8, 1), int), axis=1), "gather"),
         (lambda x, w: jnp.zeros((8, 8)).at[jnp.arange(8) % 3].add(x @ w), "scatter-add"),
-        (
-            lambda x, w: jax.lax.conv_general_dilated(
-                (x @ w)[None, None], jnp.ones((1, 1, 3, 3)), (1, 1), "SAME"
+        (  # a transposed convolution dilates its input
+            lambda x, w: jax.lax.conv_transpose(
+                (x @ w)[None, None],
+                jnp.ones((1, 1, 3, 3)),
+                (2, 2),
+                "SAME",
+                dimension_numbers=("NCHW", "OIHW", "NCHW"),
             )[0, 0],
-            "conv_general_dilated",
+            "input dilation",
         ),
     ],
-    ids=["gather", "scatter", "convolution"],
+    ids=["gather", "scatter", "transposed-convolution"],
 )
 def test_an_operation_it_does_not_follow_is_refused_not_guessed(reference, operation):
     x, w = np.ones((8, 16), np.float32), np.ones((16, 8), np.float32)
