@@ -14,6 +14,7 @@ convolutions...) raises NotSliceable and the caller computes the whole reference
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -117,30 +118,40 @@ _CALLS = {
 
 def boxes(indices: np.ndarray, shape: tuple[int, ...]) -> list[Region]:
     """Boxes that together hold every flat index of an array of `shape` (and perhaps more): along
-    each dimension the indices fall in runs of consecutive values; a box is one run per
-    dimension, kept when an index falls in it."""
+    each dimension the set is cut where it begins or ends (an index whose neighbour along that
+    dimension is not in it); a box is a cell between cuts, kept when an index falls in it. The
+    sampled blocks of a grid come back one box each (or merged with a neighbour they touch),
+    not as the product of their rows, columns and batches."""
     if not indices.size:
         return []
     if not shape:
         return [()]
-    coordinates = np.unravel_index(indices, shape)
-    runs: list[list[tuple[int, int]]] = []
-    code = np.zeros(indices.shape, np.int64)  # the runs an index falls in, as one number
-    for along in coordinates:
-        values = np.unique(along)
-        starts = np.flatnonzero(np.diff(values, prepend=values[0] - 2) != 1)
-        ends = [*starts[1:], len(values)]
-        runs.append([(int(values[s]), int(values[e - 1]) + 1) for s, e in zip(starts, ends)])
-        run = np.searchsorted(values[starts], along, side="right") - 1
-        code = code * len(runs[-1]) + run
+    flat = np.unique(indices)
+    coordinates = np.unravel_index(flat, shape)
+    strides = [math.prod(shape[d + 1 :]) for d in range(len(shape))]
+    cuts: list[np.ndarray] = []
+    code = np.zeros(flat.shape, np.int64)  # the cell an index falls in, as one number
+    for along, n, stride in zip(coordinates, shape, strides, strict=True):
+        begins = (along == 0) | ~_holds(flat, flat - stride)
+        ends = (along == n - 1) | ~_holds(flat, flat + stride)
+        edges = np.unique(np.concatenate([along[begins], along[ends] + 1]))
+        cuts.append(edges)
+        code = code * len(edges) + np.searchsorted(edges, along, side="right") - 1
     found = []
-    for number in np.unique(code).tolist():  # a few boxes: decode each one's runs
+    for number in np.unique(code).tolist():  # a few boxes: decode each one's cells
         picked = []
-        for dim_runs in reversed(runs):
-            number, run = divmod(number, len(dim_runs))
-            picked.append(dim_runs[run])
+        for edges in reversed(cuts):
+            number, cell = divmod(number, len(edges))
+            picked.append((int(edges[cell]), int(edges[cell + 1])))
         found.append(tuple(reversed(picked)))
     return found
+
+
+def _holds(ordered: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Whether each of `values` is in the sorted array `ordered`."""
+    at = np.minimum(np.searchsorted(ordered, values), len(ordered) - 1)
+    held: np.ndarray = ordered[at] == values
+    return held
 
 
 @dataclass(frozen=True)
