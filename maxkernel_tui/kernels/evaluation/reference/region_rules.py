@@ -383,6 +383,43 @@ def _conv_forward(eqn: Any, operands: list[Any], outs: Regions) -> list[Any]:
     return [crop(value, held, out)]
 
 
+# --- gather: a box of its batch dimensions reads those rows of the indices and, along the
+# operand's batching dimensions, the matching rows of the operand; every other operand dimension
+# whole (where the indices point is known only at run time), the slices themselves computed whole
+
+
+def _gather_plan(eqn: Any, out: Region) -> tuple[Region, Region, Region]:
+    """The operand's and the indices' regions, and the output region the gather of those makes."""
+    numbers = eqn.params["dimension_numbers"]
+    operand_shape, indices_shape = _shapes(eqn)
+    out_shape = tuple(eqn.outvars[0].aval.shape)
+    batch = [d for d in range(len(out_shape)) if d not in numbers.offset_dims]
+    held = [(0, n) if d in numbers.offset_dims else out[d] for d, n in enumerate(out_shape)]
+    indices = [held[d] for d in batch] + [(0, indices_shape[-1])]
+    operand = [(0, n) for n in operand_shape]
+    for d, i in zip(
+        numbers.operand_batching_dims, numbers.start_indices_batching_dims, strict=True
+    ):
+        operand[d] = indices[i]
+    return tuple(operand), tuple(indices), tuple(held)
+
+
+def _gather_back(eqn: Any, outs: Regions) -> Regions:
+    (out,) = outs
+    assert out is not None
+    operand, indices, _ = _gather_plan(eqn, out)
+    return [operand, indices]
+
+
+def _gather_forward(eqn: Any, operands: list[Any], outs: Regions) -> list[Any]:
+    (out,) = outs
+    assert out is not None
+    _, _, held = _gather_plan(eqn, out)
+    with eqn.ctx.manager:
+        value = eqn.primitive.bind(*operands, **eqn.params)
+    return [crop(value, held, out)]
+
+
 # name: (operand regions from the results', results from the operands' regions); results
 # computed by the primitive itself on the operands' regions where no forward step is given
 Back = Callable[[Any, Regions], Regions]
@@ -395,6 +432,7 @@ RULES: dict[str, tuple[Back, Forward | None]] = {
     "split": (_split_back, _split_forward),
     "rev": (_rev_back, None),
     "conv_general_dilated": (_conv_back, _conv_forward),
+    "gather": (_gather_back, _gather_forward),
     "sort": (_whole_axis_back, _whole_axis_forward),
     "top_k": (_whole_axis_back, _whole_axis_forward),
     **{name: (_cumulative_back, _cumulative_forward) for name in CUMULATIVE_REDUCTIONS},
