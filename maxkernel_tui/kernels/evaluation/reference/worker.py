@@ -86,15 +86,15 @@ def _production(task: Task, module: Any, asked: ProductionRequest, out_dir: Path
         np.load(path, mmap_mode="r", allow_pickle=False).view(spec.dtype).reshape(spec.shape)
         for path, spec in zip(asked.inputs, leaves, strict=True)
     ]
+    flops = measure(traced).xla_flops
     with jax.default_matmul_precision("highest"):
-        by_regions = _by_regions(traced, inputs, asked.indices)
+        by_regions = _by_regions(traced, inputs, asked.indices, flops)
     if not isinstance(by_regions, str):
         files = [
             _save(out_dir / f"expected-{number}.npy", array)
             for number, array in enumerate(by_regions)
         ]
         return run(files=files, at_indices=True, seconds=time.perf_counter() - started)
-    flops = measure(traced).xla_flops
     if flops > REFERENCE_FLOPS_BUDGET:
         return run(
             error=f"the reference at production shapes needs {flops:.3g} matmul flops, over "
@@ -143,12 +143,14 @@ def _largest_value(jaxpr: Any) -> tuple[int, str]:
 
 
 def _by_regions(
-    traced: Any, inputs: list[np.ndarray], index_files: list[str]
+    traced: Any, inputs: list[np.ndarray], index_files: list[str], whole_flops: float
 ) -> list[np.ndarray] | str:
     """Each output at the sample's flat indices, computed over the boxes holding them
     (reference_slices.boxes); or why not: an operation the regions do not follow, indices
-    scattered over too many boxes, or boxes whose cost together (their matmul flops, each one's
-    largest value) is over the budgets."""
+    scattered over too many boxes, boxes whose matmul flops together are no fewer than the whole
+    reference's `whole_flops` (each box of a scalar or a global statistic needs all of it; the
+    whole is computed once and kept) or over the budget, or a box whose largest value does not
+    fit."""
     wanted = []
     try:
         for number, (path, aval) in enumerate(zip(index_files, traced.out_avals, strict=True)):
@@ -163,7 +165,7 @@ def _by_regions(
         return f"not by regions: {why}"
     programs = [program for _, _, boxes in wanted for _, program in boxes]
     flops = sum(measure(program.traced).xla_flops for program in programs)
-    if flops > REFERENCE_FLOPS_BUDGET:
+    if flops > REFERENCE_FLOPS_BUDGET or 0 < whole_flops <= flops:
         return f"by the sample's regions it needs {flops:.3g} matmul flops"
     for program in programs:
         read = sum(

@@ -32,17 +32,37 @@ def test_the_sample_is_computed_by_regions_when_only_they_fit_the_budget(tmp_pat
     whole_flops = measure(traced).xla_flops
     monkeypatch.setattr(reference_worker, "REFERENCE_FLOPS_BUDGET", whole_flops / 4)
     with jax.default_matmul_precision("highest"):
-        (found,) = reference_worker._by_regions(traced, inputs, files)
+        (found,) = reference_worker._by_regions(traced, inputs, files, whole_flops)
     np.testing.assert_allclose(found, whole.reshape(-1)[indices], rtol=1e-5, atol=1e-6)
 
     monkeypatch.setattr(reference_worker, "REFERENCE_FLOPS_BUDGET", whole_flops / 100)
-    why = reference_worker._by_regions(traced, inputs, files)
+    why = reference_worker._by_regions(traced, inputs, files, whole_flops)
     assert isinstance(why, str) and "by the sample's regions it needs" in why
+
+
+def test_boxes_that_need_the_whole_reference_leave_it_to_be_computed_whole_once(tmp_path):
+    """A global statistic (39k's average pool, 13p's mean loss): each box reads every row, so
+    twelve boxes cost twelve wholes; the whole reference is computed once instead, and kept."""
+    rng = np.random.default_rng(0)
+    x, w = rng.standard_normal((32, 16), np.float32), rng.standard_normal((16, 8), np.float32)
+
+    def normalised(x, w):  # every element over the sum of all: each box needs all of x @ w
+        return (x @ w) / jnp.sum(x @ w)
+
+    traced = jax.make_jaxpr(normalised)(x, w)
+    np.save(tmp_path / "indices.npy", np.array([0, 2, 4, 6]))  # four boxes of one element
+    files = [str(tmp_path / "indices.npy")]
+    why = reference_worker._by_regions(traced, [x, w], files, measure(traced).xla_flops)
+    assert isinstance(why, str) and "by the sample's regions it needs" in why
+    (found,) = reference_worker._by_regions(traced, [x, w], files, 0.0)  # were the whole free
+    np.testing.assert_allclose(
+        found, np.asarray(normalised(x, w)).reshape(-1)[[0, 2, 4, 6]], rtol=1e-4
+    )
 
 
 def test_an_operation_not_followed_leaves_the_whole_reference(tmp_path):
     x = np.ones((8, 8), np.float32)
     traced = jax.make_jaxpr(lambda x: jnp.zeros((8, 8)).at[jnp.arange(8) % 3].add(x))(x)
     np.save(tmp_path / "indices.npy", np.arange(3))
-    why = reference_worker._by_regions(traced, [x], [str(tmp_path / "indices.npy")])
+    why = reference_worker._by_regions(traced, [x], [str(tmp_path / "indices.npy")], 0.0)
     assert isinstance(why, str) and "scatter-add" in why
