@@ -3,13 +3,16 @@ Imports jax.
 
 The production tiles check compares only the output elements its sampled blocks decide: a few
 blocks of a grid of hundreds. For references built from operations whose output regions map to
-input regions (elementwise arithmetic, broadcasts, transposes, reductions, `dot_general`, `iota`),
-the region each intermediate value needs is followed backwards from an output box (a matmul needs
-its contracted dimensions whole, its other dimensions only where the box is), and the program is
-run forwards on those regions alone: for a 8192x8192x28672 GEMM and eight 1024x1024 blocks, 3% of
-its flops, reading only the input rows and columns that meet the box; a causal attention's
-scores only for the query rows in the box. Any other operation (reshapes, gathers, scans,
-convolutions...) raises NotSliceable and the caller computes the whole reference instead.
+input regions (elementwise arithmetic, broadcasts, transposes, reductions, `dot_general`, `iota`,
+and those of region_rules.py: reshapes, slices, pads, concatenations, cumulative sums, sorts,
+gathers, convolutions), the region each intermediate value needs is followed backwards from an
+output box (a matmul needs its contracted dimensions whole, its other dimensions only where the
+box is), and the program is run forwards on those regions alone: for a 8192x8192x28672 GEMM and
+eight 1024x1024 blocks, 3% of its flops, reading only the input rows and columns that meet the
+box; a causal attention's scores only for the query rows in the box, and a grouped-query
+attention's only for the heads in it. A box is a traced program (BoxProgram), so the reference
+worker checks its budgets on the box's cost. Any other operation (scatters, loops...) raises
+NotSliceable and the caller computes the whole reference instead.
 """
 
 from __future__ import annotations

@@ -7,7 +7,8 @@ Long-lived: one JSON request per line (a `ReferenceRequest`), one JSON answer pe
 precision jax offers on the device; every other step keeps the reference's own dtypes, since
 they are part of the task's semantics. For the production tiles check it makes the production
 inputs, and computes the reference's outputs at the indices a candidate's sample decides: over
-the boxes holding them where the reference's operations allow (reference_slices.py), else whole.
+the boxes holding them where the reference's operations allow (reference_slices.py) and the
+boxes' cost fits the budgets, else whole.
 """
 
 from __future__ import annotations
