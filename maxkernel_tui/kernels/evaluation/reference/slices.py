@@ -3,18 +3,23 @@ Imports jax.
 
 The production tiles check compares only the output elements its sampled blocks decide: a few
 blocks of a grid of hundreds. For references built from operations whose output regions map to
-input regions (elementwise arithmetic, broadcasts, transposes, reductions, `dot_general`, `iota`),
-the region each intermediate value needs is followed backwards from an output box (a matmul needs
-its contracted dimensions whole, its other dimensions only where the box is), and the program is
-run forwards on those regions alone: for a 8192x8192x28672 GEMM and eight 1024x1024 blocks, 3% of
-its flops, reading only the input rows and columns that meet the box; a causal attention's
-scores only for the query rows in the box. Any other operation (reshapes, gathers, scans,
-convolutions...) raises NotSliceable and the caller computes the whole reference instead.
+input regions (elementwise arithmetic, broadcasts, transposes, reductions, `dot_general`, `iota`,
+and those of region_rules.py: reshapes, slices, pads, concatenations, cumulative sums, sorts,
+gathers, convolutions), the region each intermediate value needs is followed backwards from an
+output box (a matmul needs its contracted dimensions whole, its other dimensions only where the
+box is), and the program is run forwards on those regions alone: for a 8192x8192x28672 GEMM and
+eight 1024x1024 blocks, 3% of its flops, reading only the input rows and columns that meet the
+box; a causal attention's scores only for the query rows in the box, and a grouped-query
+attention's only for the heads in it. A box is a traced program (BoxProgram), so the reference
+worker checks its budgets on the box's cost. Any other operation (scatters, loops...) raises
+NotSliceable and the caller computes the whole reference instead.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import jax
@@ -23,10 +28,15 @@ import numpy as np
 from jax.extend import core
 from jax.extend.core import Var
 
+from maxkernel_tui.kernels.evaluation.reference.region_rules import (
+    RULES,
+    NotSliceable,
+    Region,
+    crop,
+)
 from maxkernel_tui.kernels.perf.primitive_names import AXIS_REDUCTIONS
 
-# (start, stop) per dimension
-Region = tuple[tuple[int, int], ...]
+__all__ = ["BoxProgram", "NotSliceable", "Region", "box_program", "boxes", "output_in_box"]
 
 # Operations whose every output element depends on the same element of each operand (an operand
 # dimension of size 1 broadcasts).
@@ -104,50 +114,90 @@ _CALLS = {
     "jit": "jaxpr",
     "closed_call": "call_jaxpr",
     "custom_jvp_call": "call_jaxpr",
+    "custom_vjp_call": "call_jaxpr",
+    "remat2": "jaxpr",
 }
-
-
-class NotSliceable(Exception):
-    """The reference has an operation whose regions this module does not follow."""
 
 
 def boxes(indices: np.ndarray, shape: tuple[int, ...]) -> list[Region]:
     """Boxes that together hold every flat index of an array of `shape` (and perhaps more): along
-    each dimension the indices fall in runs of consecutive values; a box is one run per
-    dimension, kept when an index falls in it."""
+    each dimension the set is cut where it begins or ends (an index whose neighbour along that
+    dimension is not in it); a box is a cell between cuts, kept when an index falls in it. The
+    sampled blocks of a grid come back one box each (or merged with a neighbour they touch),
+    not as the product of their rows, columns and batches."""
     if not indices.size:
         return []
     if not shape:
         return [()]
-    coordinates = np.unravel_index(indices, shape)
-    runs: list[list[tuple[int, int]]] = []
-    code = np.zeros(indices.shape, np.int64)  # the runs an index falls in, as one number
-    for along in coordinates:
-        values = np.unique(along)
-        starts = np.flatnonzero(np.diff(values, prepend=values[0] - 2) != 1)
-        ends = [*starts[1:], len(values)]
-        runs.append([(int(values[s]), int(values[e - 1]) + 1) for s, e in zip(starts, ends)])
-        run = np.searchsorted(values[starts], along, side="right") - 1
-        code = code * len(runs[-1]) + run
+    flat = np.unique(indices)
+    coordinates = np.unravel_index(flat, shape)
+    strides = [math.prod(shape[d + 1 :]) for d in range(len(shape))]
+    cuts: list[np.ndarray] = []
+    code = np.zeros(flat.shape, np.int64)  # the cell an index falls in, as one number
+    for along, n, stride in zip(coordinates, shape, strides, strict=True):
+        begins = (along == 0) | ~_holds(flat, flat - stride)
+        ends = (along == n - 1) | ~_holds(flat, flat + stride)
+        edges = np.unique(np.concatenate([along[begins], along[ends] + 1]))
+        cuts.append(edges)
+        code = code * len(edges) + np.searchsorted(edges, along, side="right") - 1
     found = []
-    for number in np.unique(code).tolist():  # a few boxes: decode each one's runs
+    for number in np.unique(code).tolist():  # a few boxes: decode each one's cells
         picked = []
-        for dim_runs in reversed(runs):
-            number, run = divmod(number, len(dim_runs))
-            picked.append(dim_runs[run])
+        for edges in reversed(cuts):
+            number, cell = divmod(number, len(edges))
+            picked.append((int(edges[cell]), int(edges[cell + 1])))
         found.append(tuple(reversed(picked)))
     return found
+
+
+def _holds(ordered: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Whether each of `values` is in the sorted array `ordered`."""
+    at = np.minimum(np.searchsorted(ordered, values), len(ordered) - 1)
+    held: np.ndarray = ordered[at] == values
+    return held
+
+
+@dataclass(frozen=True)
+class BoxProgram:
+    """One output of the reference over one box, as a program of the input regions it reads."""
+
+    traced: Any  # a ClosedJaxpr, whose cost is the box's (the budgets are checked on it)
+    regions: list[Region | None]  # per reference input: the region read, or None
+
+    def run(self, inputs: Sequence[np.ndarray]) -> jax.Array:
+        """The output over the box, from full inputs (NumPy arrays, perhaps memory-mapped: only
+        the regions are read)."""
+        held = [
+            _Full(a).region(r) for a, r in zip(inputs, self.regions, strict=True) if r is not None
+        ]
+        found: jax.Array = jax.core.eval_jaxpr(self.traced.jaxpr, self.traced.consts, *held)[0]
+        return found
+
+
+def box_program(closed: Any, output: int, box: Region) -> BoxProgram:
+    """Output `output` of the traced reference over `box`, as a program of what it reads."""
+    jaxpr = closed.jaxpr
+    wanted: list[Region | None] = [None] * len(jaxpr.outvars)
+    wanted[output] = box
+    regions = [_needs(jaxpr, wanted).get(v) for v in jaxpr.invars]
+    specs = [
+        jax.ShapeDtypeStruct(tuple(b - a for a, b in r), v.aval.dtype)
+        for v, r in zip(jaxpr.invars, regions, strict=True)
+        if r is not None
+    ]
+
+    def compute(*held: jax.Array) -> Any:
+        given = iter(held)
+        args = [None if r is None else _Held(next(given)) for r in regions]
+        return _evaluate(jaxpr, list(closed.consts), args, wanted)[output]
+
+    return BoxProgram(jax.make_jaxpr(compute)(*specs), regions)
 
 
 def output_in_box(closed: Any, inputs: Sequence[np.ndarray], output: int, box: Region) -> jax.Array:
     """Output `output` of the traced reference over `box`, from full inputs (NumPy arrays, read
     only where the box needs them)."""
-    jaxpr = closed.jaxpr
-    wanted: list[Region | None] = [None] * len(jaxpr.outvars)
-    wanted[output] = box
-    values = _evaluate(jaxpr, list(closed.consts), [_Full(a) for a in inputs], wanted)
-    found: jax.Array = values[output]
-    return found
+    return box_program(closed, output, box).run(inputs)
 
 
 class _Full:
@@ -177,7 +227,7 @@ def _evaluate(
         if isinstance(atom, core.Literal):
             return atom.val
         value, held = env[atom]
-        return _crop(value, held, region) if region is not None else value
+        return crop(value, held, region) if region is not None else value
 
     for eqn in jaxpr.eqns:
         outs = [need.get(v) if isinstance(v, Var) else None for v in eqn.outvars]
@@ -227,9 +277,11 @@ def _operand_regions(eqn: Any, outs: list[Region | None]) -> list[Region | None]
     name = eqn.primitive.name
     shapes = [tuple(getattr(v.aval, "shape", ())) for v in eqn.invars]
     if name in _CALLS:
-        body = eqn.params[_CALLS[name]]
-        need = _needs(body.jaxpr, outs)
-        return [need.get(v) for v in body.jaxpr.invars]
+        body, _ = _body(eqn)
+        need = _needs(body, outs)
+        return [need.get(v) for v in body.invars]
+    if name in RULES:
+        return RULES[name][0](eqn, outs)
     if len(outs) != 1:
         raise NotSliceable(f"the reference uses {name} with {len(outs)} results")
     out = outs[0]
@@ -292,21 +344,14 @@ def _dot_regions(eqn: Any, shapes: list[tuple[int, ...]], out: Region) -> list[R
     return regions
 
 
-def _crop(value: Any, held: Region, region: Region) -> Any:
-    """The part of `value` (which holds `held`) inside `region`."""
-    if held == region:
-        return value
-    starts = [a - h for (a, _), (h, _) in zip(region, held, strict=True)]
-    limits = [b - h for (_, b), (h, _) in zip(region, held, strict=True)]
-    return jax.lax.slice(value, starts, limits)
-
-
 def _apply(eqn: Any, operands: list[Any], outs: list[Region | None]) -> list[Any]:
     name = eqn.primitive.name
     if name in _CALLS:
-        body = eqn.params[_CALLS[name]]
-        held = [_Held(v) for v in operands]
-        return _evaluate(body.jaxpr, list(body.consts), held, outs)
+        body, consts = _body(eqn)
+        return _evaluate(body, consts, [_Held(v) for v in operands], outs)
+    forward = RULES.get(name, (None, None))[1]
+    if forward is not None:
+        return forward(eqn, operands, outs)
     params = dict(eqn.params)
     if name == "iota":
         out = outs[0]
@@ -322,6 +367,14 @@ def _apply(eqn: Any, operands: list[Any], outs: list[Region | None]) -> list[Any
     with eqn.ctx.manager:
         result = eqn.primitive.bind(*operands, **params)
     return list(result) if eqn.primitive.multiple_results else [result]
+
+
+def _body(eqn: Any) -> tuple[Any, list[Any]]:
+    """A call's body and its constants (a checkpoint's body is an open jaxpr)."""
+    body = eqn.params[_CALLS[eqn.primitive.name]]
+    if isinstance(body, core.ClosedJaxpr):
+        return body.jaxpr, list(body.consts)
+    return body, []
 
 
 class _Held(_Full):

@@ -7,13 +7,15 @@ Long-lived: one JSON request per line (a `ReferenceRequest`), one JSON answer pe
 precision jax offers on the device; every other step keeps the reference's own dtypes, since
 they are part of the task's semantics. For the production tiles check it makes the production
 inputs, and computes the reference's outputs at the indices a candidate's sample decides: over
-the boxes holding them where the reference's operations allow (reference_slices.py), else whole.
+the boxes holding them where the reference's operations allow (reference_slices.py) and the
+boxes' cost fits the budgets, else whole.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import math
 import sys
 import time
 from pathlib import Path
@@ -68,8 +70,9 @@ def reference_outputs(request: ReferenceRequest) -> ReferenceAnswer:
 
 def _production(task: Task, module: Any, asked: ProductionRequest, out_dir: Path) -> NumericsRun:
     """The production tiles' inputs, saved; or, given them and the sample's indices, the
-    reference's outputs there: by regions where the reference allows (reference_slices.py), else
-    whole within the CPU budget (production_checks.REFERENCE_FLOPS_BUDGET)."""
+    reference's outputs there: by regions where the reference allows (reference_slices.py) and
+    they fit the CPU budget (production_checks.REFERENCE_FLOPS_BUDGET) and the memory there is,
+    else whole within them."""
     run = functools.partial(NumericsRun, asked.config, asked.seed)
     started = time.perf_counter()
     try:
@@ -84,28 +87,23 @@ def _production(task: Task, module: Any, asked: ProductionRequest, out_dir: Path
         np.load(path, mmap_mode="r", allow_pickle=False).view(spec.dtype).reshape(spec.shape)
         for path, spec in zip(asked.inputs, leaves, strict=True)
     ]
-    try:
-        values = []
-        with jax.default_matmul_precision("highest"):
-            for number, (path, aval) in enumerate(
-                zip(asked.indices, traced.out_avals, strict=True)
-            ):
-                indices = np.load(path, allow_pickle=False)
-                values.append(_at_indices(traced, inputs, number, indices, tuple(aval.shape)))
+    flops = measure(traced).xla_flops
+    with jax.default_matmul_precision("highest"):
+        by_regions = _by_regions(traced, inputs, asked.indices, flops)
+    if not isinstance(by_regions, str):
         files = [
-            _save(out_dir / f"expected-{number}.npy", array) for number, array in enumerate(values)
+            _save(out_dir / f"expected-{number}.npy", array)
+            for number, array in enumerate(by_regions)
         ]
         return run(files=files, at_indices=True, seconds=time.perf_counter() - started)
-    except reference_slices.NotSliceable:
-        pass
-    flops = measure(traced).xla_flops
     if flops > REFERENCE_FLOPS_BUDGET:
         return run(
             error=f"the reference at production shapes needs {flops:.3g} matmul flops, over "
-            f"the CPU budget of {REFERENCE_FLOPS_BUDGET:.0g} (a TPU runs them in full)",
+            f"the CPU budget of {REFERENCE_FLOPS_BUDGET:.0g} (a TPU runs them in full); "
+            f"{by_regions}",
         )
-    if (too_big := _memory_problem(traced, inputs)) is not None:
-        return run(error=too_big)
+    if (too_big := _memory_problem(traced, sum(a.nbytes for a in inputs))) is not None:
+        return run(error=f"{too_big}; {by_regions}")
     try:
         with jax.default_matmul_precision("highest"):
             output = jax.core.eval_jaxpr(traced.jaxpr, traced.consts, *inputs)
@@ -115,18 +113,19 @@ def _production(task: Task, module: Any, asked: ProductionRequest, out_dir: Path
     return run(files=files, at_indices=False, seconds=time.perf_counter() - started)
 
 
-def _memory_problem(traced: Any, inputs: list[np.ndarray]) -> str | None:
-    """Why the whole reference at production shapes cannot be computed in the memory there is,
-    or None. Unchecked, attention's score matrix (17 GiB for 1p) had the machine's OOM killer
-    end this process, and could have picked another one."""
+def _memory_problem(
+    traced: Any, inputs_bytes: int, where: str = "at production shapes"
+) -> str | None:
+    """Why the reference (whole at production shapes, or one box) cannot be computed in the
+    memory there is, or None. Unchecked, attention's score matrix (17 GiB for 1p) had the
+    machine's OOM killer end this process, and could have picked another one."""
     size, name = _largest_value(traced.jaxpr)
-    inputs_bytes = sum(array.nbytes for array in inputs)
     need = inputs_bytes + 2 * size  # the largest value and what it is made from
     room = tiles_memory.memory_room()
     if room is None or need <= room:
         return None
     return (
-        f"the reference at production shapes needs about {tiles_memory.gib(need)} ({name}), "
+        f"the reference {where} needs about {tiles_memory.gib(need)} ({name}), "
         f"more than the {tiles_memory.gib(room)} available"
     )
 
@@ -144,16 +143,55 @@ def _largest_value(jaxpr: Any) -> tuple[int, str]:
     return largest, name
 
 
+def _by_regions(
+    traced: Any, inputs: list[np.ndarray], index_files: list[str], whole_flops: float
+) -> list[np.ndarray] | str:
+    """Each output at the sample's flat indices, computed over the boxes holding them
+    (reference_slices.boxes); or why not: an operation the regions do not follow, indices
+    scattered over too many boxes, boxes whose matmul flops together are no fewer than the whole
+    reference's `whole_flops` (each box of a scalar or a global statistic needs all of it; the
+    whole is computed once and kept) or over the budget, or a box whose largest value does not
+    fit."""
+    wanted = []
+    try:
+        for number, (path, aval) in enumerate(zip(index_files, traced.out_avals, strict=True)):
+            indices = np.load(path, allow_pickle=False)
+            shape = tuple(aval.shape)
+            found = reference_slices.boxes(indices, shape)
+            if len(found) > MAX_BOXES:  # scattered indices: the whole reference costs less
+                return f"the sample's indices fall in {len(found)} boxes"
+            programs = [reference_slices.box_program(traced, number, box) for box in found]
+            wanted.append((indices, shape, list(zip(found, programs, strict=True))))
+    except reference_slices.NotSliceable as why:
+        return f"not by regions: {why}"
+    programs = [program for _, _, boxes in wanted for _, program in boxes]
+    flops = sum(measure(program.traced).xla_flops for program in programs)
+    if flops > REFERENCE_FLOPS_BUDGET or 0 < whole_flops <= flops:
+        return f"by the sample's regions it needs {flops:.3g} matmul flops"
+    for program in programs:
+        read = sum(
+            math.prod(b - a for a, b in region) * array.dtype.itemsize
+            for array, region in zip(inputs, program.regions, strict=True)
+            if region is not None
+        )
+        if (too_big := _memory_problem(program.traced, read, "on a box")) is not None:
+            return too_big
+    return [
+        _at_indices(program_boxes, inputs, indices, shape)
+        for indices, shape, program_boxes in wanted
+    ]
+
+
 def _at_indices(
-    traced: Any, inputs: list[np.ndarray], output: int, indices: np.ndarray, shape: tuple[int, ...]
+    boxes: list[tuple[reference_slices.Region, reference_slices.BoxProgram]],
+    inputs: list[np.ndarray],
+    indices: np.ndarray,
+    shape: tuple[int, ...],
 ) -> np.ndarray:
-    """One output at its flat `indices`, computed box by box (reference_slices.boxes)."""
+    """One output at its flat `indices`, from the programs of the boxes holding them."""
     found = np.full(indices.shape, np.nan, np.float32)
     points = np.stack(np.unravel_index(indices, shape), axis=1) if shape else np.zeros((1, 0), int)
-    boxes = reference_slices.boxes(indices, shape)
-    if len(boxes) > MAX_BOXES:  # scattered indices: the whole reference costs less
-        raise reference_slices.NotSliceable(f"{len(boxes)} boxes")
-    for box in boxes:
+    for box, program in boxes:
         inside = (
             np.all(
                 [(points[:, d] >= a) & (points[:, d] < b) for d, (a, b) in enumerate(box)], axis=0
@@ -161,7 +199,7 @@ def _at_indices(
             if shape
             else np.ones(indices.shape, bool)
         )
-        value = np.asarray(reference_slices.output_in_box(traced, inputs, output, box), np.float32)
+        value = np.asarray(program.run(inputs), np.float32)
         local = tuple(points[inside, d] - a for d, (a, _) in enumerate(box))
         found[inside] = value[local]
     return found

@@ -23,7 +23,7 @@ def test_a_reference_whose_largest_value_does_not_fit_is_refused_with_its_size(m
     inputs = [np.zeros((1, 1), np.float32)]
     assert reference_worker._largest_value(traced.jaxpr)[0] == 128 * MIB
     monkeypatch.setattr(tiles_memory, "memory_room", lambda: 200 * MIB)
-    problem = reference_worker._memory_problem(traced, inputs) or ""
+    problem = reference_worker._memory_problem(traced, inputs[0].nbytes) or ""
     assert "needs about 0.3 GiB" in problem and "float32[8, 2048, 2048]" in problem
     monkeypatch.setattr(tiles_memory, "memory_room", lambda: 300 * MIB)
-    assert reference_worker._memory_problem(traced, inputs) is None
+    assert reference_worker._memory_problem(traced, inputs[0].nbytes) is None

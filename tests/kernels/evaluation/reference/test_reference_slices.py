@@ -1,7 +1,8 @@
 """The reference's outputs over boxes, computed from the regions each box needs, equal the whole
 reference's there: on suite references of every kind the slicer follows (matmuls with bias and
-activation, bf16, batched, several matmuls, row reductions, softmax), at boxes on the edges and
-inside. Operations whose regions it does not follow are refused, never guessed."""
+activation, bf16, batched, several matmuls, row reductions, softmax, grouped-query heads split
+and merged by reshapes, cumulative sums), at boxes on the edges and inside (each operation alone:
+test_region_rules.py)."""
 
 import jax
 import jax.numpy as jnp
@@ -31,6 +32,21 @@ def test_boxes_cover_every_index_and_keep_apart_what_is_apart():
     assert reference_slices.boxes(np.array([], np.int64), shape) == []
 
 
+def test_sampled_blocks_of_a_grid_come_back_one_box_each():
+    """Blocks in consecutive batches and rows but not stacked: each its own box, not the product
+    of their batches, rows and columns (which made 2p's twelve blocks cost 16 times their
+    flops)."""
+    shape = (4, 8, 6, 2)
+    grid = np.arange(np.prod(shape)).reshape(shape)
+    blocks = [((0, 1), (0, 2), (1, 2)), ((1, 2), (2, 4), (3, 4)), ((2, 3), (4, 6), (1, 2))]
+    blocks.append(((3, 4), (6, 8), (5, 6)))
+    indices = np.concatenate(
+        [grid[tuple(slice(a, b) for a, b in block)].reshape(-1) for block in blocks]
+    )
+    found = reference_slices.boxes(indices, shape)
+    assert sorted(found) == sorted((*block, (0, 2)) for block in blocks)
+
+
 def _traced(task_id: str, config: str = "check"):
     task = load_task(next(builtin_suite_dir().glob(f"{task_id}_*")))
     module = runtime.load_reference(task)
@@ -43,7 +59,9 @@ def _traced(task_id: str, config: str = "check"):
     return closed, leaves
 
 
-@pytest.mark.parametrize("task_id", ["41k", "8p", "26k", "9p", "12p", "50k", "36k", "1p", "5p"])
+@pytest.mark.parametrize(
+    "task_id", ["41k", "8p", "26k", "9p", "12p", "50k", "36k", "1p", "5p", "2p", "4p", "16p", "45k"]
+)
 def test_an_output_box_equals_the_whole_reference_there(task_id):
     closed, inputs = _traced(task_id)
     with jax.default_matmul_precision("highest"):
@@ -64,23 +82,11 @@ def test_an_output_box_equals_the_whole_reference_there(task_id):
                 got = reference_slices.output_in_box(closed, inputs, number, box)
                 want = output[tuple(slice(a, b) for a, b in box)]
                 assert got.shape == want.shape, (task_id, box)
-                np.testing.assert_allclose(np.asarray(got, np.float64), want, rtol=1e-4, atol=1e-5)
-
-
-@pytest.mark.parametrize(
-    ("reference", "operation"),
-    [
-        (lambda x, w: jnp.cumsum(x @ w, axis=0), "cumsum"),  # every row depends on those before
-        (lambda x, w: jnp.flip(x @ w, axis=0), "rev"),
-        (lambda x, w: (x @ w).reshape(-1, 4), "reshape"),
-    ],
-    ids=["cumsum", "flip", "reshape"],
-)
-def test_an_operation_it_does_not_follow_is_refused_not_guessed(reference, operation):
-    x, w = np.ones((8, 16), np.float32), np.ones((16, 8), np.float32)
-    closed = jax.make_jaxpr(reference)(x, w)
-    with pytest.raises(reference_slices.NotSliceable, match=operation):
-        reference_slices.output_in_box(closed, [x, w], 0, ((0, 2), (0, 4)))
+                # bf16 results: another matmul shape may round one element the other way
+                tol = 1e-2 if closed.out_avals[number].dtype.itemsize == 2 else 1e-4
+                np.testing.assert_allclose(
+                    np.asarray(got, np.float64), want, rtol=tol, atol=tol / 10
+                )
 
 
 @pytest.mark.parametrize(
