@@ -378,10 +378,12 @@ def _projected_words(tiles: TilesFigures) -> str:
     """The largest share of the tolerance over the whole output, projected from the sampled
     elements' error distribution (estimated) or seen on every element (measured)."""
     share = tiles.projected or 0.0
+    # a share under 1% with its own digits: an exact kernel reads 0%, a close one 0.01%
+    used = f"{share:.0%}" if share >= 0.01 or share == 0 else f"{share * 100:.1g}%"
     if tiles.projected_from >= tiles.of_elements:
-        return f"the largest error uses {share:.0%} of the tolerance (measured: every element)"
+        return f"the largest error uses {used} of the tolerance (measured: every element)"
     return (
-        f"the largest error over the whole output is projected to use {share:.0%} of the "
+        f"the largest error over the whole output is projected to use {used} of the "
         f"tolerance (estimated from the tail of {tiles.projected_from} of its "
         f"{tiles.of_elements} elements)"
     )
