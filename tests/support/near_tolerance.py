@@ -1,10 +1,10 @@
 """A bf16 GEMM whose accumulator is kept in bf16 between depth steps of 1024: within a small
 share of the tolerance where the depth is one step (a bf16 rounding of an f32 sum, as the
 reference's), one bf16 rounding more per further step, so its error grows with depth. On
-write_declared_gemm's task (atol = rtol = 1e-2, the second operand scaled by 0.03) at
-M = N = 1024, K = 3072 (three steps), 25 of the 1M elements are outside the tolerance, by up to
-35% (measured: an emulation in jax on this machine), and a sample of 8 output blocks of 64 often
-meets none of them: a kernel out of tolerance only at production depth, and near it."""
+write_declared_gemm's task (atol = rtol = 1e-2, the second operand scaled by 0.019) at
+M = N = 2048, K = 4096 (four steps), 32 of the 4M elements are outside the tolerance, by up to
+46% (measured: an emulation in jax on this machine), and a sample of 8 output blocks of 256
+mostly meets none of them: a kernel out of tolerance only at production depth, and near it."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 from tests.support.tiled_gemm_tasks import write_declared_gemm
 
 CONFIGS = {
-    "bench": (1024, 3072, 1024),  # three depth steps: out of tolerance on a few elements
+    "bench": (2048, 4096, 2048),  # four depth steps: out of tolerance on a few elements
     "check": (256, 1024, 256),  # one depth step
     "heldout": (128, 1024, 384),
 }
@@ -62,7 +62,7 @@ def computation(a, b):
 
 
 def write_task(root: Path) -> Path:
-    return write_declared_gemm(root, CONFIGS, task_id="9k_GEMM_Near_Tolerance", scale=0.03)
+    return write_declared_gemm(root, CONFIGS, task_id="9k_GEMM_Near_Tolerance", scale=0.019)
 
 
 def write_kernel(path: Path) -> Path:

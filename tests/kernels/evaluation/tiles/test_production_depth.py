@@ -21,8 +21,7 @@ from maxkernel_tui.kernels.report.reasons import Reason, TilesFigures
 from tests.support.near_tolerance import write_kernel, write_task
 
 PARAMS = pltpu.InterpretParams(uninitialized_memory="nan", out_of_bounds_reads="raise")
-SEEDS = (1, 2, 5)
-UNSEEN = 5  # the sample of this seed meets no element outside the tolerance (of seeds 1-8)
+SEEDS = (1, 2, 3)  # the samples of 1 and 2 meet no element outside the tolerance, 3's does
 
 
 def _module(path):
@@ -54,7 +53,7 @@ def _sampled_run(tmp_path, program, inputs, seed):
     return run, values, flat
 
 
-@pytest.mark.slow  # a 1024x4096x1024 reference and 8 blocks of 4 steps interpreted, per seed
+@pytest.mark.slow  # a 2048x4096x2048 reference and 8 blocks of 4 steps interpreted, per seed
 def test_a_bf16_kernel_out_of_tolerance_only_at_production_depth_is_rejected_every_time(
     tmp_path,
 ):
@@ -71,18 +70,21 @@ def test_a_bf16_kernel_out_of_tolerance_only_at_production_depth_is_rejected_eve
     inputs, _ = make_inputs(task, reference, "bench", 0)
     want = np.asarray(jnp.dot(*inputs)).reshape(-1)
     program = jax.make_jaxpr(kernel.computation)(*inputs)
+    unseen = 0
     for seed in SEEDS:
         run, values, flat = _sampled_run(tmp_path, program, list(inputs), seed)
         check = tiles_check(task, run, [want[flat]])
         assert check.status == "fail", check.detail
         figures = check.figures
         assert isinstance(figures, TilesFigures)
-        if seed != UNSEEN:  # the sample met an element outside: it fails as it did before
+        if not compare_arrays(values, want[flat], tolerance).ok:
+            # the sample met an element outside: it fails as it did before
             assert check.reason == Reason.TILES_OUTSIDE_TOLERANCE, check.detail
             continue
+        unseen += 1
         # every element this sample checks is within tolerance: a check of them alone accepts
-        assert compare_arrays(values, want[flat], tolerance).ok
         assert check.reason == Reason.TILES_PROJECTED_OUTSIDE, check.detail
         assert figures.projected is not None and figures.projected > 1.0
         assert f"projected to use {figures.projected:.0%} of the tolerance" in check.detail
-        assert f"outside it on about {figures.projected_over} of 1048576" in check.detail
+        assert f"outside it on about {figures.projected_over} of 4194304" in check.detail
+    assert unseen == 2, unseen
