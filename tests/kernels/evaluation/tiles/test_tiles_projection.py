@@ -9,13 +9,22 @@ import pytest
 from maxkernel_tui.kernels.evaluation.protocol import TilesRun, TimingAnswer, TimingSamples
 from maxkernel_tui.kernels.evaluation.tiles import plan
 from maxkernel_tui.kernels.evaluation.tiles.projection import project
-from maxkernel_tui.kernels.evaluation.tiles.verdict import projected_outside, tiles_check
+from maxkernel_tui.kernels.evaluation.tiles.verdict import projected_outside, tiles_check, unjudged
 from maxkernel_tui.kernels.evaluation.timing import check as timing
 from maxkernel_tui.kernels.loader import load_task
-from maxkernel_tui.kernels.report.checks import ON_DEVICE, EvalReport
-from maxkernel_tui.kernels.report.reasons import DeviceNumerics, Reason, TilesFigures
+from maxkernel_tui.kernels.report.checks import ON_DEVICE, SKIP, Check, EvalReport
+from maxkernel_tui.kernels.report.reasons import (
+    DefenceOutcome,
+    DeviceNumerics,
+    Misfit,
+    Reason,
+    TilesFigures,
+    Unfit,
+)
 from tests.support.gemm_relu_variants import TASK
 
+MISFIT = Misfit("matmul_kernel", 0, 0, 8192, 2048)
+SAMPLED = DefenceOutcome.SAMPLED
 SHAPE = (1000, 1000)  # the whole output: 1e6 elements
 CHECKED = 20_000  # of which a sample checks these
 
@@ -132,6 +141,9 @@ def test_on_a_tpu_the_devices_comparison_of_the_whole_output_decides(tmp_path, m
         "outside": DeviceNumerics(False, "bench"),
         "not compared": None,
     }[device]
+    # a derived configuration the kernel's tiles do not fit waits for the device's comparison
+    unfit = Check("numerics", SKIP, Reason.UNFIT_TILES, Unfit("check", MISFIT, SAMPLED))
+    assert unjudged(EvalReport("t", "k.py", ["v5e"], "tpu", [unfit, left])) is None
     report = EvalReport("t", "k.py", ["v5e"], "tpu", [left, _device(monkeypatch, numerics)])
     if (unsettled := projected_outside(report)) is not None:
         report.add(unsettled)
