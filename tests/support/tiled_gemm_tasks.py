@@ -21,7 +21,7 @@ _DECLARED_REFERENCE = """
         m, k, n = CONFIGS[config]
         key_a, key_b = jax.random.split(jax.random.key(seed))
         a = jax.random.normal(key_a, (m, k), jnp.bfloat16)
-        b = jax.random.normal(key_b, (k, n), jnp.bfloat16) * 0.02
+        b = jax.random.normal(key_b, (k, n), jnp.bfloat16) * {scale}
         return (a, b), ()
 
 
@@ -48,14 +48,17 @@ _REFUSING_BLOCKS = _BLOCKS + (
 
 
 def write_declared_gemm(
-    root: Path, configs: dict[str, tuple[int, int, int]], task_id: str = "8k_GEMM_Declared"
+    root: Path,
+    configs: dict[str, tuple[int, int, int]],
+    task_id: str = "8k_GEMM_Declared",
+    scale: float = 0.02,
 ) -> Path:
     """A task of this project's own format whose `bench`, `check` and `heldout` (M, K, N) are
-    declared in its reference (nothing derived)."""
+    declared in its reference (nothing derived); `scale`: of the second operand's values."""
     folder = root / task_id
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "kernel_task.yaml").write_text(_DECLARED_YAML.format(task_id=task_id))
-    source = _DECLARED_REFERENCE.format(configs=configs)
+    source = _DECLARED_REFERENCE.format(configs=configs, scale=scale)
     (folder / "reference.py").write_text(textwrap.dedent(source).lstrip())
     return folder
 

@@ -68,7 +68,7 @@ def compare_arrays(
     finite = np.isfinite(error) & np.isfinite(want)
     large = finite & (np.abs(want) > tolerance.atol)
     relative = error[large] / np.abs(want[large])
-    used = np.divide(error, allowed, out=np.zeros_like(error), where=finite & (allowed > 0))
+    used = tolerance_shares(got, want, tolerance)
     return Comparison(
         ok=not outside.any(),
         max_abs=float(error.max()),
@@ -78,6 +78,18 @@ def compare_arrays(
         mismatched=int(outside.sum()),
         total=int(error.size),
     )
+
+
+def tolerance_shares(got: np.ndarray, want: np.ndarray, tolerance: Tolerance) -> np.ndarray:
+    """Each element's share of its tolerance, |Δ| / (atol + rtol·|reference|), flat, in float64
+    (over 1: outside it); elements equal and not finite (both NaN, both the same infinity) use
+    none. Non-finite values where the reference is finite are compare_arrays' to fail."""
+    got = got.astype(np.float64).reshape(-1)
+    want = want.astype(np.float64).reshape(-1)
+    error = np.abs(got - want)
+    allowed = tolerance.atol + tolerance.rtol * np.abs(want)
+    usable = np.isfinite(error) & np.isfinite(want) & (allowed > 0)
+    return np.divide(error, allowed, out=np.zeros_like(error), where=usable)
 
 
 def _index(flat: int, shape: tuple[int, ...]) -> list[int]:

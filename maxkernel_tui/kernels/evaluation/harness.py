@@ -51,7 +51,12 @@ from maxkernel_tui.kernels.evaluation.reference.tiles import TilesReference
 from maxkernel_tui.kernels.evaluation.source import KernelSource
 from maxkernel_tui.kernels.evaluation.static.checks import broken_rules
 from maxkernel_tui.kernels.evaluation.tiles import plan as tiles_plan
-from maxkernel_tui.kernels.evaluation.tiles.verdict import not_sampled, tiles_check, unjudged
+from maxkernel_tui.kernels.evaluation.tiles.verdict import (
+    not_sampled,
+    projected_outside,
+    tiles_check,
+    unjudged,
+)
 from maxkernel_tui.kernels.evaluation.timing.check import timing_check, tpu_present
 from maxkernel_tui.kernels.evaluation.tracer.tracing import (
     CANDIDATE_WORKER,
@@ -203,7 +208,11 @@ class Harness:
             programs = traced.write(workdir)
             expert = kernel.is_expert(snapshot)
             tiles_request = tiles_plan.request(
-                task, options.tile_blocks, whole=not options.edges_only and options.config is None
+                task,
+                options.tile_blocks,
+                whole=not options.edges_only and options.config is None,
+                source=kernel.text,
+                task_digest=snapshot.digest,
             )
             if tiles_request is not None:
                 tiles_request, missing = self._tiles.inputs(task, tiles_request)
@@ -235,8 +244,10 @@ class Harness:
             if report.failure is None and runs:
                 self._check_numerics(task, runs, extra, events, report)
             if report.failure is None:
+                on_device = tpu_present()  # the timing compares the whole production output
                 for run in tiles:
-                    report.add(tiles_check(task, run, self._tiles.expected(task, run)))
+                    expected = self._tiles.expected(task, run)
+                    report.add(tiles_check(task, run, expected, device_compares=on_device))
             # an edge-case pass joins a report that was judged already (with_edge_pass)
             judged_before = options.edges_only
             if not judged_before and report.failure is None and (none := unjudged(report)):
@@ -248,6 +259,8 @@ class Harness:
                     Path(programs[bench]), kernel.name, task, options.timeout
                 )
                 report.add(check)
+                if (unsettled := projected_outside(report)) is not None:
+                    report.add(unsettled)  # left to a device comparison that did not happen
                 _compare_with_expert(kernel, expert, snapshot, options, report)
         finally:
             worker.close()

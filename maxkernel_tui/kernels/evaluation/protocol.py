@@ -36,7 +36,8 @@ class ProbeStage(StrEnum):
 class TilesRequest:
     """Sampled output tiles at production shapes (evaluation/tiles/sampled_run.py): the inputs'
     seed (fixed, so the reference's outputs are computed once and cached), the sample's seed
-    (fresh per evaluation) and how many blocks beyond the grid's corners to draw."""
+    (a digest of the kernel and the task: tiles/plan.py) and how many blocks beyond the grid's
+    corners to draw."""
 
     input_seed: int
     sample_seed: int

@@ -31,6 +31,7 @@ NUMERICS, EDGE, TILES = CheckName.NUMERICS, CheckName.EDGE, CheckName.TILES
 # tiles, a full production run, device numerics on a TPU), or only at the smaller shapes.
 VERIFIED_AT_PRODUCTION = "verified at production shapes"
 SMALL_SHAPES_ONLY = "checked at small shapes only"
+ON_DEVICE = " (the whole output compared on the device)"  # after VERIFIED_AT_PRODUCTION
 _CHECK_NAME = re.compile(r"[a-z_]+")  # the head of an `inputs` line names checks
 NOTE = "note"  # the head of an `inputs` line that names no check: a task's warning
 # The JSON key (in a check's `data`) of Check.production_shapes.
@@ -161,6 +162,14 @@ class EvalReport(JsonData, shape=_REPORT_SHAPE):
         return VERIFIED_AT_PRODUCTION if at_production else SMALL_SHAPES_ONLY
 
     @property
+    def compared_on_device(self) -> bool:
+        """The whole production output was compared with the reference's on a TPU (the timing
+        worker's device numerics) and agreed."""
+        timing = CheckName.TIMING
+        checks = self.checks
+        return any(c.status == PASS and c.name == timing and c.production_shapes for c in checks)
+
+    @property
     def evidence(self) -> list[str]:
         """What the verdict rests on, one line each: the shapes and seeds of the checks that ran
         (`inputs`; a planned check that never ran says so), the derived configurations the
@@ -205,7 +214,8 @@ class EvalReport(JsonData, shape=_REPORT_SHAPE):
         reason (which names the shapes it failed at)."""
         failure = self.failure
         if self.verdict == ACCEPTED:
-            return f"verdict: ACCEPTED, {self.scope}"
+            where = ON_DEVICE if self.compared_on_device else ""
+            return f"verdict: ACCEPTED, {self.scope}{where}"
         reason = f": {failure.name}: {failure.detail}" if failure else ""
         return f"verdict: REJECTED{reason}"
 

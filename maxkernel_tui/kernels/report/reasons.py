@@ -77,6 +77,10 @@ class Reason(StrEnum):
     TILES_NONE_DECIDED = "tiles_none_decided"
     TILES_STATE_CARRIED = "tiles_state_carried"  # outputs change with what earlier blocks left
     TILES_OUTPUT_REVISITED = "tiles_output_revisited"  # an output block left and come back to
+    # every sampled element within tolerance; the error distribution projected to the whole
+    # output is not (evaluation/tiles/projection.py); on a TPU the device's comparison decides
+    TILES_PROJECTED_OUTSIDE = "tiles_projected_outside"
+    TILES_LEFT_TO_DEVICE = "tiles_left_to_device"
     # timing
     NO_TPU = "no_tpu"
     TIMING_BUSY = "timing_busy"  # another timing holds the TPU
@@ -237,6 +241,13 @@ class TilesFigures:
     expected: int = 0
     text: str = ""  # an error or why nothing was sampled, in the worker's words
     classes: int = 0  # classes of output blocks (by the kernels' scalar control) covered
+    # the largest share of the tolerance projected over the whole output (evaluation/tiles/
+    # projection.py) from how many checked elements of how many (the output it is worst in),
+    # and about how many elements over the tolerance
+    projected: float | None = None
+    projected_from: int = 0
+    of_elements: int = 0
+    projected_over: int = 0
 
 
 @dataclass(frozen=True)

@@ -363,10 +363,37 @@ def _tiles_words(reason: Reason, tiles: TilesFigures) -> str:
             f"production tiles not compared ({label}): no output element is decided by the "
             "sampled blocks alone (the XLA after the kernels mixes every block)"
         )
+    if reason in (R.TILES_PROJECTED_OUTSIDE, R.TILES_LEFT_TO_DEVICE):
+        then = (
+            "the device's comparison of the whole production output decides"
+            if reason == R.TILES_LEFT_TO_DEVICE
+            else f"outside it on about {tiles.projected_over} of {tiles.of_elements} elements"
+        )
+        return (
+            f"{label}: imprecise at production shapes: {tiles.elements} sampled elements within "
+            f"tolerance (atol {tiles.atol:g}, rtol {tiles.rtol:g}), but {_projected_words(tiles)}"
+            f"; {then}"
+        )
     worst = comparison_words(tiles.comparison)
+    projected = f"; {_projected_words(tiles)}" if tiles.projected is not None else ""
     return (
         f"{sampled_blocks_words(tiles)} sampled at production shapes "
-        f"({label}), {tiles.elements} elements within tolerance; {worst}"
+        f"({label}), {tiles.elements} elements within tolerance; {worst}{projected}"
+    )
+
+
+def _projected_words(tiles: TilesFigures) -> str:
+    """The largest share of the tolerance over the whole output, projected from the sampled
+    elements' error distribution (estimated) or seen on every element (measured)."""
+    share = tiles.projected or 0.0
+    # a share under 1% with its own digits: an exact kernel reads 0%, a close one 0.01%
+    used = f"{share:.0%}" if share >= 0.01 or share == 0 else f"{share * 100:.1g}%"
+    if tiles.projected_from >= tiles.of_elements:
+        return f"the largest error uses {used} of the tolerance (measured: every element)"
+    return (
+        f"the largest error over the whole output is projected to use {used} of the "
+        f"tolerance (estimated from the tail of {tiles.projected_from} of its "
+        f"{tiles.of_elements} elements)"
     )
 
 

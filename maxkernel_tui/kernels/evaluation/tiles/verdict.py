@@ -5,19 +5,22 @@ The candidate's process saved, per program output, the values its sampled output
 and their flat indices (evaluation/tiles/sampled_run.py); the reference process computes the
 reference's outputs at those indices (by regions, evaluation/reference/slices.py, or whole, then
 kept in the cache). Only those elements are compared, with the production configuration's
-tolerance.
+tolerance, and their error distribution is projected to the whole output (tiles/projection.py):
+the verdict on precision does not rest on whether the sample met the worst element.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from maxkernel_tui.kernels.config_names import HELDOUT
-from maxkernel_tui.kernels.evaluation.compare import compare_arrays
+from maxkernel_tui.kernels.evaluation.compare import compare_arrays, tolerance_shares
 from maxkernel_tui.kernels.evaluation.protocol import NumericsRun, TilesRun
+from maxkernel_tui.kernels.evaluation.tiles.projection import Projection, project
 from maxkernel_tui.kernels.report.checks import (
     EDGE,
     FAIL,
@@ -62,9 +65,18 @@ def expected_values(reference: NumericsRun, indices: list[str]) -> list[np.ndarr
     return found
 
 
-def tiles_check(task: Task, run: TilesRun, expected: list[np.ndarray] | str | None) -> Check:
+def tiles_check(
+    task: Task,
+    run: TilesRun,
+    expected: list[np.ndarray] | str | None,
+    *,
+    device_compares: bool = False,
+) -> Check:
     """The candidate's sampled values against the reference's there; `expected` is a string
-    when the reference could not be had (why), None when it was not asked (the run failed)."""
+    when the reference could not be had (why), None when it was not asked (the run failed).
+    Precision is judged on each output's error distribution projected to its whole size
+    (tiles/projection.py); `device_compares`: a TPU will compare the whole production output
+    (timing/device_checks.py), so a projection over the tolerance is left to it."""
     sample = TilesFigures(
         run.config,
         run.input_seed,
@@ -95,6 +107,7 @@ def tiles_check(task: Task, run: TilesRun, expected: list[np.ndarray] | str | No
     bounds = {"atol": tolerance.atol, "rtol": tolerance.rtol}
     compared = 0
     worst = None
+    projected: Projection | None = None
     for number, (values_file, indices_file, want) in enumerate(
         zip(run.values, run.indices, expected, strict=True)
     ):
@@ -112,9 +125,36 @@ def tiles_check(task: Task, run: TilesRun, expected: list[np.ndarray] | str | No
         compared += int(indices.size)
         if worst is None or comparison.max_abs > worst.max_abs:
             worst = comparison
-    if compared == 0 or worst is None:
+        size = math.prod(shape) if shape else int(indices.size)
+        output = project(tolerance_shares(values, want, tolerance), size)
+        if output.checked and (projected is None or output.share > projected.share):
+            projected = output
+    if compared == 0 or worst is None or projected is None:
         return check(SKIP, Reason.TILES_NONE_DECIDED, elements=compared)
-    return check(PASS, Reason.TILES_SAMPLED, elements=compared, comparison=worst, **bounds)
+    found = {
+        "elements": compared,
+        "comparison": worst,
+        "projected": round(projected.share, 4),
+        "projected_from": projected.checked,
+        "of_elements": projected.total,
+        "projected_over": projected.over,
+        **bounds,
+    }
+    if projected.share > 1.0:
+        if device_compares:
+            return check(SKIP, Reason.TILES_LEFT_TO_DEVICE, **found)
+        return check(FAIL, Reason.TILES_PROJECTED_OUTSIDE, **found)
+    return check(PASS, Reason.TILES_SAMPLED, **found)
+
+
+def projected_outside(report: EvalReport) -> Check | None:
+    """The tiles check's projection, as a failure, where it was left to the device's comparison
+    of the whole production output and nothing compared that output (the timing on the TPU was
+    busy or failed); None otherwise."""
+    left = next((c for c in report.checks if c.reason == Reason.TILES_LEFT_TO_DEVICE), None)
+    if left is None or any(c.production_shapes for c in report.checks):
+        return None
+    return Check(TILES, FAIL, Reason.TILES_PROJECTED_OUTSIDE, left.figures, left.seconds)
 
 
 def unjudged(report: EvalReport) -> Check | None:
@@ -125,6 +165,9 @@ def unjudged(report: EvalReport) -> Check | None:
     unfit = [config for c in report.checks if (config := c.unfit_config) is not None]
     compared = (NUMERICS, HELDOUT, EDGE, TILES)
     if not unfit or any(c.status == PASS and c.name in compared for c in report.checks):
+        return None
+    # the device will compare the whole production output (projected_outside, where it does not)
+    if any(c.reason == Reason.TILES_LEFT_TO_DEVICE for c in report.checks):
         return None
     tiles = next((c for c in report.checks if c.name == TILES), None)
     if tiles is None:
