@@ -53,6 +53,7 @@ VARIANTS: dict[str, list[tuple[str, str]]] = {
             "_block(depth, 256)\n",
         ),
         (_DOT, _guarded_dot("(pl.program_id(0) != 2) | (pl.program_id(1) != 5)")),
+    ],
     # a counter in SMEM across output blocks: from the 8th block on the depth steps are skipped
     # (exact on shapes of one block and in any sample of fewer than eight, in order)
     "smem_counter": [

@@ -22,8 +22,7 @@ from jax._src.pallas.pallas_call import pallas_call_p
 from jax.experimental.pallas import tpu as pltpu
 from jax.extend import core
 
-from maxkernel_tui.kernels.evaluation.tiles import classes
-from maxkernel_tui.kernels.evaluation.tiles import poison
+from maxkernel_tui.kernels.evaluation.tiles import classes, poison
 from maxkernel_tui.kernels.evaluation.tiles.blocks import (
     Region,
     dim_kind,
