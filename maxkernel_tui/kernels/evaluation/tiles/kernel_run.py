@@ -61,23 +61,16 @@ def run_kernel(
     rng: np.random.Generator,
     random_blocks: int,
     params: pltpu.InterpretParams,
+    required: np.ndarray | None = None,
 ) -> tuple[list[Any], list[list[Region]], KernelSample]:
+    """`required`: output blocks (rows of output-axis ids) the sample must hold (those a later
+    kernel's sample reads, sampled_run.py)."""
     mapping = eqn.params["grid_mapping"]
     grid = tuple(mapping.grid)
-    if not all(isinstance(g, int) for g in grid):
-        raise NotSampleable("a grid whose size is data (dynamic grid bounds)")
-    if mapping.local_grid_env is not None:
-        raise NotSampleable("a kernel with its own grid environment")
     index_operands = [np.asarray(a) for a in args[: mapping.num_index_operands]]
     outputs = mapping.block_mappings[mapping.num_inputs :]
-    for block in outputs:
-        if in_any_space(block):
-            raise NotSampleable("an output written by DMA (memory space ANY), not by blocks")
-        if not all(dim_kind(d) for d in block.block_shape):
-            raise NotSampleable("an output block dimension of an unknown kind")
-    output_axes = find_output_axes(outputs, grid, index_operands)
+    output_axes, sample = choose_blocks(eqn, index_operands, rng, random_blocks, required)
     reduction_axes = tuple(a for a in range(len(grid)) if a not in output_axes)
-    sample = sample_blocks(tuple(grid[a] for a in output_axes), rng, random_blocks)
     to_production = _ToProduction(grid, output_axes, reduction_axes, sample)
     new_params = _sampled_params(eqn.params, to_production)
     result = pallas_call_p.bind(*args, **dict(new_params, interpret=params))
@@ -96,6 +89,32 @@ def run_kernel(
         len(sample) * reduction,
     )
     return list(result), regions, record
+
+
+def choose_blocks(
+    eqn: Any,
+    index_operands: list[np.ndarray],
+    rng: np.random.Generator,
+    random_blocks: int,
+    required: np.ndarray | None = None,
+) -> tuple[tuple[int, ...], np.ndarray]:
+    """The grid axes that choose an output block and the sampled blocks (rows of ids along
+    them), `required` among them; raises NotSampleable for a kernel that cannot be sampled."""
+    mapping = eqn.params["grid_mapping"]
+    grid = tuple(mapping.grid)
+    if not all(isinstance(g, int) for g in grid):
+        raise NotSampleable("a grid whose size is data (dynamic grid bounds)")
+    if mapping.local_grid_env is not None:
+        raise NotSampleable("a kernel with its own grid environment")
+    outputs = mapping.block_mappings[mapping.num_inputs :]
+    for block in outputs:
+        if in_any_space(block):
+            raise NotSampleable("an output written by DMA (memory space ANY), not by blocks")
+        if not all(dim_kind(d) for d in block.block_shape):
+            raise NotSampleable("an output block dimension of an unknown kind")
+    output_axes = find_output_axes(outputs, grid, index_operands)
+    sizes = tuple(grid[a] for a in output_axes)
+    return output_axes, sample_blocks(sizes, rng, random_blocks, required=required)
 
 
 class _ToProduction:
