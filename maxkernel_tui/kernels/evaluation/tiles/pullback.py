@@ -20,11 +20,6 @@ import jax.numpy as jnp
 import numpy as np
 from jax.extend import core
 
-from maxkernel_tui.kernels.evaluation.reference.slices import (
-    NotSliceable,
-    _operand_regions,
-    boxes,
-)
 from maxkernel_tui.kernels.evaluation.tiles.blocks import (
     Region,
     block_indices,
@@ -40,6 +35,7 @@ from maxkernel_tui.kernels.evaluation.tiles.kernel_run import (
     kernel_name,
 )
 from maxkernel_tui.kernels.perf.jaxpr_walk import sub_jaxprs, walk
+from maxkernel_tui.kernels.perf.primitive_names import AXIS_REDUCTIONS, CUMULATIVE_REDUCTIONS
 
 # (start, stop) per dimension, as reference/slices.py writes regions
 Box = tuple[tuple[int, int], ...]
@@ -58,10 +54,12 @@ _CALLS = {
 KERNEL_CALLS = ("pjit", "jit", "closed_call", "core_call")
 # Boxes kept per value before they are merged into the box holding them all
 MAX_BOXES = 256
-# A box whose reshape is followed element by element up to this many elements
-MAX_RESHAPED = 1 << 22
 # An earlier kernel runs at most this many output blocks for the later kernels' samples
 MAX_PULLED_BLOCKS = 96
+
+
+class _Whole(Exception):
+    """An operation whose operands are needed whole."""
 
 
 @dataclass(frozen=True)
@@ -360,12 +358,12 @@ def _pull_back(step: _Step, need: dict[Key, list[Box]]) -> None:
     found: list[list[Box]] = [[] for _ in step.ins]
     try:
         if len(step.outs) != 1:
-            raise NotSliceable(f"{step.eqn.primitive.name} with several results")
+            raise _Whole(f"{step.eqn.primitive.name} with several results")
         for box in demanded[0]:
             for i, region in enumerate(_operand_boxes(step.eqn, shapes, box)):
                 if region is not None:
                     found[i].extend(region)
-    except NotSliceable:
+    except _Whole:
         found = [[_whole(shape)] for shape in shapes]
     for atom, boxes_found in zip(step.ins, found, strict=True):
         _widen(need, _key(atom), boxes_found)
@@ -376,7 +374,7 @@ def _operand_boxes(eqn: Any, shapes: list[tuple[int, ...]], box: Box) -> list[li
     name, params = eqn.primitive.name, eqn.params
     if name == "reshape":
         if params.get("dimensions") is not None or len(shapes) != 1:
-            raise NotSliceable("a reshape with dimensions")
+            raise _Whole("a reshape with dimensions")
         return [_reshaped(box, tuple(eqn.outvars[0].aval.shape), shapes[0])]
     if name == "slice":
         strides = params["strides"] or (1,) * len(box)
@@ -400,7 +398,7 @@ def _operand_boxes(eqn: Any, shapes: list[tuple[int, ...]], box: Box) -> list[li
     if name == "pad":
         config = params["padding_config"]
         if any(interior for _, _, interior in config):
-            raise NotSliceable("an interior pad")
+            raise _Whole("an interior pad")
         region = tuple(
             (min(max(a - low, 0), n), min(max(b - low, 0), n))
             for (a, b), (low, _, _), n in zip(box, config, shapes[0], strict=True)
@@ -416,29 +414,71 @@ def _operand_boxes(eqn: Any, shapes: list[tuple[int, ...]], box: Box) -> list[li
                 )
             ]
         ]
-    return [None if r is None else [r] for r in _operand_regions(eqn, [box])]
+    return [None if r is None else [r] for r in _followed_regions(eqn, shapes, box)]
+
+
+def _followed_regions(eqn: Any, shapes: list[tuple[int, ...]], box: Box) -> list[Box | None]:
+    """Operations whose result box reads operand boxes by dimension. A wrong guess here costs
+    coverage only: the provenance run still finds every element a missing block feeds."""
+    name, params = eqn.primitive.name, eqn.params
+    out_shape = tuple(eqn.outvars[0].aval.shape)
+    if name == "iota":
+        return []
+    if name == "broadcast_in_dim" and len(shapes) == 1:
+        dims = params["broadcast_dimensions"]
+        return [tuple((0, 1) if n == 1 else box[dims[d]] for d, n in enumerate(shapes[0]))]
+    if name == "transpose":
+        region: list[tuple[int, int]] = [(0, 0)] * len(box)
+        for position, dim in enumerate(params["permutation"]):
+            region[dim] = box[position]
+        return [tuple(region)]
+    if name in AXIS_REDUCTIONS:
+        axes, kept = set(params["axes"]), iter(box)
+        return [tuple((0, n) if d in axes else next(kept) for d, n in enumerate(shapes[0]))]
+    if name == "squeeze":
+        squeezed, kept = set(params["dimensions"]), iter(box)
+        return [tuple((0, 1) if d in squeezed else next(kept) for d in range(len(shapes[0])))]
+    if name == "dot_general":
+        return _dot_boxes(params["dimension_numbers"], shapes, box)
+    if name not in CUMULATIVE_REDUCTIONS and all(
+        not shape or shape == out_shape for shape in shapes
+    ):  # elementwise
+        return [box if shape else () for shape in shapes]
+    raise _Whole(name)
+
+
+def _dot_boxes(numbers: Any, shapes: list[tuple[int, ...]], box: Box) -> list[Box | None]:
+    (contracting, batch) = numbers
+    free = [
+        [d for d in range(len(shape)) if d not in contracting[side] and d not in batch[side]]
+        for side, shape in enumerate(shapes)
+    ]
+    offsets = (len(batch[0]), len(batch[0]) + len(free[0]))
+    found: list[Box | None] = []
+    for side, shape in enumerate(shapes):
+        region = []
+        for d, n in enumerate(shape):
+            if d in contracting[side]:
+                region.append((0, n))
+            elif d in batch[side]:
+                region.append(box[batch[side].index(d)])
+            else:
+                region.append(box[offsets[side] + free[side].index(d)])
+        found.append(tuple(region))
+    return found
 
 
 def _reshaped(box: Box, shape: tuple[int, ...], operand: tuple[int, ...]) -> list[Box]:
-    """The operand boxes a box of a reshape's result reads (the same elements in row-major
-    order): element by element when small, else the box holding its first and last."""
-    sizes = [b - a for a, b in box]
-    if math.prod(sizes) == 0:
+    """The operand box holding the elements of a reshape's result box (the same elements in
+    row-major order): the box holding its first and last."""
+    if any(b <= a for a, b in box):
         return []
     strides = np.cumprod([1, *shape[::-1]])[-2::-1]
-    if math.prod(sizes) <= MAX_RESHAPED:
-        grids = np.ix_(*[np.arange(a, b, dtype=np.int64) for a, b in box])
-        flat = sum(g * int(s) for g, s in zip(grids, strides, strict=True))
-        return boxes(np.asarray(flat).ravel(), operand)
-    first = np.unravel_index(
-        sum(a * int(s) for (a, _), s in zip(box, strides, strict=True)), operand
-    )
-    last = np.unravel_index(
-        sum((b - 1) * int(s) for (_, b), s in zip(box, strides, strict=True)), operand
-    )
+    first = np.unravel_index(sum(a * int(s) for (a, _), s in zip(box, strides)), operand)
+    last = np.unravel_index(sum((b - 1) * int(s) for (_, b), s in zip(box, strides)), operand)
     region: list[tuple[int, int]] = []
     for d, n in enumerate(operand):
-        if any(region[e][1] - region[e][0] > 1 for e in range(d)):
+        if any(b - a > 1 for a, b in region):
             region.append((0, n))
         else:
             region.append((int(first[d]), int(last[d]) + 1))
