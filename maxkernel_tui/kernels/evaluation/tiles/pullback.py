@@ -5,7 +5,10 @@ The kernels that produce the program's outputs (through XLA alone) are sampled a
 input regions their sampled grid points read (every index map at every sampled point and
 reduction step) are pulled back through the XLA between the calls to regions of the earlier
 kernels' outputs, and an earlier kernel must run every output block meeting them. An operation
-whose regions are not followed here needs its operands whole: conservative, never wrong.
+whose regions are not followed here needs its operands whole. The plan decides nothing by
+itself: a block it left out reads NaN in the provenance run (sampled_run.py), so a plan too
+narrow costs coverage, never a wrong element counted as decided; a sampled block is decided
+where every region it reads is finite there.
 """
 
 from __future__ import annotations
