@@ -424,10 +424,12 @@ def cover(
     rng: np.random.Generator,
     random_blocks: int,
     name: str,
+    required: np.ndarray | None = None,
 ) -> np.ndarray:
-    """The sample: the edges and a random draw (sample_blocks), and one block of every class
-    not yet held; the whole output grid when the classes are too many to cover one by one."""
-    sample = sample_blocks(sizes, rng, random_blocks)
+    """The sample: the edges, the `required` blocks and a random draw (sample_blocks), and one
+    block of every class not yet held; the whole output grid when the classes are too many to
+    cover one by one."""
+    sample = sample_blocks(sizes, rng, random_blocks, required=required)
     total = math.prod(sizes)
     if control.count > MAX_CLASSES:
         if total > WHOLE_GRID:

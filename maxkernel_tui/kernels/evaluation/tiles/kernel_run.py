@@ -66,25 +66,18 @@ def run_kernel(
     rng: np.random.Generator,
     random_blocks: int,
     params: pltpu.InterpretParams,
+    required: np.ndarray | None = None,
 ) -> tuple[list[Any], list[list[Region]], KernelSample]:
+    """`required`: output blocks (rows of output-axis ids) the sample must hold (those a later
+    kernel's sample reads, sampled_run.py)."""
     mapping = eqn.params["grid_mapping"]
     grid = tuple(mapping.grid)
-    if not all(isinstance(g, int) for g in grid):
-        raise NotSampleable("a grid whose size is data (dynamic grid bounds)")
-    if mapping.local_grid_env is not None:
-        raise NotSampleable("a kernel with its own grid environment")
     index_operands = [np.asarray(a) for a in args[: mapping.num_index_operands]]
     outputs = mapping.block_mappings[mapping.num_inputs :]
-    for block in outputs:
-        if in_any_space(block):
-            raise NotSampleable("an output written by DMA (memory space ANY), not by blocks")
-        if not all(dim_kind(d) for d in block.block_shape):
-            raise NotSampleable("an output block dimension of an unknown kind")
-    name = kernel_name(eqn)
-    control = classes.evaluate(eqn, index_operands, name)
+    control, sample = choose_blocks(eqn, index_operands, rng, random_blocks, required)
     output_axes = control.output_axes
     reduction_axes = tuple(a for a in range(len(grid)) if a not in output_axes)
-    sample = classes.cover(tuple(grid[a] for a in output_axes), control, rng, random_blocks, name)
+    name = kernel_name(eqn)
     kernel = poison.Kernel(
         eqn.params["jaxpr"],
         mapping,
@@ -97,7 +90,7 @@ def run_kernel(
 
     def run(blocks: np.ndarray, plan: poison.Plan | None) -> list[Any]:
         new_params = _sampled_params(
-            eqn.params, _ToProduction(grid, output_axes, reduction_axes, blocks)
+            eqn.params, ToProduction(grid, output_axes, reduction_axes, blocks)
         )
         if plan is not None:
             new_params["jaxpr"] = poison.poisoned_body(kernel, plan)
@@ -106,7 +99,7 @@ def run_kernel(
     # scratch and outputs poisoned between sampled blocks; the blocks run may grow to the
     # prefixes the sample needs along `arbitrary` output axes
     sample, result = poison.stateless_run(kernel, run, sample, int(rng.integers(2**31)))
-    to_production = _ToProduction(grid, output_axes, reduction_axes, sample)
+    to_production = ToProduction(grid, output_axes, reduction_axes, sample)
     regions = [
         written(block, to_production.points(), index_operands, tuple(out.shape))
         for block, out in zip(outputs, result, strict=True)
@@ -125,7 +118,36 @@ def run_kernel(
     return list(result), regions, record
 
 
-class _ToProduction:
+def choose_blocks(
+    eqn: Any,
+    index_operands: list[np.ndarray],
+    rng: np.random.Generator,
+    random_blocks: int,
+    required: np.ndarray | None = None,
+) -> tuple[classes.Control, np.ndarray]:
+    """The kernel's output blocks by class (with the grid axes that choose an output block) and
+    the sampled blocks (rows of ids along those axes), covering every class, `required` among
+    them; raises NotSampleable for a kernel that cannot be sampled, KernelFault for one that
+    revisits an output block."""
+    mapping = eqn.params["grid_mapping"]
+    grid = tuple(mapping.grid)
+    if not all(isinstance(g, int) for g in grid):
+        raise NotSampleable("a grid whose size is data (dynamic grid bounds)")
+    if mapping.local_grid_env is not None:
+        raise NotSampleable("a kernel with its own grid environment")
+    outputs = mapping.block_mappings[mapping.num_inputs :]
+    for block in outputs:
+        if in_any_space(block):
+            raise NotSampleable("an output written by DMA (memory space ANY), not by blocks")
+        if not all(dim_kind(d) for d in block.block_shape):
+            raise NotSampleable("an output block dimension of an unknown kind")
+    name = kernel_name(eqn)
+    control = classes.evaluate(eqn, index_operands, name)
+    sizes = tuple(grid[a] for a in control.output_axes)
+    return control, classes.cover(sizes, control, rng, random_blocks, name, required=required)
+
+
+class ToProduction:
     """Maps a point of the sampled grid `(s, *reduction ids)` to the production grid point."""
 
     def __init__(
@@ -161,7 +183,7 @@ class _ToProduction:
         return np.array(rows, dtype=np.int32).reshape(len(rows), len(self.grid))
 
 
-def _sampled_params(params: dict[str, Any], to_production: _ToProduction) -> dict[str, Any]:
+def _sampled_params(params: dict[str, Any], to_production: ToProduction) -> dict[str, Any]:
     mapping = params["grid_mapping"]
     rank = len(to_production.grid)
     index_avals = mapping.index_map_avals[rank:]
@@ -202,7 +224,7 @@ def _sampled_params(params: dict[str, Any], to_production: _ToProduction) -> dic
     )
 
 
-def _wrapped_index_map(closed: Any, to_production: _ToProduction, index_avals: Any) -> Any:
+def _wrapped_index_map(closed: Any, to_production: ToProduction, index_avals: Any) -> Any:
     sampled_rank = len(to_production.sampled_grid)
 
     def index_map(*args: Any) -> list[Any]:

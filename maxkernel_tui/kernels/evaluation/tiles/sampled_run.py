@@ -36,16 +36,14 @@ from jax.extend import core
 from jax.extend.core import Var
 
 from maxkernel_tui.kernels.evaluation.tiles import memory as tiles_memory
+from maxkernel_tui.kernels.evaluation.tiles import pullback
 from maxkernel_tui.kernels.evaluation.tiles.blocks import Region
 from maxkernel_tui.kernels.evaluation.tiles.faults import KernelFault, NotSampleable
 from maxkernel_tui.kernels.evaluation.tiles.kernel_run import KernelSample, kernel_name, run_kernel
 from maxkernel_tui.kernels.evaluation.work.jaxpr_work import value_bytes
-from maxkernel_tui.kernels.perf.jaxpr_walk import pallas_calls, sub_jaxprs, walk
+from maxkernel_tui.kernels.perf.jaxpr_walk import pallas_calls
 
 __all__ = ["KernelFault", "NotSampleable", "SampledOutputs", "run_sampled"]
-
-# The call primitives whose bodies are entered to find the kernels they hold.
-_CALLS = ("pjit", "jit", "closed_call", "core_call")
 
 
 @dataclass(frozen=True)
@@ -76,26 +74,29 @@ def run_sampled(
     problem = tiles_memory.shortfall(buffers, tiles_memory.memory_room())
     if problem is not None:
         raise NotSampleable(problem)
+    plans = pullback.plan(closed_jaxpr, inputs, rng, random_blocks)
+    if not plans:
+        raise NotSampleable("the program has no pallas_call outside control flow")
     recorded: list[tuple[list[Any], list[list[Region]]]] = []
     kernels: list[KernelSample] = []
 
     def sampled(eqn: Any, args: list[Any]) -> list[Any]:
-        outputs, regions, sample = run_kernel(eqn, args, rng, random_blocks, params)
+        # the planned sample exactly: it holds what the usual sampling would add
+        required = plans[len(kernels)].sample
+        outputs, regions, sample = run_kernel(eqn, args, rng, 0, params, required=required)
         recorded.append((outputs, regions))
         kernels.append(sample)
         return outputs
 
     outputs = _evaluate(closed_jaxpr.jaxpr, closed_jaxpr.consts, list(inputs), sampled)
-    if not kernels:
-        raise NotSampleable("the program has no pallas_call outside control flow")
-    replay = iter(recorded)
+    replay = iter(zip(recorded, plans, strict=True))
 
     def provenance(eqn: Any, args: list[Any]) -> list[Any]:
-        outputs, regions = next(replay)
-        # an input already undecided (another kernel's unsampled blocks) leaves this kernel's
-        # outputs undecided: conservative, it never marks a wrong element as decided
-        tainted = any(_has_nan(a) for a in args)
-        return [_followed(out, () if tainted else tuple(r)) for out, r in zip(outputs, regions)]
+        (outputs, regions), planned = next(replay)
+        # a sampled block reading an undecided element (another kernel's unsampled blocks)
+        # leaves what it writes undecided: conservative, never a wrong element decided
+        decided = pullback.decided_regions(eqn, args, planned, regions)
+        return [_followed(out, tuple(r)) for out, r in zip(outputs, decided, strict=True)]
 
     followed = _evaluate(closed_jaxpr.jaxpr, closed_jaxpr.consts, list(inputs), provenance)
     for output in outputs:
@@ -124,11 +125,11 @@ def _evaluate(
         name = eqn.primitive.name
         if name == "pallas_call":
             outvals = on_kernel(eqn, invals)
-        elif name in _CALLS and _holds_kernel(eqn):
+        elif name in pullback.KERNEL_CALLS and pullback.holds_kernel(eqn):
             inner = eqn.params.get("jaxpr") or eqn.params.get("call_jaxpr")
             inner_consts = getattr(inner, "consts", ())
             outvals = _evaluate(getattr(inner, "jaxpr", inner), inner_consts, invals, on_kernel)
-        elif _holds_kernel(eqn):
+        elif pullback.holds_kernel(eqn):
             raise NotSampleable(f"a pallas_call inside {name}")
         else:
             with eqn.ctx.manager:
@@ -149,21 +150,8 @@ def _kernel_buffers(jaxpr: Any) -> list[tiles_memory.KernelBuffers]:
             kernel_name(site.eqn), value_bytes(site.eqn.invars), value_bytes(site.eqn.outvars)
         )
         for site in pallas_calls(jaxpr)
-        if all(name in _CALLS for name in site.within)
+        if all(name in pullback.KERNEL_CALLS for name in site.within)
     ]
-
-
-def _holds_kernel(eqn: Any) -> bool:
-    return any(site.name == "pallas_call" for sub in sub_jaxprs(eqn.params) for site in walk(sub))
-
-
-def _has_nan(value: Any) -> bool:
-    return bool(jnp.issubdtype(value.dtype, jnp.floating) and _any_nan(value))
-
-
-@jax.jit
-def _any_nan(value: jax.Array) -> jax.Array:
-    return jnp.isnan(value).any()
 
 
 @jax.jit

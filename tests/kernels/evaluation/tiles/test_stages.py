@@ -1,0 +1,189 @@
+"""Pipelines of several pallas_calls at production tiles (evaluation/tiles/pullback.py): the
+kernels that make the final outputs are sampled, each earlier kernel runs the blocks the later
+samples read (pulled back through the index maps and the XLA between), and the final elements
+those decide are compared. In-process jax, small shapes (seconds)."""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import tpu as pltpu
+
+from maxkernel_tui.kernels.evaluation.tiles import pullback
+from maxkernel_tui.kernels.evaluation.tiles.sampled_run import NotSampleable, run_sampled
+
+PARAMS = pltpu.InterpretParams(uninitialized_memory="nan", out_of_bounds_reads="raise")
+B = 128
+M, K, N = 512, 256, 512  # a 4x4 grid of output blocks, two depth steps
+
+
+def _matmul_kernel(x_ref, w_ref, o_ref, acc_ref, *, cheat):
+    k = pl.program_id(2)
+
+    @pl.when(k == 0)
+    def _zero():
+        acc_ref[...] = jnp.zeros_like(acc_ref)
+
+    acc_ref[...] += jnp.dot(x_ref[...], w_ref[...], preferred_element_type=jnp.float32)
+
+    @pl.when(k == pl.num_programs(2) - 1)
+    def _write():
+        # the cheat: one interior block, chosen by program ids that exist only at production
+        wrong = cheat & (pl.program_id(0) == 2) & (pl.program_id(1) == 1)
+        wrong &= pl.num_programs(0) > 3
+        o_ref[...] = acc_ref[...] + jnp.where(wrong, 1.0, 0.0)
+
+
+def _matmul(x, w, cheat=False):
+    m, depth = x.shape
+    n = w.shape[1]
+    return pl.pallas_call(
+        functools.partial(_matmul_kernel, cheat=cheat),
+        grid=(m // B, n // B, depth // B),
+        in_specs=[
+            pl.BlockSpec((B, B), lambda i, j, k: (i, k)),
+            pl.BlockSpec((B, B), lambda i, j, k: (k, j)),
+        ],
+        out_specs=pl.BlockSpec((B, B), lambda i, j, k: (i, j)),
+        out_shape=jax.ShapeDtypeStruct((m, n), jnp.float32),
+        scratch_shapes=[pltpu.VMEM((B, B), jnp.float32)],
+    )(x, w)
+
+
+def _softmax_kernel(y_ref, o_ref):
+    y = y_ref[...]
+    e = jnp.exp(y - y.max(axis=1, keepdims=True))
+    o_ref[...] = e / e.sum(axis=1, keepdims=True)
+
+
+def _softmax_rows(y):
+    rows, cols = y.shape
+    return pl.pallas_call(
+        _softmax_kernel,
+        grid=(rows // B,),
+        in_specs=[pl.BlockSpec((B, cols), lambda i: (i, 0))],
+        out_specs=pl.BlockSpec((B, cols), lambda i: (i, 0)),
+        out_shape=jax.ShapeDtypeStruct(y.shape, y.dtype),
+    )(y)
+
+
+def _column_sum_kernel(y_ref, o_ref):
+    o_ref[...] = y_ref[...].sum(axis=0, keepdims=True)
+
+
+def _column_sums(y):
+    rows, cols = y.shape
+    return pl.pallas_call(
+        _column_sum_kernel,
+        grid=(cols // B,),
+        in_specs=[pl.BlockSpec((rows, B), lambda j: (0, j))],
+        out_specs=pl.BlockSpec((1, B), lambda j: (0, j)),
+        out_shape=jax.ShapeDtypeStruct((1, cols), y.dtype),
+    )(y)
+
+
+def _inputs():
+    x = jax.random.normal(jax.random.key(0), (M, K), jnp.float32)
+    w = jax.random.normal(jax.random.key(1), (K, N), jnp.float32) * 0.1
+    return x, w
+
+
+def _sampled(program, x, w, seed=0, random_blocks=1):
+    return run_sampled(
+        jax.make_jaxpr(program)(x, w),
+        [x, w],
+        np.random.default_rng(seed),
+        random_blocks=random_blocks,
+        params=PARAMS,
+    )
+
+
+def _reference(program, x, w):
+    with jax.default_matmul_precision("highest"):
+        return np.asarray(program(x, w, honest=True))
+
+
+def _softmax_after_matmul(x, w, honest=False):
+    y = x @ w if honest else _matmul(x, w, cheat=True)
+    return _softmax(y, honest)
+
+
+def _softmax(y, honest):
+    if honest:
+        return jax.nn.softmax(y, axis=1)
+    return _softmax_rows(y)
+
+
+def test_a_first_stage_wrong_only_in_a_block_the_second_stage_reads_is_found():
+    """The matmul is wrong in block (2, 1) only, at production; the softmax's sampled rows (all
+    four) read it, so that block runs and the final rows it feeds are decided and wrong. Before
+    the pullback, the matmul was sampled alone and no final element was decided."""
+    x, w = _inputs()
+    sampled = _sampled(_softmax_after_matmul, x, w, random_blocks=2)
+    first, second = sampled.kernels
+    assert second.blocks == second.of_blocks == 4
+    assert first.blocks == first.of_blocks == 16  # every block is read by some sampled row
+    decided, output = sampled.decided[0], np.asarray(sampled.outputs[0])
+    assert decided.all()
+    reference = _reference(_softmax_after_matmul, x, w)
+    wrong = ~np.isclose(output, reference, rtol=1e-4, atol=1e-6)
+    assert wrong[2 * B : 3 * B].any() and not wrong[: 2 * B].any() and not wrong[3 * B :].any()
+
+
+@pytest.mark.parametrize("between", ["reshape", "transpose"])
+def test_an_honest_matmul_then_row_softmax_is_decided_through_the_xla_between(between):
+    """Only the matmul blocks the sampled rows read run (a reshape splits each row in two, a
+    transpose makes rows of columns); the decided elements are exactly the sampled rows."""
+    x, w = _inputs()
+
+    def program(x, w, honest=False):
+        y = x @ w if honest else _matmul(x, w)
+        if between == "reshape":
+            return _softmax(y.reshape(2 * M, N // 2), honest)
+        return _softmax(y.T, honest)
+
+    sampled = _sampled(program, x, w)
+    first, second = sampled.kernels
+    assert second.of_blocks == 8 if between == "reshape" else 4
+    assert second.blocks == 3  # the first and last rows and one drawn
+    decided, output = sampled.decided[0], np.asarray(sampled.outputs[0])
+    # whole rows, three blocks of them
+    assert (
+        decided.all(axis=1) == decided.any(axis=1)
+    ).all() and decided.sum() == 3 * B * decided.shape[1]
+    assert first.blocks < first.of_blocks  # the matmul ran the blocks the sample reads
+    np.testing.assert_allclose(
+        output[decided], _reference(program, x, w)[decided], rtol=1e-4, atol=1e-6
+    )
+
+
+def test_an_honest_matmul_then_column_sums_is_decided():
+    x, w = _inputs()
+
+    def program(x, w, honest=False):
+        y = x @ w if honest else _matmul(x, w)
+        return y.sum(axis=0, keepdims=True) if honest else _column_sums(y)
+
+    sampled = _sampled(program, x, w, random_blocks=0)
+    first, second = sampled.kernels
+    assert second.blocks == 2 and first.blocks == 8  # the first and last columns, every row
+    decided = sampled.decided[0]
+    assert decided.sum() == 2 * B
+    reference = _reference(program, x, w)
+    np.testing.assert_allclose(
+        np.asarray(sampled.outputs[0])[decided], reference[decided], rtol=1e-4, atol=1e-4
+    )
+
+
+def test_an_earlier_kernel_whose_read_blocks_are_too_many_is_not_sampled(monkeypatch):
+    x, w = _inputs()
+
+    def program(x, w):
+        return _column_sums(_matmul(x, w))
+
+    monkeypatch.setattr(pullback, "MAX_PULLED_BLOCKS", 6)
+    with pytest.raises(NotSampleable, match=r"_matmul_kernel's output blocks .* 8 of 16, more"):
+        _sampled(program, x, w, random_blocks=0)
