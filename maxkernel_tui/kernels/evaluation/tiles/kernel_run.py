@@ -14,13 +14,9 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax._src import api_util
-from jax._src import linear_util as lu
-from jax._src.interpreters import partial_eval as pe
 from jax._src.pallas import core as pallas_core
 from jax._src.pallas.pallas_call import pallas_call_p
 from jax.experimental.pallas import tpu as pltpu
-from jax.extend import core
 
 from maxkernel_tui.kernels.evaluation.tiles.blocks import (
     Region,
@@ -30,6 +26,7 @@ from maxkernel_tui.kernels.evaluation.tiles.blocks import (
     sample_blocks,
     written,
 )
+from maxkernel_tui.kernels.evaluation.tiles.compact import compact_call, traced_index_map
 from maxkernel_tui.kernels.evaluation.tiles.faults import NotSampleable
 
 
@@ -80,7 +77,17 @@ def run_kernel(
     sample = sample_blocks(tuple(grid[a] for a in output_axes), rng, random_blocks)
     to_production = _ToProduction(grid, output_axes, reduction_axes, sample)
     new_params = _sampled_params(eqn.params, to_production)
-    result = pallas_call_p.bind(*args, **dict(new_params, interpret=params))
+    compacted = compact_call(
+        kernel_name(eqn),
+        mapping,
+        new_params,
+        args,
+        to_production.points(),
+        to_production.sampled_grid,
+        params.uninitialized_memory,
+    )
+    result = pallas_call_p.bind(*compacted.args, **dict(compacted.params, interpret=params))
+    result = compacted.expand(result, params.uninitialized_memory)
     regions = [
         written(block, to_production.points(), index_operands, tuple(out.shape))
         for block, out in zip(outputs, result, strict=True)
@@ -183,9 +190,7 @@ def _wrapped_index_map(closed: Any, to_production: _ToProduction, index_avals: A
         return jax.core.eval_jaxpr(closed.jaxpr, closed.consts, *production, *args[sampled_rank:])
 
     avals = [jax.core.ShapedArray((), jnp.int32)] * sampled_rank + list(index_avals)
-    debug = api_util.debug_info("sampled index_map", index_map, tuple(avals), {})
-    jaxpr, _, consts = pe.trace_to_jaxpr_dynamic(lu.wrap_init(index_map, debug_info=debug), avals)
-    return core.ClosedJaxpr(jaxpr, consts)
+    return traced_index_map(index_map, avals)
 
 
 def _sequential(compiler_params: Any, rank: int) -> Any:
