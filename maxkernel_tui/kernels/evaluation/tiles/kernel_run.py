@@ -40,11 +40,13 @@ class KernelSample:
     blocks: int  # output blocks sampled
     of_blocks: int  # output blocks of the production grid
     steps: int  # grid steps run (sampled blocks times reduction steps)
+    whole: tuple[str, ...] = ()  # operands handed to the interpreter whole, and why (compact.py)
 
     def describe(self) -> str:
+        whole = f"; whole, not compact: {', '.join(self.whole)}" if self.whole else ""
         return (
             f"{self.name}: {self.blocks} of {self.of_blocks} output blocks, "
-            f"{self.steps} grid steps of grid {self.grid}"
+            f"{self.steps} grid steps of grid {self.grid}{whole}"
         )
 
 
@@ -101,6 +103,7 @@ def run_kernel(
         len(sample),
         math.prod(grid[a] for a in output_axes),
         len(sample) * reduction,
+        compacted.whole,
     )
     return list(result), regions, record
 

@@ -211,6 +211,7 @@ def test_an_input_the_kernel_reads_by_dma_stays_whole_and_says_so(monkeypatch):
     assert made.output_bytes == sampled.kernels[0].blocks * B * 128 * 4
     (why,) = made.whole
     assert "memory space any" in why
+    assert "whole, not compact: " in sampled.kernels[0].describe()
 
 
 def test_a_kernel_that_fits_compact_is_run_and_one_that_does_not_is_refused(monkeypatch):
