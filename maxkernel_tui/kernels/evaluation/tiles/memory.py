@@ -26,6 +26,9 @@ from maxkernel_tui.kernels.targets import GIB
 # from a few hundred MiB up, 2.8x at 40 MiB where fixed costs count), with a fixed margin.
 INTERPRET_FACTOR = 2.5
 MARGIN = GIB // 4
+# Each output at production shape is held twice at the end of the run: the sampled values and
+# the provenance pass's copy (sampled_run.py).
+OUTPUT_COPIES = 2
 
 
 @dataclass(frozen=True)
@@ -40,19 +43,20 @@ def shortfall(kernels: list[KernelBuffers], room: float | None) -> str | None:
     """Why the sampled run would not fit in `room` bytes, or None when it fits (or the room is
     unknown), as far as is known before any sample is drawn. Each kernel's outputs are placed
     back at production shape and stay alive until the run ends (the harness compares them), on
-    top of every earlier kernel's; its operands are the program's inputs (already in memory) or
-    earlier outputs (counted), and what the interpreter copies is checked per kernel on the
-    compact buffers (`compact_shortfall`)."""
+    top of every earlier kernel's, and the provenance pass makes a copy of each beside them
+    (sampled_run.py: 13p's 4.2 GB of logits twice ran out of its 8 GiB); its operands are the
+    program's inputs (already in memory) or earlier outputs (counted), and what the interpreter
+    copies is checked per kernel on the compact buffers (`compact_shortfall`)."""
     if room is None:
         return None
     kept = 0
     for kernel in kernels:
-        need = kernel.output_bytes + kept + MARGIN
+        need = OUTPUT_COPIES * (kernel.output_bytes + kept) + MARGIN
         if need > room:
             return (
                 f"{kernel.name}'s production outputs ({gib(kernel.output_bytes)}) need about "
-                f"{gib(need)} with the outputs kept before them, more than the {gib(room)} "
-                "this process has left"
+                f"{gib(need)} with the outputs kept before them and the provenance pass's "
+                f"copies, more than the {gib(room)} this process has left"
             )
         kept += kernel.output_bytes
     return None
