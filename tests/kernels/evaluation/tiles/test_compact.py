@@ -226,7 +226,7 @@ def test_a_kernel_that_fits_compact_is_run_and_one_that_does_not_is_refused(monk
     monkeypatch.setattr(tiles_memory, "memory_room", lambda: room)
     sampled = run_sampled(program, [x, w], np.random.default_rng(0), random_blocks=3, params=PARAMS)
     assert sampled.decided_elements > 0
-    monkeypatch.setattr(tiles_memory, "memory_room", lambda: tiles_memory.MARGIN + 2 * 2**20)
+    monkeypatch.setattr(tiles_memory, "memory_room", lambda: tiles_memory.MARGIN + 3 * 2**20)
     with pytest.raises(NotSampleable, match=r"_gemm_kernel's sampled operands .* need about"):
         run_sampled(program, [x, w], np.random.default_rng(0), random_blocks=3, params=PARAMS)
     # not even its output at production shape fits: refused before any kernel runs
