@@ -2,7 +2,7 @@
 
     JAX_PLATFORMS=cpu python benchmarks/tiles_cost.py phases [--task 41k] [--kernel K.py]
         [--sample-seed N] [--whole-reference]
-    python benchmarks/tiles_cost.py eval --before OTHER_PYTHON [--task 41k --kernel K.py ...]
+    python benchmarks/tiles_cost.py eval [--before OTHER_PYTHON] [--task 41k --kernel K.py ...]
 
 `phases` runs each step of the check in this process (no workers, no sandbox) on the task's
 production shapes and prints its seconds: the inputs made from the task's get_inputs and seed
@@ -13,7 +13,8 @@ over the boxes the sample decides (now), and with --whole-reference the whole re
 production shape (before, on first use).
 
 `eval` runs `maxkernel-tui eval` on each kernel with OTHER_PYTHON (an install of the code before,
-e.g. another worktree's venv) and with this Python, one after the other: first use (a fresh
+e.g. another worktree's venv), with this Python, and with this Python and `--no-tiles` (what the
+tiles check adds), one after the other: first use (a fresh
 MAXKERNEL_TUI_CACHE_DIR: no production inputs or reference kept, no XLA cache) then cached (the
 same directory again). It prints wall seconds, the verdict, and the tiles check's sample (blocks of
 blocks, sample seed) and seconds. Figures are this machine's, measured, with the load average.
@@ -130,12 +131,24 @@ def phases(task_id: str, kernel: Path, sample_seed: int, whole_reference: bool) 
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _eval(python: str, kernel: Path, task_id: str, cache: Path) -> dict[str, Any]:
+def _eval(
+    python: str, kernel: Path, task_id: str, cache: Path, flags: tuple[str, ...] = ()
+) -> dict[str, Any]:
     env = dict(os.environ, JAX_PLATFORMS="cpu", MAXKERNEL_TUI_CACHE_DIR=str(cache))
     env.pop("MAXKERNEL_TUI_TILE_BLOCKS", None)  # the default sample
     started = time.perf_counter()
     done = subprocess.run(
-        [python, "-m", "maxkernel_tui.cli", "eval", str(kernel), "--task", task_id, "--json"],
+        [
+            python,
+            "-m",
+            "maxkernel_tui.cli",
+            "eval",
+            str(kernel),
+            "--task",
+            task_id,
+            "--json",
+            *flags,
+        ],
         env=env,
         capture_output=True,
         text=True,
@@ -157,16 +170,18 @@ def _eval(python: str, kernel: Path, task_id: str, cache: Path) -> dict[str, Any
     return {"wall": wall, "verdict": report["verdict"], "sample": sample}
 
 
-def evals(before: str, kernels: dict[str, Path]) -> None:
+def evals(before: str | None, kernels: dict[str, Path]) -> None:
     print(f"load at the start {os.getloadavg()[0]:.1f}")
+    runs: list[tuple[str, str, tuple[str, ...]]] = [("before", before, ())] if before else []
+    runs += [("after", sys.executable, ()), ("no tiles", sys.executable, ("--no-tiles",))]
     for task_id, kernel in kernels.items():
-        for label, python in (("before", before), ("after", sys.executable)):
+        for label, python, flags in runs:
             cache = Path(tempfile.mkdtemp(prefix="mkt-tiles-eval-"))
             try:
                 for use in ("first use", "cached"):
-                    found = _eval(python, kernel, task_id, cache)
+                    found = _eval(python, kernel, task_id, cache, flags)
                     print(
-                        f"{task_id:<4} {label:<6} {use:<9} {found['wall']:6.1f} s  "
+                        f"{task_id:<4} {label:<8} {use:<9} {found['wall']:6.1f} s  "
                         f"{found['verdict']}  {found.get('sample', '')}  "
                         f"(load {os.getloadavg()[0]:.1f})",
                         flush=True,
@@ -183,15 +198,20 @@ def main() -> None:
     parser.add_argument("--sample-seed", type=int, default=1)
     parser.add_argument("--whole-reference", action="store_true")
     parser.add_argument("--before", help="the Python of an install of the code before")
+    parser.add_argument(
+        "--kernel-dir", type=Path, help="TASK.py kernels for tasks without --kernel"
+    )
     args = parser.parse_args()
     tasks = args.task or list(DEFAULT_KERNELS)
-    kernels = {t: k for t, k in zip(tasks, args.kernel or [DEFAULT_KERNELS[t] for t in tasks])}
+    given = args.kernel or []
+    kernels = {
+        t: given[n] if n < len(given) else DEFAULT_KERNELS.get(t) or args.kernel_dir / f"{t}.py"
+        for n, t in enumerate(tasks)
+    }
     if args.mode == "phases":
         for task_id, kernel in kernels.items():
             phases(task_id, kernel, args.sample_seed, args.whole_reference)
     else:
-        if not args.before:
-            parser.error("eval needs --before")
         evals(args.before, kernels)
 
 

@@ -12,6 +12,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax._src.state.discharge import discharge_state
 
 # Corners of the output grid always sampled while there are at most this many of them; above,
 # the all-first and all-last blocks stand for them.
@@ -60,11 +61,13 @@ def dim_kind(dim: Any) -> str | None:
 
 
 def block_indices(block: Any, points: np.ndarray, index_operands: list[np.ndarray]) -> np.ndarray:
-    closed = block.index_map_jaxpr
+    # scalar-prefetch operands are refs in an index map: read as the arrays given
+    closed = discharge_state(block.index_map_jaxpr)
+    rank = len(block.block_shape)
 
     def index_of(point: jax.Array) -> jax.Array:
         ids = [point[i] for i in range(points.shape[1])]
-        outs = jax.core.eval_jaxpr(closed.jaxpr, closed.consts, *ids, *index_operands)
+        outs = jax.core.eval_jaxpr(closed.jaxpr, closed.consts, *ids, *index_operands)[:rank]
         return jnp.stack([jnp.asarray(o, jnp.int32) for o in outs])
 
     return np.asarray(jax.jit(jax.vmap(index_of))(jnp.asarray(points, jnp.int32)))

@@ -14,13 +14,9 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax._src import api_util
-from jax._src import linear_util as lu
-from jax._src.interpreters import partial_eval as pe
 from jax._src.pallas import core as pallas_core
 from jax._src.pallas.pallas_call import pallas_call_p
 from jax.experimental.pallas import tpu as pltpu
-from jax.extend import core
 
 from maxkernel_tui.kernels.evaluation.tiles import classes, poison
 from maxkernel_tui.kernels.evaluation.tiles.blocks import (
@@ -29,6 +25,7 @@ from maxkernel_tui.kernels.evaluation.tiles.blocks import (
     in_any_space,
     written,
 )
+from maxkernel_tui.kernels.evaluation.tiles.compact import compact_call, traced_index_map
 from maxkernel_tui.kernels.evaluation.tiles.faults import NotSampleable
 
 
@@ -44,15 +41,17 @@ class KernelSample:
     steps: int  # grid steps run (sampled blocks times reduction steps)
     classes: int = 1  # classes of output blocks by the kernel's scalar control (classes.py)
     on_data: int = 0  # branches, selects and loops on data (or too long to follow): not classed
+    whole: tuple[str, ...] = ()  # operands handed to the interpreter whole, and why (compact.py)
 
     def describe(self) -> str:
         branches = "branch" if self.on_data == 1 else "branches"
         unclassed = f", {self.on_data} {branches} on data (or not followed) not classed"
         kinds = "class" if self.classes == 1 else "classes"
+        whole = f"; whole, not compact: {', '.join(self.whole)}" if self.whole else ""
         return (
             f"{self.name}: {self.blocks} of {self.of_blocks} output blocks covering "
             f"{self.classes} {kinds}{unclassed if self.on_data else ''}, "
-            f"{self.steps} grid steps of grid {self.grid}"
+            f"{self.steps} grid steps of grid {self.grid}{whole}"
         )
 
 
@@ -87,14 +86,25 @@ def run_kernel(
         index_operands,
         eqn.params.get("compiler_params"),
     )
+    whole: list[tuple[str, ...]] = []
 
     def run(blocks: np.ndarray, plan: poison.Plan | None) -> list[Any]:
-        new_params = _sampled_params(
-            eqn.params, ToProduction(grid, output_axes, reduction_axes, blocks)
-        )
+        to_production = ToProduction(grid, output_axes, reduction_axes, blocks)
+        new_params = _sampled_params(eqn.params, to_production)
         if plan is not None:
             new_params["jaxpr"] = poison.poisoned_body(kernel, plan)
-        return list(pallas_call_p.bind(*args, **dict(new_params, interpret=params)))
+        compacted = compact_call(
+            name,
+            mapping,
+            new_params,
+            args,
+            to_production.points(),
+            to_production.sampled_grid,
+            params.uninitialized_memory,
+        )
+        whole.append(compacted.whole)
+        result = pallas_call_p.bind(*compacted.args, **dict(compacted.params, interpret=params))
+        return list(compacted.expand(result, params.uninitialized_memory))
 
     # scratch and outputs poisoned between sampled blocks; the blocks run may grow to the
     # prefixes the sample needs along `arbitrary` output axes
@@ -114,6 +124,7 @@ def run_kernel(
         len(sample) * reduction,
         control.count,
         control.on_data,
+        whole[-1],
     )
     return list(result), regions, record
 
@@ -232,9 +243,7 @@ def _wrapped_index_map(closed: Any, to_production: ToProduction, index_avals: An
         return jax.core.eval_jaxpr(closed.jaxpr, closed.consts, *production, *args[sampled_rank:])
 
     avals = [jax.core.ShapedArray((), jnp.int32)] * sampled_rank + list(index_avals)
-    debug = api_util.debug_info("sampled index_map", index_map, tuple(avals), {})
-    jaxpr, _, consts = pe.trace_to_jaxpr_dynamic(lu.wrap_init(index_map, debug_info=debug), avals)
-    return core.ClosedJaxpr(jaxpr, consts)
+    return traced_index_map(index_map, avals)
 
 
 def _sequential(compiler_params: Any, rank: int) -> Any:

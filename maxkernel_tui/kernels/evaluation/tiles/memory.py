@@ -6,7 +6,12 @@ and copies the outputs back: measured with `python benchmarks/tiles_memory.py`, 
 GEMM's peak address space grows by 2.2x to 2.8x its operand and output bytes. A run that does
 not fit does not fail cleanly: XLA's CPU threads die with SIGSEGV when an allocation fails
 under the address-space limit, which would reject an honest kernel for our own want of memory.
-So a program whose production buffers do not fit is not sampled, and its verdict says so.
+So a program whose buffers do not fit is not sampled, and its verdict says so.
+
+The sampled call is handed compact operands (compact.py: the sampled blocks only), so the
+interpreter's copies follow the sample; each kernel's outputs are placed back at production
+shape and kept. Before the run, only those production outputs are known (`shortfall`); once a
+kernel's sample is drawn, its compact buffers are (`compact_shortfall`).
 """
 
 from __future__ import annotations
@@ -21,6 +26,9 @@ from maxkernel_tui.kernels.targets import GIB
 # from a few hundred MiB up, 2.8x at 40 MiB where fixed costs count), with a fixed margin.
 INTERPRET_FACTOR = 2.5
 MARGIN = GIB // 4
+# Each output at production shape is held twice at the end of the run: the sampled values and
+# the provenance pass's copy (sampled_run.py).
+OUTPUT_COPIES = 2
 
 
 @dataclass(frozen=True)
@@ -28,27 +36,48 @@ class KernelBuffers:
     """One pallas_call of the program, in the order the program runs them."""
 
     name: str
-    operand_bytes: int
-    output_bytes: int
+    output_bytes: int  # at production shape
 
 
 def shortfall(kernels: list[KernelBuffers], room: float | None) -> str | None:
     """Why the sampled run would not fit in `room` bytes, or None when it fits (or the room is
-    unknown). Each kernel's outputs stay alive until the run ends (the harness compares them),
-    so a kernel needs its own interpret-mode copies on top of every earlier kernel's outputs."""
+    unknown), as far as is known before any sample is drawn. Each kernel's outputs are placed
+    back at production shape and stay alive until the run ends (the harness compares them), on
+    top of every earlier kernel's, and the provenance pass makes a copy of each beside them
+    (sampled_run.py: 13p's 4.2 GB of logits twice ran out of its 8 GiB); its operands are the
+    program's inputs (already in memory) or earlier outputs (counted), and what the interpreter
+    copies is checked per kernel on the compact buffers (`compact_shortfall`)."""
     if room is None:
         return None
     kept = 0
     for kernel in kernels:
-        need = INTERPRET_FACTOR * (kernel.operand_bytes + kernel.output_bytes) + kept + MARGIN
+        need = OUTPUT_COPIES * (kernel.output_bytes + kept) + MARGIN
         if need > room:
             return (
-                f"{kernel.name}'s production operands and outputs "
-                f"({gib(kernel.operand_bytes + kernel.output_bytes)}) need about {gib(need)} "
-                f"in TPU interpret mode, more than the {gib(room)} this process has left"
+                f"{kernel.name}'s production outputs ({gib(kernel.output_bytes)}) need about "
+                f"{gib(need)} with the outputs kept before them and the provenance pass's "
+                f"copies, more than the {gib(room)} this process has left"
             )
         kept += kernel.output_bytes
     return None
+
+
+def compact_shortfall(
+    name: str, interpreted_bytes: int, placed_bytes: int, room: float | None
+) -> str | None:
+    """Why one sampled kernel would not fit in `room` bytes (what the process has left now), or
+    None: the interpreter's copies of what it is handed (`interpreted_bytes`: compact operands
+    and outputs, and those left whole) and its outputs placed back at production shape."""
+    if room is None:
+        return None
+    need = INTERPRET_FACTOR * interpreted_bytes + placed_bytes + MARGIN
+    if need <= room:
+        return None
+    return (
+        f"{name}'s sampled operands and outputs ({gib(interpreted_bytes)}) and its outputs at "
+        f"production shape ({gib(placed_bytes)}) need about {gib(need)} in TPU interpret mode, "
+        f"more than the {gib(room)} this process has left"
+    )
 
 
 def memory_room() -> int | None:

@@ -143,12 +143,10 @@ def _evaluate(
 
 
 def _kernel_buffers(jaxpr: Any) -> list[tiles_memory.KernelBuffers]:
-    """Each pallas_call `_evaluate` would run (calls entered), with its operand and output bytes
-    at production shapes, in order."""
+    """Each pallas_call `_evaluate` would run (calls entered), with its output bytes at
+    production shapes, in order."""
     return [
-        tiles_memory.KernelBuffers(
-            kernel_name(site.eqn), value_bytes(site.eqn.invars), value_bytes(site.eqn.outvars)
-        )
+        tiles_memory.KernelBuffers(kernel_name(site.eqn), value_bytes(site.eqn.outvars))
         for site in pallas_calls(jaxpr)
         if all(name in pullback.KERNEL_CALLS for name in site.within)
     ]
