@@ -47,6 +47,14 @@ def _run(monkeypatch, program, inputs, *, whole=False, seed=0, blocks=3):
 
 def _same_as_whole(monkeypatch, program, inputs, **kw):
     sampled, made = _run(monkeypatch, program, inputs, **kw)
+    # each kernel runs twice (tiles/poison.py: state flowing, then poisoned), on equal operands
+    natural, poisoned = made[0::2], made[1::2]
+    for first, second in zip(natural, poisoned, strict=True):
+        assert (first.operand_bytes, first.output_bytes) == (
+            second.operand_bytes,
+            second.output_bytes,
+        )
+    made = natural
     before, _ = _run(monkeypatch, program, inputs, whole=True, **kw)
     for now, then, decided, was in zip(
         sampled.outputs, before.outputs, sampled.decided, before.decided, strict=True

@@ -169,7 +169,8 @@ def test_an_honest_matmul_then_column_sums_is_decided():
 
     sampled = _sampled(program, x, w, random_blocks=0)
     first, second = sampled.kernels
-    assert second.blocks == 2 and first.blocks == 8  # the first and last columns, every row
+    # the first and last columns, every row (and a block of each class of the matmul's)
+    assert second.blocks == 2 and 8 <= first.blocks < first.of_blocks
     decided = sampled.decided[0]
     assert decided.sum() == 2 * B
     reference = _reference(program, x, w)
@@ -185,5 +186,5 @@ def test_an_earlier_kernel_whose_read_blocks_are_too_many_is_not_sampled(monkeyp
         return _column_sums(_matmul(x, w))
 
     monkeypatch.setattr(pullback, "MAX_PULLED_BLOCKS", 6)
-    with pytest.raises(NotSampleable, match=r"_matmul_kernel's output blocks .* 8 of 16, more"):
+    with pytest.raises(NotSampleable, match=r"_matmul_kernel's output blocks .* \d+ of 16, more"):
         _sampled(program, x, w, random_blocks=0)
