@@ -14,6 +14,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax._src.state.discharge import discharge_state
 
+from maxkernel_tui.kernels.perf import index_maps
+
 # Corners of the output grid always sampled while there are at most this many of them; above,
 # the all-first and all-last blocks stand for them.
 MAX_CORNERS = 8
@@ -61,9 +63,11 @@ def dim_kind(dim: Any) -> str | None:
 
 
 def block_indices(block: Any, points: np.ndarray, index_operands: list[np.ndarray]) -> np.ndarray:
+    rank = len(block.block_shape)
+    if not index_operands:  # plain integer maps in numpy: an XLA compile per call cost seconds
+        return index_maps.block_indices(block.index_map_jaxpr, points.astype(np.int32))[:, :rank]
     # scalar-prefetch operands are refs in an index map: read as the arrays given
     closed = discharge_state(block.index_map_jaxpr)
-    rank = len(block.block_shape)
 
     def index_of(point: jax.Array) -> jax.Array:
         ids = [point[i] for i in range(points.shape[1])]

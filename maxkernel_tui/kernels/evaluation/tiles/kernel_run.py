@@ -88,7 +88,7 @@ def run_kernel(
     )
     whole: list[tuple[str, ...]] = []
 
-    def run(blocks: np.ndarray, plan: poison.Plan | None) -> list[Any]:
+    def run(blocks: np.ndarray, plan: poison.Plan | None) -> poison.Ran:
         to_production = ToProduction(grid, output_axes, reduction_axes, blocks)
         new_params = _sampled_params(eqn.params, to_production)
         if plan is not None:
@@ -104,11 +104,14 @@ def run_kernel(
         )
         whole.append(compacted.whole)
         result = pallas_call_p.bind(*compacted.args, **dict(compacted.params, interpret=params))
-        return list(compacted.expand(result, params.uninitialized_memory))
+        return poison.Ran(
+            list(result), lambda: compacted.expand(result, params.uninitialized_memory)
+        )
 
     # scratch and outputs poisoned between sampled blocks; the blocks run may grow to the
     # prefixes the sample needs along `arbitrary` output axes
-    sample, result = poison.stateless_run(kernel, run, sample, int(rng.integers(2**31)))
+    sample, ran = poison.stateless_run(kernel, run, sample, int(rng.integers(2**31)))
+    result = ran.expand()  # once: production-shape outputs cost seconds on large tasks
     to_production = ToProduction(grid, output_axes, reduction_axes, sample)
     regions = [
         written(block, to_production.points(), index_operands, tuple(out.shape))

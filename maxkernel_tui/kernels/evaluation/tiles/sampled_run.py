@@ -79,16 +79,28 @@ def run_sampled(
         raise NotSampleable("the program has no pallas_call outside control flow")
     recorded: list[tuple[list[Any], list[list[Region]]]] = []
     kernels: list[KernelSample] = []
+    direct = _direct_outputs(closed_jaxpr.jaxpr) if len(plans) == 1 else None
 
     def sampled(eqn: Any, args: list[Any]) -> list[Any]:
         # the planned sample exactly: it holds what the usual sampling would add
         required = plans[len(kernels)].sample
         outputs, regions, sample = run_kernel(eqn, args, rng, 0, params, required=required)
+        if direct is not None:  # its operands are what a provenance run would give it
+            regions = pullback.decided_regions(eqn, args, plans[0], regions)
         recorded.append((outputs, regions))
         kernels.append(sample)
         return outputs
 
     outputs = _evaluate(closed_jaxpr.jaxpr, closed_jaxpr.consts, list(inputs), sampled)
+    if direct is not None:
+        for output in outputs:
+            _require_float(output, "a program output")
+        ((results, regions),) = recorded
+        decided = [
+            _mask(results[number], regions[number], out.shape)
+            for number, out in zip(direct, outputs, strict=True)
+        ]
+        return SampledOutputs(list(outputs), decided, kernels)
     replay = iter(zip(recorded, plans, strict=True))
 
     def provenance(eqn: Any, args: list[Any]) -> list[Any]:
@@ -103,6 +115,46 @@ def run_sampled(
         _require_float(output, "a program output")
     decided = [np.asarray(_decided(f)) for f in followed]
     return SampledOutputs(list(outputs), decided, kernels)
+
+
+def _direct_outputs(jaxpr: Any) -> list[int] | None:
+    """For a program whose every output is a pallas_call's output, at most reshaped or converted
+    between float types (both keep each element's flat position and its NaN-ness), the number of
+    that kernel output for each; else None. Those outputs' decided elements are the regions the
+    kernel's decided blocks write: the provenance pass at production shape (seconds) is not
+    needed for them."""
+    producers = {var: eqn for eqn in jaxpr.eqns for var in eqn.outvars}
+    numbers = []
+    for var in jaxpr.outvars:
+        while isinstance(var, Var) and var in producers:
+            eqn = producers[var]
+            if eqn.primitive.name == "pallas_call":
+                numbers.append(list(eqn.outvars).index(var))
+                break
+            keeps = eqn.primitive.name == "convert_element_type" or (
+                eqn.primitive.name == "reshape" and eqn.params.get("dimensions") is None
+            )
+            source = eqn.invars[0]
+            if not keeps or len(eqn.invars) != 1 or not _floating(source) or not _floating(var):
+                return None
+            var = source
+        else:
+            return None
+    return numbers
+
+
+def _floating(var: Any) -> bool:
+    return bool(jnp.issubdtype(var.aval.dtype, jnp.floating))
+
+
+def _mask(output: Any, regions: list[Region], shape: tuple[int, ...]) -> np.ndarray:
+    """The elements of a kernel output inside `regions`, as an array of the program output's
+    `shape` (the same elements in row-major order)."""
+    _require_float(output, "a kernel output")
+    mask = np.zeros(output.shape, np.bool_)
+    for region in regions:
+        mask[tuple(slice(start, start + size) for start, size in region)] = True
+    return mask.reshape(shape)
 
 
 def _evaluate(
