@@ -129,19 +129,20 @@ def boxes(indices: np.ndarray, shape: tuple[int, ...]) -> list[Region]:
         return []
     if not shape:
         return [()]
-    flat = np.unique(indices)
+    flat = _distinct(indices)
+    runs = _runs(flat)
     coordinates = np.unravel_index(flat, shape)
     strides = [math.prod(shape[d + 1 :]) for d in range(len(shape))]
     cuts: list[np.ndarray] = []
     code = np.zeros(flat.shape, np.int64)  # the cell an index falls in, as one number
     for along, n, stride in zip(coordinates, shape, strides, strict=True):
-        begins = (along == 0) | ~_holds(flat, flat - stride)
-        ends = (along == n - 1) | ~_holds(flat, flat + stride)
+        begins = (along == 0) | ~_holds(runs, flat - stride)
+        ends = (along == n - 1) | ~_holds(runs, flat + stride)
         edges = np.unique(np.concatenate([along[begins], along[ends] + 1]))
         cuts.append(edges)
         code = code * len(edges) + np.searchsorted(edges, along, side="right") - 1
     found = []
-    for number in np.unique(code).tolist():  # a few boxes: decode each one's cells
+    for number in _distinct(code).tolist():  # a few boxes: decode each one's cells
         picked = []
         for edges in reversed(cuts):
             number, cell = divmod(number, len(edges))
@@ -150,11 +151,31 @@ def boxes(indices: np.ndarray, shape: tuple[int, ...]) -> list[Region]:
     return found
 
 
-def _holds(ordered: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """Whether each of `values` is in the sorted array `ordered`."""
-    at = np.minimum(np.searchsorted(ordered, values), len(ordered) - 1)
-    held: np.ndarray = ordered[at] == values
+def _distinct(values: np.ndarray) -> np.ndarray:
+    """np.unique of long runs of repeated or ascending values (a sample's flat indices come
+    sorted, a box's cell codes in runs): the runs first, so numpy sorts only their heads (a
+    hashed unique of millions of indices cost seconds)."""
+    if (values[1:] > values[:-1]).all():
+        return values
+    heads: np.ndarray = values[np.concatenate([[True], values[1:] != values[:-1]])]
+    return np.unique(heads)
+
+
+def _holds(runs: tuple[np.ndarray, np.ndarray], values: np.ndarray) -> np.ndarray:
+    """Whether each of `values` is in the set of `_runs`: searched among the runs, a few
+    thousand, not the millions of indices."""
+    starts, stops = runs
+    run = np.searchsorted(starts, values, side="right") - 1
+    held: np.ndarray = (run >= 0) & (values < stops[np.maximum(run, 0)])
     return held
+
+
+def _runs(ordered: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The runs of consecutive values of a sorted array without repeats: starts and stops."""
+    breaks = np.flatnonzero(ordered[1:] != ordered[:-1] + 1) + 1
+    starts = ordered[np.concatenate([[0], breaks])]
+    stops = ordered[np.concatenate([breaks - 1, [len(ordered) - 1]])] + 1
+    return starts, stops
 
 
 @dataclass(frozen=True)
