@@ -9,6 +9,7 @@ import pytest
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 
+from maxkernel_tui.kernels.evaluation.tiles import sampled_run
 from maxkernel_tui.kernels.evaluation.tiles.blocks import sample_blocks
 from maxkernel_tui.kernels.evaluation.tiles.sampled_run import NotSampleable, run_sampled
 
@@ -132,3 +133,56 @@ def test_a_program_without_a_sampleable_kernel_says_why():
             random_blocks=1,
             params=PARAMS,
         )
+
+
+def _direct(x, w):
+    """The kernel's output as the program's, reshaped and converted: positions kept."""
+    m, depth = x.shape
+    n = w.shape[1]
+    out = pl.pallas_call(
+        _telling_kernel,
+        grid=(m // B, n // B, depth // B),
+        in_specs=[
+            pl.BlockSpec((B, B), lambda i, j, k: (i, k)),
+            pl.BlockSpec((B, B), lambda i, j, k: (k, j)),
+        ],
+        out_specs=pl.BlockSpec((B, B), lambda i, j, k: (i, j)),
+        out_shape=jax.ShapeDtypeStruct((m, n), jnp.float32),
+        scratch_shapes=[pltpu.VMEM((B, B), jnp.float32)],
+    )(x, w)
+    return out.reshape(2, m // 2, n).astype(jnp.bfloat16)
+
+
+@pytest.mark.parametrize("nan_in_input", [False, True])
+def test_outputs_straight_from_the_kernel_are_decided_as_the_provenance_pass_decides(
+    monkeypatch, nan_in_input
+):
+    """Without the provenance pass (the outputs are the kernel's, reshaped and converted) the
+    decided elements are those it would find: the sampled blocks, less any that read NaN."""
+    x, w = _inputs()
+    if nan_in_input:
+        x = x.at[B + 3, 5].set(jnp.nan)  # row block 1 reads it: undecided there
+    program = jax.make_jaxpr(_direct)(x, w)
+
+    def sampled(rng):
+        return run_sampled(program, [x, w], rng, random_blocks=6, params=PARAMS)
+
+    direct = sampled(np.random.default_rng(5))
+    assert sampled_run._direct_outputs(program.jaxpr) == [0]
+    monkeypatch.setattr(sampled_run, "_direct_outputs", lambda _jaxpr: None)
+    followed = sampled(np.random.default_rng(5))
+    np.testing.assert_array_equal(direct.decided[0], followed.decided[0])
+    assert 0 < direct.decided_elements < direct.decided[0].size
+    rows = np.nonzero(direct.decided[0].reshape(512, 640))[0] // B
+    assert (1 not in set(rows.tolist())) == nan_in_input
+    decided = direct.decided[0]
+    np.testing.assert_array_equal(
+        np.asarray(direct.outputs[0], np.float32)[decided],
+        np.asarray(followed.outputs[0], np.float32)[decided],
+    )
+
+
+def test_an_output_that_moves_elements_is_followed_by_the_provenance_pass():
+    x, w = _inputs()
+    for moved in (lambda x, w: _direct(x, w).T, lambda x, w: _program(x, w)):
+        assert sampled_run._direct_outputs(jax.make_jaxpr(moved)(x, w).jaxpr) is None
