@@ -130,19 +130,32 @@ def boxes(indices: np.ndarray, shape: tuple[int, ...]) -> list[Region]:
     if not shape:
         return [()]
     flat = _distinct(indices)
-    runs = _runs(flat)
-    coordinates = np.unravel_index(flat, shape)
-    strides = [math.prod(shape[d + 1 :]) for d in range(len(shape))]
+    # the indices as row segments: maximal runs of columns (the last dimension) in one row
+    starts, stops = _runs(flat)
+    width = shape[-1]
+    first, last = starts // width, (stops - 1) // width
+    rows = last - first + 1  # the rows a run crosses: one segment each
+    row = np.repeat(first, rows) + _within(rows)
+    a = np.maximum(np.repeat(starts, rows), row * width) - row * width
+    b = np.minimum(np.repeat(stops, rows), (row + 1) * width) - row * width
+    key = row * width + a
+    prefix = np.unravel_index(row, shape[:-1]) if len(shape) > 1 else ()
     cuts: list[np.ndarray] = []
-    code = np.zeros(flat.shape, np.int64)  # the cell an index falls in, as one number
-    for along, n, stride in zip(coordinates, shape, strides, strict=True):
-        begins = (along == 0) | ~_holds(runs, flat - stride)
-        ends = (along == n - 1) | ~_holds(runs, flat + stride)
+    cells = np.zeros(row.shape, np.int64)  # the cell of each segment's prefix, as one number
+    for along, n, stride in zip(prefix, shape[:-1], _strides(shape[:-1]), strict=True):
+        begins = ~_covered(row, a, b, key, width, row - stride, along > 0)
+        ends = ~_covered(row, a, b, key, width, row + stride, along < n - 1)
         edges = np.unique(np.concatenate([along[begins], along[ends] + 1]))
         cuts.append(edges)
-        code = code * len(edges) + np.searchsorted(edges, along, side="right") - 1
+        cells = cells * len(edges) + np.searchsorted(edges, along, side="right") - 1
+    edges = np.unique(np.concatenate([a, b]))  # along the last dimension: the segments' ends
+    cuts.append(edges)
+    low = np.searchsorted(edges, a, side="right") - 1
+    high = np.searchsorted(edges, b - 1, side="right") - 1
+    spanned = high - low + 1  # the cells of the last dimension a segment crosses
+    code = np.repeat(cells * len(edges) + low, spanned) + _within(spanned)
     found = []
-    for number in _distinct(code).tolist():  # a few boxes: decode each one's cells
+    for number in np.unique(code).tolist():  # a few boxes: decode each one's cells
         picked = []
         for edges in reversed(cuts):
             number, cell = divmod(number, len(edges))
@@ -151,23 +164,39 @@ def boxes(indices: np.ndarray, shape: tuple[int, ...]) -> list[Region]:
     return found
 
 
+def _within(counts: np.ndarray) -> np.ndarray:
+    """0, 1, ..., count - 1 for each of `counts`, one after the other."""
+    ranks: np.ndarray = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+    return ranks
+
+
+def _strides(shape: tuple[int, ...]) -> list[int]:
+    return [math.prod(shape[d + 1 :]) for d in range(len(shape))]
+
+
+def _covered(
+    row: np.ndarray,
+    a: np.ndarray,
+    b: np.ndarray,
+    key: np.ndarray,
+    width: int,
+    other: np.ndarray,
+    inside: np.ndarray,
+) -> np.ndarray:
+    """Whether each segment's columns [a, b) are all held in row `other` (where `inside` the
+    array): within one segment there, segments being maximal."""
+    at = np.searchsorted(key, other * width + a, side="right") - 1
+    found = np.maximum(at, 0)
+    held: np.ndarray = inside & (at >= 0) & (row[found] == other) & (b[found] >= b)
+    return held
+
+
 def _distinct(values: np.ndarray) -> np.ndarray:
-    """np.unique of long runs of repeated or ascending values (a sample's flat indices come
-    sorted, a box's cell codes in runs): the runs first, so numpy sorts only their heads (a
-    hashed unique of millions of indices cost seconds)."""
+    """np.unique of sorted values without the sort (a sample's flat indices come sorted: a
+    hashed unique of millions of them cost seconds)."""
     if (values[1:] > values[:-1]).all():
         return values
-    heads: np.ndarray = values[np.concatenate([[True], values[1:] != values[:-1]])]
-    return np.unique(heads)
-
-
-def _holds(runs: tuple[np.ndarray, np.ndarray], values: np.ndarray) -> np.ndarray:
-    """Whether each of `values` is in the set of `_runs`: searched among the runs, a few
-    thousand, not the millions of indices."""
-    starts, stops = runs
-    run = np.searchsorted(starts, values, side="right") - 1
-    held: np.ndarray = (run >= 0) & (values < stops[np.maximum(run, 0)])
-    return held
+    return np.unique(values)
 
 
 def _runs(ordered: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

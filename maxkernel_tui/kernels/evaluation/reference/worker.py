@@ -188,20 +188,23 @@ def _at_indices(
     indices: np.ndarray,
     shape: tuple[int, ...],
 ) -> np.ndarray:
-    """One output at its flat `indices`, from the programs of the boxes holding them."""
+    """One output at its flat `indices`, from the programs of the boxes holding them: each box's
+    elements searched among the indices (not every index tested against every box)."""
+    if not (indices[1:] > indices[:-1]).all():  # not sorted as flatnonzero gives them
+        distinct, inverse = np.unique(indices, return_inverse=True)
+        return _at_indices(boxes, inputs, distinct, shape)[inverse.reshape(-1)]
     found = np.full(indices.shape, np.nan, np.float32)
-    points = np.stack(np.unravel_index(indices, shape), axis=1) if shape else np.zeros((1, 0), int)
+    strides = [math.prod(shape[d + 1 :]) for d in range(len(shape))]
     for box, program in boxes:
-        inside = (
-            np.all(
-                [(points[:, d] >= a) & (points[:, d] < b) for d, (a, b) in enumerate(box)], axis=0
-            )
-            if shape
-            else np.ones(indices.shape, bool)
-        )
-        value = np.asarray(program.run(inputs), np.float32)
-        local = tuple(points[inside, d] - a for d, (a, _) in enumerate(box))
-        found[inside] = value[local]
+        value = np.asarray(program.run(inputs), np.float32).reshape(-1)
+        flat = np.zeros((1,) * len(box), np.int64)  # the box's flat indices, row-major
+        for d, ((a, b), stride) in enumerate(zip(box, strides, strict=True)):
+            along = [-1 if e == d else 1 for e in range(len(box))]
+            flat = flat + (np.arange(a, b, dtype=np.int64) * stride).reshape(along)
+        flat = flat.reshape(-1)
+        at = np.minimum(np.searchsorted(indices, flat), len(indices) - 1)
+        held = indices[at] == flat
+        found[at[held]] = value[held]
     return found
 
 

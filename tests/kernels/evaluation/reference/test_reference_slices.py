@@ -11,6 +11,7 @@ import pytest
 
 from maxkernel_tui.kernels import reference_runtime as runtime
 from maxkernel_tui.kernels.evaluation.reference import slices as reference_slices
+from maxkernel_tui.kernels.evaluation.reference import worker as reference_worker
 from maxkernel_tui.kernels.loader import builtin_suite_dir, load_task
 
 pytestmark = pytest.mark.slow  # jax in this process: a few seconds per reference
@@ -109,3 +110,30 @@ def test_every_reduction_over_axes_is_followed(reference):
     whole = np.asarray(reference(x))
     got = reference_slices.output_in_box(closed, [x], 0, ((2, 5),))
     np.testing.assert_array_equal(np.asarray(got), whole[2:5])
+
+
+def test_values_at_indices_come_from_the_box_holding_each():
+    """The worker's values at a sample's flat indices (sorted, as the judge gives them, or not),
+    each from the box holding it."""
+    rng = np.random.default_rng(0)
+
+    class _Box:
+        def __init__(self, box, whole):
+            self.box, self.whole = box, whole
+
+        def run(self, _inputs):
+            return self.whole[tuple(slice(a, b) for a, b in self.box)]
+
+    for trial in range(200):
+        shape = tuple(int(n) for n in rng.integers(1, 7, size=int(rng.integers(0, 4))))
+        whole = np.asarray(rng.normal(size=shape), np.float32)
+        indices = rng.integers(0, whole.size, size=int(rng.integers(1, whole.size + 2)))
+        if trial % 2:
+            indices = np.unique(indices)
+        found = reference_worker._at_indices(
+            [(box, _Box(box, whole)) for box in reference_slices.boxes(indices, shape)],
+            [],
+            indices,
+            shape,
+        )
+        np.testing.assert_array_equal(found, whole.reshape(-1)[indices])
