@@ -188,3 +188,44 @@ def test_an_earlier_kernel_whose_read_blocks_are_too_many_is_not_sampled(monkeyp
     monkeypatch.setattr(pullback, "MAX_PULLED_BLOCKS", 6)
     with pytest.raises(NotSampleable, match=r"_matmul_kernel's output blocks .* \d+ of 16, more"):
         _sampled(program, x, w, random_blocks=0)
+
+
+def test_final_samples_too_spread_for_the_earlier_kernel_keep_their_edges_and_classes(monkeypatch):
+    """9p: the down projection's random draw spread over rows reads more gate/up blocks than
+    can be run; the final kernel keeps its edges and classes (no random draw) and the
+    pipeline is decided there, where it used to be refused whole."""
+    x, w = _inputs()
+
+    def program(x, w, honest=False):
+        y = x @ w if honest else _matmul(x, w)
+        return y.sum(axis=0, keepdims=True) if honest else _column_sums(y)
+
+    # the drawn columns would need all 16 matmul blocks; the edges need 8 and the classes' own
+    monkeypatch.setattr(pullback, "MAX_PULLED_BLOCKS", 10)
+    sampled = _sampled(program, x, w, random_blocks=2)
+    first, second = sampled.kernels
+    assert second.blocks == 2 and 8 <= first.blocks <= 10
+    decided = sampled.decided[0]
+    assert decided.sum() == 2 * B
+    np.testing.assert_allclose(
+        np.asarray(sampled.outputs[0])[decided],
+        _reference(program, x, w)[decided],
+        rtol=1e-4,
+        atol=1e-4,
+    )
+
+
+def test_the_values_alive_at_each_kernel_are_those_used_after_it():
+    """The memory check (tiles/memory.py) counts, at each kernel, the production values computed
+    before it and read at or after it, not every earlier kernel's outputs."""
+    x, w = _inputs()
+
+    def program(x, w):
+        y = _matmul(x, w)
+        z = _softmax_rows(y.reshape(2 * M, N // 2))
+        return _column_sums(z)
+
+    alive = [live for _, live in pullback.kernels_alive(jax.make_jaxpr(program)(x, w))]
+    # softmax: the reshaped matmul output (the matmul's own is last read by the reshape);
+    # column sums: the softmax's output
+    assert alive == [0, M * N * 4, M * N * 4]
