@@ -139,6 +139,12 @@ def _plan(
         output_axes = control.output_axes
         total = math.prod(mapping.grid[a] for a in output_axes)
         if required is not None and len(sample) > MAX_PULLED_BLOCKS and not terminal:
+            if len(sample) == total:  # 13p: a scalar of every row's loss
+                raise _TooWide(
+                    f"every one of {kernel_name(eqn)}'s {total} output blocks is read by the "
+                    "later kernels' sampled blocks (the final outputs depend on all of it), "
+                    f"more than {MAX_PULLED_BLOCKS} to run"
+                )
             raise _TooWide(
                 f"{kernel_name(eqn)}'s output blocks that the later kernels' sampled blocks "
                 f"read are {len(sample)} of {total}, more than {MAX_PULLED_BLOCKS} to run"

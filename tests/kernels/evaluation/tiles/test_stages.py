@@ -229,3 +229,26 @@ def test_the_values_alive_at_each_kernel_are_those_used_after_it():
     # softmax: the reshaped matmul output (the matmul's own is last read by the reshape);
     # column sums: the softmax's output
     assert alive == [0, M * N * 4, M * N * 4]
+
+
+def _total_kernel(y_ref, o_ref):
+    o_ref[...] = y_ref[...].sum(keepdims=True)
+
+
+def test_a_final_output_that_reads_every_earlier_block_says_so(monkeypatch):
+    """13p: the mean loss is one element that depends on every logit."""
+    x, w = _inputs()
+
+    def program(x, w):
+        y = _matmul(x, w)
+        return pl.pallas_call(
+            _total_kernel,
+            grid=(1,),
+            in_specs=[pl.BlockSpec(y.shape, lambda i: (0, 0))],
+            out_specs=pl.BlockSpec((1, 1), lambda i: (0, 0)),
+            out_shape=jax.ShapeDtypeStruct((1, 1), y.dtype),
+        )(y)
+
+    monkeypatch.setattr(pullback, "MAX_PULLED_BLOCKS", 6)
+    with pytest.raises(NotSampleable, match=r"every one of _matmul_kernel's 16 output blocks"):
+        _sampled(program, x, w)
