@@ -142,7 +142,7 @@ def _plan(
             if len(sample) == total:  # 13p: a scalar of every row's loss
                 raise _TooWide(
                     f"every one of {kernel_name(eqn)}'s {total} output blocks is read by the "
-                    "later kernels' sampled blocks (the final outputs depend on all of it), "
+                    "later kernels' sampled blocks (what the sample decides depends on all of it), "
                     f"more than {MAX_PULLED_BLOCKS} to run"
                 )
             raise _TooWide(
