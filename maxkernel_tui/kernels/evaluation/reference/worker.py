@@ -14,6 +14,7 @@ boxes' cost fits the budgets, else whole.
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import math
 import sys
@@ -45,6 +46,8 @@ from maxkernel_tui.kernels.workers import READY
 # The most boxes the reference is computed over (a sample is a few blocks per kernel; indices
 # scattered over more boxes than this are computed from the whole reference).
 MAX_BOXES = 256
+# Boxes of one output tried in pairs for merging (_merged); past this, each kept apart
+MAX_MERGED = 32
 
 
 def reference_outputs(request: ReferenceRequest) -> ReferenceAnswer:
@@ -160,12 +163,11 @@ def _by_regions(
             found = reference_slices.boxes(indices, shape)
             if len(found) > MAX_BOXES:  # scattered indices: the whole reference costs less
                 return f"the sample's indices fall in {len(found)} boxes"
-            programs = [reference_slices.box_program(traced, number, box) for box in found]
-            wanted.append((indices, shape, list(zip(found, programs, strict=True))))
+            wanted.append((indices, shape, _merged(traced, number, found)))
     except reference_slices.NotSliceable as why:
         return f"not by regions: {why}"
-    programs = [program for _, _, boxes in wanted for _, program in boxes]
-    flops = sum(measure(program.traced).xla_flops for program in programs)
+    programs = [program for _, _, boxes in wanted for _, program, _ in boxes]
+    flops = sum(box_flops for _, _, boxes in wanted for _, _, box_flops in boxes)
     if flops > REFERENCE_FLOPS_BUDGET or 0 < whole_flops <= flops:
         return f"by the sample's regions it needs {flops:.3g} matmul flops"
     for program in programs:
@@ -177,9 +179,39 @@ def _by_regions(
         if (too_big := _memory_problem(program.traced, read, "on a box")) is not None:
             return too_big
     return [
-        _at_indices(program_boxes, inputs, indices, shape)
-        for indices, shape, program_boxes in wanted
+        _at_indices([(box, program) for box, program, _ in boxes], inputs, indices, shape)
+        for indices, shape, boxes in wanted
     ]
+
+
+def _merged(
+    traced: Any, output: int, found: list[reference_slices.Region]
+) -> list[tuple[reference_slices.Region, reference_slices.BoxProgram, float]]:
+    """The boxes' programs (and matmul flops), two boxes alike but along one dimension merged
+    into the box holding both where that costs fewer flops: 9p's sampled blocks of one row of
+    the output each recompute the same hidden rows, once merged."""
+    boxes = [_box(traced, output, box) for box in found]
+    merging = len(boxes) <= MAX_MERGED
+    while merging:
+        merging = False
+        for (i, first), (j, second) in itertools.combinations(enumerate(boxes), 2):
+            differ = [d for d, (a, b) in enumerate(zip(first[0], second[0])) if a != b]
+            if len(differ) != 1:
+                continue
+            holding = tuple((min(a[0], b[0]), max(a[1], b[1])) for a, b in zip(first[0], second[0]))
+            merged = _box(traced, output, holding)
+            if merged[2] < first[2] + second[2]:
+                boxes = [box for k, box in enumerate(boxes) if k not in (i, j)] + [merged]
+                merging = True
+                break
+    return boxes
+
+
+def _box(
+    traced: Any, output: int, box: reference_slices.Region
+) -> tuple[reference_slices.Region, reference_slices.BoxProgram, float]:
+    program = reference_slices.box_program(traced, output, box)
+    return box, program, measure(program.traced).xla_flops
 
 
 def _at_indices(

@@ -10,8 +10,10 @@ So a program whose buffers do not fit is not sampled, and its verdict says so.
 
 The sampled call is handed compact operands (compact.py: the sampled blocks only), so the
 interpreter's copies follow the sample; each kernel's outputs are placed back at production
-shape and kept. Before the run, only those production outputs are known (`shortfall`); once a
-kernel's sample is drawn, its compact buffers are (`compact_shortfall`).
+shape and dropped after their last use, as every production value is; the provenance pass keeps
+only the sampled regions of each kernel's outputs (sampled_run.py). Before the run, the
+production values alive at each kernel are known (`shortfall`); once a kernel's sample is drawn,
+its compact buffers are (`compact_shortfall`).
 """
 
 from __future__ import annotations
@@ -26,9 +28,6 @@ from maxkernel_tui.kernels.targets import GIB
 # from a few hundred MiB up, 2.8x at 40 MiB where fixed costs count), with a fixed margin.
 INTERPRET_FACTOR = 2.5
 MARGIN = GIB // 4
-# Each output at production shape is held twice at the end of the run: the sampled values and
-# the provenance pass's copy (sampled_run.py).
-OUTPUT_COPIES = 2
 
 
 @dataclass(frozen=True)
@@ -37,28 +36,26 @@ class KernelBuffers:
 
     name: str
     output_bytes: int  # at production shape
+    live_bytes: int  # other production values alive while it runs (not the program's inputs)
 
 
-def shortfall(kernels: list[KernelBuffers], room: float | None) -> str | None:
+def shortfall(kernels: list[KernelBuffers], final_bytes: int, room: float | None) -> str | None:
     """Why the sampled run would not fit in `room` bytes, or None when it fits (or the room is
-    unknown), as far as is known before any sample is drawn. Each kernel's outputs are placed
-    back at production shape and stay alive until the run ends (the harness compares them), on
-    top of every earlier kernel's, and the provenance pass makes a copy of each beside them
-    (sampled_run.py: 13p's 4.2 GB of logits twice ran out of its 8 GiB); its operands are the
-    program's inputs (already in memory) or earlier outputs (counted), and what the interpreter
-    copies is checked per kernel on the compact buffers (`compact_shortfall`)."""
+    unknown), as far as is known before any sample is drawn. Each kernel's outputs at
+    production shape are alive beside the production values the program holds at that point,
+    in both passes; in the provenance pass, beside the program's outputs (`final_bytes`) of the
+    first (13p's 4.2 GB of logits twice ran out of its 8 GiB). What the interpreter copies is
+    checked per kernel on the compact buffers (`compact_shortfall`)."""
     if room is None:
         return None
-    kept = 0
     for kernel in kernels:
-        need = OUTPUT_COPIES * (kernel.output_bytes + kept) + MARGIN
+        need = final_bytes + kernel.live_bytes + kernel.output_bytes + MARGIN
         if need > room:
             return (
                 f"{kernel.name}'s production outputs ({gib(kernel.output_bytes)}) need about "
-                f"{gib(need)} with the outputs kept before them and the provenance pass's "
-                f"copies, more than the {gib(room)} this process has left"
+                f"{gib(need)} with the values alive beside them and the program's outputs "
+                f"kept for the provenance pass, more than the {gib(room)} this process has left"
             )
-        kept += kernel.output_bytes
     return None
 
 

@@ -93,10 +93,34 @@ def plan(
     closed_jaxpr: Any, inputs: Sequence[Any], rng: np.random.Generator, random_blocks: int
 ) -> list[KernelPlan]:
     """Each pallas_call's sample, in the order the program runs them: the kernels that produce
-    final outputs sampled as usual, the earlier ones on the blocks the later samples read."""
+    final outputs sampled as usual, the earlier ones on the blocks the later samples read. When
+    the random draw spreads the final samples over more earlier blocks than can be run, the
+    final kernels keep their edges and one block of each class only (no random draw)."""
     flat = _flatten(closed_jaxpr)
     kernels = [s for s in flat.steps if s.eqn.primitive.name == "pallas_call"]
     index_values = _index_operands(flat, kernels, inputs)
+    try:
+        plans = _plan(flat, index_values, rng, random_blocks)
+    except _TooWide as wide:
+        if not random_blocks:
+            raise NotSampleable(str(wide)) from None
+        try:
+            plans = _plan(flat, index_values, rng, 0)
+        except _TooWide as still:
+            raise NotSampleable(str(still)) from None
+    return [plans[id(s)] for s in kernels]
+
+
+class _TooWide(Exception):
+    """An earlier kernel would run more output blocks than MAX_PULLED_BLOCKS."""
+
+
+def _plan(
+    flat: _Flat,
+    index_values: dict[int, list[np.ndarray]],
+    rng: np.random.Generator,
+    random_blocks: int,
+) -> dict[int, KernelPlan]:
     free = _reach_outputs(flat)
     derived = _derived(flat)
     need: dict[Key, list[Box]] = {}
@@ -115,7 +139,13 @@ def plan(
         output_axes = control.output_axes
         total = math.prod(mapping.grid[a] for a in output_axes)
         if required is not None and len(sample) > MAX_PULLED_BLOCKS and not terminal:
-            raise NotSampleable(
+            if len(sample) == total:  # 13p: a scalar of every row's loss
+                raise _TooWide(
+                    f"every one of {kernel_name(eqn)}'s {total} output blocks is read by the "
+                    "later kernels' sampled blocks (what the sample decides depends on all of it), "
+                    f"more than {MAX_PULLED_BLOCKS} to run"
+                )
+            raise _TooWide(
                 f"{kernel_name(eqn)}'s output blocks that the later kernels' sampled blocks "
                 f"read are {len(sample)} of {total}, more than {MAX_PULLED_BLOCKS} to run"
             )
@@ -129,7 +159,37 @@ def plan(
             _widen(need, _key(atom), _unique(spans_read))
         for atom in step.ins[: mapping.num_index_operands]:
             _widen(need, _key(atom), [_whole(_shape(atom))])
-    return [plans[id(s)] for s in kernels]
+    return plans
+
+
+def kernels_alive(closed_jaxpr: Any) -> list[tuple[Any, int]]:
+    """Each pallas_call the program runs, with the bytes of the values computed in the program
+    (not its inputs or constants) alive while it runs, besides its own outputs: each value
+    lives from the step computing it to its last use, the program's outputs to the end."""
+    flat = _flatten(closed_jaxpr)
+    last: dict[Any, int] = {}
+    for position, step in enumerate(flat.steps):
+        last.update((k, position) for k in map(_key, step.ins) if k is not None)
+    last.update((k, len(flat.steps)) for k in map(_key, flat.outputs) if k is not None)
+    born: list[tuple[int, int, int]] = [
+        (position, last.get(key, position), _bytes(key))
+        for position, step in enumerate(flat.steps)
+        for key in step.outs
+    ]
+    return [
+        (
+            step.eqn,
+            sum(n for start, end, n in born if start < position <= end),
+        )
+        for position, step in enumerate(flat.steps)
+        if step.eqn.primitive.name == "pallas_call"
+    ]
+
+
+def _bytes(key: Key) -> int:
+    aval = key[1].aval
+    shape = getattr(aval, "shape", None)
+    return 0 if shape is None else math.prod(shape) * np.dtype(aval.dtype).itemsize
 
 
 def decided_regions(

@@ -41,7 +41,6 @@ from maxkernel_tui.kernels.evaluation.tiles.blocks import Region
 from maxkernel_tui.kernels.evaluation.tiles.faults import KernelFault, NotSampleable
 from maxkernel_tui.kernels.evaluation.tiles.kernel_run import KernelSample, kernel_name, run_kernel
 from maxkernel_tui.kernels.evaluation.work.jaxpr_work import value_bytes
-from maxkernel_tui.kernels.perf.jaxpr_walk import pallas_calls
 
 __all__ = ["KernelFault", "NotSampleable", "SampledOutputs", "run_sampled"]
 
@@ -70,16 +69,18 @@ def run_sampled(
 ) -> SampledOutputs:
     """Run a traced program on concrete inputs with every pallas_call reduced to a sample of its
     output blocks (TPU interpret mode), then follow which outputs the sample decides."""
-    buffers = _kernel_buffers(closed_jaxpr.jaxpr)
-    problem = tiles_memory.shortfall(buffers, tiles_memory.memory_room())
+    buffers = _kernel_buffers(closed_jaxpr)
+    final = value_bytes(closed_jaxpr.jaxpr.outvars)
+    problem = tiles_memory.shortfall(buffers, final, tiles_memory.memory_room())
     if problem is not None:
         raise NotSampleable(problem)
     plans = pullback.plan(closed_jaxpr, inputs, rng, random_blocks)
     if not plans:
         raise NotSampleable("the program has no pallas_call outside control flow")
-    recorded: list[tuple[list[Any], list[list[Region]]]] = []
+    recorded: list[tuple[list[_Kept], list[list[Region]]]] = []
     kernels: list[KernelSample] = []
     direct = _direct_outputs(closed_jaxpr.jaxpr) if len(plans) == 1 else None
+    straight: list[tuple[list[Any], list[list[Region]]]] = []  # the one kernel's, when direct
 
     def sampled(eqn: Any, args: list[Any]) -> list[Any]:
         # the planned sample exactly: it holds what the usual sampling would add
@@ -87,7 +88,12 @@ def run_sampled(
         outputs, regions, sample = run_kernel(eqn, args, rng, 0, params, required=required)
         if direct is not None:  # its operands are what a provenance run would give it
             regions = pullback.decided_regions(eqn, args, plans[0], regions)
-        recorded.append((outputs, regions))
+            straight.append((outputs, regions))
+        else:
+            # only the sampled regions are kept for the provenance pass, not the production
+            # outputs
+            kept = [_keep(o, tuple(r)) for o, r in zip(outputs, regions, strict=True)]
+            recorded.append((kept, regions))
         kernels.append(sample)
         return outputs
 
@@ -95,7 +101,7 @@ def run_sampled(
     if direct is not None:
         for output in outputs:
             _require_float(output, "a program output")
-        ((results, regions),) = recorded
+        ((results, regions),) = straight
         decided = [
             _mask(results[number], regions[number], out.shape)
             for number, out in zip(direct, outputs, strict=True)
@@ -108,7 +114,7 @@ def run_sampled(
         # a sampled block reading an undecided element (another kernel's unsampled blocks)
         # leaves what it writes undecided: conservative, never a wrong element decided
         decided = pullback.decided_regions(eqn, args, planned, regions)
-        return [_followed(out, tuple(r)) for out, r in zip(outputs, decided, strict=True)]
+        return [out.followed(tuple(r)) for out, r in zip(outputs, decided, strict=True)]
 
     followed = _evaluate(closed_jaxpr.jaxpr, closed_jaxpr.consts, list(inputs), provenance)
     for output in outputs:
@@ -194,13 +200,12 @@ def _evaluate(
     return [read(v) for v in jaxpr.outvars]
 
 
-def _kernel_buffers(jaxpr: Any) -> list[tiles_memory.KernelBuffers]:
+def _kernel_buffers(closed_jaxpr: Any) -> list[tiles_memory.KernelBuffers]:
     """Each pallas_call `_evaluate` would run (calls entered), with its output bytes at
-    production shapes, in order."""
+    production shapes and the bytes of the values alive beside it, in order."""
     return [
-        tiles_memory.KernelBuffers(kernel_name(site.eqn), value_bytes(site.eqn.outvars))
-        for site in pallas_calls(jaxpr)
-        if all(name in pullback.KERNEL_CALLS for name in site.within)
+        tiles_memory.KernelBuffers(kernel_name(eqn), value_bytes(eqn.outvars), live)
+        for eqn, live in pullback.kernels_alive(closed_jaxpr)
     ]
 
 
@@ -214,20 +219,61 @@ def _require_float(value: Any, what: str) -> None:
         raise NotSampleable(f"{what} of type {value.dtype} (undecided elements need NaN)")
 
 
-def _followed(output: jax.Array, regions: tuple[Region, ...]) -> jax.Array:
-    """The sampled regions finite (their own value, NaN read as 0), the rest NaN; in the
-    output's own type, so the XLA after the kernel runs as it did."""
+@dataclass(frozen=True)
+class _Kept:
+    """A kernel output's sampled regions (`regions`, `blocks`), without the production array."""
+
+    shape: tuple[int, ...]
+    dtype: Any
+    regions: tuple[Region, ...]
+    blocks: tuple[jax.Array, ...]
+
+    def followed(self, decided: tuple[Region, ...]) -> jax.Array:
+        """The decided regions finite (their own value, NaN read as 0), the rest NaN; in the
+        output's own type, so the XLA after the kernel runs as it did. Each decided region lies
+        in a sampled one (pullback.decided_regions keeps sampled blocks only)."""
+        blocks = []
+        for region in decided:
+            held = next(i for i, r in enumerate(self.regions) if _inside(region, r))
+            blocks.append(
+                self.blocks[held][
+                    tuple(
+                        slice(a - start, a - start + size)
+                        for (a, size), (start, _) in zip(region, self.regions[held], strict=True)
+                    )
+                ]
+            )
+        starts = tuple(tuple(a for a, _ in region) for region in decided)
+        filled: jax.Array = _place(tuple(blocks), starts, self.shape, self.dtype)  # untyped jit
+        return filled
+
+
+def _keep(output: jax.Array, regions: tuple[Region, ...]) -> _Kept:
     _require_float(output, "a kernel output")
-    filled: jax.Array = _fill_regions(output, regions)  # jitted: jax.jit's result is untyped
-    return filled
+    blocks = _crop(output, regions)
+    return _Kept(tuple(output.shape), output.dtype, regions, blocks)
+
+
+def _inside(region: Region, holder: Region) -> bool:
+    return all(
+        start <= a and a + size <= start + length
+        for (a, size), (start, length) in zip(region, holder, strict=True)
+    )
 
 
 @functools.partial(jax.jit, static_argnums=1)
-def _fill_regions(output: jax.Array, regions: tuple[Region, ...]) -> jax.Array:
-    result = jnp.full(output.shape, jnp.nan, output.dtype)
-    for region in regions:
-        starts = [start for start, _ in region]
-        block = jax.lax.dynamic_slice(output, starts, [size for _, size in region])
+def _crop(output: jax.Array, regions: tuple[Region, ...]) -> tuple[jax.Array, ...]:
+    return tuple(
+        jax.lax.dynamic_slice(output, [a for a, _ in r], [size for _, size in r]) for r in regions
+    )
+
+
+@functools.partial(jax.jit, static_argnums=(1, 2, 3))
+def _place(
+    blocks: tuple[jax.Array, ...], starts: tuple[tuple[int, ...], ...], shape: Any, dtype: Any
+) -> jax.Array:
+    result = jnp.full(shape, jnp.nan, dtype)
+    for block, start in zip(blocks, starts, strict=True):
         block = jnp.nan_to_num(block, nan=0.0, posinf=0.0, neginf=0.0)
-        result = jax.lax.dynamic_update_slice(result, block, starts)
+        result = jax.lax.dynamic_update_slice(result, block, list(start))
     return result

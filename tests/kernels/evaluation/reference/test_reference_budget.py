@@ -50,13 +50,14 @@ def test_boxes_that_need_the_whole_reference_leave_it_to_be_computed_whole_once(
         return (x @ w) / jnp.sum(x @ w)
 
     traced = jax.make_jaxpr(normalised)(x, w)
-    np.save(tmp_path / "indices.npy", np.array([0, 2, 4, 6]))  # four boxes of one element
+    # four boxes of one element, apart along both dimensions (boxes of one row are merged)
+    np.save(tmp_path / "indices.npy", np.array([0, 9, 18, 27]))
     files = [str(tmp_path / "indices.npy")]
     why = reference_worker._by_regions(traced, [x, w], files, measure(traced).xla_flops)
     assert isinstance(why, str) and "by the sample's regions it needs" in why
     (found,) = reference_worker._by_regions(traced, [x, w], files, 0.0)  # were the whole free
     np.testing.assert_allclose(
-        found, np.asarray(normalised(x, w)).reshape(-1)[[0, 2, 4, 6]], rtol=1e-4
+        found, np.asarray(normalised(x, w)).reshape(-1)[[0, 9, 18, 27]], rtol=1e-4
     )
 
 
@@ -66,3 +67,30 @@ def test_an_operation_not_followed_leaves_the_whole_reference(tmp_path):
     np.save(tmp_path / "indices.npy", np.arange(3))
     why = reference_worker._by_regions(traced, [x], [str(tmp_path / "indices.npy")], 0.0)
     assert isinstance(why, str) and "scatter-add" in why
+
+
+def test_boxes_of_one_row_share_what_they_read_once_merged(tmp_path, monkeypatch):
+    """9p: the sampled corner blocks of one row of an MLP's output each recomputed the same
+    hidden rows (two boxes, twice the flops); merged, the row's hidden layer is computed once and
+    the sample fits the budget that the separate boxes were over."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((64, 256), np.float32)
+    up = rng.standard_normal((256, 256), np.float32) / 16
+    down = rng.standard_normal((256, 64), np.float32) / 16
+
+    def mlp(x, up, down):
+        return jnp.maximum(x @ up, 0.0) @ down
+
+    traced = jax.make_jaxpr(mlp)(x, up, down)
+    grid = np.arange(64 * 64).reshape(64, 64)
+    indices = np.concatenate([grid[0:8, c].reshape(-1) for c in (slice(0, 8), slice(56, 64))])
+    np.save(tmp_path / "indices.npy", indices)
+    files = [str(tmp_path / "indices.npy")]
+    whole_flops = measure(traced).xla_flops
+    apart = 2 * (2 * 8 * 256 * 256 + 2 * 8 * 256 * 8)  # each box: its rows' hidden layer
+    monkeypatch.setattr(reference_worker, "REFERENCE_FLOPS_BUDGET", 0.75 * apart)
+    with jax.default_matmul_precision("highest"):
+        (found,) = reference_worker._by_regions(traced, [x, up, down], files, whole_flops)
+    np.testing.assert_allclose(
+        found, np.asarray(mlp(x, up, down)).reshape(-1)[indices], rtol=1e-4, atol=1e-4
+    )

@@ -188,3 +188,67 @@ def test_an_earlier_kernel_whose_read_blocks_are_too_many_is_not_sampled(monkeyp
     monkeypatch.setattr(pullback, "MAX_PULLED_BLOCKS", 6)
     with pytest.raises(NotSampleable, match=r"_matmul_kernel's output blocks .* \d+ of 16, more"):
         _sampled(program, x, w, random_blocks=0)
+
+
+def test_final_samples_too_spread_for_the_earlier_kernel_keep_their_edges_and_classes(monkeypatch):
+    """9p: the down projection's random draw spread over rows reads more gate/up blocks than
+    can be run; the final kernel keeps its edges and classes (no random draw) and the
+    pipeline is decided there, where it used to be refused whole."""
+    x, w = _inputs()
+
+    def program(x, w, honest=False):
+        y = x @ w if honest else _matmul(x, w)
+        return y.sum(axis=0, keepdims=True) if honest else _column_sums(y)
+
+    # the drawn columns would need all 16 matmul blocks; the edges need 8 and the classes' own
+    monkeypatch.setattr(pullback, "MAX_PULLED_BLOCKS", 10)
+    sampled = _sampled(program, x, w, random_blocks=2)
+    first, second = sampled.kernels
+    assert second.blocks == 2 and 8 <= first.blocks <= 10
+    decided = sampled.decided[0]
+    assert decided.sum() == 2 * B
+    np.testing.assert_allclose(
+        np.asarray(sampled.outputs[0])[decided],
+        _reference(program, x, w)[decided],
+        rtol=1e-4,
+        atol=1e-4,
+    )
+
+
+def test_the_values_alive_at_each_kernel_are_those_used_after_it():
+    """The memory check (tiles/memory.py) counts, at each kernel, the production values computed
+    before it and read at or after it, not every earlier kernel's outputs."""
+    x, w = _inputs()
+
+    def program(x, w):
+        y = _matmul(x, w)
+        z = _softmax_rows(y.reshape(2 * M, N // 2))
+        return _column_sums(z)
+
+    alive = [live for _, live in pullback.kernels_alive(jax.make_jaxpr(program)(x, w))]
+    # softmax: the reshaped matmul output (the matmul's own is last read by the reshape);
+    # column sums: the softmax's output
+    assert alive == [0, M * N * 4, M * N * 4]
+
+
+def _total_kernel(y_ref, o_ref):
+    o_ref[...] = y_ref[...].sum(keepdims=True)
+
+
+def test_a_final_output_that_reads_every_earlier_block_says_so(monkeypatch):
+    """13p: the mean loss is one element that depends on every logit."""
+    x, w = _inputs()
+
+    def program(x, w):
+        y = _matmul(x, w)
+        return pl.pallas_call(
+            _total_kernel,
+            grid=(1,),
+            in_specs=[pl.BlockSpec(y.shape, lambda i: (0, 0))],
+            out_specs=pl.BlockSpec((1, 1), lambda i: (0, 0)),
+            out_shape=jax.ShapeDtypeStruct((1, 1), y.dtype),
+        )(y)
+
+    monkeypatch.setattr(pullback, "MAX_PULLED_BLOCKS", 6)
+    with pytest.raises(NotSampleable, match=r"every one of _matmul_kernel's 16 output blocks"):
+        _sampled(program, x, w)

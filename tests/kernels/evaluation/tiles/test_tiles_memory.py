@@ -14,17 +14,18 @@ from maxkernel_tui.kernels.evaluation.tiles.memory import (
 GIB = 2**30
 
 
-def test_each_kernel_keeps_its_production_outputs_on_top_of_those_kept_before_it():
-    """Outputs are held twice: the sampled values and the provenance pass's copies."""
-    first = KernelBuffers("matmul", output_bytes=2 * GIB)
-    second = KernelBuffers("softmax", output_bytes=1 * GIB)
-    assert shortfall([first], room=4.25 * GIB) is None  # twice 2 GiB and a quarter of margin
-    assert "matmul's production outputs (2.0 GiB)" in (shortfall([first], room=4 * GIB) or "")
-    # the second alone fits in 4 GiB; with the first's 2 GiB output kept, it needs 6.25
-    assert shortfall([second], room=4 * GIB) is None
-    problem = shortfall([first, second], room=6 * GIB) or ""
-    assert problem.startswith("softmax's") and "about 6.2 GiB" in problem
-    assert shortfall([first, second], room=None) is None  # nothing known: not refused
+def test_each_kernel_needs_its_outputs_the_values_alive_beside_it_and_the_final_outputs():
+    """Production values are dropped after their last use; the provenance pass runs beside the
+    program's outputs of the first pass (13p's logits twice ran out of 8 GiB)."""
+    first = KernelBuffers("matmul", output_bytes=2 * GIB, live_bytes=0)
+    second = KernelBuffers("softmax", output_bytes=1 * GIB, live_bytes=2 * GIB)
+    assert shortfall([first], 1 * GIB, room=3.25 * GIB) is None  # 2 + 1 and a quarter of margin
+    problem = shortfall([first], 1 * GIB, room=3 * GIB) or ""
+    assert problem.startswith("matmul's production outputs (2.0 GiB)")
+    assert shortfall([second], 0, room=3.25 * GIB) is None
+    problem = shortfall([first, second], 1 * GIB, room=4 * GIB) or ""
+    assert problem.startswith("softmax's") and "about 4.2 GiB" in problem
+    assert shortfall([first, second], 1 * GIB, room=None) is None  # nothing known: not refused
 
 
 def test_a_sampled_kernel_needs_interpret_copies_of_its_compact_buffers_only():
