@@ -28,11 +28,12 @@ import numpy as np
 from jax.extend import core
 from jax.extend.core import Var
 
-from maxkernel_tui.kernels.evaluation.reference.region_rules import (
+from maxkernel_tui.kernels.evaluation.region_rules import (
     RULES,
     NotSliceable,
     Region,
     crop,
+    dot_regions,
 )
 from maxkernel_tui.kernels.perf.primitive_names import AXIS_REDUCTIONS
 
@@ -347,7 +348,7 @@ def _operand_regions(eqn: Any, outs: list[Region | None]) -> list[Region | None]
         dims = eqn.params["broadcast_dimensions"]
         return [tuple((0, 1) if n == 1 else out[dims[d]] for d, n in enumerate(shape))]
     if name == "dot_general":
-        return _dot_regions(eqn, shapes, out)
+        return dot_regions(eqn.params["dimension_numbers"], shapes, out)
     if name == "transpose":
         permutation = eqn.params["permutation"]
         region: list[tuple[int, int]] = [(0, 0)] * len(permutation)
@@ -371,27 +372,6 @@ def _broadcast_region(shape: tuple[int, ...], out: Region) -> Region:
     if len(shape) != len(out):
         raise NotSliceable("an elementwise operand of another rank")
     return tuple((0, 1) if n == 1 else r for n, r in zip(shape, out, strict=True))
-
-
-def _dot_regions(eqn: Any, shapes: list[tuple[int, ...]], out: Region) -> list[Region | None]:
-    (contracting, batch) = eqn.params["dimension_numbers"]
-    free = [
-        [d for d in range(len(shape)) if d not in contracting[side] and d not in batch[side]]
-        for side, shape in enumerate(shapes)
-    ]
-    offsets = (len(batch[0]), len(batch[0]) + len(free[0]))
-    regions: list[Region | None] = []
-    for side, shape in enumerate(shapes):
-        region = []
-        for d, n in enumerate(shape):
-            if d in contracting[side]:
-                region.append((0, n))
-            elif d in batch[side]:
-                region.append(out[batch[side].index(d)])
-            else:
-                region.append(out[offsets[side] + free[side].index(d)])
-        regions.append(tuple(region))
-    return regions
 
 
 def _apply(eqn: Any, operands: list[Any], outs: list[Region | None]) -> list[Any]:

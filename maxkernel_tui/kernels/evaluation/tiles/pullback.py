@@ -23,6 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.extend import core
 
+from maxkernel_tui.kernels.evaluation.region_rules import dot_regions
 from maxkernel_tui.kernels.evaluation.tiles import classes
 from maxkernel_tui.kernels.evaluation.tiles.blocks import (
     Region,
@@ -503,33 +504,12 @@ def _followed_regions(eqn: Any, shapes: list[tuple[int, ...]], box: Box) -> list
         squeezed, kept = set(params["dimensions"]), iter(box)
         return [tuple((0, 1) if d in squeezed else next(kept) for d in range(len(shapes[0])))]
     if name == "dot_general":
-        return _dot_boxes(params["dimension_numbers"], shapes, box)
+        return dot_regions(params["dimension_numbers"], shapes, box)
     if name not in CUMULATIVE_REDUCTIONS and all(
         not shape or shape == out_shape for shape in shapes
     ):  # elementwise
         return [box if shape else () for shape in shapes]
     raise _Whole(name)
-
-
-def _dot_boxes(numbers: Any, shapes: list[tuple[int, ...]], box: Box) -> list[Box | None]:
-    (contracting, batch) = numbers
-    free = [
-        [d for d in range(len(shape)) if d not in contracting[side] and d not in batch[side]]
-        for side, shape in enumerate(shapes)
-    ]
-    offsets = (len(batch[0]), len(batch[0]) + len(free[0]))
-    found: list[Box | None] = []
-    for side, shape in enumerate(shapes):
-        region = []
-        for d, n in enumerate(shape):
-            if d in contracting[side]:
-                region.append((0, n))
-            elif d in batch[side]:
-                region.append(box[batch[side].index(d)])
-            else:
-                region.append(box[offsets[side] + free[side].index(d)])
-        found.append(tuple(region))
-    return found
 
 
 def _reshaped(box: Box, shape: tuple[int, ...], operand: tuple[int, ...]) -> list[Box]:

@@ -1,4 +1,4 @@
-"""Each operation that changes shapes or reads along an axis (reference/region_rules.py): the
+"""Each operation that changes shapes or reads along an axis (evaluation/region_rules.py): the
 reference over a random box, computed from the regions the box pulls back, equals the whole
 reference there, in several styles of the operation; the regions read are smaller than the whole
 where the box allows; an operation not followed is still refused (the reference is then computed

@@ -1,6 +1,7 @@
 """How the region of an operation's results maps back to its operands' regions, and how the
 results are then made from those regions alone, for the operations that change shapes or read
-along an axis (evaluation/reference/slices.py follows the program with them). Imports jax.
+along an axis, and for dot_general (evaluation/reference/slices.py follows the reference with
+them; tiles/pullback.py the candidate's XLA between its kernels). Imports jax.
 
 Each rule's operand regions hold at least what the results' regions need (a bounding box, or an
 operand whole along an axis, where the exact set is not a box); the forward step is handed each
@@ -437,3 +438,26 @@ RULES: dict[str, tuple[Back, Forward | None]] = {
     "top_k": (_whole_axis_back, _whole_axis_forward),
     **{name: (_cumulative_back, _cumulative_forward) for name in CUMULATIVE_REDUCTIONS},
 }
+
+
+def dot_regions(numbers: Any, shapes: list[tuple[int, ...]], out: Region) -> Regions:
+    """The operands' regions a dot_general's output region `out` reads: the contracted
+    dimensions whole, the batch and free ones where `out` is."""
+    (contracting, batch) = numbers
+    free = [
+        [d for d in range(len(shape)) if d not in contracting[side] and d not in batch[side]]
+        for side, shape in enumerate(shapes)
+    ]
+    offsets = (len(batch[0]), len(batch[0]) + len(free[0]))
+    regions: list[Region | None] = []
+    for side, shape in enumerate(shapes):
+        region = []
+        for d, n in enumerate(shape):
+            if d in contracting[side]:
+                region.append((0, n))
+            elif d in batch[side]:
+                region.append(out[batch[side].index(d)])
+            else:
+                region.append(out[offsets[side] + free[side].index(d)])
+        regions.append(tuple(region))
+    return regions
