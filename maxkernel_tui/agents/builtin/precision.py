@@ -42,6 +42,7 @@ from maxkernel_tui.agents.builtin.tester import edge_proposals
 from maxkernel_tui.kernels import reference_runtime as runtime
 from maxkernel_tui.kernels.config_names import BENCH
 from maxkernel_tui.kernels.evaluation.compare import compare_arrays
+from maxkernel_tui.kernels.perf.primitive_names import CALL_BODIES
 from maxkernel_tui.kernels.report.words import comparison_words
 from maxkernel_tui.kernels.task import Task, TaskError
 
@@ -49,18 +50,6 @@ SEEDS = (0, 1)
 # The equations a kernel runs on the MXU, one operand precision each, counted in program order
 # (the built-in agent's convolution is an implicit GEMM: one matmul per row of taps).
 _MXU_PRIMITIVES = ("dot_general", "conv_general_dilated")
-# Calls the evaluation walks into (and their body's parameter), so that every dot_general is
-# seen in program order.
-_CALL_BODIES = {
-    "pjit": "jaxpr",
-    "jit": "jaxpr",
-    "closed_call": "call_jaxpr",
-    "core_call": "call_jaxpr",
-    "custom_jvp_call": "call_jaxpr",
-    "custom_vjp_call": "call_jaxpr",
-    "remat": "jaxpr",
-    "checkpoint": "jaxpr",
-}
 
 
 def choose_precisions(task: Task, matmuls: int, asks_highest: Sequence[bool]) -> PrecisionChoice:
@@ -280,7 +269,7 @@ def contraction_depths(jaxpr: Any) -> list[int]:
     GEMM's taps all add into one sum)."""
     depths = []
     for eqn in jaxpr.eqns:
-        body = eqn.params.get(_CALL_BODIES.get(eqn.primitive.name, ""))
+        body = eqn.params.get(CALL_BODIES.get(eqn.primitive.name, ""))
         if eqn.primitive.name == "dot_general":
             (lhs_contracting, _), _ = eqn.params["dimension_numbers"]
             shape = eqn.invars[0].aval.shape
@@ -316,7 +305,7 @@ def _eval_jaxpr(
     env.update(zip(jaxpr.invars, args, strict=True))
     for eqn in jaxpr.eqns:
         values = [read(v) for v in eqn.invars]
-        body = eqn.params.get(_CALL_BODIES.get(eqn.primitive.name, ""))
+        body = eqn.params.get(CALL_BODIES.get(eqn.primitive.name, ""))
         if eqn.primitive.name in _MXU_PRIMITIVES:
             index = next(counter)
             flag = rounded[index] if index < rounded.shape[0] else False

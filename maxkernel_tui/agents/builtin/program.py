@@ -29,20 +29,9 @@ from maxkernel_tui.agents.builtin.errors import CannotPlan
 from maxkernel_tui.agents.builtin.primitives import is_plain_conv, is_translatable
 from maxkernel_tui.kernels import reference_runtime as runtime
 from maxkernel_tui.kernels.config_names import CHECK
+from maxkernel_tui.kernels.perf.primitive_names import CALL_BODIES
 from maxkernel_tui.kernels.task import Task
 
-# Calls whose body we inline; the key names the parameter that holds the body.
-_CALL_BODIES = {
-    "jit": "jaxpr",
-    "pjit": "jaxpr",
-    "closed_call": "call_jaxpr",
-    "core_call": "call_jaxpr",
-    "custom_jvp_call": "call_jaxpr",
-    "custom_vjp_call": "call_jaxpr",
-    "custom_vjp_call_jaxpr": "fun_jaxpr",
-    "remat": "jaxpr",
-    "checkpoint": "jaxpr",
-}
 # Primitives that return their operand unchanged (for values, not derivatives).
 _IDENTITIES = {"stop_gradient", "copy", "copy_p", "optimization_barrier"}
 # Parameters that must agree between the two traces (sizes are compared through the shapes).
@@ -286,8 +275,8 @@ class _Builder:
 
     def _equation(self, eqn_b: Any, eqn_c: Any, inputs: list[Operand]) -> list[Operand]:
         name = eqn_b.primitive.name
-        if name in _CALL_BODIES:
-            key = _CALL_BODIES[name]
+        if name in CALL_BODIES:
+            key = CALL_BODIES[name]
             return self.walk(eqn_b.params[key], eqn_c.params[key], inputs)
         if name in _IDENTITIES and len(inputs) == 1:
             return inputs

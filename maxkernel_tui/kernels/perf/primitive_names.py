@@ -3,6 +3,20 @@ agent. No jax here: the built-in agent's size rules read it without tracing anyt
 
 from __future__ import annotations
 
+# Call primitives whose body is a jaxpr that runs as it is (not transformed), and the parameter
+# holding it: walkers and evaluators of a program enter them as if the body were inlined.
+CALL_BODIES = {
+    "jit": "jaxpr",
+    "pjit": "jaxpr",
+    "closed_call": "call_jaxpr",
+    "core_call": "call_jaxpr",
+    "custom_jvp_call": "call_jaxpr",
+    "custom_vjp_call": "call_jaxpr",
+    "custom_vjp_call_jaxpr": "fun_jaxpr",
+    "remat": "jaxpr",
+    "remat2": "jaxpr",
+    "checkpoint": "jaxpr",
+}
 # Reductions over the axes named in their `axes` parameter: the result is the operand without
 # those axes, and each result element reads the operand whole along them.
 AXIS_REDUCTIONS = frozenset(

@@ -35,7 +35,7 @@ from maxkernel_tui.kernels.evaluation.region_rules import (
     crop,
     dot_regions,
 )
-from maxkernel_tui.kernels.perf.primitive_names import AXIS_REDUCTIONS
+from maxkernel_tui.kernels.perf.primitive_names import AXIS_REDUCTIONS, CALL_BODIES
 
 __all__ = ["BoxProgram", "NotSliceable", "Region", "box_program", "boxes", "output_in_box"]
 
@@ -109,15 +109,6 @@ _ELEMENTWISE = frozenset(
         "xor",
     ]
 )
-# Calls whose body is followed: (parameter holding the body)
-_CALLS = {
-    "pjit": "jaxpr",
-    "jit": "jaxpr",
-    "closed_call": "call_jaxpr",
-    "custom_jvp_call": "call_jaxpr",
-    "custom_vjp_call": "call_jaxpr",
-    "remat2": "jaxpr",
-}
 
 
 def boxes(indices: np.ndarray, shape: tuple[int, ...]) -> list[Region]:
@@ -327,7 +318,7 @@ def _operand_regions(eqn: Any, outs: list[Region | None]) -> list[Region | None]
     """The region of each operand that the outputs' regions need."""
     name = eqn.primitive.name
     shapes = [tuple(getattr(v.aval, "shape", ())) for v in eqn.invars]
-    if name in _CALLS:
+    if name in CALL_BODIES:
         body, _ = _body(eqn)
         need = _needs(body, outs)
         return [need.get(v) for v in body.invars]
@@ -376,7 +367,7 @@ def _broadcast_region(shape: tuple[int, ...], out: Region) -> Region:
 
 def _apply(eqn: Any, operands: list[Any], outs: list[Region | None]) -> list[Any]:
     name = eqn.primitive.name
-    if name in _CALLS:
+    if name in CALL_BODIES:
         body, consts = _body(eqn)
         return _evaluate(body, consts, [_Held(v) for v in operands], outs)
     forward = RULES.get(name, (None, None))[1]
@@ -401,7 +392,7 @@ def _apply(eqn: Any, operands: list[Any], outs: list[Region | None]) -> list[Any
 
 def _body(eqn: Any) -> tuple[Any, list[Any]]:
     """A call's body and its constants (a checkpoint's body is an open jaxpr)."""
-    body = eqn.params[_CALLS[eqn.primitive.name]]
+    body = eqn.params[CALL_BODIES[eqn.primitive.name]]
     if isinstance(body, core.ClosedJaxpr):
         return body.jaxpr, list(body.consts)
     return body, []

@@ -25,6 +25,7 @@ from jax.extend.core import ClosedJaxpr, Jaxpr
 
 from maxkernel_tui.kernels.evaluation.tiles.blocks import block_indices, sample_blocks
 from maxkernel_tui.kernels.evaluation.tiles.faults import KernelFault, NotSampleable
+from maxkernel_tui.kernels.perf.primitive_names import CALL_BODIES
 from maxkernel_tui.kernels.report.reasons import Reason
 
 # Grid points times equations evaluated, at most (about a second of numpy, 200 MB of decisions).
@@ -73,7 +74,6 @@ _SIGNED: dict[str, Callable[..., Any]] = {
     "shift_right_arithmetic": np.right_shift,
     "shift_right_logical": lambda a, b: (a.astype(np.uint64) >> b).astype(a.dtype),
 }
-_CALLS = ("pjit", "jit", "closed_call", "core_call", "custom_jvp_call", "custom_vjp_call")
 _PASS = ("multiple_of", "optimization_barrier")
 
 
@@ -152,8 +152,8 @@ class _Evaluator:
             return self.while_loop(eqn, ins, mask)
         if name == "scan":
             return self.scan(eqn, ins, mask)
-        inner = params.get("jaxpr", params.get("call_jaxpr"))
-        if name in _CALLS and inner is not None:
+        inner = params.get(CALL_BODIES.get(name, ""))
+        if inner is not None:
             if params.get("name") in _SIGNED and all(isinstance(v, np.ndarray) for v in ins):
                 return self.signed(eqn, params["name"], ins, mask)
             return self.run(getattr(inner, "jaxpr", inner), getattr(inner, "consts", ()), ins, mask)

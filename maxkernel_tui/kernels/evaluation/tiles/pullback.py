@@ -39,22 +39,18 @@ from maxkernel_tui.kernels.evaluation.tiles.kernel_run import (
     kernel_name,
 )
 from maxkernel_tui.kernels.perf.jaxpr_walk import sub_jaxprs, walk
-from maxkernel_tui.kernels.perf.primitive_names import AXIS_REDUCTIONS, CUMULATIVE_REDUCTIONS
+from maxkernel_tui.kernels.perf.primitive_names import (
+    AXIS_REDUCTIONS,
+    CALL_BODIES,
+    CUMULATIVE_REDUCTIONS,
+)
 
 # (start, stop) per dimension, as reference/slices.py writes regions
 Box = tuple[tuple[int, int], ...]
 # A variable of the flattened program: (the call it sits in, the variable)
 Key = tuple[int, Any]
 
-# The calls whose bodies are entered; a kernel inside one runs only under KERNEL_CALLS
-_CALLS = {
-    "pjit": "jaxpr",
-    "jit": "jaxpr",
-    "closed_call": "call_jaxpr",
-    "core_call": "call_jaxpr",
-    "custom_jvp_call": "call_jaxpr",
-    "custom_vjp_call": "call_jaxpr",
-}
+# The calls (of CALL_BODIES) inside which a kernel is run; inside the others it is not sampled
 KERNEL_CALLS = ("pjit", "jit", "closed_call", "core_call")
 # Boxes kept per value before they are merged into the box holding them all
 MAX_BOXES = 256
@@ -321,8 +317,8 @@ def _flatten(closed_jaxpr: Any) -> _Flat:
             ins = [read(v) for v in eqn.invars]
             name = eqn.primitive.name
             holds = holds_kernel(eqn)
-            if name in _CALLS and (not holds or name in KERNEL_CALLS):
-                inner = eqn.params[_CALLS[name]]
+            if name in CALL_BODIES and (not holds or name in KERNEL_CALLS):
+                inner = eqn.params[CALL_BODIES[name]]
                 inner_consts = getattr(inner, "consts", ())
                 outs = inline(getattr(inner, "jaxpr", inner), inner_consts, ins)
                 env.update(zip(eqn.outvars, outs, strict=True))
