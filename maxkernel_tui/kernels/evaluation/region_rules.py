@@ -325,9 +325,10 @@ def _whole_axis_forward(eqn: Any, operands: list[Any], outs: Regions) -> list[An
 # the kernel's spatial extent whole); grouped convolutions keep their grouped dimension whole.
 
 
-def _conv_plan(eqn: Any, out: Region) -> tuple[Region, Region, Region]:
-    """The input's and the kernel's regions, and the output region the convolution of those
-    makes (`out` widened where a dimension is computed whole)."""
+def _conv_plan(eqn: Any, out: Region) -> tuple[Region, Region, Region, Region]:
+    """The input's and the kernel's regions, the output region the convolution of those makes
+    (`out` widened where a dimension is computed whole), and the padding of each spatial
+    dimension that convolving the input's region needs (what lies outside it, low and high)."""
     params = eqn.params
     lhs_spec, rhs_spec, out_spec = params["dimension_numbers"]
     lhs_shape, rhs_shape = _shapes(eqn)
@@ -343,42 +344,33 @@ def _conv_plan(eqn: Any, out: Region) -> tuple[Region, Region, Region]:
     rhs = [(0, n) for n in rhs_shape]
     lhs[lhs_spec[0]] = held[out_spec[0]]
     rhs[rhs_spec[0]] = held[out_spec[1]]
+    padding = []
     for k, (stride, dilation, (low, _)) in enumerate(
         zip(params["window_strides"], params["rhs_dilation"], params["padding"], strict=True)
     ):
         a, b = held[out_spec[2 + k]]
         reach = (rhs_shape[rhs_spec[2 + k]] - 1) * dilation + 1
         n = lhs_shape[lhs_spec[2 + k]]
-        first = min(max(a * stride - low, 0), n)
-        lhs[lhs_spec[2 + k]] = (first, max(first, min((b - 1) * stride + reach - low, n)))
-    return tuple(lhs), tuple(rhs), tuple(held)
+        start, stop = a * stride - low, (b - 1) * stride + reach - low  # padded positions read
+        first = min(max(start, 0), n)
+        last = max(first, min(stop, n))
+        lhs[lhs_spec[2 + k]] = (first, last)
+        padding.append((first - start, stop - last))
+    return tuple(lhs), tuple(rhs), tuple(held), tuple(padding)
 
 
 def _conv_back(eqn: Any, outs: Regions) -> Regions:
     (out,) = outs
     assert out is not None
-    lhs, rhs, _ = _conv_plan(eqn, out)
+    lhs, rhs, _, _ = _conv_plan(eqn, out)
     return [lhs, rhs]
 
 
 def _conv_forward(eqn: Any, operands: list[Any], outs: Regions) -> list[Any]:
     (out,) = outs
     assert out is not None
-    params = dict(eqn.params)
-    lhs, _, held = _conv_plan(eqn, out)
-    lhs_spec, _, out_spec = params["dimension_numbers"]
-    padding = []
-    for k, (stride, (low, _)) in enumerate(
-        zip(params["window_strides"], params["padding"], strict=True)
-    ):
-        a, b = held[out_spec[2 + k]]
-        first, last = lhs[lhs_spec[2 + k]]
-        reach = (eqn.invars[1].aval.shape[eqn.params["dimension_numbers"][1][2 + k]] - 1) * params[
-            "rhs_dilation"
-        ][k] + 1
-        start, stop = a * stride - low, (b - 1) * stride + reach - low  # padded positions read
-        padding.append((first - start, stop - last))
-    params["padding"] = tuple(padding)
+    _, _, held, padding = _conv_plan(eqn, out)
+    params = dict(eqn.params, padding=padding)
     with eqn.ctx.manager:
         value = eqn.primitive.bind(*operands, **params)
     return [crop(value, held, out)]
