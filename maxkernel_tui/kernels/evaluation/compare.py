@@ -36,16 +36,27 @@ def compare_files(
 def compare_arrays(
     candidate: np.ndarray, reference: np.ndarray, tolerance: Tolerance
 ) -> Comparison:
+    return compare_with_shares(candidate, reference, tolerance)[0]
+
+
+def compare_with_shares(
+    candidate: np.ndarray, reference: np.ndarray, tolerance: Tolerance
+) -> tuple[Comparison, np.ndarray]:
+    """The comparison, and each element's share of its tolerance, |Δ| / (atol + rtol·|reference|),
+    flat, in float64 (over 1: outside it; elements equal and not finite use none; empty where the
+    comparison failed on shape or non-finite values), computed in one pass: a production sample
+    has millions of elements."""
     if candidate.shape != reference.shape:
-        return _failed(Mismatch.OUTPUT_SHAPE, candidate.shape, reference.shape)
+        return _failed(Mismatch.OUTPUT_SHAPE, candidate.shape, reference.shape), np.zeros(0)
     shape = reference.shape
     got = candidate.astype(np.float64).reshape(-1)  # flat, so 0-d outputs (a scalar loss) work too
     want = reference.astype(np.float64).reshape(-1)
-    bad_values = ~np.isfinite(got) & np.isfinite(want)
+    finite_want = np.isfinite(want)
+    bad_values = ~np.isfinite(got) & finite_want
     if bad_values.any():
         flat = int(np.argmax(bad_values))
         nan = float("nan")
-        return Comparison(
+        failed = Comparison(
             False,
             nan,
             nan,
@@ -58,38 +69,35 @@ def compare_arrays(
             first_non_finite=tuple(_index(flat, shape)),
             first_is_nan=bool(np.isnan(got[flat])),
         )
-    error = np.abs(got - want)
+        return failed, np.zeros(0)
+    if not got.size:
+        return Comparison(True, 0.0, 0.0, 0.0, (), 0, 0), np.zeros(0)
+    # in place where it can be: each new float64 buffer of millions of elements costs more
+    # than the arithmetic on it
+    error = np.subtract(got, want)
+    np.abs(error, out=error)
     error[np.isnan(got) & np.isnan(want)] = 0.0
-    allowed = tolerance.atol + tolerance.rtol * np.abs(want)
-    outside = error > allowed
-    if not error.size:
-        return Comparison(True, 0.0, 0.0, 0.0, (), 0, 0)
+    magnitude = np.abs(want, out=want)
+    allowed = np.multiply(magnitude, tolerance.rtol, out=got)
+    allowed += tolerance.atol
+    outside = int(np.count_nonzero(error > allowed))
     # Infinite references equal in the candidate leave NaN here (inf - inf): they are not errors.
-    finite = np.isfinite(error) & np.isfinite(want)
-    large = finite & (np.abs(want) > tolerance.atol)
-    relative = error[large] / np.abs(want[large])
-    used = tolerance_shares(got, want, tolerance)
-    return Comparison(
-        ok=not outside.any(),
+    finite = np.isfinite(error) & finite_want
+    large = finite & (magnitude > tolerance.atol)
+    shares = np.divide(error, magnitude, out=np.zeros_like(error), where=large)
+    max_rel = float(shares.max(initial=0.0))
+    shares.fill(0.0)
+    np.divide(error, allowed, out=shares, where=finite & (allowed > 0))
+    found = Comparison(
+        ok=outside == 0,
         max_abs=float(error.max()),
-        max_rel=float(relative.max(initial=0.0)),
-        tolerance_used=float(used.max(initial=0.0)),
+        max_rel=max_rel,
+        tolerance_used=float(shares.max(initial=0.0)),
         worst_index=tuple(_index(int(np.argmax(error)), shape)),
-        mismatched=int(outside.sum()),
+        mismatched=outside,
         total=int(error.size),
     )
-
-
-def tolerance_shares(got: np.ndarray, want: np.ndarray, tolerance: Tolerance) -> np.ndarray:
-    """Each element's share of its tolerance, |Δ| / (atol + rtol·|reference|), flat, in float64
-    (over 1: outside it); elements equal and not finite (both NaN, both the same infinity) use
-    none. Non-finite values where the reference is finite are compare_arrays' to fail."""
-    got = got.astype(np.float64).reshape(-1)
-    want = want.astype(np.float64).reshape(-1)
-    error = np.abs(got - want)
-    allowed = tolerance.atol + tolerance.rtol * np.abs(want)
-    usable = np.isfinite(error) & np.isfinite(want) & (allowed > 0)
-    return np.divide(error, allowed, out=np.zeros_like(error), where=usable)
+    return found, shares
 
 
 def _index(flat: int, shape: tuple[int, ...]) -> list[int]:

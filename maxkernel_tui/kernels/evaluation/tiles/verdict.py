@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from maxkernel_tui.kernels.config_names import HELDOUT
-from maxkernel_tui.kernels.evaluation.compare import compare_arrays, tolerance_shares
+from maxkernel_tui.kernels.evaluation.compare import compare_with_shares
 from maxkernel_tui.kernels.evaluation.protocol import NumericsRun, TilesRun
 from maxkernel_tui.kernels.evaluation.tiles.projection import Projection, project
 from maxkernel_tui.kernels.report.checks import (
@@ -115,7 +115,7 @@ def tiles_check(
         values = np.load(values_file, allow_pickle=False)
         if values.shape != indices.shape or want.shape != indices.shape:
             return check(FAIL, Reason.TILES_MALFORMED)
-        comparison = compare_arrays(values, want, tolerance)
+        comparison, shares = compare_with_shares(values, want, tolerance)
         shape = run.shapes[number] if number < len(run.shapes) else None
         if comparison.worst_index and shape:  # an index into the sample: say where it is
             where = np.unravel_index(int(indices[comparison.worst_index[0]]), shape)
@@ -126,7 +126,7 @@ def tiles_check(
         if worst is None or comparison.max_abs > worst.max_abs:
             worst = comparison
         size = math.prod(shape) if shape else int(indices.size)
-        output = project(tolerance_shares(values, want, tolerance), size)
+        output = project(shares, size)
         if output.checked and (projected is None or output.share > projected.share):
             projected = output
     if compared == 0 or worst is None or projected is None:
