@@ -107,7 +107,7 @@ def phases(task_id: str, kernel: Path, sample_seed: int, whole_reference: bool) 
         lap(
             "sampled run (interpret mode)", f"{blocks} of {total} blocks, sample seed {sample_seed}"
         )
-        decided = [np.flatnonzero(d) for d in sampled.decided]
+        decided = [d.indices for d in sampled.decided]
         reference = jax.make_jaxpr(
             lambda *x: module.computation(*jax.tree.unflatten(structure, x), *static)
         )(*arrays)

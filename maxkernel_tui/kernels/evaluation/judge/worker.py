@@ -470,10 +470,12 @@ def _tiles_run(subject: _Subject, request: CandidateRequest, tiles: TilesRequest
         del dynamic
         values: list[str] = []
         indices: list[str] = []
-        for number, (output, decided) in enumerate(zip(sampled.outputs, sampled.decided)):
-            flat = np.flatnonzero(decided)
-            chosen = output.reshape(-1)[flat].astype(np.float32)
-            for files, array, part in ((values, chosen, "values"), (indices, flat, "indices")):
+        for number, decided in enumerate(sampled.decided):
+            chosen = decided.values.astype(np.float32)
+            for files, array, part in (
+                (values, chosen, "values"),
+                (indices, decided.indices, "indices"),
+            ):
                 path = Path(request.out_dir) / f"tiles-{part}-{number}.npy"
                 np.save(path, array, allow_pickle=False)
                 files.append(str(path))
@@ -484,7 +486,7 @@ def _tiles_run(subject: _Subject, request: CandidateRequest, tiles: TilesRequest
             blocks=sum(k.blocks for k in sampled.kernels),
             of_blocks=sum(k.of_blocks for k in sampled.kernels),
             classes=sum(k.classes for k in sampled.kernels),
-            shapes=[list(output.shape) for output in sampled.outputs],
+            shapes=[list(decided.shape) for decided in sampled.decided],
         )
     except production_tiles.NotSampleable as reason:
         event = run(unsampleable=str(reason))

@@ -37,7 +37,7 @@ from jax._src.pallas.mosaic.interpret.utils import get_uninitialized_value
 from jax.extend import core
 
 from maxkernel_tui.kernels.evaluation.tiles import memory as tiles_memory
-from maxkernel_tui.kernels.evaluation.tiles.blocks import block_indices, dim_kind
+from maxkernel_tui.kernels.evaluation.tiles.blocks import Region, block_indices, dim_kind
 from maxkernel_tui.kernels.evaluation.tiles.faults import NotSampleable
 
 # What interpret mode fills memory nobody wrote with (InterpretParams.uninitialized_memory).
@@ -105,6 +105,26 @@ class Compacted:
             # on a CPU an aligned array is taken without a copy (production outputs are large)
             expanded.append(jax.device_put(placed, may_alias=True))
         return expanded
+
+    def pick(self, results: Sequence[Any], number: int, region: Region) -> np.ndarray:
+        """The values of output `number` in a `region` (production coordinates) that lies in
+        one sampled block, read from the compact result without placing it at production
+        shape (gigabytes on large tasks, for a few blocks)."""
+        slots, _ = self.outputs[number]
+        values = np.asarray(results[number])
+        wanted = tuple(slice(start, start + size) for start, size in region)
+        if slots is None:
+            return values[wanted]
+        first = np.array([start for start, _ in region])
+        last = first + np.array([size for _, size in region])
+        inside = (slots.starts <= first).all(axis=1) & (last <= slots.starts + slots.sizes).all(
+            axis=1
+        )
+        if not inside.any():
+            raise ValueError(f"region {region} lies in no sampled block")
+        slot = int(np.argmax(inside))
+        shift = slots.starts[slot] - np.array([slot * slots.sizes[0], *[0] * (len(region) - 1)])
+        return values[tuple(slice(int(a - d), int(a - d) + n) for (a, n), d in zip(region, shift))]
 
 
 def compact_call(

@@ -66,8 +66,10 @@ def run_kernel(
     random_blocks: int,
     params: pltpu.InterpretParams,
     required: np.ndarray | None = None,
-) -> tuple[list[Any], list[list[Region]], KernelSample]:
-    """`required`: output blocks (rows of output-axis ids) the sample must hold (those a later
+) -> tuple[poison.Ran, list[list[Region]], KernelSample]:
+    """The kernel's run on a sample of its output blocks (compact; `Ran.expand` places it at
+    production shape), the regions of each output the sampled blocks write, and what was run.
+    `required`: output blocks (rows of output-axis ids) the sample must hold (those a later
     kernel's sample reads, sampled_run.py)."""
     mapping = eqn.params["grid_mapping"]
     grid = tuple(mapping.grid)
@@ -105,17 +107,18 @@ def run_kernel(
         whole.append(compacted.whole)
         result = pallas_call_p.bind(*compacted.args, **dict(compacted.params, interpret=params))
         return poison.Ran(
-            list(result), lambda: compacted.expand(result, params.uninitialized_memory)
+            list(result),
+            lambda: compacted.expand(result, params.uninitialized_memory),
+            lambda number, region: compacted.pick(result, number, region),
         )
 
     # scratch and outputs poisoned between sampled blocks; the blocks run may grow to the
     # prefixes the sample needs along `arbitrary` output axes
     sample, ran = poison.stateless_run(kernel, run, sample, int(rng.integers(2**31)))
-    result = ran.expand()  # once: production-shape outputs cost seconds on large tasks
     to_production = ToProduction(grid, output_axes, reduction_axes, sample)
     regions = [
-        written(block, to_production.points(), index_operands, tuple(out.shape))
-        for block, out in zip(outputs, result, strict=True)
+        written(block, to_production.points(), index_operands, tuple(out.aval.shape))
+        for block, out in zip(outputs, eqn.outvars, strict=True)
     ]
     reduction = math.prod(grid[a] for a in reduction_axes)
     record = KernelSample(
@@ -129,7 +132,7 @@ def run_kernel(
         control.on_data,
         whole[-1],
     )
-    return list(result), regions, record
+    return ran, regions, record
 
 
 def choose_blocks(

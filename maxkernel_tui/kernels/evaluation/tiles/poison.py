@@ -37,7 +37,7 @@ from jax._src.interpreters import partial_eval as pe
 from jax._src.pallas import core as pallas_core
 from jax.experimental import pallas as pl
 
-from maxkernel_tui.kernels.evaluation.tiles.blocks import written
+from maxkernel_tui.kernels.evaluation.tiles.blocks import Region, written
 from maxkernel_tui.kernels.evaluation.tiles.faults import KernelFault, NotSampleable
 from maxkernel_tui.kernels.report.reasons import Reason
 
@@ -90,11 +90,13 @@ class Kernel:
 
 @dataclass(frozen=True)
 class Ran:
-    """One run's outputs as the interpreted call returned them (compact: its slots), and the
-    same placed at production shape."""
+    """One run's outputs as the interpreted call returned them (compact: its slots), the same
+    placed at production shape, and the values of one output in one region of a sampled block
+    (output number, region) read without placing them."""
 
     values: list[Any]
     expand: Callable[[], list[Any]]
+    pick: Callable[[int, Region], np.ndarray]
 
 
 # Runs the kernel on sampled output blocks, poisoned by a plan or not.

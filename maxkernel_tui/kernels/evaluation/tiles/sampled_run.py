@@ -24,6 +24,7 @@ reference happens elsewhere (the harness), never in the process that runs the ca
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -36,7 +37,7 @@ from jax.extend import core
 from jax.extend.core import Var
 
 from maxkernel_tui.kernels.evaluation.tiles import memory as tiles_memory
-from maxkernel_tui.kernels.evaluation.tiles import pullback
+from maxkernel_tui.kernels.evaluation.tiles import poison, pullback
 from maxkernel_tui.kernels.evaluation.tiles.blocks import Region
 from maxkernel_tui.kernels.evaluation.tiles.faults import KernelFault, NotSampleable
 from maxkernel_tui.kernels.evaluation.tiles.kernel_run import KernelSample, kernel_name, run_kernel
@@ -46,17 +47,31 @@ __all__ = ["KernelFault", "NotSampleable", "SampledOutputs", "run_sampled"]
 
 
 @dataclass(frozen=True)
-class SampledOutputs:
-    """The program's outputs at production shape where the sample decides them (elsewhere
-    anything), and which elements those are."""
+class Decided:
+    """The elements of one program output the sample decides: their flat row-major indices
+    (sorted) and their values, in the output's type."""
 
-    outputs: list[Any]  # jax arrays
-    decided: list[np.ndarray]  # bool, one per output
+    shape: tuple[int, ...]
+    indices: np.ndarray  # int64
+    values: np.ndarray
+
+    def mask(self) -> np.ndarray:
+        """The decided elements as a boolean array of the output's shape."""
+        mask = np.zeros(math.prod(self.shape), np.bool_)
+        mask[self.indices] = True
+        return mask.reshape(self.shape)
+
+
+@dataclass(frozen=True)
+class SampledOutputs:
+    """What the sample decides of each program output, and the kernels' sampled runs."""
+
+    decided: list[Decided]
     kernels: list[KernelSample]
 
     @property
     def decided_elements(self) -> int:
-        return int(sum(d.sum() for d in self.decided))
+        return sum(int(d.indices.size) for d in self.decided)
 
 
 def run_sampled(
@@ -80,33 +95,37 @@ def run_sampled(
     recorded: list[tuple[list[_Kept], list[list[Region]]]] = []
     kernels: list[KernelSample] = []
     direct = _direct_outputs(closed_jaxpr.jaxpr) if len(plans) == 1 else None
-    straight: list[tuple[list[Any], list[list[Region]]]] = []  # the one kernel's, when direct
+    # the one kernel's run, its decided regions and output shapes, when direct
+    straight: list[tuple[poison.Ran, list[list[Region]], list[tuple[int, ...]]]] = []
 
     def sampled(eqn: Any, args: list[Any]) -> list[Any]:
         # the planned sample exactly: it holds what the usual sampling would add
         required = plans[len(kernels)].sample
-        outputs, regions, sample = run_kernel(eqn, args, rng, 0, params, required=required)
-        if direct is not None:  # its operands are what a provenance run would give it
-            regions = pullback.decided_regions(eqn, args, plans[0], regions)
-            straight.append((outputs, regions))
-        else:
-            # only the sampled regions are kept for the provenance pass, not the production
-            # outputs
-            kept = [_keep(o, tuple(r)) for o, r in zip(outputs, regions, strict=True)]
-            recorded.append((kept, regions))
+        ran, regions, sample = run_kernel(eqn, args, rng, 0, params, required=required)
         kernels.append(sample)
+        if direct is not None:  # its operands are what a provenance run would give it
+            decided = pullback.decided_regions(eqn, args, plans[0], regions)
+            straight.append((ran, decided, [tuple(var.aval.shape) for var in eqn.outvars]))
+            # the outputs are read from the compact run: nothing after the kernel is needed
+            return [_Unneeded(var.aval) for var in eqn.outvars]
+        outputs = ran.expand()
+        # only the sampled regions are kept for the provenance pass, not the production outputs
+        kept = [_keep(o, tuple(r)) for o, r in zip(outputs, regions, strict=True)]
+        recorded.append((kept, regions))
         return outputs
 
     outputs = _evaluate(closed_jaxpr.jaxpr, closed_jaxpr.consts, list(inputs), sampled)
+    for output in outputs:
+        _require_float(output, "a program output")
     if direct is not None:
-        for output in outputs:
-            _require_float(output, "a program output")
-        ((results, regions),) = straight
-        decided = [
-            _mask(results[number], regions[number], out.shape)
-            for number, out in zip(direct, outputs, strict=True)
-        ]
-        return SampledOutputs(list(outputs), decided, kernels)
+        ((ran, regions, shapes),) = straight
+        return SampledOutputs(
+            [
+                _picked(ran, number, regions[number], shapes[number], out.aval)
+                for number, out in zip(direct, closed_jaxpr.jaxpr.outvars, strict=True)
+            ],
+            kernels,
+        )
     replay = iter(zip(recorded, plans, strict=True))
 
     def provenance(eqn: Any, args: list[Any]) -> list[Any]:
@@ -117,10 +136,39 @@ def run_sampled(
         return [out.followed(tuple(r)) for out, r in zip(outputs, decided, strict=True)]
 
     followed = _evaluate(closed_jaxpr.jaxpr, closed_jaxpr.consts, list(inputs), provenance)
-    for output in outputs:
-        _require_float(output, "a program output")
-    decided = [np.asarray(_decided(f)) for f in followed]
-    return SampledOutputs(list(outputs), decided, kernels)
+    found = []
+    for output, mask in zip(outputs, followed, strict=True):
+        indices = np.flatnonzero(np.asarray(_decided(mask)))
+        values = np.asarray(output).reshape(-1)[indices]
+        found.append(Decided(tuple(output.shape), indices, values))
+    return SampledOutputs(found, kernels)
+
+
+def _picked(
+    ran: poison.Ran, number: int, regions: list[Region], kernel_shape: tuple[int, ...], aval: Any
+) -> Decided:
+    """A program output (`aval`) that is kernel output `number` of `kernel_shape`, reshaped or
+    converted between float types (each element keeps its flat position): the values of its
+    decided `regions`, read from the compact run, in row-major order."""
+    ordered = sorted(regions)
+    indices = [_flat(region, kernel_shape) for region in ordered] if ordered else []
+    values = [ran.pick(number, region).reshape(-1) for region in ordered]
+    flat = np.concatenate(indices) if indices else np.zeros(0, np.int64)
+    picked = np.concatenate(values) if values else np.zeros(0, aval.dtype)
+    if flat.size > 1 and not (np.diff(flat) > 0).all():  # boxes interleaved along a row
+        order = np.argsort(flat, kind="stable")
+        flat, picked = flat[order], picked[order]
+    return Decided(tuple(aval.shape), flat, picked.astype(aval.dtype))
+
+
+def _flat(region: Region, shape: tuple[int, ...]) -> np.ndarray:
+    """The flat row-major indices of a region of an array of `shape`, in row-major order."""
+    strides = [math.prod(shape[axis + 1 :]) for axis in range(len(shape))]
+    flat = np.zeros((), np.int64)
+    for (start, size), stride in zip(region, strides, strict=True):
+        along = (start + np.arange(size, dtype=np.int64)) * stride
+        flat = np.add.outer(flat, along)
+    return flat.reshape(-1)
 
 
 def _direct_outputs(jaxpr: Any) -> list[int] | None:
@@ -153,16 +201,6 @@ def _floating(var: Any) -> bool:
     return bool(jnp.issubdtype(var.aval.dtype, jnp.floating))
 
 
-def _mask(output: Any, regions: list[Region], shape: tuple[int, ...]) -> np.ndarray:
-    """The elements of a kernel output inside `regions`, as an array of the program output's
-    `shape` (the same elements in row-major order)."""
-    _require_float(output, "a kernel output")
-    mask = np.zeros(output.shape, np.bool_)
-    for region in regions:
-        mask[tuple(slice(start, start + size) for start, size in region)] = True
-    return mask.reshape(shape)
-
-
 def _evaluate(
     jaxpr: Any, consts: Sequence[Any], args: list[Any], on_kernel: Callable[..., Any]
 ) -> list[Any]:
@@ -181,7 +219,9 @@ def _evaluate(
     for position, eqn in enumerate(jaxpr.eqns):
         invals = [read(v) for v in eqn.invars]
         name = eqn.primitive.name
-        if name == "pallas_call":
+        if any(isinstance(value, _Unneeded) for value in invals):
+            outvals = [_Unneeded(var.aval) for var in eqn.outvars]
+        elif name == "pallas_call":
             outvals = on_kernel(eqn, invals)
         elif name in pullback.KERNEL_CALLS and pullback.holds_kernel(eqn):
             inner = eqn.params.get("jaxpr") or eqn.params.get("call_jaxpr")
@@ -207,6 +247,18 @@ def _kernel_buffers(closed_jaxpr: Any) -> list[tiles_memory.KernelBuffers]:
         tiles_memory.KernelBuffers(kernel_name(eqn), value_bytes(eqn.outvars), live)
         for eqn, live in pullback.kernels_alive(closed_jaxpr)
     ]
+
+
+@dataclass(frozen=True)
+class _Unneeded:
+    """A value the sampled run does not compute: a direct program's kernel outputs are read from
+    the compact run, so what follows the kernel is not evaluated."""
+
+    aval: Any
+
+    @property
+    def dtype(self) -> Any:
+        return self.aval.dtype
 
 
 @jax.jit

@@ -22,6 +22,7 @@ from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.report.checks import PASS, Check, EvalReport
 from maxkernel_tui.kernels.report.reasons import Reason, TilesFigures
 from maxkernel_tui.kernels.report.words import check_words
+from tests.kernels.evaluation.tiles.placed import placed
 from tests.support.gemm_relu_variants import TASK, render
 
 PARAMS = pltpu.InterpretParams(uninitialized_memory="nan", out_of_bounds_reads="raise")
@@ -43,7 +44,7 @@ def _sampled(program, *inputs, seed=0):
 def _wrong(sampled, expected) -> int:
     """Decided elements that differ from the expected output (a skipped block's zeros are right
     where the product is near zero)."""
-    decided, output = sampled.decided[0], np.asarray(sampled.outputs[0])
+    decided, output = placed(sampled.decided[0])
     assert decided.any()
     return int((~np.isclose(output[decided], np.asarray(expected)[decided], atol=1e-3)).sum())
 
@@ -293,7 +294,7 @@ def test_padded_tiles_with_a_partial_last_block_are_one_class_and_verified():
 
     sampled = _sampled(program, x)
     assert sampled.kernels[0].classes == 1
-    assert sampled.decided[0].all() and _wrong(sampled, x * 2.0) == 0
+    assert sampled.decided[0].mask().all() and _wrong(sampled, x * 2.0) == 0
 
 
 def test_the_evidence_says_how_many_classes_the_sample_covers():

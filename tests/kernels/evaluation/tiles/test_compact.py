@@ -14,6 +14,7 @@ from jax.experimental.pallas import tpu as pltpu
 from maxkernel_tui.kernels.evaluation.tiles import compact, kernel_run
 from maxkernel_tui.kernels.evaluation.tiles import memory as tiles_memory
 from maxkernel_tui.kernels.evaluation.tiles.sampled_run import NotSampleable, run_sampled
+from tests.kernels.evaluation.tiles.placed import placed
 
 PARAMS = pltpu.InterpretParams(uninitialized_memory="nan", out_of_bounds_reads="raise")
 B = 128
@@ -56,16 +57,12 @@ def _same_as_whole(monkeypatch, program, inputs, **kw):
         )
     made = natural
     before, _ = _run(monkeypatch, program, inputs, whole=True, **kw)
-    for now, then, decided, was in zip(
-        sampled.outputs, before.outputs, sampled.decided, before.decided, strict=True
-    ):
-        assert now.shape == then.shape and now.dtype == then.dtype
-        np.testing.assert_array_equal(decided, was)
-        assert decided.any()
-        # bitwise, NaN where the sample did not write as well
-        np.testing.assert_array_equal(
-            np.asarray(now).view(np.uint8), np.asarray(then).view(np.uint8)
-        )
+    for now, then in zip(sampled.decided, before.decided, strict=True):
+        assert now.shape == then.shape and now.values.dtype == then.values.dtype
+        np.testing.assert_array_equal(now.indices, then.indices)
+        assert now.indices.size
+        # bitwise
+        np.testing.assert_array_equal(now.values.view(np.uint8), then.values.view(np.uint8))
     return sampled, made
 
 
@@ -112,7 +109,7 @@ def test_a_gemm_with_a_reduction_is_handed_only_the_sampled_rows_and_columns(mon
     x, w = _gemm_inputs()
     sampled, (made,) = _same_as_whole(monkeypatch, lambda x, w: _gemm(x, w) * 2.0, (x, w))
     (kernel,) = sampled.kernels
-    rows, cols = np.nonzero(sampled.decided[0])
+    rows, cols = np.nonzero(sampled.decided[0].mask())
     blocks = {(int(r) // B, int(c) // B) for r, c in zip(rows, cols, strict=True)}
     assert len(blocks) == kernel.blocks == 7  # of 20
     # x: every depth block of each sampled row; w: of each sampled column; one slot per block
@@ -133,11 +130,11 @@ def test_a_partial_last_block_reads_what_interpret_mode_pads_it_with(monkeypatch
         return _gemm(x, w) * 2.0
 
     sampled, _ = _same_as_whole(monkeypatch, program, (x, w), blocks=6)
-    decided = sampled.decided[0]
+    decided, output = placed(sampled.decided[0])
     assert decided[447].any()  # the partial last block was sampled (a corner)
     with pltpu.force_tpu_interpret_mode(PARAMS):
         full = np.asarray(jax.jit(program)(x, w))
-    np.testing.assert_array_equal(np.asarray(sampled.outputs[0])[decided], full[decided])
+    np.testing.assert_array_equal(output[decided], full[decided])
 
 
 def _batched_kernel(x_ref, o_ref):
@@ -186,7 +183,7 @@ def test_scalar_prefetch_stays_whole_and_a_block_read_by_several_samples_is_gath
     s = jnp.array([0, 0, 1, 1, 0, 2, 2, 0, 1, 0, 0, 2, 1, 1, 0, 2], jnp.int32)
     x = jax.random.normal(jax.random.key(3), (4 * B, 128), jnp.float32)
     sampled, (made,) = _same_as_whole(monkeypatch, _gathered, (s, x), blocks=6)
-    rows = np.nonzero(sampled.decided[0].any(axis=1))[0]
+    rows = np.nonzero(sampled.decided[0].mask().any(axis=1))[0]
     visited = sorted({int(r) // B for r in rows})
     read = {int(s[i]) for i in visited}
     assert len(visited) == 8 and len(read) < len(visited)

@@ -23,6 +23,7 @@ from maxkernel_tui.kernels.evaluation.tiles.sampled_run import (
 )
 from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.report.reasons import Reason
+from tests.kernels.evaluation.tiles.placed import placed
 from tests.support.gemm_relu_variants import TASK, render
 
 PARAMS = pltpu.InterpretParams(uninitialized_memory="nan", out_of_bounds_reads="raise")
@@ -46,9 +47,9 @@ def _assert_exact(program, *inputs):
     sampled = _sampled(program, *inputs)
     with pltpu.force_tpu_interpret_mode(PARAMS):
         full = np.asarray(jax.jit(program)(*inputs))
-    decided = sampled.decided[0]
+    decided, output = placed(sampled.decided[0])
     assert decided.any()
-    np.testing.assert_array_equal(np.asarray(sampled.outputs[0])[decided], full[decided])
+    np.testing.assert_array_equal(output[decided], full[decided])
     return sampled
 
 

@@ -35,9 +35,9 @@ def _sampled_run(tmp_path, program, inputs, seed):
     sampled = run_sampled(
         program, inputs, np.random.default_rng(seed), random_blocks=4, params=PARAMS
     )
-    (output,), (decided,) = sampled.outputs, sampled.decided
-    flat = np.flatnonzero(decided)
-    values = np.asarray(output).reshape(-1)[flat].astype(np.float32)
+    (decided,) = sampled.decided
+    flat = decided.indices
+    values = decided.values.astype(np.float32)
     np.save(tmp_path / f"values-{seed}.npy", values)
     np.save(tmp_path / f"indices-{seed}.npy", flat)
     run = TilesRun(
@@ -48,7 +48,7 @@ def _sampled_run(tmp_path, program, inputs, seed):
         indices=[str(tmp_path / f"indices-{seed}.npy")],
         blocks=sum(k.blocks for k in sampled.kernels),
         of_blocks=sum(k.of_blocks for k in sampled.kernels),
-        shapes=[list(output.shape)],
+        shapes=[list(decided.shape)],
     )
     return run, values, flat
 

@@ -12,6 +12,7 @@ from jax.experimental.pallas import tpu as pltpu
 from maxkernel_tui.kernels.evaluation.tiles import sampled_run
 from maxkernel_tui.kernels.evaluation.tiles.blocks import sample_blocks
 from maxkernel_tui.kernels.evaluation.tiles.sampled_run import NotSampleable, run_sampled
+from tests.kernels.evaluation.tiles.placed import placed
 
 PARAMS = pltpu.InterpretParams(uninitialized_memory="nan", out_of_bounds_reads="raise")
 B = 128
@@ -81,7 +82,7 @@ def test_sampled_blocks_equal_a_full_run_with_real_program_ids_and_grid_sizes():
     assert kernel.grid == (4, 5, 3) and kernel.output_axes == (0, 1)
     assert kernel.of_blocks == 20 and kernel.blocks == 7  # four corners and three drawn
     assert kernel.steps == 7 * 3  # every depth step of each sampled block
-    decided, output = sampled.decided[0], np.asarray(sampled.outputs[0])
+    decided, output = placed(sampled.decided[0])
     assert decided.shape == full.shape and 0 < decided.sum() < decided.size
     # the body saw the production program ids and grid sizes (4 row blocks: the large branch)
     np.testing.assert_array_equal(output[decided], full[decided])
@@ -89,8 +90,6 @@ def test_sampled_blocks_equal_a_full_run_with_real_program_ids_and_grid_sizes():
     rows, cols = np.nonzero(decided)
     blocks = {(int(r) // B, int(c) // B) for r, c in zip(rows, cols, strict=True)}
     assert {(0, 0), (3, 0), (0, 4), (3, 4)} <= blocks and len(blocks) == 7
-    # a block the sample skipped is never decided, and reads NaN (never written)
-    assert np.isnan(output[~decided]).all()
 
 
 def test_a_fresh_sample_each_time_always_holds_the_first_and_last_block_of_each_axis():
@@ -171,14 +170,13 @@ def test_outputs_straight_from_the_kernel_are_decided_as_the_provenance_pass_dec
     assert sampled_run._direct_outputs(program.jaxpr) == [0]
     monkeypatch.setattr(sampled_run, "_direct_outputs", lambda _jaxpr: None)
     followed = sampled(np.random.default_rng(5))
-    np.testing.assert_array_equal(direct.decided[0], followed.decided[0])
-    assert 0 < direct.decided_elements < direct.decided[0].size
-    rows = np.nonzero(direct.decided[0].reshape(512, 640))[0] // B
+    np.testing.assert_array_equal(direct.decided[0].indices, followed.decided[0].indices)
+    assert 0 < direct.decided_elements < 512 * 640
+    rows = np.nonzero(direct.decided[0].mask().reshape(512, 640))[0] // B
     assert (1 not in set(rows.tolist())) == nan_in_input
-    decided = direct.decided[0]
     np.testing.assert_array_equal(
-        np.asarray(direct.outputs[0], np.float32)[decided],
-        np.asarray(followed.outputs[0], np.float32)[decided],
+        direct.decided[0].values.astype(np.float32),
+        followed.decided[0].values.astype(np.float32),
     )
 
 

@@ -14,6 +14,7 @@ from jax.experimental.pallas import tpu as pltpu
 
 from maxkernel_tui.kernels.evaluation.tiles import pullback
 from maxkernel_tui.kernels.evaluation.tiles.sampled_run import NotSampleable, run_sampled
+from tests.kernels.evaluation.tiles.placed import placed
 
 PARAMS = pltpu.InterpretParams(uninitialized_memory="nan", out_of_bounds_reads="raise")
 B = 128
@@ -126,7 +127,7 @@ def test_a_first_stage_wrong_only_in_a_block_the_second_stage_reads_is_found():
     first, second = sampled.kernels
     assert second.blocks == second.of_blocks == 4
     assert first.blocks == first.of_blocks == 16  # every block is read by some sampled row
-    decided, output = sampled.decided[0], np.asarray(sampled.outputs[0])
+    decided, output = placed(sampled.decided[0])
     assert decided.all()
     reference = _reference(_softmax_after_matmul, x, w)
     wrong = ~np.isclose(output, reference, rtol=1e-4, atol=1e-6)
@@ -149,7 +150,7 @@ def test_an_honest_matmul_then_row_softmax_is_decided_through_the_xla_between(be
     first, second = sampled.kernels
     assert second.of_blocks == 8 if between == "reshape" else 4
     assert second.blocks == 3  # the first and last rows and one drawn
-    decided, output = sampled.decided[0], np.asarray(sampled.outputs[0])
+    decided, output = placed(sampled.decided[0])
     # whole rows, three blocks of them
     assert (
         decided.all(axis=1) == decided.any(axis=1)
@@ -171,12 +172,10 @@ def test_an_honest_matmul_then_column_sums_is_decided():
     first, second = sampled.kernels
     # the first and last columns, every row (and a block of each class of the matmul's)
     assert second.blocks == 2 and 8 <= first.blocks < first.of_blocks
-    decided = sampled.decided[0]
+    decided, output = placed(sampled.decided[0])
     assert decided.sum() == 2 * B
     reference = _reference(program, x, w)
-    np.testing.assert_allclose(
-        np.asarray(sampled.outputs[0])[decided], reference[decided], rtol=1e-4, atol=1e-4
-    )
+    np.testing.assert_allclose(output[decided], reference[decided], rtol=1e-4, atol=1e-4)
 
 
 def test_an_earlier_kernel_whose_read_blocks_are_too_many_is_not_sampled(monkeypatch):
@@ -205,10 +204,10 @@ def test_final_samples_too_spread_for_the_earlier_kernel_keep_their_edges_and_cl
     sampled = _sampled(program, x, w, random_blocks=2)
     first, second = sampled.kernels
     assert second.blocks == 2 and 8 <= first.blocks <= 10
-    decided = sampled.decided[0]
+    decided, output = placed(sampled.decided[0])
     assert decided.sum() == 2 * B
     np.testing.assert_allclose(
-        np.asarray(sampled.outputs[0])[decided],
+        output[decided],
         _reference(program, x, w)[decided],
         rtol=1e-4,
         atol=1e-4,
