@@ -35,6 +35,34 @@ def inputs_folder(task: Task, config: str, seed: int) -> Path:
     return inputs_root() / _entry_name(task, config, seed)
 
 
+# The reference's values at one sample's indices are kept for this many samples per task: the
+# same kernel evaluated again (or its edge pass) reads them instead of recomputing its blocks.
+KEPT_SAMPLES = 8
+
+
+def at_indices_folder(task: Task, config: str, seed: int, index_files: list[str]) -> Path:
+    """Where the reference's outputs at one sample's flat indices (`index_files`, one per
+    output) are kept, named by the (task, configuration, seed) entry and the indices' bytes."""
+    digest = hashlib.blake2b(digest_size=12)
+    for path in index_files:
+        with open(path, "rb") as indices:
+            digest.update(hashlib.file_digest(indices, "blake2b").digest())
+    root = cache_dir() / "production-reference-at"
+    return root / f"{_entry_name(task, config, seed)}-{digest.hexdigest()}"
+
+
+def prune_samples(entry: Path) -> None:
+    """All but the KEPT_SAMPLES most recently kept samples of the entry's task removed."""
+    task_prefix = entry.name.rsplit("-", 1)[0]
+    kept = sorted(
+        (p for p in entry.parent.glob(f"{task_prefix}-*") if p.is_dir()),
+        key=lambda p: p.stat().st_mtime,
+        reverse=True,
+    )
+    for old in kept[KEPT_SAMPLES:]:
+        shutil.rmtree(old, ignore_errors=True)
+
+
 def _entry_name(task: Task, config: str, seed: int) -> str:
     from maxkernel_tui.versions import installed_version  # importlib.metadata: not at start-up
 

@@ -1,7 +1,8 @@
 """The production tiles check's side of the reference process, for the harness: the production
 inputs (made once per task and seed by the sandboxed reference worker, kept in the cache, read in
 place by candidates) and the reference's outputs at the indices a candidate's sample decides
-(computed there by regions, evaluation/reference/slices.py, or whole and then kept). No jax.
+(computed there by regions, evaluation/reference/slices.py, and kept for the last few samples;
+or whole and then kept). No jax.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from maxkernel_tui.kernels.evaluation.protocol import (
     NumericsRun,
@@ -58,7 +61,8 @@ class TilesReference:
 
     def expected(self, task: Task, run: TilesRun) -> list[Any] | str | None:
         """The reference's outputs at the candidate's sampled indices: from whole outputs kept in
-        the cache, else computed by the reference worker at those indices (by regions), or whole
+        the cache, or from the same sample's values kept there, else computed by the reference
+        worker at those indices (by regions, then kept), or whole
         where the reference cannot be cut into regions (then kept); None when the candidate's run
         has nothing to compare, a string when the reference failed."""
         if run.error is not None or run.values is None or run.indices is None:
@@ -67,6 +71,10 @@ class TilesReference:
         whole_entry = reference_cache.folder(task, *key)
         whole = reference_cache.cached(whole_entry, "reference")
         try:
+            at_entry = reference_cache.at_indices_folder(task, *key, run.indices)
+            kept = reference_cache.cached(at_entry, "expected")
+            if whole is None and kept is not None:
+                return [np.load(path, allow_pickle=False) for path in kept]
             if whole is None:
                 inputs = reference_cache.cached(reference_cache.inputs_folder(task, *key), "input")
                 if inputs is None:
@@ -79,7 +87,9 @@ class TilesReference:
                     if made.error is not None or made.files is None:
                         return made.error or "no answer"
                     if made.at_indices:
-                        return expected_values(made, run.indices)
+                        kept = reference_cache.keep(at_entry, "expected", made.files)
+                        reference_cache.prune_samples(at_entry)
+                        return [np.load(path, allow_pickle=False) for path in kept]
                     whole = reference_cache.keep(whole_entry, "reference", made.files)
             return expected_values(NumericsRun(*key, files=whole), run.indices)
         except (OSError, ValueError) as error:
