@@ -39,20 +39,24 @@ def compare_arrays(
     return compare_with_shares(candidate, reference, tolerance)[0]
 
 
+# Elements compared at a time: float64 temporaries of a chunk are reused from one chunk to the
+# next, where whole-array ones (a production sample has millions of elements) cost more in fresh
+# memory than the arithmetic on them.
+_CHUNK = 1 << 18
+
+
 def compare_with_shares(
     candidate: np.ndarray, reference: np.ndarray, tolerance: Tolerance
 ) -> tuple[Comparison, np.ndarray]:
     """The comparison, and each element's share of its tolerance, |Δ| / (atol + rtol·|reference|),
     flat, in float64 (over 1: outside it; elements equal and not finite use none; empty where the
-    comparison failed on shape or non-finite values), computed in one pass: a production sample
-    has millions of elements."""
+    comparison failed on shape or non-finite values), computed in one pass."""
     if candidate.shape != reference.shape:
         return _failed(Mismatch.OUTPUT_SHAPE, candidate.shape, reference.shape), np.zeros(0)
     shape = reference.shape
-    got = candidate.astype(np.float64).reshape(-1)  # flat, so 0-d outputs (a scalar loss) work too
-    want = reference.astype(np.float64).reshape(-1)
-    finite_want = np.isfinite(want)
-    bad_values = ~np.isfinite(got) & finite_want
+    got_all = candidate.reshape(-1)  # flat, so 0-d outputs (a scalar loss) work too
+    want_all = reference.reshape(-1)
+    bad_values = ~np.isfinite(got_all) & np.isfinite(want_all)
     if bad_values.any():
         flat = int(np.argmax(bad_values))
         nan = float("nan")
@@ -63,39 +67,47 @@ def compare_with_shares(
             nan,
             (),
             0,
-            int(got.size),
+            int(got_all.size),
             Mismatch.NON_FINITE,
             non_finite=int(bad_values.sum()),
             first_non_finite=tuple(_index(flat, shape)),
-            first_is_nan=bool(np.isnan(got[flat])),
+            first_is_nan=bool(np.isnan(got_all[flat])),
         )
         return failed, np.zeros(0)
-    if not got.size:
+    if not got_all.size:
         return Comparison(True, 0.0, 0.0, 0.0, (), 0, 0), np.zeros(0)
-    # in place where it can be: each new float64 buffer of millions of elements costs more
-    # than the arithmetic on it
-    error = np.subtract(got, want)
-    np.abs(error, out=error)
-    error[np.isnan(got) & np.isnan(want)] = 0.0
-    magnitude = np.abs(want, out=want)
-    allowed = np.multiply(magnitude, tolerance.rtol, out=got)
-    allowed += tolerance.atol
-    outside = int(np.count_nonzero(error > allowed))
-    # Infinite references equal in the candidate leave NaN here (inf - inf): they are not errors.
-    finite = np.isfinite(error) & finite_want
-    large = finite & (magnitude > tolerance.atol)
-    shares = np.divide(error, magnitude, out=np.zeros_like(error), where=large)
-    max_rel = float(shares.max(initial=0.0))
-    shares.fill(0.0)
-    np.divide(error, allowed, out=shares, where=finite & (allowed > 0))
+    shares = np.empty(got_all.size, np.float64)
+    outside, max_abs, worst, max_rel = 0, -1.0, 0, 0.0
+    for start in range(0, got_all.size, _CHUNK):
+        got = got_all[start : start + _CHUNK].astype(np.float64)
+        want = want_all[start : start + _CHUNK].astype(np.float64)
+        with np.errstate(invalid="ignore"):  # inf - inf: handled below
+            error = np.abs(got - want)
+        error[np.isnan(got) & np.isnan(want)] = 0.0
+        # Infinite references equal in the candidate leave NaN here (inf - inf): not errors.
+        finite = np.isfinite(error) & np.isfinite(want)
+        error[~finite] = 0.0
+        magnitude = np.abs(want, out=want)
+        allowed = np.multiply(magnitude, tolerance.rtol, out=got)
+        allowed += tolerance.atol
+        outside += int(np.count_nonzero(error > allowed))
+        at = int(np.argmax(error))
+        if error[at] > max_abs:
+            max_abs, worst = float(error[at]), start + at
+        part = shares[start : start + error.size]
+        part.fill(0.0)
+        np.divide(error, magnitude, out=part, where=finite & (magnitude > tolerance.atol))
+        max_rel = max(max_rel, float(part.max(initial=0.0)))
+        part.fill(0.0)
+        np.divide(error, allowed, out=part, where=finite & (allowed > 0))
     found = Comparison(
         ok=outside == 0,
-        max_abs=float(error.max()),
+        max_abs=max_abs,
         max_rel=max_rel,
         tolerance_used=float(shares.max(initial=0.0)),
-        worst_index=tuple(_index(int(np.argmax(error)), shape)),
+        worst_index=tuple(_index(worst, shape)),
         mismatched=outside,
-        total=int(error.size),
+        total=int(got_all.size),
     )
     return found, shares
 

@@ -3,6 +3,7 @@ located."""
 
 import numpy as np
 
+from maxkernel_tui.kernels.evaluation import compare
 from maxkernel_tui.kernels.evaluation.compare import compare_arrays, compare_files
 from maxkernel_tui.kernels.report.reasons import Mismatch, Reason
 from maxkernel_tui.kernels.report.words import comparison_words
@@ -65,3 +66,29 @@ def test_the_share_of_tolerance_passes_one_exactly_when_the_check_fails():
     result = compare_arrays(candidate, reference, TOL)
     assert not result.ok and result.max_rel == 0.0 and np.isclose(result.tolerance_used, 2.0)
     assert result.reason == Reason.OUTSIDE_TOLERANCE
+
+
+def test_chunks_find_what_one_pass_over_the_whole_array_finds(monkeypatch):
+    """Compared in chunks of 7 elements (millions at production), the worst element, the count
+    outside, the largest relative error and every share are those of the whole array at once,
+    equal infinities and NaN where the reference has NaN included."""
+    monkeypatch.setattr(compare, "_CHUNK", 7)
+    rng = np.random.default_rng(3)
+    reference = rng.standard_normal((5, 9)).astype(np.float32)
+    reference[1, 2], reference[4, 0] = np.inf, np.nan
+    candidate = reference + rng.standard_normal((5, 9)).astype(np.float32) * 0.004
+    candidate[1, 2], candidate[4, 0] = np.inf, np.nan
+    candidate[3, 7] += 0.3  # in the fourth chunk
+    candidate[0, 1] += 0.05
+    found, shares = compare.compare_with_shares(candidate, reference, TOL)
+    got, want = candidate.astype(np.float64).reshape(-1), reference.astype(np.float64).reshape(-1)
+    usable = np.isfinite(want)
+    with np.errstate(invalid="ignore"):
+        error = np.where(usable, np.abs(got - want), 0.0)
+    allowed = TOL.atol + TOL.rtol * np.abs(want)
+    assert found.worst_index == (3, 7) and found.max_abs == error.max()
+    assert found.mismatched == int((error > allowed).sum()) >= 2 and not found.ok
+    large = usable & (np.abs(want) > TOL.atol)
+    assert found.max_rel == (error[large] / np.abs(want[large])).max()
+    np.testing.assert_array_equal(shares, np.where(usable, error / allowed, 0.0))
+    assert found.tolerance_used == shares.max()

@@ -111,8 +111,9 @@ def tiles_check(
     for number, (values_file, indices_file, want) in enumerate(
         zip(run.values, run.indices, expected, strict=True)
     ):
-        indices = np.load(indices_file, allow_pickle=False)
-        values = np.load(values_file, allow_pickle=False)
+        # mapped: read once, into the comparison's chunks
+        indices = np.load(indices_file, mmap_mode="r", allow_pickle=False)
+        values = np.load(values_file, mmap_mode="r", allow_pickle=False)
         if values.shape != indices.shape or want.shape != indices.shape:
             return check(FAIL, Reason.TILES_MALFORMED)
         comparison, shares = compare_with_shares(values, want, tolerance)
