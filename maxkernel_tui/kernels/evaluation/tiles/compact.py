@@ -135,11 +135,13 @@ def compact_call(
     points: np.ndarray,
     sampled_grid: tuple[int, ...],
     uninitialized: Uninitialized,
+    placed_back: bool,
 ) -> Compacted:
     """The sampled call `name` (`params`, its grid `sampled_grid`) over compact operands.
     `original` is the production grid mapping; `points` the production grid point of each point
-    of the sampled grid, in its row-major order. Refuses (NotSampleable) a run whose compact
-    buffers do not fit."""
+    of the sampled grid, in its row-major order; `placed_back`: its outputs will be placed at
+    production shape (`Compacted.expand`), not only read by region (`Compacted.pick`). Refuses
+    (NotSampleable) a run whose compact buffers (and placed outputs) do not fit."""
     mapping = params["grid_mapping"]
     scalars = mapping.num_index_operands
     index_operands = [np.asarray(a) for a in args[:scalars]]
@@ -180,7 +182,9 @@ def compact_call(
     )
     operand_bytes = sum(_nbytes(a.shape, a.dtype) for a in new_args)
     output_bytes = sum(_nbytes(a.shape, a.dtype) for a in out_avals)
-    placed = sum(_nbytes(a.shape, a.dtype) for slots, a in outputs if slots is not None)
+    placed = sum(
+        _nbytes(a.shape, a.dtype) for slots, a in outputs if slots is not None and placed_back
+    )
     problem = tiles_memory.compact_shortfall(
         name, operand_bytes + output_bytes, placed, tiles_memory.memory_room()
     )

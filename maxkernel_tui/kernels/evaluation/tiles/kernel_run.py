@@ -66,11 +66,13 @@ def run_kernel(
     random_blocks: int,
     params: pltpu.InterpretParams,
     required: np.ndarray | None = None,
+    placed_back: bool = True,
 ) -> tuple[poison.Ran, list[list[Region]], KernelSample]:
     """The kernel's run on a sample of its output blocks (compact; `Ran.expand` places it at
     production shape), the regions of each output the sampled blocks write, and what was run.
     `required`: output blocks (rows of output-axis ids) the sample must hold (those a later
-    kernel's sample reads, sampled_run.py)."""
+    kernel's sample reads, sampled_run.py); `placed_back`: whether the caller will place the
+    outputs at production shape (for the memory check)."""
     mapping = eqn.params["grid_mapping"]
     grid = tuple(mapping.grid)
     index_operands = [np.asarray(a) for a in args[: mapping.num_index_operands]]
@@ -103,6 +105,7 @@ def run_kernel(
             to_production.points(),
             to_production.sampled_grid,
             params.uninitialized_memory,
+            placed_back,
         )
         whole.append(compacted.whole)
         result = pallas_call_p.bind(*compacted.args, **dict(compacted.params, interpret=params))

@@ -9,8 +9,10 @@ under the address-space limit, which would reject an honest kernel for our own w
 So a program whose buffers do not fit is not sampled, and its verdict says so.
 
 The sampled call is handed compact operands (compact.py: the sampled blocks only), so the
-interpreter's copies follow the sample; each kernel's outputs are placed back at production
-shape and dropped after their last use, as every production value is; the provenance pass keeps
+interpreter's copies follow the sample; a program whose outputs are its one kernel's reads them
+from the compact run and never makes them whole; otherwise each kernel's outputs are placed back
+at production shape and dropped after their last use, as every production value is; the
+provenance pass keeps
 only the sampled regions of each kernel's outputs (sampled_run.py). Before the run, the
 production values alive at each kernel are known (`shortfall`); once a kernel's sample is drawn,
 its compact buffers are (`compact_shortfall`).

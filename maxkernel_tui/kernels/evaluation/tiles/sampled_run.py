@@ -23,6 +23,7 @@ reference happens elsewhere (the harness), never in the process that runs the ca
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from collections.abc import Callable, Sequence
@@ -85,7 +86,10 @@ def run_sampled(
     """Run a traced program on concrete inputs with every pallas_call reduced to a sample of its
     output blocks (TPU interpret mode), then follow which outputs the sample decides."""
     buffers = _kernel_buffers(closed_jaxpr)
+    direct = _direct_outputs(closed_jaxpr.jaxpr) if len(buffers) == 1 else None
     final = value_bytes(closed_jaxpr.jaxpr.outvars)
+    if direct is not None:  # its outputs are read from the compact run, never made whole
+        buffers, final = [dataclasses.replace(b, output_bytes=0) for b in buffers], 0
     problem = tiles_memory.shortfall(buffers, final, tiles_memory.memory_room())
     if problem is not None:
         raise NotSampleable(problem)
@@ -94,14 +98,15 @@ def run_sampled(
         raise NotSampleable("the program has no pallas_call outside control flow")
     recorded: list[tuple[list[_Kept], list[list[Region]]]] = []
     kernels: list[KernelSample] = []
-    direct = _direct_outputs(closed_jaxpr.jaxpr) if len(plans) == 1 else None
     # the one kernel's run, its decided regions and output shapes, when direct
     straight: list[tuple[poison.Ran, list[list[Region]], list[tuple[int, ...]]]] = []
 
     def sampled(eqn: Any, args: list[Any]) -> list[Any]:
         # the planned sample exactly: it holds what the usual sampling would add
         required = plans[len(kernels)].sample
-        ran, regions, sample = run_kernel(eqn, args, rng, 0, params, required=required)
+        ran, regions, sample = run_kernel(
+            eqn, args, rng, 0, params, required=required, placed_back=direct is None
+        )
         kernels.append(sample)
         if direct is not None:  # its operands are what a provenance run would give it
             decided = pullback.decided_regions(eqn, args, plans[0], regions)

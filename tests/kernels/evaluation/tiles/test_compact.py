@@ -240,6 +240,24 @@ def test_a_kernel_that_fits_compact_is_run_and_one_that_does_not_is_refused(monk
         run_sampled(program, [x, w], np.random.default_rng(0), random_blocks=3, params=PARAMS)
 
 
+def test_a_kernel_whose_outputs_are_the_program_outputs_never_makes_them_whole(monkeypatch):
+    """The direct program's output is read from the compact run: a room that its 10 MiB output
+    at production shape (twice, with the provenance pass) would not fit runs it, and its values
+    are a whole run's; the same kernel inside a call (outputs placed back) is refused there."""
+    x, w = _gemm_inputs(rows=4096)
+    monkeypatch.setattr(tiles_memory, "memory_room", lambda: tiles_memory.MARGIN + 7 * 2**20)
+    direct = jax.make_jaxpr(_gemm)(x, w)
+    sampled = run_sampled(direct, [x, w], np.random.default_rng(0), random_blocks=3, params=PARAMS)
+    decided, output = placed(sampled.decided[0])
+    assert 0 < decided.sum() < decided.size
+    with pltpu.force_tpu_interpret_mode(PARAMS):
+        full = np.asarray(jax.jit(_gemm)(x, w))
+    np.testing.assert_array_equal(output[decided], full[decided])
+    inside = jax.make_jaxpr(jax.jit(_gemm))(x, w)
+    with pytest.raises(NotSampleable, match=r"_gemm_kernel's production outputs \(0.0 GiB\)"):
+        run_sampled(inside, [x, w], np.random.default_rng(0), random_blocks=3, params=PARAMS)
+
+
 def test_the_slot_table_maps_every_sampled_point_to_its_block():
     starts = np.array([[0, 0], [128, 0]])
     slots = compact._Slots(starts, (128, 128), np.array([[0, 1]], np.int32))
