@@ -22,8 +22,8 @@ from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.report.checks import PASS, Check, EvalReport
 from maxkernel_tui.kernels.report.reasons import Reason, TilesFigures
 from maxkernel_tui.kernels.report.words import check_words
-from tests.kernels.evaluation.tiles.placed import placed
 from tests.support.gemm_relu_variants import TASK, render
+from tests.support.placed_tiles import placed
 
 PARAMS = pltpu.InterpretParams(uninitialized_memory="nan", out_of_bounds_reads="raise")
 B = 128

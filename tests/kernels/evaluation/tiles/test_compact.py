@@ -14,7 +14,7 @@ from jax.experimental.pallas import tpu as pltpu
 from maxkernel_tui.kernels.evaluation.tiles import compact, kernel_run
 from maxkernel_tui.kernels.evaluation.tiles import memory as tiles_memory
 from maxkernel_tui.kernels.evaluation.tiles.sampled_run import NotSampleable, run_sampled
-from tests.kernels.evaluation.tiles.placed import placed
+from tests.support.placed_tiles import placed
 
 PARAMS = pltpu.InterpretParams(uninitialized_memory="nan", out_of_bounds_reads="raise")
 B = 128

@@ -23,8 +23,8 @@ from maxkernel_tui.kernels.evaluation.tiles.sampled_run import (
 )
 from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.report.reasons import Reason
-from tests.kernels.evaluation.tiles.placed import placed
 from tests.support.gemm_relu_variants import TASK, render
+from tests.support.placed_tiles import placed
 
 PARAMS = pltpu.InterpretParams(uninitialized_memory="nan", out_of_bounds_reads="raise")
 B = 128
