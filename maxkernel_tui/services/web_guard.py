@@ -12,16 +12,14 @@ from __future__ import annotations
 
 import hmac
 import secrets
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from aiohttp import web
+from aiohttp.typedefs import Handler, Middleware
 
 TOKEN_BYTES = 32  # 256 random bits, 43 URL-safe characters
 REFUSED = "forbidden: open the URL that `maxkernel-tui serve` printed, with its token\n"
 
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-Middleware = Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]
 
 # every response: the token in the page's URL never leaves in a Referer (the terminal's links
 # open other sites), nothing is cached, no other site frames the page

@@ -85,15 +85,21 @@ class TabApp(AppService):
     """One tab's app process: `argv` run directly (no shell), in a session of its own so that
     its group can be killed by id when it does not quit."""
 
-    def __init__(self, argv: Sequence[str], socket: web.WebSocketResponse) -> None:
+    def __init__(
+        self, argv: Sequence[str], socket: web.WebSocketResponse, quit_grace_s: float
+    ) -> None:
+        async def close() -> None:
+            await socket.close()
+
         super().__init__(
             " ".join(argv),
             write_bytes=socket.send_bytes,
             write_str=socket.send_str,
-            close=socket.close,
+            close=close,
             download_manager=DownloadManager(),  # the app delivers no files
         )
         self.argv = tuple(argv)
+        self.quit_grace_s = quit_grace_s
 
     async def _open_app_process(self, width: int = 80, height: int = 24) -> asyncio.subprocess.Process:
         self._process = await asyncio.create_subprocess_exec(
@@ -112,9 +118,9 @@ class TabApp(AppService):
         return self._process.pid if self._process is not None else None
 
     async def end(self) -> None:
-        """Ask the app to quit; past QUIT_GRACE_S its group is terminated, then killed."""
+        """Ask the app to quit; past `quit_grace_s` its group is terminated, then killed."""
         try:
-            await asyncio.wait_for(self.stop(), QUIT_GRACE_S)
+            await asyncio.wait_for(self.stop(), self.quit_grace_s)
         except (TimeoutError, ConnectionError, RuntimeError):
             pass  # not quitting, or its stdin already closed: the group is ended below
         process = self._process
@@ -138,10 +144,17 @@ class WorkbenchServer:
     """The served workbench: a page, its static files and one app per WebSocket, behind
     `token`. `app_argv` is the command line of one tab's app."""
 
-    def __init__(self, app_argv: Sequence[str], token: str | None = None) -> None:
+    def __init__(
+        self,
+        app_argv: Sequence[str],
+        token: str | None = None,
+        quit_grace_s: float = QUIT_GRACE_S,
+    ) -> None:
         self.app_argv = tuple(app_argv)
         self.token = token or new_token()
+        self.quit_grace_s = quit_grace_s
         self._tabs: set[TabApp] = set()
+        self._ending: set[asyncio.Task[None]] = set()
         self._runner: web.AppRunner | None = None
 
     def web_app(self) -> web.Application:
@@ -167,7 +180,7 @@ class WorkbenchServer:
 
     async def close(self) -> None:
         """End every tab's app (and so its workers), then stop listening."""
-        await asyncio.gather(*(tab.end() for tab in list(self._tabs)))
+        await asyncio.gather(*(self._end(tab) for tab in list(self._tabs)), *self._ending)
         if self._runner is not None:
             await self._runner.cleanup()
 
@@ -192,16 +205,24 @@ class WorkbenchServer:
             raise web.HTTPForbidden(text="forbidden: another site's page\n")
         socket = web.WebSocketResponse(heartbeat=HEARTBEAT_S)
         await socket.prepare(request)
-        tab = TabApp(self.app_argv, socket)
+        tab = TabApp(self.app_argv, socket, self.quit_grace_s)
         self._tabs.add(tab)
         try:
             await tab.start(_cells(request, "width", 80), _cells(request, "height", 24))
             await _relay(socket, tab)
         finally:
-            self._tabs.discard(tab)
-            await tab.end()
+            await self._end(tab)
             await socket.close()
         return socket
+
+    async def _end(self, tab: TabApp) -> None:
+        """End `tab`'s app to the last process, even when the tab's handler is cancelled (aiohttp
+        cancels it when the browser drops the connection) while it waits."""
+        self._tabs.discard(tab)
+        ending = asyncio.ensure_future(tab.end())
+        self._ending.add(ending)
+        ending.add_done_callback(self._ending.discard)
+        await asyncio.shield(ending)
 
 
 def _cells(request: web.Request, name: str, default: int) -> int:
