@@ -13,6 +13,7 @@ page finds the WebSocket from its own URL). web_guard.py refuses requests withou
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -101,7 +102,9 @@ class TabApp(AppService):
         self.argv = tuple(argv)
         self.quit_grace_s = quit_grace_s
 
-    async def _open_app_process(self, width: int = 80, height: int = 24) -> asyncio.subprocess.Process:
+    async def _open_app_process(
+        self, width: int = 80, height: int = 24
+    ) -> asyncio.subprocess.Process:
         self._process = await asyncio.create_subprocess_exec(
             *self.argv,
             stdin=asyncio.subprocess.PIPE,
@@ -119,10 +122,9 @@ class TabApp(AppService):
 
     async def end(self) -> None:
         """Ask the app to quit; past `quit_grace_s` its group is terminated, then killed."""
-        try:
+        # not quitting, or its stdin already closed: the group is ended below
+        with contextlib.suppress(TimeoutError, ConnectionError, RuntimeError):
             await asyncio.wait_for(self.stop(), self.quit_grace_s)
-        except (TimeoutError, ConnectionError, RuntimeError):
-            pass  # not quitting, or its stdin already closed: the group is ended below
         process = self._process
         if process is None:
             return

@@ -76,7 +76,9 @@ def test_the_workbench_in_chromium_from_picker_to_approval(tmp_path, suite_cache
             for refused in ("/ws", f"/ws?token={token}", f"/{token}x/ws"):
                 assert page.evaluate(WEBSOCKET_TRY, ws_base + refused) == "refused", refused
 
-            page.on("websocket", lambda ws: ws.on("framereceived", lambda frame: frames.append(frame)))
+            page.on(
+                "websocket", lambda ws: ws.on("framereceived", lambda frame: frames.append(frame))
+            )
             assert page.goto(url).status == 200
             wait_for_screen(page, "maxkernel-tui — 50 tasks", "12p_RMSNorm", timeout=120)
             page.focus(".xterm-helper-textarea")  # as a click on the terminal would
@@ -106,3 +108,24 @@ def test_the_workbench_in_chromium_from_picker_to_approval(tmp_path, suite_cache
     finally:
         status = stop_serve(server)
     assert status == 0
+
+
+def test_ctrl_q_in_the_tab_ends_its_app_and_the_page_says_so(tmp_path, suite_cache):
+    server, url = start_serve(serve_env(tmp_path, suite_cache), "--task", "12p_RMSNorm")
+    try:
+        with playwright.sync_playwright() as driver:
+            browser = driver.chromium.launch(executable_path=str(CHROMIUM))
+            context = browser.new_context()
+            context.add_init_script(KEEP_TERMINAL)
+            page = context.new_page()
+            page.goto(url)
+            wait_for_screen(page, "─ Source", '1  """12p_RMSNorm', timeout=120)
+            (app,) = children(server.pid)
+            page.focus(".xterm-helper-textarea")
+            page.keyboard.press("Control+q")
+            page.wait_for_selector(".ended", state="visible", timeout=60_000)
+            wait_for(lambda: not alive(app), 60, what="the tab's app ended")
+            assert server.poll() is None  # the server goes on serving other tabs
+            browser.close()
+    finally:
+        assert stop_serve(server) == 0

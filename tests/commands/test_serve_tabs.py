@@ -4,6 +4,7 @@ close ends every open tab. `maxkernel-tui serve`'s own arguments: loopback by de
 address only with a warning, the task or session passed to every tab's app."""
 
 import argparse
+import subprocess
 import sys
 from pathlib import Path
 
@@ -28,7 +29,9 @@ STUBBORN = (
 
 
 def environment_writer(path: Path) -> str:
-    return f"import os, time; open({str(path)!r}, 'w').write(repr(dict(os.environ))); time.sleep(600)"
+    return (
+        f"import os, time; open({str(path)!r}, 'w').write(repr(dict(os.environ))); time.sleep(600)"
+    )
 
 
 async def open_tab(
@@ -63,9 +66,7 @@ async def test_closing_the_server_ends_every_open_tab():
         assert not any(alive(pid) for pid in first | second)
 
 
-async def test_the_tab_app_gets_the_servers_environment_but_never_the_token(
-    tmp_path, monkeypatch
-):
+async def test_the_tab_app_gets_the_servers_environment_but_never_the_token(tmp_path, monkeypatch):
     monkeypatch.setenv("MAXKERNEL_TUI_DATA_DIR", str(tmp_path / "data"))
     written = tmp_path / "environ"
     server = WorkbenchServer(
@@ -130,3 +131,18 @@ def test_an_unknown_task_or_both_task_and_session_is_an_error(capsys):
     with pytest.raises(SystemExit) as both:
         main(["serve", "--task", "12p", "--resume", "x"])
     assert both.value.code == 2
+
+
+def test_an_unknown_session_to_resume_is_an_error(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("MAXKERNEL_TUI_DATA_DIR", str(tmp_path / "data"))
+    assert main(["serve", "--resume", "nope"]) == 2
+    assert "no sessions yet" in capsys.readouterr().err
+
+
+def test_the_server_imports_neither_jax_nor_textual():
+    code = (
+        "import sys, maxkernel_tui.commands.serve, maxkernel_tui.services.web_server; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('jax', 'jaxlib', 'textual')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

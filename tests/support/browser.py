@@ -45,7 +45,7 @@ READ_SCREEN = """() => {
 def serve_env(tmp_path: Path, cache: Path, **extra: str) -> dict[str, str]:
     """An environment like a user's with an empty home, the files in `tmp_path`, no keys."""
     home = tmp_path / "home"
-    home.mkdir(exist_ok=True)
+    home.mkdir(parents=True, exist_ok=True)
     return {
         "HOME": str(home),
         "PATH": "/usr/bin:/bin",
