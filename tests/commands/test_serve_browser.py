@@ -1,8 +1,9 @@
 """`maxkernel-tui serve` in a real headless Chromium (Debian's, driven by Playwright): the page
 loads with the token, the task picker is read from the tab, enter opens a task, F5 starts the
-built-in agent and its plan appears, `a` approves it and the implementer's kernel is proposed;
-without the token the page and the WebSocket are refused; neither the token nor a key ever
-reaches the tab; closing the tab leaves no process behind."""
+built-in agent and its plan appears, `a` approves it and the implementer's kernel is proposed,
+`a` again and the kernel's evaluation runs; without the token the page and the WebSocket are
+refused; neither the token nor a key ever reaches the tab; closing the tab mid-evaluation
+leaves no process behind (the app, its fork server, its workers)."""
 
 import urllib.error
 import urllib.request
@@ -91,11 +92,14 @@ def test_the_workbench_in_chromium_from_picker_to_approval(tmp_path, suite_cache
             wait_for_screen(page, "planner proposes a plan", "# Plan:", timeout=240)
             page.keyboard.press("a")
             wait_for_screen(page, "implementer proposes a kernel", timeout=240)
+            page.keyboard.press("a")  # the kernel approved: its evaluation runs in workers
+            wait_for_screen(page, "i1/implement/test", timeout=240)
 
             (app,) = children(server.pid)
             environment = Path(f"/proc/{app}/environ").read_bytes()
             assert token.encode() not in environment
             processes = {app} | descendants(app)
+            assert len(processes) > 2  # the app, its fork server and workers
             page.close()
             wait_for(
                 lambda: not any(alive(pid) for pid in processes), 60, what=f"{processes} ended"
