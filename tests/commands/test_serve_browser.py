@@ -114,22 +114,54 @@ def test_the_workbench_in_chromium_from_picker_to_approval(tmp_path, suite_cache
     assert status == 0
 
 
-def test_ctrl_q_in_the_tab_ends_its_app_and_the_page_says_so(tmp_path, suite_cache):
+def open_workbench(driver, url: str):
+    """A tab on the workbench of the task `serve` was given, its keys going to the app."""
+    browser = driver.chromium.launch(executable_path=str(CHROMIUM))
+    context = browser.new_context(viewport={"width": 1600, "height": 1000})
+    context.add_init_script(KEEP_TERMINAL)
+    page = context.new_page()
+    page.goto(url)
+    wait_for_screen(page, "─ Source", '1  """12p_RMSNorm', timeout=120)
+    page.focus(".xterm-helper-textarea")
+    return browser, page
+
+
+def test_ctrl_q_in_the_tab_while_auto_runs_ends_its_app_and_the_page_says_so(tmp_path, suite_cache):
     server, url = start_serve(serve_env(tmp_path, suite_cache), "--task", "12p_RMSNorm")
     try:
         with playwright.sync_playwright() as driver:
-            browser = driver.chromium.launch(executable_path=str(CHROMIUM))
-            context = browser.new_context()
-            context.add_init_script(KEEP_TERMINAL)
-            page = context.new_page()
-            page.goto(url)
-            wait_for_screen(page, "─ Source", '1  """12p_RMSNorm', timeout=120)
+            browser, page = open_workbench(driver, url)
             (app,) = children(server.pid)
-            page.focus(".xterm-helper-textarea")
+            page.keyboard.press("F2")  # hands the session to Auto
+            wait_for_screen(page, "─ AUTO ─", timeout=240)
+            processes = {app} | descendants(app)
             page.keyboard.press("Control+q")
             page.wait_for_selector(".ended", state="visible", timeout=60_000)
-            wait_for(lambda: not alive(app), 60, what="the tab's app ended")
+            wait_for(
+                lambda: not any(alive(pid) for pid in processes), 60, what=f"{processes} ended"
+            )
             assert server.poll() is None  # the server goes on serving other tabs
             browser.close()
     finally:
         assert stop_serve(server) == 0
+
+
+def test_the_search_screen_in_the_tab_and_stopping_the_server_ends_it_to_the_last_worker(
+    tmp_path, suite_cache
+):
+    server, url = start_serve(serve_env(tmp_path, suite_cache), "--task", "12p_RMSNorm")
+    try:
+        with playwright.sync_playwright() as driver:
+            browser, page = open_workbench(driver, url)
+            page.keyboard.press("F3")  # a graph search from the source, on its own screen
+            wait_for_screen(page, "search ─ 12p_RMSNorm ─ running", "─ Nodes", timeout=240)
+            (app,) = children(server.pid)
+            processes = {app} | descendants(app)
+            assert stop_serve(server) == 0  # SIGTERM, as Ctrl-C: every tab's app ends first
+            wait_for(
+                lambda: not any(alive(pid) for pid in processes), 30, what=f"{processes} ended"
+            )
+            page.wait_for_selector(".ended", state="visible", timeout=60_000)
+            browser.close()
+    finally:
+        server.kill()
