@@ -121,25 +121,28 @@ class TabApp(AppService):
         return self._process.pid if self._process is not None else None
 
     async def end(self) -> None:
-        """Ask the app to quit; past `quit_grace_s` its group is terminated, then killed."""
+        """Ask the app to quit; past `quit_grace_s` its group is terminated, then killed; what
+        is left of the group after the app (a child of its own that outlived it) is killed
+        too. (Workers in sessions of their own end with the app: kernels/worker_main.py.)"""
         # not quitting, or its stdin already closed: the group is ended below
         with contextlib.suppress(TimeoutError, ConnectionError, RuntimeError):
             await asyncio.wait_for(self.stop(), self.quit_grace_s)
         process = self._process
         if process is None:
             return
-        for signum, grace in ((signal.SIGTERM, TERM_GRACE_S), (signal.SIGKILL, None)):
-            if process.returncode is not None:
-                break  # reaped: its pid, and so its group's id, may be another's now
-            try:
-                os.killpg(process.pid, signum)
-            except ProcessLookupError:
-                break
-            try:
-                await asyncio.wait_for(process.wait(), grace)
-            except TimeoutError:
-                continue
+        if process.returncode is None:
+            _signal_group(process.pid, signal.SIGTERM)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(process.wait(), TERM_GRACE_S)
+        # a group's id is not reused while a member lives (POSIX), so this reaches the app's
+        # group only, or nothing once it is empty
+        _signal_group(process.pid, signal.SIGKILL)
         await process.wait()
+
+
+def _signal_group(group: int, signum: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(group, signum)
 
 
 class WorkbenchServer:

@@ -27,6 +27,14 @@ STUBBORN = (
     "print('started', flush=True); time.sleep(600)"
 )
 
+# an app that quits when asked (any byte on its stdin) but leaves a child of its group behind
+QUITS_LEAVING_A_CHILD = (
+    "import subprocess, sys; "
+    "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'], "
+    "stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL); "
+    "print('started', flush=True); sys.stdin.buffer.read(1)"
+)
+
 
 def environment_writer(path: Path) -> str:
     return (
@@ -56,6 +64,14 @@ async def test_closing_the_tab_ends_an_app_that_does_not_quit_and_its_group():
         assert server.app_pids() == []
 
 
+async def test_what_a_quitting_app_leaves_of_its_group_is_ended_with_it():
+    server = WorkbenchServer([sys.executable, "-c", QUITS_LEAVING_A_CHILD], token=TOKEN)
+    async with TestClient(TestServer(server.web_app())) as client:
+        socket, pids = await open_tab(server, client, children=1)
+        await socket.close()
+        await eventually(lambda: not any(alive(pid) for pid in pids), 30, what=f"{pids} ended")
+
+
 async def test_closing_the_server_ends_every_open_tab():
     server = WorkbenchServer([sys.executable, "-c", STUBBORN], token=TOKEN, quit_grace_s=0.5)
     async with TestClient(TestServer(server.web_app())) as client:
@@ -63,7 +79,8 @@ async def test_closing_the_server_ends_every_open_tab():
         _, second = await open_tab(server, client, children=1)
         assert first.isdisjoint(second)  # one app per tab
         await server.close()
-        assert not any(alive(pid) for pid in first | second)
+        # the apps were waited for; their children were sent SIGKILL, which lands at once
+        await eventually(lambda: not any(alive(pid) for pid in first | second), 10)
 
 
 async def test_the_tab_app_gets_the_servers_environment_but_never_the_token(tmp_path, monkeypatch):
