@@ -48,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
         profile,
         run,
         search,
+        serve,
         sessions,
         settings,
         tasks,
@@ -79,6 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_parser(commands)
     doctor.add_parser(commands)
     settings.add_parser(commands)
+    serve.add_parser(commands)
     return parser
 
 

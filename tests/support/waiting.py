@@ -65,3 +65,16 @@ def wait_for_frame(tmux: list[str], *needles: str, timeout: float = 60.0) -> str
         return wait_for(whole, timeout)
     except AssertionError:
         raise AssertionError(f"no frame with all of {needles}; last screen:\n{last[0]}") from None
+
+
+async def eventually(
+    condition: Callable[[], T], timeout: float = 60.0, interval: float = 0.05, what: str = ""
+) -> T:
+    """`wait_for` on a running event loop: its tasks keep running while we wait."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while loop.time() < deadline:
+        if value := condition():
+            return value
+        await asyncio.sleep(interval)
+    raise AssertionError(f"condition not met in {timeout:.0f} s{': ' + what if what else ''}")
