@@ -17,7 +17,7 @@ from maxkernel_tui.screens.wrapping_log import WrappingLog
 from maxkernel_tui.visible import visible
 
 ACTIVITY_LINES = 3000  # the activity log keeps the most recent lines only
-TITLE = "Agents  (F5 run · F2 HITL⇄Auto · esc stop · ctrl+t message)"
+TITLE = "Agents  (F5 run · F2 HITL⇄Auto · esc stop · ctrl+t or ctrl+g message)"
 KEYS = "a approve · e edit (ctrl+s submits) · r reject · f2 hand off to Auto · esc stop"
 NOTHING_KEYS = (
     "a (or f5) go on with the current one · e edit it (ctrl+s submits) · r or ctrl+t say what "

@@ -85,7 +85,8 @@ class WorkbenchScreen(ShowsWorkerErrors, Screen[None]):
         Binding("ctrl+s", "save", "Save", priority=True),
         Binding("f4", "edit_plan", "Edit plan", priority=True),
         Binding("f6", "previous_version", "Undo version", priority=True),
-        Binding("ctrl+t", "message", "Message", priority=True),
+        # ctrl+g too: a browser tab (`serve`) never hands the page ctrl+t, its new-tab key
+        Binding("ctrl+t,ctrl+g", "message", "Message", priority=True),
         Binding("ctrl+q", "app.quit", "Quit", priority=True),
     ]
     mode: reactive[Mode] = reactive(Mode.HITL, init=False, bindings=True)

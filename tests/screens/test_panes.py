@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
 from textual.app import App
 from textual.widgets import DataTable, Static
 
@@ -110,6 +111,17 @@ async def test_a_rejection_asks_why_and_the_reason_goes_with_it(tmp_path) -> Non
         answer = await asyncio.wait_for(decision, 5)
         assert (answer.action, answer.feedback) == (REJECT, "smaller")
         assert not screen.agents.asking
+
+
+@pytest.mark.parametrize("key", ["ctrl+t", "ctrl+g"])
+async def test_a_message_for_the_agents_opens_on_either_key(tmp_path, key) -> None:
+    """ctrl+g as well as ctrl+t: a browser tab keeps ctrl+t (a new tab) from the page."""
+    app = Bench(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = app.workbench
+        assert not screen.agents.asking
+        await pilot.press(key)
+        assert screen.agents.asking and screen.agents.purpose == "message"
 
 
 async def test_the_mode_reactive_drives_the_status_line(tmp_path) -> None:
