@@ -200,7 +200,6 @@ def decided_regions(
     inputs = args[mapping.num_index_operands :]
     points = _points(mapping, kernel.output_axes, kernel.sample)
     steps = len(points) // len(kernel.sample)
-    masks: dict[int, np.ndarray] = {}
     per_block = [[True] * len(kernel.sample) for _ in inputs]
     for i, (value, reads) in enumerate(zip(inputs, _reads(eqn, operands, points), strict=True)):
         if i in kernel.opaque:
@@ -208,11 +207,15 @@ def decided_regions(
             continue
         if not jnp.issubdtype(value.dtype, jnp.floating):
             continue
-        mask = masks.setdefault(i, np.asarray(jnp.isnan(value)))
+        array = np.asarray(value)  # only the boxes read are looked at: inputs can be GiBs
+        undecided: dict[Box, bool] = {}  # a box read by several blocks is looked at once
         for block in range(len(kernel.sample)):
             rows = reads[block * steps : (block + 1) * steps]
             per_block[i][block] = not any(
-                mask[tuple(slice(a, b) for a, b in box)].any() for box in _unique(rows)
+                undecided.setdefault(
+                    box, bool(np.isnan(array[tuple(slice(a, b) for a, b in box)]).any())
+                )
+                for box in _unique(rows)
             )
     decided = [all(flags[block] for flags in per_block) for block in range(len(kernel.sample))]
     if all(decided):

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -160,7 +161,9 @@ def _picked(
     values = [ran.pick(number, region).reshape(-1) for region in ordered]
     flat = np.concatenate(indices) if indices else np.zeros(0, np.int64)
     picked = np.concatenate(values) if values else np.zeros(0, aval.dtype)
-    if flat.size > 1 and not (np.diff(flat) > 0).all():  # boxes interleaved along a row
+    # each region is in row-major order; regions that interleave (side by side along a row)
+    # are sorted together
+    if any(a.size and b.size and a[-1] >= b[0] for a, b in itertools.pairwise(indices)):
         order = np.argsort(flat, kind="stable")
         flat, picked = flat[order], picked[order]
     return Decided(tuple(aval.shape), flat, picked.astype(aval.dtype))
