@@ -27,7 +27,7 @@ from maxkernel_tui.agents.orchestration.limits import NothingNew
 from maxkernel_tui.agents.orchestration.steps import Steps
 from maxkernel_tui.agents.search.algorithms import Algorithm, NodePlan
 from maxkernel_tui.agents.search.config import SearchConfig
-from maxkernel_tui.agents.search.expansion import Duplicate, expand, node_steps
+from maxkernel_tui.agents.search.expansion import Duplicate, by_hand, expand, node_steps
 from maxkernel_tui.agents.search.graph import (
     ACCEPTED,
     FAILED,
@@ -40,6 +40,7 @@ from maxkernel_tui.agents.search.graph import (
     SearchGraph,
 )
 from maxkernel_tui.agents.search.limits import CappedTools, GatedClient
+from maxkernel_tui.agents.search.steering import BY_HAND, Steer, Steering, give
 from maxkernel_tui.kernels.executors.errors import EvaluationLost
 from maxkernel_tui.kernels.report.status import Verdict
 from maxkernel_tui.store.kinds import Mode, SessionStatus
@@ -90,6 +91,7 @@ class Search:
         # Each kernel's fingerprint -> the first node that has it (judged or being judged), so a
         # node whose implementer repeats a kernel is merged before it costs an evaluation.
         self._kernels: dict[str, str] = {}
+        self.steering = Steering(base.journal)
         for known in graph.in_order():
             if known.hash:
                 self._kernels.setdefault(known.hash, known.ref)
@@ -115,7 +117,12 @@ class Search:
             task.cancel()
 
     def prune(self, ref: str) -> list[Node]:
-        return self.graph.prune(ref, self.round)
+        return self.graph.prune(ref, self.round, keep=self.steering.pinned())
+
+    def steer(self, steer: Steer) -> Steer:
+        """Store the engineer's steering action; the search takes it up at its next round (a
+        node pinned is kept by pruning at once)."""
+        return give(self.base.store, self.base.session_id, steer)
 
     # -- the search ----------------------------------------------------------------------------
 
@@ -141,14 +148,10 @@ class Search:
 
     async def _rounds(self) -> str:
         """Round after round until the depth, the caps or a stop; why the search ended."""
-        reason, counter = "", 0
-        for round_ in range(self.config.depth + 1):
+        reason, counter, round_ = "", 0, 0
+        while round_ <= self.config.depth or self._steered_beyond(round_):
             self.round = round_
-            plans = (
-                [root_plan(self.seed)]
-                if round_ == 0
-                else self.algorithm.plan_round(self.graph, round_)
-            )
+            plans = self._plan(round_, fresh=f"n{counter}" not in self.graph.nodes)
             for skipped in self.algorithm.moves.skipped.values():
                 self.graph.skip(skipped.node, skipped.strategy, skipped.reason)
             if not plans:
@@ -173,7 +176,27 @@ class Search:
             reason = self._why_stop(round_)
             if reason:
                 return reason
+            round_ += 1
         return reason or f"depth {self.config.depth} reached"
+
+    def _plan(self, round_: int, fresh: bool) -> list[NodePlan]:
+        """The round's nodes: the algorithm's (none past the depth), then those the engineer's
+        steering asks for. `fresh`: the round is planned for the first time (not replayed)."""
+        if round_ == 0:
+            return [root_plan(self.seed)]
+        planned = (
+            self.algorithm.plan_round(self.graph, round_) if round_ <= self.config.depth else []
+        )
+        steers = self.steering.take_up(round_, fresh)
+        strategies = self.algorithm.strategies
+        return planned + self.steering.plans(self.graph, round_, strategies, steers)
+
+    def _steered_beyond(self, round_: int) -> bool:
+        """Past the depth, a round runs only for steering: taken up at it before (a replay),
+        or given and not taken up yet."""
+        if self._stopping or self._budget:
+            return False
+        return self.steering.waiting() or round_ in self.steering.taken.values()
 
     async def _run_round(self, work: list[tuple[Node, NodePlan]]) -> None:
         tasks = self._tasks = [
@@ -221,15 +244,19 @@ class Search:
         parent = self.graph[node.parents[0]] if node.parents else None
         source = parent.source if parent is not None and parent.status == ACCEPTED else self.seed
         try:
-            done = await expand(
-                self._steps(),
-                node.ref,
-                source,
-                parent.plan if parent else "",
-                plan.instruction,
-                strategy=plan.strategy,
-                claim=lambda kernel: self._claim(kernel, node.ref),
-            )
+            if plan.strategy == BY_HAND:  # the engineer's kernel, judged like any other
+                hand = self.steering.hand_source(plan.tags["steer"])
+                done = await by_hand(self._steps(), node.ref, parent.source if parent else "", hand)
+            else:
+                done = await expand(
+                    self._steps(),
+                    node.ref,
+                    source,
+                    parent.plan if parent else "",
+                    plan.instruction,
+                    strategy=plan.strategy,
+                    claim=lambda kernel: self._claim(kernel, node.ref),
+                )
         except BudgetExceeded as error:
             self._budget = self._budget or str(error)
             self.graph.update(node, STOPPED, detail=str(error), **self._spent(node.ref))
