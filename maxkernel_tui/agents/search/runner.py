@@ -8,6 +8,7 @@ Graph session's status: active while it runs, then done or stopped. No jax here.
 from __future__ import annotations
 
 import asyncio
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +26,7 @@ from maxkernel_tui.agents.orchestration.fingerprint import kernel_hash
 from maxkernel_tui.agents.orchestration.gates import AutoGate
 from maxkernel_tui.agents.orchestration.limits import NothingNew
 from maxkernel_tui.agents.orchestration.steps import Steps
+from maxkernel_tui.agents.orchestration.scoring import Score, estimated_score
 from maxkernel_tui.agents.search.algorithms import Algorithm, NodePlan
 from maxkernel_tui.agents.search.config import SearchConfig
 from maxkernel_tui.agents.search.expansion import Duplicate, by_hand, expand, node_steps
@@ -42,6 +44,7 @@ from maxkernel_tui.agents.search.graph import (
 from maxkernel_tui.agents.search.limits import CappedTools, GatedClient
 from maxkernel_tui.agents.search.steering import BY_HAND, Steer, Steering, give
 from maxkernel_tui.kernels.executors.errors import EvaluationLost
+from maxkernel_tui.kernels.service.service import KernelSource
 from maxkernel_tui.kernels.report.status import Verdict
 from maxkernel_tui.store.kinds import Mode, SessionStatus
 
@@ -151,11 +154,12 @@ class Search:
         reason, counter, round_ = "", 0, 0
         while round_ <= self.config.depth or self._steered_beyond(round_):
             self.round = round_
-            plans = self._plan(round_, fresh=f"n{counter}" not in self.graph.nodes)
+            plans = await self._plan(round_, fresh=f"n{counter}" not in self.graph.nodes)
             for skipped in self.algorithm.moves.skipped.values():
                 self.graph.skip(skipped.node, skipped.strategy, skipped.reason)
             if not plans:
-                return "nothing left to expand"
+                beyond = round_ > self.config.depth  # a round for steering that grew nothing
+                return f"depth {self.config.depth} reached" if beyond else "nothing left to expand"
             nodes = []
             for plan in plans:
                 nodes.append(
@@ -179,17 +183,45 @@ class Search:
             round_ += 1
         return reason or f"depth {self.config.depth} reached"
 
-    def _plan(self, round_: int, fresh: bool) -> list[NodePlan]:
+    async def _plan(self, round_: int, fresh: bool) -> list[NodePlan]:
         """The round's nodes: the algorithm's (none past the depth), then those the engineer's
         steering asks for. `fresh`: the round is planned for the first time (not replayed)."""
         if round_ == 0:
             return [root_plan(self.seed)]
+        steers = self.steering.take_up(round_, fresh)
+        await self._follow_target()
         planned = (
             self.algorithm.plan_round(self.graph, round_) if round_ <= self.config.depth else []
         )
-        steers = self.steering.take_up(round_, fresh)
         strategies = self.algorithm.strategies
         return planned + self.steering.plans(self.graph, round_, strategies, steers)
+
+    async def _follow_target(self) -> None:
+        """The score on the TPU generation the engineer chose last: later profiles estimate on
+        it, and accepted nodes scored on another generation are estimated again (once: a
+        resumed search finds them done)."""
+        target = self.steering.target()
+        if target is None:
+            return
+        if target != self.tools.target:
+            self.tools.estimate_on(target)
+        for node in self.graph.in_order():
+            if node.status != ACCEPTED or node.version_id is None:
+                continue
+            if re.search(rf" on {re.escape(target)}\b", node.score_kind):
+                continue
+            kernel = KernelSource(node.source, f"{node.ref}.py")
+            result = await self.tools.profile(kernel, estimate_only=True)
+            score = (
+                Score(None, f"estimated on {target}: no profile ({result.error})")
+                if result.summary is None
+                else estimated_score(result.summary, target)
+            )
+            if score.value is not None:
+                self.base.store.record_score(node.version_id, score.value, score.kind)
+            self.graph.update(
+                node, ACCEPTED, why=f"scored on {target}", score=score.value, score_kind=score.kind
+            )
 
     def _steered_beyond(self, round_: int) -> bool:
         """Past the depth, a round runs only for steering: taken up at it before (a replay),

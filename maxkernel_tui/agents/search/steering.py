@@ -129,15 +129,18 @@ class Steering:
         return pinned(self.all())
 
     def target(self) -> str | None:
-        """The TPU generation the engineer last asked the score for, if any."""
-        chosen = [s.target for s in self.all() if s.action == SteerAction.TARGET]
+        """The TPU generation the engineer last asked the score for (taken up), if any."""
+        chosen = [
+            s.target for s in self.all() if s.action == SteerAction.TARGET and s.id in self.taken
+        ]
         return chosen[-1] if chosen else None
 
     def take_up(self, round_: int, fresh: bool) -> list[Steer]:
-        """The actions of `round_`: those taken up at it before (a replayed round), and, when
-        the round is `fresh` (planned now for the first time), every one not taken up yet."""
+        """The actions that add nodes to `round_`: those taken up at it before (a replayed
+        round), and, when the round is `fresh` (planned now for the first time), every one not
+        taken up yet. The others (a pin, the score's generation) are taken up at any round."""
         for steer in self.all():
-            if steer.id in self.taken or not fresh:
+            if steer.id in self.taken or (steer.action in GROWING and not fresh):
                 continue
             when = round_ if steer.action in GROWING else None
             self.journal.emit(
@@ -168,8 +171,8 @@ class Steering:
         return plans
 
     def waiting(self) -> bool:
-        """An action that adds a node was given and not taken up yet."""
-        return any(s.action in GROWING and s.id not in self.taken for s in self.all())
+        """An action was given and not taken up yet."""
+        return any(s.id not in self.taken for s in self.all())
 
     def hand_source(self, steer_id: int) -> str:
         return self.steers[steer_id].source if steer_id in self.steers else ""

@@ -110,3 +110,20 @@ async def test_a_node_steering_needs_a_node(bench: Bench) -> None:
     search = bench.search(provider(), algorithm="parallel", width=1, depth=1)
     with pytest.raises(ValueError, match="needs a node"):
         search.steer(Steer(SteerAction.IDEA, text="no node"))
+
+
+async def test_the_score_moves_to_the_tpu_generation_the_engineer_chose(bench: Bench) -> None:
+    search = bench.search(provider(), algorithm="parallel", width=1, depth=1)
+    await search.run()
+    assert all("on v5e" in n.score_kind for n in search.graph.in_order())
+    session = search.base.session_id
+    give(bench.store, session, Steer(SteerAction.TARGET, target="v6e"))
+
+    resumed = bench.search(provider(), session_id=session)
+    outcome = await resumed.run()
+    accepted = [n for n in resumed.graph.in_order() if n.status == ACCEPTED]
+    assert accepted and all(n.score_kind == "estimated speedup vs XLA on v6e" for n in accepted)
+    assert outcome.score_kind == "estimated speedup vs XLA on v6e"
+    assert bench.store.best_kernel(session).score_kind == "estimated speedup vs XLA on v6e"
+    (event,) = events(bench.store, session, Steered)
+    assert event.round is None and event.words == "score on TPU v6e"
