@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from maxkernel_tui.store.db import Store
-from maxkernel_tui.store.kinds import SteerAction
+from maxkernel_tui.store.kinds import EventKind, SteerAction
 from maxkernel_tui.store.redact import redact
 from maxkernel_tui.store.rows import SteeringRow
 
@@ -30,6 +30,17 @@ def add_steering(
         store._touch(conn, session_id)
     assert cursor.lastrowid is not None
     return SteeringRow(cursor.lastrowid, session_id, action, json.loads(text), now)
+
+
+def taken_up(store: Store, session_id: str) -> dict[int, int | None]:
+    """Steering row id -> the round the search took it up at (None: not for a round), from the
+    search's `steered` events."""
+    rows = store._read(
+        "SELECT json_extract(payload, '$.steer_id'), json_extract(payload, '$.round') "
+        "FROM events WHERE session_id = ? AND kind = ?",
+        (session_id, str(EventKind.STEERED)),
+    )
+    return {int(steer_id): round_ for steer_id, round_ in rows}
 
 
 def steering(store: Store, session_id: str, after_id: int = 0) -> list[SteeringRow]:

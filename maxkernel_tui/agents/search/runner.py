@@ -29,7 +29,13 @@ from maxkernel_tui.agents.orchestration.steps import Steps
 from maxkernel_tui.agents.orchestration.scoring import Score, estimated_score
 from maxkernel_tui.agents.search.algorithms import Algorithm, NodePlan
 from maxkernel_tui.agents.search.config import SearchConfig
-from maxkernel_tui.agents.search.expansion import Duplicate, by_hand, expand, node_steps
+from maxkernel_tui.agents.search.expansion import (
+    Duplicate,
+    Expansion,
+    by_hand,
+    expand,
+    node_steps,
+)
 from maxkernel_tui.agents.search.graph import (
     ACCEPTED,
     FAILED,
@@ -275,6 +281,7 @@ class Search:
         self.graph.update(node, RUNNING)
         parent = self.graph[node.parents[0]] if node.parents else None
         source = parent.source if parent is not None and parent.status == ACCEPTED else self.seed
+        done: Expansion | Duplicate
         try:
             if plan.strategy == BY_HAND:  # the engineer's kernel, judged like any other
                 hand = self.steering.hand_source(plan.tags["steer"])
