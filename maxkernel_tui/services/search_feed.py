@@ -21,7 +21,7 @@ from maxkernel_tui.agents.search.steering import Steer, give, given, pinned
 from maxkernel_tui.services.delivery import BatchedDelivery, Deliver
 from maxkernel_tui.services.evidence import CardSubject, EvidenceCard, report_card, version_card
 from maxkernel_tui.store.db import Store
-from maxkernel_tui.store.kinds import SessionStatus
+from maxkernel_tui.store.kinds import SessionStatus, SteerAction
 from maxkernel_tui.store.rows import BestKernel
 from maxkernel_tui.store.steering import taken_up
 
@@ -39,6 +39,10 @@ class Skipped:
     reason: str
 
 
+# Steering in force the moment it is given, whatever the search does next.
+AT_ONCE = frozenset({SteerAction.PIN, SteerAction.UNPIN, SteerAction.COMPARE})
+
+
 @dataclass(frozen=True)
 class SteerShown:
     """A steering action as the screen lists it: taken up (at `round`, None: at once) or
@@ -49,6 +53,8 @@ class SteerShown:
     round: int | None
 
     def words(self) -> str:
+        if self.steer.action in AT_ONCE:
+            return self.steer.words()  # in force (a pin) or shown (a comparison) when given
         if not self.taken:
             return f"{self.steer.words()}: waiting for the next round"
         when = "taken up" if self.round is None else f"its node in round {self.round}"
