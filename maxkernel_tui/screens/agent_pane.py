@@ -18,7 +18,10 @@ from maxkernel_tui.visible import visible
 
 ACTIVITY_LINES = 3000  # the activity log keeps the most recent lines only
 TITLE = "Agents  (F5 run · F2 HITL⇄Auto · esc stop · ctrl+t message)"
-KEYS = "a approve · e edit (ctrl+s submits) · r reject · f2 hand off to Auto · esc stop"
+KEYS = (
+    "a approve · e edit (ctrl+s submits) · r reject · c evidence card · f2 hand off to Auto · "
+    "esc stop"
+)
 NOTHING_KEYS = (
     "a (or f5) go on with the current one · e edit it (ctrl+s submits) · r or ctrl+t say what "
     "to try · esc stop"
@@ -32,6 +35,7 @@ class ProposalView(ScrollableContainer, can_focus=True):
 
     def compose(self) -> ComposeResult:
         yield Static(id="proposal-header", markup=False)
+        yield Static(id="proposal-draft", markup=False)
         yield Static(id="proposal-diff")
 
     def show(self, proposal: Proposal) -> None:
@@ -45,6 +49,7 @@ class ProposalView(ScrollableContainer, can_focus=True):
             + f"  —  {KEYS}"
         )
         self.query_one("#proposal-header", Static).update(header)
+        self.query_one("#proposal-draft", Static).update("")
         text = (
             diffs.unified(proposal.previous, proposal.content)
             if proposal.previous
@@ -123,6 +128,10 @@ class AgentPane(Horizontal):
         self.add_class("-pending")
         self.post_message(self.ProposalWaiting(True))
         view.focus()
+
+    def show_draft(self, words: str) -> None:
+        """What the proposal's verdict is, judged ahead of the decision (draft-ahead)."""
+        self.query_one("#proposal-draft", Static).update(visible(words))
 
     def hide_proposal(self) -> None:
         self.proposal = None

@@ -6,7 +6,6 @@ key away, and its portability matrix one more."""
 
 from __future__ import annotations
 
-import os
 
 import pytest
 from textual.app import App
@@ -25,20 +24,12 @@ from maxkernel_tui.store.db import Store
 from maxkernel_tui.store.kinds import SteerAction
 from tests.fakes.role_provider import RoleProvider
 from tests.support.engine import GOOD, Bench, rmsnorm_task, variant
-from tests.support.screens import tree_labels
+from tests.support.screens import screenshot, tree_labels
 from tests.support.waiting import until
 
 pytestmark = pytest.mark.asyncio
 
 IDEA = "keep x in VMEM across both passes"
-
-
-def screenshot(app: App[None], name: str) -> None:
-    """Save the screen as SVG where MAXKERNEL_TUI_SCREENSHOTS names a folder (how the README's
-    pictures in benchmarks/results/ were made); nothing otherwise."""
-    folder = os.environ.get("MAXKERNEL_TUI_SCREENSHOTS")
-    if folder:
-        app.save_screenshot(name, folder)
 
 
 def steering_text(screen: SearchScreen) -> str:

@@ -25,8 +25,8 @@ from maxkernel_tui.agents.orchestration.events import (
 from maxkernel_tui.agents.orchestration.fingerprint import kernel_hash
 from maxkernel_tui.agents.orchestration.gates import AutoGate
 from maxkernel_tui.agents.orchestration.limits import NothingNew
-from maxkernel_tui.agents.orchestration.steps import Steps
 from maxkernel_tui.agents.orchestration.scoring import Score, estimated_score
+from maxkernel_tui.agents.orchestration.steps import Steps
 from maxkernel_tui.agents.search.algorithms import Algorithm, NodePlan
 from maxkernel_tui.agents.search.config import SearchConfig
 from maxkernel_tui.agents.search.expansion import (
@@ -50,8 +50,8 @@ from maxkernel_tui.agents.search.graph import (
 from maxkernel_tui.agents.search.limits import CappedTools, GatedClient
 from maxkernel_tui.agents.search.steering import BY_HAND, Steer, Steering, give
 from maxkernel_tui.kernels.executors.errors import EvaluationLost
-from maxkernel_tui.kernels.service.service import KernelSource
 from maxkernel_tui.kernels.report.status import Verdict
+from maxkernel_tui.kernels.service.service import KernelSource
 from maxkernel_tui.store.kinds import Mode, SessionStatus
 
 INITIAL = (
