@@ -6,7 +6,6 @@ key away, and its portability matrix one more."""
 
 from __future__ import annotations
 
-
 import pytest
 from textual.app import App
 from textual.widgets import Input, Markdown, Static, TextArea, Tree

@@ -7,6 +7,7 @@ steering it had then, and takes up what was given since at its first new round. 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from maxkernel_tui.agents.orchestration import keys
@@ -82,6 +83,52 @@ class Steer:
 
 
 _FIELDS = ("node", "text", "strategy", "target", "other", "source")
+
+
+# The CLI's words for the actions (`--steer idea@3=TEXT`); a comparison is a view, not given there.
+CLI_ACTIONS = {
+    "idea": SteerAction.IDEA,
+    "strategy": SteerAction.STRATEGY,
+    "expand": SteerAction.EXPAND,
+    "pin": SteerAction.PIN,
+    "unpin": SteerAction.UNPIN,
+    "target": SteerAction.TARGET,
+    "hand": SteerAction.HAND_CHILD,
+}
+STEER_FORMS = (
+    "idea@N=TEXT, strategy@N=NAME, expand@N, pin@N, unpin@N, target=TPU, hand@N=FILE "
+    "(N: a node's number)"
+)
+
+
+def parse_steer(text: str, read: Callable[[str], str]) -> Steer:
+    """`idea@3=try a 256-wide K block` as a Steer; `read(path)` gives a hand-made kernel's
+    source. A ValueError names the forms for anything else."""
+    head, _, value = text.partition("=")
+    name, _, number = head.partition("@")
+    action = CLI_ACTIONS.get(name.strip())
+    if action is None or (number and not number.strip().lstrip("#").isdigit()):
+        raise ValueError(f"cannot read --steer {text!r}: give one of {STEER_FORMS}")
+    node = f"n{number.strip().lstrip('#')}" if number else ""
+    value = value.strip()
+    needs_value = action in (
+        SteerAction.IDEA,
+        SteerAction.STRATEGY,
+        SteerAction.TARGET,
+        SteerAction.HAND_CHILD,
+    )
+    if needs_value and not value:
+        raise ValueError(f"--steer {text!r} needs a value: give one of {STEER_FORMS}")
+    match action:
+        case SteerAction.IDEA:
+            return Steer(action, node=node, text=value)
+        case SteerAction.STRATEGY:
+            return Steer(action, node=node, strategy=value)
+        case SteerAction.TARGET:
+            return Steer(action, target=value)
+        case SteerAction.HAND_CHILD:
+            return Steer(action, node=node, source=read(value))
+    return Steer(action, node=node)
 
 
 def give(store: Store, session_id: str, steer: Steer) -> Steer:
