@@ -49,7 +49,7 @@ class ProposalView(ScrollableContainer, can_focus=True):
             + f"  —  {KEYS}"
         )
         self.query_one("#proposal-header", Static).update(header)
-        self.query_one("#proposal-draft", Static).update("")
+        self.query_one("#proposal-draft", Static).display = False  # until it is judged ahead
         text = (
             diffs.unified(proposal.previous, proposal.content)
             if proposal.previous
@@ -131,7 +131,9 @@ class AgentPane(Horizontal):
 
     def show_draft(self, words: str) -> None:
         """What the proposal's verdict is, judged ahead of the decision (draft-ahead)."""
-        self.query_one("#proposal-draft", Static).update(visible(words))
+        draft = self.query_one("#proposal-draft", Static)
+        draft.update(visible(words))
+        draft.display = True
 
     def hide_proposal(self) -> None:
         self.proposal = None

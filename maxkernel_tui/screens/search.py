@@ -375,7 +375,12 @@ class SearchScreen(Screen[None]):
         except ValueError as error:
             self.notify(str(error), severity="warning")
             return
-        self.notify(f"steering: {given.words()} (taken up at the search's next round)")
+        then = (
+            f"the search has ended: `maxkernel-tui search --resume {self.session_id}` takes it up"
+            if self._facts.ended is not None
+            else "taken up at the search's next round"
+        )
+        self.notify(f"steering: {given.words()} ({then})")
         self._redraw()
 
     def action_steer(self, action: str) -> None:
