@@ -240,6 +240,8 @@ class SearchScreen(Screen[None]):
                 self._tree_nodes[node.ref] = item
             else:
                 item.set_label(plain(node_line(node, pinned)))
+        if (tree.cursor_node is None or tree.cursor_node.data is None) and self._tree_nodes:
+            tree.move_cursor(self._tree_nodes[self._view.in_order()[0].ref])  # the keys need one
         if tree.cursor_node is not None and tree.cursor_node.data is not None:
             self._show_detail(tree.cursor_node.data)
 
@@ -328,7 +330,10 @@ class SearchScreen(Screen[None]):
 
     def _selected(self) -> Node | None:
         cursor = self.query_one("#nodes", Tree).cursor_node
-        return None if cursor is None or cursor.data is None else self._view.nodes.get(cursor.data)
+        if cursor is None or cursor.data is None:
+            self.notify("no node yet: the search has not made one", severity="warning")
+            return None
+        return self._view.nodes.get(cursor.data)
 
     def action_pause(self) -> None:
         if self._control is None:

@@ -78,7 +78,7 @@ class WorkbenchScreen(ShowsWorkerErrors, ShowsEvidence):
         Binding("e", "edit_proposal", "Edit proposal (ctrl+s submits)", show=False),
         Binding("r", "reject", "Reject proposal (with a reason)", show=False),
         Binding("c", "card", "Evidence card of the proposal", show=False),
-        Binding("f7", "card", "Evidence card", priority=True),
+        Binding("f7", "card", "Evidence card", show=False, priority=True),
         Binding("f2", "toggle_auto", "HITL⇄Auto", priority=True),
         Binding("f3", "graph", "Graph", priority=True),
         Binding("escape", "interrupt", "Stop", priority=True),
