@@ -18,10 +18,8 @@ from maxkernel_tui.visible import visible
 
 ACTIVITY_LINES = 3000  # the activity log keeps the most recent lines only
 TITLE = "Agents  (F5 run · F2 HITL⇄Auto · esc stop · ctrl+t message)"
-KEYS = (
-    "a approve · e edit (ctrl+s submits) · r reject · c evidence card · f2 hand off to Auto · "
-    "esc stop"
-)
+KEYS = "a approve · e edit (ctrl+s submits) · r reject · f2 hand off to Auto · esc stop"
+KERNEL_KEYS = KEYS.replace("r reject ·", "r reject · c evidence card ·")  # a kernel has one
 NOTHING_KEYS = (
     "a (or f5) go on with the current one · e edit it (ctrl+s submits) · r or ctrl+t say what "
     "to try · esc stop"
@@ -46,7 +44,7 @@ class ProposalView(ScrollableContainer, can_focus=True):
             + f"  —  {NOTHING_KEYS}"
             if proposal.nothing_new
             else visible(f"{proposal.role} proposes a {proposal.subject} ({proposal.summary})")
-            + f"  —  {KEYS}"
+            + f"  —  {KERNEL_KEYS if proposal.subject == Subject.KERNEL else KEYS}"
         )
         self.query_one("#proposal-header", Static).update(header)
         self.query_one("#proposal-draft", Static).display = False  # until it is judged ahead
