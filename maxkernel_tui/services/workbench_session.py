@@ -279,6 +279,10 @@ class WorkbenchSession:
             progress=progress,
         )
         self.session_id = self.opened.session_id
+        from maxkernel_tui.services.drafts import DraftedTools
+
+        engine = self.opened.engine
+        engine.tools = DraftedTools(engine.tools, self.drafts)  # approved as judged ahead
         if self.opened.resumed and self.opened.engine.mode != mode:
             self.opened.engine.hand_off(mode)
         if seed is not None:

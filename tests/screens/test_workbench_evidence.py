@@ -1,6 +1,6 @@
 """The workbench's evidence: a kernel proposal is judged while it waits (draft-ahead), so the
-card `c` shows is the verdict `a` approves; after approval, f7 shows the version's card with its
-checks and the model's estimates. The store, harness and profiler are real (slow)."""
+card `c` shows is the verdict `a` approves, recorded without judging the kernel again; after
+approval, f7 shows the version's card. The store, harness and profiler are real (slow)."""
 
 from __future__ import annotations
 
@@ -81,4 +81,8 @@ async def test_a_waiting_kernel_is_judged_ahead_and_its_card_is_one_key_away(
         assert "verdict: ACCEPTED" in card_text(app)
         await pilot.press("escape")
         (version,) = workbench.session.kernel_versions()
-        assert version.source == GOOD == next(iter(workbench.session.drafts))
+        drafted = workbench.session.drafts[GOOD]
+        assert version.source == GOOD
+        # the verdict recorded is the one judged ahead: the kernel was not judged again
+        (stored,) = workbench.session.store.evaluations(version.id)
+        assert stored.report["seeds"] == drafted.seeds and drafted.seeds
