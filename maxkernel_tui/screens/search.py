@@ -360,7 +360,9 @@ class SearchScreen(Screen[None]):
 
     def action_promote(self) -> None:
         node = self._selected()
-        if node is None or node.status != ACCEPTED:
+        if node is None:
+            return
+        if node.status != ACCEPTED:
             self.notify(
                 "promote an accepted node: its kernel becomes the workbench's source",
                 severity="warning",

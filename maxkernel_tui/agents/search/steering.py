@@ -202,15 +202,23 @@ class Steering:
         self, graph: SearchGraph, round_: int, strategies: list[Strategy], steers: list[Steer]
     ) -> list[NodePlan]:
         """The nodes `steers` (taken up at `round_`) add to it, in the order they were given.
-        One at a node the graph does not have, or at a node not accepted (nothing to grow
-        from), adds none."""
+        One at a node the graph does not have, or at a node that has no accepted kernel to grow
+        from, adds none: the graph keeps it as skipped, with why."""
         plans = []
         for steer in steers:
-            node = graph.nodes.get(steer.node)
-            if node is None or steer.action not in GROWING:
+            if steer.action not in GROWING:
                 continue
+            node = graph.nodes.get(steer.node)
             # a kernel by hand may grow from any node (it may fix a rejected one)
-            if steer.action != SteerAction.HAND_CHILD and not graph.growable(node, round_):
+            why = (
+                "no such node"
+                if node is None
+                else None
+                if steer.action == SteerAction.HAND_CHILD or graph.growable(node, round_)
+                else f"#{node.number} has no accepted kernel to grow from ({node.status})"
+            )
+            if node is None or why is not None:
+                graph.skip(steer.node, f"steering {steer.action}", f"{steer.words()}: {why}")
                 continue
             plan = _plan(graph, node, round_, strategies, steer)
             if plan is not None:

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import pytest
 
-from maxkernel_tui.agents.orchestration.events import Steered
+from maxkernel_tui.agents.orchestration.events import Steered, StrategySkipped
 from maxkernel_tui.agents.roles.tunables import set_tunables
 from maxkernel_tui.agents.search.graph import ACCEPTED, PRUNED, REJECTED
 from maxkernel_tui.agents.search.steering import BY_HAND, IDEA, Steer, give, given
 from maxkernel_tui.agents.strategies import applicable
 from maxkernel_tui.store.kinds import SteerAction
 from tests.fakes.role_provider import RoleProvider
-from tests.support.engine import BAD, GOOD, Bench, events, variant
+from tests.support.engine import BAD, GOOD, Bench, events, kernel, variant
 
 pytestmark = pytest.mark.asyncio
 
@@ -127,3 +127,17 @@ async def test_the_score_moves_to_the_tpu_generation_the_engineer_chose(bench: B
     assert bench.store.best_kernel(session).score_kind == "estimated speedup vs XLA on v6e"
     (event,) = events(bench.store, session, Steered)
     assert event.round is None and event.words == "score on TPU v6e"
+
+
+async def test_an_idea_at_a_rejected_node_is_kept_as_skipped_with_why(bench: Bench) -> None:
+    roles = RoleProvider({"implementer": [variant(256), kernel(BAD), variant(512)]})
+    search = bench.search(roles, algorithm="parallel", width=1, depth=1, debug_attempts=0)
+    await search.run()
+    rejected = next(n for n in search.graph.in_order() if n.status == REJECTED)
+    search.steer(Steer(SteerAction.IDEA, node=rejected.ref, text=IDEA_TEXT))
+    await search.run()
+
+    assert not steered_nodes(search, IDEA)
+    skipped = events(bench.store, search.base.session_id, StrategySkipped)
+    assert [(e.node, e.strategy) for e in skipped] == [(rejected.ref, "steering idea")]
+    assert f"#{rejected.number} has no accepted kernel to grow from (rejected)" in skipped[0].reason
