@@ -26,7 +26,7 @@ from textual.widgets import Footer, Input, Log, Markdown, Sparkline, Static, Tre
 from maxkernel_tui.agents.orchestration.diffs import unified
 from maxkernel_tui.agents.search.export import label
 from maxkernel_tui.agents.search.graph import ACCEPTED, Node, NodeSet
-from maxkernel_tui.agents.search.steering import Steer
+from maxkernel_tui.agents.search.steering import STEERING_SKIP, Steer
 from maxkernel_tui.agents.strategies import applicable
 from maxkernel_tui.kernels.targets import TARGETS
 from maxkernel_tui.kernels.task import Task
@@ -201,7 +201,8 @@ class SearchScreen(Screen[None]):
 
     @property
     def _skipped(self) -> list[Skipped]:
-        return self._facts.skipped
+        """Strategies the agent had no move for (steering that grew nothing is listed apart)."""
+        return [s for s in self._facts.skipped if not s.strategy.startswith(STEERING_SKIP)]
 
     def _redraw(self) -> None:
         self._facts = self._feed.read()
@@ -303,6 +304,11 @@ class SearchScreen(Screen[None]):
         if node.detail:
             facts.append(f"*{node.detail}*")
         facts += evidence_facts(node)
+        facts += [
+            f"steering not taken: {s.reason}"
+            for s in self._facts.skipped
+            if s.node == node.ref and s.strategy.startswith(STEERING_SKIP)
+        ]
         skipped = [f"{s.strategy} ({s.reason})" for s in self._skipped if s.node == node.ref]
         if skipped:
             facts.append(

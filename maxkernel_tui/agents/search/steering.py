@@ -23,6 +23,7 @@ from maxkernel_tui.store.steering import add_steering, steering
 
 IDEA = "idea"  # the strategy name of a node grown from the engineer's idea
 BY_HAND = "by hand"  # ... of a node whose kernel the engineer wrote
+STEERING_SKIP = "steering "  # how the graph's skips name steering that grew no node
 # The actions that add a node to the round that takes them up.
 GROWING = frozenset(
     {SteerAction.IDEA, SteerAction.STRATEGY, SteerAction.EXPAND, SteerAction.HAND_CHILD}
@@ -218,7 +219,7 @@ class Steering:
                 else f"#{node.number} has no accepted kernel to grow from ({node.status})"
             )
             if node is None or why is not None:
-                graph.skip(steer.node, f"steering {steer.action}", f"{steer.words()}: {why}")
+                graph.skip(steer.node, f"{STEERING_SKIP}{steer.action}", f"{steer.words()}: {why}")
                 continue
             plan = _plan(graph, node, round_, strategies, steer)
             if plan is not None:
