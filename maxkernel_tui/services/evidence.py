@@ -85,7 +85,7 @@ class EvidenceCard(JsonData):
                 f"{_ratio(row.vs_xla)} | {_ratio(row.vs_expert)} |"
             )
         refused = [r for r in self.portability if r.reason]
-        rows += ["", *(f"- **{r.target}**: {_md(r.reason)}" for r in refused)]
+        rows += ["", *(f"- **{r.target}**: {_md(compiler_words(r.reason))}" for r in refused)]
         basis = self.portability[0].basis
         return [*rows, f"*compiles: libtpu ahead of time, at production shapes; figures {basis}*"]
 
@@ -159,6 +159,19 @@ def version_card(
 
 def _profile(data: dict[str, Any]) -> ProfileSummary | None:
     return ProfileSummary.from_json(data) if data else None
+
+
+REASON_CHARS = 300  # of a compiler's refusal on the card (the JSON keeps all of it)
+
+
+def compiler_words(reason: str) -> str:
+    """The part of a compiler's refusal that says why (libtpu prints the program's allocations
+    after it): the sentence that names the limit exceeded, after the error's code."""
+    parts = [p.strip() for p in reason.replace(" | ", ". ").split(". ") if p.strip()]
+    why = next((p for p in parts if "exceed" in p.lower()), None)
+    head = parts[0] if parts else reason
+    text = f"{head} … {why}" if why is not None and why != head else head
+    return text if len(text) <= REASON_CHARS else text[: REASON_CHARS - 1] + "…"
 
 
 def _compiles(row: PortabilityRow) -> str:
