@@ -458,3 +458,26 @@ def test_the_store_and_settings_use_the_standard_library_only():
                         )
                     )
                 ), f"{path.name}: {name}"
+
+
+def test_steering_is_kept_in_order_redacted_and_read_by_another_connection(tmp_path) -> None:
+    from maxkernel_tui.store.kinds import EventKind, SteerAction
+    from maxkernel_tui.store.steering import add_steering, steering, taken_up
+
+    path = tmp_path / "s.db"
+    with Store(path) as writer, Store(path) as reader:
+        session = writer.create_session("12p", "graph")
+        first = add_steering(
+            writer, session.id, SteerAction.IDEA, {"node": "n0", "text": f"use {GOOGLE_KEY}"}
+        )
+        add_steering(reader, session.id, SteerAction.PIN, {"node": "n0"})  # any process may
+        rows = steering(reader, session.id)
+        assert [(r.id, r.action) for r in rows] == [(first.id, "idea"), (first.id + 1, "pin")]
+        assert rows[0].payload == {"node": "n0", "text": f"use {REDACTED}"}
+        assert [r.id for r in steering(writer, session.id, after_id=first.id)] == [first.id + 1]
+        writer.append_event(
+            session.id, EventKind.STEERED, {"ref": "steer/1", "steer_id": first.id, "round": 2}
+        )
+        assert taken_up(reader, session.id) == {first.id: 2}
+        with pytest.raises(StoreError, match="no session"):
+            add_steering(writer, "nope", SteerAction.PIN, {"node": "n0"})

@@ -1,6 +1,8 @@
-"""`maxkernel-tui export [SESSION] [--out DIR]`: a session's best kernel (by default the most
-recently updated session's, into `exports/<session>/` of the data directory) as a standalone
-file with its evaluation report in Markdown. No jax here.
+"""`maxkernel-tui export [SESSION] [--out DIR] [--portability]`: a session's best kernel (by
+default the most recently updated session's, into `exports/<session>/` of the data directory) as
+a standalone file with its evaluation report in Markdown and its evidence card in Markdown and
+JSON (with --portability, its matrix across TPU generations, compiled here with libtpu in worker
+processes). No jax here.
 
 The best kernel is the store's one definition (`Store.best_kernel`): the best score among the
 session's accepted versions, else its latest accepted version, else its latest version. The files
@@ -12,11 +14,15 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from maxkernel_tui.config import add_settings_flags, settings_from_args
-from maxkernel_tui.services.export import export_session
+from maxkernel_tui.config import Settings, add_settings_flags, settings_from_args
+from maxkernel_tui.services.export import Matrix, export_session
 from maxkernel_tui.services.sessions import existing_store, latest_session
+
+if TYPE_CHECKING:
+    from maxkernel_tui.kernels.service.portability import PortabilityRow
+    from maxkernel_tui.store import Session
 
 
 def add_parser(commands: Any) -> None:
@@ -40,8 +46,35 @@ def add_parser(commands: Any) -> None:
         metavar="DIR",
         help="folder to write into, created (default: exports/<session> in the data directory)",
     )
+    parser.add_argument(
+        "--portability",
+        action="store_true",
+        help="compile the kernel for v4, v5e, v5p, v6e and tpu7x and estimate it on each, for "
+        "its evidence card (slow: a compile per generation, in worker processes)",
+    )
     add_settings_flags(parser, ("data_dir",))
     parser.set_defaults(run=run)
+
+
+def portability_matrix(settings: Settings) -> Matrix:
+    """The matrix of a kernel in a session's task, on this machine's workers."""
+
+    def matrix(session: Session, source: str) -> list[PortabilityRow]:
+        from maxkernel_tui.config import cache_dir
+        from maxkernel_tui.kernels.service.portability import portability
+        from maxkernel_tui.kernels.service.service import EvaluationService, KernelSource
+        from maxkernel_tui.kernels.service.setup import EvaluationSetup
+        from maxkernel_tui.services.tasks import resolve_task, task_argument, traced_task
+
+        task = traced_task(resolve_task(task_argument(session.task_id, session.task_dir)))
+        traces = cache_dir() / "traces"
+        service = EvaluationService(EvaluationSetup.of(settings), task, traces)
+        try:
+            return portability(service, KernelSource(source, f"{task.task_id}.py"), traces)
+        finally:
+            service.close()
+
+    return matrix
 
 
 def run(args: argparse.Namespace) -> int:
@@ -60,7 +93,8 @@ def run(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
         out = args.out or settings.data_dir / "exports" / session.id
-        written = export_session(store, session.id, out)
+        matrix = portability_matrix(settings) if args.portability else None
+        written = export_session(store, session.id, out, matrix)
     for file in written:
         print(file)
     return 0

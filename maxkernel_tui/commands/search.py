@@ -80,6 +80,21 @@ def add_parser(commands: Any) -> None:
     parser.add_argument(
         "--max-evals", type=int, metavar="N", help="cap on harness evaluations for the search"
     )
+    parser.add_argument(
+        "--steer",
+        action="append",
+        default=[],
+        metavar="ACTION",
+        help="steer the search (repeatable), stored with it and taken up at its next round: "
+        "idea@N=TEXT, strategy@N=NAME, expand@N, pin@N, unpin@N, target=TPU, hand@N=FILE "
+        "(N: a node's number)",
+    )
+    parser.add_argument(
+        "--no-run",
+        action="store_true",
+        help="with --resume and --steer: store the steering and exit (a search running in "
+        "another process takes it up at its next round)",
+    )
     add_model_flags(parser, "search")
     add_executor_flags(parser)
     parser.add_argument(
@@ -121,17 +136,62 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     settings = settings_from_args(args)
+    try:
+        steers = _steers(args)
+    except (OSError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    if args.no_run:
+        return _steer_only(args, settings, steers)
     seed = args.seed.read_text(encoding="utf-8") if args.seed else ""
     try:
         if args.suite is not None:
             return asyncio.run(_suite(args, settings, config, seed))
         task = _task(args.task) if args.task else None
-        code, _ = asyncio.run(_one(args, settings, config, task, seed, args.out, args.graph))
+        code, _ = asyncio.run(
+            _one(args, settings, config, task, seed, args.out, args.graph, steers=steers)
+        )
         return code
     except KeyboardInterrupt:  # asyncio.run re-raises it after the search has stopped
         return 130
     finally:
         setup_of(args, settings).executor.release()
+
+
+def _steers(args: argparse.Namespace) -> list[Any]:
+    """The `--steer` flags as steering actions (a usage error for a --suite search)."""
+    if not args.steer:
+        return []
+    if args.suite is not None:
+        raise ValueError("--steer steers one search: give --task or --resume")
+    from maxkernel_tui.agents.search.steering import parse_steer
+
+    return [parse_steer(text, lambda path: Path(path).read_text("utf-8")) for text in args.steer]
+
+
+def _steer_only(args: argparse.Namespace, settings: Any, steers: list[Any]) -> int:
+    """Store the steering of the search `--resume` names, and run nothing."""
+    from maxkernel_tui.agents.search.steering import give
+    from maxkernel_tui.services.sessions import existing_store
+    from maxkernel_tui.store.kinds import StoreError
+
+    if args.resume is None or not steers:
+        print("error: --no-run stores steering: give --resume SESSION and --steer", file=sys.stderr)
+        return 2
+    store = existing_store(settings.store_path)
+    if store is None:
+        print(f"error: no session store at {settings.store_path}", file=sys.stderr)
+        return 2
+    with store:
+        try:
+            session = store.find_session(args.resume)
+            for steer in steers:
+                given = give(store, session.id, steer)
+                print(f"steering #{given.id} of {session.id}: {given.words()}", file=sys.stderr)
+        except (StoreError, ValueError) as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 2
+    return 0
 
 
 def _task(name: str) -> Any:
@@ -155,8 +215,9 @@ async def _one(
     out: Path | None,
     graph: Path | None,
     prefix: str = "",
+    steers: list[Any] | None = None,
 ) -> tuple[int, Any]:
-    """Run one search; (exit status, outcome or None)."""
+    """Run one search, given `steers` first; (exit status, outcome or None)."""
     from maxkernel_tui.agents.llm.errors import LLMError
     from maxkernel_tui.agents.orchestration.ending import error_words
     from maxkernel_tui.agents.search.launch import open_search
@@ -184,6 +245,14 @@ async def _one(
         f"{opened.search.config.algorithm}); store {store.path}",
         file=sys.stderr,
     )
+    for steer in steers or []:  # taken up at the search's next round, kept with it for a resume
+        try:
+            given = opened.search.steer(steer)
+        except ValueError as error:
+            print(f"error: {error}", file=sys.stderr)
+            await opened.aclose()
+            return 2, None
+        print(f"steering #{given.id}: {given.words()}", file=sys.stderr)
     try:
         outcome = await opened.search.run()
     except (asyncio.CancelledError, KeyboardInterrupt) as stop:

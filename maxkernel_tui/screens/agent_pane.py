@@ -19,6 +19,7 @@ from maxkernel_tui.visible import visible
 ACTIVITY_LINES = 3000  # the activity log keeps the most recent lines only
 TITLE = "Agents  (F5 run · F2 HITL⇄Auto · esc stop · ctrl+t or ctrl+g message)"
 KEYS = "a approve · e edit (ctrl+s submits) · r reject · f2 hand off to Auto · esc stop"
+KERNEL_KEYS = KEYS.replace("r reject ·", "r reject · c evidence card ·")  # a kernel has one
 NOTHING_KEYS = (
     "a (or f5) go on with the current one · e edit it (ctrl+s submits) · r or ctrl+t say what "
     "to try · esc stop"
@@ -32,6 +33,7 @@ class ProposalView(ScrollableContainer, can_focus=True):
 
     def compose(self) -> ComposeResult:
         yield Static(id="proposal-header", markup=False)
+        yield Static(id="proposal-draft", markup=False)
         yield Static(id="proposal-diff")
 
     def show(self, proposal: Proposal) -> None:
@@ -42,9 +44,10 @@ class ProposalView(ScrollableContainer, can_focus=True):
             + f"  —  {NOTHING_KEYS}"
             if proposal.nothing_new
             else visible(f"{proposal.role} proposes a {proposal.subject} ({proposal.summary})")
-            + f"  —  {KEYS}"
+            + f"  —  {KERNEL_KEYS if proposal.subject == Subject.KERNEL else KEYS}"
         )
         self.query_one("#proposal-header", Static).update(header)
+        self.query_one("#proposal-draft", Static).display = False  # until it is judged ahead
         text = (
             diffs.unified(proposal.previous, proposal.content)
             if proposal.previous
@@ -123,6 +126,12 @@ class AgentPane(Horizontal):
         self.add_class("-pending")
         self.post_message(self.ProposalWaiting(True))
         view.focus()
+
+    def show_draft(self, words: str) -> None:
+        """What the proposal's verdict is, judged ahead of the decision (draft-ahead)."""
+        draft = self.query_one("#proposal-draft", Static)
+        draft.update(visible(words))
+        draft.display = True
 
     def hide_proposal(self) -> None:
         self.proposal = None

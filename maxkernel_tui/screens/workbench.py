@@ -18,7 +18,6 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Grid
 from textual.reactive import reactive
-from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
 from maxkernel_tui.agents.orchestration.gates import (
@@ -47,6 +46,7 @@ from maxkernel_tui.screens.plan_pane import PlanPane
 from maxkernel_tui.screens.profile_pane import ProfilePane
 from maxkernel_tui.screens.source_pane import SourcePane
 from maxkernel_tui.screens.tests_pane import TestsPane
+from maxkernel_tui.screens.workbench_evidence import ShowsEvidence
 from maxkernel_tui.screens.worker_errors import ShowsWorkerErrors
 from maxkernel_tui.services.workbench_session import HarnessFactory, WorkbenchSession
 from maxkernel_tui.store.kinds import Mode
@@ -67,7 +67,7 @@ IDLE = "idle"
 DECISIONS = ("approve", "reject", "edit_proposal")  # the actions of a waiting proposal's keys
 
 
-class WorkbenchScreen(ShowsWorkerErrors, Screen[None]):
+class WorkbenchScreen(ShowsWorkerErrors, ShowsEvidence):
     CSS_PATH = "workbench.tcss"
     # priority: the code editor would otherwise take these keys (ctrl+e is its end-of-line). The
     # proposal's single keys are not: the editor is read-only while a proposal waits, so they
@@ -77,6 +77,8 @@ class WorkbenchScreen(ShowsWorkerErrors, Screen[None]):
         Binding("a", "approve", "Approve proposal", show=False),
         Binding("e", "edit_proposal", "Edit proposal (ctrl+s submits)", show=False),
         Binding("r", "reject", "Reject proposal (with a reason)", show=False),
+        Binding("c", "card", "Evidence card of the proposal", show=False),
+        Binding("f7", "card", "Evidence card", show=False, priority=True),
         Binding("f2", "toggle_auto", "HITL⇄Auto", priority=True),
         Binding("f3", "graph", "Graph", priority=True),
         Binding("escape", "interrupt", "Stop", priority=True),
@@ -305,7 +307,9 @@ class WorkbenchScreen(ShowsWorkerErrors, Screen[None]):
         config = SearchConfig(max_evals=GRAPH_EVALUATIONS)
         seed = self.session.best_accepted() or self.source.save()  # never a rejected kernel
         opened, feed = await self.session.open_search(seed, config)
-        screen = SearchScreen(self.kernel_task, feed, control=opened.search)
+        screen = SearchScreen(
+            self.kernel_task, feed, control=opened.search, portability=self.session.portability
+        )
         self._log(f"handed off to a {config.algorithm} graph search (session {opened.session_id})")
         self.app.push_screen(screen)
         # the status line says GRAPH while the search runs, then the mode it was handed from
@@ -428,6 +432,8 @@ class WorkbenchScreen(ShowsWorkerErrors, Screen[None]):
         # the editor: it is read-only until the proposal is decided or taken for editing.
         self.set_class(message.waiting, "-proposal")
         self.source.held = message.waiting and self._editing is None
+        if message.waiting:
+            self.judge_ahead()
 
     def action_previous_version(self) -> None:
         """Back to the kernel the engineer had before another replaced it (kept as a version),

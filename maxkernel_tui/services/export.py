@@ -9,12 +9,16 @@ after the task (`<task_id>.py`, `<task_id>.md`), the names `bench --kernels DIR`
 
 from __future__ import annotations
 
+import json
 import shlex
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from maxkernel_tui.kernels.report.status import CheckStatus, Verdict
+from maxkernel_tui.kernels.service.portability import PortabilityRow
 from maxkernel_tui.kernels.task import TaskError
+from maxkernel_tui.services.evidence import CardSubject, EvidenceCard, version_card
 from maxkernel_tui.services.sessions import local_time
 from maxkernel_tui.services.tasks import task_argument, task_label
 from maxkernel_tui.store import Evaluation, KernelVersion, Session, Store, StoreError
@@ -23,16 +27,60 @@ from maxkernel_tui.visible import visible
 _MARKS = {"pass": "✓ pass", "fail": "✗ fail", "skip": "– skip"}
 
 
-def export_session(store: Store, prefix: str, out: Path) -> list[Path]:
-    """Write the best kernel of the session named by `prefix` and its report into `out`; the files
-    written. StoreError when there is no such session or it has no kernel yet."""
+# The portability matrix of a kernel's source in a session's task (commands/export.py makes it
+# on this machine's harness); None: the card says it was not computed.
+Matrix = Callable[[Session, str], list[PortabilityRow]]
+
+
+def export_session(
+    store: Store, prefix: str, out: Path, matrix: Matrix | None = None
+) -> list[Path]:
+    """Write the best kernel of the session named by `prefix`, its report and its evidence card
+    (Markdown and JSON) into `out`; the files written. StoreError when there is no such session
+    or it has no kernel yet."""
     session = store.find_session(prefix)
     best = store.best_kernel(session.id)
     if best is None:
         raise StoreError(f"session {session.id} has no kernel yet")
     version = best.version
     parent = store.kernel_version(version.parent_id) if version.parent_id is not None else None
-    return write_export(out, session, version, best.evaluation, parent, best.words())
+    written = write_export(out, session, version, best.evaluation, parent, best.words())
+    card = kernel_card(store, session, version)
+    if matrix is not None:
+        card = card.with_portability(matrix(session, version.source))
+    return written + write_card(out, session.task_id, card)
+
+
+def kernel_card(store: Store, session: Session, version: KernelVersion) -> EvidenceCard:
+    """The card of an exported version, with what it cost: its search node's steps when a
+    search made it, else the whole session's."""
+    node = next(
+        (n for n in store.search_nodes(session.id) if n.kernel_version_id == version.id), None
+    )
+    if node is not None:
+        tokens, cost = int(node.data.get("tokens", 0)), float(node.data.get("cost_usd", 0.0))
+        cost_of = f"search node #{node.data.get('number', '?')}'s steps"
+    else:
+        tokens, cost = store.usage(session.id)
+        cost_of = f"the whole session {session.id}"
+    title = f"kernel v{version.number} of session {session.id}"
+    return version_card(
+        store,
+        version.id,
+        CardSubject.VERSION,
+        title,
+        tokens=tokens,
+        cost_usd=cost,
+        cost_of=cost_of,
+    )
+
+
+def write_card(out: Path, task_id: str, card: EvidenceCard) -> list[Path]:
+    """`<task_id>.card.md` and `<task_id>.card.json` in `out`."""
+    markdown, data = out / f"{task_id}.card.md", out / f"{task_id}.card.json"
+    markdown.write_text(visible(card.to_markdown()))
+    data.write_text(json.dumps(card.to_json(), indent=2, sort_keys=True) + "\n")
+    return [markdown, data]
 
 
 def write_export(

@@ -11,16 +11,19 @@ False). No Textual, no jax."""
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from maxkernel_tui.agents.orchestration.ending import best_at_end
-from maxkernel_tui.agents.search.graph import NodeSet, load_nodes
+from maxkernel_tui.agents.search.graph import Node, NodeSet, load_nodes
+from maxkernel_tui.agents.search.steering import Steer, give, given, pinned
 from maxkernel_tui.services.delivery import BatchedDelivery, Deliver
+from maxkernel_tui.services.evidence import CardSubject, EvidenceCard, report_card, version_card
 from maxkernel_tui.store.db import Store
-from maxkernel_tui.store.kinds import SessionStatus
+from maxkernel_tui.store.kinds import SessionStatus, SteerAction
 from maxkernel_tui.store.rows import BestKernel
+from maxkernel_tui.store.steering import taken_up
 
 if TYPE_CHECKING:
     from maxkernel_tui.agents.orchestration.events import SessionEvent
@@ -36,6 +39,28 @@ class Skipped:
     reason: str
 
 
+# Steering in force the moment it is given, whatever the search does next.
+AT_ONCE = frozenset({SteerAction.PIN, SteerAction.UNPIN, SteerAction.COMPARE})
+
+
+@dataclass(frozen=True)
+class SteerShown:
+    """A steering action as the screen lists it: taken up (at `round`, None: at once) or
+    waiting for the search's next round."""
+
+    steer: Steer
+    taken: bool
+    round: int | None
+
+    def words(self) -> str:
+        if self.steer.action in AT_ONCE:
+            return self.steer.words()  # in force (a pin) or shown (a comparison) when given
+        if not self.taken:
+            return f"{self.steer.words()}: waiting for the next round"
+        when = "taken up" if self.round is None else f"its node in round {self.round}"
+        return f"{self.steer.words()}: {when}"
+
+
 @dataclass(frozen=True)
 class SearchFacts:
     nodes: NodeSet
@@ -45,6 +70,8 @@ class SearchFacts:
     cost_usd: float
     ended: str | None  # why the search ended, once it has
     best: BestKernel | None  # its best accepted kernel by the store's one rule; None: none yet
+    steering: list[SteerShown] = field(default_factory=list)  # oldest first
+    pinned: set[str] = field(default_factory=set)
 
 
 class SearchFeed:
@@ -114,7 +141,45 @@ class SearchFeed:
             self._ended = ending.reason if ending is not None else "ended"
         found = self._store.best_kernel(self.session_id)
         best = found if found is not None and found.accepted else None
-        return SearchFacts(nodes, skipped, self._max_evals, tokens, cost, self._ended, best)
+        steers = given(self._store, self.session_id)
+        taken = taken_up(self._store, self.session_id)
+        shown = [SteerShown(s, s.id in taken, taken.get(s.id)) for s in steers]
+        return SearchFacts(
+            nodes, skipped, self._max_evals, tokens, cost, self._ended, best, shown, pinned(steers)
+        )
+
+    def steer(self, steer: Steer) -> Steer:
+        """Give the search a steering action (stored now; the search, here or in another
+        process, takes it up at its next round)."""
+        return give(self._store, self.session_id, steer)
+
+    def card(self, node: Node) -> EvidenceCard:
+        """The evidence card of a search node: its kernel's stored evaluation and profile, and
+        what its steps cost."""
+        title = f"search node #{node.number} ({node.strategy})"
+        cost_of = f"node #{node.number}'s steps: {node.evals} evaluations"
+        if node.version_id is None:
+            task_id = self._store.session(self.session_id).task_id
+            return report_card(
+                CardSubject.NODE,
+                title,
+                task_id,
+                None,
+                None,
+                tokens=node.tokens,
+                cost_usd=node.cost_usd,
+                cost_of=cost_of,
+                notes=[f"{node.status}: {node.detail}" if node.detail else str(node.status)],
+            )
+        return version_card(
+            self._store,
+            node.version_id,
+            CardSubject.NODE,
+            title,
+            tokens=node.tokens,
+            cost_usd=node.cost_usd,
+            cost_of=cost_of,
+        )
 
     def close(self) -> None:
         self._store.close()

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from maxkernel_tui.agents.orchestration.session import OpenSession
     from maxkernel_tui.agents.search.config import SearchConfig
     from maxkernel_tui.agents.search.launch import OpenSearch
+    from maxkernel_tui.kernels.service.portability import PortabilityRow
     from maxkernel_tui.kernels.service.service import (
         EvaluationService,
         Harness,
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
         ProfileResult,
     )
     from maxkernel_tui.kernels.service.setup import EvaluationSetup
+    from maxkernel_tui.services.evidence import EvidenceCard
     from maxkernel_tui.services.kernel_file import Kept
     from maxkernel_tui.services.search_feed import SearchFeed
     from maxkernel_tui.store.db import Store
@@ -71,6 +73,9 @@ class WorkbenchSession:
     # kernels of the engineer's that another replaced in the kernel file, kept as versions,
     # newest last (f6 goes back to them first)
     kept: list[Kept] = field(default_factory=list)
+    # kernel proposals judged ahead of the engineer's key, and portability matrices, by source
+    drafts: dict[str, EvalReport] = field(default_factory=dict)
+    matrices: dict[str, list[PortabilityRow]] = field(default_factory=dict)
     _setup: EvaluationSetup | None = field(default=None, init=False)
     _service: EvaluationService | None = field(default=None, init=False)
     _store: Store | None = field(default=None, init=False)
@@ -159,6 +164,61 @@ class WorkbenchSession:
 
         return KernelSource(source, self.kernel_path.name)
 
+    # -- evidence -------------------------------------------------------------------------------
+
+    async def draft(self, source: str) -> EvalReport:
+        """A kernel proposal judged before the engineer decides (draft-ahead): the evaluation
+        ctrl+e makes, once per kernel, so that the card shown is the verdict approved."""
+        if source not in self.drafts:
+            self.drafts[source] = await self.evaluate(source)
+        return self.drafts[source]
+
+    async def portability(self, source: str) -> list[PortabilityRow]:
+        """The kernel compiled and estimated on every TPU generation (the evidence card's
+        matrix), once per kernel."""
+        from maxkernel_tui.kernels.service.portability import portability
+
+        if source not in self.matrices:
+            service = await self.service()
+            traces = self.workdir / "traces"
+            rows = await asyncio.to_thread(portability, service, self._kernel(source), traces)
+            self.matrices[source] = rows
+        return self.matrices[source]
+
+    def proposal_card(self, proposal: Proposal) -> EvidenceCard:
+        """The card of a waiting kernel proposal: its draft verdict (when judged already) and
+        the tokens and dollars of the step that proposed it."""
+        from maxkernel_tui.agents.orchestration import keys
+        from maxkernel_tui.agents.orchestration.events import LlmAnswer
+        from maxkernel_tui.services.evidence import CardSubject, report_card
+
+        report = self.drafts.get(proposal.content)
+        journal = self.engine.journal if self.engine else None
+        answer = journal.recall(keys.sub(proposal.step, "llm"), LlmAnswer) if journal else None
+        waiting = "judged ahead of your decision" if report else "being judged ahead"
+        return report_card(
+            CardSubject.PROPOSAL,
+            f"{proposal.role}'s proposal at {proposal.step}",
+            self.task.task_id,
+            report,
+            None,
+            tokens=answer.tokens if answer else 0,
+            cost_usd=(answer.cost_usd or 0.0) if answer else 0.0,
+            cost_of=f"the model call of {proposal.step}",
+            notes=[f"waiting for your decision: {waiting} (a approves this kernel)"],
+        )
+
+    def version_card(self, number: int) -> tuple[EvidenceCard, str] | None:
+        """The card of the session's kernel version `number` and its source; None when the
+        session has no such version."""
+        from maxkernel_tui.services.evidence import CardSubject, version_card
+
+        found = next((v for v in self.kernel_versions() if v.number == number), None)
+        if found is None:
+            return None
+        title = f"kernel version v{number}"
+        return version_card(self.store, found.id, CardSubject.VERSION, title), found.source
+
     # -- the agents --------------------------------------------------------------------------
 
     @property
@@ -219,6 +279,10 @@ class WorkbenchSession:
             progress=progress,
         )
         self.session_id = self.opened.session_id
+        from maxkernel_tui.services.drafts import DraftedTools
+
+        engine = self.opened.engine
+        engine.tools = DraftedTools(engine.tools, self.drafts)  # approved as judged ahead
         if self.opened.resumed and self.opened.engine.mode != mode:
             self.opened.engine.hand_off(mode)
         if seed is not None:

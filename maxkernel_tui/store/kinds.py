@@ -39,6 +39,20 @@ class NodeStatus(StrEnum):
     PRUNED = "pruned"
 
 
+class SteerAction(StrEnum):
+    """What the engineer did to steer a graph search: the vocabulary of the store's `steering`
+    rows and of the `steered` events that say when the search took each one up."""
+
+    IDEA = "idea"  # free text to the implementer, expanded from a node next round
+    STRATEGY = "strategy"  # one of the library's strategies, from a node next round
+    EXPAND = "expand"  # a node expanded next round, with the next strategy its path lacks
+    PIN = "pin"  # pruning keeps the node and the beam keeps it
+    UNPIN = "unpin"
+    TARGET = "target"  # the TPU generation the score is estimated for, from now on
+    HAND_CHILD = "hand-child"  # a kernel the engineer wrote from a node: judged as its child
+    COMPARE = "compare"  # two nodes side by side (a view: the search itself is unchanged)
+
+
 class BestRule(StrEnum):
     """Which rule picked a session's best kernel (Store.best_kernel): the one definition every
     screen and command shows."""
@@ -76,6 +90,7 @@ class EventKind(StrEnum):
     SESSION_ENDED = "session_ended"
     SEARCH_NODE = "search_node"
     STRATEGY_SKIPPED = "strategy_skipped"
+    STEERED = "steered"
 
 
 HITL, AUTO, GRAPH = Mode.HITL, Mode.AUTO, Mode.GRAPH

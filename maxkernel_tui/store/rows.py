@@ -8,7 +8,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from maxkernel_tui.kernels.report.status import Verdict
-from maxkernel_tui.store.kinds import BestRule, EventKind, Mode, NodeStatus, SessionStatus
+from maxkernel_tui.store.kinds import (
+    BestRule,
+    EventKind,
+    Mode,
+    NodeStatus,
+    SessionStatus,
+    SteerAction,
+)
 
 # A session's columns, and its task's folder from the first event that names one (the session's
 # start: its payload has `task_dir`), so that a session written before that folder had a column
@@ -110,6 +117,18 @@ class SearchNode:
     data: dict[str, Any] = field(default_factory=dict)
     created: float = 0.0
     updated: float = 0.0
+
+
+@dataclass(frozen=True)
+class SteeringRow:
+    """One steering action given to a search (store/steering.py): `payload` is the action's
+    own data (agents/search/steering.py reads it)."""
+
+    id: int
+    session_id: str
+    action: SteerAction
+    payload: dict[str, Any]
+    created: float
 
 
 @dataclass(frozen=True)

@@ -107,7 +107,21 @@ _V3 = [
         ORDER BY e.session_id, e.seq""",
 ]
 
-MIGRATIONS: list[list[str]] = [_V1, _V2, _V3]
+# Version 4: the engineer's steering of a graph search (an idea or a strategy at a node, a node
+# expanded next, pinned, a hand-made child, the score's TPU generation, a comparison), one row
+# per action, written by whichever process steers (the search's own, a CLI, another TUI) and read
+# by the running search at its next round: a kill -9 loses none of it.
+_V4 = [
+    """CREATE TABLE steering (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        session_id TEXT NOT NULL REFERENCES sessions(id),
+        action TEXT NOT NULL,
+        payload TEXT NOT NULL CHECK (json_valid(payload)),
+        created REAL NOT NULL)""",
+    "CREATE INDEX steering_by_session ON steering (session_id, id)",
+]
+
+MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -141,7 +141,15 @@ def test_export_the_accepted_kernel(run_cli, filled, tmp_path):
     good, _, _ = filled
     out = tmp_path / "out"
     done = run_cli("export", good.id[:5], "--out", str(out))
-    assert done.stdout.split() == [str(out / "12p_RMSNorm.py"), str(out / "12p_RMSNorm.md")]
+    assert done.stdout.split() == [
+        str(out / name)
+        for name in (
+            "12p_RMSNorm.py",
+            "12p_RMSNorm.md",
+            "12p_RMSNorm.card.md",
+            "12p_RMSNorm.card.json",
+        )
+    ]
     source = (out / "12p_RMSNorm.py").read_text()
     assert source.startswith(
         f"# 12p_RMSNorm: kernel v1 of maxkernel-tui session {good.id} (accepted)."
@@ -158,6 +166,15 @@ def test_export_the_accepted_kernel(run_cli, filled, tmp_path):
     assert "| timing | – skip | not measured: no TPU | 0.0 |" in report
     assert "## Plan\n\n1. rows of 256" in report
     assert "maxkernel-tui eval 12p_RMSNorm.py --task 12p_RMSNorm" in report
+    # the evidence card beside it: the checks, nothing measured, the session's cost
+    card = (out / "12p_RMSNorm.card.md").read_text()
+    assert card.startswith(f"## Evidence card: kernel v1 of session {good.id}\n")
+    assert "✓ numerics" in card and "nothing measured: no TPU timed this kernel" in card
+    assert f"41,203 tokens · $0.3800 (the whole session {good.id})" in card
+    assert "not computed yet (v4, v5e, v5p, v6e, tpu7x" in card
+    data = json.loads((out / "12p_RMSNorm.card.json").read_text())
+    assert data["subject"] == "kernel version" and data["tokens"] == 41203
+    assert data["verdict"].startswith("verdict: ACCEPTED") and data["portability"] == []
 
 
 def test_export_without_an_accepted_evaluation_takes_the_latest(run_cli, filled, tmp_path):
@@ -187,7 +204,15 @@ def test_export_without_arguments_writes_the_latest_session_and_names_it(run_cli
         store.record_evaluation(v1.id, ACCEPTED_REPORT)
     done = run_cli("export")
     out = tmp_path / "data" / "exports" / latest.id
-    assert done.stdout.split() == [str(out / "12p_RMSNorm.py"), str(out / "12p_RMSNorm.md")]
+    assert done.stdout.split() == [
+        str(out / name)
+        for name in (
+            "12p_RMSNorm.py",
+            "12p_RMSNorm.md",
+            "12p_RMSNorm.card.md",
+            "12p_RMSNorm.card.json",
+        )
+    ]
     assert f"session {latest.id} (12p_RMSNorm, hitl, active): the most recently updated" in (
         done.stderr
     )

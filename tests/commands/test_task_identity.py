@@ -37,10 +37,10 @@ def test_a_folder_with_a_builtin_id_is_named_by_its_folder_everywhere(tmp_path) 
         on_folder = a_session(store, ours.task_id, folder)
         on_builtin = a_session(store, builtin.task_id, BUILTIN)
         (folder_md,) = [
-            p for p in export_session(store, on_folder, tmp_path / "a") if p.suffix == ".md"
+            p for p in export_session(store, on_folder, tmp_path / "a") if p.suffixes == [".md"]
         ]
         (builtin_md,) = [
-            p for p in export_session(store, on_builtin, tmp_path / "b") if p.suffix == ".md"
+            p for p in export_session(store, on_builtin, tmp_path / "b") if p.suffixes == [".md"]
         ]
         cells = {s.session.id: session_cells(s)[1] for s in store.list_sessions()}
         sessions = {i: store.session(i) for i in (on_folder, on_builtin)}

@@ -98,10 +98,10 @@ def rejected(
     return report(Check("static", PASS, Reason.STATIC_OK), Check(check, FAIL, WORDS, Said(detail)))
 
 
-def summary(speedup: float | None) -> ProfileSummary:
-    """A profile whose only estimate (on the target) has `speedup`."""
+def summary(speedup: float | None, target: str = TARGET) -> ProfileSummary:
+    """A profile whose only estimate (on `target`) has `speedup`."""
     estimate = Estimate(
-        target=TARGET,
+        target=target,
         kind="estimated",
         seconds=1e-4,
         bound="memory",
@@ -169,7 +169,10 @@ class FakeTools:
     async def profile(self, kernel: KernelSource, *, estimate_only: bool = False) -> ProfileResult:
         source = kernel.text
         self.profiled.append((source, estimate_only))
-        return ProfileResult(summary(self.speed(source)))
+        return ProfileResult(summary(self.speed(source), self.target))
+
+    def estimate_on(self, target: str) -> None:
+        self.target = target
 
     async def validate_edge_configs(
         self, proposals: list[EdgeConfig]

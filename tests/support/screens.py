@@ -4,6 +4,8 @@ tests/support/engine.py)."""
 
 from __future__ import annotations
 
+import os
+
 from textual.app import App
 from textual.widgets import Static, Tree
 
@@ -11,7 +13,7 @@ from maxkernel_tui.screens.agent_pane import AgentPane
 from tests.support.engine import DIAGNOSIS, GOOD, kernel, plan, variant
 
 __all__ = ["DIAGNOSIS", "GOOD", "kernel", "palette_offers", "plan", "status", "variant"]
-__all__ += ["workbench_state"]
+__all__ += ["screenshot", "workbench_state"]
 
 
 def status(app: App[object]) -> str:
@@ -47,3 +49,11 @@ def tree_labels(screen: object) -> list[str]:
         found.append(str(item.label))
         todo = list(item.children) + todo
     return found
+
+
+def screenshot(app: App[None], name: str) -> None:
+    """Save the screen as SVG where MAXKERNEL_TUI_SCREENSHOTS names a folder (how the pictures
+    in benchmarks/results/ were made); nothing otherwise."""
+    folder = os.environ.get("MAXKERNEL_TUI_SCREENSHOTS")
+    if folder:
+        app.save_screenshot(name, folder)

@@ -22,7 +22,7 @@ from maxkernel_tui.agents.roles.role import Role
 from maxkernel_tui.kernels.perf.summary import ProfileSummary
 from maxkernel_tui.kernels.report.checks import EvalReport
 from maxkernel_tui.kernels.report.status import Verdict
-from maxkernel_tui.store.kinds import EventKind, Mode, NodeStatus
+from maxkernel_tui.store.kinds import EventKind, Mode, NodeStatus, SteerAction
 
 
 @dataclass(frozen=True)
@@ -314,6 +314,19 @@ class StrategySkipped(SessionEvent):
     reason: str
 
 
+@dataclass(frozen=True)
+class Steered(SessionEvent):
+    """The search took up one of the engineer's steering actions (the store's `steering` row
+    `steer_id`): from `round` on (None: at once, nothing waits for a round)."""
+
+    kind: ClassVar[EventKind] = EventKind.STEERED
+    steer_id: int
+    action: SteerAction
+    node: str  # the node it was given at ("" for one about the whole search)
+    round: int | None
+    words: str  # what it asked, in words
+
+
 EVENT_TYPES: dict[EventKind, type[SessionEvent]] = {
     cls.kind: cls
     for cls in (
@@ -340,6 +353,7 @@ EVENT_TYPES: dict[EventKind, type[SessionEvent]] = {
         SessionEnded,
         SearchNodeChanged,
         StrategySkipped,
+        Steered,
     )
 }
 

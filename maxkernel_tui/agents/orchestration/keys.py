@@ -81,6 +81,11 @@ def strategy_skipped(node: str, strategy: str) -> str:
     return f"{node}/skipped/{strategy}"
 
 
+def steered(steer_id: int) -> str:
+    """The ref of the search taking up steering row `steer_id`: `steer/4`."""
+    return f"steer/{steer_id}"
+
+
 def file_name(step: str) -> str:
     """A file name for a step's kernel in the session's directory (`i1-tester.py`)."""
     return f"{step.replace('/', '-')}.py"

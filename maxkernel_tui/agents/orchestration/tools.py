@@ -103,6 +103,11 @@ class KernelTools:
     def set_extra_configs(self, configs: list[EdgeConfig]) -> None:
         self.service.set_extra_configs(configs)
 
+    def estimate_on(self, target: str) -> None:
+        """Score on `target` from now on (EvaluationService.estimate_on)."""
+        self.service.estimate_on(target)
+        self.target = target
+
     def close(self) -> None:
         self.service.close()
 

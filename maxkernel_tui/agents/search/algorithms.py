@@ -25,6 +25,7 @@ class NodePlan:
 
 class Algorithm(Protocol):
     moves: Moves
+    strategies: list[Strategy]  # the library, in the algorithm's order
 
     def plan_round(self, graph: SearchGraph, round_: int) -> list[NodePlan]:
         """The expansions of `round_` (1, 2, ...), from the nodes of the rounds before it."""

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from maxkernel_tui.agents.orchestration.events import (
     SearchNodeChanged,
     SessionEvent,
+    Steered,
     StrategySkipped,
 )
 
@@ -42,4 +43,11 @@ def describe_search(event: SessionEvent) -> str | None:
         return describe_node(event)
     if isinstance(event, StrategySkipped):
         return describe_skipped(event)
+    if isinstance(event, Steered):
+        return describe_steered(event)
     return None
+
+
+def describe_steered(event: Steered) -> str:
+    when = "" if event.round is None else f" (its node in round {event.round})"
+    return f"➤ steering taken up: {event.words}{when}"

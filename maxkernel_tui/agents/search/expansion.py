@@ -13,6 +13,7 @@ from maxkernel_tui.agents.orchestration.gates import Subject
 from maxkernel_tui.agents.orchestration.report_text import failure_text
 from maxkernel_tui.agents.orchestration.steps import Steps
 from maxkernel_tui.agents.roles.prompts import IMPLEMENTER
+from maxkernel_tui.agents.roles.role import Role
 from maxkernel_tui.kernels.report.checks import ACCEPTED, REJECTED
 from maxkernel_tui.kernels.report.status import Verdict
 
@@ -41,8 +42,8 @@ class Duplicate:
 
 def node_steps(node: str, max_debug_attempts: int) -> list[str]:
     """The keys of every step of `node`'s expansion that can ask a model or evaluate."""
-    implement = keys.node_step(node, "implement")
-    return [implement] + [keys.debug(node, k) for k in range(1, max_debug_attempts + 1)]
+    implement, hand = keys.node_step(node, "implement"), keys.node_step(node, "hand")
+    return [implement, hand] + [keys.debug(node, k) for k in range(1, max_debug_attempts + 1)]
 
 
 async def expand(
@@ -74,6 +75,32 @@ async def expand(
         return Expansion(steps.version_id, steps.kernel, REJECTED, None, "", failure, evidence)
     profile = keys.node_step(node, "profile")
     score, _ = await steps.profile(profile, steps.kernel, steps.version_id, report)
+    return Expansion(
+        steps.version_id,
+        steps.kernel,
+        ACCEPTED,
+        score.value,
+        score.kind,
+        None,
+        evidence,
+        report.scope,
+    )
+
+
+async def by_hand(steps: Steps, node: str, parent: str, source: str) -> Expansion:
+    """`node`'s kernel is `source`, written by the engineer from `parent`: judged as the
+    implementer's would be (evaluated, profiled when accepted), and never changed by a model."""
+    steps.kernel, steps.plan, steps.feedback = parent or None, "a kernel written by hand", []
+    steps.version_id, steps.strategy = None, None
+    report = await steps.new_version(keys.node_step(node, "hand"), source, Role.ENGINE)
+    assert steps.kernel is not None and steps.version_id is not None
+    evidence = tuple(report.evidence)
+    if report.verdict != ACCEPTED:
+        failure = failure_text(report)
+        return Expansion(steps.version_id, steps.kernel, REJECTED, None, "", failure, evidence)
+    score, _ = await steps.profile(
+        keys.node_step(node, "profile"), steps.kernel, steps.version_id, report
+    )
     return Expansion(
         steps.version_id,
         steps.kernel,

@@ -304,13 +304,16 @@ class SearchGraph(NodeSet):
             StrategySkipped(keys.strategy_skipped(node, strategy), node, strategy, reason)
         )
 
-    def prune(self, ref: str, round_: int) -> list[Node]:
-        """Grow nothing more from `ref` and its descendants; those not started yet are dropped."""
+    def prune(
+        self, ref: str, round_: int, keep: set[str] | frozenset[str] = frozenset()
+    ) -> list[Node]:
+        """Grow nothing more from `ref` and its descendants; those not started yet are dropped.
+        The nodes in `keep` (pinned by the engineer) and what grows from them are kept."""
         pruned: list[Node] = []
         todo = [ref]
         while todo:
             node = self.nodes[todo.pop()]
-            if node.pruned_round is not None:
+            if node.pruned_round is not None or node.ref in keep:
                 continue
             status = PRUNED if node.status == PENDING else node.status
             pruned.append(self.update(node, status, why="pruned", pruned_round=round_))

@@ -78,3 +78,10 @@ class CappedTools:
 
     def set_extra_configs(self, configs: list[EdgeConfig]) -> None:
         self.tools.set_extra_configs(configs)
+
+    def estimate_on(self, target: str) -> None:
+        """The score on `target` from now on: the tools' profiles estimate on it too."""
+        retarget = getattr(self.tools, "estimate_on", None)
+        if retarget is not None:
+            retarget(target)
+        self.target = target

@@ -8,6 +8,7 @@ Graph session's status: active while it runs, then done or stopped. No jax here.
 from __future__ import annotations
 
 import asyncio
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,10 +25,17 @@ from maxkernel_tui.agents.orchestration.events import (
 from maxkernel_tui.agents.orchestration.fingerprint import kernel_hash
 from maxkernel_tui.agents.orchestration.gates import AutoGate
 from maxkernel_tui.agents.orchestration.limits import NothingNew
+from maxkernel_tui.agents.orchestration.scoring import Score, estimated_score
 from maxkernel_tui.agents.orchestration.steps import Steps
 from maxkernel_tui.agents.search.algorithms import Algorithm, NodePlan
 from maxkernel_tui.agents.search.config import SearchConfig
-from maxkernel_tui.agents.search.expansion import Duplicate, expand, node_steps
+from maxkernel_tui.agents.search.expansion import (
+    Duplicate,
+    Expansion,
+    by_hand,
+    expand,
+    node_steps,
+)
 from maxkernel_tui.agents.search.graph import (
     ACCEPTED,
     FAILED,
@@ -40,8 +48,10 @@ from maxkernel_tui.agents.search.graph import (
     SearchGraph,
 )
 from maxkernel_tui.agents.search.limits import CappedTools, GatedClient
+from maxkernel_tui.agents.search.steering import BY_HAND, Steer, Steering, give
 from maxkernel_tui.kernels.executors.errors import EvaluationLost
 from maxkernel_tui.kernels.report.status import Verdict
+from maxkernel_tui.kernels.service.service import KernelSource
 from maxkernel_tui.store.kinds import Mode, SessionStatus
 
 INITIAL = (
@@ -90,6 +100,7 @@ class Search:
         # Each kernel's fingerprint -> the first node that has it (judged or being judged), so a
         # node whose implementer repeats a kernel is merged before it costs an evaluation.
         self._kernels: dict[str, str] = {}
+        self.steering = Steering(base.journal)
         for known in graph.in_order():
             if known.hash:
                 self._kernels.setdefault(known.hash, known.ref)
@@ -115,7 +126,12 @@ class Search:
             task.cancel()
 
     def prune(self, ref: str) -> list[Node]:
-        return self.graph.prune(ref, self.round)
+        return self.graph.prune(ref, self.round, keep=self.steering.pinned())
+
+    def steer(self, steer: Steer) -> Steer:
+        """Store the engineer's steering action; the search takes it up at its next round (a
+        node pinned is kept by pruning at once)."""
+        return give(self.base.store, self.base.session_id, steer)
 
     # -- the search ----------------------------------------------------------------------------
 
@@ -141,18 +157,15 @@ class Search:
 
     async def _rounds(self) -> str:
         """Round after round until the depth, the caps or a stop; why the search ended."""
-        reason, counter = "", 0
-        for round_ in range(self.config.depth + 1):
+        reason, counter, round_ = "", 0, 0
+        while round_ <= self.config.depth or self._steered_beyond(round_):
             self.round = round_
-            plans = (
-                [root_plan(self.seed)]
-                if round_ == 0
-                else self.algorithm.plan_round(self.graph, round_)
-            )
+            plans = await self._plan(round_, fresh=f"n{counter}" not in self.graph.nodes)
             for skipped in self.algorithm.moves.skipped.values():
                 self.graph.skip(skipped.node, skipped.strategy, skipped.reason)
             if not plans:
-                return "nothing left to expand"
+                beyond = round_ > self.config.depth  # a round for steering that grew nothing
+                return f"depth {self.config.depth} reached" if beyond else "nothing left to expand"
             nodes = []
             for plan in plans:
                 nodes.append(
@@ -173,7 +186,55 @@ class Search:
             reason = self._why_stop(round_)
             if reason:
                 return reason
+            round_ += 1
         return reason or f"depth {self.config.depth} reached"
+
+    async def _plan(self, round_: int, fresh: bool) -> list[NodePlan]:
+        """The round's nodes: the algorithm's (none past the depth), then those the engineer's
+        steering asks for. `fresh`: the round is planned for the first time (not replayed)."""
+        if round_ == 0:
+            return [root_plan(self.seed)]
+        steers = self.steering.take_up(round_, fresh)
+        await self._follow_target()
+        planned = (
+            self.algorithm.plan_round(self.graph, round_) if round_ <= self.config.depth else []
+        )
+        strategies = self.algorithm.strategies
+        return planned + self.steering.plans(self.graph, round_, strategies, steers)
+
+    async def _follow_target(self) -> None:
+        """The score on the TPU generation the engineer chose last: later profiles estimate on
+        it, and accepted nodes scored on another generation are estimated again (once: a
+        resumed search finds them done)."""
+        target = self.steering.target()
+        if target is None:
+            return
+        if target != self.tools.target:
+            self.tools.estimate_on(target)
+        for node in self.graph.in_order():
+            if node.status != ACCEPTED or node.version_id is None:
+                continue
+            if re.search(rf" on {re.escape(target)}\b", node.score_kind):
+                continue
+            kernel = KernelSource(node.source, f"{node.ref}.py")
+            result = await self.tools.profile(kernel, estimate_only=True)
+            score = (
+                Score(None, f"estimated on {target}: no profile ({result.error})")
+                if result.summary is None
+                else estimated_score(result.summary, target)
+            )
+            if score.value is not None:
+                self.base.store.record_score(node.version_id, score.value, score.kind)
+            self.graph.update(
+                node, ACCEPTED, why=f"scored on {target}", score=score.value, score_kind=score.kind
+            )
+
+    def _steered_beyond(self, round_: int) -> bool:
+        """Past the depth, a round runs only for steering: taken up at it before (a replay),
+        or given and not taken up yet."""
+        if self._stopping or self._budget:
+            return False
+        return self.steering.waiting() or round_ in self.steering.taken.values()
 
     async def _run_round(self, work: list[tuple[Node, NodePlan]]) -> None:
         tasks = self._tasks = [
@@ -220,16 +281,21 @@ class Search:
         self.graph.update(node, RUNNING)
         parent = self.graph[node.parents[0]] if node.parents else None
         source = parent.source if parent is not None and parent.status == ACCEPTED else self.seed
+        done: Expansion | Duplicate
         try:
-            done = await expand(
-                self._steps(),
-                node.ref,
-                source,
-                parent.plan if parent else "",
-                plan.instruction,
-                strategy=plan.strategy,
-                claim=lambda kernel: self._claim(kernel, node.ref),
-            )
+            if plan.strategy == BY_HAND:  # the engineer's kernel, judged like any other
+                hand = self.steering.hand_source(plan.tags["steer"])
+                done = await by_hand(self._steps(), node.ref, parent.source if parent else "", hand)
+            else:
+                done = await expand(
+                    self._steps(),
+                    node.ref,
+                    source,
+                    parent.plan if parent else "",
+                    plan.instruction,
+                    strategy=plan.strategy,
+                    claim=lambda kernel: self._claim(kernel, node.ref),
+                )
         except BudgetExceeded as error:
             self._budget = self._budget or str(error)
             self.graph.update(node, STOPPED, detail=str(error), **self._spent(node.ref))

@@ -214,6 +214,15 @@ class EvaluationService:
             self._reference_costs = summary.reference_costs
         return ProfileResult(summary)
 
+    def estimate_on(self, target: str) -> None:
+        """Profiles from now on estimate on `target` too (a search whose score the engineer
+        moved to another TPU generation); evaluations keep compiling for the setup's."""
+        if not isinstance(self._backend, LocalBackend):
+            raise UsageError("this executor profiles on the cluster's own target")
+        options = self._backend.profile_options
+        if target not in options.targets:
+            self._backend.profile_options = replace(options, targets=(*options.targets, target))
+
     def validate_edge_configs(
         self, proposals: list[EdgeConfig]
     ) -> tuple[list[EdgeConfig], list[str]]:

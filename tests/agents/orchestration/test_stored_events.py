@@ -21,7 +21,7 @@ from maxkernel_tui.kernels.perf.summary import ProfileSummary
 from maxkernel_tui.kernels.report.checks import EvalReport
 from maxkernel_tui.kernels.report.status import Verdict
 from maxkernel_tui.store.db import Store
-from maxkernel_tui.store.kinds import EventKind, Mode, NodeStatus
+from maxkernel_tui.store.kinds import EventKind, Mode, NodeStatus, SteerAction
 from tests.fakes.role_provider import RoleProvider
 from tests.support.engine import DIAGNOSIS, GOOD, Bench, accepted, kernel, plan, summary
 
@@ -39,6 +39,7 @@ NEW_EVENTS: list[ev.SessionEvent] = [
     ev.ModeChanged("i", "i2", Mode.GRAPH),
     ev.ErrorRaised("j", "i2", Role.ENGINE, "boom"),
     ev.SearchNodeChanged("k", "n1", 1, NodeStatus.ACCEPTED, ["n0"], "grow", 1.1, "x", 4),
+    ev.Steered("steer/1", 1, SteerAction.IDEA, "n3", 2, 'idea at #3: "wider K"'),
 ]
 
 

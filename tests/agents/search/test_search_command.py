@@ -11,7 +11,10 @@ import subprocess
 
 import pytest
 
+from maxkernel_tui.agents.search.graph import Node
+from maxkernel_tui.agents.search.steering import given
 from maxkernel_tui.store.db import Store
+from maxkernel_tui.store.steering import taken_up
 from tests.fakes.role_gemini import RoleGemini, ServedInThread
 from tests.support.cli_runs import command, finished
 from tests.support.engine import graph_from_events, graph_in_store, variant
@@ -89,3 +92,47 @@ def test_a_killed_search_resumes_to_the_same_graph_and_writes_its_best(env, tmp_
         best = max(nodes, key=lambda n: n.score)
         assert out.read_text() == store.kernel_version(best.kernel_version_id).source
     assert "n0 -> n1;" in dot.read_text()
+
+
+def test_a_steered_search_killed_and_resumed_keeps_its_steering(env, tmp_path) -> None:
+    """`search --steer` at the start, more steering from another process while it runs
+    (`--no-run`), SIGKILL, `--resume`: every action is still there and the idea grows its node."""
+    idea = "keep the whole row in VMEM and fuse the scale"
+    answers = {"implementer": [variant(256), variant(512), variant(128), variant(64)]}
+    with ServedInThread(RoleGemini(answers)) as server:
+        env["GOOGLE_GEMINI_BASE_URL"] = server.url
+        steered = (*SEARCH[:6], "1", "--depth", "1", *SEARCH[9:], "--steer", f"idea@0={idea}")
+        first = subprocess.Popen(
+            command(*steered),
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        assert first.stdout is not None and first.stderr is not None
+        session_id = first.stderr.readline().split("search session ", 1)[1].split()[0]
+        for line in first.stdout:
+            if json.loads(line)["kind"] == "evaluation":  # the root was judged
+                pinned = finished(
+                    command("search", "--resume", session_id, "--steer", "pin@0", "--no-run"),
+                    env,
+                    timeout=60,
+                )
+                os.killpg(first.pid, signal.SIGKILL)
+                break
+        first.wait(60)
+        assert pinned.returncode == 0 and "pin at #0" in pinned.stderr, pinned.stderr
+        resumed = finished(command("search", "--resume", session_id, "--json"), env)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    events = [json.loads(line) for line in resumed.stdout.splitlines()]
+    taken = [e for e in events if e["kind"] == "steered"]
+    assert {e["action"] for e in taken} <= {"idea", "pin"} and taken
+    with Store(tmp_path / "data" / "sessions.db") as store:
+        assert [s.action for s in given(store, session_id)] == ["idea", "pin"]
+        assert set(taken_up(store, session_id)) == {1, 2}  # both taken up, once each
+        nodes = [Node.from_row(row) for row in store.search_nodes(session_id)]
+        (grown,) = [n for n in nodes if n.strategy == "idea"]
+        assert grown.parents == ["n0"] and idea in grown.plan
+    prompts = [str(body) for body in server.bodies_of("implementer")]
+    assert any(idea in prompt for prompt in prompts)
