@@ -43,9 +43,7 @@ def snapshot(task: Task, out: Path) -> None:
         return
     for i, candidate in enumerate(drafts.candidates):
         (out / f"candidate_{i}.py").write_text(candidate.source)
-        (out / f"candidate_{i}.txt").write_text(
-            f"{candidate.family}\n{candidate.how}\n"
-        )
+        (out / f"candidate_{i}.txt").write_text(f"{candidate.family}\n{candidate.how}\n")
     step = StepContext.from_request(
         {"role": "planner", "task_dir": str(task.folder), "target": DEFAULT_TARGET}
     )
