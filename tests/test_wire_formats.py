@@ -469,6 +469,7 @@ WRITTEN = [
                     "flops": 1000000000.0,
                     "bytes_accessed": 2000000.0,
                     "optimal_seconds": None,
+                    "transcendentals": None,
                 },
                 "v6e": {"error": "did not fit"},
             },
@@ -497,6 +498,7 @@ WRITTEN = [
                     "flops": 1000000000.0,
                     "bytes_accessed": 2000000.0,
                     "optimal_seconds": None,
+                    "transcendentals": None,
                 },
                 "v6e": {"error": "did not fit"},
             },
@@ -505,7 +507,12 @@ WRITTEN = [
     (
         "kernels/perf/analysis.py",
         "ReferenceCost",
-        {"flops": 1000000000.0, "bytes_accessed": 2000000.0, "optimal_seconds": None},
+        {
+            "flops": 1000000000.0,
+            "bytes_accessed": 2000000.0,
+            "optimal_seconds": None,
+            "transcendentals": None,
+        },
     ),
     ("kernels/perf/analysis.py", "ReferenceCost_error", {"error": "did not fit"}),
     (
@@ -523,6 +530,7 @@ WRITTEN = [
                     "flops": 1000000000.0,
                     "bytes_accessed": 2000000.0,
                     "optimal_seconds": None,
+                    "transcendentals": None,
                     "kind": "estimated",
                     "source": "XLA cost analysis, AOT compile for v5e",
                 },

@@ -83,11 +83,20 @@ class ReferenceCost(JsonData, shape=Shape(alone="error", unknown=Unknown.IGNORE)
     bytes_accessed: float | None = None
     optimal_seconds: float | None = None
     error: str | None = None
+    transcendentals: float | None = None  # exp, log, ... elements (a softmax's exponentials)
 
     @classmethod
-    def from_xla(cls, cost: Mapping[str, float]) -> ReferenceCost:
-        """From `compiled.cost_analysis()`, whose keys have spaces."""
-        return cls(cost.get("flops"), cost.get("bytes accessed"), cost.get("optimal_seconds"))
+    def from_xla(
+        cls, cost: Mapping[str, float], transcendentals: float | None = None
+    ) -> ReferenceCost:
+        """From `compiled.cost_analysis()`, whose keys have spaces; `transcendentals` counted
+        from the program's jaxpr where the cost analysis has none (a TPU's has none)."""
+        return cls(
+            cost.get("flops"),
+            cost.get("bytes accessed"),
+            cost.get("optimal_seconds"),
+            transcendentals=cost.get("transcendentals", transcendentals),
+        )
 
 
 @dataclass(frozen=True)

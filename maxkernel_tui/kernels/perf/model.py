@@ -21,7 +21,8 @@ prints the residuals):
   - precision: bf16 operands take one MXU pass; f32 operands F32_MXU_SLOWDOWN at Mosaic's default
     precision and HIGHEST_MXU_PASSES at Precision.HIGHEST; vector element operations run at
     1/16 and transcendentals at 1/64 of the bf16 peak (rough VPU and EUP rates); vector and
-    transcendental work add up, MXU work overlaps them;
+    transcendental work add up, MXU work overlaps them; v6e's vector units reach a smaller share
+    of its much larger MXU peak (VECTOR_SHARES);
   - transfer: the step's share of HBM bytes at the chip's HBM bandwidth.
 The calibration file (perf/calibration.py: TPU measurements beside these estimates) scales the
 result per generation.
@@ -43,6 +44,7 @@ from maxkernel_tui.kernels.perf.analysis import (
     ReferenceCost,
 )
 from maxkernel_tui.kernels.perf.calibration import Calibration
+from maxkernel_tui.kernels.perf.vector_rates import vector_rates
 from maxkernel_tui.kernels.perf.xla_model import XLA_DEFAULT, XlaPrecision, xla_seconds
 from maxkernel_tui.kernels.report.basis import Basis
 from maxkernel_tui.kernels.targets import TpuTarget
@@ -54,8 +56,6 @@ VMEM_WARN_SHARE = 0.75
 TINY_STEP_BYTES = 64 * 1024  # below this per step, the per-step overhead dominates
 F32_MXU_SLOWDOWN = 3.0
 HIGHEST_MXU_PASSES = 6.0
-VPU_SHARE = 1 / 16
-EUP_SHARE = 1 / 64
 
 
 @dataclass
@@ -154,8 +154,9 @@ def _step_compute(kernel: KernelAnalysis, target: TpuTarget) -> float:
     bf16 = kernel.mxu_flops_per_step - kernel.mxu_f32_flops_per_step
     passes = bf16 + f32 * F32_MXU_SLOWDOWN + kernel.mxu_highest_flops_per_step * HIGHEST_MXU_PASSES
     mxu = passes / peak
-    vector = kernel.vector_ops_per_step / (target.peak_bf16_flops * VPU_SHARE)
-    transcendental = kernel.transcendentals_per_step / (target.peak_bf16_flops * EUP_SHARE)
+    vpu, eup = vector_rates(target)
+    vector = kernel.vector_ops_per_step / vpu
+    transcendental = kernel.transcendentals_per_step / eup
     return max(mxu, vector + transcendental)
 
 

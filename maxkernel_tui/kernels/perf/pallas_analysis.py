@@ -100,6 +100,18 @@ def analyze(closed_jaxpr: Any) -> list[KernelAnalysis]:
     return [_analyze_call(site.eqn) for site in pallas_calls(closed_jaxpr.jaxpr)]
 
 
+def transcendental_elements(closed_jaxpr: Any) -> float:
+    """Elements of exp, log, tanh, ... a program computes outside its Pallas kernels (XLA's
+    cost analysis on a TPU does not count them; perf/xla_model.py needs them)."""
+    return float(
+        sum(
+            site.times * sum(math.prod(getattr(v.aval, "shape", ())) for v in site.eqn.outvars)
+            for site in walk(closed_jaxpr.jaxpr)
+            if site.name in _TRANSCENDENTAL
+        )
+    )
+
+
 def _analyze_call(eqn: Any) -> KernelAnalysis:
     grid_mapping = eqn.params["grid_mapping"]
     grid = [int(g) for g in grid_mapping.grid]
@@ -228,22 +240,27 @@ def _fetch_count(indices: np.ndarray | None, steps: int) -> int:
 
 def _body_work(body: Any) -> _BodyWork:
     """Work per grid step. Branches under pl.when count fully: an upper bound; a loop's body
-    counts once."""
+    counts as often as its scan runs (pl.loop over static bounds), a while loop's once."""
     totals = _BodyWork()
     for site in walk(body):
         eqn: Any = site.eqn  # its avals' shapes and dtypes are read untyped
         name = site.name
-        out_elements = sum(math.prod(getattr(v.aval, "shape", ())) for v in eqn.outvars)
+        out_elements = site.times * sum(
+            math.prod(getattr(v.aval, "shape", ())) for v in eqn.outvars
+        )
         if name == "dot_general":
-            (lhs_contract, _), _ = eqn.params["dimension_numbers"]
+            (lhs_contract, rhs_contract), (_, rhs_batch) = eqn.params["dimension_numbers"]
             lhs, rhs = eqn.invars[0].aval.shape, eqn.invars[1].aval.shape
             k = math.prod(lhs[d] for d in lhs_contract)
+            n = math.prod(
+                size for d, size in enumerate(rhs) if d not in (*rhs_contract, *rhs_batch)
+            )
             totals.mxu += 2.0 * out_elements * k
             if eqn.invars[0].aval.dtype == np.float32:
                 totals.mxu_f32 += 2.0 * out_elements * k
                 if "HIGHEST" in str(eqn.params.get("precision")):
                     totals.mxu_highest += 2.0 * out_elements * k
-            totals.dims.append([int(out_elements // max(rhs[-1], 1)), int(k), int(rhs[-1])])
+            totals.dims.append([int(out_elements // site.times // max(n, 1)), int(k), int(n)])
         elif name in _TRANSCENDENTAL:
             totals.transcendental += out_elements
         elif name in _VECTOR:
