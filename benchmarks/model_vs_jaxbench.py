@@ -256,11 +256,12 @@ def table(rows: list[Row], target: TpuTarget) -> list[str]:
     ]
     for row in rows:
         m = row.measured
+        xla, expert = row.xla_seconds * 1e3, row.expert_seconds * 1e3
         lines.append(
-            f"| {m.workload} ({m.task}) | {m.xla_ms:.2f} ms | {row.xla_seconds * 1e3:.2f} ms | "
-            f"{_residual(row.xla_seconds * 1e3, m.xla_ms)} | {m.expert_ms:.2f} ms | "
-            f"{row.expert_seconds * 1e3:.2f} ms | {_residual(row.expert_seconds * 1e3, m.expert_ms)}"
-            f" | {m.ratio:.2f}x | {row.ratio:.2f}x | {_residual(row.ratio, m.ratio)} |"
+            f"| {m.workload} ({m.task}) | {m.xla_ms:.2f} ms | {xla:.2f} ms | "
+            f"{_residual(xla, m.xla_ms)} | {m.expert_ms:.2f} ms | {expert:.2f} ms | "
+            f"{_residual(expert, m.expert_ms)} | {m.ratio:.2f}x | {row.ratio:.2f}x | "
+            f"{_residual(row.ratio, m.ratio)} |"
         )
     return lines
 
