@@ -462,6 +462,7 @@ WRITTEN = [
                     "matmul_dims": [[128, 256, 128]],
                     "index_maps_exact": False,
                     "mxu_highest_flops_per_step": 5.0,
+                    "dma_starts_per_step": 0.0,
                 }
             ],
             "reference_costs": {

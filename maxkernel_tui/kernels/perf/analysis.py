@@ -71,6 +71,9 @@ class KernelAnalysis(JsonData):
     matmul_dims: list[list[int]] = field(default_factory=list)  # (m, k, n) of each body matmul
     index_maps_exact: bool = True  # False: data-dependent index maps, fetch counts are upper bounds
     mxu_highest_flops_per_step: float = 0.0  # the f32 part at Precision.HIGHEST (six passes)
+    # DMAs the body starts itself per step (operands left in HBM, memory_space=ANY): of a cond,
+    # its busiest branch
+    dma_starts_per_step: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -92,6 +92,7 @@ class _BodyWork:
     vector: float = 0.0
     transcendental: float = 0.0
     dims: list[list[int]] = field(default_factory=list)
+    dma_starts: float = 0.0
 
 
 def analyze(closed_jaxpr: Any) -> list[KernelAnalysis]:
@@ -120,6 +121,12 @@ def _analyze_call(eqn: Any) -> KernelAnalysis:
     blocks = _pipelined_blocks(grid_mapping, block_indices, steps) + _scratch(grid_mapping)
     body = _body_work(eqn.params["jaxpr"])
     params = _compiler_params(eqn.params.get("compiler_params"))
+    # An operand left in HBM that the body copies itself: read (at least) once in all.
+    copied = sum(
+        b.bytes
+        for b in blocks
+        if body.dma_starts and b.memory_space == MemorySpace.ANY and not b.is_output
+    )
     return KernelAnalysis(
         name=_kernel_name(eqn),
         grid=grid,
@@ -136,7 +143,7 @@ def _analyze_call(eqn: Any) -> KernelAnalysis:
             if b.memory_space == MemorySpace.VMEM
         ),
         vmem_limit_bytes=getattr(params, "vmem_limit_bytes", None),
-        hbm_bytes=sum(b.bytes * b.fetches for b in blocks),
+        hbm_bytes=sum(b.bytes * b.fetches for b in blocks) + copied,
         steps=steps,
         mxu_flops_per_step=body.mxu,
         mxu_f32_flops_per_step=body.mxu_f32,
@@ -145,6 +152,7 @@ def _analyze_call(eqn: Any) -> KernelAnalysis:
         matmul_dims=body.dims,
         index_maps_exact=exact,
         mxu_highest_flops_per_step=body.mxu_highest,
+        dma_starts_per_step=body.dma_starts,
     )
 
 
@@ -242,7 +250,15 @@ def _body_work(body: Any) -> _BodyWork:
     """Work per grid step. Branches under pl.when count fully: an upper bound; a loop's body
     counts as often as its scan runs (pl.loop over static bounds), a while loop's once."""
     totals = _BodyWork()
+    # DMA starts per branch of each outermost cond; a step takes one branch of each
+    branch_dmas: dict[tuple[int, int], float] = {}
     for site in walk(body):
+        if site.name == "dma_start":
+            if site.conditional:
+                key = site.branches[0]
+                branch_dmas[key] = branch_dmas.get(key, 0.0) + site.times
+            else:
+                totals.dma_starts += site.times
         eqn: Any = site.eqn  # its avals' shapes and dtypes are read untyped
         name = site.name
         out_elements = site.times * sum(
@@ -265,4 +281,8 @@ def _body_work(body: Any) -> _BodyWork:
             totals.transcendental += out_elements
         elif name in _VECTOR:
             totals.vector += out_elements
+    busiest: dict[int, float] = {}
+    for (cond, _), count in branch_dmas.items():
+        busiest[cond] = max(busiest.get(cond, 0.0), count)
+    totals.dma_starts += sum(busiest.values())
     return totals

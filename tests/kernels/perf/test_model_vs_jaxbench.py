@@ -16,6 +16,7 @@ import jax
 import jax.numpy as jnp
 import pytest
 from jax.experimental import pallas as pl
+from jax.experimental.pallas import tpu as pltpu
 
 from maxkernel_tui.kernels.perf.analysis import ReferenceCost
 from maxkernel_tui.kernels.perf.pallas_analysis import analyze, transcendental_elements
@@ -51,6 +52,31 @@ def test_a_loop_in_the_body_counts_its_matmul_each_time_and_reads_n_from_the_tra
     assert kernel.matmul_dims == [[256, 128, 512]]
 
 
+def _copying_kernel(x_hbm, o_ref, buffer, semaphore):
+    copy = pltpu.make_async_copy(x_hbm, buffer, semaphore)
+    copy.start()
+    copy.wait()
+    o_ref[...] = buffer[...] * 2
+
+
+def test_an_operand_the_body_copies_itself_is_read_once_with_one_dma_start_per_step():
+    spec = jax.ShapeDtypeStruct((64, 128), jnp.float32)
+
+    def program(x):
+        return pl.pallas_call(
+            _copying_kernel,
+            out_shape=spec,
+            grid=(4,),
+            in_specs=[pl.BlockSpec(memory_space=pl.ANY)],
+            out_specs=pl.BlockSpec((64, 128), lambda i: (0, 0)),
+            scratch_shapes=[pltpu.VMEM((64, 128), jnp.float32), pltpu.SemaphoreType.DMA],
+        )(x)
+
+    (kernel,) = analyze(jax.make_jaxpr(program)(spec))
+    assert kernel.dma_starts_per_step == 1
+    assert kernel.hbm_bytes == 64 * 128 * 4 * 2  # the copied operand once, the output once
+
+
 def test_xla_exponentials_are_counted_from_the_jaxpr_and_cost_vector_time():
     spec = jax.ShapeDtypeStruct((8, 128), jnp.float32)
     assert transcendental_elements(jax.make_jaxpr(jax.nn.softmax)(spec)) == 8 * 128
@@ -77,11 +103,26 @@ def benchmark():
     return module
 
 
+# What holds per row: paged attention's XLA side (a gather of pages, matmuls of 8 rows) and MLA's
+# expert (flash attention at head dimension 256) are not modelled well enough yet.
+HELD = {
+    "flash": ("xla", "expert", "ratio"),
+    "splash": ("xla", "expert", "ratio"),
+    "gqa": ("xla", "expert", "ratio"),
+    "gemm": ("xla", "expert", "ratio"),
+    "paged": ("expert",),
+    "mla": ("xla",),
+}
+
+
 @pytest.mark.slow  # ahead-of-time compiles for v6e: seconds each
-@pytest.mark.parametrize("workload", ["flash", "splash", "gqa", "gemm"])
+@pytest.mark.parametrize("workload", sorted(HELD))
 def test_the_model_lands_within_25_percent_of_jaxbench_on_v6e(benchmark, workload):
     row = benchmark.estimate_row(workload, TARGETS["v6e"])
     measured = row.measured
-    assert abs(row.xla_seconds * 1e3 / measured.xla_ms - 1) <= BOUND
-    assert abs(row.expert_seconds * 1e3 / measured.expert_ms - 1) <= BOUND
-    assert abs(row.ratio / measured.ratio - 1) <= BOUND
+    residuals = {
+        "xla": row.xla_seconds * 1e3 / measured.xla_ms - 1,
+        "expert": row.expert_seconds * 1e3 / measured.expert_ms - 1,
+        "ratio": row.ratio / measured.ratio - 1,
+    }
+    assert all(abs(residuals[side]) <= BOUND for side in HELD[workload]), residuals
