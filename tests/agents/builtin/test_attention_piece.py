@@ -16,6 +16,7 @@ from jax.experimental.pallas import tpu as pltpu
 from maxkernel_tui.agents.builtin import draft_kernel
 from maxkernel_tui.agents.builtin.pieces import attention
 from maxkernel_tui.kernels.loader import find_task
+from maxkernel_tui.kernels.perf.pallas_analysis import analyze
 
 INTERPRET = pltpu.InterpretParams(uninitialized_memory="nan", out_of_bounds_reads="raise")
 pytestmark = pytest.mark.slow  # interpret mode: seconds per kernel on a busy 2-core machine
@@ -128,3 +129,26 @@ def test_the_1p_kernel_reads_its_scale_from_the_head_dimension(suite_tasks):
         atol=tolerance.atol,
         rtol=tolerance.rtol,
     )
+
+
+def test_causal_blocks_above_the_diagonal_are_neither_fetched_nor_computed():
+    """Four query blocks of 128 and four key blocks: of the 16 steps, K is fetched 9 times (the 6
+    above the diagonal re-use the block before; query block 0's clamped steps and query block 1's
+    first both read key block 0), the model counts the matmuls of 10 steps, and the result
+    matches jnp over the longer sequence."""
+    seq = 4 * 128
+    q, k, v = (_random(1, 1, seq, DIM, seed=s) for s in range(3))
+    spec = jax.ShapeDtypeStruct(q.shape, q.dtype)
+    jaxpr = jax.make_jaxpr(
+        lambda q, k, v: attention._flash_attention(q, k, v, out_dtype=jnp.float32, causal=True)
+    )(spec, spec, spec)
+    (kernel,) = analyze(jaxpr)
+    assert kernel.steps == 16
+    assert next(b for b in kernel.blocks if b.role == "input 1").fetches == 9
+    block_flops = 2 * (2.0 * 128 * 128 * DIM)  # Q K^T and P V of one block pair
+    assert kernel.mxu_flops_per_step == block_flops * 10 / 16
+    got = _run(q, k, v, out_dtype=jnp.float32, causal=True)
+    logits = jnp.einsum("bhqd,bhkd->bhqk", q, k, preferred_element_type=jnp.float32)
+    logits = jnp.where(jnp.tril(jnp.ones((seq, seq), bool)), logits, -jnp.inf)
+    want = jnp.einsum("bhqk,bhkd->bhqd", jax.nn.softmax(logits, axis=-1), v)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
