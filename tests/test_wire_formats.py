@@ -462,6 +462,7 @@ WRITTEN = [
                     "matmul_dims": [[128, 256, 128]],
                     "index_maps_exact": False,
                     "mxu_highest_flops_per_step": 5.0,
+                    "dma_starts_per_step": 0.0,
                 }
             ],
             "reference_costs": {
@@ -469,6 +470,7 @@ WRITTEN = [
                     "flops": 1000000000.0,
                     "bytes_accessed": 2000000.0,
                     "optimal_seconds": None,
+                    "transcendentals": None,
                 },
                 "v6e": {"error": "did not fit"},
             },
@@ -497,6 +499,7 @@ WRITTEN = [
                     "flops": 1000000000.0,
                     "bytes_accessed": 2000000.0,
                     "optimal_seconds": None,
+                    "transcendentals": None,
                 },
                 "v6e": {"error": "did not fit"},
             },
@@ -505,7 +508,12 @@ WRITTEN = [
     (
         "kernels/perf/analysis.py",
         "ReferenceCost",
-        {"flops": 1000000000.0, "bytes_accessed": 2000000.0, "optimal_seconds": None},
+        {
+            "flops": 1000000000.0,
+            "bytes_accessed": 2000000.0,
+            "optimal_seconds": None,
+            "transcendentals": None,
+        },
     ),
     ("kernels/perf/analysis.py", "ReferenceCost_error", {"error": "did not fit"}),
     (
@@ -523,6 +531,7 @@ WRITTEN = [
                     "flops": 1000000000.0,
                     "bytes_accessed": 2000000.0,
                     "optimal_seconds": None,
+                    "transcendentals": None,
                     "kind": "estimated",
                     "source": "XLA cost analysis, AOT compile for v5e",
                 },
@@ -618,6 +627,7 @@ WRITTEN = [
                 "optimal_seconds": None,
                 "did_not_fit": [],
                 "libtpu": None,
+                "transcendentals": None,
             },
             "declared_flops": 1000000000.0,
             "tie_groups": [["a", "b"]],
@@ -655,6 +665,7 @@ WRITTEN = [
             "optimal_seconds": 0.002,
             "did_not_fit": [{"target": "v4", "reason": "oom"}],
             "libtpu": None,
+            "transcendentals": None,
         },
     ),
     ("kernels/description.py", "XlaCost_error", {"error": "boom"}),

@@ -37,8 +37,9 @@ from maxkernel_tui.kernels.workers import (
 # 2: derived configurations validated, declared flops; 3: inputs timed apart; 4: tie groups,
 # held-out traced only; 5: a derived task's coinciding sizes traced apart where untied; 6: sizes
 # read through local names (derived shapes of JAXBench's and MaxKernel's unpacked sizes changed),
-# sizes of different values a broadcast ties traced together
-FORMAT_VERSION = 6
+# sizes of different values a broadcast ties traced together; 7: the reference's exponentials
+# counted (the model's XLA time needs them)
+FORMAT_VERSION = 7
 DESCRIBE_TIMEOUT_S = 600.0  # one task: tracing plus a TPU compile of a large reference
 
 
@@ -123,7 +124,12 @@ def described_reference_cost(task: Task, target: str) -> ReferenceCost | None:
     cost = None if described is None else described.cost
     if cost is None or cost.error or cost.target != target or cost.config != task.configs[0]:
         return None
-    return ReferenceCost(cost.flops, cost.bytes_accessed, cost.optimal_seconds)
+    return ReferenceCost(
+        cost.flops,
+        cost.bytes_accessed,
+        cost.optimal_seconds,
+        transcendentals=cost.transcendentals,
+    )
 
 
 def _read_cache(

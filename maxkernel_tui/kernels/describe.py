@@ -33,6 +33,7 @@ from maxkernel_tui.kernels.description import (
     XlaCost,
 )
 from maxkernel_tui.kernels.loader import load_task, with_groups
+from maxkernel_tui.kernels.perf.pallas_analysis import transcendental_elements
 from maxkernel_tui.kernels.targets import DEFAULT_TARGET
 from maxkernel_tui.kernels.task import Task, TaskError, TaskFormat
 from maxkernel_tui.kernels.tie_probe import scaled_groups, tie_groups
@@ -180,8 +181,12 @@ def _declared_flops(task: Any, module: Any) -> float | None:
 def _bench_cost(task: Any, module: Any, config: str, target: str) -> XlaCost:
     """XLA's cost analysis of the reference compiled ahead of time for a TPU."""
     specs, static = runtime.input_specs(task, module, config)
+
+    def reference(*dynamic: Any) -> Any:
+        return module.computation(*dynamic, *static)
+
     try:
-        report = compile_with_fallback(lambda *d: module.computation(*d, *static), specs, target)
+        report = compile_with_fallback(reference, specs, target)
     except OutOfHbm as error:
         return XlaCost(error=str(error))
     except Exception as error:  # a compiler error is a finding to show, not a crash
@@ -196,6 +201,7 @@ def _bench_cost(task: Any, module: Any, config: str, target: str) -> XlaCost:
         optimal_seconds=report.optimal_seconds,
         did_not_fit=[DidNotFit(name, reason) for name, reason in report.did_not_fit],
         libtpu=installed_version("libtpu"),
+        transcendentals=transcendental_elements(jax.make_jaxpr(reference)(*specs)),
     )
 
 

@@ -55,6 +55,7 @@ class XlaCost(JsonData, shape=Shape(alone="error", unknown=Unknown.IGNORE)):
     did_not_fit: list[DidNotFit] = field(default_factory=list)
     libtpu: str | None = None
     error: str | None = None
+    transcendentals: float | None = None  # counted from the jaxpr (the TPU's analysis has none)
 
 
 # The worker's answer and the catalog's cache entry (keys only where known); a worker's failure

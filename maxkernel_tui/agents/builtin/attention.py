@@ -12,7 +12,9 @@ writes a flash-attention kernel only for a reading that reproduces the reference
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
+from fractions import Fraction
 from typing import Any
 
 import jax
@@ -40,8 +42,17 @@ class AttentionSpec:
     seq_first: bool  # inputs laid out (batch, seq, heads, dim) rather than (batch, heads, seq, dim)
     causal: bool
     mask_value: float
-    scale: float | None
+    scale: float | None  # times head_dim ** -0.5 when `scale_per_dim`
     logits_dtype: np.dtype  # the dtype the reference rounds the logits to
+    # The scale follows the head dimension (1/sqrt(head_dim)): the kernel reads it from the
+    # query's shape, so that a configuration with another head dimension gets its own.
+    scale_per_dim: bool = False
+
+    def scale_at(self, head_dim: int) -> float | None:
+        """The factor on the logits at this head dimension."""
+        if self.scale is None or not self.scale_per_dim:
+            return self.scale
+        return self.scale * head_dim**-0.5
 
 
 def recognise_attention(program: Program, task: Task) -> AttentionSpec:
@@ -67,6 +78,9 @@ def recognise_attention(program: Program, task: Task) -> AttentionSpec:
     seq = _repeated_dim(first.outputs[0].shape)
     seq_first = _seq_first(program, [query, key, value], seq)
     bias = _bias(program, chain, producers, {query, key, value})
+    scale, per_dim = _scale(
+        chain, first.outputs[0], program.dims.values(program.inputs[query].shape[-1])
+    )
     base = AttentionSpec(
         query,
         key,
@@ -75,8 +89,9 @@ def recognise_attention(program: Program, task: Task) -> AttentionSpec:
         seq_first,
         _uses_iota(program),
         _mask_value(chain, producers),
-        _scale(chain, first.outputs[0]),
+        scale,
         first.outputs[0].dtype,
+        per_dim,
     )
     for candidate in (base, replace(base, query=base.key, key=base.query)):
         if _reproduces_reference(candidate, program, task):
@@ -95,8 +110,9 @@ def _attention_as_read(spec: AttentionSpec, args: list[jax.Array]) -> jax.Array:
     group = q.shape[1] // k.shape[1]
     k, v = jnp.repeat(k, group, axis=1), jnp.repeat(v, group, axis=1)
     logits = _rounded(jnp.einsum("bhqd,bhkd->bhqk", q, k, preferred_element_type=jnp.float32), spec)
-    if spec.scale is not None:
-        logits = _rounded(logits * spec.scale, spec)
+    scale = spec.scale_at(q.shape[-1])
+    if scale is not None:
+        logits = _rounded(logits * scale, spec)
     if spec.bias is not None:
         logits = _rounded(logits + args[spec.bias].astype(jnp.float32), spec)
     if spec.causal:
@@ -246,18 +262,34 @@ def _same_dims(a: tuple[Dim, ...], b: tuple[Dim, ...]) -> bool:
     return sorted(map(repr, a)) == sorted(map(repr, b))
 
 
-def _scale(chain: list[Eqn], logits: Var) -> float | None:
-    """The product of constant factors applied to the logits before the softmax."""
-    scale = None
+def _scale(
+    chain: list[Eqn], logits: Var, head_dim: tuple[Fraction, Fraction]
+) -> tuple[float | None, bool]:
+    """The product of constant factors applied to the logits before the softmax, and whether it
+    is 1/sqrt(head_dim) (then the factor is 1.0; the kernel rounds the scale as the reference's
+    logits are rounded). A constant equal to 1/sqrt(head_dim) in both traces is read as following
+    it, also when the traces share the head dimension: that is what attention's scale means, and a
+    configuration with another head dimension (the tester's edge cases) needs its own."""
+    traces: list[float] | None = None
+    closeness = 1e-6
     for eqn in chain:
         if eqn.primitive == "reduce_max":
             break
         if eqn.primitive in ("mul", "div") and _same_dims(eqn.outputs[0].shape, logits.shape):
             constants = [i for i in eqn.inputs if isinstance(i, Literal)]
             if len(constants) == 1:
-                value = constants[0].bench
-                if isinstance(constants[0].check, float) and constants[0].check != value:
-                    raise CannotPlan("attention whose scale depends on the shapes")
-                factor = float(value) if eqn.primitive == "mul" else 1.0 / float(value)
-                scale = factor if scale is None else scale * factor
-    return scale
+                values = [float(constants[0].bench), float(constants[0].check)]
+                if eqn.primitive == "div":
+                    values = [1.0 / v for v in values]
+                traces = values if traces is None else [a * b for a, b in zip(traces, values)]
+                closeness = max(closeness, float(jnp.finfo(constants[0].dtype).eps))
+    if traces is None:
+        return None, False
+    if all(
+        math.isclose(value, float(dim) ** -0.5, rel_tol=closeness)
+        for value, dim in zip(traces, head_dim)
+    ):
+        return 1.0, True
+    if traces[0] != traces[1]:
+        raise CannotPlan("attention whose scale depends on the shapes other than 1/sqrt(head dim)")
+    return traces[0], False

@@ -64,7 +64,14 @@ def _constants(spec: AttentionSpec, tunables: Tunables) -> str:
         f"BLOCK_Q = {tunables.block_rows}",
         f"BLOCK_KV = {tunables.block_cols}",
     ]
-    if spec.scale is not None:
+    if spec.scale is not None and spec.scale_per_dim:
+        lines += [
+            "# The reference's factor on the logits, times 1/sqrt(head dimension): the kernel "
+            "reads the",
+            "# head dimension from the query's shape.",
+            f"SCALE = {spec.scale!r}",
+        ]
+    elif spec.scale is not None:
         lines += ["# The reference's constant factor on the logits.", f"SCALE = {spec.scale!r}"]
     if spec.causal:
         lines += [
@@ -81,7 +88,11 @@ def _computation(spec: AttentionSpec, program: Program) -> str:
     if spec.bias is not None:
         arguments.append(names[spec.bias])
     arguments.append(f"out_dtype={dtype_source(program.outputs[0].dtype)}")
-    if spec.scale is not None:
+    body = ""
+    if spec.scale is not None and spec.scale_per_dim:
+        body = f"    scale = SCALE * {names[spec.query]}.shape[-1] ** -0.5  # 1/sqrt(head dim)\n"
+        arguments.append("scale=scale")
+    elif spec.scale is not None:
         arguments.append("scale=SCALE")
     if spec.causal:
         arguments += ["causal=True", "mask_value=MASK_VALUE"]
@@ -95,6 +106,7 @@ def _computation(spec: AttentionSpec, program: Program) -> str:
     )
     return (
         f"def computation({', '.join(names)}):\n"
+        + body
         + call
         + f"\n{' ' * len(call)}".join(lines)
         + ")\n"

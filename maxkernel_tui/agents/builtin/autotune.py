@@ -16,6 +16,7 @@ import math
 import types
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
+from typing import Any
 
 import jax
 
@@ -31,7 +32,7 @@ from maxkernel_tui.kernels.evaluation.timing.measured_choice import (
 )
 from maxkernel_tui.kernels.perf.analysis import KernelAnalysis, ReferenceCost
 from maxkernel_tui.kernels.perf.model import Estimate, estimate, minimal_io_bytes
-from maxkernel_tui.kernels.perf.pallas_analysis import analyze
+from maxkernel_tui.kernels.perf.pallas_analysis import analyze, transcendental_elements
 from maxkernel_tui.kernels.perf.xla_model import XLA_DEFAULT, XlaPrecision
 from maxkernel_tui.kernels.report.basis import Basis
 from maxkernel_tui.kernels.targets import TARGETS
@@ -114,13 +115,16 @@ def reference_cost(task: Task, target: str = DEFAULT_TARGET) -> ReferenceCost | 
         return described
     reference = runtime.load_reference(task)
     specs, static = runtime.input_specs(task, reference, task.configs[0])
+
+    def function(*dynamic: Any) -> Any:
+        return reference.computation(*dynamic, *static)
+
     try:
-        compiled = aot.compile_for_tpu(
-            lambda *d: reference.computation(*d, *static), specs, aot.target_for(target)
-        )
+        compiled = aot.compile_for_tpu(function, specs, aot.target_for(target))
+        exponentials = transcendental_elements(jax.make_jaxpr(function)(*specs))
     except Exception:  # the roofline is optional; a reference too big for the target has none
         return None
-    return ReferenceCost.from_xla(aot.cost_of(compiled))
+    return ReferenceCost.from_xla(aot.cost_of(compiled), exponentials)
 
 
 def autotune(

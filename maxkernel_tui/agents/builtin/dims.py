@@ -99,6 +99,12 @@ class DimTable:
     def symbols(self) -> dict[str, tuple[int, int]]:
         return dict(self._values)
 
+    def values(self, dim: Dim) -> tuple[Fraction, Fraction]:
+        """`dim` at bench and at check shapes."""
+        return tuple(  # type: ignore[return-value]
+            dim.factor * self._value(dim.symbols, dim.over, trace) for trace in (0, 1)
+        )
+
     def new_symbol(self, bench: int, check: int, position: int, axis: int) -> Dim:
         """A size of a program input, read from the input's shape in the kernel file: its own
         symbol even when another size has the same values (dataflow.py decides which sizes are

@@ -71,6 +71,9 @@ class KernelAnalysis(JsonData):
     matmul_dims: list[list[int]] = field(default_factory=list)  # (m, k, n) of each body matmul
     index_maps_exact: bool = True  # False: data-dependent index maps, fetch counts are upper bounds
     mxu_highest_flops_per_step: float = 0.0  # the f32 part at Precision.HIGHEST (six passes)
+    # DMAs the body starts itself per step (operands left in HBM, memory_space=ANY): of a cond,
+    # its busiest branch
+    dma_starts_per_step: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -83,11 +86,20 @@ class ReferenceCost(JsonData, shape=Shape(alone="error", unknown=Unknown.IGNORE)
     bytes_accessed: float | None = None
     optimal_seconds: float | None = None
     error: str | None = None
+    transcendentals: float | None = None  # exp, log, ... elements (a softmax's exponentials)
 
     @classmethod
-    def from_xla(cls, cost: Mapping[str, float]) -> ReferenceCost:
-        """From `compiled.cost_analysis()`, whose keys have spaces."""
-        return cls(cost.get("flops"), cost.get("bytes accessed"), cost.get("optimal_seconds"))
+    def from_xla(
+        cls, cost: Mapping[str, float], transcendentals: float | None = None
+    ) -> ReferenceCost:
+        """From `compiled.cost_analysis()`, whose keys have spaces; `transcendentals` counted
+        from the program's jaxpr where the cost analysis has none (a TPU's has none)."""
+        return cls(
+            cost.get("flops"),
+            cost.get("bytes accessed"),
+            cost.get("optimal_seconds"),
+            transcendentals=cost.get("transcendentals", transcendentals),
+        )
 
 
 @dataclass(frozen=True)

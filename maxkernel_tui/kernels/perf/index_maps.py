@@ -10,6 +10,7 @@ performance model's autotune does not compile an XLA program per block per candi
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -129,6 +130,43 @@ def _integers(value: Any, aval: Any) -> Any:
     if array.shape != () or not (np.issubdtype(array.dtype, np.integer) or array.dtype == np.bool_):
         raise _NotPlainIntegers(f"constant {value!r}")
     return array
+
+
+def branch_shares(body: Any, points: np.ndarray, grid: Sequence[int]) -> dict[int, np.ndarray]:
+    """For each `cond` at the top level of a kernel body whose branch index is an integer
+    program of the grid indices (`pl.when(kj * bk <= qi * bq)`), the share of grid steps that
+    take each of its branches, keyed by `id` of the equation. Whatever else the body computes
+    (arrays, refs, data) is skipped: a cond that reads it is left out."""
+    env: dict[Any, Any] = {}
+    shares: dict[int, np.ndarray] = {}
+
+    def known(var: Any) -> bool:
+        return hasattr(var, "val") or var in env
+
+    def read(var: Any) -> Any:
+        return _integers(var.val, var.aval) if hasattr(var, "val") else env[var]
+
+    for eqn in body.eqns:
+        name = eqn.primitive.name
+        if name == "program_id":
+            env[eqn.outvars[0]] = points[:, eqn.params["axis"]]
+        elif name == "num_programs":
+            env[eqn.outvars[0]] = np.int32(grid[eqn.params["axis"]])
+        elif name == "cond":
+            if known(eqn.invars[0]):
+                with contextlib.suppress(_NotPlainIntegers, KeyError):
+                    index = np.broadcast_to(read(eqn.invars[0]), (points.shape[0],))
+                    branches = len(eqn.params["branches"])
+                    counts = np.bincount(np.clip(index, 0, branches - 1), minlength=branches)
+                    shares[id(eqn)] = counts / points.shape[0]
+        elif all(known(v) for v in eqn.invars):
+            with contextlib.suppress(_NotPlainIntegers, KeyError, ValueError):
+                for out in eqn.outvars:
+                    _integers(None, out.aval)
+                env.update(
+                    zip(eqn.outvars, _apply(eqn, [read(v) for v in eqn.invars]), strict=True)
+                )
+    return shares
 
 
 def _with_xla(closed: Any, points: np.ndarray) -> np.ndarray:

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from maxkernel_tui.kernels.perf.analysis import Block, KernelAnalysis, MemorySpace
-from maxkernel_tui.kernels.perf.index_maps import block_indices
+from maxkernel_tui.kernels.perf.index_maps import block_indices, branch_shares
 from maxkernel_tui.kernels.perf.jaxpr_walk import pallas_calls, walk
 
 # Grids larger than this are not enumerated: every block is assumed fetched at every step.
@@ -92,6 +92,7 @@ class _BodyWork:
     vector: float = 0.0
     transcendental: float = 0.0
     dims: list[list[int]] = field(default_factory=list)
+    dma_starts: float = 0.0
 
 
 def analyze(closed_jaxpr: Any) -> list[KernelAnalysis]:
@@ -100,14 +101,32 @@ def analyze(closed_jaxpr: Any) -> list[KernelAnalysis]:
     return [_analyze_call(site.eqn) for site in pallas_calls(closed_jaxpr.jaxpr)]
 
 
+def transcendental_elements(closed_jaxpr: Any) -> float:
+    """Elements of exp, log, tanh, ... a program computes outside its Pallas kernels (XLA's
+    cost analysis on a TPU does not count them; perf/xla_model.py needs them)."""
+    return float(
+        sum(
+            site.times * sum(math.prod(getattr(v.aval, "shape", ())) for v in site.eqn.outvars)
+            for site in walk(closed_jaxpr.jaxpr)
+            if site.name in _TRANSCENDENTAL
+        )
+    )
+
+
 def _analyze_call(eqn: Any) -> KernelAnalysis:
     grid_mapping = eqn.params["grid_mapping"]
     grid = [int(g) for g in grid_mapping.grid]
     steps = math.prod(grid) if grid else 1
     block_indices, exact = _block_indices_per_step(grid_mapping, grid, steps)
     blocks = _pipelined_blocks(grid_mapping, block_indices, steps) + _scratch(grid_mapping)
-    body = _body_work(eqn.params["jaxpr"])
+    body = _body_work(eqn.params["jaxpr"], _branch_shares(eqn.params["jaxpr"], grid, steps))
     params = _compiler_params(eqn.params.get("compiler_params"))
+    # An operand left in HBM that the body copies itself: read (at least) once in all.
+    copied = sum(
+        b.bytes
+        for b in blocks
+        if body.dma_starts and b.memory_space == MemorySpace.ANY and not b.is_output
+    )
     return KernelAnalysis(
         name=_kernel_name(eqn),
         grid=grid,
@@ -124,7 +143,7 @@ def _analyze_call(eqn: Any) -> KernelAnalysis:
             if b.memory_space == MemorySpace.VMEM
         ),
         vmem_limit_bytes=getattr(params, "vmem_limit_bytes", None),
-        hbm_bytes=sum(b.bytes * b.fetches for b in blocks),
+        hbm_bytes=sum(b.bytes * b.fetches for b in blocks) + copied,
         steps=steps,
         mxu_flops_per_step=body.mxu,
         mxu_f32_flops_per_step=body.mxu_f32,
@@ -133,6 +152,7 @@ def _analyze_call(eqn: Any) -> KernelAnalysis:
         matmul_dims=body.dims,
         index_maps_exact=exact,
         mxu_highest_flops_per_step=body.mxu_highest,
+        dma_starts_per_step=body.dma_starts,
     )
 
 
@@ -210,11 +230,24 @@ def _block_indices_per_step(
         return [None] * len(
             mappings
         ), not grid_mapping.num_index_operands and steps <= MAX_ENUMERATED_STEPS
-    points = np.stack(np.unravel_index(np.arange(steps), grid), axis=-1).astype(np.int32)
+    points = _grid_points(grid, steps)
     indices: list[np.ndarray | None] = [
         block_indices(mapping.index_map_jaxpr, points) for mapping in mappings
     ]
     return indices, True
+
+
+def _grid_points(grid: list[int], steps: int) -> np.ndarray:
+    """Every grid step's indices, row-major (last axis fastest), one row per step."""
+    return np.stack(np.unravel_index(np.arange(steps), grid), axis=-1).astype(np.int32)
+
+
+def _branch_shares(body: Any, grid: list[int], steps: int) -> dict[int, np.ndarray]:
+    """The share of steps taking each branch of the body's top-level conds that depend on the
+    grid indices alone (index_maps.branch_shares); none for huge grids."""
+    if not grid or steps > MAX_ENUMERATED_STEPS:
+        return {}
+    return branch_shares(body, _grid_points(grid, steps), grid)
 
 
 def _fetch_count(indices: np.ndarray | None, steps: int) -> int:
@@ -226,26 +259,55 @@ def _fetch_count(indices: np.ndarray | None, steps: int) -> int:
     return 1 + int(changed.sum())
 
 
-def _body_work(body: Any) -> _BodyWork:
-    """Work per grid step. Branches under pl.when count fully: an upper bound; a loop's body
-    counts once."""
+def _body_work(body: Any, shares: dict[int, np.ndarray]) -> _BodyWork:
+    """Work per grid step, on average over the grid. A branch under a cond whose choice depends
+    on the grid indices alone (`pl.when` of a causal mask's block test) counts by the share of
+    steps that take it; under any other cond it counts fully (an upper bound). A loop's body
+    counts as often as its scan runs (pl.loop over static bounds), a while loop's once."""
     totals = _BodyWork()
+    share_of = {
+        site.number: shares[id(site.eqn)]
+        for site in walk(body)
+        if site.name == "cond" and id(site.eqn) in shares
+    }
+    # DMA starts per branch of each outermost cond whose share is unknown: a step takes one
+    branch_dmas: dict[tuple[int, int], float] = {}
     for site in walk(body):
+        weight, known = 1.0, True
+        for cond, index in site.branches:
+            if cond in share_of:
+                weight *= float(share_of[cond][index])
+            else:
+                known = False
         eqn: Any = site.eqn  # its avals' shapes and dtypes are read untyped
         name = site.name
-        out_elements = sum(math.prod(getattr(v.aval, "shape", ())) for v in eqn.outvars)
+        if name == "dma_start":
+            if known:
+                totals.dma_starts += weight * site.times
+            else:
+                key = next(b for b in site.branches if b[0] not in share_of)
+                branch_dmas[key] = branch_dmas.get(key, 0.0) + weight * site.times
+        one_run = sum(math.prod(getattr(v.aval, "shape", ())) for v in eqn.outvars)
+        out_elements = weight * site.times * one_run
         if name == "dot_general":
-            (lhs_contract, _), _ = eqn.params["dimension_numbers"]
+            (lhs_contract, rhs_contract), (_, rhs_batch) = eqn.params["dimension_numbers"]
             lhs, rhs = eqn.invars[0].aval.shape, eqn.invars[1].aval.shape
             k = math.prod(lhs[d] for d in lhs_contract)
+            n = math.prod(
+                size for d, size in enumerate(rhs) if d not in (*rhs_contract, *rhs_batch)
+            )
             totals.mxu += 2.0 * out_elements * k
             if eqn.invars[0].aval.dtype == np.float32:
                 totals.mxu_f32 += 2.0 * out_elements * k
                 if "HIGHEST" in str(eqn.params.get("precision")):
                     totals.mxu_highest += 2.0 * out_elements * k
-            totals.dims.append([int(out_elements // max(rhs[-1], 1)), int(k), int(rhs[-1])])
+            totals.dims.append([int(one_run // max(n, 1)), int(k), int(n)])
         elif name in _TRANSCENDENTAL:
             totals.transcendental += out_elements
         elif name in _VECTOR:
             totals.vector += out_elements
+    busiest: dict[int, float] = {}
+    for (cond, _), count in branch_dmas.items():
+        busiest[cond] = max(busiest.get(cond, 0.0), count)
+    totals.dma_starts += sum(busiest.values())
     return totals

@@ -5,7 +5,10 @@ Sources (also in the shared VERIFIED.md, "Published measurements"):
   - jax's Pallas TPU matmul guide (docs, "Pallas TPU matmul"): v5e, bf16 operands, f32
     accumulator, share of the 197 TF/s peak, timed with `timeit` (host dispatch included);
   - jax issue #24633: jax's Pallas flash attention with its default 128 blocks on a v5e, bf16,
-    7.3-7.6 TFLOP/s (the thread gives the rate per sequence length, not the batch and heads).
+    7.3-7.6 TFLOP/s (the thread gives the rate per sequence length, not the batch and heads);
+  - JAXBench's priority_kernels/RESULTS.md (aryatschand/JAXBench): TPU v6e-1, JAX 0.6.2, bf16,
+    median of 100 timed calls after 5 warm-ups (perf_counter around a jitted call, so dispatch
+    is included), jitted jnp baseline against the Pallas expert with block sizes tuned for v6e.
 """
 
 from __future__ import annotations
@@ -67,6 +70,32 @@ FLASH_ATTENTION_V5E: tuple[tuple[int, float, float], ...] = (
     (1024, 9.49, 7.27),
     (2048, 37.61, 7.34),
     (4096, 144.97, 7.61),
+)
+
+
+@dataclass(frozen=True)
+class JaxbenchMeasurement:
+    """One row of JAXBench's table: the workload, the task of our suite it is, and both times."""
+
+    key: str
+    workload: str
+    task: str
+    xla_ms: float
+    expert_ms: float
+
+    @property
+    def ratio(self) -> float:
+        return self.xla_ms / self.expert_ms
+
+
+JAXBENCH = "JAXBench priority_kernels/RESULTS.md (v6e-1, bf16, median of 100)"
+JAXBENCH_V6E: tuple[JaxbenchMeasurement, ...] = (
+    JaxbenchMeasurement("flash", "flash attention", "1p", 1.49, 0.62),
+    JaxbenchMeasurement("splash", "splash attention", "4p", 1.50, 0.66),
+    JaxbenchMeasurement("gqa", "GQA attention", "2p", 3.24, 1.44),
+    JaxbenchMeasurement("paged", "paged attention", "6p", 1.96, 1.02),
+    JaxbenchMeasurement("mla", "MLA attention", "3p", 4.48, 4.28),
+    JaxbenchMeasurement("gemm", "dense GEMM", "8p", 5.48, 5.62),
 )
 
 

@@ -4,10 +4,14 @@ XLA's cost analysis (compiled ahead of time for the generation) counts the refer
 the HBM bytes its compiled program moves; its `optimal_seconds` is not used, because against the
 Pallas matmul guide's measurements on v5e it is 26% above the MXU time at 4096^3 and exactly the
 MXU time at 8192^3, while XLA ran at 97% and 94% of the peak there. The model instead takes:
-    time = max(flops * passes / peak, bytes / bandwidth) / XLA_EFFICIENCY
+    time = (max(flops * passes / peak, bytes / bandwidth)
+            + transcendentals * XLA_OPS_PER_TRANSCENDENTAL / vpu_rate) / XLA_EFFICIENCY
 with `passes` the bf16 MXU passes of the precision compared at (1 at XLA's default precision on
 a TPU; 6 at Precision.HIGHEST, which the cost analysis does not tell apart: its counts are the
-same at every precision).
+same at every precision). The second term is the vector work of XLA's softmaxes and other
+transcendental-heavy fusions (the exponential, the row max and sum across lanes, the casts, in
+fusions of their own that do not overlap the matmuls): JAXBench's jitted attention baselines on
+v6e took twice the time of their matmuls and HBM traffic (benchmarks/model_vs_jaxbench.py).
 """
 
 from __future__ import annotations
@@ -15,12 +19,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from maxkernel_tui.kernels.perf.analysis import ReferenceCost
+from maxkernel_tui.kernels.perf.vector_rates import vector_rates
 from maxkernel_tui.kernels.targets import TpuTarget
 
 # XLA's fused programs reach this share of the roofline of their own flops and bytes: the guide
 # measured its bf16 matmul at 84.3% and 92.3% of the v5e peak at 4096^3 and 8192^3 with host
 # dispatch included, about 95% without.
 XLA_EFFICIENCY = 0.95
+# VPU element operations per transcendental element in XLA's fusions around it (fitted to
+# JAXBench's flash, splash, GQA and MLA baselines on v6e: 1.49, 1.50, 3.24, 4.48 ms).
+XLA_OPS_PER_TRANSCENDENTAL = 27.0
 
 
 @dataclass(frozen=True)
@@ -50,4 +58,5 @@ def xla_seconds(
     if cost.flops is None or cost.bytes_accessed is None:
         return cost.optimal_seconds
     mxu = cost.flops * precision.passes / target.peak_bf16_flops
-    return max(mxu, cost.bytes_accessed / target.hbm_bandwidth) / XLA_EFFICIENCY
+    vector = (cost.transcendentals or 0.0) * XLA_OPS_PER_TRANSCENDENTAL / vector_rates(target)[0]
+    return (max(mxu, cost.bytes_accessed / target.hbm_bandwidth) + vector) / XLA_EFFICIENCY

@@ -123,7 +123,9 @@ def test_attention_is_read_from_the_program(suite_tasks):
     # dataflow ties them only through the mask's iota, whose length is a Python int).
     spec = recognise_attention(trace_program(grouped, Probe.BY_VALUE), grouped)
     assert (spec.query, spec.key, spec.value, spec.bias) == (0, 1, 2, None)
-    assert spec.seq_first and spec.causal and spec.scale == 0.08837890625
+    # The scale is 1/sqrt(head_dim), read from the shapes (rounded to bf16 in the kernel).
+    assert spec.seq_first and spec.causal and (spec.scale, spec.scale_per_dim) == (1.0, True)
+    assert spec.scale_at(128) == 128**-0.5
     biased = find_task("5p", suite_tasks)
     assert recognise_attention(trace_program(biased, Probe.BY_VALUE), biased).bias == 3
 

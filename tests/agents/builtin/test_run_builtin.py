@@ -28,3 +28,16 @@ def test_run_with_the_builtin_agent_writes_a_kernel_that_eval_accepts(
     assert "provider builtin" in run.stdout and "evaluation of v1: ACCEPTED" in run.stdout
     accepted = finished(command("eval", str(out), "--task", task, "--seeds", "1"), env, 600)
     assert accepted.returncode == 0, accepted.stdout[-3000:]
+
+
+def test_auto_on_1p_ends_with_an_accepted_kernel_right_at_the_testers_head_dimension(
+    tmp_path: Path, suite_cache: Path
+) -> None:
+    """The flagship task: the tester's edge cases include a head dimension of 384 (three times
+    the check's 128), where a scale written as the constant 1/sqrt(128) failed them all."""
+    env = user_env(tmp_path, suite_cache)
+    out = tmp_path / "kernel.py"
+    run = builtin_run("1p", out, env)
+    assert run.returncode == 0, run.stderr[-3000:] + run.stdout[-3000:]
+    assert "edge_head_dim_384" in run.stdout and "✓ edge" in run.stdout
+    assert "best kernel v1" in run.stdout and out.is_file()

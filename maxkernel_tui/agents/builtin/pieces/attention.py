@@ -145,6 +145,9 @@ def _flash_attention(
         q, k, v = (jnp.swapaxes(t, 1, 2) for t in (q, k, v))
     batch, heads, seq, head_size = q.shape
     group = heads // k.shape[1]
+    if scale is not None and logits_dtype is not None:
+        # The reference's rounded logits meet the scale rounded to their dtype.
+        scale = float(jnp.dtype(logits_dtype).type(scale))
     block_q = _pick_block(seq, BLOCK_Q, 8 * max(1, 4 // q.dtype.itemsize))
     block_k = _pick_block(seq, BLOCK_KV, 128)
 

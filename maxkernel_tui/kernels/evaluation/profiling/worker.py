@@ -38,7 +38,7 @@ from maxkernel_tui.kernels.perf.analysis import (
 )
 from maxkernel_tui.kernels.perf.device_trace import dma_share, load_events
 from maxkernel_tui.kernels.perf.model import minimal_io_bytes
-from maxkernel_tui.kernels.perf.pallas_analysis import analyze
+from maxkernel_tui.kernels.perf.pallas_analysis import analyze, transcendental_elements
 from maxkernel_tui.kernels.report.basis import Basis
 from maxkernel_tui.kernels.worker_reply import reply
 from maxkernel_tui.kernels.workers import READY
@@ -84,14 +84,16 @@ def profile(request: ProfileRequest) -> ProfileAnswer:
 
 
 def _reference_cost(reference: Any, specs: Any, static: Any, target_name: str) -> ReferenceCost:
+    def function(*dynamic: Any) -> Any:
+        return reference.computation(*dynamic, *static)
+
     try:
-        compiled = aot.compile_for_tpu(
-            lambda *d: reference.computation(*d, *static), specs, aot.target_for(target_name)
-        )
+        compiled = aot.compile_for_tpu(function, specs, aot.target_for(target_name))
+        exponentials = transcendental_elements(jax.make_jaxpr(function)(*specs))
     except Exception as error:
         first = (str(error).strip().splitlines() or [type(error).__name__])[0]
         return ReferenceCost(error=first[:300])
-    return ReferenceCost.from_xla(aot.cost_of(compiled))
+    return ReferenceCost.from_xla(aot.cost_of(compiled), exponentials)
 
 
 def _trace(
