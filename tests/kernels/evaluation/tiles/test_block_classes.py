@@ -376,3 +376,37 @@ def test_too_many_classes_run_the_whole_grid_when_it_is_small_else_small_shapes_
     few = classes.Control((0,), np.array([0] * 50 + [1] + [0] * 49), 2, 0)
     sample = classes.cover((100,), few, np.random.default_rng(0), 4, "k")
     assert 50 in sample.ravel() and len(sample) == 7  # two ends, four drawn, the odd one
+
+
+def _pair_sums(x, semantics="arbitrary"):
+    """Grid (64,): step i adds row block i into output block i // 2 (init at even steps), the way
+    a flattened or triangular grid moves between output blocks and accumulates on one axis."""
+
+    def body(x_ref, o_ref):
+        @pl.when(pl.program_id(0) % 2 == 0)
+        def _init():
+            o_ref[...] = jnp.zeros_like(o_ref)
+
+        o_ref[...] += x_ref[...]
+
+    steps = x.shape[0] // B
+    return pl.pallas_call(
+        body,
+        grid=(steps,),
+        in_specs=[pl.BlockSpec((B, B), lambda i: (i, 0))],
+        out_specs=pl.BlockSpec((B, B), lambda i: (i // 2, 0)),
+        out_shape=jax.ShapeDtypeStruct((steps // 2 * B, B), jnp.float32),
+        compiler_params=pltpu.CompilerParams(dimension_semantics=(semantics,)),
+    )(x)
+
+
+def test_an_axis_that_both_moves_between_blocks_and_accumulates_runs_its_prefixes():
+    """One step of such an axis is half an output block. Declared `arbitrary`, the state along it
+    is the algorithm: the sampled steps' prefixes run in order and every decided element is the
+    whole run's. Declared `parallel`, a core split between two steps of one block would write
+    it twice: rejected as state carried from one block to the next."""
+    x = jax.random.normal(jax.random.key(0), (64 * B, B), jnp.float32)
+    expected = np.asarray(x).reshape(32, 2, B, B).sum(axis=1).reshape(32 * B, B)
+    assert _wrong(_sampled(_pair_sums, x), expected) == 0
+    with pytest.raises(KernelFault, match="differs when it started from"):
+        _sampled(lambda x: _pair_sums(x, "parallel"), x)
