@@ -14,7 +14,7 @@ from maxkernel_tui.agents.orchestration.report_text import failure_text
 from maxkernel_tui.agents.orchestration.steps import Steps
 from maxkernel_tui.agents.roles.prompts import IMPLEMENTER
 from maxkernel_tui.agents.roles.role import Role
-from maxkernel_tui.kernels.report.checks import ACCEPTED, REJECTED
+from maxkernel_tui.kernels.report.checks import ACCEPTED, REJECTED, EvalReport
 from maxkernel_tui.kernels.report.status import Verdict
 
 
@@ -68,23 +68,7 @@ async def expand(
         return Duplicate(twin, source)
     report = await steps.new_version(implement, source, IMPLEMENTER)
     report = await steps.debug(node, report, [])
-    assert steps.kernel is not None and steps.version_id is not None
-    evidence = tuple(report.evidence)
-    if report.verdict != ACCEPTED:
-        failure = failure_text(report)
-        return Expansion(steps.version_id, steps.kernel, REJECTED, None, "", failure, evidence)
-    profile = keys.node_step(node, "profile")
-    score, _ = await steps.profile(profile, steps.kernel, steps.version_id, report)
-    return Expansion(
-        steps.version_id,
-        steps.kernel,
-        ACCEPTED,
-        score.value,
-        score.kind,
-        None,
-        evidence,
-        report.scope,
-    )
+    return await _judged(steps, node, report)
 
 
 async def by_hand(steps: Steps, node: str, parent: str, source: str) -> Expansion:
@@ -93,14 +77,18 @@ async def by_hand(steps: Steps, node: str, parent: str, source: str) -> Expansio
     steps.kernel, steps.plan, steps.feedback = parent or None, "a kernel written by hand", []
     steps.version_id, steps.strategy = None, None
     report = await steps.new_version(keys.node_step(node, "hand"), source, Role.ENGINE)
+    return await _judged(steps, node, report)
+
+
+async def _judged(steps: Steps, node: str, report: EvalReport) -> Expansion:
+    """The node's expansion once its kernel is judged: rejected with why, or profiled."""
     assert steps.kernel is not None and steps.version_id is not None
     evidence = tuple(report.evidence)
     if report.verdict != ACCEPTED:
         failure = failure_text(report)
         return Expansion(steps.version_id, steps.kernel, REJECTED, None, "", failure, evidence)
-    score, _ = await steps.profile(
-        keys.node_step(node, "profile"), steps.kernel, steps.version_id, report
-    )
+    profile = keys.node_step(node, "profile")
+    score, _ = await steps.profile(profile, steps.kernel, steps.version_id, report)
     return Expansion(
         steps.version_id,
         steps.kernel,
