@@ -13,12 +13,16 @@ program runs only a sample of its output blocks, with every reduction step of ea
   - the output buffers start uninitialised (NaN in TPU interpret mode), so a sampled block the
     body leaves unwritten reads NaN, and the blocks not sampled are never compared.
 
-The sample is fresh for every evaluation and always holds the first and last block of each
-output axis (every corner of the output grid, when there are at most eight). What each output
+The sample holds a block of every class of the kernel's scalar control (classes.py), the first
+and last block of each output axis and a draw from a seed that is a digest of the kernel, the
+task and the configuration (plan.py), so the same kernel gets the same sample; the blocks a
+later kernel's sample reads are pulled back to earlier kernels (pullback.py). What each output
 element of the whole program depends on is followed by running the XLA around the kernels a
 second time with the sampled blocks finite and everything else NaN: the elements that come out
-finite are those the sample decides (`SampledOutputs.decided`). The comparison with the
-reference happens elsewhere (the harness), never in the process that runs the candidate.
+finite are those the sample decides (`SampledOutputs.decided`). A program whose outputs are its
+one kernel's needs no second pass: the decided values are read from the compact run, and no
+output is made at production shape. The comparison with the reference happens elsewhere (the
+harness), never in the process that runs the candidate.
 """
 
 from __future__ import annotations
