@@ -14,12 +14,14 @@ from typing import TYPE_CHECKING
 from maxkernel_tui.codec import JsonData
 from maxkernel_tui.kernels.report.checks import FAIL, EvalReport
 from maxkernel_tui.kernels.report.status import CheckName, Verdict
+from maxkernel_tui.kernels.targets import TARGETS
 
 if TYPE_CHECKING:  # the card's readers need the row, not the evaluation service
     from maxkernel_tui.kernels.perf.summary import ProfileSummary
     from maxkernel_tui.kernels.service.service import EvaluationService, KernelSource
 
-GENERATIONS = ("v4", "v5e", "v5p", "v6e", "tpu7x")  # the TPU generations every card shows
+# every TPU target the tool knows, oldest generation first: the columns every card shows
+GENERATIONS = tuple(sorted(TARGETS, key=lambda name: (TARGETS[name].generation, name)))
 ESTIMATED = "estimated by the performance model at production shapes (not measured)"
 
 

@@ -16,8 +16,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from maxkernel_tui.kernels.evaluation.protocol import (
     NumericsRun,
     ProductionRequest,
@@ -71,11 +69,11 @@ class TilesReference:
         whole_entry = reference_cache.folder(task, *key)
         whole = reference_cache.cached(whole_entry, "reference")
         try:
-            at_entry = reference_cache.at_indices_folder(task, *key, run.indices)
-            kept = reference_cache.cached(at_entry, "expected")
-            if whole is None and kept is not None:
-                return [np.load(path, allow_pickle=False) for path in kept]
             if whole is None:
+                at_entry = reference_cache.at_indices_folder(task, *key, run.indices)
+                kept = reference_cache.cached(at_entry, "expected")
+                if kept is not None:
+                    return expected_values(NumericsRun(*key, kept, at_indices=True), run.indices)
                 inputs = reference_cache.cached(reference_cache.inputs_folder(task, *key), "input")
                 if inputs is None:
                     return "the production inputs left the cache"
@@ -89,7 +87,8 @@ class TilesReference:
                     if made.at_indices:
                         kept = reference_cache.keep(at_entry, "expected", made.files)
                         reference_cache.prune_samples(at_entry)
-                        return [np.load(path, allow_pickle=False) for path in kept]
+                        kept_run = NumericsRun(*key, kept, at_indices=True)
+                        return expected_values(kept_run, run.indices)
                     whole = reference_cache.keep(whole_entry, "reference", made.files)
             return expected_values(NumericsRun(*key, files=whole), run.indices)
         except (OSError, ValueError) as error:
