@@ -141,7 +141,40 @@ def _read_task(folder: Path) -> Task:
         expert_path=_expert_path(folder.resolve()),
         source_format=TaskFormat.OURS if derivation is None else TaskFormat.PLAIN,
         derivation=derivation,
+        gradients=gradient_names(
+            folder / TASK_YAML, meta.get("gradients"), computation_parameters(reference)
+        ),
     )
+
+
+def computation_parameters(reference: ast.Module) -> tuple[str, ...]:
+    """The positional parameter names of the reference's `computation` (last definition wins)."""
+    params: tuple[str, ...] = ()
+    for node in reference.body:
+        if isinstance(node, ast.FunctionDef) and node.name == "computation":
+            params = tuple(a.arg for a in node.args.posonlyargs + node.args.args)
+    return params
+
+
+def gradient_names(path: Path, declared: object, parameters: tuple[str, ...]) -> tuple[str, ...]:
+    """The yaml's (or an option's) `gradients`: a list of `computation`'s parameter names, or a
+    comma-separated string of them; absent means forward only."""
+    if declared is None:
+        return ()
+    if isinstance(declared, str):
+        declared = [n.strip() for n in declared.split(",") if n.strip()]
+    if not isinstance(declared, list) or not all(isinstance(n, str) for n in declared):
+        raise TaskError(path, "`gradients` must be a list of computation's parameter names")
+    unknown = [n for n in declared if n not in parameters]
+    if unknown:
+        raise TaskError(
+            path,
+            f"`gradients` names {unknown}, which are not parameters of computation"
+            f"({', '.join(parameters)})",
+        )
+    if len(set(declared)) != len(declared):
+        raise TaskError(path, f"`gradients` repeats a name: {declared}")
+    return tuple(declared)
 
 
 def _expert_path(folder: Path) -> Path | None:

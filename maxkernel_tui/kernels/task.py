@@ -83,6 +83,9 @@ class Task:
     # The task's expert kernel (a JAXBench `optimized.py` beside the baseline), if any.
     expert_path: Path | None = None
     format_notes: tuple[str, ...] = ()
+    # Parameters of the reference's `computation` whose gradients are judged (training tasks);
+    # empty: forward only.
+    gradients: tuple[str, ...] = ()
 
     @property
     def yaml_path(self) -> Path:
@@ -118,6 +121,11 @@ class Task:
     def agent_visible_configs(self) -> tuple[str, ...]:
         """Configurations an agent may see; held-out shapes never reach a prompt."""
         return tuple(c for c in self.configs if c != HELDOUT)
+
+    def with_gradients(self, names: tuple[str, ...]) -> Task:
+        """This task judged on the gradients of `names` too (the option for a folder read as it
+        is); names must already be checked against the reference (`gradient_names`)."""
+        return replace(self, gradients=names)
 
     def with_extra_configs(self, names: tuple[str, ...]) -> Task:
         """This task with extra check configurations (edge cases), each judged with the `check`

@@ -175,3 +175,28 @@ def test_find_task_by_number_prefix(suite_tasks):
     assert find_task("12p", suite_tasks).task_id == "12p_RMSNorm"
     with pytest.raises(KeyError):
         find_task("99z", suite_tasks)
+
+
+def test_a_task_without_gradients_is_forward_only(tmp_path):
+    assert load_task(write_task(tmp_path)).gradients == ()
+
+
+@pytest.mark.parametrize("declared", ["[x]", "x", "' x , '"])
+def test_gradients_name_computations_parameters_as_a_list_or_a_string(tmp_path, declared):
+    task = load_task(write_task(tmp_path, yaml_text=GOOD_YAML + f"gradients: {declared}\n"))
+    assert task.gradients == ("x",)
+
+
+@pytest.mark.parametrize(
+    ("declared", "problem"),
+    [
+        ("[y]", "not parameters of computation(x, factor)"),
+        ("[x, x]", "repeats a name"),
+        ("{x: 1}", "must be a list"),
+        ("[1]", "must be a list"),
+    ],
+)
+def test_bad_gradients_name_the_yaml_and_the_problem(tmp_path, declared, problem):
+    with pytest.raises(TaskError) as raised:
+        load_task(write_task(tmp_path, yaml_text=GOOD_YAML + f"gradients: {declared}\n"))
+    assert raised.value.path.name == "kernel_task.yaml" and problem in raised.value.problem
