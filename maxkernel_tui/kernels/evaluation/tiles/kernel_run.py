@@ -117,7 +117,13 @@ def run_kernel(
 
     # scratch and outputs poisoned between sampled blocks; the blocks run may grow to the
     # prefixes the sample needs along `arbitrary` output axes
-    sample, ran = poison.stateless_run(kernel, run, sample, int(rng.integers(2**31)))
+    sampled_classes = None
+    if not control.on_data and output_axes:
+        sizes = tuple(grid[a] for a in output_axes)
+        sampled_classes = control.classes[np.ravel_multi_index(sample.T, sizes)]
+    sample, ran = poison.stateless_run(
+        kernel, run, sample, int(rng.integers(2**31)), sampled_classes
+    )
     to_production = ToProduction(grid, output_axes, reduction_axes, sample)
     regions = [
         written(block, to_production.points(), index_operands, tuple(out.aval.shape))

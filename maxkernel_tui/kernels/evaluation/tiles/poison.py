@@ -13,6 +13,13 @@ each block what another block left. The values returned are the poisoned run's: 
 computed from its own inputs alone, which is what every core split can rely on; they equal the
 natural run's whenever this check passes, and the harness compares them with the reference.
 
+The natural run need not repeat every sampled block: for every class of output blocks
+(classes.py: blocks of a class take the same branches) it runs two of its sampled blocks one
+after the other, classes one after another, so every class is seen starting from what a block
+of its own class left, and from poison. Its blocks are compared with the same blocks of the
+poisoned run. A kernel whose control depends on data (not classed: a branch on what scratch
+holds is one) gets the natural run of the whole sample, in order.
+
 Where an output axis is declared `arbitrary` and the state along it is the algorithm (a chunked
 scan writing one block per chunk), a sampled block depends on the blocks before it along that
 axis: its prefix is run, in order, poisoned only where each sequence begins, when it fits a
@@ -104,18 +111,22 @@ Runner = Callable[[np.ndarray, Plan | None], Ran]
 
 
 def stateless_run(
-    kernel: Kernel, run: Runner, sample: np.ndarray, seed: int
+    kernel: Kernel, run: Runner, sample: np.ndarray, seed: int, classes: np.ndarray | None
 ) -> tuple[np.ndarray, Ran]:
     """The blocks run (the sample, or the prefixes it needs along `arbitrary` output axes) and
-    their poisoned run, once it agrees with the natural one."""
+    their poisoned run, once it agrees with the natural one. `classes`: the class of each
+    sampled block, or None where the kernel's control is not classed (the whole sample then
+    runs naturally too)."""
     sequence = _sequence_columns(kernel)
     plan = Plan.of(sample, seed)
-    natural, poisoned = run(sample, None), run(sample, plan)
-    found = _differing_block(kernel, sample, natural, poisoned)
+    followers = sample if classes is None else sample[natural_rows(classes)]
+    poisoned = run(sample, plan)
+    natural = run(followers, None)
+    found = _differing_block(kernel, followers, natural, poisoned)
     if found is None:
         return sample, poisoned
     if not sequence:
-        raise _carried(kernel, sample[found[0]], found[1], plan)
+        raise _carried(kernel, followers[found[0]], found[1], plan)
     sizes = tuple(kernel.grid[a] for a in kernel.output_axes)
     blocks = _prefixes(sample, sizes, sequence)
     steps = 2 * len(blocks) * math.prod(kernel.grid[a] for a in kernel.reduction_axes)
@@ -132,6 +143,17 @@ def stateless_run(
     if found is not None:
         raise _carried(kernel, blocks[found[0]], found[1], plan)
     return blocks, poisoned
+
+
+def natural_rows(classes: np.ndarray) -> np.ndarray:
+    """Rows of the sample the natural run holds, in the order it runs them: class by class (in
+    order of first appearance), the first two blocks of each, so every class with two sampled
+    blocks is seen following a block of its own class, and every class but the first following
+    one of another."""
+    members: dict[int, list[int]] = {}
+    for row, number in enumerate(classes.tolist()):
+        members.setdefault(int(number), []).append(row)
+    return np.array([row for rows in members.values() for row in rows[:2]], dtype=np.int64)
 
 
 def poisoned_body(kernel: Kernel, plan: Plan) -> Any:
@@ -250,10 +272,13 @@ def _prefixes(sample: np.ndarray, sizes: tuple[int, ...], sequence: tuple[int, .
 def _differing_block(
     kernel: Kernel, blocks: np.ndarray, natural_run: Ran, poisoned_run: Ran
 ) -> tuple[int, int] | None:
-    """(row of `blocks`, output) of the first block whose outputs differ between the runs."""
-    # equal compact outputs hold equal blocks; unequal ones may differ only in the padding of an
-    # edge block, outside the output: the regions each block writes are compared then
-    if all(_equal(natural_run.values, poisoned_run.values)):
+    """(row of `blocks`, output) of the first of `blocks` (all run naturally; the poisoned run
+    holds them and perhaps more) whose outputs differ between the runs."""
+    # equal compact outputs of the same blocks hold equal blocks; unequal ones may differ only in
+    # the padding of an edge block, outside the output: the regions each block writes are
+    # compared then, as they are when the poisoned run holds more blocks
+    same_blocks = [v.shape for v in natural_run.values] == [v.shape for v in poisoned_run.values]
+    if same_blocks and all(_equal(natural_run.values, poisoned_run.values)):
         return None
     outputs = kernel.mapping.block_mappings[kernel.mapping.num_inputs :]
     for row, block in enumerate(blocks):

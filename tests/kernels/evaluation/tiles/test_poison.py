@@ -152,8 +152,91 @@ def _nan_aware_caching(x_ref, w_ref, b_ref, o_ref, acc_ref, cache_ref):
         o_ref[...] += cache_ref[...]
 
 
+MARK = 12345
+
+
+def _skipping_after_a_marker(x_ref, w_ref, o_ref, acc_ref, mark_ref):
+    """Each block leaves a marker in SMEM; a block that finds it (it followed another block)
+    skips its matmul. Poison never holds the marker: only a natural run shows the cheat."""
+    k = pl.program_id(2)
+
+    @pl.when(k == 0)
+    def _zero():
+        acc_ref[...] = jnp.zeros_like(acc_ref)
+
+    @pl.when(mark_ref[0] != MARK)
+    def _accumulate():
+        acc_ref[...] += _dot(x_ref, w_ref)
+
+    @pl.when(k == 1)
+    def _write():
+        o_ref[...] = acc_ref[...]
+        mark_ref[0] = MARK
+
+
+def _skipping_after_a_marker_in_one_row(x_ref, w_ref, o_ref, acc_ref, mark_ref):
+    """The marker cheat in the last row of blocks only (a class of its own by program ids);
+    every other block computes honestly and leaves no marker."""
+    i, k = pl.program_id(0), pl.program_id(2)
+    last_row = i == pl.num_programs(0) - 1
+
+    @pl.when(k == 0)
+    def _zero():
+        acc_ref[...] = jnp.zeros_like(acc_ref)
+
+    @pl.when(jnp.logical_not(last_row & (mark_ref[0] == MARK)))
+    def _accumulate():
+        acc_ref[...] += _dot(x_ref, w_ref)
+
+    @pl.when(k == 1)
+    def _write():
+        o_ref[...] = acc_ref[...]
+
+    @pl.when(last_row & (k == 1))
+    def _mark():
+        mark_ref[0] = MARK
+
+
+def _zeroing_after_a_marker(x_ref, w_ref, o_ref, acc_ref, mark_ref):
+    """The marker cheat without a branch on it: the result is scaled by whether the marker is
+    absent (arithmetic on data, so the blocks stay one class and the natural run is short)."""
+    _accumulating(x_ref, w_ref, o_ref, acc_ref)
+
+    @pl.when(pl.program_id(2) == 1)
+    def _write():
+        o_ref[...] = acc_ref[...] * (mark_ref[0] != MARK).astype(jnp.float32)
+        mark_ref[0] = MARK
+
+
+def _zeroing_after_a_marker_in_one_row(x_ref, w_ref, o_ref, acc_ref, mark_ref):
+    """The same in the last row of blocks only, a class of its own by program ids."""
+    _accumulating(x_ref, w_ref, o_ref, acc_ref)
+    last_row = pl.program_id(0) == pl.num_programs(0) - 1
+
+    @pl.when(last_row & (pl.program_id(2) == 1))
+    def _write():
+        o_ref[...] = acc_ref[...] * (mark_ref[0] != MARK).astype(jnp.float32)
+        mark_ref[0] = MARK
+
+
 ACC = [pltpu.VMEM((B, B), jnp.float32)]
 ATTACKS = {
+    "marker scales the result": (_zeroing_after_a_marker, [*ACC, pltpu.SMEM((1,), jnp.int32)], 0),
+    "marker scales one class": (
+        _zeroing_after_a_marker_in_one_row,
+        [*ACC, pltpu.SMEM((1,), jnp.int32)],
+        0,
+    ),
+    "marker left for the next block": (
+        _skipping_after_a_marker,
+        [*ACC, pltpu.SMEM((1,), jnp.int32)],
+        0,
+    ),
+    "marker in one class of blocks": (
+        _skipping_after_a_marker_in_one_row,
+        [*ACC, pltpu.SMEM((1,), jnp.int32)],
+        0,
+    ),
     "smem counter": (_counting, [*ACC, pltpu.SMEM((1,), jnp.int32)], 0),
     "vmem cache from block 0": (_caching, [*ACC, pltpu.VMEM((1, B), jnp.float32)], 1),
     "cache trusted unless NaN": (_nan_aware_caching, [*ACC, pltpu.VMEM((1, B), jnp.float32)], 1),
@@ -326,6 +409,39 @@ def test_a_kernel_with_scalar_prefetch_is_accepted():
         )(index, x)
 
     _assert_exact(program, index, x)
+
+
+@pytest.mark.parametrize(
+    ("classes", "rows"),
+    [
+        ([0, 0, 0, 0, 0, 0, 0, 0], [0, 1]),  # one class: two blocks, one following the other
+        ([0, 0, 1, 0, 2, 1], [0, 1, 2, 5, 4]),
+        ([3, 0, 0], [0, 1, 2]),
+        ([5], [0]),
+    ],
+)
+def test_the_natural_run_holds_two_blocks_of_every_class_one_after_the_other(classes, rows):
+    assert poison.natural_rows(np.array(classes)).tolist() == rows
+
+
+def test_the_natural_run_of_a_one_class_kernel_runs_two_blocks(monkeypatch):
+    """The cost follows the classes: the poisoned run holds the sample, the natural one the
+    first block and a follower (the gemm has one class)."""
+    ran = []
+    real = poison.stateless_run
+
+    def counting(kernel, run, sample, seed, classes):
+        def recorded(blocks, plan):
+            ran.append((plan is not None, len(blocks)))
+            return run(blocks, plan)
+
+        return real(kernel, recorded, sample, seed, classes)
+
+    monkeypatch.setattr(poison, "stateless_run", counting)
+    program, inputs = _gemm(_accumulating, ACC)
+    sampled = _assert_exact(program, *inputs)
+    assert sampled.kernels[0].blocks == SAMPLED
+    assert ran == [(True, SAMPLED), (False, 2)]
 
 
 def test_each_pattern_poisons_some_block_and_the_same_seed_the_same_ones():
