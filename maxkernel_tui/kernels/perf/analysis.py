@@ -87,18 +87,26 @@ class ReferenceCost(JsonData, shape=Shape(alone="error", unknown=Unknown.IGNORE)
     optimal_seconds: float | None = None
     error: str | None = None
     transcendentals: float | None = None  # exp, log, ... elements (a softmax's exponentials)
+    # bytes a dot re-reads of an operand broadcast into it, beyond `bytes_accessed`
+    # (perf/pallas_analysis.broadcast_reread_bytes)
+    reread_bytes: float | None = None
 
     @classmethod
     def from_xla(
-        cls, cost: Mapping[str, float], transcendentals: float | None = None
+        cls,
+        cost: Mapping[str, float],
+        transcendentals: float | None = None,
+        reread_bytes: float | None = None,
     ) -> ReferenceCost:
         """From `compiled.cost_analysis()`, whose keys have spaces; `transcendentals` counted
-        from the program's jaxpr where the cost analysis has none (a TPU's has none)."""
+        from the program's jaxpr where the cost analysis has none (a TPU's has none), and the
+        re-reads of broadcast matmul operands, which it does not count."""
         return cls(
             cost.get("flops"),
             cost.get("bytes accessed"),
             cost.get("optimal_seconds"),
             transcendentals=cost.get("transcendentals", transcendentals),
+            reread_bytes=reread_bytes,
         )
 
 

@@ -4,7 +4,7 @@ XLA's cost analysis (compiled ahead of time for the generation) counts the refer
 the HBM bytes its compiled program moves; its `optimal_seconds` is not used, because against the
 Pallas matmul guide's measurements on v5e it is 26% above the MXU time at 4096^3 and exactly the
 MXU time at 8192^3, while XLA ran at 97% and 94% of the peak there. The model instead takes:
-    time = (max(flops * passes / peak, bytes / bandwidth)
+    time = (max(flops * passes / peak, (bytes + rereads) / bandwidth)
             + transcendentals * XLA_OPS_PER_TRANSCENDENTAL / vpu_rate) / XLA_EFFICIENCY
 with `passes` the bf16 MXU passes of the precision compared at (1 at XLA's default precision on
 a TPU; 6 at Precision.HIGHEST, which the cost analysis does not tell apart: its counts are the
@@ -12,6 +12,8 @@ same at every precision). The second term is the vector work of XLA's softmaxes 
 transcendental-heavy fusions (the exponential, the row max and sum across lanes, the casts, in
 fusions of their own that do not overlap the matmuls): JAXBench's jitted attention baselines on
 v6e took twice the time of their matmuls and HBM traffic (benchmarks/model_vs_jaxbench.py).
+`rereads` are the bytes a matmul streams of an operand XLA broadcast into it (repeated key heads),
+which the cost analysis counts once (perf/pallas_analysis.broadcast_reread_bytes).
 """
 
 from __future__ import annotations
@@ -59,4 +61,5 @@ def xla_seconds(
         return cost.optimal_seconds
     mxu = cost.flops * precision.passes / target.peak_bf16_flops
     vector = (cost.transcendentals or 0.0) * XLA_OPS_PER_TRANSCENDENTAL / vector_rates(target)[0]
-    return (max(mxu, cost.bytes_accessed / target.hbm_bandwidth) + vector) / XLA_EFFICIENCY
+    moved = cost.bytes_accessed + (cost.reread_bytes or 0.0)
+    return (max(mxu, moved / target.hbm_bandwidth) + vector) / XLA_EFFICIENCY
