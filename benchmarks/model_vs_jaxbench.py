@@ -40,7 +40,7 @@ from maxkernel_tui.kernels.perf.analysis import ReferenceCost
 from maxkernel_tui.kernels.perf.model import DISPATCH_S, estimate
 from maxkernel_tui.kernels.perf.pallas_analysis import (
     analyze,
-    broadcast_reread_bytes,
+    matmul_traffic,
     transcendental_elements,
 )
 from maxkernel_tui.kernels.perf.published import JAXBENCH_V6E, JaxbenchMeasurement
@@ -151,17 +151,28 @@ def paged_workload() -> Workload:
 MLA = {"seq": 2048, "emb": 7168, "heads": 128, "q_rank": 1536, "kv_rank": 512, "nope": 128}
 
 
-def _mla_projections(x, q_down, q_up, kv_down, k_up, v_up):  # type: ignore[no-untyped-def]
-    """MLA's low-rank projections (the rotary embedding's few element operations left out):
-    q, k (batch, heads, seq, 192) and v (batch, heads, seq, 128)."""
+def _mla_projections(x, q_down, q_up, kv_down, k_up, v_up, *, rope_dtype):  # type: ignore[no-untyped-def]
+    """MLA's low-rank projections with the rotary embedding on the last 64 dims of q and of the
+    shared key: q, k (batch, heads, seq, 192) and v (batch, heads, seq, 128). The baseline rounds
+    cos and sin to bf16; JAXBench's expert keeps them f32, which promotes q and k to f32."""
     seq, heads, rank, nope = MLA["seq"], MLA["heads"], MLA["kv_rank"], MLA["nope"]
     q = jnp.dot(jnp.dot(x, q_down), q_up).reshape(1, seq, heads, nope + 64)
     compressed = jnp.dot(x, kv_down)
     k_nope = jnp.dot(compressed[:, :, :rank], k_up).reshape(1, seq, heads, nope)
+    angles = jnp.outer(jnp.arange(seq), 1.0 / 10000 ** (jnp.arange(0, 64, 2) / 64.0))
+    cos, sin = (f(angles).astype(rope_dtype)[None, :, None, :] for f in (jnp.cos, jnp.sin))
     rope = jnp.broadcast_to(compressed[:, :, None, rank:], (1, seq, heads, 64))
-    k = jnp.concatenate([k_nope, rope], axis=-1)
+    q = jnp.concatenate([q[..., :nope], _rotated(q[..., nope:], cos, sin)], axis=-1)
+    k = jnp.concatenate([k_nope, _rotated(rope, cos, sin)], axis=-1)
     v = jnp.dot(compressed[:, :, :rank], v_up).reshape(1, seq, heads, nope)
     return (t.transpose(0, 2, 1, 3) for t in (q, k, v))
+
+
+def _rotated(x, cos, sin):  # type: ignore[no-untyped-def]
+    """The rotate-half rotary embedding of `x`'s last dim."""
+    half = x.shape[-1] // 2
+    first, second = x[..., :half], x[..., half:]
+    return jnp.concatenate([first * cos - second * sin, second * cos + first * sin], axis=-1)
 
 
 def mla_workload() -> Workload:
@@ -180,7 +191,7 @@ def mla_workload() -> Workload:
     sizes = flash.BlockSizes(block_q=2048, block_k_major=2048, block_k=1024, block_b=1)
 
     def padded(*args):  # type: ignore[no-untyped-def]
-        q, k, v = _mla_projections(*args[:6])
+        q, k, v = _mla_projections(*args[:6], rope_dtype=jnp.float32)
         pad = ((0, 0), (0, 0), (0, 0))
         return (
             jnp.pad(q, (*pad, (0, 64))),
@@ -198,12 +209,12 @@ def mla_workload() -> Workload:
         return out_projection(out[..., :nope], args[6])
 
     def xla(*args):  # type: ignore[no-untyped-def]
-        q, k, v = _mla_projections(*args[:6])
+        q, k, v = _mla_projections(*args[:6], rope_dtype=BF16)
         return out_projection(_causal_softmax_attention(q, k, v, 192**-0.5), args[6])
 
     def glue(*args):  # type: ignore[no-untyped-def]
-        q, k, v = padded(*args)
-        return q, k, out_projection(v[..., :nope], args[6])
+        q, k, v = padded(*args)  # the kernel's output takes q's dtype (f32 here)
+        return q, k, out_projection(v[..., :nope].astype(q.dtype), args[6])
 
     return Workload(inputs, xla, expert, glue)
 
@@ -232,7 +243,7 @@ def xla_cost(function: Callable[..., Any], inputs: list[Any], target: TpuTarget)
     program = jax.make_jaxpr(function)(*inputs)
     compiled = aot.compile_for_tpu(function, inputs, target)
     return ReferenceCost.from_xla(
-        aot.cost_of(compiled), transcendental_elements(program), broadcast_reread_bytes(program)
+        aot.cost_of(compiled), transcendental_elements(program), matmul_traffic(program)
     )
 
 

@@ -34,7 +34,7 @@ from maxkernel_tui.kernels.perf.analysis import KernelAnalysis, ReferenceCost
 from maxkernel_tui.kernels.perf.model import Estimate, estimate, minimal_io_bytes
 from maxkernel_tui.kernels.perf.pallas_analysis import (
     analyze,
-    broadcast_reread_bytes,
+    matmul_traffic,
     transcendental_elements,
 )
 from maxkernel_tui.kernels.perf.xla_model import XLA_DEFAULT, XlaPrecision
@@ -127,10 +127,10 @@ def reference_cost(task: Task, target: str = DEFAULT_TARGET) -> ReferenceCost | 
         compiled = aot.compile_for_tpu(function, specs, aot.target_for(target))
         program = jax.make_jaxpr(function)(*specs)
         exponentials = transcendental_elements(program)
-        rereads = broadcast_reread_bytes(program)
+        matmuls = matmul_traffic(program)
     except Exception:  # the roofline is optional; a reference too big for the target has none
         return None
-    return ReferenceCost.from_xla(aot.cost_of(compiled), exponentials, rereads)
+    return ReferenceCost.from_xla(aot.cost_of(compiled), exponentials, matmuls)
 
 
 def autotune(

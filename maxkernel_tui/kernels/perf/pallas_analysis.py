@@ -117,32 +117,41 @@ def transcendental_elements(closed_jaxpr: Any) -> float:
 _LAYOUT = {"broadcast_in_dim", "reshape", "transpose", "squeeze", "expand_dims"}
 
 
-def broadcast_reread_bytes(closed_jaxpr: Any) -> float:
-    """HBM bytes XLA reads beyond what its cost analysis counts, where a matmul's operand is a
-    broadcast of a smaller array (`jnp.repeat` of key heads for grouped attention): XLA fuses the
-    broadcast into the dot, so the cost analysis counts the source once, while the dot streams its
-    operand once per batch element it is broadcast to. Measured on a v5e: JAXBench's paged
-    attention baseline (key heads repeated 8x) took 3.57 ms, its cost analysis's bytes 1.1 ms;
-    with these re-reads 3.4 ms (benchmarks/model_vs_jaxbench.py)."""
+def matmul_traffic(closed_jaxpr: Any) -> list[list[float]]:
+    """Each matmul of a program outside Pallas kernels (XLA's side), once per run: [flops, bytes
+    it streams, bytes XLA's cost analysis counts for it]. It streams its operands at their own
+    size and writes its result; where an operand is a broadcast of a smaller array (`jnp.repeat`
+    of key heads for grouped attention) XLA fuses the broadcast into the dot, so the cost analysis
+    counts the source once while the dot streams it once per batch element it is broadcast to.
+    Measured on a v5e: JAXBench's paged attention baseline (key heads repeated 8x) took 3.57 ms,
+    its cost analysis's bytes 1.1 ms, these streams 3.65 ms (benchmarks/model_vs_jaxbench.py)."""
     producers = {out: site.eqn for site in walk(closed_jaxpr.jaxpr) for out in site.eqn.outvars}
-    extra = 0.0
+    found = []
     for site in walk(closed_jaxpr.jaxpr):
         if site.name != "dot_general":
             continue
-        for operand in site.eqn.invars[:2]:
-            logical = _elements(operand)
-            source, grown = operand, False
+        (contracting, _), _ = site.eqn.params["dimension_numbers"]
+        lhs, rhs = site.eqn.invars[:2]
+        depth = math.prod(lhs.aval.shape[d] for d in contracting)
+        (out,) = site.eqn.outvars
+        streamed = counted = _bytes(out, _elements(out))
+        for operand in (lhs, rhs):
+            source = operand
             while (eqn := producers.get(source)) is not None and eqn.primitive.name in _LAYOUT:
-                grown = grown or eqn.primitive.name == "broadcast_in_dim"
                 source = eqn.invars[0]
-            if grown and _elements(source) < logical:
-                itemsize = np.dtype(operand.aval.dtype).itemsize
-                extra += site.times * (logical - _elements(source)) * itemsize
-    return extra
+            streamed += _bytes(operand, _elements(operand))
+            counted += _bytes(operand, min(_elements(source), _elements(operand)))
+        flops = 2.0 * _elements(out) * depth
+        found.append([site.times * flops, site.times * streamed, site.times * counted])
+    return found
 
 
 def _elements(var: Any) -> int:
     return math.prod(getattr(var.aval, "shape", ()))
+
+
+def _bytes(var: Any, elements: int) -> float:
+    return float(elements * np.dtype(var.aval.dtype).itemsize)
 
 
 def _analyze_call(eqn: Any) -> KernelAnalysis:

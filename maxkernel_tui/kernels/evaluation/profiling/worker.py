@@ -40,7 +40,7 @@ from maxkernel_tui.kernels.perf.device_trace import dma_share, load_events
 from maxkernel_tui.kernels.perf.model import minimal_io_bytes
 from maxkernel_tui.kernels.perf.pallas_analysis import (
     analyze,
-    broadcast_reread_bytes,
+    matmul_traffic,
     transcendental_elements,
 )
 from maxkernel_tui.kernels.report.basis import Basis
@@ -95,11 +95,11 @@ def _reference_cost(reference: Any, specs: Any, static: Any, target_name: str) -
         compiled = aot.compile_for_tpu(function, specs, aot.target_for(target_name))
         program = jax.make_jaxpr(function)(*specs)
         exponentials = transcendental_elements(program)
-        rereads = broadcast_reread_bytes(program)
+        matmuls = matmul_traffic(program)
     except Exception as error:
         first = (str(error).strip().splitlines() or [type(error).__name__])[0]
         return ReferenceCost(error=first[:300])
-    return ReferenceCost.from_xla(aot.cost_of(compiled), exponentials, rereads)
+    return ReferenceCost.from_xla(aot.cost_of(compiled), exponentials, matmuls)
 
 
 def _trace(
