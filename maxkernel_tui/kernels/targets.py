@@ -6,8 +6,8 @@ Figures are per chip (one jax device), from Google Cloud's TPU system-architectu
 the ones libtpu reports in its "would exceed memory" compile errors (tests/kernels/perf confirms
 them); the default scoped VMEM is what Mosaic lets a kernel use unless its compiler params raise
 `vmem_limit_bytes` (16 MiB on v5e, 32 MiB on v6e: the shared VERIFIED.md; 16 MiB before v6e, 32
-MiB from it, as jax's TPU docs give it); HBM sizes are the per-chip capacities (the compiler keeps a little: v5e has 15.75 GiB of
-16 usable).
+MiB from it, as jax's TPU docs give it); HBM sizes are the per-chip capacities (the compiler
+keeps a little: v5e has 15.75 GiB of 16 usable).
 """
 
 from __future__ import annotations

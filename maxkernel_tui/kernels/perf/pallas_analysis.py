@@ -113,7 +113,8 @@ def transcendental_elements(closed_jaxpr: Any) -> float:
     )
 
 
-# Operations that only re-lay an array out: XLA fuses them into the consumer, which reads the source.
+# Operations that only re-lay an array out: XLA fuses them into their consumer, which reads the
+# source.
 _LAYOUT = {"broadcast_in_dim", "reshape", "transpose", "squeeze", "expand_dims"}
 
 
@@ -125,20 +126,26 @@ def matmul_traffic(closed_jaxpr: Any) -> list[list[float]]:
     counts the source once while the dot streams it once per batch element it is broadcast to.
     Measured on a v5e: JAXBench's paged attention baseline (key heads repeated 8x) took 3.57 ms,
     its cost analysis's bytes 1.1 ms, these streams 3.65 ms (benchmarks/model_vs_jaxbench.py)."""
-    producers = {out: site.eqn for site in walk(closed_jaxpr.jaxpr) for out in site.eqn.outvars}
+    producers: dict[Any, Any] = {
+        out: site.eqn for site in walk(closed_jaxpr.jaxpr) for out in site.eqn.outvars
+    }
     found = []
     for site in walk(closed_jaxpr.jaxpr):
         if site.name != "dot_general":
             continue
-        (contracting, _), _ = site.eqn.params["dimension_numbers"]
-        lhs, rhs = site.eqn.invars[:2]
+        eqn: Any = site.eqn  # its avals' shapes are read untyped
+        (contracting, _), _ = eqn.params["dimension_numbers"]
+        lhs, rhs = eqn.invars[:2]
         depth = math.prod(lhs.aval.shape[d] for d in contracting)
-        (out,) = site.eqn.outvars
+        (out,) = eqn.outvars
         streamed = counted = _bytes(out, _elements(out))
         for operand in (lhs, rhs):
             source = operand
-            while (eqn := producers.get(source)) is not None and eqn.primitive.name in _LAYOUT:
-                source = eqn.invars[0]
+            while not hasattr(source, "val") and source in producers:  # a Var, not a literal
+                layout = producers[source]
+                if layout.primitive.name not in _LAYOUT:
+                    break
+                source = layout.invars[0]
             streamed += _bytes(operand, _elements(operand))
             counted += _bytes(operand, min(_elements(source), _elements(operand)))
         flops = 2.0 * _elements(out) * depth

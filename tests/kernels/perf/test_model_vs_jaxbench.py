@@ -1,10 +1,10 @@
 """The performance model against JAXBench's measured v6e table (benchmarks/model_vs_jaxbench.py):
 every row within 25% (flash, splash, GQA, paged and MLA attention and the dense GEMM: XLA's
-time, the expert's and their ratio), and the pieces the check rests on: a loop inside a kernel body counts
-as often as it runs, a transposed matmul's N is read from the right axis, XLA's exponentials are
-counted from the jaxpr and cost vector time, v6e's vector units reach a smaller share of its
-peak than v5e's, XLA's matmuls each take their own time beside the rest of the program, and a
-matmul streams an operand XLA broadcast into it at its broadcast size."""
+time, the expert's and their ratio), and the pieces the check rests on: a loop inside a kernel
+body counts as often as it runs, a transposed matmul's N is read from the right axis, XLA's
+exponentials are counted from the jaxpr and cost vector time, v6e's vector units reach a smaller
+share of its peak than v5e's, XLA's matmuls each take their own time beside the rest of the
+program, and a matmul streams an operand XLA broadcast into it at its broadcast size."""
 
 from __future__ import annotations
 
