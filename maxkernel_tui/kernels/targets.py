@@ -4,8 +4,10 @@ Data only; no jax here.
 Figures are per chip (one jax device), from Google Cloud's TPU system-architecture pages
 (cloud.google.com/tpu/docs/v4, /v5e, /v5p, /v6e, /tpu7x), as read in 2026. VMEM capacities are
 the ones libtpu reports in its "would exceed memory" compile errors (tests/kernels/perf confirms
-them); HBM sizes are the per-chip capacities (the compiler keeps a little: v5e has 15.75 GiB of
-16 usable).
+them); the default scoped VMEM is what Mosaic lets a kernel use unless its compiler params raise
+`vmem_limit_bytes` (16 MiB on v5e, 32 MiB on v6e: the shared VERIFIED.md; 16 MiB before v6e, 32
+MiB from it, as jax's TPU docs give it); HBM sizes are the per-chip capacities (the compiler
+keeps a little: v5e has 15.75 GiB of 16 usable).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ class TpuTarget:
     peak_bf16_flops: float = 0.0  # dense bf16 matmul flop/s
     hbm_bandwidth: float = 0.0  # bytes/s
     vmem_bytes: int = 0
+    scoped_vmem_bytes: int = 16 * MIB  # a kernel's VMEM unless it asks for more
     mxu: tuple[int, int] = (128, 128)
 
 
@@ -49,6 +52,7 @@ TARGETS: dict[str, TpuTarget] = {
             peak_bf16_flops=918e12,
             hbm_bandwidth=1640e9,
             vmem_bytes=128 * MIB,
+            scoped_vmem_bytes=32 * MIB,
             mxu=(256, 256),
         ),
         TpuTarget(
@@ -79,6 +83,7 @@ TARGETS: dict[str, TpuTarget] = {
             peak_bf16_flops=2307e12,
             hbm_bandwidth=7370e9,
             vmem_bytes=64 * MIB,
+            scoped_vmem_bytes=32 * MIB,
             mxu=(256, 256),
         ),
     )

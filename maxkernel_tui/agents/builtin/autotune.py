@@ -32,7 +32,11 @@ from maxkernel_tui.kernels.evaluation.timing.measured_choice import (
 )
 from maxkernel_tui.kernels.perf.analysis import KernelAnalysis, ReferenceCost
 from maxkernel_tui.kernels.perf.model import Estimate, estimate, minimal_io_bytes
-from maxkernel_tui.kernels.perf.pallas_analysis import analyze, transcendental_elements
+from maxkernel_tui.kernels.perf.pallas_analysis import (
+    analyze,
+    matmul_traffic,
+    transcendental_elements,
+)
 from maxkernel_tui.kernels.perf.xla_model import XLA_DEFAULT, XlaPrecision
 from maxkernel_tui.kernels.report.basis import Basis
 from maxkernel_tui.kernels.targets import TARGETS
@@ -121,10 +125,12 @@ def reference_cost(task: Task, target: str = DEFAULT_TARGET) -> ReferenceCost | 
 
     try:
         compiled = aot.compile_for_tpu(function, specs, aot.target_for(target))
-        exponentials = transcendental_elements(jax.make_jaxpr(function)(*specs))
+        program = jax.make_jaxpr(function)(*specs)
+        exponentials = transcendental_elements(program)
+        matmuls = matmul_traffic(program)
     except Exception:  # the roofline is optional; a reference too big for the target has none
         return None
-    return ReferenceCost.from_xla(aot.cost_of(compiled), exponentials)
+    return ReferenceCost.from_xla(aot.cost_of(compiled), exponentials, matmuls)
 
 
 def autotune(

@@ -87,18 +87,31 @@ class ReferenceCost(JsonData, shape=Shape(alone="error", unknown=Unknown.IGNORE)
     optimal_seconds: float | None = None
     error: str | None = None
     transcendentals: float | None = None  # exp, log, ... elements (a softmax's exponentials)
+    # each matmul's [flops, bytes it streams, bytes of it `bytes_accessed` counts], from the
+    # program's jaxpr (perf/pallas_analysis.matmul_traffic); XLA runs them as fusions of their own
+    matmuls: list[list[float]] | None = None
 
     @classmethod
     def from_xla(
-        cls, cost: Mapping[str, float], transcendentals: float | None = None
+        cls,
+        cost: Mapping[str, float],
+        transcendentals: float | None = None,
+        matmuls: list[list[float]] | None = None,
     ) -> ReferenceCost:
         """From `compiled.cost_analysis()`, whose keys have spaces; `transcendentals` counted
-        from the program's jaxpr where the cost analysis has none (a TPU's has none)."""
+        from the program's jaxpr where the cost analysis has none (a TPU's has none), and its
+        matmuls one by one, which it sums."""
         return cls(
             cost.get("flops"),
             cost.get("bytes accessed"),
             cost.get("optimal_seconds"),
-            transcendentals=cost.get("transcendentals", transcendentals),
+            # a TPU's cost analysis counts some fusions' transcendentals (a rotary embedding's
+            # cos and sin) and not others (a softmax's exponentials): the larger count holds
+            transcendentals=max(
+                (n for n in (cost.get("transcendentals"), transcendentals) if n is not None),
+                default=None,
+            ),
+            matmuls=matmuls,
         )
 
 

@@ -113,7 +113,10 @@ def estimate(
         (Bound.COMPUTE, compute),
         (Bound.OVERHEAD, overhead),
     ]
-    vmem = max((k.vmem_bytes for k in kernels), default=0)
+    # the kernel nearest its VMEM limit says whether the program fits
+    tightest = max(kernels, key=lambda k: k.vmem_bytes / vmem_limit(k, target), default=None)
+    vmem = tightest.vmem_bytes if tightest else 0
+    capacity = vmem_limit(tightest, target) if tightest else target.scoped_vmem_bytes
     roofline = _roofline(reference_cost, target, io_bytes)
     xla = xla_seconds(reference_cost, target, reference_precision)
     reference_seconds = DISPATCH_S + xla if xla else None
@@ -128,14 +131,23 @@ def estimate(
         hbm_bytes=sum(k.hbm_bytes for k in kernels),
         flops=sum(k.mxu_flops_per_step * _steps(k) for k in kernels),
         vmem_bytes=vmem,
-        vmem_capacity=target.vmem_bytes,
-        fits_vmem=vmem <= target.vmem_bytes,
+        vmem_capacity=capacity,
+        fits_vmem=vmem <= capacity,
         roofline_seconds=roofline,
         roofline_share=roofline / seconds if roofline and seconds else None,
         reference_seconds=reference_seconds,
         speedup=reference_seconds / seconds if reference_seconds and seconds else None,
         reference_precision=reference_precision.words,
     )
+
+
+def vmem_limit(kernel: KernelAnalysis, target: TpuTarget) -> int:
+    """The VMEM a kernel may use on `target`: the default scoped limit (16 MiB on v5e, 32 MiB on
+    v6e), which Mosaic enforces at compile time, unless the kernel's compiler params raise it
+    with `vmem_limit_bytes` (up to the chip's whole VMEM)."""
+    if kernel.vmem_limit_bytes:
+        return min(kernel.vmem_limit_bytes, target.vmem_bytes)
+    return target.scoped_vmem_bytes
 
 
 def _steps(kernel: KernelAnalysis) -> int:
@@ -204,18 +216,22 @@ def _roofline(
 def warnings_for(kernel: KernelAnalysis, target: TpuTarget) -> list[str]:
     """What a kernel engineer would want flagged before compiling, for this generation."""
     warnings = [_tiling_warning(b) for b in kernel.blocks if _untileable(b)]
-    capacity = target.vmem_bytes
+    capacity = vmem_limit(kernel, target)
     footprint = f"VMEM footprint {kernel.vmem_bytes / 2**20:.1f} MiB"
+    limit = (
+        f"the {capacity / 2**20:.0f} MiB VMEM limit the kernel asks for on {target.name}"
+        if kernel.vmem_limit_bytes
+        else f"the {capacity / 2**20:.0f} MiB default scoped VMEM of {target.name}"
+    )
     if kernel.vmem_bytes > capacity:
-        warnings.append(
-            f"{footprint} exceeds the {capacity / 2**20:.0f} "
-            f"MiB of VMEM on {target.name}: this tiling cannot compile"
+        raise_it = (
+            ""
+            if kernel.vmem_limit_bytes or capacity >= target.vmem_bytes
+            else f" (raise vmem_limit_bytes, up to {target.vmem_bytes / 2**20:.0f} MiB)"
         )
+        warnings.append(f"{footprint} exceeds {limit}: this tiling cannot compile{raise_it}")
     elif kernel.vmem_bytes > VMEM_WARN_SHARE * capacity:
-        warnings.append(
-            f"{footprint} is over {VMEM_WARN_SHARE:.0%} "
-            f"of the {capacity / 2**20:.0f} MiB of VMEM on {target.name}"
-        )
+        warnings.append(f"{footprint} is over {VMEM_WARN_SHARE:.0%} of {limit}")
     for m, k, n in kernel.matmul_dims:
         if k % target.mxu[0] or n % target.mxu[1]:
             warnings.append(

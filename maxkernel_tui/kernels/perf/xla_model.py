@@ -4,7 +4,8 @@ XLA's cost analysis (compiled ahead of time for the generation) counts the refer
 the HBM bytes its compiled program moves; its `optimal_seconds` is not used, because against the
 Pallas matmul guide's measurements on v5e it is 26% above the MXU time at 4096^3 and exactly the
 MXU time at 8192^3, while XLA ran at 97% and 94% of the peak there. The model instead takes:
-    time = (max(flops * passes / peak, bytes / bandwidth)
+    time = (sum over matmuls of max(flops_i * passes / peak, streamed_i / bandwidth)
+            + max(rest_flops * passes / peak, rest_bytes / bandwidth)
             + transcendentals * XLA_OPS_PER_TRANSCENDENTAL / vpu_rate) / XLA_EFFICIENCY
 with `passes` the bf16 MXU passes of the precision compared at (1 at XLA's default precision on
 a TPU; 6 at Precision.HIGHEST, which the cost analysis does not tell apart: its counts are the
@@ -12,6 +13,16 @@ same at every precision). The second term is the vector work of XLA's softmaxes 
 transcendental-heavy fusions (the exponential, the row max and sum across lanes, the casts, in
 fusions of their own that do not overlap the matmuls): JAXBench's jitted attention baselines on
 v6e took twice the time of their matmuls and HBM traffic (benchmarks/model_vs_jaxbench.py).
+XLA runs a program as fusions one after another, and each matmul is a fusion of its own: it hides
+its own operand traffic under its MXU work (or the reverse), not another fusion's, so the matmuls
+(counted from the jaxpr, perf/pallas_analysis.matmul_traffic: `streamed_i` includes the re-reads
+of an operand XLA broadcast into the dot, which the cost analysis counts once) add up each at its
+own bound, and the rest of the program (transposes, pads, softmax passes, convolutions: the cost
+analysis's flops and bytes less the matmuls') at its own. Checked on JAXBench's MLA (projections
+at the MXU's pace beside 1.7 GB of layout traffic) and paged attention (key heads repeated 8x into
+one-row matmuls: 3.57 ms measured on a v5e, 3.65 ms estimated; 1.1 ms from the cost analysis's
+bytes alone): benchmarks/model_vs_jaxbench.py. Without the matmuls (a stored cost from before),
+the program is taken as one fusion.
 """
 
 from __future__ import annotations
@@ -57,6 +68,13 @@ def xla_seconds(
         return None
     if cost.flops is None or cost.bytes_accessed is None:
         return cost.optimal_seconds
-    mxu = cost.flops * precision.passes / target.peak_bf16_flops
+    peak = target.peak_bf16_flops / precision.passes
+    matmuls = cost.matmuls or []
+    alone = sum(
+        max(flops / peak, streamed / target.hbm_bandwidth) for flops, streamed, _ in matmuls
+    )
+    rest_flops = max(cost.flops - sum(m[0] for m in matmuls), 0.0)
+    rest_bytes = max(cost.bytes_accessed - sum(m[2] for m in matmuls), 0.0)
+    rest = max(rest_flops / peak, rest_bytes / target.hbm_bandwidth)
     vector = (cost.transcendentals or 0.0) * XLA_OPS_PER_TRANSCENDENTAL / vector_rates(target)[0]
-    return (max(mxu, cost.bytes_accessed / target.hbm_bandwidth) + vector) / XLA_EFFICIENCY
+    return (alone + rest + vector) / XLA_EFFICIENCY

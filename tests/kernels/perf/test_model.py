@@ -1,13 +1,22 @@
 """The performance model on the two cases whose answer is known: a memory-bound copy and a
 compute-bound GEMM."""
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import pytest
 from jax.experimental import pallas as pl
+from jax.experimental.pallas import tpu as pltpu
 
 from maxkernel_tui.kernels.perf.analysis import ReferenceCost
-from maxkernel_tui.kernels.perf.model import DISPATCH_S, STEP_OVERHEAD_S, estimate, warnings_for
+from maxkernel_tui.kernels.perf.model import (
+    DISPATCH_S,
+    STEP_OVERHEAD_S,
+    estimate,
+    vmem_limit,
+    warnings_for,
+)
 from maxkernel_tui.kernels.perf.pallas_analysis import analyze
 from maxkernel_tui.kernels.perf.xla_model import XLA_EFFICIENCY
 from maxkernel_tui.kernels.targets import TARGETS
@@ -108,3 +117,41 @@ def test_a_block_neither_tiled_nor_whole_in_one_dim_is_said_to_fail_lowering():
         "input 0 block [12, 512] of [4096, 512]",
         "output 0 block [12, 1] of [4096, 1]",
     ]
+
+
+def _copy_kernel(x_ref, o_ref):
+    o_ref[...] = x_ref[...]
+
+
+def blocked_copy(x, vmem_limit_bytes=None):
+    """(2048, 1024) f32 blocks: 8 MiB each, 32 MiB double-buffered in and out."""
+    return pl.pallas_call(
+        _copy_kernel,
+        out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+        grid=(x.shape[0] // 2048,),
+        in_specs=[pl.BlockSpec((2048, 1024), lambda i: (i, 0))],
+        out_specs=pl.BlockSpec((2048, 1024), lambda i: (i, 0)),
+        compiler_params=pltpu.CompilerParams(vmem_limit_bytes=vmem_limit_bytes),
+    )(x)
+
+
+def test_vmem_fits_against_the_default_scoped_limit_unless_the_kernel_raises_it():
+    # Mosaic holds a kernel to the default scoped VMEM (16 MiB on v5e, 32 MiB on v6e), not the
+    # chip's 128 MiB, unless its compiler params raise vmem_limit_bytes.
+    spec = jax.ShapeDtypeStruct((8192, 1024), jnp.float32)
+    (plain,) = analyze(jax.make_jaxpr(blocked_copy)(spec))
+    assert plain.vmem_bytes == 32 * 2**20
+    v5e, v6e = TARGETS["v5e"], TARGETS["v6e"]
+    assert vmem_limit(plain, v5e) == 16 * 2**20 and vmem_limit(plain, v6e) == 32 * 2**20
+    found = estimate([plain], v5e)
+    assert not found.fits_vmem and found.vmem_capacity == 16 * 2**20
+    assert estimate([plain], v6e).fits_vmem
+    assert any(
+        "exceeds the 16 MiB default scoped VMEM of v5e" in w and "raise vmem_limit_bytes" in w
+        for w in warnings_for(plain, v5e)
+    )
+    raised = functools.partial(blocked_copy, vmem_limit_bytes=64 * 2**20)
+    (asked,) = analyze(jax.make_jaxpr(raised)(spec))
+    assert vmem_limit(asked, v5e) == 64 * 2**20
+    assert estimate([asked], v5e).fits_vmem
+    assert not any("VMEM" in w for w in warnings_for(asked, v5e))

@@ -136,7 +136,7 @@ def test_over_vmem_tiling_is_flagged_before_compiling():
     )
     assert k.vmem_bytes > 128 * MIB
     assert any(
-        "exceeds the 128 MiB of VMEM on v5e: this tiling cannot compile" in w
+        "exceeds the 16 MiB default scoped VMEM of v5e: this tiling cannot compile" in w
         for w in warnings_for(k, TARGETS["v5e"])
     )
 

@@ -75,7 +75,7 @@ def test_a_failed_reference_cost_is_a_problem_and_leaves_the_estimate_without_ro
 def test_table_and_text_say_what_is_estimated():
     summary = summarize("12p_RMSNorm", "k.py", ANSWER, ("v5e",))
     (row,) = summary.table_rows()
-    assert row[0] == "v5e" and row[1] == "8.0/128 MiB" and row[3] == "memory"
+    assert row[0] == "v5e" and row[1] == "8.0/16 MiB" and row[3] == "memory"
     text = summary.to_text()
     assert "all figures estimated by the model unless marked measured" in text
     assert "kernel 0 _rms_kernel: grid [256] (parallel); 256 steps" in text

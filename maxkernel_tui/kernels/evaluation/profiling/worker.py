@@ -38,7 +38,11 @@ from maxkernel_tui.kernels.perf.analysis import (
 )
 from maxkernel_tui.kernels.perf.device_trace import dma_share, load_events
 from maxkernel_tui.kernels.perf.model import minimal_io_bytes
-from maxkernel_tui.kernels.perf.pallas_analysis import analyze, transcendental_elements
+from maxkernel_tui.kernels.perf.pallas_analysis import (
+    analyze,
+    matmul_traffic,
+    transcendental_elements,
+)
 from maxkernel_tui.kernels.report.basis import Basis
 from maxkernel_tui.kernels.worker_reply import reply
 from maxkernel_tui.kernels.workers import READY
@@ -89,11 +93,13 @@ def _reference_cost(reference: Any, specs: Any, static: Any, target_name: str) -
 
     try:
         compiled = aot.compile_for_tpu(function, specs, aot.target_for(target_name))
-        exponentials = transcendental_elements(jax.make_jaxpr(function)(*specs))
+        program = jax.make_jaxpr(function)(*specs)
+        exponentials = transcendental_elements(program)
+        matmuls = matmul_traffic(program)
     except Exception as error:
         first = (str(error).strip().splitlines() or [type(error).__name__])[0]
         return ReferenceCost(error=first[:300])
-    return ReferenceCost.from_xla(aot.cost_of(compiled), exponentials)
+    return ReferenceCost.from_xla(aot.cost_of(compiled), exponentials, matmuls)
 
 
 def _trace(
