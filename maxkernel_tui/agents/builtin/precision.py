@@ -48,7 +48,7 @@ from maxkernel_tui.kernels.task import Task, TaskError
 
 SEEDS = (0, 1)
 # The equations a kernel runs on the MXU, one operand precision each, counted in program order
-# (the built-in agent's convolution is an implicit GEMM: one matmul per row of taps).
+# (the built-in agent's convolution is an implicit GEMM: one matmul per chunk of output rows).
 _MXU_PRIMITIVES = ("dot_general", "conv_general_dilated")
 
 

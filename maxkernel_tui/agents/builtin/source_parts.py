@@ -68,7 +68,6 @@ ROWWISE_STAGE = (
 )
 # The convolution reads its epilogue's operands by rowwise.py's roles.
 CONV_STAGE = (
-    blocks._fit_rows,
     rowwise._tile_block_2d,
     rowwise._row_block_2d,
     rowwise._col_block_2d,
@@ -79,6 +78,7 @@ CONV_STAGE = (
     conv._taps_block,
     conv._image_role_block,
     conv._conv_stage,
+    conv._fit_conv_rows,
 )
 FLASH_ATTENTION = (
     attention._last_kv_block,

@@ -227,20 +227,20 @@ class MatmulStage(Stage):
 @dataclass(eq=False, kw_only=True)
 class ConvStage(Stage):
     """A convolution as an implicit GEMM, frame (batch,) x (out channels,) x pixels: per image
-    and block of output channels, one matmul per row of taps on a lane-shifted view of the
-    image's column-shifted copies. Its
-    kernel is pieces/conv.py's; render.py writes its epilogue and parameters."""
+    and block of output channels, the image read once and its taps formed in VMEM, one matmul
+    per chunk of output rows. Its kernel is pieces/conv.py's; render.py writes its epilogue and
+    parameters."""
 
     conv: Conv
 
-    head_scratch: ClassVar[int] = 2  # its sum, beside a shifted view of the image
+    head_scratch: ClassVar[int] = 2  # the sum of a block of rows, beside the epilogue's values
 
     @property
     def head(self) -> Conv:
         return self.conv
 
     def head_operands(self) -> list[HeadOperand]:
-        # The piece lays the image out as column-shifted copies and the kernel by rows of taps.
+        # The piece reads the image as it is and lays the kernel out tap by tap.
         conv = self.conv
         return [
             HeadOperand(conv.image, OperandRole.IMAGE, True, conv.image.shape),
@@ -257,9 +257,9 @@ class ConvStage(Stage):
 
     def summary(self) -> str:
         return (
-            "convolution as an implicit GEMM: per image and block of output channels, one matmul "
-            "per row of taps on a lane-shifted view of the image's column-shifted copies, summed "
-            "in f32; fused epilogue of "
+            "convolution as an implicit GEMM: per image and block of output channels, the image "
+            "read from HBM once and every tap a lane-shifted slice of it in VMEM, one matmul per "
+            "chunk of output rows, summed in f32; fused epilogue of "
             f"{_epilogue(self)}."
         )
 

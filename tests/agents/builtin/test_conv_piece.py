@@ -1,7 +1,9 @@
 """The convolution stage's module (pieces/conv.py) run directly in TPU interpret mode at small
 shapes, against jax's own convolution: several blocks of output channels with a per-channel
 bias and ReLU at full f32 precision, a non-square image and kernel with bf16 operands, a
-per-pixel operand shared by every image and a result per channel, and a bf16 image."""
+per-pixel operand shared by every image and a result per channel, a bf16 image, several chunks
+of output rows, taps one column wide, too few channels to stack, and an instance norm run on
+blocks of rows; and the image read from HBM once, its taps formed in the kernel."""
 
 from __future__ import annotations
 
@@ -12,6 +14,8 @@ import pytest
 from jax.experimental.pallas import tpu as pltpu
 
 from maxkernel_tui.agents.builtin.pieces import conv
+from maxkernel_tui.kernels import aot
+from maxkernel_tui.kernels.perf.pallas_analysis import analyze
 
 INTERPRET = pltpu.InterpretParams(uninitialized_memory="nan", out_of_bounds_reads="raise")
 pytestmark = pytest.mark.slow  # interpret mode: seconds per kernel on a busy 2-core machine
@@ -111,19 +115,132 @@ def test_a_bf16_image_keeps_its_dtype_and_the_channel_alignment_of_bf16(monkeypa
     np.testing.assert_allclose(got.astype(jnp.float32), want, rtol=2e-2, atol=1e-1)
 
 
-def test_each_row_of_taps_is_one_matmul_over_every_column_shifted_copy():
-    # 3x3 taps over 64 channels: three matmuls of depth 192 (a 128-wide MXU three-quarters
-    # full), not nine of depth 64 (half full)
-    image, kernel = _random(1, 64, 10, 10), _random(8, 64, 3, 3, seed=1)
-
-    def epilogue(acc, out_ref, *, tm, tn):
-        out_ref[...] = acc
-
-    stage = {"roles": (), "outputs": (("tile", jnp.float32),), "batched": (True,)}
-    stage["epilogue"] = epilogue
+def _dots(image, kernel, **stage):
     program = jax.make_jaxpr(lambda i, k: conv._conv_stage(i, k, **stage))(image, kernel)
     (call,) = [e for e in program.eqns if e.primitive.name == "pallas_call"]
     dots = [e for e in call.params["jaxpr"].eqns if e.primitive.name == "dot_general"]
-    assert [d.invars[0].aval.shape for d in dots] == [(8, 192)] * 3
+    return program, call, dots
+
+
+def _copy_out(acc, out_ref, *, tm, tn):
+    out_ref[...] = acc
+
+
+COPY = {"roles": (), "outputs": (("tile", jnp.float32),), "batched": (True,), "epilogue": _copy_out}
+
+
+def test_each_chunk_of_output_rows_is_one_matmul_over_every_tap_stacked_along_the_channels():
+    # 3x3 taps over 64 channels: one matmul of depth 576 per chunk (a 128-wide MXU nine tenths
+    # full), not nine of depth 64 (half full); chunks of 3 output rows of 10 pixels: 3, 3, 2
+    image, kernel = _random(1, 64, 10, 10), _random(8, 64, 3, 3, seed=1)
+    stage = {**COPY, "chunk_pixels": 30}
+    _, _, dots = _dots(image, kernel, **stage)
+    assert [d.invars[0].aval.shape for d in dots] == [(8, 576)] * 3
+    # a chunk spans its rows laid out 10 pixels a row, through its last output pixel
+    assert [d.invars[1].aval.shape for d in dots] == [(576, 28), (576, 28), (576, 18)]
     got = _run(image, kernel, **stage)
     np.testing.assert_allclose(got, _reference(image, kernel), rtol=1e-4, atol=1e-3)
+
+
+def test_the_image_is_read_from_hbm_once_with_no_shifted_copies_made_outside_the_kernel():
+    image, kernel = _random(3, 8, 12, 16), _random(16, 8, 3, 3, seed=1)
+    program, call, _ = _dots(image, kernel, **COPY)
+    # outside the kernel: a free reshape of the image and the weights laid out tap by tap,
+    # nothing as large as the image besides it
+    assert not [e for e in program.eqns if e.primitive.name in ("concatenate", "slice")]
+    image_operand = call.invars[0].aval
+    assert image_operand.shape == (3, 8, 12 * 16)
+    (analysis,) = analyze(program)
+    image_block = analysis.blocks[0]
+    assert image_block.shape == [8, 12 * 16]  # one whole image, fetched once per image
+    assert image_block.bytes * image_block.fetches == image.size * 4
+
+
+def test_taps_one_column_wide_keep_whole_rows_and_too_few_channels_take_one_matmul_per_tap():
+    # 6 channels fill no whole sublane tile of f32: one matmul per tap, each of depth 6
+    image, kernel = _random(2, 6, 7, 9), _random(8, 6, 2, 1, seed=1)
+    _, _, dots = _dots(image, kernel, **COPY)
+    assert [d.invars[0].aval.shape for d in dots] == [(8, 6)] * 2
+    got = _run(image, kernel, **COPY)
+    np.testing.assert_allclose(got, _reference(image, kernel), rtol=1e-4, atol=1e-3)
+
+
+def test_an_epilogue_over_every_pixel_runs_on_blocks_of_rows_when_its_temporaries_need_less_vmem(
+    monkeypatch,
+):
+    # the budget fits the sum of 32 channels and the epilogue's temporaries on 8 of them: the
+    # epilogue (an instance norm: statistics over every pixel of a channel) sees blocks of 8
+    monkeypatch.setattr(conv, "BLOCK_ROWS", 32)
+    image, kernel = _random(2, 8, 12, 12), _random(32, 8, 3, 3, seed=1)
+    scale = _random(32, 1, seed=2)
+    seen = []
+
+    def epilogue(acc, scale_ref, out_ref, mean_ref, *, tm, tn):
+        seen.append((tm, tn))
+        mean = jnp.mean(acc, axis=1, keepdims=True)
+        centred = acc - mean
+        variance = jnp.mean(centred * centred, axis=1, keepdims=True)
+        out_ref[...] = centred / jnp.sqrt(variance + 1e-5) * scale_ref[...]
+        mean_ref[...] = mean
+
+    pixels = 10 * 10
+    fits = 2 * 4 * (8 * 256 + 32 * 128 + 32 * 128 + 32 * 128 + 32 * 128) + 32 * 128 * 4
+    fits += 4 * (72 * 128 + 32 * 128) + 2 * 8 * 128 * 4  # a chunk, two temporaries on 8 rows
+    monkeypatch.setattr(conv, "VMEM_BUDGET", fits)
+    out, mean = _run(
+        image,
+        kernel,
+        scale,
+        roles=("row",),
+        outputs=(("tile", jnp.float32), ("row", jnp.float32)),
+        batched=(False, True, True),
+        epilogue=epilogue,
+        operands="highest",
+    )
+    assert set(seen) == {(8, pixels)}  # the epilogue on 8 channels at a time
+    program = jax.make_jaxpr(
+        lambda i, k, s: conv._conv_stage(
+            i,
+            k,
+            s,
+            roles=("row",),
+            outputs=(("tile", jnp.float32), ("row", jnp.float32)),
+            batched=(False, True, True),
+            epilogue=epilogue,
+        )
+    )(image, kernel, scale)
+    (call,) = [e for e in program.eqns if e.primitive.name == "pallas_call"]
+    assert tuple(call.params["grid_mapping"].grid) == (2, 1)  # the 32 channels in one block
+    full = _reference(image, kernel)
+    want_mean = jnp.mean(full, axis=2, keepdims=True)
+    centred = full - want_mean
+    want = centred / jnp.sqrt(jnp.mean(centred**2, axis=2, keepdims=True) + 1e-5) * scale
+    np.testing.assert_allclose(mean, want_mean, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(out, want, rtol=1e-3, atol=1e-3)
+
+
+def test_the_kernel_compiles_for_v5e_with_rows_of_pixels_cut_at_unaligned_lane_offsets():
+    # 50 pixels a row (48 kept), chunks of 5 rows: every store of a row lands at an offset no
+    # multiple of 128, as 126 of 128 do at production shapes
+    image = jax.ShapeDtypeStruct((2, 16, 40, 50), jnp.float32)
+    kernel = jax.ShapeDtypeStruct((32, 16, 3, 3), jnp.float32)
+    bias = jax.ShapeDtypeStruct((32, 1), jnp.float32)
+
+    def epilogue(acc, bias_ref, out_ref, *, tm, tn):
+        out_ref[...] = jnp.maximum(acc + bias_ref[...], 0.0)
+
+    def stage(image, kernel, bias):
+        return conv._conv_stage(
+            image,
+            kernel,
+            bias,
+            roles=("row",),
+            outputs=(("tile", jnp.float32),),
+            batched=(False, True),
+            epilogue=epilogue,
+            operands="bf16",
+            chunk_pixels=250,
+        )
+
+    compiled = aot.compile_for_tpu(stage, [image, kernel, bias], aot.target_for("v5e"))
+    assert compiled.cost_analysis() is not None

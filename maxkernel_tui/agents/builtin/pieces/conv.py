@@ -1,9 +1,15 @@
 """The convolution stage of the kernels the built-in agent writes: a plain 2-D convolution (NCHW
 image, OIHW kernel, stride 1, no padding) as an implicit GEMM, one parameterised kernel and
-wrapper. Per image and block of output channels, one matmul per row of taps on a lane-shifted
-view of the image's column-shifted copies stacked along its channels, summed in f32; the
-epilogue, translated from the reference's jaxpr, comes in as a function of that sum and the
-stage's other refs. Trace-time `if`s choose the operand precision.
+wrapper. The image is read from HBM once, as it is (its pixels flattened, a free reshape); the
+taps are formed in VMEM. Tap (dh, dw) of output pixel (oh, ow) is input pixel
+(oh + dh) * width + ow + dw: for a chunk of output rows laid out `width` pixels a row, every tap
+is one lane-shifted slice of the image block, so the chunk's patch is the taps' slices stacked
+along the channels, and one matmul (out channels, taps * channels) @ (taps * channels, pixels)
+computes the chunk, summed in f32. Each output row's first out_width pixels go to the sum (the
+rest of a row of `width` pixels reaches past the image's right edge); the epilogue, translated
+from the reference's jaxpr, then runs on the whole image's sum in blocks of rows (`sub`), so its
+f32 temporaries stay small while every pixel of a row is in one block. Trace-time `if`s choose
+the operand precision.
 
 render.py copies these functions into each kernel file unchanged (with blocks.py's helpers,
 rowwise.py's block roles and the file's BLOCK_* tunables) and calls `_conv_stage` with the
@@ -17,11 +23,12 @@ import functools
 import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
+from jax.experimental.pallas import tpu as pltpu
 
 from maxkernel_tui.agents.builtin.pieces.blocks import (
+    VMEM_BUDGET,
     _block_bytes,
     _compiler_params,
-    _fit_rows,
     _pick_block,
 )
 from maxkernel_tui.agents.builtin.pieces.rowwise import _rowwise_block
@@ -30,46 +37,86 @@ from maxkernel_tui.agents.builtin.pieces.rowwise import _rowwise_block
 BLOCK_ROWS = 512
 
 
-def _conv_kernel(image_ref, taps_ref, *refs, epilogue, taps_h, row_len, operands, tm, tn):
-    """The convolution of one image for a block of output channels: for each row of taps dh, its
-    (tm, taps_w * channels) weights times the image's column-shifted copies (taps_w * channels
-    rows) seen at the row's lane offset, summed in f32; then `epilogue(acc, *refs)`. One matmul
-    per row of taps, not per tap: a contraction taps_w times deeper fills more of the MXU's
-    width (64 channels fill half of it). `operands`: "bf16" casts f32 operands to bf16 (one MXU
-    pass), "highest" asks for full f32 passes, None keeps their dtype at the default precision."""
+def _conv_kernel(
+    image_ref, taps_ref, *refs, epilogue, sliced, geometry, chunk_rows, stacked, operands, sub
+):
+    """The convolution of one image for a block of output channels, then its epilogue.
+    image_ref: (channels, height * width); taps_ref: (tm, taps_h * taps_w * channels), taps in
+    (dh, dw) order; refs: the epilogue's operands, its outputs and the f32 sum (tm, pixels).
+    `stacked`: the taps' slices stack along the channels (the channels fill whole sublane
+    tiles), so each chunk is one matmul; else one matmul per tap. `sliced`: whether each of the
+    epilogue's refs has a row per output channel (its blocks of `sub` rows are views of it).
+    `operands`: "bf16" casts f32 operands to bf16 (one MXU pass), "highest" asks for full f32
+    passes, None keeps their dtype at the default precision."""
+    *epilogue_refs, acc_ref = refs
+    taps_h, taps_w, width, out_height, out_width = geometry
+    channels = image_ref.shape[0]
     precision = jax.lax.Precision.HIGHEST if operands == "highest" else None
-    acc = jnp.zeros((tm, tn), jnp.float32)
-    for dh in range(taps_h):  # unrolled while tracing: taps_h matmuls
-        weights = taps_ref[dh]
-        view = image_ref[:, pl.ds(dh * row_len, tn)]
+    weights = taps_ref[...]
+    if operands == "bf16":
+        weights = weights.astype(jnp.bfloat16)
+    for first in range(0, out_height, chunk_rows):  # unrolled while tracing: static lane offsets
+        count = min(chunk_rows, out_height - first)
+        span = (count - 1) * width + out_width  # through the chunk's last output pixel
+        views = [
+            image_ref[:, pl.ds((first + dh) * width + dw, span)]
+            for dh in range(taps_h)
+            for dw in range(taps_w)
+        ]
         if operands == "bf16":
-            weights, view = weights.astype(jnp.bfloat16), view.astype(jnp.bfloat16)
-        acc += jnp.dot(weights, view, preferred_element_type=jnp.float32, precision=precision)
-    epilogue(acc, *refs)
+            views = [view.astype(jnp.bfloat16) for view in views]
+        if stacked:
+            part = jnp.dot(
+                weights,
+                jnp.concatenate(views, axis=0),
+                preferred_element_type=jnp.float32,
+                precision=precision,
+            )
+        else:
+            part = sum(
+                jnp.dot(
+                    weights[:, t * channels : (t + 1) * channels],
+                    view,
+                    preferred_element_type=jnp.float32,
+                    precision=precision,
+                )
+                for t, view in enumerate(views)
+            )
+        if out_width == width:  # no column is cut: the chunk's rows are already contiguous
+            acc_ref[:, pl.ds(first * out_width, span)] = part
+            continue
+        for row in range(count):
+            acc_ref[:, pl.ds((first + row) * out_width, out_width)] = part[
+                :, row * width : row * width + out_width
+            ]
+    for start in range(0, acc_ref.shape[0], sub):
+        rows = pl.ds(start, sub)
+        views = [ref.at[rows] if flag else ref for ref, flag in zip(epilogue_refs, sliced)]
+        epilogue(acc_ref[rows, :], *views, tm=sub)
 
 
-def _image_block(b, i, j):
-    """The whole image b: its column-shifted copies of every channel, every pixel."""
+def _image_block(b, i):
+    """The whole image b: every channel, every pixel."""
     return b, 0, 0
 
 
-def _taps_block(b, i, j):
-    """Every row of taps' weights of out-channel block i."""
-    return 0, i, 0
+def _taps_block(b, i):
+    """Every tap's weights of out-channel block i."""
+    return i, 0
 
 
 def _image_role_block(role, batched, tm, tn):
-    """The BlockSpec of an epilogue operand or a result on the (image, out-channel block, pixel
-    block) grid: rowwise.py's block by role, with the image's axis in front when `batched`."""
+    """The BlockSpec of an epilogue operand or a result on the (image, out-channel block) grid:
+    rowwise.py's block by role (every pixel), with the image's axis in front when `batched`."""
     shape, index = _rowwise_block(role, tm, tn)
 
-    def per_image(b, i, j):
+    def per_image(b, i):
         """The block of image b."""
-        return (b, *index(i, j))
+        return (b, *index(i, 0))
 
-    def all_images(b, i, j):
+    def all_images(b, i):
         """The same block for every image."""
-        return index(i, j)
+        return index(i, 0)
 
     return pl.BlockSpec((None, *shape), per_image) if batched else pl.BlockSpec(shape, all_images)
 
@@ -85,50 +132,61 @@ def _conv_stage(
     operands=None,
     row_align=8,
     temporaries=2,
+    chunk_pixels=4096,
+    patch_bytes=4 * 2**20,
 ):
     """One convolution stage: image (batch, channels, height, width) with kernel (out channels,
     channels, taps_h, taps_w) into (batch, out channels, out pixels), then
-    `epilogue(acc, *other_refs, *out_refs, tm=, tn=)`. roles: the role of each of `others`
-    (rows are output channels, columns output pixels); outputs: (role, dtype) of each result;
-    batched: whether each of `others` and of the outputs has the image axis. `temporaries`: f32
-    (tm, pixels) values besides the blocks (the sum and a tap's view at least), for the VMEM
-    estimate."""
+    `epilogue(acc, *other_refs, *out_refs, tm=, tn=)` on blocks of rows of every pixel. roles:
+    the role of each of `others` (rows are output channels, columns output pixels); outputs:
+    (role, dtype) of each result; batched: whether each of `others` and of the outputs has the
+    image axis. `temporaries`: f32 (rows, pixels) values the epilogue makes, for the VMEM
+    estimate. A chunk of output rows spans at most `chunk_pixels` pixels and its patch (every
+    tap's slice) at most `patch_bytes`: wide enough to fill the MXU's columns, small enough to
+    stay a VMEM temporary."""
     batch, channels, height, width = image.shape
     rows, _, taps_h, taps_w = kernel.shape
     out_height, out_width = height - taps_h + 1, width - taps_w + 1
     cols = out_height * out_width
-    # XLA lays out taps_w column-shifted copies of the image, rows of pixels flattened: tap
-    # (dh, dw) of output pixel p is then pixel p + dh * out_width of copy dw, a lane offset.
-    # The copies are stacked along the channels (row dw * channels + c), and each row of taps'
-    # weights along its columns in the same order, so one row of taps is one matmul.
-    shifted = jnp.stack([image[:, :, :, dw : dw + out_width] for dw in range(taps_w)], axis=1)
-    shifted = shifted.reshape(batch, taps_w * channels, height * out_width)
-    taps = jnp.transpose(kernel, (2, 0, 3, 1)).reshape(taps_h, rows, taps_w * channels)
+    depth = taps_h * taps_w * channels
+    # The taps' weights in (dh, dw, channel) order, the order of the patch's rows.
+    taps = jnp.transpose(kernel, (0, 2, 3, 1)).reshape(rows, depth)
+    itemsize = jnp.dtype(image.dtype).itemsize
+    stacked = channels % (8 * max(1, 4 // itemsize)) == 0  # slices of whole sublane tiles
+    row_bytes = depth * width * max(itemsize, 2 if operands == "bf16" else itemsize)
+    chunk_rows = max(1, min(out_height, chunk_pixels // width, patch_bytes // row_bytes))
+    span = (min(chunk_rows, out_height) - 1) * width + out_width
     tm = _pick_block(rows, BLOCK_ROWS, row_align)
-    tn = cols  # whole images: the taps reach across rows of pixels
+    others_outputs = [
+        *((role, array.dtype) for role, array in zip(roles, others)),
+        *outputs,
+    ]
 
-    def footprint(tm):
-        # Two buffers per pipelined block, plus the sum and the epilogue's f32 temporaries.
-        blocks = _block_bytes(taps_w * channels, height * out_width, image.dtype)
-        blocks += _block_bytes(taps_h * tm, taps_w * channels, kernel.dtype)
+    def footprint(tm, sub):
+        # Two buffers per pipelined block; the sum, one chunk's patch and product, and the
+        # epilogue's f32 temporaries on a block of `sub` rows.
+        blocks = _block_bytes(channels, height * width, image.dtype)
+        blocks += _block_bytes(tm, depth, kernel.dtype)
         blocks += sum(
-            _block_bytes(*_rowwise_block(role, tm, tn)[0], array.dtype)
-            for role, array in zip(roles, others)
+            _block_bytes(*_rowwise_block(role, tm, cols)[0], dtype)
+            for role, dtype in others_outputs
         )
-        blocks += sum(_block_bytes(*_rowwise_block(role, tm, tn)[0], d) for role, d in outputs)
-        return 2 * blocks + temporaries * _block_bytes(tm, tn, jnp.float32)
+        chunk = _block_bytes(depth, span, image.dtype) + _block_bytes(tm, span, jnp.float32)
+        work = temporaries * _block_bytes(sub, cols, jnp.float32)
+        return 2 * blocks + _block_bytes(tm, cols, jnp.float32) + chunk + work
 
-    tm = _fit_rows(rows, tm, row_align, footprint)
+    tm, sub = _fit_conv_rows(rows, tm, row_align, footprint)
     sizes = {"tile": (rows, cols), "row": (rows, 1), "col": (1, cols), "scalar": (1, 1)}
     in_flags, out_flags = batched[: len(others)], batched[len(others) :]
     kernel_fn = functools.partial(
         _conv_kernel,
-        epilogue=functools.partial(epilogue, tm=tm, tn=tn),
-        taps_h=taps_h,
-        row_len=out_width,
+        epilogue=functools.partial(epilogue, tn=cols),
+        sliced=tuple(role in ("tile", "row") for role, _ in others_outputs),
+        geometry=(taps_h, taps_w, width, out_height, out_width),
+        chunk_rows=chunk_rows,
+        stacked=stacked,
         operands=operands,
-        tm=tm,
-        tn=tn,
+        sub=sub,
     )
     results = pl.pallas_call(
         kernel_fn,
@@ -136,15 +194,32 @@ def _conv_stage(
             jax.ShapeDtypeStruct((batch, *sizes[role]) if flag else sizes[role], dtype)
             for (role, dtype), flag in zip(outputs, out_flags)
         ],
-        grid=(batch, rows // tm, cols // tn),
+        grid=(batch, rows // tm),
         in_specs=[
-            pl.BlockSpec((None, taps_w * channels, height * out_width), _image_block),
-            pl.BlockSpec((taps_h, tm, taps_w * channels), _taps_block),
-            *(_image_role_block(role, flag, tm, tn) for role, flag in zip(roles, in_flags)),
+            pl.BlockSpec((None, channels, height * width), _image_block),
+            pl.BlockSpec((tm, depth), _taps_block),
+            *(_image_role_block(role, flag, tm, cols) for role, flag in zip(roles, in_flags)),
         ],
         out_specs=[
-            _image_role_block(role, flag, tm, tn) for (role, _), flag in zip(outputs, out_flags)
+            _image_role_block(role, flag, tm, cols) for (role, _), flag in zip(outputs, out_flags)
         ],
-        compiler_params=_compiler_params(("parallel", "parallel", "parallel"), footprint(tm)),
-    )(shifted, taps, *others)
+        scratch_shapes=[pltpu.VMEM((tm, cols), jnp.float32)],
+        compiler_params=_compiler_params(("parallel", "parallel"), footprint(tm, sub)),
+    )(image.reshape(batch, channels, height * width), taps, *others)
     return results[0] if len(results) == 1 else results
+
+
+def _fit_conv_rows(rows, tm, row_align, footprint):
+    """(tm, sub): the epilogue's block of rows shrinks first (only its temporaries scale with
+    it), then the block of output channels, until the footprint fits."""
+    sub = tm
+    while footprint(tm, sub) > VMEM_BUDGET:
+        smaller_sub = _pick_block(tm, sub // 2, row_align)
+        smaller_tm = _pick_block(rows, tm // 2, row_align)
+        if smaller_sub < sub:
+            sub = smaller_sub
+        elif smaller_tm < tm:
+            tm = sub = smaller_tm
+        else:
+            break
+    return tm, sub
