@@ -31,19 +31,9 @@ BLOCK_COLS = 512
 BLOCK_DEPTH = 512
 
 
-def _matmul_kernel(*refs, epilogue, inputs, rhs_transposed, operands, batched):
-    """Accumulate lhs @ rhs over depth steps in f32 VMEM scratch, then run the epilogue once per
-    output block. refs: lhs, rhs, the epilogue's `inputs - 2` input refs, its output refs, and
-    the accumulator. `operands`: "bf16" casts both blocks to bf16 (one MXU pass), "highest"
-    asks for full f32 passes, None keeps their dtype at the default precision."""
-    lhs_ref, rhs_ref, acc_ref = refs[0], refs[1], refs[-1]
-    depth_axis = 3 if batched else 2
-    k = pl.program_id(depth_axis)
-
-    @pl.when(k == 0)
-    def _zero_accumulator():
-        acc_ref[...] = jnp.zeros_like(acc_ref)
-
+def _accumulate_product(acc_ref, lhs_ref, rhs_ref, rhs_transposed, operands):
+    """acc += lhs @ rhs for one depth step, in f32. `operands`: "bf16" casts both blocks to
+    bf16 (one MXU pass), "highest" asks for full f32 passes, None keeps their dtype."""
     lhs, rhs = lhs_ref[...], rhs_ref[...]
     if operands == "bf16":
         lhs, rhs = lhs.astype(jnp.bfloat16), rhs.astype(jnp.bfloat16)
@@ -58,6 +48,22 @@ def _matmul_kernel(*refs, epilogue, inputs, rhs_transposed, operands, batched):
         )
     else:
         acc_ref[...] += jnp.dot(lhs, rhs, preferred_element_type=jnp.float32, precision=precision)
+
+
+def _matmul_kernel(*refs, epilogue, inputs, rhs_transposed, operands, batched):
+    """Accumulate lhs @ rhs over depth steps in f32 VMEM scratch, then run the epilogue once per
+    output block. refs: lhs, rhs, the epilogue's `inputs - 2` input refs, its output refs, and
+    the accumulator. `operands`: "bf16" casts both blocks to bf16 (one MXU pass), "highest"
+    asks for full f32 passes, None keeps their dtype at the default precision."""
+    lhs_ref, rhs_ref, acc_ref = refs[0], refs[1], refs[-1]
+    depth_axis = 3 if batched else 2
+    k = pl.program_id(depth_axis)
+
+    @pl.when(k == 0)
+    def _zero_accumulator():
+        acc_ref[...] = jnp.zeros_like(acc_ref)
+
+    _accumulate_product(acc_ref, lhs_ref, rhs_ref, rhs_transposed, operands)
 
     @pl.when(k == pl.num_programs(depth_axis) - 1)
     def _epilogue():
@@ -139,6 +145,14 @@ def _role_bytes(role, tm, tn, tk, dtype):
     return _block_bytes(rows, cols, dtype)
 
 
+def _blocks_bytes(in_roles, arrays, outputs, tm, tn, tk):
+    """VMEM bytes of one buffer of every pipelined block: the inputs by role and dtype, and the
+    outputs' (role, dtype)."""
+    return sum(
+        _role_bytes(role, tm, tn, tk, array.dtype) for role, array in zip(in_roles, arrays)
+    ) + sum(_role_bytes(role, tm, tn, tk, dtype) for role, dtype in outputs)
+
+
 def _matmul_stage(
     lhs,
     rhs,
@@ -170,10 +184,7 @@ def _matmul_stage(
 
     def footprint(tm, tk):
         # Two buffers per pipelined block, plus the f32 accumulator and its temporaries.
-        blocks = sum(
-            _role_bytes(role, tm, tn, tk, array.dtype)
-            for role, array in zip(in_roles, (lhs, rhs, *others))
-        ) + sum(_role_bytes(role, tm, tn, tk, dtype) for role, dtype in outputs)
+        blocks = _blocks_bytes(in_roles, (lhs, rhs, *others), outputs, tm, tn, tk)
         return 2 * blocks + temporaries * _block_bytes(tm, tn, jnp.float32)
 
     tm, tk = _fit_blocks(rows, depth, tm, tk, row_align, footprint)
