@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 
@@ -29,7 +29,6 @@ from maxkernel_tui.agents.builtin.steering import (
     wishes,
 )
 from maxkernel_tui.agents.builtin.strategy_moves import MOVES, NOT_A_CHANGE, NoMove, apply_strategy
-from maxkernel_tui.agents.builtin.tunables import Tunables
 from maxkernel_tui.agents.roles.context import NOTHING_ELSE, StepContext
 from maxkernel_tui.agents.roles.role import Role
 from maxkernel_tui.agents.roles.tunables import find_tunables
@@ -338,11 +337,11 @@ def _draft(task: Task, target: str) -> TaskDrafts:
     for plan in plan_task(task, choose_precision=True):
         if plan.as_reference is not None:  # the chosen precision may fail the harness's check
             candidates.append(Offer(plan.as_reference(plan.start), plan.family, _OWN_PRECISION))
-        halved = Tunables(
-            *(
-                max(128, value // 2)
-                for value in (plan.start.block_rows, plan.start.block_cols, plan.start.block_depth)
-            )
+        halved = replace(
+            plan.start,
+            block_rows=max(128, plan.start.block_rows // 2),
+            block_cols=max(128, plan.start.block_cols // 2),
+            block_depth=max(128, plan.start.block_depth // 2),
         )
         candidates.append(Offer(plan.render(plan.start), plan.family, "at its untuned defaults"))
         candidates.append(Offer(plan.render(halved), plan.family, _HALVED))

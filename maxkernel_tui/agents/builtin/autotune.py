@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import types
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import jax
@@ -153,7 +153,7 @@ def autotune(
 
     best = start
     for knob in knobs:
-        best = min((replace(best, **{knob: choice}) for choice in CHOICES[knob]), key=score)
+        best = min((best.with_knob(knob, choice) for choice in CHOICES[knob]), key=score)
     if math.isinf(score(best)):
         errors = "; ".join(sorted({t.error for t in trials.values() if t.error}))
         raise CannotPlan(
@@ -163,9 +163,11 @@ def autotune(
     measurement = None
     if timer is not None:
         fitting = sorted((t for t in trials if not math.isinf(score(t))), key=score)
-        ranked = [(asdict(t), f"estimated {score(t) * 1e3:.3f} ms") for t in fitting]
-        measurement = measure_best(ranked, lambda setting: render(Tunables(**setting)), timer)
-        best = Tunables(**measurement.best) if measurement.best is not None else best
+        ranked = [(t.setting(), f"estimated {score(t) * 1e3:.3f} ms") for t in fitting]
+        measurement = measure_best(
+            ranked, lambda setting: render(Tunables.from_setting(setting)), timer
+        )
+        best = Tunables.from_setting(measurement.best) if measurement.best is not None else best
     found = trials[best].estimate
     assert found is not None  # its score is finite
     return TuneResult(best, found, list(trials.values()), measurement)

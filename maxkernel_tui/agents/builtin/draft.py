@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 
 import numpy as np
@@ -98,7 +98,7 @@ def _plans(program: Program, task: Task, choose_precision: bool) -> list[KernelP
         if choose_precision
         else None
     )
-    return [_stage_kernel_plan(plan, precision) for plan in stage_plans]
+    return [_stage_kernel_plan(plan, precision, split) for plan in stage_plans]
 
 
 def draft_kernel(task: Task, *, tune: bool = True, target: str = DEFAULT_TARGET) -> KernelDraft:
@@ -136,10 +136,13 @@ def draft_candidates(
     return sorted(drafts, key=lambda draft: draft.estimate.seconds)
 
 
-def _stage_kernel_plan(plan: Plan, precision: PrecisionChoice | None) -> KernelPlan:
+def _stage_kernel_plan(plan: Plan, precision: PrecisionChoice | None, split: Plan) -> KernelPlan:
+    """`split`: the plan the tunable `fuse_epilogue` switches to when off (the same plan when
+    nothing is fused)."""
     heads = [stage.head for stage in mxu_stages(plan.stages) if stage.head]
     knobs: tuple[str, ...] = ("block_rows",)
-    knobs += ("block_cols",) if any(not stage.full_cols for stage in plan.stages) else ()
+    column_blocks = any(not s.full_cols or s in plan.running for s in plan.stages)
+    knobs += ("block_cols",) if column_blocks else ()
     has_depth = any(isinstance(stage, MatmulStage) for stage in plan.stages)  # a conv has none
     knobs += ("block_depth",) if has_depth else ()
     wide = [np.dtype(head.lhs.dtype).itemsize >= 4 for head in heads]
@@ -148,9 +151,16 @@ def _stage_kernel_plan(plan: Plan, precision: PrecisionChoice | None) -> KernelP
     narrowed = any(w and p == OperandPrecision.BF16 for w, p in zip(wide, chosen, strict=False))
     return KernelPlan(
         plan.family,
-        partial(render_kernel, plan, precision=precision),
+        partial(_render_stages, plan, split, precision),
         knobs,
-        default_tunables(not all(wide)),
+        replace(default_tunables(not all(wide)), fuse_epilogue=plan is not split),
         precision,
-        partial(render_kernel, plan) if narrowed else None,
+        partial(_render_stages, plan, split, None) if narrowed else None,
     )
+
+
+def _render_stages(
+    fused: Plan, split: Plan, precision: PrecisionChoice | None, tunables: Tunables
+) -> str:
+    """The kernel file of `fused`, or of `split` when the tunables turn fusion off."""
+    return render_kernel(fused if tunables.fuse_epilogue else split, tunables, precision)

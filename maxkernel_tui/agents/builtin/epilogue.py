@@ -61,10 +61,10 @@ def emit_body(
     stage: Stage, table: DimTable, symbol_names: dict[str, str], ref_names: dict[Var, str]
 ) -> KernelBody:
     """The statements that compute the stage's outputs from its refs (and accumulator)."""
-    return _Emitter(stage, table, symbol_names, ref_names).run()
+    return BodyEmitter(stage, table, symbol_names, ref_names).run()
 
 
-class _Emitter:
+class BodyEmitter:
     def __init__(
         self, stage: Stage, table: DimTable, symbol_names: dict[str, str], ref_names: dict[Var, str]
     ):

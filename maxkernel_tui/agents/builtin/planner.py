@@ -35,6 +35,7 @@ from maxkernel_tui.agents.builtin.primitives import (
     picks_one_per_row,
 )
 from maxkernel_tui.agents.builtin.program import Eqn, Literal, Operand, Program, Var
+from maxkernel_tui.agents.builtin.running import RunningEpilogue, running_epilogue
 from maxkernel_tui.agents.builtin.stages import (
     ColumnReductionStage,
     Conv,
@@ -54,6 +55,9 @@ class Plan:
     # Transposes XLA does between stages, in order: the next stage reads the result from HBM in
     # the layout its tiling wants (a matmul's batch and contraction axes where it expects them).
     relayouts: list[Eqn] = field(default_factory=list)
+    # Matmul stages whose row-wise epilogue runs across column blocks with running statistics
+    # (running.py) instead of on blocks of whole rows.
+    running: dict[Stage, RunningEpilogue] = field(default_factory=dict)
 
     @property
     def outputs(self) -> list[Var]:
@@ -68,10 +72,16 @@ class Plan:
 
 
 def plan_program(program: Program, split_rowwise: bool = False) -> Plan:
-    """The stages for `program`. With `split_rowwise`, a matmul whose epilogue reduces over its
-    columns becomes a plain tiled matmul and a row-wise stage: one more trip through HBM, but
-    the weight is no longer re-read for every block of rows (better when the rows are wide)."""
+    """The stages for `program`. A matmul whose epilogue reduces over its columns computes it in
+    the same kernel: with running statistics across column blocks where its dataflow allows
+    (running.py), else on blocks of whole rows. With `split_rowwise`, such a matmul becomes a
+    plain tiled matmul and a row-wise stage: one more trip through HBM, but the weight is no
+    longer re-read for every block of rows (better when the rows are wide and the epilogue
+    needs them whole)."""
     fused = _Planner(program, frozenset()).plan()
+    for stage in fused.stages:
+        if isinstance(stage, MatmulStage) and (running := running_epilogue(stage)) is not None:
+            fused.running[stage] = running
     split = frozenset(
         s.matmul.eqn
         for s in fused.stages

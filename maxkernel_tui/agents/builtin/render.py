@@ -30,6 +30,7 @@ from maxkernel_tui.agents.builtin.operand_precision import (
 from maxkernel_tui.agents.builtin.planner import Plan
 from maxkernel_tui.agents.builtin.primitives import dtype_source
 from maxkernel_tui.agents.builtin.program import Var
+from maxkernel_tui.agents.builtin.running_body import emit_running_body
 from maxkernel_tui.agents.builtin.stages import (
     ColumnReductionStage,
     ConvStage,
@@ -100,6 +101,7 @@ class _Writer:
             )
         self.used_symbols: set[str] = set()
         self.helpers: set[str] = set()
+        self.pieces: list[tuple] = []  # the pieces the stages run, in order
         self.calls: list[str] = []  # the lines of computation() that run the stages
         self.values: dict[Var, tuple[str, tuple[Dim, ...]]] = {
             v: (name, v.shape) for name, v in zip(program.arg_names, program.inputs)
@@ -111,10 +113,11 @@ class _Writer:
     def render(self) -> str:
         functions = [self._stage(stage) for stage in self.plan.stages]
         computation = self._computation()
-        pieces = list(dict.fromkeys(_PIECE[type(stage)] for stage in self.plan.stages))
+        pieces = list(dict.fromkeys(self.pieces))
         if GROUP_HELPER in self.helpers:
             pieces.append(parts.GROUP_TOTALS)
-        standard = ["functools", *(["math"] if GROUP_HELPER in self.helpers else [])]
+        grouped = any(r.group_widths for r in self.plan.running.values())
+        standard = ["functools", *(["math"] if GROUP_HELPER in self.helpers or grouped else [])]
         sections = [
             self._docstring() + "\n" + parts.imports(*standard),
             self._tunables() + "\n" + parts.VMEM_CONSTANTS,
@@ -133,7 +136,7 @@ class _Writer:
         lines += ["", "Plan:"]
         for stage in self.plan.stages:
             lines += textwrap.wrap(
-                f"- stage {stage.number}: {stage.summary()}", 96, subsequent_indent="  "
+                f"- stage {stage.number}: {self._summary(stage)}", 96, subsequent_indent="  "
             )
         if self.precision is not None and self.precision.per_matmul:
             lines += [""] + textwrap.wrap(
@@ -149,6 +152,11 @@ class _Writer:
             '"""',
         ]
         return "\n".join(lines)
+
+    def _summary(self, stage: Stage) -> str:
+        if isinstance(stage, MatmulStage):
+            return stage.summary(running=stage in self.plan.running)
+        return stage.summary()
 
     def _tunables(self) -> str:
         t = self.tunables
@@ -176,9 +184,17 @@ class _Writer:
         self._relayout_ready_values()
         operands, outputs = self._operands(stage), self._outputs(stage)
         ref_names = {o.var: f"{o.param}_ref" for o in operands + outputs if not o.head}
-        body = emit_body(stage, self.plan.program.dims, self.symbol_names, ref_names)
+        running = self.plan.running.get(stage)
+        if running is not None:
+            assert isinstance(stage, MatmulStage)
+            body = emit_running_body(
+                stage, running, self.plan.program.dims, self.symbol_names, ref_names
+            )
+        else:
+            body = emit_body(stage, self.plan.program.dims, self.symbol_names, ref_names)
+        self.pieces.append(parts.RUNNING_STAGE if running else _PIECE[type(stage)])
         self.helpers |= body.helpers
-        symbols = [k for k in body.keywords if k not in ("tm", "tn")]
+        symbols = [k for k in body.keywords if k not in ("tm", "tn", "cols")]
         self.used_symbols.update(s for s, name in self.symbol_names.items() if name in symbols)
         heads, extras = [o for o in operands if o.head], [o for o in operands if not o.head]
         refs = [f"{o.param}_ref" for o in extras + outputs]
@@ -193,6 +209,20 @@ class _Writer:
             )
             refs.insert(0, "acc_ref" if isinstance(stage, MatmulStage) else "acc")
             more = self._head_keywords(stage, heads, extras, outputs)
+            if running is not None:
+                runner = "_running_matmul_stage"
+                what = (
+                    "This is its epilogue, translated from the reference's jaxpr: each finished "
+                    "(tm, tn) block of the f32 accumulator is folded into the rows' running "
+                    "statistics; `finish` runs after the last column block."
+                )
+                refs += [f"stat{i}_ref" for i in range(len(body.accumulators))]
+                lines = [*body.step_lines, "", "def finish():", *indent(lines, 1)]
+                lines += ["", "return finish"]
+                more.append(f"statistics={_tuple([initial for _, initial in body.accumulators])}")
+                groups = [self._dim(k.width) for k in running.group_widths if k.width]
+                if groups:  # column blocks of whole groups
+                    more.append(f"col_align=math.lcm(128, {', '.join(dict.fromkeys(groups))})")
         else:
             if stage.batched:  # the planner gives batch dims to matmul and conv stages only
                 raise CannotPlan("a row-wise stage with batch dimensions")
@@ -222,7 +252,8 @@ class _Writer:
             f"{parameter}=functools.partial({name}, {bound})" if symbols else f"{parameter}={name}",
             *more,
         ]
-        if stage.full_cols and not isinstance(stage, ConvStage):  # a conv's block is whole images
+        # A conv's block is whole images; a running epilogue's, column blocks.
+        if stage.full_cols and not isinstance(stage, ConvStage) and running is None:
             keywords.append("full_cols=True")
         temporaries = min(body.tile_temporaries, _MAX_LIVE_TEMPORARIES) + stage.head_scratch
         if GROUP_HELPER in body.helpers:
@@ -232,8 +263,9 @@ class _Writer:
             f"temporaries={temporaries}",
         ]
         self._record_call(stage, operands, outputs, keywords, runner)
-        summary = textwrap.wrap(f'"""Stage {n}: {stage.summary()} {what}"""', 92)
-        keyword_params = ", ".join(["tm", "tn", *symbols])
+        summary = textwrap.wrap(f'"""Stage {n}: {self._summary(stage)} {what}"""', 92)
+        heading = ["col", "tm", "tn", "cols"] if running is not None else ["tm", "tn"]
+        keyword_params = ", ".join([*heading, *symbols])
         header = f"def {name}({', '.join(refs)}, *, {keyword_params}):"
         return "\n".join([header, *indent(summary, 1), *indent(lines, 1)]) + "\n"
 

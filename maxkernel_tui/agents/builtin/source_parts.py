@@ -18,6 +18,7 @@ from maxkernel_tui.agents.builtin.pieces import (
     groups,
     matmul,
     rowwise,
+    running,
     section_source,
 )
 
@@ -42,6 +43,7 @@ GROUP_TOTALS = (groups._group_totals,)
 # Each family's stage, parameterised: the functions a file running it carries, in order.
 MATMUL_STAGE = (
     blocks._fit_blocks,
+    matmul._accumulate_product,
     matmul._matmul_kernel,
     matmul._lhs_block,
     matmul._rhs_block,
@@ -52,7 +54,25 @@ MATMUL_STAGE = (
     matmul._scalar_block,
     matmul._role_block,
     matmul._role_bytes,
+    matmul._blocks_bytes,
     matmul._matmul_stage,
+)
+# A matmul whose row-wise epilogue carries running statistics across column blocks.
+RUNNING_STAGE = (
+    blocks._fit_blocks,
+    matmul._accumulate_product,
+    matmul._lhs_block,
+    matmul._rhs_block,
+    matmul._rhs_t_block,
+    matmul._tile_block,
+    matmul._row_block,
+    matmul._col_block,
+    matmul._scalar_block,
+    matmul._role_block,
+    matmul._role_bytes,
+    matmul._blocks_bytes,
+    running._running_kernel,
+    running._running_matmul_stage,
 )
 # Row-wise stages and column reductions (`accumulators`) both run `_rowwise_stage`.
 ROWWISE_STAGE = (

@@ -204,7 +204,8 @@ class MatmulStage(Stage):
             return "batched matmul"
         return "matmul + row-wise epilogue" if self.full_cols else "matmul + element-wise epilogue"
 
-    def summary(self) -> str:
+    def summary(self, running: bool = False) -> str:
+        """`running`: the epilogue carries running statistics across column blocks."""
         matmul = self.matmul
         weight = (
             "a (cols, depth) weight, contracted on its last axis"
@@ -212,11 +213,14 @@ class MatmulStage(Stage):
             else "a (depth, cols) weight"
         )
         batch = "batched " if self.batched else ""
-        reach = (
-            "; a block spans every column since the epilogue reduces over them"
-            if self.full_cols
-            else ""
-        )
+        reach = ""
+        if running:
+            reach = (
+                "; the epilogue runs over (tm, tn) blocks, carrying the rows' statistics (sums, "
+                "maxima, rescaled sums of exponentials, picked elements) across column blocks"
+            )
+        elif self.full_cols:
+            reach = "; a block spans every column since the epilogue reduces over them"
         return (
             f"{batch}matmul of {np.dtype(matmul.lhs.dtype).name} rows with {weight}, f32 "
             f"accumulator in VMEM, depth last and 'arbitrary'; fused epilogue of "

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
 
 # What the autotuner tries for each knob, one knob at a time.
 CHOICES = {
@@ -19,6 +20,28 @@ class Tunables:
     block_rows: int = 512
     block_cols: int = 512
     block_depth: int = 512
+    # A matmul's row-wise epilogue in the matmul's kernel (running statistics across column
+    # blocks, or whole rows); off: the matmul writes its result and a second kernel reads it.
+    fuse_epilogue: bool = True
+
+    def with_knob(self, knob: str, value: int) -> Tunables:
+        """These tunables with one knob set (a flag from 0 or 1)."""
+        return Tunables.from_setting({**self.setting(), knob: value})
+
+    def setting(self) -> dict[str, int]:
+        """Every knob by name, flags as 0 or 1 (as a timed setting is kept)."""
+        return {f.name: int(getattr(self, f.name)) for f in fields(self)}
+
+    @staticmethod
+    def from_setting(setting: Mapping[str, int]) -> Tunables:
+        """The tunables of a setting made by `setting` (flags back to booleans)."""
+        default = Tunables()
+        return Tunables(
+            setting.get("block_rows", default.block_rows),
+            setting.get("block_cols", default.block_cols),
+            setting.get("block_depth", default.block_depth),
+            bool(setting.get("fuse_epilogue", default.fuse_epilogue)),
+        )
 
 
 def default_tunables(narrow_dtype: bool) -> Tunables:

@@ -117,3 +117,32 @@ def test_a_block_spanning_every_column_yields_a_row_result():
     )
     want = jnp.sum(jax.nn.sigmoid(jnp.dot(x, w, precision=jax.lax.Precision.HIGHEST)), axis=1)
     np.testing.assert_allclose(got[:, 0], want, rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.slow
+def test_whole_rows_accumulate_in_their_output_and_finish_a_few_rows_at_a_time():
+    # A softmax over whole rows and each row's max: the f32 result block is the accumulator,
+    # and the epilogue runs on 8 of the block's 16 rows at a time.
+    x, w, b = _random(32, 256), _random(256, 384, seed=1), _random(1, 384, seed=2)
+
+    def epilogue(acc_ref, b_ref, out_ref, max_ref, *, tm, tn):
+        y = acc_ref[...] + b_ref[...]
+        top = jnp.max(y, axis=1, keepdims=True)
+        e = jnp.exp(y - jnp.broadcast_to(top, (tm, tn)))
+        out_ref[...] = e / jnp.sum(e, axis=1, keepdims=True)
+        max_ref[...] = top
+
+    got, top = _run(
+        x,
+        w,
+        b,
+        roles=("col",),
+        outputs=(("tile", jnp.float32), ("row", jnp.float32)),
+        epilogue=epilogue,
+        operands="highest",
+        full_cols=True,
+        epilogue_rows=8,
+    )
+    y = jnp.dot(x, w, precision=jax.lax.Precision.HIGHEST) + b
+    np.testing.assert_allclose(got, jax.nn.softmax(y, axis=1), rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(top[:, 0], jnp.max(y, axis=1), rtol=1e-5, atol=1e-5)

@@ -54,6 +54,15 @@ def test_group_totals_sums_each_group_of_adjacent_columns():
     np.testing.assert_allclose(np.asarray(groups._group_totals(tile, 4)), expected, rtol=1e-6)
 
 
+def test_group_totals_keep_f32_accuracy_from_three_bf16_parts():
+    # Full 24-bit mantissas over a wide range: one or two bf16 parts would lose digits.
+    rng = np.random.default_rng(0)
+    tile = (rng.standard_normal((8, 256)) * np.exp(rng.uniform(-8, 8, (8, 256)))).astype(np.float32)
+    expected = np.repeat(tile.astype(np.float64).reshape(8, 16, 16).sum(axis=2), 16, axis=1)
+    got = np.asarray(groups._group_totals(tile, 16), np.float64)
+    np.testing.assert_allclose(got, expected, rtol=2e-6, atol=1e-6 * np.abs(tile).max())
+
+
 @pytest.mark.parametrize("causal", [False, True])
 def test_online_softmax_over_key_blocks_matches_a_plain_softmax(causal):
     rng = np.random.default_rng(0)

@@ -4,6 +4,7 @@ are in test_generated_kernels.py)."""
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import pytest
 
@@ -12,6 +13,7 @@ from maxkernel_tui.agents.builtin import source_parts as parts
 from maxkernel_tui.agents.builtin.attention import recognise_attention
 from maxkernel_tui.agents.builtin.autotune import autotune, estimate_source
 from maxkernel_tui.agents.builtin.pieces import function_source
+from maxkernel_tui.agents.builtin.planner import plan_program
 from maxkernel_tui.agents.builtin.program import Probe, trace_program
 from maxkernel_tui.agents.builtin.tunables import Tunables
 from maxkernel_tui.kernels.evaluation.static.checks import static_problems
@@ -149,6 +151,8 @@ def test_sizes_that_only_coincide_are_read_where_they_live(suite_tasks):
             "accumulators=(('col', 0.0),)",
         ),
         ("41k", [parts.MATMUL_STAGE], "stage1_out = _matmul_stage(x, weight, "),
+        # a row sum of the matmul's result: running statistics across column blocks
+        ("36k", [parts.RUNNING_STAGE], "stage1_out = _running_matmul_stage(x, weight, "),
     ],
 )
 def test_the_file_is_its_family_module_called_with_the_tasks_parameters(
@@ -167,3 +171,41 @@ def test_the_file_is_its_family_module_called_with_the_tasks_parameters(
     for kernel_word in ("pallas_call", "BlockSpec", "program_id", "pl.when", "VMEM("):
         assert kernel_word not in written
     assert re.search(r"^# Tunables.*\n(?:BLOCK_[A-Z]+ = \d+\n)+", source, re.MULTILINE)
+
+
+@pytest.mark.parametrize(
+    ("task_id", "statistics"),
+    [
+        ("36k", ["sum"]),  # sigmoid, then a row sum
+        ("24k", ["max", "rescaled sum"]),  # logsumexp: a running max and a rescaled sum
+        ("49k", ["max"]),  # the max of group means: groups stay inside a column block
+        ("13p", ["max", "rescaled sum", "pick"]),  # cross-entropy: logsumexp and the label's logit
+        ("50k", None),  # a softmax leaves the kernel whole: rows are needed whole
+        ("42k", None),  # a row max subtracted from every element: a tile-sized result
+    ],
+)
+def test_a_row_reduced_epilogue_is_planned_with_running_statistics(
+    suite_tasks, task_id, statistics
+):
+    plan = _first_plan(find_task(task_id, suite_tasks))
+    found = [[str(s.kind) for s in r.statistics] for r in plan.running.values()]
+    assert found == ([statistics] if statistics else [])
+
+
+def _first_plan(task):
+    """The stage plan as plan_task finds it: sizes told apart at the probe where they can be."""
+    for probe in (Probe.EVERY, Probe.VARYING):
+        try:
+            return plan_program(trace_program(task, probe))
+        except CannotPlan:
+            continue
+    return plan_program(trace_program(task, Probe.BY_VALUE))
+
+
+def test_the_fuse_epilogue_tunable_switches_to_the_split_plan(suite_tasks):
+    fused, split = plan_task(find_task("36k", suite_tasks))
+    assert fused.start.fuse_epilogue and not split.start.fuse_epilogue
+    unfused = fused.render(replace(fused.start, fuse_epilogue=False))
+    assert "_running_matmul_stage(" in fused.render(fused.start)
+    assert "_running_matmul_stage(" not in unfused
+    assert unfused == split.render(replace(fused.start, fuse_epilogue=False))

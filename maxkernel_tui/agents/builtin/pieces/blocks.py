@@ -42,12 +42,14 @@ def _compiler_params(semantics, footprint):
     return pltpu.CompilerParams(dimension_semantics=semantics, vmem_limit_bytes=limit)
 
 
-def _fit_blocks(rows, depth, tm, tk, row_align, footprint):
-    """Shrink the depth step (down to 256), then the row block, until the footprint fits."""
+def _fit_blocks(rows, depth, tm, tk, row_align, footprint, min_depth=256):
+    """Shrink the depth step (down to `min_depth`), then the row block, until the footprint
+    fits. Blocks of whole rows take a shorter depth step rather than fewer rows: each row block
+    reads the whole weight once more."""
     while footprint(tm, tk) > VMEM_BUDGET:
         smaller_tk = _pick_block(depth, tk // 2, 128)
         smaller_tm = _pick_block(rows, tm // 2, row_align)
-        if tk > 256 and smaller_tk < tk:
+        if tk > min_depth and smaller_tk < tk:
             tk = smaller_tk
         elif smaller_tm < tm:
             tm = smaller_tm

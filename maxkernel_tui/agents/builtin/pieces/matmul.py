@@ -31,19 +31,9 @@ BLOCK_COLS = 512
 BLOCK_DEPTH = 512
 
 
-def _matmul_kernel(*refs, epilogue, inputs, rhs_transposed, operands, batched):
-    """Accumulate lhs @ rhs over depth steps in f32 VMEM scratch, then run the epilogue once per
-    output block. refs: lhs, rhs, the epilogue's `inputs - 2` input refs, its output refs, and
-    the accumulator. `operands`: "bf16" casts both blocks to bf16 (one MXU pass), "highest"
-    asks for full f32 passes, None keeps their dtype at the default precision."""
-    lhs_ref, rhs_ref, acc_ref = refs[0], refs[1], refs[-1]
-    depth_axis = 3 if batched else 2
-    k = pl.program_id(depth_axis)
-
-    @pl.when(k == 0)
-    def _zero_accumulator():
-        acc_ref[...] = jnp.zeros_like(acc_ref)
-
+def _accumulate_product(acc_ref, lhs_ref, rhs_ref, rhs_transposed, operands):
+    """acc += lhs @ rhs for one depth step, in f32. `operands`: "bf16" casts both blocks to
+    bf16 (one MXU pass), "highest" asks for full f32 passes, None keeps their dtype."""
     lhs, rhs = lhs_ref[...], rhs_ref[...]
     if operands == "bf16":
         lhs, rhs = lhs.astype(jnp.bfloat16), rhs.astype(jnp.bfloat16)
@@ -59,9 +49,42 @@ def _matmul_kernel(*refs, epilogue, inputs, rhs_transposed, operands, batched):
     else:
         acc_ref[...] += jnp.dot(lhs, rhs, preferred_element_type=jnp.float32, precision=precision)
 
+
+def _matmul_kernel(
+    *refs, epilogue, inputs, rhs_transposed, operands, batched, in_place=None, chunk=None, sliced=()
+):
+    """Accumulate lhs @ rhs over depth steps in f32, then run the epilogue once per output
+    block. refs: lhs, rhs, the epilogue's `inputs - 2` input refs, its output refs, and the
+    accumulator scratch, unless `in_place` (the index of an f32 tile output) accumulates in that
+    output's block. `operands`: "bf16" casts both blocks to bf16 (one MXU pass), "highest" asks
+    for full f32 passes, None keeps their dtype at the default precision. `chunk`: the epilogue
+    runs on that many rows at a time (its temporaries stay small on wide rows); `sliced` says
+    which of the epilogue's refs are tiled along rows."""
+    lhs_ref, rhs_ref = refs[0], refs[1]
+    acc_ref = refs[-1] if in_place is None else refs[inputs + in_place]
+    others = refs[2:-1] if in_place is None else refs[2:]
+    depth_axis = 3 if batched else 2
+    k = pl.program_id(depth_axis)
+
+    @pl.when(k == 0)
+    def _zero_accumulator():
+        acc_ref[...] = jnp.zeros_like(acc_ref)
+
+    _accumulate_product(acc_ref, lhs_ref, rhs_ref, rhs_transposed, operands)
+
     @pl.when(k == pl.num_programs(depth_axis) - 1)
     def _epilogue():
-        epilogue(acc_ref, *refs[2:inputs], *refs[inputs:-1])
+        if chunk is None:
+            epilogue(acc_ref, *others)
+            return
+
+        def one_chunk(c, carry):
+            rows = pl.ds(pl.multiple_of(c * chunk, chunk), chunk)
+            views = [ref.at[rows] if tiled else ref for ref, tiled in zip(others, sliced)]
+            epilogue(acc_ref.at[rows], *views)
+            return carry
+
+        jax.lax.fori_loop(0, acc_ref.shape[0] // chunk, one_chunk, 0)
 
 
 def _lhs_block(i, j, k):
@@ -139,6 +162,14 @@ def _role_bytes(role, tm, tn, tk, dtype):
     return _block_bytes(rows, cols, dtype)
 
 
+def _blocks_bytes(in_roles, arrays, outputs, tm, tn, tk):
+    """VMEM bytes of one buffer of every pipelined block: the inputs by role and dtype, and the
+    outputs' (role, dtype)."""
+    return sum(
+        _role_bytes(role, tm, tn, tk, array.dtype) for role, array in zip(in_roles, arrays)
+    ) + sum(_role_bytes(role, tm, tn, tk, dtype) for role, dtype in outputs)
+
+
 def _matmul_stage(
     lhs,
     rhs,
@@ -152,13 +183,15 @@ def _matmul_stage(
     full_cols=False,
     row_align=8,
     temporaries=1,
+    epilogue_rows=32,
 ):
     """One matmul stage: lhs (batch?, rows, depth) times rhs (batch?, depth, cols), or (batch?,
     cols, depth) when `rhs_transposed`, then `epilogue(acc_ref, *other_refs, *out_refs, tm=,
     tn=)`. roles: the role of each of `others`; outputs: (role, dtype) of each result;
     batched: whether each operand (lhs, rhs, others, outputs, in order) has the batch axis,
     empty for an unbatched grid. `full_cols`: a block spans every column (the epilogue reduces
-    over them). `temporaries`: f32 (tm, tn) values besides the blocks, for the VMEM estimate."""
+    over them). `temporaries`: f32 (tm, tn) values besides the blocks (the accumulator among
+    them), for the VMEM estimate."""
     batched_grid = bool(batched)
     flags = list(batched) or [False] * (2 + len(others) + len(outputs))
     *lead, rows, depth = lhs.shape
@@ -168,15 +201,30 @@ def _matmul_stage(
     tk = _pick_block(depth, BLOCK_DEPTH, 128)
     in_roles = ["lhs", "rhs_t" if rhs_transposed else "rhs", *roles]
 
-    def footprint(tm, tk):
-        # Two buffers per pipelined block, plus the f32 accumulator and its temporaries.
-        blocks = sum(
-            _role_bytes(role, tm, tn, tk, array.dtype)
-            for role, array in zip(in_roles, (lhs, rhs, *others))
-        ) + sum(_role_bytes(role, tm, tn, tk, dtype) for role, dtype in outputs)
-        return 2 * blocks + temporaries * _block_bytes(tm, tn, jnp.float32)
+    # Whole rows: the sum accumulates in its f32 output block when there is one, and the
+    # epilogue runs on `epilogue_rows` rows at a time, so wide rows still fit large row blocks.
+    wide = full_cols and not batched_grid
+    f32_tiles = [
+        n
+        for n, (role, dtype) in enumerate(outputs)
+        if role == "tile" and jnp.dtype(dtype) == jnp.float32
+    ]
+    in_place = f32_tiles[0] if wide and f32_tiles else None
 
-    tm, tk = _fit_blocks(rows, depth, tm, tk, row_align, footprint)
+    def chunk_rows(tm):
+        return _pick_block(tm, epilogue_rows, row_align) if wide else tm
+
+    def footprint(tm, tk):
+        # Two buffers per pipelined block, the f32 accumulator and the epilogue's temporaries.
+        blocks = _blocks_bytes(in_roles, (lhs, rhs, *others), outputs, tm, tn, tk)
+        accumulator = 0 if in_place is not None else _block_bytes(tm, tn, jnp.float32)
+        live = (temporaries - 1) * _block_bytes(chunk_rows(tm), tn, jnp.float32)
+        return 2 * blocks + accumulator + live
+
+    tm, tk = _fit_blocks(rows, depth, tm, tk, row_align, footprint, 128 if wide else 256)
+    chunk = chunk_rows(tm)
+    row_roles = ("tile", "row")
+    sliced = [role in row_roles for role in (*roles, *(role for role, _ in outputs))]
     sizes = {"tile": (rows, cols), "row": (rows, 1), "col": (1, cols), "scalar": (1, 1)}
     out_flags = flags[len(in_roles) :]
     grid = (rows // tm, cols // tn, depth // tk)
@@ -185,11 +233,14 @@ def _matmul_stage(
         grid, semantics = (lead[0], *grid), ("parallel", *semantics)
     kernel = functools.partial(
         _matmul_kernel,
-        epilogue=functools.partial(epilogue, tm=tm, tn=tn),
+        epilogue=functools.partial(epilogue, tm=chunk, tn=tn),
         inputs=len(in_roles),
         rhs_transposed=rhs_transposed,
         operands=operands,
         batched=batched_grid,
+        in_place=in_place,
+        chunk=chunk if chunk < tm else None,
+        sliced=sliced,
     )
     out_shape = [
         jax.ShapeDtypeStruct((*lead, *sizes[role]) if flag else sizes[role], dtype)
@@ -206,7 +257,7 @@ def _matmul_stage(
             _role_block(role, flag, batched_grid, tm, tn, tk)
             for (role, _), flag in zip(outputs, out_flags)
         ],
-        scratch_shapes=[pltpu.VMEM((tm, tn), jnp.float32)],
+        scratch_shapes=[] if in_place is not None else [pltpu.VMEM((tm, tn), jnp.float32)],
         compiler_params=_compiler_params(semantics, footprint(tm, tk)),
     )(lhs, rhs, *others)
     return results[0] if len(results) == 1 else results
