@@ -165,7 +165,9 @@ class Search:
                 self.graph.skip(skipped.node, skipped.strategy, skipped.reason)
             if not plans:
                 beyond = round_ > self.config.depth  # a round for steering that grew nothing
-                return f"depth {self.config.depth} reached" if beyond else "nothing left to expand"
+                if beyond:
+                    return f"depth {self.config.depth} reached"
+                return self.algorithm.ended or "nothing left to expand"
             nodes = []
             for plan in plans:
                 nodes.append(
@@ -308,7 +310,7 @@ class Search:
             self.graph.merge(node, self.graph[done.twin], evaluated=False)
             return
         status = ACCEPTED if done.verdict == Verdict.ACCEPTED else REJECTED
-        detail = done.failure or ""
+        detail = done.failure or (done.model.words() if done.model else "")
         if node.pruned_round is not None:  # pruned while it ran: the branch was turned down
             status, detail = PRUNED, f"pruned while it ran (its kernel was {done.verdict})"
         self.graph.update(
@@ -322,6 +324,7 @@ class Search:
             detail=detail,
             evidence=list(done.evidence),
             scope=done.scope,
+            **_model_fields(done),
             **self._spent(node.ref),
         )
 
@@ -385,3 +388,16 @@ class Search:
         )
         self._set_status(status)
         return SearchOutcome(reason, best, kind, len(self.graph), evaluations, number, status)
+
+
+def _model_fields(done: Expansion) -> dict[str, Any]:
+    """The node's fields that keep the model's view of its kernel (none when rejected)."""
+    model = done.model
+    if model is None:
+        return {}
+    return {
+        "roofline_share": model.roofline_share,
+        "bound": model.bound,
+        "model_target": model.target,
+        "model_basis": str(model.basis),
+    }
