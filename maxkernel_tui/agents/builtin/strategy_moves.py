@@ -169,9 +169,7 @@ def _unset_calls(source: str) -> list[int]:
     return unset
 
 
-def _precision_move(
-    source: str, allowed: Sequence[OperandPrecision] | None
-) -> tuple[str, str]:
+def _precision_move(source: str, allowed: Sequence[OperandPrecision] | None) -> tuple[str, str]:
     """bf16 operands on each matmul that keeps its own dtype and that the tolerance check let
     have bf16; never one it did not."""
     unset = _unset_calls(source)

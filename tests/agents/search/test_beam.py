@@ -6,8 +6,8 @@ the strategies that matter for a node's bound are tried first."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
 import math
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field, replace
 
 import pytest
@@ -26,11 +26,10 @@ from maxkernel_tui.kernels.perf.analysis import Bound
 from maxkernel_tui.kernels.perf.model import Estimate
 from maxkernel_tui.kernels.perf.summary import ProfileSummary
 from maxkernel_tui.kernels.service.service import KernelSource, ProfileResult
+from maxkernel_tui.kernels.task import Task
 from maxkernel_tui.store.db import Store
 from tests.fakes.role_provider import NO_EDGE_CASES
-from maxkernel_tui.kernels.task import Task
 from tests.support.engine import TARGET, Bench, FakeTools, kernel, rmsnorm_task
-
 
 REFERENCE_S = 1e-3  # XLA's time for the task, as the fake model has it
 
