@@ -47,6 +47,7 @@ from maxkernel_tui.agents.search.graph import (
     Node,
     SearchGraph,
 )
+from maxkernel_tui.agents.search.headroom import ModelView, model_view
 from maxkernel_tui.agents.search.limits import CappedTools, GatedClient
 from maxkernel_tui.agents.search.steering import BY_HAND, Steer, Steering, give
 from maxkernel_tui.kernels.executors.errors import EvaluationLost
@@ -228,7 +229,12 @@ class Search:
             if score.value is not None:
                 self.base.store.record_score(node.version_id, score.value, score.kind)
             self.graph.update(
-                node, ACCEPTED, why=f"scored on {target}", score=score.value, score_kind=score.kind
+                node,
+                ACCEPTED,
+                why=f"scored on {target}",
+                score=score.value,
+                score_kind=score.kind,
+                **_model_fields(model_view(result.summary, target)),
             )
 
     def _steered_beyond(self, round_: int) -> bool:
@@ -324,7 +330,7 @@ class Search:
             detail=detail,
             evidence=list(done.evidence),
             scope=done.scope,
-            **_model_fields(done),
+            **_model_fields(done.model),
             **self._spent(node.ref),
         )
 
@@ -390,9 +396,8 @@ class Search:
         return SearchOutcome(reason, best, kind, len(self.graph), evaluations, number, status)
 
 
-def _model_fields(done: Expansion) -> dict[str, Any]:
-    """The node's fields that keep the model's view of its kernel (none when rejected)."""
-    model = done.model
+def _model_fields(model: ModelView | None) -> dict[str, Any]:
+    """The node's fields that keep the model's view of its kernel (none without a profile)."""
     if model is None:
         return {}
     return {
