@@ -241,3 +241,9 @@ def test_a_compute_bound_matmul_is_planned_with_compute_moves_it_can_make(tmp_pa
     # bf16-operands first for a compute-bound kernel, but every matmul already states it
     assert planned == ["whole-k", "shrink-col-blocks", "grow-depth-blocks"]
     assert "already states its operand precision" in moves.skipped[(ROOT, "bf16-operands")].reason
+
+
+def test_a_search_stored_before_the_headroom_floor_resumes_with_the_default() -> None:
+    stored = SearchConfig(algorithm="beam", max_evals=5).to_json()
+    del stored["headroom_floor"]  # as an older release wrote it
+    assert SearchConfig.from_json(stored).headroom_floor == 0.95
