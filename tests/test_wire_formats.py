@@ -733,7 +733,6 @@ WRITTEN = [
                 "islands": 2,
                 "max_evals": None,
                 "regression_tolerance": 0.0,
-            "headroom_floor": 0.95,
                 "headroom_floor": 0.95,
                 "llm_concurrency": 2,
                 "eval_concurrency": 1,
