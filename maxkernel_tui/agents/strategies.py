@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from maxkernel_tui.kernels.perf.analysis import Bound
+
 # The task families of the built-in suite (kernel_task.yaml `category`).
 FAMILIES = frozenset(
     {"attention", "gemm", "kb-gemm", "kb-conv", "loss", "moe", "norm", "ssm", "triangle"}
@@ -59,6 +61,34 @@ STRATEGIES: tuple[Strategy, ...] = (
        the grid has fewer than four steps (the first DMA is then exposed), or when a "parallel"
        axis has a single step and a two-core chip leaves one core idle. Keep the row quantum of
        the dtype (8 / 16 / 32 rows).""",
+    ),
+    _s(
+        "grow-col-blocks",
+        "larger column blocks",
+        """
+       Double the column block size (the last block dimension, N of a matmul's output). The
+       left operand is read once per column block, so wider blocks cut its re-reads; the VMEM
+       footprint of the weight block and the accumulator grows with it. Keep it a multiple of
+       128 lanes (256 on v6e).""",
+        _MATMUL,
+    ),
+    _s(
+        "shrink-col-blocks",
+        "smaller column blocks",
+        """
+       Halve the column block size. Do this when the blocks do not fit VMEM, when the row block
+       cannot grow because the column block takes the room, or when too few column steps leave
+       the pipeline nothing to overlap. Keep it a multiple of 128 lanes.""",
+        _MATMUL,
+    ),
+    _s(
+        "grow-depth-blocks",
+        "deeper contraction blocks",
+        """
+       Double the contraction block size (K per step). Fewer K steps mean fewer read-modify-
+       writes of the f32 accumulator and fewer per-step overheads; each step's operand blocks
+       grow, so check the VMEM footprint.""",
+        _MATMUL,
     ),
     _s(
         "square-output-tiles",
@@ -140,6 +170,23 @@ STRATEGIES: tuple[Strategy, ...] = (
        pipeline_mode=pl.Buffered(1) so they occupy one VMEM buffer instead of two. Spend the
        freed VMEM on larger tiles for the operands that stream. Buffer counts above 2 are not
        accepted by pallas_call in jax 0.10.2, so do not try Buffered(3) there.""",
+    ),
+    _s(
+        "deeper-pipeline",
+        "one more buffer per streamed block",
+        """
+       Give the streamed operands one more pipeline buffer (pipeline_mode=pl.Buffered(n + 1))
+       when DMAs are exposed: steps of uneven length, or a memory-bound kernel whose copies
+       start late. Only where the installed Pallas accepts the count on pallas_call; it costs
+       one more block of VMEM per operand.""",
+    ),
+    _s(
+        "shallower-pipeline",
+        "one buffer fewer per streamed block",
+        """
+       Take a pipeline buffer away from the streamed operands (pl.Buffered(n - 1), never
+       below 1) when VMEM, not DMA latency, limits the block sizes. The freed room lets the
+       blocks grow; check that the copies stay hidden behind the compute.""",
     ),
     _s(
         "manual-dma-ring",
@@ -403,6 +450,47 @@ STRATEGIES: tuple[Strategy, ...] = (
 )
 
 _BY_NAME = {s.name: s for s in STRATEGIES}
+
+# The strategies that move a kernel's estimate most for what bounds it (perf.analysis.Bound),
+# tried first, in this order; the rest follow in library order.
+FOR_BOUND: dict[Bound, tuple[str, ...]] = {
+    # cheaper MXU passes, fewer accumulator round trips over K, then a narrower N block: shorter
+    # first and last steps, whose copies the pipeline cannot hide
+    Bound.COMPUTE: (
+        "bf16-operands",
+        "whole-k",
+        "shrink-col-blocks",
+        "grow-depth-blocks",
+        "grow-row-blocks",
+        "square-output-tiles",
+    ),
+    # bytes: no intermediate through HBM, fewer re-reads of each operand, copies hidden
+    Bound.MEMORY: (
+        "fuse-rowwise-epilogue",
+        "single-hbm-pass",
+        "grow-row-blocks",
+        "grow-col-blocks",
+        "square-output-tiles",
+        "whole-k",
+        "deeper-pipeline",
+    ),
+    # the fixed cost per grid step: fewer, larger steps
+    Bound.OVERHEAD: (
+        "fewer-grid-steps",
+        "grow-row-blocks",
+        "grow-col-blocks",
+        "grow-depth-blocks",
+        "whole-k",
+    ),
+}
+
+
+def for_bound(strategies: list[Strategy], bound: str) -> list[Strategy]:
+    """`strategies` with those that matter most for `bound` first (FOR_BOUND's order), then the
+    rest in their own order; unchanged when the bound is unknown ("")."""
+    first = FOR_BOUND.get(Bound(bound), ()) if bound in tuple(Bound) else ()
+    rank = {name: i for i, name in enumerate(first)}
+    return sorted(strategies, key=lambda s: rank.get(s.name, len(first)))
 
 
 def strategy(name: str) -> Strategy:

@@ -69,6 +69,14 @@ def add_parser(commands: Any) -> None:
         help="beam: a child this much (relative) worse than its parent may still enter the beam",
     )
     parser.add_argument(
+        "--headroom-floor",
+        type=float,
+        default=0.95,
+        metavar="X",
+        help="beam: a kernel estimated at this share of its roofline or more is not expanded "
+        "(no headroom the model can see)",
+    )
+    parser.add_argument(
         "--llm-concurrency", type=int, default=2, metavar="N", help="model calls at a time"
     )
     parser.add_argument(
@@ -129,6 +137,7 @@ def run(args: argparse.Namespace) -> int:
             islands=args.islands,
             max_evals=args.max_evals,
             regression_tolerance=args.regression_tolerance,
+            headroom_floor=args.headroom_floor,
             llm_concurrency=args.llm_concurrency,
             eval_concurrency=args.eval_concurrency,
         )

@@ -101,8 +101,10 @@ def _strategy_answer(drafts: TaskDrafts, step: StepContext) -> str:
     when the strategy has none for it: an answer that changes nothing would cost an evaluation
     and teach the search nothing)."""
     strategy = step.strategy or ""
+    chosen = drafts.drafts[0].precision  # what the task's tolerance check allows, per matmul
+    allowed = chosen.per_matmul if chosen is not None else None
     try:
-        source, words = apply_strategy(step.kernel or drafts.drafts[0].source, strategy)
+        source, words = apply_strategy(step.kernel or drafts.drafts[0].source, strategy, allowed)
     except NoMove as reason:
         raise BuiltinAgentError(str(reason)) from None
     return _kernel_answer(f"Strategy **{strategy}**: {words}.", source)

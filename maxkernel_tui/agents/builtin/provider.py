@@ -24,7 +24,7 @@ from maxkernel_tui.agents.builtin.context import read_context
 from maxkernel_tui.agents.builtin.diagnosis import diagnose
 from maxkernel_tui.agents.builtin.errors import BuiltinAgentError, CannotPlanError
 from maxkernel_tui.agents.builtin.reply import DRAFT_AHEAD, Failure, WorkerReply
-from maxkernel_tui.agents.builtin.strategy_moves import NoMove, apply_strategy
+from maxkernel_tui.agents.builtin.strategy_moves import no_move
 from maxkernel_tui.agents.builtin.tester import answer_tester
 from maxkernel_tui.agents.builtin.tool_use import (
     LOWER,
@@ -125,12 +125,9 @@ class BuiltinProvider:
     def no_move(self, strategy: str, kernel: str) -> str | None:
         """Why this agent cannot apply a search's `strategy` to `kernel` (None: it can), asked
         before a node is spent on it (agents.search.algorithms.MoveCheck). In this process: the
-        moves change declared block sizes and need no jax."""
-        try:
-            apply_strategy(kernel, strategy)
-        except NoMove as reason:
-            return str(reason)
-        return None
+        moves change declared tunables and need no jax; whether the tolerance allows a precision
+        move is the worker's to say."""
+        return no_move(kernel, strategy)
 
     async def draft_ahead(self, task_dir: str, target: str) -> None:
         """Start the worker and draft for the task before the first step asks (the session

@@ -11,7 +11,8 @@ from typing import Any, Protocol, runtime_checkable
 
 from maxkernel_tui.agents.search.config import SearchConfig
 from maxkernel_tui.agents.search.graph import ROOT, Node, SearchGraph
-from maxkernel_tui.agents.strategies import Strategy
+from maxkernel_tui.agents.search.headroom import no_headroom
+from maxkernel_tui.agents.strategies import Strategy, for_bound
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,7 @@ class NodePlan:
 class Algorithm(Protocol):
     moves: Moves
     strategies: list[Strategy]  # the library, in the algorithm's order
+    ended: str  # why it planned nothing more, when it can say more than "nothing left"
 
     def plan_round(self, graph: SearchGraph, round_: int) -> list[NodePlan]:
         """The expansions of `round_` (1, 2, ...), from the nodes of the rounds before it."""
@@ -105,6 +107,7 @@ class Parallel:
     ) -> None:
         self.width, self.strategies = config.width, strategies
         self.moves = moves or Moves()
+        self.ended = ""
 
     def plan_round(self, graph: SearchGraph, round_: int) -> list[NodePlan]:
         plans = []
@@ -131,8 +134,10 @@ class Parallel:
 
 class Beam:
     """Keep the `width` best accepted kernels; expand each with `branches` strategies not yet
-    tried on its path. A child that scores worse than its parent (beyond the tolerance) does not
-    enter the beam: the regression gate."""
+    tried on its path, those that matter for what bounds its estimate first. A child that scores
+    worse than its parent (beyond the tolerance) does not enter the beam: the regression gate.
+    A kernel the model puts at the headroom floor of its roofline or above is not expanded; when
+    no kernel of the beam has headroom, the search ends and says so."""
 
     def __init__(
         self, config: SearchConfig, strategies: list[Strategy], moves: Moves | None = None
@@ -144,24 +149,35 @@ class Beam:
         )
         self.strategies = strategies
         self.moves = moves or Moves()
+        self.floor = config.headroom_floor
         self.beam: list[str] = [ROOT]
+        self.ended = ""
 
     def plan_round(self, graph: SearchGraph, round_: int) -> list[NodePlan]:
         if round_ > 1:
             self._advance(graph, round_)
-        plans = []
+        plans, full = [], []
         for j, ref in enumerate(self.beam):
             node = graph[ref]
             if node.pruned_round is not None and node.pruned_round < round_:
                 continue
+            why = no_headroom(
+                node.number, node.roofline_share, node.model_target, node.model_basis, self.floor
+            )
+            if why is not None:
+                full.append(why)
+                continue
             used = path_strategies(graph, node, round_)
-            order = self.moves.usable(node, rotated(self.strategies, j * self.branches))
+            ordered = for_bound(self.strategies, node.bound)
+            order = self.moves.usable(node, rotated(ordered, j * self.branches))
             fresh = [s for s in order if s.name not in used]
             # when the path has used them all, one tried on an ancestor may be tried again here;
             # one tried from this very node would be the same expansion again
             here = {c.strategy for c in graph.children(ref) if c.round < round_}
             chosen = (fresh or [s for s in order if s.name not in here])[: self.branches]
             plans += [mutation((ref,), s, beam=j) for s in chosen]
+        if not plans and full:
+            self.ended = "; ".join(full)
         return plans
 
     def _advance(self, graph: SearchGraph, round_: int) -> None:

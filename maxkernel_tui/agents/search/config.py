@@ -23,6 +23,9 @@ class SearchConfig(JsonData, shape=Shape(unknown=Unknown.IGNORE)):
     regression_tolerance: float = (
         0.0  # beam: a child may be this much (relative) worse than its parent
     )
+    # beam: a kernel whose estimate reaches this share of the roofline is not expanded (the model
+    # sees no headroom); 1.0 or more expands every kernel
+    headroom_floor: float = 0.95
     llm_concurrency: int = 2
     eval_concurrency: int = 1  # evaluations are the scarce resource (one TPU, one harness)
     debug_attempts: int = 1  # debugger fixes per expansion
@@ -43,6 +46,8 @@ class SearchConfig(JsonData, shape=Shape(unknown=Unknown.IGNORE)):
         ):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name.replace('_', '-')} must be at least 1")
+        if self.headroom_floor <= 0:
+            raise ValueError("headroom-floor must be above 0")
         if self.max_evals is not None and self.max_evals < 1:
             raise ValueError("max-evals must be at least 1")
 

@@ -51,6 +51,7 @@ class Evolve:
         self.moves = moves or Moves()
         self.per_island = max(1, config.population // config.islands)
         self.migrants: dict[int, list[str]] = {i: [] for i in range(self.islands)}
+        self.ended = ""
 
     def plan_round(self, graph: SearchGraph, round_: int) -> list[NodePlan]:
         root = graph[ROOT]

@@ -14,6 +14,7 @@ from maxkernel_tui.agents.orchestration.report_text import failure_text
 from maxkernel_tui.agents.orchestration.steps import Steps
 from maxkernel_tui.agents.roles.prompts import IMPLEMENTER
 from maxkernel_tui.agents.roles.role import Role
+from maxkernel_tui.agents.search.headroom import ModelView, model_view
 from maxkernel_tui.kernels.report.checks import ACCEPTED, REJECTED, EvalReport
 from maxkernel_tui.kernels.report.status import Verdict
 
@@ -30,6 +31,7 @@ class Expansion:
     failure: str | None
     evidence: tuple[str, ...] = ()  # what the verdict rests on (EvalReport.evidence)
     scope: str = ""  # an accepted verdict's shapes (EvalReport.scope)
+    model: ModelView | None = None  # the performance model's estimate of an accepted kernel
 
 
 @dataclass(frozen=True)
@@ -98,4 +100,5 @@ async def _judged(steps: Steps, node: str, report: EvalReport) -> Expansion:
         None,
         evidence,
         report.scope,
+        model_view(steps.last_profile[0], steps.tools.target),
     )

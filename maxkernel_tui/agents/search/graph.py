@@ -45,6 +45,13 @@ class Node:
     # was earned at (EvalReport.scope): "verified at production shapes" or small shapes only.
     evidence: list[str] = field(default_factory=list)
     scope: str = ""
+    # The performance model's view of an accepted kernel (headroom.py): share of the task's
+    # roofline, what bounds it, on which generation and on what basis; a score alone cannot say
+    # whether there is anything left to find.
+    roofline_share: float | None = None
+    bound: str = ""
+    model_target: str = ""
+    model_basis: str = ""
     merged_into: str | None = None
     pruned_round: int | None = None  # from the round after this one, nothing grows from the node
     tags: dict[str, Any] = field(default_factory=dict)  # the algorithm's bookkeeping: line, island

@@ -47,6 +47,7 @@ from maxkernel_tui.agents.search.graph import (
     Node,
     SearchGraph,
 )
+from maxkernel_tui.agents.search.headroom import ModelView, model_view
 from maxkernel_tui.agents.search.limits import CappedTools, GatedClient
 from maxkernel_tui.agents.search.steering import BY_HAND, Steer, Steering, give
 from maxkernel_tui.kernels.executors.errors import EvaluationLost
@@ -165,7 +166,9 @@ class Search:
                 self.graph.skip(skipped.node, skipped.strategy, skipped.reason)
             if not plans:
                 beyond = round_ > self.config.depth  # a round for steering that grew nothing
-                return f"depth {self.config.depth} reached" if beyond else "nothing left to expand"
+                if beyond:
+                    return f"depth {self.config.depth} reached"
+                return self.algorithm.ended or "nothing left to expand"
             nodes = []
             for plan in plans:
                 nodes.append(
@@ -226,7 +229,12 @@ class Search:
             if score.value is not None:
                 self.base.store.record_score(node.version_id, score.value, score.kind)
             self.graph.update(
-                node, ACCEPTED, why=f"scored on {target}", score=score.value, score_kind=score.kind
+                node,
+                ACCEPTED,
+                why=f"scored on {target}",
+                score=score.value,
+                score_kind=score.kind,
+                **_model_fields(model_view(result.summary, target)),
             )
 
     def _steered_beyond(self, round_: int) -> bool:
@@ -308,7 +316,7 @@ class Search:
             self.graph.merge(node, self.graph[done.twin], evaluated=False)
             return
         status = ACCEPTED if done.verdict == Verdict.ACCEPTED else REJECTED
-        detail = done.failure or ""
+        detail = done.failure or (done.model.words() if done.model else "")
         if node.pruned_round is not None:  # pruned while it ran: the branch was turned down
             status, detail = PRUNED, f"pruned while it ran (its kernel was {done.verdict})"
         self.graph.update(
@@ -322,6 +330,7 @@ class Search:
             detail=detail,
             evidence=list(done.evidence),
             scope=done.scope,
+            **_model_fields(done.model),
             **self._spent(node.ref),
         )
 
@@ -385,3 +394,15 @@ class Search:
         )
         self._set_status(status)
         return SearchOutcome(reason, best, kind, len(self.graph), evaluations, number, status)
+
+
+def _model_fields(model: ModelView | None) -> dict[str, Any]:
+    """The node's fields that keep the model's view of its kernel (none without a profile)."""
+    if model is None:
+        return {}
+    return {
+        "roofline_share": model.roofline_share,
+        "bound": model.bound,
+        "model_target": model.target,
+        "model_basis": str(model.basis),
+    }

@@ -123,6 +123,7 @@ async def test_the_score_moves_to_the_tpu_generation_the_engineer_chose(bench: B
     outcome = await resumed.run()
     accepted = [n for n in resumed.graph.in_order() if n.status == ACCEPTED]
     assert accepted and all(n.score_kind == "estimated speedup vs XLA on v6e" for n in accepted)
+    assert all(n.model_target == "v6e" for n in accepted)  # the headroom is v6e's too
     assert outcome.score_kind == "estimated speedup vs XLA on v6e"
     assert bench.store.best_kernel(session).score_kind == "estimated speedup vs XLA on v6e"
     (event,) = events(bench.store, session, Steered)
