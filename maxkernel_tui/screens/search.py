@@ -295,9 +295,7 @@ class SearchScreen(Screen[None]):
         parent = self._view.nodes.get(node.parents[0]) if node.parents else None
         facts = [
             f"**#{node.number}** {node.status} · {node.strategy} · round {node.round}",
-            f"score: {node.score:.3g} ({node.score_kind})"
-            if node.score is not None
-            else "score: none",
+            f"score: {node.score_words()}" if node.score is not None else "score: none",
             f"{node.evals} evaluations · {node.tokens:,} tokens · ${node.cost_usd:.4f}"
             + (f" · evaluated on {node.executor_node}" if node.executor_node else ""),
         ]

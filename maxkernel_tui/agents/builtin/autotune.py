@@ -33,7 +33,7 @@ from maxkernel_tui.kernels.evaluation.timing.measured_choice import (
 from maxkernel_tui.kernels.perf.analysis import KernelAnalysis, ReferenceCost
 from maxkernel_tui.kernels.perf.model import Estimate, estimate, minimal_io_bytes
 from maxkernel_tui.kernels.perf.pallas_analysis import analyze, transcendental_elements
-from maxkernel_tui.kernels.perf.xla_model import XLA_DEFAULT, XlaPrecision
+from maxkernel_tui.kernels.perf.xla_model import XlaPrecision
 from maxkernel_tui.kernels.report.basis import Basis
 from maxkernel_tui.kernels.targets import TARGETS
 from maxkernel_tui.kernels.task import Task
@@ -93,17 +93,18 @@ def estimate_source(
     task: Task,
     target: str = DEFAULT_TARGET,
     reference_cost: ReferenceCost | None = None,
-    reference_precision: XlaPrecision = XLA_DEFAULT,
+    tolerance_precision: XlaPrecision | None = None,
 ) -> Estimate:
-    """The model's estimate for a kernel file at the task's bench shapes, against XLA at
-    `reference_precision`."""
+    """The model's estimate for a kernel file at the task's bench shapes, against XLA as the
+    reference is written (its default precision) and at `tolerance_precision` (the MXU passes
+    the task's tolerance needs; None: not known)."""
     kernels, io_bytes = analyse_source(source, task)
     return estimate(
         kernels,
         TARGETS[target],
         reference_cost,
         io_bytes=io_bytes,
-        reference_precision=reference_precision,
+        tolerance_precision=tolerance_precision,
     )
 
 

@@ -111,7 +111,8 @@ def describe(event: SessionEvent) -> str | None:
         case ProfileDone():
             if event.error:
                 return f"  profile failed: {event.error}"
-            return f"  profile: {_score(event.score, event.score_kind)}"
+            also = f"; {event.score_also}" if event.score_also else ""
+            return f"  profile: {_score(event.score, event.score_kind)}{also}"
         case Note():
             return "\n".join(
                 f"  {event.role}: {line}" for line in event.text.strip().splitlines()[:12]

@@ -30,6 +30,7 @@ class Expansion:
     failure: str | None
     evidence: tuple[str, ...] = ()  # what the verdict rests on (EvalReport.evidence)
     scope: str = ""  # an accepted verdict's shapes (EvalReport.scope)
+    score_also: str = ""  # the other speedup over XLA, labelled (scoring.Score.also)
 
 
 @dataclass(frozen=True)
@@ -98,4 +99,5 @@ async def _judged(steps: Steps, node: str, report: EvalReport) -> Expansion:
         None,
         evidence,
         report.scope,
+        score.also,
     )

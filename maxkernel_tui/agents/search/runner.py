@@ -221,12 +221,17 @@ class Search:
             score = (
                 Score(None, f"estimated on {target}: no profile ({result.error})")
                 if result.summary is None
-                else estimated_score(result.summary, target)
+                else estimated_score(result.summary, target, self.base.limits.rank_by)
             )
             if score.value is not None:
-                self.base.store.record_score(node.version_id, score.value, score.kind)
+                self.base.store.record_score(node.version_id, score.value, score.kind, score.also)
             self.graph.update(
-                node, ACCEPTED, why=f"scored on {target}", score=score.value, score_kind=score.kind
+                node,
+                ACCEPTED,
+                why=f"scored on {target}",
+                score=score.value,
+                score_kind=score.kind,
+                score_also=score.also,
             )
 
     def _steered_beyond(self, round_: int) -> bool:
@@ -316,6 +321,7 @@ class Search:
             status,
             score=done.score,
             score_kind=done.score_kind,
+            score_also=done.score_also,
             version_id=done.version_id,
             source=done.source,
             hash=kernel_hash(done.source),
