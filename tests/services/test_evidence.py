@@ -41,7 +41,10 @@ def test_the_card_of_an_accepted_kernel_with_its_matrix() -> None:
     assert text.startswith("## Evidence card: search node #3 (whole-k)\n")
     assert "**verdict: ACCEPTED, checked at small shapes only**" in text
     assert "✓ numerics" in text
-    assert "against XLA on TPU v5e: 1.40x (estimated by the performance model" in text
+    assert (
+        "against XLA on TPU v5e: 1.40x XLA@1-pass (as written) (est., v5e) · "
+        "vs XLA@tolerance: not known (estimated by the performance model"
+    ) in text
     assert "| v5e | ✗ no (below) | 28.0/128 MiB | 20.000 ms | 1.02x | ? |" in text
     assert "| v6e | ✓ yes | 28.0/128 MiB | 4.600 ms | 0.97x | 1.00x |" in text
     assert (
