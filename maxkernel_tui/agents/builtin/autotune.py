@@ -25,6 +25,7 @@ from maxkernel_tui.agents.builtin.tunables import CHOICES, Tunables
 from maxkernel_tui.kernels import aot
 from maxkernel_tui.kernels import reference_runtime as runtime
 from maxkernel_tui.kernels.catalog import described_reference_cost
+from maxkernel_tui.kernels.evaluation.matmul_rounding import task_written_precision
 from maxkernel_tui.kernels.evaluation.timing.measured_choice import (
     Measurement,
     Timer,
@@ -96,14 +97,15 @@ def estimate_source(
     tolerance_precision: XlaPrecision | None = None,
 ) -> Estimate:
     """The model's estimate for a kernel file at the task's bench shapes, against XLA as the
-    reference is written (its default precision) and at `tolerance_precision` (the MXU passes
-    the task's tolerance needs; None: not known)."""
+    reference is written and at `tolerance_precision` (the MXU passes the task's tolerance
+    needs; None: not known)."""
     kernels, io_bytes = analyse_source(source, task)
     return estimate(
         kernels,
         TARGETS[target],
         reference_cost,
         io_bytes=io_bytes,
+        reference_precision=task_written_precision(task),
         tolerance_precision=tolerance_precision,
     )
 

@@ -254,6 +254,14 @@ def written_precision(jaxpr: Any) -> XlaPrecision:
     return XLA_HIGH if "HIGH" in stated else XLA_DEFAULT
 
 
+def task_written_precision(task: Task) -> XlaPrecision:
+    """`written_precision` of the task's reference at production shapes (traced, not run)."""
+    module = runtime.load_reference(task)
+    specs, static = runtime.input_specs(task, module, task.configs[0])
+    closed = jax.make_jaxpr(lambda *dynamic: module.computation(*dynamic, *static))(*specs)
+    return written_precision(closed.jaxpr)
+
+
 def tolerance_precision(task: Task, module: Any, jaxpr: Any) -> XlaPrecision | None:
     """The fewest MXU passes XLA needs for the reference (`jaxpr`, at production shapes) to stay
     within the task's tolerance: one bf16 pass where every matmul passes with bf16 operands

@@ -99,7 +99,8 @@ class ProfileSummary(JsonData, shape=Shape(keys={"task_id": "task"}, unknown=Unk
                 f"({_share(estimate.roofline_share)} of it reached); XLA reference "
                 f"{_time(estimate.reference_seconds)} (the model's, from XLA's cost analysis: "
                 f"{estimate.reference_precision}; dispatch "
-                f"{_time(estimate.dispatch_seconds)} in both) -> est. speedup {estimate.speedups.label()}"
+                f"{_time(estimate.dispatch_seconds)} in both) -> est. speedup "
+                f"{estimate.speedups.label()}"
             )
             lines.append(f"  {roofline_bar(estimate.roofline_share)}")
             lines.extend(f"  warning: {w}" for w in self.warnings.get(estimate.target, []))

@@ -11,7 +11,39 @@ from maxkernel_tui.kernels.evaluation.matmul_rounding import (
     tolerance_precision,
     written_precision,
 )
-from tests.agents.builtin.test_precision import REFERENCE, _task
+from maxkernel_tui.kernels.loader import load_task
+
+REFERENCE = '''"""x @ W + b, all f32, shaped like 41k (a task of these tests)."""
+import jax
+import jax.numpy as jnp
+
+CONFIGS = {
+    "bench": {"rows": 4096, "depth": 8192, "cols": 8192},
+    "check": {"rows": 64, "depth": 512, "cols": 256},
+    "heldout": {"rows": 40, "depth": 384, "cols": 384},
+}
+
+
+def get_inputs(config="bench", seed=0):
+    c = CONFIGS[config]
+    key_x, key_w = jax.random.split(jax.random.key(seed))
+    x = jax.random.uniform(key_x, (c["rows"], c["depth"]), jnp.float32)
+    weight = jax.random.normal(key_w, (c["depth"], c["cols"]), jnp.float32) * 0.02
+    return (x, weight), ()
+
+
+def computation(x, weight):
+    return jnp.matmul(x, weight) + 1.0
+'''
+
+
+def _task(folder, tolerance, reference=REFERENCE):
+    folder.mkdir(parents=True)
+    (folder / "reference.py").write_text(reference)
+    (folder / "kernel_task.yaml").write_text(
+        f"task_id: {folder.name}\ndescription: a GEMM\natol: {tolerance}\nrtol: {tolerance}\n"
+    )
+    return load_task(folder)
 
 
 def _needed(task):
