@@ -27,7 +27,13 @@ class XlaBaseline(StrEnum):
 
 
 _WORDS = {XlaBaseline.TOLERANCE: "tolerance", XlaBaseline.AS_WRITTEN: "as written"}
+_RANKED = {XlaBaseline.TOLERANCE: "XLA@tolerance", XlaBaseline.AS_WRITTEN: "XLA as written"}
 _BASIS = {Basis.ESTIMATED: "est.", Basis.CALIBRATED: "est., calibrated", Basis.MEASURED: "measured"}
+
+
+def ranked_by(baseline: XlaBaseline) -> str:
+    """`ranked by XLA@tolerance`: what a session or search ranks kernels by, in a status line."""
+    return f"ranked by {_RANKED[baseline]}"
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ import pytest
 
 from maxkernel_tui.kernels.perf.analysis import KernelAnalysis, ReferenceCost
 from maxkernel_tui.kernels.perf.model import Estimate, estimate
-from maxkernel_tui.kernels.perf.vs_xla import VsXla, XlaBaseline, XlaFigure
+from maxkernel_tui.kernels.perf.vs_xla import VsXla, XlaBaseline, XlaFigure, ranked_by
 from maxkernel_tui.kernels.perf.xla_model import XLA_DEFAULT, XLA_HIGH
 from maxkernel_tui.kernels.report.basis import Basis
 from maxkernel_tui.kernels.targets import TARGETS
@@ -92,3 +92,8 @@ def test_an_estimate_stored_before_both_were_kept_reads_as_against_xla_as_writte
     assert old.speedups == VsXla(
         XlaFigure(XlaBaseline.AS_WRITTEN, 1, old.speedup, Basis.ESTIMATED, "v5e")
     )
+
+
+def test_what_a_ranking_ranks_by_in_a_status_line():
+    assert ranked_by(XlaBaseline.TOLERANCE) == "ranked by XLA@tolerance"
+    assert ranked_by(XlaBaseline.AS_WRITTEN) == "ranked by XLA as written"
