@@ -113,7 +113,10 @@ async def test_every_steering_key_is_stored_listed_and_taken_up_at_the_next_roun
             labels = tree_labels(screen)
             assert any(" idea ← #0" in label for label in labels)
             assert any(f" {strategy} ← #0" in label for label in labels)
-            assert any(label.startswith("#5 ✓ 16× by hand ← #1") for label in labels), labels
+            await until(
+                pilot,
+                lambda: any(x.startswith("#5 ✓ 16× by hand ← #1") for x in tree_labels(screen)),
+            )
             await until(pilot, lambda: "its node in round 2" in steering_text(screen))
             assert "score on TPU v6e: taken up" in steering_text(screen)
             screenshot(app, "search_steered.svg")
