@@ -284,6 +284,7 @@ class SessionEnded(SessionEvent):
     best_score: float | None
     score_kind: str
     best_version_number: int | None = None  # the v-number a user sees (absent in older events)
+    score_also: str = ""  # the other speedup over XLA, labelled (scoring.Score.also)
 
 
 @dataclass(frozen=True)

@@ -387,6 +387,7 @@ class Search:
                 found.score if found else None,
                 kind,
                 number,
+                found.score_also if found else "",
             )
         )
         self._set_status(status)

@@ -5,7 +5,7 @@ both. No jax."""
 from dataclasses import replace
 
 from maxkernel_tui.agents.orchestration.describe import describe
-from maxkernel_tui.agents.orchestration.events import ProfileDone
+from maxkernel_tui.agents.orchestration.events import ProfileDone, SessionEnded
 from maxkernel_tui.agents.orchestration.limits import LoopLimits
 from maxkernel_tui.agents.orchestration.scoring import estimated_score, measured_score
 from maxkernel_tui.kernels.perf.summary import ProfileSummary
@@ -54,10 +54,13 @@ def test_a_measured_score_is_against_xla_as_written_and_says_the_other_is_not_me
     assert score.also == "XLA at the tolerance's precision: not measured"
 
 
-def test_the_session_s_profile_line_shows_both_figures_labelled():
+def test_the_session_s_profile_and_end_lines_show_both_figures_labelled():
     score = estimated_score(_profile(VsXla(WRITTEN, TOLERANCE)), "v5e")
     event = ProfileDone("p", "s1", 2, score.value, score.kind, None, score_also=score.also)
-    assert describe(event) == (
-        "  profile: 1.02 (estimated speedup vs XLA@3-pass (tolerance) on v5e); "
-        "0.35x XLA@1-pass (as written) (est., v5e)"
+    both = (
+        "1.02 (estimated speedup vs XLA@3-pass (tolerance) on v5e; "
+        "0.35x XLA@1-pass (as written) (est., v5e))"
     )
+    assert describe(event) == f"  profile: {both}"
+    ended = SessionEnded("end/1", "max iterations (1)", 2, score.value, score.kind, 1, score.also)
+    assert describe(ended) == f"session ended: max iterations (1); best kernel v1, {both}"
