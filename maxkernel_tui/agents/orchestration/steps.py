@@ -499,7 +499,8 @@ class Steps:
         self, step: str, version_id: int | None, report: EvalReport | None, result: ProfileResult
     ) -> ProfileDone:
         summary = result.summary
-        score = (measured_score(report) if report else None) or (
+        measured = measured_score(report, summary, self.tools.target) if report else None
+        score = measured or (
             Score(None, "no profile") if summary is None else self._estimate(summary)
         )
         if summary is not None and version_id is not None:

@@ -51,7 +51,12 @@ def test_a_measured_score_is_against_xla_as_written_and_says_the_other_is_not_me
     score = measured_score(report)
     assert score is not None and score.value == 1.3
     assert score.kind == "measured speedup vs XLA (as written) on TPU v5 lite"
-    assert score.also == "XLA at the tolerance's precision: not measured"
+    assert score.also == "vs XLA@tolerance: not measured"
+    # beside it, the model's figure against XLA at the tolerance's passes
+    score = measured_score(report, _profile(VsXla(WRITTEN, TOLERANCE)), "v5e")
+    assert score is not None and score.also == (
+        "vs XLA@tolerance: not measured; 1.02x XLA@3-pass (tolerance) (est., v5e)"
+    )
 
 
 def test_the_session_s_profile_and_end_lines_show_both_figures_labelled():
