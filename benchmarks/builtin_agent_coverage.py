@@ -318,7 +318,9 @@ def main() -> None:
 
 
 def _read_row(path: Path) -> Row:
-    return Row(**json.loads(path.read_text()))
+    fields = json.loads(path.read_text())
+    both = fields.pop("vs_xla", None)
+    return Row(**fields, vs_xla=None if both is None else VsXla.from_json(both))
 
 
 def _write(rows: list[Row], command: str, seconds: float) -> None:
