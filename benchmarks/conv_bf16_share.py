@@ -14,11 +14,11 @@ import time
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
-from maxkernel_tui.agents.builtin.operand_precision import PROJECTED_SHARE_LIMIT
 from maxkernel_tui.agents.builtin.precision import bf16_share
 from maxkernel_tui.kernels import reference_runtime as runtime
 from maxkernel_tui.kernels.config_names import BENCH, CHECK
 from maxkernel_tui.kernels.loader import builtin_suite_dir, find_task, load_tasks
+from maxkernel_tui.kernels.rounding_depth import PROJECTED_SHARE_LIMIT
 
 
 def main() -> None:

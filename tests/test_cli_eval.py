@@ -44,6 +44,9 @@ def test_eval_accepts_an_honest_kernel_with_a_json_report():
     # an acceptance says how fast the model thinks it is against XLA, labelled as an estimate
     assert report["estimate"].startswith("against XLA on TPU v5e: ")
     assert "estimated by the performance model" in report["estimate"]
+    # against both XLAs, each labelled
+    assert "XLA@1-pass (tolerance) · " in report["estimate"]
+    assert "XLA@1-pass (as written) (est., v5e)" in report["estimate"]
 
 
 @pytest.mark.slow  # worker processes: jax, TPU compiles

@@ -29,6 +29,13 @@ def test_profile_reports_labelled_figures_for_v5e_and_v6e(kernel, task, tmp_path
         assert e["kind"] == "estimated"
         assert e["vmem_bytes"] > 0 and e["hbm_bytes"] > 0 and e["seconds"] > 0
         assert e["bound"] in ("memory", "compute") and 0 < e["roofline_share"] <= 1.0
+        # both speedups over XLA, each with its MXU passes: as written (f32 and bf16 references
+        # at XLA's default, one pass) and at what the tolerance needs (found by the profile)
+        written, needed = e["vs_xla"]["as_written"], e["vs_xla"]["tolerance"]
+        assert (written["baseline"], written["passes"]) == ("as-written", 1)
+        assert needed["baseline"] == "tolerance" and needed["passes"] in (1, 3)
+        assert written["basis"] == needed["basis"] == "estimated"
+        assert written["where"] == needed["where"] == e["target"] and needed["speedup"] > 0
     for cost in summary["reference_costs"].values():
         assert cost["kind"] == "estimated" and cost["flops"] > 0
     assert (
@@ -47,6 +54,8 @@ def test_profile_text_for_agents_and_people(tmp_path):
         and "memory-bound" in text
         and "% of roofline (estimated)" in text
     )
+    # RMSNorm has no matmul: XLA needs no more than its one pass for the tolerance
+    assert "XLA@1-pass (tolerance) · " in text and "XLA@1-pass (as written) (est., v5e)" in text
     assert "open it: xprof --logdir" in text and "ssh -L 8791:localhost:8791" in text
 
 

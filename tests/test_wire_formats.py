@@ -64,6 +64,7 @@ from maxkernel_tui.kernels.perf.calibration import CalibrationRecord, KernelFeat
 from maxkernel_tui.kernels.perf.device_trace import DmaShare
 from maxkernel_tui.kernels.perf.model import Estimate
 from maxkernel_tui.kernels.perf.summary import ProfileSummary
+from maxkernel_tui.kernels.perf.vs_xla import VsXla, XlaBaseline, XlaFigure
 from maxkernel_tui.kernels.report.basis import Basis, Clock
 from maxkernel_tui.kernels.report.checks import FAIL, Check, Timing
 from maxkernel_tui.kernels.report.expert import ExpertComparison
@@ -115,6 +116,10 @@ est = Estimate(
     0.5,
     2e-3,
     2.0,
+    vs_xla=VsXla(
+        XlaFigure(XlaBaseline.AS_WRITTEN, 1, 2.0, Basis.ESTIMATED, "v5e"),
+        XlaFigure(XlaBaseline.TOLERANCE, 3, 5.5, Basis.ESTIMATED, "v5e"),
+    ),
 )
 costs = {"v5e": ReferenceCost(1e9, 2e6, None), "v6e": ReferenceCost(error="did not fit")}
 expert = ExpertComparison("measured", "TPU v5 lite", "optimized.py", 1e-3, 9e-4, 0.9, (0.85, 0.95))
@@ -484,6 +489,8 @@ WRITTEN = [
                 "top_events": [{"name": "fusion", "milliseconds": 1.25}],
                 "dma": {"dma_wait": 0.25, "compute": 0.75, "device_seconds": 0.001, "runs": 3},
             },
+            "written_passes": 1,
+            "tolerance_passes": None,
         },
     ),
     (
@@ -505,6 +512,7 @@ WRITTEN = [
                 },
                 "v6e": {"error": "did not fit"},
             },
+            "tolerance_passes": None,
         },
     ),
     (
@@ -574,6 +582,22 @@ WRITTEN = [
             "speedup": 2.0,
             "dispatch_seconds": 0.0001,
             "reference_precision": "XLA at its default precision (one bf16 MXU pass)",
+            "vs_xla": {
+                "as_written": {
+                    "baseline": "as-written",
+                    "passes": 1,
+                    "speedup": 2.0,
+                    "basis": "estimated",
+                    "where": "v5e",
+                },
+                "tolerance": {
+                    "baseline": "tolerance",
+                    "passes": 3,
+                    "speedup": 5.5,
+                    "basis": "estimated",
+                    "where": "v5e",
+                },
+            },
         },
     ),
     (
@@ -741,6 +765,7 @@ WRITTEN = [
                 "llm_concurrency": 2,
                 "eval_concurrency": 1,
                 "debug_attempts": 1,
+                "rank_by": "tolerance",
             },
             "seed": "seed text",
         },
@@ -761,6 +786,7 @@ WRITTEN = [
             "llm_concurrency": 2,
             "eval_concurrency": 1,
             "debug_attempts": 1,
+            "rank_by": "tolerance",
         },
     ),
     ("agents/roles/context.py", "Failure", {"check": "numerics", "detail": "bad"}),
@@ -838,6 +864,7 @@ WRITTEN = [
             "tune_candidates": 6,
             "tune_evaluations": 1,
             "edge_cases": True,
+            "rank_by": "tolerance",
         },
     ),
     ("agents/builtin/reply.py", "WorkerReply_text", {"text": "hello"}),

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from maxkernel_tui.config import add_settings_flags
+from maxkernel_tui.kernels.perf.vs_xla import XlaBaseline
 from maxkernel_tui.kernels.service.setup import EvaluationSetup
 
 MODEL_SETTINGS = ("provider", "model", "tpu_target", "budget_dollars", "budget_tokens")
@@ -27,6 +28,20 @@ def add_model_flags(parser: argparse.ArgumentParser, scope: str) -> None:
     "search"). `config.settings_from_args` reads them back."""
     add_settings_flags(parser, MODEL_SETTINGS, scope)
     parser.add_argument("--json", action="store_true", help="stream events as JSON lines")
+
+
+def add_rank_by_flag(parser: argparse.ArgumentParser) -> None:
+    """`--rank-by tolerance|as-written`: which estimated speedup over XLA kernels are ranked by
+    (kernels/perf/vs_xla.py); the other is shown beside it."""
+    parser.add_argument(
+        "--rank-by",
+        type=XlaBaseline,
+        choices=list(XlaBaseline),
+        default=XlaBaseline.TOLERANCE,
+        help="rank kernels by their estimated speedup over XLA at the MXU passes the task's "
+        "tolerance needs (tolerance, the default) or over XLA running the reference as written "
+        "(as-written); both are shown",
+    )
 
 
 def add_executor_flags(parser: argparse.ArgumentParser) -> None:

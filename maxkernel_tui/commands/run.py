@@ -16,6 +16,7 @@ from typing import Any
 from maxkernel_tui.commands.agent_flags import (
     add_executor_flags,
     add_model_flags,
+    add_rank_by_flag,
     ended_on_error,
     event_printer,
     setup_of,
@@ -63,6 +64,7 @@ def add_parser(commands: Any) -> None:
         help="settings of the tunables the autotuner estimates per iteration (default 6)",
     )
     add_model_flags(parser, "session")
+    add_rank_by_flag(parser)
     add_executor_flags(parser)
     parser.add_argument(
         "--out", type=Path, metavar="FILE", help="write the best accepted kernel here"
@@ -99,6 +101,7 @@ def run(args: argparse.Namespace) -> int:
         patience=args.patience,
         target_score=args.target_speedup,
         tune_candidates=args.tune_candidates,
+        rank_by=args.rank_by,
     )
     try:
         return asyncio.run(_session(args, settings, task, limits))

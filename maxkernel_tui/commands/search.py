@@ -17,6 +17,7 @@ from typing import Any
 from maxkernel_tui.commands.agent_flags import (
     add_executor_flags,
     add_model_flags,
+    add_rank_by_flag,
     ended_on_error,
     event_printer,
     setup_of,
@@ -104,6 +105,7 @@ def add_parser(commands: Any) -> None:
         "another process takes it up at its next round)",
     )
     add_model_flags(parser, "search")
+    add_rank_by_flag(parser)
     add_executor_flags(parser)
     parser.add_argument(
         "--out",
@@ -140,6 +142,7 @@ def run(args: argparse.Namespace) -> int:
             headroom_floor=args.headroom_floor,
             llm_concurrency=args.llm_concurrency,
             eval_concurrency=args.eval_concurrency,
+            rank_by=args.rank_by,
         )
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
@@ -295,11 +298,7 @@ def _finish(outcome: Any, out: Path | None) -> int:
     if outcome.best is None:
         print("no accepted kernel", file=sys.stderr)
         return ended_on_error(outcome.reason) if failed else 1
-    score = (
-        "no score"
-        if outcome.best.score is None
-        else f"{outcome.best.score:.3g} ({outcome.score_kind})"
-    )
+    score = outcome.best.score_words()
     # the node, and its kernel version as the log and the store name it
     named = f"#{outcome.best.number} (kernel v{outcome.best_version_number})"
     print(f"best: {named} {outcome.best.strategy}, {score}", file=sys.stderr)

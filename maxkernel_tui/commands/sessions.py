@@ -59,6 +59,8 @@ def session_record(summary: SessionSummary) -> dict[str, Any]:
         "best_rule": None if summary.best is None else summary.best.rule.name.lower(),
         "best_score": None if summary.best is None else summary.best.score,
         "best_score_kind": None if summary.best is None else summary.best.score_kind or None,
+        # the other speedup over XLA, labelled, beside the one the score is
+        "best_score_also": None if summary.best is None else summary.best.score_also or None,
         "tokens": summary.tokens,
         "cost": round(summary.cost, 6),
         "created": iso_time(s.created),

@@ -17,7 +17,7 @@ from maxkernel_tui.visible import visible
 if TYPE_CHECKING:  # the profiler's summary loads with the first profile, not the first frame
     from maxkernel_tui.kernels.perf.summary import ProfileSummary
 
-COLUMNS = ("TPU", "VMEM", "HBM", "bound", "est. time", "roofline", "est. speedup")
+COLUMNS = ("TPU", "VMEM", "HBM", "bound", "est. time", "roofline", "est. vs XLA")
 
 
 class ProfilePane(Vertical):

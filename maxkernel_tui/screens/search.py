@@ -28,6 +28,7 @@ from maxkernel_tui.agents.search.export import label
 from maxkernel_tui.agents.search.graph import ACCEPTED, Node, NodeSet
 from maxkernel_tui.agents.search.steering import STEERING_SKIP, Steer
 from maxkernel_tui.agents.strategies import applicable
+from maxkernel_tui.kernels.perf.vs_xla import ranked_by
 from maxkernel_tui.kernels.targets import TARGETS
 from maxkernel_tui.kernels.task import Task
 from maxkernel_tui.screens.evidence_card import EvidenceCardScreen, Portability
@@ -253,6 +254,8 @@ class SearchScreen(Screen[None]):
         tokens, cost = self._facts.tokens, self._facts.cost_usd
         minutes = max((time.monotonic() - self._started) / 60.0, 1 / 60)
         best_text = self._best_text()
+        rank_by = self._facts.rank_by
+        ranked = f" ─ {ranked_by(rank_by)}" if rank_by else ""
         skipped = len(self._skipped)
         state = self._state() + (
             f" ─ {skipped} strategies skipped: nothing for them to change" if skipped else ""
@@ -262,6 +265,7 @@ class SearchScreen(Screen[None]):
                 f" search ─ {self.kernel_task.task_id}{state} ─ {len(nodes)} nodes ─ "
                 f"evaluations {evals}{cap} "
                 f"({evals / minutes:.1f}/min) ─ {tokens:,} tok ${cost:.2f} ─ best {best_text}"
+                f"{ranked}"
             )
         )
 
@@ -295,9 +299,7 @@ class SearchScreen(Screen[None]):
         parent = self._view.nodes.get(node.parents[0]) if node.parents else None
         facts = [
             f"**#{node.number}** {node.status} · {node.strategy} · round {node.round}",
-            f"score: {node.score:.3g} ({node.score_kind})"
-            if node.score is not None
-            else "score: none",
+            f"score: {node.score_words()}" if node.score is not None else "score: none",
             f"{node.evals} evaluations · {node.tokens:,} tokens · ${node.cost_usd:.4f}"
             + (f" · evaluated on {node.executor_node}" if node.executor_node else ""),
         ]

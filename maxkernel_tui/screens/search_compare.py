@@ -20,7 +20,7 @@ from maxkernel_tui.visible import visible
 
 def figures(node: Node) -> str:
     """One node's figures, as Markdown."""
-    score = f"{node.score:.3g} ({node.score_kind})" if node.score is not None else "no score"
+    score = node.score_words()
     lines = [
         f"### #{node.number} {node.status} · {node.strategy}",
         f"score: {score}",

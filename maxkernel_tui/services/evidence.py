@@ -82,7 +82,7 @@ class EvidenceCard(JsonData):
         for row in self.portability:
             rows.append(
                 f"| {row.target} | {_compiles(row)} | {_vmem(row)} | {_ms(row.seconds)} | "
-                f"{_ratio(row.vs_xla)} | {_ratio(row.vs_expert)} |"
+                f"{row.vs_xla.short() if row.vs_xla else '?'} | {_ratio(row.vs_expert)} |"
             )
         refused = [r for r in self.portability if r.reason]
         rows += ["", *(f"- **{r.target}**: {_md(compiler_words(r.reason))}" for r in refused)]

@@ -16,8 +16,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from maxkernel_tui.agents.orchestration.ending import best_at_end
+from maxkernel_tui.agents.search.config import stored_search
 from maxkernel_tui.agents.search.graph import Node, NodeSet, load_nodes
 from maxkernel_tui.agents.search.steering import Steer, give, given, pinned
+from maxkernel_tui.kernels.perf.vs_xla import XlaBaseline
 from maxkernel_tui.services.delivery import BatchedDelivery, Deliver
 from maxkernel_tui.services.evidence import CardSubject, EvidenceCard, report_card, version_card
 from maxkernel_tui.store.db import Store
@@ -72,6 +74,7 @@ class SearchFacts:
     best: BestKernel | None  # its best accepted kernel by the store's one rule; None: none yet
     steering: list[SteerShown] = field(default_factory=list)  # oldest first
     pinned: set[str] = field(default_factory=set)
+    rank_by: XlaBaseline | None = None  # which speedup over XLA it ranks by; None: not known yet
 
 
 class SearchFeed:
@@ -128,11 +131,14 @@ class SearchFeed:
     def read(self) -> SearchFacts:
         nodes = NodeSet(load_nodes(self._store, self.session_id, self._sources))
         skipped: list[Skipped] = []
+        rank_by = None
         if nodes.nodes:  # the search's settings and skipped strategies live with its root
             extra = self._store.search_node(nodes.in_order()[0].row_id).data.get("extra", {})
             if self._max_evals is None:  # a search in another process: its stored cap
                 self._max_evals = extra.get("config", {}).get("max_evals")
             skipped = [Skipped(*entry) for entry in extra.get("skipped", [])]
+            stored = stored_search(extra)
+            rank_by = stored.config.rank_by if stored else None
         tokens, cost = self._store.usage(self.session_id)
         if self._ended is None and self._store.session(self.session_id).status != (
             SessionStatus.ACTIVE
@@ -145,7 +151,16 @@ class SearchFeed:
         taken = taken_up(self._store, self.session_id)
         shown = [SteerShown(s, s.id in taken, taken.get(s.id)) for s in steers]
         return SearchFacts(
-            nodes, skipped, self._max_evals, tokens, cost, self._ended, best, shown, pinned(steers)
+            nodes,
+            skipped,
+            self._max_evals,
+            tokens,
+            cost,
+            self._ended,
+            best,
+            shown,
+            pinned(steers),
+            rank_by,
         )
 
     def steer(self, steer: Steer) -> Steer:

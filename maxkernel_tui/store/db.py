@@ -363,9 +363,10 @@ class Store:
             self._touch(conn, owner[0])
         return (_row_id(cursor), version_id, *columns.values(), json.loads(text), now)
 
-    def record_score(self, kernel_version_id: int, score: float, kind: str) -> None:
-        """A profiled version's score, the fitness its session ranks kernels by (of `kind`,
-        which says measured or estimated); recorded again, it replaces the last."""
+    def record_score(self, kernel_version_id: int, score: float, kind: str, also: str = "") -> None:
+        """A profiled version's score, the fitness its session ranks kernels by (of `kind`: measured
+        or estimated, against which XLA; `also`: the other speedup's words); recorded again, it
+        replaces the last."""
         with self._write() as conn:
             owner = conn.execute(
                 "SELECT session_id FROM kernel_versions WHERE id = ?", (kernel_version_id,)
@@ -373,9 +374,9 @@ class Store:
             if owner is None:
                 raise StoreError(f"no kernel version {kernel_version_id}")
             conn.execute(
-                "INSERT OR REPLACE INTO scores (kernel_version_id, score, kind, created) "
-                "VALUES (?, ?, ?, ?)",
-                (kernel_version_id, float(score), kind, time.time()),
+                "INSERT OR REPLACE INTO scores (kernel_version_id, score, kind, also, created) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (kernel_version_id, float(score), kind, also, time.time()),
             )
             self._touch(conn, owner[0])
 
@@ -392,10 +393,10 @@ class Store:
         pick = pick_best([Candidate.of_row(row) for row in rows])
         if pick is None:
             return None
-        evaluations = self.evaluations(pick.version_id)
-        latest = evaluations[-1] if evaluations else None
+        latest = ([None, *self.evaluations(pick.version_id)])[-1]  # its latest evaluation, if any
         version = self.kernel_version(pick.version_id)
-        return BestKernel(version, latest, pick.rule, pick.score, pick.kind)
+        also = self._read("SELECT also FROM scores WHERE kernel_version_id = ?", (version.id,))
+        return BestKernel(version, latest, pick.rule, pick.score, pick.kind, *(a for (a,) in also))
 
     # -- LLM calls ----------------------------------------------------------------------------
 

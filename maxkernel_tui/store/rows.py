@@ -140,15 +140,21 @@ class BestKernel:
     evaluation: Evaluation | None  # its latest evaluation; None: not evaluated
     rule: BestRule
     score: float | None  # under BEST_SCORE: its score, of `score_kind`
-    score_kind: str  # "estimated speedup vs XLA on v5e", ...; "" without a score
+    # "estimated speedup vs XLA@3-pass (tolerance) on v5e", ...; "" without a score
+    score_kind: str
+    score_also: str = ""  # the other speedup over XLA, labelled; "" where none was kept
 
     @property
     def accepted(self) -> bool:
         return self.rule != BestRule.NOTHING_ACCEPTED
 
     def score_words(self) -> str:
-        """`1.42 (estimated speedup vs XLA on v5e)`, or `no score`."""
-        return "no score" if self.score is None else f"{self.score:.3g} ({self.score_kind})"
+        """`1.02 (estimated speedup vs XLA@3-pass (tolerance) on v5e; 0.35x XLA@1-pass (as
+        written) (est., v5e))`, or `no score`."""
+        if self.score is None:
+            return "no score"
+        also = f"; {self.score_also}" if self.score_also else ""
+        return f"{self.score:.3g} ({self.score_kind}{also})"
 
     def words(self) -> str:
         """`v6, the best score among its accepted versions: 1.42 (...)`: the version and why."""

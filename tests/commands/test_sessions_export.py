@@ -105,6 +105,7 @@ def test_sessions_json_and_text(run_cli, filled):
         "best_rule": "latest_accepted",
         "best_score": None,
         "best_score_kind": None,
+        "best_score_also": None,
         "tokens": 41203,
         "cost": 0.38,
         "created": None,

@@ -68,6 +68,7 @@ async def test_follow_a_running_search_and_promote_a_node(
                     len(tree_labels(screen)) == 2 and "evaluations 2/2" in str(counters.content)
                 ),
             )
+            assert "ranked by XLA@tolerance" in str(counters.content)  # the search's --rank-by
             assert tree_labels(screen)[1].startswith("#1 ✓") and tree_labels(screen)[1].endswith(
                 "← #0"
             )

@@ -13,6 +13,8 @@ from textual.widgets import Input, Markdown, Static, TextArea, Tree
 from maxkernel_tui.agents.roles.tunables import set_tunables
 from maxkernel_tui.agents.search.steering import given
 from maxkernel_tui.agents.strategies import applicable
+from maxkernel_tui.kernels.perf.vs_xla import VsXla, XlaBaseline, XlaFigure
+from maxkernel_tui.kernels.report.basis import Basis
 from maxkernel_tui.kernels.service.portability import PortabilityRow
 from maxkernel_tui.screens.evidence_card import EvidenceCardScreen
 from maxkernel_tui.screens.hand_edit import HandEditScreen
@@ -29,6 +31,8 @@ from tests.support.waiting import until
 pytestmark = pytest.mark.asyncio
 
 IDEA = "keep x in VMEM across both passes"
+
+V6E = VsXla(XlaFigure(XlaBaseline.AS_WRITTEN, 1, 2.0, Basis.ESTIMATED, "v6e"))
 
 
 def steering_text(screen: SearchScreen) -> str:
@@ -109,7 +113,10 @@ async def test_every_steering_key_is_stored_listed_and_taken_up_at_the_next_roun
             labels = tree_labels(screen)
             assert any(" idea ← #0" in label for label in labels)
             assert any(f" {strategy} ← #0" in label for label in labels)
-            assert any(label.startswith("#5 ✓ 16× by hand ← #1") for label in labels), labels
+            await until(
+                pilot,
+                lambda: any(x.startswith("#5 ✓ 16× by hand ← #1") for x in tree_labels(screen)),
+            )
             await until(pilot, lambda: "its node in round 2" in steering_text(screen))
             assert "score on TPU v6e: taken up" in steering_text(screen)
             screenshot(app, "search_steered.svg")
@@ -123,7 +130,7 @@ async def test_a_nodes_evidence_card_shows_its_checks_cost_and_portability(tmp_p
         asked.append(source)
         return [
             PortabilityRow("v5e", False, "scoped vmem limit exceeded: 40.0M of 16.0M", 40 << 20),
-            PortabilityRow("v6e", True, "", 40 << 20, 128 << 20, 1e-3, 2e-3, 2.0),
+            PortabilityRow("v6e", True, "", 40 << 20, 128 << 20, 1e-3, 2e-3, V6E),
         ]
 
     with Store(store_path) as db:
@@ -151,5 +158,6 @@ async def test_a_nodes_evidence_card_shows_its_checks_cost_and_portability(tmp_p
             await until(pilot, lambda: "| v5e | ✗ no" in card.query_one("#card", Markdown).source)
             text = card.query_one("#card", Markdown).source
             assert "scoped vmem limit exceeded" in text and "| v6e | ✓ yes |" in text
+            assert "2.00x XLA@1-pass (as written) · vs XLA@tolerance: not known" in text
             assert asked == [search.graph["n1"].source]
             screenshot(app, "evidence_card_node.svg")

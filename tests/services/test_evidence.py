@@ -4,6 +4,8 @@ says why, and what it cost; its JSON reads back as the same card. No jax, no wor
 
 from __future__ import annotations
 
+from maxkernel_tui.kernels.perf.vs_xla import VsXla, XlaBaseline, XlaFigure
+from maxkernel_tui.kernels.report.basis import Basis
 from maxkernel_tui.kernels.service.portability import PortabilityRow
 from maxkernel_tui.services.evidence import (
     CardSubject,
@@ -20,6 +22,12 @@ V5E_REFUSAL = (
     "exceeded scoped vmem limit by 12.00M. It should not be possible to run out of scoped vmem"
 )
 
+V5E = VsXla(
+    XlaFigure(XlaBaseline.AS_WRITTEN, 1, 1.02, Basis.ESTIMATED, "v5e"),
+    XlaFigure(XlaBaseline.TOLERANCE, 3, 3.06, Basis.ESTIMATED, "v5e"),
+)
+V6E = VsXla(XlaFigure(XlaBaseline.AS_WRITTEN, 1, 0.97, Basis.ESTIMATED, "v6e"))
+
 
 def test_the_card_of_an_accepted_kernel_with_its_matrix() -> None:
     card = report_card(
@@ -33,17 +41,26 @@ def test_the_card_of_an_accepted_kernel_with_its_matrix() -> None:
         cost_of="node #3's steps",
     ).with_portability(
         [
-            PortabilityRow("v5e", False, V5E_REFUSAL, 28 << 20, 128 << 20, 0.02, 0.0205, 1.02),
-            PortabilityRow("v6e", True, "", 28 << 20, 128 << 20, 4.6e-3, 4.5e-3, 0.97, 4.6e-3, 1.0),
+            PortabilityRow("v5e", False, V5E_REFUSAL, 28 << 20, 128 << 20, 0.02, 0.0205, V5E),
+            PortabilityRow("v6e", True, "", 28 << 20, 128 << 20, 4.6e-3, 4.5e-3, V6E, 4.6e-3, 1.0),
         ]
     )
     text = card.to_markdown()
     assert text.startswith("## Evidence card: search node #3 (whole-k)\n")
     assert "**verdict: ACCEPTED, checked at small shapes only**" in text
     assert "✓ numerics" in text
-    assert "against XLA on TPU v5e: 1.40x (estimated by the performance model" in text
-    assert "| v5e | ✗ no (below) | 28.0/128 MiB | 20.000 ms | 1.02x | ? |" in text
-    assert "| v6e | ✓ yes | 28.0/128 MiB | 4.600 ms | 0.97x | 1.00x |" in text
+    assert (
+        "against XLA on TPU v5e: 1.40x XLA@1-pass (as written) (est., v5e) · "
+        "vs XLA@tolerance: not known (estimated by the performance model"
+    ) in text
+    assert (
+        "| v5e | ✗ no (below) | 28.0/128 MiB | 20.000 ms | "
+        "3.06x XLA@3-pass (tolerance) · 1.02x XLA@1-pass (as written) | ? |"
+    ) in text
+    assert (
+        "| v6e | ✓ yes | 28.0/128 MiB | 4.600 ms | "
+        "0.97x XLA@1-pass (as written) · vs XLA@tolerance: not known | 1.00x |"
+    ) in text
     assert (
         "- **v5e**: TPU v5e compile failed: JaxRuntimeError: RESOURCE\\_EXHAUSTED: E1001: "
         "CompileTimeScopedVmemOom: … Scoped allocation with size 28.00M and limit 16.00M exceeded "

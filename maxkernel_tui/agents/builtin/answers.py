@@ -33,10 +33,10 @@ from maxkernel_tui.agents.roles.context import NOTHING_ELSE, StepContext
 from maxkernel_tui.agents.roles.role import Role
 from maxkernel_tui.agents.roles.tunables import find_tunables
 from maxkernel_tui.config import cache_dir
+from maxkernel_tui.kernels.evaluation.matmul_rounding import task_written_precision
 from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.perf.analysis import KernelAnalysis, ReferenceCost
 from maxkernel_tui.kernels.perf.model import Estimate, estimate
-from maxkernel_tui.kernels.perf.xla_model import XLA_DEFAULT
 from maxkernel_tui.kernels.report.reasons import Reason
 from maxkernel_tui.kernels.targets import TARGETS
 from maxkernel_tui.kernels.task import Task
@@ -158,7 +158,8 @@ def plan_markdown(drafts: TaskDrafts, step: StepContext) -> str:
         TARGETS[drafts.target],
         drafts.reference_cost,
         io_bytes=io_bytes,
-        reference_precision=best.precision.xla if best.precision else XLA_DEFAULT,
+        reference_precision=task_written_precision(drafts.task),
+        tolerance_precision=best.precision.xla if best.precision else None,
     )
     lines = [
         f"# Plan: {best.family}",
@@ -243,8 +244,7 @@ def _bound_words(target: str, found: Estimate) -> str:
         f", {found.roofline_share:.0%} of the roofline" if found.roofline_share is not None else ""
     )
     speedup = (
-        f", est. speedup {found.speedup:.2f}x over the model's time for the reference "
-        f"({found.reference_precision})"
+        f", est. speedup over the model's time for the reference: {found.speedups.label()}"
         if found.speedup is not None
         else ""
     )

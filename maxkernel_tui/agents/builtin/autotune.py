@@ -25,6 +25,7 @@ from maxkernel_tui.agents.builtin.tunables import CHOICES, Tunables
 from maxkernel_tui.kernels import aot
 from maxkernel_tui.kernels import reference_runtime as runtime
 from maxkernel_tui.kernels.catalog import described_reference_cost
+from maxkernel_tui.kernels.evaluation.matmul_rounding import task_written_precision
 from maxkernel_tui.kernels.evaluation.timing.measured_choice import (
     Measurement,
     Timer,
@@ -37,7 +38,7 @@ from maxkernel_tui.kernels.perf.pallas_analysis import (
     matmul_traffic,
     transcendental_elements,
 )
-from maxkernel_tui.kernels.perf.xla_model import XLA_DEFAULT, XlaPrecision
+from maxkernel_tui.kernels.perf.xla_model import XlaPrecision
 from maxkernel_tui.kernels.report.basis import Basis
 from maxkernel_tui.kernels.targets import TARGETS
 from maxkernel_tui.kernels.task import Task
@@ -97,17 +98,19 @@ def estimate_source(
     task: Task,
     target: str = DEFAULT_TARGET,
     reference_cost: ReferenceCost | None = None,
-    reference_precision: XlaPrecision = XLA_DEFAULT,
+    tolerance_precision: XlaPrecision | None = None,
 ) -> Estimate:
-    """The model's estimate for a kernel file at the task's bench shapes, against XLA at
-    `reference_precision`."""
+    """The model's estimate for a kernel file at the task's bench shapes, against XLA as the
+    reference is written and at `tolerance_precision` (the MXU passes the task's tolerance
+    needs; None: not known)."""
     kernels, io_bytes = analyse_source(source, task)
     return estimate(
         kernels,
         TARGETS[target],
         reference_cost,
         io_bytes=io_bytes,
-        reference_precision=reference_precision,
+        reference_precision=task_written_precision(task),
+        tolerance_precision=tolerance_precision,
     )
 
 

@@ -29,8 +29,11 @@ from maxkernel_tui.agents.orchestration.events import (
 from maxkernel_tui.agents.orchestration.gates import Decider
 
 
-def _score(value: float | None, kind: str) -> str:
-    return "no score" if value is None else f"{value:.3g} ({kind})"
+def _score(value: float | None, kind: str, also: str = "") -> str:
+    """`1.02 (estimated speedup vs XLA@3-pass (tolerance) on v5e; 0.35x XLA@1-pass (as
+    written) (est., v5e))`: a score, its kind and the other speedup beside it."""
+    beside = f"; {also}" if also else ""
+    return "no score" if value is None else f"{value:.3g} ({kind}{beside})"
 
 
 def _call_words(name: str, arguments: dict[str, Any]) -> str:
@@ -111,7 +114,7 @@ def describe(event: SessionEvent) -> str | None:
         case ProfileDone():
             if event.error:
                 return f"  profile failed: {event.error}"
-            return f"  profile: {_score(event.score, event.score_kind)}"
+            return f"  profile: {_score(event.score, event.score_kind, event.score_also)}"
         case Note():
             return "\n".join(
                 f"  {event.role}: {line}" for line in event.text.strip().splitlines()[:12]
@@ -130,7 +133,7 @@ def describe(event: SessionEvent) -> str | None:
                 if event.best_version_id is None
                 else (
                     f"best kernel {_version(event.best_version_number, event.best_version_id)}, "
-                    f"{_score(event.best_score, event.score_kind)}"
+                    f"{_score(event.best_score, event.score_kind, event.score_also)}"
                 )
             )
             return f"session ended: {event.reason}; {best}"

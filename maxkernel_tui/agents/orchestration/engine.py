@@ -49,6 +49,7 @@ class Best:
     source: str
     score: float | None
     score_kind: str  # "" without a score
+    score_also: str = ""  # the other speedup over XLA, labelled
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,14 @@ class SessionEngine(Steps):
         if found is None or not found.accepted:
             return None
         version = found.version
-        return Best(version.id, version.number, version.source, found.score, found.score_kind)
+        return Best(
+            version.id,
+            version.number,
+            version.source,
+            found.score,
+            found.score_kind,
+            found.score_also,
+        )
 
     @property
     def score_kind(self) -> str:
@@ -119,7 +127,9 @@ class SessionEngine(Steps):
         best = self.best
         version, score = (best.version_id, best.score) if best else (None, None)
         number, kind = (best.number, best.score_kind) if best else (None, "")
-        self._emit(SessionEnded(keys.end(self._iterations), reason, version, score, kind, number))
+        also = best.score_also if best else ""
+        ref = keys.end(self._iterations)
+        self._emit(SessionEnded(ref, reason, version, score, kind, number, also))
         self.set_status(status)
         return Outcome(reason, best, kind, status)
 

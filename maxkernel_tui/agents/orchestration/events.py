@@ -214,10 +214,12 @@ class ProfileDone(SessionEvent):
     step: str
     version_id: int | None  # None for an estimate only (an autotune candidate)
     score: float | None  # the fitness the loop ranks by
-    score_kind: str  # e.g. "estimated speedup vs XLA on v5e" or "measured speedup on TPU v5e"
+    # e.g. "estimated speedup vs XLA@3-pass (tolerance) on v5e" (perf/vs_xla.py)
+    score_kind: str
     summary: ProfileSummary | None  # None when the profile failed
     error: str | None = None
     text: str = ""  # the summary as the agents read it (ProfileSummary.to_text())
+    score_also: str = ""  # the other speedup over XLA, labelled (scoring.Score.also)
 
 
 @dataclass(frozen=True)
@@ -282,6 +284,7 @@ class SessionEnded(SessionEvent):
     best_score: float | None
     score_kind: str
     best_version_number: int | None = None  # the v-number a user sees (absent in older events)
+    score_also: str = ""  # the other speedup over XLA, labelled (scoring.Score.also)
 
 
 @dataclass(frozen=True)
@@ -301,6 +304,7 @@ class SearchNodeChanged(SessionEvent):
     detail: str = ""
     evidence: list[str] = field(default_factory=list)  # the verdict's (EvalReport.evidence)
     scope: str = ""  # an accepted verdict's shapes (EvalReport.scope); "" otherwise
+    score_also: str = ""  # the other speedup over XLA, labelled (scoring.Score.also)
 
 
 @dataclass(frozen=True)

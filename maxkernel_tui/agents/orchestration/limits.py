@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from maxkernel_tui.codec import JsonData, Shape, Unknown
+from maxkernel_tui.kernels.perf.vs_xla import XlaBaseline
 
 
 # Stored with a session; a limit since retired (`max_rejections`: the engineer decides how often
@@ -23,6 +24,8 @@ class LoopLimits(JsonData, shape=Shape(unknown=Unknown.IGNORE)):
     tune_evaluations: int = 1  # harness evaluations per autotune
     # the tester proposes edge-case configurations after the first accepted kernel
     edge_cases: bool = True
+    # which estimated speedup over XLA the loop ranks kernels by (perf/vs_xla.py)
+    rank_by: XlaBaseline = XlaBaseline.TOLERANCE
 
 
 DEFAULT_LIMITS = LoopLimits()

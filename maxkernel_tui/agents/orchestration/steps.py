@@ -488,16 +488,19 @@ class Steps:
         if version_id is not None:
             self.last_profile = (stored.summary, stored.text)
             if stored.score is not None:  # here, not in _profiled: a replayed profile counts too
-                self.store.record_score(version_id, stored.score, stored.score_kind)
+                self.store.record_score(
+                    version_id, stored.score, stored.score_kind, stored.score_also
+                )
         summary = stored.summary
         estimate = Score(None, "") if summary is None else self._estimate(summary)
-        return Score(stored.score, stored.score_kind), estimate
+        return Score(stored.score, stored.score_kind, stored.score_also), estimate
 
     def _profiled(
         self, step: str, version_id: int | None, report: EvalReport | None, result: ProfileResult
     ) -> ProfileDone:
         summary = result.summary
-        score = (measured_score(report) if report else None) or (
+        measured = measured_score(report, summary, self.tools.target) if report else None
+        score = measured or (
             Score(None, "no profile") if summary is None else self._estimate(summary)
         )
         if summary is not None and version_id is not None:
@@ -505,11 +508,11 @@ class Steps:
         ref = keys.sub(step, "profile")
         text = result.text
         return ProfileDone(
-            ref, step, version_id, score.value, score.kind, summary, result.error, text
+            ref, step, version_id, score.value, score.kind, summary, result.error, text, score.also
         )
 
     def _estimate(self, summary: ProfileSummary) -> Score:
-        return estimated_score(summary, self.tools.target)
+        return estimated_score(summary, self.tools.target, self.limits.rank_by)
 
     # -- state ----------------------------------------------------------------------------------
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from maxkernel_tui.codec import JsonData, Shape, Unknown
+from maxkernel_tui.kernels.perf.vs_xla import XlaBaseline
 
 ALGORITHMS = ("parallel", "beam", "evolve")
 
@@ -29,6 +30,8 @@ class SearchConfig(JsonData, shape=Shape(unknown=Unknown.IGNORE)):
     llm_concurrency: int = 2
     eval_concurrency: int = 1  # evaluations are the scarce resource (one TPU, one harness)
     debug_attempts: int = 1  # debugger fixes per expansion
+    # which estimated speedup over XLA nodes are ranked by (perf/vs_xla.py)
+    rank_by: XlaBaseline = XlaBaseline.TOLERANCE
 
     def __post_init__(self) -> None:
         if self.algorithm not in ALGORITHMS:

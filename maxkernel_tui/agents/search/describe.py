@@ -14,7 +14,8 @@ from maxkernel_tui.agents.orchestration.events import (
 
 
 def describe_node(event: SearchNodeChanged) -> str:
-    score = "" if event.score is None else f" {event.score:.3g}× ({event.score_kind})"
+    also = f"; {event.score_also}" if event.score_also else ""
+    score = "" if event.score is None else f" {event.score:.3g}× ({event.score_kind}{also})"
     parents = ", ".join(f"#{p.removeprefix('n')}" for p in event.parents)
     origin = f" ← {parents}" if parents else ""
     detail = f" — {event.detail}" if event.detail else ""

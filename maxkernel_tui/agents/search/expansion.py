@@ -32,6 +32,7 @@ class Expansion:
     evidence: tuple[str, ...] = ()  # what the verdict rests on (EvalReport.evidence)
     scope: str = ""  # an accepted verdict's shapes (EvalReport.scope)
     model: ModelView | None = None  # the performance model's estimate of an accepted kernel
+    score_also: str = ""  # the other speedup over XLA, labelled (scoring.Score.also)
 
 
 @dataclass(frozen=True)
@@ -101,4 +102,5 @@ async def _judged(steps: Steps, node: str, report: EvalReport) -> Expansion:
         evidence,
         report.scope,
         model_view(steps.last_profile[0], steps.tools.target),
+        score.also,
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from maxkernel_tui.agents.search.config import stored_search
 from maxkernel_tui.agents.search.graph import (
     ACCEPTED,
     MERGED,
@@ -29,8 +30,12 @@ def node_json(node: Node) -> dict[str, Any]:
 def to_json(graph: SearchGraph) -> str:
     found = graph.store.best_kernel(graph.session_id)  # the store's one rule
     best = graph.holding(found.version.id) if found is not None and found.accepted else None
+    stored = stored_search(graph.extra)
     document = {
         "session_id": graph.session_id,
+        # which speedup over XLA the search ranks by (kernels/perf/vs_xla.py); each node's
+        # score_also is the other
+        "rank_by": stored.config.rank_by if stored else None,
         "score_kind": found.score_kind if found is not None else "",
         "best": best.ref if best else None,
         "best_rule": found.rule.name.lower() if best and found else None,

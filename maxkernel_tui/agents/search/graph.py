@@ -33,6 +33,7 @@ class Node:
     status: NodeStatus = PENDING
     score: float | None = None
     score_kind: str = ""
+    score_also: str = ""  # the other speedup over XLA, labelled (scoring.Score.also)
     version_id: int | None = None
     source: str = ""
     hash: str = ""
@@ -61,6 +62,14 @@ class Node:
     @property
     def final(self) -> bool:
         return self.status in FINAL
+
+    def score_words(self) -> str:
+        """`1.02 (estimated speedup vs XLA@3-pass (tolerance) on v5e; 0.35x XLA@1-pass (as
+        written) (est., v5e))`: the score, its kind and the other speedup; `no score`."""
+        if self.score is None:
+            return "no score"
+        also = f"; {self.score_also}" if self.score_also else ""
+        return f"{self.score:.3g} ({self.score_kind}{also})"
 
     def data(self) -> dict[str, Any]:
         """The node's `data` column: its fields that the row's own columns do not hold."""
@@ -342,5 +351,6 @@ class SearchGraph(NodeSet):
                 node.detail,
                 list(node.evidence),
                 node.scope,
+                node.score_also,
             )
         )

@@ -50,7 +50,12 @@ def algorithm_for(config: SearchConfig, family: str, moves: Moves | None = None)
 
 def search_limits(config: SearchConfig) -> LoopLimits:
     """The limits of a search's engine: one line of work per expansion, no autotune."""
-    return LoopLimits(max_iterations=1, tune_candidates=0, max_debug_attempts=config.debug_attempts)
+    return LoopLimits(
+        max_iterations=1,
+        tune_candidates=0,
+        max_debug_attempts=config.debug_attempts,
+        rank_by=config.rank_by,
+    )
 
 
 async def open_search(

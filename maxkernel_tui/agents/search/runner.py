@@ -224,10 +224,10 @@ class Search:
             score = (
                 Score(None, f"estimated on {target}: no profile ({result.error})")
                 if result.summary is None
-                else estimated_score(result.summary, target)
+                else estimated_score(result.summary, target, self.base.limits.rank_by)
             )
             if score.value is not None:
-                self.base.store.record_score(node.version_id, score.value, score.kind)
+                self.base.store.record_score(node.version_id, score.value, score.kind, score.also)
             self.graph.update(
                 node,
                 ACCEPTED,
@@ -235,6 +235,7 @@ class Search:
                 score=score.value,
                 score_kind=score.kind,
                 **_model_fields(model_view(result.summary, target)),
+                score_also=score.also,
             )
 
     def _steered_beyond(self, round_: int) -> bool:
@@ -324,6 +325,7 @@ class Search:
             status,
             score=done.score,
             score_kind=done.score_kind,
+            score_also=done.score_also,
             version_id=done.version_id,
             source=done.source,
             hash=kernel_hash(done.source),
@@ -390,6 +392,7 @@ class Search:
                 found.score if found else None,
                 kind,
                 number,
+                found.score_also if found else "",
             )
         )
         self._set_status(status)

@@ -90,13 +90,15 @@ class EvalJob:
 @dataclass(frozen=True)
 class ProfileJob:
     """One profile of a kernel on the driver's TPU target (`trace`: run it under the profiler
-    on the node, whose disk keeps the trace; `reference_costs`: from an earlier profile)."""
+    on the node, whose disk keeps the trace; `reference_costs` and `tolerance_passes`: from an
+    earlier profile)."""
 
     task: TaskFiles
     kernel: KernelSource
     target: str
     trace: bool
     reference_costs: dict[str, ReferenceCost] | None = None
+    tolerance_passes: int | None = None
 
 
 @dataclass(frozen=True)

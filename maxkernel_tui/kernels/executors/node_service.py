@@ -74,6 +74,7 @@ class NodeService:
                 trace_root=self._root / "traces",
                 trace=job.trace,
                 reference_costs=job.reference_costs,
+                tolerance_passes=job.tolerance_passes,
             )
         except ProfileError as error:
             return ProfileAnswer(self.node, None, str(error))

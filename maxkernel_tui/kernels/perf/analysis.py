@@ -147,6 +147,8 @@ class ProfileRequest(JsonData):
     trace_dir: str
     trace: bool = True  # False: the static analysis and the estimates only
     reference_costs: dict[str, ReferenceCost] = field(default_factory=dict)  # known already
+    # the bf16 MXU passes XLA needs for the task's tolerance (perf/vs_xla.py), known already
+    tolerance_passes: int | None = None
 
 
 @dataclass(frozen=True)
@@ -156,6 +158,10 @@ class ProfileAnswer(JsonData, shape=Shape(unknown=Unknown.IGNORE)):
     reference_costs: dict[str, ReferenceCost]
     io_bytes: int | None = None  # inputs read and outputs written once
     trace: Trace | None = None
+    # bf16 MXU passes of XLA running the reference as written, and at the precision the task's
+    # tolerance needs (None: not found); perf/xla_model.XLA_PRECISIONS names them
+    written_passes: int = 1
+    tolerance_passes: int | None = None
 
 
 def trace_config(task: Task, on_tpu: bool) -> str | None:

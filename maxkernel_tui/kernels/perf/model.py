@@ -46,7 +46,13 @@ from maxkernel_tui.kernels.perf.analysis import (
 )
 from maxkernel_tui.kernels.perf.calibration import Calibration
 from maxkernel_tui.kernels.perf.vector_rates import vector_rates
-from maxkernel_tui.kernels.perf.xla_model import XLA_DEFAULT, XlaPrecision, xla_seconds
+from maxkernel_tui.kernels.perf.vs_xla import VsXla, XlaBaseline, XlaFigure
+from maxkernel_tui.kernels.perf.xla_model import (
+    XLA_DEFAULT,
+    XLA_PRECISIONS,
+    XlaPrecision,
+    xla_seconds,
+)
 from maxkernel_tui.kernels.report.basis import Basis
 from maxkernel_tui.kernels.targets import TpuTarget
 
@@ -79,10 +85,27 @@ class Estimate(JsonData):
     fits_vmem: bool
     roofline_seconds: float | None  # the task's own minimum on this TPU (reference flops and bytes)
     roofline_share: float | None  # roofline / estimated time
-    reference_seconds: float | None  # XLA's time for the reference (perf/xla_model.py), dispatch in
-    speedup: float | None  # reference_seconds / seconds
+    # XLA's time for the reference as it is written (perf/xla_model.py), dispatch in
+    reference_seconds: float | None
+    speedup: float | None  # reference_seconds / seconds: vs_xla's as_written
     dispatch_seconds: float = DISPATCH_S  # part of `seconds` and of `reference_seconds`
     reference_precision: str = XLA_DEFAULT.words  # what XLA's time was taken at
+    # both speedups, as written and at the precision the tolerance needs (perf/vs_xla.py);
+    # None in profiles stored before they were both kept
+    vs_xla: VsXla | None = None
+
+    @property
+    def speedups(self) -> VsXla:
+        """Both speedups over XLA; of a profile stored before both were kept, the one it had
+        (against XLA as the reference is written, which sessions then compared with)."""
+        if self.vs_xla is not None:
+            return self.vs_xla
+        passes = next(
+            (p.passes for p in XLA_PRECISIONS.values() if p.words == self.reference_precision), 1
+        )
+        return VsXla(
+            XlaFigure(XlaBaseline.AS_WRITTEN, passes, self.speedup, self.kind, self.target)
+        )
 
 
 def minimal_io_bytes(inputs: Any, outputs: Any) -> int:
@@ -98,11 +121,13 @@ def estimate(
     calibration: Calibration | None = None,
     io_bytes: int | None = None,
     reference_precision: XlaPrecision = XLA_DEFAULT,
+    tolerance_precision: XlaPrecision | None = None,
 ) -> Estimate:
     """The program's Pallas kernels run one after another, in one jitted call; their times add
     up. The roofline is the task's: the reference's flops, and `io_bytes` (inputs read and
-    outputs written once) or, without it, the bytes XLA's reference moves. The speedup is over
-    XLA at `reference_precision`."""
+    outputs written once) or, without it, the bytes XLA's reference moves. The speedups are over
+    XLA at `reference_precision` (the reference as written) and at `tolerance_precision` (what
+    the task's tolerance needs; None: not known)."""
     factor = calibration.factor(target.name) if calibration else 1.0
     seconds = (DISPATCH_S + sum(_pipeline_seconds(k, target) for k in kernels)) * factor
     transfer = sum(k.hbm_bytes / target.hbm_bandwidth for k in kernels)
@@ -118,11 +143,18 @@ def estimate(
     vmem = tightest.vmem_bytes if tightest else 0
     capacity = vmem_limit(tightest, target) if tightest else target.scoped_vmem_bytes
     roofline = _roofline(reference_cost, target, io_bytes)
+    kind = Basis.CALIBRATED if factor != 1.0 else Basis.ESTIMATED
+    written = _against(reference_cost, target, reference_precision, seconds, kind)
+    tolerance = (
+        None
+        if tolerance_precision is None
+        else _against(reference_cost, target, tolerance_precision, seconds, kind, tolerance=True)
+    )
     xla = xla_seconds(reference_cost, target, reference_precision)
     reference_seconds = DISPATCH_S + xla if xla else None
     return Estimate(
         target=target.name,
-        kind=Basis.CALIBRATED if factor != 1.0 else Basis.ESTIMATED,
+        kind=kind,
         seconds=seconds,
         bound=max(parts, key=lambda part: part[1])[0],
         transfer_seconds=transfer,
@@ -136,8 +168,9 @@ def estimate(
         roofline_seconds=roofline,
         roofline_share=roofline / seconds if roofline and seconds else None,
         reference_seconds=reference_seconds,
-        speedup=reference_seconds / seconds if reference_seconds and seconds else None,
+        speedup=written.speedup,
         reference_precision=reference_precision.words,
+        vs_xla=VsXla(written, tolerance),
     )
 
 
@@ -148,6 +181,22 @@ def vmem_limit(kernel: KernelAnalysis, target: TpuTarget) -> int:
     if kernel.vmem_limit_bytes:
         return min(kernel.vmem_limit_bytes, target.vmem_bytes)
     return target.scoped_vmem_bytes
+
+
+def _against(
+    cost: ReferenceCost | None,
+    target: TpuTarget,
+    precision: XlaPrecision,
+    seconds: float,
+    kind: Basis,
+    tolerance: bool = False,
+) -> XlaFigure:
+    """The kernel's speedup over XLA at `precision` (dispatch paid by both): XLA as the
+    reference is written, or at the precision the `tolerance` needs."""
+    xla = xla_seconds(cost, target, precision)
+    ratio = (DISPATCH_S + xla) / seconds if xla and seconds else None
+    baseline = XlaBaseline.TOLERANCE if tolerance else XlaBaseline.AS_WRITTEN
+    return XlaFigure(baseline, precision.passes, ratio, kind, target.name)
 
 
 def _steps(kernel: KernelAnalysis) -> int:

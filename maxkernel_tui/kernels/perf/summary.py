@@ -43,8 +43,13 @@ class ProfileSummary(JsonData, shape=Shape(keys={"task_id": "task"}, unknown=Unk
         }
         return data
 
+    def tolerance_passes(self) -> int | None:
+        """The MXU passes XLA needs for the task's tolerance, as the profile found them."""
+        found = [e.speedups.tolerance for e in self.estimates if e.speedups.tolerance]
+        return found[0].passes if found else None
+
     def table_rows(self) -> list[tuple[str, ...]]:
-        """(target, VMEM, HBM, bound, est. time, roofline, est. speedup) per generation."""
+        """(target, VMEM, HBM, bound, est. time, roofline, est. speedups) per generation."""
         return [
             (
                 e.target,
@@ -53,7 +58,7 @@ class ProfileSummary(JsonData, shape=Shape(keys={"task_id": "task"}, unknown=Unk
                 e.bound,
                 _time(e.seconds),
                 f"{e.roofline_share:.0%}" if e.roofline_share is not None else "?",
-                f"{e.speedup:.2f}x" if e.speedup is not None else "?",
+                e.speedups.short(),
             )
             for e in self.estimates
         ]
@@ -95,7 +100,7 @@ class ProfileSummary(JsonData, shape=Shape(keys={"task_id": "task"}, unknown=Unk
                 f"{_time(estimate.reference_seconds)} (the model's, from XLA's cost analysis: "
                 f"{estimate.reference_precision}; dispatch "
                 f"{_time(estimate.dispatch_seconds)} in both) -> est. speedup "
-                f"{_speedup(estimate.speedup)}"
+                f"{estimate.speedups.label()}"
             )
             lines.append(f"  {roofline_bar(estimate.roofline_share)}")
             lines.extend(f"  warning: {w}" for w in self.warnings.get(estimate.target, []))
@@ -124,10 +129,12 @@ class ProfileSummary(JsonData, shape=Shape(keys={"task_id": "task"}, unknown=Unk
             why = "; ".join(self.problems) or "no estimate of the kernel or of XLA's time"
             return f"against XLA on TPU {target}: not estimated ({why})"
         return (
-            f"against XLA on TPU {target}: {_speedup(found.speedup)} "
+            f"against XLA on TPU {target}: {found.speedups.label()} "
             f"({self.estimate_kind(found)} by the performance model at {self.config} shapes, "
-            f"not measured: kernel {_time(found.seconds)}, XLA {_time(found.reference_seconds)}; "
-            f"XLA means {XLA_MEANS}, {found.reference_precision})"
+            f"not measured: kernel {_time(found.seconds)}, XLA as written "
+            f"{_time(found.reference_seconds)}; XLA as written means {XLA_MEANS}, "
+            f"{found.reference_precision}; XLA@tolerance means the same reference at the MXU "
+            "passes the task's tolerance needs)"
         )
 
     def _expert_line(self, kernel: Estimate) -> list[str]:

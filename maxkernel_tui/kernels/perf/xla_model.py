@@ -59,6 +59,9 @@ XLA_HIGHEST = XlaPrecision(
 )
 
 
+XLA_PRECISIONS = {p.passes: p for p in (XLA_DEFAULT, XLA_HIGH, XLA_HIGHEST)}
+
+
 def xla_seconds(
     cost: ReferenceCost | None, target: TpuTarget, precision: XlaPrecision = XLA_DEFAULT
 ) -> float | None:

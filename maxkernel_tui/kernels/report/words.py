@@ -418,7 +418,8 @@ def _timed_words(timed: Timed) -> str:
     numerics = timed.device_numerics
     device = f"; {device_numerics_words(numerics)}" if numerics else ""
     clock = clock_words(timed.device_clock, timed.clock_note)
-    return f"{SPEEDUP} {ratio_words(timed.speedup)} ({clock}); {versus_expert}{device}"
+    speedup = f"{SPEEDUP} as written {ratio_words(timed.speedup)}"
+    return f"{speedup} ({clock}); {versus_expert}{device}"
 
 
 def device_numerics_words(numerics: DeviceNumerics) -> str:

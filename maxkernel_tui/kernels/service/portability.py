@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from maxkernel_tui.codec import JsonData
+from maxkernel_tui.kernels.perf.vs_xla import VsXla
 from maxkernel_tui.kernels.report.checks import FAIL, EvalReport
 from maxkernel_tui.kernels.report.status import CheckName, Verdict
 from maxkernel_tui.kernels.targets import TARGETS
@@ -36,8 +37,8 @@ class PortabilityRow(JsonData):
     vmem_bytes: int | None = None  # the model's VMEM footprint of the blocks
     vmem_capacity: int | None = None
     seconds: float | None = None  # the model's time for the kernel
-    xla_seconds: float | None = None  # ... for the XLA reference
-    vs_xla: float | None = None  # xla_seconds / seconds
+    xla_seconds: float | None = None  # ... for the XLA reference as written
+    vs_xla: VsXla | None = None  # both speedups over XLA (perf/vs_xla.py)
     expert_seconds: float | None = None
     vs_expert: float | None = None  # expert_seconds / seconds: above 1, faster than the expert
     basis: str = ESTIMATED
@@ -92,7 +93,7 @@ def _row(target: str, report: EvalReport, summary: ProfileSummary | None) -> Por
         found.vmem_capacity,
         found.seconds,
         found.reference_seconds,
-        found.speedup,
+        found.speedups,
         expert.seconds if expert else None,
         expert.seconds / found.seconds if expert and found.seconds else None,
         summary.estimate_kind(found) + " by the performance model at production shapes",

@@ -85,8 +85,9 @@ class RayBackend:
         *,
         trace: bool,
         reference_costs: dict[str, ReferenceCost] | None,
+        tolerance_passes: int | None = None,
     ) -> ProfileSummary:
-        job = ProfileJob(self._files, kernel, self.target, trace, reference_costs)
+        job = ProfileJob(self._files, kernel, self.target, trace, reference_costs, tolerance_passes)
         answer = self._dispatcher.profile(job)
         if answer.summary is None:
             raise ProfileError(answer.error or "the node sent no profile")

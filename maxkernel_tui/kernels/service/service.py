@@ -74,6 +74,7 @@ class Backend(Protocol):
         *,
         trace: bool,
         reference_costs: dict[str, ReferenceCost] | None,
+        tolerance_passes: int | None = None,
     ) -> ProfileSummary:
         """The profile, or ProfileError saying why there is none."""
         ...
@@ -120,6 +121,7 @@ class LocalBackend:
         *,
         trace: bool,
         reference_costs: dict[str, ReferenceCost] | None,
+        tolerance_passes: int | None = None,
     ) -> ProfileSummary:
         return profile_kernel(
             kernel,
@@ -129,6 +131,7 @@ class LocalBackend:
             calibration_file=self.profile_options.calibration_file,
             trace=trace,
             reference_costs=reference_costs,
+            tolerance_passes=tolerance_passes,
         )
 
     def close(self) -> None:
@@ -153,6 +156,7 @@ class EvaluationService:
         connects to the cluster: one that cannot be used raises ClusterError (a ValueError)."""
         self.task, self.options = task, setup.options
         self._reference_costs: dict[str, ReferenceCost] | None = None
+        self._tolerance_passes: int | None = None  # found by the first profile
         self._backend: Backend
         ray = setup.executor.ray
         if ray is None:
@@ -199,19 +203,24 @@ class EvaluationService:
     def profile(self, kernel: KernelSource, *, estimate_only: bool = False) -> ProfileResult:
         """`estimate_only`: the model's estimate without running the kernel (autotune candidates);
         the reference's XLA cost (described with the task, else compiled by the first profile)
-        is reused by every later one."""
+        and the MXU passes XLA needs for the tolerance (found by the first) are reused by every
+        later one."""
         if self._reference_costs is None and (
             known := described_reference_cost(self.task, self.target)
         ):
             self._reference_costs = {self.target: known}
         try:
             summary = self._backend.profile(
-                kernel, trace=not estimate_only, reference_costs=self._reference_costs
+                kernel,
+                trace=not estimate_only,
+                reference_costs=self._reference_costs,
+                tolerance_passes=self._tolerance_passes,
             )
         except ProfileError as error:
             return ProfileResult(None, str(error))
         if not any(cost.error for cost in summary.reference_costs.values()):
             self._reference_costs = summary.reference_costs
+        self._tolerance_passes = self._tolerance_passes or summary.tolerance_passes()
         return ProfileResult(summary)
 
     def estimate_on(self, target: str) -> None:

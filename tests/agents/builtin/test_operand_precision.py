@@ -1,13 +1,13 @@
 """The rule that projects bf16 operands' rounding error from the small numerics shapes to
-production's contraction depth (operand_precision.Depth), with the figures of the suite's 41k:
-25% of the tolerance at K 512 over 98,304 outputs, and at production K 8192 over 33.5M outputs,
-where bf16 operands were measured at 111% of it. No jax."""
+production's contraction depth (kernels/rounding_depth.py's Depth), with the figures of the
+suite's 41k: 25% of the tolerance at K 512 over 98,304 outputs, and at production K 8192 over
+33.5M outputs, where bf16 operands were measured at 111% of it. No jax."""
 
 import math
 
 import pytest
 
-from maxkernel_tui.agents.builtin.operand_precision import (
+from maxkernel_tui.kernels.rounding_depth import (
     PROJECTED_SHARE_LIMIT,
     Depth,
     projected_share,

@@ -71,7 +71,7 @@ def test_bf16_operands_where_the_tolerance_allows_f32_where_it_does_not(tmp_path
     assert ".astype(jnp.bfloat16)" in source and "Matmul operands: bf16." in source
     rows, depth, cols = 4096, 8192, 8192
     xla = ReferenceCost(2.0 * rows * depth * cols, 4.0 * (rows * depth + depth * cols))
-    found = estimate_source(source, loose, reference_cost=xla, reference_precision=cheap.xla)
+    found = estimate_source(source, loose, reference_cost=xla, tolerance_precision=cheap.xla)
     assert found.speedup is not None and found.speedup >= 0.9
     assert "default precision" in found.reference_precision
 

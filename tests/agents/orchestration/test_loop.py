@@ -94,6 +94,12 @@ async def test_auto_debugs_a_failing_kernel_profiles_tunes_and_iterates(bench: B
         GOOD, {"BLOCK_ROWS": 512}
     )
     assert outcome.best.score == 2.0 and outcome.score_kind.startswith("estimated speedup")
+    # the fake profile finds no tolerance's precision: the score is against XLA as written, and
+    # the other figure beside it says it is not known, to the session's end
+    assert "(as written)" in outcome.score_kind
+    assert outcome.best.score_also == "vs XLA@tolerance: not known"
+    (end,) = [e for e in store.events(session) if e.kind == "session_ended"]
+    assert end.payload["score_also"] == "vs XLA@tolerance: not known"
     assert outcome.reason == "max iterations (2)"
     assert store.session(session).status == "done"
 

@@ -86,9 +86,10 @@ def test_the_timing_names_its_clock() -> None:
     device = DeviceNumerics(True, "bench")
     timed = Timed(Ratio(1.0, 0.9, 1.1), False, None, device, "no trace")
     assert check_words(Reason.SPEEDUP_NOT_SIGNIFICANT, timed) == (
-        "speedup over the XLA reference 1.00x (95% CI 0.90-1.10, not significant) (wall time "
-        "around block_until_ready (dispatch included); no device trace: no trace); the task has "
-        "no expert Pallas kernel; on the device at bench shapes: within the task's tolerance"
+        "speedup over the XLA reference as written 1.00x (95% CI 0.90-1.10, not significant) "
+        "(wall time around block_until_ready (dispatch included); no device trace: no trace); "
+        "the task has no expert Pallas kernel; on the device at bench shapes: within the task's "
+        "tolerance"
     )
     count = DeviceNumerics(False, "bench", outputs=1, expected=2)
     assert check_words(Reason.WRONG_ON_DEVICE, count) == (

@@ -1,6 +1,9 @@
 """A profile summary from a stubbed analysis: its JSON (stored, read back), table and text."""
 
 import json
+from dataclasses import replace
+
+import pytest
 
 from maxkernel_tui.kernels.evaluation.profiling.profile import summarize
 from maxkernel_tui.kernels.perf.analysis import (
@@ -84,20 +87,40 @@ def test_table_and_text_say_what_is_estimated():
 
 
 def test_a_kernel_that_states_no_dimension_semantics_says_what_mosaic_takes():
-    from dataclasses import replace
-
     unstated = replace(KERNEL, grid=[8, 512], dimension_semantics=[])
     answer = replace(ANSWER, kernels=[unstated])
     text = summarize("12p_RMSNorm", "k.py", answer, ("v5e",)).to_text()
     assert "grid [8, 512] (arbitrary, arbitrary: not stated, Mosaic's default);" in text
 
 
-def test_the_estimate_against_xla_is_one_labelled_line():
-    summary = summarize("12p_RMSNorm", "k.py", ANSWER, ("v5e", "v6e"))
+def test_the_estimate_against_xla_is_one_line_with_both_xlas_labelled():
+    # a matmul-heavy reference: XLA at the tolerance's three MXU passes takes three times the
+    # MXU time of XLA as written (one pass), and the line says which figure is which
+    matmul = ReferenceCost(flops=2e13, bytes_accessed=1.2e9)
+    answer = replace(ANSWER, reference_costs={"v5e": matmul}, written_passes=1, tolerance_passes=3)
+    summary = summarize("41k", "k.py", answer, ("v5e",))
+    both = summary.estimates[0].speedups
+    assert both.tolerance is not None and both.tolerance.passes == 3
+    assert both.tolerance.speedup == pytest.approx(3 * (both.as_written.speedup or 0), rel=0.05)
     line = summary.against_xla("v5e")
-    speedup = summary.estimates[0].speedup
-    assert line.startswith(f"against XLA on TPU v5e: {speedup:.2f}x (estimated by the performance")
+    assert line.startswith(
+        f"against XLA on TPU v5e: {both.tolerance.speedup:.2f}x XLA@3-pass (tolerance) · "
+        f"{both.as_written.speedup:.2f}x XLA@1-pass (as written) (est., v5e) (estimated by the "
+    )
     assert "not measured" in line and "the task's reference as written, compiled by XLA" in line
+    assert "3-pass (tolerance)" in summary.to_text() and "1-pass (as written)" in summary.to_text()
+    assert summary.table_rows()[0][-1] == both.short()
+    assert summary.tolerance_passes() == 3
+
+
+def test_a_tolerance_not_found_is_said_and_an_unknown_estimate_says_why():
+    summary = summarize("12p_RMSNorm", "k.py", ANSWER, ("v5e", "v6e"))
+    speedup = summary.estimates[0].speedup
+    assert summary.against_xla("v5e").startswith(
+        f"against XLA on TPU v5e: {speedup:.2f}x XLA@1-pass (as written) (est., v5e) · "
+        "vs XLA@tolerance: not known (estimated by the performance"
+    )
+    assert summary.tolerance_passes() is None
     assert summary.against_xla("v6e") == (
         "against XLA on TPU v6e: not estimated "
         "(XLA cost of the reference on v6e: RESOURCE_EXHAUSTED)"

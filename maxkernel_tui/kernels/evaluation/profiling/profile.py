@@ -32,6 +32,7 @@ from maxkernel_tui.kernels.perf.analysis import (
 from maxkernel_tui.kernels.perf.calibration import Calibration, load_calibration
 from maxkernel_tui.kernels.perf.model import estimate, warnings_for
 from maxkernel_tui.kernels.perf.summary import ProfileSummary
+from maxkernel_tui.kernels.perf.xla_model import XLA_PRECISIONS
 from maxkernel_tui.kernels.snapshot import TaskSnapshot, snapshot_task
 from maxkernel_tui.kernels.targets import TARGETS
 from maxkernel_tui.kernels.task import Task, TaskError
@@ -72,11 +73,13 @@ def profile_kernel(
     timeout: float = 600.0,
     trace: bool = True,
     reference_costs: dict[str, ReferenceCost] | None = None,
+    tolerance_passes: int | None = None,
 ) -> ProfileSummary:
     """`task`: a task (snapshotted for this profile), or the snapshot an evaluation took, which
     every worker of the profile then reads. `trace=False`: the static analysis and the model's
     estimates only (no run of the kernel); `reference_costs`: the reference's XLA costs per
-    target from an earlier profile (no compile)."""
+    target from an earlier profile (no compile); `tolerance_passes`: the MXU passes XLA needs
+    for the task's tolerance, from an earlier profile (no emulation)."""
     with contextlib.ExitStack() as stack:
         snapshot = task if isinstance(task, TaskSnapshot) else _snapshot(task, stack)
         task = snapshot.task
@@ -90,6 +93,7 @@ def profile_kernel(
             trace_dir=str(trace_root / f"{task.task_id}-{time.strftime('%Y%m%d-%H%M%S')}"),
             trace=trace,
             reference_costs=reference_costs or {},
+            tolerance_passes=tolerance_passes,
         )
         answer = _ask_worker(workdir, request, timeout)
         summary = summarize(task.task_id, kernel.name, answer, targets, calibration_file)
@@ -127,6 +131,7 @@ def _add_expert(
             programs=programs,
             trace=False,
             reference_costs=answer.reference_costs,
+            tolerance_passes=answer.tolerance_passes,
         )
         expert_answer = _ask_worker(workdir, expert_request, timeout)
     except (OSError, ProfileError) as error:
@@ -220,7 +225,17 @@ def summarize(
         if cost is not None and cost.error is not None:
             problems.append(f"XLA cost of the reference on {name}: {cost.error}")
             cost = None
-        estimates.append(estimate(answer.kernels, target, cost, calibration, answer.io_bytes))
+        estimates.append(
+            estimate(
+                answer.kernels,
+                target,
+                cost,
+                calibration,
+                answer.io_bytes,
+                XLA_PRECISIONS[answer.written_passes],
+                XLA_PRECISIONS.get(answer.tolerance_passes or 0),
+            )
+        )
         warnings[name] = [w for k in answer.kernels for w in warnings_for(k, target)]
     if not answer.kernels:
         problems.append("no pallas_call in the program: nothing for the kernel model to analyse")

@@ -25,6 +25,7 @@ from jax.extend.core import ClosedJaxpr, jaxpr_as_fun
 
 from maxkernel_tui.kernels import aot
 from maxkernel_tui.kernels import reference_runtime as runtime
+from maxkernel_tui.kernels.evaluation.matmul_rounding import tolerance_precision, written_precision
 from maxkernel_tui.kernels.evaluation.tracer.carried import ProgramRefused, checked_program
 from maxkernel_tui.kernels.evaluation.tracer.transport import interpreted
 from maxkernel_tui.kernels.loader import load_task
@@ -84,7 +85,24 @@ def profile(request: ProfileRequest) -> ProfileAnswer:
             trace = _trace(task, reference, traced, config, Path(request.trace_dir), on_tpu)
         else:  # interpret mode at production shapes takes minutes on a CPU: never run it
             trace = Trace("", bench, NO_CPU_TRACE, 0.0, [])
-    return ProfileAnswer(bench, kernels, costs, minimal_io_bytes(specs, outputs), trace)
+    written, tolerance = _precisions(task, reference, specs, static, request.tolerance_passes)
+    io_bytes = minimal_io_bytes(specs, outputs)
+    return ProfileAnswer(bench, kernels, costs, io_bytes, trace, written, tolerance)
+
+
+def _precisions(
+    task: Any, reference: Any, specs: Any, static: Any, known: int | None
+) -> tuple[int, int | None]:
+    """The MXU passes of XLA running the reference as written and at the precision the task's
+    tolerance needs (`known` from an earlier profile, else found here: None where it cannot)."""
+    jaxpr = jax.make_jaxpr(lambda *d: reference.computation(*d, *static))(*specs).jaxpr
+    if known is None:
+        try:
+            found = tolerance_precision(task, reference, jaxpr)
+        except Exception:  # the reference's numerics at other shapes: the figure stays unknown
+            found = None
+        known = None if found is None else found.passes
+    return written_precision(jaxpr).passes, known
 
 
 def _reference_cost(reference: Any, specs: Any, static: Any, target_name: str) -> ReferenceCost:
