@@ -53,7 +53,8 @@ def bf16_share(task: Task, config: str, sizes: dict[str, int], matmuls: int) -> 
     """The share of `task`'s tolerance at `config` the reference uses, at its worst element over
     the rounding check's seeds, with every matmul's operands rounded to bf16, on `sizes` (a
     configuration the task's CONFIGS gains for this: production's contraction depth on fewer
-    images, say). Measured, not projected; the tolerance is `config`'s. TaskError where the reference cannot take them."""
+    images, say). Measured, not projected; the tolerance is `config`'s. TaskError where the
+    reference cannot take them."""
     module = runtime.load_reference(task)
     task = runtime.with_extra_configs(task, module, {"measured": sizes})
     measured = cases(task, module, "measured", matmuls)
