@@ -44,7 +44,7 @@ from maxkernel_tui.kernels.evaluation.protocol import (
     event_from_json,
     request_to_json,
 )
-from maxkernel_tui.kernels.evaluation.provenance import verdict_inputs
+from maxkernel_tui.kernels.evaluation.provenance import gradient_evidence, verdict_inputs
 from maxkernel_tui.kernels.evaluation.reference import cache as reference_cache
 from maxkernel_tui.kernels.evaluation.reference.processes import ReferenceWorkers
 from maxkernel_tui.kernels.evaluation.reference.tiles import TilesReference
@@ -206,6 +206,7 @@ class Harness:
         try:
             (workdir / "kernel.py").write_text(kernel.text)  # its private dir, nothing else of ours
             programs = traced.write(workdir)
+            backward = traced.write_backward(workdir)
             expert = kernel.is_expert(snapshot)
             tiles_request = tiles_plan.request(
                 task,
@@ -229,6 +230,7 @@ class Harness:
                 expert,
                 tiles_request,
                 programs,
+                backward,
                 traced.untraced,
                 max(deadline - time.monotonic(), 1.0),
             )
@@ -243,6 +245,8 @@ class Harness:
             runs += [key for key in events if key not in runs]
             if report.failure is None and runs:
                 self._check_numerics(task, runs, extra, events, report)
+            if (gradients := gradient_evidence(task, report.checks)) is not None:
+                report.inputs.append(gradients)
             if report.failure is None:
                 on_device = tpu_present()  # the timing compares the whole production output
                 for run in tiles:
@@ -296,6 +300,8 @@ class Harness:
                 task_digest=snapshot.digest,
                 programs=traced.write(workdir),
                 untraced=traced.untraced,
+                gradients=list(snapshot.task.gradients),
+                backward_programs=traced.write_backward(workdir),
             )
             timeout = max(deadline - time.monotonic(), 1.0)
             events, _ = self._run_request(worker, request, timeout, report)
@@ -328,6 +334,7 @@ class Harness:
                 out_dir=str(workdir),
                 extra_configs=extra,
                 task_digest=snapshot.digest,
+                gradients=list(snapshot.task.gradients),
             )
             try:
                 return trace_programs(worker, request, timeout, report, self.memory_bytes)
@@ -349,6 +356,7 @@ class Harness:
         expert_baseline: bool,
         tiles_request: TilesRequest | None,
         programs: dict[str, str],
+        backward: dict[str, str],
         untraced: dict[str, str],
         timeout: float,
     ) -> tuple[dict[Run, NumericsRun], list[TilesRun]]:
@@ -368,6 +376,8 @@ class Harness:
             task_digest=self._digests[task.folder],
             programs=programs,
             untraced=untraced,
+            gradients=list(task.gradients),
+            backward_programs=backward,
         )
         return self._run_request(worker, request, timeout, report)
 
@@ -422,7 +432,9 @@ class Harness:
             reference_worker = self._reference_for(task)
             assert reference_worker.directory is not None
             reference_dir = Path(tempfile.mkdtemp(dir=reference_worker.directory))
-            request = ReferenceRequest(str(task.folder), runs, str(reference_dir), extra)
+            request = ReferenceRequest(
+                str(task.folder), runs, str(reference_dir), extra, gradients=list(task.gradients)
+            )
             answer = self._ask(reference_worker, request)
         try:
             self._compare(task, runs, extra, candidate_runs, answer, reference_started, report)
@@ -525,6 +537,33 @@ def _stage_in_progress(report: EvalReport) -> CheckName:
     return next((stage for stage in _STAGES if stage not in done), NUMERICS)
 
 
+def _gradient_figures(
+    task: Task, config: str, seed: int, candidate: NumericsRun, reference: NumericsRun
+) -> list[RunFigures]:
+    """Each requested gradient of one run against the reference's, with the task's gradient
+    tolerance there; a missing one is the kernel's failure (its backward gave none)."""
+    from maxkernel_tui.kernels.evaluation.compare import compare_files
+
+    if not task.gradients:
+        return []
+    tolerance = task.gradient_tolerance(config)
+    got, wanted = candidate.gradient_files or [], reference.gradient_files or []
+    if len(got) != len(task.gradients) or len(wanted) != len(task.gradients):
+        missing = "the backward gave no gradients" if len(got) != len(task.gradients) else ""
+        return [RunFigures(config, seed, error=missing or "the reference gave no gradients")]
+    return [
+        RunFigures(
+            config,
+            seed,
+            tolerance.atol,
+            tolerance.rtol,
+            compare_files([mine], [theirs], tolerance),
+            gradient=name,
+        )
+        for name, mine, theirs in zip(task.gradients, got, wanted, strict=True)
+    ]
+
+
 def _compare_runs(
     name: CheckName,
     task: Task,
@@ -556,6 +595,12 @@ def _compare_runs(
         if not comparison.ok:
             return Check(name, FAIL, comparison.reason, compared)
         agreed.append(compared)
+        for figures in _gradient_figures(task, config, seed, candidate, reference):
+            if figures.error is not None:
+                return Check(name, FAIL, Reason.KERNEL_FAILED, figures)
+            if figures.comparison is not None and not figures.comparison.ok:
+                return Check(name, FAIL, Reason.GRADIENT_OUTSIDE_TOLERANCE, figures)
+            agreed.append(figures)
     at_production = any(config == task.configs[0] for config, _ in runs) and len(task.configs) > 1
     return Check(
         name,

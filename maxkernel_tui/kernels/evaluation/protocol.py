@@ -71,6 +71,11 @@ class CandidateRequest(JsonData):
     # kernel could not be traced (configuration: why), its runs there fail with that reason.
     programs: dict[str, str] = field(default_factory=dict)
     untraced: dict[str, str] = field(default_factory=dict)
+    # Parameters of computation whose gradients are judged (Task.gradients, the option's where
+    # it gave them), and the candidate's backward programs (configuration: file), each a
+    # function of the inputs and the outputs' cotangents giving those gradients.
+    gradients: list[str] = field(default_factory=list)
+    backward_programs: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -84,6 +89,7 @@ class TraceRequest(JsonData):
     out_dir: str
     extra_configs: dict[str, dict[str, int]] = field(default_factory=dict)
     task_digest: str = ""
+    gradients: list[str] = field(default_factory=list)  # a backward program too, when given
 
 
 # A candidate worker's request line: {"trace": ...} or {"judge": ...}.
@@ -110,6 +116,7 @@ class Traced:
     file: str | None = None
     seconds: float = 0.0
     error: str | None = None
+    backward_file: str | None = None  # the backward program, when gradients were asked for
 
 
 @dataclass(frozen=True)
@@ -126,6 +133,9 @@ class NumericsRun(JsonData):
     # A production tiles reference (ProductionRequest): True when `files` hold the outputs at the
     # sample's indices only (computed by regions), False when they hold whole outputs.
     at_indices: bool | None = None
+    # The gradients asked for (one file per requested parameter, in the request's order) from
+    # the same inputs and the seed's cotangents (evaluation/gradients.py); None: none asked.
+    gradient_files: list[str] | None = None
 
     @property
     def key(self) -> Run:
@@ -202,6 +212,7 @@ class ReferenceRequest(JsonData):
     out_dir: str
     extra_configs: dict[str, dict[str, int]] = field(default_factory=dict)
     production: ProductionRequest | None = None  # the production tiles' reference, if asked
+    gradients: list[str] = field(default_factory=list)  # jax.vjp of the reference too
 
 
 @dataclass(frozen=True)

@@ -41,6 +41,11 @@ class Reason(StrEnum):
     HEAVY_WORK_OUTSIDE_PALLAS = "heavy_work_outside_pallas"
     EXPERT_WORK_OUTSIDE_PALLAS = "expert_work_outside_pallas"  # reported, not rejected
     PALLAS_HOLDS_THE_WORK = "pallas_holds_the_work"
+    # the trace check of the backward program (tasks that ask for gradients)
+    BACKWARD_UNTRACEABLE = "backward_untraceable"  # no backward program: Said why
+    BACKWARD_NO_PALLAS_CALL = "backward_no_pallas_call"
+    BACKWARD_WORK_OUTSIDE_PALLAS = "backward_work_outside_pallas"
+    BACKWARD_IN_PALLAS = "backward_in_pallas"
     # TPU lowering and compilation
     LOWERED = "lowered"
     LOWERING_FAILED = "lowering_failed"
@@ -58,6 +63,7 @@ class Reason(StrEnum):
     WITHIN_TOLERANCE = "within_tolerance"
     OUTSIDE_TOLERANCE = "outside_tolerance"
     NON_FINITE = "non_finite"  # NaN or infinity where the reference is finite
+    GRADIENT_OUTSIDE_TOLERANCE = "gradient_outside_tolerance"  # RunFigures.gradient names it
     OUTPUT_MISMATCH = "output_mismatch"  # output count or shape
     NO_OUTPUT = "no_output"
     KERNEL_FAILED = "kernel_failed"
@@ -216,6 +222,7 @@ class RunFigures:
     rtol: float = 0.0
     comparison: Comparison | None = None
     error: str | None = None
+    gradient: str | None = None  # the parameter whose gradient was compared; None: the outputs
 
 
 @dataclass(frozen=True)

@@ -49,6 +49,8 @@ _FIXED = {
     R.NO_CHECK_CONFIG: "no check configuration to compare production shapes with",
     R.NO_EDGE_CONFIGS: "this task's get_inputs takes no named configurations: "
     "no extra edge-case configurations",
+    R.BACKWARD_NO_PALLAS_CALL: "the backward (jax.vjp of computation) has no pallas_call: "
+    "its work runs in plain XLA",
     R.NO_TPU: "not measured: no TPU on this machine; times in TPU interpret mode on a "
     "CPU are a simulator's, not the kernel's, so none are shown",
     R.NO_SANDBOX_POLICY: "WITHOUT the sandbox: started with no policy",
@@ -66,6 +68,7 @@ _SAID = {
     R.TRACE_REFUSED: "{}",
     R.IMPORT_FAILED: "the kernel fails to import: {}",
     R.UNTRACEABLE: "{}",
+    R.BACKWARD_UNTRACEABLE: "{}",
     R.PROGRAM_UNWRITABLE: "its program could not be written in its directory: {}",
     R.SANITY_RUN: "sanity run (no Pallas required): {}",
     R.LOWERING_FAILED: "cannot be lowered for TPU at production shapes: {}",
@@ -102,6 +105,12 @@ def check_words(reason: Reason, figures: Figures) -> str:
             return f"the tracer {claimed}: the kernel is rejected"
         case WorkerFailed(process, text, limit):
             return _worker_words(reason, process, text, limit)
+        case WorkShare() if reason == R.BACKWARD_IN_PALLAS:
+            return (
+                f"backward (jax.vjp of computation, {figures.outputs}): "
+                f"{figures.pallas_calls} pallas_call(s); heavy work inside Pallas (outside: "
+                f"{figures.xla_flops:.3g} flops, {figures.xla_reduced:.3g} reduced elements)"
+            )
         case WorkShare():
             return (
                 f"{figures.pallas_calls} pallas_call(s); heavy work inside Pallas (outside: "
@@ -113,6 +122,8 @@ def check_words(reason: Reason, figures: Figures) -> str:
                 "the task's expert baseline, so reported, not rejected: "
                 f"{_outside_words(figures)}; {figures.outputs}"
             )
+        case OutsidePallas() if reason == R.BACKWARD_WORK_OUTSIDE_PALLAS:
+            return f"the backward (jax.vjp of computation): {_outside_words(figures)}"
         case OutsidePallas():
             return _outside_words(figures)
         case Target(name, text) if reason == R.COMPILE_FAILED:
@@ -283,7 +294,8 @@ def _worker_words(reason: Reason, process: str, text: str, limit: float | None) 
 
 
 def _run_label(run: RunFigures) -> str:
-    return f"{run.config} seed {run.seed}"
+    gradient = f" gradient of {run.gradient}" if run.gradient else ""
+    return f"{run.config} seed {run.seed}{gradient}"
 
 
 def _run_words(reason: Reason, run: RunFigures) -> str:
@@ -295,6 +307,11 @@ def _run_words(reason: Reason, run: RunFigures) -> str:
         return f"the reference failed: {run.error}"
     if reason == R.RACE_DETECTED:
         return "TPU interpret mode detected a race between grid steps or DMAs"
+    if run.gradient:
+        return (
+            f"wrong gradient (atol {run.atol:g}, rtol {run.rtol:g}): "
+            f"{comparison_words(run.comparison)}"
+        )
     return (
         f"wrong numerics (atol {run.atol:g}, rtol {run.rtol:g}): {comparison_words(run.comparison)}"
     )

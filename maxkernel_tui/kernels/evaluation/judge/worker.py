@@ -38,6 +38,7 @@ from jax.extend.core import ClosedJaxpr, jaxpr_as_fun
 from maxkernel_tui.kernels import aot
 from maxkernel_tui.kernels import reference_runtime as runtime
 from maxkernel_tui.kernels.config_names import CHECK
+from maxkernel_tui.kernels.evaluation import gradients
 from maxkernel_tui.kernels.evaluation.failure_text import first_lines
 from maxkernel_tui.kernels.evaluation.judge.outputs import save_outputs
 from maxkernel_tui.kernels.evaluation.protocol import (
@@ -59,6 +60,7 @@ from maxkernel_tui.kernels.evaluation.tracer.candidate import trace_candidate
 from maxkernel_tui.kernels.evaluation.tracer.carried import (
     ProgramRefused,
     avals_text,
+    checked_backward,
     checked_program,
     widened_outputs,
 )
@@ -139,6 +141,38 @@ class _Subject:
     expected: list[Any]  # the reference's output avals at production shapes
     bench: str  # the production configuration
     loaded: dict[str, ClosedJaxpr] = dataclasses.field(default_factory=dict)
+    # Where the task asks for gradients: the backward programs' files (configuration: file) and
+    # the requested parameters' positions among computation's arguments (gradients.py).
+    backward_files: dict[str, str] = dataclasses.field(default_factory=dict)
+    at: tuple[int, ...] = ()
+    loaded_backward: dict[str, ClosedJaxpr] = dataclasses.field(default_factory=dict)
+
+    def backward(self, config: str) -> ClosedJaxpr:
+        """The candidate's backward program at `config`, checked as `program` is."""
+        if config in self.loaded_backward:
+            return self.loaded_backward[config]
+        self.program(config)  # no backward where the forward is refused or untraced
+        where = "production shapes" if config == self.bench else f"{config!r} shapes"
+        if config not in self.backward_files:
+            raise _Refused(f"the tracer sent no backward program at {where}")
+        try:
+            program = checked_backward(
+                Path(self.backward_files[config]),
+                self.task,
+                self.reference,
+                config,
+                where,
+                self.at,
+            )
+        except ProgramRefused as refusal:
+            raise _Refused(str(refusal)) from None
+        self.loaded_backward[config] = program
+        return program
+
+    def backward_specs(self, config: str) -> list[Any]:
+        """The backward program's inputs at `config`: the dynamic inputs, then the cotangents."""
+        specs, _, expected = runtime.io_specs(self.task, self.reference, config)
+        return [*jax.tree.leaves(specs), *gradients.cotangent_specs(expected)]
 
     def program(self, config: str) -> ClosedJaxpr:
         """The candidate's program at `config`, once its inputs and outputs are the task's
@@ -197,7 +231,7 @@ def evaluate_candidate(request: CandidateRequest) -> None:
 
 def _load(request: CandidateRequest) -> _Subject:
     """The task, its reference and the production shapes; the programs load when checked."""
-    task = load_task(request.task)
+    task = load_task(request.task).with_gradients(tuple(request.gradients))
     reference = runtime.load_reference(task)
     task = runtime.with_extra_configs(task, reference, request.extra_configs)
     specs, static, expected = runtime.io_specs(task, reference, request.bench_config)
@@ -210,6 +244,8 @@ def _load(request: CandidateRequest) -> _Subject:
         static,
         expected,
         request.bench_config,
+        backward_files=request.backward_programs,
+        at=gradients.positions(task, len(specs)) if task.gradients else (),
     )
 
 
@@ -221,7 +257,31 @@ def _trace_check(subject: _Subject, start: float, request: CandidateRequest) -> 
     if not request.require_pallas:
         outputs = Said(_outputs_text(subject, traced))
         return _check(CheckName.TRACE, PASS, Reason.SANITY_RUN, outputs, start)
-    return _pallas_check(subject, traced, start, request.expert_baseline)
+    if not _pallas_check(subject, traced, start, request.expert_baseline):
+        return False
+    return not subject.task.gradients or _backward_check(subject)
+
+
+def _backward_check(subject: _Subject) -> bool:
+    """The backward's heavy work runs inside Pallas kernels too: the candidate's backward
+    program against jax.vjp of the reference at production shapes."""
+    start = time.perf_counter()
+    try:
+        traced = subject.backward(subject.bench)
+    except _Refused as refusal:
+        return _check(CheckName.TRACE, FAIL, Reason.TRACE_REFUSED, Said(str(refusal)), start)
+    work = measure(traced)
+    if not work.has_pallas:
+        return _check(CheckName.TRACE, FAIL, Reason.BACKWARD_NO_PALLAS_CALL, NoFigures(), start)
+    reference = gradients.trace_backward(
+        subject.reference.computation, subject.specs, subject.static, subject.at, subject.expected
+    )
+    outside = _outside_pallas(work, measure(reference))
+    if outside:
+        return _check(CheckName.TRACE, FAIL, Reason.BACKWARD_WORK_OUTSIDE_PALLAS, outside, start)
+    named = f"gradients of {', '.join(subject.task.gradients)}"
+    share = WorkShare(len(work.pallas_calls), work.xla_flops, work.xla_reduced, named)
+    return _check(CheckName.TRACE, PASS, Reason.BACKWARD_IN_PALLAS, share, start)
 
 
 def _pallas_check(subject: _Subject, traced: Any, start: float, expert: bool) -> bool:
@@ -254,9 +314,10 @@ def _outputs_text(subject: _Subject, traced: Any) -> str:
 def _lower_check(subject: _Subject, target: TpuTarget) -> bool:
     start = time.perf_counter()
     try:
-        program = jax.jit(subject.function(subject.bench), keep_unused=True)
-        with aot.on_target(target):
-            program.trace(*subject.specs).lower(lowering_platforms=("tpu",))
+        for function, specs in _programs_at_production(subject):
+            program = jax.jit(function, keep_unused=True)
+            with aot.on_target(target):
+                program.trace(*specs).lower(lowering_platforms=("tpu",))
     except Exception as error:
         said = Said(first_lines(error))
         return _check(CheckName.TPU_LOWER, FAIL, Reason.LOWERING_FAILED, said, start)
@@ -266,11 +327,24 @@ def _lower_check(subject: _Subject, target: TpuTarget) -> bool:
 def _compile_check(subject: _Subject, target: TpuTarget) -> bool:
     start = time.perf_counter()
     try:
-        aot.compile_for_tpu(subject.function(subject.bench), subject.specs, target)
+        for function, specs in _programs_at_production(subject):
+            aot.compile_for_tpu(function, specs, target)
     except Exception as error:
         failed = Target(target.name, first_lines(error))
         return _check(CheckName.TPU_COMPILE, FAIL, Reason.COMPILE_FAILED, failed, start)
     return _check(CheckName.TPU_COMPILE, PASS, Reason.COMPILED, Target(target.name), start)
+
+
+def _programs_at_production(subject: _Subject) -> list[tuple[Callable[..., Any], Any]]:
+    """The programs lowered and compiled for the TPU, with their inputs: the forward, and the
+    backward where the task asks for gradients (its kernels run on the TPU in training)."""
+    programs: list[tuple[Callable[..., Any], Any]] = [
+        (subject.function(subject.bench), subject.specs)
+    ]
+    if subject.task.gradients:
+        backward = jaxpr_as_fun(subject.backward(subject.bench))
+        programs.append((backward, subject.backward_specs(subject.bench)))
+    return programs
 
 
 def _production_check(subject: _Subject, request: CandidateRequest) -> list[Run] | None:
@@ -422,9 +496,11 @@ def _numerics_runs(subject: _Subject, request: CandidateRequest, runs: list[Run]
     # One jitted program per configuration: the seeds of a configuration differ only in their
     # inputs, so the interpreter's program is compiled once.
     programs: dict[str, Any] = {}
+    backward_programs: dict[str, Any] = {}
     for config, seed in runs:
         start = time.perf_counter()
         files: list[str] | None = None
+        gradient_files: list[str] | None = None
         races: bool | None = None
         error: str | None = None
         try:
@@ -442,13 +518,45 @@ def _numerics_runs(subject: _Subject, request: CandidateRequest, runs: list[Run]
             output = jax.block_until_ready(program(*dynamic))
             files = save_outputs(Path(request.out_dir), f"candidate-{config}-{seed}", output)
             races = _races_found() if request.detect_races else None
+            if task.gradients:
+                grads = _gradients_run(subject, config, seed, dynamic, params, backward_programs)
+                stem = f"candidate-grad-{config}-{seed}"
+                gradient_files = save_outputs(Path(request.out_dir), stem, grads)
         except _Refused as refusal:
             error = str(refusal)
         except Exception as failure:
             error = first_lines(failure)
             pltpu.reset_tpu_interpret_mode_state()  # the interpreter keeps state after an error
         seconds = round(time.perf_counter() - start, 3)
-        _emit(NumericsRun(config, seed, files, error, races, seconds))
+        run = NumericsRun(config, seed, files, error, races, seconds)
+        _emit(dataclasses.replace(run, gradient_files=gradient_files))
+
+
+def _gradients_run(
+    subject: _Subject,
+    config: str,
+    seed: int,
+    dynamic: Any,
+    params: Any,
+    compiled: dict[str, Any],
+) -> list[Any]:
+    """The candidate's gradients at these inputs and the seed's cotangents (the ones the
+    reference worker draws), its backward program run in interpret mode; a failure there says
+    it was the backward's."""
+    program = compiled.get(config)
+    if program is None:
+        program = compiled[config] = jax.jit(
+            jaxpr_as_fun(interpreted(subject.backward(config), params))
+        )
+    _, _, expected = runtime.io_specs(subject.task, subject.reference, config)
+    try:
+        return list(
+            jax.block_until_ready(
+                program(*jax.tree.leaves(dynamic), *gradients.cotangents(expected, seed))
+            )
+        )
+    except Exception as failure:
+        raise RuntimeError(f"the backward: {first_lines(failure)}") from None
 
 
 def _tiles_run(subject: _Subject, request: CandidateRequest, tiles: TilesRequest) -> None:
