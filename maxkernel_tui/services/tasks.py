@@ -51,6 +51,29 @@ def resolve_folder(typed: str) -> Task:
     return load_task(Path(typed).expanduser(), cache=cache_dir())
 
 
+GRADIENTS_OPTION = "--gradients"
+GRADIENTS_HELP = (
+    "judge the gradients of these parameters of the reference's computation too (NAME[,NAME]; "
+    "the candidate is then a jax.custom_vjp whose backward is Pallas); replaces the task's "
+    "own `gradients`"
+)
+
+
+def with_gradient_option(task: Task, option: str | None) -> Task:
+    """`task` judged on the gradients `--gradients` names (a folder read as it is, without
+    editing it); `task` itself without the option. TaskError naming the option where a name is
+    not one of computation's parameters."""
+    if option is None:
+        return task
+    from maxkernel_tui.kernels.loader import computation_parameters, gradient_names, parse_python
+
+    parameters = computation_parameters(parse_python(task.reference_path))
+    names = gradient_names(Path(GRADIENTS_OPTION), option, parameters)
+    if not names:
+        raise TaskError(Path(GRADIENTS_OPTION), "names no parameter (e.g. --gradients x,w)")
+    return task.with_gradients(names)
+
+
 def _written_as_path(name: str) -> bool:
     return "/" in name or name.startswith((".", "~"))
 

@@ -99,6 +99,25 @@ def backward(
     return run
 
 
+def flat_backward(
+    computation: Callable[..., Any],
+    specs: tuple[Any, ...],
+    static: tuple[Any, ...],
+    at: tuple[int, ...],
+    outputs: Sequence[Any],
+) -> tuple[Callable[..., list[Any]], list[Any]]:
+    """The backward program as a function of flat arguments (the dynamic inputs' leaves, then
+    the cotangents), as a carried program takes them, and those arguments' specs."""
+    leaves, tree = jax.tree.flatten(tuple(specs))
+    count = len(leaves)
+    program = backward(computation, static, at)
+
+    def run(*flat: Any) -> list[Any]:
+        return program(jax.tree.unflatten(tree, flat[:count]), list(flat[count:]))
+
+    return run, [*leaves, *cotangent_specs(outputs)]
+
+
 def trace_backward(
     computation: Callable[..., Any],
     specs: tuple[Any, ...],
@@ -124,7 +143,7 @@ def reference_gradients(
     outputs = jax.tree.leaves(jax.eval_shape(lambda *d: computation(*d, *static), *dynamic))
     with jax.default_matmul_precision("highest"):
         program = jax.jit(backward(computation, static, at))
-        return jax.block_until_ready(program(tuple(dynamic), cotangents(outputs, seed)))
+        return list(jax.block_until_ready(program(tuple(dynamic), cotangents(outputs, seed))))
 
 
 def _floating(aval: Any) -> bool:

@@ -134,6 +134,9 @@ class ProfileRequest(JsonData):
     trace_dir: str
     trace: bool = True  # False: the static analysis and the estimates only
     reference_costs: dict[str, ReferenceCost] = field(default_factory=dict)  # known already
+    # a training task's gradients: `programs` are then its backward programs, and the reference
+    # cost is XLA's jax.vjp of the reference (forward and backward, fused as XLA fuses them)
+    gradients: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -143,6 +146,7 @@ class ProfileAnswer(JsonData, shape=Shape(unknown=Unknown.IGNORE)):
     reference_costs: dict[str, ReferenceCost]
     io_bytes: int | None = None  # inputs read and outputs written once
     trace: Trace | None = None
+    gradients: list[str] = field(default_factory=list)  # the request's: figures cover backward
 
 
 def trace_config(task: Task, on_tpu: bool) -> str | None:

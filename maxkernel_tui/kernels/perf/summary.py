@@ -32,6 +32,9 @@ class ProfileSummary(JsonData, shape=Shape(keys={"task_id": "task"}, unknown=Unk
     # The task's expert baseline (Task.expert_path), estimated the same way, per target.
     expert: str | None = None
     expert_estimates: list[Estimate] = field(default_factory=list)
+    # A training task's gradients: the figures are of the forward and backward kernels
+    # together, against XLA's jax.vjp of the reference.
+    gradients: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         """The codec's, each reference cost labelled with its kind and source for the
@@ -70,6 +73,12 @@ class ProfileSummary(JsonData, shape=Shape(keys={"task_id": "task"}, unknown=Unk
             f"Profile of {self.kernel} for {self.task_id} at {self.config} shapes "
             "(all figures estimated by the model unless marked measured)"
         ]
+        if self.gradients:
+            lines.append(
+                f"training: forward and backward kernels (the gradients of "
+                f"{', '.join(self.gradients)}), one program; XLA's figures are of jax.vjp of "
+                "the reference"
+            )
         for index, kernel in enumerate(self.kernels):
             blocks = ", ".join(
                 f"{b.role} {b.shape} {b.dtype} ({b.memory_space}, x{b.fetches})"
@@ -123,8 +132,14 @@ class ProfileSummary(JsonData, shape=Shape(keys={"task_id": "task"}, unknown=Unk
         if found is None or found.speedup is None:
             why = "; ".join(self.problems) or "no estimate of the kernel or of XLA's time"
             return f"against XLA on TPU {target}: not estimated ({why})"
+        of = (
+            f" (forward and backward, gradients of {', '.join(self.gradients)}, against XLA's "
+            "jax.vjp of the reference)"
+            if self.gradients
+            else ""
+        )
         return (
-            f"against XLA on TPU {target}: {_speedup(found.speedup)} "
+            f"against XLA on TPU {target}{of}: {_speedup(found.speedup)} "
             f"({self.estimate_kind(found)} by the performance model at {self.config} shapes, "
             f"not measured: kernel {_time(found.seconds)}, XLA {_time(found.reference_seconds)}; "
             f"XLA means {XLA_MEANS}, {found.reference_precision})"

@@ -144,12 +144,19 @@ def trace_programs(
 
 
 def trace_source(
-    source: str, snapshot: TaskSnapshot, timeout: float, configs: Sequence[str] | None = None
+    source: str,
+    snapshot: TaskSnapshot,
+    timeout: float,
+    configs: Sequence[str] | None = None,
+    *,
+    backward: bool = False,
 ) -> dict[str, bytes]:
     """The programs of a kernel's `source` at `configs` (default: the production shapes), traced
     in a fresh sandboxed tracer, for work no evaluation came before (the autotuner's timings,
     a profile). The tracer reads the task's snapshot, where all it needs travels (the ties the
-    harness planned with among it). WorkerFailure says why there is none at one of them."""
+    harness planned with among it). `backward`: the backward programs instead, on a task that
+    asks for gradients (evaluation/gradients.py). WorkerFailure says why there is none at one of
+    them."""
     task = snapshot.task
     configs = list(configs or task.configs[:1])
     with tempfile.TemporaryDirectory(prefix="mkt-trace-") as workdir:
@@ -175,7 +182,7 @@ def trace_source(
         if traced.untraced:
             config, why = next(iter(traced.untraced.items()))
             raise WorkerFailure(f"cannot be traced at {config!r} shapes: {why}", FailureKind.DIED)
-        return traced.programs
+        return traced.backward if backward else traced.programs
 
 
 def _unbelievable(
