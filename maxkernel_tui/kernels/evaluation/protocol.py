@@ -46,7 +46,7 @@ class TilesRequest:
 
 
 @dataclass(frozen=True)
-class CandidateRequest(JsonData):
+class CandidateRequest(JsonData, shape=Shape(omit_empty=("gradients", "backward_programs"))):
     kernel: str  # the candidate's file, in its private directory
     task: str  # the task's folder
     target: str  # TPU generation to compile for
@@ -79,7 +79,7 @@ class CandidateRequest(JsonData):
 
 
 @dataclass(frozen=True)
-class TraceRequest(JsonData):
+class TraceRequest(JsonData, shape=Shape(omit_empty=("gradients",))):
     """What the tracer (evaluation/tracer/candidate.py), the one process that imports the
     candidate, is asked: its programs at `configs`, written into `out_dir` as bytes."""
 
@@ -120,7 +120,7 @@ class Traced:
 
 
 @dataclass(frozen=True)
-class NumericsRun(JsonData):
+class NumericsRun(JsonData, shape=Shape(omit_none=("gradient_files",))):
     """The outputs of one (configuration, seed) run, saved as files, or why there are none."""
 
     config: str
@@ -206,7 +206,7 @@ def event_from_json(data: Mapping[str, Any]) -> CandidateEvent:
 
 
 @dataclass(frozen=True)
-class ReferenceRequest(JsonData):
+class ReferenceRequest(JsonData, shape=Shape(omit_empty=("gradients",))):
     task: str
     runs: list[Run]
     out_dir: str

@@ -125,7 +125,7 @@ class Trace(JsonData):
 
 
 @dataclass(frozen=True)
-class ProfileRequest(JsonData):
+class ProfileRequest(JsonData, shape=Shape(omit_empty=("gradients",))):
     # configuration: the candidate's program there, as the tracer carried it, in the worker's
     # private directory (the profile never imports the candidate)
     programs: dict[str, str]
@@ -140,7 +140,7 @@ class ProfileRequest(JsonData):
 
 
 @dataclass(frozen=True)
-class ProfileAnswer(JsonData, shape=Shape(unknown=Unknown.IGNORE)):
+class ProfileAnswer(JsonData, shape=Shape(omit_empty=("gradients",), unknown=Unknown.IGNORE)):
     config: str  # the configuration the static analysis used (production shapes)
     kernels: list[KernelAnalysis]
     reference_costs: dict[str, ReferenceCost]

@@ -18,7 +18,10 @@ XLA_MEANS = "the task's reference as written, compiled by XLA"
 
 
 @dataclass
-class ProfileSummary(JsonData, shape=Shape(keys={"task_id": "task"}, unknown=Unknown.IGNORE)):
+class ProfileSummary(
+    JsonData,
+    shape=Shape(keys={"task_id": "task"}, omit_empty=("gradients",), unknown=Unknown.IGNORE),
+):
     task_id: str
     kernel: str
     config: str  # the configuration the static analysis used (production shapes)

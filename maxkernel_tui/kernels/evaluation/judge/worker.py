@@ -26,14 +26,13 @@ import sys
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import jax
 import numpy as np
 from jax.experimental.pallas import tpu as pltpu
-from jax.extend.core import ClosedJaxpr, jaxpr_as_fun
+from jax.extend.core import jaxpr_as_fun
 
 from maxkernel_tui.kernels import aot
 from maxkernel_tui.kernels import reference_runtime as runtime
@@ -41,6 +40,7 @@ from maxkernel_tui.kernels.config_names import CHECK
 from maxkernel_tui.kernels.evaluation import gradients
 from maxkernel_tui.kernels.evaluation.failure_text import first_lines
 from maxkernel_tui.kernels.evaluation.judge.outputs import save_outputs
+from maxkernel_tui.kernels.evaluation.judge.subject import Refused, Subject, Untraced
 from maxkernel_tui.kernels.evaluation.protocol import (
     CandidateEvent,
     CandidateRequest,
@@ -58,10 +58,7 @@ from maxkernel_tui.kernels.evaluation.protocol import (
 from maxkernel_tui.kernels.evaluation.tiles import sampled_run as production_tiles
 from maxkernel_tui.kernels.evaluation.tracer.candidate import trace_candidate
 from maxkernel_tui.kernels.evaluation.tracer.carried import (
-    ProgramRefused,
     avals_text,
-    checked_backward,
-    checked_program,
     widened_outputs,
 )
 from maxkernel_tui.kernels.evaluation.tracer.transport import interpreted
@@ -119,86 +116,6 @@ def _check(
     return status == PASS
 
 
-class _Refused(Exception):
-    """A carried program the judge does not run: the trace check fails with this detail."""
-
-
-class _Untraced(_Refused):
-    """No program at a configuration because the kernel could not be traced there (the
-    tracer's reason): the kernel's own failure, judged where that configuration is run."""
-
-
-@dataclass
-class _Subject:
-    """The task and the candidate's carried programs, as every check sees them."""
-
-    task: Any
-    reference: Any  # the reference module
-    files: dict[str, str]  # configuration: the tracer's file of its program there
-    untraced: dict[str, str]  # configuration: why the tracer has no program there
-    specs: Any  # dynamic inputs at production shapes (jax.ShapeDtypeStruct)
-    static: Any  # static arguments at production shapes
-    expected: list[Any]  # the reference's output avals at production shapes
-    bench: str  # the production configuration
-    loaded: dict[str, ClosedJaxpr] = dataclasses.field(default_factory=dict)
-    # Where the task asks for gradients: the backward programs' files (configuration: file) and
-    # the requested parameters' positions among computation's arguments (gradients.py).
-    backward_files: dict[str, str] = dataclasses.field(default_factory=dict)
-    at: tuple[int, ...] = ()
-    loaded_backward: dict[str, ClosedJaxpr] = dataclasses.field(default_factory=dict)
-
-    def backward(self, config: str) -> ClosedJaxpr:
-        """The candidate's backward program at `config`, checked as `program` is."""
-        if config in self.loaded_backward:
-            return self.loaded_backward[config]
-        self.program(config)  # no backward where the forward is refused or untraced
-        where = "production shapes" if config == self.bench else f"{config!r} shapes"
-        if config not in self.backward_files:
-            raise _Refused(f"the tracer sent no backward program at {where}")
-        try:
-            program = checked_backward(
-                Path(self.backward_files[config]),
-                self.task,
-                self.reference,
-                config,
-                where,
-                self.at,
-            )
-        except ProgramRefused as refusal:
-            raise _Refused(str(refusal)) from None
-        self.loaded_backward[config] = program
-        return program
-
-    def backward_specs(self, config: str) -> list[Any]:
-        """The backward program's inputs at `config`: the dynamic inputs, then the cotangents."""
-        specs, _, expected = runtime.io_specs(self.task, self.reference, config)
-        return [*jax.tree.leaves(specs), *gradients.cotangent_specs(expected)]
-
-    def program(self, config: str) -> ClosedJaxpr:
-        """The candidate's program at `config`, once its inputs and outputs are the task's
-        there; _Refused otherwise (a missing, unreadable or mismatched program)."""
-        if config in self.loaded:
-            return self.loaded[config]
-        where = "production shapes" if config == self.bench else f"{config!r} shapes"
-        if config in self.untraced:
-            raise _Untraced(self.untraced[config])
-        if config not in self.files:
-            raise _Refused(f"the tracer sent no program at {where}")
-        try:
-            program = checked_program(
-                Path(self.files[config]), self.task, self.reference, config, where
-            )
-        except ProgramRefused as refusal:
-            raise _Refused(str(refusal)) from None
-        self.loaded[config] = program
-        return program
-
-    def function(self, config: str) -> Callable[..., Any]:
-        """The program at `config` as a function of the task's dynamic inputs (pytrees)."""
-        run = jaxpr_as_fun(self.program(config))
-        return lambda *dynamic: run(*jax.tree.leaves(dynamic))
-
-
 def evaluate_candidate(request: CandidateRequest) -> None:
     """The trace check on the carried programs, TPU lowering, TPU compile, the production
     defences, then the candidate's outputs for each numerics run."""
@@ -229,13 +146,13 @@ def evaluate_candidate(request: CandidateRequest) -> None:
             _numerics_runs(subject, request, runs)
 
 
-def _load(request: CandidateRequest) -> _Subject:
+def _load(request: CandidateRequest) -> Subject:
     """The task, its reference and the production shapes; the programs load when checked."""
     task = load_task(request.task).with_gradients(tuple(request.gradients))
     reference = runtime.load_reference(task)
     task = runtime.with_extra_configs(task, reference, request.extra_configs)
     specs, static, expected = runtime.io_specs(task, reference, request.bench_config)
-    return _Subject(
+    return Subject(
         task,
         reference,
         request.programs,
@@ -249,10 +166,10 @@ def _load(request: CandidateRequest) -> _Subject:
     )
 
 
-def _trace_check(subject: _Subject, start: float, request: CandidateRequest) -> bool:
+def _trace_check(subject: Subject, start: float, request: CandidateRequest) -> bool:
     try:
         traced = subject.program(subject.bench)
-    except _Refused as refusal:
+    except Refused as refusal:
         return _check(CheckName.TRACE, FAIL, Reason.TRACE_REFUSED, Said(str(refusal)), start)
     if not request.require_pallas:
         outputs = Said(_outputs_text(subject, traced))
@@ -262,13 +179,13 @@ def _trace_check(subject: _Subject, start: float, request: CandidateRequest) -> 
     return not subject.task.gradients or _backward_check(subject)
 
 
-def _backward_check(subject: _Subject) -> bool:
+def _backward_check(subject: Subject) -> bool:
     """The backward's heavy work runs inside Pallas kernels too: the candidate's backward
     program against jax.vjp of the reference at production shapes."""
     start = time.perf_counter()
     try:
         traced = subject.backward(subject.bench)
-    except _Refused as refusal:
+    except Refused as refusal:
         return _check(CheckName.TRACE, FAIL, Reason.TRACE_REFUSED, Said(str(refusal)), start)
     work = measure(traced)
     if not work.has_pallas:
@@ -284,7 +201,7 @@ def _backward_check(subject: _Subject) -> bool:
     return _check(CheckName.TRACE, PASS, Reason.BACKWARD_IN_PALLAS, share, start)
 
 
-def _pallas_check(subject: _Subject, traced: Any, start: float, expert: bool) -> bool:
+def _pallas_check(subject: Subject, traced: Any, start: float, expert: bool) -> bool:
     """The heavy work runs inside Pallas kernels, not in XLA around them."""
     work = measure(traced)
     if not work.has_pallas:
@@ -303,7 +220,7 @@ def _pallas_check(subject: _Subject, traced: Any, start: float, expert: bool) ->
     return _check(CheckName.TRACE, PASS, Reason.PALLAS_HOLDS_THE_WORK, share, start)
 
 
-def _outputs_text(subject: _Subject, traced: Any) -> str:
+def _outputs_text(subject: Subject, traced: Any) -> str:
     """The program's outputs, and how they are compared where their types are not the
     reference's (a JAXBench task's outputs, compared as JAXBench's harness compares)."""
     text = f"outputs {avals_text(traced.out_avals)}"
@@ -311,7 +228,7 @@ def _outputs_text(subject: _Subject, traced: Any) -> str:
     return f"{text}; {widened}" if widened else text
 
 
-def _lower_check(subject: _Subject, target: TpuTarget) -> bool:
+def _lower_check(subject: Subject, target: TpuTarget) -> bool:
     start = time.perf_counter()
     try:
         for function, specs in _programs_at_production(subject):
@@ -324,7 +241,7 @@ def _lower_check(subject: _Subject, target: TpuTarget) -> bool:
     return _check(CheckName.TPU_LOWER, PASS, Reason.LOWERED, NoFigures(), start)
 
 
-def _compile_check(subject: _Subject, target: TpuTarget) -> bool:
+def _compile_check(subject: Subject, target: TpuTarget) -> bool:
     start = time.perf_counter()
     try:
         for function, specs in _programs_at_production(subject):
@@ -335,7 +252,7 @@ def _compile_check(subject: _Subject, target: TpuTarget) -> bool:
     return _check(CheckName.TPU_COMPILE, PASS, Reason.COMPILED, Target(target.name), start)
 
 
-def _programs_at_production(subject: _Subject) -> list[tuple[Callable[..., Any], Any]]:
+def _programs_at_production(subject: Subject) -> list[tuple[Callable[..., Any], Any]]:
     """The programs lowered and compiled for the TPU, with their inputs: the forward, and the
     backward where the task asks for gradients (its kernels run on the TPU in training)."""
     programs: list[tuple[Callable[..., Any], Any]] = [
@@ -347,7 +264,7 @@ def _programs_at_production(subject: _Subject) -> list[tuple[Callable[..., Any],
     return programs
 
 
-def _production_check(subject: _Subject, request: CandidateRequest) -> list[Run] | None:
+def _production_check(subject: Subject, request: CandidateRequest) -> list[Run] | None:
     """The defences of evaluation/work/production_checks.py; the numerics runs to do (with
     production shapes added where they are affordable), or None when a defence rejects the
     kernel."""
@@ -368,8 +285,8 @@ def _production_check(subject: _Subject, request: CandidateRequest) -> list[Run]
 
     try:
         check = at(CHECK)  # first: a refused program rejects the kernel, below
-    except _Refused as refusal:
-        if isinstance(refusal, _Untraced) and request.runs:
+    except Refused as refusal:
+        if isinstance(refusal, Untraced) and request.runs:
             # judged where it fails: a numerics run at check shapes, with the kernel's reason
             why = Said(str(refusal))
             _check(production_checks.CHECK_NAME, SKIP, Reason.NO_PROGRAM_AT_CHECK, why, start)
@@ -405,7 +322,7 @@ def _production_check(subject: _Subject, request: CandidateRequest) -> list[Run]
 
 
 def _untraced_fitting(
-    subject: _Subject,
+    subject: Subject,
     request: CandidateRequest,
     runs: list[Run],
     at: Callable[[str], production_checks.Shapes],
@@ -427,7 +344,7 @@ def _untraced_fitting(
 
 
 def _fitting_runs(
-    subject: _Subject,
+    subject: Subject,
     request: CandidateRequest,
     runs: list[Run],
     production: production_checks.ProgramWork,
@@ -445,7 +362,7 @@ def _fitting_runs(
         try:
             derived = measured[config] if config in measured else at(config)
             misfit = production_checks.tiles_misfit(production, derived.candidate)
-        except _Untraced as untraced:
+        except Untraced as untraced:
             sizes = _derived_sizes(subject.task, config)
             misfit = production_checks.mapped_misfit(production, sizes)
             misfit = misfit and dataclasses.replace(misfit, untraced=str(untraced))
@@ -486,7 +403,7 @@ def _outside_pallas(work: Work, reference: Work) -> OutsidePallas | None:
     return None
 
 
-def _numerics_runs(subject: _Subject, request: CandidateRequest, runs: list[Run]) -> None:
+def _numerics_runs(subject: Subject, request: CandidateRequest, runs: list[Run]) -> None:
     task, reference = subject.task, subject.reference
     params = pltpu.InterpretParams(
         uninitialized_memory="nan",
@@ -522,7 +439,7 @@ def _numerics_runs(subject: _Subject, request: CandidateRequest, runs: list[Run]
                 grads = _gradients_run(subject, config, seed, dynamic, params, backward_programs)
                 stem = f"candidate-grad-{config}-{seed}"
                 gradient_files = save_outputs(Path(request.out_dir), stem, grads)
-        except _Refused as refusal:
+        except Refused as refusal:
             error = str(refusal)
         except Exception as failure:
             error = first_lines(failure)
@@ -533,7 +450,7 @@ def _numerics_runs(subject: _Subject, request: CandidateRequest, runs: list[Run]
 
 
 def _gradients_run(
-    subject: _Subject,
+    subject: Subject,
     config: str,
     seed: int,
     dynamic: Any,
@@ -559,7 +476,7 @@ def _gradients_run(
         raise RuntimeError(f"the backward: {first_lines(failure)}") from None
 
 
-def _tiles_run(subject: _Subject, request: CandidateRequest, tiles: TilesRequest) -> None:
+def _tiles_run(subject: Subject, request: CandidateRequest, tiles: TilesRequest) -> None:
     """Sampled output tiles of the kernels at production shapes (evaluation/tiles/sampled_run.py),
     saved for the harness to compare with the reference."""
     start = time.perf_counter()
@@ -613,7 +530,7 @@ def _tiles_run(subject: _Subject, request: CandidateRequest, tiles: TilesRequest
     _emit(dataclasses.replace(event, seconds=round(time.perf_counter() - start, 3)))
 
 
-def _production_inputs(subject: _Subject, files: list[str]) -> Any:
+def _production_inputs(subject: Subject, files: list[str]) -> Any:
     """The production inputs the reference is computed on (raw .npy files in the cache, which
     this process may read and not write), as arrays of the inputs' shapes and types."""
     specs = jax.tree.leaves(subject.specs)

@@ -1,0 +1,86 @@
+"""Training kernels judged on their gradients: a jax.custom_vjp whose backward is Pallas is
+accepted, a wrong gradient is rejected naming it, a backward in XLA (or none) is rejected naming
+the backward; a plain folder gets gradient checks from the option alone."""
+
+import pytest
+
+from maxkernel_tui.kernels.evaluation.harness import Harness
+from maxkernel_tui.kernels.evaluation.source import KernelSource
+from maxkernel_tui.kernels.loader import load_task
+from maxkernel_tui.kernels.report.reasons import Agreement, Reason, RunFigures
+from maxkernel_tui.services.tasks import with_gradient_option
+from tests.support.paths import GRADIENT_TASKS, KERNELS
+
+pytestmark = pytest.mark.slow  # candidate and reference jax worker processes
+
+OURS = GRADIENT_TASKS / "rmsnorm_train"  # CONFIGS, yaml `gradients: [x, w]`, grad_atol
+PLAIN = GRADIENT_TASKS / "matmul_plain"  # MaxKernel's format, no `gradients` key
+
+
+@pytest.fixture(scope="module")
+def harness():
+    with Harness() as shared:
+        yield shared
+
+
+def _evaluate(harness, kernel, task):
+    return harness.evaluate(KernelSource.read(KERNELS / "gradients" / f"{kernel}.py"), task)
+
+
+def _gradient_runs(report):
+    return [
+        run
+        for check in report.checks
+        if isinstance(check.figures, Agreement)
+        for run in check.figures.runs
+        if run.gradient is not None
+    ]
+
+
+def test_a_custom_vjp_with_a_pallas_backward_is_accepted_on_every_gradient(harness):
+    report = _evaluate(harness, "rmsnorm_vjp", load_task(OURS))
+    assert report.verdict == "accepted", report.failure
+    compared = {(run.config, run.gradient) for run in _gradient_runs(report)}
+    assert {("check", "x"), ("check", "w"), ("heldout", "x"), ("heldout", "w")} <= compared
+    # the yaml's gradient tolerance, not the forward's
+    assert {(run.atol, run.rtol) for run in _gradient_runs(report)} == {(2e-4, 2e-4)}
+    backward = [c for c in report.checks if c.reason == Reason.BACKWARD_IN_PALLAS]
+    assert len(backward) == 1 and "gradients of x, w" in backward[0].detail
+    assert any(line.startswith("gradients of x, w: compared") for line in report.evidence)
+
+
+def test_a_wrong_gradient_with_a_right_forward_is_rejected_naming_the_gradient(harness):
+    report = _evaluate(harness, "rmsnorm_wrong_dx", load_task(OURS))
+    failure = report.failure
+    assert failure is not None and failure.reason == Reason.GRADIENT_OUTSIDE_TOLERANCE
+    assert isinstance(failure.figures, RunFigures) and failure.figures.gradient == "x"
+    assert "gradient of x" in failure.detail and "elements outside tolerance" in failure.detail
+    assert report.checks[-1] is failure  # the forward outputs agreed: no other check failed
+
+
+def test_a_plain_folder_is_judged_on_gradients_from_the_option_alone(harness):
+    task = with_gradient_option(load_task(PLAIN), "x,w")
+    report = _evaluate(harness, "matmul_vjp", task)
+    assert report.verdict == "accepted", report.failure
+    assert {run.gradient for run in _gradient_runs(report)} == {"x", "w"}
+
+
+@pytest.mark.parametrize(
+    ("kernel", "reason", "words"),
+    [
+        ("matmul_xla_bwd", Reason.BACKWARD_WORK_OUTSIDE_PALLAS, "the backward"),
+        ("matmul_no_vjp", Reason.BACKWARD_UNTRACEABLE, "custom_vjp"),
+    ],
+)
+def test_a_backward_outside_pallas_is_rejected_naming_the_backward(harness, kernel, reason, words):
+    report = _evaluate(harness, kernel, with_gradient_option(load_task(PLAIN), "x,w"))
+    failure = report.failure
+    assert failure is not None and failure.name == "trace" and failure.reason == reason
+    assert words in failure.detail
+
+
+def test_without_gradients_the_same_folder_is_judged_forward_only(harness):
+    report = _evaluate(harness, "matmul_no_vjp", load_task(PLAIN))
+    assert report.verdict == "accepted", report.failure
+    assert not _gradient_runs(report)
+    assert not any(c.reason == Reason.BACKWARD_IN_PALLAS for c in report.checks)
