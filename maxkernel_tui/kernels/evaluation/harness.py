@@ -243,13 +243,15 @@ class Harness:
             runs += [key for key in events if key not in runs]
             if report.failure is None and runs:
                 self._check_numerics(task, runs, extra, events, report)
-            if (gradients := gradient_evidence(task, report.checks)) is not None:
-                report.inputs.append(gradients)
             if report.failure is None:
                 on_device = tpu_present()  # the timing compares the whole production output
                 for run in tiles:
                     expected = self._tiles.expected(task, run)
-                    report.add(tiles_check(task, run, expected, device_compares=on_device))
+                    # the device compares the forward's outputs, not the gradients
+                    compares = on_device and not run.gradients
+                    report.add(tiles_check(task, run, expected, device_compares=compares))
+            if (gradients := gradient_evidence(task, report.checks)) is not None:
+                report.inputs.append(gradients)
             # an edge-case pass joins a report that was judged already (with_edge_pass)
             judged_before = options.edges_only
             if not judged_before and report.failure is None and (none := unjudged(report)):

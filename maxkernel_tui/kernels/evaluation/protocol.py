@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, ClassVar
 
 from maxkernel_tui.codec import JsonData, Shape, Tagged, Unknown
 from maxkernel_tui.kernels.perf.calibration import ModelPoint
@@ -143,7 +143,7 @@ class NumericsRun(JsonData, shape=Shape(omit_none=("gradient_files",))):
 
 
 @dataclass(frozen=True)
-class TilesRun(JsonData):
+class TilesRun(JsonData, shape=Shape(omit_empty=("gradients",))):
     """The candidate's sampled production tiles: per program output, the values the sample
     decides (`values`, .npy) at their flat indices (`indices`, .npy); or why there are none
     (`error`: the kernel failed; `unsampleable`: the program cannot be run by tiles)."""
@@ -162,6 +162,9 @@ class TilesRun(JsonData):
     seconds: float = 0.0
     shapes: list[list[int]] = field(default_factory=list)  # each output's, to name an index
     classes: int = 0  # classes of output blocks the sample covers, over every kernel
+    # a sample of the backward program (evaluation/gradients.py): its outputs are the gradients
+    # of these parameters, in this order; empty: the forward program's outputs
+    gradients: list[str] = field(default_factory=list)
 
     @property
     def key(self) -> Run:
@@ -227,6 +230,11 @@ class ProductionRequest:
     seed: int
     inputs: list[str] = field(default_factory=list)
     indices: list[str] = field(default_factory=list)
+    # the reference's gradients of these parameters there (jax.vjp on the seed's cotangents),
+    # for a sample of a candidate's backward; empty: its outputs
+    gradients: list[str] = field(default_factory=list)
+
+    __codec__: ClassVar[Shape] = Shape(omit_empty=("gradients",))
 
 
 @dataclass(frozen=True)

@@ -6,15 +6,19 @@ from __future__ import annotations
 
 from maxkernel_tui.kernels.config_names import BENCH, HELDOUT
 from maxkernel_tui.kernels.evaluation.protocol import Run
-from maxkernel_tui.kernels.report.checks import EDGE, NOTE, PASS, SMALL_SHAPES_ONLY, Check
-from maxkernel_tui.kernels.report.reasons import Agreement
+from maxkernel_tui.kernels.report.checks import (
+    EDGE,
+    NOTE,
+    PASS,
+    SMALL_SHAPES_ONLY,
+    TILES,
+    Check,
+)
+from maxkernel_tui.kernels.report.reasons import Agreement, TilesFigures
 from maxkernel_tui.kernels.task import Task
 
-# What the production tiles cover where gradients are judged: the forward's kernels only.
-GRADIENTS_AT_SMALL_SHAPES = (
-    f"gradients {SMALL_SHAPES_ONLY} (the production tiles sample the forward's kernels, "
-    "not the backward's)"
-)
+# Where no comparison of the gradients at production shapes passed.
+GRADIENTS_AT_SMALL_SHAPES = f"gradients {SMALL_SHAPES_ONLY}"
 
 
 def verdict_inputs(task: Task, runs: list[Run]) -> list[str]:
@@ -44,8 +48,8 @@ def _config(task: Task, config: str) -> str:
 
 
 def gradient_evidence(task: Task, checks: list[Check]) -> str | None:
-    """Which gradients were compared where (the numerics checks that passed), and whether any
-    of them at production shapes; None where the task asks for none."""
+    """Which gradients were compared where (the numerics checks that passed, the backward's
+    production tiles), and the scope that earns; None where the task asks for none."""
     if not task.gradients:
         return None
     seeds: dict[str, list[int]] = {}
@@ -60,8 +64,37 @@ def gradient_evidence(task: Task, checks: list[Check]) -> str | None:
     where = "; ".join(
         f"{config} seed(s) {', '.join(map(str, found))}" for config, found in seeds.items()
     )
-    scope = "at production shapes too" if task.configs[0] in seeds else GRADIENTS_AT_SMALL_SHAPES
     return (
         f"gradients of {names}: compared with jax.vjp of the reference on seeded random "
-        f"cotangents at {where}; {scope}"
+        f"cotangents at {where}; {_gradients_scope(task, checks, seeds)}"
+    )
+
+
+def _gradients_scope(task: Task, checks: list[Check], seeds: dict[str, list[int]]) -> str:
+    """Whether the gradients were compared at production shapes: in full, or on the backward's
+    sampled tiles (every gradient the sample decides elements of), else at small shapes."""
+    if task.configs[0] in seeds:
+        return "at production shapes too (in full)"
+    sampled = next(
+        (
+            c.figures
+            for c in checks
+            if c.name == TILES and isinstance(c.figures, TilesFigures) and c.figures.gradients
+        ),
+        None,
+    )
+    passed = any(
+        c.status == PASS and isinstance(c.figures, TilesFigures) and c.figures.gradients
+        for c in checks
+    )
+    if sampled is None or not passed:
+        return GRADIENTS_AT_SMALL_SHAPES
+    decided = sampled.gradients.split(", ")
+    left = [name for name in task.gradients if name not in decided]
+    verified = f"gradients of {sampled.gradients} verified at production shapes on sampled tiles"
+    if not left:
+        return f"{verified} of the backward's kernels"
+    return (
+        f"{verified} of the backward's kernels; gradients of {', '.join(left)} "
+        f"{SMALL_SHAPES_ONLY} (the sample decides none of their elements)"
     )

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Annotated, Any, get_args
+from typing import Annotated, Any, ClassVar, get_args
 
-from maxkernel_tui.codec import Tagged, decode_object, encode_object
+from maxkernel_tui.codec import Shape, Tagged, decode_object, encode_object
 from maxkernel_tui.kernels.report.expert import ExpertComparison
 from maxkernel_tui.kernels.report.status import CheckStatus
 
@@ -224,6 +224,8 @@ class RunFigures:
     error: str | None = None
     gradient: str | None = None  # the parameter whose gradient was compared; None: the outputs
 
+    __codec__: ClassVar[Shape] = Shape(omit_none=("gradient",))  # forward-only JSON as before
+
 
 @dataclass(frozen=True)
 class Agreement:
@@ -255,6 +257,11 @@ class TilesFigures:
     projected_from: int = 0
     of_elements: int = 0
     projected_over: int = 0
+    # a sample of the backward program's kernels (tasks that ask for gradients): the gradients
+    # it compared, or the one that failed; empty: the forward's outputs
+    gradients: str = ""
+
+    __codec__: ClassVar[Shape] = Shape(omit_empty=("gradients",))
 
 
 @dataclass(frozen=True)

@@ -352,6 +352,9 @@ def sampled_blocks_words(tiles: TilesFigures) -> str:
 
 def _tiles_words(reason: Reason, tiles: TilesFigures) -> str:
     label = f"{tiles.config} inputs seed {tiles.input_seed}, sample seed {tiles.sample_seed}"
+    if tiles.gradients:  # a sample of the backward's kernels
+        of = "gradient" if reason == R.TILES_OUTSIDE_TOLERANCE else "gradients"
+        label = f"backward ({of} of {tiles.gradients}), {label}"
     if reason == R.TILES_NOT_RUN:
         return f"production tiles not run: {tiles.text}"
     if reason == R.TILES_KERNEL_FAILED:
@@ -393,9 +396,10 @@ def _tiles_words(reason: Reason, tiles: TilesFigures) -> str:
         )
     worst = comparison_words(tiles.comparison)
     projected = f"; {_projected_words(tiles)}" if tiles.projected is not None else ""
+    left = f"; {tiles.text}" if tiles.gradients and tiles.text else ""
     return (
         f"{sampled_blocks_words(tiles)} sampled at production shapes "
-        f"({label}), {tiles.elements} elements within tolerance; {worst}{projected}"
+        f"({label}), {tiles.elements} elements within tolerance; {worst}{projected}{left}"
     )
 
 

@@ -143,6 +143,8 @@ def evaluate_candidate(request: CandidateRequest) -> None:
             # a full production run (affordable shapes) judges more than a sample would
             if request.tiles is not None and request.bench_config not in {c for c, _ in runs}:
                 _tiles_run(subject, request, request.tiles)
+                if subject.task.gradients:  # the backward's kernels, sampled the same way
+                    _tiles_run(subject, request, request.tiles, backward=True)
             _numerics_runs(subject, request, runs)
 
 
@@ -476,23 +478,33 @@ def _gradients_run(
         raise RuntimeError(f"the backward: {first_lines(failure)}") from None
 
 
-def _tiles_run(subject: Subject, request: CandidateRequest, tiles: TilesRequest) -> None:
+def _tiles_run(
+    subject: Subject, request: CandidateRequest, tiles: TilesRequest, *, backward: bool = False
+) -> None:
     """Sampled output tiles of the kernels at production shapes (evaluation/tiles/sampled_run.py),
-    saved for the harness to compare with the reference."""
+    saved for the harness to compare with the reference; `backward`: of the backward program,
+    on the production inputs and the input seed's cotangents (its outputs are the gradients)."""
     start = time.perf_counter()
     config = request.bench_config
-    run = functools.partial(TilesRun, config, tiles.input_seed, tiles.sample_seed)
+    named = list(subject.task.gradients) if backward else []
+    run = functools.partial(TilesRun, config, tiles.input_seed, tiles.sample_seed, gradients=named)
     params = pltpu.InterpretParams(uninitialized_memory="nan", out_of_bounds_reads="raise")
+    stem = "tiles-backward" if backward else "tiles"
     try:
         dynamic = _production_inputs(subject, tiles.inputs)
+        leaves = jax.tree.leaves(dynamic)
+        program = subject.program(subject.bench)
+        if backward:
+            program = subject.backward(subject.bench)
+            leaves += gradients.cotangents(subject.expected, tiles.input_seed)
         sampled = production_tiles.run_sampled(
-            subject.program(subject.bench),
-            jax.tree.leaves(dynamic),
+            program,
+            leaves,
             np.random.default_rng(tiles.sample_seed),
             random_blocks=tiles.random_blocks,
             params=params,
         )
-        del dynamic
+        del dynamic, leaves
         values: list[str] = []
         indices: list[str] = []
         for number, decided in enumerate(sampled.decided):
@@ -501,7 +513,7 @@ def _tiles_run(subject: Subject, request: CandidateRequest, tiles: TilesRequest)
                 (values, chosen, "values"),
                 (indices, decided.indices, "indices"),
             ):
-                path = Path(request.out_dir) / f"tiles-{part}-{number}.npy"
+                path = Path(request.out_dir) / f"{stem}-{part}-{number}.npy"
                 np.save(path, array, allow_pickle=False)
                 files.append(str(path))
         event = run(

@@ -99,6 +99,12 @@ def _production(task: Task, module: Any, asked: ProductionRequest, out_dir: Path
     try:
         specs, static = runtime.input_specs(task, module, asked.config)
         traced = jax.make_jaxpr(lambda *d: module.computation(*d, *static))(*specs)
+        if asked.gradients:  # a backward's sample: the reference's gradients there
+            with_gradients = task.with_gradients(tuple(asked.gradients))
+            at = gradients.positions(with_gradients, len(specs))
+            outputs = traced.out_avals
+            backward, flat = gradients.flat_backward(module.computation, specs, static, at, outputs)
+            traced = jax.make_jaxpr(backward)(*flat)
     except Exception as error:
         return run(error=f"the reference does not trace: {error}")
     if not asked.inputs:
@@ -108,6 +114,8 @@ def _production(task: Task, module: Any, asked: ProductionRequest, out_dir: Path
         np.load(path, mmap_mode="r", allow_pickle=False).view(spec.dtype).reshape(spec.shape)
         for path, spec in zip(asked.inputs, leaves, strict=True)
     ]
+    if asked.gradients:  # the cotangents the candidate's sample was fed
+        inputs += [np.asarray(c) for c in gradients.cotangents(outputs, asked.seed)]
     flops = measure(traced).xla_flops
     with jax.default_matmul_precision("highest"):
         by_regions = _by_regions(traced, inputs, asked.indices, flops)
