@@ -4,7 +4,7 @@ the backward; a plain folder gets gradient checks from the option alone."""
 
 import pytest
 
-from maxkernel_tui.kernels.evaluation.harness import Harness
+from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
 from maxkernel_tui.kernels.evaluation.source import KernelSource
 from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.report.reasons import Agreement, Reason, RunFigures
@@ -24,8 +24,12 @@ def harness():
         yield shared
 
 
-def _evaluate(harness, kernel, task):
-    return harness.evaluate(KernelSource.read(KERNELS / "gradients" / f"{kernel}.py"), task)
+ONE_SEED = EvalOptions(seeds=1)
+
+
+def _evaluate(harness, kernel, task, options=ONE_SEED):
+    source = KernelSource.read(KERNELS / "gradients" / f"{kernel}.py")
+    return harness.evaluate(source, task, options)
 
 
 def _gradient_runs(report):
@@ -64,12 +68,14 @@ def test_a_wrong_gradient_with_a_right_forward_is_rejected_naming_the_gradient(h
 
 def test_a_plain_folder_is_judged_on_gradients_from_the_option_alone(harness):
     task = with_gradient_option(load_task(PLAIN), "x,w")
-    report = _evaluate(harness, "matmul_vjp", task)
+    report = _evaluate(harness, "matmul_vjp", task, EvalOptions(seeds=1, tile_blocks=4))
     assert report.verdict == "accepted", report.failure
     assert {run.gradient for run in _gradient_runs(report)} == {"x", "w"}
     # production shapes too large to run in full here: the backward's kernels are sampled
     backward = [c for c in report.checks if c.name == "tiles" and c.figures.gradients]
-    assert [(c.status, c.figures.gradients) for c in backward] == [("pass", "x, w")]
+    assert [(c.status, c.figures.gradients) for c in backward] == [("pass", "x, w")], [
+        (c.name, c.detail) for c in report.checks
+    ]
     assert "backward (gradients of x, w)" in backward[0].detail
     assert any(
         "gradients of x, w verified at production shapes on sampled tiles" in line
@@ -96,3 +102,9 @@ def test_without_gradients_the_same_folder_is_judged_forward_only(harness):
     assert report.verdict == "accepted", report.failure
     assert not _gradient_runs(report)
     assert not any(c.reason == Reason.BACKWARD_IN_PALLAS for c in report.checks)
+
+
+def test_all_names_every_floating_point_array_input():
+    """`--gradients all` on a folder: x and w, not the static epsilon (from the sandboxed
+    describe worker's input types)."""
+    assert with_gradient_option(load_task(OURS), "all").gradients == ("x", "w")
