@@ -5,6 +5,7 @@ the backward; a plain folder gets gradient checks from the option alone."""
 import pytest
 
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
+from maxkernel_tui.kernels.evaluation.profiling.profile import profile_kernel
 from maxkernel_tui.kernels.evaluation.source import KernelSource
 from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.report.reasons import Agreement, Reason, RunFigures
@@ -108,3 +109,24 @@ def test_all_names_every_floating_point_array_input():
     """`--gradients all` on a folder: x and w, not the static epsilon (from the sandboxed
     describe worker's input types)."""
     assert with_gradient_option(load_task(OURS), "all").gradients == ("x", "w")
+
+
+def test_a_training_kernels_profile_covers_its_backward_against_xlas_vjp(tmp_path):
+    """The model's figures of the backward program (forward and both gradient kernels) against
+    XLA's jax.vjp of the reference, labelled so."""
+    task = with_gradient_option(load_task(PLAIN), "x,w")
+    kernel = KernelSource.read(KERNELS / "gradients" / "matmul_vjp.py")
+    summary = profile_kernel(kernel, task, targets=("v5e",), trace_root=tmp_path, trace=False)
+    assert summary.gradients == ["x", "w"] and len(summary.kernels) == 3
+    assert "forward and backward" in summary.to_text()
+    line = summary.against_xla("v5e")
+    assert "against XLA's jax.vjp of the reference" in line and "not measured" in line
+    forward = profile_kernel(
+        kernel, load_task(PLAIN), targets=("v5e",), trace_root=tmp_path, trace=False
+    )
+    # XLA's gradient costs about three matmuls where its forward costs one (beyond dispatch)
+    xla = [
+        s.estimates[0].reference_seconds - s.estimates[0].dispatch_seconds
+        for s in (summary, forward)
+    ]
+    assert xla[0] > 2 * xla[1], xla
