@@ -58,6 +58,8 @@ class Reason(StrEnum):
     PRODUCTION_REFUSED = "production_refused"
     DEFENCES_HELD = "defences_held"
     DEFENCES_BROKEN = "defences_broken"
+    BACKWARD_DEFENCES_HELD = "backward_defences_held"  # Defences of the backward program
+    BACKWARD_DEFENCES_BROKEN = "backward_defences_broken"
     UNFIT_TILES = "unfit_tiles"  # a derived configuration the kernel's own tiles do not fit
     # numerics
     WITHIN_TOLERANCE = "within_tolerance"

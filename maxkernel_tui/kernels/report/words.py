@@ -130,9 +130,12 @@ def check_words(reason: Reason, figures: Figures) -> str:
             return f"TPU {name} compile failed: {text}"
         case Target(name):
             return f"compiled ahead of time for TPU {name} with libtpu"
-        case Defences(defences) if reason == R.DEFENCES_BROKEN:
+        case Defences(defences) if reason in (R.DEFENCES_BROKEN, R.BACKWARD_DEFENCES_BROKEN):
             failed = [defence_words(d) for d in defences if d.outcome == DefenceOutcome.FAILED]
-            return "at production shapes: " + "; ".join(failed)
+            whose = "the backward " if reason == R.BACKWARD_DEFENCES_BROKEN else ""
+            return f"{whose}at production shapes: " + "; ".join(failed)
+        case Defences(defences) if reason == R.BACKWARD_DEFENCES_HELD:
+            return "backward: " + "; ".join(f"{d.name}: {d.outcome}" for d in defences)
         case Defences(defences):
             return "; ".join(f"{d.name}: {d.outcome}" for d in defences)
         case Unfit():

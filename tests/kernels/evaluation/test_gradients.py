@@ -52,6 +52,10 @@ def test_a_custom_vjp_with_a_pallas_backward_is_accepted_on_every_gradient(harne
     assert {(run.atol, run.rtol) for run in _gradient_runs(report)} == {(2e-4, 2e-4)}
     backward = [c for c in report.checks if c.reason == Reason.BACKWARD_IN_PALLAS]
     assert len(backward) == 1 and "gradients of x, w" in backward[0].detail
+    # the production defences hold for the backward program too
+    assert [c.status for c in report.checks if c.reason == Reason.BACKWARD_DEFENCES_HELD] == [
+        "pass"
+    ]
     assert any(
         line.startswith("gradients of x, w: compared") and "at production shapes too" in line
         for line in report.evidence

@@ -74,6 +74,10 @@ FIGURES: dict[Reason, object] = {
     Reason.NO_CHECK_CONFIG: NoFigures(),
     Reason.DEFENCES_HELD: Defences((Defence(WORK, PASSED, Finding.ENOUGH_WORK, MATMULS),)),
     Reason.DEFENCES_BROKEN: Defences((Defence(WORK, FAILED, Finding.NO_KERNEL_WORK, MATMULS),)),
+    Reason.BACKWARD_DEFENCES_HELD: Defences((Defence(WORK, PASSED, Finding.ENOUGH_WORK, MATMULS),)),
+    Reason.BACKWARD_DEFENCES_BROKEN: Defences(
+        (Defence(WORK, FAILED, Finding.NO_KERNEL_WORK, MATMULS),)
+    ),
     Reason.UNFIT_TILES: Unfit("check", MISFIT, DefenceOutcome.SCHEDULED),
     Reason.WITHIN_TOLERANCE: Agreement((RUN,)),
     Reason.NOT_JUDGED: NotJudged(("check",), Reason.TILES_NOT_RUN, Said("too large")),

@@ -39,7 +39,9 @@ from maxkernel_tui.kernels import reference_runtime as runtime
 from maxkernel_tui.kernels.config_names import CHECK
 from maxkernel_tui.kernels.evaluation import gradients
 from maxkernel_tui.kernels.evaluation.failure_text import first_lines
+from maxkernel_tui.kernels.evaluation.judge import backward
 from maxkernel_tui.kernels.evaluation.judge.outputs import save_outputs
+from maxkernel_tui.kernels.evaluation.judge.outside import outside_pallas
 from maxkernel_tui.kernels.evaluation.judge.subject import Refused, Subject, Untraced
 from maxkernel_tui.kernels.evaluation.protocol import (
     CandidateEvent,
@@ -63,7 +65,7 @@ from maxkernel_tui.kernels.evaluation.tracer.carried import (
 )
 from maxkernel_tui.kernels.evaluation.tracer.transport import interpreted
 from maxkernel_tui.kernels.evaluation.work import kernel_work, production_checks
-from maxkernel_tui.kernels.evaluation.work.jaxpr_work import Work, measure
+from maxkernel_tui.kernels.evaluation.work.jaxpr_work import measure
 from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.report.checks import (
     FAIL,
@@ -78,7 +80,6 @@ from maxkernel_tui.kernels.report.reasons import (
     DefenceOutcome,
     Figures,
     NoFigures,
-    OutsidePallas,
     Reason,
     Said,
     Target,
@@ -92,11 +93,6 @@ from maxkernel_tui.kernels.targets import TpuTarget
 from maxkernel_tui.kernels.worker_reply import reply
 from maxkernel_tui.kernels.workers import READY
 
-# Heavy work left to XLA outside the Pallas kernels, as a share of the reference's own.
-XLA_FLOPS_SHARE = 0.05
-XLA_REDUCED_SHARE = 0.10
-XLA_FLOPS_FLOOR = 1e7  # tiny matmuls (index arithmetic, small projections) do not count
-XLA_REDUCED_FLOOR = 1e6
 # What TPU interpret mode raises for a kernel's own faults in a sampled production run.
 _KERNEL_FAULTS = ("Out-of-bounds", "out-of-bounds", "out of bounds", "RACE DETECTED")
 
@@ -107,6 +103,11 @@ def _emit(event: CandidateEvent) -> None:
         refused = Said("; ".join(tried))
         reply(event_to_json(Check(SANDBOX, FAIL, Reason.SANDBOX_REFUSED, refused)))
     reply(event_to_json(event))
+
+
+def _passed(check: Check) -> bool:
+    _emit(check)
+    return check.status == PASS
 
 
 def _check(
@@ -144,7 +145,7 @@ def evaluate_candidate(request: CandidateRequest) -> None:
             if request.tiles is not None and request.bench_config not in {c for c, _ in runs}:
                 _tiles_run(subject, request, request.tiles)
                 if subject.task.gradients:  # the backward's kernels, sampled the same way
-                    _tiles_run(subject, request, request.tiles, backward=True)
+                    _tiles_run(subject, request, request.tiles, of_backward=True)
             _numerics_runs(subject, request, runs)
 
 
@@ -178,29 +179,7 @@ def _trace_check(subject: Subject, start: float, request: CandidateRequest) -> b
         return _check(CheckName.TRACE, PASS, Reason.SANITY_RUN, outputs, start)
     if not _pallas_check(subject, traced, start, request.expert_baseline):
         return False
-    return not subject.task.gradients or _backward_check(subject)
-
-
-def _backward_check(subject: Subject) -> bool:
-    """The backward's heavy work runs inside Pallas kernels too: the candidate's backward
-    program against jax.vjp of the reference at production shapes."""
-    start = time.perf_counter()
-    try:
-        traced = subject.backward(subject.bench)
-    except Refused as refusal:
-        return _check(CheckName.TRACE, FAIL, Reason.TRACE_REFUSED, Said(str(refusal)), start)
-    work = measure(traced)
-    if not work.has_pallas:
-        return _check(CheckName.TRACE, FAIL, Reason.BACKWARD_NO_PALLAS_CALL, NoFigures(), start)
-    reference = gradients.trace_backward(
-        subject.reference.computation, subject.specs, subject.static, subject.at, subject.expected
-    )
-    outside = _outside_pallas(work, measure(reference))
-    if outside:
-        return _check(CheckName.TRACE, FAIL, Reason.BACKWARD_WORK_OUTSIDE_PALLAS, outside, start)
-    named = f"gradients of {', '.join(subject.task.gradients)}"
-    share = WorkShare(len(work.pallas_calls), work.xla_flops, work.xla_reduced, named)
-    return _check(CheckName.TRACE, PASS, Reason.BACKWARD_IN_PALLAS, share, start)
+    return not subject.task.gradients or _passed(backward.trace_check(subject))
 
 
 def _pallas_check(subject: Subject, traced: Any, start: float, expert: bool) -> bool:
@@ -210,7 +189,7 @@ def _pallas_check(subject: Subject, traced: Any, start: float, expert: bool) -> 
         return _check(CheckName.TRACE, FAIL, Reason.NO_PALLAS_CALL, NoFigures(), start)
     static = subject.static
     reference = jax.make_jaxpr(lambda *d: subject.reference.computation(*d, *static))
-    outside = _outside_pallas(work, measure(reference(*subject.specs)))
+    outside = outside_pallas(work, measure(reference(*subject.specs)))
     if outside and expert:
         reported = dataclasses.replace(outside, outputs=_outputs_text(subject, traced))
         return _check(CheckName.TRACE, PASS, Reason.EXPERT_WORK_OUTSIDE_PALLAS, reported, start)
@@ -233,7 +212,7 @@ def _outputs_text(subject: Subject, traced: Any) -> str:
 def _lower_check(subject: Subject, target: TpuTarget) -> bool:
     start = time.perf_counter()
     try:
-        for function, specs in _programs_at_production(subject):
+        for function, specs in backward.production_programs(subject):
             program = jax.jit(function, keep_unused=True)
             with aot.on_target(target):
                 program.trace(*specs).lower(lowering_platforms=("tpu",))
@@ -246,24 +225,12 @@ def _lower_check(subject: Subject, target: TpuTarget) -> bool:
 def _compile_check(subject: Subject, target: TpuTarget) -> bool:
     start = time.perf_counter()
     try:
-        for function, specs in _programs_at_production(subject):
+        for function, specs in backward.production_programs(subject):
             aot.compile_for_tpu(function, specs, target)
     except Exception as error:
         failed = Target(target.name, first_lines(error))
         return _check(CheckName.TPU_COMPILE, FAIL, Reason.COMPILE_FAILED, failed, start)
     return _check(CheckName.TPU_COMPILE, PASS, Reason.COMPILED, Target(target.name), start)
-
-
-def _programs_at_production(subject: Subject) -> list[tuple[Callable[..., Any], Any]]:
-    """The programs lowered and compiled for the TPU, with their inputs: the forward, and the
-    backward where the task asks for gradients (its kernels run on the TPU in training)."""
-    programs: list[tuple[Callable[..., Any], Any]] = [
-        (subject.function(subject.bench), subject.specs)
-    ]
-    if subject.task.gradients:
-        backward = jaxpr_as_fun(subject.backward(subject.bench))
-        programs.append((backward, subject.backward_specs(subject.bench)))
-    return programs
 
 
 def _production_check(subject: Subject, request: CandidateRequest) -> list[Run] | None:
@@ -312,6 +279,8 @@ def _production_check(subject: Subject, request: CandidateRequest) -> list[Run] 
         return request.runs
     _emit(findings.to_check(time.perf_counter() - start))
     if findings.failure is not None:
+        return None
+    if task.gradients and not _passed(backward.defences(subject)):
         return None
     numerics = next(d for d in findings.defences if d.name == DefenceName.NUMERICS)
     runs = request.runs
@@ -390,21 +359,6 @@ def _derived_sizes(task: Any, config: str) -> dict[int, int]:
     return {value: next(iter(to)) for value, to in moves.items() if len(to) == 1}
 
 
-def _outside_pallas(work: Work, reference: Work) -> OutsidePallas | None:
-    """The heavy work left to XLA beyond the reference's own, or None."""
-    flops_budget = max(XLA_FLOPS_SHARE * reference.xla_flops, XLA_FLOPS_FLOOR)
-    reduced_budget = max(XLA_REDUCED_SHARE * reference.xla_reduced, XLA_REDUCED_FLOOR)
-    if work.xla_flops > flops_budget or work.xla_reduced > reduced_budget:
-        return OutsidePallas(
-            work.xla_flops,
-            work.xla_reduced,
-            reference.xla_flops,
-            reference.xla_reduced,
-            tuple(work.heavy_ops[:5]),
-        )
-    return None
-
-
 def _numerics_runs(subject: Subject, request: CandidateRequest, runs: list[Run]) -> None:
     task, reference = subject.task, subject.reference
     params = pltpu.InterpretParams(
@@ -438,7 +392,9 @@ def _numerics_runs(subject: Subject, request: CandidateRequest, runs: list[Run])
             files = save_outputs(Path(request.out_dir), f"candidate-{config}-{seed}", output)
             races = _races_found() if request.detect_races else None
             if task.gradients:
-                grads = _gradients_run(subject, config, seed, dynamic, params, backward_programs)
+                grads = backward.gradients_run(
+                    subject, config, seed, dynamic, params, backward_programs
+                )
                 stem = f"candidate-grad-{config}-{seed}"
                 gradient_files = save_outputs(Path(request.out_dir), stem, grads)
         except Refused as refusal:
@@ -451,50 +407,23 @@ def _numerics_runs(subject: Subject, request: CandidateRequest, runs: list[Run])
         _emit(dataclasses.replace(run, gradient_files=gradient_files))
 
 
-def _gradients_run(
-    subject: Subject,
-    config: str,
-    seed: int,
-    dynamic: Any,
-    params: Any,
-    compiled: dict[str, Any],
-) -> list[Any]:
-    """The candidate's gradients at these inputs and the seed's cotangents (the ones the
-    reference worker draws), its backward program run in interpret mode; a failure there says
-    it was the backward's."""
-    program = compiled.get(config)
-    if program is None:
-        program = compiled[config] = jax.jit(
-            jaxpr_as_fun(interpreted(subject.backward(config), params))
-        )
-    _, _, expected = runtime.io_specs(subject.task, subject.reference, config)
-    try:
-        return list(
-            jax.block_until_ready(
-                program(*jax.tree.leaves(dynamic), *gradients.cotangents(expected, seed))
-            )
-        )
-    except Exception as failure:
-        raise RuntimeError(f"the backward: {first_lines(failure)}") from None
-
-
 def _tiles_run(
-    subject: Subject, request: CandidateRequest, tiles: TilesRequest, *, backward: bool = False
+    subject: Subject, request: CandidateRequest, tiles: TilesRequest, *, of_backward: bool = False
 ) -> None:
     """Sampled output tiles of the kernels at production shapes (evaluation/tiles/sampled_run.py),
-    saved for the harness to compare with the reference; `backward`: of the backward program,
+    saved for the harness to compare with the reference; `of_backward`: of the backward program,
     on the production inputs and the input seed's cotangents (its outputs are the gradients)."""
     start = time.perf_counter()
     config = request.bench_config
-    named = list(subject.task.gradients) if backward else []
+    named = list(subject.task.gradients) if of_backward else []
     run = functools.partial(TilesRun, config, tiles.input_seed, tiles.sample_seed, gradients=named)
     params = pltpu.InterpretParams(uninitialized_memory="nan", out_of_bounds_reads="raise")
-    stem = "tiles-backward" if backward else "tiles"
+    stem = "tiles-backward" if of_backward else "tiles"
     try:
         dynamic = _production_inputs(subject, tiles.inputs)
         leaves = jax.tree.leaves(dynamic)
         program = subject.program(subject.bench)
-        if backward:
+        if of_backward:
             program = subject.backward(subject.bench)
             leaves += gradients.cotangents(subject.expected, tiles.input_seed)
         sampled = production_tiles.run_sampled(
