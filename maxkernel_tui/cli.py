@@ -20,6 +20,8 @@ from maxkernel_tui.visible import visible, visible_output
 
 def _workbench_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """The arguments of the command without a subcommand: it opens the workbench."""
+    from maxkernel_tui.services.tasks import GRADIENTS_HELP, GRADIENTS_OPTION
+
     parser.add_argument("--version", action="version", version=f"maxkernel-tui {__version__}")
     parser.add_argument(
         "--task",
@@ -27,6 +29,7 @@ def _workbench_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
         help="open the workbench on this task (an id, its number, or a "
         "task folder) instead of the task picker",
     )
+    parser.add_argument(GRADIENTS_OPTION, metavar="NAME[,NAME]", help=GRADIENTS_HELP)
     parser.add_argument(
         "--resume",
         nargs="?",
@@ -110,7 +113,7 @@ def _run(args: argparse.Namespace) -> int:
     try:
         _choose_sandbox(getattr(args, "sandbox", None))
         if args.command is None:
-            return _open_app(args.task, args.resume)
+            return _open_app(args.task, args.resume, args.gradients)
         _stop_on_term_and_hangup()
         return int(args.run(args))
     except (TaskError, ConfigError, StoreError, ClusterError) as error:
@@ -147,14 +150,18 @@ def _stop_on_term_and_hangup() -> None:
         signal.signal(signum, interrupt)
 
 
-def _open_app(task_name: str | None, resume: str | None) -> int:
+def _open_app(task_name: str | None, resume: str | None, gradients: str | None = None) -> int:
     from maxkernel_tui.app import MaxKernelApp  # Textual only when the workbench opens
     from maxkernel_tui.config import load_settings
-    from maxkernel_tui.services.tasks import resolve_task
+    from maxkernel_tui.services.tasks import resolve_task, with_gradient_option
 
     if task_name and resume is not None:
         print("error: give --task or --resume, not both", file=sys.stderr)
         return 2
+    if gradients is not None and not task_name:
+        print("error: --gradients goes with --task (a folder read as it is)", file=sys.stderr)
+        return 2
+    task = with_gradient_option(resolve_task(task_name), gradients) if task_name else None
     settings = load_settings()
     # resolved before the screen opens: an unknown session is an error on the terminal, exit 2
     session = None
@@ -162,9 +169,7 @@ def _open_app(task_name: str | None, resume: str | None) -> int:
         from maxkernel_tui.services.sessions import resolve_session  # the database: not otherwise
 
         session = resolve_session(resume, settings.store_path).id
-    MaxKernelApp(
-        task=resolve_task(task_name) if task_name else None, settings=settings, resume=session
-    ).run()
+    MaxKernelApp(task=task, settings=settings, resume=session).run()
     _leave_at_once()
 
 

@@ -6,7 +6,7 @@ import shutil
 import pytest
 
 from tests.support.cli import cli
-from tests.support.paths import ADAPTED_TASKS, KERNELS
+from tests.support.paths import ADAPTED_TASKS, GRADIENT_TASKS, KERNELS
 
 
 @pytest.mark.slow  # worker processes: jax, TPU compiles
@@ -186,3 +186,19 @@ def test_an_error_message_with_terminal_controls_reaches_the_terminal_as_text():
     # stopped at trace: its evidence names no seed that was never drawn
     assert "evidence: numerics: not run (stopped at trace)" in done.stdout
     assert "fresh seed" not in done.stdout
+
+
+def test_eval_refuses_gradients_of_a_name_computation_does_not_take():
+    done = cli(
+        "eval",
+        str(KERNELS / "gradients" / "rmsnorm_vjp.py"),
+        "--task",
+        str(GRADIENT_TASKS / "rmsnorm_train"),
+        "--gradients",
+        "x,q",
+        check=False,
+    )
+    assert done.returncode == 2
+    assert (
+        "--gradients" in done.stderr and "['q']" in done.stderr and "(x, w, epsilon)" in done.stderr
+    )

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from maxkernel_tui.commands.agent_flags import add_executor_flags, setup_of
-from maxkernel_tui.commands.tasks import resolve_kernel_and_task
+from maxkernel_tui.commands.tasks import add_gradients_flag, resolve_kernel_and_task
 from maxkernel_tui.config import cache_dir, flag_of, settings_from_args
 from maxkernel_tui.kernels.report.checks import ACCEPTED, format_report
 from maxkernel_tui.kernels.service.service import (
@@ -49,6 +49,7 @@ def add_parser(commands: Any) -> None:
     parser.add_argument(
         "--task", required=True, help="built-in task id (or its number, e.g. 12p) or a task folder"
     )
+    add_gradients_flag(parser)
     parser.add_argument(
         flag_of("tpu_target"),
         dest="tpu_target",
@@ -111,7 +112,7 @@ def evaluation_setup(args: argparse.Namespace) -> EvaluationSetup:
 
 
 def run(args: argparse.Namespace) -> int:
-    task = resolve_kernel_and_task(args.kernel, args.task)
+    task = resolve_kernel_and_task(args.kernel, args.task, args.gradients)
     if args.config is not None and args.config not in task.configs:
         print(
             f"error: task {task.task_id} has no configuration {args.config!r} "

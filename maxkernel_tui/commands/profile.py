@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from maxkernel_tui.commands.agent_flags import add_executor_flags, setup_of
-from maxkernel_tui.commands.tasks import resolve_kernel_and_task
+from maxkernel_tui.commands.tasks import add_gradients_flag, resolve_kernel_and_task
 from maxkernel_tui.config import cache_dir, flag_of, settings_from_args
 from maxkernel_tui.kernels.service.service import EvaluationService, KernelSource
 from maxkernel_tui.kernels.service.setup import EvaluationSetup
@@ -31,6 +31,7 @@ def add_parser(commands: Any) -> None:
     parser.add_argument(
         "--task", required=True, help="built-in task id (or its number) or a task folder"
     )
+    add_gradients_flag(parser)
     parser.add_argument(
         flag_of("tpu_target"),
         dest="tpu_targets",
@@ -54,7 +55,7 @@ def profile_setup(args: argparse.Namespace) -> EvaluationSetup:
 
 
 def run(args: argparse.Namespace) -> int:
-    task = resolve_kernel_and_task(args.kernel, args.task)
+    task = resolve_kernel_and_task(args.kernel, args.task, args.gradients)
     setup = profile_setup(args)
     setup.executor.prepare()  # a cluster that cannot be used is said first (ClusterError)
     service = EvaluationService(setup, task, cache_dir() / "traces")

@@ -22,6 +22,7 @@ from maxkernel_tui.commands.agent_flags import (
     setup_of,
     write_best,
 )
+from maxkernel_tui.commands.tasks import add_gradients_flag
 from maxkernel_tui.config import settings_from_args
 from maxkernel_tui.store.kinds import Mode, SessionStatus
 
@@ -39,6 +40,7 @@ def add_parser(commands: Any) -> None:
     parser.add_argument(
         "--task", metavar="ID|DIR", help="built-in task id (or its number) or a task folder"
     )
+    add_gradients_flag(parser)
     parser.add_argument(
         "--mode",
         choices=(Mode.AUTO, Mode.HITL),
@@ -77,7 +79,7 @@ def add_parser(commands: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from maxkernel_tui.agents.orchestration.engine import LoopLimits
-    from maxkernel_tui.commands.tasks import resolve_task, traced_task
+    from maxkernel_tui.commands.tasks import resolve_task_option
 
     if (args.task is None) == (args.resume is None):
         print(
@@ -95,7 +97,10 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    task = traced_task(resolve_task(args.task)) if args.task else None
+    if args.gradients is not None and args.task is None:
+        print("error: --gradients goes with --task (a folder read as it is)", file=sys.stderr)
+        return 2
+    task = resolve_task_option(args.task, args.gradients) if args.task else None
     limits = LoopLimits(
         max_iterations=args.max_iterations,
         patience=args.patience,

@@ -23,6 +23,7 @@ from maxkernel_tui.commands.agent_flags import (
     setup_of,
     write_best,
 )
+from maxkernel_tui.commands.tasks import add_gradients_flag
 from maxkernel_tui.config import settings_from_args
 from maxkernel_tui.store.kinds import SessionStatus
 
@@ -48,6 +49,7 @@ def add_parser(commands: Any) -> None:
     what.add_argument(
         "--resume", metavar="SESSION", help="continue a search (its session id or a prefix)"
     )
+    add_gradients_flag(parser)
     parser.add_argument("--algorithm", choices=("parallel", "beam", "evolve"), default="beam")
     parser.add_argument(
         "--width", type=int, default=3, metavar="N", help="parallel lines, or the beam width"
@@ -129,6 +131,9 @@ def run(args: argparse.Namespace) -> int:
     if args.task is None and args.suite is None and args.resume is None:
         print("error: give --task, --suite or --resume SESSION", file=sys.stderr)
         return 2
+    if args.gradients is not None and args.task is None:
+        print("error: --gradients goes with --task (a folder read as it is)", file=sys.stderr)
+        return 2
     try:
         config = SearchConfig(
             algorithm=args.algorithm,
@@ -159,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.suite is not None:
             return asyncio.run(_suite(args, settings, config, seed))
-        task = _task(args.task) if args.task else None
+        task = _task(args.task, args.gradients) if args.task else None
         code, _ = asyncio.run(
             _one(args, settings, config, task, seed, args.out, args.graph, steers=steers)
         )
@@ -206,10 +211,10 @@ def _steer_only(args: argparse.Namespace, settings: Any, steers: list[Any]) -> i
     return 0
 
 
-def _task(name: str) -> Any:
-    from maxkernel_tui.commands.tasks import resolve_task, traced_task
+def _task(name: str, gradients: str | None = None) -> Any:
+    from maxkernel_tui.commands.tasks import resolve_task_option
 
-    return traced_task(resolve_task(name))
+    return resolve_task_option(name, gradients)
 
 
 def _printer(args: argparse.Namespace, prefix: str = "") -> Any:

@@ -15,7 +15,13 @@ from maxkernel_tui.kernels.listing import format_task, task_record
 from maxkernel_tui.kernels.loader import builtin_suite_dir, load_tasks, with_known_ties
 from maxkernel_tui.kernels.targets import DEFAULT_TARGET, TARGETS
 from maxkernel_tui.kernels.task import Task, TaskError
-from maxkernel_tui.services.tasks import resolve_task, traced_task
+from maxkernel_tui.services.tasks import (
+    GRADIENTS_HELP,
+    GRADIENTS_OPTION,
+    resolve_task,
+    traced_task,
+    with_gradient_option,
+)
 from maxkernel_tui.visible import terminal, visible
 
 
@@ -56,12 +62,23 @@ def add_parser(commands: Any, where: argparse.ArgumentParser) -> None:
     task_import.add_parser(tasks_commands, where)
 
 
-def resolve_kernel_and_task(kernel: Path, task_name: str) -> Task:
-    """The task a kernel file is to be checked against, its coinciding sizes traced; usage
-    errors as TaskError (exit 2)."""
+def add_gradients_flag(parser: argparse.ArgumentParser) -> None:
+    """`--gradients NAME[,NAME]`, for every command that judges kernels on a task."""
+    parser.add_argument(GRADIENTS_OPTION, metavar="NAME[,NAME]", help=GRADIENTS_HELP)
+
+
+def resolve_task_option(task_name: str, gradients: str | None = None) -> Task:
+    """The task `--task` names, its coinciding sizes traced, judged on the gradients
+    `--gradients` names; usage errors as TaskError (exit 2)."""
+    return with_gradient_option(traced_task(resolve_task(task_name)), gradients)
+
+
+def resolve_kernel_and_task(kernel: Path, task_name: str, gradients: str | None = None) -> Task:
+    """The task a kernel file is to be checked against (resolve_task_option); usage errors as
+    TaskError (exit 2)."""
     if not kernel.is_file():
         raise TaskError(kernel, "no such kernel file")
-    return traced_task(resolve_task(task_name))
+    return resolve_task_option(task_name, gradients)
 
 
 def _load(path: Path | None) -> tuple[list[Task], list[TaskError]]:

@@ -124,9 +124,12 @@ def _read_task(folder: Path) -> Task:
     config_names = declared if declared is not None else _plain_configs(meta)
     tolerances = _tolerances(folder / TASK_YAML, meta, config_names)
     derivation = None if named else _plain_derivation(reference, inputs_from_yaml, config_names)
+    gradient_tolerances = _gradient_tolerances(folder / TASK_YAML, meta, config_names)
     if derivation is not None and derivation.derived:
         named, config_names = True, derivation.configs()
         tolerances = {name: tolerances[BENCH] for name in config_names}
+        if gradient_tolerances:
+            gradient_tolerances = {name: gradient_tolerances[BENCH] for name in config_names}
 
     return Task(
         task_id=task_id.strip(),
@@ -144,6 +147,7 @@ def _read_task(folder: Path) -> Task:
         gradients=gradient_names(
             folder / TASK_YAML, meta.get("gradients"), computation_parameters(reference)
         ),
+        gradient_tolerances=gradient_tolerances,
     )
 
 
@@ -327,6 +331,24 @@ def _tolerances(path: Path, meta: dict[str, Any], configs: tuple[str, ...]) -> d
     atol = _per_config(path, "atol", meta.get("atol", DEFAULT_TOLERANCE), configs)
     rtol = _per_config(path, "rtol", meta.get("rtol", DEFAULT_TOLERANCE), configs)
     return {name: Tolerance(atol[name], rtol[name]) for name in configs}
+
+
+def _gradient_tolerances(
+    path: Path, meta: dict[str, Any], configs: tuple[str, ...]
+) -> dict[str, Tolerance]:
+    """The yaml's `grad_atol`/`grad_rtol` (each as `atol`/`rtol` may be written; one left out
+    is the forward's), or {} where neither is given: gradients then keep the forward's."""
+    if "grad_atol" not in meta and "grad_rtol" not in meta:
+        return {}
+    forward = _tolerances(path, meta, configs)
+    atol, rtol = (
+        _per_config(path, key, meta[key], configs) if key in meta else {}
+        for key in ("grad_atol", "grad_rtol")
+    )
+    return {
+        name: Tolerance(atol.get(name, forward[name].atol), rtol.get(name, forward[name].rtol))
+        for name in configs
+    }
 
 
 def _per_config(path: Path, key: str, value: object, configs: tuple[str, ...]) -> dict[str, float]:

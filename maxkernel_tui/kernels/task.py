@@ -86,6 +86,9 @@ class Task:
     # Parameters of the reference's `computation` whose gradients are judged (training tasks);
     # empty: forward only.
     gradients: tuple[str, ...] = ()
+    # The yaml's `grad_atol`/`grad_rtol` per configuration; a configuration not here judges its
+    # gradients with its forward tolerance (gradient_tolerance).
+    gradient_tolerances: dict[str, Tolerance] = field(default_factory=dict, hash=False)
 
     @property
     def yaml_path(self) -> Path:
@@ -118,6 +121,11 @@ class Task:
     def tolerance(self, config: str) -> Tolerance:
         return self.tolerances[config]
 
+    def gradient_tolerance(self, config: str) -> Tolerance:
+        """The tolerance the gradients at `config` are judged with: the yaml's `grad_atol` and
+        `grad_rtol` where given, else the forward outputs' own."""
+        return self.gradient_tolerances.get(config) or self.tolerance(config)
+
     def agent_visible_configs(self) -> tuple[str, ...]:
         """Configurations an agent may see; held-out shapes never reach a prompt."""
         return tuple(c for c in self.configs if c != HELDOUT)
@@ -136,8 +144,13 @@ class Task:
                 self.reference_path, f"extra configuration(s) {clashes} clash with CONFIGS"
             )
         tolerance = self.tolerances.get(CHECK) or next(iter(self.tolerances.values()))
+        gradient = self.gradient_tolerances.get(CHECK)
         return replace(
             self,
             configs=self.configs + tuple(names),
             tolerances={**self.tolerances, **{n: tolerance for n in names}},
+            gradient_tolerances={
+                **self.gradient_tolerances,
+                **({n: gradient for n in names} if gradient is not None else {}),
+            },
         )

@@ -51,6 +51,57 @@ def resolve_folder(typed: str) -> Task:
     return load_task(Path(typed).expanduser(), cache=cache_dir())
 
 
+GRADIENTS_OPTION = "--gradients"
+ALL_GRADIENTS = "all"  # every floating-point array input of computation
+GRADIENTS_HELP = (
+    "judge the gradients of these parameters of the reference's computation too (NAME[,NAME], "
+    f"or `{ALL_GRADIENTS}`: every floating-point array input; the candidate is then a "
+    "jax.custom_vjp whose backward is Pallas); replaces the task's own `gradients`"
+)
+
+
+def with_gradient_option(task: Task, option: str | None) -> Task:
+    """`task` judged on the gradients `--gradients` names (a folder read as it is, without
+    editing it); `task` itself without the option. TaskError naming the option where a name is
+    not one of computation's parameters."""
+    if option is None:
+        return task
+    from maxkernel_tui.kernels.loader import computation_parameters, gradient_names, parse_python
+
+    parameters = computation_parameters(parse_python(task.reference_path))
+    if option.strip() == ALL_GRADIENTS and ALL_GRADIENTS not in parameters:
+        return task.with_gradients(_floating_inputs(task, parameters))
+    names = gradient_names(Path(GRADIENTS_OPTION), option, parameters)
+    if not names:
+        raise TaskError(Path(GRADIENTS_OPTION), "names no parameter (e.g. --gradients x,w)")
+    return task.with_gradients(names)
+
+
+def _floating_inputs(task: Task, parameters: tuple[str, ...]) -> tuple[str, ...]:
+    """The parameters of computation that take floating-point arrays at production shapes, from
+    the task's description (its inputs' types, found by the sandboxed describe worker, cached)."""
+    from maxkernel_tui.config import cache_dir
+    from maxkernel_tui.kernels.catalog import describe_tasks
+
+    option = Path(GRADIENTS_OPTION)
+    description = describe_tasks([task], cache_dir(), with_cost=False, workers=1)[task.task_id]
+    shapes = description.configs.get(task.configs[0])
+    if description.error is not None or shapes is None:
+        raise TaskError(option, f"`all` needs the inputs' types: {description.error}")
+    if len(parameters) - len(shapes.static) != len(shapes.inputs):
+        raise TaskError(
+            option, "`all`: computation's inputs are not one array per parameter; name them"
+        )
+    floating = tuple(
+        name
+        for name, spec in zip(parameters, shapes.inputs)
+        if spec.dtype.startswith(("float", "bfloat"))
+    )
+    if not floating:
+        raise TaskError(option, "`all`: computation takes no floating-point array")
+    return floating
+
+
 def _written_as_path(name: str) -> bool:
     return "/" in name or name.startswith((".", "~"))
 

@@ -200,3 +200,15 @@ def test_bad_gradients_name_the_yaml_and_the_problem(tmp_path, declared, problem
     with pytest.raises(TaskError) as raised:
         load_task(write_task(tmp_path, yaml_text=GOOD_YAML + f"gradients: {declared}\n"))
     assert raised.value.path.name == "kernel_task.yaml" and problem in raised.value.problem
+
+
+def test_gradient_tolerances_default_to_the_forwards_per_configuration(tmp_path):
+    task = load_task(write_task(tmp_path, yaml_text=GOOD_YAML + "gradients: [x]\n"))
+    assert all(task.gradient_tolerance(c) == task.tolerance(c) for c in task.configs)
+
+
+def test_grad_atol_and_grad_rtol_set_the_gradients_tolerance(tmp_path):
+    yaml_text = GOOD_YAML + "gradients: [x]\ngrad_atol: 0.05\n"
+    task = load_task(write_task(tmp_path, yaml_text=yaml_text))
+    tolerance = task.gradient_tolerance(task.configs[0])
+    assert tolerance.atol == 0.05 and tolerance.rtol == task.tolerance(task.configs[0]).rtol

@@ -49,6 +49,9 @@ class SessionStarted(SessionEvent):
     limits: dict[str, Any] = field(default_factory=dict)
     # each role's own model, tools and tool calls per step (agents.tools.assignment.RolePlan)
     roles: dict[str, Any] = field(default_factory=dict)
+    # the parameters whose gradients the task is judged on (the yaml's, or `--gradients`'), so
+    # that a resumed session is judged as it started
+    gradients: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -134,6 +134,8 @@ def _resumed(store: Store, settings: Settings, resume: str) -> _Opening:
     if settings.source("provider").kind != "flag":  # the session goes on with its own model
         settings = replace(settings, provider=started.provider, model=started.model)
     task = load_task(Path(started.task_dir), cache=cache_dir())
+    if started.gradients:  # an option's gradients, which the folder does not say
+        task = task.with_gradients(tuple(started.gradients))
     limits = LoopLimits.from_json(started.limits)
     roles = RolePlan.from_json(started.roles)  # the roles' models and tools as it started
     return _Opening(journal, task, session.mode, started.target, settings, limits, roles)
@@ -233,6 +235,7 @@ async def _opened(
             provider.model,
             opening.limits.to_json(),
             opening.roles.to_json(),
+            list(task.gradients),
         )
     )
     # the provider's own preparation (the built-in agent's drafts) overlaps the description

@@ -44,7 +44,7 @@ from maxkernel_tui.kernels.evaluation.protocol import (
     event_from_json,
     request_to_json,
 )
-from maxkernel_tui.kernels.evaluation.provenance import verdict_inputs
+from maxkernel_tui.kernels.evaluation.provenance import gradient_evidence, verdict_inputs
 from maxkernel_tui.kernels.evaluation.reference import cache as reference_cache
 from maxkernel_tui.kernels.evaluation.reference.processes import ReferenceWorkers
 from maxkernel_tui.kernels.evaluation.reference.tiles import TilesReference
@@ -75,11 +75,9 @@ from maxkernel_tui.kernels.report.checks import (
     numerics_check,
 )
 from maxkernel_tui.kernels.report.reasons import (
-    Agreement,
     NoFigures,
     Problems,
     Reason,
-    RunFigures,
     Said,
 )
 from maxkernel_tui.kernels.report.status import CheckName
@@ -206,6 +204,7 @@ class Harness:
         try:
             (workdir / "kernel.py").write_text(kernel.text)  # its private dir, nothing else of ours
             programs = traced.write(workdir)
+            backward = traced.write_backward(workdir)
             expert = kernel.is_expert(snapshot)
             tiles_request = tiles_plan.request(
                 task,
@@ -229,6 +228,7 @@ class Harness:
                 expert,
                 tiles_request,
                 programs,
+                backward,
                 traced.untraced,
                 max(deadline - time.monotonic(), 1.0),
             )
@@ -247,7 +247,11 @@ class Harness:
                 on_device = tpu_present()  # the timing compares the whole production output
                 for run in tiles:
                     expected = self._tiles.expected(task, run)
-                    report.add(tiles_check(task, run, expected, device_compares=on_device))
+                    # the device compares the forward's outputs, not the gradients
+                    compares = on_device and not run.gradients
+                    report.add(tiles_check(task, run, expected, device_compares=compares))
+            if (gradients := gradient_evidence(task, report.checks)) is not None:
+                report.inputs.append(gradients)
             # an edge-case pass joins a report that was judged already (with_edge_pass)
             judged_before = options.edges_only
             if not judged_before and report.failure is None and (none := unjudged(report)):
@@ -296,6 +300,8 @@ class Harness:
                 task_digest=snapshot.digest,
                 programs=traced.write(workdir),
                 untraced=traced.untraced,
+                gradients=list(snapshot.task.gradients),
+                backward_programs=traced.write_backward(workdir),
             )
             timeout = max(deadline - time.monotonic(), 1.0)
             events, _ = self._run_request(worker, request, timeout, report)
@@ -328,6 +334,7 @@ class Harness:
                 out_dir=str(workdir),
                 extra_configs=extra,
                 task_digest=snapshot.digest,
+                gradients=list(snapshot.task.gradients),
             )
             try:
                 return trace_programs(worker, request, timeout, report, self.memory_bytes)
@@ -349,6 +356,7 @@ class Harness:
         expert_baseline: bool,
         tiles_request: TilesRequest | None,
         programs: dict[str, str],
+        backward: dict[str, str],
         untraced: dict[str, str],
         timeout: float,
     ) -> tuple[dict[Run, NumericsRun], list[TilesRun]]:
@@ -368,6 +376,8 @@ class Harness:
             task_digest=self._digests[task.folder],
             programs=programs,
             untraced=untraced,
+            gradients=list(task.gradients),
+            backward_programs=backward,
         )
         return self._run_request(worker, request, timeout, report)
 
@@ -422,7 +432,9 @@ class Harness:
             reference_worker = self._reference_for(task)
             assert reference_worker.directory is not None
             reference_dir = Path(tempfile.mkdtemp(dir=reference_worker.directory))
-            request = ReferenceRequest(str(task.folder), runs, str(reference_dir), extra)
+            request = ReferenceRequest(
+                str(task.folder), runs, str(reference_dir), extra, gradients=list(task.gradients)
+            )
             answer = self._ask(reference_worker, request)
         try:
             self._compare(task, runs, extra, candidate_runs, answer, reference_started, report)
@@ -453,7 +465,11 @@ class Harness:
         for check_name in dict.fromkeys(group(config) for config, _ in runs):
             selected = [run for run in runs if group(run[0]) == check_name]
             started = time.monotonic()
-            check = _compare_runs(check_name, task, selected, candidate_runs, reference_runs)
+            from maxkernel_tui.kernels.evaluation.judged_runs import (
+                compare_runs,
+            )  # NumPy: not at the UI's start-up
+
+            check = compare_runs(check_name, task, selected, candidate_runs, reference_runs)
             # the kernel's own runs, plus the reference and the comparison
             kernel_seconds = sum(
                 candidate_runs[run].seconds for run in selected if run in candidate_runs
@@ -523,44 +539,3 @@ def _take(event: CandidateEvent, report: EvalReport, outputs: dict[Run, Numerics
 def _stage_in_progress(report: EvalReport) -> CheckName:
     done = {c.name for c in report.checks}
     return next((stage for stage in _STAGES if stage not in done), NUMERICS)
-
-
-def _compare_runs(
-    name: CheckName,
-    task: Task,
-    runs: list[Run],
-    candidate_runs: dict[Run, NumericsRun],
-    reference_runs: dict[Run, NumericsRun],
-) -> Check:
-    agreed = []
-    for config, seed in runs:
-        candidate = candidate_runs.get((config, seed))
-        reference = reference_runs[(config, seed)]
-        if candidate is None:
-            return Check(name, FAIL, Reason.NO_OUTPUT, RunFigures(config, seed))
-        if candidate.error is not None or candidate.files is None:
-            failed = RunFigures(config, seed, error=candidate.error)
-            return Check(name, FAIL, Reason.KERNEL_FAILED, failed)
-        if reference.error is not None or reference.files is None:
-            failed = RunFigures(config, seed, error=reference.error)
-            return Check(name, FAIL, Reason.REFERENCE_RUN_FAILED, failed)
-        if candidate.races:
-            return Check(name, FAIL, Reason.RACE_DETECTED, RunFigures(config, seed))
-        from maxkernel_tui.kernels.evaluation.compare import (
-            compare_files,
-        )  # NumPy: not at the UI's start-up
-
-        tolerance = task.tolerance(config)
-        comparison = compare_files(candidate.files, reference.files, tolerance)
-        compared = RunFigures(config, seed, tolerance.atol, tolerance.rtol, comparison)
-        if not comparison.ok:
-            return Check(name, FAIL, comparison.reason, compared)
-        agreed.append(compared)
-    at_production = any(config == task.configs[0] for config, _ in runs) and len(task.configs) > 1
-    return Check(
-        name,
-        PASS,
-        Reason.WITHIN_TOLERANCE,
-        Agreement(tuple(agreed)),
-        production_shapes=at_production,
-    )

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, ClassVar
 
 from maxkernel_tui.codec import JsonData, Shape, Tagged, Unknown
 from maxkernel_tui.kernels.perf.calibration import ModelPoint
@@ -46,7 +46,7 @@ class TilesRequest:
 
 
 @dataclass(frozen=True)
-class CandidateRequest(JsonData):
+class CandidateRequest(JsonData, shape=Shape(omit_empty=("gradients", "backward_programs"))):
     kernel: str  # the candidate's file, in its private directory
     task: str  # the task's folder
     target: str  # TPU generation to compile for
@@ -71,10 +71,15 @@ class CandidateRequest(JsonData):
     # kernel could not be traced (configuration: why), its runs there fail with that reason.
     programs: dict[str, str] = field(default_factory=dict)
     untraced: dict[str, str] = field(default_factory=dict)
+    # Parameters of computation whose gradients are judged (Task.gradients, the option's where
+    # it gave them), and the candidate's backward programs (configuration: file), each a
+    # function of the inputs and the outputs' cotangents giving those gradients.
+    gradients: list[str] = field(default_factory=list)
+    backward_programs: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
-class TraceRequest(JsonData):
+class TraceRequest(JsonData, shape=Shape(omit_empty=("gradients",))):
     """What the tracer (evaluation/tracer/candidate.py), the one process that imports the
     candidate, is asked: its programs at `configs`, written into `out_dir` as bytes."""
 
@@ -84,6 +89,7 @@ class TraceRequest(JsonData):
     out_dir: str
     extra_configs: dict[str, dict[str, int]] = field(default_factory=dict)
     task_digest: str = ""
+    gradients: list[str] = field(default_factory=list)  # a backward program too, when given
 
 
 # A candidate worker's request line: {"trace": ...} or {"judge": ...}.
@@ -110,10 +116,11 @@ class Traced:
     file: str | None = None
     seconds: float = 0.0
     error: str | None = None
+    backward_file: str | None = None  # the backward program, when gradients were asked for
 
 
 @dataclass(frozen=True)
-class NumericsRun(JsonData):
+class NumericsRun(JsonData, shape=Shape(omit_none=("gradient_files",))):
     """The outputs of one (configuration, seed) run, saved as files, or why there are none."""
 
     config: str
@@ -126,6 +133,9 @@ class NumericsRun(JsonData):
     # A production tiles reference (ProductionRequest): True when `files` hold the outputs at the
     # sample's indices only (computed by regions), False when they hold whole outputs.
     at_indices: bool | None = None
+    # The gradients asked for (one file per requested parameter, in the request's order) from
+    # the same inputs and the seed's cotangents (evaluation/gradients.py); None: none asked.
+    gradient_files: list[str] | None = None
 
     @property
     def key(self) -> Run:
@@ -133,7 +143,7 @@ class NumericsRun(JsonData):
 
 
 @dataclass(frozen=True)
-class TilesRun(JsonData):
+class TilesRun(JsonData, shape=Shape(omit_empty=("gradients",))):
     """The candidate's sampled production tiles: per program output, the values the sample
     decides (`values`, .npy) at their flat indices (`indices`, .npy); or why there are none
     (`error`: the kernel failed; `unsampleable`: the program cannot be run by tiles)."""
@@ -152,6 +162,9 @@ class TilesRun(JsonData):
     seconds: float = 0.0
     shapes: list[list[int]] = field(default_factory=list)  # each output's, to name an index
     classes: int = 0  # classes of output blocks the sample covers, over every kernel
+    # a sample of the backward program (evaluation/gradients.py): its outputs are the gradients
+    # of these parameters, in this order; empty: the forward program's outputs
+    gradients: list[str] = field(default_factory=list)
 
     @property
     def key(self) -> Run:
@@ -196,12 +209,13 @@ def event_from_json(data: Mapping[str, Any]) -> CandidateEvent:
 
 
 @dataclass(frozen=True)
-class ReferenceRequest(JsonData):
+class ReferenceRequest(JsonData, shape=Shape(omit_empty=("gradients",))):
     task: str
     runs: list[Run]
     out_dir: str
     extra_configs: dict[str, dict[str, int]] = field(default_factory=dict)
     production: ProductionRequest | None = None  # the production tiles' reference, if asked
+    gradients: list[str] = field(default_factory=list)  # jax.vjp of the reference too
 
 
 @dataclass(frozen=True)
@@ -216,6 +230,11 @@ class ProductionRequest:
     seed: int
     inputs: list[str] = field(default_factory=list)
     indices: list[str] = field(default_factory=list)
+    # the reference's gradients of these parameters there (jax.vjp on the seed's cotangents),
+    # for a sample of a candidate's backward; empty: its outputs
+    gradients: list[str] = field(default_factory=list)
+
+    __codec__: ClassVar[Shape] = Shape(omit_empty=("gradients",))
 
 
 @dataclass(frozen=True)

@@ -138,7 +138,7 @@ class Trace(JsonData):
 
 
 @dataclass(frozen=True)
-class ProfileRequest(JsonData):
+class ProfileRequest(JsonData, shape=Shape(omit_empty=("gradients",))):
     # configuration: the candidate's program there, as the tracer carried it, in the worker's
     # private directory (the profile never imports the candidate)
     programs: dict[str, str]
@@ -149,10 +149,13 @@ class ProfileRequest(JsonData):
     reference_costs: dict[str, ReferenceCost] = field(default_factory=dict)  # known already
     # the bf16 MXU passes XLA needs for the task's tolerance (perf/vs_xla.py), known already
     tolerance_passes: int | None = None
+    # a training task's gradients: `programs` are then its backward programs, and the reference
+    # cost is XLA's jax.vjp of the reference (forward and backward, fused as XLA fuses them)
+    gradients: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
-class ProfileAnswer(JsonData, shape=Shape(unknown=Unknown.IGNORE)):
+class ProfileAnswer(JsonData, shape=Shape(omit_empty=("gradients",), unknown=Unknown.IGNORE)):
     config: str  # the configuration the static analysis used (production shapes)
     kernels: list[KernelAnalysis]
     reference_costs: dict[str, ReferenceCost]
@@ -162,6 +165,7 @@ class ProfileAnswer(JsonData, shape=Shape(unknown=Unknown.IGNORE)):
     # tolerance needs (None: not found); perf/xla_model.XLA_PRECISIONS names them
     written_passes: int = 1
     tolerance_passes: int | None = None
+    gradients: list[str] = field(default_factory=list)  # the request's: figures cover backward
 
 
 def trace_config(task: Task, on_tpu: bool) -> str | None:

@@ -18,7 +18,10 @@ XLA_MEANS = "the task's reference as written, compiled by XLA"
 
 
 @dataclass
-class ProfileSummary(JsonData, shape=Shape(keys={"task_id": "task"}, unknown=Unknown.IGNORE)):
+class ProfileSummary(
+    JsonData,
+    shape=Shape(keys={"task_id": "task"}, omit_empty=("gradients",), unknown=Unknown.IGNORE),
+):
     task_id: str
     kernel: str
     config: str  # the configuration the static analysis used (production shapes)
@@ -32,6 +35,9 @@ class ProfileSummary(JsonData, shape=Shape(keys={"task_id": "task"}, unknown=Unk
     # The task's expert baseline (Task.expert_path), estimated the same way, per target.
     expert: str | None = None
     expert_estimates: list[Estimate] = field(default_factory=list)
+    # A training task's gradients: the figures are of the forward and backward kernels
+    # together, against XLA's jax.vjp of the reference.
+    gradients: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         """The codec's, each reference cost labelled with its kind and source for the
@@ -75,6 +81,12 @@ class ProfileSummary(JsonData, shape=Shape(keys={"task_id": "task"}, unknown=Unk
             f"Profile of {self.kernel} for {self.task_id} at {self.config} shapes "
             "(all figures estimated by the model unless marked measured)"
         ]
+        if self.gradients:
+            lines.append(
+                f"training: forward and backward kernels (the gradients of "
+                f"{', '.join(self.gradients)}), one program; XLA's figures are of jax.vjp of "
+                "the reference"
+            )
         for index, kernel in enumerate(self.kernels):
             blocks = ", ".join(
                 f"{b.role} {b.shape} {b.dtype} ({b.memory_space}, x{b.fetches})"
@@ -128,8 +140,14 @@ class ProfileSummary(JsonData, shape=Shape(keys={"task_id": "task"}, unknown=Unk
         if found is None or found.speedup is None:
             why = "; ".join(self.problems) or "no estimate of the kernel or of XLA's time"
             return f"against XLA on TPU {target}: not estimated ({why})"
+        of = (
+            f" (forward and backward, gradients of {', '.join(self.gradients)}, against XLA's "
+            "jax.vjp of the reference)"
+            if self.gradients
+            else ""
+        )
         return (
-            f"against XLA on TPU {target}: {found.speedups.label()} "
+            f"against XLA on TPU {target}{of}: {found.speedups.label()} "
             f"({self.estimate_kind(found)} by the performance model at {self.config} shapes, "
             f"not measured: kernel {_time(found.seconds)}, XLA as written "
             f"{_time(found.reference_seconds)}; XLA as written means {XLA_MEANS}, "

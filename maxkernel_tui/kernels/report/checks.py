@@ -185,7 +185,12 @@ class EvalReport(JsonData, shape=_REPORT_SHAPE):
                     if isinstance(tiles, TilesFigures) and tiles.blocks and check.status != SKIP
                     else check.detail  # a skipped check's detail says why nothing was compared
                 )
-                lines.append(f"production tiles ({check.status}): {sampled}")
+                of = (
+                    f" of the backward (gradients of {tiles.gradients})"
+                    if isinstance(tiles, TilesFigures) and tiles.gradients
+                    else ""
+                )
+                lines.append(f"production tiles{of} ({check.status}): {sampled}")
             elif check.unfit_config is not None:  # a derived configuration left for production
                 lines.append(check.detail)
             elif check.name == "timing" and check.production_shapes:

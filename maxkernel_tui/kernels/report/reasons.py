@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Annotated, Any, get_args
+from typing import Annotated, Any, ClassVar, get_args
 
-from maxkernel_tui.codec import Tagged, decode_object, encode_object
+from maxkernel_tui.codec import Shape, Tagged, decode_object, encode_object
 from maxkernel_tui.kernels.report.expert import ExpertComparison
 from maxkernel_tui.kernels.report.status import CheckStatus
 
@@ -41,6 +41,11 @@ class Reason(StrEnum):
     HEAVY_WORK_OUTSIDE_PALLAS = "heavy_work_outside_pallas"
     EXPERT_WORK_OUTSIDE_PALLAS = "expert_work_outside_pallas"  # reported, not rejected
     PALLAS_HOLDS_THE_WORK = "pallas_holds_the_work"
+    # the trace check of the backward program (tasks that ask for gradients)
+    BACKWARD_UNTRACEABLE = "backward_untraceable"  # no backward program: Said why
+    BACKWARD_NO_PALLAS_CALL = "backward_no_pallas_call"
+    BACKWARD_WORK_OUTSIDE_PALLAS = "backward_work_outside_pallas"
+    BACKWARD_IN_PALLAS = "backward_in_pallas"
     # TPU lowering and compilation
     LOWERED = "lowered"
     LOWERING_FAILED = "lowering_failed"
@@ -53,11 +58,14 @@ class Reason(StrEnum):
     PRODUCTION_REFUSED = "production_refused"
     DEFENCES_HELD = "defences_held"
     DEFENCES_BROKEN = "defences_broken"
+    BACKWARD_DEFENCES_HELD = "backward_defences_held"  # Defences of the backward program
+    BACKWARD_DEFENCES_BROKEN = "backward_defences_broken"
     UNFIT_TILES = "unfit_tiles"  # a derived configuration the kernel's own tiles do not fit
     # numerics
     WITHIN_TOLERANCE = "within_tolerance"
     OUTSIDE_TOLERANCE = "outside_tolerance"
     NON_FINITE = "non_finite"  # NaN or infinity where the reference is finite
+    GRADIENT_OUTSIDE_TOLERANCE = "gradient_outside_tolerance"  # RunFigures.gradient names it
     OUTPUT_MISMATCH = "output_mismatch"  # output count or shape
     NO_OUTPUT = "no_output"
     KERNEL_FAILED = "kernel_failed"
@@ -216,6 +224,9 @@ class RunFigures:
     rtol: float = 0.0
     comparison: Comparison | None = None
     error: str | None = None
+    gradient: str | None = None  # the parameter whose gradient was compared; None: the outputs
+
+    __codec__: ClassVar[Shape] = Shape(omit_none=("gradient",))  # forward-only JSON as before
 
 
 @dataclass(frozen=True)
@@ -248,6 +259,11 @@ class TilesFigures:
     projected_from: int = 0
     of_elements: int = 0
     projected_over: int = 0
+    # a sample of the backward program's kernels (tasks that ask for gradients): the gradients
+    # it compared, or the one that failed; empty: the forward's outputs
+    gradients: str = ""
+
+    __codec__: ClassVar[Shape] = Shape(omit_empty=("gradients",))
 
 
 @dataclass(frozen=True)

@@ -49,6 +49,8 @@ _FIXED = {
     R.NO_CHECK_CONFIG: "no check configuration to compare production shapes with",
     R.NO_EDGE_CONFIGS: "this task's get_inputs takes no named configurations: "
     "no extra edge-case configurations",
+    R.BACKWARD_NO_PALLAS_CALL: "the backward (jax.vjp of computation) has no pallas_call: "
+    "its work runs in plain XLA",
     R.NO_TPU: "not measured: no TPU on this machine; times in TPU interpret mode on a "
     "CPU are a simulator's, not the kernel's, so none are shown",
     R.NO_SANDBOX_POLICY: "WITHOUT the sandbox: started with no policy",
@@ -66,6 +68,7 @@ _SAID = {
     R.TRACE_REFUSED: "{}",
     R.IMPORT_FAILED: "the kernel fails to import: {}",
     R.UNTRACEABLE: "{}",
+    R.BACKWARD_UNTRACEABLE: "{}",
     R.PROGRAM_UNWRITABLE: "its program could not be written in its directory: {}",
     R.SANITY_RUN: "sanity run (no Pallas required): {}",
     R.LOWERING_FAILED: "cannot be lowered for TPU at production shapes: {}",
@@ -102,6 +105,12 @@ def check_words(reason: Reason, figures: Figures) -> str:
             return f"the tracer {claimed}: the kernel is rejected"
         case WorkerFailed(process, text, limit):
             return _worker_words(reason, process, text, limit)
+        case WorkShare() if reason == R.BACKWARD_IN_PALLAS:
+            return (
+                f"backward (jax.vjp of computation, {figures.outputs}): "
+                f"{figures.pallas_calls} pallas_call(s); heavy work inside Pallas (outside: "
+                f"{figures.xla_flops:.3g} flops, {figures.xla_reduced:.3g} reduced elements)"
+            )
         case WorkShare():
             return (
                 f"{figures.pallas_calls} pallas_call(s); heavy work inside Pallas (outside: "
@@ -113,15 +122,20 @@ def check_words(reason: Reason, figures: Figures) -> str:
                 "the task's expert baseline, so reported, not rejected: "
                 f"{_outside_words(figures)}; {figures.outputs}"
             )
+        case OutsidePallas() if reason == R.BACKWARD_WORK_OUTSIDE_PALLAS:
+            return f"the backward (jax.vjp of computation): {_outside_words(figures)}"
         case OutsidePallas():
             return _outside_words(figures)
         case Target(name, text) if reason == R.COMPILE_FAILED:
             return f"TPU {name} compile failed: {text}"
         case Target(name):
             return f"compiled ahead of time for TPU {name} with libtpu"
-        case Defences(defences) if reason == R.DEFENCES_BROKEN:
+        case Defences(defences) if reason in (R.DEFENCES_BROKEN, R.BACKWARD_DEFENCES_BROKEN):
             failed = [defence_words(d) for d in defences if d.outcome == DefenceOutcome.FAILED]
-            return "at production shapes: " + "; ".join(failed)
+            whose = "the backward " if reason == R.BACKWARD_DEFENCES_BROKEN else ""
+            return f"{whose}at production shapes: " + "; ".join(failed)
+        case Defences(defences) if reason == R.BACKWARD_DEFENCES_HELD:
+            return "backward: " + "; ".join(f"{d.name}: {d.outcome}" for d in defences)
         case Defences(defences):
             return "; ".join(f"{d.name}: {d.outcome}" for d in defences)
         case Unfit():
@@ -283,7 +297,8 @@ def _worker_words(reason: Reason, process: str, text: str, limit: float | None) 
 
 
 def _run_label(run: RunFigures) -> str:
-    return f"{run.config} seed {run.seed}"
+    gradient = f" gradient of {run.gradient}" if run.gradient else ""
+    return f"{run.config} seed {run.seed}{gradient}"
 
 
 def _run_words(reason: Reason, run: RunFigures) -> str:
@@ -295,6 +310,11 @@ def _run_words(reason: Reason, run: RunFigures) -> str:
         return f"the reference failed: {run.error}"
     if reason == R.RACE_DETECTED:
         return "TPU interpret mode detected a race between grid steps or DMAs"
+    if run.gradient:
+        return (
+            f"wrong gradient (atol {run.atol:g}, rtol {run.rtol:g}): "
+            f"{comparison_words(run.comparison)}"
+        )
     return (
         f"wrong numerics (atol {run.atol:g}, rtol {run.rtol:g}): {comparison_words(run.comparison)}"
     )
@@ -335,6 +355,9 @@ def sampled_blocks_words(tiles: TilesFigures) -> str:
 
 def _tiles_words(reason: Reason, tiles: TilesFigures) -> str:
     label = f"{tiles.config} inputs seed {tiles.input_seed}, sample seed {tiles.sample_seed}"
+    if tiles.gradients:  # a sample of the backward's kernels
+        of = "gradient" if reason == R.TILES_OUTSIDE_TOLERANCE else "gradients"
+        label = f"backward ({of} of {tiles.gradients}), {label}"
     if reason == R.TILES_NOT_RUN:
         return f"production tiles not run: {tiles.text}"
     if reason == R.TILES_KERNEL_FAILED:
@@ -376,9 +399,10 @@ def _tiles_words(reason: Reason, tiles: TilesFigures) -> str:
         )
     worst = comparison_words(tiles.comparison)
     projected = f"; {_projected_words(tiles)}" if tiles.projected is not None else ""
+    left = f"; {tiles.text}" if tiles.gradients and tiles.text else ""
     return (
         f"{sampled_blocks_words(tiles)} sampled at production shapes "
-        f"({label}), {tiles.elements} elements within tolerance; {worst}{projected}"
+        f"({label}), {tiles.elements} elements within tolerance; {worst}{projected}{left}"
     )
 
 

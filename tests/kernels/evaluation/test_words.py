@@ -20,6 +20,7 @@ from maxkernel_tui.kernels.report.reasons import (
     ProductionSize,
     Ratio,
     Reason,
+    RunFigures,
     Timed,
     TracerClaim,
     Unbelievable,
@@ -98,4 +99,17 @@ def test_the_timing_names_its_clock() -> None:
     on_device = Timed(Ratio(2.0, 1.5, 2.5), True)
     assert "(device time from the profiler trace)" in check_words(
         Reason.SPEEDUP_SIGNIFICANT, on_device
+    )
+
+
+def test_a_gradients_failure_names_the_gradient_and_a_backward_in_xla_the_backward() -> None:
+    wrong = Comparison(False, 0.3, 400.0, 1300.0, (1, 21), 1234, 65536)
+    figures = RunFigures("check", 3, 2e-4, 2e-4, wrong, gradient="k")
+    assert check_words(Reason.GRADIENT_OUTSIDE_TOLERANCE, figures).startswith(
+        "check seed 3 gradient of k: wrong gradient (atol 0.0002, rtol 0.0002): 1234/65536 "
+        "elements outside tolerance"
+    )
+    outside = OutsidePallas(2e8, 0.0, 3e8, 0.0, ("dot_general",))
+    assert check_words(Reason.BACKWARD_WORK_OUTSIDE_PALLAS, outside).startswith(
+        "the backward (jax.vjp of computation): heavy work runs in XLA outside the Pallas"
     )

@@ -26,20 +26,23 @@ import sys
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import jax
 import numpy as np
 from jax.experimental.pallas import tpu as pltpu
-from jax.extend.core import ClosedJaxpr, jaxpr_as_fun
+from jax.extend.core import jaxpr_as_fun
 
 from maxkernel_tui.kernels import aot
 from maxkernel_tui.kernels import reference_runtime as runtime
 from maxkernel_tui.kernels.config_names import CHECK
+from maxkernel_tui.kernels.evaluation import gradients
 from maxkernel_tui.kernels.evaluation.failure_text import first_lines
+from maxkernel_tui.kernels.evaluation.judge import backward
 from maxkernel_tui.kernels.evaluation.judge.outputs import save_outputs
+from maxkernel_tui.kernels.evaluation.judge.outside import outside_pallas
+from maxkernel_tui.kernels.evaluation.judge.subject import Refused, Subject, Untraced
 from maxkernel_tui.kernels.evaluation.protocol import (
     CandidateEvent,
     CandidateRequest,
@@ -57,14 +60,12 @@ from maxkernel_tui.kernels.evaluation.protocol import (
 from maxkernel_tui.kernels.evaluation.tiles import sampled_run as production_tiles
 from maxkernel_tui.kernels.evaluation.tracer.candidate import trace_candidate
 from maxkernel_tui.kernels.evaluation.tracer.carried import (
-    ProgramRefused,
     avals_text,
-    checked_program,
     widened_outputs,
 )
 from maxkernel_tui.kernels.evaluation.tracer.transport import interpreted
 from maxkernel_tui.kernels.evaluation.work import kernel_work, production_checks
-from maxkernel_tui.kernels.evaluation.work.jaxpr_work import Work, measure
+from maxkernel_tui.kernels.evaluation.work.jaxpr_work import measure
 from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.report.checks import (
     FAIL,
@@ -79,7 +80,6 @@ from maxkernel_tui.kernels.report.reasons import (
     DefenceOutcome,
     Figures,
     NoFigures,
-    OutsidePallas,
     Reason,
     Said,
     Target,
@@ -93,11 +93,6 @@ from maxkernel_tui.kernels.targets import TpuTarget
 from maxkernel_tui.kernels.worker_reply import reply
 from maxkernel_tui.kernels.workers import READY
 
-# Heavy work left to XLA outside the Pallas kernels, as a share of the reference's own.
-XLA_FLOPS_SHARE = 0.05
-XLA_REDUCED_SHARE = 0.10
-XLA_FLOPS_FLOOR = 1e7  # tiny matmuls (index arithmetic, small projections) do not count
-XLA_REDUCED_FLOOR = 1e6
 # What TPU interpret mode raises for a kernel's own faults in a sampled production run.
 _KERNEL_FAULTS = ("Out-of-bounds", "out-of-bounds", "out of bounds", "RACE DETECTED")
 
@@ -110,59 +105,16 @@ def _emit(event: CandidateEvent) -> None:
     reply(event_to_json(event))
 
 
+def _passed(check: Check) -> bool:
+    _emit(check)
+    return check.status == PASS
+
+
 def _check(
     name: CheckName, status: CheckStatus, reason: Reason, figures: Figures, start: float
 ) -> bool:
     _emit(Check(name, status, reason, figures, round(time.perf_counter() - start, 3)))
     return status == PASS
-
-
-class _Refused(Exception):
-    """A carried program the judge does not run: the trace check fails with this detail."""
-
-
-class _Untraced(_Refused):
-    """No program at a configuration because the kernel could not be traced there (the
-    tracer's reason): the kernel's own failure, judged where that configuration is run."""
-
-
-@dataclass
-class _Subject:
-    """The task and the candidate's carried programs, as every check sees them."""
-
-    task: Any
-    reference: Any  # the reference module
-    files: dict[str, str]  # configuration: the tracer's file of its program there
-    untraced: dict[str, str]  # configuration: why the tracer has no program there
-    specs: Any  # dynamic inputs at production shapes (jax.ShapeDtypeStruct)
-    static: Any  # static arguments at production shapes
-    expected: list[Any]  # the reference's output avals at production shapes
-    bench: str  # the production configuration
-    loaded: dict[str, ClosedJaxpr] = dataclasses.field(default_factory=dict)
-
-    def program(self, config: str) -> ClosedJaxpr:
-        """The candidate's program at `config`, once its inputs and outputs are the task's
-        there; _Refused otherwise (a missing, unreadable or mismatched program)."""
-        if config in self.loaded:
-            return self.loaded[config]
-        where = "production shapes" if config == self.bench else f"{config!r} shapes"
-        if config in self.untraced:
-            raise _Untraced(self.untraced[config])
-        if config not in self.files:
-            raise _Refused(f"the tracer sent no program at {where}")
-        try:
-            program = checked_program(
-                Path(self.files[config]), self.task, self.reference, config, where
-            )
-        except ProgramRefused as refusal:
-            raise _Refused(str(refusal)) from None
-        self.loaded[config] = program
-        return program
-
-    def function(self, config: str) -> Callable[..., Any]:
-        """The program at `config` as a function of the task's dynamic inputs (pytrees)."""
-        run = jaxpr_as_fun(self.program(config))
-        return lambda *dynamic: run(*jax.tree.leaves(dynamic))
 
 
 def evaluate_candidate(request: CandidateRequest) -> None:
@@ -192,16 +144,18 @@ def evaluate_candidate(request: CandidateRequest) -> None:
             # a full production run (affordable shapes) judges more than a sample would
             if request.tiles is not None and request.bench_config not in {c for c, _ in runs}:
                 _tiles_run(subject, request, request.tiles)
+                if subject.task.gradients:  # the backward's kernels, sampled the same way
+                    _tiles_run(subject, request, request.tiles, of_backward=True)
             _numerics_runs(subject, request, runs)
 
 
-def _load(request: CandidateRequest) -> _Subject:
+def _load(request: CandidateRequest) -> Subject:
     """The task, its reference and the production shapes; the programs load when checked."""
-    task = load_task(request.task)
+    task = load_task(request.task).with_gradients(tuple(request.gradients))
     reference = runtime.load_reference(task)
     task = runtime.with_extra_configs(task, reference, request.extra_configs)
     specs, static, expected = runtime.io_specs(task, reference, request.bench_config)
-    return _Subject(
+    return Subject(
         task,
         reference,
         request.programs,
@@ -210,28 +164,32 @@ def _load(request: CandidateRequest) -> _Subject:
         static,
         expected,
         request.bench_config,
+        backward_files=request.backward_programs,
+        at=gradients.positions(task, len(specs)) if task.gradients else (),
     )
 
 
-def _trace_check(subject: _Subject, start: float, request: CandidateRequest) -> bool:
+def _trace_check(subject: Subject, start: float, request: CandidateRequest) -> bool:
     try:
         traced = subject.program(subject.bench)
-    except _Refused as refusal:
+    except Refused as refusal:
         return _check(CheckName.TRACE, FAIL, Reason.TRACE_REFUSED, Said(str(refusal)), start)
     if not request.require_pallas:
         outputs = Said(_outputs_text(subject, traced))
         return _check(CheckName.TRACE, PASS, Reason.SANITY_RUN, outputs, start)
-    return _pallas_check(subject, traced, start, request.expert_baseline)
+    if not _pallas_check(subject, traced, start, request.expert_baseline):
+        return False
+    return not subject.task.gradients or _passed(backward.trace_check(subject))
 
 
-def _pallas_check(subject: _Subject, traced: Any, start: float, expert: bool) -> bool:
+def _pallas_check(subject: Subject, traced: Any, start: float, expert: bool) -> bool:
     """The heavy work runs inside Pallas kernels, not in XLA around them."""
     work = measure(traced)
     if not work.has_pallas:
         return _check(CheckName.TRACE, FAIL, Reason.NO_PALLAS_CALL, NoFigures(), start)
     static = subject.static
     reference = jax.make_jaxpr(lambda *d: subject.reference.computation(*d, *static))
-    outside = _outside_pallas(work, measure(reference(*subject.specs)))
+    outside = outside_pallas(work, measure(reference(*subject.specs)))
     if outside and expert:
         reported = dataclasses.replace(outside, outputs=_outputs_text(subject, traced))
         return _check(CheckName.TRACE, PASS, Reason.EXPERT_WORK_OUTSIDE_PALLAS, reported, start)
@@ -243,7 +201,7 @@ def _pallas_check(subject: _Subject, traced: Any, start: float, expert: bool) ->
     return _check(CheckName.TRACE, PASS, Reason.PALLAS_HOLDS_THE_WORK, share, start)
 
 
-def _outputs_text(subject: _Subject, traced: Any) -> str:
+def _outputs_text(subject: Subject, traced: Any) -> str:
     """The program's outputs, and how they are compared where their types are not the
     reference's (a JAXBench task's outputs, compared as JAXBench's harness compares)."""
     text = f"outputs {avals_text(traced.out_avals)}"
@@ -251,29 +209,31 @@ def _outputs_text(subject: _Subject, traced: Any) -> str:
     return f"{text}; {widened}" if widened else text
 
 
-def _lower_check(subject: _Subject, target: TpuTarget) -> bool:
+def _lower_check(subject: Subject, target: TpuTarget) -> bool:
     start = time.perf_counter()
     try:
-        program = jax.jit(subject.function(subject.bench), keep_unused=True)
-        with aot.on_target(target):
-            program.trace(*subject.specs).lower(lowering_platforms=("tpu",))
+        for function, specs in backward.production_programs(subject):
+            program = jax.jit(function, keep_unused=True)
+            with aot.on_target(target):
+                program.trace(*specs).lower(lowering_platforms=("tpu",))
     except Exception as error:
         said = Said(first_lines(error))
         return _check(CheckName.TPU_LOWER, FAIL, Reason.LOWERING_FAILED, said, start)
     return _check(CheckName.TPU_LOWER, PASS, Reason.LOWERED, NoFigures(), start)
 
 
-def _compile_check(subject: _Subject, target: TpuTarget) -> bool:
+def _compile_check(subject: Subject, target: TpuTarget) -> bool:
     start = time.perf_counter()
     try:
-        aot.compile_for_tpu(subject.function(subject.bench), subject.specs, target)
+        for function, specs in backward.production_programs(subject):
+            aot.compile_for_tpu(function, specs, target)
     except Exception as error:
         failed = Target(target.name, first_lines(error))
         return _check(CheckName.TPU_COMPILE, FAIL, Reason.COMPILE_FAILED, failed, start)
     return _check(CheckName.TPU_COMPILE, PASS, Reason.COMPILED, Target(target.name), start)
 
 
-def _production_check(subject: _Subject, request: CandidateRequest) -> list[Run] | None:
+def _production_check(subject: Subject, request: CandidateRequest) -> list[Run] | None:
     """The defences of evaluation/work/production_checks.py; the numerics runs to do (with
     production shapes added where they are affordable), or None when a defence rejects the
     kernel."""
@@ -294,8 +254,8 @@ def _production_check(subject: _Subject, request: CandidateRequest) -> list[Run]
 
     try:
         check = at(CHECK)  # first: a refused program rejects the kernel, below
-    except _Refused as refusal:
-        if isinstance(refusal, _Untraced) and request.runs:
+    except Refused as refusal:
+        if isinstance(refusal, Untraced) and request.runs:
             # judged where it fails: a numerics run at check shapes, with the kernel's reason
             why = Said(str(refusal))
             _check(production_checks.CHECK_NAME, SKIP, Reason.NO_PROGRAM_AT_CHECK, why, start)
@@ -320,6 +280,8 @@ def _production_check(subject: _Subject, request: CandidateRequest) -> list[Run]
     _emit(findings.to_check(time.perf_counter() - start))
     if findings.failure is not None:
         return None
+    if task.gradients and not _passed(backward.defences(subject)):
+        return None
     numerics = next(d for d in findings.defences if d.name == DefenceName.NUMERICS)
     runs = request.runs
     if task.derived:  # on a declared configuration, a tiling that does not fit is the kernel's
@@ -331,7 +293,7 @@ def _production_check(subject: _Subject, request: CandidateRequest) -> list[Run]
 
 
 def _untraced_fitting(
-    subject: _Subject,
+    subject: Subject,
     request: CandidateRequest,
     runs: list[Run],
     at: Callable[[str], production_checks.Shapes],
@@ -353,7 +315,7 @@ def _untraced_fitting(
 
 
 def _fitting_runs(
-    subject: _Subject,
+    subject: Subject,
     request: CandidateRequest,
     runs: list[Run],
     production: production_checks.ProgramWork,
@@ -371,7 +333,7 @@ def _fitting_runs(
         try:
             derived = measured[config] if config in measured else at(config)
             misfit = production_checks.tiles_misfit(production, derived.candidate)
-        except _Untraced as untraced:
+        except Untraced as untraced:
             sizes = _derived_sizes(subject.task, config)
             misfit = production_checks.mapped_misfit(production, sizes)
             misfit = misfit and dataclasses.replace(misfit, untraced=str(untraced))
@@ -397,22 +359,7 @@ def _derived_sizes(task: Any, config: str) -> dict[int, int]:
     return {value: next(iter(to)) for value, to in moves.items() if len(to) == 1}
 
 
-def _outside_pallas(work: Work, reference: Work) -> OutsidePallas | None:
-    """The heavy work left to XLA beyond the reference's own, or None."""
-    flops_budget = max(XLA_FLOPS_SHARE * reference.xla_flops, XLA_FLOPS_FLOOR)
-    reduced_budget = max(XLA_REDUCED_SHARE * reference.xla_reduced, XLA_REDUCED_FLOOR)
-    if work.xla_flops > flops_budget or work.xla_reduced > reduced_budget:
-        return OutsidePallas(
-            work.xla_flops,
-            work.xla_reduced,
-            reference.xla_flops,
-            reference.xla_reduced,
-            tuple(work.heavy_ops[:5]),
-        )
-    return None
-
-
-def _numerics_runs(subject: _Subject, request: CandidateRequest, runs: list[Run]) -> None:
+def _numerics_runs(subject: Subject, request: CandidateRequest, runs: list[Run]) -> None:
     task, reference = subject.task, subject.reference
     params = pltpu.InterpretParams(
         uninitialized_memory="nan",
@@ -422,9 +369,11 @@ def _numerics_runs(subject: _Subject, request: CandidateRequest, runs: list[Run]
     # One jitted program per configuration: the seeds of a configuration differ only in their
     # inputs, so the interpreter's program is compiled once.
     programs: dict[str, Any] = {}
+    backward_programs: dict[str, Any] = {}
     for config, seed in runs:
         start = time.perf_counter()
         files: list[str] | None = None
+        gradient_files: list[str] | None = None
         races: bool | None = None
         error: str | None = None
         try:
@@ -442,32 +391,49 @@ def _numerics_runs(subject: _Subject, request: CandidateRequest, runs: list[Run]
             output = jax.block_until_ready(program(*dynamic))
             files = save_outputs(Path(request.out_dir), f"candidate-{config}-{seed}", output)
             races = _races_found() if request.detect_races else None
-        except _Refused as refusal:
+            if task.gradients:
+                grads = backward.gradients_run(
+                    subject, config, seed, dynamic, params, backward_programs
+                )
+                stem = f"candidate-grad-{config}-{seed}"
+                gradient_files = save_outputs(Path(request.out_dir), stem, grads)
+        except Refused as refusal:
             error = str(refusal)
         except Exception as failure:
             error = first_lines(failure)
             pltpu.reset_tpu_interpret_mode_state()  # the interpreter keeps state after an error
         seconds = round(time.perf_counter() - start, 3)
-        _emit(NumericsRun(config, seed, files, error, races, seconds))
+        run = NumericsRun(config, seed, files, error, races, seconds)
+        _emit(dataclasses.replace(run, gradient_files=gradient_files))
 
 
-def _tiles_run(subject: _Subject, request: CandidateRequest, tiles: TilesRequest) -> None:
+def _tiles_run(
+    subject: Subject, request: CandidateRequest, tiles: TilesRequest, *, of_backward: bool = False
+) -> None:
     """Sampled output tiles of the kernels at production shapes (evaluation/tiles/sampled_run.py),
-    saved for the harness to compare with the reference."""
+    saved for the harness to compare with the reference; `of_backward`: of the backward program,
+    on the production inputs and the input seed's cotangents (its outputs are the gradients)."""
     start = time.perf_counter()
     config = request.bench_config
-    run = functools.partial(TilesRun, config, tiles.input_seed, tiles.sample_seed)
+    named = list(subject.task.gradients) if of_backward else []
+    run = functools.partial(TilesRun, config, tiles.input_seed, tiles.sample_seed, gradients=named)
     params = pltpu.InterpretParams(uninitialized_memory="nan", out_of_bounds_reads="raise")
+    stem = "tiles-backward" if of_backward else "tiles"
     try:
         dynamic = _production_inputs(subject, tiles.inputs)
+        leaves = jax.tree.leaves(dynamic)
+        program = subject.program(subject.bench)
+        if of_backward:
+            program = subject.backward(subject.bench)
+            leaves += gradients.cotangents(subject.expected, tiles.input_seed)
         sampled = production_tiles.run_sampled(
-            subject.program(subject.bench),
-            jax.tree.leaves(dynamic),
+            program,
+            leaves,
             np.random.default_rng(tiles.sample_seed),
             random_blocks=tiles.random_blocks,
             params=params,
         )
-        del dynamic
+        del dynamic, leaves
         values: list[str] = []
         indices: list[str] = []
         for number, decided in enumerate(sampled.decided):
@@ -476,7 +442,7 @@ def _tiles_run(subject: _Subject, request: CandidateRequest, tiles: TilesRequest
                 (values, chosen, "values"),
                 (indices, decided.indices, "indices"),
             ):
-                path = Path(request.out_dir) / f"tiles-{part}-{number}.npy"
+                path = Path(request.out_dir) / f"{stem}-{part}-{number}.npy"
                 np.save(path, array, allow_pickle=False)
                 files.append(str(path))
         event = run(
@@ -505,7 +471,7 @@ def _tiles_run(subject: _Subject, request: CandidateRequest, tiles: TilesRequest
     _emit(dataclasses.replace(event, seconds=round(time.perf_counter() - start, 3)))
 
 
-def _production_inputs(subject: _Subject, files: list[str]) -> Any:
+def _production_inputs(subject: Subject, files: list[str]) -> Any:
     """The production inputs the reference is computed on (raw .npy files in the cache, which
     this process may read and not write), as arrays of the inputs' shapes and types."""
     specs = jax.tree.leaves(subject.specs)

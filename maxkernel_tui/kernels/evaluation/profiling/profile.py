@@ -94,12 +94,14 @@ def profile_kernel(
             trace=trace,
             reference_costs=reference_costs or {},
             tolerance_passes=tolerance_passes,
+            gradients=list(task.gradients),
         )
         answer = _ask_worker(workdir, request, timeout)
         summary = summarize(task.task_id, kernel.name, answer, targets, calibration_file)
         # the expert is read from the copy; the kernel may be the task's own expert
         expert = task.expert_path
-        if expert is not None and not kernel.is_expert(snapshot):
+        # an expert is a forward kernel: nothing to set beside a forward-and-backward estimate
+        if expert is not None and not kernel.is_expert(snapshot) and not task.gradients:
             _add_expert(summary, snapshot, expert, request, answer, timeout, calibration_file)
     return summary
 
@@ -154,7 +156,9 @@ def _carried(
     bench = snapshot.task.configs[0]
     configs = list(dict.fromkeys(c for c in (bench, trace_at) if c is not None))
     try:
-        programs = trace_source(source, snapshot, timeout, configs)
+        # a training kernel's figures are its backward program's: forward and backward kernels
+        backward = bool(snapshot.task.gradients)
+        programs = trace_source(source, snapshot, timeout, configs, backward=backward)
     except WorkerFailure as failure:
         raise ProfileError(f"the kernel could not be traced: {failure}") from None
     workdir = Path(tempfile.mkdtemp(prefix=prefix))
@@ -250,4 +254,5 @@ def summarize(
         answer.trace,
         problems,
         calibration.counts(targets),
+        gradients=answer.gradients,
     )

@@ -12,6 +12,7 @@ elsewhere it is the host side of a CPU interpret-mode run, labelled so.
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 import time
@@ -25,8 +26,13 @@ from jax.extend.core import ClosedJaxpr, jaxpr_as_fun
 
 from maxkernel_tui.kernels import aot
 from maxkernel_tui.kernels import reference_runtime as runtime
+from maxkernel_tui.kernels.evaluation import gradients
 from maxkernel_tui.kernels.evaluation.matmul_rounding import tolerance_precision, written_precision
-from maxkernel_tui.kernels.evaluation.tracer.carried import ProgramRefused, checked_program
+from maxkernel_tui.kernels.evaluation.tracer.carried import (
+    ProgramRefused,
+    checked_backward,
+    checked_program,
+)
 from maxkernel_tui.kernels.evaluation.tracer.transport import interpreted
 from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.perf.analysis import (
@@ -58,23 +64,31 @@ _PROFILER_FRAMES = ("$profiler.py", "$contextlib.py", "$threading.py")
 
 
 def profile(request: ProfileRequest) -> ProfileAnswer:
-    task = load_task(request.task)
+    task = load_task(request.task).with_gradients(tuple(request.gradients))
     reference = runtime.load_reference(task)
     bench = task.configs[0]
+    specs, static, outputs = runtime.io_specs(task, reference, bench)
+    at = gradients.positions(task, len(specs)) if task.gradients else ()
 
     def program(config: str) -> ClosedJaxpr:
         if config not in request.programs:
             raise ProgramRefused(f"no program was traced at {config!r} shapes")
-        return checked_program(
-            Path(request.programs[config]), task, reference, config, f"{config!r} shapes"
-        )
+        file, where = Path(request.programs[config]), f"{config!r} shapes"
+        if task.gradients:  # the backward program: forward and backward kernels together
+            return checked_backward(file, task, reference, config, where, at)
+        return checked_program(file, task, reference, config, where)
 
-    specs, static, outputs = runtime.io_specs(task, reference, bench)
+    function: Any = functools.partial(_reference_function, reference, static)
+    inputs, results = list(specs), list(outputs)
+    if task.gradients:  # XLA's jax.vjp of the reference, fused as XLA fuses it
+        function, inputs = gradients.flat_backward(
+            reference.computation, specs, static, at, outputs
+        )
+        results = [specs[p] for p in at]
     kernels = analyze(program(bench))
     known = request.reference_costs  # the reference does not change between candidates
     costs = {
-        name: known.get(name) or _reference_cost(reference, specs, static, name)
-        for name in request.targets
+        name: known.get(name) or _reference_cost(function, inputs, name) for name in request.targets
     }
     trace = None
     if request.trace:  # without it, an estimate only (the autotuner's candidates)
@@ -86,8 +100,17 @@ def profile(request: ProfileRequest) -> ProfileAnswer:
         else:  # interpret mode at production shapes takes minutes on a CPU: never run it
             trace = Trace("", bench, NO_CPU_TRACE, 0.0, [])
     written, tolerance = _precisions(task, reference, specs, static, request.tolerance_passes)
-    io_bytes = minimal_io_bytes(specs, outputs)
-    return ProfileAnswer(bench, kernels, costs, io_bytes, trace, written, tolerance)
+    io_bytes = minimal_io_bytes(jax.tree.leaves(inputs), jax.tree.leaves(results))
+    return ProfileAnswer(
+        bench,
+        kernels,
+        costs,
+        io_bytes,
+        trace,
+        written_passes=written,
+        tolerance_passes=tolerance,
+        gradients=list(task.gradients),
+    )
 
 
 def _precisions(
@@ -105,10 +128,11 @@ def _precisions(
     return written_precision(jaxpr).passes, known
 
 
-def _reference_cost(reference: Any, specs: Any, static: Any, target_name: str) -> ReferenceCost:
-    def function(*dynamic: Any) -> Any:
-        return reference.computation(*dynamic, *static)
+def _reference_function(reference: Any, static: Any, *dynamic: Any) -> Any:
+    return reference.computation(*dynamic, *static)
 
+
+def _reference_cost(function: Any, specs: Any, target_name: str) -> ReferenceCost:
     try:
         compiled = aot.compile_for_tpu(function, specs, aot.target_for(target_name))
         program = jax.make_jaxpr(function)(*specs)
@@ -127,6 +151,9 @@ def _trace(
     the traced run); on a CPU once, compile included: that trace is the host side of the
     interpreter anyway, and a second interpret-mode run would double the profile's time."""
     dynamic, _ = runtime.make_inputs(task, reference, config, seed=0)
+    if task.gradients:  # the backward program takes the outputs' cotangents too
+        _, _, outputs = runtime.io_specs(task, reference, config)
+        dynamic = (*dynamic, *gradients.cotangents(outputs, 0))
     # a carried pallas_call keeps the interpret flag it was traced with: rewritten, not forced
     run = jaxpr_as_fun(program if on_tpu else interpreted(program, pltpu.InterpretParams()))
     call = jax.jit(lambda *d: run(*jax.tree.leaves(d)))

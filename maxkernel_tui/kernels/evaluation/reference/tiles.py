@@ -66,11 +66,15 @@ class TilesReference:
         if run.error is not None or run.values is None or run.indices is None:
             return None
         key = (run.config, run.input_seed)
-        whole_entry = reference_cache.folder(task, *key)
+        # a backward's reference (the gradients) is kept apart from the outputs' in the cache
+        kept_as = (f"{run.config}|vjp:{','.join(run.gradients)}", run.input_seed)
+        if not run.gradients:
+            kept_as = key
+        whole_entry = reference_cache.folder(task, *kept_as)
         whole = reference_cache.cached(whole_entry, "reference")
         try:
             if whole is None:
-                at_entry = reference_cache.at_indices_folder(task, *key, run.indices)
+                at_entry = reference_cache.at_indices_folder(task, *kept_as, run.indices)
                 kept = reference_cache.cached(at_entry, "expected")
                 if kept is not None:
                     return expected_values(NumericsRun(*key, kept, at_indices=True), run.indices)
@@ -80,7 +84,9 @@ class TilesReference:
                 with self._scratch(task) as scratch:
                     # the sample's indices, where the reference worker may read them
                     indices = [str(shutil.copy(path, scratch)) for path in run.indices]
-                    asked = ProductionRequest(*key, inputs=inputs, indices=indices)
+                    asked = ProductionRequest(
+                        *key, inputs=inputs, indices=indices, gradients=run.gradients
+                    )
                     made = self._ask_production(task, asked, scratch)
                     if made.error is not None or made.files is None:
                         return made.error or "no answer"

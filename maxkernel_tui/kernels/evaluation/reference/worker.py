@@ -26,6 +26,7 @@ import jax
 import numpy as np
 
 from maxkernel_tui.kernels import reference_runtime as runtime
+from maxkernel_tui.kernels.evaluation import gradients
 from maxkernel_tui.kernels.evaluation.judge.outputs import save_outputs
 from maxkernel_tui.kernels.evaluation.protocol import (
     NumericsRun,
@@ -52,7 +53,7 @@ MAX_MERGED = 32
 
 def reference_outputs(request: ReferenceRequest) -> ReferenceAnswer:
     try:
-        task = load_task(request.task)
+        task = load_task(request.task).with_gradients(tuple(request.gradients))
         module = runtime.load_reference(task)
         task = runtime.with_extra_configs(task, module, request.extra_configs)
     except TaskError as error:
@@ -61,14 +62,31 @@ def reference_outputs(request: ReferenceRequest) -> ReferenceAnswer:
     for config, seed in request.runs:
         try:
             with jax.default_matmul_precision("highest"):
-                _, _, output = runtime.run_reference(task, module, config, seed)
-            files = save_outputs(Path(request.out_dir), f"reference-{config}-{seed}", output)
-            runs.append(NumericsRun(config, seed, files=files))
+                dynamic, static, output = runtime.run_reference(task, module, config, seed)
+            out_dir = Path(request.out_dir)
+            files = save_outputs(out_dir, f"reference-{config}-{seed}", output)
+            grads = _gradients(task, module, dynamic, static, seed)
+            saved = save_outputs(out_dir, f"reference-grad-{config}-{seed}", grads)
+            runs.append(NumericsRun(config, seed, files=files, gradient_files=saved or None))
         except TaskError as error:
             runs.append(NumericsRun(config, seed, error=str(error)))
     if request.production is not None:
         runs.append(_production(task, module, request.production, Path(request.out_dir)))
     return ReferenceAnswer(runs)
+
+
+def _gradients(
+    task: Task, module: Any, dynamic: tuple[Any, ...], static: tuple[Any, ...], seed: int
+) -> list[Any]:
+    """The reference's gradients of the task's requested parameters (jax.vjp, the seed's
+    cotangents: evaluation/gradients.py); none where the task asks for none."""
+    if not task.gradients:
+        return []
+    at = gradients.positions(task, len(dynamic))
+    try:
+        return gradients.reference_gradients(module.computation, dynamic, static, at, seed)
+    except Exception as error:
+        raise TaskError(task.reference_path, f"jax.vjp of computation fails: {error}") from None
 
 
 def _production(task: Task, module: Any, asked: ProductionRequest, out_dir: Path) -> NumericsRun:
@@ -81,6 +99,12 @@ def _production(task: Task, module: Any, asked: ProductionRequest, out_dir: Path
     try:
         specs, static = runtime.input_specs(task, module, asked.config)
         traced = jax.make_jaxpr(lambda *d: module.computation(*d, *static))(*specs)
+        if asked.gradients:  # a backward's sample: the reference's gradients there
+            with_gradients = task.with_gradients(tuple(asked.gradients))
+            at = gradients.positions(with_gradients, len(specs))
+            outputs = traced.out_avals
+            backward, flat = gradients.flat_backward(module.computation, specs, static, at, outputs)
+            traced = jax.make_jaxpr(backward)(*flat)
     except Exception as error:
         return run(error=f"the reference does not trace: {error}")
     if not asked.inputs:
@@ -90,6 +114,8 @@ def _production(task: Task, module: Any, asked: ProductionRequest, out_dir: Path
         np.load(path, mmap_mode="r", allow_pickle=False).view(spec.dtype).reshape(spec.shape)
         for path, spec in zip(asked.inputs, leaves, strict=True)
     ]
+    if asked.gradients:  # the cotangents the candidate's sample was fed
+        inputs += [np.asarray(c) for c in gradients.cotangents(outputs, asked.seed)]
     flops = measure(traced).xla_flops
     with jax.default_matmul_precision("highest"):
         by_regions = _by_regions(traced, inputs, asked.indices, flops)

@@ -85,6 +85,7 @@ def tiles_check(
         run.of_blocks,
         tuple(run.kernels),
         classes=run.classes,
+        gradients=", ".join(run.gradients),
     )
     seconds = round(run.seconds, 3)
 
@@ -103,11 +104,13 @@ def tiles_check(
     if len(expected) != len(run.values):
         counts = {"outputs": len(run.values), "expected": len(expected)}
         return check(FAIL, Reason.TILES_OUTPUT_COUNT, **counts)
-    tolerance = task.tolerance(run.config)
+    # a backward's sample holds gradients: judged with their tolerance
+    tolerance = (task.gradient_tolerance if run.gradients else task.tolerance)(run.config)
     bounds = {"atol": tolerance.atol, "rtol": tolerance.rtol}
     compared = 0
     worst = None
     projected: Projection | None = None
+    undecided: list[str] = []  # gradients the sample decides no element of
     for number, (values_file, indices_file, want) in enumerate(
         zip(run.values, run.indices, expected, strict=True)
     ):
@@ -122,8 +125,13 @@ def tiles_check(
             where = np.unravel_index(int(indices[comparison.worst_index[0]]), shape)
             comparison = replace(comparison, worst_index=tuple(int(i) for i in where))
         if not comparison.ok:
-            return check(FAIL, Reason.TILES_OUTSIDE_TOLERANCE, comparison=comparison, **bounds)
+            named = {"gradients": run.gradients[number]} if run.gradients else {}
+            return check(
+                FAIL, Reason.TILES_OUTSIDE_TOLERANCE, comparison=comparison, **bounds, **named
+            )
         compared += int(indices.size)
+        if run.gradients and not indices.size:
+            undecided.append(run.gradients[number])
         if worst is None or comparison.max_abs > worst.max_abs:
             worst = comparison
         size = math.prod(shape) if shape else int(indices.size)
@@ -140,12 +148,28 @@ def tiles_check(
         "of_elements": projected.total,
         "projected_over": projected.over,
         **bounds,
+        **_decided_gradients(run, undecided),
     }
     if projected.share > 1.0:
         if device_compares:
             return check(SKIP, Reason.TILES_LEFT_TO_DEVICE, **found)
         return check(FAIL, Reason.TILES_PROJECTED_OUTSIDE, **found)
     return check(PASS, Reason.TILES_SAMPLED, **found)
+
+
+def _decided_gradients(run: TilesRun, undecided: list[str]) -> dict[str, str]:
+    """A backward's sample: the gradients it compared, and which it decided nothing of (a
+    gradient summed over every block, as a norm's scale's, needs all of them)."""
+    if not run.gradients:
+        return {}
+    compared = ", ".join(name for name in run.gradients if name not in undecided)
+    if not undecided:
+        return {"gradients": compared}
+    text = (
+        f"no element of the gradient of {', '.join(undecided)} is decided by the sampled blocks "
+        "alone: checked at small shapes only"
+    )
+    return {"gradients": compared, "text": text}
 
 
 def projected_outside(report: EvalReport) -> Check | None:

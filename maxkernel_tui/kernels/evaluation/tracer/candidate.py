@@ -17,8 +17,14 @@ from types import ModuleType
 import jax
 
 from maxkernel_tui.kernels import reference_runtime as runtime
+from maxkernel_tui.kernels.evaluation import gradients
 from maxkernel_tui.kernels.evaluation.failure_text import first_lines
-from maxkernel_tui.kernels.evaluation.protocol import CandidateEvent, Traced, TraceRequest
+from maxkernel_tui.kernels.evaluation.protocol import (
+    CandidateEvent,
+    Traced,
+    TraceRequest,
+    WorkerProblem,
+)
 from maxkernel_tui.kernels.evaluation.tracer.transport import NotTransportable, dump_program
 from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.report.checks import FAIL, Check
@@ -33,7 +39,7 @@ def trace_candidate(request: TraceRequest) -> list[CandidateEvent]:
     """The candidate's program at each of `request.configs` as a `Traced` file; where it cannot
     be traced, a `Traced` error, or at the production shapes the failed trace check."""
     start = time.perf_counter()
-    task = load_task(request.task)
+    task = load_task(request.task).with_gradients(tuple(request.gradients))
     reference = runtime.load_reference(task)
     task = runtime.with_extra_configs(task, reference, request.extra_configs)
     try:
@@ -44,22 +50,66 @@ def trace_candidate(request: TraceRequest) -> list[CandidateEvent]:
     for number, config in enumerate(request.configs):
         try:
             data = _traced(task, reference, candidate, config)
+            backward = _traced_backward(task, reference, candidate, config)
+        except TaskError as error:  # gradients the task cannot give: the request's fault
+            return [WorkerProblem(str(error), usage=True)]
         except _Untraceable as problem:
             if config == task.configs[0]:  # the production shapes: the trace check's
-                return [_failed(Reason.UNTRACEABLE, str(problem), start)]
+                return [_failed(problem.reason, str(problem), start)]
             events.append(Traced(config, error=str(problem)))  # that configuration's runs'
             continue
         path = Path(request.out_dir) / f"program-{number}.bin"
+        backward_path = Path(request.out_dir) / f"program-{number}-backward.bin"
         try:
             path.write_bytes(data)
+            if backward is not None:
+                backward_path.write_bytes(backward)
         except OSError as error:  # the kernel planted something in its own directory
             return [_failed(Reason.PROGRAM_UNWRITABLE, str(error), start)]
-        events.append(Traced(config, str(path), round(time.perf_counter() - start, 3)))
+        seconds = round(time.perf_counter() - start, 3)
+        written = str(backward_path) if backward is not None else None
+        events.append(Traced(config, str(path), seconds, backward_file=written))
     return events
 
 
 class _Untraceable(Exception):
     """Why the kernel has no program at a configuration."""
+
+    reason = Reason.UNTRACEABLE
+
+
+class _NoBackward(_Untraceable):
+    """Why the kernel has no backward program at a configuration."""
+
+    reason = Reason.BACKWARD_UNTRACEABLE
+
+
+def _traced_backward(
+    task: Task, reference: ModuleType, candidate: ModuleType, config: str
+) -> bytes | None:
+    """The candidate's backward program (evaluation/gradients.py) at `config`, where the task
+    asks for gradients; None where it does not."""
+    if not task.gradients:
+        return None
+    specs, static, outputs = runtime.io_specs(task, reference, config)
+    where = "production shapes" if config == task.configs[0] else f"{config!r} shapes"
+    at = gradients.positions(task, len(specs))
+    gradients.check_differentiable(task, specs, at, outputs)
+    try:
+        traced = gradients.trace_backward(candidate.computation, specs, static, at, outputs)
+    except Exception as error:
+        raise _NoBackward(
+            f"its backward (jax.vjp of computation for the gradients of "
+            f"{', '.join(task.gradients)}) fails to trace at {where}: {first_lines(error)}; a "
+            "pallas_call is not differentiable by itself: wrap it in a jax.custom_vjp whose "
+            "backward is Pallas too"
+        ) from None
+    try:
+        return dump_program(traced)
+    except NotTransportable as error:
+        raise _NoBackward(
+            f"its backward program at {where} cannot be carried to the judge: {error}"
+        ) from None
 
 
 def _traced(task: Task, reference: ModuleType, candidate: ModuleType, config: str) -> bytes:

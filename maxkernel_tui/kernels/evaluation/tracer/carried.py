@@ -46,6 +46,32 @@ def checked_program(file: Path, task: Any, reference: Any, config: str, where: s
     return program
 
 
+def checked_backward(
+    file: Path, task: Any, reference: Any, config: str, where: str, at: tuple[int, ...]
+) -> ClosedJaxpr:
+    """The backward program in `file` (evaluation/gradients.py), once it takes the task's
+    inputs and one cotangent per reference output at `config` and gives one gradient of each
+    requested parameter's type; ProgramRefused otherwise."""
+    try:
+        program = load_program(file.read_bytes())
+    except (NotTransportable, OSError) as error:
+        raise ProgramRefused(f"its backward program at {where} is refused: {error}") from None
+    specs, _, expected = runtime.io_specs(task, reference, config)
+    inputs = [*jax.tree.leaves(specs), *expected]
+    wanted = [specs[position] for position in at]
+    if _kinds(program.in_avals) != _kinds(inputs):
+        raise ProgramRefused(
+            f"its backward program at {where} takes {avals_text(program.in_avals)}, not the "
+            f"task's inputs and the outputs' cotangents {avals_text(inputs)}"
+        )
+    if _kinds(program.out_avals) != _kinds(wanted):
+        raise ProgramRefused(
+            f"its gradients at {where} are {avals_text(program.out_avals)}, not those of "
+            f"{', '.join(task.gradients)} ({avals_text(wanted)})"
+        )
+    return program
+
+
 def widened_outputs(task: Any, outputs: Any, expected: Any) -> str | None:
     """On a task in JAXBench's native format, outputs of the reference's shapes but of another
     floating type are compared by value, as JAXBench's own harness compares a kernel with its

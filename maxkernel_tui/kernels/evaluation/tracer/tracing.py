@@ -17,7 +17,7 @@ import stat
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from maxkernel_tui.kernels.evaluation.failure_text import worker_failure
@@ -68,18 +68,26 @@ class TracedPrograms:
 
     programs: dict[str, bytes]
     untraced: dict[str, str]
+    # the backward programs (evaluation/gradients.py), where the task asks for gradients
+    backward: dict[str, bytes] = field(default_factory=dict)
 
     def write(self, directory: Path) -> dict[str, str]:
         """Each program as a file in `directory` (the judge's); configuration: path."""
         return write_programs(self.programs, directory)
 
+    def write_backward(self, directory: Path) -> dict[str, str]:
+        """Each backward program as a file in `directory`; configuration: path."""
+        return write_programs(self.backward, directory, "backward")
 
-def write_programs(programs: dict[str, bytes], directory: Path) -> dict[str, str]:
+
+def write_programs(
+    programs: dict[str, bytes], directory: Path, kind: str = "program"
+) -> dict[str, str]:
     """Each program as a file in `directory` (of the process that uses them); configuration:
     path."""
     files = {}
     for number, (config, data) in enumerate(programs.items()):
-        path = directory / f"program-{number}.bin"
+        path = directory / f"{kind}-{number}.bin"
         path.write_bytes(data)
         files[config] = str(path)
     return files
@@ -97,6 +105,7 @@ def trace_programs(
     deadline = time.monotonic() + timeout
     worker.send(json.dumps(request_to_json(request)))
     files: dict[str, str] = {}
+    backward: dict[str, str] = {}
     untraced: dict[str, str] = {}
     first = True
     while True:
@@ -124,21 +133,30 @@ def trace_programs(
                 untraced[event.config] = event.error or "the tracer gave no reason"
             else:
                 files[event.config] = event.file
+                if event.backward_file is not None:
+                    backward[event.config] = event.backward_file
         elif isinstance(event, WorkerProblem):
             if event.usage:
                 raise TracerUsageError(event.detail)
             report.add(Check(TRACE, FAIL, Reason.HARNESS_ERROR, Said(event.detail)))
             return None
-    return _read_programs(files, untraced, request, report)
+    return _read_programs(files, backward, untraced, request, report)
 
 
 def trace_source(
-    source: str, snapshot: TaskSnapshot, timeout: float, configs: Sequence[str] | None = None
+    source: str,
+    snapshot: TaskSnapshot,
+    timeout: float,
+    configs: Sequence[str] | None = None,
+    *,
+    backward: bool = False,
 ) -> dict[str, bytes]:
     """The programs of a kernel's `source` at `configs` (default: the production shapes), traced
     in a fresh sandboxed tracer, for work no evaluation came before (the autotuner's timings,
     a profile). The tracer reads the task's snapshot, where all it needs travels (the ties the
-    harness planned with among it). WorkerFailure says why there is none at one of them."""
+    harness planned with among it). `backward`: the backward programs instead, on a task that
+    asks for gradients (evaluation/gradients.py). WorkerFailure says why there is none at one of
+    them."""
     task = snapshot.task
     configs = list(configs or task.configs[:1])
     with tempfile.TemporaryDirectory(prefix="mkt-trace-") as workdir:
@@ -153,7 +171,9 @@ def trace_source(
         )
         report = EvalReport(task.task_id, kernel.name, [], device="the tracer, on this machine")
         try:
-            request = TraceRequest(str(kernel), str(task.folder), configs, workdir)
+            request = TraceRequest(
+                str(kernel), str(task.folder), configs, workdir, gradients=list(task.gradients)
+            )
             traced = trace_programs(worker, request, timeout, report, TRACER_MEMORY_BYTES)
         finally:
             worker.close()
@@ -162,7 +182,7 @@ def trace_source(
         if traced.untraced:
             config, why = next(iter(traced.untraced.items()))
             raise WorkerFailure(f"cannot be traced at {config!r} shapes: {why}", FailureKind.DIED)
-        return traced.programs
+        return traced.backward if backward else traced.programs
 
 
 def _unbelievable(
@@ -185,20 +205,29 @@ def _unbelievable(
 
 
 def _read_programs(
-    files: dict[str, str], untraced: dict[str, str], request: TraceRequest, report: EvalReport
+    files: dict[str, str],
+    backward_files: dict[str, str],
+    untraced: dict[str, str],
+    request: TraceRequest,
+    report: EvalReport,
 ) -> TracedPrograms | None:
     missing = [c for c in request.configs if c not in files and c not in untraced]
+    if request.gradients:  # a traced configuration without its backward program
+        missing += [c for c in files if c not in backward_files]
     if missing:
         report.add(Check(TRACE, FAIL, Reason.TRACER_NO_PROGRAM, Configs(tuple(missing))))
         return None
-    programs = {}
-    for config, file in files.items():
-        try:
-            programs[config] = read_program(Path(file), Path(request.out_dir))
-        except (OSError, ValueError) as error:
-            report.add(Check(TRACE, FAIL, Reason.PROGRAM_REFUSED, At(config, str(error))))
-            return None
-    return TracedPrograms(programs, untraced)
+    programs: dict[str, bytes] = {}
+    backward: dict[str, bytes] = {}
+    pairs = [(programs, files), (backward, backward_files if request.gradients else {})]
+    for into, named in pairs:
+        for config, file in named.items():
+            try:
+                into[config] = read_program(Path(file), Path(request.out_dir))
+            except (OSError, ValueError) as error:
+                report.add(Check(TRACE, FAIL, Reason.PROGRAM_REFUSED, At(config, str(error))))
+                return None
+    return TracedPrograms(programs, untraced, backward)
 
 
 def read_program(path: Path, directory: Path) -> bytes:
