@@ -25,6 +25,8 @@ from maxkernel_tui.agents.builtin.precision import choose_precisions
 from maxkernel_tui.agents.builtin.program import Probe, Program, trace_program
 from maxkernel_tui.agents.builtin.render import render_kernel
 from maxkernel_tui.agents.builtin.stages import MatmulStage, mxu_stages
+from maxkernel_tui.agents.builtin.training import recognise_training
+from maxkernel_tui.agents.builtin.training_render import render_training, training_tunables
 from maxkernel_tui.agents.builtin.tunables import Tunables, default_tunables
 from maxkernel_tui.kernels.evaluation.timing.measured_choice import Timer, device_timer
 from maxkernel_tui.kernels.perf.model import Estimate
@@ -69,6 +71,8 @@ def plan_task(task: Task, *, choose_precision: bool = False) -> list[KernelPlan]
 
 
 def _plans(program: Program, task: Task, choose_precision: bool) -> list[KernelPlan]:
+    if task.gradients:  # a training task: a custom_vjp kernel, or plainly none
+        return [training_plan(program, task)]
     try:
         fused = plan_program(program)
     except CannotPlan as stage_problem:
@@ -134,6 +138,19 @@ def draft_candidates(
     if not drafts:
         raise CannotPlan("; ".join(problems))
     return sorted(drafts, key=lambda draft: draft.estimate.seconds)
+
+
+def training_plan(program: Program, task: Task) -> KernelPlan:
+    """The family's forward and backward kernels joined by a custom_vjp (pieces/backward/), at
+    its pieces' default blocks: the tunables are not searched, because the model sees the
+    forward only through estimate_source (CannotPlan when no backward piece fits)."""
+    spec = recognise_training(program, task)
+    return KernelPlan(
+        f"{spec.family} forward + backward (custom_vjp)",
+        partial(render_training, spec, program),
+        (),
+        training_tunables(spec.family),
+    )
 
 
 def _stage_kernel_plan(plan: Plan, precision: PrecisionChoice | None) -> KernelPlan:

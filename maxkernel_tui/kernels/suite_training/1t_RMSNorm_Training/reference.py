@@ -1,7 +1,7 @@
 """1t_RMSNorm_Training: Llama RMSNorm with its backward (reference written for maxkernel-tui).
 
 Upcast to f32, r = rsqrt(mean(x^2, last axis) + eps), y = bf16(x * r) * scale (Llama's
-LlamaRMSNorm). Judged on y and on the gradients of x and scale.
+LlamaRMSNorm; the product taken in f32, where it is exact). Judged on y and on the gradients of x and scale.
 """
 import jax
 import jax.numpy as jnp
@@ -28,4 +28,7 @@ def get_inputs(config="bench", seed=0):
 def computation(x, scale, epsilon):
     x32 = x.astype(jnp.float32)
     r = jax.lax.rsqrt(jnp.mean(x32 * x32, axis=-1, keepdims=True) + epsilon)
-    return (x32 * r).astype(jnp.bfloat16) * scale
+    # The product of two bf16 values is exact in f32, so y equals a bf16 multiply; taking it in
+    # f32 makes the gradient of scale a sum over the rows in f32, not in bf16.
+    normed = (x32 * r).astype(jnp.bfloat16).astype(jnp.float32)
+    return (normed * scale.astype(jnp.float32)).astype(jnp.bfloat16)

@@ -39,9 +39,6 @@ from maxkernel_tui.agents.builtin.pieces.blocks import (
 BLOCK_Q = 512
 BLOCK_KV = 512
 
-_SEMANTICS = ("parallel", "parallel", "parallel", "arbitrary")
-
-
 def _first_q_block(k_block, block_q, block_k):
     """The first query block that sees any key of this key block under the causal mask."""
     return jax.lax.div(k_block * block_k, block_q)
@@ -173,10 +170,12 @@ def _flash_blocks(seq, dtype):
     )
 
 
-def _flash_footprint(block_q, block_k, head_size, dtype, tiles):
-    """VMEM: `tiles` double-buffered (block, head) tiles and ~4 f32 (query, key) temporaries."""
+def _flash_params(block_q, block_k, head_size, dtype, tiles):
+    """The innermost axis a reduction; VMEM for `tiles` double-buffered (block, head) tiles and
+    ~4 f32 (query, key) temporaries."""
     tile = _block_bytes(max(block_q, block_k), head_size, dtype)
-    return 2 * tiles * tile + 4 * _block_bytes(block_q, block_k, jnp.float32)
+    footprint = 2 * tiles * tile + 4 * _block_bytes(block_q, block_k, jnp.float32)
+    return _compiler_params(("parallel", "parallel", "parallel", "arbitrary"), footprint)
 
 
 def _flash_forward(q, k, v, *, scale, causal, mask_value, out_dtype):
@@ -214,9 +213,7 @@ def _flash_forward(q, k, v, *, scale, causal, mask_value, out_dtype):
             pltpu.VMEM((block_q, 1), jnp.float32),
             pltpu.VMEM((block_q, head_size), jnp.float32),
         ],
-        compiler_params=_compiler_params(
-            _SEMANTICS, _flash_footprint(block_q, block_k, head_size, q.dtype, 4)
-        ),
+        compiler_params=_flash_params(block_q, block_k, head_size, q.dtype, 4),
     )(q, k, v)
 
 
@@ -250,9 +247,7 @@ def _flash_dq(q, k, v, o, do, lse, *, scale, causal):
             pltpu.VMEM((block_q, head_size), jnp.float32),
             pltpu.VMEM((block_q, 1), jnp.float32),
         ],
-        compiler_params=_compiler_params(
-            _SEMANTICS, _flash_footprint(block_q, block_k, head_size, q.dtype, 6)
-        ),
+        compiler_params=_flash_params(block_q, block_k, head_size, q.dtype, 6),
     )(q, k, v, o, do, lse)
 
 
@@ -286,9 +281,7 @@ def _flash_dkv(q, k, v, do, lse, d, *, scale, causal):
             pltpu.VMEM((block_k, head_size), jnp.float32),
             pltpu.VMEM((block_k, head_size), jnp.float32),
         ],
-        compiler_params=_compiler_params(
-            _SEMANTICS, _flash_footprint(block_q, block_k, head_size, q.dtype, 7)
-        ),
+        compiler_params=_flash_params(block_q, block_k, head_size, q.dtype, 7),
     )(q, k, v, do, lse, d)
 
 
