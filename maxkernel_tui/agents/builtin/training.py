@@ -96,7 +96,11 @@ def _position(program: Program, operand: object) -> int | None:
         if eqn.primitive not in ("convert_element_type", "reshape", "broadcast_in_dim"):
             return None
         operand = eqn.inputs[0]
-    return program.inputs.index(operand) if isinstance(operand, Var) and operand in program.inputs else None
+    return (
+        program.inputs.index(operand)
+        if isinstance(operand, Var) and operand in program.inputs
+        else None
+    )
 
 
 def _output_dtype(program: Program) -> np.dtype:
@@ -201,7 +205,7 @@ def reading(spec: TrainingSpec) -> Callable[..., Any]:
 
         def rmsnorm(x: Any, scale: Any) -> Any:
             x32 = x.astype(jnp.float32)
-            r = jax.lax.rsqrt(jnp.mean(x32 * x32, axis=-1, keepdims=True) + options["eps"])
+            r = jax.lax.rsqrt(jnp.mean(x32 * x32, axis=-1, keepdims=True) + float(options["eps"]))
             return (x32 * r).astype(out) * scale
 
         return rmsnorm
@@ -216,9 +220,10 @@ def reading(spec: TrainingSpec) -> Callable[..., Any]:
 
         def cross_entropy(logits: Any, labels: Any) -> Any:
             logits = logits.astype(jnp.float32)
-            loss = jax.nn.logsumexp(logits, axis=-1) - jnp.take_along_axis(
-                logits, labels[:, None], axis=-1
-            )[:, 0]
+            loss = (
+                jax.nn.logsumexp(logits, axis=-1)
+                - jnp.take_along_axis(logits, labels[:, None], axis=-1)[:, 0]
+            )
             reduce = {"mean": jnp.mean, "sum": jnp.sum}.get(str(options["reduction"]))
             return (reduce(loss) if reduce else loss).astype(out)
 

@@ -68,9 +68,7 @@ def test_gemm_gelu_gradients_over_several_blocks_of_each_axis(monkeypatch, appro
         return jax.nn.gelu(x @ w, approximate=approximate)
 
     def piece(x, w):
-        return gemm_gelu._gemm_gelu_training(
-            x, w, out_dtype=jnp.float32, approximate=approximate
-        )
+        return gemm_gelu._gemm_gelu_training(x, w, out_dtype=jnp.float32, approximate=approximate)
 
     _compare(piece, reference, (_random(64, 256), _random(256, 384, seed=1) / 16))
 

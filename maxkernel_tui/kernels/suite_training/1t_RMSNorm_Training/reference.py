@@ -1,7 +1,8 @@
 """1t_RMSNorm_Training: Llama RMSNorm with its backward (reference written for maxkernel-tui).
 
 Upcast to f32, r = rsqrt(mean(x^2, last axis) + eps), y = bf16(x * r) * scale (Llama's
-LlamaRMSNorm; the product taken in f32, where it is exact). Judged on y and on the gradients of x and scale.
+LlamaRMSNorm; the product taken in f32, where it is exact). Judged on y and on the gradients
+of x and scale.
 """
 import jax
 import jax.numpy as jnp

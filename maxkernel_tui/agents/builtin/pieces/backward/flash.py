@@ -39,6 +39,7 @@ from maxkernel_tui.agents.builtin.pieces.blocks import (
 BLOCK_Q = 512
 BLOCK_KV = 512
 
+
 def _first_q_block(k_block, block_q, block_k):
     """The first query block that sees any key of this key block under the causal mask."""
     return jax.lax.div(k_block * block_k, block_q)
@@ -70,8 +71,20 @@ def _probabilities(q_ref, k_ref, lse_ref, qi, kj, masked, *, scale, block_q, blo
 
 
 def _flash_forward_kernel(
-    q_ref, k_ref, v_ref, o_ref, lse_ref, max_ref, sum_ref, acc_ref, *, scale, causal, mask_value,
-    block_q, block_k
+    q_ref,
+    k_ref,
+    v_ref,
+    o_ref,
+    lse_ref,
+    max_ref,
+    sum_ref,
+    acc_ref,
+    *,
+    scale,
+    causal,
+    mask_value,
+    block_q,
+    block_k,
 ):
     """Online softmax over key blocks; at the last one the output and each row's lse."""
     qi, kj = pl.program_id(2), pl.program_id(3)
@@ -96,8 +109,21 @@ def _flash_forward_kernel(
 
 
 def _flash_dq_kernel(
-    q_ref, k_ref, v_ref, o_ref, do_ref, lse_ref, dq_ref, d_ref, dq_acc, d_acc, *, scale, causal,
-    block_q, block_k
+    q_ref,
+    k_ref,
+    v_ref,
+    o_ref,
+    do_ref,
+    lse_ref,
+    dq_ref,
+    d_ref,
+    dq_acc,
+    d_acc,
+    *,
+    scale,
+    causal,
+    block_q,
+    block_k,
 ):
     """dQ of one query block, summed over key blocks; D = rowsum(dO * O) on the way."""
     qi, kj = pl.program_id(2), pl.program_id(3)
@@ -136,8 +162,21 @@ def _transposed_dot(a, b):
 
 
 def _flash_dkv_kernel(
-    q_ref, k_ref, v_ref, do_ref, lse_ref, d_ref, dk_ref, dv_ref, dk_acc, dv_acc, *, scale,
-    causal, block_q, block_k
+    q_ref,
+    k_ref,
+    v_ref,
+    do_ref,
+    lse_ref,
+    d_ref,
+    dk_ref,
+    dv_ref,
+    dk_acc,
+    dv_acc,
+    *,
+    scale,
+    causal,
+    block_q,
+    block_k,
 ):
     """dK and dV of one key block, summed over query blocks."""
     kj, qi = pl.program_id(2), pl.program_id(3)
