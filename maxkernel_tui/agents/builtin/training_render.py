@@ -101,6 +101,15 @@ def training_tunables(family: TrainingFamily) -> Tunables:
     return Tunables(gemm_gelu.BLOCK_ROWS, gemm_gelu.BLOCK_COLS, gemm_gelu.BLOCK_DEPTH)
 
 
+def training_knobs(family: TrainingFamily) -> tuple[str, ...]:
+    """The tunables the family's kernels read (training_tunables' fields that matter)."""
+    if family is TrainingFamily.RMSNORM:
+        return ("block_rows",)
+    if family is TrainingFamily.GEMM_GELU:
+        return ("block_rows", "block_cols", "block_depth")
+    return ("block_rows", "block_cols")
+
+
 def render_training(spec: TrainingSpec, program: Program, tunables: Tunables) -> str:
     sections = [
         _docstring(spec) + "\n" + parts.imports("functools", "math"),
