@@ -41,6 +41,14 @@ class TrainingFamily(StrEnum):
     FLASH_ATTENTION = "flash attention"
 
 
+class Reduction(StrEnum):
+    """How a loss's rows become its result (the cross-entropy piece's `reduction`)."""
+
+    MEAN = "mean"
+    SUM = "sum"
+    NONE = "none"
+
+
 @dataclass(frozen=True)
 class TrainingSpec:
     """A family, the positions of its operands among the dynamic arguments (in the order its
@@ -155,10 +163,10 @@ def _cross_entropy(program: Program) -> TrainingSpec:
     if len(floats) != 1 or len(ints) != 1 or len(program.inputs[floats[0]].bench_shape) != 2:
         raise CannotPlan(f"{NO_BACKWARD}: no 2-D float logits with int labels")
     ndim = len(program.outputs[0].bench_shape)  # type: ignore[union-attr]
-    reduction = "none" if ndim == 1 else "mean"
-    has_div = any(eqn.primitive == "div" for eqn in program.eqns[-2:])
-    if ndim == 0 and not has_div:
-        reduction = "sum"
+    # a per-row loss, or a scalar: a mean divides at the end, a sum does not (the reading is
+    # then confirmed against the reference)
+    divides = any(eqn.primitive == "div" for eqn in program.eqns[-2:])
+    reduction = Reduction.NONE if ndim == 1 else Reduction.MEAN if divides else Reduction.SUM
     return TrainingSpec(
         TrainingFamily.CROSS_ENTROPY,
         (floats[0], ints[0]),
@@ -224,7 +232,9 @@ def reading(spec: TrainingSpec) -> Callable[..., Any]:
                 jax.nn.logsumexp(logits, axis=-1)
                 - jnp.take_along_axis(logits, labels[:, None], axis=-1)[:, 0]
             )
-            reduce = {"mean": jnp.mean, "sum": jnp.sum}.get(str(options["reduction"]))
+            reduce = {Reduction.MEAN: jnp.mean, Reduction.SUM: jnp.sum}.get(
+                Reduction(str(options["reduction"]))
+            )
             return (reduce(loss) if reduce else loss).astype(out)
 
         return cross_entropy

@@ -195,4 +195,6 @@ def _literal(value: object) -> str:
     """Python source for an option: an infinite float as float('-inf'), not a bare name."""
     if isinstance(value, float) and not math.isfinite(value):
         return f"float({str(value)!r})"
+    if isinstance(value, str):  # an enum's value: the piece takes the plain string
+        return repr(str(value))
     return repr(value)

@@ -18,6 +18,7 @@ from jax.experimental.pallas import tpu as pltpu
 
 from maxkernel_tui.agents.builtin.draft import plan_task
 from maxkernel_tui.agents.builtin.errors import CannotPlan
+from maxkernel_tui.agents.builtin.training_estimate import forward_and_backward
 from maxkernel_tui.kernels import aot
 from maxkernel_tui.kernels import reference_runtime as runtime
 from maxkernel_tui.kernels.loader import (
@@ -47,16 +48,10 @@ def _grad_tolerance(task):
 
 def _vjp(function, dynamic, static, wanted, seed):
     """Outputs and the gradients of `wanted` (positions) for a random cotangent."""
-
-    def of_wanted(*chosen):
-        args = list(dynamic)
-        for position, value in zip(wanted, chosen, strict=True):
-            args[position] = value
-        return function(*args, *static)
-
-    out, pullback = jax.vjp(of_wanted, *(dynamic[i] for i in wanted))
-    cotangent = jax.random.normal(jax.random.key(seed), out.shape, jnp.float32).astype(out.dtype)
-    return out, pullback(cotangent)
+    shape = jax.eval_shape(lambda *d: function(*d, *static), *dynamic)
+    cotangent = jax.random.normal(jax.random.key(seed), shape.shape, jnp.float32)
+    program = forward_and_backward(function, static, wanted)
+    return program(*dynamic, cotangent.astype(shape.dtype))
 
 
 @pytest.mark.parametrize("task", TRAINING, ids=lambda t: t.task_id)
@@ -94,10 +89,9 @@ def test_generated_forward_and_backward_compile_for_tpu_at_production_shapes(tas
     specs, static = runtime.input_specs(task, reference, "bench")
     wanted = [reference.computation.__code__.co_varnames.index(n) for n in task.gradients]
 
-    def forward_and_backward(*dynamic):
-        return _vjp(module.computation, dynamic, static, wanted, seed=0)
-
-    compiled = aot.compile_for_tpu(forward_and_backward, specs, aot.target_for("v5e"))
+    shape = jax.eval_shape(lambda *d: module.computation(*d, *static), *specs)
+    program = forward_and_backward(module.computation, static, wanted)
+    compiled = aot.compile_for_tpu(program, [*specs, shape], aot.target_for("v5e"))
     kernels = compiled.as_text().count("tpu_custom_call")
     assert kernels >= 2, f"forward and backward kernels expected, found {kernels}"
 
