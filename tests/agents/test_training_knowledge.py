@@ -13,12 +13,11 @@ import numpy as np
 import pytest
 from jax.experimental.pallas import tpu as pltpu
 
-from maxkernel_tui.agents import knowledge
 from maxkernel_tui.agents.roles.context import StepContext
 from maxkernel_tui.agents.roles.prompts import build_request
 from maxkernel_tui.agents.roles.role import Role
 from maxkernel_tui.kernels import aot
-from tests.agents.test_knowledge import MAX_PROMPT_BYTES, ROLES, examples
+from tests.support.knowledge_pack import examples
 
 
 def _context(gradients):
@@ -32,11 +31,6 @@ def test_a_task_judging_gradients_asks_every_role_for_a_pallas_backward(role):
     assert "<!-- knowledge: training -->" in trained
     forward = build_request(role, _context(())).system
     assert "custom_vjp" not in forward and "<!-- knowledge: training -->" not in forward
-
-
-def test_the_training_topic_leaves_room_in_every_prompt():
-    for role in ROLES:
-        assert len(knowledge.for_role(role, knowledge.TRAINING_FAMILY).encode()) < MAX_PROMPT_BYTES
 
 
 def test_the_gradients_travel_with_the_request_to_the_builtin_agent():
