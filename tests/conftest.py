@@ -16,7 +16,7 @@ import fcntl
 import pytest
 
 from maxkernel_tui.kernels.catalog import describe_tasks
-from maxkernel_tui.kernels.loader import builtin_suite_dir, load_tasks
+from maxkernel_tui.kernels.loader import builtin_suite_dir, builtin_training_dir, load_tasks
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -44,6 +44,13 @@ def suite_tasks():
 
 
 @pytest.fixture(scope="session")
+def training_tasks():
+    tasks, errors = load_tasks(builtin_training_dir())
+    assert errors == []
+    return tasks
+
+
+@pytest.fixture(scope="session")
 def suite_cache(tmp_path_factory):
     """A cache directory private to this test run, shared by its xdist processes (their base
     temp dirs are siblings), so the suite is described once per run, not once per process."""
@@ -63,10 +70,11 @@ def xla_cache(suite_cache):
 
 
 @pytest.fixture(scope="session")
-def suite_descriptions(suite_tasks, suite_cache):
+def suite_descriptions(suite_tasks, training_tasks, suite_cache):
     """Every built-in task described once per run, in worker processes: shapes of every
     configuration and the reference compiled ahead of time for TPU (v5e first). The lock makes
     a second xdist process wait for the first and then read its cache."""
     with (suite_cache / "describe.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        return describe_tasks(suite_tasks, suite_cache, with_cost=True, workers=2)
+        tasks = suite_tasks + training_tasks  # what `tasks` and the picker list
+        return describe_tasks(tasks, suite_cache, with_cost=True, workers=2)

@@ -10,7 +10,7 @@ import pytest
 
 from maxkernel_tui import __version__
 from tests.support.cli import cli
-from tests.support.kernels import JAXBENCH_IDS
+from tests.support.kernels import JAXBENCH_IDS, TRAINING_IDS
 from tests.support.paths import ADAPTED_TASKS
 
 
@@ -29,10 +29,13 @@ def test_help_on_every_command(args):
 
 
 @pytest.mark.slow  # worker processes: jax, TPU compiles
-def test_tasks_json_lists_all_50_with_shapes_and_cost(suite_descriptions, suite_cache):
+def test_tasks_json_lists_all_50_then_the_training_group(suite_descriptions, suite_cache):
     listing = json.loads(cli("tasks", "--json", cache=suite_cache).stdout)
     assert listing["errors"] == []
-    assert [t["task_id"] for t in listing["tasks"]] == JAXBENCH_IDS
+    assert [t["task_id"] for t in listing["tasks"]] == JAXBENCH_IDS + TRAINING_IDS
+    training = [t for t in listing["tasks"] if t["task_id"] in TRAINING_IDS]
+    assert all(t["category"] == "training" and t["gradients"] for t in training)
+    assert not any("gradients" in t for t in listing["tasks"] if t["task_id"] in JAXBENCH_IDS)
     gemm = next(t for t in listing["tasks"] if t["task_id"] == "8p_GEMM")
     assert gemm["category"] == "gemm" and gemm["tolerances"]["check"] == {
         "atol": 0.01,
@@ -50,7 +53,9 @@ def test_tasks_text_names_the_generation_and_says_estimated(suite_descriptions, 
     text = cli("tasks", cache=suite_cache).stdout
     assert "12p_RMSNorm  [norm]" in text
     assert "  check    bf16[2,64,512] bf16[512]  static (1e-05,) -> bf16[2,64,512]" in text
-    assert text.count("(estimated: XLA cost analysis") == 50
+    assert text.count("(estimated: XLA cost analysis") == len(JAXBENCH_IDS + TRAINING_IDS)
+    assert "training tasks (forward and backward judged):\n1t_RMSNorm_Training  [training]" in text
+    assert "  gradients judged: x, scale (forward and backward)" in text
 
 
 @pytest.mark.slow  # worker processes: jax, TPU compiles

@@ -11,8 +11,8 @@ from typing import Any
 from maxkernel_tui.commands import task_import
 from maxkernel_tui.config import cache_dir
 from maxkernel_tui.kernels.description import TaskDescription
-from maxkernel_tui.kernels.listing import format_task, task_record
-from maxkernel_tui.kernels.loader import builtin_suite_dir, load_tasks, with_known_ties
+from maxkernel_tui.kernels.listing import format_task, task_group, task_record
+from maxkernel_tui.kernels.loader import builtin_task_dirs, load_tasks, with_known_ties
 from maxkernel_tui.kernels.targets import DEFAULT_TARGET, TARGETS
 from maxkernel_tui.kernels.task import Task, TaskError
 from maxkernel_tui.services.tasks import (
@@ -82,7 +82,14 @@ def resolve_kernel_and_task(kernel: Path, task_name: str, gradients: str | None 
 
 
 def _load(path: Path | None) -> tuple[list[Task], list[TaskError]]:
-    return load_tasks(path if path is not None else builtin_suite_dir(), cache_dir())
+    """The tasks under `path`, or every built-in group: the 50 JAXBench tasks, then training."""
+    tasks: list[Task] = []
+    errors: list[TaskError] = []
+    for root in (path,) if path is not None else builtin_task_dirs():
+        found, problems = load_tasks(root, cache_dir())
+        tasks += found
+        errors += problems
+    return tasks, errors
 
 
 def list_tasks(args: argparse.Namespace) -> int:
@@ -110,7 +117,11 @@ def list_tasks(args: argparse.Namespace) -> int:
         records = [task_record(t, description) for t, description in described]
         print(json.dumps({"tasks": records, "errors": [str(e) for e in errors]}, indent=1))
     else:
+        group = None
         for task, description in described:
+            if task_group(task) != group and group is not None:
+                print(f"\n{task_group(task)}:")
+            group = task_group(task)
             print(format_task(task, description))
         for error in errors:
             print(f"error: {error}", file=sys.stderr)

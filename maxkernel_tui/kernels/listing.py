@@ -28,6 +28,15 @@ _SHORT_DTYPES = {
 }
 
 
+TRAINING_GROUP = "training tasks (forward and backward judged)"
+FORWARD_GROUP = "forward tasks"
+
+
+def task_group(task: Task) -> str:
+    """The group a listing shows a task in: training tasks (gradients judged) apart."""
+    return TRAINING_GROUP if task.gradients else FORWARD_GROUP
+
+
 def cost_provenance(cost: XlaCost) -> str:
     """Every figure says where it came from: these are the compiler's estimates."""
     libtpu = f", libtpu {cost.libtpu}" if cost.libtpu else ""
@@ -45,6 +54,8 @@ def task_record(task: Task, description: TaskDescription) -> dict[str, Any]:
         "tolerances": {c: {"atol": t.atol, "rtol": t.rtol} for c, t in task.tolerances.items()},
     }
     record.update(format=task.source_format, warnings=list(task.warnings))
+    if task.gradients:
+        record.update(gradients=list(task.gradients))
     if task.expert_path is not None:
         record.update(expert=str(task.expert_path))
     if description.error is not None:
@@ -96,6 +107,8 @@ def derivation_record(task: Task) -> dict[str, Any]:
 def format_task(task: Task, description: TaskDescription) -> str:
     lines = [f"{task.task_id}  [{task.category}]  {task.operation}"]
     lines += [f"  note: {note}" for note in task.format_notes]
+    if task.gradients:
+        lines.append(f"  gradients judged: {', '.join(task.gradients)} (forward and backward)")
     derivation = task.derivation.warnings() if task.derivation is not None else ()
     lines += [f"  warning: {warning}" for warning in derivation]
     if description.error is not None:

@@ -42,15 +42,28 @@ if TYPE_CHECKING:
     from maxkernel_tui.kernels.derive.plan import Derivation
 
 SUITE_DIR = Path(__file__).resolve().parent / "suite"
+# The built-in training tasks (forward and backward judged), a group of their own beside the
+# 50 JAXBench tasks of SUITE_DIR, so that everything counting those stays true.
+TRAINING_DIR = Path(__file__).resolve().parent / "suite_training"
 
 _ID_CATEGORY = (
     (re.compile(r"^\d+p_"), "production"),
     (re.compile(r"^\d+k_"), "kernelbench"),
+    (re.compile(r"^\d+t_"), "training"),
 )
 
 
 def builtin_suite_dir() -> Path:
     return SUITE_DIR
+
+
+def builtin_training_dir() -> Path:
+    return TRAINING_DIR
+
+
+def builtin_task_dirs() -> tuple[Path, ...]:
+    """Every built-in group of tasks: the 50 JAXBench tasks, then the training tasks."""
+    return (SUITE_DIR, TRAINING_DIR)
 
 
 def load_task(folder: Path | str, *, traced_ties: bool = True, cache: Path | None = None) -> Task:

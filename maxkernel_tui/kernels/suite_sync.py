@@ -12,7 +12,7 @@ import ast
 import sys
 from pathlib import Path
 
-from maxkernel_tui.kernels.loader import builtin_suite_dir
+from maxkernel_tui.kernels.loader import builtin_task_dirs
 from maxkernel_tui.kernels.task import REFERENCE_PY, TASK_YAML
 
 _KEY = "input_gen_code:"
@@ -62,10 +62,12 @@ def _functions_used_by(name: str, definitions: dict[str, ast.FunctionDef]) -> se
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--check", action="store_true", help="report stale tasks, change nothing")
-    parser.add_argument("--path", type=Path, default=builtin_suite_dir())
+    parser.add_argument("--path", type=Path, help="one folder of tasks (default: the built-in)")
     args = parser.parse_args(argv)
     stale = []
-    for folder in sorted(p for p in args.path.iterdir() if (p / REFERENCE_PY).is_file()):
+    roots = (args.path,) if args.path is not None else builtin_task_dirs()
+    folders = sorted(p for root in roots for p in root.iterdir() if (p / REFERENCE_PY).is_file())
+    for folder in folders:
         yaml_path = folder / TASK_YAML
         current = yaml_path.read_text(encoding="utf-8")
         wanted = synced_yaml(

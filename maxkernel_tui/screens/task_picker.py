@@ -20,7 +20,7 @@ from maxkernel_tui.config import Settings, cache_dir, load_settings
 from maxkernel_tui.kernels.catalog import cached_description, describe_tasks
 from maxkernel_tui.kernels.description import TaskDescription
 from maxkernel_tui.kernels.listing import format_task
-from maxkernel_tui.kernels.loader import builtin_suite_dir, load_tasks
+from maxkernel_tui.kernels.loader import builtin_task_dirs, load_tasks
 from maxkernel_tui.kernels.task import Task, TaskError
 from maxkernel_tui.screens.editors import highlighted
 from maxkernel_tui.screens.messages import TaskChosen
@@ -84,7 +84,12 @@ class TaskPickerScreen(ShowsWorkerErrors, Screen[None]):
         self._imports_dir = imports_dir if imports_dir is not None else Path.cwd() / "tasks"
         self._store_path = store_path
         self._cache = cache if cache is not None else cache_dir()
-        self._tasks, self._errors = load_tasks(tasks_dir or builtin_suite_dir(), self._cache)
+        self._tasks: list[Task] = []
+        self._errors: list[TaskError] = []
+        for root in (tasks_dir,) if tasks_dir is not None else builtin_task_dirs():
+            found, problems = load_tasks(root, self._cache)  # the training group after the 50
+            self._tasks += found
+            self._errors += problems
         self._by_id = {t.task_id: t for t in self._tasks}
         self._descriptions: dict[str, TaskDescription] = {}
         self._shown: str | None = None
@@ -104,7 +109,9 @@ class TaskPickerScreen(ShowsWorkerErrors, Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.sub_title = f"{len(self._tasks)} tasks{self._sessions_hint()}"
+        training = sum(1 for t in self._tasks if t.gradients)
+        group = f" ({training} training: forward and backward judged)" if training else ""
+        self.sub_title = f"{len(self._tasks)} tasks{group}{self._sessions_hint()}"
         table = self.query_one("#tasks", DataTable)
         # The task column holds TASK_COLUMN characters (a longer id ends in "…"; the detail
         # shows it whole), so that the category and GFLOP beside it are never cut off.

@@ -8,7 +8,12 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from maxkernel_tui.kernels.loader import builtin_suite_dir, find_task, load_tasks
+from maxkernel_tui.kernels.loader import (
+    builtin_suite_dir,
+    builtin_task_dirs,
+    find_task,
+    load_tasks,
+)
 from maxkernel_tui.kernels.task import Task, TaskError
 
 
@@ -23,13 +28,17 @@ def resolve_task(name: str, path: Path | None = None) -> Task:
     folder = Path(name).expanduser()
     if folder.is_dir() or _written_as_path(name):
         return resolve_folder(name)
-    root = path if path is not None else builtin_suite_dir()
-    named = [d for d in (root / name, *root.glob(f"{name}_*")) if d.is_dir()]
+    roots = (path,) if path is not None else builtin_task_dirs()
+    named = [d for root in roots for d in (root / name, *root.glob(f"{name}_*")) if d.is_dir()]
     if len(named) == 1:  # the usual case: read one task, not the whole suite (start-up time)
         task = load_task(named[0], cache=cache_dir())
         if task.task_id == name or task.task_id.split("_", 1)[0] == name:
             return task
-    tasks, errors = load_tasks(root, cache_dir())
+    tasks, errors = [], []
+    for root in roots:
+        found, problems_here = load_tasks(root, cache_dir())
+        tasks += found
+        errors += problems_here
     try:
         return find_task(name, tasks)
     except KeyError:
@@ -125,8 +134,10 @@ def traced_task(task: Task) -> Task:
 
 
 def is_builtin(folder: str | Path) -> bool:
-    """The folder is one of the built-in suite's tasks."""
-    return bool(str(folder)) and Path(folder).resolve().parent == builtin_suite_dir().resolve()
+    """The folder is one of the built-in tasks (the suite's or the training group's)."""
+    return bool(str(folder)) and Path(folder).resolve().parent in {
+        root.resolve() for root in builtin_task_dirs()
+    }
 
 
 def task_argument(task_id: str, task_dir: str | Path) -> str:

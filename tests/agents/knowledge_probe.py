@@ -83,12 +83,18 @@ def _flash_attention_case() -> tuple:
     return (q, k, v), (), reference, 2e-2
 
 
+def _silu_case() -> tuple:
+    x = _random(10, (512, 256))
+    return (x,), (), lambda x: jax.nn.silu(x.astype(jnp.float32)).astype(x.dtype), 2e-2
+
+
 EXAMPLES: dict[str, Callable[[], tuple]] = {
     "matmul": _matmul_case,
     "rmsnorm": _rmsnorm_case,
     "page_gather": _page_gather_case,
     "colsum_dma": _colsum_case,
     "flash_attention": _flash_attention_case,
+    "silu_training": _silu_case,
 }
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import ast
 import json
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -16,40 +15,16 @@ import pytest
 
 from maxkernel_tui.agents import knowledge
 from maxkernel_tui.kernels.evaluation.static.checks import static_problems
+from tests.support.knowledge_pack import (
+    FAMILIES,
+    MAX_PROMPT_BYTES,
+    ROLES,
+    examples,
+    fences,
+    quoted_errors,
+)
 
 PROBE = Path(__file__).with_name("knowledge_probe.py")
-ROLES = ("planner", "implementer", "debugger", "profiler", "autotuner", "explainer", "tester")
-FAMILIES = ("attention", "gemm", "kb-gemm", "kb-conv", "loss", "moe", "norm", "ssm", "triangle")
-MAX_PROMPT_BYTES = 40_000  # a role's knowledge must leave room for the task, kernel and reply
-# A fence's info string: "python" (a fragment), "python example NAME" (a complete kernel file),
-# "text error ID" (a quoted error message).
-FENCE = re.compile(r"^```([^\n]*)\n(.*?)^```", re.DOTALL | re.MULTILINE)
-
-
-def fences(kind: str) -> list[tuple[str, str, str]]:
-    """(topic, info string, body) of every fence in the pack whose info starts with `kind`."""
-    found = []
-    for name in knowledge.TOPICS:
-        for match in FENCE.finditer(knowledge.topic(name)):
-            if match.group(1).split()[:1] == [kind]:
-                found.append((name, match.group(1), match.group(2)))
-    return found
-
-
-def examples() -> dict[str, str]:
-    return {
-        info.split()[2]: body
-        for _, info, body in fences("python")
-        if info.split()[1:2] == ["example"]
-    }
-
-
-def quoted_errors() -> dict[str, str]:
-    return {
-        info.split()[2]: body.strip()
-        for _, info, body in fences("text")
-        if info.split()[1:2] == ["error"]
-    }
 
 
 def test_every_topic_loads_with_a_title_and_a_sensible_length():

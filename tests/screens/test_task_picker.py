@@ -20,7 +20,10 @@ async def test_lists_builtin_tasks_and_shows_the_highlighted_reference(
     app = MaxKernelApp(cache=suite_cache)
     async with app.run_test(size=(160, 48)) as pilot:
         table = app.screen.query_one("#tasks", DataTable)
-        assert table.row_count == 50
+        assert table.row_count == 50 + 4  # the JAXBench tasks, then the training group
+        assert str(table.get_row_at(50)[0]) == "1t_RMSNorm_Training"
+        assert str(table.get_row_at(50)[1]) == "training"
+        assert "4 training" in app.screen.sub_title
         assert str(table.get_row_at(0)[0]) == "1p_Flash_Attention"
         gflop, target = str(table.get_row_at(7)[2]).split()  # 8p_GEMM, from the cache
         assert float(gflop.replace(",", "")) == pytest.approx(

@@ -61,6 +61,14 @@ JAXBENCH_IDS = [
     "50k_Matmul_GELU_Softmax",
 ]
 
+# The built-in training tasks (forward and backward judged), a group apart from the 50.
+TRAINING_IDS = [
+    "1t_RMSNorm_Training",
+    "2t_GEMM_GELU_Training",
+    "3t_Softmax_Cross_Entropy_Training",
+    "4t_Causal_Flash_Attention_Training",
+]
+
 
 def load(path: pathlib.Path) -> ModuleType:
     """A Python file as a module (a test kernel, traced in this process)."""

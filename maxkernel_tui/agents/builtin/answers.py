@@ -63,11 +63,14 @@ class DraftCache:
     """Drafts per (task content, target), for the life of the worker."""
 
     def __init__(self) -> None:
-        self._entries: dict[tuple[str, str], TaskDrafts] = {}
+        self._entries: dict[tuple[str, str, tuple[str, ...]], TaskDrafts] = {}
 
-    def get(self, task_dir: str, target: str) -> TaskDrafts:
+    def get(self, task_dir: str, target: str, gradients: tuple[str, ...] = ()) -> TaskDrafts:
+        """`gradients`: the session's (a folder judged on gradients by an option, not its yaml)."""
         task = load_task(Path(task_dir), cache=cache_dir())
-        key = (_content_digest(task), target)
+        if gradients and gradients != task.gradients:
+            task = task.with_gradients(gradients)
+        key = (_content_digest(task), target, task.gradients)
         if key not in self._entries:
             self._entries[key] = _draft(task, target)
         return self._entries[key]
@@ -75,7 +78,7 @@ class DraftCache:
 
 def answer(step: StepContext, cache: DraftCache) -> str:
     """The text of the answer for a planner, implementer, debugger or explainer step."""
-    drafts = cache.get(step.task_dir, step.target)
+    drafts = cache.get(step.task_dir, step.target, step.gradients)
     if step.role == Role.PLANNER:
         return plan_markdown(drafts, step)
     if step.role == Role.IMPLEMENTER and (step.strategy or "") not in NOT_A_CHANGE:

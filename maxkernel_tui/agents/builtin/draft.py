@@ -25,6 +25,13 @@ from maxkernel_tui.agents.builtin.precision import choose_precisions
 from maxkernel_tui.agents.builtin.program import Probe, Program, trace_program
 from maxkernel_tui.agents.builtin.render import render_kernel
 from maxkernel_tui.agents.builtin.stages import MatmulStage, mxu_stages
+from maxkernel_tui.agents.builtin.training import recognise_training
+from maxkernel_tui.agents.builtin.training_estimate import estimate_training, tune_training
+from maxkernel_tui.agents.builtin.training_render import (
+    render_training,
+    training_knobs,
+    training_tunables,
+)
 from maxkernel_tui.agents.builtin.tunables import Tunables, default_tunables
 from maxkernel_tui.kernels.evaluation.timing.measured_choice import Timer, device_timer
 from maxkernel_tui.kernels.perf.model import Estimate
@@ -69,6 +76,8 @@ def plan_task(task: Task, *, choose_precision: bool = False) -> list[KernelPlan]
 
 
 def _plans(program: Program, task: Task, choose_precision: bool) -> list[KernelPlan]:
+    if task.gradients:  # a training task: a custom_vjp kernel, or plainly none
+        return [training_plan(program, task)]
     try:
         fused = plan_program(program)
     except CannotPlan as stage_problem:
@@ -116,7 +125,18 @@ def draft_candidates(
     drafts, problems = [], []
     timer = timer if timer is not None else (device_timer(task) if tune else None)
     for plan in plan_task(task, choose_precision=True)[: None if tune else 1]:
-        if tune:
+        if task.gradients:  # the model's forward and backward, against XLA's gradient
+            try:
+                tunables, found = (
+                    tune_training(plan.render, task, plan.start, plan.knobs, target)
+                    if tune
+                    else (plan.start, estimate_training(plan.render(plan.start), task, target))
+                )
+            except CannotPlan as problem:
+                problems.append(f"{plan.family}: {problem}")
+                continue
+            chosen_by = f"the {target} performance model, forward and backward (estimated)"
+        elif tune:
             try:
                 result = autotune(plan.render, task, plan.start, plan.knobs, target, timer)
             except CannotPlan as problem:  # this plan has no tiling that fits; another may
@@ -134,6 +154,19 @@ def draft_candidates(
     if not drafts:
         raise CannotPlan("; ".join(problems))
     return sorted(drafts, key=lambda draft: draft.estimate.seconds)
+
+
+def training_plan(program: Program, task: Task) -> KernelPlan:
+    """The family's forward and backward kernels joined by a custom_vjp (pieces/backward/),
+    tuned on the model's forward-and-backward estimate (CannotPlan when no backward piece
+    fits)."""
+    spec = recognise_training(program, task)
+    return KernelPlan(
+        f"{spec.family} forward + backward (custom_vjp)",
+        partial(render_training, spec, program),
+        training_knobs(spec.family),
+        training_tunables(spec.family),
+    )
 
 
 def _stage_kernel_plan(plan: Plan, precision: PrecisionChoice | None, split: Plan) -> KernelPlan:

@@ -40,6 +40,9 @@ TOPICS: dict[str, str] = {
     "experts": (
         "what precision a task's reference implies; the expert kernels' tilings per task family"
     ),
+    "training": (
+        "tasks that judge gradients: jax.custom_vjp with a Pallas forward and backward, residuals"
+    ),
 }
 
 # What each sub-agent reads by default: the planner reasons about costs and layout, the
@@ -56,6 +59,9 @@ ROLE_TOPICS: dict[Role, tuple[str, ...]] = {
     Role.TESTER: ("harness", "errors"),
 }
 
+# The family whose topics a task that judges gradients adds (prompts.py), whatever its category.
+TRAINING_FAMILY = "training"
+
 # Extra topics for a task family (the `category` of a suite task), added after the role's.
 FAMILY_TOPICS: dict[str, tuple[str, ...]] = {
     "attention": ("attention", "scalar_prefetch"),
@@ -67,6 +73,8 @@ FAMILY_TOPICS: dict[str, tuple[str, ...]] = {
     "loss": ("rowwise",),
     "ssm": ("matmul", "rowwise"),
     "triangle": ("matmul",),
+    # tasks that judge gradients (any category): custom_vjp, and the row-wise patterns
+    TRAINING_FAMILY: ("training", "rowwise"),
 }
 
 

@@ -104,6 +104,11 @@ def task_facts(task: Task, target: str) -> str:
     )
     reference = task.reference_path.read_text(encoding="utf-8")
     lines.append(f"The kernel defines `{task.entry_points[0]}` with the reference's signature.")
+    if task.gradients:
+        lines.append(
+            f"gradients judged: {', '.join(task.gradients)} (jax.vjp against the reference's, "
+            "random cotangents; the backward must be Pallas too)"
+        )
     lines.append(f"{task.reference_file}:\n```python\n{reference}```")
     return "\n".join(lines)
 

@@ -576,6 +576,7 @@ class Steps:
             task_dir=str(self.task.folder),
             task_id=self.task.task_id,
             entry_point=self.task.entry_points[0],
+            gradients=self.task.gradients,
             target=self.tools.target,
             iteration=keys.iteration_of(self.step),
             task_facts=self.task_facts,

@@ -87,6 +87,8 @@ class StepContext:
     strategy: str | None = None  # the graph search's strategy for this expansion, by name
     previous_attempts: tuple[str, ...] = field(default=())  # earlier failed fixes (debugger)
     turned_down: tuple[TurnedDown, ...] = ()  # this step's proposals turned down, oldest first
+    # Parameters whose gradients the task judges (a training task); empty: forward only.
+    gradients: tuple[str, ...] = ()
 
     def to_request(self, role: Role) -> dict[str, Any]:
         """The data that travels with `role`'s request (the prose parts stay in the prompt)."""
@@ -103,6 +105,7 @@ class StepContext:
             "question": self.question,
             "strategy": self.strategy,
             "turned_down": [t.to_json() for t in self.turned_down],
+            "gradients": list(self.gradients),
         }
 
     @classmethod
@@ -123,4 +126,5 @@ class StepContext:
             question=data.get("question"),
             strategy=data.get("strategy"),
             turned_down=tuple(TurnedDown.from_json(t) for t in data.get("turned_down") or ()),
+            gradients=tuple(str(name) for name in data.get("gradients") or ()),
         )

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from maxkernel_tui.agents.knowledge import TOPICS, for_role, role_topics
+from maxkernel_tui.agents.knowledge import TOPICS, TRAINING_FAMILY, for_role, role_topics
 from maxkernel_tui.agents.llm.types import Message, Request, Speaker, ToolSpec
 from maxkernel_tui.agents.roles.context import NOTHING_ELSE, StepContext
 from maxkernel_tui.agents.roles.role import Role
@@ -93,6 +93,19 @@ def _rules(entry_point: str) -> str:
     )
 
 
+def _gradient_rules(entry_point: str, gradients: tuple[str, ...]) -> str | None:
+    """For a training task: what the harness judges beyond the forward output."""
+    if not gradients:
+        return None
+    return (
+        f"This task judges gradients too: the harness calls `jax.vjp({entry_point}, ...)` with "
+        f"random cotangents and compares the gradients of {', '.join(gradients)} with the "
+        f"reference's. Make `{entry_point}` a `jax.custom_vjp` whose forward saves what the "
+        "backward needs and whose backward's heavy work is `pl.pallas_call`s too (a backward in "
+        "plain jnp is rejected); see the knowledge topic `training`."
+    )
+
+
 def _sections(role: Role, ctx: StepContext) -> list[tuple[str, str | None]]:
     sections: dict[str, tuple[str, ...]] = {
         PLANNER: ("task", "kernel", "evaluation", "profile", "diagnosis", "feedback", "turned"),
@@ -174,7 +187,13 @@ def build_request(
     max_tokens: int = 8192,
     tools: tuple[ToolSpec, ...] = (),
 ) -> Request:
-    parts = [_JOBS[role], _rules(ctx.entry_point), f"Target TPU: {ctx.target}.", for_role(role)]
+    parts = [
+        _JOBS[role],
+        _rules(ctx.entry_point),
+        _gradient_rules(ctx.entry_point, ctx.gradients),
+        f"Target TPU: {ctx.target}.",
+        for_role(role, TRAINING_FAMILY if ctx.gradients else None),
+    ]
     system = "\n\n".join(part for part in (*parts, _tools_note(role, tools)) if part)
     body = [f"## {title}\n{text}" for title, text in _sections(role, ctx) if text]
     return Request(
