@@ -514,8 +514,6 @@ class Steps:
     def _estimate(self, summary: ProfileSummary) -> Score:
         return estimated_score(summary, self.tools.target, self.limits.rank_by)
 
-    # -- state ----------------------------------------------------------------------------------
-
     def take_interventions(self, key: str) -> None:
         """Apply the engineer's edits and messages at this step boundary: stored ones on replay,
         then any queued since."""
