@@ -42,7 +42,7 @@ async def test_a_six_evaluation_beam_from_the_seed_improves_the_estimate_or_says
     graph = opened.search.graph
     seed = graph[ROOT]
     assert seed.status == ACCEPTED and seed.score is not None
-    assert seed.score_kind.startswith("estimated speedup vs XLA on v5e")  # what, and where
+    assert seed.score_kind.startswith("estimated speedup vs XLA@")  # what, against which XLA
     assert seed.roofline_share is not None and seed.bound  # the model's view of its headroom
     assert outcome.evaluations <= 6
     best = outcome.best
