@@ -81,7 +81,7 @@ def test_the_workbench_in_chromium_from_picker_to_approval(tmp_path, suite_cache
                 "websocket", lambda ws: ws.on("framereceived", lambda frame: frames.append(frame))
             )
             assert page.goto(url).status == 200
-            wait_for_screen(page, "maxkernel-tui — 50 tasks", "12p_RMSNorm", timeout=120)
+            wait_for_screen(page, "maxkernel-tui — 54 tasks", "12p_RMSNorm", timeout=120)
             page.focus(".xterm-helper-textarea")  # as a click on the terminal would
             for _ in range(11):
                 page.keyboard.press("ArrowDown")
