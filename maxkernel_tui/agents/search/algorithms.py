@@ -136,8 +136,8 @@ class Beam:
     """Keep the `width` best accepted kernels; expand each with `branches` strategies not yet
     tried on its path, those that matter for what bounds its estimate first. A child that scores
     worse than its parent (beyond the tolerance) does not enter the beam: the regression gate.
-    A kernel the model puts at the headroom floor of its roofline or above is not expanded; when
-    no kernel of the beam has headroom, the search ends and says so."""
+    A kernel the model puts at the headroom floor of its roofline plus dispatch or above is not
+    expanded; when no kernel of the beam has headroom, the search ends and says so."""
 
     def __init__(
         self, config: SearchConfig, strategies: list[Strategy], moves: Moves | None = None
@@ -162,7 +162,7 @@ class Beam:
             if node.pruned_round is not None and node.pruned_round < round_:
                 continue
             why = no_headroom(
-                node.number, node.roofline_share, node.model_target, node.model_basis, self.floor
+                node.number, node.reachable_share, node.model_target, node.model_basis, self.floor
             )
             if why is not None:
                 full.append(why)

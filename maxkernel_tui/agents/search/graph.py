@@ -50,6 +50,7 @@ class Node:
     # roofline, what bounds it, on which generation and on what basis; a score alone cannot say
     # whether there is anything left to find.
     roofline_share: float | None = None
+    reachable_share: float | None = None  # over roofline plus dispatch: what headroom is judged by
     bound: str = ""
     model_target: str = ""
     model_basis: str = ""

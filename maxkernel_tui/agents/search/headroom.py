@@ -1,7 +1,8 @@
 """What the performance model says of an accepted kernel, as the search reads it: the share of
-the task's roofline its estimate reaches and what bounds it. A kernel at or above the search's
-floor has no headroom the model can see: expanding it would spend evaluations on changes the
-model cannot reward. No jax here."""
+the task's roofline its estimate reaches and what bounds it. A kernel whose estimate reaches the
+search's floor of what any kernel could reach (the roofline plus the call's dispatch, which every
+kernel pays) has no headroom the model can see: expanding it would spend evaluations on changes
+the model cannot reward. No jax here."""
 
 from __future__ import annotations
 
@@ -19,6 +20,9 @@ class ModelView:
     bound: str  # perf.analysis.Bound: memory, compute or overhead
     roofline_share: float | None  # the task's roofline time over the kernel's estimated time
     basis: Basis  # estimated, or calibrated by TPU runs
+    # (roofline + dispatch) over the estimate: the dispatch is in every kernel's time, so the
+    # headroom a search can find is measured against the roofline plus it
+    reachable_share: float | None = None
 
     def words(self) -> str:
         """e.g. "87% of roofline on v5e, compute-bound (estimated)"."""
@@ -33,18 +37,24 @@ def model_view(summary: ProfileSummary | None, target: str) -> ModelView | None:
     found = next((e for e in summary.estimates if e.target == target), None)
     if found is None:
         return None
-    return ModelView(found.target, str(found.bound), found.roofline_share, found.kind)
+    reachable = (
+        (found.roofline_seconds + found.dispatch_seconds) / found.seconds
+        if found.roofline_seconds is not None and found.seconds > 0
+        else None
+    )
+    return ModelView(found.target, str(found.bound), found.roofline_share, found.kind, reachable)
 
 
 def no_headroom(
     number: int, share: float | None, target: str, basis: str, floor: float
 ) -> str | None:
-    """Why node #`number` is not worth expanding (its estimate reaches `floor` of the roofline),
-    or None: there is headroom, or the model gave no share to judge by."""
+    """Why node #`number` is not worth expanding (its estimate reaches `floor` of the roofline
+    plus dispatch: `share`), or None: there is headroom, or the model gave no share to judge by."""
     if share is None or share < floor:
         return None
     who = "the seed" if number == 0 else f"#{number}"
     return (
-        f"{who} is at {share:.0%} of roofline on {target} ({basis or Basis.ESTIMATED}): "
-        f"no headroom the model can see (the search's floor is {floor:.0%})"
+        f"{who} is at {share:.0%} of roofline plus dispatch on {target} "
+        f"({basis or Basis.ESTIMATED}): no headroom the model can see (the search's floor is "
+        f"{floor:.0%})"
     )

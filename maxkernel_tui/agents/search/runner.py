@@ -405,6 +405,7 @@ def _model_fields(model: ModelView | None) -> dict[str, Any]:
         return {}
     return {
         "roofline_share": model.roofline_share,
+        "reachable_share": model.reachable_share,
         "bound": model.bound,
         "model_target": model.target,
         "model_basis": str(model.basis),

@@ -20,7 +20,7 @@ from maxkernel_tui.agents.roles.tunables import find_tunables
 from maxkernel_tui.agents.search.algorithms import Beam, Moves
 from maxkernel_tui.agents.search.config import SearchConfig
 from maxkernel_tui.agents.search.graph import ACCEPTED, ROOT, SearchGraph
-from maxkernel_tui.agents.search.headroom import no_headroom
+from maxkernel_tui.agents.search.headroom import model_view, no_headroom
 from maxkernel_tui.agents.strategies import FOR_BOUND, applicable, for_bound
 from maxkernel_tui.kernels.perf.analysis import Bound
 from maxkernel_tui.kernels.perf.model import Estimate
@@ -118,6 +118,7 @@ def _estimate(seconds: float, roofline_s: float, overhead: bool) -> Estimate:
         roofline_share=roofline_s / seconds,
         reference_seconds=REFERENCE_S,
         speedup=REFERENCE_S / seconds,
+        dispatch_seconds=0.0,  # `seconds` here is the kernel's alone
     )
 
 
@@ -171,7 +172,8 @@ async def test_a_seed_at_its_roofline_is_not_expanded_and_the_search_says_why(
     )
     outcome = await search.run()
     assert outcome.reason == (
-        "the seed is at 97% of roofline on v5e (estimated): no headroom the model can see "
+        "the seed is at 97% of roofline plus dispatch on v5e (estimated): no headroom the model "
+        "can see "
         "(the search's floor is 95%)"
     )
     assert outcome.evaluations == 1 and len(search.graph) == 1
@@ -200,7 +202,23 @@ def test_no_headroom_needs_a_share_at_the_floor() -> None:
     assert no_headroom(0, None, "v5e", "estimated", 0.95) is None  # the model said nothing
     assert no_headroom(3, 0.9, "v5e", "estimated", 0.95) is None
     words = no_headroom(3, 0.99, "v6e", "calibrated", 0.95)
-    assert words is not None and words.startswith("#3 is at 99% of roofline on v6e (calibrated)")
+    assert words is not None
+    assert words.startswith("#3 is at 99% of roofline plus dispatch on v6e (calibrated)")
+
+
+def test_headroom_is_judged_against_the_roofline_plus_the_dispatch_every_kernel_pays() -> None:
+    # 36k's seed as the model sees it: 2.79 ms of MXU roofline, 0.1 ms of dispatch, 3.03 ms in all
+    estimate = replace(_estimate(3.03e-3, 2.79e-3, False), dispatch_seconds=1e-4)
+    summary = ProfileSummary("36k", "kernel.py", "bench", [], [estimate], {}, {})
+    view = model_view(summary, TARGET)
+    assert view is not None and view.roofline_share == pytest.approx(0.921, abs=1e-3)
+    assert view.reachable_share == pytest.approx(0.954, abs=1e-3)
+    assert no_headroom(0, view.roofline_share, TARGET, "estimated", 0.95) is None
+    assert no_headroom(0, view.reachable_share, TARGET, "estimated", 0.95) is not None
+    no_roofline = replace(estimate, roofline_seconds=None, roofline_share=None)
+    summary = ProfileSummary("36k", "kernel.py", "bench", [], [no_roofline], {}, {})
+    view = model_view(summary, TARGET)
+    assert view is not None and view.reachable_share is None  # nothing to judge by
 
 
 def test_the_strategies_that_matter_for_a_bound_come_first() -> None:
