@@ -31,6 +31,7 @@ from maxkernel_tui.kernels.evaluation.work.jaxpr_work import measure
 from maxkernel_tui.kernels.evaluation.work.kernel_work import measure_shapes
 from maxkernel_tui.kernels.loader import builtin_suite_dir, find_task, load_tasks
 from maxkernel_tui.kernels.perf.model import estimate, minimal_io_bytes
+from maxkernel_tui.kernels.perf.outside import outside_traffic
 from maxkernel_tui.kernels.perf.pallas_analysis import analyze
 from maxkernel_tui.kernels.targets import TARGETS
 from maxkernel_tui.kernels.task import Task
@@ -54,7 +55,13 @@ def figures(name: str, source: str, task: Task) -> dict[str, Any]:
 
     traced = jax.make_jaxpr(candidate)(*specs)
     kernels = analyze(traced)
-    model = estimate(kernels, TARGETS["v5e"], None, io_bytes=minimal_io_bytes(specs, outputs))
+    model = estimate(
+        kernels,
+        TARGETS["v5e"],
+        None,
+        io_bytes=minimal_io_bytes(specs, outputs),
+        outside=outside_traffic(traced),
+    )
     work = measure_shapes(config, candidate, computed, specs)
     return {
         "kernel": name,

@@ -155,7 +155,7 @@ def _offer_of(drafts: TaskDrafts, source: str) -> Offer:
 
 def plan_markdown(drafts: TaskDrafts, step: StepContext) -> str:
     best = drafts.drafts[0]
-    kernels, io_bytes = analyse_source(best.source, drafts.task)
+    kernels, io_bytes, outside = analyse_source(best.source, drafts.task)
     found = estimate(
         kernels,
         TARGETS[drafts.target],
@@ -163,6 +163,7 @@ def plan_markdown(drafts: TaskDrafts, step: StepContext) -> str:
         io_bytes=io_bytes,
         reference_precision=task_written_precision(drafts.task),
         tolerance_precision=best.precision.xla if best.precision else None,
+        outside=outside,
     )
     lines = [
         f"# Plan: {best.family}",

@@ -33,6 +33,7 @@ from maxkernel_tui.kernels.evaluation.timing.measured_choice import (
 )
 from maxkernel_tui.kernels.perf.analysis import KernelAnalysis, ReferenceCost
 from maxkernel_tui.kernels.perf.model import Estimate, estimate, minimal_io_bytes
+from maxkernel_tui.kernels.perf.outside import OutsideTraffic, outside_traffic
 from maxkernel_tui.kernels.perf.pallas_analysis import (
     analyze,
     matmul_traffic,
@@ -81,16 +82,16 @@ class TuneResult:
         ]
 
 
-def analyse_source(source: str, task: Task) -> tuple[list[KernelAnalysis], int]:
-    """The static analysis of each `pallas_call` of a kernel file at the task's bench shapes, and
-    the least bytes any implementation moves (the file is ours: it runs in this process, traced
-    only, never executed)."""
+def analyse_source(source: str, task: Task) -> tuple[list[KernelAnalysis], int, OutsideTraffic]:
+    """The static analysis of each `pallas_call` of a kernel file at the task's bench shapes, the
+    least bytes any implementation moves, and the copies XLA makes around the kernels (the file
+    is ours: it runs in this process, traced only, never executed)."""
     module = types.ModuleType("builtin_kernel_draft")
     exec(compile(source, "<builtin kernel draft>", "exec"), module.__dict__)
     reference = runtime.load_reference(task)
     specs, static, outputs = runtime.io_specs(task, reference, task.configs[0])
     traced = jax.make_jaxpr(lambda *dynamic: module.computation(*dynamic, *static))(*specs)
-    return analyze(traced), minimal_io_bytes(specs, outputs)
+    return analyze(traced), minimal_io_bytes(specs, outputs), outside_traffic(traced)
 
 
 def estimate_source(
@@ -103,7 +104,7 @@ def estimate_source(
     """The model's estimate for a kernel file at the task's bench shapes, against XLA as the
     reference is written and at `tolerance_precision` (the MXU passes the task's tolerance
     needs; None: not known)."""
-    kernels, io_bytes = analyse_source(source, task)
+    kernels, io_bytes, outside = analyse_source(source, task)
     return estimate(
         kernels,
         TARGETS[target],
@@ -111,6 +112,7 @@ def estimate_source(
         io_bytes=io_bytes,
         reference_precision=task_written_precision(task),
         tolerance_precision=tolerance_precision,
+        outside=outside,
     )
 
 

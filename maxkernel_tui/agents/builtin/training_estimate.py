@@ -20,6 +20,7 @@ from maxkernel_tui.kernels import aot
 from maxkernel_tui.kernels import reference_runtime as runtime
 from maxkernel_tui.kernels.perf.analysis import ReferenceCost
 from maxkernel_tui.kernels.perf.model import Estimate, estimate, minimal_io_bytes
+from maxkernel_tui.kernels.perf.outside import outside_traffic
 from maxkernel_tui.kernels.perf.pallas_analysis import analyze, transcendental_elements
 from maxkernel_tui.kernels.targets import TARGETS
 from maxkernel_tui.kernels.task import Task
@@ -68,6 +69,7 @@ def estimate_training(
         TARGETS[target],
         reference_cost,
         io_bytes=io_bytes,
+        outside=outside_traffic(traced),
     )
 
 

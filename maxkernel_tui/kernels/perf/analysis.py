@@ -13,6 +13,7 @@ from enum import StrEnum
 from maxkernel_tui.codec import JsonData, Shape, Unknown
 from maxkernel_tui.kernels.config_names import CHECK
 from maxkernel_tui.kernels.perf.device_trace import DmaShare
+from maxkernel_tui.kernels.perf.outside import OutsideTraffic
 from maxkernel_tui.kernels.report.basis import Basis
 from maxkernel_tui.kernels.task import Task
 
@@ -155,7 +156,10 @@ class ProfileRequest(JsonData, shape=Shape(omit_empty=("gradients",))):
 
 
 @dataclass(frozen=True)
-class ProfileAnswer(JsonData, shape=Shape(omit_empty=("gradients",), unknown=Unknown.IGNORE)):
+class ProfileAnswer(
+    JsonData,
+    shape=Shape(omit_empty=("gradients",), omit_none=("outside",), unknown=Unknown.IGNORE),
+):
     config: str  # the configuration the static analysis used (production shapes)
     kernels: list[KernelAnalysis]
     reference_costs: dict[str, ReferenceCost]
@@ -166,6 +170,8 @@ class ProfileAnswer(JsonData, shape=Shape(omit_empty=("gradients",), unknown=Unk
     written_passes: int = 1
     tolerance_passes: int | None = None
     gradients: list[str] = field(default_factory=list)  # the request's: figures cover backward
+    # the copies XLA makes around the kernels at production shapes (perf/outside.py)
+    outside: OutsideTraffic | None = None
 
 
 def trace_config(task: Task, on_tpu: bool) -> str | None:

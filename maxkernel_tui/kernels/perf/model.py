@@ -24,7 +24,9 @@ prints the residuals):
     1/16 and transcendentals at 1/64 of the bf16 peak (rough VPU and EUP rates); vector and
     transcendental work add up, MXU work overlaps them; v6e's vector units reach a smaller share
     of its much larger MXU peak (VECTOR_SHARES);
-  - transfer: the step's share of HBM bytes at the chip's HBM bandwidth.
+  - transfer: the step's share of HBM bytes at the chip's HBM bandwidth;
+  - outside the kernels: the copies XLA makes around them (perf/outside.py) at the HBM bandwidth
+    and XLA_EFFICIENCY, one after another with the kernels.
 The calibration file (perf/calibration.py: TPU measurements beside these estimates) scales the
 result per generation.
 """
@@ -36,7 +38,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from maxkernel_tui.codec import JsonData
+from maxkernel_tui.codec import JsonData, Shape
 from maxkernel_tui.kernels.perf.analysis import (
     Block,
     Bound,
@@ -45,10 +47,12 @@ from maxkernel_tui.kernels.perf.analysis import (
     ReferenceCost,
 )
 from maxkernel_tui.kernels.perf.calibration import Calibration
+from maxkernel_tui.kernels.perf.outside import OutsideTraffic
 from maxkernel_tui.kernels.perf.vector_rates import vector_rates
 from maxkernel_tui.kernels.perf.vs_xla import VsXla, XlaBaseline, XlaFigure
 from maxkernel_tui.kernels.perf.xla_model import (
     XLA_DEFAULT,
+    XLA_EFFICIENCY,
     XLA_PRECISIONS,
     XlaPrecision,
     xla_seconds,
@@ -70,7 +74,7 @@ HIGHEST_MXU_PASSES = 6.0
 
 
 @dataclass
-class Estimate(JsonData):
+class Estimate(JsonData, shape=Shape(omit_none=("outside", "outside_seconds"))):
     target: str
     kind: Basis  # ESTIMATED, or CALIBRATED: scaled by TPU runs
     seconds: float
@@ -93,6 +97,10 @@ class Estimate(JsonData):
     # both speedups, as written and at the precision the tolerance needs (perf/vs_xla.py);
     # None in profiles stored before they were both kept
     vs_xla: VsXla | None = None
+    # the copies XLA makes around the kernels (perf/outside.py): part of `seconds`, of
+    # `transfer_seconds` and of `hbm_bytes`
+    outside: OutsideTraffic | None = None
+    outside_seconds: float | None = None
 
     @property
     def speedups(self) -> VsXla:
@@ -122,15 +130,20 @@ def estimate(
     io_bytes: int | None = None,
     reference_precision: XlaPrecision = XLA_DEFAULT,
     tolerance_precision: XlaPrecision | None = None,
+    outside: OutsideTraffic | None = None,
 ) -> Estimate:
-    """The program's Pallas kernels run one after another, in one jitted call; their times add
-    up. The roofline is the task's: the reference's flops, and `io_bytes` (inputs read and
+    """The program's Pallas kernels run one after another, in one jitted call, with the copies
+    XLA makes around them (`outside`); their times add up. The roofline is the task's: the
+    reference's flops, and `io_bytes` (inputs read and
     outputs written once) or, without it, the bytes XLA's reference moves. The speedups are over
     XLA at `reference_precision` (the reference as written) and at `tolerance_precision` (what
     the task's tolerance needs; None: not known)."""
     factor = calibration.factor(target.name) if calibration else 1.0
-    seconds = (DISPATCH_S + sum(_pipeline_seconds(k, target) for k in kernels)) * factor
-    transfer = sum(k.hbm_bytes / target.hbm_bandwidth for k in kernels)
+    outside_bytes = outside.bytes if outside else 0
+    outside_s = outside_bytes / target.hbm_bandwidth / XLA_EFFICIENCY
+    kernels_s = sum(_pipeline_seconds(k, target) for k in kernels)
+    seconds = (DISPATCH_S + kernels_s + outside_s) * factor
+    transfer = sum(k.hbm_bytes / target.hbm_bandwidth for k in kernels) + outside_s
     compute = sum(_step_compute(k, target) * _steps(k) for k in kernels)
     overhead = sum(_step_overhead(k) * _steps(k) for k in kernels)
     parts: list[tuple[Bound, float]] = [
@@ -160,7 +173,7 @@ def estimate(
         transfer_seconds=transfer,
         compute_seconds=compute,
         overhead_seconds=overhead,
-        hbm_bytes=sum(k.hbm_bytes for k in kernels),
+        hbm_bytes=sum(k.hbm_bytes for k in kernels) + outside_bytes,
         flops=sum(k.mxu_flops_per_step * _steps(k) for k in kernels),
         vmem_bytes=vmem,
         vmem_capacity=capacity,
@@ -171,6 +184,8 @@ def estimate(
         speedup=written.speedup,
         reference_precision=reference_precision.words,
         vs_xla=VsXla(written, tolerance),
+        outside=outside if outside and outside.copies else None,
+        outside_seconds=outside_s * factor if outside and outside.copies else None,
     )
 
 

@@ -114,6 +114,11 @@ class ProfileSummary(
                 f"{_time(estimate.dispatch_seconds)} in both) -> est. speedup "
                 f"{estimate.speedups.label()}"
             )
+            if estimate.outside is not None and estimate.outside_seconds is not None:
+                lines.append(
+                    f"  of which {_time(estimate.outside_seconds)} outside the kernels: "
+                    f"{estimate.outside.words()}"
+                )
             lines.append(f"  {roofline_bar(estimate.roofline_share)}")
             lines.extend(f"  warning: {w}" for w in self.warnings.get(estimate.target, []))
             lines.extend(self._expert_line(estimate))

@@ -238,6 +238,7 @@ def summarize(
                 answer.io_bytes,
                 XLA_PRECISIONS[answer.written_passes],
                 XLA_PRECISIONS.get(answer.tolerance_passes or 0),
+                answer.outside,
             )
         )
         warnings[name] = [w for k in answer.kernels for w in warnings_for(k, target)]

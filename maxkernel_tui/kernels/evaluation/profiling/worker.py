@@ -45,6 +45,7 @@ from maxkernel_tui.kernels.perf.analysis import (
 )
 from maxkernel_tui.kernels.perf.device_trace import dma_share, load_events
 from maxkernel_tui.kernels.perf.model import minimal_io_bytes
+from maxkernel_tui.kernels.perf.outside import outside_traffic
 from maxkernel_tui.kernels.perf.pallas_analysis import (
     analyze,
     matmul_traffic,
@@ -85,7 +86,8 @@ def profile(request: ProfileRequest) -> ProfileAnswer:
             reference.computation, specs, static, at, outputs
         )
         results = [specs[p] for p in at]
-    kernels = analyze(program(bench))
+    traced = program(bench)
+    kernels, outside = analyze(traced), outside_traffic(traced)
     known = request.reference_costs  # the reference does not change between candidates
     costs = {
         name: known.get(name) or _reference_cost(function, inputs, name) for name in request.targets
@@ -110,6 +112,7 @@ def profile(request: ProfileRequest) -> ProfileAnswer:
         written_passes=written,
         tolerance_passes=tolerance,
         gradients=list(task.gradients),
+        outside=outside if outside.copies else None,
     )
 
 

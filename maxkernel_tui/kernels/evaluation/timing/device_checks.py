@@ -14,6 +14,7 @@ import numpy as np
 from maxkernel_tui.kernels.evaluation.compare import compare_arrays
 from maxkernel_tui.kernels.perf.calibration import KernelFeatures, ModelPoint, generation_of
 from maxkernel_tui.kernels.perf.model import estimate
+from maxkernel_tui.kernels.perf.outside import outside_traffic
 from maxkernel_tui.kernels.perf.pallas_analysis import analyze
 from maxkernel_tui.kernels.report.reasons import DeviceNumerics
 from maxkernel_tui.kernels.targets import TARGETS
@@ -48,10 +49,13 @@ def model_point(
     generation = generation_of(device_kind)
     if generation is None:
         return None
-    kernels = analyze(jax.make_jaxpr(computation)(*specs))
+    traced = jax.make_jaxpr(computation)(*specs)
+    kernels = analyze(traced)
     if not kernels:
         return None
-    found = estimate(kernels, TARGETS[generation], io_bytes=io_bytes)
+    found = estimate(
+        kernels, TARGETS[generation], io_bytes=io_bytes, outside=outside_traffic(traced)
+    )
     features = KernelFeatures(
         bound=found.bound,
         steps=sum(k.steps for k in kernels),
