@@ -35,6 +35,7 @@ from maxkernel_tui.agents.builtin.autotune import estimate_source, reference_cos
 from maxkernel_tui.agents.builtin.operand_precision import operand_words
 from maxkernel_tui.kernels.evaluation.expert_comparison import from_estimates
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
+from maxkernel_tui.kernels.evaluation.matmul_rounding import task_tolerance_precision
 from maxkernel_tui.kernels.evaluation.source import KernelSource
 from maxkernel_tui.kernels.loader import builtin_suite_dir, find_task, load_tasks
 from maxkernel_tui.kernels.perf.model import Estimate
@@ -103,7 +104,9 @@ def cover(task: Task, harness: Harness | None, kernels: Path, verdicts: dict[str
         reason = f"{report.failure.name}: {report.failure.detail}" if report.failure else ""
         checked_at = PRODUCTION if report.scope == VERIFIED_AT_PRODUCTION else SMALL_SHAPES
         tiles = next((e for e in report.evidence if e.startswith("production tiles")), "")
-    needed = draft.precision.xla if draft.precision else None
+    # a plan in the reference's own dtypes: what the reference's matmuls need, found the way the
+    # profile finds it
+    needed = draft.precision.xla if draft.precision else task_tolerance_precision(task)
     model = estimate_source(
         draft.source, task, reference_cost=reference_cost(task), tolerance_precision=needed
     )

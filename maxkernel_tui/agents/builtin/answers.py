@@ -33,7 +33,10 @@ from maxkernel_tui.agents.roles.context import NOTHING_ELSE, StepContext
 from maxkernel_tui.agents.roles.role import Role
 from maxkernel_tui.agents.roles.tunables import find_tunables
 from maxkernel_tui.config import cache_dir
-from maxkernel_tui.kernels.evaluation.matmul_rounding import task_written_precision
+from maxkernel_tui.kernels.evaluation.matmul_rounding import (
+    task_tolerance_precision,
+    task_written_precision,
+)
 from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.perf.analysis import KernelAnalysis, ReferenceCost
 from maxkernel_tui.kernels.perf.model import Estimate, estimate
@@ -162,7 +165,9 @@ def plan_markdown(drafts: TaskDrafts, step: StepContext) -> str:
         drafts.reference_cost,
         io_bytes=io_bytes,
         reference_precision=task_written_precision(drafts.task),
-        tolerance_precision=best.precision.xla if best.precision else None,
+        tolerance_precision=(
+            best.precision.xla if best.precision else task_tolerance_precision(drafts.task)
+        ),
         outside=outside,
     )
     lines = [

@@ -262,6 +262,14 @@ def task_written_precision(task: Task) -> XlaPrecision:
     return written_precision(closed.jaxpr)
 
 
+def task_tolerance_precision(task: Task) -> XlaPrecision | None:
+    """`tolerance_precision` of the task's reference at production shapes."""
+    module = runtime.load_reference(task)
+    specs, static = runtime.input_specs(task, module, task.configs[0])
+    closed = jax.make_jaxpr(lambda *dynamic: module.computation(*dynamic, *static))(*specs)
+    return tolerance_precision(task, module, closed.jaxpr)
+
+
 def tolerance_precision(task: Task, module: Any, jaxpr: Any) -> XlaPrecision | None:
     """The fewest MXU passes XLA needs for the reference (`jaxpr`, at production shapes) to stay
     within the task's tolerance: one bf16 pass where every matmul passes with bf16 operands
@@ -269,8 +277,8 @@ def tolerance_precision(task: Task, module: Any, jaxpr: Any) -> XlaPrecision | N
     three, or six where the reference asks for HIGHEST (the built-in agent's rule, per program,
     without its tester's edge cases). None where no numerics configuration runs."""
     matmuls = len(contraction_depths(jaxpr))
-    if not matmuls:
-        return XLA_DEFAULT
+    if not matmuls or all(_narrow_operands(e) for e in _mxu_eqns(jaxpr)):
+        return XLA_DEFAULT  # bf16 operands take one pass as written: no fewer exists
     emulation = Emulation(task, matmuls)
     if not emulation.cases:
         return None
@@ -278,6 +286,11 @@ def tolerance_precision(task: Task, module: Any, jaxpr: Any) -> XlaPrecision | N
         return XLA_DEFAULT
     highest = any("HIGHEST" in str(e.params.get("precision")) for e in _mxu_eqns(jaxpr))
     return XLA_HIGHEST if highest else XLA_HIGH
+
+
+def _narrow_operands(eqn: Any) -> bool:
+    """Both operands 16 bits wide or less (bf16, f16, int8): one MXU pass holds them exactly."""
+    return all(np.dtype(v.aval.dtype).itemsize <= 2 for v in eqn.invars[:2])
 
 
 def _mxu_eqns(jaxpr: Any) -> list[Any]:

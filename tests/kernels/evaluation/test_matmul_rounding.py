@@ -76,3 +76,24 @@ def test_a_reference_that_asks_for_highest_is_written_at_six_passes(tmp_path):
         )
     )
     assert written.passes == 1  # no matmul: XLA's default
+
+
+def test_bf16_operands_need_one_pass_however_tight_the_tolerance(tmp_path):
+    # attention in its own bf16: one pass holds the operands exactly, so no emulation is needed
+    # (the task's numerics configurations are never run: none is compiled here)
+    bf16 = REFERENCE.replace(
+        "return jnp.matmul(x, weight) + 1.0",
+        "return jnp.matmul(x.astype(jnp.bfloat16), weight.astype(jnp.bfloat16)) + 1.0",
+    )
+    written, needed = _needed(_task(tmp_path / "tight", 1e-9, bf16))
+    assert (written.passes, needed and needed.passes) == (1, 1)
+
+
+@pytest.mark.slow  # emulates the reference on every numerics configuration
+def test_values_rounded_to_bf16_but_held_in_f32_are_not_taken_for_bf16_operands(tmp_path):
+    mixed = REFERENCE.replace(
+        "return jnp.matmul(x, weight) + 1.0",
+        "return jnp.matmul(x, weight.astype(jnp.bfloat16).astype(jnp.float32)) + 1.0",
+    )
+    _, needed = _needed(_task(tmp_path / "mixed", 1e-9, mixed))
+    assert needed is not None and needed.passes == 3
