@@ -161,16 +161,18 @@ def _routed_moe_spec(program: Program, task: Task) -> RoutedMoeSpec:
         raise CannotPlan("not a routed MoE of gated-SiLU experts")
     router = next(p for p in read if p is not None and len(program.inputs[p].shape) == 2)
     tokens = next(p for p in read if p is not None and p != router)
-    experts = program.inputs[router].shape[1]
+    experts = program.inputs[router].bench_shape[1]
     first_layer, second_layer = [], []
     for dot in (eqn for eqn in program.eqns if eqn.primitive == "dot_general"):
         positions = [_input_position(program, producers, operand) for operand in dot.inputs]
+        # The experts' count is not tied by dataflow to the router's (a one-hot's size is a
+        # constant): the bench sizes say it, and the reading's check confirms it.
         weight = [
             p
             for p in positions
             if p is not None
             and len(program.inputs[p].shape) == 3
-            and program.inputs[p].shape[0] == experts
+            and program.inputs[p].bench_shape[0] == experts
         ]
         if len(weight) == 1:
             (first_layer if tokens in positions else second_layer).append(weight[0])
