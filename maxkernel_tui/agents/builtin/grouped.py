@@ -5,8 +5,8 @@ grouped matmuls once the tokens are sorted by expert).
 Both are read from the program's structure, traced leniently (their references use top_k,
 cumsum, gathers and scatters, which the stage planner does not translate):
 - grouped matmul: a 1-D integer input whose prefix sum (cumsum) places the groups, a 3-D input
-  (groups, depth, cols) contracted on its depth axis by a matmul batched over its groups, and a
-  2-D input (rows, depth); the result is (rows, cols).
+  (groups, depth, cols) contracted on its depth axis by a matmul (batched over its groups, or
+  dense over every group), and a 2-D input (rows, depth); the result is (rows, cols).
 - routed MoE: a top_k over logits made by a matmul of the tokens with a 2-D router (hidden,
   experts); three 3-D inputs with the experts' count first, two contracted with the tokens (the
   gate and the up projection) and one with their gated product (the down projection); a SiLU
@@ -122,7 +122,9 @@ def _grouped_matmul_spec(program: Program, task: Task) -> GroupedMatmulSpec:
     for dot in (eqn for eqn in program.eqns if eqn.primitive == "dot_general"):
         (_, rhs_contract), (_, rhs_batch) = dot.params["dimension_numbers"]
         weights = _input_position(program, producers, dot.inputs[1])
-        if weights is None or tuple(rhs_batch) != (0,) or tuple(rhs_contract) != (1,):
+        # Batched over the groups (each window times its weight), or every group's weight on
+        # every row (a dense reference that masks the rows afterwards).
+        if weights is None or tuple(rhs_batch) not in ((0,), ()) or tuple(rhs_contract) != (1,):
             continue
         w_shape = program.inputs[weights].shape
         # The rows reach the matmul through the reference's windows (pads, gathers, slices).
@@ -159,7 +161,20 @@ def _routed_moe_spec(program: Program, task: Task) -> RoutedMoeSpec:
     read = [_input_position(program, producers, operand) for operand in router_dot.inputs]
     if None in read or not any(eqn.primitive == "logistic" for eqn in program.eqns):
         raise CannotPlan("not a routed MoE of gated-SiLU experts")
-    router = next(p for p in read if p is not None and len(program.inputs[p].shape) == 2)
+    # The router is (hidden, experts): its last size is the logits' (the second operand first,
+    # as tokens times router is written, when both match).
+    logits = top.inputs[0]
+    assert isinstance(logits, Var)
+    routers = [
+        p
+        for p in read[::-1]
+        if p is not None
+        and len(program.inputs[p].shape) == 2
+        and program.inputs[p].bench_shape[-1] == logits.bench_shape[-1]
+    ]
+    if not routers:
+        raise CannotPlan("not a routed MoE: no (hidden, experts) router")
+    router = routers[0]
     tokens = next(p for p in read if p is not None and p != router)
     experts = program.inputs[router].bench_shape[1]
     first_layer, second_layer = [], []
