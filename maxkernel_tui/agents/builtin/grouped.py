@@ -177,7 +177,8 @@ def _routed_moe_spec(program: Program, task: Task) -> RoutedMoeSpec:
     router = routers[0]
     tokens = next(p for p in read if p is not None and p != router)
     experts = program.inputs[router].bench_shape[1]
-    first_layer, second_layer = [], []
+    first_layer: list[int] = []
+    second_layer: list[int] = []
     for dot in (eqn for eqn in program.eqns if eqn.primitive == "dot_general"):
         positions = [_input_position(program, producers, operand) for operand in dot.inputs]
         # The experts' count is not tied by dataflow to the router's (a one-hot's size is a
@@ -213,8 +214,13 @@ def _routed_moe_spec(program: Program, task: Task) -> RoutedMoeSpec:
 
 def _moe_as_read(spec: RoutedMoeSpec, args: tuple[jax.Array, ...]) -> jax.Array:
     roles = (spec.tokens, spec.router, spec.gate, spec.up, spec.down)
+    tokens, router, gate, up, down = (args[p] for p in roles)
     return _routed_moe(
-        *(args[p] for p in roles),
+        tokens,
+        router,
+        gate,
+        up,
+        down,
         spec.top_k,
         grouped_matmul=_ragged_grouped_matmul,
         out_dtype=spec.out_dtype,
