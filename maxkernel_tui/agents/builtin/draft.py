@@ -19,6 +19,8 @@ from maxkernel_tui.agents.builtin.attention import recognise_attention
 from maxkernel_tui.agents.builtin.attention_render import render_attention
 from maxkernel_tui.agents.builtin.autotune import DEFAULT_TARGET, autotune, estimate_source
 from maxkernel_tui.agents.builtin.errors import CannotPlan
+from maxkernel_tui.agents.builtin.grouped import recognise_grouped
+from maxkernel_tui.agents.builtin.grouped_render import KNOBS, render_grouped
 from maxkernel_tui.agents.builtin.operand_precision import OperandPrecision, PrecisionChoice
 from maxkernel_tui.agents.builtin.planner import Plan, plan_program
 from maxkernel_tui.agents.builtin.precision import choose_precisions
@@ -72,7 +74,12 @@ def plan_task(task: Task, *, choose_precision: bool = False) -> list[KernelPlan]
     for probe in (Probe.EVERY, Probe.VARYING):
         with contextlib.suppress(CannotPlan):
             return _plans(trace_program(task, probe), task, choose_precision)
-    return _plans(trace_program(task, Probe.BY_VALUE), task, choose_precision)
+    try:
+        return _plans(trace_program(task, Probe.BY_VALUE), task, choose_precision)
+    except CannotPlan as problem:  # read by structure what the stage planner cannot translate
+        with contextlib.suppress(CannotPlan):
+            return [grouped_plan(trace_program(task, strict=False), task)]
+        raise problem
 
 
 def _plans(program: Program, task: Task, choose_precision: bool) -> list[KernelPlan]:
@@ -154,6 +161,13 @@ def draft_candidates(
     if not drafts:
         raise CannotPlan("; ".join(problems))
     return sorted(drafts, key=lambda draft: draft.estimate.seconds)
+
+
+def grouped_plan(program: Program, task: Task) -> KernelPlan:
+    """A grouped matmul or a routed MoE (grouped.py), or CannotPlan."""
+    spec = recognise_grouped(program, task)
+    start = default_tunables(narrow_dtype=True)
+    return KernelPlan(spec.family.value, partial(render_grouped, spec, program), KNOBS, start)
 
 
 def training_plan(program: Program, task: Task) -> KernelPlan:

@@ -15,8 +15,10 @@ from maxkernel_tui.agents.builtin.pieces import (
     blocks,
     conv,
     function_source,
+    grouped,
     groups,
     matmul,
+    moe,
     rowwise,
     running,
     section_source,
@@ -110,6 +112,16 @@ FLASH_ATTENTION = (
     attention._attention_kernel,
     attention._flash_attention,
 )
+
+# A grouped matmul over consecutive row groups, and the routed MoE that runs two of them.
+GROUPED_MATMUL = (
+    blocks._fit_blocks,
+    grouped._group_items,
+    grouped._grouped_kernel,
+    grouped._first_accumulator,
+    grouped._grouped_matmul,
+)
+ROUTED_MOE = (moe._silu_gate, moe._routed_moe)
 
 
 def functions_source(*pieces: tuple[Callable[..., Any], ...]) -> list[str]:

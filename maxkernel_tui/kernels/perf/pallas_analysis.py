@@ -163,7 +163,7 @@ def _bytes(var: Any, elements: int) -> float:
 
 def _analyze_call(eqn: Any) -> KernelAnalysis:
     grid_mapping = eqn.params["grid_mapping"]
-    grid = [int(g) for g in grid_mapping.grid]
+    grid = _grid_extents(eqn, grid_mapping)
     steps = math.prod(grid) if grid else 1
     block_indices, exact = _block_indices_per_step(grid_mapping, grid, steps)
     blocks = _pipelined_blocks(grid_mapping, block_indices, steps) + _scratch(grid_mapping)
@@ -260,6 +260,16 @@ def _compiler_params(value: Any) -> Any:
     if isinstance(value, dict):  # older jax: {"mosaic_tpu": CompilerParams}
         return value.get("mosaic_tpu") or value.get("mosaic") or next(iter(value.values()), None)
     return value
+
+
+def _grid_extents(eqn: Any, grid_mapping: Any) -> list[int]:
+    """The grid's extents. One known only at run time (megablox's count of active group tiles)
+    is taken at its upper bound, the length of the longest scalar-prefetched index array (the
+    items the grid may visit): an estimate of the worst case, said so by the caller."""
+    dynamic = int(grid_mapping.num_dynamic_grid_bounds)
+    prefetched = eqn.invars[dynamic : dynamic + int(grid_mapping.num_index_operands)]
+    bound = max((_elements(v) for v in prefetched), default=1)
+    return [int(g) if isinstance(g, int) else bound for g in grid_mapping.grid]
 
 
 def _kernel_name(eqn: Any) -> str:

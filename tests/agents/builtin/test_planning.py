@@ -12,6 +12,7 @@ from maxkernel_tui.agents.builtin import CannotPlan, draft_kernel, plan_task
 from maxkernel_tui.agents.builtin import source_parts as parts
 from maxkernel_tui.agents.builtin.attention import recognise_attention
 from maxkernel_tui.agents.builtin.autotune import autotune, estimate_source
+from maxkernel_tui.agents.builtin.grouped import GroupedFamily
 from maxkernel_tui.agents.builtin.pieces import function_source
 from maxkernel_tui.agents.builtin.planner import plan_program
 from maxkernel_tui.agents.builtin.program import Probe, trace_program
@@ -43,6 +44,8 @@ from maxkernel_tui.kernels.loader import find_task
             ],
         ),
         ("5p", ["attention"]),
+        ("11p", [GroupedFamily.GROUPED_MATMUL.value]),  # cumsum, windows gathered and scattered
+        ("10p", [GroupedFamily.ROUTED_MOE.value]),  # top_k, experts run densely
         (
             "31k",
             ["multi-stage (matmul+column-reduction+element-wise+column-reduction+element-wise)"],
@@ -67,7 +70,6 @@ def test_families_are_recognised_from_the_jaxpr(suite_tasks, task_id, families):
             "34k",
             "`reduce_sum` over .* reduces in a way no tiling",
         ),  # batch statistics of a convolution
-        ("10p", "uses `top_k`"),
         ("3p", "uses `slice`"),
         ("16p", "uses `cumsum`"),
     ],
@@ -151,6 +153,12 @@ def test_sizes_that_only_coincide_are_read_where_they_live(suite_tasks):
             "accumulators=(('col', 0.0),)",
         ),
         ("41k", [parts.MATMUL_STAGE], "stage1_out = _matmul_stage(x, weight, "),
+        ("11p", [parts.GROUPED_MATMUL], "_grouped_matmul(lhs, (rhs,), group_sizes, "),
+        (
+            "10p",
+            [parts.GROUPED_MATMUL, parts.ROUTED_MOE],
+            "_routed_moe(x, router, gate_k, up_k, down_k, 2, grouped_matmul=_grouped_matmul,",
+        ),
         # a row sum of the matmul's result: running statistics across column blocks
         ("36k", [parts.RUNNING_STAGE], "stage1_out = _running_matmul_stage(x, weight, "),
     ],

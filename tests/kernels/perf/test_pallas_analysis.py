@@ -100,6 +100,30 @@ def test_scalar_prefetch_index_maps_give_an_upper_bound():
     assert any("upper bound" in w for w in warnings_for(k, TARGETS["v5e"]))
 
 
+def gather_counted_rows(ids, count, x):
+    """A grid as long as a traced count (megablox's active tiles): at most len(ids) steps."""
+    return pl.pallas_call(
+        _gather_rows_kernel,
+        grid_spec=pltpu.PrefetchScalarGridSpec(
+            num_scalar_prefetch=1,
+            grid=(count,),
+            in_specs=[pl.BlockSpec((8, 128), lambda i, ids: (ids[i], 0))],
+            out_specs=pl.BlockSpec((8, 128), lambda i, ids: (i, 0)),
+        ),
+        out_shape=jax.ShapeDtypeStruct((ids.shape[0] * 8, 128), x.dtype),
+    )(ids, x)
+
+
+def test_a_grid_extent_known_only_at_run_time_is_taken_at_the_prefetched_ids_length():
+    k = single(
+        lambda ids, x: gather_counted_rows(ids, jnp.sum(ids > 0), x),
+        jax.ShapeDtypeStruct((12,), jnp.int32),
+        jax.ShapeDtypeStruct((256, 128), F32),
+    )
+    assert k.grid == [12] and k.steps == 12
+    assert [b.fetches for b in k.blocks] == [12, 12]
+
+
 def _copy_from_hbm_kernel(x_hbm, o_ref, buffer, semaphore):
     copy = pltpu.make_async_copy(x_hbm, buffer, semaphore)
     copy.start()
