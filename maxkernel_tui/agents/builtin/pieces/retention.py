@@ -1,0 +1,198 @@
+"""The chunked decayed-scan kernel the built-in agent writes for retention-like scans (RetNet's
+multi-scale retention, Mamba-2's SSD in its quadratic form): one parameterised kernel and wrapper
+in the manner of jax's pallas/ops/tpu kernels.
+
+    scores[i, j] = (q_i . k_j) * decay(i, j)    for key j <= query i, else 0
+    out_i = sum_j weights_dtype(scores[i, j] / divisor(sum_j row_term(scores[i, j]))) v_j
+
+The decay is exp(rate_h * (i - j)) for a per-head log-rate (`rate`, shape (heads,)), or
+exp(c_i - c_j) for a per-position cumulative log-decay (`cumulative`, (batch, heads, seq)).
+Sequence chunks: grid (batch, head, query chunk, key chunk), key chunks innermost and
+'arbitrary'. Within a chunk pair the work is two matmuls with the decay mask between them; what
+a query chunk carries from one key chunk to the next (the weighted values and the row
+statistic, f32) lives in VMEM scratch, zeroed at key chunk 0 under pl.when and divided once at
+the last key chunk the query chunk needs. Key chunks wholly after the query chunk are neither
+computed nor fetched (the index maps clamp to the last chunk needed). The row statistic is
+whatever the reference sums (|scores| for RetNet, scores for SSD), so no linear state of fixed
+size can stand in for it in general: |.| is not linear, so the carried state is per query chunk.
+
+retention_render.py copies these functions into the kernel file unchanged, with the file's own
+row_term and divisor functions and BLOCK_Q / BLOCK_KV tunables; tests call them directly in
+interpret mode. Imports jax.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import tpu as pltpu
+
+from maxkernel_tui.agents.builtin.pieces.attention import _last_kv_block
+from maxkernel_tui.agents.builtin.pieces.blocks import (
+    _block_bytes,
+    _compiler_params,
+    _pick_block,
+)
+
+# Preferred query and key chunk lengths: the generated file defines its own under `# Tunables`.
+BLOCK_Q = 512
+BLOCK_KV = 512
+# The decay's two forms (the `decay` parameter): a log-rate per head, or a cumulative log-decay
+# per position.
+HEAD_RATE = "head_rate"
+CUMULATIVE = "cumulative"
+# Lanes a per-head rate is broadcast over, so that its block is one (1, 128) VMEM tile.
+RATE_LANES = 128
+
+
+def _decay_block(decay, decay_refs, qi, kj, shape, block_q, block_k):
+    """The (block_q, block_k) decay of query chunk qi against key chunk kj, zero above the
+    diagonal. decay_refs: the head's rate block, or the chunks' cumulative log-decays (rows
+    (block_q, 1), columns (1, block_k))."""
+    rows = qi * block_q + jax.lax.broadcasted_iota(jnp.int32, shape, 0)
+    cols = kj * block_k + jax.lax.broadcasted_iota(jnp.int32, shape, 1)
+    if decay == HEAD_RATE:
+        exponent = decay_refs[0][:, :1] * (rows - cols).astype(jnp.float32)
+    else:
+        exponent = decay_refs[0][...] - decay_refs[1][...]
+    return jnp.where(cols <= rows, jnp.exp(exponent), 0.0)
+
+
+def _start_scan_state(acc_ref, total_ref):
+    """At a query chunk's first key chunk: nothing weighted or summed yet."""
+    acc_ref[...] = jnp.zeros_like(acc_ref)
+    total_ref[...] = jnp.zeros_like(total_ref)
+
+
+def _retention_kernel(*refs, block_q, block_k, decay, row_term, divisor, weights_dtype):
+    """One query chunk against one key chunk. refs: q, k, v, the decay's refs (one for
+    HEAD_RATE, two for CUMULATIVE), the output, then the weighted-values and row-statistic
+    scratch. Each row is divided by its divisor once, at the end: dividing the f32 sum of
+    weights_dtype(scores) v equals the reference's sum of weights_dtype(scores / divisor) v up
+    to the rounding of the weights."""
+    q_ref, k_ref, v_ref = refs[:3]
+    decay_refs = refs[3:-3]
+    o_ref, acc_ref, total_ref = refs[-3:]
+    qi, kj = pl.program_id(2), pl.program_id(3)
+    last = _last_kv_block(qi, block_q, block_k)
+
+    @pl.when(kj == 0)
+    def _start():
+        _start_scan_state(acc_ref, total_ref)
+
+    @pl.when(kj <= last)
+    def _accumulate():
+        scores = jax.lax.dot_general(
+            q_ref[...], k_ref[...], (((1,), (1,)), ((), ())), preferred_element_type=jnp.float32
+        )
+        scores = scores * _decay_block(decay, decay_refs, qi, kj, scores.shape, block_q, block_k)
+        total_ref[...] += jnp.sum(row_term(scores), axis=1, keepdims=True)
+        acc_ref[...] += jnp.dot(
+            scores.astype(weights_dtype), v_ref[...], preferred_element_type=jnp.float32
+        )
+
+    @pl.when(kj == last)
+    def _finish():
+        o_ref[...] = (acc_ref[...] / divisor(total_ref[...])).astype(o_ref.dtype)
+
+
+def _retention(
+    q,
+    k,
+    v,
+    rate=None,
+    cumulative=None,
+    *,
+    out_dtype,
+    row_term,
+    divisor,
+    weights_dtype=jnp.bfloat16,
+):
+    """The decayed causal scan of q, k (batch, heads, seq, dim) over v (batch, heads, seq,
+    value dim), with a per-head log-rate `rate` (heads,) or a cumulative log-decay `cumulative`
+    (batch, heads, seq). row_term: what each row sums of its scores; divisor: the row's divisor
+    from that sum ((rows, 1) f32 in, out). Returns (batch, heads, seq, value dim) `out_dtype`."""
+    batch, heads, seq, head_size = q.shape
+    value_size = v.shape[-1]
+    block_q = _pick_block(seq, BLOCK_Q, 8 * max(1, 4 // q.dtype.itemsize))
+    block_k = _pick_block(seq, BLOCK_KV, 128)
+
+    def kv_index(i, j):
+        """The key chunk query chunk i reads at step j, clamped to the last one it needs."""
+        return jnp.minimum(j, _last_kv_block(i, block_q, block_k))
+
+    def query_block(b, h, i, j):
+        """Query (and output) chunk i of head h."""
+        return b, h, i, 0
+
+    def kv_block(b, h, i, j):
+        """Key or value chunk of head h that query chunk i reads at step j."""
+        return b, h, kv_index(i, j), 0
+
+    def rate_block(b, h, i, j):
+        """Head h's log-rate, broadcast over one row of lanes."""
+        return h, 0, 0
+
+    def key_decay_block(b, h, i, j):
+        """The cumulative log-decay of the key chunk read at step j, as one row."""
+        return b, h, 0, kv_index(i, j)
+
+    operands = [q, k, v]
+    in_specs = [
+        pl.BlockSpec((None, None, block_q, head_size), query_block),
+        pl.BlockSpec((None, None, block_k, head_size), kv_block),
+        pl.BlockSpec((None, None, block_k, value_size), kv_block),
+    ]
+    blocks = (
+        2 * _block_bytes(block_q, head_size, q.dtype)  # query and output
+        + _block_bytes(block_k, head_size, k.dtype)
+        + _block_bytes(block_k, value_size, v.dtype)
+    )
+    if rate is not None:
+        decay = HEAD_RATE
+        rates = jnp.broadcast_to(rate.astype(jnp.float32)[:, None, None], (heads, 1, RATE_LANES))
+        operands.append(rates)
+        in_specs.append(pl.BlockSpec((None, 1, RATE_LANES), rate_block))
+        blocks += _block_bytes(1, RATE_LANES, jnp.float32)
+    else:
+        decay = CUMULATIVE
+        cumulative = cumulative.astype(jnp.float32)
+        operands += [cumulative[..., None], cumulative[:, :, None, :]]
+        in_specs += [
+            pl.BlockSpec((None, None, block_q, 1), query_block),
+            pl.BlockSpec((None, None, 1, block_k), key_decay_block),
+        ]
+        blocks += _block_bytes(block_q, 1, jnp.float32) + _block_bytes(1, block_k, jnp.float32)
+    # Two buffers per block, the f32 scratch, ~4 f32 (block_q, block_k) temporaries.
+    footprint = (
+        2 * blocks
+        + _block_bytes(block_q, value_size, jnp.float32)
+        + _block_bytes(block_q, 1, jnp.float32)
+        + 4 * _block_bytes(block_q, block_k, jnp.float32)
+    )
+    kernel = functools.partial(
+        _retention_kernel,
+        block_q=block_q,
+        block_k=block_k,
+        decay=decay,
+        row_term=row_term,
+        divisor=divisor,
+        weights_dtype=weights_dtype,
+    )
+    return pl.pallas_call(
+        kernel,
+        out_shape=jax.ShapeDtypeStruct((batch, heads, seq, value_size), out_dtype),
+        grid=(batch, heads, seq // block_q, seq // block_k),
+        in_specs=in_specs,
+        out_specs=pl.BlockSpec((None, None, block_q, value_size), query_block),
+        scratch_shapes=[
+            pltpu.VMEM((block_q, value_size), jnp.float32),
+            pltpu.VMEM((block_q, 1), jnp.float32),
+        ],
+        compiler_params=_compiler_params(
+            ("parallel", "parallel", "parallel", "arbitrary"), footprint
+        ),
+    )(*operands)
