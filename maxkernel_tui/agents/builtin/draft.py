@@ -24,6 +24,8 @@ from maxkernel_tui.agents.builtin.planner import Plan, plan_program
 from maxkernel_tui.agents.builtin.precision import choose_precisions
 from maxkernel_tui.agents.builtin.program import Probe, Program, trace_program
 from maxkernel_tui.agents.builtin.render import render_kernel
+from maxkernel_tui.agents.builtin.retention import recognise_retention
+from maxkernel_tui.agents.builtin.retention_render import render_retention
 from maxkernel_tui.agents.builtin.stages import MatmulStage, mxu_stages
 from maxkernel_tui.agents.builtin.training import recognise_training
 from maxkernel_tui.agents.builtin.training_estimate import estimate_training, tune_training
@@ -81,6 +83,8 @@ def _plans(program: Program, task: Task, choose_precision: bool) -> list[KernelP
     try:
         fused = plan_program(program)
     except CannotPlan as stage_problem:
+        with contextlib.suppress(CannotPlan):
+            return [retention_plan(program)]
         try:
             spec = recognise_attention(program, task)
         except CannotPlan as attention_problem:
@@ -166,6 +170,17 @@ def training_plan(program: Program, task: Task) -> KernelPlan:
         partial(render_training, spec, program),
         training_knobs(spec.family),
         training_tunables(spec.family),
+    )
+
+
+def retention_plan(program: Program) -> KernelPlan:
+    """A decayed causal scan (retention.py): query and key chunk lengths are its knobs."""
+    spec = recognise_retention(program)
+    return KernelPlan(
+        "decayed scan (chunked)",
+        partial(render_retention, spec, program),
+        ("block_rows", "block_cols"),
+        default_tunables(narrow_dtype=True),
     )
 
 

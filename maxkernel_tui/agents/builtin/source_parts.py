@@ -17,6 +17,7 @@ from maxkernel_tui.agents.builtin.pieces import (
     function_source,
     groups,
     matmul,
+    retention,
     rowwise,
     running,
     section_source,
@@ -109,6 +110,15 @@ FLASH_ATTENTION = (
     attention._finish_output,
     attention._attention_kernel,
     attention._flash_attention,
+)
+# The decayed scan: its module-level names, then its functions.
+RETENTION_CONSTANTS = section_source(retention, "retention")
+RETENTION = (
+    attention._last_kv_block,
+    retention._decay_block,
+    retention._start_scan_state,
+    retention._retention_kernel,
+    retention._retention,
 )
 
 

@@ -40,12 +40,14 @@ from maxkernel_tui.agents.builtin.pieces.blocks import (
 # Preferred query and key chunk lengths: the generated file defines its own under `# Tunables`.
 BLOCK_Q = 512
 BLOCK_KV = 512
+# piece: retention
 # The decay's two forms (the `decay` parameter): a log-rate per head, or a cumulative log-decay
 # per position.
 HEAD_RATE = "head_rate"
 CUMULATIVE = "cumulative"
 # Lanes a per-head rate is broadcast over, so that its block is one (1, 128) VMEM tile.
 RATE_LANES = 128
+# end piece
 
 
 def _decay_block(decay, decay_refs, qi, kj, shape, block_q, block_k):
