@@ -36,6 +36,11 @@ def median_ms(function: Callable[..., Any], args: Any, calls: int) -> float:
     return statistics.median(times) * 1e3
 
 
+def bound(computation: Callable[..., Any], static: Any) -> Callable[..., Any]:
+    """The computation of its dynamic arguments, jitted, its static ones bound."""
+    return jax.jit(lambda *dynamic: computation(*dynamic, *static))
+
+
 def module_at(path: Path) -> ModuleType:
     spec = importlib.util.spec_from_file_location(path.stem, path)
     assert spec is not None and spec.loader is not None
@@ -60,11 +65,9 @@ def main() -> None:
         kernel = module_at(args.kernels / f"{folder.name}.py")
         dynamic, static = reference.get_inputs("bench", 0)
         dynamic = jax.device_put(dynamic)
-        ours = median_ms(jax.jit(lambda *d, k=kernel: k.computation(*d, *static)), dynamic, args.calls)
+        ours = median_ms(bound(kernel.computation, static), dynamic, args.calls)
         try:
-            xla = median_ms(
-                jax.jit(lambda *d, r=reference: r.computation(*d, *static)), dynamic, args.calls
-            )
+            xla = median_ms(bound(reference.computation, static), dynamic, args.calls)
             cells = f"{xla:.3f} ms | {xla / ours:.2f}x"
         except Exception as error:  # XLA's reference does not fit: say why, in one line
             cells = f"does not run: {type(error).__name__}: {str(error).splitlines()[0][:120]} | -"

@@ -151,9 +151,7 @@ def trace_program(task: Task, probe: Probe = Probe.EVERY) -> Program:
     builder.check(eqns)
     live = {i for eqn in eqns for i in eqn.inputs if isinstance(i, Var)}
     constants = {var: values for var, values in builder.constants.items() if var in live}
-    return Program(
-        arg_names, inputs, eqns, outputs, table, jax.tree.structure(shape_b), constants
-    )
+    return Program(arg_names, inputs, eqns, outputs, table, jax.tree.structure(shape_b), constants)
 
 
 def _traced(computation: Any, specs: tuple, static: tuple) -> tuple[Any, Any]:

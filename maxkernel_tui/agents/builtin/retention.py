@@ -60,6 +60,13 @@ class RetentionSpec:
     weights_dtype: np.dtype  # what the reference rounds the divided scores to
     out_dtype: np.dtype
 
+    @property
+    def carries_state(self) -> bool:
+        """Whether one pass with a fixed-size carried state computes it: a cumulative decay
+        (it factors across a chunk boundary) and rows that sum their plain scores (linear, so
+        the earlier keys' share is q_i . z for a carried z; |scores| or scores^2 are not)."""
+        return self.decay is DecayKind.CUMULATIVE and not self.row_term.eqns
+
 
 def recognise_retention(program: Program) -> RetentionSpec:
     """The scan spec of the program, or CannotPlan saying what does not match."""
@@ -158,10 +165,13 @@ def _row_sum_and_division(decayed: Var, consumers: dict[Var, list[Eqn]]) -> tupl
         for eqn in consumers.get(var, []):
             if eqn.primitive == "reduce_sum" and tuple(eqn.params["axes"]) == (3,):
                 total = eqn
-            elif is_elementwise(eqn.primitive, len(eqn.inputs)) and eqn.primitive != "div":
-                if eqn.outputs[0] not in reached:
-                    reached.add(eqn.outputs[0])
-                    pending.append(eqn.outputs[0])
+            elif (
+                is_elementwise(eqn.primitive, len(eqn.inputs))
+                and eqn.primitive != "div"
+                and eqn.outputs[0] not in reached
+            ):
+                reached.add(eqn.outputs[0])
+                pending.append(eqn.outputs[0])
     if total is None or len(divides) != 1:
         raise CannotPlan("not a decayed scan: its rows are not divided by a sum over the keys")
     return total, divides[0]
@@ -230,7 +240,9 @@ def _cone(var: Var, producers: dict[Var, Eqn]) -> list[Eqn]:
 
 def _source(operand: Any, producers: dict[Var, Eqn]) -> Any:
     """What a view of a value (or a view of a view) is of."""
-    while isinstance(operand, Var) and operand in producers and producers[operand].primitive in VIEWS:
+    while (
+        isinstance(operand, Var) and operand in producers and producers[operand].primitive in VIEWS
+    ):
         operand = producers[operand].inputs[0]
     return operand
 
@@ -241,17 +253,18 @@ def _prologue(program: Program, vector: Var, producers: dict[Var, Eqn]) -> tuple
     cone = _cone(vector, producers)
     for eqn in cone:
         if not (
-            is_elementwise(eqn.primitive, len(eqn.inputs))
-            or eqn.primitive in _PROLOGUE_PRIMITIVES
+            is_elementwise(eqn.primitive, len(eqn.inputs)) or eqn.primitive in _PROLOGUE_PRIMITIVES
         ):
             raise CannotPlan(f"a decayed scan whose decay vector uses `{eqn.primitive}`")
     return tuple(eqn for eqn in program.eqns if eqn in cone)
 
 
 def _depends_on(operand: Any, eqn: Eqn, producers: dict[Var, Eqn]) -> bool:
-    return any(found is eqn for found in _cone(operand, producers)) if isinstance(
-        operand, Var
-    ) else False
+    return (
+        any(found is eqn for found in _cone(operand, producers))
+        if isinstance(operand, Var)
+        else False
+    )
 
 
 def _input_of(program: Program, producers: dict[Var, Eqn], operand: Any) -> int | None:

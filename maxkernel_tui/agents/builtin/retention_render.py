@@ -20,7 +20,11 @@ from maxkernel_tui.agents.builtin.retention import Chain, DecayKind, RetentionSp
 from maxkernel_tui.agents.builtin.tunables import Tunables
 
 
-def render_retention(spec: RetentionSpec, program: Program, tunables: Tunables) -> str:
+def render_retention(
+    spec: RetentionSpec, program: Program, carried_state: bool, tunables: Tunables
+) -> str:
+    """`carried_state`: one pass over the chunks with the state carried (spec.carries_state),
+    else every chunk pair of the quadratic form."""
     names = {
         symbol: f"{program.arg_names[position]}.shape[{axis}]"
         for symbol, (position, axis) in program.dims.origins.items()
@@ -30,31 +34,50 @@ def render_retention(spec: RetentionSpec, program: Program, tunables: Tunables) 
     prologue_lines = prologue.lines_for(spec.prologue)
     vector = prologue.name(spec.vector)  # before the tables are written: it may be one
     sections = [
-        _docstring(spec) + "\n" + parts.imports("functools") + "import numpy as np\n",
-        _constants(tunables) + "\n" + parts.VMEM_CONSTANTS + "\n" + parts.RETENTION_CONSTANTS,
+        _docstring(spec, carried_state)
+        + "\n"
+        + parts.imports("functools")
+        + "import numpy as np\n",
+        _constants(tunables, carried_state)
+        + "\n"
+        + parts.VMEM_CONSTANTS
+        + "\n"
+        + parts.RETENTION_CONSTANTS,
         *tables.definitions(),
-        *parts.functions_source(parts.RETENTION),
-        _row_function("_row_term", "scores", spec.row_term, program, names),
+        *parts.functions_source(parts.STATE_SCAN if carried_state else parts.RETENTION),
+        *(
+            ()
+            if carried_state
+            else (_row_function("_row_term", "scores", spec.row_term, program, names),)
+        ),
         _row_function("_divisor", "total", spec.divisor, program, names),
-        _computation(spec, program, prologue_lines, vector),
+        _computation(spec, program, prologue_lines, vector, carried_state),
     ]
     return "\n\n".join(section.rstrip("\n") + "\n" for section in sections)
 
 
-def _docstring(spec: RetentionSpec) -> str:
+def _docstring(spec: RetentionSpec, carried_state: bool) -> str:
     decay = (
         "exp(rate_h * (i - j)) with a log-rate per head"
         if spec.decay is DecayKind.HEAD_RATE
         else "exp(c_i - c_j) with a cumulative log-decay per position"
     )
+    form = (
+        "Chunks in sequence order: grid (batch, head, chunk), chunks 'arbitrary'; per chunk "
+        "two matmuls with the decay mask between them for its own keys, and the earlier keys "
+        "through a state carried in f32 VMEM scratch (S = sum exp(c_end - c_j) k_j v_j^T and "
+        "z = sum exp(c_end - c_j) k_j, zeroed at the first chunk, moved to each chunk's end)."
+        if carried_state
+        else "Sequence chunks: grid (batch, head, query chunk, key chunk), key chunks innermost "
+        "and 'arbitrary'; per chunk pair two matmuls with the decay mask between them; the "
+        "weighted values and the row statistic carried in f32 VMEM scratch from one key chunk "
+        "to the next (zeroed at the first, divided at the last); chunks after the query chunk "
+        "neither computed nor fetched."
+    )
     plan = (
         f"Plan: the decayed causal scan (Q K^T) * D, D = {decay}, each row divided by what the "
-        "reference makes of its sum over keys, then times V. Sequence chunks: grid (batch, head, "
-        "query chunk, key chunk), key chunks innermost and 'arbitrary'; per chunk pair two "
-        "matmuls with the decay mask between them; the weighted values and the row statistic "
-        "carried in f32 VMEM scratch from one key chunk to the next (zeroed at the first, "
-        "divided at the last); chunks after the query chunk neither computed nor fetched. The "
-        "decay vector is computed before the kernel, as the reference computes it."
+        f"reference makes of its sum over keys, then times V. {form} The decay vector is "
+        "computed before the kernel, as the reference computes it."
     )
     return "\n".join(
         [
@@ -68,7 +91,12 @@ def _docstring(spec: RetentionSpec) -> str:
     )
 
 
-def _constants(tunables: Tunables) -> str:
+def _constants(tunables: Tunables, carried_state: bool) -> str:
+    if carried_state:
+        return (
+            "# Tunables: the preferred chunk length (shrunk to a divisor of the sequence).\n"
+            f"BLOCK_Q = {tunables.block_rows}\n"
+        )
     return (
         "# Tunables: preferred query and key chunk lengths (shrunk to divisors of the sequence).\n"
         f"BLOCK_Q = {tunables.block_rows}\n"
@@ -105,9 +133,12 @@ class _Tables:
         lines = []
         for var, name in self.used.items():
             values = max(self.program.constants[var], key=lambda values: values.size)
+            items = textwrap.wrap(repr(values.tolist()), 92, break_on_hyphens=False)
             lines.append(
                 "# A constant array of the reference, at the larger of its traced shapes.\n"
-                f"{name} = np.asarray({values.tolist()!r}, np.{values.dtype.name})\n"
+                f"{name} = np.asarray(\n"
+                + "".join(f"    {item}\n" for item in items[:-1])
+                + f"    {items[-1]},\n    np.{values.dtype.name},\n)\n"
             )
         return lines
 
@@ -137,7 +168,8 @@ class _Emitter:
         return self.values[operand]
 
     def lines_for(self, eqns: tuple[Eqn, ...]) -> list[str]:
-        lines = []
+        """Each equation as an assignment (views inside a kernel as none)."""
+        lines: list[str] = []
         for eqn in eqns:
             expression = self._expression(eqn)
             if expression is None:  # a view inside the kernel: the value itself
@@ -205,7 +237,7 @@ def _row_function(
 
 
 def _computation(
-    spec: RetentionSpec, program: Program, prologue: list[str], vector: str
+    spec: RetentionSpec, program: Program, prologue: list[str], vector: str, carried_state: bool
 ) -> str:
     """computation(): the decay vector as the reference computes it, then the scan kernel."""
     names = program.arg_names
@@ -214,13 +246,13 @@ def _computation(
         names[spec.query],
         names[spec.key],
         names[spec.value],
-        f"{decay}={vector}",
+        vector if carried_state else f"{decay}={vector}",
         f"out_dtype={dtype_source(spec.out_dtype)}",
-        "row_term=_row_term",
+        *(() if carried_state else ("row_term=_row_term",)),
         "divisor=_divisor",
         f"weights_dtype={dtype_source(spec.weights_dtype)}",
     ]
-    call = "    return _retention("
+    call = f"    return {'_state_scan' if carried_state else '_retention'}("
     lines = textwrap.wrap(
         ", ".join(arguments), 100 - len(call), break_long_words=False, break_on_hyphens=False
     )

@@ -111,7 +111,7 @@ FLASH_ATTENTION = (
     attention._attention_kernel,
     attention._flash_attention,
 )
-# The decayed scan: its module-level names, then its functions.
+# The decayed scan over chunk pairs: its module-level names, then its functions.
 RETENTION_CONSTANTS = section_source(retention, "retention")
 RETENTION = (
     attention._last_kv_block,
@@ -119,6 +119,13 @@ RETENTION = (
     retention._start_scan_state,
     retention._retention_kernel,
     retention._retention,
+)
+# The decayed scan whose row statistic is linear: one pass over the chunks, a carried state.
+STATE_SCAN = (
+    retention._decay_block,
+    retention._start_carried_state,
+    retention._state_scan_kernel,
+    retention._state_scan,
 )
 
 

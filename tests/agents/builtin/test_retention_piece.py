@@ -55,9 +55,15 @@ def _quadratic(q, k, v, decay, row_term, divisor, weights_dtype, *, divide_first
     row_divisor = divisor(jnp.sum(row_term(scores), axis=-1, keepdims=True))
     if not divide_first:
         weights = scores.astype(weights_dtype)
-        return jnp.einsum(
-            "bhij,bhjd->bhid", weights, v.astype(weights_dtype), preferred_element_type=jnp.float32
-        ) / row_divisor
+        return (
+            jnp.einsum(
+                "bhij,bhjd->bhid",
+                weights,
+                v.astype(weights_dtype),
+                preferred_element_type=jnp.float32,
+            )
+            / row_divisor
+        )
     weights = (scores / row_divisor).astype(weights_dtype)
     return jnp.einsum(
         "bhij,bhjd->bhid", weights, v.astype(weights_dtype), preferred_element_type=jnp.float32
@@ -131,3 +137,52 @@ def test_f32_inputs_and_f32_weights_stay_f32():
     )
     want = _quadratic(q, k, v, decay, _abs_sum, _floor_one, jnp.float32)
     _close(got, want, 1e-4)
+
+
+def _run_state_scan(*args, **kwargs):
+    with pltpu.force_tpu_interpret_mode(INTERPRET):
+        return jax.block_until_ready(retention._state_scan(*args, **kwargs))
+
+
+def _cumulative_case(dtype):
+    """q, k (1, 2, 256, 64), v (.., 128) and a slow cumulative decay (~0.95 a step: the second
+    chunk's rows still read the first chunk) with its (seq, seq) decay matrix."""
+    batch, heads, seq, dim, value_dim = 1, 2, 256, 64, 128
+    q, k = (_random(batch, heads, seq, dim, dtype=dtype, seed=s) for s in range(2))
+    v = _random(batch, heads, seq, value_dim, dtype=dtype, seed=2)
+    log_decay = jnp.log(jax.nn.sigmoid(_random(batch, heads, seq, dtype=jnp.float32, seed=3) + 3))
+    cumulative = jnp.cumsum(log_decay, axis=-1)
+    causal = jnp.tril(jnp.ones((seq, seq), bool))
+    decay = jnp.exp(jnp.where(causal, cumulative[..., :, None] - cumulative[..., None, :], -1e30))
+    return q, k, v, cumulative, decay
+
+
+@pytest.mark.parametrize("offset", [0.0, 100.0])
+def test_the_carried_state_form_equals_the_quadratic_form_in_f32(offset):
+    """Two chunks of 128: the second reads the first only through the carried state. `offset`
+    on the cumulative log-decay changes no decay (only differences count) but makes
+    exp(c_i) overflow: a first chunk that multiplied its empty state by exp(c_i - 0) would
+    give NaN."""
+    q, k, v, cumulative, decay = _cumulative_case(jnp.float32)
+    got = _run_state_scan(
+        q,
+        k,
+        v,
+        cumulative + offset,
+        out_dtype=jnp.float32,
+        divisor=_signed_divisor,
+        weights_dtype=jnp.float32,
+    )
+    want = _quadratic(q, k, v, decay, _plain, _signed_divisor, jnp.float32)
+    assert bool(jnp.all(jnp.isfinite(got)))
+    _close(got, want, 1e-3)
+
+
+def test_the_carried_state_form_in_bf16_rounds_like_the_chunked_form():
+    """bf16 operands: the chunk's own weights are rounded as the quadratic kernel rounds them
+    (before the division); what the earlier chunks left is rounded once, in the state, so the
+    two differ by that rounding only."""
+    q, k, v, cumulative, decay = _cumulative_case(jnp.bfloat16)
+    got = _run_state_scan(q, k, v, cumulative, out_dtype=jnp.float32, divisor=_signed_divisor)
+    want = _quadratic(q, k, v, decay, _plain, _signed_divisor, jnp.bfloat16, divide_first=False)
+    _close(got, want, 5e-2)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from maxkernel_tui.agents.builtin import draft_kernel
-from maxkernel_tui.agents.builtin.draft import plan_task
+from maxkernel_tui.agents.builtin.draft import plan_task, retention_plans
 from maxkernel_tui.agents.builtin.program import trace_program
 from maxkernel_tui.agents.builtin.retention import DecayKind, recognise_retention
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
@@ -43,9 +43,23 @@ def test_each_folder_is_read_as_a_decayed_scan_by_where_its_inputs_flow(folder):
 @pytest.mark.parametrize("folder", sorted(EXPECTED))
 def test_each_folder_is_planned_as_a_chunked_scan(folder):
     plans = plan_task(load_task(FOLDERS / folder))
-    assert [plan.family for plan in plans] == ["decayed scan (chunked)"]
+    assert [plan.family for plan in plans] == ["decayed scan (chunk pairs)"]
     source = plans[0].render(plans[0].start)
     assert "pl.pallas_call" in source and '"arbitrary"' in source
+
+
+@pytest.mark.parametrize("folder", sorted(EXPECTED))
+def test_a_carried_state_is_offered_only_where_the_rows_sum_plain_scores_of_a_cumulative_decay(
+    folder,
+):
+    """Both cumulative folders divide by their rows' signed sums: linear, so a state carries
+    it; |scores| (RetNet) and scores^2 (the energy scan) are not."""
+    program = trace_program(load_task(FOLDERS / folder))
+    plans = retention_plans(program, carried_state=True)
+    carries = EXPECTED[folder][1] is DecayKind.CUMULATIVE
+    assert (plans[0].family == "decayed scan (carried state)") == carries
+    source = plans[0].render(plans[0].start)
+    assert ("_state_scan(" in source) == carries
 
 
 @pytest.mark.slow

@@ -198,3 +198,122 @@ def _retention(
             ("parallel", "parallel", "parallel", "arbitrary"), footprint
         ),
     )(*operands)
+
+
+def _start_carried_state(state_ref, key_sum_ref, last_ref):
+    """Before the first chunk: nothing carried."""
+    state_ref[...] = jnp.zeros_like(state_ref)
+    key_sum_ref[...] = jnp.zeros_like(key_sum_ref)
+    last_ref[...] = jnp.zeros_like(last_ref)
+
+
+def _state_scan_kernel(
+    q_ref,
+    k_ref,
+    v_ref,
+    rows_ref,
+    cols_ref,
+    o_ref,
+    state_ref,
+    key_sum_ref,
+    last_ref,
+    *,
+    chunk,
+    divisor,
+    weights_dtype,
+):
+    """One chunk of the sequence: its own scores as two matmuls with the decay mask between
+    them, plus what the chunks before it left in the carried state: S = sum_j exp(c_end - c_j)
+    k_j v_j^T and z = sum_j exp(c_end - c_j) k_j up to the previous chunk's end c_end (a row's
+    sum of scores over earlier keys is exp(c_i - c_end) q_i . z). Then the state moves on to
+    this chunk's end. refs: q, k, v, the chunk's cumulative log-decays as rows (chunk, 1) and as
+    a row (1, chunk), the output, then the state (dim, value dim), z (1, dim) and c_end (1, 1)
+    scratch."""
+    t = pl.program_id(2)
+
+    @pl.when(t == 0)
+    def _start():
+        _start_carried_state(state_ref, key_sum_ref, last_ref)
+
+    q = q_ref[...]
+    scores = jax.lax.dot_general(
+        q, k_ref[...], (((1,), (1,)), ((), ())), preferred_element_type=jnp.float32
+    )
+    scores = scores * _decay_block(
+        CUMULATIVE, (rows_ref, cols_ref), t, t, scores.shape, chunk, chunk
+    )
+    # Decay from the previous chunk's end to each row; nothing is carried into the first chunk.
+    carried = jnp.where(t > 0, jnp.exp(rows_ref[...] - last_ref[...]), 0.0)
+    earlier = jnp.sum(q.astype(jnp.float32) * key_sum_ref[...], axis=1, keepdims=True)
+    total = jnp.sum(scores, axis=1, keepdims=True) + carried * earlier
+    values = jnp.dot(
+        scores.astype(weights_dtype), v_ref[...], preferred_element_type=jnp.float32
+    ) + carried * jnp.dot(q, state_ref[...].astype(q.dtype), preferred_element_type=jnp.float32)
+    o_ref[...] = (values / divisor(total)).astype(o_ref.dtype)
+
+    end = rows_ref[chunk - 1 : chunk, :]
+    fade = jnp.where(t > 0, jnp.exp(end - last_ref[...]), 0.0)
+    weighted = k_ref[...].astype(jnp.float32) * jnp.exp(end - rows_ref[...])
+    state_ref[...] = fade * state_ref[...] + jax.lax.dot_general(
+        weighted.astype(v_ref.dtype),
+        v_ref[...],
+        (((0,), (0,)), ((), ())),
+        preferred_element_type=jnp.float32,
+    )
+    key_sum_ref[...] = fade * key_sum_ref[...] + jnp.sum(weighted, axis=0, keepdims=True)
+    last_ref[...] = end
+
+
+def _state_scan(q, k, v, cumulative, *, out_dtype, divisor, weights_dtype=jnp.bfloat16):
+    """The decayed causal scan of q, k (batch, heads, seq, dim) over v (batch, heads, seq,
+    value dim) with a cumulative log-decay (batch, heads, seq), where each row's statistic is
+    the plain sum of its scores (linear in the scores, so a fixed-size state carries it):
+    chunks of BLOCK_Q in sequence order, the state carried in VMEM scratch. divisor: the row's
+    divisor from that sum. Returns (batch, heads, seq, value dim) `out_dtype`."""
+    batch, heads, seq, head_size = q.shape
+    value_size = v.shape[-1]
+    chunk = _pick_block(seq, BLOCK_Q, 128)
+
+    def chunk_block(b, h, t):
+        """Chunk t of head h."""
+        return b, h, t, 0
+
+    def decay_row_block(b, h, t):
+        """Chunk t's cumulative log-decay as one row."""
+        return b, h, 0, t
+
+    cumulative = cumulative.astype(jnp.float32)
+    blocks = (
+        2 * _block_bytes(chunk, head_size, q.dtype)
+        + 2 * _block_bytes(chunk, value_size, v.dtype)
+        + _block_bytes(chunk, 1, jnp.float32)
+        + _block_bytes(1, chunk, jnp.float32)
+    )
+    # Two buffers per block, the f32 state, ~4 f32 (chunk, chunk) temporaries.
+    footprint = (
+        2 * blocks
+        + _block_bytes(head_size, value_size, jnp.float32)
+        + 4 * _block_bytes(chunk, chunk, jnp.float32)
+    )
+    kernel = functools.partial(
+        _state_scan_kernel, chunk=chunk, divisor=divisor, weights_dtype=weights_dtype
+    )
+    return pl.pallas_call(
+        kernel,
+        out_shape=jax.ShapeDtypeStruct((batch, heads, seq, value_size), out_dtype),
+        grid=(batch, heads, seq // chunk),
+        in_specs=[
+            pl.BlockSpec((None, None, chunk, head_size), chunk_block),
+            pl.BlockSpec((None, None, chunk, head_size), chunk_block),
+            pl.BlockSpec((None, None, chunk, value_size), chunk_block),
+            pl.BlockSpec((None, None, chunk, 1), chunk_block),
+            pl.BlockSpec((None, None, 1, chunk), decay_row_block),
+        ],
+        out_specs=pl.BlockSpec((None, None, chunk, value_size), chunk_block),
+        scratch_shapes=[
+            pltpu.VMEM((head_size, value_size), jnp.float32),
+            pltpu.VMEM((1, head_size), jnp.float32),
+            pltpu.VMEM((1, 1), jnp.float32),
+        ],
+        compiler_params=_compiler_params(("parallel", "parallel", "arbitrary"), footprint),
+    )(q, k, v, cumulative[..., None], cumulative[:, :, None, :])
