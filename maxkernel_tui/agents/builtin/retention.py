@@ -61,6 +61,18 @@ class RetentionSpec:
     out_dtype: np.dtype
 
     @property
+    def statistic_cancels(self) -> bool:
+        """Whether the row statistic's terms can have either sign (a plain sum of scores can
+        cancel far below the scores; |scores|, scores^2, exp(scores) cannot): the kernel then
+        sums it over every key chunk before it divides and rounds any weight."""
+        if not self.row_term.eqns:
+            return True
+        last = self.row_term.eqns[-1]
+        squares = last.primitive == "mul" and last.inputs[0] is last.inputs[1]
+        even_power = last.primitive == "integer_pow" and last.params["y"] % 2 == 0
+        return not (squares or even_power or last.primitive in ("abs", "exp", "square"))
+
+    @property
     def carries_state(self) -> bool:
         """Whether one pass with a fixed-size carried state computes it: a cumulative decay
         (it factors across a chunk boundary) and rows that sum their plain scores (linear, so

@@ -73,6 +73,12 @@ def _docstring(spec: RetentionSpec, carried_state: bool) -> str:
         "weighted values and the row statistic carried in f32 VMEM scratch from one key chunk "
         "to the next (zeroed at the first, divided at the last); chunks after the query chunk "
         "neither computed nor fetched."
+        + (
+            " The row statistic can cancel, so the key chunks run twice: first its sum, then the "
+            "weights divided before they are rounded, as the reference rounds them."
+            if spec.statistic_cancels
+            else ""
+        )
     )
     plan = (
         f"Plan: the decayed causal scan (Q K^T) * D, D = {decay}, each row divided by what the "
@@ -251,6 +257,7 @@ def _computation(
         *(() if carried_state else ("row_term=_row_term",)),
         "divisor=_divisor",
         f"weights_dtype={dtype_source(spec.weights_dtype)}",
+        *(("two_pass=True",) if spec.statistic_cancels and not carried_state else ()),
     ]
     call = f"    return {'_state_scan' if carried_state else '_retention'}("
     lines = textwrap.wrap(

@@ -93,7 +93,10 @@ def test_per_head_rate_with_rows_divided_by_their_absolute_sum():
     _close(got, want, 2e-2)
 
 
-def test_cumulative_decay_with_rows_divided_by_their_signed_sum(monkeypatch):
+@pytest.mark.parametrize("two_pass", [False, True])
+def test_cumulative_decay_with_rows_divided_by_their_signed_sum(monkeypatch, two_pass):
+    """In one pass the weights are rounded before the division; in two, after it, as the
+    reference rounds them: each matches its own reading closely."""
     monkeypatch.setattr(retention, "BLOCK_Q", 64)  # query chunks shorter than key chunks
     batch, heads, seq, dim, value_dim = 2, 2, 256, 64, 128
     q, k = (_random(batch, heads, seq, dim, seed=s) for s in range(2))
@@ -113,8 +116,9 @@ def test_cumulative_decay_with_rows_divided_by_their_signed_sum(monkeypatch):
         out_dtype=jnp.float32,
         row_term=_plain,
         divisor=_signed_divisor,
+        two_pass=two_pass,
     )
-    want = _quadratic(q, k, v, decay, _plain, _signed_divisor, jnp.bfloat16, divide_first=False)
+    want = _quadratic(q, k, v, decay, _plain, _signed_divisor, jnp.bfloat16, divide_first=two_pass)
     assert got.shape == (batch, heads, seq, value_dim)
     _close(got, want, 1e-3)
 
@@ -178,11 +182,11 @@ def test_the_carried_state_form_equals_the_quadratic_form_in_f32(offset):
     _close(got, want, 1e-3)
 
 
-def test_the_carried_state_form_in_bf16_rounds_like_the_chunked_form():
-    """bf16 operands: the chunk's own weights are rounded as the quadratic kernel rounds them
-    (before the division); what the earlier chunks left is rounded once, in the state, so the
-    two differ by that rounding only."""
+def test_the_carried_state_form_in_bf16_rounds_like_the_reference():
+    """bf16 operands: the chunk's own weights are divided, then rounded, as the reference does;
+    what the earlier chunks left is rounded once, in the state, so the two differ by that
+    rounding only."""
     q, k, v, cumulative, decay = _cumulative_case(jnp.bfloat16)
     got = _run_state_scan(q, k, v, cumulative, out_dtype=jnp.float32, divisor=_signed_divisor)
-    want = _quadratic(q, k, v, decay, _plain, _signed_divisor, jnp.bfloat16, divide_first=False)
+    want = _quadratic(q, k, v, decay, _plain, _signed_divisor, jnp.bfloat16)
     _close(got, want, 5e-2)

@@ -69,36 +69,67 @@ def _start_scan_state(acc_ref, total_ref):
     total_ref[...] = jnp.zeros_like(total_ref)
 
 
-def _retention_kernel(*refs, block_q, block_k, decay, row_term, divisor, weights_dtype):
+def _retention_kernel(*refs, block_q, block_k, decay, row_term, divisor, weights_dtype, two_pass):
     """One query chunk against one key chunk. refs: q, k, v, the decay's refs (one for
     HEAD_RATE, two for CUMULATIVE), the output, then the weighted-values and row-statistic
-    scratch. Each row is divided by its divisor once, at the end: dividing the f32 sum of
-    weights_dtype(scores) v equals the reference's sum of weights_dtype(scores / divisor) v up
-    to the rounding of the weights."""
+    scratch. In one pass (not `two_pass`) each row is divided once, at the end: the f32 sum of
+    weights_dtype(scores) v over the divisor, which equals the reference's sum of
+    weights_dtype(scores / divisor) v up to the rounding of the weights (fine where no row's
+    statistic cancels: a sum of |scores|). With `two_pass`, the key axis runs twice: the first
+    pass sums the row statistic, the second divides each chunk's scores before rounding them,
+    as the reference does (a signed sum can cancel far below the scores it sums)."""
     q_ref, k_ref, v_ref = refs[:3]
     decay_refs = refs[3:-3]
     o_ref, acc_ref, total_ref = refs[-3:]
-    qi, kj = pl.program_id(2), pl.program_id(3)
+    qi, step = pl.program_id(2), pl.program_id(3)
+    if two_pass:
+        chunks = jax.lax.div(pl.num_programs(3), 2)
+        kj, summing = jax.lax.rem(step, chunks), step < chunks
+    else:
+        kj, summing = step, True
     last = _last_kv_block(qi, block_q, block_k)
+    needed = kj <= last
 
-    @pl.when(kj == 0)
+    @pl.when(step == 0)
     def _start():
         _start_scan_state(acc_ref, total_ref)
 
-    @pl.when(kj <= last)
-    def _accumulate():
+    def decayed_scores():
         scores = jax.lax.dot_general(
             q_ref[...], k_ref[...], (((1,), (1,)), ((), ())), preferred_element_type=jnp.float32
         )
-        scores = scores * _decay_block(decay, decay_refs, qi, kj, scores.shape, block_q, block_k)
-        total_ref[...] += jnp.sum(row_term(scores), axis=1, keepdims=True)
+        return scores * _decay_block(decay, decay_refs, qi, kj, scores.shape, block_q, block_k)
+
+    def weigh(weights):
         acc_ref[...] += jnp.dot(
-            scores.astype(weights_dtype), v_ref[...], preferred_element_type=jnp.float32
+            weights.astype(weights_dtype), v_ref[...], preferred_element_type=jnp.float32
         )
 
-    @pl.when(kj == last)
-    def _finish():
-        o_ref[...] = (acc_ref[...] / divisor(total_ref[...])).astype(o_ref.dtype)
+    if two_pass:
+
+        @pl.when(jnp.logical_and(summing, needed))
+        def _sum():
+            total_ref[...] += jnp.sum(row_term(decayed_scores()), axis=1, keepdims=True)
+
+        @pl.when(jnp.logical_and(jnp.logical_not(summing), needed))
+        def _weigh():
+            weigh(decayed_scores() / divisor(total_ref[...]))
+
+        @pl.when(jnp.logical_and(jnp.logical_not(summing), kj == last))
+        def _finish():
+            o_ref[...] = acc_ref[...].astype(o_ref.dtype)
+
+    else:
+
+        @pl.when(needed)
+        def _accumulate():
+            scores = decayed_scores()
+            total_ref[...] += jnp.sum(row_term(scores), axis=1, keepdims=True)
+            weigh(scores)
+
+        @pl.when(kj == last)
+        def _finish():
+            o_ref[...] = (acc_ref[...] / divisor(total_ref[...])).astype(o_ref.dtype)
 
 
 def _retention(
@@ -112,19 +143,24 @@ def _retention(
     row_term,
     divisor,
     weights_dtype=jnp.bfloat16,
+    two_pass=False,
 ):
     """The decayed causal scan of q, k (batch, heads, seq, dim) over v (batch, heads, seq,
     value dim), with a per-head log-rate `rate` (heads,) or a cumulative log-decay `cumulative`
     (batch, heads, seq). row_term: what each row sums of its scores; divisor: the row's divisor
-    from that sum ((rows, 1) f32 in, out). Returns (batch, heads, seq, value dim) `out_dtype`."""
+    from that sum ((rows, 1) f32 in, out). two_pass: sum the statistic over every key chunk
+    first, then divide the scores before rounding them (where the statistic can cancel).
+    Returns (batch, heads, seq, value dim) `out_dtype`."""
     batch, heads, seq, head_size = q.shape
     value_size = v.shape[-1]
     block_q = _pick_block(seq, BLOCK_Q, 8 * max(1, 4 // q.dtype.itemsize))
     block_k = _pick_block(seq, BLOCK_KV, 128)
+    key_chunks = seq // block_k
 
     def kv_index(i, j):
-        """The key chunk query chunk i reads at step j, clamped to the last one it needs."""
-        return jnp.minimum(j, _last_kv_block(i, block_q, block_k))
+        """The key chunk query chunk i reads at step j (of either pass), clamped to the last
+        one it needs."""
+        return jnp.minimum(jax.lax.rem(j, key_chunks), _last_kv_block(i, block_q, block_k))
 
     def query_block(b, h, i, j):
         """Query (and output) chunk i of head h."""
@@ -183,11 +219,12 @@ def _retention(
         row_term=row_term,
         divisor=divisor,
         weights_dtype=weights_dtype,
+        two_pass=two_pass,
     )
     return pl.pallas_call(
         kernel,
         out_shape=jax.ShapeDtypeStruct((batch, heads, seq, value_size), out_dtype),
-        grid=(batch, heads, seq // block_q, seq // block_k),
+        grid=(batch, heads, seq // block_q, (2 if two_pass else 1) * key_chunks),
         in_specs=in_specs,
         out_specs=pl.BlockSpec((None, None, block_q, value_size), query_block),
         scratch_shapes=[
@@ -245,11 +282,14 @@ def _state_scan_kernel(
     # Decay from the previous chunk's end to each row; nothing is carried into the first chunk.
     carried = jnp.where(t > 0, jnp.exp(rows_ref[...] - last_ref[...]), 0.0)
     earlier = jnp.sum(q.astype(jnp.float32) * key_sum_ref[...], axis=1, keepdims=True)
-    total = jnp.sum(scores, axis=1, keepdims=True) + carried * earlier
-    values = jnp.dot(
-        scores.astype(weights_dtype), v_ref[...], preferred_element_type=jnp.float32
-    ) + carried * jnp.dot(q, state_ref[...].astype(q.dtype), preferred_element_type=jnp.float32)
-    o_ref[...] = (values / divisor(total)).astype(o_ref.dtype)
+    # The whole row's statistic is known before any weight is rounded: divide first, as the
+    # reference does.
+    row_divisor = divisor(jnp.sum(scores, axis=1, keepdims=True) + carried * earlier)
+    own = jnp.dot(
+        (scores / row_divisor).astype(weights_dtype), v_ref[...], preferred_element_type=jnp.float32
+    )
+    before = jnp.dot(q, state_ref[...].astype(q.dtype), preferred_element_type=jnp.float32)
+    o_ref[...] = (own + carried * before / row_divisor).astype(o_ref.dtype)
 
     end = rows_ref[chunk - 1 : chunk, :]
     fade = jnp.where(t > 0, jnp.exp(end - last_ref[...]), 0.0)
