@@ -30,20 +30,20 @@ from maxkernel_tui.kernels.loader import builtin_suite_dir, find_task, load_task
 from maxkernel_tui.kernels.task import Task
 
 
-def rows(task: Task) -> list[str]:
+def rows(task: Task, label: str) -> list[str]:
     cost = reference_cost(task)
     lines = []
     for plan in retention_plans(trace_program(task), carried_state=True):
         try:
             tuned = autotune(plan.render, task, plan.start, plan.knobs, DEFAULT_TARGET)
         except CannotPlan as problem:
-            lines.append(f"| {task.task_id} | {plan.family} | - | - | {problem} |")
+            lines.append(f"| {label} | {plan.family} | - | - | {problem} |")
             continue
         found = estimate_source(plan.render(tuned.best), task, reference_cost=cost)
         xla = found.vs_xla.short() if found.vs_xla else "no XLA estimate (does not compile)"
         setting = ", ".join(f"{k}={getattr(tuned.best, k)}" for k in plan.knobs)
         lines.append(
-            f"| {task.task_id} | {plan.family} | {found.seconds * 1e3:.3f} ms | {xla} | {setting} |"
+            f"| {label} | {plan.family} | {found.seconds * 1e3:.3f} ms | {xla} | {setting} |"
         )
     return lines
 
@@ -54,11 +54,12 @@ def main() -> None:
     parser.add_argument("--tasks", nargs="*", default=["15p", "16p"])
     args = parser.parse_args()
     suite, _ = load_tasks(builtin_suite_dir())
-    tasks = [find_task(name, suite) for name in args.tasks] + [load_task(f) for f in args.folders]
+    labelled = [(find_task(name, suite), find_task(name, suite).task_id) for name in args.tasks]
+    labelled += [(load_task(folder), str(folder)) for folder in args.folders]
     print(f"| task | form | est. {DEFAULT_TARGET} time | est. vs XLA | tunables |")
     print("|---|---|---|---|---|")
-    for task in tasks:
-        print("\n".join(rows(task)), flush=True)
+    for task, label in labelled:
+        print("\n".join(rows(task, label)), flush=True)
 
 
 if __name__ == "__main__":
