@@ -26,6 +26,8 @@ from maxkernel_tui.agents.builtin.planner import Plan, plan_program
 from maxkernel_tui.agents.builtin.precision import choose_precisions
 from maxkernel_tui.agents.builtin.program import Probe, Program, trace_program
 from maxkernel_tui.agents.builtin.render import render_kernel
+from maxkernel_tui.agents.builtin.retention import recognise_retention
+from maxkernel_tui.agents.builtin.retention_render import render_retention
 from maxkernel_tui.agents.builtin.stages import MatmulStage, mxu_stages
 from maxkernel_tui.agents.builtin.training import recognise_training
 from maxkernel_tui.agents.builtin.training_estimate import estimate_training, tune_training
@@ -88,6 +90,8 @@ def _plans(program: Program, task: Task, choose_precision: bool) -> list[KernelP
     try:
         fused = plan_program(program)
     except CannotPlan as stage_problem:
+        with contextlib.suppress(CannotPlan):
+            return retention_plans(program)
         try:
             spec = recognise_attention(program, task)
         except CannotPlan as attention_problem:
@@ -181,6 +185,31 @@ def training_plan(program: Program, task: Task) -> KernelPlan:
         training_knobs(spec.family),
         training_tunables(spec.family),
     )
+
+
+def retention_plans(program: Program, *, carried_state: bool = False) -> list[KernelPlan]:
+    """A decayed causal scan (retention.py) over chunk pairs, query and key chunk lengths its
+    knobs. With `carried_state`, where a fixed-size state carries the scan (spec.carries_state),
+    also the one-pass form, preferred: it does ~1/13 of the quadratic form's matmul work at
+    16p's bench shapes, and the harness's work floor (0.9x of the reference's matmul flops)
+    refuses it, so the agent does not propose it by default
+    (benchmarks/builtin_scan_forms.py estimates both)."""
+    spec = recognise_retention(program)
+    pairs = KernelPlan(
+        "decayed scan (chunk pairs)",
+        partial(render_retention, spec, program, False),
+        ("block_rows", "block_cols"),
+        default_tunables(narrow_dtype=True),
+    )
+    if not (carried_state and spec.carries_state):
+        return [pairs]
+    carried = KernelPlan(
+        "decayed scan (carried state)",
+        partial(render_retention, spec, program, True),
+        ("block_rows",),
+        replace(default_tunables(narrow_dtype=True), block_rows=256),
+    )
+    return [carried, pairs]
 
 
 def _stage_kernel_plan(plan: Plan, precision: PrecisionChoice | None, split: Plan) -> KernelPlan:

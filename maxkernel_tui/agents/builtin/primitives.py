@@ -99,13 +99,15 @@ def is_elementwise(eqn_primitive: str, operand_count: int) -> bool:
 
 def is_translatable(primitive: str, operand_count: int) -> bool:
     """Whether some plan of the agent can hold this primitive: matmuls and weight transposes
-    shape the stages; positions (iota) only appear in masks the attention kernel rebuilds; a
-    gather only as one element picked per row (see picks_one_per_row)."""
+    shape the stages; positions (iota) only appear in masks the attention and scan kernels
+    rebuild; a gather only as one element picked per row (see picks_one_per_row); a cumulative
+    sum only in a scan's decay, computed before its kernel (retention.py)."""
     return (
         is_elementwise(primitive, operand_count)
         or primitive in REDUCTIONS
         or primitive in VIEWS
-        or primitive in ("dot_general", "transpose", "iota", "gather", "conv_general_dilated")
+        or primitive
+        in ("dot_general", "transpose", "iota", "gather", "conv_general_dilated", "cumsum")
     )
 
 

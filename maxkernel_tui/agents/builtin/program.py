@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import inspect
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
@@ -107,6 +107,10 @@ class Program:
     outputs: list[Operand]
     dims: DimTable
     output_tree: Any  # the pytree structure of the reference's result
+    # Arrays the reference captures (numpy constants), with their values in the bench and the
+    # check trace: only a scan's decay prologue reads them (retention.py); the stage planner
+    # refuses them.
+    constants: dict[Var, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
 
 
 class Probe(Enum):
@@ -149,7 +153,9 @@ def trace_program(task: Task, probe: Probe = Probe.EVERY, *, strict: bool = True
     eqns = _live(builder.eqns, outputs)
     if strict:
         builder.check(eqns)
-    return Program(arg_names, inputs, eqns, outputs, table, jax.tree.structure(shape_b))
+    live = {i for eqn in eqns for i in eqn.inputs if isinstance(i, Var)}
+    constants = {var: values for var, values in builder.constants.items() if var in live}
+    return Program(arg_names, inputs, eqns, outputs, table, jax.tree.structure(shape_b), constants)
 
 
 def _traced(computation: Any, specs: tuple, static: tuple) -> tuple[Any, Any]:
@@ -227,6 +233,7 @@ class _Builder:
         self.eqns: list[Eqn] = []
         self.untranslatable: dict[Eqn, str] = {}  # why
         self.vague: dict[Var, str] = {}  # the size rule it breaks
+        self.constants: dict[Var, tuple[np.ndarray, np.ndarray]] = {}
 
     def input_var(self, bench: Any, check: Any, position: int) -> Var:
         var = Var((), np.dtype(bench.dtype), tuple(bench.shape))
@@ -354,12 +361,15 @@ class _Builder:
             )
         return env[var_b]
 
-    def _constant(self, bench: Any, check: Any) -> Literal:
-        if np.size(bench) != 1 or np.size(check) != 1:
-            raise ShapeRuleError(
-                "the reference captures a constant array; only scalar constants are supported"
-            )
-        return Literal(np.asarray(bench).item(), np.asarray(check).item(), np.asarray(bench).dtype)
+    def _constant(self, bench: Any, check: Any) -> Operand:
+        """A scalar constant as a Literal; an array as a value of its own, its sizes bound by
+        where it flows and its values kept for each trace."""
+        bench, check = np.asarray(bench), np.asarray(check)
+        if bench.size != 1 or check.size != 1:
+            var = self._var(bench, check)
+            self.constants[var] = (bench, check)
+            return var
+        return Literal(bench.item(), check.item(), bench.dtype)
 
 
 def _open(closed: Any) -> tuple[Any, list[Any]]:

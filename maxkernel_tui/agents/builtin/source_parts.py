@@ -19,6 +19,7 @@ from maxkernel_tui.agents.builtin.pieces import (
     groups,
     matmul,
     moe,
+    retention,
     rowwise,
     running,
     section_source,
@@ -111,6 +112,22 @@ FLASH_ATTENTION = (
     attention._finish_output,
     attention._attention_kernel,
     attention._flash_attention,
+)
+# The decayed scan over chunk pairs: its module-level names, then its functions.
+RETENTION_CONSTANTS = section_source(retention, "retention")
+RETENTION = (
+    attention._last_kv_block,
+    retention._decay_block,
+    retention._start_scan_state,
+    retention._retention_kernel,
+    retention._retention,
+)
+# The decayed scan whose row statistic is linear: one pass over the chunks, a carried state.
+STATE_SCAN = (
+    retention._decay_block,
+    retention._start_carried_state,
+    retention._state_scan_kernel,
+    retention._state_scan,
 )
 
 # A grouped matmul over consecutive row groups, and the routed MoE that runs two of them.

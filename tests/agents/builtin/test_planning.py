@@ -46,6 +46,9 @@ from maxkernel_tui.kernels.loader import find_task
         ("5p", ["attention"]),
         ("11p", [GroupedFamily.GROUPED_MATMUL.value]),  # cumsum, windows gathered and scattered
         ("10p", [GroupedFamily.ROUTED_MOE.value]),  # top_k, experts run densely
+        # decayed causal scans: a per-head table captured as a numpy constant, a cumsum prologue
+        ("15p", ["decayed scan (chunk pairs)"]),
+        ("16p", ["decayed scan (chunk pairs)"]),
         (
             "31k",
             ["multi-stage (matmul+column-reduction+element-wise+column-reduction+element-wise)"],
@@ -71,7 +74,6 @@ def test_families_are_recognised_from_the_jaxpr(suite_tasks, task_id, families):
             "`reduce_sum` over .* reduces in a way no tiling",
         ),  # batch statistics of a convolution
         ("3p", "uses `slice`"),
-        ("16p", "uses `cumsum`"),
     ],
 )
 def test_what_it_cannot_plan_it_says_plainly(suite_tasks, task_id, reason):
