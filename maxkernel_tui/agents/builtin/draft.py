@@ -19,6 +19,8 @@ from maxkernel_tui.agents.builtin.attention import recognise_attention
 from maxkernel_tui.agents.builtin.attention_render import render_attention
 from maxkernel_tui.agents.builtin.autotune import DEFAULT_TARGET, autotune, estimate_source
 from maxkernel_tui.agents.builtin.errors import CannotPlan
+from maxkernel_tui.agents.builtin.mla import recognise_mla
+from maxkernel_tui.agents.builtin.mla_render import render_mla
 from maxkernel_tui.agents.builtin.operand_precision import OperandPrecision, PrecisionChoice
 from maxkernel_tui.agents.builtin.planner import Plan, plan_program
 from maxkernel_tui.agents.builtin.precision import choose_precisions
@@ -84,6 +86,8 @@ def _plans(program: Program, task: Task, choose_precision: bool) -> list[KernelP
         try:
             spec = recognise_attention(program, task)
         except CannotPlan as attention_problem:
+            with contextlib.suppress(CannotPlan):  # attention between projections: MLA
+                return [mla_plan(program, task)]
             # The more telling reason: the planner's, unless the program does look like attention.
             reason = (
                 stage_problem
@@ -166,6 +170,16 @@ def training_plan(program: Program, task: Task) -> KernelPlan:
         partial(render_training, spec, program),
         training_knobs(spec.family),
         training_tunables(spec.family),
+    )
+
+
+def mla_plan(program: Program, task: Task) -> KernelPlan:
+    """Multi-head latent attention: projections as matmul stages, flash attention between."""
+    return KernelPlan(
+        "MLA (projections + RoPE + flash attention)",
+        partial(render_mla, recognise_mla(program, task), program),
+        ("block_rows", "block_cols", "block_depth"),
+        default_tunables(narrow_dtype=True),
     )
 
 

@@ -78,6 +78,8 @@ def plan_program(program: Program, split_rowwise: bool = False) -> Plan:
     plain tiled matmul and a row-wise stage: one more trip through HBM, but the weight is no
     longer re-read for every block of rows (better when the rows are wide and the epilogue
     needs them whole)."""
+    if program.untranslatable is not None:
+        raise CannotPlan(program.untranslatable)
     fused = _Planner(program, frozenset()).plan()
     for stage in fused.stages:
         if isinstance(stage, MatmulStage) and (running := running_epilogue(stage)) is not None:

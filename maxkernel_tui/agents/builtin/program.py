@@ -107,6 +107,9 @@ class Program:
     outputs: list[Operand]
     dims: DimTable
     output_tree: Any  # the pytree structure of the reference's result
+    # Why the stage planner cannot hold a primitive the outputs need (None: it can hold them
+    # all); the family recognisers (attention, MLA) read such programs whole.
+    untranslatable: str | None = None
 
 
 class Probe(Enum):
@@ -144,8 +147,10 @@ def trace_program(task: Task, probe: Probe = Probe.EVERY) -> Program:
     table = DimTable()
     builder.resolve(table)
     eqns = _live(builder.eqns, outputs)
-    builder.check(eqns)
-    return Program(arg_names, inputs, eqns, outputs, table, jax.tree.structure(shape_b))
+    untranslatable = builder.check(eqns)
+    return Program(
+        arg_names, inputs, eqns, outputs, table, jax.tree.structure(shape_b), untranslatable
+    )
 
 
 def _traced(computation: Any, specs: tuple, static: tuple) -> tuple[Any, Any]:
@@ -245,15 +250,18 @@ class _Builder:
             if problems:
                 self.vague[var] = problems[0]
 
-    def check(self, live: list[Eqn]) -> None:
-        """Raise for the first problem among the equations the outputs need."""
-        for eqn in live:
-            if eqn in self.untranslatable:
-                raise CannotPlan(self.untranslatable[eqn])
+    def check(self, live: list[Eqn]) -> str | None:
+        """Raise for the first size among the equations the outputs need that follows no rule
+        (saying first, when there is one, which primitive the planner cannot hold); return why
+        the planner cannot hold one of them, or None."""
+        untranslatable = next((self.untranslatable[e] for e in live if e in self.untranslatable), None)
         for eqn in live:
             for var in eqn.outputs:
                 if var in self.vague:
+                    if untranslatable is not None:
+                        raise CannotPlan(untranslatable)
                     raise ShapeRuleError(self.vague[var])
+        return untranslatable
 
     def walk(self, closed_b: Any, closed_c: Any, args: list[Operand]) -> list[Operand]:
         jaxpr_b, consts_b = _open(closed_b)

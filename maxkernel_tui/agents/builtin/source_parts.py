@@ -17,6 +17,7 @@ from maxkernel_tui.agents.builtin.pieces import (
     function_source,
     groups,
     matmul,
+    mla,
     rowwise,
     running,
     section_source,
@@ -110,6 +111,9 @@ FLASH_ATTENTION = (
     attention._attention_kernel,
     attention._flash_attention,
 )
+
+# The MLA layer's glue and its projection: run with MATMUL_STAGE and FLASH_ATTENTION.
+MLA_LAYER = (mla._store_block, mla._project, mla._rope_tables, mla._rotate, mla._mla_layer)
 
 
 def functions_source(*pieces: tuple[Callable[..., Any], ...]) -> list[str]:
