@@ -7,7 +7,7 @@ core is the output projection; the value operand is the latest projection upstre
 core's second matmul (v_up) and the one feeding it the latent (kv_down); the key operand is the
 core operand that depends on kv_down, its latest other projection k_up; the query operand's
 projections are q_up and, when there are two, q_down. x is the 3-D input kv_down reads. The
-per-head dims come from the core's operands, the rotary frequency base from the program's `pow`
+sizes are the weights' own (pieces/mla.py), the rotary frequency base from the program's `pow`
 of a constant, the cos/sin tables' dtype from what the reference rounds `cos` to. The reading,
 and whether RoPE rotates halves or interleaved pairs, is confirmed by running pieces/mla.py's
 glue with plain jnp matmuls and attention against the reference at check shapes.
@@ -48,8 +48,6 @@ class MlaSpec:
     k_up: int
     v_up: int
     o_proj: int
-    qk_dim: int  # nope + rope dims of a query or key head
-    v_dim: int
     theta: float  # RoPE's frequency base
     table_dtype: np.dtype  # the dtype of the cos/sin tables
     interleaved: bool  # RoPE on (even, odd) pairs rather than halves
@@ -70,7 +68,9 @@ def recognise_mla(program: Program, task: Task) -> MlaSpec:
     core = read_softmax_core(program, first, second)
     if core is None:
         raise CannotPlan("not MLA: no softmax between the attention's matmuls")
-    weight_of = {dot: _weight(program, dot, producers) for dot in dots if dot not in (first, second)}
+    weight_of = {
+        dot: _weight(program, dot, producers) for dot in dots if dot not in (first, second)
+    }
     projections = list(weight_of)
     value = [o for o in second.inputs if not _upstream_of(o, {first}, producers)]
     after = [d for d in projections if _upstream_of(d.inputs[0], {second}, producers)]
@@ -101,8 +101,6 @@ def recognise_mla(program: Program, task: Task) -> MlaSpec:
         weight_of[k_up],
         weight_of[v_up],
         weight_of[after[0]],
-        _head_dim(first.inputs[0]),
-        _head_dim(value[0]),
         _theta(program),
         _table_dtype(program),
         False,
@@ -126,8 +124,6 @@ def mla_as_read(spec: MlaSpec, args: list[jax.Array]) -> jax.Array:
         *weights,
         project=_jnp_project,
         attend=lambda q, k, v: attention_as_read(spec.core, [q, k, v]),
-        qk_dim=spec.qk_dim,
-        v_dim=spec.v_dim,
         theta=spec.theta,
         table_dtype=spec.table_dtype,
         interleaved=spec.interleaved,
@@ -148,7 +144,7 @@ def _attention_pair(
     for second in dots:
         for operand in second.inputs:
             chain = _path_primitives(operand, producers, dots)
-            if chain is not None and _SOFTMAX <= chain[1]:
+            if chain is not None and chain[1] >= _SOFTMAX:
                 pairs.append((chain[0], second))
     if len(pairs) != 1:
         raise CannotPlan(f"not MLA: {len(pairs)} softmax(es) between two matmuls, MLA has one")
@@ -228,12 +224,6 @@ def _input_of(program: Program, operand: Operand, producers: dict[Var, Eqn]) -> 
         if var is operand:
             return position
     return None
-
-
-def _head_dim(operand: Operand) -> int:
-    if not isinstance(operand, Var) or not operand.shape[-1].is_const:
-        raise CannotPlan("not MLA: a head dimension that follows the input sizes")
-    return int(operand.shape[-1].factor)
 
 
 def _theta(program: Program) -> float:

@@ -6,6 +6,8 @@ and column blocks).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from maxkernel_tui.agents.builtin import source_parts as parts
@@ -14,8 +16,8 @@ from maxkernel_tui.agents.builtin.primitives import dtype_source
 from maxkernel_tui.agents.builtin.program import Program
 from maxkernel_tui.agents.builtin.tunables import Tunables
 
-_DOCSTRING = '''"""Multi-head latent attention kernel, written by the built-in agent of maxkernel-tui from
-the reference's jaxpr (no task name or id was consulted).
+_DOCSTRING = '''"""Multi-head latent attention kernel, written by maxkernel-tui's built-in agent
+from the reference's jaxpr (no task name or id was consulted).
 
 Plan: the projections (x . q_down . q_up for the queries, x . kv_down for the latent and the
 shared rotary key, latent . k_up and latent . v_up for keys and values, and the output
@@ -49,9 +51,6 @@ def _constants(spec: MlaSpec, tunables: Tunables) -> str:
         f"BLOCK_Q = {t.block_rows}",
         f"BLOCK_KV = {t.block_cols}",
         "",
-        "# Per-head dims the reference reshapes to (query/key: nope + rope; value).",
-        f"QK_HEAD_DIM = {spec.qk_dim}",
-        f"V_HEAD_DIM = {spec.v_dim}",
         "# RoPE's frequency base.",
         f"ROPE_THETA = {spec.theta!r}",
     ]
@@ -59,12 +58,22 @@ def _constants(spec: MlaSpec, tunables: Tunables) -> str:
     if core.scale is not None:
         lines += [
             "# The reference's factor on the logits"
-            + (" (times 1/sqrt(QK_HEAD_DIM))." if core.scale_per_dim else "."),
+            + (" (times 1/sqrt(query head dim))." if core.scale_per_dim else "."),
             f"SCALE = {core.scale!r}",
         ]
     if core.causal:
-        lines += ["# What the reference writes into masked logits.", f"MASK_VALUE = {core.mask_value!r}"]
+        lines += [
+            "# What the reference writes into masked logits.",
+            f"MASK_VALUE = {_float_source(core.mask_value)}",
+        ]
     return "\n".join(lines) + "\n"
+
+
+def _float_source(value: float) -> str:
+    """A float as Python source; infinities as jnp's (`-inf` is no literal)."""
+    if math.isinf(value):
+        return "-jnp.inf" if value < 0 else "jnp.inf"
+    return repr(value)
 
 
 def _computation(spec: MlaSpec, program: Program) -> str:
@@ -73,7 +82,7 @@ def _computation(spec: MlaSpec, program: Program) -> str:
     core = spec.core
     attend = [f"out_dtype={dtype_source(spec.attention_dtype)}", "seq_first=True"]
     if core.scale is not None:
-        scale = "SCALE * QK_HEAD_DIM ** -0.5" if core.scale_per_dim else "SCALE"
+        scale = "SCALE * q.shape[-1] ** -0.5" if core.scale_per_dim else "SCALE"
         attend.append(f"scale={scale}")
     if core.causal:
         attend += ["causal=True", "mask_value=MASK_VALUE"]
@@ -82,16 +91,13 @@ def _computation(spec: MlaSpec, program: Program) -> str:
     arguments = ", ".join("None" if p is None else names[p] for p in spec.weights)
     return (
         f"def computation({', '.join(names)}):\n"
-        "    attend = functools.partial(\n"
-        "        _flash_attention,\n"
-        + "".join(f"        {a},\n" for a in attend)
-        + "    )\n"
+        "    def attend(q, k, v):\n"
+        "        return _flash_attention(\n"
+        "            q, k, v,\n" + "".join(f"            {a},\n" for a in attend) + "        )\n\n"
         "    return _mla_layer(\n"
         f"        {arguments},\n"
         "        project=_project,\n"
         "        attend=attend,\n"
-        "        qk_dim=QK_HEAD_DIM,\n"
-        "        v_dim=V_HEAD_DIM,\n"
         "        theta=ROPE_THETA,\n"
         f"        table_dtype={dtype_source(spec.table_dtype)},\n"
         f"        interleaved={spec.interleaved},\n"

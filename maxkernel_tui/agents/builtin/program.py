@@ -254,7 +254,9 @@ class _Builder:
         """Raise for the first size among the equations the outputs need that follows no rule
         (saying first, when there is one, which primitive the planner cannot hold); return why
         the planner cannot hold one of them, or None."""
-        untranslatable = next((self.untranslatable[e] for e in live if e in self.untranslatable), None)
+        untranslatable = next(
+            (self.untranslatable[e] for e in live if e in self.untranslatable), None
+        )
         for eqn in live:
             for var in eqn.outputs:
                 if var in self.vague:

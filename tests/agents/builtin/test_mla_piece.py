@@ -32,7 +32,9 @@ def small_blocks(monkeypatch):
 
 def _weights(shapes, dtype=jnp.bfloat16, scale=0.08, seed=0):
     keys = jax.random.split(jax.random.key(seed), len(shapes))
-    return [jax.random.normal(k, s, jnp.float32).astype(dtype) * scale for k, s in zip(keys, shapes)]
+    return [
+        jax.random.normal(k, s, jnp.float32).astype(dtype) * scale for k, s in zip(keys, shapes)
+    ]
 
 
 def _rope(t, theta, table_dtype, interleaved):
@@ -53,11 +55,29 @@ def _rope(t, theta, table_dtype, interleaved):
     return jnp.concatenate([out_re, out_im], axis=-1)
 
 
-def _plain_mla(x, q_down, q_up, kv_down, k_up, v_up, o_proj, *, nope, rope, v_dim, theta,
-               table_dtype, interleaved, causal, scale):
+def _plain_mla(
+    x,
+    q_down,
+    q_up,
+    kv_down,
+    k_up,
+    v_up,
+    o_proj,
+    *,
+    nope,
+    rope,
+    v_dim,
+    theta,
+    table_dtype,
+    interleaved,
+    causal,
+    scale,
+):
     """MLA in f32 einsums: the same dataflow, none of the piece's code."""
-    f32 = [None if w is None else w.astype(jnp.float32) for w in (x, q_down, q_up, kv_down,
-                                                                  k_up, v_up, o_proj)]
+    f32 = [
+        None if w is None else w.astype(jnp.float32)
+        for w in (x, q_down, q_up, kv_down, k_up, v_up, o_proj)
+    ]
     x, q_down, q_up, kv_down, k_up, v_up, o_proj = f32
     batch, seq, _ = x.shape
     heads = v_up.shape[1] // v_dim
@@ -77,29 +97,72 @@ def _plain_mla(x, q_down, q_up, kv_down, k_up, v_up, o_proj, *, nope, rope, v_di
     return out.reshape(batch, seq, heads * v_dim) @ o_proj
 
 
-def _run_piece(args, *, qk_dim, v_dim, theta, table_dtype, interleaved, causal, scale):
+def _run_piece(args, *, theta, table_dtype, interleaved, causal, scale):
     attend = functools.partial(
-        attention._flash_attention, out_dtype=args[0].dtype, seq_first=True, scale=scale,
-        causal=causal, mask_value=-1e30,
+        attention._flash_attention,
+        out_dtype=args[0].dtype,
+        seq_first=True,
+        scale=scale,
+        causal=causal,
+        mask_value=-1e30,
     )
     with pltpu.force_tpu_interpret_mode(INTERPRET):
         return jax.block_until_ready(
-            mla._mla_layer(*args, project=mla._project, attend=attend, qk_dim=qk_dim,
-                           v_dim=v_dim, theta=theta, table_dtype=table_dtype,
-                           interleaved=interleaved)
+            mla._mla_layer(
+                *args,
+                project=mla._project,
+                attend=attend,
+                theta=theta,
+                table_dtype=table_dtype,
+                interleaved=interleaved,
+            )
         )
 
 
 def test_a_low_rank_query_with_rotate_half_rope_under_the_causal_mask():
-    batch, seq, hidden, q_rank, heads, rank, nope, rope, v_dim = 1, 256, 256, 128, 2, 128, 64, 32, 64
+    batch, seq, hidden, q_rank, heads, rank, nope, rope, v_dim = (
+        1,
+        256,
+        256,
+        128,
+        2,
+        128,
+        64,
+        32,
+        64,
+    )
     x = _weights([(batch, seq, hidden)], scale=1.0, seed=1)[0]
-    weights = _weights([(hidden, q_rank), (q_rank, heads * (nope + rope)), (hidden, rank + rope),
-                        (rank, heads * nope), (rank, heads * v_dim), (heads * v_dim, hidden)])
+    weights = _weights(
+        [
+            (hidden, q_rank),
+            (q_rank, heads * (nope + rope)),
+            (hidden, rank + rope),
+            (rank, heads * nope),
+            (rank, heads * v_dim),
+            (heads * v_dim, hidden),
+        ]
+    )
     scale = (nope + rope) ** -0.5
-    got = _run_piece([x, *weights], qk_dim=nope + rope, v_dim=v_dim, theta=10000.0,
-                     table_dtype=jnp.bfloat16, interleaved=False, causal=True, scale=scale)
-    want = _plain_mla(x, *weights, nope=nope, rope=rope, v_dim=v_dim, theta=10000.0,
-                      table_dtype=jnp.bfloat16, interleaved=False, causal=True, scale=scale)
+    got = _run_piece(
+        [x, *weights],
+        theta=10000.0,
+        table_dtype=jnp.bfloat16,
+        interleaved=False,
+        causal=True,
+        scale=scale,
+    )
+    want = _plain_mla(
+        x,
+        *weights,
+        nope=nope,
+        rope=rope,
+        v_dim=v_dim,
+        theta=10000.0,
+        table_dtype=jnp.bfloat16,
+        interleaved=False,
+        causal=True,
+        scale=scale,
+    )
     assert got.shape == x.shape and got.dtype == x.dtype
     np.testing.assert_allclose(np.asarray(got, np.float32), want, atol=0.05, rtol=0.05)
 
@@ -107,13 +170,38 @@ def test_a_low_rank_query_with_rotate_half_rope_under_the_causal_mask():
 def test_a_single_projection_query_with_interleaved_rope_and_f32_tables_unmasked():
     batch, seq, hidden, heads, rank, nope, rope, v_dim = 2, 128, 128, 3, 64, 32, 32, 128
     x = _weights([(batch, seq, hidden)], dtype=jnp.float32, scale=1.0, seed=2)[0]
-    weights = _weights([(hidden, heads * (nope + rope)), (hidden, rank + rope),
-                        (rank, heads * nope), (rank, heads * v_dim), (heads * v_dim, hidden)],
-                       dtype=jnp.float32, seed=3)
-    got = _run_piece([x, None, *weights], qk_dim=nope + rope, v_dim=v_dim, theta=500000.0,
-                     table_dtype=jnp.float32, interleaved=True, causal=False, scale=0.1)
-    want = _plain_mla(x, None, *weights, nope=nope, rope=rope, v_dim=v_dim, theta=500000.0,
-                      table_dtype=jnp.float32, interleaved=True, causal=False, scale=0.1)
+    weights = _weights(
+        [
+            (hidden, heads * (nope + rope)),
+            (hidden, rank + rope),
+            (rank, heads * nope),
+            (rank, heads * v_dim),
+            (heads * v_dim, hidden),
+        ],
+        dtype=jnp.float32,
+        seed=3,
+    )
+    got = _run_piece(
+        [x, None, *weights],
+        theta=500000.0,
+        table_dtype=jnp.float32,
+        interleaved=True,
+        causal=False,
+        scale=0.1,
+    )
+    want = _plain_mla(
+        x,
+        None,
+        *weights,
+        nope=nope,
+        rope=rope,
+        v_dim=v_dim,
+        theta=500000.0,
+        table_dtype=jnp.float32,
+        interleaved=True,
+        causal=False,
+        scale=0.1,
+    )
     np.testing.assert_allclose(got, want, atol=2e-3, rtol=2e-3)
 
 
@@ -130,8 +218,9 @@ def test_flash_attention_with_a_value_head_narrower_than_the_query_head():
     q, k = _weights([(1, 2, 256, 96), (1, 2, 256, 96)], dtype=jnp.float32, scale=1.0, seed=5)
     (v,) = _weights([(1, 1, 256, 32)], dtype=jnp.float32, scale=1.0, seed=6)  # one shared head
     with pltpu.force_tpu_interpret_mode(INTERPRET):
-        got = attention._flash_attention(q, k[:, :1], v, out_dtype=jnp.float32, causal=True,
-                                         scale=0.2)
+        got = attention._flash_attention(
+            q, k[:, :1], v, out_dtype=jnp.float32, causal=True, scale=0.2
+        )
     logits = jnp.einsum("bhqd,bkd->bhqk", q, k[:, 0]) * 0.2
     logits = jnp.where(jnp.tril(jnp.ones((256, 256), bool)), logits, -jnp.inf)
     want = jnp.einsum("bhqk,bkd->bhqd", jax.nn.softmax(logits, -1), v[:, 0])

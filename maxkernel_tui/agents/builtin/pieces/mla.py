@@ -71,21 +71,21 @@ def _mla_layer(
     *,
     project,
     attend,
-    qk_dim,
-    v_dim,
     theta,
     table_dtype,
     interleaved,
 ):
-    """The MLA layer on x (batch, seq, hidden). `q_down` None: q = x . q_up. The latent's rank
-    is k_up's rows, the rotary width what kv_down has beyond it, the heads q_up's columns over
-    `qk_dim` (nope + rope). `project(lhs, weight)` is the matmul, `attend(q, k, v)` attention
-    on (batch, seq, heads, dim) inputs."""
+    """The MLA layer on x (batch, seq, hidden). `q_down` None: q = x . q_up. Every size comes
+    from the weights: the latent's rank is k_up's rows, the rotary width what kv_down has beyond
+    it, the heads what q_up has beyond k_up's columns over the rotary width, and the nope and
+    value head dims k_up's and v_up's columns per head. `project(lhs, weight)` is the matmul,
+    `attend(q, k, v)` attention on (batch, seq, heads, dim) inputs."""
     batch, seq, hidden = x.shape
     rank = k_up.shape[0]
     rope_dim = kv_down.shape[1] - rank
-    nope_dim = qk_dim - rope_dim
-    heads = q_up.shape[1] // qk_dim
+    heads = (q_up.shape[1] - k_up.shape[1]) // rope_dim
+    nope_dim, v_dim = k_up.shape[1] // heads, v_up.shape[1] // heads
+    qk_dim = nope_dim + rope_dim
     rows = x.reshape(batch * seq, hidden)
     q = project(rows if q_down is None else project(rows, q_down), q_up)
     q = q.reshape(batch, seq, heads, qk_dim)
@@ -101,4 +101,3 @@ def _mla_layer(
     k = jnp.concatenate([k_nope, k_rope], axis=-1)
     out = attend(q, k, v).reshape(batch * seq, heads * v_dim)
     return project(out, o_proj).reshape(batch, seq, o_proj.shape[1])
-

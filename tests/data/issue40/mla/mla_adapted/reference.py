@@ -4,16 +4,16 @@ import jax.numpy as jnp
 CONFIG = {
     'name': 'mla_small',
     'model': 'deepseek-style',
-    'batch': 2,
-    'seq_len': 1024,
-    'emb_dim': 2048,
-    'num_heads': 16,
-    'q_lora_rank': 512,
-    'kv_lora_rank': 256,
+    'batch': 4,
+    'seq_len': 640,
+    'emb_dim': 1280,
+    'num_heads': 8,
+    'q_lora_rank': 384,
+    'kv_lora_rank': 320,
     'qk_nope_head_dim': 128,
     'qk_rope_head_dim': 64,
     'v_head_dim': 128,
-    'rope_theta': 10000,
+    'rope_theta': 10000.0,
 }
 
 
@@ -36,12 +36,12 @@ def get_inputs():
     keys = jax.random.split(jax.random.PRNGKey(42), 7)
     dt = jnp.bfloat16
     x = jax.random.normal(keys[0], (B, S, E), dt)
-    q_down = jax.random.normal(keys[1], (E, ql), dt) * 0.05
-    q_up = jax.random.normal(keys[2], (ql, H * (nope + rope)), dt) * 0.05
-    kv_down = jax.random.normal(keys[3], (E, kvl + rope), dt) * 0.05
-    k_up = jax.random.normal(keys[4], (kvl, H * nope), dt) * 0.05
-    v_up = jax.random.normal(keys[5], (kvl, H * vd), dt) * 0.05
-    o_proj = jax.random.normal(keys[6], (H * vd, E), dt) * 0.05
+    q_down = jax.random.normal(keys[1], (E, ql), dt) * 0.02
+    q_up = jax.random.normal(keys[2], (ql, H * (nope + rope)), dt) * 0.02
+    kv_down = jax.random.normal(keys[3], (E, kvl + rope), dt) * 0.02
+    k_up = jax.random.normal(keys[4], (kvl, H * nope), dt) * 0.02
+    v_up = jax.random.normal(keys[5], (kvl, H * vd), dt) * 0.02
+    o_proj = jax.random.normal(keys[6], (H * vd, E), dt) * 0.02
     static = [H, nope, rope, vd, kvl, C['rope_theta']]
     return [x, q_down, q_up, kv_down, k_up, v_up, o_proj], static
 
