@@ -1,5 +1,6 @@
 """Latent attention, our own third style: named configurations, its own argument names and
 order, per-head dims 64 (no position) + 32 (rotary, interleaved pairs), values 64 wide."""
+
 import math
 
 import jax
@@ -24,7 +25,12 @@ def get_inputs(config="bench", seed=0):
         "w_keys": (r, n * PLAIN),
     }
     keys = jax.random.split(jax.random.PRNGKey(seed + 11), len(shapes) + 1)
-    weights = [jax.random.normal(k, s, jnp.bfloat16) * 0.06 for k, s in zip(keys, shapes.values())]
+    # The output projection is smaller: the layer's output stays O(1), as a residual branch's.
+    scales = {"w_out": 0.02}
+    weights = [
+        jax.random.normal(k, s, jnp.bfloat16) * scales.get(name, 0.06)
+        for k, (name, s) in zip(keys, shapes.items())
+    ]
     hidden = jax.random.normal(keys[-1], (c["seqs"], c["tokens"], c["width"]), jnp.bfloat16)
     return (*weights, hidden), (n, BASE)
 
