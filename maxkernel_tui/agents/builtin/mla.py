@@ -31,6 +31,8 @@ from maxkernel_tui.agents.builtin.attention import (
 from maxkernel_tui.agents.builtin.errors import CannotPlan
 from maxkernel_tui.agents.builtin.pieces.mla import _mla_layer
 from maxkernel_tui.agents.builtin.program import Eqn, Literal, Operand, Program, Var
+from maxkernel_tui.kernels import reference_runtime as runtime
+from maxkernel_tui.kernels.config_names import CHECK
 from maxkernel_tui.kernels.task import Task
 
 _VIEWS = ("reshape", "squeeze", "expand_dims", "convert_element_type")
@@ -48,7 +50,8 @@ class MlaSpec:
     k_up: int
     v_up: int
     o_proj: int
-    theta: float  # RoPE's frequency base
+    theta: float  # RoPE's frequency base, at check shapes (where the reading is confirmed)
+    theta_arg: str | None  # the static argument that carries it (None: a constant)
     table_dtype: np.dtype  # the dtype of the cos/sin tables
     interleaved: bool  # RoPE on (even, odd) pairs rather than halves
     attention_dtype: np.dtype  # of the attention's output, before the output projection
@@ -101,7 +104,7 @@ def recognise_mla(program: Program, task: Task) -> MlaSpec:
         weight_of[k_up],
         weight_of[v_up],
         weight_of[after[0]],
-        _theta(program),
+        *_theta(program, task),
         _table_dtype(program),
         False,
         second.outputs[0].dtype,
@@ -226,18 +229,32 @@ def _input_of(program: Program, operand: Operand, producers: dict[Var, Eqn]) -> 
     return None
 
 
-def _theta(program: Program) -> float:
-    """RoPE's base: the constant raised to the rotary dims' fractions."""
+def _theta(program: Program, task: Task) -> tuple[float, str | None]:
+    """RoPE's base: the constant raised to the rotary dims' fractions, at check shapes, and the
+    static argument with its values in both traces, if one has (a configuration may change it:
+    the kernel then reads it from that argument)."""
     bases = {
-        float(eqn.inputs[0].bench)
+        (float(eqn.inputs[0].bench), float(eqn.inputs[0].check))
         for eqn in program.eqns
-        if eqn.primitive == "pow"
-        and isinstance(eqn.inputs[0], Literal)
-        and eqn.inputs[0].bench == eqn.inputs[0].check
+        if eqn.primitive == "pow" and isinstance(eqn.inputs[0], Literal)
     }
     if len(bases) != 1:
         raise CannotPlan("not MLA: no single rotary frequency base (a constant's power)")
-    return bases.pop()
+    bench, check = bases.pop()
+    module = runtime.load_reference(task)
+    second = CHECK if CHECK in task.configs else task.configs[0]
+    statics = [runtime.input_specs(task, module, c)[1] for c in (task.configs[0], second)]
+    names = program.arg_names[len(program.inputs) :]
+    carriers = [
+        name
+        for name, b, c in zip(names, *statics)
+        if isinstance(b, (int, float)) and (b, c) == (bench, check)
+    ]
+    if len(carriers) == 1:
+        return check, carriers[0]
+    if bench != check:
+        raise CannotPlan("not MLA: a rotary base that changes with the shapes but no argument")
+    return check, None
 
 
 def _table_dtype(program: Program) -> np.dtype:

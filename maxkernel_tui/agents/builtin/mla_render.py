@@ -50,10 +50,9 @@ def _constants(spec: MlaSpec, tunables: Tunables) -> str:
         f"BLOCK_DEPTH = {t.block_depth}",
         f"BLOCK_Q = {t.block_rows}",
         f"BLOCK_KV = {t.block_cols}",
-        "",
-        "# RoPE's frequency base.",
-        f"ROPE_THETA = {spec.theta!r}",
     ]
+    if spec.theta_arg is None:
+        lines += ["", "# RoPE's frequency base.", f"ROPE_THETA = {spec.theta!r}"]
     core = spec.core
     if core.scale is not None:
         lines += [
@@ -98,7 +97,7 @@ def _computation(spec: MlaSpec, program: Program) -> str:
         f"        {arguments},\n"
         "        project=_project,\n"
         "        attend=attend,\n"
-        "        theta=ROPE_THETA,\n"
+        f"        theta={spec.theta_arg or 'ROPE_THETA'},\n"
         f"        table_dtype={dtype_source(spec.table_dtype)},\n"
         f"        interleaved={spec.interleaved},\n"
         "    )\n"
