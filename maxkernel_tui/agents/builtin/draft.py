@@ -2,7 +2,8 @@
 "cannot plan this" and why). It reads only the reference's jaxpr, never the task's id or name.
 
 Kernel plans come from the stage planner (matmuls with fused epilogues, row-wise and
-element-wise stages, batched matmuls) or, when that has none, from the attention recogniser.
+element-wise stages, batched matmuls) or, when that has none, from the attention recogniser
+(or, for attention between projections, the MLA recogniser).
 The performance model picks among the plans and their tunables.
 """
 
