@@ -6,13 +6,11 @@ and column blocks).
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from maxkernel_tui.agents.builtin import source_parts as parts
 from maxkernel_tui.agents.builtin.mla import MlaSpec
-from maxkernel_tui.agents.builtin.primitives import dtype_source
+from maxkernel_tui.agents.builtin.primitives import dtype_source, float_source
 from maxkernel_tui.agents.builtin.program import Program
 from maxkernel_tui.agents.builtin.tunables import Tunables
 
@@ -63,16 +61,9 @@ def _constants(spec: MlaSpec, tunables: Tunables) -> str:
     if core.causal:
         lines += [
             "# What the reference writes into masked logits.",
-            f"MASK_VALUE = {_float_source(core.mask_value)}",
+            f"MASK_VALUE = {float_source(core.mask_value)}",
         ]
     return "\n".join(lines) + "\n"
-
-
-def _float_source(value: float) -> str:
-    """A float as Python source; infinities as jnp's (`-inf` is no literal)."""
-    if math.isinf(value):
-        return "-jnp.inf" if value < 0 else "jnp.inf"
-    return repr(value)
 
 
 def _computation(spec: MlaSpec, program: Program) -> str:
