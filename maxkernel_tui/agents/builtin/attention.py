@@ -101,7 +101,26 @@ def recognise_attention(program: Program, task: Task) -> AttentionSpec:
     )
 
 
-def _attention_as_read(spec: AttentionSpec, args: list[jax.Array]) -> jax.Array:
+def read_softmax_core(program: Program, first: Eqn, second: Eqn) -> AttentionSpec | None:
+    """The scale, mask and logits' rounding of a softmax between two matmuls whose operands the
+    program computes (MLA's projections), as a spec over arguments 0, 1, 2 (queries, keys,
+    values) laid out (batch, seq, heads, dim); None when no softmax lies between them. The
+    caller confirms the reading by running it."""
+    chain = _between(program, first, second)
+    if not {"exp", "reduce_max", "reduce_sum"} <= {eqn.primitive for eqn in chain}:
+        return None
+    producers = {o: eqn for eqn in program.eqns for o in eqn.outputs}
+    query = first.inputs[0]
+    if not isinstance(query, Var):
+        return None
+    scale, per_dim = _scale(chain, first.outputs[0], program.dims.values(query.shape[-1]))
+    masked = any(eqn.primitive == "select_n" for eqn in chain)
+    mask_value = _mask_value(chain, producers)
+    logits = first.outputs[0].dtype
+    return AttentionSpec(0, 1, 2, None, True, masked, mask_value, scale, logits, per_dim)
+
+
+def attention_as_read(spec: AttentionSpec, args: list[jax.Array]) -> jax.Array:
     """Plain jnp attention as the spec reads it, with the reference's rounding of the logits."""
     q, k, v = (args[i] for i in (spec.query, spec.key, spec.value))
     if spec.seq_first:
@@ -129,7 +148,7 @@ def _rounded(logits: jax.Array, spec: AttentionSpec) -> jax.Array:
 def _reproduces_reference(spec: AttentionSpec, program: Program, task: Task) -> bool:
     if len(program.outputs) != 1:
         return False
-    return reproduces_reference(lambda *args: _attention_as_read(spec, list(args)), task)
+    return reproduces_reference(lambda *args: attention_as_read(spec, list(args)), task)
 
 
 def _between(program: Program, first: Eqn, second: Eqn) -> list[Eqn]:

@@ -10,7 +10,7 @@ import numpy as np
 
 from maxkernel_tui.agents.builtin import source_parts as parts
 from maxkernel_tui.agents.builtin.attention import AttentionSpec
-from maxkernel_tui.agents.builtin.primitives import dtype_source
+from maxkernel_tui.agents.builtin.primitives import dtype_source, float_source
 from maxkernel_tui.agents.builtin.program import Program
 from maxkernel_tui.agents.builtin.tunables import Tunables
 
@@ -76,7 +76,7 @@ def _constants(spec: AttentionSpec, tunables: Tunables) -> str:
     if spec.causal:
         lines += [
             "# What the reference writes into masked logits.",
-            f"MASK_VALUE = {spec.mask_value!r}",
+            f"MASK_VALUE = {float_source(spec.mask_value)}",
         ]
     return "\n".join(lines) + "\n"
 

@@ -2,7 +2,8 @@
 "cannot plan this" and why). It reads only the reference's jaxpr, never the task's id or name.
 
 Kernel plans come from the stage planner (matmuls with fused epilogues, row-wise and
-element-wise stages, batched matmuls) or, when that has none, from the attention recogniser.
+element-wise stages, batched matmuls) or, when that has none, from the attention recogniser
+(or, for attention between projections, the MLA recogniser).
 The performance model picks among the plans and their tunables.
 """
 
@@ -21,6 +22,8 @@ from maxkernel_tui.agents.builtin.autotune import DEFAULT_TARGET, autotune, esti
 from maxkernel_tui.agents.builtin.errors import CannotPlan
 from maxkernel_tui.agents.builtin.grouped import recognise_grouped
 from maxkernel_tui.agents.builtin.grouped_render import KNOBS, render_grouped
+from maxkernel_tui.agents.builtin.mla import recognise_mla
+from maxkernel_tui.agents.builtin.mla_render import render_mla
 from maxkernel_tui.agents.builtin.operand_precision import OperandPrecision, PrecisionChoice
 from maxkernel_tui.agents.builtin.planner import Plan, plan_program
 from maxkernel_tui.agents.builtin.precision import choose_precisions
@@ -95,6 +98,8 @@ def _plans(program: Program, task: Task, choose_precision: bool) -> list[KernelP
         try:
             spec = recognise_attention(program, task)
         except CannotPlan as attention_problem:
+            with contextlib.suppress(CannotPlan):  # attention between projections: MLA
+                return [mla_plan(program, task)]
             # The more telling reason: the planner's, unless the program does look like attention.
             reason = (
                 stage_problem
@@ -210,6 +215,16 @@ def retention_plans(program: Program, *, carried_state: bool = False) -> list[Ke
         replace(default_tunables(narrow_dtype=True), block_rows=256),
     )
     return [carried, pairs]
+
+
+def mla_plan(program: Program, task: Task) -> KernelPlan:
+    """Multi-head latent attention: projections as matmul stages, flash attention between."""
+    return KernelPlan(
+        "MLA (projections + RoPE + flash attention)",
+        partial(render_mla, recognise_mla(program, task), program),
+        ("block_rows", "block_cols", "block_depth"),
+        default_tunables(narrow_dtype=True),
+    )
 
 
 def _stage_kernel_plan(plan: Plan, precision: PrecisionChoice | None, split: Plan) -> KernelPlan:

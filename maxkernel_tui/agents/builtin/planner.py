@@ -78,6 +78,8 @@ def plan_program(program: Program, split_rowwise: bool = False) -> Plan:
     plain tiled matmul and a row-wise stage: one more trip through HBM, but the weight is no
     longer re-read for every block of rows (better when the rows are wide and the epilogue
     needs them whole)."""
+    if program.untranslatable is not None:
+        raise CannotPlan(program.untranslatable)
     if program.constants:
         raise CannotPlan(
             "the reference captures a constant array; only scalar constants are supported"

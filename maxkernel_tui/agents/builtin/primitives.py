@@ -6,6 +6,7 @@ body the agent writes; anything else makes the agent say it cannot plan the task
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -62,6 +63,13 @@ VIEWS = {"reshape", "squeeze", "expand_dims", "broadcast_in_dim"}
 
 def dtype_source(dtype: Any) -> str:
     return f"jnp.{np.dtype(dtype).name}"
+
+
+def float_source(value: float) -> str:
+    """A float as Python source; infinities as jnp's (`-inf` is no literal)."""
+    if math.isinf(value):
+        return "-jnp.inf" if value < 0 else "jnp.inf"
+    return repr(value)
 
 
 def _binary_operator(symbol: str) -> Formatter:

@@ -111,6 +111,9 @@ class Program:
     # check trace: only a scan's decay prologue reads them (retention.py); the stage planner
     # refuses them.
     constants: dict[Var, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    # Why the stage planner cannot hold a primitive the outputs need (None: it can hold them
+    # all); the family recognisers (attention, MLA) read such programs whole.
+    untranslatable: str | None = None
 
 
 class Probe(Enum):
@@ -152,10 +155,23 @@ def trace_program(task: Task, probe: Probe = Probe.EVERY, *, strict: bool = True
     builder.resolve(table)
     eqns = _live(builder.eqns, outputs)
     if strict:
-        builder.check(eqns)
+        untranslatable = builder.check(eqns)
+    else:  # the recognisers that read the program whole (grouped.py) take vague sizes too
+        untranslatable = next(
+            (builder.untranslatable[e] for e in eqns if e in builder.untranslatable), None
+        )
     live = {i for eqn in eqns for i in eqn.inputs if isinstance(i, Var)}
     constants = {var: values for var, values in builder.constants.items() if var in live}
-    return Program(arg_names, inputs, eqns, outputs, table, jax.tree.structure(shape_b), constants)
+    return Program(
+        arg_names,
+        inputs,
+        eqns,
+        outputs,
+        table,
+        jax.tree.structure(shape_b),
+        constants=constants,
+        untranslatable=untranslatable,
+    )
 
 
 def _traced(computation: Any, specs: tuple, static: tuple) -> tuple[Any, Any]:
@@ -256,15 +272,20 @@ class _Builder:
             if problems:
                 self.vague[var] = problems[0]
 
-    def check(self, live: list[Eqn]) -> None:
-        """Raise for the first problem among the equations the outputs need."""
-        for eqn in live:
-            if eqn in self.untranslatable:
-                raise CannotPlan(self.untranslatable[eqn])
+    def check(self, live: list[Eqn]) -> str | None:
+        """Raise for the first size among the equations the outputs need that follows no rule
+        (saying first, when there is one, which primitive the planner cannot hold); return why
+        the planner cannot hold one of them, or None."""
+        untranslatable = next(
+            (self.untranslatable[e] for e in live if e in self.untranslatable), None
+        )
         for eqn in live:
             for var in eqn.outputs:
                 if var in self.vague:
+                    if untranslatable is not None:
+                        raise CannotPlan(untranslatable)
                     raise ShapeRuleError(self.vague[var])
+        return untranslatable
 
     def walk(self, closed_b: Any, closed_c: Any, args: list[Operand]) -> list[Operand]:
         jaxpr_b, consts_b = _open(closed_b)

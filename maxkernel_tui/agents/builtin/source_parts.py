@@ -18,6 +18,7 @@ from maxkernel_tui.agents.builtin.pieces import (
     grouped,
     groups,
     matmul,
+    mla,
     moe,
     retention,
     rowwise,
@@ -139,6 +140,9 @@ GROUPED_MATMUL = (
     grouped._grouped_matmul,
 )
 ROUTED_MOE = (moe._silu_gate, moe._routed_moe)
+
+# The MLA layer's glue and its projection: run with MATMUL_STAGE and FLASH_ATTENTION.
+MLA_LAYER = (mla._store_block, mla._project, mla._rope_tables, mla._rotate, mla._mla_layer)
 
 
 def functions_source(*pieces: tuple[Callable[..., Any], ...]) -> list[str]:

@@ -139,11 +139,13 @@ def _flash_attention(
     seq_first=False,
 ):
     """Attention of q (batch, heads, seq, dim) over k and v (batch, key heads, seq, dim), or all
-    three (batch, seq, heads, dim) when `seq_first`; bias (heads, seq, seq) or (batch, heads,
-    seq, seq), a size-1 batch or head axis shared. Returns q's layout, in `out_dtype`."""
+    three (batch, seq, heads, dim) when `seq_first`; v's dim may differ from q's and k's (MLA);
+    bias (heads, seq, seq) or (batch, heads, seq, seq), a size-1 batch or head axis shared.
+    Returns q's layout with v's dim, in `out_dtype`."""
     if seq_first:  # the kernel's blocks want (seq, dim) last: heads move before the sequence
         q, k, v = (jnp.swapaxes(t, 1, 2) for t in (q, k, v))
     batch, heads, seq, head_size = q.shape
+    value_size = v.shape[-1]
     group = heads // k.shape[1]
     if scale is not None and logits_dtype is not None:
         # The reference's rounded logits meet the scale rounded to their dtype.
@@ -174,21 +176,23 @@ def _flash_attention(
     in_specs = [
         pl.BlockSpec((None, None, block_q, head_size), query_block),
         pl.BlockSpec((None, None, block_k, head_size), kv_block),
-        pl.BlockSpec((None, None, block_k, head_size), kv_block),
+        pl.BlockSpec((None, None, block_k, value_size), kv_block),
     ]
-    blocks = _block_bytes(block_q, head_size, q.dtype) + 2 * _block_bytes(
-        block_k, head_size, k.dtype
+    blocks = (
+        _block_bytes(block_q, head_size, q.dtype)
+        + _block_bytes(block_k, head_size, k.dtype)
+        + _block_bytes(block_k, value_size, v.dtype)
     )
     if bias is not None:
         operands.append(bias)
         lead = (None,) * (bias.ndim - 2)
         in_specs.append(pl.BlockSpec((*lead, block_q, block_k), bias_block))
         blocks += _block_bytes(block_q, block_k, bias.dtype)
-    blocks += _block_bytes(block_q, head_size, q.dtype)  # the output block
+    blocks += _block_bytes(block_q, value_size, out_dtype)  # the output block
     # Two buffers per block, f32 statistics and output accumulator, ~3 f32 logits temporaries.
     footprint = 2 * blocks + (
         2 * _block_bytes(block_q, 1, jnp.float32)
-        + _block_bytes(block_q, head_size, jnp.float32)
+        + _block_bytes(block_q, value_size, jnp.float32)
         + 3 * _block_bytes(block_q, block_k, jnp.float32)
     )
     kernel = functools.partial(
@@ -203,14 +207,14 @@ def _flash_attention(
     )
     out = pl.pallas_call(
         kernel,
-        out_shape=jax.ShapeDtypeStruct((batch, heads, seq, head_size), out_dtype),
+        out_shape=jax.ShapeDtypeStruct((batch, heads, seq, value_size), out_dtype),
         grid=(batch, heads, seq // block_q, seq // block_k),
         in_specs=in_specs,
-        out_specs=pl.BlockSpec((None, None, block_q, head_size), query_block),
+        out_specs=pl.BlockSpec((None, None, block_q, value_size), query_block),
         scratch_shapes=[
             pltpu.VMEM((block_q, 1), jnp.float32),
             pltpu.VMEM((block_q, 1), jnp.float32),
-            pltpu.VMEM((block_q, head_size), jnp.float32),
+            pltpu.VMEM((block_q, value_size), jnp.float32),
         ],
         compiler_params=_compiler_params(
             ("parallel", "parallel", "parallel", "arbitrary"), footprint
