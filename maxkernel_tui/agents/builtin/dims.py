@@ -95,6 +95,8 @@ class DimTable:
         self._values: dict[str, tuple[int, int]] = {}  # symbol -> (bench, check)
         self.origins: dict[str, tuple[int, int]] = {}  # symbol -> (input position, axis)
         self.shifts: dict[str, tuple[str, int]] = {}  # symbol -> (symbol, offset): e.g. height - 2
+        # symbol -> the size it also subtracts (a valid conv's output whose taps vary: h - kh + 1)
+        self.less: dict[str, str] = {}
 
     def symbols(self) -> dict[str, tuple[int, int]]:
         return dict(self._values)
@@ -115,18 +117,22 @@ class DimTable:
         self.origins[symbol] = (position, axis)
         return Dim(Fraction(1), (symbol,))
 
-    def shifted(self, dim: Dim, offset: int) -> Dim:
-        """`dim + offset` as a symbol of its own (a valid convolution's output size, height - 2),
-        so that products of such sizes stay expressible. Its rule comes from the primitive that
-        makes it, never from matching values."""
-        if offset == 0:
+    def shifted(self, dim: Dim, offset: int, less: Dim | None = None) -> Dim:
+        """`dim - less + offset` as a symbol of its own (a valid convolution's output size,
+        height - 2, or height - taps + 1 when the taps are a size too), so that products of
+        such sizes stay expressible. Its rule comes from the primitive that makes it, never
+        from matching values."""
+        if less is not None and less.is_const:
+            offset, less = offset - int(less.factor), None
+        if offset == 0 and less is None:
             return dim
-        if len(dim.symbols) != 1 or dim.over or dim.factor != 1:
-            raise ShapeRuleError(f"a size {offset:+d} of a size that is not one input size")
-        base = dim.symbols[0]
-        symbol = f"{base}{offset:+d}"
+        base, minus = _one_symbol(dim, offset), _one_symbol(less, offset) if less else None
+        symbol = f"{base}{'-' + minus if minus else ''}{offset:+d}"
         if symbol not in self._values:
             bench, check = self._values[base]
+            if minus is not None:
+                bench, check = bench - self._values[minus][0], check - self._values[minus][1]
+                self.less[symbol] = minus
             self._values[symbol] = (bench + offset, check + offset)
             self.shifts[symbol] = (base, offset)
         return Dim(Fraction(1), (symbol,))
@@ -201,6 +207,12 @@ class DimTable:
         for symbol in over:
             value /= self._values[symbol][trace]
         return value
+
+
+def _one_symbol(dim: Dim, offset: int) -> str:
+    if len(dim.symbols) != 1 or dim.over or dim.factor != 1:
+        raise ShapeRuleError(f"a size {offset:+d} of a size that is not one input size")
+    return dim.symbols[0]
 
 
 def _simple(factor: Fraction) -> bool:

@@ -96,8 +96,11 @@ class _Writer:
             for symbol, (position, axis) in program.dims.origins.items()
         }
         for symbol, (base, offset) in program.dims.shifts.items():  # bases come first
+            less = program.dims.less.get(symbol)
             self.symbol_names[symbol] = (
-                f"{self.symbol_names[base]}_{'minus' if offset < 0 else 'plus'}{abs(offset)}"
+                f"{self.symbol_names[base]}"
+                f"{'_minus_' + self.symbol_names[less] if less else ''}"
+                f"_{'minus' if offset < 0 else 'plus'}{abs(offset)}"
             )
         self.used_symbols: set[str] = set()
         self.helpers: set[str] = set()
@@ -416,6 +419,8 @@ class _Writer:
         for symbol in reversed(program.dims.shifts):  # a shifted size needs the size it shifts
             if symbol in used:
                 used.add(program.dims.shifts[symbol][0])
+                if symbol in program.dims.less:
+                    used.add(program.dims.less[symbol])
         bindings = [
             f"    {self.symbol_names[s]} = {program.arg_names[program.dims.origins[s][0]]}"
             f".shape[{program.dims.origins[s][1]}]"
@@ -423,8 +428,9 @@ class _Writer:
             if s in program.dims.origins
         ]
         bindings += [
-            f"    {self.symbol_names[s]} = {self.symbol_names[base]} {'-' if offset < 0 else '+'} "
-            f"{abs(offset)}"
+            f"    {self.symbol_names[s]} = {self.symbol_names[base]}"
+            f"{' - ' + self.symbol_names[program.dims.less[s]] if s in program.dims.less else ''}"
+            f" {'-' if offset < 0 else '+'} {abs(offset)}"
             for s, (base, offset) in program.dims.shifts.items()
             if s in used
         ]
