@@ -13,7 +13,16 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from maxkernel_tui.agents.builtin.dims import DimTable, ShapeLiteral
-from maxkernel_tui.agents.builtin.layout import COL, GROUP_ROW, ROW, SCALAR, TILE, Kind, same_layout
+from maxkernel_tui.agents.builtin.layout import (
+    COL,
+    GROUP_ROW,
+    ROW,
+    ROW_GROUP,
+    SCALAR,
+    TILE,
+    Kind,
+    same_layout,
+)
 from maxkernel_tui.agents.builtin.planner import reduces_rows
 from maxkernel_tui.agents.builtin.primitives import (
     ELEMENTWISE,
@@ -25,15 +34,17 @@ from maxkernel_tui.agents.builtin.primitives import (
 from maxkernel_tui.agents.builtin.program import Eqn, Literal, Operand, Var
 from maxkernel_tui.agents.builtin.stages import MatmulStage, OperandRole, Stage
 
-_PREFIX = {TILE: "y", GROUP_ROW: "g", ROW: "r", COL: "c", SCALAR: "s"}
+_PREFIX = {TILE: "y", GROUP_ROW: "g", ROW: "r", ROW_GROUP: "q", COL: "c", SCALAR: "s"}
 _KERNEL_SHAPE = {
     TILE: "(tm, tn)",
     GROUP_ROW: "(tm, tn)",
     ROW: "(tm, 1)",
+    ROW_GROUP: "(tm, 1)",
     COL: "(1, tn)",
     SCALAR: "(1, 1)",
 }
 GROUP_HELPER = "group_totals"
+ROW_GROUP_HELPER = "row_group_totals"
 
 
 # A reduction over rows yields one value per column, or a single value.
@@ -201,7 +212,13 @@ class BodyEmitter:
             self._alias(var, eqn.inputs[0])  # over size-1 axes only: nothing to reduce
             return
         function = REDUCTIONS[eqn.primitive]
-        if result.name == GROUP_ROW:
+        if result.name == ROW_GROUP:  # a convolution's channel groups: rows, then their groups
+            self.helpers.add(ROW_GROUP_HELPER)
+            rows = f"{function}({value}, axis=1, keepdims=True)"
+            self._assign(var, f"_row_group_totals({rows}, {self._width(result)})")
+        elif result.name == COL and source.name == TILE:  # every channel of a convolution
+            self._assign(var, f"{function}({value}, axis=0, keepdims=True)")
+        elif result.name == GROUP_ROW:
             self.helpers.add(GROUP_HELPER)
             self._assign(var, f"_group_totals({value}, {self._width(result)})")
         elif source.name == GROUP_ROW and eqn.primitive == "reduce_sum":

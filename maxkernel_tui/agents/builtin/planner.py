@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from maxkernel_tui.agents.builtin.errors import CannotPlan
+from maxkernel_tui.agents.builtin.image_reductions import reduces_whole_images
 from maxkernel_tui.agents.builtin.layout import (
     COL,
     GROUP_ROW,
@@ -189,6 +190,8 @@ class _Planner:
         if eqn.primitive in REDUCTIONS and not eqn.reduces_unit_axes_only:
             if stage.reduces_rows:
                 return reduces_rows(source, result)
+            if isinstance(stage, ConvStage) and reduces_whole_images(eqn, source, result):
+                return True
             return _reduction_allowed(eqn.primitive, source, result)
         if stage.reduces_rows and result.spans_rows:
             return False  # a column-reduction stage yields only what is left once rows are reduced
@@ -382,7 +385,8 @@ class _Planner:
             ]
             for var in stage.outputs:
                 kind = stage.kinds[var]  # every result a stage computes has a kind there
-                if kind.spans_rows == stage.reduces_rows:
+                whole_images = isinstance(stage, ConvStage) and stage.full_rows
+                if kind.spans_rows == stage.reduces_rows and not whole_images:
                     raise CannotPlan(
                         f"a {kind.name} result of shape {_shape(var)} would need every row of a "
                         "row-tiled stage: not planned"

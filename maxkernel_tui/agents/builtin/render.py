@@ -19,7 +19,7 @@ import numpy as np
 
 from maxkernel_tui.agents.builtin import source_parts as parts
 from maxkernel_tui.agents.builtin.dims import Dim
-from maxkernel_tui.agents.builtin.epilogue import GROUP_HELPER, emit_body
+from maxkernel_tui.agents.builtin.epilogue import GROUP_HELPER, ROW_GROUP_HELPER, emit_body
 from maxkernel_tui.agents.builtin.errors import CannotPlan
 from maxkernel_tui.agents.builtin.layout import COL, ROW, SCALAR, TILE, Kind
 from maxkernel_tui.agents.builtin.operand_precision import (
@@ -119,7 +119,11 @@ class _Writer:
         pieces = list(dict.fromkeys(self.pieces))
         if GROUP_HELPER in self.helpers:
             pieces.append(parts.GROUP_TOTALS)
-        grouped = any(r.group_widths for r in self.plan.running.values())
+        if ROW_GROUP_HELPER in self.helpers:
+            pieces.append(parts.ROW_GROUP_TOTALS)
+        grouped = any(r.group_widths for r in self.plan.running.values()) or any(
+            isinstance(s, ConvStage) and s.row_groups for s in self.plan.stages
+        )
         standard = ["functools", *(["math"] if GROUP_HELPER in self.helpers or grouped else [])]
         sections = [
             self._docstring() + "\n" + parts.imports(*standard),
@@ -261,10 +265,13 @@ class _Writer:
         temporaries = min(body.tile_temporaries, _MAX_LIVE_TEMPORARIES) + stage.head_scratch
         if GROUP_HELPER in body.helpers:
             temporaries += _GROUP_TEMPORARIES
-        keywords += [
-            f"row_align={_row_alignment(operands, outputs)}",
-            f"temporaries={temporaries}",
-        ]
+        row_align = str(_row_alignment(operands, outputs))
+        if isinstance(stage, ConvStage) and stage.row_groups:  # blocks of whole channel groups
+            widths = ", ".join(dict.fromkeys(self._dim(w) for w in stage.row_groups))
+            row_align = f"math.lcm({row_align}, {widths})"
+        if isinstance(stage, ConvStage) and stage.full_rows:
+            keywords.append("full_rows=True")
+        keywords += [f"row_align={row_align}", f"temporaries={temporaries}"]
         self._record_call(stage, operands, outputs, keywords, runner)
         summary = textwrap.wrap(f'"""Stage {n}: {self._summary(stage)} {what}"""', 92)
         heading = ["col", "tm", "tn", "cols"] if running is not None else ["tm", "tn"]

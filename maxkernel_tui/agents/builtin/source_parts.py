@@ -40,6 +40,7 @@ def imports(*standard: str) -> str:
 VMEM_CONSTANTS = section_source(blocks, "vmem")
 COMMON = (blocks._pick_block, blocks._block_bytes, blocks._compiler_params)
 GROUP_TOTALS = (groups._group_totals,)
+ROW_GROUP_TOTALS = (groups._row_group_totals,)
 # Each family's stage, parameterised: the functions a file running it carries, in order.
 MATMUL_STAGE = (
     blocks._fit_blocks,
