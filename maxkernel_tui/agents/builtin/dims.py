@@ -97,6 +97,15 @@ class DimTable:
         self.shifts: dict[str, tuple[str, int]] = {}  # symbol -> (symbol, offset): e.g. height - 2
         # symbol -> the size it also subtracts (a valid conv's output whose taps vary: h - kh + 1)
         self.less: dict[str, str] = {}
+        self.statics: dict[str, int] = {}  # symbol -> position of the static int arg it is
+
+    def static_symbol(self, bench: int, check: int, position: int) -> None:
+        """A static integer argument that differs between the traces (a group count) as a size
+        of its own, read from the argument itself: sizes found by value (a group's width,
+        channels // groups) can then follow it rather than an input size of the same values."""
+        symbol = f"t{position}"  # after every input symbol: an input size of the same values wins
+        self._values[symbol] = (bench, check)
+        self.statics[symbol] = position
 
     def symbols(self) -> dict[str, tuple[int, int]]:
         return dict(self._values)
@@ -178,6 +187,13 @@ class DimTable:
             ]
             if count == 2:
                 shapes += [((a,), (b,)) for a in symbols for b in symbols if a != b]
+            if count == 3:  # a group's element count: (channels / groups) * height * width
+                shapes += [
+                    (combo, (b,))
+                    for combo in combinations_with_replacement(symbols, count)
+                    for b in symbols
+                    if b not in combo
+                ]
             for numerator, over in shapes:
                 bench_value, check_value = (
                     self._value(numerator, over, 0),

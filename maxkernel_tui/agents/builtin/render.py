@@ -95,6 +95,8 @@ class _Writer:
             symbol: f"{program.arg_names[position]}_dim{axis}"
             for symbol, (position, axis) in program.dims.origins.items()
         }
+        for symbol, position in program.dims.statics.items():  # computation() receives them
+            self.symbol_names[symbol] = program.arg_names[position]
         for symbol, (base, offset) in program.dims.shifts.items():  # bases come first
             less = program.dims.less.get(symbol)
             self.symbol_names[symbol] = (
