@@ -7,3 +7,6 @@ ADAPTED_TASKS = TESTS / "data" / "adapted_tasks"  # task folders in the JaxBench
 KERNELS = TESTS / "data" / "kernels"  # honest/ and cheats/ candidate kernels, agent/ fixtures
 KERNELBENCH = TESTS / "data" / "kernelbench"  # PyTorch modules in KernelBench's format
 GRADIENT_TASKS = TESTS / "data" / "gradient_tasks"  # training tasks: ours and a plain folder
+# issue 40's convolution folders: MaxKernel's adapted style (sizes in dicts) and a third style
+ISSUE40_CONV2D = TESTS / "data" / "issue40" / "conv2d"
+BENCHMARKS = TESTS.parent / "benchmarks"
