@@ -134,10 +134,13 @@ def test_attention_is_read_from_the_program(suite_tasks):
 
 def test_sizes_that_only_coincide_are_read_where_they_live(suite_tasks):
     # 18k's out channels and height are 128 at bench and 32 at check shapes: the file must read
-    # the channel count from the weight, or it breaks wherever the two differ.
+    # the channel count from the weight, or it breaks wherever the two differ; the output's
+    # height and width are the image's less the weight's taps, as the convolution makes them.
     source = draft_kernel(find_task("18k", suite_tasks), tune=False).source
     assert "conv_bias.reshape(weight_dim0, 1)" in source
-    assert "return stage1_out.reshape(x_dim0, weight_dim0, x_dim2_minus2, x_dim3_minus2)" in source
+    out_height, out_width = (f"x_dim{a}_minus_weight_dim{a}_plus1" for a in (2, 3))
+    assert f"    {out_height} = x_dim2 - weight_dim2 + 1\n" in source
+    assert f"return stage1_out.reshape(x_dim0, weight_dim0, {out_height}, {out_width})" in source
 
 
 @pytest.mark.parametrize(
