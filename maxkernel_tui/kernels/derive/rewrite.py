@@ -120,7 +120,11 @@ def _tuple_entry(
     sizes: str,
 ) -> ast.expr:
     """`'bias_shape': (128, 1, 1)` -> `(__sizes__["bias_shape[0]"], 1, 1)`."""
-    if not (isinstance(value, ast.Tuple) and isinstance(key, ast.Constant)):
+    if not (
+        isinstance(value, ast.Tuple)
+        and isinstance(key, ast.Constant)
+        and isinstance(key.value, str)
+    ):
         return value
     value.elts = [
         _lookup(sizes, entries[(name, element_key)])
