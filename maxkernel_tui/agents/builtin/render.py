@@ -20,7 +20,6 @@ import numpy as np
 from maxkernel_tui.agents.builtin import source_parts as parts
 from maxkernel_tui.agents.builtin.dims import Dim
 from maxkernel_tui.agents.builtin.epilogue import GROUP_HELPER, ROW_GROUP_HELPER, emit_body
-from maxkernel_tui.agents.builtin.errors import CannotPlan
 from maxkernel_tui.agents.builtin.layout import COL, ROW, SCALAR, TILE, Kind
 from maxkernel_tui.agents.builtin.operand_precision import (
     OperandPrecision,
@@ -201,7 +200,10 @@ class _Writer:
             )
         else:
             body = emit_body(stage, self.plan.program.dims, self.symbol_names, ref_names)
-        self.pieces.append(parts.RUNNING_STAGE if running else _PIECE[type(stage)])
+        piece = _PIECE[type(stage)]
+        if stage.batched and stage.head is None:
+            piece = parts.BATCHED_ROWWISE_STAGE
+        self.pieces.append(parts.RUNNING_STAGE if running else piece)
         self.helpers |= body.helpers
         symbols = [k for k in body.keywords if k not in ("tm", "tn", "cols")]
         self.used_symbols.update(s for s, name in self.symbol_names.items() if name in symbols)
@@ -233,8 +235,6 @@ class _Writer:
                 if groups:  # column blocks of whole groups
                     more.append(f"col_align=math.lcm(128, {', '.join(dict.fromkeys(groups))})")
         else:
-            if stage.batched:  # the planner gives batch dims to matmul and conv stages only
-                raise CannotPlan("a row-wise stage with batch dimensions")
             name, parameter = f"_stage{n}_body", "body"
             what = "The reference's equations, translated one by one, on one block."
             sizes = [
@@ -251,6 +251,8 @@ class _Writer:
                 lines += ["", "return finish"]
                 accumulated = [f"({str(role)!r}, {initial})" for role, initial in body.accumulators]
                 more = [f"accumulators={_tuple(accumulated)}"]
+            if stage.batched:  # what follows a convolution: per image, or shared by every image
+                more.append(f"batched={_tuple([str(o.batched) for o in extras + outputs])}")
         bound = ", ".join(f"{s}={s}" for s in symbols)
         # the roles as the pieces read them: text
         results = [f"({str(o.role)!r}, {dtype_source(o.var.dtype)})" for o in outputs]
@@ -262,7 +264,8 @@ class _Writer:
             *more,
         ]
         # A conv's block is whole images; a running epilogue's, column blocks.
-        if stage.full_cols and not isinstance(stage, ConvStage) and running is None:
+        over_images = stage.batched and stage.head is None  # its blocks span every column anyway
+        if stage.full_cols and not isinstance(stage, ConvStage) and not running and not over_images:
             keywords.append("full_cols=True")
         temporaries = min(body.tile_temporaries, _MAX_LIVE_TEMPORARIES) + stage.head_scratch
         if GROUP_HELPER in body.helpers:

@@ -87,6 +87,8 @@ ROWWISE_STAGE = (
     rowwise._column_reduction_kernel,
     rowwise._rowwise_stage,
 )
+# The same over images (what follows a convolution, batch statistics among it).
+BATCHED_ROWWISE_STAGE = (*ROWWISE_STAGE[:-1], rowwise._batched_rowwise_stage, *ROWWISE_STAGE[-1:])
 # The convolution reads its epilogue's operands by rowwise.py's roles.
 CONV_STAGE = (
     rowwise._tile_block_2d,
