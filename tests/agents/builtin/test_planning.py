@@ -63,10 +63,6 @@ def test_families_are_recognised_from_the_jaxpr(suite_tasks, task_id, families):
 @pytest.mark.parametrize(
     ("task_id", "reason"),
     [
-        (
-            "34k",
-            "`reduce_sum` over .* reduces in a way no tiling",
-        ),  # batch statistics of a convolution
         ("10p", "uses `top_k`"),
         ("3p", "uses `slice`"),
         ("16p", "uses `cumsum`"),
