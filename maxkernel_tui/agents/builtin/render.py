@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import re
 import textwrap
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -200,7 +202,7 @@ class _Writer:
             )
         else:
             body = emit_body(stage, self.plan.program.dims, self.symbol_names, ref_names)
-        piece = _PIECE[type(stage)]
+        piece: tuple[Callable[..., Any], ...] = _PIECE[type(stage)]
         if stage.batched and stage.head is None:
             piece = parts.BATCHED_ROWWISE_STAGE
         self.pieces.append(parts.RUNNING_STAGE if running else piece)
