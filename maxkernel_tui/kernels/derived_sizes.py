@@ -22,7 +22,7 @@ from typing import Any
 from maxkernel_tui.kernels.config_names import BENCH
 from maxkernel_tui.kernels.derive.plan import Derivation
 from maxkernel_tui.kernels.derive.rewrite import BUILDER, MIX, builder_source, mix_seed
-from maxkernel_tui.kernels.derive.sites import SiteKind
+from maxkernel_tui.kernels.derive.sites import SiteKind, entry_value
 from maxkernel_tui.kernels.task import Task, TaskError, TaskFormat
 
 _BOUND = "__derived_bound_modules__"  # candidates whose module-level sizes follow the task's
@@ -98,7 +98,7 @@ def _set_module_sizes(module: ModuleType, derivation: Derivation, sizes: dict[st
         if site.kind == SiteKind.MODULE and isinstance(module.__dict__.get(site.name), int):
             module.__dict__[site.name] = sizes[site.name]
         elif site.kind == SiteKind.CONFIG and isinstance(table, dict) and site.key in table:
-            table[site.key] = sizes[site.name]
+            table[site.key] = entry_value(site, table[site.key], sizes[site.name])
 
 
 def _call_builder(task: Task, builder: Callable[..., Any], leading: tuple[Any, ...]) -> Any:

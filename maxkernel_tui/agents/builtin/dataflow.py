@@ -48,10 +48,12 @@ class Part:
 
 @dataclass(frozen=True)
 class Shift:
-    """A size plus a constant offset: a valid convolution's output, height - kh + 1."""
+    """A size plus a constant offset, less another size where one is given: a valid
+    convolution's output, height - kh + 1 (taps fixed: height - 2)."""
 
     base: int
     offset: int
+    less: int | None = None
 
 
 Definition = Product | Part | Shift
@@ -226,7 +228,8 @@ class SizeResolver:
                 product = product * self.dim(factor)
             return product
         if isinstance(definition, Shift):
-            return self.table.shifted(self.dim(definition.base), definition.offset)
+            less = None if definition.less is None else self.dim(definition.less)
+            return self.table.shifted(self.dim(definition.base), definition.offset, less)
         return self._part(definition)
 
     def _part(self, part: Part) -> Dim | None:
@@ -296,7 +299,8 @@ def flow_equation(
 
 def flow_plain_conv(flow: SizeFlow, image: Nodes, kernel: Nodes, out: Nodes) -> None:
     """A plain NCHW x OIHW convolution: batch and out channels flow through, the image's and
-    the kernel's channels are one size, each spatial output is its input less the taps."""
+    the kernel's channels are one size, each spatial output is its input less the taps (a
+    constant where the taps are the same in both traces, else the taps' own size)."""
     flow.tie(image[0], out[0])
     flow.tie(kernel[0], out[1])
     flow.tie(image[1], kernel[1])
@@ -304,6 +308,8 @@ def flow_plain_conv(flow: SizeFlow, image: Nodes, kernel: Nodes, out: Nodes) -> 
         taps = flow.values(kernel[axis])
         if taps[0] == taps[1]:
             flow.define(out[axis], Shift(image[axis], 1 - taps[0]))
+        else:
+            flow.define(out[axis], Shift(image[axis], 1, kernel[axis]))
 
 
 def _dot_general(flow: SizeFlow, params: dict[str, Any], arrays: list[Nodes], out: Nodes) -> None:

@@ -95,6 +95,17 @@ class DimTable:
         self._values: dict[str, tuple[int, int]] = {}  # symbol -> (bench, check)
         self.origins: dict[str, tuple[int, int]] = {}  # symbol -> (input position, axis)
         self.shifts: dict[str, tuple[str, int]] = {}  # symbol -> (symbol, offset): e.g. height - 2
+        # symbol -> the size it also subtracts (a valid conv's output whose taps vary: h - kh + 1)
+        self.less: dict[str, str] = {}
+        self.statics: dict[str, int] = {}  # symbol -> position of the static int arg it is
+
+    def static_symbol(self, bench: int, check: int, position: int) -> None:
+        """A static integer argument that differs between the traces (a group count) as a size
+        of its own, read from the argument itself: sizes found by value (a group's width,
+        channels // groups) can then follow it rather than an input size of the same values."""
+        symbol = f"t{position}"  # after every input symbol: an input size of the same values wins
+        self._values[symbol] = (bench, check)
+        self.statics[symbol] = position
 
     def symbols(self) -> dict[str, tuple[int, int]]:
         return dict(self._values)
@@ -115,18 +126,22 @@ class DimTable:
         self.origins[symbol] = (position, axis)
         return Dim(Fraction(1), (symbol,))
 
-    def shifted(self, dim: Dim, offset: int) -> Dim:
-        """`dim + offset` as a symbol of its own (a valid convolution's output size, height - 2),
-        so that products of such sizes stay expressible. Its rule comes from the primitive that
-        makes it, never from matching values."""
-        if offset == 0:
+    def shifted(self, dim: Dim, offset: int, less: Dim | None = None) -> Dim:
+        """`dim - less + offset` as a symbol of its own (a valid convolution's output size,
+        height - 2, or height - taps + 1 when the taps are a size too), so that products of
+        such sizes stay expressible. Its rule comes from the primitive that makes it, never
+        from matching values."""
+        if less is not None and less.is_const:
+            offset, less = offset - int(less.factor), None
+        if offset == 0 and less is None:
             return dim
-        if len(dim.symbols) != 1 or dim.over or dim.factor != 1:
-            raise ShapeRuleError(f"a size {offset:+d} of a size that is not one input size")
-        base = dim.symbols[0]
-        symbol = f"{base}{offset:+d}"
+        base, minus = _one_symbol(dim, offset), _one_symbol(less, offset) if less else None
+        symbol = f"{base}{'-' + minus if minus else ''}{offset:+d}"
         if symbol not in self._values:
             bench, check = self._values[base]
+            if minus is not None:
+                bench, check = bench - self._values[minus][0], check - self._values[minus][1]
+                self.less[symbol] = minus
             self._values[symbol] = (bench + offset, check + offset)
             self.shifts[symbol] = (base, offset)
         return Dim(Fraction(1), (symbol,))
@@ -172,6 +187,13 @@ class DimTable:
             ]
             if count == 2:
                 shapes += [((a,), (b,)) for a in symbols for b in symbols if a != b]
+            if count == 3:  # a group's element count: (channels / groups) * height * width
+                shapes += [
+                    (combo, (b,))
+                    for combo in combinations_with_replacement(symbols, count)
+                    for b in symbols
+                    if b not in combo
+                ]
             for numerator, over in shapes:
                 bench_value, check_value = (
                     self._value(numerator, over, 0),
@@ -201,6 +223,12 @@ class DimTable:
         for symbol in over:
             value /= self._values[symbol][trace]
         return value
+
+
+def _one_symbol(dim: Dim, offset: int) -> str:
+    if len(dim.symbols) != 1 or dim.over or dim.factor != 1:
+        raise ShapeRuleError(f"a size {offset:+d} of a size that is not one input size")
+    return dim.symbols[0]
 
 
 def _simple(factor: Fraction) -> bool:

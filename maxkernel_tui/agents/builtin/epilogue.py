@@ -13,8 +13,17 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from maxkernel_tui.agents.builtin.dims import DimTable, ShapeLiteral
-from maxkernel_tui.agents.builtin.layout import COL, GROUP_ROW, ROW, SCALAR, TILE, Kind, same_layout
-from maxkernel_tui.agents.builtin.planner import reduces_rows
+from maxkernel_tui.agents.builtin.layout import (
+    COL,
+    GROUP_ROW,
+    ROW,
+    ROW_GROUP,
+    SCALAR,
+    TILE,
+    Kind,
+    same_layout,
+)
+from maxkernel_tui.agents.builtin.planner import reduces_images, reduces_rows
 from maxkernel_tui.agents.builtin.primitives import (
     ELEMENTWISE,
     REDUCTIONS,
@@ -25,19 +34,21 @@ from maxkernel_tui.agents.builtin.primitives import (
 from maxkernel_tui.agents.builtin.program import Eqn, Literal, Operand, Var
 from maxkernel_tui.agents.builtin.stages import MatmulStage, OperandRole, Stage
 
-_PREFIX = {TILE: "y", GROUP_ROW: "g", ROW: "r", COL: "c", SCALAR: "s"}
+_PREFIX = {TILE: "y", GROUP_ROW: "g", ROW: "r", ROW_GROUP: "q", COL: "c", SCALAR: "s"}
 _KERNEL_SHAPE = {
     TILE: "(tm, tn)",
     GROUP_ROW: "(tm, tn)",
     ROW: "(tm, 1)",
+    ROW_GROUP: "(tm, 1)",
     COL: "(1, tn)",
     SCALAR: "(1, 1)",
 }
 GROUP_HELPER = "group_totals"
+ROW_GROUP_HELPER = "row_group_totals"
 
 
 # A reduction over rows yields one value per column, or a single value.
-_ACCUMULATOR_ROLE = {COL: OperandRole.COL, SCALAR: OperandRole.SCALAR}
+_ACCUMULATOR_ROLE = {COL: OperandRole.COL, SCALAR: OperandRole.SCALAR, ROW: OperandRole.ROW}
 _IDENTITY = {"reduce_sum": "0.0", "reduce_max": "-jnp.inf", "reduce_min": "jnp.inf"}
 _ACCUMULATE = {
     "reduce_sum": "{acc} + {part}",
@@ -193,7 +204,10 @@ class BodyEmitter:
 
     def _reduction(self, eqn: Eqn, source: Kind, result: Kind) -> None:
         if self.stage.reduces_rows and reduces_rows(source, result):
-            self._accumulate(eqn, result)
+            self._accumulate(eqn, result, axis=0)
+            return
+        if self.stage.reduces_rows and reduces_images(source, result):
+            self._accumulate(eqn, result, axis=1)  # each image's columns, summed over images
             return
         value = self._operand(eqn.inputs[0])
         var = eqn.outputs[0]
@@ -201,7 +215,13 @@ class BodyEmitter:
             self._alias(var, eqn.inputs[0])  # over size-1 axes only: nothing to reduce
             return
         function = REDUCTIONS[eqn.primitive]
-        if result.name == GROUP_ROW:
+        if result.name == ROW_GROUP:  # a convolution's channel groups: rows, then their groups
+            self.helpers.add(ROW_GROUP_HELPER)
+            rows = f"{function}({value}, axis=1, keepdims=True)"
+            self._assign(var, f"_row_group_totals({rows}, {self._width(result)})")
+        elif result.name == COL and source.name == TILE:  # every channel of a convolution
+            self._assign(var, f"{function}({value}, axis=0, keepdims=True)")
+        elif result.name == GROUP_ROW:
             self.helpers.add(GROUP_HELPER)
             self._assign(var, f"_group_totals({value}, {self._width(result)})")
         elif source.name == GROUP_ROW and eqn.primitive == "reduce_sum":
@@ -210,13 +230,14 @@ class BodyEmitter:
         else:
             self._assign(var, f"{function}({value}, axis=1, keepdims=True)")
 
-    def _accumulate(self, eqn: Eqn, result: Kind) -> None:
-        """A reduction over rows: each row block adds its partial result to f32 scratch; the
-        total is read after the last row block."""
+    def _accumulate(self, eqn: Eqn, result: Kind, axis: int) -> None:
+        """A reduction over rows (or images): each row block (image) adds its partial result,
+        reduced over `axis` of the block, to f32 scratch; the total is read after the last."""
         accumulator = f"acc{len(self.accumulators)}_ref"
         self.accumulators.append((_ACCUMULATOR_ROLE[result.name], _IDENTITY[eqn.primitive]))
         self.lines = self.step_lines
-        part = f"{REDUCTIONS[eqn.primitive]}({self._operand(eqn.inputs[0])}, axis=0, keepdims=True)"
+        operand = self._operand(eqn.inputs[0])
+        part = f"{REDUCTIONS[eqn.primitive]}({operand}, axis={axis}, keepdims=True)"
         total = _ACCUMULATE[eqn.primitive].format(
             acc=f"{accumulator}[...]", part=f"{part}.astype(jnp.float32)"
         )

@@ -7,8 +7,11 @@ rows, and one column dim on the lanes. Relative to a frame every value is one ki
   col        (cols,) or (1, cols): one number per column, e.g. a bias
   scalar     () or (1,): one number
   group_row  (rows, groups): one number per row and group of `width` contiguous columns
+  row_group  (groups,) of a single row dim split (groups, width): one number per group of
+             `width` adjacent rows (a group norm over a convolution's channels)
 Size-1 axes are ignored. Inside the kernel every kind is a 2-D array: (tm, tn), (tm, 1), (1, tn),
-(1, 1) and (tm, tn // width); outside, the stage's operands are reshaped to the same 2-D forms
+(1, 1) and (tm, tn // width), and a row group (tm, 1) with every row holding its group's value;
+outside, the stage's operands are reshaped to the same 2-D forms
 (3-D with a leading batch axis).
 """
 
@@ -19,18 +22,20 @@ from dataclasses import dataclass, replace
 from maxkernel_tui.agents.builtin.dims import Dim, ShapeRuleError
 
 TILE, ROW, COL, SCALAR, GROUP_ROW = "tile", "row", "col", "scalar", "group_row"
-_RANK = {SCALAR: 0, ROW: 1, COL: 1, GROUP_ROW: 2, TILE: 3}
+ROW_GROUP = "row_group"
+_RANK = {SCALAR: 0, ROW: 1, ROW_GROUP: 1, COL: 1, GROUP_ROW: 2, TILE: 3}
 
 
 @dataclass(frozen=True)
 class Kind:
     name: str
-    width: Dim | None = None  # group width: for group rows, and tiles seen as groups
+    width: Dim | None = None  # group width: for group rows, and tiles seen as groups; rows per
+    # group for row groups
     batched: bool = False  # has the frame's batch dims (else shared by every batch entry)
 
     @property
     def spans_rows(self) -> bool:
-        return self.name in (TILE, ROW, GROUP_ROW)
+        return self.name in (TILE, ROW, GROUP_ROW, ROW_GROUP)
 
     @property
     def spans_cols(self) -> bool:
@@ -90,12 +95,20 @@ def classify(shape: tuple[Dim, ...], frame: Frame) -> Kind | None:
         rest, has_rows = dims[len(rows) :], True
     elif len(rows) > 1 and dims[:1] == [frame.row_count]:
         rest, has_rows = dims[1:], True
+    elif len(rows) == 1 and len(dims) > 2 and dims[0] * dims[1] == rows[0]:
+        rest, has_rows = dims[2:], True  # the rows split in groups: (groups, width, ...)
     else:
         rest, has_rows = dims, False
     if not rest:
         return Kind(ROW if has_rows else SCALAR, batched=batched)
     if rest == [frame.cols]:
         return Kind(TILE if has_rows else COL, batched=batched)
+    if not has_rows and len(rest) == 2 and rest[0] * rest[1] == frame.cols:
+        return Kind(COL, batched=batched)  # a convolution's pixels as (height, width)
+    if not has_rows and len(rest) == 1 and len(rows) == 1:
+        per_group = rows[0].divided_by(rest[0])
+        if per_group is not None and not per_group.is_one():
+            return Kind(ROW_GROUP, per_group, batched)
     if has_rows and len(rest) == 2 and rest[0] * rest[1] == frame.cols:
         return Kind(TILE, rest[1], batched)
     if has_rows and len(rest) == 1:
@@ -107,10 +120,12 @@ def classify(shape: tuple[Dim, ...], frame: Frame) -> Kind | None:
 
 def join(kinds: list[Kind]) -> Kind | None:
     """The kind of an element-wise result of operands of these kinds (None: they clash)."""
+    names = {k.name for k in kinds}
+    if ROW_GROUP in names:
+        return _join_row_groups(kinds, names)
     widths = {k.width for k in kinds if k.width is not None}
     if len(widths) > 1:
         return None
-    names = {k.name for k in kinds}
     if {ROW, COL} <= names or (GROUP_ROW in names and (COL in names or TILE in names)):
         name = TILE
     else:
@@ -119,10 +134,24 @@ def join(kinds: list[Kind]) -> Kind | None:
     return Kind(name, width, any(k.batched for k in kinds))
 
 
+def _join_row_groups(kinds: list[Kind], names: set[str]) -> Kind | None:
+    """A row group meets scalars (its statistics) or tiles (normalising them): the result is
+    the row group, or the tile (its column grouping kept)."""
+    groups = {k.width for k in kinds if k.name == ROW_GROUP}
+    if len(groups) > 1 or names - {ROW_GROUP, SCALAR, TILE}:
+        return None
+    batched = any(k.batched for k in kinds)
+    if TILE in names:
+        tiles = {k.width for k in kinds if k.name == TILE}
+        return Kind(TILE, next(iter(tiles)) if len(tiles) == 1 else None, batched)
+    return Kind(ROW_GROUP, next(iter(groups)), batched)
+
+
 def same_layout(a: Kind, b: Kind) -> bool:
     """Whether two kinds are the same 2-D array in the kernel (a tile and its grouped view are)."""
     if a.name == TILE and b.name == TILE:
         return a.batched == b.batched
-    return replace(a, width=a.width if a.name == GROUP_ROW else None) == replace(
-        b, width=b.width if b.name == GROUP_ROW else None
+    kept = (GROUP_ROW, ROW_GROUP)
+    return replace(a, width=a.width if a.name in kept else None) == replace(
+        b, width=b.width if b.name in kept else None
     )

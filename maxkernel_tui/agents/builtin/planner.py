@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from maxkernel_tui.agents.builtin.errors import CannotPlan
+from maxkernel_tui.agents.builtin.image_reductions import reduces_whole_images
 from maxkernel_tui.agents.builtin.layout import (
     COL,
     GROUP_ROW,
@@ -160,6 +161,11 @@ class _Planner:
                     )
                 self._place(eqn, stage)
                 return
+            over_images = Stage(len(self.stages) + 1, stage.frame)  # a convolution's frame
+            if stage.batched and self._fits(eqn, over_images):
+                stage = self._add(over_images)
+                self._place(eqn, stage)
+                return
             stage = self._add(Stage(len(self.stages) + 1, Frame.of(eqn.outputs[0].shape)))
             if not self._fits(eqn, stage):
                 raise CannotPlan(
@@ -194,9 +200,11 @@ class _Planner:
         source = operands[0]
         if eqn.primitive in REDUCTIONS and not eqn.reduces_unit_axes_only:
             if stage.reduces_rows:
-                return reduces_rows(source, result)
+                return reduces_rows(source, result) or reduces_images(source, result)
+            if isinstance(stage, ConvStage) and reduces_whole_images(eqn, source, result):
+                return True
             return _reduction_allowed(eqn.primitive, source, result)
-        if stage.reduces_rows and result.spans_rows:
+        if stage.reduces_rows and not finished(stage, result):
             return False  # a column-reduction stage yields only what is left once rows are reduced
         if is_elementwise(eqn.primitive, len(eqn.inputs)):
             joined = join(operands)
@@ -388,7 +396,9 @@ class _Planner:
             ]
             for var in stage.outputs:
                 kind = stage.kinds[var]  # every result a stage computes has a kind there
-                if kind.spans_rows == stage.reduces_rows:
+                whole_images = isinstance(stage, ConvStage) and stage.full_rows
+                wrong = not finished(stage, kind) if stage.reduces_rows else not kind.spans_rows
+                if wrong and not whole_images:
                     raise CannotPlan(
                         f"a {kind.name} result of shape {_shape(var)} would need every row of a "
                         "row-tiled stage: not planned"
@@ -418,6 +428,18 @@ def reduces_rows(source: Kind, result: Kind) -> bool:
     """A reduction over the rows of a frame: tiles to columns, rows to a scalar."""
     unbatched = not source.batched and not result.batched
     return unbatched and (source.name, result.name) in ((TILE, COL), (ROW, SCALAR))
+
+
+def reduces_images(source: Kind, result: Kind) -> bool:
+    """A reduction over the images and columns of a convolution's frame: per-image tiles to one
+    value per row (batch statistics per channel)."""
+    return source.batched and not result.batched and (source.name, result.name) == (TILE, ROW)
+
+
+def finished(stage: Stage, kind: Kind) -> bool:
+    """Whether a column-reduction stage can yield a value of this kind: what is left once rows
+    are reduced (columns, scalars), or once images are (anything shared by every image)."""
+    return not kind.batched if stage.batched else not kind.spans_rows
 
 
 def _reduction_allowed(primitive: str, source: Kind, result: Kind) -> bool:

@@ -152,6 +152,9 @@ def trace_program(task: Task, probe: Probe = Probe.EVERY, *, strict: bool = True
     ]
     outputs = builder.walk(jaxpr_b, jaxpr_c, list(inputs))
     table = DimTable()
+    for position, (b, c) in enumerate(zip(static_b, static_c), start=len(inputs)):
+        if type(b) is int and type(c) is int and b != c and b > 1 and c > 1:
+            table.static_symbol(b, c, position)
     builder.resolve(table)
     eqns = _live(builder.eqns, outputs)
     if strict:

@@ -13,14 +13,15 @@ from __future__ import annotations
 
 import re
 import textwrap
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from maxkernel_tui.agents.builtin import source_parts as parts
 from maxkernel_tui.agents.builtin.dims import Dim
-from maxkernel_tui.agents.builtin.epilogue import GROUP_HELPER, emit_body
-from maxkernel_tui.agents.builtin.errors import CannotPlan
+from maxkernel_tui.agents.builtin.epilogue import GROUP_HELPER, ROW_GROUP_HELPER, emit_body
 from maxkernel_tui.agents.builtin.layout import COL, ROW, SCALAR, TILE, Kind
 from maxkernel_tui.agents.builtin.operand_precision import (
     OperandPrecision,
@@ -95,9 +96,14 @@ class _Writer:
             symbol: f"{program.arg_names[position]}_dim{axis}"
             for symbol, (position, axis) in program.dims.origins.items()
         }
+        for symbol, position in program.dims.statics.items():  # computation() receives them
+            self.symbol_names[symbol] = program.arg_names[position]
         for symbol, (base, offset) in program.dims.shifts.items():  # bases come first
+            less = program.dims.less.get(symbol)
             self.symbol_names[symbol] = (
-                f"{self.symbol_names[base]}_{'minus' if offset < 0 else 'plus'}{abs(offset)}"
+                f"{self.symbol_names[base]}"
+                f"{'_minus_' + self.symbol_names[less] if less else ''}"
+                f"_{'minus' if offset < 0 else 'plus'}{abs(offset)}"
             )
         self.used_symbols: set[str] = set()
         self.helpers: set[str] = set()
@@ -116,7 +122,11 @@ class _Writer:
         pieces = list(dict.fromkeys(self.pieces))
         if GROUP_HELPER in self.helpers:
             pieces.append(parts.GROUP_TOTALS)
-        grouped = any(r.group_widths for r in self.plan.running.values())
+        if ROW_GROUP_HELPER in self.helpers:
+            pieces.append(parts.ROW_GROUP_TOTALS)
+        grouped = any(r.group_widths for r in self.plan.running.values()) or any(
+            isinstance(s, ConvStage) and s.row_groups for s in self.plan.stages
+        )
         standard = ["functools", *(["math"] if GROUP_HELPER in self.helpers or grouped else [])]
         sections = [
             self._docstring() + "\n" + parts.imports(*standard),
@@ -192,7 +202,10 @@ class _Writer:
             )
         else:
             body = emit_body(stage, self.plan.program.dims, self.symbol_names, ref_names)
-        self.pieces.append(parts.RUNNING_STAGE if running else _PIECE[type(stage)])
+        piece: tuple[Callable[..., Any], ...] = _PIECE[type(stage)]
+        if stage.batched and stage.head is None:
+            piece = parts.BATCHED_ROWWISE_STAGE
+        self.pieces.append(parts.RUNNING_STAGE if running else piece)
         self.helpers |= body.helpers
         symbols = [k for k in body.keywords if k not in ("tm", "tn", "cols")]
         self.used_symbols.update(s for s, name in self.symbol_names.items() if name in symbols)
@@ -224,8 +237,6 @@ class _Writer:
                 if groups:  # column blocks of whole groups
                     more.append(f"col_align=math.lcm(128, {', '.join(dict.fromkeys(groups))})")
         else:
-            if stage.batched:  # the planner gives batch dims to matmul and conv stages only
-                raise CannotPlan("a row-wise stage with batch dimensions")
             name, parameter = f"_stage{n}_body", "body"
             what = "The reference's equations, translated one by one, on one block."
             sizes = [
@@ -242,6 +253,8 @@ class _Writer:
                 lines += ["", "return finish"]
                 accumulated = [f"({str(role)!r}, {initial})" for role, initial in body.accumulators]
                 more = [f"accumulators={_tuple(accumulated)}"]
+            if stage.batched:  # what follows a convolution: per image, or shared by every image
+                more.append(f"batched={_tuple([str(o.batched) for o in extras + outputs])}")
         bound = ", ".join(f"{s}={s}" for s in symbols)
         # the roles as the pieces read them: text
         results = [f"({str(o.role)!r}, {dtype_source(o.var.dtype)})" for o in outputs]
@@ -253,15 +266,19 @@ class _Writer:
             *more,
         ]
         # A conv's block is whole images; a running epilogue's, column blocks.
-        if stage.full_cols and not isinstance(stage, ConvStage) and running is None:
+        over_images = stage.batched and stage.head is None  # its blocks span every column anyway
+        if stage.full_cols and not isinstance(stage, ConvStage) and not running and not over_images:
             keywords.append("full_cols=True")
         temporaries = min(body.tile_temporaries, _MAX_LIVE_TEMPORARIES) + stage.head_scratch
         if GROUP_HELPER in body.helpers:
             temporaries += _GROUP_TEMPORARIES
-        keywords += [
-            f"row_align={_row_alignment(operands, outputs)}",
-            f"temporaries={temporaries}",
-        ]
+        row_align = str(_row_alignment(operands, outputs))
+        if isinstance(stage, ConvStage) and stage.row_groups:  # blocks of whole channel groups
+            widths = ", ".join(dict.fromkeys(self._dim(w) for w in stage.row_groups))
+            row_align = f"math.lcm({row_align}, {widths})"
+        if isinstance(stage, ConvStage) and stage.full_rows:
+            keywords.append("full_rows=True")
+        keywords += [f"row_align={row_align}", f"temporaries={temporaries}"]
         self._record_call(stage, operands, outputs, keywords, runner)
         summary = textwrap.wrap(f'"""Stage {n}: {self._summary(stage)} {what}"""', 92)
         heading = ["col", "tm", "tn", "cols"] if running is not None else ["tm", "tn"]
@@ -416,6 +433,8 @@ class _Writer:
         for symbol in reversed(program.dims.shifts):  # a shifted size needs the size it shifts
             if symbol in used:
                 used.add(program.dims.shifts[symbol][0])
+                if symbol in program.dims.less:
+                    used.add(program.dims.less[symbol])
         bindings = [
             f"    {self.symbol_names[s]} = {program.arg_names[program.dims.origins[s][0]]}"
             f".shape[{program.dims.origins[s][1]}]"
@@ -423,8 +442,9 @@ class _Writer:
             if s in program.dims.origins
         ]
         bindings += [
-            f"    {self.symbol_names[s]} = {self.symbol_names[base]} {'-' if offset < 0 else '+'} "
-            f"{abs(offset)}"
+            f"    {self.symbol_names[s]} = {self.symbol_names[base]}"
+            f"{' - ' + self.symbol_names[program.dims.less[s]] if s in program.dims.less else ''}"
+            f" {'-' if offset < 0 else '+'} {abs(offset)}"
             for s, (base, offset) in program.dims.shifts.items()
             if s in used
         ]

@@ -44,6 +44,7 @@ def imports(*standard: str) -> str:
 VMEM_CONSTANTS = section_source(blocks, "vmem")
 COMMON = (blocks._pick_block, blocks._block_bytes, blocks._compiler_params)
 GROUP_TOTALS = (groups._group_totals,)
+ROW_GROUP_TOTALS = (groups._row_group_totals,)
 # Each family's stage, parameterised: the functions a file running it carries, in order.
 MATMUL_STAGE = (
     blocks._fit_blocks,
@@ -90,6 +91,8 @@ ROWWISE_STAGE = (
     rowwise._column_reduction_kernel,
     rowwise._rowwise_stage,
 )
+# The same over images (what follows a convolution, batch statistics among it).
+BATCHED_ROWWISE_STAGE = (*ROWWISE_STAGE[:-1], rowwise._batched_rowwise_stage, *ROWWISE_STAGE[-1:])
 # The convolution reads its epilogue's operands by rowwise.py's roles.
 CONV_STAGE = (
     rowwise._tile_block_2d,

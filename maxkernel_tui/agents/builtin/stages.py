@@ -16,7 +16,8 @@ from typing import ClassVar
 import numpy as np
 
 from maxkernel_tui.agents.builtin.dims import Dim
-from maxkernel_tui.agents.builtin.layout import GROUP_ROW, SCALAR, Frame, Kind
+from maxkernel_tui.agents.builtin.image_reductions import spans_every_channel
+from maxkernel_tui.agents.builtin.layout import GROUP_ROW, ROW_GROUP, SCALAR, Frame, Kind
 from maxkernel_tui.agents.builtin.primitives import REDUCTIONS, picks_one_per_row
 from maxkernel_tui.agents.builtin.program import Eqn, Literal, Operand, Var
 
@@ -242,6 +243,22 @@ class ConvStage(Stage):
     @property
     def head(self) -> Conv:
         return self.conv
+
+    @property
+    def full_rows(self) -> bool:
+        """Whether its epilogue reduces over every output channel: one block holds them all."""
+        return any(
+            eqn.primitive in REDUCTIONS
+            and spans_every_channel(self.kind(eqn.inputs[0]), self.kinds[eqn.outputs[0]])
+            for eqn in self.eqns
+        )
+
+    @property
+    def row_groups(self) -> tuple[Dim, ...]:
+        """The widths of the groups of adjacent channels its epilogue reduces over: each block
+        of channels holds whole groups."""
+        widths = (k.width for k in self.kinds.values() if k.name == ROW_GROUP and k.width)
+        return tuple(dict.fromkeys(widths))
 
     def head_operands(self) -> list[HeadOperand]:
         # The piece reads the image as it is and lays the kernel out tap by tap.

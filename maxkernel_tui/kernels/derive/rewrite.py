@@ -81,7 +81,11 @@ def rewritten_builder(
     # found on the copy before anything moves: the rewrite replaces these very nodes
     literal_ids = {key: name for key, name in literal_names(fn).items() if name in literals}
     local_sizes = {s.name for s in sites if s.kind == SiteKind.LOCAL}
-    entries = {(s.table, s.key): s.name for s in sites if s.kind == SiteKind.ENTRY}
+    entries = {
+        (s.table, s.key if s.index is None else f"{s.key}[{s.index}]"): s.name
+        for s in sites
+        if s.kind == SiteKind.ENTRY
+    }
     fn.body = [
         _entries(_sized(statement, local_sizes, names.sizes), entries, names.sizes)
         for statement in fn.body
@@ -102,10 +106,33 @@ def _entries(statement: ast.stmt, entries: dict[tuple[str, str], str], sizes: st
         if isinstance(key, ast.Constant)
         and isinstance(key.value, str)
         and (name := _table_of(tables, entries, key.value))
-        else value
+        else _tuple_entry(value, tables, entries, key, sizes)
         for key, value in zip(table.keys, table.values)
     ]
     return statement
+
+
+def _tuple_entry(
+    value: ast.expr,
+    tables: set[str],
+    entries: dict[tuple[str, str], str],
+    key: ast.expr | None,
+    sizes: str,
+) -> ast.expr:
+    """`'bias_shape': (128, 1, 1)` -> `(__sizes__["bias_shape[0]"], 1, 1)`."""
+    if not (
+        isinstance(value, ast.Tuple)
+        and isinstance(key, ast.Constant)
+        and isinstance(key.value, str)
+    ):
+        return value
+    value.elts = [
+        _lookup(sizes, entries[(name, element_key)])
+        if (name := _table_of(tables, entries, element_key := f"{key.value}[{index}]"))
+        else element
+        for index, element in enumerate(value.elts)
+    ]
+    return value
 
 
 def _table_of(tables: set[str], entries: dict[tuple[str, str], str], key: str) -> str:

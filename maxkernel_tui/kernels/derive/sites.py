@@ -24,7 +24,7 @@ import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import cast
+from typing import Any, cast
 
 
 class SiteKind(StrEnum):
@@ -66,6 +66,8 @@ class SizeSite:
     line: int
     table: str = ""  # the dict an entry lives in (config, entry)
     key: str = ""  # its key there
+    index: int | None = None  # its place in a tuple entry (`'bias_shape': (128, 1, 1)`)
+    entry: tuple[int, ...] = ()  # that tuple as production writes it
 
 
 # A shape written in the input builder: size names and integer literals, e.g. ("batch", 3, "h").
@@ -202,12 +204,65 @@ def _table_sizes(
             continue  # a local dict shadows a module-level one of the same name
         seen_tables.add(table)
         for key, value in zip(literal.keys, literal.values):
+            if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+                continue
             size = int_of(value)
-            if isinstance(key, ast.Constant) and isinstance(key.value, str) and size is not None:
+            if size is not None:
                 name = key.value if key.value not in taken else f"{table}.{key.value}"
                 taken.add(name)
                 found.append(SizeSite(name, size, kind, value.lineno, table, key.value))
+            elif isinstance(value, ast.Tuple):
+                found += _tuple_entry_sizes(value, table, key.value, kind, taken)
     return found
+
+
+def _tuple_entry_sizes(
+    value: ast.Tuple, table: str, key: str, kind: SiteKind, taken: set[str]
+) -> list[SizeSite]:
+    """The sizes of a shape kept as a dict entry (`'bias_shape': (128, 1, 1)`): each integer
+    of at least LITERAL_FROM is a size of its own, `bias_shape[0]`; the rest is structure."""
+    values = [int_of(element) for element in value.elts]
+    if None in values:
+        return []
+    entry = tuple(v for v in values if v is not None)
+    found = []
+    for index, size in enumerate(entry):
+        if size >= LITERAL_FROM:
+            name = f"{key}[{index}]" if key not in taken else f"{table}.{key}[{index}]"
+            taken.add(name)
+            found.append(SizeSite(name, size, kind, value.lineno, table, key, index, entry))
+    return found
+
+
+def entry_value(site: SizeSite, current: Any, size: int) -> Any:
+    """A dict entry with `site`'s size set: the size itself, or the tuple entry with its
+    element replaced."""
+    if site.index is None or not isinstance(current, tuple):
+        return size
+    return (*current[: site.index], size, *current[site.index + 1 :])
+
+
+def tuple_entry_shape(
+    node: ast.AST, sizes: list[SizeSite] | tuple[SizeSite, ...], aliases: Aliases
+) -> ShapeTuple | None:
+    """The shape a dict subscript reads when its entry is a tuple of sizes
+    (`config['bias_shape']` -> ('bias_shape[0]', 1, 1)); None for anything else."""
+    if not (
+        isinstance(node, ast.Subscript)
+        and isinstance(node.value, ast.Name)
+        and isinstance(node.slice, ast.Constant)
+    ):
+        return None
+    table = aliases.tables.get(node.value.id, node.value.id)
+    held = {
+        s.index: s
+        for s in sizes
+        if s.table == table and s.key == node.slice.value and s.index is not None
+    }
+    if not held:
+        return None
+    entry = next(iter(held.values())).entry
+    return tuple(held[i].name if i in held else v for i, v in enumerate(entry))
 
 
 def _dict_assignments(body: list[ast.stmt]) -> dict[str, ast.Dict]:
@@ -247,7 +302,7 @@ def size_of(
     ):
         table = aliases.tables.get(node.value.id, node.value.id)
         for site in sizes:
-            if site.table == table and site.key == node.slice.value:
+            if site.table == table and site.key == node.slice.value and site.index is None:
                 return site.name
     return None
 
@@ -325,6 +380,9 @@ def _shapes(
     ]
     candidates = [c for c in candidates if not (isinstance(c, ast.Tuple) and not c.elts)]
     for node in candidates:
+        if (whole := tuple_entry_shape(node, sizes, aliases)) is not None:
+            shapes.append(whole)
+            continue
         shape: list[str | int] = []
         for element in node.elts if isinstance(node, ast.Tuple) else [node]:
             name = size_of(element, sizes, aliases)

@@ -72,3 +72,21 @@ def test_a_convolution_output_size_is_its_input_size_shifted():
     assert table.literal(1 / (126 * 126), 1 / (30 * 126)) == ShapeLiteral(
         out_height * out_width, reciprocal=True
     )
+
+
+def test_a_convolution_output_follows_taps_that_are_a_size_too():
+    table = DimTable()
+    height, taps = table.new_symbol(128, 34, 0, 2), table.new_symbol(3, 5, 1, 2)
+    out = table.shifted(height, 1, taps)
+    assert table.values(out) == (126, 30)
+    assert table.shifted(height, 1, Dim.const(3)) == table.shifted(height, -2)
+
+
+def test_a_static_group_count_is_a_size_a_group_width_can_follow():
+    table = DimTable()
+    channels = table.new_symbol(64, 64, 1, 0)
+    batch = table.new_symbol(128, 64, 0, 0)  # 16 -> 8 is batch / 8 too: a coincidence
+    table.static_symbol(16, 8, 5)
+    groups = table.dim(16, 8)
+    assert groups.symbols == ("t5",) and groups != batch * Dim(Fraction(1, 8))
+    assert table.dim(4, 8) == Dim(Fraction(1), channels.symbols, groups.symbols)

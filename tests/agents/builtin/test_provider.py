@@ -25,6 +25,7 @@ from maxkernel_tui.kernels.loader import builtin_suite_dir, load_task
 from maxkernel_tui.kernels.perf.analysis import KernelAnalysis
 from maxkernel_tui.kernels.perf.model import Estimate
 from maxkernel_tui.kernels.perf.summary import ProfileSummary
+from tests.support.unplannable import write_sorting_task
 
 RMSNORM = builtin_suite_dir() / "12p_RMSNorm"
 PLAN_HEADINGS = ("tiling", "grid", "memory", "expected bound")
@@ -86,16 +87,14 @@ async def test_plan_kernel_and_next_kernel_for_rmsnorm(tmp_path):
 
 
 @pytest.mark.slow  # the agent's jax worker
-async def test_a_task_it_cannot_plan_gets_a_plain_error():
+async def test_a_task_it_cannot_plan_gets_a_plain_error(tmp_path):
     provider = build_provider({"name": "builtin"})
     try:
         with pytest.raises(CannotPlanError) as raised:
-            await LLMClient(provider).complete(
-                ask("implementer", builtin_suite_dir() / "10p_Sparse_MoE")
-            )
+            await LLMClient(provider).complete(ask("implementer", write_sorting_task(tmp_path)))
     finally:
         await provider.aclose()
-    assert str(raised.value).startswith(CANNOT_PLAN_PREFIX) and "top_k" in str(raised.value)
+    assert str(raised.value).startswith(CANNOT_PLAN_PREFIX) and "sort" in str(raised.value)
     assert not raised.value.retryable
 
 
@@ -183,6 +182,7 @@ def test_the_caller_never_imports_jax():
         from maxkernel_tui.agents.llm.client import LLMClient
         from maxkernel_tui.agents.providers import build_provider
         from maxkernel_tui.agents.llm.types import Message, Request
+from tests.support.unplannable import write_sorting_task
 
         async def main():
             provider = build_provider({{"name": "builtin"}})

@@ -95,3 +95,28 @@ def test_our_format_keeps_the_production_call_and_adds_configs(tmp_path):
     assert ours.source_format == "ours" and ours.configs == (BENCH, CHECK, HELDOUT)
     assert "def get_inputs(config='bench', seed=0, dtype=jnp.float32):" in rewritten
     assert "def computation(x, scale, eps):" in rewritten  # the rest is kept as written
+
+
+def test_a_shape_kept_as_a_dict_entry_scales_with_the_sizes_it_holds(tmp_path):
+    folder = tmp_path / "bias_shape"
+    folder.mkdir()
+    builder = (
+        "config = {'batch': 128, 'channels': 128, 'bias_shape': (128, 1, 1)}\n\n\n"
+        "def get_inputs(dtype=jnp.float32):\n"
+        "    k1, k2 = jax.random.split(jax.random.key(0))\n"
+        "    x = jax.random.uniform(k1, (config['batch'], config['channels'], 1, 1), dtype)\n"
+        "    bias = jax.random.normal(k2, config['bias_shape'], dtype)\n"
+        "    return [x, bias], []\n"
+    )
+    (folder / "reference.py").write_text(
+        "import jax\nimport jax.numpy as jnp\n\n" + builder + "\n\n"
+        "def computation(x, bias):\n    return x + bias\n"
+    )
+    code = "".join(f"  {line}\n" for line in builder.splitlines())
+    (folder / "kernel_task.yaml").write_text(
+        f"task_id: bias_shape\ndescription: x\ninput_gen_code: |\n{code}atol: 0.01\nrtol: 0.01\n"
+    )
+    sizes = load_task(folder).derivation.sizes
+    assert sizes[BENCH]["bias_shape[0]"] == 128
+    for config in (CHECK, HELDOUT):
+        assert sizes[config]["bias_shape[0]"] == sizes[config]["channels"] != 128

@@ -132,6 +132,7 @@ def _conv_stage(
     operands=None,
     row_align=8,
     temporaries=2,
+    full_rows=False,
     chunk_pixels=4096,
     patch_bytes=4 * 2**20,
 ):
@@ -141,9 +142,10 @@ def _conv_stage(
     the role of each of `others` (rows are output channels, columns output pixels); outputs:
     (role, dtype) of each result; batched: whether each of `others` and of the outputs has the
     image axis. `temporaries`: f32 (rows, pixels) values the epilogue makes, for the VMEM
-    estimate. A chunk of output rows spans at most `chunk_pixels` pixels and its patch (every
-    tap's slice) at most `patch_bytes`: wide enough to fill the MXU's columns, small enough to
-    stay a VMEM temporary."""
+    estimate. `full_rows`: the epilogue reduces over every output channel, so one block (and
+    one epilogue block) holds them all. A chunk of output rows spans at most `chunk_pixels`
+    pixels and its patch (every tap's slice) at most `patch_bytes`: wide enough to fill the
+    MXU's columns, small enough to stay a VMEM temporary."""
     batch, channels, height, width = image.shape
     rows, _, taps_h, taps_w = kernel.shape
     out_height, out_width = height - taps_h + 1, width - taps_w + 1
@@ -175,7 +177,7 @@ def _conv_stage(
         work = temporaries * _block_bytes(sub, cols, jnp.float32)
         return 2 * blocks + _block_bytes(tm, cols, jnp.float32) + chunk + work
 
-    tm, sub = _fit_conv_rows(rows, tm, row_align, footprint)
+    tm, sub = (rows, rows) if full_rows else _fit_conv_rows(rows, tm, row_align, footprint)
     sizes = {"tile": (rows, cols), "row": (rows, 1), "col": (1, cols), "scalar": (1, 1)}
     in_flags, out_flags = batched[: len(others)], batched[len(others) :]
     kernel_fn = functools.partial(

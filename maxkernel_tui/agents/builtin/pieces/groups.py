@@ -1,5 +1,6 @@
-"""Group statistics on the lane-dense tile layout: the helper a kernel with a group norm (or any
-sum over groups of adjacent columns) carries. Imports jax.
+"""Group statistics on the lane-dense tile layout: the helpers a kernel with a group norm carries
+(sums over groups of adjacent columns, or of adjacent rows: a convolution's channels). Imports
+jax.
 """
 
 from __future__ import annotations
@@ -32,4 +33,22 @@ def _group_totals(tile, width):
         chunks = chunks - part.astype(jnp.float32)
         totals = totals + jnp.dot(part, same_group, preferred_element_type=jnp.float32)
     return totals.reshape(rows, cols).astype(tile.dtype)
+# fmt: on
+
+
+# fmt: off
+def _row_group_totals(column, width):
+    """Each row gets the sum over its group of `width` adjacent rows: (tm, 1) -> (tm, 1).
+    A 0/1 matrix of same-group rows times the column spread over one lane tile, at full f32
+    precision (no reshape across sublanes, which Mosaic lays out poorly)."""
+    rows = column.shape[0]
+    row = jax.lax.broadcasted_iota(jnp.int32, (rows, rows), 0)
+    other = jax.lax.broadcasted_iota(jnp.int32, (rows, rows), 1)
+    same_group = (jax.lax.div(row, width) == jax.lax.div(other, width)).astype(jnp.float32)
+    spread = jnp.broadcast_to(column.astype(jnp.float32), (rows, 128))
+    totals = jnp.dot(
+        same_group, spread, preferred_element_type=jnp.float32,
+        precision=jax.lax.Precision.HIGHEST,
+    )
+    return totals[:, :1].astype(column.dtype)
 # fmt: on

@@ -99,13 +99,29 @@ def _rowwise_stage(
     full_cols=False,
     row_align=8,
     temporaries=0,
+    batched=None,
 ):
     """One row-wise stage over a (rows, cols) frame: `body(*operand_refs, *out_refs, tm=, tn=)`
     on each block. roles: the role of each operand (see _rowwise_block); outputs: (role, dtype)
     of each result. `accumulators`: (role, initial value) of each f32 scratch of a column
     reduction, whose body also takes their refs and returns its finishing step. `full_cols`: a
     block spans every column. `temporaries`: f32 (tm, tn) values the body makes, for the VMEM
-    estimate."""
+    estimate. `batched`: whether each operand and result has a leading image axis (a
+    convolution's output and what follows it); the grid then walks the images too, innermost
+    and 'arbitrary' when the accumulators sum over them (batch statistics)."""
+    if batched is not None:
+        return _batched_rowwise_stage(
+            *operands,
+            rows=rows,
+            cols=cols,
+            roles=roles,
+            outputs=outputs,
+            body=body,
+            accumulators=accumulators,
+            row_align=row_align,
+            temporaries=temporaries,
+            batched=batched,
+        )
     all_roles = [*roles, *(role for role, _ in outputs)]
     tm = _pick_block(rows, BLOCK_ROWS, row_align)
     tiled = any(role in ("tile", "col") for role in all_roles)
@@ -143,6 +159,66 @@ def _rowwise_stage(
         out_specs=[spec(role) for role, _ in outputs],
         scratch_shapes=[
             pltpu.VMEM(_rowwise_block(role, tm, tn)[0], jnp.float32) for role, _ in accumulators
+        ],
+        compiler_params=_compiler_params(semantics, footprint(tm)),
+    )(*operands)
+    return results[0] if len(results) == 1 else results
+
+
+def _batched_rowwise_stage(
+    *operands, rows, cols, roles, outputs, body, accumulators, row_align, temporaries, batched
+):
+    """`_rowwise_stage` over images: blocks of rows spanning every column, per image for the
+    operands and results with the image axis, shared by every image for the rest. With
+    accumulators the images are the inner, 'arbitrary' axis: each adds its partial results, the
+    finishing step runs after the last image."""
+    images = next(a.shape[0] for a, flag in zip(operands, batched) if flag)
+    all_roles = [*roles, *(role for role, _ in outputs)]
+    dtypes = [*(array.dtype for array in operands), *(dtype for _, dtype in outputs)]
+
+    def footprint(tm):
+        blocks = sum(
+            _block_bytes(*_rowwise_block(role, tm, cols)[0], dtype)
+            for role, dtype in zip(all_roles, dtypes)
+        )
+        scratch = len(accumulators) * _block_bytes(tm, cols, jnp.float32)
+        return 2 * blocks + temporaries * _block_bytes(tm, cols, jnp.float32) + scratch
+
+    tm = _fit_rows(rows, _pick_block(rows, BLOCK_ROWS, row_align), row_align, footprint)
+    kernel = functools.partial(body, tm=tm, tn=cols)
+    if accumulators:
+        kernel = functools.partial(_column_reduction_kernel, body=kernel, accumulators=accumulators)
+        grid, semantics = (rows // tm, images), ("parallel", "arbitrary")
+    else:
+        grid, semantics = (images, rows // tm), ("parallel", "parallel")
+
+    def spec(role, flag):
+        shape, index = _rowwise_block(role, tm, cols)
+
+        def per_image(*ids):
+            """Block (image, row block) of an operand with the image axis."""
+            b, i = (ids[1], ids[0]) if accumulators else ids
+            return (b, *index(i, 0))
+
+        def shared(*ids):
+            """The row block of an operand every image shares."""
+            return index(ids[0] if accumulators else ids[1], 0)
+
+        return pl.BlockSpec((None, *shape), per_image) if flag else pl.BlockSpec(shape, shared)
+
+    sizes = {"tile": (rows, cols), "row": (rows, 1), "col": (1, cols), "scalar": (1, 1)}
+    in_flags, out_flags = batched[: len(operands)], batched[len(operands) :]
+    results = pl.pallas_call(
+        kernel,
+        out_shape=[
+            jax.ShapeDtypeStruct((images, *sizes[role]) if flag else sizes[role], dtype)
+            for (role, dtype), flag in zip(outputs, out_flags)
+        ],
+        grid=grid,
+        in_specs=[spec(role, flag) for role, flag in zip(roles, in_flags)],
+        out_specs=[spec(role, flag) for (role, _), flag in zip(outputs, out_flags)],
+        scratch_shapes=[
+            pltpu.VMEM(_rowwise_block(role, tm, cols)[0], jnp.float32) for role, _ in accumulators
         ],
         compiler_params=_compiler_params(semantics, footprint(tm)),
     )(*operands)
