@@ -121,7 +121,7 @@ class _Planner:
         self._connect()
         for stage in self.stages:
             if isinstance(stage, VolumeConvStage):
-                stage.check_per_plane(stage.outputs)
+                stage.check_per_plane()
         if not any(stage.head or stage.full_cols or stage.eqns for stage in self.stages):
             raise CannotPlan("the reference does no work a kernel could take over")
         return Plan(self.program, self.stages, self.storage, self.relayouts)

@@ -116,9 +116,8 @@ VOLUME_CONV_STAGE = (
     conv._fit_conv_rows,
     conv._chunking,
     conv_volume._volume_conv_kernel,
-    conv_volume._window_plane,
     conv_volume._volume_taps_block,
-    conv_volume._volume_role_block,
+    conv_volume._volume_operand_block,
     conv_volume._volume_conv_stage,
 )
 FLASH_ATTENTION = (

@@ -11,8 +11,7 @@ from dataclasses import dataclass
 
 from maxkernel_tui.agents.builtin.dims import Dim
 from maxkernel_tui.agents.builtin.errors import CannotPlan
-from maxkernel_tui.agents.builtin.layout import GROUP_ROW, TILE
-from maxkernel_tui.agents.builtin.program import Var
+from maxkernel_tui.agents.builtin.layout import GROUP_ROW, ROW, SCALAR, TILE
 from maxkernel_tui.agents.builtin.stages import ConvStage
 
 
@@ -45,14 +44,21 @@ class VolumeConvStage(ConvStage):
         *_, height, width = self.conv.result.shape
         return height * width
 
-    def check_per_plane(self, outputs: list[Var]) -> None:
-        """Raise CannotPlan when the epilogue needs more than one output plane: a reduction over
-        every voxel of a channel, groups wider than a plane, or a result that is not a tile."""
-        for var in outputs:
+    def check_per_plane(self) -> None:
+        """Raise CannotPlan when the epilogue needs more than one output plane (a reduction over
+        every voxel of a channel, groups wider than a plane), a result that is not per voxel, or
+        an operand that is not per channel or a scalar (the piece's BlockSpecs)."""
+        for var in self.outputs:
             if self.kinds[var].name != TILE:
                 raise CannotPlan(
                     "a 3-D convolution whose fused result is not per voxel: its epilogue sees one "
                     "output plane at a time"
+                )
+        for var in self.inputs:
+            if self.kinds[var].name not in (ROW, SCALAR):
+                raise CannotPlan(
+                    f"a 3-D convolution's epilogue reads a {self.kinds[var].name} operand; it "
+                    "takes per-channel values and scalars"
                 )
         for eqn in self.eqns:
             sources = [self.kind(o) for o in eqn.inputs]
