@@ -32,7 +32,7 @@ def test_each_folder_is_planned_as_one_3d_convolution_with_its_epilogue_fused(fo
     assert "_volume_conv_stage(" in source and "make_async_copy" in source
 
 
-REDUCING = '''\
+REDUCING = """\
     import jax
     import jax.numpy as jnp
 
@@ -56,7 +56,7 @@ REDUCING = '''\
             x, w, (1, 1, 1), "VALID", dimension_numbers=("NCDHW", "OIDHW", "NCDHW"))
         mean = jnp.mean(y, axis=(2, 3, 4), keepdims=True)
         return y - mean
-'''
+"""
 
 
 def test_an_epilogue_reducing_over_every_voxel_of_a_channel_is_refused_with_the_reason(tmp_path):
