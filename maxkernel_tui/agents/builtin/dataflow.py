@@ -298,13 +298,14 @@ def flow_equation(
 
 
 def flow_plain_conv(flow: SizeFlow, image: Nodes, kernel: Nodes, out: Nodes) -> None:
-    """A plain NCHW x OIHW convolution: batch and out channels flow through, the image's and
-    the kernel's channels are one size, each spatial output is its input less the taps (a
-    constant where the taps are the same in both traces, else the taps' own size)."""
+    """A plain channels-first convolution (NCHW x OIHW, NCDHW x OIDHW): batch and out channels
+    flow through, the image's and the kernel's channels are one size, each spatial output is its
+    input less the taps (a constant where the taps are the same in both traces, else the taps'
+    own size)."""
     flow.tie(image[0], out[0])
     flow.tie(kernel[0], out[1])
     flow.tie(image[1], kernel[1])
-    for axis in (2, 3):
+    for axis in range(2, len(out)):
         taps = flow.values(kernel[axis])
         if taps[0] == taps[1]:
             flow.define(out[axis], Shift(image[axis], 1 - taps[0]))

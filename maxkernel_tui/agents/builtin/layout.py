@@ -2,11 +2,11 @@
 
 A stage of the kernel works on a frame: (optional batch dims,) row dims flattened into the tile's
 rows, and one column dim on the lanes. Relative to a frame every value is one kind:
-  tile       (rows, cols), or grouped (rows, groups, width) with groups * width == cols
+  tile       (rows, cols), or grouped (rows, groups..., width) with groups * width == cols
   row        (rows,) or (rows, 1): one number per row, e.g. a row max
   col        (cols,) or (1, cols): one number per column, e.g. a bias
   scalar     () or (1,): one number
-  group_row  (rows, groups): one number per row and group of `width` contiguous columns
+  group_row  (rows, groups...): one number per row and group of `width` contiguous columns
   row_group  (groups,) of a single row dim split (groups, width): one number per group of
              `width` adjacent rows (a group norm over a convolution's channels)
 Size-1 axes are ignored. Inside the kernel every kind is a 2-D array: (tm, tn), (tm, 1), (1, tn),
@@ -68,17 +68,11 @@ class Frame:
 
     @property
     def row_count(self) -> Dim:
-        product = Dim.const(1)
-        for dim in self.rows:
-            product = product * dim
-        return product
+        return product_of(self.rows)
 
     @property
     def batch_count(self) -> Dim:
-        product = Dim.const(1)
-        for dim in self.batch:
-            product = product * dim
-        return product
+        return product_of(self.batch)
 
 
 def classify(shape: tuple[Dim, ...], frame: Frame) -> Kind | None:
@@ -103,19 +97,26 @@ def classify(shape: tuple[Dim, ...], frame: Frame) -> Kind | None:
         return Kind(ROW if has_rows else SCALAR, batched=batched)
     if rest == [frame.cols]:
         return Kind(TILE if has_rows else COL, batched=batched)
-    if not has_rows and len(rest) == 2 and rest[0] * rest[1] == frame.cols:
-        return Kind(COL, batched=batched)  # a convolution's pixels as (height, width)
+    if not has_rows and len(rest) >= 2 and product_of(rest) == frame.cols:
+        return Kind(COL, batched=batched)  # a convolution's pixels as (height, width) or more
     if not has_rows and len(rest) == 1 and len(rows) == 1:
         per_group = rows[0].divided_by(rest[0])
         if per_group is not None and not per_group.is_one():
             return Kind(ROW_GROUP, per_group, batched)
-    if has_rows and len(rest) == 2 and rest[0] * rest[1] == frame.cols:
-        return Kind(TILE, rest[1], batched)
-    if has_rows and len(rest) == 1:
-        width = frame.cols.divided_by(rest[0])
+    if has_rows and len(rest) >= 2 and product_of(rest) == frame.cols:
+        return Kind(TILE, rest[-1], batched)  # (height, width) or (depth, height, width)
+    if has_rows:
+        width = frame.cols.divided_by(product_of(rest))
         if width is not None and not width.is_one():
             return Kind(GROUP_ROW, width, batched)
     return None
+
+
+def product_of(dims: tuple[Dim, ...] | list[Dim]) -> Dim:
+    product = Dim.const(1)
+    for dim in dims:
+        product = product * dim
+    return product
 
 
 def join(kinds: list[Kind]) -> Kind | None:

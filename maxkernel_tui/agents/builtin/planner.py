@@ -26,6 +26,7 @@ from maxkernel_tui.agents.builtin.layout import (
     Kind,
     classify,
     join,
+    product_of,
     same_layout,
 )
 from maxkernel_tui.agents.builtin.primitives import (
@@ -46,6 +47,7 @@ from maxkernel_tui.agents.builtin.stages import (
     Stage,
     asked_precision,
 )
+from maxkernel_tui.agents.builtin.volume_stage import VolumeConvStage
 
 
 @dataclass
@@ -124,6 +126,9 @@ class _Planner:
                 raise CannotPlan("the reference returns a constant")
             self._materialize(output)
         self._connect()
+        for stage in self.stages:
+            if isinstance(stage, VolumeConvStage):
+                stage.check_per_plane()
         if not any(stage.head or stage.full_cols or stage.eqns for stage in self.stages):
             raise CannotPlan("the reference does no work a kernel could take over")
         return Plan(self.program, self.stages, self.storage, self.relayouts)
@@ -297,19 +302,19 @@ class _Planner:
             not is_plain_conv(eqn.params)
             or not isinstance(image, Var)
             or not isinstance(kernel, Var)
-            or len(out.shape) != 4
             or any(d.is_one() for d in out.shape[:2])
         ):
             raise CannotPlan(
-                f"a convolution other than 2-D NCHW x OIHW, stride 1, no padding or dilation, one "
-                f"group ({_shapes(eqn)})"
+                f"a convolution other than 2-D NCHW x OIHW or 3-D NCDHW x OIDHW, stride 1, no "
+                f"padding or dilation, one group ({_shapes(eqn)})"
             )
-        batch, channels, height, width = out.shape
-        frame = Frame((batch,), (channels,), height * width)
+        batch, channels, *spatial = out.shape
+        frame = Frame((batch,), (channels,), product_of(spatial))
         self._materialize(image)
         self._materialize(kernel)
-        stage = self._add(ConvStage(len(self.stages) + 1, frame, conv=Conv(eqn, image, kernel)))
-        stage.kinds[out] = Kind(TILE, width, batched=True)
+        kind = ConvStage if len(spatial) == 2 else VolumeConvStage  # a volume: one plane a step
+        stage = self._add(kind(len(self.stages) + 1, frame, conv=Conv(eqn, image, kernel)))
+        stage.kinds[out] = Kind(TILE, spatial[-1], batched=True)
         self.stage_of[out] = stage
 
     def _transposed(self, var: Var, order: tuple[int, ...]) -> Var:

@@ -120,23 +120,29 @@ def is_translatable(primitive: str, operand_count: int) -> bool:
 
 
 def is_plain_conv(params: dict[str, Any]) -> bool:
-    """The convolution the agent writes as an implicit GEMM: 2-D, NCHW image, OIHW kernel, NCHW
-    result, stride 1, no padding or dilation, one group."""
+    """The convolution the agent writes as an implicit GEMM: 2-D or 3-D, channels-first image,
+    (out, in, taps...) kernel and channels-first result (NCHW / OIHW, NCDHW / OIDHW), stride 1,
+    no padding or dilation, one group."""
     numbers = params["dimension_numbers"]
-    identity = (0, 1, 2, 3)
+    rank = len(numbers.lhs_spec)
+    identity = tuple(range(rank))
     return (
-        (tuple(numbers.lhs_spec), tuple(numbers.rhs_spec), tuple(numbers.out_spec))
+        rank in (4, 5)
+        and (tuple(numbers.lhs_spec), tuple(numbers.rhs_spec), tuple(numbers.out_spec))
         == (identity,) * 3
         and all(tuple(p) == (0, 0) for p in params.get("padding", ()))
-        and all(_plain(params.get(name)) == plain for name, plain in _PLAIN_CONV.items())
+        and all(
+            _plain(params.get(name)) == (plain if isinstance(plain, int) else plain * (rank - 2))
+            for name, plain in _PLAIN_CONV.items()
+        )
     )
 
 
-# A plain convolution's parameters, besides its layouts and padding.
-_PLAIN_CONV: dict[str, object] = {
-    "window_strides": (1, 1),
-    "lhs_dilation": (1, 1),
-    "rhs_dilation": (1, 1),
+# A plain convolution's parameters, besides its layouts and padding (per spatial axis: tuples).
+_PLAIN_CONV: dict[str, int | tuple[int]] = {
+    "window_strides": (1,),
+    "lhs_dilation": (1,),
+    "rhs_dilation": (1,),
     "feature_group_count": 1,
     "batch_group_count": 1,
 }

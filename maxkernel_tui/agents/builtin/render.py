@@ -41,6 +41,7 @@ from maxkernel_tui.agents.builtin.stages import (
     mxu_stages,
 )
 from maxkernel_tui.agents.builtin.tunables import Tunables
+from maxkernel_tui.agents.builtin.volume_stage import VolumeConvStage
 
 _ROLE = {
     TILE: OperandRole.TILE,
@@ -54,12 +55,14 @@ _ROW_TILED = (OperandRole.LHS, OperandRole.TAPS, OperandRole.TILE, OperandRole.R
 _PIECE_RUNNER = {
     MatmulStage: "_matmul_stage",
     ConvStage: "_conv_stage",
+    VolumeConvStage: "_volume_conv_stage",
     Stage: "_rowwise_stage",
     ColumnReductionStage: "_rowwise_stage",
 }
-_PIECE = {
+_PIECE: dict[type, tuple[Callable[..., Any], ...]] = {
     MatmulStage: parts.MATMUL_STAGE,
     ConvStage: parts.CONV_STAGE,
+    VolumeConvStage: parts.VOLUME_CONV_STAGE,
     Stage: parts.ROWWISE_STAGE,
     ColumnReductionStage: parts.ROWWISE_STAGE,
 }
@@ -215,7 +218,13 @@ class _Writer:
         n, runner = stage.number, _PIECE_RUNNER[type(stage)]
         if isinstance(stage, (MatmulStage, ConvStage)):
             name, parameter = f"_stage{n}_epilogue", "epilogue"
-            head = "accumulator" if isinstance(stage, MatmulStage) else "sum of one image"
+            head = (
+                "accumulator"
+                if isinstance(stage, MatmulStage)
+                else "sum of one output plane"
+                if isinstance(stage, VolumeConvStage)
+                else "sum of one image"
+            )
             what = (
                 "This is its epilogue, translated equation by equation from the reference's "
                 f"jaxpr, on one (tm, tn) block of the finished f32 {head}."

@@ -14,6 +14,7 @@ from maxkernel_tui.agents.builtin.pieces import (
     attention,
     blocks,
     conv,
+    conv_volume,
     function_source,
     grouped,
     groups,
@@ -101,11 +102,30 @@ CONV_STAGE = (
     rowwise._scalar_block_2d,
     rowwise._rowwise_block,
     conv._conv_kernel,
+    conv._convolve_planes,
+    conv._epilogue_in_blocks,
     conv._image_block,
     conv._taps_block,
     conv._image_role_block,
     conv._conv_stage,
     conv._fit_conv_rows,
+    conv._chunking,
+)
+# A 3-D convolution: conv.py's taps of a plane, one output plane per grid step.
+VOLUME_CONV_STAGE = (
+    rowwise._tile_block_2d,
+    rowwise._row_block_2d,
+    rowwise._col_block_2d,
+    rowwise._scalar_block_2d,
+    rowwise._rowwise_block,
+    conv._convolve_planes,
+    conv._epilogue_in_blocks,
+    conv._fit_conv_rows,
+    conv._chunking,
+    conv_volume._volume_conv_kernel,
+    conv_volume._volume_taps_block,
+    conv_volume._volume_operand_block,
+    conv_volume._volume_conv_stage,
 )
 FLASH_ATTENTION = (
     attention._last_kv_block,

@@ -98,7 +98,7 @@ def test_a_file_carries_each_function_of_its_pieces_once_common_helpers_first():
     assert names[:3] == ["_pick_block", "_block_bytes", "_compiler_params"]
     assert len(names) == len(set(names))  # rowwise.py's roles, shared by the conv, once
     assert names.index("_rowwise_block") < names.index("_image_role_block")
-    assert names[-2:] == ["_conv_stage", "_fit_conv_rows"]
+    assert names[-3:] == ["_conv_stage", "_fit_conv_rows", "_chunking"]
     assert "_fit_rows" in names and "_fit_blocks" not in names
 
 

@@ -43,14 +43,23 @@ def _conv_kernel(
     """The convolution of one image for a block of output channels, then its epilogue.
     image_ref: (channels, height * width); taps_ref: (tm, taps_h * taps_w * channels), taps in
     (dh, dw) order; refs: the epilogue's operands, its outputs and the f32 sum (tm, pixels).
+    `sliced`: whether each of the epilogue's refs has a row per output channel (its blocks of
+    `sub` rows are views of it)."""
+    *epilogue_refs, acc_ref = refs
+    _convolve_planes([image_ref], taps_ref, acc_ref, geometry, chunk_rows, stacked, operands)
+    _epilogue_in_blocks(acc_ref, epilogue_refs, epilogue, sliced, sub)
+
+
+def _convolve_planes(planes, taps_ref, acc_ref, geometry, chunk_rows, stacked, operands):
+    """acc_ref (tm, out pixels) = the taps of `planes` (each (channels, height * width): one
+    image, or the input planes one output plane of a volume reads, in depth order) times
+    taps_ref (tm, planes * taps_h * taps_w * channels), taps in (plane, dh, dw) order.
     `stacked`: the taps' slices stack along the channels (the channels fill whole sublane
-    tiles), so each chunk is one matmul; else one matmul per tap. `sliced`: whether each of the
-    epilogue's refs has a row per output channel (its blocks of `sub` rows are views of it).
+    tiles), so each chunk of `chunk_rows` output rows is one matmul; else one matmul per tap.
     `operands`: "bf16" casts f32 operands to bf16 (one MXU pass), "highest" asks for full f32
     passes, None keeps their dtype at the default precision."""
-    *epilogue_refs, acc_ref = refs
     taps_h, taps_w, width, out_height, out_width = geometry
-    channels = image_ref.shape[0]
+    channels = planes[0].shape[0]
     precision = jax.lax.Precision.HIGHEST if operands == "highest" else None
     weights = taps_ref[...]
     if operands == "bf16":
@@ -59,7 +68,8 @@ def _conv_kernel(
         count = min(chunk_rows, out_height - first)
         span = (count - 1) * width + out_width  # through the chunk's last output pixel
         views = [
-            image_ref[:, pl.ds((first + dh) * width + dw, span)]
+            plane[:, pl.ds((first + dh) * width + dw, span)]
+            for plane in planes
             for dh in range(taps_h)
             for dw in range(taps_w)
         ]
@@ -89,6 +99,11 @@ def _conv_kernel(
             acc_ref[:, pl.ds((first + row) * out_width, out_width)] = part[
                 :, row * width : row * width + out_width
             ]
+
+
+def _epilogue_in_blocks(acc_ref, epilogue_refs, epilogue, sliced, sub):
+    """The epilogue on blocks of `sub` rows of the finished sum; `sliced`: whether each of its
+    refs has a row per output channel (a block of it is a view)."""
     for start in range(0, acc_ref.shape[0], sub):
         rows = pl.ds(start, sub)
         views = [ref.at[rows] if flag else ref for ref, flag in zip(epilogue_refs, sliced)]
@@ -153,11 +168,17 @@ def _conv_stage(
     depth = taps_h * taps_w * channels
     # The taps' weights in (dh, dw, channel) order, the order of the patch's rows.
     taps = jnp.transpose(kernel, (0, 2, 3, 1)).reshape(rows, depth)
-    itemsize = jnp.dtype(image.dtype).itemsize
-    stacked = channels % (8 * max(1, 4 // itemsize)) == 0  # slices of whole sublane tiles
-    row_bytes = depth * width * max(itemsize, 2 if operands == "bf16" else itemsize)
-    chunk_rows = max(1, min(out_height, chunk_pixels // width, patch_bytes // row_bytes))
-    span = (min(chunk_rows, out_height) - 1) * width + out_width
+    stacked, chunk_rows, span = _chunking(
+        image.dtype,
+        channels,
+        depth,
+        width,
+        out_height,
+        out_width,
+        operands,
+        chunk_pixels,
+        patch_bytes,
+    )
     tm = _pick_block(rows, BLOCK_ROWS, row_align)
     others_outputs = [
         *((role, array.dtype) for role, array in zip(roles, others)),
@@ -225,3 +246,18 @@ def _fit_conv_rows(rows, tm, row_align, footprint):
         else:
             break
     return tm, sub
+
+
+def _chunking(
+    dtype, channels, depth, width, out_height, out_width, operands, chunk_pixels, patch_bytes
+):
+    """(stacked, chunk_rows, span): whether the taps' slices stack into one matmul (the
+    channels fill whole sublane tiles), how many output rows a chunk takes (at most
+    `chunk_pixels` pixels, its patch of `depth` rows at most `patch_bytes`), and the lanes a
+    chunk spans."""
+    itemsize = jnp.dtype(dtype).itemsize
+    stacked = channels % (8 * max(1, 4 // itemsize)) == 0
+    row_bytes = depth * width * max(itemsize, 2 if operands == "bf16" else itemsize)
+    chunk_rows = max(1, min(out_height, chunk_pixels // width, patch_bytes // row_bytes))
+    span = (min(chunk_rows, out_height) - 1) * width + out_width
+    return stacked, chunk_rows, span
