@@ -19,6 +19,8 @@ from maxkernel_tui.agents.builtin.attention import recognise_attention
 from maxkernel_tui.agents.builtin.attention_render import render_attention
 from maxkernel_tui.agents.builtin.autotune import DEFAULT_TARGET, autotune, estimate_source
 from maxkernel_tui.agents.builtin.errors import CannotPlan
+from maxkernel_tui.agents.builtin.paged import PAGED_START, recognise_paged_attention
+from maxkernel_tui.agents.builtin.paged_render import render_paged_attention
 from maxkernel_tui.agents.builtin.operand_precision import OperandPrecision, PrecisionChoice
 from maxkernel_tui.agents.builtin.planner import Plan, plan_program
 from maxkernel_tui.agents.builtin.precision import choose_precisions
@@ -72,7 +74,12 @@ def plan_task(task: Task, *, choose_precision: bool = False) -> list[KernelPlan]
     for probe in (Probe.EVERY, Probe.VARYING):
         with contextlib.suppress(CannotPlan):
             return _plans(trace_program(task, probe), task, choose_precision)
-    return _plans(trace_program(task, Probe.BY_VALUE), task, choose_precision)
+    try:
+        return _plans(trace_program(task, Probe.BY_VALUE), task, choose_precision)
+    except CannotPlan as problem:  # gathers the program planner does not translate
+        spec = recognise_paged_attention(task, problem)
+        render = partial(render_paged_attention, spec)
+        return [KernelPlan("paged attention", render, ("block_cols",), PAGED_START)]
 
 
 def _plans(program: Program, task: Task, choose_precision: bool) -> list[KernelPlan]:

@@ -17,6 +17,7 @@ from maxkernel_tui.agents.builtin.pieces import (
     function_source,
     groups,
     matmul,
+    paged_attention,
     rowwise,
     running,
     section_source,
@@ -109,6 +110,17 @@ FLASH_ATTENTION = (
     attention._finish_output,
     attention._attention_kernel,
     attention._flash_attention,
+)
+# Paged decode attention, with attention.py's online-softmax steps.
+PAGED_MASK = section_source(paged_attention, "paged mask")
+PAGED_ATTENTION = (
+    attention._start_statistics,
+    attention._online_softmax_step,
+    attention._finish_output,
+    paged_attention._page_of_slot,
+    paged_attention._head_and_token_mask,
+    paged_attention._paged_decode_kernel,
+    paged_attention._paged_attention,
 )
 
 

@@ -6,7 +6,7 @@ at the last block).
 
 Scalar prefetch carries the sequence lengths, the page table and each sequence's query row, so
 the index maps read them: grid (sequence, page block), page blocks innermost and 'arbitrary'.
-A page block is PAGES_PER_BLOCK pages, each its own pipelined input (the same cache passed once
+A page block is KV_TOKENS_PER_BLOCK tokens of whole pages, each its own pipelined input (the same cache passed once
 per page slot, its index map naming the page), so the pipeline fetches the pages a step needs
 and double-buffers them like any block. Pages past a sequence's length are neither fetched (the
 index map clamps to its last page, a block index that does not change is not fetched again)
@@ -21,7 +21,7 @@ of key head h) the rows are (page_size * 2 * kv_heads) and values are read from 
 block, the weights moved one row on.
 
 render (paged_render.py) copies these functions into the kernel file unchanged, with blocks.py's
-helpers, attention.py's online-softmax steps and the file's PAGES_PER_BLOCK tunable; tests
+helpers, attention.py's online-softmax steps and the file's KV_TOKENS_PER_BLOCK tunable; tests
 call them directly in interpret mode. Imports jax.
 """
 
@@ -41,10 +41,13 @@ from maxkernel_tui.agents.builtin.pieces.attention import (
 )
 from maxkernel_tui.agents.builtin.pieces.blocks import _block_bytes, _compiler_params, _pick_block
 
-# Preferred pages per grid step: the generated file defines its own under `# Tunables`.
-PAGES_PER_BLOCK = 16
+# Preferred key tokens per grid step (whole pages): the generated file defines its own under
+# `# Tunables`.
+KV_TOKENS_PER_BLOCK = 256
+# piece: paged mask
 # Masked logits: finite, so a row whose first rows are all masked never computes inf - inf.
 PAGED_MASK_VALUE = -1e30
+# end piece
 
 
 def _page_of_slot(seq, block, slot, lengths_ref, table_ref, pages_per_block, page_size):
@@ -121,7 +124,7 @@ def _paged_attention(
     kv_heads = cache_heads // 2 if kv_interleaved else cache_heads
     num_seqs, pages_per_seq = table.shape
     q_heads = q.shape[1]
-    pages_per_block = _pick_block(pages_per_seq, PAGES_PER_BLOCK, 1)
+    pages_per_block = _pick_block(pages_per_seq, max(1, KV_TOKENS_PER_BLOCK // page_size), 1)
     # A page's (page_size, heads) rows in one: row-major, so a view, not a copy.
     caches = [c.reshape(pages, page_size * cache_heads, head_dim) for c in (k_pages, v_pages)
               if c is not None]
