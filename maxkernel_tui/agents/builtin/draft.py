@@ -78,8 +78,9 @@ def plan_task(task: Task, *, choose_precision: bool = False) -> list[KernelPlan]
         return _plans(trace_program(task, Probe.BY_VALUE), task, choose_precision)
     except CannotPlan as problem:  # gathers the program planner does not translate
         spec = recognise_paged_attention(task, problem)
+        knobs = ("block_rows", "block_cols") if spec.ragged else ("block_cols",)
         render = partial(render_paged_attention, spec)
-        return [KernelPlan("paged attention", render, ("block_cols",), PAGED_START)]
+        return [KernelPlan(spec.family, render, knobs, PAGED_START)]
 
 
 def _plans(program: Program, task: Task, choose_precision: bool) -> list[KernelPlan]:

@@ -37,8 +37,8 @@ _SOFTMAX = {"exp", "reduce_max", "reduce_sum"}
 # How closely a reading must agree with the reference, as a share of its largest output: the
 # reference rounds logits and weights to bf16 where the reading does not.
 _AGREEMENT = 0.03
-# Key tokens per grid step to start the autotune from: 16 pages of 16 tokens.
-PAGED_START = Tunables(block_cols=256)
+# Query rows per block (ragged) and key tokens per grid step to start the autotune from.
+PAGED_START = Tunables(block_rows=64, block_cols=256)
 
 
 @dataclass(frozen=True)
@@ -48,11 +48,19 @@ class PagedSpec:
     values: int | None  # the values' cache; None when interleaved with the keys in `keys`
     lengths: int  # each sequence's number of cached tokens
     table: int  # (sequences, pages per sequence) page indices
-    query_rows: int  # decode: each sequence's query row
+    query_rows: int  # decode: each sequence's query row; ragged: where its rows start
     scale: float | None  # the constant on the logits, times head_dim ** -0.5 when per_dim
     scale_per_dim: bool
     arg_names: tuple[str, ...]  # every argument of computation(), dynamic first
     out_dtype: np.dtype
+    # Ragged: a row per query token, sequence s's rows starting at query_rows[s], causal from
+    # what it has cached; `live` the (1,) input counting the sequences in use (None: all).
+    ragged: bool = False
+    live: int | None = None
+
+    @property
+    def family(self) -> str:
+        return "ragged paged attention" if self.ragged else "paged attention"
 
 
 @dataclass(frozen=True)
@@ -90,8 +98,14 @@ def _recognised(task: Task) -> PagedSpec:
         raise CannotPlan("not paged attention: its attentions read different inputs")
     query, keys, values, table, rows, lengths = readings.pop()
     (output,) = outputs if len(outputs) == 1 else (None,)
-    if output is None or tuple(output.aval.shape[:1]) != tuple(specs[table].shape[:1]):
-        raise CannotPlan("paged attention with several query tokens per sequence (ragged)")
+    if output is None:
+        raise CannotPlan("not paged attention: more than one output")
+    rows_out, sequences = output.aval.shape[0], specs[table].shape[0]
+    ragged = rows_out != sequences and tuple(output.aval.shape) == tuple(specs[query].shape)
+    if rows_out != sequences and not ragged:
+        raise CannotPlan("not paged attention: an output neither per sequence nor per query row")
+    counted = _ancestors(output, producers, position) - {query, keys, values, table, rows, lengths}
+    live = [p for p in counted if specs[p].shape == (1,)] if ragged else []
     scale = _logits_scale(dots[0], eqns)
     head_dim = specs[query].shape[-1]
     per_dim = scale is not None and math.isclose(scale, head_dim**-0.5, rel_tol=1e-2)
@@ -106,6 +120,8 @@ def _recognised(task: Task) -> PagedSpec:
         per_dim,
         tuple(argument_names(module.computation, len(specs) + len(static))),
         np.dtype(output.aval.dtype),
+        ragged,
+        live[0] if len(live) == 1 else None,
     )
     if not _reproduces_reference(spec, task):
         raise CannotPlan(
@@ -229,27 +245,48 @@ def _logits_scale(first: _Eqn, eqns: list[_Eqn]) -> float | None:
 
 
 def paged_as_read(spec: PagedSpec, args: list[jax.Array]) -> jax.Array:
-    """Plain jnp decode attention as the spec reads it, in f32."""
+    """Plain jnp paged attention as the spec reads it, in f32: decode, or ragged (each query
+    row of a live sequence causal from its cached tokens, rows of no live sequence zero)."""
     q, cache, lengths, table = (args[i] for i in (spec.query, spec.keys, spec.lengths, spec.table))
     if spec.values is None:
         keys, values = cache[:, :, 0::2], cache[:, :, 1::2]
     else:
         keys, values = cache, args[spec.values]
-    pages_per_seq, (_, page_size, kv_heads, head_dim) = table.shape[1], keys.shape
-    q = q[args[spec.query_rows][: table.shape[0]]].astype(jnp.float32)
+    sequences, pages_per_seq = table.shape
+    _, page_size, kv_heads, head_dim = keys.shape
+    starts = args[spec.query_rows]
     group = q.shape[1] // kv_heads
     tokens = pages_per_seq * page_size
+    scale = 1.0 if spec.scale is None else spec.scale
+    scale = scale * head_dim**-0.5 if spec.scale_per_dim else scale
 
-    def gathered(cache: jax.Array) -> jax.Array:
-        per_seq = cache[table].reshape(table.shape[0], tokens, kv_heads, head_dim)
-        return jnp.repeat(per_seq, group, axis=2).astype(jnp.float32)
+    def gathered(cache: jax.Array, seq: jax.Array) -> jax.Array:
+        per_seq = cache[table[seq]].reshape(tokens, kv_heads, head_dim)
+        return jnp.repeat(per_seq, group, axis=1).astype(jnp.float32)
 
-    logits = jnp.einsum("shd,sthd->sht", q, gathered(keys))
-    if spec.scale is not None:
-        logits = logits * (spec.scale * head_dim**-0.5 if spec.scale_per_dim else spec.scale)
-    valid = jnp.arange(tokens)[None, None, :] < lengths[:, None, None]
-    probs = jax.nn.softmax(jnp.where(valid, logits, -jnp.inf), axis=-1)
-    return jnp.einsum("sht,sthd->shd", probs, gathered(values))
+    def attend(seq: jax.Array, rows: jax.Array, visible: jax.Array) -> jax.Array:
+        logits = jnp.einsum("rhd,thd->rht", q[rows].astype(jnp.float32), gathered(keys, seq))
+        logits = jnp.where(visible[:, None, :], logits * scale, -jnp.inf)
+        probs = jax.nn.softmax(logits, axis=-1)
+        return jnp.einsum("rht,thd->rhd", jnp.nan_to_num(probs), gathered(values, seq))
+
+    key = jnp.arange(tokens)
+    if not spec.ragged:
+        return jax.vmap(
+            lambda s: attend(s, starts[s][None], (key < lengths[s])[None])[0]
+        )(jnp.arange(sequences))
+    live = args[spec.live][0] if spec.live is not None else sequences
+    row = jnp.arange(q.shape[0])
+
+    def add_sequence(out: jax.Array, seq: jax.Array) -> tuple[jax.Array, None]:
+        q_len = starts[seq + 1] - starts[seq]
+        position = lengths[seq] - q_len + row - starts[seq]
+        visible = (key[None, :] <= position[:, None]) & (key[None, :] < lengths[seq])
+        mine = (row >= starts[seq]) & (row < starts[seq + 1]) & (seq < live)
+        return out + jnp.where(mine[:, None, None], attend(seq, row, visible), 0.0), None
+
+    zero = jnp.zeros(q.shape, jnp.float32)
+    return jax.lax.scan(add_sequence, zero, jnp.arange(sequences))[0]
 
 
 def _reproduces_reference(spec: PagedSpec, task: Task) -> bool:

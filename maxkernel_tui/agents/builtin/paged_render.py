@@ -17,7 +17,9 @@ def render_paged_attention(spec: PagedSpec, tunables: Tunables) -> str:
     sections = [
         _docstring(spec) + "\n" + parts.imports("functools"),
         _constants(spec, tunables) + "\n" + parts.VMEM_CONSTANTS + "\n" + parts.PAGED_MASK,
-        *parts.functions_source(parts.PAGED_ATTENTION),
+        *parts.functions_source(
+            parts.RAGGED_PAGED_ATTENTION if spec.ragged else parts.PAGED_ATTENTION
+        ),
         _computation(spec),
     ]
     return "\n\n".join(section.rstrip("\n") + "\n" for section in sections)
@@ -29,15 +31,29 @@ def _docstring(spec: PagedSpec) -> str:
         if spec.values is None
         else "key and value caches"
     )
-    plan = (
-        "Plan: decode attention of each sequence's query row over the pages its row of the "
-        f"page table names, from {caches} laid out (pages, page_size, heads, head_dim), masked "
-        "to the sequence's length. The lengths, page table and query rows are prefetched "
-        "scalars the index maps read: each grid step (sequence, block of pages) fetches the "
-        "pages it needs, one pipelined input per page slot; pages past the length are neither "
-        "fetched nor computed. Online softmax: running max and sum in f32 VMEM scratch. The "
-        "agent checked this reading against the reference at check shapes."
-    )
+    if spec.ragged:
+        plan = (
+            "Plan: ragged paged attention (mixed prefill and decode): each sequence's query rows, "
+            f"causal from its cached tokens, over the pages its row of the page table names, from "
+            f"{caches} laid out (pages, page_size, heads, head_dim). Work items pair an aligned "
+            "block of query rows with a sequence whose rows it holds, listed in the wrapper from "
+            "the query starts; the lengths, page table, starts and work items are prefetched "
+            "scalars the index maps read, one pipelined input per page slot; pages past an "
+            "item's length or causal limit are neither fetched nor computed. Online softmax per "
+            "key head: running max and sum in f32 VMEM scratch. The agent checked this reading "
+            "against the reference at check shapes."
+        )
+    else:
+        plan = (
+            "Plan: decode attention of each sequence's query row over the pages its row of the "
+            f"page table names, from {caches} laid out (pages, page_size, heads, head_dim), "
+            "masked to the sequence's length. The lengths, page table and query rows are "
+            "prefetched scalars the index maps read: each grid step (sequence, block of pages) "
+            "fetches the pages it needs, one pipelined input per page slot; pages past the "
+            "length are neither fetched nor computed. Online softmax: running max and sum in "
+            "f32 VMEM scratch. The agent checked this reading against the reference at check "
+            "shapes."
+        )
     return "\n".join(
         [
             '"""Paged attention kernel, written by the built-in agent of maxkernel-tui from the '
@@ -56,6 +72,11 @@ def _constants(spec: PagedSpec, tunables: Tunables) -> str:
         "sequence's pages).",
         f"KV_TOKENS_PER_BLOCK = {tunables.block_cols}",
     ]
+    if spec.ragged:
+        lines += [
+            "# Tunables: preferred query rows per block (shrunk to a divisor of the rows).",
+            f"BLOCK_Q = {tunables.block_rows}",
+        ]
     if spec.scale is not None:
         words = "times 1/sqrt(head dimension)" if spec.scale_per_dim else "as written"
         lines += [f"# The reference's factor on the logits, {words}.", f"SCALE = {spec.scale!r}"]
@@ -75,17 +96,15 @@ def _computation(spec: PagedSpec) -> str:
         scale = "SCALE"
     values = "None" if spec.values is None else names[spec.values]
     table = names[spec.table]
-    arguments = [
-        query,
-        names[spec.keys],
-        values,
-        names[spec.lengths],
-        table,
-        f"{names[spec.query_rows]}[: {table}.shape[0]]",
-        f"out_dtype={dtype_source(spec.out_dtype)}",
-        f"scale={scale}",
-    ]
-    call = "    return _paged_attention("
+    arguments = [query, names[spec.keys], values, names[spec.lengths], table]
+    if spec.ragged:
+        live = f"jnp.full((1,), {table}.shape[0], jnp.int32)"
+        arguments += [names[spec.query_rows], live if spec.live is None else names[spec.live]]
+        call = "    return _ragged_paged_attention("
+    else:
+        arguments.append(f"{names[spec.query_rows]}[: {table}.shape[0]]")
+        call = "    return _paged_attention("
+    arguments += [f"out_dtype={dtype_source(spec.out_dtype)}", f"scale={scale}"]
     lines = textwrap.wrap(
         ", ".join(arguments), 100 - len(call), break_long_words=False, break_on_hyphens=False
     )

@@ -18,6 +18,7 @@ from maxkernel_tui.agents.builtin.pieces import (
     groups,
     matmul,
     paged_attention,
+    ragged_paged_attention,
     rowwise,
     running,
     section_source,
@@ -117,10 +118,20 @@ PAGED_ATTENTION = (
     attention._start_statistics,
     attention._online_softmax_step,
     attention._finish_output,
+    paged_attention._pages_per_block,
     paged_attention._page_of_slot,
     paged_attention._head_and_token_mask,
     paged_attention._paged_decode_kernel,
     paged_attention._paged_attention,
+)
+
+# Ragged paged attention (mixed prefill and decode): work items of query block and sequence.
+RAGGED_PAGED_ATTENTION = (
+    paged_attention._pages_per_block,
+    ragged_paged_attention._work_items,
+    ragged_paged_attention._item_last_page,
+    ragged_paged_attention._ragged_kernel,
+    ragged_paged_attention._ragged_paged_attention,
 )
 
 

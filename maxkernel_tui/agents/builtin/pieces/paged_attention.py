@@ -47,7 +47,17 @@ KV_TOKENS_PER_BLOCK = 256
 # piece: paged mask
 # Masked logits: finite, so a row whose first rows are all masked never computes inf - inf.
 PAGED_MASK_VALUE = -1e30
+# At most this many page slots a step: each is a pipelined input of its own (a DMA, buffers, and
+# an operand the compiler and TPU interpreter carry).
+MAX_PAGE_SLOTS = 16
 # end piece
+
+
+def _pages_per_block(pages_per_seq, page_size):
+    """Whole pages per grid step: KV_TOKENS_PER_BLOCK's worth, at most MAX_PAGE_SLOTS, dividing
+    a sequence's pages."""
+    preferred = min(max(1, KV_TOKENS_PER_BLOCK // page_size), MAX_PAGE_SLOTS)
+    return _pick_block(pages_per_seq, preferred, 1)
 
 
 def _page_of_slot(seq, block, slot, lengths_ref, table_ref, pages_per_block, page_size):
@@ -124,7 +134,7 @@ def _paged_attention(
     kv_heads = cache_heads // 2 if kv_interleaved else cache_heads
     num_seqs, pages_per_seq = table.shape
     q_heads = q.shape[1]
-    pages_per_block = _pick_block(pages_per_seq, max(1, KV_TOKENS_PER_BLOCK // page_size), 1)
+    pages_per_block = _pages_per_block(pages_per_seq, page_size)
     # A page's (page_size, heads) rows in one: row-major, so a view, not a copy.
     caches = [c.reshape(pages, page_size * cache_heads, head_dim) for c in (k_pages, v_pages)
               if c is not None]

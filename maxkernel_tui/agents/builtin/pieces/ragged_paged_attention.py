@@ -29,12 +29,11 @@ from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 
 from maxkernel_tui.agents.builtin.pieces.blocks import _block_bytes, _compiler_params, _pick_block
-from maxkernel_tui.agents.builtin.pieces.paged_attention import PAGED_MASK_VALUE
+from maxkernel_tui.agents.builtin.pieces.paged_attention import PAGED_MASK_VALUE, _pages_per_block
 
-# Preferred query rows per block and key tokens per grid step: the generated file defines its
-# own under `# Tunables`.
+# Preferred query rows per block: the generated file defines its own under `# Tunables` (and
+# KV_TOKENS_PER_BLOCK, which paged_attention._pages_per_block reads).
 BLOCK_Q = 64
-KV_TOKENS_PER_BLOCK = 256
 
 
 def _work_items(starts, num_seqs, tokens, block_q, max_items):
@@ -171,7 +170,7 @@ def _ragged_paged_attention(
     kv_heads = cache_heads // 2 if kv_interleaved else cache_heads
     slots, pages_per_seq = table.shape
     block_q = _pick_block(tokens, BLOCK_Q, 8)
-    pages_per_block = _pick_block(pages_per_seq, max(1, KV_TOKENS_PER_BLOCK // page_size), 1)
+    pages_per_block = _pages_per_block(pages_per_seq, page_size)
     max_items = tokens // block_q + slots
     work = _work_items(starts, num_seqs[0], tokens, block_q, max_items)
     caches = [c for c in (k_pages, v_pages) if c is not None]
