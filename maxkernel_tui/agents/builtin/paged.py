@@ -48,7 +48,9 @@ class PagedSpec:
     values: int | None  # the values' cache; None when interleaved with the keys in `keys`
     lengths: int  # each sequence's number of cached tokens
     table: int  # (sequences, pages per sequence) page indices
-    query_rows: int  # decode: each sequence's query row; ragged: where its rows start
+    # Decode: each sequence's query row (None: row s is sequence s's); ragged: where its rows
+    # start.
+    query_rows: int | None
     scale: float | None  # the constant on the logits, times head_dim ** -0.5 when per_dim
     scale_per_dim: bool
     arg_names: tuple[str, ...]  # every argument of computation(), dynamic first
@@ -63,12 +65,20 @@ class PagedSpec:
         return "ragged paged attention" if self.ragged else "paged attention"
 
 
+@dataclass(eq=False)
+class _Value:
+    """One value the flattened program computes."""
+
+    aval: Any
+
+
 @dataclass(frozen=True)
 class _Eqn:
     primitive: str
     inputs: list[Any]  # jaxpr vars (or literals) of the flattened program
     outputs: list[Any]
     params: dict[str, Any]
+    bind: Any  # the jax primitive, to fold arithmetic on constants
 
 
 def recognise_paged_attention(task: Task, problem: CannotPlan) -> PagedSpec:
@@ -102,7 +112,7 @@ def _recognised(task: Task) -> PagedSpec:
         raise CannotPlan("not paged attention: more than one output")
     rows_out, sequences = output.aval.shape[0], specs[table].shape[0]
     ragged = rows_out != sequences and tuple(output.aval.shape) == tuple(specs[query].shape)
-    if rows_out != sequences and not ragged:
+    if (rows_out != sequences and not ragged) or (ragged and rows is None):
         raise CannotPlan("not paged attention: an output neither per sequence nor per query row")
     counted = _ancestors(output, producers, position) - {query, keys, values, table, rows, lengths}
     live = [p for p in counted if specs[p].shape == (1,)] if ragged else []
@@ -136,8 +146,14 @@ def _flattened(closed: Any) -> tuple[list[_Eqn], list[Any], list[Any]]:
     outer ones), its inputs and outputs."""
     eqns: list[_Eqn] = []
 
-    def inline(jaxpr: Any, args: list[Any]) -> list[Any]:
+    def inline(jaxpr: Any, args: list[Any], consts: list[Any]) -> list[Any]:
         env: dict[Any, Any] = dict(zip(jaxpr.invars, args))
+        # A scalar captured as a constant (a scale computed eagerly) reads as a literal.
+        env.update(
+            (var, core.Literal(np.asarray(value), var.aval))
+            for var, value in zip(jaxpr.constvars, consts)
+            if np.size(value) == 1
+        )
 
         def read(var: Any) -> Any:
             return var if isinstance(var, core.Literal) else env.get(var, var)
@@ -147,13 +163,17 @@ def _flattened(closed: Any) -> tuple[list[_Eqn], list[Any], list[Any]]:
             name = eqn.primitive.name
             if name in CALL_BODIES:
                 body = eqn.params[CALL_BODIES[name]]
-                inner = body.jaxpr if isinstance(body, core.ClosedJaxpr) else body
-                env.update(zip(eqn.outvars, inline(inner, inputs)))
+                closed = isinstance(body, core.ClosedJaxpr)
+                inner, consts = (body.jaxpr, body.consts) if closed else (body, [])
+                env.update(zip(eqn.outvars, inline(inner, inputs, list(consts))))
                 continue
-            eqns.append(_Eqn(name, inputs, list(eqn.outvars), dict(eqn.params)))
+            # Fresh values: an inlined body (jit's cache) can be the same object at two calls.
+            outputs = [_Value(v.aval) for v in eqn.outvars]
+            env.update(zip(eqn.outvars, outputs))
+            eqns.append(_Eqn(name, inputs, outputs, dict(eqn.params), eqn.primitive))
         return [read(v) for v in jaxpr.outvars]
 
-    outputs = inline(closed.jaxpr, list(closed.jaxpr.invars))
+    outputs = inline(closed.jaxpr, list(closed.jaxpr.invars), list(closed.consts))
     return eqns, list(closed.jaxpr.invars), outputs
 
 
@@ -179,7 +199,7 @@ def _pair_roles(
     producers: dict[Any, _Eqn],
     position: dict[Any, int],
     specs: tuple,
-) -> tuple[int, int, int | None, int, int, int]:
+) -> tuple[int, int, int | None, int, int | None, int]:
     """(query, keys, values, table, query rows, lengths) of one attention, by dataflow."""
     chain = _between(first, second, eqns)
     if not _SOFTMAX <= {e.primitive for e in chain}:
@@ -199,7 +219,7 @@ def _pair_roles(
         tables = [p for p in key_side if kind(p, 2, True)]
         queries = [p for p in query_side if kind(p, 3, False)]
         rows = [p for p in query_side if kind(p, 1, True)]
-        if len(caches) == len(tables) == len(queries) == len(rows) == 1:
+        if len(caches) == len(tables) == len(queries) == 1 and len(rows) <= 1:
             break
     else:
         raise CannotPlan(
@@ -213,7 +233,7 @@ def _pair_roles(
     if len(lengths) != 1:
         raise CannotPlan("not paged attention: no sequence lengths mask the logits")
     values = None if value_caches[0] == caches[0] else value_caches[0]
-    return queries[0], caches[0], values, tables[0], rows[0], lengths[0]
+    return queries[0], caches[0], values, tables[0], (rows or [None])[0], lengths[0]
 
 
 def _between(first: _Eqn, second: _Eqn, eqns: list[_Eqn]) -> list[_Eqn]:
@@ -229,6 +249,7 @@ def _between(first: _Eqn, second: _Eqn, eqns: list[_Eqn]) -> list[_Eqn]:
 
 def _logits_scale(first: _Eqn, eqns: list[_Eqn]) -> float | None:
     """The product of the constant factors on the logits before the softmax's maximum."""
+    producers = {id(o): e for e in eqns for o in e.outputs}
     reached, scale = {id(first.outputs[0])}, None
     for eqn in eqns[eqns.index(first) + 1 :]:
         if not any(id(i) in reached for i in eqn.inputs):
@@ -236,12 +257,27 @@ def _logits_scale(first: _Eqn, eqns: list[_Eqn]) -> float | None:
         if eqn.primitive == "reduce_max":
             break
         reached.update(id(o) for o in eqn.outputs)
-        constants = [i for i in eqn.inputs if isinstance(i, core.Literal)]
-        if eqn.primitive in ("mul", "div") and len(constants) == 1:
-            value = float(np.asarray(constants[0].val))
+        constants = [_constant(i, producers) for i in eqn.inputs]
+        known = [c for c in constants if c is not None]
+        if eqn.primitive in ("mul", "div") and len(known) == 1 and np.size(known[0]) == 1:
+            value = float(known[0])
             value = 1.0 / value if eqn.primitive == "div" else value
             scale = value if scale is None else scale * value
     return scale
+
+
+def _constant(operand: Any, producers: dict[int, _Eqn]) -> Any:
+    """The value of a literal, or of arithmetic on literals alone (a scale computed in the
+    reference, `1 / sqrt(dim)`); None for anything that depends on an input."""
+    if isinstance(operand, core.Literal):
+        return np.asarray(operand.val)
+    eqn = producers.get(id(operand))
+    if eqn is None or not eqn.inputs:
+        return None
+    values = [_constant(i, producers) for i in eqn.inputs]
+    if any(v is None for v in values) or len(eqn.outputs) != 1:
+        return None
+    return np.asarray(eqn.bind.bind(*values, **eqn.params))
 
 
 def paged_as_read(spec: PagedSpec, args: list[jax.Array]) -> jax.Array:
@@ -254,7 +290,9 @@ def paged_as_read(spec: PagedSpec, args: list[jax.Array]) -> jax.Array:
         keys, values = cache, args[spec.values]
     sequences, pages_per_seq = table.shape
     _, page_size, kv_heads, head_dim = keys.shape
-    starts = args[spec.query_rows]
+    starts = (
+        jnp.arange(sequences) if spec.query_rows is None else args[spec.query_rows]
+    )
     group = q.shape[1] // kv_heads
     tokens = pages_per_seq * page_size
     scale = 1.0 if spec.scale is None else spec.scale

@@ -99,10 +99,14 @@ def _computation(spec: PagedSpec) -> str:
     arguments = [query, names[spec.keys], values, names[spec.lengths], table]
     if spec.ragged:
         live = f"jnp.full((1,), {table}.shape[0], jnp.int32)"
+        assert spec.query_rows is not None  # a ragged spec always has its query starts
         arguments += [names[spec.query_rows], live if spec.live is None else names[spec.live]]
         call = "    return _ragged_paged_attention("
     else:
-        arguments.append(f"{names[spec.query_rows]}[: {table}.shape[0]]")
+        rows = f"jnp.arange({table}.shape[0], dtype=jnp.int32)"  # row s is sequence s's
+        if spec.query_rows is not None:
+            rows = f"{names[spec.query_rows]}[: {table}.shape[0]]"
+        arguments.append(rows)
         call = "    return _paged_attention("
     arguments += [f"out_dtype={dtype_source(spec.out_dtype)}", f"scale={scale}"]
     lines = textwrap.wrap(
