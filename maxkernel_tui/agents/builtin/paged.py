@@ -112,9 +112,15 @@ def _recognised(task: Task) -> PagedSpec:
         raise CannotPlan("not paged attention: more than one output")
     rows_out, sequences = output.aval.shape[0], specs[table].shape[0]
     ragged = rows_out != sequences and tuple(output.aval.shape) == tuple(specs[query].shape)
-    if (rows_out != sequences and not ragged) or (ragged and rows is None):
+    if rows_out != sequences and not ragged:
         raise CannotPlan("not paged attention: an output neither per sequence nor per query row")
     counted = _ancestors(output, producers, position) - {query, keys, values, table, rows, lengths}
+    if ragged and rows is None:  # the starts steer the keys (each token finds its sequence)
+        starts = [p for p in counted if specs[p].shape == (sequences + 1,)]
+        rows = starts[0] if len(starts) == 1 else None
+        counted -= {rows}
+    if ragged and rows is None:
+        raise CannotPlan("not paged attention: no query start offsets for its ragged rows")
     live = [p for p in counted if specs[p].shape == (1,)] if ragged else []
     scale = _logits_scale(dots[0], eqns)
     head_dim = specs[query].shape[-1]
@@ -229,7 +235,10 @@ def _pair_roles(
     if len(value_caches) != 1:
         raise CannotPlan("not paged attention: the values are not read from one page cache")
     masked = set().union(*(_ancestors(i, producers, position) for e in chain for i in e.inputs))
-    lengths = [p for p in masked if kind(p, 1, True) and p not in rows]
+    sequences = specs[tables[0]].shape[0]  # a length per sequence (the starts: one more)
+    lengths = [
+        p for p in masked if kind(p, 1, True) and p not in rows and specs[p].shape[0] == sequences
+    ]
     if len(lengths) != 1:
         raise CannotPlan("not paged attention: no sequence lengths mask the logits")
     values = None if value_caches[0] == caches[0] else value_caches[0]
