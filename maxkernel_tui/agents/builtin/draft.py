@@ -19,9 +19,9 @@ from maxkernel_tui.agents.builtin.attention import recognise_attention
 from maxkernel_tui.agents.builtin.attention_render import render_attention
 from maxkernel_tui.agents.builtin.autotune import DEFAULT_TARGET, autotune, estimate_source
 from maxkernel_tui.agents.builtin.errors import CannotPlan
+from maxkernel_tui.agents.builtin.operand_precision import OperandPrecision, PrecisionChoice
 from maxkernel_tui.agents.builtin.paged import PAGED_START, recognise_paged_attention
 from maxkernel_tui.agents.builtin.paged_render import render_paged_attention
-from maxkernel_tui.agents.builtin.operand_precision import OperandPrecision, PrecisionChoice
 from maxkernel_tui.agents.builtin.planner import Plan, plan_program
 from maxkernel_tui.agents.builtin.precision import choose_precisions
 from maxkernel_tui.agents.builtin.program import Probe, Program, trace_program

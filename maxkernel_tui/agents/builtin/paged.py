@@ -208,7 +208,7 @@ def _pair_roles(
 ) -> tuple[int, int, int | None, int, int | None, int]:
     """(query, keys, values, table, query rows, lengths) of one attention, by dataflow."""
     chain = _between(first, second, eqns)
-    if not _SOFTMAX <= {e.primitive for e in chain}:
+    if not {e.primitive for e in chain} >= _SOFTMAX:
         raise CannotPlan("not paged attention: no softmax between two matmuls")
 
     def kind(p: int, rank: int, integer: bool) -> bool:
@@ -242,7 +242,7 @@ def _pair_roles(
     if len(lengths) != 1:
         raise CannotPlan("not paged attention: no sequence lengths mask the logits")
     values = None if value_caches[0] == caches[0] else value_caches[0]
-    return queries[0], caches[0], values, tables[0], (rows or [None])[0], lengths[0]
+    return queries[0], caches[0], values, tables[0], rows[0] if rows else None, lengths[0]
 
 
 def _between(first: _Eqn, second: _Eqn, eqns: list[_Eqn]) -> list[_Eqn]:
@@ -299,9 +299,7 @@ def paged_as_read(spec: PagedSpec, args: list[jax.Array]) -> jax.Array:
         keys, values = cache, args[spec.values]
     sequences, pages_per_seq = table.shape
     _, page_size, kv_heads, head_dim = keys.shape
-    starts = (
-        jnp.arange(sequences) if spec.query_rows is None else args[spec.query_rows]
-    )
+    starts = jnp.arange(sequences) if spec.query_rows is None else args[spec.query_rows]
     group = q.shape[1] // kv_heads
     tokens = pages_per_seq * page_size
     scale = 1.0 if spec.scale is None else spec.scale
@@ -319,9 +317,9 @@ def paged_as_read(spec: PagedSpec, args: list[jax.Array]) -> jax.Array:
 
     key = jnp.arange(tokens)
     if not spec.ragged:
-        return jax.vmap(
-            lambda s: attend(s, starts[s][None], (key < lengths[s])[None])[0]
-        )(jnp.arange(sequences))
+        return jax.vmap(lambda s: attend(s, starts[s][None], (key < lengths[s])[None])[0])(
+            jnp.arange(sequences)
+        )
     live = args[spec.live][0] if spec.live is not None else sequences
     row = jnp.arange(q.shape[0])
 

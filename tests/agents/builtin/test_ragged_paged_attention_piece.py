@@ -62,9 +62,7 @@ def test_work_items_cover_every_query_block_and_every_sequence_it_holds():
     starts = _starts(slots)
     for block in range(TOKENS // BLOCK_Q):
         rows = set(range(block * BLOCK_Q, (block + 1) * BLOCK_Q))
-        holders = {
-            s for s in range(len(Q_LENS)) if rows & set(range(starts[s], starts[s + 1]))
-        }
+        holders = {s for s in range(len(Q_LENS)) if rows & set(range(starts[s], starts[s + 1]))}
         mine = (blocks == block) & (computes == 1)
         assert set(seqs[mine]) == holders, f"query block {block}"
         assert ((blocks == block) & (firsts == 1)).sum() == 1  # its output zeroed once
@@ -86,12 +84,20 @@ def test_mixed_prefill_and_decode_matches_numpy(interleaved):
     scale = DIM**-0.5
     with pltpu.force_tpu_interpret_mode(INTERPRET):
         got = ragged._ragged_paged_attention(
-            q, k_cache, v_cache, jnp.asarray(lengths), table.astype(jnp.int32),
-            jnp.asarray(starts), jnp.array([len(Q_LENS)], jnp.int32), out_dtype=jnp.float32,
+            q,
+            k_cache,
+            v_cache,
+            jnp.asarray(lengths),
+            table.astype(jnp.int32),
+            jnp.asarray(starts),
+            jnp.array([len(Q_LENS)], jnp.int32),
+            out_dtype=jnp.float32,
             scale=scale,
         )
     if interleaved:
         k_cache, v_cache = k_cache[:, :, 0::2], k_cache[:, :, 1::2]
-    want = _numpy_ragged(q, k_cache, v_cache, lengths, np.asarray(table), starts, len(Q_LENS), scale)
-    assert np.all(np.asarray(got)[sum(Q_LENS):] == 0)  # rows of no live sequence
+    want = _numpy_ragged(
+        q, k_cache, v_cache, lengths, np.asarray(table), starts, len(Q_LENS), scale
+    )
+    assert np.all(np.asarray(got)[sum(Q_LENS) :] == 0)  # rows of no live sequence
     np.testing.assert_allclose(np.asarray(got), want, atol=2e-2, rtol=2e-2)

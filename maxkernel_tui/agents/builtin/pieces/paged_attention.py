@@ -6,11 +6,11 @@ at the last block).
 
 Scalar prefetch carries the sequence lengths, the page table and each sequence's query row, so
 the index maps read them: grid (sequence, page block), page blocks innermost and 'arbitrary'.
-A page block is KV_TOKENS_PER_BLOCK tokens of whole pages, each its own pipelined input (the same cache passed once
-per page slot, its index map naming the page), so the pipeline fetches the pages a step needs
-and double-buffers them like any block. Pages past a sequence's length are neither fetched (the
-index map clamps to its last page, a block index that does not change is not fetched again)
-nor computed (`pl.when`).
+A page block is KV_TOKENS_PER_BLOCK tokens of whole pages (at most MAX_PAGE_SLOTS), each its own
+pipelined input (the same cache passed once per page slot, its index map naming the page), so
+the pipeline fetches the pages a step needs and double-buffers them like any block. Pages past
+a sequence's length are neither fetched (the index map clamps to its last page, a block index
+that does not change is not fetched again) nor computed (`pl.when`).
 
 A page holds every key head, (page_size, kv_heads, head_dim), viewed as (page_size * kv_heads,
 head_dim) rows; all query heads meet all its rows in one matmul and a mask keeps each query
@@ -81,8 +81,17 @@ def _head_and_token_mask(shape, block_start, length, group, kv_heads, rows_per_t
 
 
 def _paged_decode_kernel(
-    lengths_ref, table_ref, rows_ref, q_ref, *refs, pages_per_block, page_size, group, kv_heads,
-    scale, kv_interleaved,
+    lengths_ref,
+    table_ref,
+    rows_ref,
+    q_ref,
+    *refs,
+    pages_per_block,
+    page_size,
+    group,
+    kv_heads,
+    scale,
+    kv_interleaved,
 ):
     """One sequence's query row against one block of its pages. refs: the K page slots, the V
     page slots (none when `kv_interleaved`), the output, then the max, sum and output scratch."""
@@ -121,9 +130,7 @@ def _paged_decode_kernel(
         _finish_output(o_ref, acc_ref, sum_ref)
 
 
-def _paged_attention(
-    q, k_pages, v_pages, lengths, table, query_rows, *, out_dtype, scale=None
-):
+def _paged_attention(q, k_pages, v_pages, lengths, table, query_rows, *, out_dtype, scale=None):
     """Decode attention: sequence s's query q[query_rows[s]] (q: (tokens, q_heads, head_dim))
     over the first lengths[s] tokens of the pages table[s] names, token t in slot t % page_size
     of page table[s, t // page_size]. k_pages and v_pages: (pages, page_size, kv_heads,
@@ -136,8 +143,11 @@ def _paged_attention(
     q_heads = q.shape[1]
     pages_per_block = _pages_per_block(pages_per_seq, page_size)
     # A page's (page_size, heads) rows in one: row-major, so a view, not a copy.
-    caches = [c.reshape(pages, page_size * cache_heads, head_dim) for c in (k_pages, v_pages)
-              if c is not None]
+    caches = [
+        c.reshape(pages, page_size * cache_heads, head_dim)
+        for c in (k_pages, v_pages)
+        if c is not None
+    ]
     page_rows = page_size * cache_heads
 
     def query_block(seq, block, lengths_ref, table_ref, rows_ref):

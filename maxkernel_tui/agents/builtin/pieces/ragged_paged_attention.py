@@ -74,8 +74,22 @@ def _item_last_page(item, lengths_ref, starts_ref, blocks_ref, seqs_ref, block_q
 
 
 def _ragged_kernel(
-    lengths_ref, table_ref, starts_ref, blocks_ref, seqs_ref, firsts_ref, computes_ref,
-    q_ref, *refs, pages_per_block, page_size, kv_heads, group, kv_interleaved, scale, block_q,
+    lengths_ref,
+    table_ref,
+    starts_ref,
+    blocks_ref,
+    seqs_ref,
+    firsts_ref,
+    computes_ref,
+    q_ref,
+    *refs,
+    pages_per_block,
+    page_size,
+    kv_heads,
+    group,
+    kv_interleaved,
+    scale,
+    block_q,
 ):
     """One work item's query block against one block of its sequence's pages. refs: the page
     slots (K then V unless interleaved), the output, then the max, sum, output accumulators
@@ -125,7 +139,9 @@ def _ragged_kernel(
             values = value_pages[:, v_row, :].astype(q_ref.dtype)
             q = queries[:, head * group : (head + 1) * group, :].reshape(rows, -1)
             logits = jax.lax.dot_general(
-                q.astype(q_ref.dtype), keys, (((1,), (1,)), ((), ())),
+                q.astype(q_ref.dtype),
+                keys,
+                (((1,), (1,)), ((), ())),
                 preferred_element_type=jnp.float32,
             )
             if scale is not None:
@@ -143,9 +159,7 @@ def _ragged_kernel(
 
     @pl.when(jnp.logical_and(computes, block == pl.num_programs(1) - 1))
     def _finish_item():
-        tokens = blocks_ref[item] * block_q + jax.lax.broadcasted_iota(
-            jnp.int32, out_ref.shape, 0
-        )
+        tokens = blocks_ref[item] * block_q + jax.lax.broadcasted_iota(jnp.int32, out_ref.shape, 0)
         mine = jnp.logical_and(tokens >= start, tokens < start + q_len)
         heads = [
             (acc_ref[head] / sum_ref[head]).reshape(block_q, group, -1) for head in range(kv_heads)
@@ -178,8 +192,7 @@ def _ragged_paged_attention(
     def query_block(item, block, lengths_ref, table_ref, starts_ref, blocks_ref, *_):
         return blocks_ref[item], 0, 0
 
-    def page_block(slot, item, block, lengths_ref, table_ref, starts_ref, blocks_ref, seqs_ref,
-                   *_):
+    def page_block(slot, item, block, lengths_ref, table_ref, starts_ref, blocks_ref, seqs_ref, *_):
         last, _ = _item_last_page(
             item, lengths_ref, starts_ref, blocks_ref, seqs_ref, block_q, page_size
         )
@@ -198,7 +211,8 @@ def _ragged_paged_attention(
         _block_bytes(page_size * cache_heads, head_dim, k_pages.dtype)
     )
     footprint = 2 * blocks + (
-        kv_heads * (2 * _block_bytes(rows, 1, jnp.float32) + _block_bytes(rows, head_dim, jnp.float32))
+        kv_heads
+        * (2 * _block_bytes(rows, 1, jnp.float32) + _block_bytes(rows, head_dim, jnp.float32))
         + 2 * _block_bytes(block_q * q_heads, head_dim, jnp.float32)
         + len(caches) * _block_bytes(keys * cache_heads, head_dim, jnp.float32)
         + 4 * _block_bytes(rows, keys, jnp.float32)
