@@ -25,6 +25,8 @@ from maxkernel_tui.agents.builtin.grouped_render import KNOBS, render_grouped
 from maxkernel_tui.agents.builtin.mla import recognise_mla
 from maxkernel_tui.agents.builtin.mla_render import render_mla
 from maxkernel_tui.agents.builtin.operand_precision import OperandPrecision, PrecisionChoice
+from maxkernel_tui.agents.builtin.paged import PAGED_START, recognise_paged_attention
+from maxkernel_tui.agents.builtin.paged_render import render_paged_attention
 from maxkernel_tui.agents.builtin.planner import Plan, plan_program
 from maxkernel_tui.agents.builtin.precision import choose_precisions
 from maxkernel_tui.agents.builtin.program import Probe, Program, trace_program
@@ -84,7 +86,10 @@ def plan_task(task: Task, *, choose_precision: bool = False) -> list[KernelPlan]
     except CannotPlan as problem:  # read by structure what the stage planner cannot translate
         with contextlib.suppress(CannotPlan):
             return [grouped_plan(trace_program(task, strict=False), task)]
-        raise problem
+        spec = recognise_paged_attention(task, problem)  # gathers of pages by a table
+        knobs = ("block_rows", "block_cols") if spec.ragged else ("block_cols",)
+        render = partial(render_paged_attention, spec)
+        return [KernelPlan(spec.family, render, knobs, PAGED_START)]
 
 
 def _plans(program: Program, task: Task, choose_precision: bool) -> list[KernelPlan]:

@@ -145,7 +145,7 @@ def trace_program(task: Task, probe: Probe = Probe.EVERY, *, strict: bool = True
         every = probe is Probe.EVERY
         specs_c = _probe_specs(module.computation, jaxpr_b, specs_b, specs_c, static_c, every)
     jaxpr_c, _ = _traced(module.computation, specs_c, static_c)
-    arg_names = _argument_names(module.computation, len(specs_b) + len(static_b))
+    arg_names = argument_names(module.computation, len(specs_b) + len(static_b))
     builder = _Builder(SizeFlow(tie_equal_inputs=probe is Probe.BY_VALUE))
     inputs = [
         builder.input_var(b, c, position) for position, (b, c) in enumerate(zip(specs_b, specs_c))
@@ -230,7 +230,7 @@ def _structure(
     return [eqn.primitive.name for eqn in traced.jaxpr.eqns]
 
 
-def _argument_names(computation: Any, count: int) -> list[str]:
+def argument_names(computation: Any, count: int) -> list[str]:
     parameters = list(inspect.signature(computation).parameters.values())
     if (
         any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in parameters)

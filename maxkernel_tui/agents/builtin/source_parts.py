@@ -21,6 +21,8 @@ from maxkernel_tui.agents.builtin.pieces import (
     matmul,
     mla,
     moe,
+    paged_attention,
+    ragged_paged_attention,
     retention,
     rowwise,
     running,
@@ -166,6 +168,27 @@ ROUTED_MOE = (moe._silu_gate, moe._routed_moe)
 
 # The MLA layer's glue and its projection: run with MATMUL_STAGE and FLASH_ATTENTION.
 MLA_LAYER = (mla._store_block, mla._project, mla._rope_tables, mla._rotate, mla._mla_layer)
+# Paged decode attention, with attention.py's online-softmax steps.
+PAGED_MASK = section_source(paged_attention, "paged mask")
+PAGED_ATTENTION = (
+    attention._start_statistics,
+    attention._online_softmax_step,
+    attention._finish_output,
+    paged_attention._pages_per_block,
+    paged_attention._page_of_slot,
+    paged_attention._head_and_token_mask,
+    paged_attention._paged_decode_kernel,
+    paged_attention._paged_attention,
+)
+
+# Ragged paged attention (mixed prefill and decode): work items of query block and sequence.
+RAGGED_PAGED_ATTENTION = (
+    paged_attention._pages_per_block,
+    ragged_paged_attention._work_items,
+    ragged_paged_attention._item_last_page,
+    ragged_paged_attention._ragged_kernel,
+    ragged_paged_attention._ragged_paged_attention,
+)
 
 
 def functions_source(*pieces: tuple[Callable[..., Any], ...]) -> list[str]:
