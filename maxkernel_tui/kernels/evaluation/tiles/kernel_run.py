@@ -44,7 +44,9 @@ class KernelSample:
     whole: tuple[str, ...] = ()  # operands handed to the interpreter whole, and why (compact.py)
     # the blocks run (rows of output-axis ids): the sample, or the prefixes it grew to along
     # `arbitrary` output axes (poison.stateless_run)
-    ran: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros((0, 0), np.int64))
+    ran: np.ndarray = dataclasses.field(
+        default_factory=lambda: np.zeros((0, 0), np.int64), compare=False
+    )
 
     def describe(self) -> str:
         branches = "branch" if self.on_data == 1 else "branches"
