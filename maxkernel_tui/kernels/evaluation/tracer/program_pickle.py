@@ -33,11 +33,11 @@ from jax._src.lax import convolution as lax_convolution
 from jax._src.lax import lax as lax_lax
 from jax._src.lax import slicing as lax_slicing
 from jax._src.pallas import core as pallas_core
-from jax.sharding import PartitionSpec
 from jax._src.pallas import primitives as pallas_primitives
 from jax._src.pallas.mosaic import core as mosaic_core
 from jax._src.state import indexing as state_indexing
 from jax._src.state import types as state_types
+from jax.sharding import PartitionSpec
 from jaxlib._jax import pytree
 
 from maxkernel_tui.kernels.evaluation.protocol import PROGRAM_MAX_BYTES
