@@ -57,7 +57,7 @@ def measure(request: TimingRequest) -> TimingAnswer:
     # the candidate's program as its tracer carried it: this process never imports the kernel
     program = load_program(Path(request.program).read_bytes())
     carried = jaxpr_as_fun(program if on_tpu else interpreted(program, pltpu.InterpretParams()))
-    computation = functools.partial(_with_static, reference.computation, static)
+    computation: Callable[..., Any] = functools.partial(_with_static, reference.computation, static)
     if request.gradients:  # forward and backward: the programs take the cotangents too
         task = task.with_gradients(tuple(request.gradients))
         _, _, expected = runtime.io_specs(task, reference, request.config)
