@@ -10,6 +10,7 @@ from enum import Enum, StrEnum
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+import numpy as np
 import pytest
 
 from maxkernel_tui.codec import (
@@ -21,6 +22,7 @@ from maxkernel_tui.codec import (
     decode,
     encode,
 )
+from maxkernel_tui.kernels.evaluation.compare import compare_with_shares
 from maxkernel_tui.kernels.report.checks import (
     FAIL,
     PASS,
@@ -31,7 +33,9 @@ from maxkernel_tui.kernels.report.checks import (
     Timing,
 )
 from maxkernel_tui.kernels.report.expert import ExpertComparison
-from maxkernel_tui.kernels.report.reasons import NoFigures, Reason, Said
+from maxkernel_tui.kernels.report.reasons import NoFigures, Reason, Said, TilesFigures
+from maxkernel_tui.kernels.task import Tolerance
+from maxkernel_tui.store import Store
 
 
 def wire(data: Any) -> Any:
@@ -336,3 +340,23 @@ def test_reports_and_timings_keep_their_fields_and_read_older_forms():
     assert decode(Timing, older).ci95 == (1.0, 2.0)
     without = {k: v for k, v in data.items() if k not in ("timings", "seeds", "executor_node")}
     assert decode(EvalReport, without).executor_node == "local"
+
+
+def test_a_rejection_for_nan_outputs_is_stored_and_read_back(tmp_path):
+    """A comparison that met NaN outputs (an unwritten block) is stored as it is said: the store
+    refuses NaN, so its figures hold none (an agent's session ended on this error)."""
+    nan_run = compare_with_shares(
+        np.array([np.nan, 1.0], np.float32), np.ones(2, np.float32), Tolerance(0.01, 0.01)
+    )[0]
+    figures = TilesFigures("bench", 0, 1, 2, 8, comparison=nan_run, gradients="x")
+    check = Check(TILES, FAIL, Reason.TILES_OUTSIDE_TOLERANCE, figures)
+    report = EvalReport("1t", "/k.py", ["v5e"], "CPU (TPU interpret mode)", checks=[check])
+    with Store(tmp_path / "sessions.db") as store:
+        session = store.create_session("1t", "auto")
+        version = store.add_kernel_version(session.id, "def computation(x): ...")
+        stored = store.record_evaluation(version.id, report.to_json())
+        back = EvalReport.from_json(store.evaluations(version.id)[0].report)
+    assert stored.verdict == "rejected"
+    [read] = back.checks
+    assert read.figures.comparison.non_finite == 1
+    assert read.detail == check.detail

@@ -164,13 +164,19 @@ def _read_task(folder: Path) -> Task:
     )
 
 
-def computation_parameters(reference: ast.Module) -> tuple[str, ...]:
-    """The positional parameter names of the reference's `computation` (last definition wins)."""
-    params: tuple[str, ...] = ()
-    for node in reference.body:
-        if isinstance(node, ast.FunctionDef) and node.name == "computation":
-            params = tuple(a.arg for a in node.args.posonlyargs + node.args.args)
-    return params
+def computation_parameters(
+    reference: ast.Module, entry_points: tuple[str, ...] = ("computation",)
+) -> tuple[str, ...]:
+    """The positional parameter names of the reference's entry point: the first of
+    `entry_points` it defines (JAXBench's baseline calls it `workload`; last definition wins)."""
+    for name in entry_points:
+        params: tuple[str, ...] | None = None
+        for node in reference.body:
+            if isinstance(node, ast.FunctionDef) and node.name == name:
+                params = tuple(a.arg for a in node.args.posonlyargs + node.args.args)
+        if params is not None:
+            return params
+    return ()
 
 
 def gradient_names(path: Path, declared: object, parameters: tuple[str, ...]) -> tuple[str, ...]:

@@ -77,7 +77,7 @@ def with_gradient_option(task: Task, option: str | None) -> Task:
         return task
     from maxkernel_tui.kernels.loader import computation_parameters, gradient_names, parse_python
 
-    parameters = computation_parameters(parse_python(task.reference_path))
+    parameters = computation_parameters(parse_python(task.reference_path), task.entry_points)
     if option.strip() == ALL_GRADIENTS and ALL_GRADIENTS not in parameters:
         return task.with_gradients(_floating_inputs(task, parameters))
     names = gradient_names(Path(GRADIENTS_OPTION), option, parameters)

@@ -8,8 +8,8 @@ from __future__ import annotations
 from maxkernel_tui.agents.builtin.draft import plan_task
 from maxkernel_tui.kernels.loader import builtin_training_dir, find_task, load_tasks
 
-_DK_TERM = "ds = p * (_block_logits(do_ref, v_ref) - d_ref[...])"
-_DK_DROPPED = "ds = p * _block_logits(do_ref, v_ref)  # D dropped: dk is wrong"
+_DK_TERM = "p, ds = _backward_block(refs, d_ref[...], qi, kj, masked, **blocks)"
+_DK_DROPPED = "p, ds = _backward_block(refs, 0.0, qi, kj, masked, **blocks)  # D dropped: dk wrong"
 _PALLAS_BACKWARD = """        dx, dscale = _rms_backward(
             x.reshape(-1, hidden), scale.reshape(1, hidden), r, dy.reshape(-1, hidden)
         )"""

@@ -19,6 +19,7 @@ GEMM's matmuls share its precision.
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Iterator, Sequence
 
 import jax.numpy as jnp
@@ -33,6 +34,7 @@ from maxkernel_tui.agents.builtin.tester import edge_proposals
 from maxkernel_tui.kernels import reference_runtime as runtime
 from maxkernel_tui.kernels.evaluation.compare import compare_arrays
 from maxkernel_tui.kernels.evaluation.matmul_rounding import Emulation, cases
+from maxkernel_tui.kernels.report.reasons import Comparison
 from maxkernel_tui.kernels.task import Task, TaskError
 
 
@@ -62,10 +64,16 @@ def bf16_share(task: Task, config: str, sizes: dict[str, int], matmuls: int) -> 
         raise TaskError(task.reference_path, f"the reference cannot take {sizes}")
     rounded = jnp.ones((max(matmuls, 1),), bool)
     return max(
-        compare_arrays(np.asarray(got), np.asarray(want), task.tolerance(config)).tolerance_used
+        _share(compare_arrays(np.asarray(got), np.asarray(want), task.tolerance(config)))
         for case in measured
         for got, want in zip(case.emulate(rounded), case.want, strict=True)
     )
+
+
+def _share(found: Comparison) -> float:
+    """The tolerance a comparison used; unbounded for one that failed before any difference
+    was taken (NaN outputs, another shape)."""
+    return found.tolerance_used if found.mismatch is None else math.inf
 
 
 def _content_key(task: Task) -> str:

@@ -111,7 +111,9 @@ def tune_training(
     best = start
     for knob in knobs:
         settings: list[dict[str, Any]] = [{knob: choice} for choice in CHOICES[knob]]
-        best = min((replace(best, **setting) for setting in settings), key=score)
+        # the setting so far stays a candidate: a knob none of whose choices fits (4t's, at
+        # production) must not trade a fitting kernel for one that does not
+        best = min([best, *(replace(best, **setting) for setting in settings)], key=score)
     found = trials.get(best) if not math.isinf(score(best)) else None
     if found is None:
         raise CannotPlan("no block sizes give a training kernel that fits VMEM at bench shapes")

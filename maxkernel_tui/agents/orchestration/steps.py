@@ -394,7 +394,8 @@ class Steps:
         loop = asyncio.get_running_loop()
 
         def on_check(check: Check) -> None:  # from the harness's thread: log it on the loop
-            note = Note(keys.sub(step, f"check/{check.name}"), step, TESTER, format_check(check))
+            name = f"check/{check.name}{'/backward' if check.of_backward else ''}"  # both kept
+            note = Note(keys.sub(step, name), step, TESTER, format_check(check))
             loop.call_soon_threadsafe(self._emit, note)
 
         self.start(keys.sub(step, "test"), TESTER)

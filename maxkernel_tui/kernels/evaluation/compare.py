@@ -39,6 +39,10 @@ def compare_arrays(
     return compare_with_shares(candidate, reference, tolerance)[0]
 
 
+# max|Δ|, max rel and the tolerance used of a comparison that failed before any difference was
+# taken (shapes, counts, non-finite outputs): none; zeros, not NaN, which the store refuses.
+_NO_FIGURES = (0.0, 0.0, 0.0)
+
 # Elements compared at a time: float64 temporaries of a chunk are reused from one chunk to the
 # next, where whole-array ones (a production sample has millions of elements) cost more in fresh
 # memory than the arithmetic on them.
@@ -59,12 +63,9 @@ def compare_with_shares(
     bad_values = ~np.isfinite(got_all) & np.isfinite(want_all)
     if bad_values.any():
         flat = int(np.argmax(bad_values))
-        nan = float("nan")
         failed = Comparison(
             False,
-            nan,
-            nan,
-            nan,
+            *_NO_FIGURES,
             (),
             0,
             int(got_all.size),
@@ -117,5 +118,4 @@ def _index(flat: int, shape: tuple[int, ...]) -> list[int]:
 
 
 def _failed(mismatch: Mismatch, got: tuple[int, ...], wanted: tuple[int, ...]) -> Comparison:
-    nan = float("nan")
-    return Comparison(False, nan, nan, nan, (), 0, 0, mismatch, tuple(got), tuple(wanted))
+    return Comparison(False, *_NO_FIGURES, (), 0, 0, mismatch, tuple(got), tuple(wanted))

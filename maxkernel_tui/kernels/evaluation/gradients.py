@@ -28,7 +28,7 @@ _COTANGENT_SALT = 0x6A7D
 def positions(task: Task, n_dynamic: int) -> tuple[int, ...]:
     """The positions among computation's arguments of the parameters whose gradients are asked
     for; TaskError where one is a static argument (nothing to differentiate)."""
-    parameters = computation_parameters(parse_python(task.reference_path))
+    parameters = computation_parameters(parse_python(task.reference_path), task.entry_points)
     found = []
     for name in task.gradients:
         if name not in parameters:

@@ -259,8 +259,11 @@ class Harness:
             if report.failure is None and options.extra_configs and not extra:
                 report.add(Check(EDGE, SKIP, Reason.NO_EDGE_CONFIGS))
             if report.failure is None and not options.edges_only:
+                # a training kernel is timed forward and backward (its backward program, which
+                # runs the forward too) against XLA's jax.vjp of the reference
+                timed = backward[bench] if task.gradients and bench in backward else programs[bench]
                 check, report.timings = timing_check(
-                    Path(programs[bench]), kernel.name, task, options.timeout
+                    Path(timed), kernel.name, task, options.timeout
                 )
                 report.add(check)
                 if (unsettled := projected_outside(report)) is not None:

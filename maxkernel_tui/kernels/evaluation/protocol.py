@@ -251,6 +251,9 @@ class TimingRequest(JsonData):
     repeats: int
     warmups: int
     expert: str | None = None  # the task's expert baseline, timed interleaved with the others
+    # the task's gradients: `program` is then the candidate's backward program (forward and
+    # backward), timed against XLA's jax.vjp of the reference on the seeds' cotangents
+    gradients: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -271,3 +274,4 @@ class TimingAnswer(JsonData):
     clock_note: str = ""  # why the wall clock where the device trace was wanted
     numerics: DeviceNumerics | None = None  # on a TPU only
     model: ModelPoint | None = None  # the model's estimate of the candidate (for calibration)
+    gradients: list[str] = field(default_factory=list)  # timed forward and backward (the request's)

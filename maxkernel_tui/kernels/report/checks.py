@@ -64,6 +64,13 @@ class Check:
         return check_words(self.reason, self.figures)
 
     @property
+    def of_backward(self) -> bool:
+        """A check of a training kernel's backward program, beside its forward's of the same
+        name (trace, production, tiles)."""
+        sampled = isinstance(self.figures, TilesFigures) and bool(self.figures.gradients)
+        return sampled or self.reason.value.startswith("backward_")
+
+    @property
     def unfit_config(self) -> str | None:
         """The derived configuration this check left unrun because the kernel's own tiles do
         not fit its shapes (evaluation/work/production_checks.py, tiles_misfit)."""

@@ -42,8 +42,9 @@ def _generated(task):
 
 
 def _grad_tolerance(task):
-    meta = yaml.safe_load(task.yaml_path.read_text())
-    return meta["grad_atol"], meta["grad_rtol"]
+    """The check configuration's gradient tolerance (a yaml may give one per configuration)."""
+    tolerance = task.gradient_tolerance("check")
+    return tolerance.atol, tolerance.rtol
 
 
 def _vjp(function, dynamic, static, wanted, seed):

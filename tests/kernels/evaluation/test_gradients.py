@@ -10,6 +10,7 @@ from maxkernel_tui.kernels.evaluation.source import KernelSource
 from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.report.reasons import Agreement, Reason, RunFigures
 from maxkernel_tui.services.tasks import with_gradient_option
+from tests.support.maxkernel_dataset import write_jaxbench_tiled_gemm
 from tests.support.paths import GRADIENT_TASKS, KERNELS
 
 pytestmark = pytest.mark.slow  # candidate and reference jax worker processes
@@ -134,3 +135,20 @@ def test_a_training_kernels_profile_covers_its_backward_against_xlas_vjp(tmp_pat
         for s in (summary, forward)
     ]
     assert xla[0] > 2 * xla[1], xla
+
+
+def test_a_jaxbench_folder_gets_gradient_checks_from_all_alone(harness, tmp_path):
+    """The least convenient plain folder: JAXBench's native layout (baseline.py with a
+    `workload(A, B)`, sizes in a CONFIG dict, bf16, no yaml and no configurations), read as it
+    is; `all` finds its two inputs, and a custom_vjp kernel written with other parameter names
+    is judged on both gradients."""
+    folder = write_jaxbench_tiled_gemm(tmp_path, (256, 512, 384), (128, 128, 128))
+    before = {path.name: path.read_text() for path in folder.iterdir()}
+    task = with_gradient_option(load_task(folder), "all")
+    assert task.gradients == ("A", "B")
+    report = _evaluate(harness, "matmul_vjp", task)
+    assert report.verdict == "accepted", report.failure
+    assert {run.gradient for run in _gradient_runs(report)} == {"A", "B"}
+    assert any(c.reason == Reason.BACKWARD_IN_PALLAS for c in report.checks)
+    # the folder is read, never written
+    assert {path.name: path.read_text() for path in folder.iterdir()} == before

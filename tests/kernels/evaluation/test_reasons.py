@@ -39,6 +39,7 @@ from maxkernel_tui.kernels.report.reasons import (
     WorkerFailed,
     WorkShare,
 )
+from maxkernel_tui.kernels.report.status import CheckName
 from maxkernel_tui.kernels.report.words import check_words
 
 CLOSE = Comparison(True, 1e-3, 1e-4, 0.5, (2, 3), 0, 16)
@@ -142,3 +143,14 @@ def test_evidence_reads_the_tiles_figures() -> None:
         "check: not run — the kernel's tiles (block 512 along axis 0 of output 0 of k) do not "
         "fit the derived check shapes (256); its numerics are judged at production tiles only",
     ]
+
+
+def test_a_backward_check_is_told_from_the_forward_check_of_its_name():
+    """An agent's log keys each check by its name: a training kernel's backward trace,
+    defences and tiles stand beside the forward's and must not replace them."""
+    forward_tiles = TilesFigures("bench", 0, 1, 2, 8)
+    backward_tiles = TilesFigures("bench", 0, 1, 2, 8, gradients="x, w")
+    assert not Check(CheckName.TILES, PASS, Reason.TILES_SAMPLED, forward_tiles).of_backward
+    assert Check(CheckName.TILES, PASS, Reason.TILES_SAMPLED, backward_tiles).of_backward
+    assert Check(CheckName.TRACE, PASS, Reason.BACKWARD_IN_PALLAS, NoFigures()).of_backward
+    assert not Check(CheckName.TRACE, PASS, Reason.TRACE_REFUSED, Said("no")).of_backward

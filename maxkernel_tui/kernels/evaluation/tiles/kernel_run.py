@@ -42,6 +42,11 @@ class KernelSample:
     classes: int = 1  # classes of output blocks by the kernel's scalar control (classes.py)
     on_data: int = 0  # branches, selects and loops on data (or too long to follow): not classed
     whole: tuple[str, ...] = ()  # operands handed to the interpreter whole, and why (compact.py)
+    # the blocks run (rows of output-axis ids): the sample, or the prefixes it grew to along
+    # `arbitrary` output axes (poison.stateless_run)
+    ran: np.ndarray = dataclasses.field(
+        default_factory=lambda: np.zeros((0, 0), np.int64), compare=False
+    )
 
     def describe(self) -> str:
         branches = "branch" if self.on_data == 1 else "branches"
@@ -140,6 +145,7 @@ def run_kernel(
         control.count,
         control.on_data,
         whole[-1],
+        sample,
     )
     return ran, regions, record
 

@@ -225,22 +225,29 @@ def decided_regions(
     for block, value in zip(outputs, eqn.outvars, strict=True):
         indices = block_indices(block, points, operands)
         shape = tuple(value.aval.shape)
-        kept = [
-            row
+        written = [
+            spans(block, indices[b * steps : (b + 1) * steps], shape)
             for b in range(len(kernel.sample))
-            if decided[b]
-            for row in spans(block, indices[b * steps : (b + 1) * steps], shape)
         ]
+        kept = [row for b, rows in enumerate(written) if decided[b] for row in rows]
+        # an output block an undecided block writes too (an accumulator revisited along the
+        # grid, as a norm's dscale) holds what that block added: undecided
+        lost = [row for b, rows in enumerate(written) if not decided[b] for row in rows]
         found.append(
             sorted(
                 {
                     tuple((int(a), int(b - a)) for a, b in row)
                     for row in kept
-                    if (row[:, 1] > row[:, 0]).all()
+                    if (row[:, 1] > row[:, 0]).all() and not any(_meets(row, o) for o in lost)
                 }
             )
         )
     return found
+
+
+def _meets(row: np.ndarray, other: np.ndarray) -> bool:
+    """Whether two [start, stop) boxes (per dimension) share an element."""
+    return bool((np.maximum(row[:, 0], other[:, 0]) < np.minimum(row[:, 1], other[:, 1])).all())
 
 
 def _points(mapping: Any, output_axes: tuple[int, ...], sample: np.ndarray) -> np.ndarray:

@@ -114,7 +114,7 @@ def run_sampled(
         )
         kernels.append(sample)
         if direct is not None:  # its operands are what a provenance run would give it
-            decided = pullback.decided_regions(eqn, args, plans[0], regions)
+            decided = pullback.decided_regions(eqn, args, _as_run(plans[0], sample), regions)
             straight.append((ran, decided, [tuple(var.aval.shape) for var in eqn.outvars]))
             # the outputs are read from the compact run: nothing after the kernel is needed
             return [_Unneeded(var.aval) for var in eqn.outvars]
@@ -136,7 +136,7 @@ def run_sampled(
             ],
             kernels,
         )
-    replay = iter(zip(recorded, plans, strict=True))
+    replay = iter(zip(recorded, map(_as_run, plans, kernels), strict=True))
 
     def provenance(eqn: Any, args: list[Any]) -> list[Any]:
         (outputs, regions), planned = next(replay)
@@ -152,6 +152,12 @@ def run_sampled(
         values = np.asarray(output).reshape(-1)[indices]
         found.append(Decided(tuple(output.shape), indices, values))
     return SampledOutputs(found, kernels)
+
+
+def _as_run(planned: pullback.KernelPlan, ran: KernelSample) -> pullback.KernelPlan:
+    """The plan with the blocks the kernel did run: a sample grown to the prefixes of an
+    `arbitrary` axis holds blocks the plan has not, and those read what the plan's do not."""
+    return dataclasses.replace(planned, sample=ran.ran)
 
 
 def _picked(

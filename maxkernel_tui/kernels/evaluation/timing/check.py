@@ -75,6 +75,13 @@ def summarize_timing(answer: TimingAnswer) -> tuple[Check, list[Timing]]:
     expert = answer.samples.expert
     timings = []
     programs = [("kernel", candidate), ("XLA reference", reference)]
+    # a training kernel: its backward program (forward and backward) against XLA's jax.vjp
+    scope = (
+        f" (forward and backward, gradients of {', '.join(answer.gradients)}, against XLA's "
+        "jax.vjp of the reference)"
+        if answer.gradients
+        else ""
+    )
     for what, samples in programs + ([("expert", expert)] if expert else []):
         estimate = median_estimate(samples)
         timings.append(
@@ -85,14 +92,14 @@ def summarize_timing(answer: TimingAnswer) -> tuple[Check, list[Timing]]:
                 median_s=estimate.median,
                 ci95=(estimate.low, estimate.high),
                 samples=len(samples),
-                label=f"{what}: median {estimate.median * 1e3:.3f} ms (95% CI "
+                label=f"{what}{scope}: median {estimate.median * 1e3:.3f} ms (95% CI "
                 f"{estimate.low * 1e3:.3f}-{estimate.high * 1e3:.3f} ms), measured {clock} "
                 f"on {where}",
             )
         )
     gain = speedup(reference, candidate)
     # the device runs the reference as written; XLA at the tolerance's MXU passes is estimated
-    label = f"{SPEEDUP} as written {gain.describe()}, measured ({clock}) on {where}"
+    label = f"{SPEEDUP} as written{scope} {gain.describe()}, measured ({clock}) on {where}"
     timings.append(_speedup_timing(SPEEDUP, gain, where, label))
     against: Speedup | None = None
     if expert:

@@ -50,6 +50,7 @@ def run_timing_worker(
         repeats,
         warmups,
         None if expert is None else str(expert),
+        list(task.gradients),
     )
     with device_turn(timeout):  # the TPU is this process's alone while it times
         readable = (program.parent, task.folder) + (() if expert is None else (expert,))

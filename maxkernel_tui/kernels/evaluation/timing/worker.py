@@ -14,6 +14,7 @@ candidate's tracer carried (evaluation/tracer/transport.py), the one the judge c
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import sys
 from collections.abc import Callable
@@ -25,6 +26,7 @@ from jax.experimental.pallas import tpu as pltpu
 from jax.extend.core import jaxpr_as_fun
 
 from maxkernel_tui.kernels import reference_runtime as runtime
+from maxkernel_tui.kernels.evaluation import gradients
 from maxkernel_tui.kernels.evaluation.protocol import TimingAnswer, TimingRequest, TimingSamples
 from maxkernel_tui.kernels.evaluation.timing.clock import (
     choose_clock,
@@ -55,6 +57,13 @@ def measure(request: TimingRequest) -> TimingAnswer:
     # the candidate's program as its tracer carried it: this process never imports the kernel
     program = load_program(Path(request.program).read_bytes())
     carried = jaxpr_as_fun(program if on_tpu else interpreted(program, pltpu.InterpretParams()))
+    computation: Callable[..., Any] = functools.partial(_with_static, reference.computation, static)
+    if request.gradients:  # forward and backward: the programs take the cotangents too
+        task = task.with_gradients(tuple(request.gradients))
+        _, _, expected = runtime.io_specs(task, reference, request.config)
+        at = gradients.positions(task, len(inputs[0]))
+        inputs = [(*d, *gradients.cotangents(expected, seed)) for seed, d in enumerate(inputs)]
+        computation = _xla_backward(reference.computation, static, at, len(pairs[0][0]))
 
     def candidate(*dynamic: Any) -> Any:
         return carried(*jax.tree.leaves(dynamic))
@@ -65,14 +74,17 @@ def measure(request: TimingRequest) -> TimingAnswer:
         # Both take the arrays only; the static args are compile-time constants of each program.
         programs = {
             "candidate": named_jit("candidate", candidate),
-            "reference": named_jit("reference", lambda *d: reference.computation(*d, *static)),
+            "reference": named_jit("reference", computation),
         }
-        if request.expert is not None:
+        # an expert's forward is no measure of a forward and backward
+        if request.expert is not None and not request.gradients:
             expert = runtime.load_candidate(task, reference, Path(request.expert))
             programs["expert"] = named_jit("expert", lambda *d: expert.computation(*d, *static))
         numerics = None
         if on_tpu:  # production shapes on the device, after every CPU check passed
-            tolerance = task.tolerance(request.config)
+            tolerance = (task.gradient_tolerance if request.gradients else task.tolerance)(
+                request.config
+            )
             numerics = device_numerics(
                 programs["candidate"], programs["reference"], inputs[0], tolerance, request.config
             )
@@ -87,9 +99,28 @@ def measure(request: TimingRequest) -> TimingAnswer:
         timed.note,
         numerics,
         _model_point(task, reference, candidate, request.config, device.device_kind)
-        if on_tpu
+        if on_tpu and not request.gradients
         else None,
+        list(request.gradients),
     )
+
+
+def _with_static(computation: Callable[..., Any], static: tuple[Any, ...], *dynamic: Any) -> Any:
+    return computation(*dynamic, *static)
+
+
+def _xla_backward(
+    computation: Callable[..., Any], static: tuple[Any, ...], at: tuple[int, ...], count: int
+) -> Callable[..., Any]:
+    """XLA's gradient of the reference as a function of the dynamic inputs then the cotangents
+    (as the candidate's backward program takes them): jax.vjp of the reference, which runs its
+    forward too, fused by XLA."""
+    program = gradients.backward(computation, static, at)
+
+    def run(*flat: Any) -> Any:
+        return program(tuple(flat[:count]), list(flat[count:]))
+
+    return run
 
 
 def _model_point(

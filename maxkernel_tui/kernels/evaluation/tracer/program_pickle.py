@@ -37,6 +37,7 @@ from jax._src.pallas import primitives as pallas_primitives
 from jax._src.pallas.mosaic import core as mosaic_core
 from jax._src.state import indexing as state_indexing
 from jax._src.state import types as state_types
+from jax.sharding import PartitionSpec
 from jaxlib._jax import pytree
 
 from maxkernel_tui.kernels.evaluation.protocol import PROGRAM_MAX_BYTES
@@ -129,6 +130,8 @@ class Dumper(pickle.Pickler):
             return _empty_mesh, (isinstance(obj, mesh_lib.AbstractMesh),)
         if obj is named_sharding.UNSPECIFIED:
             return _unspecified, ()
+        if type(obj) is named_sharding.NamedSharding:
+            return _unsharded, _unsharded_parts(obj)
         if obj is pallas_core.dynamic_grid_dim:
             return _dynamic_grid_dim, ()
         if type(obj) is frozen_dict.FrozenDict:
@@ -304,6 +307,21 @@ def _unspecified() -> Any:
     return named_sharding.UNSPECIFIED
 
 
+def _unsharded_parts(sharding: Any) -> tuple[bool, int]:
+    """A NamedSharding that shards nothing (an empty mesh, every dimension unnamed), as a
+    `convert_element_type` inside a jax.vjp of jnp carries one: its mesh kind and rank."""
+    mesh = sharding.mesh
+    if mesh.shape_tuple or any(part is not None for part in sharding.spec):
+        raise NotTransportable("the program shards a value over a device mesh")
+    if sharding.memory_kind is not None:
+        raise NotTransportable(f"a sharding in memory {sharding.memory_kind!r}")
+    return isinstance(mesh, mesh_lib.AbstractMesh), len(sharding.spec)
+
+
+def _unsharded(abstract: Any, rank: Any) -> Any:
+    return named_sharding.NamedSharding(_empty_mesh(abstract), PartitionSpec(*[None] * int(rank)))
+
+
 def _dynamic_grid_dim() -> Any:
     return pallas_core.dynamic_grid_dim
 
@@ -445,6 +463,7 @@ _CONSTRUCTORS: tuple[Callable[..., Any], ...] = (
     _typed_array,
     _empty_mesh,
     _unspecified,
+    _unsharded,
     _dynamic_grid_dim,
     _frozen_dict,
     _semaphore,

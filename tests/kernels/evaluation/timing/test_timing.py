@@ -1,5 +1,6 @@
 """Timing statistics, and that no time measured off a TPU is ever shown as a kernel time."""
 
+import dataclasses
 import json
 import random
 
@@ -14,11 +15,11 @@ from maxkernel_tui.kernels.evaluation.timing.check import (
 )
 from maxkernel_tui.kernels.evaluation.timing.stats import median_estimate, speedup
 from maxkernel_tui.kernels.evaluation.tracer.tracing import trace_source
-from maxkernel_tui.kernels.loader import find_task
+from maxkernel_tui.kernels.loader import find_task, load_task
 from maxkernel_tui.kernels.report.checks import EvalReport
 from maxkernel_tui.kernels.report.reasons import Reason
 from maxkernel_tui.kernels.snapshot import snapshot_task
-from tests.support.paths import KERNELS
+from tests.support.paths import GRADIENT_TASKS, KERNELS
 
 
 def noisy(center, spread, n=50, seed=0):
@@ -95,3 +96,32 @@ def test_a_report_read_back_from_json_is_the_same_report():
     report = EvalReport("12p", "k.py", ["v5e"], "cpu", [check], timings, [1, 2])
     again = EvalReport.from_json(json.loads(json.dumps(report.to_json())))
     assert again == report and again.verdict == report.verdict == "accepted"
+
+
+@pytest.mark.slow  # traces in a sandboxed tracer, runs the kernel under jax in this process
+def test_a_training_kernel_is_timed_forward_and_backward_against_xlas_gradient(tmp_path):
+    """The timing of a task that asks for gradients runs the candidate's backward program (its
+    forward too) against XLA's jax.vjp of the reference, on cotangents, and says so."""
+    task = load_task(GRADIENT_TASKS / "rmsnorm_train")
+    kernel = KERNELS / "gradients" / "rmsnorm_vjp.py"
+    traced = trace_source(
+        kernel.read_text(), snapshot_task(task, tmp_path), 120, ["check"], backward=True
+    )
+    program = tmp_path / "backward.bin"
+    program.write_bytes(traced["check"])
+    request = TimingRequest(
+        str(program), str(task.folder), "check", 2, 1, gradients=list(task.gradients)
+    )
+    answer = timing_worker.measure(
+        TimingRequest.from_json(json.loads(json.dumps(request.to_json())))
+    )
+    assert answer.gradients == ["x", "w"] and len(answer.samples.reference) == 2
+    on_tpu = dataclasses.replace(answer, platform="tpu", device="TPU v5 lite")
+    _, timings = summarize_timing(on_tpu)
+    assert all("forward and backward, gradients of x, w" in t.label for t in timings)
+    assert "against XLA's jax.vjp of the reference" in timings[-1].label
+
+
+def test_a_forward_timing_says_nothing_of_gradients():
+    answer = TimingAnswer("TPU v5 lite", "tpu", TimingSamples(noisy(1e-3, 0.02), noisy(2e-3, 0.02)))
+    assert not any("backward" in t.label for t in summarize_timing(answer)[1])

@@ -316,3 +316,26 @@ def test_a_kernel_inside_jit_runs_interpreted_with_the_effects_tracing_would_giv
     (jit_eqn,) = carried.jaxpr.eqns
     assert jit_eqn.effects == direct_trace.jaxpr.eqns[0].effects
     assert _same_bits(jax.jit(jaxpr_as_fun(carried))(*inputs), direct)
+
+
+def _jnp_backward_program(x, dy):
+    """A custom_vjp whose backward is jax.vjp of jnp: its convert_element_type equations carry
+    a NamedSharding of no mesh (a backward left to XLA, which the judge must see to reject)."""
+
+    @jax.custom_vjp
+    def double(x):
+        return (x.astype(jnp.float32) * 2).astype(x.dtype)
+
+    def backward(saved, g):
+        return jax.vjp(lambda v: (v.astype(jnp.float32) * 2).astype(v.dtype), saved)[1](g)
+
+    double.defvjp(lambda x: (double(x), x), backward)
+    return jax.vjp(double, x)[1](dy)
+
+
+def test_a_backward_of_jnp_is_carried_with_its_unsharded_types():
+    inputs = [jnp.arange(16, dtype=jnp.bfloat16).reshape(2, 8), jnp.ones((2, 8), jnp.bfloat16)]
+    traced = jax.make_jaxpr(_jnp_backward_program)(*inputs)
+    loaded = load_program(dump_program(traced))
+    assert str(loaded) == str(interpreted(traced, False))
+    assert _same_bits(jaxpr_as_fun(traced)(*inputs), jaxpr_as_fun(loaded)(*inputs))

@@ -333,6 +333,7 @@ def test_the_allowlist_names_only_data_types_and_this_modules_constructors():
         "_typed_array",
         "_empty_mesh",
         "_unspecified",
+        "_unsharded",
         "_dynamic_grid_dim",
         "_frozen_dict",
         "_semaphore",

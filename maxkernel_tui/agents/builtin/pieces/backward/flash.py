@@ -70,6 +70,20 @@ def _probabilities(q_ref, k_ref, lse_ref, qi, kj, masked, *, scale, block_q, blo
     return jnp.exp(logits - lse_ref[...])
 
 
+def _score_gradient(p, do_ref, v_ref, d):
+    """dS = P * (dO V^T - D) of one query block and one key block."""
+    return p * (_block_logits(do_ref, v_ref) - d)
+
+
+def _backward_block(refs, d, qi, kj, masked, *, scale, block_q, block_k):
+    """P and dS of one query block and one key block; `refs` (q, k, v, dO, lse)."""
+    q_ref, k_ref, v_ref, do_ref, lse_ref = refs
+    p = _probabilities(
+        q_ref, k_ref, lse_ref, qi, kj, masked, scale=scale, block_q=block_q, block_k=block_k
+    )
+    return p, _score_gradient(p, do_ref, v_ref, d)
+
+
 def _flash_forward_kernel(
     q_ref,
     k_ref,
@@ -137,12 +151,11 @@ def _flash_dq_kernel(
             keepdims=True,
         )
 
+    blocks = {"scale": scale, "block_q": block_q, "block_k": block_k}
+    refs = (q_ref, k_ref, v_ref, do_ref, lse_ref)
+
     def accumulate(masked):
-        p = _probabilities(
-            q_ref, k_ref, lse_ref, qi, kj, masked, scale=scale, block_q=block_q, block_k=block_k
-        )
-        dp = _block_logits(do_ref, v_ref)
-        ds = p * (dp - d_acc[...])
+        _, ds = _backward_block(refs, d_acc[...], qi, kj, masked, **blocks)
         dq_acc[...] += jnp.dot(
             ds.astype(k_ref.dtype), k_ref[...], preferred_element_type=jnp.float32
         )
@@ -186,12 +199,12 @@ def _flash_dkv_kernel(
         dk_acc[...] = jnp.zeros_like(dk_acc)
         dv_acc[...] = jnp.zeros_like(dv_acc)
 
+    blocks = {"scale": scale, "block_q": block_q, "block_k": block_k}
+    refs = (q_ref, k_ref, v_ref, do_ref, lse_ref)
+
     def accumulate(masked):
-        p = _probabilities(
-            q_ref, k_ref, lse_ref, qi, kj, masked, scale=scale, block_q=block_q, block_k=block_k
-        )
+        p, ds = _backward_block(refs, d_ref[...], qi, kj, masked, **blocks)
         dv_acc[...] += _transposed_dot(p.astype(do_ref.dtype), do_ref[...])
-        ds = p * (_block_logits(do_ref, v_ref) - d_ref[...])
         dk_acc[...] += _transposed_dot(ds.astype(q_ref.dtype), q_ref[...])
 
     _run_causal(accumulate, causal, qi, kj, block_q, block_k)
@@ -217,10 +230,20 @@ def _flash_params(block_q, block_k, head_size, dtype, tiles):
     return _compiler_params(("parallel", "parallel", "parallel", "arbitrary"), footprint)
 
 
-def _flash_forward(q, k, v, *, scale, causal, mask_value, out_dtype):
-    """q, k, v (batch, heads, seq, dim) -> the output and each query row's lse (f32)."""
-    batch, heads, seq, head_size = q.shape
-    block_q, block_k = _flash_blocks(seq, q.dtype)
+def _attention_specs(block_q, block_k, head_size, q_map, kv_map):
+    """The (block, head) tiles of the queries and of the keys and values, and a query block's
+    per-row column (lse, D), by the grid's index maps."""
+    return (
+        pl.BlockSpec((None, None, block_q, head_size), q_map),
+        pl.BlockSpec((None, None, block_k, head_size), kv_map),
+        pl.BlockSpec((None, None, block_q, 1), q_map),
+    )
+
+
+def _query_major_specs(block_q, block_k, head_size, causal):
+    """The specs of a grid (batch, head, query block, key block), keys innermost (the forward
+    and dq kernels): under the causal mask a key block past the query block's last is clamped
+    to it (not fetched again)."""
 
     def q_map(b, h, i, j):
         return b, h, i, 0
@@ -228,8 +251,14 @@ def _flash_forward(q, k, v, *, scale, causal, mask_value, out_dtype):
     def kv_map(b, h, i, j):
         return b, h, jnp.minimum(j, _last_kv_block(i, block_q, block_k)) if causal else j, 0
 
-    q_spec = pl.BlockSpec((None, None, block_q, head_size), q_map)
-    kv_spec = pl.BlockSpec((None, None, block_k, head_size), kv_map)
+    return _attention_specs(block_q, block_k, head_size, q_map, kv_map)
+
+
+def _flash_forward(q, k, v, *, scale, causal, mask_value, out_dtype):
+    """q, k, v (batch, heads, seq, dim) -> the output and each query row's lse (f32)."""
+    batch, heads, seq, head_size = q.shape
+    block_q, block_k = _flash_blocks(seq, q.dtype)
+    q_spec, kv_spec, row_spec = _query_major_specs(block_q, block_k, head_size, causal)
     kernel = functools.partial(
         _flash_forward_kernel,
         scale=scale,
@@ -246,7 +275,7 @@ def _flash_forward(q, k, v, *, scale, causal, mask_value, out_dtype):
         ),
         grid=(batch, heads, seq // block_q, seq // block_k),
         in_specs=[q_spec, kv_spec, kv_spec],
-        out_specs=(q_spec, pl.BlockSpec((None, None, block_q, 1), q_map)),
+        out_specs=(q_spec, row_spec),
         scratch_shapes=[
             pltpu.VMEM((block_q, 1), jnp.float32),
             pltpu.VMEM((block_q, 1), jnp.float32),
@@ -260,16 +289,7 @@ def _flash_dq(q, k, v, o, do, lse, *, scale, causal):
     """dQ, and D = rowsum(dO * O) per query row (f32, for the dk/dv kernel)."""
     batch, heads, seq, head_size = q.shape
     block_q, block_k = _flash_blocks(seq, q.dtype)
-
-    def q_map(b, h, i, j):
-        return b, h, i, 0
-
-    def kv_map(b, h, i, j):
-        return b, h, jnp.minimum(j, _last_kv_block(i, block_q, block_k)) if causal else j, 0
-
-    q_spec = pl.BlockSpec((None, None, block_q, head_size), q_map)
-    kv_spec = pl.BlockSpec((None, None, block_k, head_size), kv_map)
-    row_spec = pl.BlockSpec((None, None, block_q, 1), q_map)
+    q_spec, kv_spec, row_spec = _query_major_specs(block_q, block_k, head_size, causal)
     kernel = functools.partial(
         _flash_dq_kernel, scale=scale, causal=causal, block_q=block_q, block_k=block_k
     )
@@ -301,9 +321,7 @@ def _flash_dkv(q, k, v, do, lse, d, *, scale, causal):
     def kv_map(b, h, j, i):
         return b, h, j, 0
 
-    q_spec = pl.BlockSpec((None, None, block_q, head_size), q_map)
-    kv_spec = pl.BlockSpec((None, None, block_k, head_size), kv_map)
-    row_spec = pl.BlockSpec((None, None, block_q, 1), q_map)
+    q_spec, kv_spec, row_spec = _attention_specs(block_q, block_k, head_size, q_map, kv_map)
     kernel = functools.partial(
         _flash_dkv_kernel, scale=scale, causal=causal, block_q=block_q, block_k=block_k
     )

@@ -164,38 +164,45 @@ def _gelu_backward(x, w, z, dy, approximate):
     """The gradients of x (rows, depth) and w (depth, cols) from dy and the saved z."""
     (rows, depth), cols = x.shape, w.shape[1]
     tm, tk, tn = _gelu_blocks(rows, depth, cols, x.dtype)
-    g_blocks = 2 * (_block_bytes(tm, tn, dy.dtype) + _block_bytes(tm, tn, z.dtype)) + (
-        3 * _block_bytes(tm, tn, jnp.float32)
+    # each axis by its letter: i rows, k depth, j cols (its size, its block)
+    axes = {"i": (rows, tm), "k": (depth, tk), "j": (cols, tn)}
+    dx = _gelu_gradient(
+        _gelu_dx_kernel, approximate, axes, "ikj", ((dy, "ij"), (z, "ij"), (w, "kj")), x, "ik"
     )
-    dx = _gelu_matmul_call(
-        functools.partial(_gelu_dx_kernel, approximate=approximate),
-        (dy, z, w),
-        [
-            pl.BlockSpec((tm, tn), lambda i, k, j: (i, j)),
-            pl.BlockSpec((tm, tn), lambda i, k, j: (i, j)),
-            pl.BlockSpec((tk, tn), lambda i, k, j: (k, j)),
-        ],
-        jax.ShapeDtypeStruct((rows, depth), x.dtype),
-        pl.BlockSpec((tm, tk), lambda i, k, j: (i, k)),
-        (rows // tm, depth // tk, cols // tn),
-        (tm, tk),
-        g_blocks + 2 * _block_bytes(tk, tn, w.dtype) + 3 * _block_bytes(tm, tk, jnp.float32),
-    )
-    dw = _gelu_matmul_call(
-        functools.partial(_gelu_dw_kernel, approximate=approximate),
-        (x, dy, z),
-        [
-            pl.BlockSpec((tm, tk), lambda k, j, i: (i, k)),
-            pl.BlockSpec((tm, tn), lambda k, j, i: (i, j)),
-            pl.BlockSpec((tm, tn), lambda k, j, i: (i, j)),
-        ],
-        jax.ShapeDtypeStruct((depth, cols), w.dtype),
-        pl.BlockSpec((tk, tn), lambda k, j, i: (k, j)),
-        (depth // tk, cols // tn, rows // tm),
-        (tk, tn),
-        g_blocks + 2 * _block_bytes(tm, tk, x.dtype) + 3 * _block_bytes(tk, tn, jnp.float32),
+    dw = _gelu_gradient(
+        _gelu_dw_kernel, approximate, axes, "kji", ((x, "ik"), (dy, "ij"), (z, "ij")), w, "kj"
     )
     return dx, dw
+
+
+def _gelu_gradient(kernel, approximate, axes, grid, operands, like, out):
+    """One gradient matmul: the grid's axes in the order of the letters of `grid` (the last the
+    reduction), each operand's block along the axes its letters name, the gradient `out`'s
+    block in `like`'s shape and type; g's blocks (i, j) are rebuilt from dy and z in VMEM."""
+
+    def spec(letters):
+        block = tuple(axes[a][1] for a in letters)
+        return pl.BlockSpec(block, lambda *ids: tuple(ids[grid.index(a)] for a in letters))
+
+    def block_bytes(letters, dtype):
+        return _block_bytes(*(axes[a][1] for a in letters), dtype)
+
+    # two buffers of each operand and of the gradient, f32 temporaries of g and the accumulator
+    footprint = (
+        2 * sum(block_bytes(letters, value.dtype) for value, letters in operands)
+        + 3 * block_bytes("ij", jnp.float32)
+        + 3 * block_bytes(out, jnp.float32)
+    )
+    return _gelu_matmul_call(
+        functools.partial(kernel, approximate=approximate),
+        tuple(value for value, _ in operands),
+        [spec(letters) for _, letters in operands],
+        jax.ShapeDtypeStruct(like.shape, like.dtype),
+        spec(out),
+        tuple(axes[a][0] // axes[a][1] for a in grid),
+        tuple(axes[a][1] for a in out),
+        footprint,
+    )
 
 
 def _gemm_gelu_training(x, w, *, out_dtype, approximate):

@@ -1,0 +1,75 @@
+"""A kernel whose sample grows at run time (an accumulator revisited along an `arbitrary` output
+axis makes the sampled run take every block before the sampled ones) reads blocks of an earlier
+kernel that the plan did not ask for: those read NaN in the provenance run, and what they write
+is undecided, as is the accumulator they add to. The shape of an RMSNorm's backward: a row
+kernel saves each row's statistic, the backward writes dx by rows and sums dscale over them.
+In-process jax, small shapes (seconds)."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import tpu as pltpu
+
+from maxkernel_tui.kernels.evaluation.tiles.sampled_run import run_sampled
+
+PARAMS = pltpu.InterpretParams(uninitialized_memory="nan", out_of_bounds_reads="raise")
+ROWS, COLS, BLOCK = 24 * 8, 128, 8
+
+
+def _statistic_kernel(x_ref, s_ref):
+    s_ref[...] = jnp.sum(x_ref[...], axis=1, keepdims=True) + 1.0
+
+
+def _rows_and_sum_kernel(x_ref, s_ref, out_ref, total_ref):
+    @pl.when(pl.program_id(0) == 0)
+    def _start():
+        total_ref[...] = jnp.zeros_like(total_ref)
+
+    scaled = x_ref[...] * s_ref[...]
+    out_ref[...] = scaled
+    total_ref[...] += jnp.sum(scaled, axis=0, keepdims=True)
+
+
+def _program(x):
+    rows = pl.BlockSpec((BLOCK, COLS), lambda i: (i, 0))
+    column = pl.BlockSpec((BLOCK, 1), lambda i: (i, 0))
+    statistic = pl.pallas_call(
+        _statistic_kernel,
+        grid=(ROWS // BLOCK,),
+        in_specs=[rows],
+        out_specs=column,
+        out_shape=jax.ShapeDtypeStruct((ROWS, 1), jnp.float32),
+    )(x)
+    return pl.pallas_call(
+        _rows_and_sum_kernel,
+        grid=(ROWS // BLOCK,),
+        in_specs=[rows, column],
+        out_specs=(rows, pl.BlockSpec((1, COLS), lambda i: (0, 0))),
+        out_shape=(
+            jax.ShapeDtypeStruct((ROWS, COLS), jnp.float32),
+            jax.ShapeDtypeStruct((1, COLS), jnp.float32),
+        ),
+        compiler_params=pltpu.CompilerParams(dimension_semantics=("arbitrary",)),
+    )(x, statistic)
+
+
+@pytest.mark.slow
+def test_blocks_a_grown_sample_adds_read_nothing_undecided_into_the_decided_outputs():
+    x = jax.random.normal(jax.random.key(0), (ROWS, COLS), jnp.float32)
+    closed = jax.make_jaxpr(_program)(x)
+    sampled = run_sampled(closed, [x], np.random.default_rng(3), random_blocks=2, params=PARAMS)
+    first, second = sampled.kernels
+    # the earlier kernel ran the planned blocks only; the later one grew to every block
+    assert first.blocks < first.of_blocks
+    assert second.blocks == second.of_blocks
+    out, total = sampled.decided
+    with pltpu.force_tpu_interpret_mode(PARAMS):
+        want_out = np.asarray(_program(x)[0]).reshape(-1)
+    # what is decided is finite and right; what read an unplanned block is not decided
+    assert 0 < out.indices.size < ROWS * COLS
+    assert np.isfinite(out.values).all()
+    np.testing.assert_allclose(out.values, want_out[out.indices], rtol=1e-6)
+    # the sum over every row met rows the earlier kernel never ran
+    assert total.indices.size == 0
