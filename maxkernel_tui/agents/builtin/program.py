@@ -364,11 +364,16 @@ class _Builder:
 
     def _fold(self, eqn_b: Any, eqn_c: Any, inputs: list[Literal]) -> list[Operand]:
         """Scalar arithmetic on constants, evaluated once per trace."""
+        # a Literal holds one value; the equation may read it as a one-element array
+        shapes_b = [getattr(v.aval, "shape", ()) for v in eqn_b.invars]
+        shapes_c = [getattr(v.aval, "shape", ()) for v in eqn_c.invars]
         bench = eqn_b.primitive.bind(
-            *[np.asarray(i.bench, i.dtype) for i in inputs], **eqn_b.params
+            *[np.asarray(i.bench, i.dtype).reshape(s) for i, s in zip(inputs, shapes_b)],
+            **eqn_b.params,
         )
         check = eqn_c.primitive.bind(
-            *[np.asarray(i.check, i.dtype) for i in inputs], **eqn_c.params
+            *[np.asarray(i.check, i.dtype).reshape(s) for i, s in zip(inputs, shapes_c)],
+            **eqn_c.params,
         )
         if not eqn_b.primitive.multiple_results:
             bench, check = [bench], [check]
