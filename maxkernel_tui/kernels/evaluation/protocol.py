@@ -266,7 +266,7 @@ class TimingSamples:
 
 
 @dataclass(frozen=True)
-class TimingAnswer(JsonData):
+class TimingAnswer(JsonData, shape=Shape(omit_empty=("gradients",))):
     device: str  # jax's device kind
     platform: str  # tpu, cpu, ...
     samples: TimingSamples
