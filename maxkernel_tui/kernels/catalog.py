@@ -119,7 +119,11 @@ def described_reference_cost(task: Task, target: str) -> ReferenceCost | None:
     """The reference's XLA cost at production shapes on `target`, from the task's cached
     description in this user's cache (a session describes its task before its first step): the
     profile and the built-in agent's drafts then compile no reference again. None when the
-    cache has no such cost (not described yet, another generation, or it did not compile)."""
+    cache has no such cost (not described yet, another generation, or it did not compile), and
+    for a training task, whose kernels are compared with XLA's forward and backward, not with
+    the forward the description costs."""
+    if task.gradients:
+        return None
     described = cached_description(task, cache_dir(), target)
     cost = None if described is None else described.cost
     if cost is None or cost.error or cost.target != target or cost.config != task.configs[0]:

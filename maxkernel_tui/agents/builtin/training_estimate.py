@@ -21,7 +21,11 @@ from maxkernel_tui.kernels import reference_runtime as runtime
 from maxkernel_tui.kernels.perf.analysis import ReferenceCost
 from maxkernel_tui.kernels.perf.model import Estimate, estimate, minimal_io_bytes
 from maxkernel_tui.kernels.perf.outside import outside_traffic
-from maxkernel_tui.kernels.perf.pallas_analysis import analyze, transcendental_elements
+from maxkernel_tui.kernels.perf.pallas_analysis import (
+    analyze,
+    matmul_traffic,
+    transcendental_elements,
+)
 from maxkernel_tui.kernels.targets import TARGETS
 from maxkernel_tui.kernels.task import Task
 
@@ -126,7 +130,10 @@ def _gradient_cost(
     """XLA's cost analysis of the reference's forward and backward compiled for the TPU."""
     try:
         compiled = aot.compile_for_tpu(function, [*specs, cotangent], aot.target_for(target))
-        exponentials = transcendental_elements(jax.make_jaxpr(function)(*specs, cotangent))
+        program = jax.make_jaxpr(function)(*specs, cotangent)
     except Exception:  # the roofline is optional; a gradient too big for the target has none
         return None
-    return ReferenceCost.from_xla(aot.cost_of(compiled), exponentials)
+    # each matmul at its own bound, as the profile's XLA cost takes them (perf/xla_model.py)
+    return ReferenceCost.from_xla(
+        aot.cost_of(compiled), transcendental_elements(program), matmul_traffic(program)
+    )

@@ -3,6 +3,7 @@ to the first profile, and read by the built-in agent's drafts, neither compiling
 again."""
 
 import asyncio
+from dataclasses import replace
 
 import pytest
 
@@ -47,3 +48,6 @@ def test_the_first_profile_gets_the_described_reference_cost(suite_tasks, tmp_pa
     monkeypatch.setattr(autotune.aot, "compile_for_tpu", no_compile)
     drafted = autotune.reference_cost(task, "v5e")
     assert drafted is not None and drafted.flops == cost.flops
+    # the same task asking for gradients is compared with XLA's forward and backward: the
+    # description's cost (the forward's) is not handed on
+    assert described_reference_cost(replace(task, gradients=("x",)), "v5e") is None
