@@ -45,16 +45,7 @@ def _docstring(spec: AttentionSpec) -> str:
         "in "
         "f32 and divided once at the last key block. Key blocks innermost and 'arbitrary'."
     )
-    return "\n".join(
-        [
-            '"""Flash attention kernel, written by the built-in agent of maxkernel-tui from the '
-            "reference's",
-            "jaxpr (no task name or id was consulted).",
-            "",
-            *textwrap.wrap(plan, 96),
-            '"""',
-        ]
-    )
+    return parts.kernel_docstring("Flash attention", plan)
 
 
 def _constants(spec: AttentionSpec, tunables: Tunables) -> str:

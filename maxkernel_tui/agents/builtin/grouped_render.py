@@ -44,18 +44,8 @@ def render_grouped(spec: GroupedSpec, program: Program, tunables: Tunables) -> s
 
 
 def _docstring(plan: str) -> str:
-    return "\n".join(
-        [
-            '"""Grouped-matmul kernel, written by the built-in agent of maxkernel-tui from the '
-            "reference's",
-            "jaxpr (no task name or id was consulted). The agent checked its reading against the "
-            "reference",
-            "at check shapes.",
-            "",
-            *textwrap.wrap(plan, 96),
-            '"""',
-        ]
-    )
+    checked = " The agent checked its reading against the reference at check shapes."
+    return parts.kernel_docstring("Grouped-matmul", plan + checked)
 
 
 def _constants(tunables: Tunables) -> str:

@@ -54,16 +54,7 @@ def _docstring(spec: PagedSpec) -> str:
             "f32 VMEM scratch. The agent checked this reading against the reference at check "
             "shapes."
         )
-    return "\n".join(
-        [
-            '"""Paged attention kernel, written by the built-in agent of maxkernel-tui from the '
-            "reference's",
-            "jaxpr (no task name or id was consulted).",
-            "",
-            *textwrap.wrap(plan, 96),
-            '"""',
-        ]
-    )
+    return parts.kernel_docstring("Paged attention", plan)
 
 
 def _constants(spec: PagedSpec, tunables: Tunables) -> str:

@@ -85,16 +85,7 @@ def _docstring(spec: RetentionSpec, carried_state: bool) -> str:
         f"reference makes of its sum over keys, then times V. {form} The decay vector is "
         "computed before the kernel, as the reference computes it."
     )
-    return "\n".join(
-        [
-            '"""Decayed-scan kernel, written by the built-in agent of maxkernel-tui from the '
-            "reference's",
-            "jaxpr (no task name or id was consulted).",
-            "",
-            *textwrap.wrap(plan, 96),
-            '"""',
-        ]
-    )
+    return parts.kernel_docstring("Decayed-scan", plan)
 
 
 def _constants(tunables: Tunables, carried_state: bool) -> str:

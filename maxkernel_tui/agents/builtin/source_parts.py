@@ -7,6 +7,7 @@ numpy importable. Imports jax through pieces/.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Callable
 from typing import Any
 
@@ -196,3 +197,14 @@ def functions_source(*pieces: tuple[Callable[..., Any], ...]) -> list[str]:
     order, exactly as written in pieces/."""
     functions = dict.fromkeys(function for piece in (COMMON, *pieces) for function in piece)
     return [function_source(function) for function in functions]
+
+
+def kernel_docstring(kind: str, plan: str) -> str:
+    """A generated file's docstring: which kernel, that the agent wrote it from the reference's
+    jaxpr alone, and its plan, wrapped."""
+    opening = (
+        f'"""{kind} kernel, written by the built-in agent of maxkernel-tui from the '
+        "reference's jaxpr (no task name or id was consulted)."
+    )
+    lines = textwrap.wrap(opening, 96, break_on_hyphens=False)
+    return "\n".join([*lines, "", *textwrap.wrap(plan, 96), '"""'])

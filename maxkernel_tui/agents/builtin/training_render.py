@@ -131,16 +131,7 @@ def _docstring(spec: TrainingSpec) -> str:
         f"kernels: {_PLANS[spec.family]}. The agent checked this reading against the reference "
         "at check shapes."
     )
-    return "\n".join(
-        [
-            f'"""{spec.family} training kernel (forward and backward), written by the built-in '
-            "agent of",
-            "maxkernel-tui from the reference's jaxpr (no task name or id was consulted).",
-            "",
-            *textwrap.wrap(plan, 96),
-            '"""',
-        ]
-    )
+    return parts.kernel_docstring(f"{spec.family} training (forward and backward)", plan)
 
 
 def _constants(spec: TrainingSpec, tunables: Tunables) -> str:
