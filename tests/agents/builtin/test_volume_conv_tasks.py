@@ -73,7 +73,11 @@ def test_an_epilogue_reducing_over_every_voxel_of_a_channel_is_refused_with_the_
 
 @pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:os.fork:RuntimeWarning")
-@pytest.mark.parametrize("folder", NAMES)
+@pytest.mark.parametrize(
+    "folder",
+    # the adapted 33k evaluates for minutes: under `-m coverage`
+    [pytest.param(NAMES[0], marks=pytest.mark.coverage), NAMES[1]],
+)
 def test_each_folder_kernel_is_accepted_by_the_harness(folder, tmp_path):
     task = load_task(FOLDERS / folder)
     draft = draft_kernel(task, tune=False)
