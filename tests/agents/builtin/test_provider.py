@@ -182,7 +182,6 @@ def test_the_caller_never_imports_jax():
         from maxkernel_tui.agents.llm.client import LLMClient
         from maxkernel_tui.agents.providers import build_provider
         from maxkernel_tui.agents.llm.types import Message, Request
-from tests.support.unplannable import write_sorting_task
 
         async def main():
             provider = build_provider({{"name": "builtin"}})

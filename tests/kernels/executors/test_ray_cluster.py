@@ -95,6 +95,9 @@ def _search(cluster: CliCluster, *extra: str) -> list[str]:
         "1",
         "--provider",
         "builtin",
+        # the task's seed is at its roofline plus dispatch: expanded all the same (a floor above 1)
+        "--headroom-floor",
+        "2",
         "--ray",
         cluster.address,
         "--json",
