@@ -11,29 +11,18 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import statistics
-import time
 import types
 from collections.abc import Callable
 from typing import Any
 
 import jax
+from wall_time import median_ms
 
 from maxkernel_tui.agents.builtin import draft_kernel
 from maxkernel_tui.kernels import reference_runtime as runtime
 from maxkernel_tui.kernels.loader import builtin_suite_dir, find_task, load_tasks
 
 PRECISIONS = ("default", "high", "highest")
-
-
-def median_ms(function: Callable[..., Any], args: Any, calls: int) -> float:
-    jax.block_until_ready(function(*args))  # compile and warm up
-    times = []
-    for _ in range(calls):
-        started = time.perf_counter()
-        jax.block_until_ready(function(*args))
-        times.append(time.perf_counter() - started)
-    return statistics.median(times) * 1e3
 
 
 def with_static(computation: Callable[..., Any], static: Any) -> Callable[..., Any]:

@@ -13,40 +13,19 @@ kernels are the files benchmarks/builtin_agent_coverage.py --kernels DIR writes.
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import statistics
-import time
 from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import jax
+from wall_time import median_ms, module_at
 
 SUITE = Path(__file__).resolve().parents[1] / "maxkernel_tui" / "kernels" / "suite"
-
-
-def median_ms(function: Callable[..., Any], args: Any, calls: int) -> float:
-    jax.block_until_ready(function(*args))  # compile and warm up
-    times = []
-    for _ in range(calls):
-        started = time.perf_counter()
-        jax.block_until_ready(function(*args))
-        times.append(time.perf_counter() - started)
-    return statistics.median(times) * 1e3
 
 
 def bound(computation: Callable[..., Any], static: Any) -> Callable[..., Any]:
     """The computation of its dynamic arguments, jitted, its static ones bound."""
     return jax.jit(lambda *dynamic: computation(*dynamic, *static))
-
-
-def module_at(path: Path) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def main() -> None:

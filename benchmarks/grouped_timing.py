@@ -11,35 +11,12 @@ come from `builtin_agent_coverage.py --no-eval --kernels DIR`.
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import statistics
-import time
-from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
-from typing import Any
 
 import jax
+from wall_time import median_ms, module_at
 
 SUITE = Path(__file__).resolve().parents[1] / "maxkernel_tui" / "kernels" / "suite"
-
-
-def load(path: Path) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(path.stem.replace("-", "_"), path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def median_ms(function: Callable[..., Any], args: tuple, calls: int) -> float:
-    jax.block_until_ready(function(*args))  # compile and warm up
-    times = []
-    for _ in range(calls):
-        started = time.perf_counter()
-        jax.block_until_ready(function(*args))
-        times.append(time.perf_counter() - started)
-    return statistics.median(times) * 1e3
 
 
 def main() -> None:
@@ -55,7 +32,7 @@ def main() -> None:
     )
     print("|---|---|---|---|---|")
     for name in args.tasks:
-        reference = load(SUITE / name / "reference.py")
+        reference = module_at(SUITE / name / "reference.py")
         dynamic, static = reference.get_inputs("bench")
         dynamic = jax.device_put(tuple(dynamic))
         timed, outputs = {}, {}
@@ -66,7 +43,7 @@ def main() -> None:
         ):
             if not path.exists():
                 continue
-            computation = load(path).computation
+            computation = module_at(path).computation
             jitted = jax.jit(lambda *d, c=computation, s=static: c(*d, *s))
             timed[label] = median_ms(jitted, dynamic, args.calls)
             outputs[label] = jitted(*dynamic).astype(jax.numpy.float32)
