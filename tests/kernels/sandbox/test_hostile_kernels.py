@@ -73,6 +73,10 @@ def process_with_a_key() -> Iterator[int]:
     """Another process of this user whose environment holds an API key (as the command's and
     the TUI's do)."""
     process = subprocess.Popen(["sleep", "600"], env={"GEMINI_API_KEY": SECRET})
+    # Popen returns once exec has closed its error pipe, which is before the kernel records
+    # where the new environment lies: /proc/PID/environ can read empty for a moment.
+    environ = Path(f"/proc/{process.pid}/environ")
+    wait_for(lambda: SECRET.encode() in environ.read_bytes(), timeout=10, what="the environment")
     yield process.pid
     process.kill()
     process.wait()
