@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -85,6 +85,13 @@ class Control:
     classes: np.ndarray  # class number of each output block
     count: int
     on_data: int  # scalar control on unknown values (loaded data): not classed
+    # visit number of each point of the output axes' grid: consecutive points that keep every
+    # output block where it is (a ragged kernel's work items of one query block) are one visit,
+    # the blocks stay resident across them; None: every point is its own visit
+    visits: np.ndarray | None = None
+
+    def visit_count(self) -> int:
+        return len(self.classes) if self.visits is None else int(self.visits[-1]) + 1
 
 
 class _Table:
@@ -371,6 +378,7 @@ def evaluate(eqn: Any, index_operands: list[np.ndarray], name: str) -> Control:
     refs = [*tables, *[None] * (len(body.invars) - len(tables))]
     evaluator.run(body, [None] * len(body.constvars), refs, everywhere)
     output_axes: set[int] = set()
+    block_tables: list[np.ndarray] = []  # each output's block index at every grid point
     for number, block in enumerate(mapping.block_mappings):
         index_map = block.index_map_jaxpr
         found = evaluator.run(index_map.jaxpr, index_map.consts, [*ids, *tables], everywhere)
@@ -382,8 +390,24 @@ def evaluate(eqn: Any, index_operands: list[np.ndarray], name: str) -> Control:
             rows = np.stack([np.broadcast_to(i, (points,)) for i in found], axis=1)
         _check_revisits(rows, grid, f"{name}'s output {number - mapping.num_inputs}")
         table = rows.reshape(*grid, rows.shape[1])
+        block_tables.append(table)
         output_axes |= {a for a in range(len(grid)) if (np.diff(table, axis=a) != 0).any()}
-    return _group(evaluator, grid, tuple(sorted(output_axes)))
+    axes = tuple(sorted(output_axes))
+    return replace(_group(evaluator, grid, axes), visits=_visits(block_tables, grid, axes))
+
+
+def _visits(tables: list[np.ndarray], grid: tuple[int, ...], axes: tuple[int, ...]) -> np.ndarray:
+    """The visit number of each point of the output axes' grid (row-major): a new visit where
+    any output's block index differs from the previous point's. The block index does not change
+    along the other axes (that is what makes them not output axes), so their first point
+    stands for all."""
+    points = math.prod(grid[a] for a in axes)
+    if not tables or not axes:
+        return np.arange(points, dtype=np.int64)
+    index = tuple(slice(None) if a in axes else 0 for a in range(len(grid)))
+    columns = np.concatenate([t[index].reshape(points, -1) for t in tables], axis=1)
+    changes = np.any(columns[1:] != columns[:-1], axis=1)
+    return np.concatenate([[0], np.cumsum(changes)]).astype(np.int64)
 
 
 def _check_revisits(rows: np.ndarray, grid: tuple[int, ...], where: str) -> None:
@@ -427,8 +451,9 @@ def cover(
     required: np.ndarray | None = None,
 ) -> np.ndarray:
     """The sample: the edges, the `required` blocks and a random draw (sample_blocks), and one
-    block of every class not yet held; the whole output grid when the classes are too many to
-    cover one by one."""
+    block of every class not yet held, each grown to its whole visit (every point that keeps
+    its output blocks resident); the whole output grid when the classes are too many to cover
+    one by one."""
     sample = sample_blocks(sizes, rng, random_blocks, required=required)
     total = math.prod(sizes)
     if control.count > MAX_CLASSES:
@@ -447,4 +472,17 @@ def cover(
         if number not in held:
             members = np.flatnonzero(control.classes == number)
             chosen.append(np.unravel_index(int(rng.choice(members)), sizes))
-    return np.array(sorted({tuple(int(i) for i in row) for row in chosen}), dtype=np.int64)
+    rows = np.array(sorted({tuple(int(i) for i in row) for row in chosen}), dtype=np.int64)
+    return whole_visits(rows, sizes, control.visits)
+
+
+def whole_visits(
+    sample: np.ndarray, sizes: tuple[int, ...], visits: np.ndarray | None
+) -> np.ndarray:
+    """`sample` with every point of each visit it touches (a block left mid-visit and taken up
+    again later is lost on a TPU, and jax's interpreter refuses it), in grid order."""
+    if visits is None or not len(sample):
+        return sample
+    touched = np.unique(visits[np.ravel_multi_index(sample.T, sizes)])
+    flat = np.flatnonzero(np.isin(visits, touched))
+    return np.stack(np.unravel_index(flat, sizes), axis=1).astype(np.int64)

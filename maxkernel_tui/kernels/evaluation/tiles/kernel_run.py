@@ -122,12 +122,15 @@ def run_kernel(
 
     # scratch and outputs poisoned between sampled blocks; the blocks run may grow to the
     # prefixes the sample needs along `arbitrary` output axes
-    sampled_classes = None
-    if not control.on_data and output_axes:
-        sizes = tuple(grid[a] for a in output_axes)
-        sampled_classes = control.classes[np.ravel_multi_index(sample.T, sizes)]
+    sampled_classes = sampled_visits = None
+    if output_axes:
+        flat = np.ravel_multi_index(sample.T, tuple(grid[a] for a in output_axes))
+        if not control.on_data:
+            sampled_classes = control.classes[flat]
+        if control.visits is not None:
+            sampled_visits = control.visits[flat]
     sample, ran = poison.stateless_run(
-        kernel, run, sample, int(rng.integers(2**31)), sampled_classes
+        kernel, run, sample, int(rng.integers(2**31)), sampled_classes, sampled_visits
     )
     to_production = ToProduction(grid, output_axes, reduction_axes, sample)
     regions = [
@@ -139,8 +142,8 @@ def run_kernel(
         name,
         grid,
         output_axes,
-        len(sample),
-        math.prod(grid[a] for a in output_axes),
+        _visits_held(control, sample, grid),
+        control.visit_count(),
         len(sample) * reduction,
         control.count,
         control.on_data,
@@ -148,6 +151,14 @@ def run_kernel(
         sample,
     )
     return ran, regions, record
+
+
+def _visits_held(control: classes.Control, sample: np.ndarray, grid: tuple[int, ...]) -> int:
+    """Output blocks (visits: points that keep them resident count once) the sample holds."""
+    if control.visits is None or not control.output_axes:
+        return len(sample)
+    flat = np.ravel_multi_index(sample.T, tuple(grid[a] for a in control.output_axes))
+    return len(np.unique(control.visits[flat]))
 
 
 def choose_blocks(
@@ -175,6 +186,9 @@ def choose_blocks(
             raise NotSampleable("an output block dimension of an unknown kind")
     name = kernel_name(eqn)
     control = classes.evaluate(eqn, index_operands, name)
+    if not poison.in_order(eqn.params.get("compiler_params"), control.output_axes):
+        # a block kept resident along an axis cores may split is undefined: each point its own
+        control = dataclasses.replace(control, visits=None)
     sizes = tuple(grid[a] for a in control.output_axes)
     return control, classes.cover(sizes, control, rng, random_blocks, name, required=required)
 

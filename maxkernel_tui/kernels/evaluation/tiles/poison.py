@@ -111,15 +111,24 @@ Runner = Callable[[np.ndarray, Plan | None], Ran]
 
 
 def stateless_run(
-    kernel: Kernel, run: Runner, sample: np.ndarray, seed: int, classes: np.ndarray | None
+    kernel: Kernel,
+    run: Runner,
+    sample: np.ndarray,
+    seed: int,
+    classes: np.ndarray | None,
+    visits: np.ndarray | None = None,
 ) -> tuple[np.ndarray, Ran]:
     """The blocks run (the sample, or the prefixes it needs along `arbitrary` output axes) and
     their poisoned run, once it agrees with the natural one. `classes`: the class of each
     sampled block, or None where the kernel's control is not classed (the whole sample then
-    runs naturally too)."""
+    runs naturally too). `visits`: the visit of each sampled block (classes.Control.visits):
+    the blocks of one visit keep their outputs resident, so they run together and are poisoned
+    only where the visit begins; None: every block its own visit."""
     sequence = _sequence_columns(kernel)
-    plan = Plan.of(sample, seed)
-    followers = sample if classes is None else sample[natural_rows(classes)]
+    if visits is None:
+        visits = np.arange(len(sample))
+    plan = Plan.of(sample[_visit_starts(visits)], seed)
+    followers = sample if classes is None else sample[natural_rows(classes, visits)]
     poisoned = run(sample, plan)
     natural = run(followers, None)
     found = _differing_block(kernel, followers, natural, poisoned)
@@ -145,15 +154,26 @@ def stateless_run(
     return blocks, poisoned
 
 
-def natural_rows(classes: np.ndarray) -> np.ndarray:
+def _visit_starts(visits: np.ndarray) -> np.ndarray:
+    """Rows (in grid order) where a visit begins."""
+    return np.flatnonzero(np.concatenate([[True], visits[1:] != visits[:-1]]))
+
+
+def natural_rows(classes: np.ndarray, visits: np.ndarray | None = None) -> np.ndarray:
     """Rows of the sample the natural run holds, in the order it runs them: class by class (in
-    order of first appearance), the first two blocks of each, so every class with two sampled
-    blocks is seen following a block of its own class, and every class but the first following
-    one of another."""
+    order of first appearance; a visit's class is its first block's), the first two visits of
+    each, whole, so every class with two sampled visits is seen following a visit of its own
+    class, and every class but the first following one of another."""
+    if visits is None:
+        visits = np.arange(len(classes))
+    rows_of: dict[int, list[int]] = {}
+    for row, visit in enumerate(visits.tolist()):
+        rows_of.setdefault(int(visit), []).append(row)
     members: dict[int, list[int]] = {}
-    for row, number in enumerate(classes.tolist()):
-        members.setdefault(int(number), []).append(row)
-    return np.array([row for rows in members.values() for row in rows[:2]], dtype=np.int64)
+    for visit, rows in rows_of.items():
+        members.setdefault(int(classes[rows[0]]), []).append(visit)
+    order = [row for visits_of in members.values() for v in visits_of[:2] for row in rows_of[v]]
+    return np.array(order, dtype=np.int64)
 
 
 def poisoned_body(kernel: Kernel, plan: Plan) -> Any:
@@ -235,12 +255,18 @@ def _hashed(shape: tuple[int, ...], salt: Any) -> Any:
 def _sequence_columns(kernel: Kernel) -> tuple[int, ...]:
     """Columns of the sample (positions in output_axes) whose grid axis is `arbitrary`: run in
     order on one core, so state along it is defined. Undeclared semantics are arbitrary."""
-    semantics = _dimension_semantics(kernel.compiler_params)
     return tuple(
         column
         for column, axis in enumerate(kernel.output_axes)
-        if semantics is None or "arbitrary" in str(semantics[axis]).lower()
+        if in_order(kernel.compiler_params, (axis,))
     )
+
+
+def in_order(compiler_params: Any, axes: Sequence[int]) -> bool:
+    """Whether every one of the grid `axes` is `arbitrary` (or undeclared): run in order on one
+    core, never split across cores."""
+    semantics = _dimension_semantics(compiler_params)
+    return semantics is None or all("arbitrary" in str(semantics[a]).lower() for a in axes)
 
 
 def _dimension_semantics(compiler_params: Any) -> Sequence[Any] | None:

@@ -430,12 +430,12 @@ def test_the_natural_run_of_a_one_class_kernel_runs_two_blocks(monkeypatch):
     ran = []
     real = poison.stateless_run
 
-    def counting(kernel, run, sample, seed, classes):
+    def counting(kernel, run, sample, seed, classes, visits=None):
         def recorded(blocks, plan):
             ran.append((plan is not None, len(blocks)))
             return run(blocks, plan)
 
-        return real(kernel, recorded, sample, seed, classes)
+        return real(kernel, recorded, sample, seed, classes, visits)
 
     monkeypatch.setattr(poison, "stateless_run", counting)
     program, inputs = _gemm(_accumulating, ACC)
