@@ -54,8 +54,10 @@ Key = tuple[int, Any]
 KERNEL_CALLS = ("pjit", "jit", "closed_call", "core_call")
 # Boxes kept per value before they are merged into the box holding them all
 MAX_BOXES = 256
-# An earlier kernel runs at most this many output blocks for the later kernels' samples
-MAX_PULLED_BLOCKS = 96
+# An earlier kernel runs at most this many grid steps (output blocks times their reduction
+# steps) for the later kernels' samples: the cost of the run, where a count of blocks would
+# refuse 3p's attention (260 blocks of 2 steps) and allow 96 blocks of 64 steps
+MAX_PULLED_STEPS = 1024
 
 
 class _Whole(Exception):
@@ -109,7 +111,7 @@ def plan(
 
 
 class _TooWide(Exception):
-    """An earlier kernel would run more output blocks than MAX_PULLED_BLOCKS."""
+    """An earlier kernel would run more grid steps than MAX_PULLED_STEPS."""
 
 
 def _plan(
@@ -135,16 +137,20 @@ def _plan(
         )
         output_axes = control.output_axes
         total = math.prod(mapping.grid[a] for a in output_axes)
-        if required is not None and len(sample) > MAX_PULLED_BLOCKS and not terminal:
+        steps = len(sample) * math.prod(
+            g for a, g in enumerate(mapping.grid) if a not in output_axes
+        )
+        if required is not None and steps > MAX_PULLED_STEPS and not terminal:
+            budget = f"more than the {MAX_PULLED_STEPS} grid steps to run ({steps})"
             if len(sample) == total:  # 13p: a scalar of every row's loss
                 raise _TooWide(
                     f"every one of {kernel_name(eqn)}'s {total} output blocks is read by the "
                     "later kernels' sampled blocks (what the sample decides depends on all of it), "
-                    f"more than {MAX_PULLED_BLOCKS} to run"
+                    + budget
                 )
             raise _TooWide(
                 f"{kernel_name(eqn)}'s output blocks that the later kernels' sampled blocks "
-                f"read are {len(sample)} of {total}, more than {MAX_PULLED_BLOCKS} to run"
+                f"read are {len(sample)} of {total}, {budget}"
             )
         ins = step.ins[mapping.num_index_operands :]
         opaque = frozenset(

@@ -184,7 +184,7 @@ def test_an_earlier_kernel_whose_read_blocks_are_too_many_is_not_sampled(monkeyp
     def program(x, w):
         return _column_sums(_matmul(x, w))
 
-    monkeypatch.setattr(pullback, "MAX_PULLED_BLOCKS", 6)
+    monkeypatch.setattr(pullback, "MAX_PULLED_STEPS", 6 * 2)  # 6 blocks of 2 steps
     with pytest.raises(NotSampleable, match=r"_matmul_kernel's output blocks .* \d+ of 16, more"):
         _sampled(program, x, w, random_blocks=0)
 
@@ -200,7 +200,7 @@ def test_final_samples_too_spread_for_the_earlier_kernel_keep_their_edges_and_cl
         return y.sum(axis=0, keepdims=True) if honest else _column_sums(y)
 
     # the drawn columns would need all 16 matmul blocks; the edges need 8 and the classes' own
-    monkeypatch.setattr(pullback, "MAX_PULLED_BLOCKS", 10)
+    monkeypatch.setattr(pullback, "MAX_PULLED_STEPS", 10 * 2)
     sampled = _sampled(program, x, w, random_blocks=2)
     first, second = sampled.kernels
     assert second.blocks == 2 and 8 <= first.blocks <= 10
@@ -248,6 +248,6 @@ def test_a_final_output_that_reads_every_earlier_block_says_so(monkeypatch):
             out_shape=jax.ShapeDtypeStruct((1, 1), y.dtype),
         )(y)
 
-    monkeypatch.setattr(pullback, "MAX_PULLED_BLOCKS", 6)
+    monkeypatch.setattr(pullback, "MAX_PULLED_STEPS", 6 * 2)  # 6 blocks of 2 steps
     with pytest.raises(NotSampleable, match=r"every one of _matmul_kernel's 16 output blocks"):
         _sampled(program, x, w)
