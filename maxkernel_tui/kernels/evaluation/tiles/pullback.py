@@ -552,9 +552,11 @@ def _required_blocks(
     grid = tuple(mapping.grid)
     outputs = mapping.block_mappings[mapping.num_inputs :]
     output_axes = classes.evaluate(eqn, operands, kernel_name(eqn)).output_axes
+    # one row per output block; a kernel with one output block (no output axes) has one row
+    # of no ids, which reshape(-1, 0) cannot infer
     every = np.array(
         list(itertools.product(*(range(grid[a]) for a in output_axes))), np.int64
-    ).reshape(-1, len(output_axes))
+    ).reshape(math.prod(grid[a] for a in output_axes), len(output_axes))
     points = np.zeros((len(every), len(grid)), np.int32)
     points[:, list(output_axes)] = every
     meets = np.zeros(len(every), bool)

@@ -251,3 +251,54 @@ def test_a_final_output_that_reads_every_earlier_block_says_so(monkeypatch):
     monkeypatch.setattr(pullback, "MAX_PULLED_STEPS", 6 * 2)  # 6 blocks of 2 steps
     with pytest.raises(NotSampleable, match=r"every one of _matmul_kernel's 16 output blocks"):
         _sampled(program, x, w)
+
+
+def _statistics_kernel(y_ref, o_ref):
+    """Column means over row blocks: one output block, every grid step a reduction step."""
+
+    @pl.when(pl.program_id(0) == 0)
+    def _zero():
+        o_ref[...] = jnp.zeros_like(o_ref)
+
+    o_ref[...] += y_ref[...].sum(axis=0, keepdims=True) / M
+
+
+def _centering_kernel(y_ref, mean_ref, o_ref):
+    o_ref[...] = y_ref[...] - mean_ref[...]
+
+
+def _centered(x, w, honest=False):
+    """34k's shape of pipeline: batch statistics in one output block, then a kernel that reads
+    them for every block of rows."""
+    y = x @ w if honest else _matmul(x, w)
+    if honest:
+        return y - y.mean(axis=0, keepdims=True)
+    mean = pl.pallas_call(
+        _statistics_kernel,
+        grid=(M // B,),
+        in_specs=[pl.BlockSpec((B, N), lambda i: (i, 0))],
+        out_specs=pl.BlockSpec((1, N), lambda i: (0, 0)),
+        out_shape=jax.ShapeDtypeStruct((1, N), jnp.float32),
+    )(y)
+    return pl.pallas_call(
+        _centering_kernel,
+        grid=(M // B,),
+        in_specs=[pl.BlockSpec((B, N), lambda i: (i, 0)), pl.BlockSpec((1, N), lambda i: (0, 0))],
+        out_specs=pl.BlockSpec((B, N), lambda i: (i, 0)),
+        out_shape=jax.ShapeDtypeStruct((M, N), jnp.float32),
+    )(y, mean)
+
+
+def test_an_earlier_kernel_with_a_single_output_block_is_run_whole_and_decides():
+    """Its one block has no output-axis ids: the blocks the later sample needs are that block
+    (the sampled run had stopped planning it: reshape(-1, 0) of one row of no ids)."""
+    x, w = _inputs()
+    sampled = _sampled(_centered, x, w)
+    matmul, statistics, centering = sampled.kernels
+    assert statistics.of_blocks == 1 and statistics.blocks == 1
+    assert matmul.blocks == matmul.of_blocks  # the statistics read every row of y
+    decided, output = placed(sampled.decided[0])
+    assert decided.any()
+    np.testing.assert_allclose(
+        output[decided], _reference(_centered, x, w)[decided], rtol=1e-4, atol=1e-4
+    )
