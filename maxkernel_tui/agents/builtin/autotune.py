@@ -40,6 +40,7 @@ from maxkernel_tui.kernels.perf.pallas_analysis import (
     transcendental_elements,
 )
 from maxkernel_tui.kernels.perf.xla_model import XlaPrecision
+from maxkernel_tui.kernels.prefetch_values import kernel_scalars
 from maxkernel_tui.kernels.report.basis import Basis
 from maxkernel_tui.kernels.targets import TARGETS
 from maxkernel_tui.kernels.task import Task
@@ -91,7 +92,8 @@ def analyse_source(source: str, task: Task) -> tuple[list[KernelAnalysis], int, 
     reference = runtime.load_reference(task)
     specs, static, outputs = runtime.io_specs(task, reference, task.configs[0])
     traced = jax.make_jaxpr(lambda *dynamic: module.computation(*dynamic, *static))(*specs)
-    return analyze(traced), minimal_io_bytes(specs, outputs), outside_traffic(traced)
+    scalars = kernel_scalars(traced, task, reference, task.configs[0])
+    return analyze(traced, scalars), minimal_io_bytes(specs, outputs), outside_traffic(traced)
 
 
 def estimate_source(

@@ -17,6 +17,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax._src.state.discharge import discharge_state
 
 _ELEMENTWISE: dict[str, Callable[..., Any]] = {
     "add": np.add,
@@ -45,13 +46,32 @@ class _NotPlainIntegers(Exception):
     """The map does something this evaluator does not model: XLA evaluates it instead."""
 
 
-def block_indices(closed: Any, points: np.ndarray) -> np.ndarray:
+def block_indices(
+    closed: Any, points: np.ndarray, index_operands: Sequence[np.ndarray] = ()
+) -> np.ndarray:
     """The block index (one column per output of the map) at each grid point (one row per
-    step, one column per grid axis, int32)."""
+    step, one column per grid axis, int32). `index_operands`: the scalar-prefetch arrays the
+    map reads (as refs), when it takes any."""
+    points = points.astype(np.int32)
+    if index_operands:
+        return _with_prefetch(closed, points, index_operands)
     try:
         return _with_numpy(closed, points)
     except _NotPlainIntegers:
         return _with_xla(closed, points)
+
+
+def _with_prefetch(closed: Any, points: np.ndarray, operands: Sequence[np.ndarray]) -> np.ndarray:
+    """Scalar-prefetch operands are refs in an index map: read as the arrays given."""
+    discharged = discharge_state(closed)
+
+    def index_of(point: jax.Array) -> jax.Array:
+        ids = [point[i] for i in range(points.shape[1])]
+        outs = jax.core.eval_jaxpr(discharged.jaxpr, discharged.consts, *ids, *operands)
+        outs = outs[: len(closed.jaxpr.outvars)]  # a discharged map also returns its refs
+        return jnp.stack([jnp.asarray(o, jnp.int32) for o in outs])
+
+    return np.asarray(jax.jit(jax.vmap(index_of))(jnp.asarray(points)))
 
 
 def _with_numpy(closed: Any, points: np.ndarray) -> np.ndarray:
@@ -132,13 +152,18 @@ def _integers(value: Any, aval: Any) -> Any:
     return array
 
 
-def branch_shares(body: Any, points: np.ndarray, grid: Sequence[int]) -> dict[int, np.ndarray]:
+def branch_shares(
+    body: Any, points: np.ndarray, grid: Sequence[int], index_operands: Sequence[np.ndarray] = ()
+) -> dict[int, np.ndarray]:
     """For each `cond` at the top level of a kernel body whose branch index is an integer
-    program of the grid indices (`pl.when(kj * bk <= qi * bq)`), the share of grid steps that
+    program of the grid indices and of the scalar-prefetch values given in `index_operands`
+    (`pl.when(kj * bk <= qi * bq)`, `pl.when(item < used_ref[0])`), the share of grid steps that
     take each of its branches, keyed by `id` of the equation. Whatever else the body computes
-    (arrays, refs, data) is skipped: a cond that reads it is left out."""
+    (arrays, other refs, data) is skipped: a cond that reads it is left out."""
     env: dict[Any, Any] = {}
     shares: dict[int, np.ndarray] = {}
+    # the body's first refs are the scalar-prefetch operands, known until the body writes one
+    tables = dict(zip(body.invars[: len(index_operands)], index_operands, strict=True))
 
     def known(var: Any) -> bool:
         return hasattr(var, "val") or var in env
@@ -152,6 +177,13 @@ def branch_shares(body: Any, points: np.ndarray, grid: Sequence[int]) -> dict[in
             env[eqn.outvars[0]] = points[:, eqn.params["axis"]]
         elif name == "num_programs":
             env[eqn.outvars[0]] = np.int32(grid[eqn.params["axis"]])
+        elif name == "get" and eqn.invars[0] in tables:
+            if all(known(v) for v in eqn.invars[1:]):
+                with contextlib.suppress(_NotPlainIntegers, KeyError, IndexError, ValueError):
+                    value = _table_read(tables[eqn.invars[0]], [read(v) for v in eqn.invars[1:]])
+                    env[eqn.outvars[0]] = _integers(value, eqn.outvars[0].aval)
+        elif name == "swap" and eqn.invars[0] in tables:
+            del tables[eqn.invars[0]]
         elif name == "cond":
             if known(eqn.invars[0]):
                 with contextlib.suppress(_NotPlainIntegers, KeyError):
@@ -167,6 +199,15 @@ def branch_shares(body: Any, points: np.ndarray, grid: Sequence[int]) -> dict[in
                     zip(eqn.outvars, _apply(eqn, [read(v) for v in eqn.invars]), strict=True)
                 )
     return shares
+
+
+def _table_read(table: np.ndarray, indices: list[Any]) -> Any:
+    """A scalar read of a prefetched table at one index per dimension (per grid point), clamped
+    into the table; anything else (slices, whole rows) is not a scalar read."""
+    if len(indices) != table.ndim:
+        raise _NotPlainIntegers("get")
+    clipped = [np.clip(np.asarray(i), 0, n - 1) for i, n in zip(indices, table.shape, strict=True)]
+    return table[tuple(np.broadcast_arrays(*clipped))] if clipped else table[()]
 
 
 def _with_xla(closed: Any, points: np.ndarray) -> np.ndarray:

@@ -11,12 +11,14 @@ transcendentals). Nothing here runs the kernel.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from maxkernel_tui.kernels.perf.analysis import Block, KernelAnalysis, MemorySpace
+from maxkernel_tui.kernels.perf.flat_program import ScalarOperands
 from maxkernel_tui.kernels.perf.index_maps import block_indices, branch_shares
 from maxkernel_tui.kernels.perf.jaxpr_walk import pallas_calls, walk
 
@@ -95,10 +97,18 @@ class _BodyWork:
     dma_starts: float = 0.0
 
 
-def analyze(closed_jaxpr: Any) -> list[KernelAnalysis]:
+def analyze(
+    closed_jaxpr: Any, scalars: Sequence[ScalarOperands] | None = None
+) -> list[KernelAnalysis]:
     """Every pallas_call in the program, in order. Target-independent: the model and its
-    warnings (perf/model.py) bring the TPU generation."""
-    return [_analyze_call(site.eqn) for site in pallas_calls(closed_jaxpr.jaxpr)]
+    warnings (perf/model.py) bring the TPU generation. `scalars`: each call's dynamic grid
+    bounds and scalar-prefetch operands at the inputs estimated for (flat_program.py), which
+    make its grid and block fetches exact; without them a data-dependent grid or index map is
+    taken at its upper bound."""
+    sites = pallas_calls(closed_jaxpr.jaxpr)
+    if scalars is None or len(scalars) != len(sites):
+        return [_analyze_call(site.eqn) for site in sites]
+    return [_analyze_call(site.eqn, known) for site, known in zip(sites, scalars, strict=True)]
 
 
 def transcendental_elements(closed_jaxpr: Any) -> float:
@@ -161,13 +171,14 @@ def _bytes(var: Any, elements: int) -> float:
     return float(elements * np.dtype(var.aval.dtype).itemsize)
 
 
-def _analyze_call(eqn: Any) -> KernelAnalysis:
+def _analyze_call(eqn: Any, scalars: ScalarOperands | None = None) -> KernelAnalysis:
     grid_mapping = eqn.params["grid_mapping"]
-    grid = _grid_extents(eqn, grid_mapping)
+    grid = _grid_extents(eqn, grid_mapping, scalars)
     steps = math.prod(grid) if grid else 1
-    block_indices, exact = _block_indices_per_step(grid_mapping, grid, steps)
+    block_indices, exact = _block_indices_per_step(grid_mapping, grid, steps, scalars)
     blocks = _pipelined_blocks(grid_mapping, block_indices, steps) + _scratch(grid_mapping)
-    body = _body_work(eqn.params["jaxpr"], _branch_shares(eqn.params["jaxpr"], grid, steps))
+    shares = _branch_shares(eqn.params["jaxpr"], grid, steps, scalars.index if scalars else [])
+    body = _body_work(eqn.params["jaxpr"], shares)
     params = _compiler_params(eqn.params.get("compiler_params"))
     # An operand left in HBM that the body copies itself: read (at least) once in all.
     copied = sum(
@@ -262,10 +273,14 @@ def _compiler_params(value: Any) -> Any:
     return value
 
 
-def _grid_extents(eqn: Any, grid_mapping: Any) -> list[int]:
+def _grid_extents(eqn: Any, grid_mapping: Any, scalars: ScalarOperands | None) -> list[int]:
     """The grid's extents. One known only at run time (megablox's count of active group tiles)
-    is taken at its upper bound, the length of the longest scalar-prefetched index array (the
-    items the grid may visit): an estimate of the worst case, said so by the caller."""
+    is its value at the estimated inputs where `scalars` are known, else taken at its upper
+    bound, the length of the longest scalar-prefetched index array (the items the grid may
+    visit): an estimate of the worst case, said so by the caller."""
+    if scalars is not None:
+        known = iter(scalars.grid_bounds)
+        return [int(g) if isinstance(g, int) else next(known) for g in grid_mapping.grid]
     dynamic = int(grid_mapping.num_dynamic_grid_bounds)
     prefetched = eqn.invars[dynamic : dynamic + int(grid_mapping.num_index_operands)]
     bound = max((_elements(v) for v in prefetched), default=1)
@@ -279,18 +294,20 @@ def _kernel_name(eqn: Any) -> str:
 
 
 def _block_indices_per_step(
-    grid_mapping: Any, grid: list[int], steps: int
+    grid_mapping: Any, grid: list[int], steps: int, scalars: ScalarOperands | None
 ) -> tuple[list[np.ndarray | None], bool]:
     """Block indices of every block at every grid step (row-major, last axis fastest), or None
-    where they cannot be known statically (scalar-prefetch index maps, huge grids)."""
+    where they cannot be known (scalar-prefetch index maps without their operands, huge
+    grids), with whether they are known."""
     mappings = grid_mapping.block_mappings
-    if grid_mapping.num_index_operands or steps > MAX_ENUMERATED_STEPS or not grid:
-        return [None] * len(
-            mappings
-        ), not grid_mapping.num_index_operands and steps <= MAX_ENUMERATED_STEPS
+    prefetched = int(grid_mapping.num_index_operands)
+    operands = scalars.index if scalars is not None else []
+    unknown = prefetched and len(operands) != prefetched
+    if unknown or steps > MAX_ENUMERATED_STEPS or not grid:
+        return [None] * len(mappings), not unknown and steps <= MAX_ENUMERATED_STEPS
     points = _grid_points(grid, steps)
     indices: list[np.ndarray | None] = [
-        block_indices(mapping.index_map_jaxpr, points) for mapping in mappings
+        block_indices(mapping.index_map_jaxpr, points, operands) for mapping in mappings
     ]
     return indices, True
 
@@ -300,12 +317,15 @@ def _grid_points(grid: list[int], steps: int) -> np.ndarray:
     return np.stack(np.unravel_index(np.arange(steps), grid), axis=-1).astype(np.int32)
 
 
-def _branch_shares(body: Any, grid: list[int], steps: int) -> dict[int, np.ndarray]:
+def _branch_shares(
+    body: Any, grid: list[int], steps: int, index_operands: Sequence[np.ndarray]
+) -> dict[int, np.ndarray]:
     """The share of steps taking each branch of the body's top-level conds that depend on the
-    grid indices alone (index_maps.branch_shares); none for huge grids."""
+    grid indices and the known scalar-prefetch values alone (index_maps.branch_shares); none
+    for huge grids."""
     if not grid or steps > MAX_ENUMERATED_STEPS:
         return {}
-    return branch_shares(body, _grid_points(grid, steps), grid)
+    return branch_shares(body, _grid_points(grid, steps), grid, index_operands)
 
 
 def _fetch_count(indices: np.ndarray | None, steps: int) -> int:

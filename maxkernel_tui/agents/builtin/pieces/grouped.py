@@ -7,8 +7,8 @@ tile straddling a group boundary is visited once per group in it, consecutively,
 block stays in VMEM between the visits and each visit writes only its group's rows (a mask).
 The items' groups and tiles come in by scalar prefetch: the index maps read them, so each item
 fetches its own group's weight block. The grid has a static length (row tiles + groups - 1, the
-most items there can be); the steps past the real items repeat the last item's blocks (no
-fetch) and compute nothing.
+most items there can be); the steps past the real items repeat the last item's last depth
+blocks (no fetch: a block is fetched again only when its index changes) and compute nothing.
 
 Several weights of one shape (a gated MLP's gate and up projections) run in one kernel: one f32
 accumulator each, joined by `epilogue` into the output block once the depth steps are done.
@@ -134,18 +134,25 @@ def _grouped_matmul(
     items = padded // tm + groups - 1
     metadata = _group_items(group_sizes, tm, items)
 
-    def lhs_block(j, i, k, groups_ref, tiles_ref, *_):
-        return tiles_ref[i], k
+    depth_steps = depth // tk
 
-    def weight_block(j, i, k, groups_ref, tiles_ref, *_):
-        return groups_ref[i], k, j
+    def item_depth(i, k, used_ref):
+        """The depth block item i reads at step k; the padding steps past the real items stay
+        on the last item's last block, so they fetch nothing."""
+        return jnp.where(i < used_ref[0], k, depth_steps - 1)
+
+    def lhs_block(j, i, k, groups_ref, tiles_ref, starts_ref, ends_ref, used_ref):
+        return tiles_ref[i], item_depth(i, k, used_ref)
+
+    def weight_block(j, i, k, groups_ref, tiles_ref, starts_ref, ends_ref, used_ref):
+        return groups_ref[i], item_depth(i, k, used_ref), j
 
     def out_block(j, i, k, groups_ref, tiles_ref, *_):
         return tiles_ref[i], j
 
     grid_spec = pltpu.PrefetchScalarGridSpec(
         num_scalar_prefetch=len(metadata),
-        grid=(cols // tn, items, depth // tk),
+        grid=(cols // tn, items, depth_steps),
         in_specs=[pl.BlockSpec((tm, tk), lhs_block)]
         + [pl.BlockSpec((None, tk, tn), weight_block) for _ in weights],
         out_specs=pl.BlockSpec((tm, tn), out_block),

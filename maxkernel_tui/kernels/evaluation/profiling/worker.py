@@ -51,6 +51,7 @@ from maxkernel_tui.kernels.perf.pallas_analysis import (
     matmul_traffic,
     transcendental_elements,
 )
+from maxkernel_tui.kernels.prefetch_values import kernel_scalars
 from maxkernel_tui.kernels.report.basis import Basis
 from maxkernel_tui.kernels.worker_reply import reply
 from maxkernel_tui.kernels.workers import READY
@@ -87,7 +88,9 @@ def profile(request: ProfileRequest) -> ProfileAnswer:
         )
         results = [specs[p] for p in at]
     traced = program(bench)
-    kernels, outside = analyze(traced), outside_traffic(traced)
+    # a backward program takes cotangents too: its scalar operands are not computed here
+    scalars = None if task.gradients else kernel_scalars(traced, task, reference, bench)
+    kernels, outside = analyze(traced, scalars), outside_traffic(traced)
     known = request.reference_costs  # the reference does not change between candidates
     costs = {
         name: known.get(name) or _reference_cost(function, inputs, name) for name in request.targets

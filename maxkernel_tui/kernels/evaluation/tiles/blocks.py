@@ -9,10 +9,7 @@ import itertools
 import math
 from typing import Any
 
-import jax
-import jax.numpy as jnp
 import numpy as np
-from jax._src.state.discharge import discharge_state
 
 from maxkernel_tui.kernels.perf import index_maps
 
@@ -64,17 +61,7 @@ def dim_kind(dim: Any) -> str | None:
 
 def block_indices(block: Any, points: np.ndarray, index_operands: list[np.ndarray]) -> np.ndarray:
     rank = len(block.block_shape)
-    if not index_operands:  # plain integer maps in numpy: an XLA compile per call cost seconds
-        return index_maps.block_indices(block.index_map_jaxpr, points.astype(np.int32))[:, :rank]
-    # scalar-prefetch operands are refs in an index map: read as the arrays given
-    closed = discharge_state(block.index_map_jaxpr)
-
-    def index_of(point: jax.Array) -> jax.Array:
-        ids = [point[i] for i in range(points.shape[1])]
-        outs = jax.core.eval_jaxpr(closed.jaxpr, closed.consts, *ids, *index_operands)[:rank]
-        return jnp.stack([jnp.asarray(o, jnp.int32) for o in outs])
-
-    return np.asarray(jax.jit(jax.vmap(index_of))(jnp.asarray(points, jnp.int32)))
+    return index_maps.block_indices(block.index_map_jaxpr, points, index_operands)[:, :rank]
 
 
 def spans(block: Any, indices: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:

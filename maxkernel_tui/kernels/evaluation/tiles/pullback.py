@@ -21,7 +21,6 @@ from typing import Any
 
 import jax.numpy as jnp
 import numpy as np
-from jax.extend import core
 
 from maxkernel_tui.kernels.evaluation.region_rules import dot_regions
 from maxkernel_tui.kernels.evaluation.tiles import classes
@@ -38,26 +37,31 @@ from maxkernel_tui.kernels.evaluation.tiles.kernel_run import (
     choose_blocks,
     kernel_name,
 )
-from maxkernel_tui.kernels.perf.jaxpr_walk import sub_jaxprs, walk
+from maxkernel_tui.kernels.perf.flat_program import (
+    FlatProgram,
+    Key,
+    NotFlat,
+    Step,
+    flatten,
+    key_of,
+    scalar_operands,
+)
 from maxkernel_tui.kernels.perf.primitive_names import (
     AXIS_REDUCTIONS,
-    CALL_BODIES,
     CUMULATIVE_REDUCTIONS,
 )
 
 # (start, stop) per dimension, as reference/slices.py writes regions
 Box = tuple[tuple[int, int], ...]
-# A variable of the flattened program: (the call it sits in, the variable)
-Key = tuple[int, Any]
-
-# The calls (of CALL_BODIES) inside which a kernel is run; inside the others it is not sampled
-KERNEL_CALLS = ("pjit", "jit", "closed_call", "core_call")
 # Boxes kept per value before they are merged into the box holding them all
 MAX_BOXES = 256
 # An earlier kernel runs at most this many grid steps (output blocks times their reduction
 # steps) for the later kernels' samples: the cost of the run, where a count of blocks would
 # refuse 3p's attention (260 blocks of 2 steps) and allow 96 blocks of 64 steps
 MAX_PULLED_STEPS = 1024
+# ... and, while the final kernels keep their random draw, at most this many output blocks (the
+# blocks a draw spreads over cost memory: 9p's gate and up projections)
+MAX_DRAWN_BLOCKS = 96
 
 
 class _Whole(Exception):
@@ -73,21 +77,6 @@ class KernelPlan:
     opaque: frozenset[int]  # inputs (not float) computed from another kernel's outputs
 
 
-@dataclass(frozen=True)
-class _Step:
-    eqn: Any
-    ins: tuple[Any, ...]  # Key or core.Literal
-    outs: tuple[Key, ...]
-
-
-@dataclass(frozen=True)
-class _Flat:
-    steps: list[_Step]
-    inputs: list[Key]
-    consts: dict[Key, Any]
-    outputs: list[Any]  # Key or core.Literal
-
-
 def plan(
     closed_jaxpr: Any, inputs: Sequence[Any], rng: np.random.Generator, random_blocks: int
 ) -> list[KernelPlan]:
@@ -95,30 +84,36 @@ def plan(
     final outputs sampled as usual, the earlier ones on the blocks the later samples read. When
     the random draw spreads the final samples over more earlier blocks than can be run, the
     final kernels keep their edges and one block of each class only (no random draw)."""
-    flat = _flatten(closed_jaxpr)
-    kernels = [s for s in flat.steps if s.eqn.primitive.name == "pallas_call"]
-    index_values = _index_operands(flat, kernels, inputs)
+    flat = _flattened(closed_jaxpr)
+    kernels = flat.kernels()
     try:
-        plans = _plan(flat, index_values, rng, random_blocks)
+        scalars = scalar_operands(flat, inputs)
+        index_values = {id(s): v.index for s, v in zip(kernels, scalars, strict=True)}
+    except NotFlat as refused:
+        raise NotSampleable(str(refused)) from None
+    try:
+        plans = _plan(flat, index_values, rng, random_blocks, MAX_DRAWN_BLOCKS)
     except _TooWide as wide:
         if not random_blocks:
             raise NotSampleable(str(wide)) from None
         try:
-            plans = _plan(flat, index_values, rng, 0)
+            plans = _plan(flat, index_values, rng, 0, None)
         except _TooWide as still:
             raise NotSampleable(str(still)) from None
     return [plans[id(s)] for s in kernels]
 
 
 class _TooWide(Exception):
-    """An earlier kernel would run more grid steps than MAX_PULLED_STEPS."""
+    """An earlier kernel would run more grid steps than MAX_PULLED_STEPS (or, with a random
+    draw, more blocks than MAX_DRAWN_BLOCKS)."""
 
 
 def _plan(
-    flat: _Flat,
+    flat: FlatProgram,
     index_values: dict[int, list[np.ndarray]],
     rng: np.random.Generator,
     random_blocks: int,
+    max_blocks: int | None,
 ) -> dict[int, KernelPlan]:
     free = _reach_outputs(flat)
     derived = _derived(flat)
@@ -140,8 +135,13 @@ def _plan(
         steps = len(sample) * math.prod(
             g for a, g in enumerate(mapping.grid) if a not in output_axes
         )
-        if required is not None and steps > MAX_PULLED_STEPS and not terminal:
-            budget = f"more than the {MAX_PULLED_STEPS} grid steps to run ({steps})"
+        blocks_over = max_blocks is not None and len(sample) > max_blocks
+        if required is not None and (steps > MAX_PULLED_STEPS or blocks_over) and not terminal:
+            budget = (
+                f"more than the {max_blocks} blocks to run with a random draw"
+                if blocks_over and steps <= MAX_PULLED_STEPS
+                else f"more than the {MAX_PULLED_STEPS} grid steps to run ({steps})"
+            )
             if len(sample) == total:  # 13p: a scalar of every row's loss
                 raise _TooWide(
                     f"every one of {kernel_name(eqn)}'s {total} output blocks is read by the "
@@ -154,14 +154,14 @@ def _plan(
             )
         ins = step.ins[mapping.num_index_operands :]
         opaque = frozenset(
-            i for i, atom in enumerate(ins) if _key(atom) in derived and not _is_float(atom)
+            i for i, atom in enumerate(ins) if key_of(atom) in derived and not _is_float(atom)
         )
         plans[id(step)] = KernelPlan(output_axes, sample, opaque)
         reads = _reads(eqn, operands, _points(mapping, output_axes, sample))
         for atom, spans_read in zip(ins, reads, strict=True):
-            _widen(need, _key(atom), _unique(spans_read))
+            _widen(need, key_of(atom), _unique(spans_read))
         for atom in step.ins[: mapping.num_index_operands]:
-            _widen(need, _key(atom), [_whole(_shape(atom))])
+            _widen(need, key_of(atom), [_whole(_shape(atom))])
     return plans
 
 
@@ -169,11 +169,11 @@ def kernels_alive(closed_jaxpr: Any) -> list[tuple[Any, int]]:
     """Each pallas_call the program runs, with the bytes of the values computed in the program
     (not its inputs or constants) alive while it runs, besides its own outputs: each value
     lives from the step computing it to its last use, the program's outputs to the end."""
-    flat = _flatten(closed_jaxpr)
+    flat = _flattened(closed_jaxpr)
     last: dict[Any, int] = {}
     for position, step in enumerate(flat.steps):
-        last.update((k, position) for k in map(_key, step.ins) if k is not None)
-    last.update((k, len(flat.steps)) for k in map(_key, flat.outputs) if k is not None)
+        last.update((k, position) for k in map(key_of, step.ins) if k is not None)
+    last.update((k, len(flat.steps)) for k in map(key_of, flat.outputs) if k is not None)
     born: list[tuple[int, int, int]] = [
         (position, last.get(key, position), _bytes(key))
         for position, step in enumerate(flat.steps)
@@ -300,10 +300,6 @@ def _is_float(atom: Any) -> bool:
     return bool(jnp.issubdtype(aval.dtype, jnp.floating))
 
 
-def _key(atom: Any) -> Key | None:
-    return None if isinstance(atom, core.Literal) else atom
-
-
 def _shape(atom: Any) -> tuple[int, ...]:
     return tuple(getattr(atom[1].aval if isinstance(atom, tuple) else atom.aval, "shape", ()))
 
@@ -312,100 +308,27 @@ def _whole(shape: tuple[int, ...]) -> Box:
     return tuple((0, n) for n in shape)
 
 
-def _flatten(closed_jaxpr: Any) -> _Flat:
-    """The program with its calls inlined, each variable keyed by the call it sits in."""
-    steps: list[_Step] = []
-    consts: dict[Key, Any] = {}
-    frames = itertools.count()
-
-    def inline(jaxpr: Any, const_values: Sequence[Any], args: list[Any]) -> list[Any]:
-        frame = next(frames)
-        env: dict[Any, Any] = {}
-
-        def read(atom: Any) -> Any:
-            return atom if isinstance(atom, core.Literal) else env[atom]
-
-        for var, value in zip(jaxpr.constvars, const_values, strict=True):
-            env[var] = (frame, var)
-            consts[(frame, var)] = value
-        env.update(zip(jaxpr.invars, args, strict=True))
-        for eqn in jaxpr.eqns:
-            ins = [read(v) for v in eqn.invars]
-            name = eqn.primitive.name
-            holds = holds_kernel(eqn)
-            if name in CALL_BODIES and (not holds or name in KERNEL_CALLS):
-                inner = eqn.params[CALL_BODIES[name]]
-                inner_consts = getattr(inner, "consts", ())
-                outs = inline(getattr(inner, "jaxpr", inner), inner_consts, ins)
-                env.update(zip(eqn.outvars, outs, strict=True))
-                continue
-            if holds:
-                raise NotSampleable(f"a pallas_call inside {name}")
-            keys = tuple((frame, v) for v in eqn.outvars)
-            env.update(zip(eqn.outvars, keys, strict=True))
-            steps.append(_Step(eqn, tuple(ins), keys))
-        return [read(v) for v in jaxpr.outvars]
-
-    top = closed_jaxpr.jaxpr
-    inputs = [(-1, v) for v in top.invars]
-    outputs = inline(top, closed_jaxpr.consts, list(inputs))
-    return _Flat(steps, inputs, consts, outputs)
+def _flattened(closed_jaxpr: Any) -> FlatProgram:
+    try:
+        return flatten(closed_jaxpr)
+    except NotFlat as refused:
+        raise NotSampleable(str(refused)) from None
 
 
-def holds_kernel(eqn: Any) -> bool:
-    return any(site.name == "pallas_call" for sub in sub_jaxprs(eqn.params) for site in walk(sub))
-
-
-def _index_operands(
-    flat: _Flat, kernels: list[_Step], inputs: Sequence[Any]
-) -> dict[int, list[np.ndarray]]:
-    """Each kernel's scalar-prefetch operands, computed from the inputs by the XLA before it
-    (only what they need is run); ones computed by a kernel cannot be planned."""
-    wanted = {
-        _key(a) for s in kernels for a in s.ins[: s.eqn.params["grid_mapping"].num_index_operands]
-    } - {None}
-    needed: set[Any] = set(wanted)
-    producing = []
-    for step in reversed(flat.steps):
-        if needed.intersection(step.outs):
-            if step.eqn.primitive.name == "pallas_call":
-                raise NotSampleable("scalar-prefetch operands computed by another kernel")
-            producing.append(step)
-            needed.update(k for k in map(_key, step.ins) if k is not None)
-    env: dict[Any, Any] = dict(flat.consts)
-    env.update(zip(flat.inputs, inputs, strict=True))
-    for step in reversed(producing):
-        args = [a.val if isinstance(a, core.Literal) else env[a] for a in step.ins]
-        with step.eqn.ctx.manager:
-            result = step.eqn.primitive.bind(
-                *args, **step.eqn.primitive.get_bind_params(step.eqn.params)
-            )
-        env.update(
-            zip(step.outs, result if step.eqn.primitive.multiple_results else [result], strict=True)
-        )
-    return {
-        id(s): [
-            np.asarray(a.val if isinstance(a, core.Literal) else env[a])
-            for a in s.ins[: s.eqn.params["grid_mapping"].num_index_operands]
-        ]
-        for s in kernels
-    }
-
-
-def _reach_outputs(flat: _Flat) -> set[Any]:
+def _reach_outputs(flat: FlatProgram) -> set[Any]:
     """The values the program's outputs depend on through XLA alone (no kernel between)."""
-    free = {k for k in map(_key, flat.outputs) if k is not None}
+    free = {k for k in map(key_of, flat.outputs) if k is not None}
     for step in reversed(flat.steps):
         if step.eqn.primitive.name != "pallas_call" and free.intersection(step.outs):
-            free.update(k for k in map(_key, step.ins) if k is not None)
+            free.update(k for k in map(key_of, step.ins) if k is not None)
     return free
 
 
-def _derived(flat: _Flat) -> set[Any]:
+def _derived(flat: FlatProgram) -> set[Any]:
     """The values computed from some kernel's outputs."""
     derived: set[Any] = set()
     for step in flat.steps:
-        ins = {k for k in map(_key, step.ins) if k is not None}
+        ins = {k for k in map(key_of, step.ins) if k is not None}
         if step.eqn.primitive.name == "pallas_call" or derived.intersection(ins):
             derived.update(step.outs)
     return derived
@@ -426,7 +349,7 @@ def _widen(need: dict[Key, list[Box]], key: Key | None, found: list[Box]) -> Non
     need[key] = held
 
 
-def _pull_back(step: _Step, need: dict[Key, list[Box]]) -> None:
+def _pull_back(step: Step, need: dict[Key, list[Box]]) -> None:
     """The boxes of an XLA operation's operands that the boxes needed of its results read."""
     demanded = [need.get(k, []) for k in step.outs]
     if not any(demanded):
@@ -443,7 +366,7 @@ def _pull_back(step: _Step, need: dict[Key, list[Box]]) -> None:
     except _Whole:
         found = [[_whole(shape)] for shape in shapes]
     for atom, boxes_found in zip(step.ins, found, strict=True):
-        _widen(need, _key(atom), boxes_found)
+        _widen(need, key_of(atom), boxes_found)
 
 
 def _operand_boxes(eqn: Any, shapes: list[tuple[int, ...]], box: Box) -> list[list[Box] | None]:

@@ -48,6 +48,7 @@ from maxkernel_tui.kernels.evaluation.tiles.blocks import Region
 from maxkernel_tui.kernels.evaluation.tiles.faults import KernelFault, NotSampleable
 from maxkernel_tui.kernels.evaluation.tiles.kernel_run import KernelSample, kernel_name, run_kernel
 from maxkernel_tui.kernels.evaluation.work.jaxpr_work import value_bytes
+from maxkernel_tui.kernels.perf.flat_program import KERNEL_CALLS, holds_kernel
 
 __all__ = ["KernelFault", "NotSampleable", "SampledOutputs", "run_sampled"]
 
@@ -241,11 +242,11 @@ def _evaluate(
             outvals = [_Unneeded(var.aval) for var in eqn.outvars]
         elif name == "pallas_call":
             outvals = on_kernel(eqn, invals)
-        elif name in pullback.KERNEL_CALLS and pullback.holds_kernel(eqn):
+        elif name in KERNEL_CALLS and holds_kernel(eqn):
             inner = eqn.params.get("jaxpr") or eqn.params.get("call_jaxpr")
             inner_consts = getattr(inner, "consts", ())
             outvals = _evaluate(getattr(inner, "jaxpr", inner), inner_consts, invals, on_kernel)
-        elif pullback.holds_kernel(eqn):
+        elif holds_kernel(eqn):
             raise NotSampleable(f"a pallas_call inside {name}")
         else:
             with eqn.ctx.manager:
