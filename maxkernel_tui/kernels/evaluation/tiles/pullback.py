@@ -55,13 +55,13 @@ from maxkernel_tui.kernels.perf.primitive_names import (
 Box = tuple[tuple[int, int], ...]
 # Boxes kept per value before they are merged into the box holding them all
 MAX_BOXES = 256
-# An earlier kernel runs at most this many grid steps (output blocks times their reduction
-# steps) for the later kernels' samples: the cost of the run, where a count of blocks would
-# refuse 3p's attention (260 blocks of 2 steps) and allow 96 blocks of 64 steps
+# An earlier kernel runs at most this many output blocks for the later kernels' samples (the
+# blocks a random draw spreads over cost memory: 9p's gate and up projections) ...
+MAX_PULLED_BLOCKS = 96
+# ... unless the final kernels have dropped their random draw and the blocks are few grid steps
+# (blocks times their reduction steps): 3p's attention needs 260 blocks of 2 steps for the
+# output projection's edges
 MAX_PULLED_STEPS = 1024
-# ... and, while the final kernels keep their random draw, at most this many output blocks (the
-# blocks a draw spreads over cost memory: 9p's gate and up projections)
-MAX_DRAWN_BLOCKS = 96
 
 
 class _Whole(Exception):
@@ -92,20 +92,18 @@ def plan(
     except NotFlat as refused:
         raise NotSampleable(str(refused)) from None
     try:
-        plans = _plan(flat, index_values, rng, random_blocks, MAX_DRAWN_BLOCKS)
-    except _TooWide as wide:
-        if not random_blocks:
-            raise NotSampleable(str(wide)) from None
+        plans = _plan(flat, index_values, rng, random_blocks, None)
+    except _TooWide:
         try:
-            plans = _plan(flat, index_values, rng, 0, None)
+            plans = _plan(flat, index_values, rng, 0, MAX_PULLED_STEPS)
         except _TooWide as still:
             raise NotSampleable(str(still)) from None
     return [plans[id(s)] for s in kernels]
 
 
 class _TooWide(Exception):
-    """An earlier kernel would run more grid steps than MAX_PULLED_STEPS (or, with a random
-    draw, more blocks than MAX_DRAWN_BLOCKS)."""
+    """An earlier kernel would run more output blocks than MAX_PULLED_BLOCKS (and, where the
+    plan allows it, more grid steps than MAX_PULLED_STEPS)."""
 
 
 def _plan(
@@ -113,8 +111,10 @@ def _plan(
     index_values: dict[int, list[np.ndarray]],
     rng: np.random.Generator,
     random_blocks: int,
-    max_blocks: int | None,
+    max_steps: int | None,
 ) -> dict[int, KernelPlan]:
+    """`max_steps`: an earlier kernel may run more than MAX_PULLED_BLOCKS blocks in at most
+    this many grid steps; None: never more."""
     free = _reach_outputs(flat)
     derived = _derived(flat)
     need: dict[Key, list[Box]] = {}
@@ -135,12 +135,11 @@ def _plan(
         steps = len(sample) * math.prod(
             g for a, g in enumerate(mapping.grid) if a not in output_axes
         )
-        blocks_over = max_blocks is not None and len(sample) > max_blocks
-        if required is not None and (steps > MAX_PULLED_STEPS or blocks_over) and not terminal:
-            budget = (
-                f"more than the {max_blocks} blocks to run with a random draw"
-                if blocks_over and steps <= MAX_PULLED_STEPS
-                else f"more than the {MAX_PULLED_STEPS} grid steps to run ({steps})"
+        few_steps = max_steps is not None and steps <= max_steps
+        too_many = len(sample) > MAX_PULLED_BLOCKS and not few_steps
+        if required is not None and too_many and not terminal:
+            budget = f"more than {MAX_PULLED_BLOCKS} to run" + (
+                f" (and more than {max_steps} grid steps: {steps})" if max_steps else ""
             )
             if len(sample) == total:  # 13p: a scalar of every row's loss
                 raise _TooWide(

@@ -184,9 +184,31 @@ def test_an_earlier_kernel_whose_read_blocks_are_too_many_is_not_sampled(monkeyp
     def program(x, w):
         return _column_sums(_matmul(x, w))
 
-    monkeypatch.setattr(pullback, "MAX_PULLED_STEPS", 6 * 2)  # 6 blocks of 2 steps
+    monkeypatch.setattr(pullback, "MAX_PULLED_BLOCKS", 6)
+    monkeypatch.setattr(pullback, "MAX_PULLED_STEPS", 6 * 2)  # the matmul's blocks: 2 steps
     with pytest.raises(NotSampleable, match=r"_matmul_kernel's output blocks .* \d+ of 16, more"):
         _sampled(program, x, w, random_blocks=0)
+
+
+def test_an_earlier_kernel_over_the_block_cap_in_few_grid_steps_runs_them(monkeypatch):
+    """3p: the output projection's edges read 260 of the attention's 1024 blocks, 2 steps each;
+    over the block cap, within the step budget: run, without the final kernel's random draw."""
+    x, w = _inputs()
+
+    def program(x, w, honest=False):
+        y = x @ w if honest else _matmul(x, w)
+        return y.sum(axis=0, keepdims=True) if honest else _column_sums(y)
+
+    monkeypatch.setattr(pullback, "MAX_PULLED_BLOCKS", 6)
+    monkeypatch.setattr(pullback, "MAX_PULLED_STEPS", 16 * 2)
+    sampled = _sampled(program, x, w, random_blocks=2)
+    first, second = sampled.kernels
+    assert first.blocks > 6 and second.blocks == 2  # the column sums' edges, no draw
+    decided, output = placed(sampled.decided[0])
+    assert decided.sum() == 2 * B
+    np.testing.assert_allclose(
+        output[decided], _reference(program, x, w)[decided], rtol=1e-4, atol=1e-4
+    )
 
 
 def test_final_samples_too_spread_for_the_earlier_kernel_keep_their_edges_and_classes(monkeypatch):
@@ -200,7 +222,7 @@ def test_final_samples_too_spread_for_the_earlier_kernel_keep_their_edges_and_cl
         return y.sum(axis=0, keepdims=True) if honest else _column_sums(y)
 
     # the drawn columns would need all 16 matmul blocks; the edges need 8 and the classes' own
-    monkeypatch.setattr(pullback, "MAX_PULLED_STEPS", 10 * 2)
+    monkeypatch.setattr(pullback, "MAX_PULLED_BLOCKS", 10)
     sampled = _sampled(program, x, w, random_blocks=2)
     first, second = sampled.kernels
     assert second.blocks == 2 and 8 <= first.blocks <= 10
@@ -248,7 +270,8 @@ def test_a_final_output_that_reads_every_earlier_block_says_so(monkeypatch):
             out_shape=jax.ShapeDtypeStruct((1, 1), y.dtype),
         )(y)
 
-    monkeypatch.setattr(pullback, "MAX_PULLED_STEPS", 6 * 2)  # 6 blocks of 2 steps
+    monkeypatch.setattr(pullback, "MAX_PULLED_BLOCKS", 6)
+    monkeypatch.setattr(pullback, "MAX_PULLED_STEPS", 6 * 2)
     with pytest.raises(NotSampleable, match=r"every one of _matmul_kernel's 16 output blocks"):
         _sampled(program, x, w)
 
