@@ -153,6 +153,7 @@ class Harness:
             [options.target],
             device="numerics on the CPU in TPU interpret mode; compile with libtpu (AOT)",
             on_check=on_check,
+            gradients=list(task.gradients),
         )
         snapshot = self._prepare(kernel, task, report)
         if snapshot is None:

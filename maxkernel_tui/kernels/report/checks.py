@@ -31,6 +31,7 @@ NUMERICS, EDGE, TILES = CheckName.NUMERICS, CheckName.EDGE, CheckName.TILES
 # tiles, a full production run, device numerics on a TPU), or only at the smaller shapes.
 VERIFIED_AT_PRODUCTION = "verified at production shapes"
 SMALL_SHAPES_ONLY = "checked at small shapes only"
+PARTLY_VERIFIED = "partly verified at production shapes"  # then what was, in parentheses
 ON_DEVICE = " (the whole output compared on the device)"  # after VERIFIED_AT_PRODUCTION
 _CHECK_NAME = re.compile(r"[a-z_]+")  # the head of an `inputs` line names checks
 NOTE = "note"  # the head of an `inputs` line that names no check: a task's warning
@@ -125,6 +126,7 @@ _REPORT_SHAPE = Shape(
     derived=("verdict", "scope", "evidence"),
     derived_after="device",
     skip=("on_check",),
+    omit_empty=("gradients",),
     unknown=Unknown.IGNORE,
 )
 
@@ -147,6 +149,8 @@ class EvalReport(JsonData, shape=_REPORT_SHAPE):
     executor_node: str = "local"
     # Called with each check as it is added, so a UI can show progress before the verdict.
     on_check: Callable[[Check], None] | None = field(default=None, repr=False, compare=False)
+    # The gradients the task asks for (a training kernel's): its scope must cover them too.
+    gradients: list[str] = field(default_factory=list)
 
     @property
     def verdict(self) -> Verdict:
@@ -161,12 +165,29 @@ class EvalReport(JsonData, shape=_REPORT_SHAPE):
 
     @property
     def scope(self) -> str:
-        """VERIFIED_AT_PRODUCTION when a passed check compared the kernel's outputs at
-        production shapes, else SMALL_SHAPES_ONLY."""
-        at_production = any(
-            c.status == PASS and (c.name == TILES or c.production_shapes) for c in self.checks
-        )
-        return VERIFIED_AT_PRODUCTION if at_production else SMALL_SHAPES_ONLY
+        """VERIFIED_AT_PRODUCTION when passed checks compared at production shapes the kernel's
+        outputs and every gradient the task asks for (in full, or on sampled tiles that decide
+        elements of it); PARTLY_VERIFIED naming what was when only some of those were;
+        SMALL_SHAPES_ONLY when none was."""
+        passed = [c for c in self.checks if c.status == PASS]
+        if any(c.production_shapes for c in passed):  # in full: outputs and gradients alike
+            return VERIFIED_AT_PRODUCTION
+        forward = any(c.name == TILES and not c.of_backward for c in passed)
+        decided = {
+            name
+            for c in passed
+            if c.name == TILES and isinstance(c.figures, TilesFigures) and c.figures.gradients
+            for name in c.figures.gradients.split(", ")
+        }
+        verified = [g for g in self.gradients if g in decided]
+        if forward and len(verified) == len(self.gradients):
+            return VERIFIED_AT_PRODUCTION
+        if not forward and not verified:
+            return SMALL_SHAPES_ONLY
+        left = [g for g in self.gradients if g not in decided]
+        said = (["the outputs"] if forward else []) + [f"the gradient of {g}" for g in verified]
+        unsaid = ([] if forward else ["the outputs"]) + [f"the gradient of {g}" for g in left]
+        return f"{PARTLY_VERIFIED} ({', '.join(said)}; {', '.join(unsaid)} at small shapes only)"
 
     @property
     def compared_on_device(self) -> bool:

@@ -6,6 +6,7 @@ from dataclasses import replace
 from maxkernel_tui.commands.bench import BenchRow, _format_row
 from maxkernel_tui.kernels.report.checks import (
     FAIL,
+    PARTLY_VERIFIED,
     PASS,
     SKIP,
     SMALL_SHAPES_ONLY,
@@ -53,6 +54,33 @@ def test_a_verdict_is_verified_at_production_shapes_only_when_a_check_compared_t
     assert "device numerics at production shapes (pass)" in device.evidence
     # a skipped check earns nothing, whatever its data says
     assert _report(replace(TILES_OK, status=SKIP)).scope == SMALL_SHAPES_ONLY
+
+
+def test_a_training_kernel_is_verified_at_production_only_for_what_its_samples_decided():
+    backward = Check("tiles", PASS, Reason.TILES_SAMPLED, replace(TILES, gradients="x"))
+    both = Check("tiles", PASS, Reason.TILES_SAMPLED, replace(TILES, gradients="x, scale"))
+    not_forward = Check("tiles", SKIP, Reason.TILES_NOT_RUN, Said("mixes every block"))
+
+    def trained(*checks: Check) -> EvalReport:
+        return replace(_report(NUMERICS_OK, *checks), gradients=["x", "scale"])
+
+    assert trained(TILES_OK, both).scope == VERIFIED_AT_PRODUCTION
+    # a norm's scale summed over every block: the sample decides none of its elements
+    assert trained(TILES_OK, backward).scope == (
+        f"{PARTLY_VERIFIED} (the outputs, the gradient of x; the gradient of scale at small "
+        "shapes only)"
+    )
+    # a loss the XLA after the kernels mixes: only the gradients were compared there
+    assert trained(not_forward, both).scope == (
+        f"{PARTLY_VERIFIED} (the gradient of x, the gradient of scale; the outputs at small "
+        "shapes only)"
+    )
+    assert trained(not_forward, replace(both, status=FAIL)).scope == SMALL_SHAPES_ONLY
+    # compared in full at production: outputs and gradients alike
+    assert trained(replace(NUMERICS_OK, production_shapes=True)).scope == VERIFIED_AT_PRODUCTION
+    # the field travels with the report's JSON, and a forward-only report's JSON is as before
+    assert EvalReport.from_json(trained(TILES_OK).to_json()).gradients == ["x", "scale"]
+    assert "gradients" not in _report(TILES_OK).to_json()
 
 
 def test_a_rejection_names_its_reason_and_every_face_shows_the_scope():
