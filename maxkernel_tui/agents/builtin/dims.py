@@ -167,7 +167,10 @@ class DimTable:
             (True, (_inverse(bench), _inverse(check))),
         ):
             if b is not None and c is not None and _whole(b) and _whole(c):
-                found = self._express(b, c)
+                # an f32 constant holds a count exactly only below 2**24 (a volume's, at the
+                # probe's scaled check sizes, is not): past that, to its rounding
+                rounding = F32_ROUNDING if max(b, c) >= 2**24 else Fraction(0)
+                found = self._express(b, c, rounding)
                 if found is not None:
                     return ShapeLiteral(found, reciprocal)
         raise ShapeRuleError(
@@ -175,13 +178,16 @@ class DimTable:
             "is neither a size nor its reciprocal"
         )
 
-    def _express(self, bench: Fraction, check: Fraction) -> Dim | None:
+    def _express(
+        self, bench: Fraction, check: Fraction, rounding: Fraction = Fraction(0)
+    ) -> Dim | None:
         """The simplest expression with these two values: fewest symbols, then a factor of 1,
         then no divisor symbol. Sizes equal in both traces only match an input size exactly
-        (anything looser would be a coincidence)."""
+        (anything looser would be a coincidence). `rounding`: the relative error the values
+        may carry (an f32 constant's)."""
         symbols = sorted(self._values)
         found = []
-        for count in (1, 2, 3):
+        for count in (1, 2, 3, 4):  # 4: a volume's count, channels * depth * height * width
             shapes: list[tuple[tuple[str, ...], tuple[str, ...]]] = [
                 (combo, ()) for combo in combinations_with_replacement(symbols, count)
             ]
@@ -200,8 +206,11 @@ class DimTable:
                     self._value(numerator, over, 1),
                 )
                 factor = bench / bench_value
-                if factor != check / check_value:
+                if abs(factor - check / check_value) > rounding * factor:
                     continue
+                if rounding:  # the rounded value read as the exact size it stands for
+                    whole = factor >= 1
+                    factor = Fraction(round(factor)) if whole else Fraction(1, round(1 / factor))
                 exact_only = bench == check or bench_value == check_value
                 if factor != 1 and self._is_shifted_size(factor):
                     continue  # a factor of 126 where width - 2 is 126 in both traces is that size
@@ -223,6 +232,10 @@ class DimTable:
         for symbol in over:
             value /= self._values[symbol][trace]
         return value
+
+
+# The relative rounding of an f32 value: half its last place.
+F32_ROUNDING = Fraction(1, 2**24)
 
 
 def _one_symbol(dim: Dim, offset: int) -> str:

@@ -221,6 +221,8 @@ class BodyEmitter:
             self._assign(var, f"_row_group_totals({rows}, {self._width(result)})")
         elif result.name == COL and source.name == TILE:  # every channel of a convolution
             self._assign(var, f"{function}({value}, axis=0, keepdims=True)")
+        elif result.name == SCALAR and source.name == TILE:  # a convolution's whole image
+            self._assign(var, f"{function}({value}, axis=(0, 1), keepdims=True)")
         elif result.name == GROUP_ROW:
             self.helpers.add(GROUP_HELPER)
             self._assign(var, f"_group_totals({value}, {self._width(result)})")

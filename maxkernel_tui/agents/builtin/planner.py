@@ -127,7 +127,9 @@ class _Planner:
             self._materialize(output)
         self._connect()
         for stage in self.stages:
-            if isinstance(stage, VolumeConvStage):
+            if isinstance(stage, VolumeConvStage) and stage.whole_volume:
+                stage.check_whole_volume_fits()
+            elif isinstance(stage, VolumeConvStage):
                 stage.check_per_plane()
         if not any(stage.head or stage.full_cols or stage.eqns for stage in self.stages):
             raise CannotPlan("the reference does no work a kernel could take over")

@@ -221,11 +221,16 @@ def _probe_specs(
 def _structure(
     computation: Any, shapes: list[list[int]], like: tuple, static: tuple
 ) -> list[str] | None:
-    """The primitives of the reference traced at these shapes; None when it does not trace."""
+    """The primitives of the reference traced at these shapes; None when it does not trace, or
+    when a value of it is empty (a convolution's taps scaled past its image: its sizes and the
+    constants made from them would read as nothing)."""
     specs = [jax.ShapeDtypeStruct(tuple(shape), spec.dtype) for shape, spec in zip(shapes, like)]
     try:
         traced = jax.make_jaxpr(lambda *dynamic: computation(*dynamic, *static))(*specs)
     except Exception:
+        return None
+    values = [v.aval for eqn in traced.jaxpr.eqns for v in eqn.outvars]
+    if any(0 in getattr(value, "shape", ()) for value in values):
         return None
     return [eqn.primitive.name for eqn in traced.jaxpr.eqns]
 

@@ -205,7 +205,10 @@ class _Writer:
             )
         else:
             body = emit_body(stage, self.plan.program.dims, self.symbol_names, ref_names)
-        piece: tuple[Callable[..., Any], ...] = _PIECE[type(stage)]
+        # A volume whose epilogue needs the whole image runs as conv.py's image per step.
+        whole_volume = isinstance(stage, VolumeConvStage) and stage.whole_volume
+        family: type[Stage] = ConvStage if whole_volume else type(stage)
+        piece: tuple[Callable[..., Any], ...] = _PIECE[family]
         if stage.batched and stage.head is None:
             piece = parts.BATCHED_ROWWISE_STAGE
         self.pieces.append(parts.RUNNING_STAGE if running else piece)
@@ -215,14 +218,14 @@ class _Writer:
         heads, extras = [o for o in operands if o.head], [o for o in operands if not o.head]
         refs = [f"{o.param}_ref" for o in extras + outputs]
         lines, sizes, more = body.lines, [], []
-        n, runner = stage.number, _PIECE_RUNNER[type(stage)]
+        n, runner = stage.number, _PIECE_RUNNER[family]
         if isinstance(stage, (MatmulStage, ConvStage)):
             name, parameter = f"_stage{n}_epilogue", "epilogue"
             head = (
                 "accumulator"
                 if isinstance(stage, MatmulStage)
                 else "sum of one output plane"
-                if isinstance(stage, VolumeConvStage)
+                if family is VolumeConvStage
                 else "sum of one image"
             )
             what = (

@@ -1,8 +1,9 @@
 """The convolution stage (pieces/conv.py) with an epilogue over whole images, run directly in
 TPU interpret mode at small shapes against jnp: a group norm over groups of adjacent output
 channels (pieces/groups.py's row-group totals), then a logsumexp across every channel, which
-needs one block to hold all channels (`full_rows`); and the row-group totals alone, on groups
-that are not a power of two."""
+needs one block to hold all channels (`full_rows`); the same piece on whole volumes (3-D, 3
+input channels) with a group norm over every plane, then one mean per image (25k's form); and
+the row-group totals alone, on groups that are not a power of two."""
 
 from __future__ import annotations
 
@@ -71,6 +72,48 @@ def test_a_group_norm_then_a_logsumexp_over_every_channel(width):
             row_align=np.lcm(8, width),
         )
     np.testing.assert_allclose(got, _expected(image, kernel, width), rtol=1e-4, atol=1e-4)
+
+
+def _group_norm_mean_epilogue(acc, gamma_ref, out_ref, *, tm, tn, width):
+    """Group statistics per image over `width` adjacent channels and every voxel, the scale per
+    channel, then the image's mean."""
+    count = width * tn
+    mean = groups._row_group_totals(jnp.sum(acc, axis=1, keepdims=True), width) / count
+    centred = acc - mean
+    var = groups._row_group_totals(jnp.sum(centred * centred, axis=1, keepdims=True), width)
+    normed = centred / jnp.sqrt(var / count + 1e-5) * gamma_ref[...] + 0.25 * acc
+    out_ref[...] = jnp.sum(normed, axis=(0, 1), keepdims=True) / (tm * tn)
+
+
+@pytest.mark.parametrize("taps", [(3, 3, 3), (2, 1, 3)])
+def test_a_group_norm_over_whole_volumes_then_one_mean_per_image(taps):
+    width, channels = 3, 24  # 8 groups of 3, every channel in one block
+    image, kernel = _random(2, 3, 6, 7, 9), _random(channels, 3, *taps, seed=1)
+    gamma = 1 + _random(channels, 1, seed=2)
+    with pltpu.force_tpu_interpret_mode(INTERPRET):
+        got = conv._conv_stage(
+            image,
+            kernel,
+            gamma,
+            roles=("row",),
+            outputs=(("scalar", jnp.float32),),
+            batched=(False, True),
+            epilogue=functools.partial(_group_norm_mean_epilogue, width=width),
+            operands="highest",
+            full_rows=True,
+            row_align=np.lcm(8, width),
+        )
+    out = jax.lax.conv_general_dilated(
+        image, kernel, (1, 1, 1), "VALID", precision=jax.lax.Precision.HIGHEST
+    )
+    n, c, *voxels = out.shape
+    split = out.reshape(n, c // width, width, *voxels)
+    mean = split.mean(axis=(2, 3, 4, 5), keepdims=True)
+    var = split.var(axis=(2, 3, 4, 5), keepdims=True)
+    normed = ((split - mean) / jnp.sqrt(var + 1e-5)).reshape(out.shape)
+    normed = normed * gamma.reshape(1, c, 1, 1, 1) + 0.25 * out
+    assert got.shape == (2, 1, 1)
+    np.testing.assert_allclose(got[:, 0, 0], normed.mean(axis=(1, 2, 3, 4)), rtol=1e-4, atol=1e-5)
 
 
 def test_row_group_totals_give_every_row_its_groups_sum():

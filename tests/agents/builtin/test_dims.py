@@ -2,6 +2,7 @@
 
 from fractions import Fraction
 
+import numpy as np
 import pytest
 
 from maxkernel_tui.agents.builtin.dims import Dim, DimTable, ShapeLiteral, ShapeRuleError
@@ -90,3 +91,17 @@ def test_a_static_group_count_is_a_size_a_group_width_can_follow():
     groups = table.dim(16, 8)
     assert groups.symbols == ("t5",) and groups != batch * Dim(Fraction(1, 8))
     assert table.dim(4, 8) == Dim(Fraction(1), channels.symbols, groups.symbols)
+
+
+def test_a_volumes_count_past_f32s_exact_integers_is_read_to_its_rounding():
+    table = DimTable()
+    channels, depth = table.new_symbol(24, 120, 0, 1), table.new_symbol(22, 354, 0, 2)
+    height, width = table.new_symbol(30, 201, 0, 3), table.new_symbol(30, 273, 0, 4)
+    count = 120 * 354 * 201 * 273 // 8  # a group's count at the probe's sizes: 291,367,530
+    rounded = float(np.float32(count))
+    assert rounded != count  # f32 holds it only to its last place
+    volume = channels * depth * height * width * Dim(Fraction(1, 8))
+    assert table.literal(24 * 22 * 30 * 30 / 8, rounded) == ShapeLiteral(volume)
+    # below 2**24 a constant stays exact: one off is no size
+    with pytest.raises(ShapeRuleError):
+        table.literal(22.0 * 30, 354.0 * 201 + 1)
