@@ -78,6 +78,14 @@ def test_a_training_kernel_is_verified_at_production_only_for_what_its_samples_d
     assert trained(not_forward, replace(both, status=FAIL)).scope == SMALL_SHAPES_ONLY
     # compared in full at production: outputs and gradients alike
     assert trained(replace(NUMERICS_OK, production_shapes=True)).scope == VERIFIED_AT_PRODUCTION
+    # the device compares a training kernel's backward program: its gradients, not its outputs
+    timed = Timed(Ratio(1.2, 1.1, 1.3), True)
+    device = Check("timing", PASS, Reason.SPEEDUP_SIGNIFICANT, timed, 0.0, True)
+    assert trained(not_forward, device).scope == (
+        f"{PARTLY_VERIFIED} (the gradient of x, the gradient of scale; the outputs at small "
+        "shapes only)"
+    )
+    assert trained(TILES_OK, device).scope == VERIFIED_AT_PRODUCTION
     # the field travels with the report's JSON, and a forward-only report's JSON is as before
     assert EvalReport.from_json(trained(TILES_OK).to_json()).gradients == ["x", "scale"]
     assert "gradients" not in _report(TILES_OK).to_json()
