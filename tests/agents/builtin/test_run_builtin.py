@@ -43,13 +43,15 @@ def test_auto_on_1p_ends_with_an_accepted_kernel_right_at_the_testers_head_dimen
     assert "best kernel v1" in run.stdout and out.is_file()
 
 
-def test_the_builtin_agent_solves_the_training_rmsnorm_and_says_which_gradient_was_sampled(
+def test_the_builtin_agent_solves_the_training_rmsnorm_verified_at_production_shapes(
     tmp_path: Path, suite_cache: Path
 ) -> None:
     """1t (RMSNorm with its backward): the written kernel's gradients are judged at check and
     heldout and on sampled tiles of its backward kernels at production shapes, and its estimate
-    is against XLA's gradient (jax.vjp of the reference). dscale sums every row block: the
-    sample decides none of it, and the verdict claims production shapes for the rest only."""
+    is against XLA's gradient (jax.vjp of the reference). dscale sums every row block beside
+    dx's blocks: the steps that keep it resident are one visit the sample runs whole, so dscale
+    is decided at production too (it was left at small shapes when every step was its own
+    visit), and its bf16 rounding is kept in interpret mode as on a TPU."""
     # production tiles on, as a user has them (the test tier turns them off by default)
     env = dict(user_env(tmp_path, suite_cache), MAXKERNEL_TUI_TILE_BLOCKS="4")
     out = tmp_path / "kernel.py"
@@ -59,11 +61,11 @@ def test_the_builtin_agent_solves_the_training_rmsnorm_and_says_which_gradient_w
     judged = finished(command("eval", str(out), "--task", "1t", "--seeds", "1"), env, 600)
     assert judged.returncode == 0, judged.stdout[-3000:]
     lines = judged.stdout.splitlines()
-    partly = (
-        "verdict: ACCEPTED, partly verified at production shapes (the outputs, the gradient of "
-        "x; the gradient of scale at small shapes only)"
-    )
-    assert partly in lines, judged.stdout[-4000:]
+    assert "verdict: ACCEPTED, verified at production shapes" in lines, judged.stdout[-4000:]
+    assert any(
+        "gradients of x, scale verified at production shapes on sampled tiles" in line
+        for line in lines
+    ), judged.stdout[-3000:]
     backward_tiles = [line for line in lines if "✓ tiles" in line and "backward (gradients" in line]
     assert len(backward_tiles) == 1, judged.stdout[-3000:]
     assert any(

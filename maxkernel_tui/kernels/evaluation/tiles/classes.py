@@ -397,17 +397,24 @@ def evaluate(eqn: Any, index_operands: list[np.ndarray], name: str) -> Control:
 
 
 def _visits(tables: list[np.ndarray], grid: tuple[int, ...], axes: tuple[int, ...]) -> np.ndarray:
-    """The visit number of each point of the output axes' grid (row-major): a new visit where
-    any output's block index differs from the previous point's. The block index does not change
-    along the other axes (that is what makes them not output axes), so their first point
-    stands for all."""
+    """The visit number of each point of the output axes' grid (row-major). Consecutive points
+    are one visit while some output keeps its block there (a ragged kernel's work items of one
+    query block; a gradient summed over every row block beside the rows' own gradient): that
+    output's state runs across them, so a sample must run them together. A visit longer than
+    WHOLE_GRID points is cut where any output's block changes instead: the sample could not
+    run it whole, and the output kept resident across the cut is then undecided. The block
+    index does not change along the other axes (that is what makes them not output axes), so
+    their first point stands for all."""
     points = math.prod(grid[a] for a in axes)
     if not tables or not axes:
         return np.arange(points, dtype=np.int64)
     index = tuple(slice(None) if a in axes else 0 for a in range(len(grid)))
-    columns = np.concatenate([t[index].reshape(points, -1) for t in tables], axis=1)
-    changes = np.any(columns[1:] != columns[:-1], axis=1)
-    return np.concatenate([[0], np.cumsum(changes)]).astype(np.int64)
+    per_output = [t[index].reshape(points, -1) for t in tables]
+    changed = np.stack([np.any(c[1:] != c[:-1], axis=1) for c in per_output])
+    resident = np.concatenate([[0], np.cumsum(changed.all(axis=0))]).astype(np.int64)
+    if np.bincount(resident).max() <= WHOLE_GRID:
+        return resident
+    return np.concatenate([[0], np.cumsum(changed.any(axis=0))]).astype(np.int64)
 
 
 def _check_revisits(rows: np.ndarray, grid: tuple[int, ...], where: str) -> None:

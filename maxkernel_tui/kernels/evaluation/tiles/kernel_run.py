@@ -47,6 +47,12 @@ class KernelSample:
     ran: np.ndarray = dataclasses.field(
         default_factory=lambda: np.zeros((0, 0), np.int64), compare=False
     )
+    # the chain of each block run: blocks of one chain ran in grid order and may carry state
+    # from earlier to later ones (one resident visit; the prefix of one sequence); empty: each
+    # block its own
+    chains: np.ndarray = dataclasses.field(
+        default_factory=lambda: np.zeros(0, np.int64), compare=False
+    )
 
     def describe(self) -> str:
         branches = "branch" if self.on_data == 1 else "branches"
@@ -129,6 +135,7 @@ def run_kernel(
             sampled_classes = control.classes[flat]
         if control.visits is not None:
             sampled_visits = control.visits[flat]
+    planned = sample
     sample, ran = poison.stateless_run(
         kernel, run, sample, int(rng.integers(2**31)), sampled_classes, sampled_visits
     )
@@ -149,8 +156,23 @@ def run_kernel(
         control.on_data,
         whole[-1],
         sample,
+        _chains(kernel, planned, sample, sampled_visits),
     )
     return ran, regions, record
+
+
+def _chains(
+    kernel: poison.Kernel, planned: np.ndarray, ran: np.ndarray, visits: np.ndarray | None
+) -> np.ndarray:
+    """The chain of each block run (KernelSample.chains): grown to prefixes, the blocks that
+    share every column but the `arbitrary` ones; else the sample's visits."""
+    if ran.shape == planned.shape and np.array_equal(ran, planned):
+        return np.arange(len(ran)) if visits is None else visits
+    others = [c for c in range(ran.shape[1]) if c not in poison.sequence_columns(kernel)]
+    if not others:
+        return np.zeros(len(ran), np.int64)
+    _, chains = np.unique(ran[:, others], axis=0, return_inverse=True)
+    return chains.reshape(-1)
 
 
 def _visits_held(control: classes.Control, sample: np.ndarray, grid: tuple[int, ...]) -> int:

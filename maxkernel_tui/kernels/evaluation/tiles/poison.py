@@ -124,7 +124,7 @@ def stateless_run(
     runs naturally too). `visits`: the visit of each sampled block (classes.Control.visits):
     the blocks of one visit keep their outputs resident, so they run together and are poisoned
     only where the visit begins; None: every block its own visit."""
-    sequence = _sequence_columns(kernel)
+    sequence = sequence_columns(kernel)
     if visits is None:
         visits = np.arange(len(sample))
     plan = Plan.of(sample[_visit_starts(visits)], seed)
@@ -252,7 +252,7 @@ def _hashed(shape: tuple[int, ...], salt: Any) -> Any:
     return x ^ (x >> 16)
 
 
-def _sequence_columns(kernel: Kernel) -> tuple[int, ...]:
+def sequence_columns(kernel: Kernel) -> tuple[int, ...]:
     """Columns of the sample (positions in output_axes) whose grid axis is `arbitrary`: run in
     order on one core, so state along it is defined. Undeclared semantics are arbitrary."""
     return tuple(

@@ -16,7 +16,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import jax.numpy as jnp
@@ -75,6 +75,8 @@ class KernelPlan:
     output_axes: tuple[int, ...]
     sample: np.ndarray  # rows of output-axis ids
     opaque: frozenset[int]  # inputs (not float) computed from another kernel's outputs
+    # once run: the chain of each block (kernel_run.KernelSample.chains); empty: each its own
+    chains: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
 
 def plan(
@@ -222,7 +224,10 @@ def decided_regions(
                 )
                 for box in _unique(rows)
             )
-    decided = [all(flags[block] for flags in per_block) for block in range(len(kernel.sample))]
+    decided = _along_chains(
+        [all(flags[block] for flags in per_block) for block in range(len(kernel.sample))],
+        kernel.chains,
+    )
     if all(decided):
         return regions
     outputs = mapping.block_mappings[mapping.num_inputs :]
@@ -247,6 +252,20 @@ def decided_regions(
                 }
             )
         )
+    return found
+
+
+def _along_chains(decided: list[bool], chains: np.ndarray) -> list[bool]:
+    """A block after an undecided one in its chain is undecided: state it carried (scratch,
+    a resident output) holds what the undecided block read."""
+    if not len(chains):
+        return decided
+    tainted: set[int] = set()
+    found = []
+    for flag, chain in zip(decided, chains.tolist(), strict=True):
+        if not flag:
+            tainted.add(chain)
+        found.append(flag and chain not in tainted)
     return found
 
 

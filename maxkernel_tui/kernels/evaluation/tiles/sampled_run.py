@@ -158,7 +158,7 @@ def run_sampled(
 def _as_run(planned: pullback.KernelPlan, ran: KernelSample) -> pullback.KernelPlan:
     """The plan with the blocks the kernel did run: a sample grown to the prefixes of an
     `arbitrary` axis holds blocks the plan has not, and those read what the plan's do not."""
-    return dataclasses.replace(planned, sample=ran.ran)
+    return dataclasses.replace(planned, sample=ran.ran, chains=ran.chains)
 
 
 def _picked(
