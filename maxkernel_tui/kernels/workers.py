@@ -40,6 +40,13 @@ from maxkernel_tui.kernels.sandbox.policy import (
     XlaCache,
 )
 
+# XLA on the CPU may by default drop a round trip through a narrower type (f32 -> bf16 -> f32)
+# where it fuses (excess precision). Mosaic keeps every rounding a kernel writes, so a kernel
+# run in interpret mode, and the reference, are computed with the roundings they write: a
+# kernel is judged on the numbers a TPU computes (1t's dscale sums bf16-rounded rows; with
+# excess precision its interpret run summed the f32 ones, 364% of the tolerance).
+EXACT_ROUNDING_FLAG = "--xla_allow_excess_precision=false"
+
 XLA_CACHE_BYTES = 2 * 1024**3
 XLA_CACHE_MIN_COMPILE_S = 0.1  # below this a compile costs less than reading its entry
 
@@ -74,7 +81,12 @@ def jax_worker_env() -> dict[str, str]:
     """The scrubbed environment of a jax worker on a machine with or without a TPU: jax on the
     CPU (tracing, interpret mode), libtpu only for ahead-of-time compiles, which several workers
     do at once; libtpu refuses that ("multi-process lockfile") unless told."""
-    return scrubbed_env(JAX_PLATFORMS="cpu", ALLOW_MULTIPLE_LIBTPU_LOAD="1", **xla_cache_env())
+    return scrubbed_env(
+        JAX_PLATFORMS="cpu",
+        ALLOW_MULTIPLE_LIBTPU_LOAD="1",
+        XLA_FLAGS=EXACT_ROUNDING_FLAG,
+        **xla_cache_env(),
+    )
 
 
 def device_worker_env() -> dict[str, str]:
