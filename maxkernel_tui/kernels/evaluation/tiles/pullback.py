@@ -62,6 +62,12 @@ MAX_PULLED_BLOCKS = 96
 # (blocks times their reduction steps): 3p's attention needs 260 blocks of 2 steps for the
 # output projection's edges
 MAX_PULLED_STEPS = 1024
+# A program whose outputs the XLA after its kernels makes from the whole of a kernel's output
+# (a mean of each row's loss) is planned on the whole of its outputs first: a sample of blocks
+# decides none of them. Every kernel block they are made of runs, where that is at most this
+# many grid steps per kernel (as many as a run of state carried along an `arbitrary` axis may
+# take, poison.PREFIX_STEPS).
+WHOLE_OUTPUT_STEPS = 2048
 
 
 class _Whole(Exception):
@@ -93,6 +99,12 @@ def plan(
         index_values = {id(s): v.index for s, v in zip(kernels, scalars, strict=True)}
     except NotFlat as refused:
         raise NotSampleable(str(refused)) from None
+    if _mixed_outputs(flat):
+        try:
+            plans = _plan(flat, index_values, rng, random_blocks, WHOLE_OUTPUT_STEPS, whole=True)
+            return [plans[id(s)] for s in kernels]
+        except _TooWide:
+            pass  # sampled as usual: what a sample decides, or nothing
     try:
         plans = _plan(flat, index_values, rng, random_blocks, None)
     except _TooWide:
@@ -114,12 +126,18 @@ def _plan(
     rng: np.random.Generator,
     random_blocks: int,
     max_steps: int | None,
+    *,
+    whole: bool = False,
 ) -> dict[int, KernelPlan]:
     """`max_steps`: an earlier kernel may run more than MAX_PULLED_BLOCKS blocks in at most
-    this many grid steps; None: never more."""
+    this many grid steps; None: never more. `whole`: the program's outputs are needed whole,
+    and every kernel, the final ones too, runs at most `max_steps` grid steps."""
     free = _reach_outputs(flat)
     derived = _derived(flat)
     need: dict[Key, list[Box]] = {}
+    if whole:
+        for atom in flat.outputs:
+            _widen(need, key_of(atom), [_whole(_shape(atom))])
     plans: dict[int, KernelPlan] = {}
     for step in reversed(flat.steps):
         if step.eqn.primitive.name != "pallas_call":
@@ -138,6 +156,8 @@ def _plan(
             g for a, g in enumerate(mapping.grid) if a not in output_axes
         )
         few_steps = max_steps is not None and steps <= max_steps
+        if whole and not few_steps:
+            raise _TooWide(f"{kernel_name(eqn)} would run {steps} grid steps")
         too_many = len(sample) > MAX_PULLED_BLOCKS and not few_steps
         if required is not None and too_many and not terminal:
             budget = f"more than {MAX_PULLED_BLOCKS} to run" + (
@@ -331,6 +351,23 @@ def _flattened(closed_jaxpr: Any) -> FlatProgram:
         return flatten(closed_jaxpr)
     except NotFlat as refused:
         raise NotSampleable(str(refused)) from None
+
+
+def _mixed_outputs(flat: FlatProgram) -> bool:
+    """Whether one element of each program output is made, by the XLA after the kernels, from
+    the whole of some kernel's output of more than one element."""
+    need: dict[Key, list[Box]] = {}
+    for atom in flat.outputs:
+        _widen(need, key_of(atom), [tuple((0, 1) for _ in _shape(atom))])
+    for step in reversed(flat.steps):
+        if step.eqn.primitive.name != "pallas_call":
+            _pull_back(step, need)
+    return any(
+        need.get(key) == [_whole(_shape(key))] and math.prod(_shape(key)) > 1
+        for step in flat.steps
+        if step.eqn.primitive.name == "pallas_call"
+        for key in step.outs
+    )
 
 
 def _reach_outputs(flat: FlatProgram) -> set[Any]:
