@@ -42,9 +42,9 @@ from maxkernel_tui.kernels.sandbox.policy import (
 
 # XLA on the CPU may by default drop a round trip through a narrower type (f32 -> bf16 -> f32)
 # where it fuses (excess precision). Mosaic keeps every rounding a kernel writes, so a kernel
-# run in interpret mode, and the reference, are computed with the roundings they write: a
-# kernel is judged on the numbers a TPU computes (1t's dscale sums bf16-rounded rows; with
-# excess precision its interpret run summed the f32 ones, 364% of the tolerance).
+# run in interpret mode is computed with the roundings it writes: it is judged on the numbers a
+# TPU computes (1t's dscale sums bf16-rounded rows; with excess precision its interpret run
+# summed the f32 ones, 364% of the tolerance).
 EXACT_ROUNDING_FLAG = "--xla_allow_excess_precision=false"
 
 XLA_CACHE_BYTES = 2 * 1024**3
@@ -81,12 +81,14 @@ def jax_worker_env() -> dict[str, str]:
     """The scrubbed environment of a jax worker on a machine with or without a TPU: jax on the
     CPU (tracing, interpret mode), libtpu only for ahead-of-time compiles, which several workers
     do at once; libtpu refuses that ("multi-process lockfile") unless told."""
-    return scrubbed_env(
-        JAX_PLATFORMS="cpu",
-        ALLOW_MULTIPLE_LIBTPU_LOAD="1",
-        XLA_FLAGS=EXACT_ROUNDING_FLAG,
-        **xla_cache_env(),
-    )
+    return scrubbed_env(JAX_PLATFORMS="cpu", ALLOW_MULTIPLE_LIBTPU_LOAD="1", **xla_cache_env())
+
+
+def kernel_worker_env() -> dict[str, str]:
+    """A jax worker's environment for the process that runs candidate kernels in interpret mode
+    (the judge): XLA keeps every rounding a kernel writes, as Mosaic does (EXACT_ROUNDING_FLAG).
+    The reference's processes keep XLA's defaults, as XLA computes it on a TPU."""
+    return dict(jax_worker_env(), XLA_FLAGS=EXACT_ROUNDING_FLAG)
 
 
 def device_worker_env() -> dict[str, str]:

@@ -1,9 +1,10 @@
 """A kernel is judged on the roundings it writes. Mosaic keeps a round trip through bf16
 (`xhat.astype(bf16).astype(f32)`); XLA on the CPU, by default, drops it where it fuses
 (excess precision), so 1t's RMSNorm backward summed unrounded rows in interpret mode, 364% of
-its dscale tolerance off the reference at production. jax workers run with excess precision
-off (workers.EXACT_ROUNDING_FLAG). Each case runs in its own python process, as a worker does,
-once with the workers' environment and once with it less that flag (XLA's default)."""
+its dscale tolerance off the reference at production. The judge's worker runs with excess
+precision off (workers.kernel_worker_env); the reference's keep XLA's default, as XLA computes
+it on a TPU. Each case runs in its own python process, as a worker does, once in the judge's
+environment and once in the reference's."""
 
 import json
 import subprocess
@@ -11,7 +12,7 @@ import sys
 
 import pytest
 
-from maxkernel_tui.kernels.workers import EXACT_ROUNDING_FLAG, jax_worker_env
+from maxkernel_tui.kernels.workers import EXACT_ROUNDING_FLAG, jax_worker_env, kernel_worker_env
 
 # An RMSNorm backward's row block: dscale from the bf16-rounded rows, dx from the f32 ones.
 # Prints how far the kernel's sum is from the sum of rounded rows, and from the unrounded one.
@@ -57,11 +58,14 @@ def _probe(env: dict[str, str]) -> dict[str, float]:
 
 
 @pytest.mark.slow
-def test_a_kernel_in_a_workers_environment_sums_the_rows_it_rounded():
-    env = jax_worker_env()
-    assert EXACT_ROUNDING_FLAG in env["XLA_FLAGS"]
+def test_a_kernel_in_the_judges_environment_sums_the_rows_it_rounded():
+    env = kernel_worker_env()
+    assert env["XLA_FLAGS"] == EXACT_ROUNDING_FLAG
     exact = _probe(env)
     assert exact["from_rounded"] < 1e-3 < exact["from_unrounded"]
-    # XLA's default drops the rounding: what the judge would otherwise have computed
-    default = _probe({k: v for k, v in env.items() if k != "XLA_FLAGS"})
+    # XLA's default, the reference's workers' environment, drops the rounding: what the judge
+    # would otherwise have computed
+    reference_env = jax_worker_env()
+    assert "XLA_FLAGS" not in reference_env
+    default = _probe(reference_env)
     assert default["from_unrounded"] < 1e-3 < default["from_rounded"]

@@ -88,7 +88,7 @@ from maxkernel_tui.kernels.workers import (
     LineWorker,
     WarmPool,
     WorkerFailure,
-    jax_worker_env,
+    kernel_worker_env,
     python_module_argv,
     sandbox_policy,
 )
@@ -118,7 +118,7 @@ class Harness:
         readable = (self._snapshots, production_inputs)
         self._candidates = WarmPool(
             python_module_argv(CANDIDATE_WORKER),
-            jax_worker_env(),
+            kernel_worker_env(),
             size=pool_size,
             limits=Limits(memory_bytes=memory_bytes, cpu_seconds=cpu_seconds),
             sandbox=sandbox_policy(readable=readable),
