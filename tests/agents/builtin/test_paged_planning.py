@@ -1,10 +1,11 @@
 """Paged and ragged paged attention read from the reference's jaxpr: the suite's 6p and 7p, and
-two folders of our own written otherwise (tests/data/issue40/): a plain folder in MaxKernel's
-adapted style (sizes in a dict, production shapes only, no query-row indices, separate caches
-after the table and lengths in the arguments) and a configured folder whose ragged attention
-is written per query token (each token finds its sequence from the start offsets, the keys'
-gather steered by them). The roles come from where the inputs flow, never from their names;
-the folders' kernels are judged by the real harness."""
+folders of our own written otherwise, each family in two styles (tests/data/issue40/): plain
+folders in MaxKernel's adapted style (sizes in a dict, production shapes only; a decode with no
+query-row indices, separate caches after the table and lengths; a ragged serving step with the
+caches after the offsets) and configured folders (a ragged attention written per query token,
+each token finding its sequence from the start offsets; a decode with the page table last, heads
+grouped by a reshape and the softmax written out). The roles come from where the inputs flow,
+never from their names; the folders' kernels are judged by the real harness."""
 
 from __future__ import annotations
 
@@ -18,10 +19,13 @@ from maxkernel_tui.agents.builtin.tunables import Tunables
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
 from maxkernel_tui.kernels.evaluation.source import KernelSource
 from maxkernel_tui.kernels.loader import find_task, load_task
+from maxkernel_tui.kernels.report.checks import VERIFIED_AT_PRODUCTION
 
 ISSUE40 = Path(__file__).resolve().parents[2] / "data" / "issue40"
 DECODE_ADAPTED = ISSUE40 / "paged_attention" / "decode_adapted"
 RAGGED_OWN = ISSUE40 / "ragged_paged_attention" / "mixed_step_configs"
+DECODE_OWN = ISSUE40 / "paged_attention" / "decode_configured"
+RAGGED_ADAPTED = ISSUE40 / "ragged_paged_attention" / "serving_adapted"
 # Recognition runs the reference and the reading at check shapes: seconds each.
 pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore:os.fork:RuntimeWarning")]
 
@@ -71,6 +75,24 @@ def test_our_folders_are_read_whatever_their_names_and_order():
     ragged, roles = _roles(load_task(RAGGED_OWN))
     assert ragged.ragged and ragged.live is None  # every slot live
     assert (roles["query"], roles["rows"], roles["values"]) == ("q", "query_start", "v_cache")
+    # the page table last, heads grouped by a reshape, the softmax written out
+    decode, roles = _roles(load_task(DECODE_OWN))
+    assert not decode.ragged
+    assert (roles["query"], roles["table"], roles["lengths"], roles["rows"]) == (
+        "q",
+        "page_table",
+        "seq_lens",
+        None,
+    )
+    # the caches after the offsets, the group size a static argument
+    ragged, roles = _roles(load_task(RAGGED_ADAPTED))
+    assert ragged.ragged and ragged.live is None
+    assert (roles["keys"], roles["values"], roles["rows"], roles["lengths"]) == (
+        "k_pages",
+        "v_pages",
+        "cu_q_lens",
+        "kv_lens",
+    )
 
 
 def test_the_kernel_file_prefetches_the_page_table(suite_tasks):
@@ -82,12 +104,20 @@ def test_the_kernel_file_prefetches_the_page_table(suite_tasks):
         assert "import maxkernel_tui" not in source  # the file stands alone
 
 
-@pytest.mark.heavy  # the harness on two tasks: minutes on a busy machine
-@pytest.mark.parametrize("folder", [DECODE_ADAPTED, RAGGED_OWN], ids=["adapted", "configured"])
+@pytest.mark.heavy  # the harness on four tasks: minutes on a busy machine
+@pytest.mark.parametrize(
+    "folder",
+    [DECODE_ADAPTED, RAGGED_ADAPTED, DECODE_OWN, RAGGED_OWN],
+    ids=["decode-adapted", "ragged-adapted", "decode-configured", "ragged-configured"],
+)
 def test_our_folders_kernels_are_accepted(folder, tmp_path):
+    """Each family in both styles. An adapted folder has production shapes only, compared
+    there in full: its verdict says so (it said "small shapes only" of a task that has none)."""
     task = load_task(folder)
     kernel = tmp_path / "kernel.py"
     kernel.write_text(draft_kernel(task, tune=False).source)
     with Harness() as harness:
         report = harness.evaluate(KernelSource.read(kernel), task, EvalOptions(seeds=1))
     assert report.verdict == "accepted", report.failure
+    if len(task.configs) == 1:
+        assert report.scope == VERIFIED_AT_PRODUCTION
