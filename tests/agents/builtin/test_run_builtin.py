@@ -4,10 +4,13 @@ the suite (suite tasks: test_generated_kernels.py and benchmarks/builtin_agent_c
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
+from maxkernel_tui.agents.builtin import draft_kernel
+from maxkernel_tui.kernels.loader import builtin_training_dir, find_task, load_tasks
 from tests.support.cli_runs import builtin_run, command, finished, user_env
 
 OUR_TASKS = Path(__file__).parent / "tasks"
@@ -71,3 +74,24 @@ def test_the_builtin_agent_solves_the_training_rmsnorm_verified_at_production_sh
     assert any(
         "estimate:" in line and "against XLA's jax.vjp of the reference" in line for line in lines
     )
+
+
+def test_the_cross_entropy_training_kernels_mean_loss_is_verified_on_the_whole_forward_grid(
+    tmp_path: Path, suite_cache: Path
+) -> None:
+    """3t: XLA takes the mean of every row's loss the forward kernel gives, so no sample of row
+    blocks decides it; the tiles run the forward's whole grid (every row block over every
+    vocabulary block) and compare the mean, and the backward's dlogits on sampled tiles."""
+    task = find_task("3t", load_tasks(builtin_training_dir())[0])
+    kernel = tmp_path / "kernel.py"
+    kernel.write_text(draft_kernel(task, tune=False).source)
+    env = dict(user_env(tmp_path, suite_cache), MAXKERNEL_TUI_TILE_BLOCKS="4")
+    judged = finished(command("eval", str(kernel), "--task", "3t", "--seeds", "1"), env, 600)
+    assert judged.returncode == 0, judged.stdout[-3000:]
+    lines = judged.stdout.splitlines()
+    assert "verdict: ACCEPTED, verified at production shapes" in lines, judged.stdout[-4000:]
+    forward = [line for line in lines if line.startswith("  evidence: production tiles (pass)")]
+    assert len(forward) == 1, judged.stdout[-3000:]
+    blocks = re.search(r"\(pass\): (\d+) of (\d+) output blocks", forward[0])
+    assert blocks is not None, forward[0]
+    assert blocks[1] == blocks[2] != "1", forward[0]  # every row block of the forward ran
