@@ -3,7 +3,8 @@ visits): a backward kernel's dscale summed over every row block while it writes 
 (1t's RMSNorm backward). The steps that keep the summed block resident are one visit, so the
 sample runs them together and decides the sum; cut at every step (the old rule: a new visit
 wherever any output's block changes) the sum was never decided. A sum that skips its own zeroing
-is still caught (poisoned where the visit begins), and a resident run longer than the sample may
+is still caught (poisoned where the visit begins), a row block read before it is written inside
+the visit is rejected, and a resident run longer than the sample may
 take falls back to a visit per step, leaving the sum undecided rather than claimed. In-process
 jax, small grids (seconds)."""
 
@@ -15,7 +16,7 @@ from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 
 from maxkernel_tui.kernels.evaluation.tiles import classes, poison
-from maxkernel_tui.kernels.evaluation.tiles.sampled_run import run_sampled
+from maxkernel_tui.kernels.evaluation.tiles.sampled_run import KernelFault, run_sampled
 from tests.support.placed_tiles import placed
 
 PARAMS = pltpu.InterpretParams(uninitialized_memory="nan", out_of_bounds_reads="raise")
@@ -38,6 +39,19 @@ def _sum_never_zeroed(x_ref, dy_ref, dx_ref, total_ref):
     """Adds into whatever the summed block held before the first step."""
     product = x_ref[...] * dy_ref[...]
     dx_ref[...] = product * 2.0
+    total_ref[...] += jnp.sum(product, axis=0, keepdims=True)
+
+
+def _rows_never_written_first(x_ref, dy_ref, dx_ref, total_ref):
+    """Zeroes the sum, but adds each row block's product into whatever its dx block held: the
+    blocks after the visit's first are not poisoned by the sample, and must still not pass."""
+
+    @pl.when(pl.program_id(0) == 0)
+    def _start():
+        total_ref[...] = jnp.zeros_like(total_ref)
+
+    product = x_ref[...] * dy_ref[...]
+    dx_ref[...] += product * 2.0
     total_ref[...] += jnp.sum(product, axis=0, keepdims=True)
 
 
@@ -133,3 +147,11 @@ def test_a_resident_run_longer_than_the_sample_may_take_is_cut_and_never_claims_
     np.testing.assert_allclose(rows_out[rows_decided], (product * 2.0)[rows_decided], rtol=1e-6)
     expected = product.sum(axis=0, keepdims=True)
     np.testing.assert_allclose(total[sum_decided], expected[sum_decided], rtol=1e-5, atol=1e-5)
+
+
+def test_rows_read_before_written_inside_a_visit_are_rejected():
+    """Inside one visit only its first step is poisoned; a dx block read before it is written
+    at a later step reads unwritten memory, which differs between the poisoned and the natural
+    run: rejected as state carried from one output block to the next."""
+    with pytest.raises(KernelFault, match="differs when it started from"):
+        _sampled(_rows_never_written_first, 2)
