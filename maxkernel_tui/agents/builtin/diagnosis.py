@@ -14,7 +14,7 @@ from typing import Any
 
 from maxkernel_tui.agents.builtin.errors import BuiltinAgentError
 from maxkernel_tui.kernels.perf.analysis import Bound, KernelAnalysis
-from maxkernel_tui.kernels.perf.model import F32_MXU_SLOWDOWN, TINY_STEP_BYTES, Estimate
+from maxkernel_tui.kernels.perf.model import HIGHEST_MXU_PASSES, TINY_STEP_BYTES, Estimate
 from maxkernel_tui.kernels.perf.summary import ProfileSummary
 
 # A kernel within this share of the roofline has little left to gain from tiling.
@@ -30,7 +30,7 @@ class KernelFigures:
     semantics: list[str] | None
     steps: int
     hbm_bytes: int
-    f32_mxu: bool  # whether it runs f32 matmuls on the MXU
+    highest_mxu: bool  # whether it runs matmuls at Precision.HIGHEST (six MXU passes)
 
     @classmethod
     def of(cls, kernel: KernelAnalysis) -> KernelFigures:
@@ -40,7 +40,7 @@ class KernelFigures:
             kernel.dimension_semantics or None,
             kernel.steps,
             kernel.hbm_bytes,
-            bool(kernel.mxu_f32_flops_per_step),
+            bool(kernel.mxu_highest_flops_per_step),
         )
 
     @property
@@ -113,10 +113,11 @@ def next_step(kernels: list[KernelFigures], found: Estimate | None, warnings: li
             "more of the computation into the kernel, or a different algorithm, would gain more."
         )
     if found is not None and found.bound == Bound.COMPUTE:
-        if any(k.f32_mxu for k in kernels):
+        if any(k.highest_mxu for k in kernels):
             return (
-                "feed the MXU bf16 operands with f32 accumulation if the tolerance allows: f32 "
-                f"matmuls take about {F32_MXU_SLOWDOWN:.0f} passes."
+                f"matmuls at Precision.HIGHEST take {HIGHEST_MXU_PASSES:.0f} MXU passes: split "
+                "each f32 operand into bf16 high and low parts (three passes, close to f32), or "
+                "feed bf16 operands with f32 accumulation (one) if the tolerance allows."
             )
         return (
             "cut the vector work per step (transcendentals, casts, broadcasts recomputed in the "

@@ -10,9 +10,11 @@ production's (K of thousands), where the rounding error is larger: the share of 
 each configuration uses is projected to production's contraction depth and output count
 (kernels/rounding_depth.py) and must stay under PROJECTED_SHARE_LIMIT there too; the emulation
 is kernels/evaluation/matmul_rounding.py's, which the profile shares. Where that fails, the
-matmul keeps f32 operands (Mosaic's default, several passes), or Precision.HIGHEST where the
-reference asks for it; each matmul is raised alone first, so a program whose one sensitive
-matmul needs f32 keeps bf16 on the others. A convolution counts as one matmul: the implicit
+matmul takes its f32 operands in three bf16 passes (each split into a high and a low bf16
+part: Mosaic's default precision is one bf16 pass, so f32 operands left as they are would not
+do), or Precision.HIGHEST where the reference asks for it; each matmul is raised alone first,
+so a program whose one sensitive matmul needs f32 keeps bf16 on the others. A convolution
+counts as one matmul: the implicit
 GEMM's matmuls share its precision.
 """
 
@@ -33,7 +35,7 @@ from maxkernel_tui.agents.builtin.operand_precision import (
 from maxkernel_tui.agents.builtin.tester import edge_proposals
 from maxkernel_tui.kernels import reference_runtime as runtime
 from maxkernel_tui.kernels.evaluation.compare import compare_arrays
-from maxkernel_tui.kernels.evaluation.matmul_rounding import Emulation, cases
+from maxkernel_tui.kernels.evaluation.matmul_rounding import Emulation, MxuRounding, cases
 from maxkernel_tui.kernels.report.reasons import Comparison
 from maxkernel_tui.kernels.task import Task, TaskError
 
@@ -62,7 +64,7 @@ def bf16_share(task: Task, config: str, sizes: dict[str, int], matmuls: int) -> 
     measured = cases(task, module, "measured", matmuls)
     if not measured:
         raise TaskError(task.reference_path, f"the reference cannot take {sizes}")
-    rounded = jnp.ones((max(matmuls, 1),), bool)
+    rounded = jnp.full((max(matmuls, 1),), MxuRounding.BF16, jnp.int32)
     return max(
         _share(compare_arrays(np.asarray(got), np.asarray(want), task.tolerance(config)))
         for case in measured
@@ -94,20 +96,27 @@ def _choose(task: Task, matmuls: int, asks_highest: Sequence[bool]) -> Precision
             f"bf16 operands, f32 accumulation (one MXU pass): {emulation.where} stay within "
             f"the task's tolerance with them{emulation.projection}",
         )
+    bf16_failure = emulation.failure
     for choice in _raised_choices(matmuls, asks_highest):
         if emulation.passes(_rounded(choice)):
             raised = [str(i + 1) for i, p in enumerate(choice) if p != OperandPrecision.BF16]
             return PrecisionChoice(
                 choice,
                 f"matmul {', '.join(raised)} with f32 operands ({operand_words(choice)}): with "
-                f"bf16 operands {emulation.where} leave the task's tolerance "
-                f"({emulation.failure})",
+                f"bf16 operands {emulation.where} leave the task's tolerance ({bf16_failure})",
             )
-    fallback = tuple(_raised(h) for h in asks_highest)
+    raised_all = tuple(_raised(h) for h in asks_highest)
+    if emulation.passes(_rounded(raised_all)):
+        return PrecisionChoice(
+            raised_all,
+            f"f32 operands ({operand_words(raised_all)}): with bf16 operands {emulation.where} "
+            f"leave the task's tolerance ({bf16_failure})",
+        )
+    exact = (OperandPrecision.HIGHEST,) * matmuls
     return PrecisionChoice(
-        fallback,
-        f"f32 operands ({operand_words(fallback)}): with bf16 operands {emulation.where} leave the "
-        f"task's tolerance ({emulation.failure})",
+        exact,
+        f"f32 operands ({operand_words(exact)}): with three bf16 passes {emulation.where} leave "
+        f"the task's tolerance ({emulation.failure})",
     )
 
 
@@ -125,9 +134,16 @@ def _raised_choices(
 
 def _raised(asks_highest: bool) -> OperandPrecision:
     """A matmul's operands raised to f32: at HIGHEST where the reference asks for it."""
-    return OperandPrecision.HIGHEST if asks_highest else OperandPrecision.F32
+    return OperandPrecision.HIGHEST if asks_highest else OperandPrecision.BF16X3
 
 
-def _rounded(choice: Sequence[OperandPrecision]) -> list[bool]:
-    """Which matmuls take bf16 operands, as the emulation reads a choice."""
-    return [p == OperandPrecision.BF16 for p in choice]
+def _rounded(choice: Sequence[OperandPrecision]) -> list[MxuRounding]:
+    """How each matmul's operands are rounded, as the emulation reads a choice."""
+    return [_ROUNDINGS[p] for p in choice]
+
+
+_ROUNDINGS = {
+    OperandPrecision.BF16: MxuRounding.BF16,
+    OperandPrecision.BF16X3: MxuRounding.BF16X3,
+    OperandPrecision.HIGHEST: MxuRounding.EXACT,
+}

@@ -319,16 +319,19 @@ class _Writer:
         return keywords
 
     def _operand_precision(self, stage: MatmulStage | ConvStage) -> OperandPrecision | None:
-        """What the piece's `operands` says for this stage: "bf16" casts f32 blocks, "highest"
-        asks for full f32 passes (chosen, or asked by the reference)."""
+        """What the piece's `operands` says for this stage (pieces/blocks._mxu_dot): "bf16" casts
+        f32 blocks, "bf16x3" takes them in three bf16 passes, "highest" asks for full f32
+        passes (chosen, or asked by the reference); None leaves f32 blocks to Mosaic's default,
+        one bf16 pass, as XLA's default precision does."""
         chosen = (
             self.precision.per_matmul[mxu_stages(self.plan.stages).index(stage)]
             if self.precision is not None
             else None
         )
         head = stage.head
-        if chosen == OperandPrecision.BF16 and np.dtype(head.lhs.dtype).itemsize > 2:
-            return OperandPrecision.BF16
+        wide = any(np.dtype(operand.dtype).itemsize > 2 for operand in (head.lhs, head.rhs))
+        if chosen in (OperandPrecision.BF16, OperandPrecision.BF16X3) and wide:
+            return chosen
         if chosen == OperandPrecision.HIGHEST or (chosen is None and head.precision):
             return OperandPrecision.HIGHEST
         return None

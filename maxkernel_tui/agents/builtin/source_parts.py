@@ -46,7 +46,7 @@ def imports(*standard: str) -> str:
 
 # The helpers every file carries, from the real code in pieces/ (copied, never imported).
 VMEM_CONSTANTS = section_source(blocks, "vmem")
-COMMON = (blocks._pick_block, blocks._block_bytes, blocks._compiler_params)
+COMMON = (blocks._pick_block, blocks._block_bytes, blocks._compiler_params, blocks._mxu_dot)
 GROUP_TOTALS = (groups._group_totals,)
 ROW_GROUP_TOTALS = (groups._row_group_totals,)
 # Each family's stage, parameterised: the functions a file running it carries, in order.

@@ -55,6 +55,11 @@ class Conv:
         return self.image
 
     @property
+    def rhs(self) -> Var:
+        """The kernel: the convolution's right operand, as a matmul's `rhs` (its dtype)."""
+        return self.kernel
+
+    @property
     def precision(self) -> str | None:
         """ "HIGHEST" when the reference asks for it, as `Matmul.precision`."""
         return asked_precision(self.eqn)

@@ -10,6 +10,7 @@ Imports jax: it runs in worker processes.
 from __future__ import annotations
 
 import contextlib
+import enum
 import itertools
 import math
 from collections.abc import Callable, Sequence
@@ -36,6 +37,14 @@ SEEDS = (0, 1)
 MXU_PRIMITIVES = ("dot_general", "conv_general_dilated")
 
 
+class MxuRounding(enum.IntEnum):
+    """How one matmul's operands reach the MXU in an emulation."""
+
+    EXACT = 0  # full f32 (Precision.HIGHEST)
+    BF16 = 1  # rounded to bf16, f32 sums: one pass (f32 operands at the default precision too)
+    BF16X3 = 2  # each split into bf16 high and low parts, three products: three passes
+
+
 @dataclass
 class Case:
     """One numerics configuration and seed: the reference's output at full precision, and the
@@ -50,7 +59,7 @@ class Case:
 
 class Emulation:
     """The reference on every numerics configuration, at full precision and with chosen matmul
-    operand precisions (f32 and HIGHEST are both emulated at full f32). `edges`: edge-case
+    operand roundings (MxuRounding). `edges`: edge-case
     configurations checked beside the task's own (the built-in tester's)."""
 
     def __init__(
@@ -67,10 +76,10 @@ class Emulation:
         self.failure = ""
         self.projection = ""  # what the last passing choice was projected to, in words
 
-    def passes(self, rounded: Sequence[bool]) -> bool:
+    def passes(self, rounded: Sequence[MxuRounding]) -> bool:
         """Whether the reference stays within the tolerance, here and projected to production,
-        with the matmuls `rounded` (in program order) taking bf16 operands."""
-        flags = jnp.asarray(list(rounded) or [False], bool)
+        with each matmul's operands (in program order) rounded as `rounded` says."""
+        flags = jnp.asarray([int(r) for r in rounded] or [0], jnp.int32)
         worst: tuple[float, Depth] | None = None
         for case in self.cases:
             depth = self._depth(case, rounded)
@@ -102,18 +111,18 @@ class Emulation:
         )
         return True
 
-    def _depth(self, case: Case, rounded: Sequence[bool]) -> Depth | None:
-        """The bf16 matmul whose error grows most from this case to production; None when no
+    def _depth(self, case: Case, rounded: Sequence[MxuRounding]) -> Depth | None:
+        """The rounded matmul whose error grows most from this case to production; None when no
         matmul is rounded or production's shapes are unknown."""
         if self.production is None:
             return None
         production_depths, production_elements = self.production
         depths = [
             Depth(observed, production, case.elements, production_elements)
-            for bf16, observed, production in zip(
+            for rounding, observed, production in zip(
                 rounded, case.depths, production_depths, strict=False
             )
-            if bf16
+            if rounding != MxuRounding.EXACT
         ]
         return max(depths, key=Depth.growth, default=None)
 
@@ -135,7 +144,7 @@ def cases(task: Task, module: Any, config: str, matmuls: int) -> list[Case]:
         with jax.default_matmul_precision("highest"):
             return _eval_jaxpr(closed.jaxpr, closed.consts, args, rounded, itertools.count())
 
-    full = jnp.zeros((max(matmuls, 1),), bool)
+    full = jnp.zeros((max(matmuls, 1),), jnp.int32)
     cases = []
     for dynamic, _ in inputs:
         leaves = jax.tree.leaves(dynamic)
@@ -200,8 +209,8 @@ def _on_inputs(emulate: Callable[..., list[Any]], leaves: list[Any]) -> Callable
 def _eval_jaxpr(
     jaxpr: Any, consts: Sequence[Any], args: Sequence[Any], rounded: jax.Array, counter: Any
 ) -> list[Any]:
-    """The jaxpr equation by equation; the n-th matmul or convolution with bf16 operands where
-    `rounded[n]` (any beyond the flags at full precision)."""
+    """The jaxpr equation by equation; the n-th matmul or convolution with its operands rounded
+    as `rounded[n]` (an MxuRounding) says (any beyond the flags at full precision)."""
     env: dict[Any, Any] = {}
 
     def read(var: Any) -> Any:
@@ -214,16 +223,10 @@ def _eval_jaxpr(
         body = eqn.params.get(CALL_BODIES.get(eqn.primitive.name, ""))
         if eqn.primitive.name in MXU_PRIMITIVES:
             index = next(counter)
-            flag = rounded[index] if index < rounded.shape[0] else False
-            # one branch runs (jnp.where would run both matmuls, the dearest part of the check)
-            results = [
-                jax.lax.cond(
-                    flag,
-                    partial(_on_mxu, eqn, bf16=True),
-                    partial(_on_mxu, eqn, bf16=False),
-                    values,
-                )
-            ]
+            flag = rounded[index] if index < rounded.shape[0] else MxuRounding.EXACT
+            # one branch runs (jnp.where would run every matmul, the dearest part of the check)
+            branches = [partial(_on_mxu, eqn, rounding) for rounding in MxuRounding]
+            results = [jax.lax.switch(flag, branches, values)]
         elif body is not None:  # a closed jaxpr (jit, custom_jvp) or an open one (remat)
             inner, consts = (body.jaxpr, body.consts) if hasattr(body, "consts") else (body, [])
             results = _eval_jaxpr(inner, consts, values, rounded, counter)
@@ -234,14 +237,27 @@ def _eval_jaxpr(
     return [read(v) for v in jaxpr.outvars]
 
 
-def _on_mxu(eqn: Any, values: list[Any], bf16: bool) -> Any:
-    """A matmul or convolution equation at full f32, or with bf16 operands and f32 sums."""
+def _on_mxu(eqn: Any, rounding: MxuRounding, values: list[Any]) -> Any:
+    """A matmul or convolution equation with its operands rounded as `rounding` says, its sums
+    in f32 (both are linear in each operand, so a split operand is the sum of its parts)."""
     lhs, rhs = values
-    if bf16 and jnp.issubdtype(lhs.dtype, jnp.floating):
-        lhs, rhs = lhs.astype(jnp.bfloat16), rhs.astype(jnp.bfloat16)
     highest = jax.lax.Precision.HIGHEST
     params = dict(eqn.params, precision=(highest, highest), preferred_element_type=jnp.float32)
-    return eqn.primitive.bind(lhs, rhs, **params).astype(eqn.outvars[0].aval.dtype)
+
+    def product(a: Any, b: Any) -> Any:
+        return eqn.primitive.bind(a, b, **params)
+
+    floating = jnp.issubdtype(lhs.dtype, jnp.floating)
+    if rounding == MxuRounding.EXACT or not floating:
+        out = product(lhs, rhs)
+    else:
+        lhs_high, rhs_high = lhs.astype(jnp.bfloat16), rhs.astype(jnp.bfloat16)
+        out = product(lhs_high, rhs_high)
+        if rounding == MxuRounding.BF16X3:  # the low parts' products, as pieces/blocks.py adds
+            lhs_low = (lhs - lhs_high.astype(lhs.dtype)).astype(jnp.bfloat16)
+            rhs_low = (rhs - rhs_high.astype(rhs.dtype)).astype(jnp.bfloat16)
+            out = (product(lhs_low, rhs_high) + product(lhs_high, rhs_low)) + out
+    return out.astype(eqn.outvars[0].aval.dtype)
 
 
 def written_precision(jaxpr: Any) -> XlaPrecision:
@@ -282,7 +298,7 @@ def tolerance_precision(task: Task, module: Any, jaxpr: Any) -> XlaPrecision | N
     emulation = Emulation(task, matmuls)
     if not emulation.cases:
         return None
-    if emulation.passes([True] * matmuls):
+    if emulation.passes([MxuRounding.BF16] * matmuls):
         return XLA_DEFAULT
     highest = any("HIGHEST" in str(e.params.get("precision")) for e in _mxu_eqns(jaxpr))
     return XLA_HIGHEST if highest else XLA_HIGH

@@ -53,16 +53,20 @@ def _task(folder: Path, tolerance: float, reference: str = REFERENCE) -> Task:
 
 
 @pytest.mark.slow
-def test_bf16_operands_where_the_tolerance_allows_f32_where_it_does_not(tmp_path):
-    loose, tight = _task(tmp_path / "loose", 5e-2), _task(tmp_path / "tight", 1e-6)
+def test_bf16_operands_where_the_tolerance_allows_three_passes_or_six_where_it_does_not(tmp_path):
+    loose, tight = _task(tmp_path / "loose", 5e-2), _task(tmp_path / "tight", 1e-4)
 
     cheap = choose_precisions(loose, 1, [False])
     assert cheap.per_matmul == ("bf16",) and cheap.xla.passes == 1
     assert "check, heldout" in cheap.why and "stay within" in cheap.why
     assert "at production's contraction depth (K 8192, 33,554,432 outputs)" in cheap.why
     exact = choose_precisions(tight, 1, [False])
-    assert exact.per_matmul == ("f32",) and exact.xla.passes == 3
+    assert exact.per_matmul == ("bf16x3",) and exact.xla.passes == 3
     assert "leave the task's tolerance" in exact.why and "outside tolerance" in exact.why
+    # tighter than three bf16 passes reach (they drop the low parts' product): f32 at HIGHEST
+    tightest = choose_precisions(_task(tmp_path / "tightest", 1e-6), 1, [False])
+    assert tightest.per_matmul == ("highest",) and tightest.xla.passes == 6
+    assert "with three bf16 passes" in tightest.why, tightest.why
 
     # The kernel says so and casts its blocks; at 41k's bench shapes and 1024-wide blocks the
     # model puts it level with XLA's one bf16 pass (the issue asks for >= 0.9x).
@@ -89,7 +93,7 @@ def test_bf16_operands_that_pass_the_small_shapes_keep_f32_where_production_s_de
     production's K 8192 (measured there at 111%); with production as shallow as the check
     shapes the same tolerance keeps bf16."""
     deep = choose_precisions(_task(tmp_path / "deep", 1e-2), 1, [False])
-    assert deep.per_matmul == ("f32",)
+    assert deep.per_matmul == ("bf16x3",)
     assert "projected to" in deep.why and "at production's K 8192" in deep.why
     assert "outside tolerance" not in deep.why  # every small shape passed with bf16
     shallow = choose_precisions(_task(tmp_path / "shallow", 1e-2, SHALLOW), 1, [False])
@@ -126,7 +130,11 @@ def computation(x, weight, bias):
 
 @pytest.mark.slow  # the reference on every numerics shape, for two tolerances: ~25 s here
 def test_a_convolution_gets_bf16_taps_where_the_tolerance_allows_and_f32_where_not(tmp_path):
-    for name, tolerance, chosen, passes in (("loose", 1e-2, "bf16", 1), ("tight", 1e-6, "f32", 3)):
+    for name, tolerance, chosen, passes in (
+        ("loose", 1e-2, "bf16", 1),
+        ("tight", 1e-4, "bf16x3", 3),
+        ("tightest", 1e-6, "highest", 6),
+    ):
         task = _task(tmp_path / name, tolerance, CONV_REFERENCE)
         (plan,) = plan_task(task, choose_precision=True)
         assert plan.family == "convolution (implicit GEMM) + epilogue"
@@ -134,7 +142,7 @@ def test_a_convolution_gets_bf16_taps_where_the_tolerance_allows_and_f32_where_n
         assert plan.precision.xla.passes == passes  # XLA's convolution at the same passes
         source = plan.render(plan.start)
         # the conv module carries both branches; the call says which one runs
-        assert ("operands='bf16'" in source) == (chosen == "bf16")
+        assert f"operands={chosen!r}" in source
         assert f"Matmul operands: {operand_words((chosen,))}." in source
 
 

@@ -26,7 +26,7 @@ def test_the_agents_41k_kernel_is_verified_at_production_shapes_on_a_large_sampl
     monkeypatch.setenv("MAXKERNEL_TUI_CACHE_DIR", str(tmp_path / "cache"))
     task = load_task(builtin_suite_dir() / "41k_Gemm_Add_ReLU")
     draft = draft_kernel(task)
-    assert draft.precision is not None and draft.precision.per_matmul == ("f32",)
+    assert draft.precision is not None and draft.precision.per_matmul == ("bf16x3",)
     assert "at production's K 8192" in draft.precision.why
     kernel = tmp_path / "kernel.py"
     kernel.write_text(draft.source)

@@ -108,7 +108,7 @@ MATMULS = GEMM.replace(
 
 
 def test_bf16_operands_go_only_where_the_tolerance_check_allows_them():
-    allowed = (OperandPrecision.BF16, OperandPrecision.HIGHEST, OperandPrecision.F32)
+    allowed = (OperandPrecision.BF16, OperandPrecision.HIGHEST, OperandPrecision.BF16X3)
     lowered, words = apply_strategy(MATMULS, "bf16-operands", allowed)
     assert "                      epilogue=_e, operands='bf16')\n" in lowered
     assert "_matmul_stage(z, w, epilogue=_e)\n" in lowered  # the tolerance kept f32 there
@@ -116,7 +116,7 @@ def test_bf16_operands_go_only_where_the_tolerance_check_allows_them():
     assert words == "matmul 1 f32 → bf16 operands (the tolerance check allows them)"
     ast.parse(lowered)
     with pytest.raises(NoMove, match="tolerance check keeps f32 operands"):
-        apply_strategy(MATMULS, "bf16-operands", (OperandPrecision.F32,) * 3)
+        apply_strategy(MATMULS, "bf16-operands", (OperandPrecision.BF16X3,) * 3)
     with pytest.raises(NoMove, match="not known"):
         apply_strategy(MATMULS, "bf16-operands")  # no choice: never a guess
     with pytest.raises(NoMove, match="already states"):

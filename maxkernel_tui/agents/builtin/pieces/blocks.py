@@ -4,6 +4,7 @@ render.py and attention_render.py). Imports jax: the helpers run as the generate
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 from jax.experimental.pallas import tpu as pltpu
 
@@ -25,6 +26,35 @@ def _pick_block(size, preferred, align):
             return block
         block -= align
     return size
+
+
+def _mxu_dot(lhs, rhs, operands, contracting=((1,), (0,))):
+    """lhs @ rhs of two 2-D blocks (contracted on `contracting`), summed in f32. `operands`: how
+    the MXU takes f32 operands. None keeps them: Mosaic's default precision is one bf16 pass
+    (the operands rounded to bf16, measured on a v5e). "bf16" rounds them here (the same pass;
+    a block cast once serves every product). "bf16x3" splits each into its bf16 rounding and
+    the bf16 rounding of the rest, and adds the three products that matter: three passes, close
+    to f32 (XLA's HIGH). "highest" asks Mosaic for f32 (six passes)."""
+
+    def dot(a, b, precision=None):
+        numbers = (contracting, ((), ()))
+        return jax.lax.dot_general(
+            a, b, numbers, preferred_element_type=jnp.float32, precision=precision
+        )
+
+    if operands == "highest":
+        return dot(lhs, rhs, jax.lax.Precision.HIGHEST)
+    if operands == "bf16":
+        return dot(lhs.astype(jnp.bfloat16), rhs.astype(jnp.bfloat16))
+    if operands != "bf16x3":
+        return dot(lhs, rhs)
+    lhs_high, rhs_high = lhs.astype(jnp.bfloat16), rhs.astype(jnp.bfloat16)
+    small = jnp.zeros((), jnp.float32)  # the low parts' products, added first: they are small
+    if lhs.dtype == jnp.float32:
+        small = dot((lhs - lhs_high.astype(jnp.float32)).astype(jnp.bfloat16), rhs_high)
+    if rhs.dtype == jnp.float32:
+        small = small + dot(lhs_high, (rhs - rhs_high.astype(jnp.float32)).astype(jnp.bfloat16))
+    return small + dot(lhs_high, rhs_high)
 
 
 def _block_bytes(rows, cols, dtype):

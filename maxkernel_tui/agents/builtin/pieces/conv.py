@@ -32,6 +32,7 @@ from maxkernel_tui.agents.builtin.pieces.blocks import (
     VMEM_BUDGET,
     _block_bytes,
     _compiler_params,
+    _mxu_dot,
     _pick_block,
 )
 from maxkernel_tui.agents.builtin.pieces.rowwise import _rowwise_block
@@ -87,12 +88,11 @@ def _convolve_planes(
     side; default 0); `at`: the lane of acc_ref where the output plane begins.
     `stacked`: the taps' slices stack along the channels (the channels fill whole sublane
     tiles), so each chunk of `chunk_rows` output rows is one matmul; else one matmul per tap.
-    `operands`: "bf16" casts f32 operands to bf16 (one MXU pass), "highest" asks for full f32
-    passes, None keeps their dtype at the default precision."""
+    `operands`: how the matmuls take f32 operands (blocks._mxu_dot; "bf16" casts the weights
+    once)."""
     taps_h, taps_w, width, out_height, out_width = geometry
     channels = planes[0].shape[0]
     starts = starts or [0] * len(planes)
-    precision = jax.lax.Precision.HIGHEST if operands == "highest" else None
     weights = taps_ref[...]
     if operands == "bf16":
         weights = weights.astype(jnp.bfloat16)
@@ -105,23 +105,11 @@ def _convolve_planes(
             for dh in range(taps_h)
             for dw in range(taps_w)
         ]
-        if operands == "bf16":
-            views = [view.astype(jnp.bfloat16) for view in views]
         if stacked:
-            part = jnp.dot(
-                weights,
-                jnp.concatenate(views, axis=0),
-                preferred_element_type=jnp.float32,
-                precision=precision,
-            )
+            part = _mxu_dot(weights, jnp.concatenate(views, axis=0), operands)
         else:
             part = sum(
-                jnp.dot(
-                    weights[:, t * channels : (t + 1) * channels],
-                    view,
-                    preferred_element_type=jnp.float32,
-                    precision=precision,
-                )
+                _mxu_dot(weights[:, t * channels : (t + 1) * channels], view, operands)
                 for t, view in enumerate(views)
             )
         if out_width == width:  # no column is cut: the chunk's rows are already contiguous

@@ -31,6 +31,7 @@ from maxkernel_tui.agents.builtin.pieces.blocks import (
     _block_bytes,
     _compiler_params,
     _fit_blocks,
+    _mxu_dot,
     _pick_block,
 )
 
@@ -80,13 +81,10 @@ def _grouped_kernel(
     @pl.when(real)
     def _accumulate():
         lhs = lhs_ref[...]
-        if operands == "bf16":
+        if operands == "bf16":  # cast once for every weight
             lhs = lhs.astype(jnp.bfloat16)
         for acc_ref, weight_ref in zip(acc_refs, weight_refs):
-            weight = weight_ref[...]
-            if operands == "bf16":
-                weight = weight.astype(jnp.bfloat16)
-            acc_ref[...] += jnp.dot(lhs, weight, preferred_element_type=jnp.float32)
+            acc_ref[...] += _mxu_dot(lhs, weight_ref[...], operands)
 
     @pl.when(real & (depth == pl.num_programs(2) - 1))
     def _store():
@@ -110,8 +108,8 @@ def _grouped_matmul(
     lhs, weights, group_sizes, *, out_dtype, epilogue=_first_accumulator, operands=None
 ):
     """lhs (rows, depth) in consecutive groups; each of `weights` (groups, depth, cols). The
-    output (rows, cols) is `epilogue` of the f32 products, in `out_dtype`. `operands`: "bf16"
-    casts the blocks to bf16 for the MXU; None keeps their dtype."""
+    output (rows, cols) is `epilogue` of the f32 products, in `out_dtype`. `operands`: how
+    the MXU takes f32 blocks (blocks._mxu_dot)."""
     rows, depth = lhs.shape
     groups, _, cols = weights[0].shape
     row_align = 8 * max(1, 4 // jnp.dtype(lhs.dtype).itemsize)

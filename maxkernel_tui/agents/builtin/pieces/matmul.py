@@ -22,6 +22,7 @@ from maxkernel_tui.agents.builtin.pieces.blocks import (
     _block_bytes,
     _compiler_params,
     _fit_blocks,
+    _mxu_dot,
     _pick_block,
 )
 
@@ -32,22 +33,11 @@ BLOCK_DEPTH = 512
 
 
 def _accumulate_product(acc_ref, lhs_ref, rhs_ref, rhs_transposed, operands):
-    """acc += lhs @ rhs for one depth step, in f32. `operands`: "bf16" casts both blocks to
-    bf16 (one MXU pass), "highest" asks for full f32 passes, None keeps their dtype."""
-    lhs, rhs = lhs_ref[...], rhs_ref[...]
-    if operands == "bf16":
-        lhs, rhs = lhs.astype(jnp.bfloat16), rhs.astype(jnp.bfloat16)
-    precision = jax.lax.Precision.HIGHEST if operands == "highest" else None
-    if rhs_transposed:  # the weight is stored (cols, depth): contract both on their last axis
-        acc_ref[...] += jax.lax.dot_general(
-            lhs,
-            rhs,
-            (((1,), (1,)), ((), ())),
-            preferred_element_type=jnp.float32,
-            precision=precision,
-        )
-    else:
-        acc_ref[...] += jnp.dot(lhs, rhs, preferred_element_type=jnp.float32, precision=precision)
+    """acc += lhs @ rhs for one depth step, in f32, its f32 operands taken as `operands` says
+    (blocks._mxu_dot)."""
+    # the weight stored (cols, depth) when rhs_transposed: both contracted on their last axis
+    contracting = ((1,), (1,)) if rhs_transposed else ((1,), (0,))
+    acc_ref[...] += _mxu_dot(lhs_ref[...], rhs_ref[...], operands, contracting)
 
 
 def _matmul_kernel(
@@ -56,10 +46,9 @@ def _matmul_kernel(
     """Accumulate lhs @ rhs over depth steps in f32, then run the epilogue once per output
     block. refs: lhs, rhs, the epilogue's `inputs - 2` input refs, its output refs, and the
     accumulator scratch, unless `in_place` (the index of an f32 tile output) accumulates in that
-    output's block. `operands`: "bf16" casts both blocks to bf16 (one MXU pass), "highest" asks
-    for full f32 passes, None keeps their dtype at the default precision. `chunk`: the epilogue
-    runs on that many rows at a time (its temporaries stay small on wide rows); `sliced` says
-    which of the epilogue's refs are tiled along rows."""
+    output's block. `operands`: how the matmul takes f32 operands (blocks._mxu_dot). `chunk`:
+    the epilogue runs on that many rows at a time (its temporaries stay small on wide rows);
+    `sliced` says which of the epilogue's refs are tiled along rows."""
     lhs_ref, rhs_ref = refs[0], refs[1]
     acc_ref = refs[-1] if in_place is None else refs[inputs + in_place]
     others = refs[2:-1] if in_place is None else refs[2:]

@@ -27,6 +27,7 @@ from maxkernel_tui.kernels.evaluation.tiles.blocks import (
 )
 from maxkernel_tui.kernels.evaluation.tiles.compact import compact_call, traced_index_map
 from maxkernel_tui.kernels.evaluation.tiles.faults import NotSampleable
+from maxkernel_tui.kernels.evaluation.tracer.mxu_numerics import interpreted_kernel
 
 
 @dataclass(frozen=True)
@@ -119,7 +120,7 @@ def run_kernel(
             placed_back,
         )
         whole.append(compacted.whole)
-        result = pallas_call_p.bind(*compacted.args, **dict(compacted.params, interpret=params))
+        result = pallas_call_p.bind(*compacted.args, **interpreted_kernel(compacted.params, params))
         return poison.Ran(
             list(result),
             lambda: compacted.expand(result, params.uninitialized_memory),

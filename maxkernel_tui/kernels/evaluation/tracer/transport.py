@@ -38,6 +38,7 @@ from jax._src import effects as jax_effects
 from jax._src import linear_util as lu
 from jax.extend import core
 
+from maxkernel_tui.kernels.evaluation.tracer.mxu_numerics import interpreted_kernel
 from maxkernel_tui.kernels.evaluation.tracer.program_pickle import (
     ALLOWED,
     MAX_BYTES,
@@ -204,8 +205,11 @@ _VALUE_TYPES = (np.ndarray, np.generic, bool, int, float, complex)
 def interpreted(program: core.ClosedJaxpr, params: Any) -> core.ClosedJaxpr:
     """The program with every pallas_call run in interpret mode with `params` (e.g.
     `pltpu.InterpretParams`): what `force_tpu_interpret_mode` does for a program traced under
-    it, for a program that was traced elsewhere."""
-    return _Rewriter(lambda kernel: dict(kernel, interpret=params), effects=True).closed(program)
+    it, for a program that was traced elsewhere, with the kernels' matmuls rounded as a TPU
+    rounds them (mxu_numerics.py)."""
+    return _Rewriter(lambda kernel: interpreted_kernel(kernel, params), effects=True).closed(
+        program
+    )
 
 
 def _as_traced_for_tpu(kernel: dict[str, Any]) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from maxkernel_tui.kernels.report.checks import PASS, Check, EvalReport
 from maxkernel_tui.kernels.report.reasons import Reason, TilesFigures
 from maxkernel_tui.kernels.report.words import check_words
 from tests.support.gemm_relu_variants import TASK, render
+from tests.support.mxu import mxu_exact
 from tests.support.placed_tiles import placed
 
 PARAMS = pltpu.InterpretParams(uninitialized_memory="nan", out_of_bounds_reads="raise")
@@ -81,8 +82,8 @@ def _accumulating(skip=lambda: False):
 
 
 def _operands(rows=8 * B, depth=2 * B, cols=8 * B):
-    x = jax.random.normal(jax.random.key(0), (rows, depth), jnp.float32)
-    w = jax.random.normal(jax.random.key(1), (depth, cols), jnp.float32)
+    x = mxu_exact(jax.random.normal(jax.random.key(0), (rows, depth), jnp.float32))
+    w = mxu_exact(jax.random.normal(jax.random.key(1), (depth, cols), jnp.float32))
     return x, w
 
 
@@ -162,7 +163,7 @@ def test_an_index_map_that_reads_another_block_for_one_interior_block_is_sampled
     ],
 )
 def test_an_output_block_left_and_visited_again_is_a_fault(steps, out_blocks, out_map, where):
-    x = jax.random.normal(jax.random.key(0), (steps * B, B), jnp.float32)
+    x = mxu_exact(jax.random.normal(jax.random.key(0), (steps * B, B), jnp.float32))
 
     def program(x):
         return pl.pallas_call(
@@ -225,7 +226,7 @@ def test_ragged_lengths_by_scalar_prefetch_are_a_class_per_length_and_verified()
     """Row sums of each batch row's first `lengths[b]` columns: steps past the length skipped
     and not fetched, the last one masked."""
     lengths = jnp.array([128, 300, 512, 40, 300, 512, 512, 1], jnp.int32)
-    x = jax.random.normal(jax.random.key(2), (8, 8, 4 * B), jnp.float32)
+    x = mxu_exact(jax.random.normal(jax.random.key(2), (8, 8, 4 * B), jnp.float32))
 
     def body(lengths_ref, x_ref, o_ref):
         b, t = pl.program_id(0), pl.program_id(1)
@@ -281,7 +282,7 @@ def test_a_zero_block_fast_path_is_control_on_data_said_and_verified():
 
 
 def test_padded_tiles_with_a_partial_last_block_are_one_class_and_verified():
-    x = jax.random.normal(jax.random.key(3), (200, 300), jnp.float32)
+    x = mxu_exact(jax.random.normal(jax.random.key(3), (200, 300), jnp.float32))
 
     def program(x):
         return pl.pallas_call(
@@ -405,7 +406,7 @@ def test_an_axis_that_both_moves_between_blocks_and_accumulates_runs_its_prefixe
     is the algorithm: the sampled steps' prefixes run in order and every decided element is the
     whole run's. Declared `parallel`, a core split between two steps of one block would write
     it twice: rejected as state carried from one block to the next."""
-    x = jax.random.normal(jax.random.key(0), (64 * B, B), jnp.float32)
+    x = mxu_exact(jax.random.normal(jax.random.key(0), (64 * B, B), jnp.float32))
     expected = np.asarray(x).reshape(32, 2, B, B).sum(axis=1).reshape(32 * B, B)
     assert _wrong(_sampled(_pair_sums, x), expected) == 0
     with pytest.raises(KernelFault, match="differs when it started from"):

@@ -14,6 +14,7 @@ from jax.experimental.pallas import tpu as pltpu
 from maxkernel_tui.kernels.evaluation.tiles import compact, kernel_run
 from maxkernel_tui.kernels.evaluation.tiles import memory as tiles_memory
 from maxkernel_tui.kernels.evaluation.tiles.sampled_run import NotSampleable, run_sampled
+from tests.support.mxu import mxu_exact
 from tests.support.placed_tiles import placed
 
 PARAMS = pltpu.InterpretParams(uninitialized_memory="nan", out_of_bounds_reads="raise")
@@ -99,8 +100,8 @@ def _gemm(x, w):
 
 
 def _gemm_inputs(rows=512):
-    x = jax.random.normal(jax.random.key(0), (rows, 384), jnp.float32)
-    w = jax.random.normal(jax.random.key(1), (384, 640), jnp.float32)
+    x = mxu_exact(jax.random.normal(jax.random.key(0), (rows, 384), jnp.float32))
+    w = mxu_exact(jax.random.normal(jax.random.key(1), (384, 640), jnp.float32))
     return x, w
 
 
@@ -133,7 +134,9 @@ def test_a_partial_last_block_reads_what_interpret_mode_pads_it_with(monkeypatch
     assert decided[447].any()  # the partial last block was sampled (a corner)
     with pltpu.force_tpu_interpret_mode(PARAMS):
         full = np.asarray(jax.jit(program)(x, w))
-    np.testing.assert_array_equal(output[decided], full[decided])
+    # f32 sums of the same exact products (the sample takes the matmul's operands as bf16, as
+    # the MXU does; the inputs are exact in bf16), in another order: equal to f32's rounding
+    np.testing.assert_allclose(output[decided], full[decided], rtol=1e-6)
 
 
 def _batched_kernel(x_ref, o_ref):
@@ -152,7 +155,9 @@ def _batched(x):
 
 
 def test_squeezed_dimensions_stack_one_block_per_slot(monkeypatch):
-    x = jax.random.normal(jax.random.key(2), (6, 200, 128), jnp.float32)  # a partial row block
+    x = mxu_exact(
+        jax.random.normal(jax.random.key(2), (6, 200, 128), jnp.float32)
+    )  # a partial row block
     sampled, (made,) = _same_as_whole(monkeypatch, _batched, (x,), blocks=2)
     slots = sampled.kernels[0].blocks
     assert made.operand_bytes == made.output_bytes == slots * B * 128 * 4
@@ -180,7 +185,7 @@ def test_scalar_prefetch_stays_whole_and_a_block_read_by_several_samples_is_gath
     monkeypatch,
 ):
     s = jnp.array([0, 0, 1, 1, 0, 2, 2, 0, 1, 0, 0, 2, 1, 1, 0, 2], jnp.int32)
-    x = jax.random.normal(jax.random.key(3), (4 * B, 128), jnp.float32)
+    x = mxu_exact(jax.random.normal(jax.random.key(3), (4 * B, 128), jnp.float32))
     sampled, (made,) = _same_as_whole(monkeypatch, _gathered, (s, x), blocks=6)
     rows = np.nonzero(sampled.decided[0].mask().any(axis=1))[0]
     visited = sorted({int(r) // B for r in rows})
@@ -209,7 +214,7 @@ def _dma(x):
 
 
 def test_an_input_the_kernel_reads_by_dma_stays_whole_and_says_so(monkeypatch):
-    x = jax.random.normal(jax.random.key(4), (8 * B, 128), jnp.float32)
+    x = mxu_exact(jax.random.normal(jax.random.key(4), (8 * B, 128), jnp.float32))
     sampled, (made,) = _same_as_whole(monkeypatch, _dma, (x,), blocks=2)
     assert made.operand_bytes == x.nbytes
     assert made.output_bytes == sampled.kernels[0].blocks * B * 128 * 4

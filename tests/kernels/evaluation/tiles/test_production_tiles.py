@@ -12,6 +12,7 @@ from jax.experimental.pallas import tpu as pltpu
 from maxkernel_tui.kernels.evaluation.tiles import sampled_run
 from maxkernel_tui.kernels.evaluation.tiles.blocks import sample_blocks
 from maxkernel_tui.kernels.evaluation.tiles.sampled_run import NotSampleable, run_sampled
+from tests.support.mxu import mxu_exact
 from tests.support.placed_tiles import placed
 
 PARAMS = pltpu.InterpretParams(uninitialized_memory="nan", out_of_bounds_reads="raise")
@@ -62,8 +63,8 @@ def _program(x, w):
 
 
 def _inputs():
-    x = jax.random.normal(jax.random.key(0), (512, 384), jnp.float32)
-    w = jax.random.normal(jax.random.key(1), (384, 640), jnp.float32)
+    x = mxu_exact(jax.random.normal(jax.random.key(0), (512, 384), jnp.float32))
+    w = mxu_exact(jax.random.normal(jax.random.key(1), (384, 640), jnp.float32))
     return x, w
 
 

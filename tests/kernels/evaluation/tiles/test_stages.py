@@ -14,6 +14,7 @@ from jax.experimental.pallas import tpu as pltpu
 
 from maxkernel_tui.kernels.evaluation.tiles import pullback
 from maxkernel_tui.kernels.evaluation.tiles.sampled_run import NotSampleable, run_sampled
+from tests.support.mxu import mxu_exact
 from tests.support.placed_tiles import placed
 
 PARAMS = pltpu.InterpretParams(uninitialized_memory="nan", out_of_bounds_reads="raise")
@@ -87,8 +88,8 @@ def _column_sums(y):
 
 
 def _inputs():
-    x = jax.random.normal(jax.random.key(0), (M, K), jnp.float32)
-    w = jax.random.normal(jax.random.key(1), (K, N), jnp.float32) * 0.1
+    x = mxu_exact(jax.random.normal(jax.random.key(0), (M, K), jnp.float32))
+    w = mxu_exact(jax.random.normal(jax.random.key(1), (K, N), jnp.float32) * 0.1)
     return x, w
 
 

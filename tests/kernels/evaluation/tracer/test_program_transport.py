@@ -30,6 +30,7 @@ from maxkernel_tui.kernels.evaluation.tracer.transport import (
 )
 from maxkernel_tui.kernels.evaluation.work import kernel_work
 from maxkernel_tui.kernels.evaluation.work.jaxpr_work import measure
+from tests.support.mxu import mxu_exact
 
 PARAMS = pltpu.InterpretParams(uninitialized_memory="nan")
 TILE_PARAMS = pltpu.InterpretParams(uninitialized_memory="nan", out_of_bounds_reads="raise")
@@ -81,8 +82,8 @@ def _styled_program(x, w):
 
 
 def _styled_inputs() -> list[Any]:
-    x = jax.random.normal(jax.random.key(0), (256, 256), jnp.float32)
-    w = jax.random.normal(jax.random.key(1), (256, 384), jnp.float32)
+    x = mxu_exact(jax.random.normal(jax.random.key(0), (256, 256), jnp.float32))
+    w = mxu_exact(jax.random.normal(jax.random.key(1), (256, 384), jnp.float32))
     return [x, w]
 
 
@@ -238,6 +239,7 @@ import numpy as np, jax
 from jax.experimental.pallas import tpu as pltpu
 from jax.extend.core import jaxpr_as_fun
 from maxkernel_tui.kernels.evaluation.tracer.transport import interpreted, load_program
+from tests.support.mxu import mxu_exact
 assert not any("test_program_transport" in name for name in sys.modules)
 loaded = load_program(open({str(program)!r}, "rb").read())
 inputs = [np.load({str(tmp_path)!r} + f"/input-{{n}}.npy") for n in range(2)]
@@ -315,7 +317,11 @@ def test_a_kernel_inside_jit_runs_interpreted_with_the_effects_tracing_would_giv
     assert carried.effects == direct_trace.effects and carried.effects
     (jit_eqn,) = carried.jaxpr.eqns
     assert jit_eqn.effects == direct_trace.jaxpr.eqns[0].effects
-    assert _same_bits(jax.jit(jaxpr_as_fun(carried))(*inputs), direct)
+    # the same values; not the same bits: the judge's run takes the kernel's matmul operands
+    # as bf16 (the MXU's one pass; the inputs are exact in bf16), the direct one as f32
+    (got,), (want,) = jax.jit(jaxpr_as_fun(carried))(*inputs), jax.tree.leaves(direct)
+    scale = float(np.abs(want).max())  # f32 sums in another order, with cancellation
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6, atol=1e-6 * scale)
 
 
 def _jnp_backward_program(x, dy):
