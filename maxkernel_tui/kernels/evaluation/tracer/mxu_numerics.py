@@ -67,8 +67,8 @@ class _MxuRounding:
             params = {k: self._value(v) for k, v in eqn.params.items()}
             if rounds_on_mxu(eqn) and any(_is_f32(a) for a in eqn.invars):
                 invars = [_to_bf16(a, eqn, eqns) if _is_f32(a) else a for a in eqn.invars]
-                out_dtype = eqn.outvars[0].aval.dtype  # what the f32 operands gave
-                params["preferred_element_type"] = out_dtype
+                result: Any = eqn.outvars[0].aval
+                params["preferred_element_type"] = result.dtype  # what the f32 operands gave
                 eqns.append(eqn.replace(invars=invars, params=params))
             elif any(params[k] is not eqn.params[k] for k in params):
                 eqns.append(eqn.replace(params=params))
