@@ -16,9 +16,11 @@ trace on a TPU, else the wall clock, and each figure says which): the kernel com
 task's tolerance needs (the row's `vs_xla.tolerance.passes`, which the coverage script found with
 matmul_rounding.task_tolerance_precision; traced under jax.default_matmul_precision as
 benchmarks/builtin_conv_timing.py does; where it equals the as-written precision the program is
-the same and is timed once). The kernel's outputs are compared with the as-written reference's on
-the device and the max |Δ| recorded, not judged. The model's XLA times are its kernel time times
-its speedups.
+the same and is timed once). The kernel's outputs are compared on the device with the as-written
+reference's and with the reference at Precision.HIGHEST (f32, what the judge compares with on a
+CPU), the max |Δ| and the share of the tolerance recorded, not judged: the second says whether
+the kernel meets the task's tolerance on the TPU itself. The model's XLA times are its kernel time
+times its speedups.
 
 Each task runs in a worker process, one at a time (one program may hold the chip); a task that
 raises is recorded with its error's first line, a worker that dies or stalls is replaced and the
@@ -140,9 +142,10 @@ def table(records: Sequence[Record]) -> str:
         "measurement. XLA@tol is the reference at the MXU passes the task's tolerance needs "
         "(passes in brackets; 'same' where that is the as-written program). Speedups are XLA "
         "time over kernel time. 'meas/est' is measured kernel time over estimated: above 1 the "
-        "model is optimistic. max|Δ| is the kernel against the as-written reference on the TPU "
-        "(recorded, not judged; 'tol' is the share of the task's tolerance the worst element "
-        "used).",
+        "model is optimistic. max|Δ| is the kernel against the as-written reference on the TPU, "
+        "and against the reference at Precision.HIGHEST there (f32: what the tolerance is "
+        "measured from; recorded, not judged; 'tol' is the share of the task's tolerance the "
+        "worst element used; '-' where it was not taken).",
         "",
     ]
     lines += _headline(ordered, measured)
@@ -152,8 +155,8 @@ def table(records: Sequence[Record]) -> str:
         "",
         "| task | est. kernel ms | meas. kernel ms | meas/est kernel | est. XLA ms | meas. XLA ms "
         "| est. XLA@tol ms | meas. XLA@tol ms | est. vs XLA | meas. vs XLA | est. vs XLA@tol "
-        "| meas. vs XLA@tol | max abs diff (tol) | clock |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| meas. vs XLA@tol | max abs diff (tol) | vs f32 reference (tol) | clock |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for record in ordered:
         lines.append(_task_line(record))
@@ -195,7 +198,7 @@ def _headline(ordered: Sequence[Record], measured: Sequence[Record]) -> list[str
 def _task_line(record: Record) -> str:
     model = record.get("model") or {}
     if not _measured(record):
-        cells = [record["task"], _ms(model.get("kernel_ms"))] + ["-"] * 11
+        cells = [record["task"], _ms(model.get("kernel_ms"))] + ["-"] * 12
         cells.append(f"not measured: {_cell(record.get('error', '-'))[:80]}")
         return "| " + " | ".join(cells) + " |"
     written = record.get("vs_xla_written") or {}
@@ -206,13 +209,8 @@ def _task_line(record: Record) -> str:
         tol_ms += " (same)"
     elif passes:
         tol_ms += f" ({passes} passes)"
-    diffs = record.get("numerics") or []
-    worst = max(diffs, key=lambda d: d.get("tolerance_used", 0), default=None)
-    diff = (
-        f"{worst['max_abs']:.2e} ({worst['tolerance_used']:.0%})"
-        if worst
-        else _cell(record.get("numerics_error", "-"))
-    )
+    diff = _worst(record.get("numerics") or []) or _cell(record.get("numerics_error", "-"))
+    exact = _worst(record.get("numerics_exact") or []) or "-"  # records before it was taken
     cells = [
         record["task"],
         _ms(model.get("kernel_ms")),
@@ -227,9 +225,16 @@ def _task_line(record: Record) -> str:
         _x(model.get("vs_xla_tolerance")),
         _x(tolerance.get("ratio")),
         diff,
+        exact,
         _clock(record),
     ]
     return "| " + " | ".join(cells) + " |"
+
+
+def _worst(differences: Sequence[Record]) -> str:
+    """The largest share of the tolerance among the outputs, with its max |Δ|; '' for none."""
+    worst = max(differences, key=lambda d: d.get("tolerance_used", 0), default=None)
+    return f"{worst['max_abs']:.2e} ({worst['tolerance_used']:.0%})" if worst else ""
 
 
 def _clock(record: Record) -> str:
@@ -497,22 +502,23 @@ def measure(task: Any, kernel_path: Path, model: Record, args: argparse.Namespac
             compile_s[name] = round(time.monotonic() - began, 2)
         record["first_call_s"] = compile_s
         tolerance = task.tolerance(config)
-        numerics = []
-        for got, want in zip(outputs["kernel"], outputs["xla_written"], strict=False):
-            found = compare_arrays(np.asarray(got), np.asarray(want), tolerance)
-            numerics.append(
-                {
-                    "max_abs": found.max_abs,
-                    "tolerance_used": found.tolerance_used,
-                    "within": found.ok,
-                }
-            )
+        numerics = [
+            _difference(compare_arrays(np.asarray(got), np.asarray(want), tolerance))
+            for got, want in zip(outputs["kernel"], outputs["xla_written"], strict=False)
+        ]
         if len(outputs["kernel"]) != len(outputs["xla_written"]):
             record["numerics_error"] = (
                 f"{len(outputs['kernel'])} outputs, the reference has {len(outputs['xla_written'])}"
             )
         record["numerics"] = numerics
-        del outputs
+        # the reference in f32 on the device: what the task's tolerance is measured from
+        with jax.default_matmul_precision("highest"):
+            exact = jax.tree.leaves(jax.block_until_ready(jax.jit(as_written)(*inputs[0])))
+        record["numerics_exact"] = [
+            _difference(compare_arrays(np.asarray(got), np.asarray(want), tolerance))
+            for got, want in zip(outputs["kernel"], exact, strict=False)
+        ]
+        del outputs, exact
         clock = choose_clock(device.platform)
         try:
             timed = time_interleaved(programs, inputs, args.repeats, args.warmups, clock)
@@ -547,6 +553,10 @@ def measure(task: Any, kernel_path: Path, model: Record, args: argparse.Namespac
                 "high": found_ratio.high,
             }
     return record
+
+
+def _difference(found: Any) -> Record:
+    return {"max_abs": found.max_abs, "tolerance_used": found.tolerance_used, "within": found.ok}
 
 
 # ---- command line ----

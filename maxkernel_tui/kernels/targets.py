@@ -29,6 +29,10 @@ class TpuTarget:
     vmem_bytes: int = 0
     scoped_vmem_bytes: int = 16 * MIB  # a kernel's VMEM unless it asks for more
     mxu: tuple[int, int] = (128, 128)
+    # MXU passes of an f32 matmul at Mosaic's default precision inside a kernel: one bf16 pass on
+    # v5e (measured: benchmarks/mosaic_f32_dot.py); three elsewhere, what JAXBench's measured v6e
+    # splash and GQA experts (an f32 p @ v each step) imply beside the model, not measured here.
+    f32_default_passes: float = 3.0
 
 
 TARGETS: dict[str, TpuTarget] = {
@@ -43,6 +47,7 @@ TARGETS: dict[str, TpuTarget] = {
             hbm_bandwidth=819e9,
             vmem_bytes=128 * MIB,
             mxu=(128, 128),
+            f32_default_passes=1.0,
         ),
         TpuTarget(
             "v6e",

@@ -66,7 +66,7 @@ class KernelAnalysis(JsonData):
     hbm_bytes: int  # total over the grid
     steps: int
     mxu_flops_per_step: float
-    mxu_f32_flops_per_step: float  # the part with f32 operands (one bf16 pass at the default)
+    mxu_f32_flops_per_step: float  # the part with f32 operands (TpuTarget.f32_default_passes)
     vector_ops_per_step: float
     transcendentals_per_step: float
     matmul_dims: list[list[int]] = field(default_factory=list)  # (m, k, n) of each body matmul

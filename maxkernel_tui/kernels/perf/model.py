@@ -19,10 +19,11 @@ prints the residuals):
     MXU_FILL_ROWS), times k and n over their padding to the MXU's width: each weight tile loaded
     into the systolic array costs the fill and drain of MXU_FILL_ROWS rows on top of the m rows
     streamed through it;
-  - precision: bf16 operands take one MXU pass, and so do f32 operands at Mosaic's default
-    precision (Mosaic rounds them to bf16; benchmarks/mosaic_f32_dot.py on a
-    v5e, 4096x8192x8192: 6.63 ms against 6.65 ms with bf16 operands, the same error);
-    HIGHEST_MXU_PASSES at Precision.HIGHEST (18.05 ms there); vector element operations run at
+  - precision: bf16 operands take one MXU pass; f32 operands at Mosaic's default precision the
+    target's `f32_default_passes` (one on v5e, where Mosaic rounds them to bf16:
+    benchmarks/mosaic_f32_dot.py, 4096x8192x8192, 6.63 ms against 6.65 ms with bf16 operands and
+    the same error; three elsewhere, fitted to JAXBench's v6e experts); HIGHEST_MXU_PASSES at
+    Precision.HIGHEST (18.05 ms in the same v5e run); vector element operations run at
     1/16 and transcendentals at 1/64 of the bf16 peak (rough VPU and EUP rates); vector and
     transcendental work add up, MXU work overlaps them; v6e's vector units reach a smaller share
     of its much larger MXU peak (VECTOR_SHARES);
@@ -237,8 +238,13 @@ def _step_overhead(kernel: KernelAnalysis) -> float:
 
 def _step_compute(kernel: KernelAnalysis, target: TpuTarget) -> float:
     peak = target.peak_bf16_flops * mxu_utilisation(kernel.matmul_dims, target.mxu)
-    highest = kernel.mxu_highest_flops_per_step
-    passes = kernel.mxu_flops_per_step - highest + highest * HIGHEST_MXU_PASSES
+    f32 = kernel.mxu_f32_flops_per_step - kernel.mxu_highest_flops_per_step
+    bf16 = kernel.mxu_flops_per_step - kernel.mxu_f32_flops_per_step
+    passes = (
+        bf16
+        + f32 * target.f32_default_passes
+        + kernel.mxu_highest_flops_per_step * HIGHEST_MXU_PASSES
+    )
     mxu = passes / peak
     vpu, eup = vector_rates(target)
     vector = kernel.vector_ops_per_step / vpu
