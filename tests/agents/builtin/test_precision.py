@@ -1,10 +1,8 @@
 """The built-in agent's operand precision per matmul: bf16 operands where the task's tolerance
-allows them, f32 where it does not, said with the reason, and the speedup compared with XLA at
-the same number of MXU passes. The tasks are written here, in tmp_path: an f32 GEMM + bias + ReLU
-shaped like the suite's 41k at bench shapes, with a loose and a tight tolerance,
-and production as deep as 41k's (K 8192) or as shallow as the check shapes."""
-
-from pathlib import Path
+allows them, three bf16 passes or six (HIGHEST) where it does not, said with the reason, and the
+speedup compared with XLA at the same number of MXU passes. The tasks are written here, in
+tmp_path: an f32 GEMM + bias + ReLU shaped like the suite's 41k at bench shapes, with loose to
+tight tolerances, and production as deep as 41k's (K 8192) or as shallow as the check shapes."""
 
 import pytest
 
@@ -13,48 +11,13 @@ from maxkernel_tui.agents.builtin.draft import plan_task
 from maxkernel_tui.agents.builtin.operand_precision import operand_words
 from maxkernel_tui.agents.builtin.precision import bf16_share, choose_precisions
 from maxkernel_tui.agents.builtin.tunables import Tunables
-from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.perf.analysis import ReferenceCost
-from maxkernel_tui.kernels.task import Task
-
-REFERENCE = '''"""relu(x @ W + b), all f32 (a task of the precision tests)."""
-import jax
-import jax.numpy as jnp
-
-CONFIGS = {
-    "bench": {"rows": 4096, "depth": 8192, "cols": 8192},
-    "check": {"rows": 64, "depth": 512, "cols": 256},
-    "heldout": {"rows": 40, "depth": 384, "cols": 384},
-}
-
-
-def get_inputs(config="bench", seed=0):
-    c = CONFIGS[config]
-    key_x, key_w, key_b = jax.random.split(jax.random.key(seed), 3)
-    x = jax.random.uniform(key_x, (c["rows"], c["depth"]), jnp.float32)
-    weight = jax.random.normal(key_w, (c["depth"], c["cols"]), jnp.float32) * 0.02
-    bias = jax.random.normal(key_b, (c["cols"],), jnp.float32) * 0.02
-    return (x, weight, bias), ()
-
-
-def computation(x, weight, bias):
-    return jax.nn.relu(jnp.matmul(x, weight) + bias)
-'''
-
-
-def _task(folder: Path, tolerance: float, reference: str = REFERENCE) -> Task:
-    folder.mkdir(parents=True)
-    (folder / "reference.py").write_text(reference)
-    (folder / "kernel_task.yaml").write_text(
-        f"task_id: {folder.name}\ndescription: {reference.splitlines()[0][3:-3]}\n"
-        f"atol: {tolerance}\nrtol: {tolerance}\n"
-    )
-    return load_task(folder)
+from tests.support.f32_gemm_task import gemm_relu_reference, write_task
 
 
 @pytest.mark.slow
 def test_bf16_operands_where_the_tolerance_allows_three_passes_or_six_where_it_does_not(tmp_path):
-    loose, tight = _task(tmp_path / "loose", 5e-2), _task(tmp_path / "tight", 1e-4)
+    loose, tight = write_task(tmp_path / "loose", 5e-2), write_task(tmp_path / "tight", 1e-4)
 
     cheap = choose_precisions(loose, 1, [False])
     assert cheap.per_matmul == ("bf16",) and cheap.xla.passes == 1
@@ -64,7 +27,7 @@ def test_bf16_operands_where_the_tolerance_allows_three_passes_or_six_where_it_d
     assert exact.per_matmul == ("bf16x3",) and exact.xla.passes == 3
     assert "leave the task's tolerance" in exact.why and "outside tolerance" in exact.why
     # tighter than three bf16 passes reach (they drop the low parts' product): f32 at HIGHEST
-    tightest = choose_precisions(_task(tmp_path / "tightest", 1e-6), 1, [False])
+    tightest = choose_precisions(write_task(tmp_path / "tightest", 1e-6), 1, [False])
     assert tightest.per_matmul == ("highest",) and tightest.xla.passes == 6
     assert "with three bf16 passes" in tightest.why, tightest.why
 
@@ -80,9 +43,7 @@ def test_bf16_operands_where_the_tolerance_allows_three_passes_or_six_where_it_d
     assert "default precision" in found.reference_precision
 
 
-SHALLOW = REFERENCE.replace(
-    '"bench": {"rows": 4096, "depth": 8192', '"bench": {"rows": 4096, "depth": 512'
-)
+SHALLOW = gemm_relu_reference({"rows": 4096, "depth": 512, "cols": 8192})
 
 
 @pytest.mark.slow
@@ -92,11 +53,11 @@ def test_bf16_operands_that_pass_the_small_shapes_keep_f32_where_production_s_de
     """41k's own case: 1e-2 holds at K 512 with bf16 operands (about 25% of it) and not at
     production's K 8192 (measured there at 111%); with production as shallow as the check
     shapes the same tolerance keeps bf16."""
-    deep = choose_precisions(_task(tmp_path / "deep", 1e-2), 1, [False])
+    deep = choose_precisions(write_task(tmp_path / "deep", 1e-2), 1, [False])
     assert deep.per_matmul == ("bf16x3",)
     assert "projected to" in deep.why and "at production's K 8192" in deep.why
     assert "outside tolerance" not in deep.why  # every small shape passed with bf16
-    shallow = choose_precisions(_task(tmp_path / "shallow", 1e-2, SHALLOW), 1, [False])
+    shallow = choose_precisions(write_task(tmp_path / "shallow", 1e-2, SHALLOW), 1, [False])
     assert shallow.per_matmul == ("bf16",), shallow.why
     assert "(K 512, 33,554,432 outputs)" in shallow.why
 
@@ -135,7 +96,7 @@ def test_a_convolution_gets_bf16_taps_where_the_tolerance_allows_and_f32_where_n
         ("tight", 1e-4, "bf16x3", 3),
         ("tightest", 1e-6, "highest", 6),
     ):
-        task = _task(tmp_path / name, tolerance, CONV_REFERENCE)
+        task = write_task(tmp_path / name, tolerance, CONV_REFERENCE)
         (plan,) = plan_task(task, choose_precision=True)
         assert plan.family == "convolution (implicit GEMM) + epilogue"
         assert plan.precision is not None and plan.precision.per_matmul == (chosen,), name
@@ -150,9 +111,9 @@ def test_the_measured_bf16_share_grows_with_the_contraction_depth_it_is_measured
     # a plain GEMM's error grows with its depth, its tolerance does not: measured at a depth of
     # 2048 it must use more of the tolerance than at check's 512; against a tolerance of 1e-6
     # the same rounding uses it many times over, so what is measured is the rounding
-    task = _task(tmp_path / "gemm", 5e-2)
+    task = write_task(tmp_path / "gemm", 5e-2)
     shallow = bf16_share(task, "bench", {"rows": 64, "depth": 512, "cols": 256}, matmuls=1)
     deep = bf16_share(task, "bench", {"rows": 64, "depth": 2048, "cols": 256}, matmuls=1)
     assert 0 < shallow < deep < 1
-    tight = _task(tmp_path / "tight", 1e-6)
+    tight = write_task(tmp_path / "tight", 1e-6)
     assert bf16_share(tight, "bench", {"rows": 64, "depth": 512, "cols": 256}, matmuls=1) > 10

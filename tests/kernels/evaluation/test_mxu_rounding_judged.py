@@ -6,32 +6,11 @@ interpreter multiplied those operands in exact f32 and accepted all three."""
 
 from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
 from maxkernel_tui.kernels.evaluation.source import KernelSource
-from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.report.reasons import Reason
+from tests.support.f32_gemm_task import gemm_relu_reference, write_task
 
-REFERENCE = '''"""relu(x @ W + b), all f32, a tolerance one bf16 pass does not meet."""
-import jax
-import jax.numpy as jnp
-
-CONFIGS = {
-    "bench": {"rows": 256, "depth": 1024, "cols": 256},
-    "check": {"rows": 64, "depth": 512, "cols": 256},
-    "heldout": {"rows": 40, "depth": 384, "cols": 384},
-}
-
-
-def get_inputs(config="bench", seed=0):
-    c = CONFIGS[config]
-    key_x, key_w, key_b = jax.random.split(jax.random.key(seed), 3)
-    x = jax.random.uniform(key_x, (c["rows"], c["depth"]), jnp.float32)
-    weight = jax.random.normal(key_w, (c["depth"], c["cols"]), jnp.float32) * 0.02
-    bias = jax.random.normal(key_b, (c["cols"],), jnp.float32) * 0.02
-    return (x, weight, bias), ()
-
-
-def computation(x, weight, bias):
-    return jax.nn.relu(jnp.matmul(x, weight) + bias)
-'''
+# one bf16 pass leaves 1e-4 at these depths
+REFERENCE = gemm_relu_reference({"rows": 256, "depth": 1024, "cols": 256})
 
 # One block holds everything: the product is the only thing that differs between the kernels.
 KERNEL = '''"""relu(x @ W + b) in one Pallas block: {what}."""
@@ -70,13 +49,7 @@ PRODUCTS = {
 
 
 def test_a_kernel_is_judged_on_the_passes_its_matmul_takes_on_a_tpu(tmp_path):
-    folder = tmp_path / "gemm_tight"
-    folder.mkdir()
-    (folder / "reference.py").write_text(REFERENCE)
-    (folder / "kernel_task.yaml").write_text(
-        "task_id: gemm_tight\ndescription: relu(x @ W + b) in f32\natol: 1e-4\nrtol: 1e-4\n"
-    )
-    task = load_task(folder)
+    task = write_task(tmp_path / "gemm_tight", 1e-4, REFERENCE)
     verdicts = {}
     with Harness() as harness:
         for what, product in PRODUCTS.items():
