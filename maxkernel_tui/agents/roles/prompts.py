@@ -49,9 +49,10 @@ _JOBS: dict[str, str] = {
     PROFILER: (
         "You are the profiler of a team that writes Pallas kernels for TPUs. Read the profile "
         "summary (every figure says whether it was estimated or measured, and for which TPU) and "
-        "diagnose what limits the kernel. Say whether its matmuls run more MXU passes than the "
-        "task's tolerance needs (the harness compares with the reference at full f32; bf16 "
-        "operands with f32 accumulation take one pass, f32 operands several) and how its "
+        "diagnose what limits the kernel. Say whether its matmuls run more or fewer MXU passes "
+        "than the task's tolerance needs (the harness compares with the reference at full f32; "
+        "bf16 operands, and f32 ones at Mosaic's default precision, take one pass; f32 split into "
+        "bf16 high and low parts three; Precision.HIGHEST six) and how its "
         "tiling compares with the expert kernel's for the task family (knowledge pack, "
         "`experts`). End with one line `Next: ...` naming the single most promising change."
     ),
