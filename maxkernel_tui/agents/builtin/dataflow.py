@@ -48,12 +48,14 @@ class Part:
 
 @dataclass(frozen=True)
 class Shift:
-    """A size plus a constant offset, less another size where one is given: a valid
-    convolution's output, height - kh + 1 (taps fixed: height - 2)."""
+    """A size times a stride plus a constant offset, less another size where one is given: a
+    valid convolution's output, height - kh + 1 (taps fixed: height - 2); a transposed
+    convolution's, stride * depth when its padding and taps make up for the dilation."""
 
     base: int
     offset: int
     less: int | None = None
+    scale: int = 1
 
 
 Definition = Product | Part | Shift
@@ -227,6 +229,10 @@ class SizeResolver:
             for factor in definition.factors:
                 product = product * self.dim(factor)
             return product
+        if isinstance(definition, Shift) and definition.scale != 1:
+            if definition.offset or definition.less is not None:
+                return None  # stride * size + offset: no rule of ours; found by value
+            return Dim.const(definition.scale) * self.dim(definition.base)
         if isinstance(definition, Shift):
             less = None if definition.less is None else self.dim(definition.less)
             return self.table.shifted(self.dim(definition.base), definition.offset, less)
@@ -311,6 +317,26 @@ def flow_plain_conv(flow: SizeFlow, image: Nodes, kernel: Nodes, out: Nodes) -> 
             flow.define(out[axis], Shift(image[axis], 1 - taps[0]))
         else:
             flow.define(out[axis], Shift(image[axis], 1, kernel[axis]))
+
+
+def flow_transposed_conv(
+    flow: SizeFlow, image: Nodes, kernel: Nodes, out: Nodes, params: dict[str, Any]
+) -> None:
+    """A transposed convolution (primitives.is_transposed_conv): batch and out channels flow
+    through as a plain one's, the kernel's axes in its own order (rhs_spec: out, in, taps...);
+    each spatial output is (input - 1) * stride + 1 + padding - taps + 1, defined here where the
+    taps are the same in both traces."""
+    order = params["dimension_numbers"].rhs_spec
+    flow.tie(image[0], out[0])
+    flow.tie(kernel[order[0]], out[1])
+    flow.tie(image[1], kernel[order[1]])
+    for axis, stride, (low, high) in zip(
+        range(2, len(out)), params["lhs_dilation"], params["padding"], strict=True
+    ):
+        taps = flow.values(kernel[order[axis]])
+        if taps[0] == taps[1]:
+            offset = 2 - stride + low + high - taps[0]
+            flow.define(out[axis], Shift(image[axis], offset, scale=stride))
 
 
 def _dot_general(flow: SizeFlow, params: dict[str, Any], arrays: list[Nodes], out: Nodes) -> None:

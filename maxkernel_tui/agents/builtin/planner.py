@@ -34,6 +34,7 @@ from maxkernel_tui.agents.builtin.primitives import (
     VIEWS,
     is_elementwise,
     is_plain_conv,
+    is_transposed_conv,
     picks_one_per_row,
 )
 from maxkernel_tui.agents.builtin.program import Eqn, Literal, Operand, Program, Var
@@ -47,7 +48,7 @@ from maxkernel_tui.agents.builtin.stages import (
     Stage,
     asked_precision,
 )
-from maxkernel_tui.agents.builtin.volume_stage import VolumeConvStage
+from maxkernel_tui.agents.builtin.volume_stage import TransposedVolumeConvStage, VolumeConvStage
 
 
 @dataclass
@@ -101,6 +102,10 @@ def plan_program(program: Program, split_rowwise: bool = False) -> Plan:
     return _Planner(program, split).plan()
 
 
+# Values XLA lays out for the stage that reads them (no arithmetic): transposes, flips.
+_RELAYOUTS = ("transpose", "rev")
+
+
 class _Planner:
     def __init__(self, program: Program, split: frozenset[Eqn]) -> None:
         self.program = program
@@ -127,6 +132,8 @@ class _Planner:
             self._materialize(output)
         self._connect()
         for stage in self.stages:
+            if isinstance(stage, TransposedVolumeConvStage):
+                stage.check_phases(self.program.dims)
             if isinstance(stage, VolumeConvStage) and stage.whole_volume:
                 stage.check_whole_volume_fits()
             elif isinstance(stage, VolumeConvStage):
@@ -143,9 +150,10 @@ class _Planner:
         if eqn.primitive == "conv_general_dilated":
             self._conv_stage(eqn)
             return
-        if eqn.primitive == "transpose":
+        if eqn.primitive in _RELAYOUTS:
             # Floats until used: a matmul reads a transposed weight as it is stored; anything
-            # else gets the transpose done by XLA (a relayout) before the stage that reads it.
+            # else gets the transpose (or flip) done by XLA (a relayout) before the stage that
+            # reads it.
             self.producer[eqn.outputs[0]] = eqn
             return
         sources = [
@@ -242,7 +250,7 @@ class _Planner:
         return classify(operand.shape, stage.frame)
 
     def _relaid_later(self, var: Var) -> bool:
-        return self.producer[var].primitive == "transpose"
+        return self.producer[var].primitive in _RELAYOUTS
 
     # -- matmuls -----------------------------------------------------------------------------
     def _matmul_stage(self, eqn: Eqn) -> None:
@@ -297,24 +305,37 @@ class _Planner:
     def _conv_stage(self, eqn: Eqn) -> None:
         """A convolution heads a stage whose frame is (batch,) x (out channels,) x (pixels): the
         epilogue sees per-channel values (a bias (C, 1, 1)) as rows, whole images as grouped
-        tiles."""
+        tiles. A transposed 3-D convolution's kernel, in whatever axis order and flipped or
+        not, is laid out as its taps (OIDHW) by XLA first."""
         image, kernel = eqn.inputs
         out = eqn.outputs[0]
+        transposed = is_transposed_conv(eqn.params)
         if (
-            not is_plain_conv(eqn.params)
+            not (is_plain_conv(eqn.params) or transposed)
             or not isinstance(image, Var)
             or not isinstance(kernel, Var)
             or any(d.is_one() for d in out.shape[:2])
         ):
             raise CannotPlan(
                 f"a convolution other than 2-D NCHW x OIHW or 3-D NCDHW x OIDHW, stride 1, no "
-                f"padding or dilation, one group ({_shapes(eqn)})"
+                f"padding or dilation, one group, or a transposed 3-D NCDHW convolution "
+                f"({_shapes(eqn)})"
             )
+        order = tuple(eqn.params["dimension_numbers"].rhs_spec)
+        if transposed and order != tuple(range(len(order))):
+            kernel = self._transposed(kernel, order)
         batch, channels, *spatial = out.shape
         frame = Frame((batch,), (channels,), product_of(spatial))
         self._materialize(image)
         self._materialize(kernel)
-        kind = ConvStage if len(spatial) == 2 else VolumeConvStage  # a volume: one plane a step
+        # a volume: one plane a step
+        kind = (
+            TransposedVolumeConvStage
+            if transposed
+            else ConvStage
+            if len(spatial) == 2
+            else VolumeConvStage
+        )
         stage = self._add(kind(len(self.stages) + 1, frame, conv=Conv(eqn, image, kernel)))
         stage.kinds[out] = Kind(TILE, spatial[-1], batched=True)
         self.stage_of[out] = stage

@@ -107,15 +107,16 @@ def is_elementwise(eqn_primitive: str, operand_count: int) -> bool:
 
 def is_translatable(primitive: str, operand_count: int) -> bool:
     """Whether some plan of the agent can hold this primitive: matmuls and weight transposes
-    shape the stages; positions (iota) only appear in masks the attention and scan kernels
-    rebuild; a gather only as one element picked per row (see picks_one_per_row); a cumulative
-    sum only in a scan's decay, computed before its kernel (retention.py)."""
+    and flips (done by XLA before the stage that reads them) shape the stages; positions (iota)
+    only appear in masks the attention and scan kernels rebuild; a gather only as one element
+    picked per row (see picks_one_per_row); a cumulative sum only in a scan's decay, computed
+    before its kernel (retention.py)."""
     return (
         is_elementwise(primitive, operand_count)
         or primitive in REDUCTIONS
         or primitive in VIEWS
         or primitive
-        in ("dot_general", "transpose", "iota", "gather", "conv_general_dilated", "cumsum")
+        in ("dot_general", "transpose", "rev", "iota", "gather", "conv_general_dilated", "cumsum")
     )
 
 
@@ -134,6 +135,28 @@ def is_plain_conv(params: dict[str, Any]) -> bool:
         and all(
             _plain(params.get(name)) == (plain if isinstance(plain, int) else plain * (rank - 2))
             for name, plain in _PLAIN_CONV.items()
+        )
+    )
+
+
+def is_transposed_conv(params: dict[str, Any]) -> bool:
+    """A transposed 3-D convolution (ConvTranspose3d): a channels-first volume (NCDHW) dilated
+    by a stride along some axis (`lhs_dilation`), padded by at least nothing, with a kernel
+    in any axis order (laid out OIDHW by XLA), a channels-first result, one group, no window
+    stride or kernel dilation."""
+    numbers = params["dimension_numbers"]
+    identity = tuple(range(5))
+    dilation = _plain(params.get("lhs_dilation"))
+    return (
+        len(numbers.lhs_spec) == 5
+        and (tuple(numbers.lhs_spec), tuple(numbers.out_spec)) == (identity, identity)
+        and isinstance(dilation, tuple)
+        and any(int(s) > 1 for s in dilation)
+        and all(int(lo) >= 0 and int(hi) >= 0 for lo, hi in params.get("padding", ()))
+        and all(
+            _plain(params.get(name)) == (plain if isinstance(plain, int) else plain * 3)
+            for name, plain in _PLAIN_CONV.items()
+            if name != "lhs_dilation"
         )
     )
 

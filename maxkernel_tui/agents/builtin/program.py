@@ -23,10 +23,15 @@ from maxkernel_tui.agents.builtin.dataflow import (
     SizeFlow,
     flow_equation,
     flow_plain_conv,
+    flow_transposed_conv,
 )
 from maxkernel_tui.agents.builtin.dims import Dim, DimTable, ShapeRuleError
 from maxkernel_tui.agents.builtin.errors import CannotPlan
-from maxkernel_tui.agents.builtin.primitives import is_plain_conv, is_translatable
+from maxkernel_tui.agents.builtin.primitives import (
+    is_plain_conv,
+    is_translatable,
+    is_transposed_conv,
+)
 from maxkernel_tui.kernels import reference_runtime as runtime
 from maxkernel_tui.kernels.config_names import CHECK
 from maxkernel_tui.kernels.perf.primitive_names import CALL_BODIES
@@ -198,24 +203,61 @@ def _probe_specs(
     except CannotPlan:
         return check  # the real walk says why
     coinciding: dict[tuple[int, int], list[list[tuple[int, int]]]] = {}
-    for axes in flow.input_classes().values():
+    # A transposed convolution's taps stay: its output, stride * size + padding - taps, has no
+    # rule of ours once they differ between the traces (dataflow.flow_transposed_conv).
+    kept = {
+        flow.find(probe.nodes[eqn.inputs[1]][axis])
+        for eqn in probe.eqns
+        if eqn.primitive == "conv_general_dilated"
+        and is_transposed_conv(eqn.params)
+        and isinstance(eqn.inputs[1], Var)
+        for axis in eqn.params["dimension_numbers"].rhs_spec[2:]
+    }
+    for root, axes in flow.input_classes().items():
+        if root in kept:
+            continue
         position, axis = axes[0]
         values = (bench[position].shape[axis], check[position].shape[axis])
         if values[0] != values[1] or every:
             coinciding.setdefault(values, []).append(axes)
     shapes = [list(spec.shape) for spec in check]
     structure = _structure(computation, shapes, check, static)
-    factor = 3
+    factor, alone = 3, []
     for classes in coinciding.values():
         for axes in classes if every else classes[1:]:
-            trial = [list(shape) for shape in shapes]
-            for position, axis in axes:
-                trial[position][axis] *= factor
+            trial = _scaled(shapes, axes, factor)
             if structure is not None and _structure(computation, trial, check, static) == structure:
                 shapes, factor = trial, factor + 2
+            else:
+                alone.append(axes)
+    # Classes that trace scaled only together: a size no input code shows ties them (a
+    # LayerNorm's weights over a transposed convolution's output width, twice its input's).
+    while structure is not None and len(alone) > 1:
+        pair = next(
+            (
+                (a, b)
+                for i, a in enumerate(alone)
+                for b in alone[i + 1 :]
+                if _structure(computation, _scaled(shapes, a + b, factor), check, static)
+                == structure
+            ),
+            None,
+        )
+        if pair is None:
+            break
+        shapes, factor = _scaled(shapes, pair[0] + pair[1], factor), factor + 2
+        alone = [axes for axes in alone if axes not in pair]
     return tuple(
         jax.ShapeDtypeStruct(tuple(shape), spec.dtype) for shape, spec in zip(shapes, check)
     )
+
+
+def _scaled(shapes: list[list[int]], axes: list[tuple[int, int]], factor: int) -> list[list[int]]:
+    """The input shapes with these (input, axis) sizes multiplied by `factor`."""
+    trial = [list(shape) for shape in shapes]
+    for position, axis in axes:
+        trial[position][axis] *= factor
+    return trial
 
 
 def _structure(
@@ -347,6 +389,14 @@ class _Builder:
             image, kernel = operand_nodes
             assert image is not None and kernel is not None
             flow_plain_conv(self.flow, image, kernel, result_nodes[0])
+        elif (
+            name == "conv_general_dilated"
+            and is_transposed_conv(eqn_b.params)
+            and None not in operand_nodes
+        ):
+            image, kernel = operand_nodes
+            assert image is not None and kernel is not None
+            flow_transposed_conv(self.flow, image, kernel, result_nodes[0], dict(eqn_b.params))
         else:
             flow_equation(self.flow, name, dict(eqn_b.params), operand_nodes, result_nodes)
         eqn = Eqn(name, inputs, list(outputs), dict(eqn_b.params))

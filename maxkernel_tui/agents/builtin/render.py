@@ -41,7 +41,7 @@ from maxkernel_tui.agents.builtin.stages import (
     mxu_stages,
 )
 from maxkernel_tui.agents.builtin.tunables import Tunables
-from maxkernel_tui.agents.builtin.volume_stage import VolumeConvStage
+from maxkernel_tui.agents.builtin.volume_stage import TransposedVolumeConvStage, VolumeConvStage
 
 _ROLE = {
     TILE: OperandRole.TILE,
@@ -56,6 +56,7 @@ _PIECE_RUNNER = {
     MatmulStage: "_matmul_stage",
     ConvStage: "_conv_stage",
     VolumeConvStage: "_volume_conv_stage",
+    TransposedVolumeConvStage: "_transposed_volume_conv_stage",
     Stage: "_rowwise_stage",
     ColumnReductionStage: "_rowwise_stage",
 }
@@ -63,6 +64,7 @@ _PIECE: dict[type, tuple[Callable[..., Any], ...]] = {
     MatmulStage: parts.MATMUL_STAGE,
     ConvStage: parts.CONV_STAGE,
     VolumeConvStage: parts.VOLUME_CONV_STAGE,
+    TransposedVolumeConvStage: parts.TRANSPOSED_VOLUME_CONV_STAGE,
     Stage: parts.ROWWISE_STAGE,
     ColumnReductionStage: parts.ROWWISE_STAGE,
 }
@@ -225,7 +227,7 @@ class _Writer:
                 "accumulator"
                 if isinstance(stage, MatmulStage)
                 else "sum of one output plane"
-                if family is VolumeConvStage
+                if issubclass(family, VolumeConvStage)
                 else "sum of one image"
             )
             what = (
@@ -314,6 +316,8 @@ class _Writer:
             keywords.append(f"operands={chosen.value!r}")
         if isinstance(stage, ConvStage):  # the image axis: of each epilogue operand and result
             keywords.append(f"batched={_tuple([str(o.batched) for o in extras + outputs])}")
+        if isinstance(stage, TransposedVolumeConvStage):
+            keywords += [f"dilation={stage.dilation}", f"padding={stage.padding}"]
         elif stage.batched:
             keywords.append(f"batched={_tuple([str(o.batched) for o in heads + extras + outputs])}")
         return keywords
@@ -413,7 +417,8 @@ class _Writer:
         return f"{name}.reshape({self._shape(form) if form else '()'})"
 
     def _relayout_ready_values(self) -> None:
-        """The transposes whose source is computed by now, as XLA statements in computation()."""
+        """The transposes and flips whose source is computed by now, as XLA statements in
+        computation()."""
         while ready := [
             t
             for t in self.pending_relayouts
@@ -422,17 +427,19 @@ class _Writer:
             for transpose in ready:
                 source, result = transpose.source, transpose.outputs[0]
                 name = f"relayout{len(self.plan.relayouts) - len(self.pending_relayouts)}"
-                permutation = tuple(transpose.params["permutation"])
                 if not self.values_relaid:
                     self.calls.append(
                         "    # relayoutN: XLA lays a value out as the next stage's tiling reads it "
-                        "(a transpose, no arithmetic)."
+                        "(a transpose or a flip, no arithmetic)."
                     )
                 self.values_relaid = True
-                self.calls.append(
-                    f"    {name} = jnp.transpose({self._as_form(source, source.shape)}, "
-                    f"{permutation})"
-                )
+                value = self._as_form(source, source.shape)
+                if transpose.primitive == "rev":
+                    axes = tuple(transpose.params["dimensions"])
+                    self.calls.append(f"    {name} = jnp.flip({value}, {axes})")
+                else:
+                    permutation = tuple(transpose.params["permutation"])
+                    self.calls.append(f"    {name} = jnp.transpose({value}, {permutation})")
                 self.values[result] = (name, result.shape)
                 self.pending_relayouts.remove(transpose)
 

@@ -15,6 +15,7 @@ from maxkernel_tui.agents.builtin.pieces import (
     attention,
     blocks,
     conv,
+    conv_transposed,
     conv_volume,
     function_source,
     grouped,
@@ -129,6 +130,25 @@ VOLUME_CONV_STAGE = (
     conv_volume._volume_taps_block,
     conv_volume._volume_operand_block,
     conv_volume._volume_conv_stage,
+)
+# A transposed 3-D convolution: per depth index, every phase's output plane (conv_transposed.py).
+TRANSPOSED_VOLUME_CONV_STAGE = (
+    rowwise._tile_block_2d,
+    rowwise._row_block_2d,
+    rowwise._col_block_2d,
+    rowwise._scalar_block_2d,
+    rowwise._rowwise_block,
+    conv._epilogue_in_blocks,
+    conv._fit_conv_rows,
+    conv._chunking,
+    conv_volume._volume_taps_block,
+    conv_volume._volume_operand_block,
+    conv_transposed._axis_phases,
+    conv_transposed._phase_taps,
+    conv_transposed._interleaved,
+    conv_transposed._transposed_plane,
+    conv_transposed._transposed_volume_kernel,
+    conv_transposed._transposed_volume_conv_stage,
 )
 FLASH_ATTENTION = (
     attention._last_kv_block,

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from maxkernel_tui.agents.builtin.dims import Dim
+from maxkernel_tui.agents.builtin.dims import Dim, DimTable
 from maxkernel_tui.agents.builtin.errors import CannotPlan
 from maxkernel_tui.agents.builtin.layout import GROUP_ROW, ROW, SCALAR, TILE
 from maxkernel_tui.agents.builtin.primitives import REDUCTIONS
@@ -127,4 +127,61 @@ class VolumeConvStage(ConvStage):
                 if kind.width is not None and self.plane_pixels.divided_by(kind.width) is None:
                     raise CannotPlan(
                         "a 3-D convolution's epilogue works on groups wider than an output plane"
+                    )
+
+
+@dataclass(eq=False, kw_only=True)
+class TransposedVolumeConvStage(VolumeConvStage):
+    """A transposed 3-D convolution (the image dilated by a stride, padded; ConvTranspose3d) as
+    one plain convolution per phase of the output (pieces/conv_transposed.py): the dilation's
+    zeros are never multiplied, and the phases are interleaved in VMEM into whole output planes,
+    so the epilogue sees one plane at a time as a plain 3-D convolution's does."""
+
+    @property
+    def label(self) -> str:
+        return "transposed 3-D convolution"
+
+    @property
+    def family(self) -> str:
+        return "transposed 3-D convolution (implicit GEMM per phase) + epilogue"
+
+    @property
+    def dilation(self) -> tuple[int, ...]:
+        return tuple(int(s) for s in self.conv.eqn.params["lhs_dilation"])
+
+    @property
+    def padding(self) -> tuple[tuple[int, int], ...]:
+        return tuple((int(lo), int(hi)) for lo, hi in self.conv.eqn.params["padding"])
+
+    @property
+    def whole_volume(self) -> bool:
+        return False  # its epilogue sees one output plane at a time (check_per_plane)
+
+    def summary(self) -> str:
+        strides = "x".join(str(s) for s in self.dilation)
+        return (
+            f"transposed 3-D convolution (stride {strides}) as an implicit GEMM per output phase: "
+            "per image, block of output channels and depth index, the input planes under its "
+            "depth taps each read from HBM once (one new plane per step), each phase's taps "
+            "lane-shifted slices of them in VMEM (the dilation's zeros never multiplied), one "
+            "matmul per phase and chunk of rows, the width phases interleaved in VMEM into whole "
+            f"output planes; fused epilogue of {len(self.eqns)} equation(s) of the reference on "
+            "each plane."
+        )
+
+    def check_phases(self, dims: DimTable) -> None:
+        """Raise CannotPlan where a phase of an axis would have fewer outputs than another or
+        meet no tap (an output size not a multiple of the stride; a stride over the taps), at
+        bench or check sizes: the piece computes whole phases."""
+        image, kernel = self.conv.image.shape[2:], self.conv.kernel.shape[2:]
+        for trace in (0, 1):  # bench, check
+            for size, stride, (low, high), taps in zip(
+                image, self.dilation, self.padding, kernel, strict=True
+            ):
+                size_at, taps_at = dims.values(size)[trace], dims.values(taps)[trace]
+                out = (size_at - 1) * stride + 1 + low + high - taps_at + 1
+                if out % stride or taps_at < stride:
+                    raise CannotPlan(
+                        f"a transposed convolution whose output ({out}) is not a whole number of "
+                        f"strides ({stride}) or whose taps ({taps_at}) are fewer than its stride"
                     )

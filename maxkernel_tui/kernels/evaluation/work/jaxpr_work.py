@@ -69,14 +69,49 @@ def _flops(eqn: Any) -> float:
         contracted = math.prod(lhs_shape[d] for d in lhs_contract)
         return 2.0 * _size(eqn.outvars[0]) * float(contracted)
     if name == "conv_general_dilated":
-        rhs_shape = eqn.invars[1].aval.shape
-        spec = eqn.params["dimension_numbers"].rhs_spec  # (out feature, in feature, *spatial)
-        per_output = math.prod(rhs_shape[d] for d in spec[1:])
-        return 2.0 * _size(eqn.outvars[0]) * float(per_output)
+        return _conv_flops(eqn)
     if name == "ragged_dot" or name == "ragged_dot_general":
         lhs, rhs = eqn.invars[0].aval.shape, eqn.invars[1].aval.shape
         return 2.0 * float(math.prod(lhs)) * float(rhs[-1])
     return 0.0
+
+
+def _conv_flops(eqn: Any) -> float:
+    """2 x the products a convolution needs: per output feature, every input feature times the
+    (output, tap) pairs of each spatial axis that meet an input element, not the padding or a
+    dilated input's zeros (a transposed convolution meets a stride's share of its taps)."""
+    numbers, params = eqn.params["dimension_numbers"], eqn.params
+    image, kernel = eqn.invars[0].aval.shape, eqn.invars[1].aval.shape
+    out = eqn.outvars[0].aval.shape
+    pairs = 1
+    for axis, (image_axis, kernel_axis, out_axis) in enumerate(
+        zip(numbers.lhs_spec[2:], numbers.rhs_spec[2:], numbers.out_spec[2:], strict=True)
+    ):
+        pairs *= _axis_pairs(
+            image[image_axis],
+            kernel[kernel_axis],
+            out[out_axis],
+            int(params["window_strides"][axis]),
+            int(params["padding"][axis][0]),
+            int(params["lhs_dilation"][axis]),
+            int(params["rhs_dilation"][axis]),
+        )
+    batch_and_features = out[numbers.out_spec[0]] * out[numbers.out_spec[1]]
+    return 2.0 * float(batch_and_features * kernel[numbers.rhs_spec[1]] * pairs)
+
+
+def _axis_pairs(
+    size: int, taps: int, outs: int, stride: int, low: int, dilation: int, tap_dilation: int
+) -> int:
+    """(output, tap) pairs of one spatial axis whose input position is an element of the
+    input, not padding or a dilation's zero."""
+    count = 0
+    for tap in range(taps):
+        for o in range(outs):
+            position = o * stride + tap * tap_dilation - low
+            if position % dilation == 0 and 0 <= position // dilation < size:
+                count += 1
+    return count
 
 
 def _size(var: Any) -> int:
