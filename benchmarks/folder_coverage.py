@@ -29,6 +29,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.builtin_agent_coverage import cover, table  # noqa: E402
 from maxkernel_tui.kernels.evaluation.harness import Harness  # noqa: E402
 from maxkernel_tui.kernels.loader import load_tasks  # noqa: E402
+from maxkernel_tui.services.tasks import traced_task  # noqa: E402
 
 NOT_EVALUATED = "not evaluated"
 ACCEPTED = "accepted"
@@ -43,6 +44,9 @@ def main() -> None:
     )
     args = parser.parse_args()
     tasks, errors = load_tasks(args.folder)
+    # as `eval` on a folder: a derived task whose sizes coincide is described first, so its check
+    # and held-out sizes part where the reference allows (a broadcast across two of them)
+    tasks = [traced_task(task) for task in tasks]
     for error in errors:
         print(f"not loaded: {error}", flush=True)
     kernels = args.kernels or Path(tempfile.mkdtemp(prefix="folder-coverage-"))

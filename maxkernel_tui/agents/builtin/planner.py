@@ -132,8 +132,6 @@ class _Planner:
             self._materialize(output)
         self._connect()
         for stage in self.stages:
-            if isinstance(stage, TransposedVolumeConvStage):
-                stage.check_phases(self.program.dims)
             if isinstance(stage, VolumeConvStage) and stage.whole_volume:
                 stage.check_whole_volume_fits()
             elif isinstance(stage, VolumeConvStage):

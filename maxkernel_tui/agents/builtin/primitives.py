@@ -161,6 +161,24 @@ def is_transposed_conv(params: dict[str, Any]) -> bool:
     )
 
 
+def uneven_phases(
+    params: dict[str, Any], image: tuple[int, ...], kernel: tuple[int, ...]
+) -> str | None:
+    """Why a transposed convolution cannot be split into whole phases (pieces/conv_transposed.py
+    computes every phase of an axis for as many outputs, each meeting some tap), or None: an
+    output size that is no whole number of strides, or fewer taps than the stride."""
+    numbers = params["dimension_numbers"]
+    for axis, (stride, (low, high)) in enumerate(zip(params["lhs_dilation"], params["padding"])):
+        size, taps = image[numbers.lhs_spec[2 + axis]], kernel[numbers.rhs_spec[2 + axis]]
+        out = (size - 1) * stride + 1 + low + high - taps + 1
+        if out % stride or taps < stride:
+            return (
+                f"a transposed convolution whose output ({out}) is not a whole number of strides "
+                f"({stride}) or whose taps ({taps}) are fewer than its stride: its phases differ"
+            )
+    return None
+
+
 # A plain convolution's parameters, besides its layouts and padding (per spatial axis: tuples).
 _PLAIN_CONV: dict[str, int | tuple[int]] = {
     "window_strides": (1,),

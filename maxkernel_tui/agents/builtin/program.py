@@ -31,6 +31,7 @@ from maxkernel_tui.agents.builtin.primitives import (
     is_plain_conv,
     is_translatable,
     is_transposed_conv,
+    uneven_phases,
 )
 from maxkernel_tui.kernels import reference_runtime as runtime
 from maxkernel_tui.kernels.config_names import CHECK
@@ -149,7 +150,11 @@ def trace_program(task: Task, probe: Probe = Probe.EVERY, *, strict: bool = True
     if probe is not Probe.BY_VALUE:
         every = probe is Probe.EVERY
         specs_c = _probe_specs(module.computation, jaxpr_b, specs_b, specs_c, static_c, every)
-    jaxpr_c, _ = _traced(module.computation, specs_c, static_c)
+    try:
+        jaxpr_c, _ = _traced(module.computation, specs_c, static_c)
+    except Exception as error:  # the task's own check shapes are inconsistent
+        first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        raise CannotPlan(f"the reference does not trace at its {second} shapes: {first}") from None
     arg_names = argument_names(module.computation, len(specs_b) + len(static_b))
     builder = _Builder(SizeFlow(tie_equal_inputs=probe is Probe.BY_VALUE))
     inputs = [
@@ -397,10 +402,24 @@ class _Builder:
             image, kernel = operand_nodes
             assert image is not None and kernel is not None
             flow_transposed_conv(self.flow, image, kernel, result_nodes[0], dict(eqn_b.params))
+        uneven = None
+        if name == "conv_general_dilated" and is_transposed_conv(eqn_b.params):
+            uneven = next(  # at bench or at check shapes
+                filter(
+                    None,
+                    (
+                        uneven_phases(e.params, e.invars[0].aval.shape, e.invars[1].aval.shape)
+                        for e in (eqn_b, eqn_c)
+                    ),
+                ),
+                None,
+            )
         else:
             flow_equation(self.flow, name, dict(eqn_b.params), operand_nodes, result_nodes)
         eqn = Eqn(name, inputs, list(outputs), dict(eqn_b.params))
-        if not is_translatable(name, len(inputs)):
+        if uneven is not None:
+            self.untranslatable[eqn] = uneven
+        elif not is_translatable(name, len(inputs)):
             shapes = ", ".join(
                 str(tuple(v.aval.shape)) for v in eqn_b.invars if hasattr(v.aval, "shape")
             )

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from maxkernel_tui.agents.builtin.dims import Dim, DimTable
+from maxkernel_tui.agents.builtin.dims import Dim
 from maxkernel_tui.agents.builtin.errors import CannotPlan
 from maxkernel_tui.agents.builtin.layout import GROUP_ROW, ROW, SCALAR, TILE
 from maxkernel_tui.agents.builtin.primitives import REDUCTIONS
@@ -168,20 +168,3 @@ class TransposedVolumeConvStage(VolumeConvStage):
             f"output planes; fused epilogue of {len(self.eqns)} equation(s) of the reference on "
             "each plane."
         )
-
-    def check_phases(self, dims: DimTable) -> None:
-        """Raise CannotPlan where a phase of an axis would have fewer outputs than another or
-        meet no tap (an output size not a multiple of the stride; a stride over the taps), at
-        bench or check sizes: the piece computes whole phases."""
-        image, kernel = self.conv.image.shape[2:], self.conv.kernel.shape[2:]
-        for trace in (0, 1):  # bench, check
-            for size, stride, (low, high), taps in zip(
-                image, self.dilation, self.padding, kernel, strict=True
-            ):
-                size_at, taps_at = dims.values(size)[trace], dims.values(taps)[trace]
-                out = (size_at - 1) * stride + 1 + low + high - taps_at + 1
-                if out % stride or taps_at < stride:
-                    raise CannotPlan(
-                        f"a transposed convolution whose output ({out}) is not a whole number of "
-                        f"strides ({stride}) or whose taps ({taps_at}) are fewer than its stride"
-                    )
