@@ -6,9 +6,9 @@ of writing sizes that derived configurations stumbled on.
   (`B, S = CONFIG['batch'], CONFIG['seq_len']`), BSHD layout, kv heads repeated 16 times;
 - `3p_MLA_Attention`: a module-level dict of sizes read through an alias (`C = CONFIG`) and
   unpacked into locals (`B, S, E = C['batch'], ...`), the head sizes as static args;
-- `28k_ConvTranspose3d_LayerNorm_GELU_Scaling`: a LayerNorm of `out_channels` weights over the
-  last spatial axis (64 = 2 x 32 after the stride-2 transposed conv: the sizes meet only in
-  that broadcast);
+- `28k_ConvTranspose3d_LayerNorm_GELU_Scaling` (kept whole in tests/data/issue40/conv_transpose3d):
+  a LayerNorm of `out_channels` weights over the last spatial axis (64 = 2 x 32 after the
+  stride-2 transposed conv: the sizes meet only in that broadcast);
 - `40k_Gemm_GroupNorm_Min_BiasAdd`: sizes unpacked from one tuple in get_inputs, the group
   count (512) written again as a literal in the reference;
 - `8p_GEMM_Tiled` (JAXBench native): `CONFIG` sizes unpacked in create_inputs, and an expert
@@ -18,8 +18,11 @@ of writing sizes that derived configurations stumbled on.
 
 from __future__ import annotations
 
+import shutil
 import textwrap
 from pathlib import Path
+
+from tests.support.paths import ISSUE40_TASKS
 
 _YAML = (
     'task_id: {task_id}\ndescription: {task_id}\ninput_gen_code: ""\natol: {atol}\nrtol: {rtol}\n'
@@ -130,51 +133,6 @@ MAXKERNEL = {
             return out.reshape(B, S, H * vd) @ o_proj
         """,
     ),
-    "28k_ConvTranspose3d_LayerNorm_GELU_Scaling": (
-        (0.05, 0.01),
-        """
-        import jax
-        import jax.numpy as jnp
-
-
-        def get_inputs():
-            batch_size = 32
-            in_channels = 32
-            out_channels = 64
-            D, H, W = 16, 32, 32
-            kernel_size = 4
-            stride = 2
-            padding = 1
-            eps = 1e-5
-            scaling_factor = 1.0
-            key = jax.random.key(0)
-            k1, k2 = jax.random.split(key)
-            x = jax.random.uniform(k1, (batch_size, in_channels, D, H, W), dtype=jnp.float32)
-            conv_weight = jax.random.normal(
-                k2, (in_channels, out_channels, kernel_size, kernel_size, kernel_size),
-                dtype=jnp.float32)
-            conv_bias = jnp.zeros((out_channels,), dtype=jnp.float32)
-            ln_weight = jnp.ones((out_channels,), dtype=jnp.float32)
-            ln_bias = jnp.zeros((out_channels,), dtype=jnp.float32)
-            dynamic = [x, conv_weight, conv_bias, ln_weight, ln_bias]
-            return dynamic, [stride, padding, kernel_size, eps, scaling_factor]
-
-
-        def computation(x, conv_weight, conv_bias, ln_weight, ln_bias, stride, padding,
-                        kernel_size, eps, scaling_factor):
-            w = jnp.flip(conv_weight, axis=(2, 3, 4)).transpose(1, 0, 2, 3, 4)
-            pad = kernel_size - 1 - padding
-            y = jax.lax.conv_general_dilated(
-                x, w, window_strides=(1, 1, 1), padding=[(pad, pad)] * 3,
-                lhs_dilation=(stride, stride, stride),
-                dimension_numbers=('NCDHW', 'OIDHW', 'NCDHW'))
-            y = y + conv_bias[None, :, None, None, None]
-            mean = jnp.mean(y, axis=-1, keepdims=True)
-            var = jnp.var(y, axis=-1, keepdims=True)
-            y = (y - mean) / jnp.sqrt(var + eps) * ln_weight + ln_bias
-            return jax.nn.gelu(y) * scaling_factor
-        """,
-    ),
     "40k_Gemm_GroupNorm_Min_BiasAdd": (
         (0.01, 0.01),
         """
@@ -210,10 +168,19 @@ MAXKERNEL = {
 }
 
 
+# MaxKernel's adapted folders kept whole among issue 40's task folders
+ADAPTED_FOLDERS = {
+    "28k_ConvTranspose3d_LayerNorm_GELU_Scaling": ISSUE40_TASKS / "conv_transpose3d",
+}
+
+
 def write_maxkernel(root: Path, task_id: str) -> Path:
     """One of MAXKERNEL's folders under `root`, in the plain adapted format."""
-    (atol, rtol), source = MAXKERNEL[task_id]
     folder = root / task_id
+    if task_id in ADAPTED_FOLDERS:
+        shutil.copytree(ADAPTED_FOLDERS[task_id] / task_id, folder)
+        return folder
+    (atol, rtol), source = MAXKERNEL[task_id]
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "kernel_task.yaml").write_text(_YAML.format(task_id=task_id, atol=atol, rtol=rtol))
     (folder / "reference.py").write_text(textwrap.dedent(source).lstrip())

@@ -16,6 +16,7 @@ from maxkernel_tui.agents.builtin.dims import DimTable, ShapeLiteral
 from maxkernel_tui.agents.builtin.layout import (
     COL,
     GROUP_ROW,
+    PERIODIC_COL,
     ROW,
     ROW_GROUP,
     SCALAR,
@@ -34,13 +35,22 @@ from maxkernel_tui.agents.builtin.primitives import (
 from maxkernel_tui.agents.builtin.program import Eqn, Literal, Operand, Var
 from maxkernel_tui.agents.builtin.stages import MatmulStage, OperandRole, Stage
 
-_PREFIX = {TILE: "y", GROUP_ROW: "g", ROW: "r", ROW_GROUP: "q", COL: "c", SCALAR: "s"}
+_PREFIX = {
+    TILE: "y",
+    GROUP_ROW: "g",
+    ROW: "r",
+    ROW_GROUP: "q",
+    COL: "c",
+    PERIODIC_COL: "c",
+    SCALAR: "s",
+}
 _KERNEL_SHAPE = {
     TILE: "(tm, tn)",
     GROUP_ROW: "(tm, tn)",
     ROW: "(tm, 1)",
     ROW_GROUP: "(tm, 1)",
     COL: "(1, tn)",
+    PERIODIC_COL: "(1, tn)",  # repeated over the block's columns outside the kernel
     SCALAR: "(1, 1)",
 }
 GROUP_HELPER = "group_totals"

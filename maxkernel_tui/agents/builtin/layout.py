@@ -9,6 +9,9 @@ rows, and one column dim on the lanes. Relative to a frame every value is one ki
   group_row  (rows, groups...): one number per row and group of `width` contiguous columns
   row_group  (groups,) of a single row dim split (groups, width): one number per group of
              `width` adjacent rows (a group norm over a convolution's channels)
+  periodic_col  (width,) or (..., width): one number per column position within every group
+             of `width` adjacent columns, the trailing axes of a convolution's pixels (a
+             LayerNorm's weights over the width); in a convolution's stage only
 Size-1 axes are ignored. Inside the kernel every kind is a 2-D array: (tm, tn), (tm, 1), (1, tn),
 (1, 1) and (tm, tn // width), and a row group (tm, 1) with every row holding its group's value;
 outside, the stage's operands are reshaped to the same 2-D forms
@@ -22,8 +25,8 @@ from dataclasses import dataclass, replace
 from maxkernel_tui.agents.builtin.dims import Dim, ShapeRuleError
 
 TILE, ROW, COL, SCALAR, GROUP_ROW = "tile", "row", "col", "scalar", "group_row"
-ROW_GROUP = "row_group"
-_RANK = {SCALAR: 0, ROW: 1, ROW_GROUP: 1, COL: 1, GROUP_ROW: 2, TILE: 3}
+ROW_GROUP, PERIODIC_COL = "row_group", "periodic_col"
+_RANK = {SCALAR: 0, ROW: 1, ROW_GROUP: 1, COL: 1, PERIODIC_COL: 1, GROUP_ROW: 2, TILE: 3}
 
 
 @dataclass(frozen=True)
@@ -39,7 +42,7 @@ class Kind:
 
     @property
     def spans_cols(self) -> bool:
-        return self.name in (TILE, COL, GROUP_ROW)
+        return self.name in (TILE, COL, GROUP_ROW, PERIODIC_COL)
 
 
 @dataclass(frozen=True)
@@ -109,7 +112,23 @@ def classify(shape: tuple[Dim, ...], frame: Frame) -> Kind | None:
         width = frame.cols.divided_by(product_of(rest))
         if width is not None and not width.is_one():
             return Kind(GROUP_ROW, width, batched)
-    return None
+    return _periodic(shape, rest, frame) if not has_rows and not batched else None
+
+
+def _periodic(shape: tuple[Dim, ...], rest: list[Dim], frame: Frame) -> Kind | None:
+    """A value on trailing axes only (no unit axis after its first sized one, so it broadcasts
+    onto the columns' last axes), whose size divides the columns: one number per position in
+    every group of that many adjacent columns."""
+    trailing = list(shape)
+    while trailing and trailing[0].is_one():
+        trailing.pop(0)
+    if not trailing or any(d.is_one() for d in trailing) or trailing != rest:
+        return None
+    width = product_of(rest)
+    times = frame.cols.divided_by(width)
+    if times is None or times.is_one():
+        return None
+    return Kind(PERIODIC_COL, width)
 
 
 def product_of(dims: tuple[Dim, ...] | list[Dim]) -> Dim:
@@ -127,11 +146,17 @@ def join(kinds: list[Kind]) -> Kind | None:
     widths = {k.width for k in kinds if k.width is not None}
     if len(widths) > 1:
         return None
-    if {ROW, COL} <= names or (GROUP_ROW in names and (COL in names or TILE in names)):
+    if PERIODIC_COL in names and names & {COL, GROUP_ROW, ROW_GROUP}:
+        return None  # columns of two periods: no 2-D block holds both
+    if (
+        {ROW, COL} <= names
+        or {ROW, PERIODIC_COL} <= names
+        or (GROUP_ROW in names and (COL in names or TILE in names))
+    ):
         name = TILE
     else:
         name = max(names, key=_RANK.__getitem__)
-    width = next(iter(widths), None) if name in (TILE, GROUP_ROW) else None
+    width = next(iter(widths), None) if name in (TILE, GROUP_ROW, PERIODIC_COL) else None
     return Kind(name, width, any(k.batched for k in kinds))
 
 
@@ -152,7 +177,7 @@ def same_layout(a: Kind, b: Kind) -> bool:
     """Whether two kinds are the same 2-D array in the kernel (a tile and its grouped view are)."""
     if a.name == TILE and b.name == TILE:
         return a.batched == b.batched
-    kept = (GROUP_ROW, ROW_GROUP)
+    kept = (GROUP_ROW, ROW_GROUP, PERIODIC_COL)
     return replace(a, width=a.width if a.name in kept else None) == replace(
         b, width=b.width if b.name in kept else None
     )

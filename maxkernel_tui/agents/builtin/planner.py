@@ -19,6 +19,7 @@ from maxkernel_tui.agents.builtin.image_reductions import reduces_whole_images
 from maxkernel_tui.agents.builtin.layout import (
     COL,
     GROUP_ROW,
+    PERIODIC_COL,
     ROW,
     SCALAR,
     TILE,
@@ -211,6 +212,10 @@ class _Planner:
         if result is None or len(operands) != len(found) or len(eqn.outputs) != 1:
             return False
         source = operands[0]
+        if PERIODIC_COL in {k.name for k in (*operands, result)} and (
+            not isinstance(stage, ConvStage) or eqn.primitive in REDUCTIONS
+        ):
+            return False  # periodic columns: a convolution's pixels, read (never reduced) there
         if eqn.primitive in REDUCTIONS and not eqn.reduces_unit_axes_only:
             if stage.reduces_rows:
                 return reduces_rows(source, result) or reduces_images(source, result)

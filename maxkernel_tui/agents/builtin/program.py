@@ -208,16 +208,17 @@ def _probe_specs(
     except CannotPlan:
         return check  # the real walk says why
     coinciding: dict[tuple[int, int], list[list[tuple[int, int]]]] = {}
+    taps: list[tuple[bool, set[int]]] = []  # each convolution: transposed?, its taps' classes
+    for eqn in probe.eqns:
+        kernel = eqn.inputs[1] if eqn.primitive == "conv_general_dilated" else None
+        if isinstance(kernel, Var):
+            spatial = eqn.params["dimension_numbers"].rhs_spec[2:]
+            found = {flow.find(probe.nodes[kernel][axis]) for axis in spatial}
+            taps.append((is_transposed_conv(eqn.params), found))
     # A transposed convolution's taps stay: its output, stride * size + padding - taps, has no
     # rule of ours once they differ between the traces (dataflow.flow_transposed_conv).
-    kept = {
-        flow.find(probe.nodes[eqn.inputs[1]][axis])
-        for eqn in probe.eqns
-        if eqn.primitive == "conv_general_dilated"
-        and is_transposed_conv(eqn.params)
-        and isinstance(eqn.inputs[1], Var)
-        for axis in eqn.params["dimension_numbers"].rhs_spec[2:]
-    }
+    kept = set().union(*(found for transposed, found in taps if transposed))
+    every_tap = set().union(*(found for _, found in taps))
     for root, axes in flow.input_classes().items():
         if root in kept:
             continue
@@ -233,8 +234,8 @@ def _probe_specs(
             trial = _scaled(shapes, axes, factor)
             if structure is not None and _structure(computation, trial, check, static) == structure:
                 shapes, factor = trial, factor + 2
-            else:
-                alone.append(axes)
+            elif flow.find(probe.nodes[inputs[axes[0][0]]][axes[0][1]]) not in every_tap:
+                alone.append(axes)  # a convolution's taps never move with another size
     # Classes that trace scaled only together: a size no input code shows ties them (a
     # LayerNorm's weights over a transposed convolution's output width, twice its input's).
     while structure is not None and len(alone) > 1:

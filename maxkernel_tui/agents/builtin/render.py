@@ -22,7 +22,15 @@ import numpy as np
 from maxkernel_tui.agents.builtin import source_parts as parts
 from maxkernel_tui.agents.builtin.dims import Dim
 from maxkernel_tui.agents.builtin.epilogue import GROUP_HELPER, ROW_GROUP_HELPER, emit_body
-from maxkernel_tui.agents.builtin.layout import COL, ROW, SCALAR, TILE, Kind
+from maxkernel_tui.agents.builtin.layout import (
+    COL,
+    PERIODIC_COL,
+    ROW,
+    SCALAR,
+    TILE,
+    Kind,
+    product_of,
+)
 from maxkernel_tui.agents.builtin.operand_precision import (
     OperandPrecision,
     PrecisionChoice,
@@ -47,6 +55,7 @@ _ROLE = {
     TILE: OperandRole.TILE,
     ROW: OperandRole.ROW,
     COL: OperandRole.COL,
+    PERIODIC_COL: OperandRole.COL,  # tiled over the block's columns by XLA, outside
     SCALAR: OperandRole.SCALAR,
 }
 # The roles whose blocks are tiled along rows (the row block's alignment follows their dtypes).
@@ -81,6 +90,7 @@ class _Operand:
     batched: bool
     form: tuple[Dim, ...]  # the array the stage's piece receives
     head: bool = False  # an operand of the stage's matmul or convolution (read by its head)
+    periodic: bool = False  # a periodic column value (layout.PERIODIC_COL), tiled to its form
 
 
 def render_kernel(plan: Plan, tunables: Tunables, precision: PrecisionChoice | None = None) -> str:
@@ -316,10 +326,10 @@ class _Writer:
             keywords.append(f"operands={chosen.value!r}")
         if isinstance(stage, ConvStage):  # the image axis: of each epilogue operand and result
             keywords.append(f"batched={_tuple([str(o.batched) for o in extras + outputs])}")
-        if isinstance(stage, TransposedVolumeConvStage):
-            keywords += [f"dilation={stage.dilation}", f"padding={stage.padding}"]
         elif stage.batched:
             keywords.append(f"batched={_tuple([str(o.batched) for o in heads + extras + outputs])}")
+        if isinstance(stage, TransposedVolumeConvStage):
+            keywords += [f"dilation={stage.dilation}", f"padding={stage.padding}"]
         return keywords
 
     def _operand_precision(self, stage: MatmulStage | ConvStage) -> OperandPrecision | None:
@@ -355,6 +365,7 @@ class _Writer:
                     _ROLE[kind.name],
                     kind.batched,
                     _form(kind, stage),
+                    periodic=kind.name == PERIODIC_COL,
                 )
             )
         return operands
@@ -397,7 +408,10 @@ class _Writer:
         runner: str,
     ) -> None:
         """computation()'s call of the stage's piece, with the stage's operands and parameters."""
-        arguments = [self._as_form(o.var, o.form) for o in operands] + keywords
+        arguments = [
+            self._tiled(o) if o.periodic else self._as_form(o.var, o.form) for o in operands
+        ]
+        arguments += keywords
         names = [
             f"stage{stage.number}_out{i}" if len(outputs) > 1 else f"stage{stage.number}_out"
             for i in range(len(outputs))
@@ -409,11 +423,20 @@ class _Writer:
         for name, output in zip(names, outputs):
             self.values[output.var] = (name, output.form)
 
+    def _tiled(self, operand: _Operand) -> str:
+        """A periodic column value repeated over its block's columns: (1, columns)."""
+        period, columns = product_of(operand.var.shape), operand.form[-1]
+        times = columns.divided_by(period)
+        assert times is not None  # the planner placed it where its period divides the columns
+        flat = self._as_form(operand.var, (period,))
+        return f"jnp.tile({flat}, {self._dim(times)}).reshape(1, {self._dim(columns)})"
+
     def _as_form(self, var: Var, form: tuple[Dim, ...]) -> str:
         root = self.plan.storage.get(var, var)
         name, shape = self.values[root]
         if tuple(shape) == tuple(form):
             return name
+
         return f"{name}.reshape({self._shape(form) if form else '()'})"
 
     def _relayout_ready_values(self) -> None:
@@ -484,9 +507,15 @@ class _Writer:
 
 
 def _form(kind: Kind, stage: Stage) -> tuple[Dim, ...]:
-    """The array a stage receives for a value of this kind: 2-D, with the batch in front."""
+    """The array a stage receives for a value of this kind: 2-D, with the batch in front; a
+    periodic column value repeated over the columns of its epilogue's block (one output plane
+    of a volume, else the frame's)."""
     frame, one = stage.frame, Dim.const(1)
     rows, cols = frame.row_count, frame.cols
+    if kind.name == PERIODIC_COL:
+        if isinstance(stage, VolumeConvStage) and not stage.whole_volume:
+            return (one, stage.plane_pixels)
+        return (one, cols)
     lead = (frame.batch_count,) if kind.batched else ()
     return (
         lead

@@ -17,7 +17,7 @@ import numpy as np
 
 from maxkernel_tui.agents.builtin.dims import Dim
 from maxkernel_tui.agents.builtin.errors import CannotPlan
-from maxkernel_tui.agents.builtin.layout import GROUP_ROW, ROW, SCALAR, TILE
+from maxkernel_tui.agents.builtin.layout import GROUP_ROW, PERIODIC_COL, ROW, SCALAR, TILE
 from maxkernel_tui.agents.builtin.primitives import REDUCTIONS
 from maxkernel_tui.agents.builtin.stages import ConvStage
 
@@ -101,7 +101,8 @@ class VolumeConvStage(ConvStage):
     def check_per_plane(self) -> None:
         """Raise CannotPlan when the epilogue needs more than one output plane (a reduction over
         every voxel of a channel, groups wider than a plane), a result that is not per voxel, or
-        an operand that is not per channel or a scalar (the piece's BlockSpecs)."""
+        an operand that is not per channel, a scalar or periodic within a plane (the piece's
+        BlockSpecs)."""
         for var in self.outputs:
             if self.kinds[var].name != TILE:
                 raise CannotPlan(
@@ -109,10 +110,11 @@ class VolumeConvStage(ConvStage):
                     "output plane at a time"
                 )
         for var in self.inputs:
-            if self.kinds[var].name not in (ROW, SCALAR):
+            if self.kinds[var].name not in (ROW, SCALAR, PERIODIC_COL):
                 raise CannotPlan(
                     f"a 3-D convolution's epilogue reads a {self.kinds[var].name} operand; it "
-                    "takes per-channel values and scalars"
+                    "takes per-channel values, scalars and values per position in a plane's rows "
+                    "or pixels"
                 )
         for eqn in self.eqns:
             sources = [self.kind(o) for o in eqn.inputs]

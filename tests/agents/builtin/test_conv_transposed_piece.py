@@ -110,6 +110,33 @@ def test_phases_of_unequal_taps_and_strides(taps, dilation, padding):
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize(
+    ("shape", "chunk_pixels"),
+    [
+        ((1, 8, 2, 4, 32), 4096),  # rows of 64 output lanes: two per vreg (28k's)
+        ((2, 8, 2, 6, 16), 64),  # rows of 32 lanes, chunks of two input rows
+        ((1, 8, 2, 3, 64), 4096),  # rows of a whole vreg
+    ],
+)
+def test_whole_vreg_interleaving_at_stride_two(shape, chunk_pixels):
+    """Input rows laid out an output row apart: the phases interleave 128 lanes at a time."""
+    image, kernel = _random(*shape, seed=7), _random(8, 8, 4, 4, 4, seed=8)
+    dilation, padding = (2, 2, 2), ((2, 2),) * 3
+    got = _run(
+        image,
+        kernel,
+        roles=(),
+        outputs=(("tile", jnp.float32),),
+        batched=(True,),
+        epilogue=_copy,
+        dilation=dilation,
+        padding=padding,
+        operands="highest",
+        chunk_pixels=chunk_pixels,
+    )
+    np.testing.assert_allclose(got, _reference(image, kernel, dilation, padding), atol=1e-5)
+
+
 def test_few_channels_bf16_operands_and_two_results():
     image, kernel = _random(2, 3, 2, 3, 4, seed=5), _random(8, 3, 4, 4, 4, seed=6)
     dilation, padding = (2, 2, 2), ((2, 2),) * 3
@@ -158,8 +185,9 @@ def test_the_kernel_multiplies_only_the_phases_taps():
     assert analysis.grid == [2, 2, 4]  # images, blocks of 8 output channels, depth per phase
     flops = analysis.mxu_flops_per_step * analysis.steps
     useful = 2 * 2 * 16 * (8 * 16 * 16) * 8 * 8  # 2 x batch x out channels x voxels x taps
-    # the chunks' rows reach over the padded width: a few more columns than output pixels
-    assert useful <= flops <= 1.4 * useful
+    # input rows laid out an output row (16 lanes) apart, for whole-vreg interleaving: twice
+    # the 8 columns a phase's row has (the dilated form: 8 times the taps)
+    assert flops == 2 * useful
 
 
 def test_the_kernel_compiles_for_v5e_at_28k_plane_sizes():

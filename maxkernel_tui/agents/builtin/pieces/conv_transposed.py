@@ -12,8 +12,9 @@ Per image, block of output channels and per-phase depth index m, the kernel comp
 depth phase's output plane (s_d * m + r): the input planes it reads come from a ring in VMEM (one
 new plane per step, as conv_volume.py's), each height and width phase is a matmul per chunk of
 rows over lane-shifted slices of the planes (conv.py's taps), and the width phases of a row are
-interleaved in VMEM (a lane gather: Mosaic refuses a store strided along the lanes) into the
-plane's f32 sum, row by row in its order. The epilogue, translated
+interleaved in VMEM (lane gathers: Mosaic refuses a store strided along the lanes) into the
+plane's f32 sum: at stride 2 with input rows laid out an output row apart, a whole vreg of
+output at a time (four gathers and selects), else row by row. The epilogue, translated
 from the reference's jaxpr, runs on each finished plane (conv_volume.py's per-plane epilogue),
 whose copy to HBM overlaps the next step.
 
@@ -38,10 +39,7 @@ from maxkernel_tui.agents.builtin.pieces.blocks import (
     _pick_block,
 )
 from maxkernel_tui.agents.builtin.pieces.conv import _chunking, _epilogue_in_blocks, _fit_conv_rows
-from maxkernel_tui.agents.builtin.pieces.conv_volume import (
-    _volume_operand_block,
-    _volume_taps_block,
-)
+from maxkernel_tui.agents.builtin.pieces.conv_volume import _volume_in_specs
 from maxkernel_tui.agents.builtin.pieces.rowwise import _rowwise_block
 
 # Preferred block of output channels: the generated file defines its own under `# Tunables`.
@@ -112,12 +110,46 @@ def _interleaved(pieces):
     return parts[0] if len(parts) == 1 else jnp.concatenate(parts, axis=1)
 
 
+def _interleaved_blocks(parts, acc_ref, first, count, line):
+    """Output rows 2 * first .. 2 * (first + count) - 1 of a stride-2 plane into acc_ref, from the
+    products parts[b][c] (tm, count * line) of height phase b and width phase c, input row p at
+    lanes (p - first) * line (its first line // 2 lanes are outputs). 128 output lanes at a time,
+    whole vregs: each block's lanes of one phase come from one 128-lane block of its product, by
+    a lane gather, and the four phases are selected by lane."""
+    rows = parts[0][0].shape[0]
+    lane = jax.lax.broadcasted_iota(jnp.int32, (rows, 128), 1)
+    for block in range(2 * count * line // 128):
+        position = block * 128 + lane  # within the chunk's output rows
+        y, x = position // line, position % line
+        source = (y // 2) * line + x // 2  # within a product
+        out = None
+        for b in range(2):
+            for c in range(2):
+                # the product block that holds every lane of this phase here (one, by geometry;
+                # none where the block is one output row of the other height phase)
+                lanes = range(block * 128, (block + 1) * 128)
+                first_lane = next(
+                    (k for k in lanes if ((k // line) % 2, (k % line) % 2) == (b, c)), None
+                )
+                if first_lane is None:
+                    continue
+                held = ((first_lane // line) // 2 * line + (first_lane % line) // 2) // 128
+                values = jnp.take_along_axis(
+                    parts[b][c][:, held * 128 : (held + 1) * 128], source % 128, axis=1
+                )
+                chosen = jnp.logical_and(y % 2 == b, x % 2 == c)
+                out = values if out is None else jnp.where(chosen, values, out)
+        acc_ref[:, pl.ds(2 * first * line + block * 128, 128)] = out
+
+
 def _transposed_plane(planes, taps_ref, acc_ref, column, phases, geometry, chunk_rows, operands):
     """acc_ref (tm, out pixels of one plane) = one depth phase's output plane: `planes` are the
     padded input planes its taps read (each (channels, height * width)), `column` the first of
     its weights in taps_ref; phases: (height phases, width phases), each (count, first read)."""
     height_phases, width_phases = phases
-    width, out_height, out_width = geometry  # padded input width; per-phase output sizes
+    # padded input width; per-phase output sizes; whether the rows are laid out a plane's row
+    # apart (`width` = line) for whole-vreg interleaving (_interleaved_blocks)
+    width, out_height, out_width, aligned = geometry
     line = out_width * len(width_phases)  # one row of the output plane
     channels = planes[0].shape[0]
     weights = []
@@ -129,7 +161,8 @@ def _transposed_plane(planes, taps_ref, acc_ref, column, phases, geometry, chunk
             column += size
     for first in range(0, out_height, chunk_rows):  # unrolled while tracing: static lane offsets
         count = min(chunk_rows, out_height - first)
-        span = (count - 1) * width + out_width
+        span = count * width if aligned else (count - 1) * width + out_width
+        products = []
         for b, (count_h, read_h) in enumerate(height_phases):
             parts = []
             for c, (count_w, read_w) in enumerate(width_phases):
@@ -141,10 +174,15 @@ def _transposed_plane(planes, taps_ref, acc_ref, column, phases, geometry, chunk
                 ]
                 patch = jnp.concatenate(views, axis=0)
                 parts.append(_mxu_dot(weights[b * len(width_phases) + c], patch, operands))
+            products.append(parts)
+            if aligned:
+                continue
             for row in range(count):
                 y = (first + row) * len(height_phases) + b
                 pieces = [part[:, row * width : row * width + out_width] for part in parts]
                 acc_ref[:, pl.ds(y * line, line)] = _interleaved(pieces)
+        if aligned:
+            _interleaved_blocks(products, acc_ref, first, count, line)
     return column
 
 
@@ -265,6 +303,20 @@ def _transposed_volume_conv_stage(
     rows, _, *taps = kernel.shape
     axes = [_axis_phases(*axis) for axis in zip(sizes, dilation, padding, taps)]
     (out_d, pad_d, depth_phases), (out_h, pad_h, height_phases), (out_w, pad_w, width_phases) = axes
+    line = out_w * len(width_phases)
+    padded_width = sizes[2] + sum(pad_w)
+    # Stride 2 in height and width, an output row of 128 lanes, a whole number of them, or a
+    # part of 128 (and whole 128-lane blocks per plane), and input rows that fit in one: input
+    # rows laid out `line` lanes apart, so the phases interleave a vreg at a time (more MXU
+    # columns, far fewer unaligned lane moves than row by row).
+    aligned = (
+        tuple(dilation[1:]) == (2, 2)
+        and (128 % line == 0 or line % 128 == 0)
+        and padded_width <= line
+        and 2 * out_h * line % 128 == 0
+    )
+    if aligned:  # one more row: the last row's taps read past its end
+        pad_h, pad_w = (pad_h[0], pad_h[1] + 1), (pad_w[0], pad_w[1] + line - padded_width)
     image = jnp.pad(image, ((0, 0), (0, 0), pad_d, pad_h, pad_w))
     _, _, planes_in, height, width = image.shape
     weights = _phase_taps(kernel, depth_phases, height_phases, width_phases)
@@ -277,6 +329,10 @@ def _transposed_volume_conv_stage(
         image.dtype, channels, largest, width, out_h, out_w, operands, chunk_pixels, patch_bytes
     )
     assert stacked, "channels fill whole sublane tiles once filled"
+    if aligned:  # a chunk's output rows fill whole 128-lane blocks
+        rows_per_block = max(1, 64 // line)
+        chunk_rows = max(rows_per_block, chunk_rows // rows_per_block * rows_per_block)
+        span_lanes = chunk_rows * width
     phase_count = len(depth_phases)
 
     def footprint(tm, sub):
@@ -285,12 +341,13 @@ def _transposed_volume_conv_stage(
         # temporaries on `sub` rows.
         blocks = _block_bytes(tm, weights.shape[1], kernel.dtype)
         blocks += sum(
-            _block_bytes(*_rowwise_block(role, tm, 1)[0], array.dtype)
+            _block_bytes(*_rowwise_block(role, tm, cols)[0], array.dtype)
             for role, array in zip(roles, others)
         )
         blocks += sum(phase_count * _block_bytes(tm, cols, dtype) for _, dtype in outputs)
         chunk = _block_bytes(largest, span_lanes, image.dtype)
-        chunk += (1 + len(width_phases)) * _block_bytes(tm, span_lanes, jnp.float32)
+        products = len(width_phases) * (len(height_phases) if aligned else 1)
+        chunk += (1 + products) * _block_bytes(tm, span_lanes, jnp.float32)
         work = temporaries * _block_bytes(sub, cols, jnp.float32)
         ring = (span + 1) * _block_bytes(channels, height * width, image.dtype)
         return 2 * blocks + ring + _block_bytes(tm, cols, jnp.float32) + chunk + work
@@ -306,7 +363,7 @@ def _transposed_volume_conv_stage(
             for axis, phases in enumerate((depth_phases, height_phases, width_phases))
         ),
         window=(base, span),
-        geometry=(width, out_h, out_w),
+        geometry=(width, out_h, out_w, aligned),
         chunk_rows=chunk_rows,
         operands=operands,
         sub=sub,
@@ -318,14 +375,7 @@ def _transposed_volume_conv_stage(
             for _, dtype in outputs
         ],
         grid=(batch, rows // tm, out_d),
-        in_specs=[
-            pl.BlockSpec(memory_space=pl.ANY),
-            pl.BlockSpec((tm, weights.shape[1]), _volume_taps_block),
-            *(
-                _volume_operand_block(role, flag, tm)
-                for role, flag in zip(roles, batched[: len(others)])
-            ),
-        ],
+        in_specs=_volume_in_specs(weights.shape[1], tm, roles, batched[: len(others)], cols),
         out_specs=[pl.BlockSpec(memory_space=pl.ANY) for _ in outputs],
         scratch_shapes=[
             pltpu.VMEM((tm, cols), jnp.float32),

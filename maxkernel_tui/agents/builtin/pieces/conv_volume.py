@@ -13,7 +13,8 @@ blocks of rows (it may reduce over a plane's rows of pixels, not across planes) 
 VMEM slots per result, whose copy to HBM overlaps the next step. A block of one plane cannot be
 a BlockSpec (the plane axis is second-minor in (channels, depth, pixels), and a block of 1 there
 is no whole (8, 128) tile for Mosaic), hence the copies; the output planes of an image run in
-order ('arbitrary'). The epilogue's operands are per channel or scalars (BlockSpecs).
+order ('arbitrary'). The epilogue's operands are per channel, scalars or per pixel of a plane
+(BlockSpecs).
 
 render.py copies these functions into each kernel file unchanged (with conv.py's, blocks.py's
 and rowwise.py's helpers and the file's BLOCK_* tunables) and calls `_volume_conv_stage`;
@@ -118,16 +119,26 @@ def _volume_conv_kernel(
             write(k, d - 1).wait()
 
 
-def _volume_operand_block(role, batched, tm):
-    """The BlockSpec of an epilogue operand (per channel or scalar) on the (image, out-channel
-    block, output plane) grid: rowwise.py's block by role, the image's axis in front when
-    `batched`."""
-    shape, index = _rowwise_block(role, tm, 1)
+def _volume_operand_block(role, batched, tm, cols):
+    """The BlockSpec of an epilogue operand (per channel, a scalar, or per pixel of a plane,
+    the same for every plane) on the (image, out-channel block, output plane) grid: rowwise.py's
+    block by role (`cols`: a plane's pixels), the image's axis in front when `batched`."""
+    shape, index = _rowwise_block(role, tm, cols)
 
     def block(b, i, d):
         return ((b,) if batched else ()) + index(i, 0)
 
     return pl.BlockSpec(((None,) if batched else ()) + tuple(shape), block)
+
+
+def _volume_in_specs(taps, tm, roles, batched, cols):
+    """The BlockSpecs of a volume kernel's inputs: the image left in HBM (the kernel copies its
+    planes), every one of the `taps` weights of an out-channel block, the epilogue's operands."""
+    return [
+        pl.BlockSpec(memory_space=pl.ANY),
+        pl.BlockSpec((tm, taps), _volume_taps_block),
+        *(_volume_operand_block(role, flag, tm, cols) for role, flag in zip(roles, batched)),
+    ]
 
 
 def _volume_taps_block(b, i, d):
@@ -179,7 +190,7 @@ def _volume_conv_stage(
         # plane's sum, one chunk's patch and product, the epilogue's temporaries on `sub` rows.
         blocks = _block_bytes(tm, weights, kernel.dtype)
         blocks += sum(
-            _block_bytes(*_rowwise_block(role, tm, 1)[0], array.dtype)
+            _block_bytes(*_rowwise_block(role, tm, cols)[0], array.dtype)
             for role, array in zip(roles, others)
         )
         blocks += sum(_block_bytes(tm, cols, dtype) for _, dtype in outputs)
@@ -207,14 +218,7 @@ def _volume_conv_stage(
             jax.ShapeDtypeStruct((batch, rows, out_depth, cols), dtype) for _, dtype in outputs
         ],
         grid=(batch, rows // tm, out_depth),
-        in_specs=[
-            pl.BlockSpec(memory_space=pl.ANY),
-            pl.BlockSpec((tm, weights), _volume_taps_block),
-            *(
-                _volume_operand_block(role, flag, tm)
-                for role, flag in zip(roles, batched[: len(others)])
-            ),
-        ],
+        in_specs=_volume_in_specs(weights, tm, roles, batched[: len(others)], cols),
         out_specs=[pl.BlockSpec(memory_space=pl.ANY) for _ in outputs],
         scratch_shapes=[
             pltpu.VMEM((tm, cols), jnp.float32),
