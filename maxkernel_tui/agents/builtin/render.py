@@ -346,7 +346,8 @@ class _Writer:
         wide = any(np.dtype(operand.dtype).itemsize > 2 for operand in (head.lhs, head.rhs))
         if chosen in (OperandPrecision.BF16, OperandPrecision.BF16X3) and wide:
             return chosen
-        if chosen == OperandPrecision.HIGHEST or (chosen is None and head.precision):
+        # bf16 operands' products are exact in one pass, and Mosaic refuses them at HIGHEST
+        if wide and (chosen == OperandPrecision.HIGHEST or (chosen is None and head.precision)):
             return OperandPrecision.HIGHEST
         return None
 

@@ -11,6 +11,7 @@ from maxkernel_tui.agents.builtin.draft import plan_task
 from maxkernel_tui.agents.builtin.operand_precision import operand_words
 from maxkernel_tui.agents.builtin.precision import bf16_share, choose_precisions
 from maxkernel_tui.agents.builtin.tunables import Tunables
+from maxkernel_tui.kernels.loader import load_task
 from maxkernel_tui.kernels.perf.analysis import ReferenceCost
 from tests.support.f32_gemm_task import gemm_relu_reference, write_task
 
@@ -117,3 +118,41 @@ def test_the_measured_bf16_share_grows_with_the_contraction_depth_it_is_measured
     assert 0 < shallow < deep < 1
     tight = write_task(tmp_path / "tight", 1e-6)
     assert bf16_share(tight, "bench", {"rows": 64, "depth": 512, "cols": 256}, matmuls=1) > 10
+
+
+BF16_HIGHEST = """\
+import jax
+import jax.numpy as jnp
+
+CONFIGS = {
+    "bench": {"m": 512, "k": 1024, "n": 768},
+    "check": {"m": 128, "k": 256, "n": 384},
+}
+
+
+def get_inputs(config="bench", seed=0):
+    c = CONFIGS[config]
+    k_a, k_b = jax.random.split(jax.random.key(seed))
+    a = jax.random.normal(k_a, (c["m"], c["k"]), jnp.bfloat16)
+    b = jax.random.normal(k_b, (c["k"], c["n"]), jnp.bfloat16)
+    return (a, b), ()
+
+
+def computation(a, b):
+    return jnp.maximum(jnp.dot(a, b, precision=jax.lax.Precision.HIGHEST), 0)
+"""
+
+
+def test_bf16_operands_are_not_asked_for_highest_even_where_the_reference_asks(tmp_path):
+    """A product of bf16 values is exact in one pass, and Mosaic refuses bf16 operands at
+    Precision.HIGHEST: the kernel keeps the default where the reference's operands are bf16."""
+    folder = tmp_path / "bf16_highest"
+    folder.mkdir()
+    (folder / "reference.py").write_text(BF16_HIGHEST)
+    (folder / "kernel_task.yaml").write_text(
+        "task_id: bf16_highest\ndescription: bf16 GEMM at HIGHEST + ReLU\ncategory: gemm\n"
+        "operation: matmul + relu\natol: 0.05\nrtol: 0.05\n"
+    )
+    (plan, *_) = plan_task(load_task(folder))
+    source = plan.render(plan.start)
+    assert "_matmul_stage(" in source and "operands='highest'" not in source
