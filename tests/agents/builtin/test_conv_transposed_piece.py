@@ -11,13 +11,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from jax.experimental.pallas import tpu as pltpu
 
 from maxkernel_tui.agents.builtin.pieces import conv_transposed
 from maxkernel_tui.kernels import aot
 from maxkernel_tui.kernels.perf.pallas_analysis import analyze
+from tests.support.interpret import interpreted, normal
 
-INTERPRET = pltpu.InterpretParams(uninitialized_memory="nan", out_of_bounds_reads="raise")
 pytestmark = pytest.mark.slow  # interpret mode: seconds per kernel on a busy 2-core machine
 
 
@@ -27,13 +26,8 @@ def small_blocks(monkeypatch):
     monkeypatch.setattr(conv_transposed, "BLOCK_ROWS", 8)
 
 
-def _random(*shape, dtype=jnp.float32, seed=0):
-    return jax.random.normal(jax.random.key(seed), shape, dtype)
-
-
 def _run(*args, **kwargs):
-    with pltpu.force_tpu_interpret_mode(INTERPRET):
-        return jax.block_until_ready(conv_transposed._transposed_volume_conv_stage(*args, **kwargs))
+    return interpreted(conv_transposed._transposed_volume_conv_stage, *args, **kwargs)
 
 
 def _reference(image, kernel, dilation, padding):
@@ -60,8 +54,8 @@ def _bias_tanh(acc, bias_ref, out_ref, *, tm, tn):
 def test_conv_transpose3d_geometry_with_a_bias_over_several_channel_blocks():
     """PyTorch's ConvTranspose3d(stride 2, padding 1, kernel 4): the dilated input padded by
     k - 1 - p = 2, the flipped kernel; eight phases of 2 x 2 x 2 taps."""
-    image, kernel = _random(2, 8, 3, 4, 5), _random(16, 8, 4, 4, 4, seed=1)
-    bias = _random(16, 1, seed=2)
+    image, kernel = normal(2, 8, 3, 4, 5), normal(16, 8, 4, 4, 4, seed=1)
+    bias = normal(16, 1, seed=2)
     dilation, padding = (2, 2, 2), ((2, 2),) * 3
     got = _run(
         image,
@@ -93,7 +87,7 @@ def test_conv_transpose3d_geometry_with_a_bias_over_several_channel_blocks():
 )
 def test_phases_of_unequal_taps_and_strides(taps, dilation, padding):
     width = 81 if taps == (4, 4, 4) else 5
-    image, kernel = _random(1, 8, 3, 2, width, seed=3), _random(8, 8, *taps, seed=4)
+    image, kernel = normal(1, 8, 3, 2, width, seed=3), normal(8, 8, *taps, seed=4)
     got = _run(
         image,
         kernel,
@@ -120,7 +114,7 @@ def test_phases_of_unequal_taps_and_strides(taps, dilation, padding):
 )
 def test_whole_vreg_interleaving_at_stride_two(shape, chunk_pixels):
     """Input rows laid out an output row apart: the phases interleave 128 lanes at a time."""
-    image, kernel = _random(*shape, seed=7), _random(8, 8, 4, 4, 4, seed=8)
+    image, kernel = normal(*shape, seed=7), normal(8, 8, 4, 4, 4, seed=8)
     dilation, padding = (2, 2, 2), ((2, 2),) * 3
     got = _run(
         image,
@@ -138,7 +132,7 @@ def test_whole_vreg_interleaving_at_stride_two(shape, chunk_pixels):
 
 
 def test_few_channels_bf16_operands_and_two_results():
-    image, kernel = _random(2, 3, 2, 3, 4, seed=5), _random(8, 3, 4, 4, 4, seed=6)
+    image, kernel = normal(2, 3, 2, 3, 4, seed=5), normal(8, 3, 4, 4, 4, seed=6)
     dilation, padding = (2, 2, 2), ((2, 2),) * 3
 
     def epilogue(acc, out_ref, half_ref, *, tm, tn):
