@@ -237,8 +237,10 @@ def _probe_specs(
             elif flow.find(probe.nodes[inputs[axes[0][0]]][axes[0][1]]) not in every_tap:
                 alone.append(axes)  # a convolution's taps never move with another size
     # Classes that trace scaled only together: a size no input code shows ties them (a
-    # LayerNorm's weights over a transposed convolution's output width, twice its input's).
-    while structure is not None and len(alone) > 1:
+    # LayerNorm's weights over a transposed convolution's output width, twice its input's). Only
+    # beside a transposed convolution: elsewhere a pair moved together can make sizes coincide
+    # anew (a plain convolution's output with its image's other sizes) and bind them wrongly.
+    while kept and structure is not None and len(alone) > 1:
         pair = next(
             (
                 (a, b)
