@@ -275,10 +275,11 @@ PLAIN_AT_PRODUCTION = {
 
 
 def write_plain(root: Path, task_id: str, tol: float = 1e-3) -> Path:
-    return _write_plain(root, task_id, tol, {**PLAIN, **PLAIN_AT_PRODUCTION}[task_id])
+    return write_plain_source(root, task_id, tol, {**PLAIN, **PLAIN_AT_PRODUCTION}[task_id])
 
 
-def _write_plain(root: Path, task_id: str, tol: float, source: str) -> Path:
+def write_plain_source(root: Path, task_id: str, tol: float, source: str) -> Path:
+    """A plain folder of `task_id` whose reference.py is `source` (dedented)."""
     folder = root / task_id
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "kernel_task.yaml").write_text(_YAML.format(task_id=task_id, tol=tol))
@@ -326,4 +327,4 @@ PLAIN_SMALL = {
 
 def write_plain_small(root: Path, task_id: str, tol: float = 1e-3) -> Path:
     """A plain folder of `task_id` at small sizes (PLAIN_SMALL)."""
-    return _write_plain(root, task_id, tol, PLAIN_SMALL[task_id])
+    return write_plain_source(root, task_id, tol, PLAIN_SMALL[task_id])

@@ -24,7 +24,7 @@ from maxkernel_tui.agents.builtin.layout import (
     Kind,
     same_layout,
 )
-from maxkernel_tui.agents.builtin.planner import reduces_images, reduces_rows
+from maxkernel_tui.agents.builtin.planner import finished, reduces_images, reduces_rows
 from maxkernel_tui.agents.builtin.primitives import (
     ELEMENTWISE,
     REDUCTIONS,
@@ -178,6 +178,17 @@ class BodyEmitter:
         result = eqn.outputs[0]
         result_kind = self.stage.kinds[result]
         source_kind = self.stage.kind(eqn.inputs[0])
+        if self.stage.reduces_rows and not finished(self.stage, result_kind):
+            # A column-reduction stage's values per block (the tiles it reduces): computed at
+            # every row block, before the reduction reads them.
+            self.lines = self.step_lines
+            self._translate(eqn, source_kind, result_kind)
+            self.lines = self.finish_lines
+            return
+        self._translate(eqn, source_kind, result_kind)
+
+    def _translate(self, eqn: Eqn, source_kind: Kind, result_kind: Kind) -> None:
+        result = eqn.outputs[0]
         if is_elementwise(eqn.primitive, len(eqn.inputs)):
             arguments = [self._operand(o) for o in eqn.inputs]
             self._assign(result, ELEMENTWISE[eqn.primitive](arguments, eqn.params))

@@ -118,6 +118,11 @@ class _Planner:
         self.storage: dict[Var, Var] = {}
         self.relayouts: list[Eqn] = []
         self.relaid: set[Var] = set()  # values a relayout produces: read from HBM like inputs
+        self.readers: dict[Var, list[Eqn]] = {}  # the equations that read each value
+        for eqn in program.eqns:
+            for operand in eqn.inputs:
+                if isinstance(operand, Var):
+                    self.readers.setdefault(operand, []).append(eqn)
 
     def plan(self) -> Plan:
         if any(eqn.primitive == "iota" for eqn in self.program.eqns):
@@ -167,7 +172,7 @@ class _Planner:
             stage = self._companion(stage)
         if not self._fits(eqn, stage):
             if eqn.primitive in REDUCTIONS:
-                stage = self._add(ColumnReductionStage(len(self.stages) + 1, stage.frame))
+                stage = self._column_reduction_stage(eqn, stage)
                 if not self._fits(eqn, stage):
                     raise CannotPlan(
                         f"`{eqn.primitive}` over {_shapes(eqn)} reduces in a way no tiling of its "
@@ -367,6 +372,39 @@ class _Planner:
         if key not in self.companions:
             self.companions[key] = self._add(Stage(len(self.stages) + 1, matmul_stage.frame))
         return self.companions[key]
+
+    def _column_reduction_stage(self, eqn: Eqn, source: Stage) -> Stage:
+        """The stage for a reduction over rows that `source` cannot hold. When `source` is an
+        element-wise stage whose values feed only itself and this reduction, it becomes that
+        stage: its tiles are reduced where they are made instead of going through HBM (a
+        variance's squared deviations). Else a new column-reduction stage."""
+        if self._feeds_only(source, eqn):
+            merged = ColumnReductionStage(
+                source.number, source.frame, list(source.eqns), dict(source.kinds)
+            )
+            if self._fits(eqn, merged):
+                self.stages[self.stages.index(source)] = merged
+                for var, owner in self.stage_of.items():
+                    if owner is source:
+                        self.stage_of[var] = merged
+                return merged
+        return self._add(ColumnReductionStage(len(self.stages) + 1, source.frame))
+
+    def _feeds_only(self, source: Stage, eqn: Eqn) -> bool:
+        """Whether `source` is a plain element-wise stage (no head, no reduction across its
+        columns, not a split matmul's epilogue) whose every computed value is read only by its
+        own equations or by `eqn`, and is not a result of the program."""
+        if type(source) is not Stage or source.full_cols or not source.eqns:
+            return False
+        if any(source is companion for companion in self.companions.values()):
+            return False
+        own = {id(e) for e in source.eqns} | {id(eqn)}
+        made = [o for e in source.eqns for o in e.outputs if o not in self.producer]
+        return all(
+            all(id(reader) in own for reader in self.readers.get(var, []))
+            and all(var is not out for out in self.program.outputs)
+            for var in made
+        )
 
     def _add(self, stage: Stage) -> Stage:
         self.stages.append(stage)
