@@ -33,7 +33,7 @@ from maxkernel_tui.agents.builtin.program import Probe, Program, trace_program
 from maxkernel_tui.agents.builtin.render import render_kernel
 from maxkernel_tui.agents.builtin.retention import recognise_retention
 from maxkernel_tui.agents.builtin.retention_render import render_retention
-from maxkernel_tui.agents.builtin.stages import MatmulStage, mxu_stages
+from maxkernel_tui.agents.builtin.stages import MatmulStage, mxu_heads
 from maxkernel_tui.agents.builtin.training import recognise_training
 from maxkernel_tui.agents.builtin.training_estimate import estimate_training, tune_training
 from maxkernel_tui.agents.builtin.training_render import (
@@ -122,7 +122,7 @@ def _plans(program: Program, task: Task, choose_precision: bool) -> list[KernelP
         ]
     split = plan_program(program, split_rowwise=True)
     stage_plans = [fused] if len(split.stages) == len(fused.stages) else [fused, split]
-    heads = [stage.head for stage in mxu_stages(fused.stages) if stage.head]
+    heads = mxu_heads(fused.stages)
     precision = (
         choose_precisions(task, len(heads), [bool(h.precision) for h in heads])
         if choose_precision
@@ -235,7 +235,7 @@ def mla_plan(program: Program, task: Task) -> KernelPlan:
 def _stage_kernel_plan(plan: Plan, precision: PrecisionChoice | None, split: Plan) -> KernelPlan:
     """`split`: the plan the tunable `fuse_epilogue` switches to when off (the same plan when
     nothing is fused)."""
-    heads = [stage.head for stage in mxu_stages(plan.stages) if stage.head]
+    heads = mxu_heads(plan.stages)
     knobs: tuple[str, ...] = ("block_rows",)
     column_blocks = any(not s.full_cols or s in plan.running for s in plan.stages)
     knobs += ("block_cols",) if column_blocks else ()

@@ -78,6 +78,14 @@ class KernelBody:
     accumulators: list[tuple[OperandRole, str]] = field(default_factory=list)
 
 
+def head_accumulators(stage: Stage) -> list[str]:
+    """Where the epilogue finds each head's finished sum: a matmul's accumulator ref (and one
+    per sibling), a convolution's local value."""
+    if not isinstance(stage, MatmulStage):
+        return ["acc"]
+    return ["acc_ref[...]", *(f"sibling{n}_ref[...]" for n in range(1, len(stage.heads)))]
+
+
 def emit_body(
     stage: Stage, table: DimTable, symbol_names: dict[str, str], ref_names: dict[Var, str]
 ) -> KernelBody:
@@ -104,9 +112,9 @@ class BodyEmitter:
         self.counter = 0
 
     def run(self) -> KernelBody:
-        result = self.stage.head_result
-        if result is not None:  # the matmul's accumulator scratch, or the convolution's local sum
-            accumulated = "acc_ref[...]" if isinstance(self.stage, MatmulStage) else "acc"
+        # the matmul's accumulator scratch (and its siblings'), or the convolution's local sum
+        for accumulated, head in zip(head_accumulators(self.stage), self.stage.heads):
+            result = head.result
             cast = "" if result.dtype == np.float32 else f".astype({dtype_source(result.dtype)})"
             self._assign(result, f"{accumulated}{cast}")
         for eqn in self.stage.eqns:

@@ -40,6 +40,7 @@ from maxkernel_tui.agents.builtin.primitives import (
 )
 from maxkernel_tui.agents.builtin.program import Eqn, Literal, Operand, Program, Var
 from maxkernel_tui.agents.builtin.running import RunningEpilogue, running_epilogue
+from maxkernel_tui.agents.builtin.shared_rows import share_rows
 from maxkernel_tui.agents.builtin.stages import (
     ColumnReductionStage,
     Conv,
@@ -136,6 +137,7 @@ class _Planner:
             if isinstance(output, Literal):
                 raise CannotPlan("the reference returns a constant")
             self._materialize(output)
+        share_rows(self.stages, self.program, self.stage_of, self.relaid, self.split)
         self._connect()
         for stage in self.stages:
             if isinstance(stage, VolumeConvStage) and stage.whole_volume:
@@ -393,8 +395,10 @@ class _Planner:
     def _feeds_only(self, source: Stage, eqn: Eqn) -> bool:
         """Whether `source` is a plain element-wise stage (no head, no reduction across its
         columns, not a split matmul's epilogue) whose every computed value is read only by its
-        own equations or by `eqn`, and is not a result of the program."""
-        if type(source) is not Stage or source.full_cols or not source.eqns:
+        own equations or by `eqn`, and is not a result of the program. (A stage over a
+        convolution's images spans their columns anyway, as does the reduction's.)"""
+        across_columns = source.full_cols and not source.batched
+        if type(source) is not Stage or across_columns or not source.eqns:
             return False
         if any(source is companion for companion in self.companions.values()):
             return False
@@ -445,8 +449,7 @@ class _Planner:
         needed_later: dict[Var, Var] = {o: o for o in self.program.outputs if isinstance(o, Var)}
         for stage in self.stages:
             produced = {o for e in stage.eqns for o in e.outputs}
-            if stage.head_result is not None:
-                produced.add(stage.head_result)
+            produced.update(head.result for head in stage.heads)
             operands = [
                 o for e in stage.eqns for o in e.inputs if isinstance(o, Var) and o not in produced
             ]

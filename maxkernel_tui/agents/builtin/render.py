@@ -21,7 +21,12 @@ import numpy as np
 
 from maxkernel_tui.agents.builtin import source_parts as parts
 from maxkernel_tui.agents.builtin.dims import Dim
-from maxkernel_tui.agents.builtin.epilogue import GROUP_HELPER, ROW_GROUP_HELPER, emit_body
+from maxkernel_tui.agents.builtin.epilogue import (
+    GROUP_HELPER,
+    ROW_GROUP_HELPER,
+    emit_body,
+    head_accumulators,
+)
 from maxkernel_tui.agents.builtin.layout import (
     COL,
     PERIODIC_COL,
@@ -46,7 +51,7 @@ from maxkernel_tui.agents.builtin.stages import (
     MatmulStage,
     OperandRole,
     Stage,
-    mxu_stages,
+    mxu_heads,
 )
 from maxkernel_tui.agents.builtin.tunables import Tunables
 from maxkernel_tui.agents.builtin.volume_stage import TransposedVolumeConvStage, VolumeConvStage
@@ -244,7 +249,8 @@ class _Writer:
                 "This is its epilogue, translated equation by equation from the reference's "
                 f"jaxpr, on one (tm, tn) block of the finished f32 {head}."
             )
-            refs.insert(0, "acc_ref" if isinstance(stage, MatmulStage) else "acc")
+            accumulators = [a.removesuffix("[...]") for a in head_accumulators(stage)]
+            refs[:0] = accumulators if stage.heads else []
             more = self._head_keywords(stage, heads, extras, outputs)
             if running is not None:
                 runner = "_running_matmul_stage"
@@ -321,6 +327,8 @@ class _Writer:
         keywords = []
         if isinstance(stage, MatmulStage) and stage.matmul.rhs_transposed:
             keywords.append("rhs_transposed=True")
+        if isinstance(stage, MatmulStage) and stage.siblings:
+            keywords.append(f"siblings={len(stage.siblings)}")
         chosen = self._operand_precision(stage)
         if chosen is not None:
             keywords.append(f"operands={chosen.value!r}")
@@ -338,7 +346,7 @@ class _Writer:
         passes (chosen, or asked by the reference); None leaves f32 blocks to Mosaic's default,
         one bf16 pass, as XLA's default precision does."""
         chosen = (
-            self.precision.per_matmul[mxu_stages(self.plan.stages).index(stage)]
+            self.precision.per_matmul[mxu_heads(self.plan.stages).index(stage.head)]
             if self.precision is not None
             else None
         )

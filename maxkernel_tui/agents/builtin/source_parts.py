@@ -53,7 +53,7 @@ ROW_GROUP_TOTALS = (groups._row_group_totals,)
 # Each family's stage, parameterised: the functions a file running it carries, in order.
 MATMUL_STAGE = (
     blocks._fit_blocks,
-    matmul._accumulate_product,
+    matmul._accumulate_products,
     matmul._matmul_kernel,
     matmul._lhs_block,
     matmul._rhs_block,
@@ -70,7 +70,7 @@ MATMUL_STAGE = (
 # A matmul whose row-wise epilogue carries running statistics across column blocks.
 RUNNING_STAGE = (
     blocks._fit_blocks,
-    matmul._accumulate_product,
+    matmul._accumulate_products,
     matmul._lhs_block,
     matmul._rhs_block,
     matmul._rhs_t_block,

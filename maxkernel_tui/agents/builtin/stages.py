@@ -134,6 +134,11 @@ class Stage:
         return self.head.result if self.head else None
 
     @property
+    def heads(self) -> list[Matmul | Conv]:
+        """Every matmul or convolution the stage computes before its epilogue."""
+        return [self.head] if self.head else []
+
+    @property
     def reads(self) -> list[Var]:
         """The operands of the matmul or convolution that heads the stage, read from HBM."""
         return [o.var for o in self.head_operands()]
@@ -182,6 +187,9 @@ class MatmulStage(Stage):
     and wrapper are pieces/matmul.py's; render.py writes its epilogue and parameters."""
 
     matmul: Matmul
+    # The same rows times other weights (same depth, columns and layout): the kernel reads each
+    # block of rows once for all of them, each product summed in its own f32 accumulator.
+    siblings: list[Matmul] = field(default_factory=list)
 
     head_scratch: ClassVar[int] = 1  # its f32 accumulator
 
@@ -189,16 +197,21 @@ class MatmulStage(Stage):
     def head(self) -> Matmul:
         return self.matmul
 
+    @property
+    def heads(self) -> list[Matmul | Conv]:
+        return [self.matmul, *self.siblings]
+
     def head_operands(self) -> list[HeadOperand]:
         matmul, frame = self.matmul, self.frame
         batch = (frame.batch_count,) if self.batched else ()
         rows, cols, depth = frame.row_count, frame.cols, matmul.depth
         lhs = HeadOperand(matmul.lhs, OperandRole.LHS, self.batched, batch + (rows, depth))
         if matmul.rhs_transposed:
-            rhs = HeadOperand(matmul.rhs, OperandRole.RHS_T, self.batched, batch + (cols, depth))
+            role, form = OperandRole.RHS_T, batch + (cols, depth)
         else:
-            rhs = HeadOperand(matmul.rhs, OperandRole.RHS, self.batched, batch + (depth, cols))
-        return [lhs, rhs]
+            role, form = OperandRole.RHS, batch + (depth, cols)
+        weights = [HeadOperand(m.rhs, role, self.batched, form) for m in (matmul, *self.siblings)]
+        return [lhs, *weights]
 
     @property
     def label(self) -> str:
@@ -219,6 +232,14 @@ class MatmulStage(Stage):
             else "a (depth, cols) weight"
         )
         batch = "batched " if self.batched else ""
+        if self.siblings:
+            weight = (
+                f"{len(self.siblings) + 1} weights stored (cols, depth), contracted on their "
+                "last axis"
+                if matmul.rhs_transposed
+                else f"{len(self.siblings) + 1} (depth, cols) weights"
+            )
+            weight += ", each block of rows read once for all of them"
         reach = ""
         if running:
             reach = (
@@ -227,9 +248,10 @@ class MatmulStage(Stage):
             )
         elif self.full_cols:
             reach = "; a block spans every column since the epilogue reduces over them"
+        accumulators = "an f32 accumulator each" if self.siblings else "f32 accumulator"
         return (
-            f"{batch}matmul of {np.dtype(matmul.lhs.dtype).name} rows with {weight}, f32 "
-            f"accumulator in VMEM, depth last and 'arbitrary'; fused epilogue of "
+            f"{batch}matmul of {np.dtype(matmul.lhs.dtype).name} rows with {weight}, "
+            f"{accumulators} in VMEM, depth last and 'arbitrary'; fused epilogue of "
             f"{_epilogue(self)}{reach}."
         )
 
@@ -296,11 +318,11 @@ def asked_precision(eqn: Eqn) -> str | None:
     return "HIGHEST" if asked is not None and "HIGHEST" in str(asked) else None
 
 
-def mxu_stages(stages: list[Stage]) -> list[Stage]:
-    """The stages headed by a matmul or a convolution, in plan order: each gets one operand
-    precision (operand_precision.py), as the reference's dot_general or conv_general_dilated
-    equations do in program order (precision.py)."""
-    return [stage for stage in stages if stage.head is not None]
+def mxu_heads(stages: list[Stage]) -> list[Matmul | Conv]:
+    """Every matmul and convolution of the plan in plan order (a stage's siblings after its
+    head): the reference's dot_general and conv_general_dilated equations in program order, each
+    with its own operand precision (precision.py)."""
+    return [head for stage in stages for head in stage.heads]
 
 
 def _epilogue(stage: Stage) -> str:

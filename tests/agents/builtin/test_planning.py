@@ -29,7 +29,7 @@ from tests.support.unplannable import write_sorting_task
         ("38k", ["matmul + row-wise epilogue", "multi-stage (matmul+row-wise)"]),
         ("12p", ["row-wise reduction"]),
         ("14p", ["batched matmul"]),
-        ("9p", ["multi-stage (matmul+matmul+matmul)"]),
+        ("9p", ["multi-stage (matmul+matmul)"]),  # gate and up projections share the rows
         (
             "40k",
             ["multi-stage (matmul+element-wise)", "multi-stage (matmul+row-wise+element-wise)"],
@@ -40,8 +40,8 @@ from tests.support.unplannable import write_sorting_task
         (
             "17p",
             [
-                "multi-stage (element-wise+matmul+matmul+matmul+matmul+batched "
-                "matmul+row-wise+matmul+matmul)"
+                # the four gated projections of the same rows in one stage
+                "multi-stage (element-wise+matmul+batched matmul+row-wise+matmul+matmul)"
             ],
         ),
         ("5p", ["attention"]),
@@ -53,7 +53,8 @@ from tests.support.unplannable import write_sorting_task
         ("3p", ["MLA (projections + RoPE + flash attention)"]),  # attention between projections
         (
             "31k",
-            ["multi-stage (matmul+column-reduction+element-wise+column-reduction+element-wise)"],
+            # the squared deviations reduced where they are made
+            ["multi-stage (matmul+column-reduction+column-reduction+element-wise)"],
         ),
         (
             "13p",

@@ -19,7 +19,7 @@ from maxkernel_tui.agents.builtin.stages import (
     Matmul,
     MatmulStage,
     Stage,
-    mxu_stages,
+    mxu_heads,
 )
 
 ROWS, COLS, DEPTH, BATCH = (Dim(Fraction(1), (name,)) for name in ("s0", "s1", "s2", "s3"))
@@ -84,9 +84,22 @@ def test_every_kind_summarises_itself_in_a_sentence(label):
     assert summary.endswith(".") and "equation(s) of the reference" in summary
 
 
-def test_the_stages_headed_by_a_matmul_or_a_convolution_each_take_one_operand_precision():
-    assert mxu_stages(list(STAGES.values())) == [
-        STAGES["matmul"],
-        STAGES["batched matmul"],
-        STAGES["convolution"],
+def test_every_matmul_and_convolution_takes_one_operand_precision_siblings_after_their_head():
+    assert mxu_heads(list(STAGES.values())) == [
+        STAGES["matmul"].matmul,
+        STAGES["batched matmul"].matmul,
+        STAGES["convolution"].conv,
     ]
+    shared, other = matmul_stage(), matmul_stage()
+    shared.siblings.append(other.matmul)
+    assert mxu_heads([STAGES["element-wise"], shared]) == [shared.matmul, other.matmul]
+
+
+def test_a_sibling_matmul_reads_its_own_weight_beside_the_shared_rows():
+    shared, other = matmul_stage(transposed=True), matmul_stage(transposed=True)
+    shared.siblings.append(other.matmul)
+    roles = [o.role for o in shared.head_operands()]
+    assert roles == ["lhs", "rhs_t", "rhs_t"]
+    assert shared.reads == [shared.matmul.lhs, shared.matmul.rhs, other.matmul.rhs]
+    assert "2 weights stored (cols, depth)" in shared.summary()
+    assert "an f32 accumulator each" in shared.summary()

@@ -32,48 +32,63 @@ BLOCK_COLS = 512
 BLOCK_DEPTH = 512
 
 
-def _accumulate_product(acc_ref, lhs_ref, rhs_ref, rhs_transposed, operands):
-    """acc += lhs @ rhs for one depth step, in f32, its f32 operands taken as `operands` says
-    (blocks._mxu_dot)."""
+def _accumulate_products(acc_refs, lhs_ref, rhs_refs, rhs_transposed, operands):
+    """acc += lhs @ rhs for one depth step and each weight, in f32, its f32 operands taken as
+    `operands` says (blocks._mxu_dot); the block of rows is loaded once for every weight."""
     # the weight stored (cols, depth) when rhs_transposed: both contracted on their last axis
     contracting = ((1,), (1,)) if rhs_transposed else ((1,), (0,))
-    acc_ref[...] += _mxu_dot(lhs_ref[...], rhs_ref[...], operands, contracting)
+    lhs = lhs_ref[...]
+    for acc_ref, rhs_ref in zip(acc_refs, rhs_refs):
+        acc_ref[...] += _mxu_dot(lhs, rhs_ref[...], operands, contracting)
 
 
 def _matmul_kernel(
-    *refs, epilogue, inputs, rhs_transposed, operands, batched, in_place=None, chunk=None, sliced=()
+    *refs,
+    epilogue,
+    inputs,
+    rhs_transposed,
+    operands,
+    batched,
+    in_place=None,
+    chunk=None,
+    sliced=(),
+    siblings=0,
 ):
     """Accumulate lhs @ rhs over depth steps in f32, then run the epilogue once per output
-    block. refs: lhs, rhs, the epilogue's `inputs - 2` input refs, its output refs, and the
-    accumulator scratch, unless `in_place` (the index of an f32 tile output) accumulates in that
-    output's block. `operands`: how the matmul takes f32 operands (blocks._mxu_dot). `chunk`:
+    block. refs: lhs, rhs, `siblings` more weights of the same shape, the epilogue's input refs
+    (`inputs` counts every input), its output refs, and an accumulator scratch per weight,
+    unless `in_place` (the index of an f32 tile output, no siblings) accumulates in that
+    output's block. `operands`: how the matmuls take f32 operands (blocks._mxu_dot). `chunk`:
     the epilogue runs on that many rows at a time (its temporaries stay small on wide rows);
     `sliced` says which of the epilogue's refs are tiled along rows."""
-    lhs_ref, rhs_ref = refs[0], refs[1]
-    acc_ref = refs[-1] if in_place is None else refs[inputs + in_place]
-    others = refs[2:-1] if in_place is None else refs[2:]
+    lhs_ref, rhs_refs = refs[0], refs[1 : 2 + siblings]
+    if in_place is None:
+        acc_refs, others = refs[len(refs) - 1 - siblings :], refs[2 + siblings : -1 - siblings]
+    else:
+        acc_refs, others = (refs[inputs + in_place],), refs[2:]
     depth_axis = 3 if batched else 2
     k = pl.program_id(depth_axis)
 
     @pl.when(k == 0)
-    def _zero_accumulator():
-        acc_ref[...] = jnp.zeros_like(acc_ref)
+    def _zero_accumulators():
+        for acc_ref in acc_refs:
+            acc_ref[...] = jnp.zeros_like(acc_ref)
 
-    _accumulate_product(acc_ref, lhs_ref, rhs_ref, rhs_transposed, operands)
+    _accumulate_products(acc_refs, lhs_ref, rhs_refs, rhs_transposed, operands)
 
     @pl.when(k == pl.num_programs(depth_axis) - 1)
     def _epilogue():
         if chunk is None:
-            epilogue(acc_ref, *others)
+            epilogue(*acc_refs, *others)
             return
 
         def one_chunk(c, carry):
             rows = pl.ds(pl.multiple_of(c * chunk, chunk), chunk)
             views = [ref.at[rows] if tiled else ref for ref, tiled in zip(others, sliced)]
-            epilogue(acc_ref.at[rows], *views)
+            epilogue(*(acc_ref.at[rows] for acc_ref in acc_refs), *views)
             return carry
 
-        jax.lax.fori_loop(0, acc_ref.shape[0] // chunk, one_chunk, 0)
+        jax.lax.fori_loop(0, acc_refs[0].shape[0] // chunk, one_chunk, 0)
 
 
 def _lhs_block(i, j, k):
@@ -173,10 +188,13 @@ def _matmul_stage(
     row_align=8,
     temporaries=1,
     epilogue_rows=32,
+    siblings=0,
 ):
     """One matmul stage: lhs (batch?, rows, depth) times rhs (batch?, depth, cols), or (batch?,
     cols, depth) when `rhs_transposed`, then `epilogue(acc_ref, *other_refs, *out_refs, tm=,
-    tn=)`. roles: the role of each of `others`; outputs: (role, dtype) of each result;
+    tn=)`. `siblings`: the first that many of `others` are more weights like rhs, each summed
+    in its own accumulator, which the epilogue receives after acc_ref. roles: the role of each
+    of the other `others`; outputs: (role, dtype) of each result;
     batched: whether each operand (lhs, rhs, others, outputs, in order) has the batch axis,
     empty for an unbatched grid. `full_cols`: a block spans every column (the epilogue reduces
     over them). `temporaries`: f32 (tm, tn) values besides the blocks (the accumulator among
@@ -188,7 +206,7 @@ def _matmul_stage(
     tm = _pick_block(rows, BLOCK_ROWS, row_align)
     tn = cols if full_cols else _pick_block(cols, BLOCK_COLS, 128)
     tk = _pick_block(depth, BLOCK_DEPTH, 128)
-    in_roles = ["lhs", "rhs_t" if rhs_transposed else "rhs", *roles]
+    in_roles = ["lhs", *["rhs_t" if rhs_transposed else "rhs"] * (1 + siblings), *roles]
 
     # Whole rows: the sum accumulates in its f32 output block when there is one, and the
     # epilogue runs on `epilogue_rows` rows at a time, so wide rows still fit large row blocks.
@@ -198,7 +216,7 @@ def _matmul_stage(
         for n, (role, dtype) in enumerate(outputs)
         if role == "tile" and jnp.dtype(dtype) == jnp.float32
     ]
-    in_place = f32_tiles[0] if wide and f32_tiles else None
+    in_place = f32_tiles[0] if wide and f32_tiles and not siblings else None
 
     def chunk_rows(tm):
         return _pick_block(tm, epilogue_rows, row_align) if wide else tm
@@ -206,7 +224,8 @@ def _matmul_stage(
     def footprint(tm, tk):
         # Two buffers per pipelined block, the f32 accumulator and the epilogue's temporaries.
         blocks = _blocks_bytes(in_roles, (lhs, rhs, *others), outputs, tm, tn, tk)
-        accumulator = 0 if in_place is not None else _block_bytes(tm, tn, jnp.float32)
+        accumulators = 0 if in_place is not None else 1 + siblings
+        accumulator = accumulators * _block_bytes(tm, tn, jnp.float32)
         live = (temporaries - 1) * _block_bytes(chunk_rows(tm), tn, jnp.float32)
         return 2 * blocks + accumulator + live
 
@@ -230,6 +249,7 @@ def _matmul_stage(
         in_place=in_place,
         chunk=chunk if chunk < tm else None,
         sliced=sliced,
+        siblings=siblings,
     )
     out_shape = [
         jax.ShapeDtypeStruct((*lead, *sizes[role]) if flag else sizes[role], dtype)
@@ -246,7 +266,9 @@ def _matmul_stage(
             _role_block(role, flag, batched_grid, tm, tn, tk)
             for (role, _), flag in zip(outputs, out_flags)
         ],
-        scratch_shapes=[] if in_place is not None else [pltpu.VMEM((tm, tn), jnp.float32)],
+        scratch_shapes=[]
+        if in_place is not None
+        else [pltpu.VMEM((tm, tn), jnp.float32) for _ in range(1 + siblings)],
         compiler_params=_compiler_params(semantics, footprint(tm, tk)),
     )(lhs, rhs, *others)
     return results[0] if len(results) == 1 else results

@@ -31,7 +31,7 @@ from maxkernel_tui.agents.builtin.pieces.blocks import (
     _pick_block,
 )
 from maxkernel_tui.agents.builtin.pieces.matmul import (
-    _accumulate_product,
+    _accumulate_products,
     _blocks_bytes,
     _role_block,
 )
@@ -58,7 +58,7 @@ def _running_kernel(*refs, epilogue, inputs, outputs, statistics, rhs_transposed
         for stat_ref, initial in zip(stat_refs, statistics):
             stat_ref[...] = jnp.full(stat_ref.shape, initial, jnp.float32)
 
-    _accumulate_product(acc_ref, lhs_ref, rhs_ref, rhs_transposed, operands)
+    _accumulate_products((acc_ref,), lhs_ref, (rhs_ref,), rhs_transposed, operands)
 
     @pl.when(k == pl.num_programs(2) - 1)
     def _fold_block():
