@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from maxkernel_tui.kernels.evaluation.harness import Harness
 from maxkernel_tui.kernels.loader import builtin_suite_dir, load_task
 from maxkernel_tui.kernels.task import Task
 
@@ -33,3 +34,10 @@ def renamed_task(tmp_path_factory: pytest.TempPathFactory) -> Task:
         meta.pop(label, None)
     (folder / "kernel_task.yaml").write_text(yaml.safe_dump(meta))
     return load_task(folder)
+
+
+@pytest.fixture(scope="module")
+def harness():
+    """The real harness, shared by a module's tests (its workers start once)."""
+    with Harness() as shared:
+        yield shared

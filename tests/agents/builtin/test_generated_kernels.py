@@ -11,29 +11,18 @@ from pathlib import Path
 
 import pytest
 
-from maxkernel_tui.agents.builtin import draft_kernel
-from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
-from maxkernel_tui.kernels.evaluation.source import KernelSource
+from maxkernel_tui.kernels.evaluation.harness import Harness
 from maxkernel_tui.kernels.loader import find_task
 from maxkernel_tui.kernels.task import Task
+from tests.support.judged import judged_draft
 
-OPTIONS = EvalOptions(seeds=1)  # one fresh seed and the held-out shapes: CI time
 # The agent traces with jax in this process; the harness then starts workers (fork + exec at once).
 pytestmark = [pytest.mark.filterwarnings("ignore:os.fork:RuntimeWarning"), pytest.mark.slow]
 
 
-@pytest.fixture(scope="module")
-def harness():
-    with Harness() as shared:
-        yield shared
-
-
 def accepted(harness: Harness, task: Task, folder: Path, *, tune: bool) -> None:
-    draft = draft_kernel(task, tune=tune)
-    kernel = folder / "kernel.py"
-    kernel.write_text(draft.source)
-    report = harness.evaluate(KernelSource.read(kernel), task, OPTIONS)
-    assert report.verdict == "accepted", (draft.family, report.failure)
+    report = judged_draft(harness, task, folder, tune=tune)
+    assert report.verdict == "accepted", (task.task_id, report.failure)
 
 
 @pytest.mark.parametrize(

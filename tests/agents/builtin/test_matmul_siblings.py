@@ -12,15 +12,13 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from maxkernel_tui.agents.builtin import draft_kernel
 from maxkernel_tui.agents.builtin.pieces import matmul
 from maxkernel_tui.agents.builtin.planner import plan_program
 from maxkernel_tui.agents.builtin.program import Probe, trace_program
 from maxkernel_tui.agents.builtin.stages import MatmulStage, mxu_heads
-from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
-from maxkernel_tui.kernels.evaluation.source import KernelSource
 from maxkernel_tui.kernels.loader import load_task
 from tests.support.interpret import interpreted, normal
+from tests.support.judged import judged_draft
 from tests.support.task_folders import write_plain_source
 
 
@@ -156,21 +154,10 @@ def test_matmuls_that_must_stay_apart_do(tmp_path, name):
     assert _in_program_order(plan)
 
 
-@pytest.fixture(scope="module")
-def harness():
-    with Harness() as shared:
-        yield shared
-
-
 @pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:os.fork:RuntimeWarning")
 @pytest.mark.parametrize("style", list(STYLES))
 def test_each_style_is_accepted_by_the_harness(harness, tmp_path, style):
     folder = write_plain_source(tmp_path, f"proj_{style}", 2e-2, _INPUTS + STYLES[style])
-    task = load_task(folder)
-    kernel = tmp_path / "kernel.py"
-    draft = draft_kernel(task)
-    assert "siblings=1" in draft.source
-    kernel.write_text(draft.source)
-    report = harness.evaluate(KernelSource.read(kernel), task, EvalOptions(seeds=1))
+    report = judged_draft(harness, load_task(folder), tmp_path, must_contain="siblings=1")
     assert report.verdict == "accepted", report.failure

@@ -15,9 +15,8 @@ from maxkernel_tui.agents.builtin import draft_kernel
 from maxkernel_tui.agents.builtin.planner import finished, plan_program
 from maxkernel_tui.agents.builtin.program import Probe, trace_program
 from maxkernel_tui.agents.builtin.stages import ColumnReductionStage
-from maxkernel_tui.kernels.evaluation.harness import EvalOptions, Harness
-from maxkernel_tui.kernels.evaluation.source import KernelSource
 from maxkernel_tui.kernels.loader import load_task
+from tests.support.judged import judged_draft
 from tests.support.task_folders import write_plain_source
 
 _INPUTS = """
@@ -140,18 +139,9 @@ def test_the_merged_stage_computes_its_tiles_at_every_row_block(tmp_path):
     assert "acc0_ref[...]" in finish and "/" in finish
 
 
-@pytest.fixture(scope="module")
-def harness():
-    with Harness() as shared:
-        yield shared
-
-
 @pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:os.fork:RuntimeWarning")
 @pytest.mark.parametrize("style", list(STYLES))
 def test_each_style_is_accepted_by_the_harness(harness, tmp_path, style):
-    task = load_task(_folder(tmp_path, style))
-    kernel = tmp_path / "kernel.py"
-    kernel.write_text(draft_kernel(task).source)
-    report = harness.evaluate(KernelSource.read(kernel), task, EvalOptions(seeds=1))
+    report = judged_draft(harness, load_task(_folder(tmp_path, style)), tmp_path)
     assert report.verdict == "accepted", report.failure
