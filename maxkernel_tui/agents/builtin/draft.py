@@ -59,6 +59,9 @@ class KernelPlan:
     start: Tunables
     precision: PrecisionChoice | None = None
     as_reference: Callable[[Tunables], str] | None = None
+    # The share of estimated time this plan must save over the others to be chosen: a fusion
+    # that buys nothing leaves the simpler kernel (whose production tiles sample in less memory).
+    must_save: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -90,6 +93,10 @@ def plan_task(task: Task, *, choose_precision: bool = False) -> list[KernelPlan]
         knobs = ("block_rows", "block_cols") if spec.ragged else ("block_cols",)
         render = partial(render_paged_attention, spec)
         return [KernelPlan(spec.family, render, knobs, PAGED_START)]
+
+
+# What a plan whose matmuls share their rows must save, as a share of the plain plan's time.
+SHARED_ROWS_MUST_SAVE = 0.02
 
 
 def _plans(program: Program, task: Task, choose_precision: bool) -> list[KernelPlan]:
@@ -128,7 +135,13 @@ def _plans(program: Program, task: Task, choose_precision: bool) -> list[KernelP
         if choose_precision
         else None
     )
-    return [_stage_kernel_plan(plan, precision, split) for plan in stage_plans]
+    plans = [_stage_kernel_plan(plan, precision, split) for plan in stage_plans]
+    if any(isinstance(s, MatmulStage) and s.siblings for s in fused.stages):
+        # matmuls sharing their rows must save time to be chosen over the plain plan
+        plans[0] = replace(plans[0], must_save=SHARED_ROWS_MUST_SAVE)
+        unshared = plan_program(program, share=False)
+        plans.append(_stage_kernel_plan(unshared, precision, unshared))
+    return plans
 
 
 def draft_kernel(task: Task, *, tune: bool = True, target: str = DEFAULT_TARGET) -> KernelDraft:
@@ -143,7 +156,8 @@ def draft_candidates(
     """One draft per plan (autotuned with `tune`; without, the first plan only, untuned), the
     best estimate first. CannotPlan when no plan has a tiling that fits. The autotune times its
     best few settings with `timer`, by default the TPU's when there is one."""
-    drafts, problems = [], []
+    drafts: list[tuple[float, KernelDraft]] = []
+    problems = []
     timer = timer if timer is not None else (device_timer(task) if tune else None)
     for plan in plan_task(task, choose_precision=True)[: None if tune else 1]:
         if task.gradients:  # the model's forward and backward, against XLA's gradient
@@ -167,14 +181,13 @@ def draft_candidates(
         else:
             tunables, found = plan.start, estimate_source(plan.render(plan.start), task, target)
             chosen_by = "not tuned: the plan's defaults (estimated)"
-        drafts.append(
-            KernelDraft(
-                plan.render(tunables), plan.family, tunables, found, chosen_by, plan.precision
-            )
+        draft = KernelDraft(
+            plan.render(tunables), plan.family, tunables, found, chosen_by, plan.precision
         )
+        drafts.append((found.seconds * (1 + plan.must_save), draft))
     if not drafts:
         raise CannotPlan("; ".join(problems))
-    return sorted(drafts, key=lambda draft: draft.estimate.seconds)
+    return [draft for _, draft in sorted(drafts, key=lambda ranked: ranked[0])]
 
 
 def grouped_plan(program: Program, task: Task) -> KernelPlan:

@@ -77,20 +77,20 @@ class Plan:
         return self.stages[0].family
 
 
-def plan_program(program: Program, split_rowwise: bool = False) -> Plan:
+def plan_program(program: Program, split_rowwise: bool = False, share: bool = True) -> Plan:
     """The stages for `program`. A matmul whose epilogue reduces over its columns computes it in
     the same kernel: with running statistics across column blocks where its dataflow allows
     (running.py), else on blocks of whole rows. With `split_rowwise`, such a matmul becomes a
     plain tiled matmul and a row-wise stage: one more trip through HBM, but the weight is no
     longer re-read for every block of rows (better when the rows are wide and the epilogue
-    needs them whole)."""
+    needs them whole). `share`: matmuls of the same rows share one stage (shared_rows.py)."""
     if program.untranslatable is not None:
         raise CannotPlan(program.untranslatable)
     if program.constants:
         raise CannotPlan(
             "the reference captures a constant array; only scalar constants are supported"
         )
-    fused = _Planner(program, frozenset()).plan()
+    fused = _Planner(program, frozenset(), share).plan()
     for stage in fused.stages:
         if isinstance(stage, MatmulStage) and (running := running_epilogue(stage)) is not None:
             fused.running[stage] = running
@@ -101,7 +101,7 @@ def plan_program(program: Program, split_rowwise: bool = False) -> Plan:
     )
     if not split_rowwise or not split:
         return fused
-    return _Planner(program, split).plan()
+    return _Planner(program, split, share).plan()
 
 
 # Values XLA lays out for the stage that reads them (no arithmetic): transposes, flips.
@@ -109,9 +109,10 @@ _RELAYOUTS = ("transpose", "rev")
 
 
 class _Planner:
-    def __init__(self, program: Program, split: frozenset[Eqn]) -> None:
+    def __init__(self, program: Program, split: frozenset[Eqn], share: bool) -> None:
         self.program = program
         self.split = split  # matmul equations whose epilogue goes to a stage of its own
+        self.share = share  # matmuls of the same rows share one stage
         self.companions: dict[Eqn, Stage] = {}
         self.stages: list[Stage] = []
         self.stage_of: dict[Var, Stage] = {}
@@ -137,7 +138,8 @@ class _Planner:
             if isinstance(output, Literal):
                 raise CannotPlan("the reference returns a constant")
             self._materialize(output)
-        share_rows(self.stages, self.program, self.stage_of, self.relaid, self.split)
+        if self.share:
+            share_rows(self.stages, self.program, self.stage_of, self.relaid, self.split)
         self._connect()
         for stage in self.stages:
             if isinstance(stage, VolumeConvStage) and stage.whole_volume:

@@ -12,11 +12,12 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from maxkernel_tui.agents.builtin import draft_kernel
 from maxkernel_tui.agents.builtin.pieces import matmul
 from maxkernel_tui.agents.builtin.planner import plan_program
 from maxkernel_tui.agents.builtin.program import Probe, trace_program
 from maxkernel_tui.agents.builtin.stages import MatmulStage, mxu_heads
-from maxkernel_tui.kernels.loader import load_task
+from maxkernel_tui.kernels.loader import find_task, load_task
 from tests.support.interpret import interpreted, normal
 from tests.support.judged import judged_draft
 from tests.support.task_folders import write_plain_source
@@ -67,7 +68,7 @@ _INPUTS = """
 
 
     def get_inputs(dtype=jnp.bfloat16):
-        rows, depth, cols = 256, 256, 384
+        rows, depth, cols = 16384, 128, 256  # the rows dominate the bytes: sharing them pays
         keys = jax.random.split(jax.random.key(0), 4)
         x = jax.random.normal(keys[0], (rows, depth), dtype=dtype)
         wa = (jax.random.normal(keys[1], (depth, cols)) * 0.05).astype(dtype)
@@ -161,3 +162,11 @@ def test_each_style_is_accepted_by_the_harness(harness, tmp_path, style):
     folder = write_plain_source(tmp_path, f"proj_{style}", 2e-2, _INPUTS + STYLES[style])
     report = judged_draft(harness, load_task(folder), tmp_path, must_contain="siblings=1")
     assert report.verdict == "accepted", report.failure
+
+
+@pytest.mark.slow
+def test_the_shared_plan_is_chosen_only_where_the_model_says_it_saves(suite_tasks):
+    # 17p's projections are bound by the rows' bytes; 9p's by the MXU (the same estimate either
+    # way, so the plain plan is kept)
+    assert "siblings=3" in draft_kernel(find_task("17p", suite_tasks)).source
+    assert "siblings=1" not in draft_kernel(find_task("9p", suite_tasks)).source
