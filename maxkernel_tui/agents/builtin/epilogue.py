@@ -78,12 +78,12 @@ class KernelBody:
     accumulators: list[tuple[OperandRole, str]] = field(default_factory=list)
 
 
-def head_accumulators(stage: Stage) -> list[str]:
-    """Where the epilogue finds each head's finished sum: a matmul's accumulator ref (and one
-    per sibling), a convolution's local value."""
+def head_sums(stage: Stage) -> list[str]:
+    """The epilogue's first parameters, one per head: where it finds each finished sum (a
+    matmul's accumulator ref and one per sibling, a convolution's local value)."""
     if not isinstance(stage, MatmulStage):
-        return ["acc"]
-    return ["acc_ref[...]", *(f"sibling{n}_ref[...]" for n in range(1, len(stage.heads)))]
+        return ["acc"] if stage.heads else []
+    return ["acc_ref", *(f"sibling{n}_ref" for n in range(1, len(stage.heads)))]
 
 
 def emit_body(
@@ -113,10 +113,11 @@ class BodyEmitter:
 
     def run(self) -> KernelBody:
         # the matmul's accumulator scratch (and its siblings'), or the convolution's local sum
-        for accumulated, head in zip(head_accumulators(self.stage), self.stage.heads):
+        loaded = "[...]" if isinstance(self.stage, MatmulStage) else ""
+        for name, head in zip(head_sums(self.stage), self.stage.heads):
             result = head.result
             cast = "" if result.dtype == np.float32 else f".astype({dtype_source(result.dtype)})"
-            self._assign(result, f"{accumulated}{cast}")
+            self._assign(result, f"{name}{loaded}{cast}")
         for eqn in self.stage.eqns:
             self._equation(eqn)
         for var in self.stage.outputs:

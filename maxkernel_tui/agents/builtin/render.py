@@ -25,7 +25,7 @@ from maxkernel_tui.agents.builtin.epilogue import (
     GROUP_HELPER,
     ROW_GROUP_HELPER,
     emit_body,
-    head_accumulators,
+    head_sums,
 )
 from maxkernel_tui.agents.builtin.layout import (
     COL,
@@ -249,8 +249,7 @@ class _Writer:
                 "This is its epilogue, translated equation by equation from the reference's "
                 f"jaxpr, on one (tm, tn) block of the finished f32 {head}."
             )
-            accumulators = [a.removesuffix("[...]") for a in head_accumulators(stage)]
-            refs[:0] = accumulators if stage.heads else []
+            refs[:0] = head_sums(stage)
             more = self._head_keywords(stage, heads, extras, outputs)
             if running is not None:
                 runner = "_running_matmul_stage"
@@ -346,7 +345,7 @@ class _Writer:
         passes (chosen, or asked by the reference); None leaves f32 blocks to Mosaic's default,
         one bf16 pass, as XLA's default precision does."""
         chosen = (
-            self.precision.per_matmul[mxu_heads(self.plan.stages).index(stage.head)]
+            self.precision.per_matmul[_index_of(stage.head, mxu_heads(self.plan.stages))]
             if self.precision is not None
             else None
         )
@@ -513,6 +512,11 @@ class _Writer:
             )
             + "\n"
         )
+
+
+def _index_of(item: object, items: list[Any]) -> int:
+    """Where `item` itself (not an equal one) is in `items`."""
+    return next(n for n, other in enumerate(items) if other is item)
 
 
 def _form(kind: Kind, stage: Stage) -> tuple[Dim, ...]:
