@@ -199,7 +199,9 @@ def _probe_specs(
     """The check-shape input specs with sizes told apart. The bench trace's dataflow says which
     input sizes are one (a class); each class to tell apart is scaled by its own odd factor, and
     stays scaled when the reference still traces the same way. `every`: every class; else only
-    the classes that differ between bench and check and coincide with another such class."""
+    the classes that differ between bench and check and coincide with another such class, and a
+    plain convolution's taps (a held-out configuration may move them where check does not: a
+    size that only coincides with them must not bind them)."""
     flow = SizeFlow()
     probe = _Builder(flow)
     try:
@@ -224,17 +226,20 @@ def _probe_specs(
             continue
         position, axis = axes[0]
         values = (bench[position].shape[axis], check[position].shape[axis])
-        if values[0] != values[1] or every:
+        if values[0] != values[1] or every or root in every_tap:
             coinciding.setdefault(values, []).append(axes)
     shapes = [list(spec.shape) for spec in check]
     structure = _structure(computation, shapes, check, static)
     factor, alone = 3, []
     for classes in coinciding.values():
-        for axes in classes if every else classes[1:]:
+        for n, axes in enumerate(classes):
+            tap = flow.find(probe.nodes[inputs[axes[0][0]]][axes[0][1]]) in every_tap
+            if n == 0 and not every and not tap:
+                continue  # the first of sizes that coincide stays: the others move apart from it
             trial = _scaled(shapes, axes, factor)
             if structure is not None and _structure(computation, trial, check, static) == structure:
                 shapes, factor = trial, factor + 2
-            elif flow.find(probe.nodes[inputs[axes[0][0]]][axes[0][1]]) not in every_tap:
+            elif not tap:
                 alone.append(axes)  # a convolution's taps never move with another size
     # Classes that trace scaled only together: a size no input code shows ties them (a
     # LayerNorm's weights over a transposed convolution's output width, twice its input's). Only

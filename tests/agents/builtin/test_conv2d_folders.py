@@ -14,6 +14,9 @@ import sys
 
 import pytest
 
+from maxkernel_tui.kernels.loader import load_task
+from maxkernel_tui.services.tasks import traced_task
+from tests.support.judged import judged_draft
 from tests.support.paths import BENCHMARKS, ISSUE40_CONV2D
 
 pytestmark = pytest.mark.slow  # plans and evaluates a task per case: minutes on a busy machine
@@ -44,3 +47,20 @@ def test_the_folder_is_planned_and_accepted(tmp_path, folder):
     verdicts = {row[1].strip(): row[3].strip() for row in rows if row[1].strip() != "task"}
     assert verdicts == {folder: "accepted"}, result.stdout[-3000:] + result.stderr[-2000:]
     assert result.returncode == 0
+
+
+@pytest.mark.filterwarnings("ignore:os.fork:RuntimeWarning")
+def test_a_described_folder_is_planned_for_the_taps_its_held_out_shapes_move(
+    harness, tmp_path, monkeypatch
+):
+    # Our own group-norm folder: its taps (3) coincide with its input channels, so tracing the
+    # reference parts them and the held-out shapes move the taps (6) where check keeps them (3).
+    # The plan must read the output size from the taps, not from check's constant.
+    monkeypatch.setenv("MAXKERNEL_TUI_CACHE_DIR", str(tmp_path / "cache"))
+    folder = tmp_path / "conv_groupnorm_lse_own"
+    shutil.copytree(ISSUE40_CONV2D / "conv_groupnorm_lse_own", folder)
+    task = traced_task(load_task(folder))
+    assert task.derivation is not None
+    assert task.derivation.sizes["heldout"]["TAPS"] != task.derivation.sizes["check"]["TAPS"]
+    report = judged_draft(harness, task, tmp_path, must_contain="- weight_dim2 + 1")
+    assert report.verdict == "accepted", report.failure
