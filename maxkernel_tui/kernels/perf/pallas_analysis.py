@@ -129,38 +129,64 @@ _LAYOUT = {"broadcast_in_dim", "reshape", "transpose", "squeeze", "expand_dims"}
 
 
 def matmul_traffic(closed_jaxpr: Any) -> list[list[float]]:
-    """Each matmul of a program outside Pallas kernels (XLA's side), once per run: [flops, bytes
-    it streams, bytes XLA's cost analysis counts for it]. It streams its operands at their own
-    size and writes its result; where an operand is a broadcast of a smaller array (`jnp.repeat`
-    of key heads for grouped attention) XLA fuses the broadcast into the dot, so the cost analysis
-    counts the source once while the dot streams it once per batch element it is broadcast to.
-    Measured on a v5e: JAXBench's paged attention baseline (key heads repeated 8x) took 3.57 ms,
-    its cost analysis's bytes 1.1 ms, these streams 3.65 ms (benchmarks/model_vs_jaxbench.py)."""
+    """Each matmul and convolution of a program outside Pallas kernels (XLA's side), once per
+    run: [flops, bytes it streams, bytes XLA's cost analysis counts for it, the share of the
+    MXU's peak XLA reaches on it]. It streams its operands at their own size and writes its
+    result; where a matmul's operand is a broadcast of a smaller array (`jnp.repeat` of key heads
+    for grouped attention) XLA fuses the broadcast into the dot, so the cost analysis counts the
+    source once while the dot streams it once per batch element it is broadcast to. Measured on
+    a v5e: JAXBench's paged attention baseline (key heads repeated 8x) took 3.57 ms, its cost
+    analysis's bytes 1.1 ms, these streams 3.65 ms (benchmarks/model_vs_jaxbench.py)."""
     producers: dict[Any, Any] = {
         out: site.eqn for site in walk(closed_jaxpr.jaxpr) for out in site.eqn.outvars
     }
     found = []
     for site in walk(closed_jaxpr.jaxpr):
-        if site.name != "dot_general":
+        if site.name == "conv_general_dilated":
+            flops, streamed, counted, share = _convolution(site.eqn)
+        elif site.name == "dot_general":
+            flops, streamed, counted, share = _matmul(site.eqn, producers)
+        else:
             continue
-        eqn: Any = site.eqn  # its avals' shapes are read untyped
-        (contracting, _), _ = eqn.params["dimension_numbers"]
-        lhs, rhs = eqn.invars[:2]
-        depth = math.prod(lhs.aval.shape[d] for d in contracting)
-        (out,) = eqn.outvars
-        streamed = counted = _bytes(out, _elements(out))
-        for operand in (lhs, rhs):
-            source = operand
-            while not hasattr(source, "val") and source in producers:  # a Var, not a literal
-                layout = producers[source]
-                if layout.primitive.name not in _LAYOUT:
-                    break
-                source = layout.invars[0]
-            streamed += _bytes(operand, _elements(operand))
-            counted += _bytes(operand, min(_elements(source), _elements(operand)))
-        flops = 2.0 * _elements(out) * depth
-        found.append([site.times * flops, site.times * streamed, site.times * counted])
+        found.append([site.times * flops, site.times * streamed, site.times * counted, share])
     return found
+
+
+# The share of the MXU's peak XLA's 2-D convolutions reach, against its matmuls' (XLA_EFFICIENCY
+# covers both): the time two more bf16 passes add to 22k's and 34k's references on a v5e (3.73
+# and 1.80 ms measured, benchmarks/results/measured_v5e.md) over what they add at the peak.
+CONVOLUTION_MXU_SHARE = 0.87
+
+
+def _matmul(eqn: Any, producers: dict[Any, Any]) -> tuple[float, float, float, float]:
+    """(flops, bytes streamed, bytes the cost analysis counts, MXU share) of a dot_general."""
+    (contracting, _), _ = eqn.params["dimension_numbers"]
+    lhs, rhs = eqn.invars[:2]
+    depth = math.prod(lhs.aval.shape[d] for d in contracting)
+    (out,) = eqn.outvars
+    streamed = counted = _bytes(out, _elements(out))
+    for operand in (lhs, rhs):
+        source = operand
+        while not hasattr(source, "val") and source in producers:  # a Var, not a literal
+            layout = producers[source]
+            if layout.primitive.name not in _LAYOUT:
+                break
+            source = layout.invars[0]
+        streamed += _bytes(operand, _elements(operand))
+        counted += _bytes(operand, min(_elements(source), _elements(operand)))
+    return 2.0 * _elements(out) * depth, streamed, counted, 1.0
+
+
+def _convolution(eqn: Any) -> tuple[float, float, float, float]:
+    """(flops, bytes streamed, bytes the cost analysis counts, MXU share) of a
+    conv_general_dilated: each output element sums its kernel's taps over the input channels of
+    its group, so its depth is the kernel's size per output channel."""
+    image, kernel = eqn.invars[:2]
+    (out,) = eqn.outvars
+    out_channels = kernel.aval.shape[eqn.params["dimension_numbers"].rhs_spec[0]]
+    depth = _elements(kernel) // out_channels
+    moved = sum(_bytes(v, _elements(v)) for v in (image, kernel, out))
+    return 2.0 * _elements(out) * depth, moved, moved, CONVOLUTION_MXU_SHARE
 
 
 def _elements(var: Any) -> int:

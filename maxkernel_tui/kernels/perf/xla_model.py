@@ -73,11 +73,23 @@ def xla_seconds(
         return cost.optimal_seconds
     peak = target.peak_bf16_flops / precision.passes
     matmuls = cost.matmuls or []
+    # What a fusion moves of what the cost analysis counts cannot exceed the program's count: a
+    # convolution whose consumers XLA fuses into it (39k's global mean) writes no output.
     alone = sum(
-        max(flops / peak, streamed / target.hbm_bandwidth) for flops, streamed, _ in matmuls
+        max(
+            flops / (peak * _mxu_share(m)),
+            (min(counted, cost.bytes_accessed) + streamed - counted) / target.hbm_bandwidth,
+        )
+        for flops, streamed, counted, *m in matmuls
     )
     rest_flops = max(cost.flops - sum(m[0] for m in matmuls), 0.0)
     rest_bytes = max(cost.bytes_accessed - sum(m[2] for m in matmuls), 0.0)
     rest = max(rest_flops / peak, rest_bytes / target.hbm_bandwidth)
     vector = (cost.transcendentals or 0.0) * XLA_OPS_PER_TRANSCENDENTAL / vector_rates(target)[0]
     return (alone + rest + vector) / XLA_EFFICIENCY
+
+
+def _mxu_share(rest: list[float]) -> float:
+    """The share of the MXU's peak XLA reaches on one matmul or convolution (after its bytes:
+    perf/pallas_analysis.matmul_traffic); 1 for a matmul stored before the share was."""
+    return rest[0] if rest else 1.0

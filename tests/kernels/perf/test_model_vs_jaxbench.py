@@ -21,6 +21,7 @@ from jax.experimental.pallas import tpu as pltpu
 
 from maxkernel_tui.kernels.perf.analysis import ReferenceCost
 from maxkernel_tui.kernels.perf.pallas_analysis import (
+    CONVOLUTION_MXU_SHARE,
     analyze,
     matmul_traffic,
     transcendental_elements,
@@ -29,6 +30,7 @@ from maxkernel_tui.kernels.perf.vector_rates import vector_rates
 from maxkernel_tui.kernels.perf.xla_model import (
     XLA_EFFICIENCY,
     XLA_OPS_PER_TRANSCENDENTAL,
+    XLA_PRECISIONS,
     xla_seconds,
 )
 from maxkernel_tui.kernels.targets import TARGETS
@@ -106,10 +108,10 @@ def test_a_matmul_streams_an_operand_broadcast_into_it_at_its_broadcast_size():
     def scores(q, k):
         return jnp.einsum("hqd,hkd->hqk", q, jnp.repeat(k, 8, axis=0))
 
-    ((flops, streamed, counted),) = matmul_traffic(jax.make_jaxpr(scores)(q, k))
+    ((flops, streamed, counted, share),) = matmul_traffic(jax.make_jaxpr(scores)(q, k))
     query, keys, out = 64 * 128 * 2, 8 * 2048 * 128 * 2, 64 * 2048 * 2
     assert flops == 2.0 * 64 * 2048 * 128
-    assert (streamed, counted) == (query + 8 * keys + out, query + keys + out)
+    assert (streamed, counted, share) == (query + 8 * keys + out, query + keys + out, 1.0)
     plain = matmul_traffic(jax.make_jaxpr(jnp.matmul)(k, jax.ShapeDtypeStruct((128, 256), F32)))
     assert plain[0][1] == plain[0][2]  # nothing broadcast: streamed as counted
 
@@ -129,6 +131,35 @@ def test_xla_matmuls_take_their_own_time_beside_the_rest_of_the_program():
     # the re-reads of a broadcast operand are the matmul's own traffic
     reread = ReferenceCost(flops=1e9, bytes_accessed=2e8, matmuls=[[1e9, 1.6e9, 2e8]])
     assert xla_seconds(reread, v6e) == pytest.approx(1.6e9 / v6e.hbm_bandwidth / XLA_EFFICIENCY)
+
+
+def test_a_convolution_is_a_fusion_of_its_own_at_the_share_of_the_mxu_xla_reaches():
+    # 22k's shapes: NCHW image, OIHW kernel, VALID; its MXU work scales with the passes
+    image = jax.ShapeDtypeStruct((128, 64, 128, 128), F32)
+    kernel = jax.ShapeDtypeStruct((128, 64, 3, 3), F32)
+
+    def conv(x, w):
+        return jax.lax.conv_general_dilated(x, w, (1, 1), "VALID")
+
+    ((flops, streamed, counted, share),) = matmul_traffic(jax.make_jaxpr(conv)(image, kernel))
+    out = 128 * 128 * 126 * 126
+    assert flops == 2.0 * out * 64 * 9
+    assert streamed == counted == 4.0 * (128 * 64 * 128 * 128 + 128 * 64 * 9 + out)
+    assert share == CONVOLUTION_MXU_SHARE
+    v5e = TARGETS["v5e"]
+    cost = ReferenceCost(
+        flops=flops, bytes_accessed=counted, matmuls=[[flops, streamed, counted, share]]
+    )
+    one, three = (xla_seconds(cost, v5e, XLA_PRECISIONS[p]) for p in (1, 3))
+    assert one == pytest.approx(streamed / v5e.hbm_bandwidth / XLA_EFFICIENCY)  # HBM-bound
+    assert three == pytest.approx(3 * flops / v5e.peak_bf16_flops / share / XLA_EFFICIENCY)
+    # XLA fused the consumer (a global mean) into it: no output written, as its bytes say
+    fused = ReferenceCost(
+        flops=flops, bytes_accessed=5e8, matmuls=[[flops, streamed, counted, share]]
+    )
+    assert xla_seconds(fused, v5e) == pytest.approx(
+        max(flops / v5e.peak_bf16_flops / share, 5e8 / v5e.hbm_bandwidth) / XLA_EFFICIENCY
+    )
 
 
 def test_the_larger_of_the_cost_analysis_and_jaxpr_transcendental_counts_holds():
