@@ -11,7 +11,11 @@ a reshape is free (a bitcast) only when it leaves the minor dimension alone and 
 one either alone or a whole number of sublane tiles on both sides; anything else is a copy.
 Control flow (scan, while, cond) with a kernel inside is a boundary: what goes in is
 materialised, what comes out is read as it is; without one it is XLA work like any other, which
-reads what goes in and writes what comes out. No jax import: the jaxpr's objects are read by
+reads what goes in and writes what comes out. A result is the exception: XLA chooses its layout,
+and where its row-major one would pad the tiles while a kernel's output, transposed into it,
+tiles exactly, it lays the result out as the kernel wrote it: the transpose is a bitcast (a 2-D
+convolution written pixels-major, (126, 126, 128, 128), into (128, 128, 126, 126); measured on a
+v5e: benchmarks/results/conv_output_layout.md). No jax import: the jaxpr's objects are read by
 their attributes."""
 
 from __future__ import annotations
@@ -68,6 +72,7 @@ def outside_traffic(closed_jaxpr: Any) -> OutsideTraffic:
     producer = {out: op for op in ops for out in op.outvars}
     resolve = _Resolver(ops)
     wanted = [v for op in ops if _is_boundary(op) for v in op.invars]
+    results = {resolve(v) for v in closed_jaxpr.jaxpr.outvars if _is_var(v)}
     wanted = [resolve(v) for v in [*wanted, *closed_jaxpr.jaxpr.outvars]]
     moved, copies, largest = 0, 0, (0, "")
     for value in dict.fromkeys(v for v in wanted if _is_var(v)):
@@ -76,6 +81,8 @@ def outside_traffic(closed_jaxpr: Any) -> OutsideTraffic:
             continue  # a program input, or another kernel's result as it is
         chain, sources = _chain(value, producer)
         if all(_is_free(o) for o in chain):
+            continue
+        if value in results and _laid_out_as_written(value, chain, sources, producer):
             continue
         whole = any(o.name in _READS_WHOLE for o in chain)
         written = _nbytes(value)
@@ -175,6 +182,29 @@ def _is_free(op: _Op) -> bool:
         return False
     before, after = _shape(op.invars[0]), _shape(op.outvars[0])
     return _same_tiles(before, after, _itemsize(op.outvars[0]))
+
+
+def _laid_out_as_written(
+    value: Any, chain: list[_Op], sources: list[Any], producer: dict[Any, _Op]
+) -> bool:
+    """Whether XLA gives the result `value` the layout its one kernel output has: the chain is
+    views and one transpose of that output, which tiles exactly where `value` row-major would
+    not."""
+    if len(sources) != 1 or not _is_var(sources[0]) or sources[0] not in producer:
+        return False
+    names = [o.name for o in chain]
+    if names.count("transpose") != 1 or any(n not in (*_VIEWS, "transpose") for n in names):
+        return False
+    sublanes = _SUBLANE_BYTES // max(_itemsize(value), 1)
+    return _tiles_exactly(_shape(sources[0]), sublanes) and not _tiles_exactly(
+        _shape(value), sublanes
+    )
+
+
+def _tiles_exactly(shape: tuple[int, ...], sublanes: int) -> bool:
+    """Whether an array of `shape`, row-major, fills its (sublanes, 128) tiles without padding."""
+    minor, second = (shape[-1:] or (1,))[0], (shape[-2:-1] or (1,))[0]
+    return minor % 128 == 0 and second % sublanes == 0
 
 
 def _same_tiles(before: tuple[int, ...], after: tuple[int, ...], itemsize: int) -> bool:

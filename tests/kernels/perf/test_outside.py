@@ -63,6 +63,31 @@ def test_the_result_re_tiled_after_the_kernel_is_counted_too() -> None:
     assert found.copies == 1 and found.bytes == 2 * 8 * 128 * 128 * F32
 
 
+@pytest.mark.parametrize(
+    ("written", "permutation", "free"),
+    [
+        ((14, 14, 128, 128), (2, 3, 0, 1), True),  # pixels-major into NCHW that would pad
+        ((14, 14 * 128, 128), (2, 3, 0, 1), True),  # the same through a view first
+        ((16, 16, 128, 128), (1, 0, 2, 3), False),  # a result that tiles exactly: XLA keeps it
+        ((14, 14, 128, 126), (2, 3, 0, 1), False),  # the kernel's own output pads
+    ],
+)
+def test_a_result_transposed_from_a_kernel_is_a_bitcast_where_only_xla_layout_avoids_padding(
+    written, permutation, free
+) -> None:
+    def program(x):
+        out = kernel(x)
+        if out.ndim == 3:
+            out = out.reshape(14, 14, 128, 128)
+        return jnp.transpose(out, permutation)
+
+    found = _traffic(program, written)
+    assert (found.copies == 0) is free
+    # the same transpose feeding another kernel is a copy: only a result's layout is XLA's
+    feeding = _traffic(lambda x: kernel(program(x)), written)
+    assert feeding.copies == 1
+
+
 def test_a_kernel_wrapped_in_jit_and_a_cast_inside_the_wrapper_are_seen() -> None:
     @jax.jit
     def wrapped(x):
