@@ -1,0 +1,203 @@
+"""A plain 2-D convolution (NCHW image, OIHW kernel, stride 1, no padding) written pixels-major,
+the layout XLA gives its result: physically (out height, out width, batch, out channels), tiles
+of images by out channels, so the transpose back to NCHW is a bitcast where an NCHW-writing
+kernel is followed by a copy of its whole output (benchmarks/results/conv_output_layout.md).
+
+XLA lays the image out first as (height, width, channels, batch), as it does for its own
+convolution: one pixel of every image is a (channels, batch) tile, so every tap of an output
+pixel is a whole tile read at a static offset, the taps of a pixel stack along the sublanes
+without moving a lane, and one matmul that contracts that stack's rows, (taps * channels,
+pixels * batch) against (taps * channels, out channels), gives the chunk's (pixels * batch, out
+channels) sum directly in the output's layout. Blocks of output rows and columns read their
+input rows and columns with the taps' overlap (element-indexed blocks). The epilogue, translated
+from the reference's jaxpr, runs on each chunk's sum: element-wise only, its per-channel
+operands (1, out channels) rows.
+
+render.py copies these functions into each kernel file unchanged (with blocks.py's helpers) and
+calls `_pixels_major_conv_stage` with the stage's parameters; tests call them directly in
+interpret mode. Imports jax.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+
+from maxkernel_tui.agents.builtin.pieces.blocks import (
+    VMEM_BUDGET,
+    _compiler_params,
+    _mxu_dot,
+)
+
+
+def _pixels_major_kernel(
+    image_ref, taps_ref, *refs, epilogue, outputs, taps, rows, cols, chunk, operands
+):
+    """A block of `rows` output rows by `cols` output columns of every image. image_ref:
+    (rows + taps_h - 1, cols + taps_w - 1, channels, batch); taps_ref: (taps_h * taps_w *
+    channels, out channels), taps in (dh, dw, channel) order; refs: the epilogue's operands,
+    then its `outputs` refs, each (rows, cols * batch, out channels)."""
+    operand_refs, out_refs = refs[: len(refs) - outputs], refs[len(refs) - outputs :]
+    taps_h, taps_w = taps
+    batch = image_ref.shape[3]
+    weights = taps_ref[...]
+    if operands == "bf16":
+        weights = weights.astype(jnp.bfloat16)
+
+    def one_row(row, carry):
+        for first in range(0, cols, chunk):  # unrolled while tracing: static offsets
+            count = min(chunk, cols - first)
+            # each pixel's taps stacked on the sublanes, the chunk's pixels side by side
+            patch = jnp.concatenate(
+                [
+                    jnp.concatenate(
+                        [
+                            image_ref[row + dh, first + pixel + dw]
+                            for dh in range(taps_h)
+                            for dw in range(taps_w)
+                        ],
+                        axis=0,
+                    )
+                    for pixel in range(count)
+                ],
+                axis=1,
+            )
+            total = _mxu_dot(patch, weights, operands, contracting=((0,), (0,)))
+            views = [ref.at[row, pl.ds(first * batch, count * batch)] for ref in out_refs]
+            epilogue(total, *operand_refs, *views, tm=count * batch)
+        return carry
+
+    jax.lax.fori_loop(0, rows, one_row, 0)
+
+
+def _whole_block(i, j):
+    """The same whole block at every step (the taps, a per-channel row)."""
+    return 0, 0
+
+
+def _pixels_major_conv_stage(
+    image,
+    kernel,
+    *others,
+    roles,
+    outputs,
+    epilogue,
+    operands=None,
+    temporaries=2,
+    chunk_rows=512,
+):
+    """One convolution stage written pixels-major: image (batch, channels, height, width) with
+    kernel (out channels, channels, taps_h, taps_w) into (batch, out channels, out pixels), then
+    `epilogue(total, *other_refs, *out_refs, tm=, tn=)` on each chunk of (pixels * batch, out
+    channels). roles: of each of `others`, "row" (one value per out channel, (out channels, 1))
+    or "scalar"; outputs: (role, dtype) of each result, every one a "tile". `temporaries`: f32
+    tiles the epilogue makes, for the VMEM estimate; a chunk spans about `chunk_rows` of the
+    matmul's rows (pixels * batch)."""
+    if operands == "bf16":  # cast where XLA lays the image out: half the bytes to copy and read
+        image = image.astype(jnp.bfloat16)
+    sublanes = 8 * max(1, 4 // jnp.dtype(image.dtype).itemsize)
+    if image.shape[1] % sublanes:  # zero channels fill the taps' last sublane tile
+        fill = ((0, 0), (0, -image.shape[1] % sublanes), (0, 0), (0, 0))
+        image, kernel = jnp.pad(image, fill), jnp.pad(kernel, fill)
+    batch, channels, height, width = image.shape
+    out_channels, _, taps_h, taps_w = kernel.shape
+    out_height, out_width = height - taps_h + 1, width - taps_w + 1
+    pixels_first = jnp.transpose(image, (2, 3, 1, 0))  # (height, width, channels, batch)
+    taps = jnp.transpose(kernel, (2, 3, 1, 0)).reshape(taps_h * taps_w * channels, out_channels)
+    rows_of = [a.reshape(1, out_channels) if role == "row" else a for role, a in zip(roles, others)]
+    chunk = max(1, min(out_width, chunk_rows // batch))
+
+    def footprint(rows, cols):
+        # Two buffers per pipelined block; one chunk's patch, sum and epilogue temporaries.
+        pixel = _padded(channels, batch, image.dtype)
+        blocks = (rows + taps_h - 1) * (cols + taps_w - 1) * pixel
+        blocks += _padded(taps.shape[0], out_channels, taps.dtype)
+        blocks += sum(
+            _padded(rows * cols * batch, out_channels, dtype) for _, dtype in outputs
+        )
+        patch = _padded(taps.shape[0], min(chunk, cols) * batch, image.dtype)
+        work = (1 + temporaries) * _padded(min(chunk, cols) * batch, out_channels, jnp.float32)
+        return 2 * blocks + patch + work
+
+    rows, cols = _fit_pixel_block(out_height, out_width, batch, footprint)
+    kernel_fn = functools.partial(
+        _pixels_major_kernel,
+        epilogue=functools.partial(epilogue, tn=out_channels),
+        outputs=len(outputs),
+        taps=(taps_h, taps_w),
+        rows=rows,
+        cols=cols,
+        chunk=min(chunk, cols),
+        operands=operands,
+    )
+    element = pl.Element
+    results = pl.pallas_call(
+        kernel_fn,
+        out_shape=[
+            jax.ShapeDtypeStruct((out_height, out_width * batch, out_channels), dtype)
+            for _, dtype in outputs
+        ],
+        grid=(out_height // rows, out_width // cols),
+        in_specs=[
+            pl.BlockSpec(
+                (
+                    element(rows + taps_h - 1),
+                    element(cols + taps_w - 1),
+                    element(channels),
+                    element(batch),
+                ),
+                lambda i, j: (i * rows, j * cols, 0, 0),
+            ),
+            pl.BlockSpec(taps.shape, _whole_block),
+            *(pl.BlockSpec(a.shape, _whole_block) for a in rows_of),
+        ],
+        out_specs=[
+            pl.BlockSpec((rows, cols * batch, out_channels), lambda i, j: (i, j, 0))
+            for _ in outputs
+        ],
+        compiler_params=_compiler_params(("parallel", "parallel"), footprint(rows, cols)),
+    )(pixels_first, taps, *rows_of)
+    shaped = [
+        jnp.transpose(r.reshape(out_height, out_width, batch, out_channels), (2, 3, 0, 1))
+        .reshape(batch, out_channels, out_height * out_width)
+        for r in results
+    ]
+    return shaped[0] if len(shaped) == 1 else shaped
+
+
+def _padded(rows, cols, dtype):
+    """VMEM bytes of a (rows, cols) tile array, padded to whole (sublane, 128-lane) tiles."""
+    itemsize = jnp.dtype(dtype).itemsize
+    sublanes = 8 * max(1, 4 // itemsize)
+    return -(-rows // sublanes) * sublanes * (-(-cols // 128) * 128) * itemsize
+
+
+def _fit_pixel_block(out_height, out_width, batch, footprint, preferred=16):
+    """(rows, cols): divisors of the output's height and width, at most `preferred` each, the
+    larger halved first until the footprint fits VMEM_BUDGET. A block of columns holds a whole
+    number of sublane tiles of pixels * batch rows unless it is the whole width."""
+
+    def divisors(size, fits):
+        return [d for d in range(1, size + 1) if size % d == 0 and fits(d)]
+
+    row_options = divisors(out_height, lambda d: True)
+    col_options = divisors(out_width, lambda d: d == out_width or d * batch % 8 == 0)
+    rows = max(d for d in row_options if d <= preferred)
+    cols = max(
+        (d for d in col_options if d <= preferred), default=min(col_options)
+    )
+    while footprint(rows, cols) > VMEM_BUDGET:
+        smaller_rows = max((d for d in row_options if d < rows), default=rows)
+        smaller_cols = max((d for d in col_options if d < cols), default=cols)
+        if rows >= cols and smaller_rows < rows:
+            rows = smaller_rows
+        elif smaller_cols < cols:
+            cols = smaller_cols
+        elif smaller_rows < rows:
+            rows = smaller_rows
+        else:
+            break
+    return rows, cols
