@@ -27,6 +27,7 @@ from maxkernel_tui.agents.builtin.mla_render import render_mla
 from maxkernel_tui.agents.builtin.operand_precision import OperandPrecision, PrecisionChoice
 from maxkernel_tui.agents.builtin.paged import PAGED_START, recognise_paged_attention
 from maxkernel_tui.agents.builtin.paged_render import render_paged_attention
+from maxkernel_tui.agents.builtin.pixels_major import PixelsMajorConvStage
 from maxkernel_tui.agents.builtin.planner import Plan, plan_program
 from maxkernel_tui.agents.builtin.precision import choose_precisions
 from maxkernel_tui.agents.builtin.program import Probe, Program, trace_program
@@ -141,6 +142,10 @@ def _plans(program: Program, task: Task, choose_precision: bool) -> list[KernelP
         plans[0] = replace(plans[0], must_save=SHARED_ROWS_MUST_SAVE)
         unshared = plan_program(program, share=False)
         plans.append(_stage_kernel_plan(unshared, precision, unshared))
+    if any(isinstance(s, PixelsMajorConvStage) for s in fused.stages):
+        # the convolution written NCHW stays a candidate: the model chooses
+        nchw = plan_program(program, pixels_major=False)
+        plans.append(_stage_kernel_plan(nchw, precision, nchw))
     return plans
 
 

@@ -30,6 +30,7 @@ from maxkernel_tui.agents.builtin.layout import (
     product_of,
     same_layout,
 )
+from maxkernel_tui.agents.builtin.pixels_major import write_pixels_major
 from maxkernel_tui.agents.builtin.primitives import (
     REDUCTIONS,
     VIEWS,
@@ -77,13 +78,16 @@ class Plan:
         return self.stages[0].family
 
 
-def plan_program(program: Program, split_rowwise: bool = False, share: bool = True) -> Plan:
+def plan_program(
+    program: Program, split_rowwise: bool = False, share: bool = True, pixels_major: bool = True
+) -> Plan:
     """The stages for `program`. A matmul whose epilogue reduces over its columns computes it in
     the same kernel: with running statistics across column blocks where its dataflow allows
     (running.py), else on blocks of whole rows. With `split_rowwise`, such a matmul becomes a
     plain tiled matmul and a row-wise stage: one more trip through HBM, but the weight is no
     longer re-read for every block of rows (better when the rows are wide and the epilogue
-    needs them whole). `share`: matmuls of the same rows share one stage (shared_rows.py)."""
+    needs them whole). `share`: matmuls of the same rows share one stage (shared_rows.py);
+    `pixels_major`: a 2-D convolution writes its output in XLA's layout (pixels_major.py)."""
     if program.untranslatable is not None:
         raise CannotPlan(program.untranslatable)
     if program.constants:
@@ -99,9 +103,10 @@ def plan_program(program: Program, split_rowwise: bool = False, share: bool = Tr
         for s in fused.stages
         if isinstance(s, MatmulStage) and s.full_cols and not s.batched
     )
-    if not split_rowwise or not split:
-        return fused
-    return _Planner(program, split, share).plan()
+    plan = fused if not split_rowwise or not split else _Planner(program, split, share).plan()
+    if pixels_major:
+        plan.stages[:] = write_pixels_major(plan.stages)
+    return plan
 
 
 # Values XLA lays out for the stage that reads them (no arithmetic): transposes, flips.

@@ -41,6 +41,7 @@ from maxkernel_tui.agents.builtin.operand_precision import (
     PrecisionChoice,
     operand_words,
 )
+from maxkernel_tui.agents.builtin.pixels_major import PixelsMajorConvStage
 from maxkernel_tui.agents.builtin.planner import Plan
 from maxkernel_tui.agents.builtin.primitives import dtype_source
 from maxkernel_tui.agents.builtin.program import Var
@@ -69,6 +70,7 @@ _ROW_TILED = (OperandRole.LHS, OperandRole.TAPS, OperandRole.TILE, OperandRole.R
 _PIECE_RUNNER = {
     MatmulStage: "_matmul_stage",
     ConvStage: "_conv_stage",
+    PixelsMajorConvStage: "_pixels_major_conv_stage",
     VolumeConvStage: "_volume_conv_stage",
     TransposedVolumeConvStage: "_transposed_volume_conv_stage",
     Stage: "_rowwise_stage",
@@ -77,6 +79,7 @@ _PIECE_RUNNER = {
 _PIECE: dict[type, tuple[Callable[..., Any], ...]] = {
     MatmulStage: parts.MATMUL_STAGE,
     ConvStage: parts.CONV_STAGE,
+    PixelsMajorConvStage: parts.PIXELS_MAJOR_CONV_STAGE,
     VolumeConvStage: parts.VOLUME_CONV_STAGE,
     TransposedVolumeConvStage: parts.TRANSPOSED_VOLUME_CONV_STAGE,
     Stage: parts.ROWWISE_STAGE,
@@ -243,6 +246,8 @@ class _Writer:
                 if isinstance(stage, MatmulStage)
                 else "sum of one output plane"
                 if issubclass(family, VolumeConvStage)
+                else "sum of a chunk of pixels of every image, (pixels * batch, out channels)"
+                if family is PixelsMajorConvStage
                 else "sum of one image"
             )
             what = (
@@ -307,7 +312,11 @@ class _Writer:
             row_align = f"math.lcm({row_align}, {widths})"
         if isinstance(stage, ConvStage) and stage.full_rows:
             keywords.append("full_rows=True")
-        keywords += [f"row_align={row_align}", f"temporaries={temporaries}"]
+        if isinstance(stage, PixelsMajorConvStage):  # its blocks are pixels, every channel
+            assert not {"tm", "tn"} & set(body.keywords), "an NCHW-shaped epilogue"
+        else:
+            keywords.append(f"row_align={row_align}")
+        keywords.append(f"temporaries={temporaries}")
         self._record_call(stage, operands, outputs, keywords, runner)
         summary = textwrap.wrap(f'"""Stage {n}: {self._summary(stage)} {what}"""', 92)
         heading = ["col", "tm", "tn", "cols"] if running is not None else ["tm", "tn"]
@@ -332,7 +341,8 @@ class _Writer:
         if chosen is not None:
             keywords.append(f"operands={chosen.value!r}")
         if isinstance(stage, ConvStage):  # the image axis: of each epilogue operand and result
-            keywords.append(f"batched={_tuple([str(o.batched) for o in extras + outputs])}")
+            if not isinstance(stage, PixelsMajorConvStage):  # its operands are per channel
+                keywords.append(f"batched={_tuple([str(o.batched) for o in extras + outputs])}")
         elif stage.batched:
             keywords.append(f"batched={_tuple([str(o.batched) for o in heads + extras + outputs])}")
         if isinstance(stage, TransposedVolumeConvStage):

@@ -15,6 +15,7 @@ from maxkernel_tui.agents.builtin.pieces import (
     attention,
     blocks,
     conv,
+    conv_pixels,
     conv_transposed,
     conv_volume,
     function_source,
@@ -114,6 +115,13 @@ CONV_STAGE = (
     conv._conv_stage,
     conv._fit_conv_rows,
     conv._chunking,
+)
+# A 2-D convolution written pixels-major, its epilogue element-wise.
+PIXELS_MAJOR_CONV_STAGE = (
+    conv_pixels._pixels_major_kernel,
+    conv_pixels._whole_block,
+    conv_pixels._pixels_major_conv_stage,
+    conv_pixels._fit_pixel_block,
 )
 # A 3-D convolution: conv.py's taps of a plane, one output plane per grid step.
 VOLUME_CONV_STAGE = (

@@ -28,6 +28,7 @@ from jax.experimental import pallas as pl
 
 from maxkernel_tui.agents.builtin.pieces.blocks import (
     VMEM_BUDGET,
+    _block_bytes,
     _compiler_params,
     _mxu_dot,
 )
@@ -112,14 +113,14 @@ def _pixels_major_conv_stage(
 
     def footprint(rows, cols):
         # Two buffers per pipelined block; one chunk's patch, sum and epilogue temporaries.
-        pixel = _padded(channels, batch, image.dtype)
+        pixel = _block_bytes(channels, batch, image.dtype)
         blocks = (rows + taps_h - 1) * (cols + taps_w - 1) * pixel
-        blocks += _padded(taps.shape[0], out_channels, taps.dtype)
+        blocks += _block_bytes(taps.shape[0], out_channels, taps.dtype)
         blocks += sum(
-            _padded(rows * cols * batch, out_channels, dtype) for _, dtype in outputs
+            _block_bytes(rows * cols * batch, out_channels, dtype) for _, dtype in outputs
         )
-        patch = _padded(taps.shape[0], min(chunk, cols) * batch, image.dtype)
-        work = (1 + temporaries) * _padded(min(chunk, cols) * batch, out_channels, jnp.float32)
+        patch = _block_bytes(taps.shape[0], min(chunk, cols) * batch, image.dtype)
+        work = (1 + temporaries) * _block_bytes(min(chunk, cols) * batch, out_channels, jnp.float32)
         return 2 * blocks + patch + work
 
     rows, cols = _fit_pixel_block(out_height, out_width, batch, footprint)
@@ -161,18 +162,12 @@ def _pixels_major_conv_stage(
         compiler_params=_compiler_params(("parallel", "parallel"), footprint(rows, cols)),
     )(pixels_first, taps, *rows_of)
     shaped = [
-        jnp.transpose(r.reshape(out_height, out_width, batch, out_channels), (2, 3, 0, 1))
-        .reshape(batch, out_channels, out_height * out_width)
+        jnp.transpose(r.reshape(out_height, out_width, batch, out_channels), (2, 3, 0, 1)).reshape(
+            batch, out_channels, out_height * out_width
+        )
         for r in results
     ]
     return shaped[0] if len(shaped) == 1 else shaped
-
-
-def _padded(rows, cols, dtype):
-    """VMEM bytes of a (rows, cols) tile array, padded to whole (sublane, 128-lane) tiles."""
-    itemsize = jnp.dtype(dtype).itemsize
-    sublanes = 8 * max(1, 4 // itemsize)
-    return -(-rows // sublanes) * sublanes * (-(-cols // 128) * 128) * itemsize
 
 
 def _fit_pixel_block(out_height, out_width, batch, footprint, preferred=16):
@@ -186,9 +181,7 @@ def _fit_pixel_block(out_height, out_width, batch, footprint, preferred=16):
     row_options = divisors(out_height, lambda d: True)
     col_options = divisors(out_width, lambda d: d == out_width or d * batch % 8 == 0)
     rows = max(d for d in row_options if d <= preferred)
-    cols = max(
-        (d for d in col_options if d <= preferred), default=min(col_options)
-    )
+    cols = max((d for d in col_options if d <= preferred), default=min(col_options))
     while footprint(rows, cols) > VMEM_BUDGET:
         smaller_rows = max((d for d in row_options if d < rows), default=rows)
         smaller_cols = max((d for d in col_options if d < cols), default=cols)
