@@ -65,8 +65,8 @@ def _can_write_pixels_major(stage: ConvStage, stages: list[Stage]) -> bool:
         placed = kind.batched if kind.name == TILE else kind.name in (ROW, SCALAR)
         if not placed or (kind.name != TILE and kind.batched):
             return False  # a per-image row or a column: no place in (pixels * batch, channels)
-    if any(stage.kinds[v].name != TILE for v in stage.outputs):
-        return False
+    if any(stage.kinds[v].name == TILE for v in stage.inputs):
+        return False  # a tile read from HBM is NCHW: XLA would copy it to the pixels' layout
     for eqn in stage.eqns:
         viewed = same_layout(stage.kind(eqn.inputs[0]), stage.kinds[eqn.outputs[0]])
         if not (is_elementwise(eqn.primitive, len(eqn.inputs)) or viewed):

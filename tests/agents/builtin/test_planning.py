@@ -39,7 +39,13 @@ from tests.support.unplannable import write_sorting_task
         ),
         ("2p", ["attention"]),
         # The batch axis of the pair matmul is the operands' last: XLA lays them out first.
-        ("18k", ["convolution (implicit GEMM) + epilogue"]),
+        (  # written in XLA's layout for its result, or NCHW
+            "18k",
+            [
+                "convolution written pixels-major + element-wise epilogue",
+                "convolution (implicit GEMM) + epilogue",
+            ],
+        ),
         (
             "17p",
             [
@@ -149,7 +155,11 @@ def test_sizes_that_only_coincide_are_read_where_they_live(suite_tasks):
     ("task_id", "pieces", "call"),
     [
         ("2p", [parts.FLASH_ATTENTION], "    return _flash_attention(query, key, value, "),
-        ("18k", [parts.CONV_STAGE], "stage1_out = _conv_stage(x, weight, "),
+        (
+            "18k",
+            [parts.PIXELS_MAJOR_CONV_STAGE],
+            "stage1_out = _pixels_major_conv_stage(x, weight, ",
+        ),
         (
             "31k",  # batch statistics: column reductions between a matmul and row-wise stages
             [parts.MATMUL_STAGE, parts.ROWWISE_STAGE],
