@@ -24,11 +24,13 @@ def share_rows(
     """Merge each matmul stage that can join an earlier one into it (in place), then number the
     stages again. `stage_of`: the stage computing each value, updated; `relaid`: values XLA
     lays out between stages; `split`: matmul equations whose epilogue has a stage of its own."""
+    position = {id(e): n for n, e in enumerate(program.eqns)}  # each equation's, in order
     for later in list(stages):
         if not isinstance(later, MatmulStage):
             continue
         first = next(
-            (s for s in stages if _siblings(s, later, program, stage_of, relaid, split)), None
+            (s for s in stages if _siblings(s, later, program, position, stage_of, relaid, split)),
+            None,
         )
         if first is None:
             continue
@@ -48,6 +50,7 @@ def _siblings(
     first: Stage,
     later: MatmulStage,
     program: Program,
+    position: dict[int, int],
     stage_of: dict[Var, Stage],
     relaid: set[Var],
     split: frozenset[Eqn],
@@ -75,7 +78,6 @@ def _siblings(
     )
     if not narrow or matmul.rhs not in program.inputs:
         return False
-    position = {id(e): n for n, e in enumerate(program.eqns)}
     between = program.eqns[position[id(last.eqn)] + 1 : position[id(matmul.eqn)]]
     if any(e.primitive in _MXU for e in between):
         return False
