@@ -8,8 +8,9 @@ copy of its whole output. A kernel that writes (height, width, batch, channels) 
 back gets a bitcast instead. `hlo` shows both from the v5e compile (no TPU needed); `time`
 (on a TPU) times kernels that only read 18k's image and write its output in each layout, the
 bytes of 18k at bench shapes, wall clock, median of --calls calls; `conv` (on a TPU) times
-18k's convolution written pixels-major by a prototype kernel (not the product's: the next step
-for pieces/conv.py) beside XLA's, with its largest error against XLA at HIGHEST.
+18k's convolution written pixels-major by the product's piece (pieces/conv_pixels.py) beside
+XLA's, with its largest error against XLA at HIGHEST, and the layout copy before its kernel
+alone.
 
     JAX_PLATFORMS=cpu python benchmarks/conv_output_layout.py hlo
     python benchmarks/conv_output_layout.py time [--calls 10]    # on a TPU
@@ -82,56 +83,30 @@ def pixels_major(rows_per_step: int = 2) -> Callable[[jax.Array], jax.Array]:
     return run
 
 
-def _pixels_major_conv_kernel(x_ref, w_ref, bias_ref, o_ref, *, rows, images):
-    """Output rows [r * rows, (r + 1) * rows) of `images` images: per row, each image's nine
-    taps as lane-rotated copies of three input rows (strided sublane loads), one matmul for all
-    the images, each image's (channels, width) product transposed to (width, channels) and
-    stored into its sublane of the (row, width, image, channel) block."""
-    width = x_ref.shape[3]
-    first = pl.program_id(1) * rows
-    weights = w_ref[...].astype(jnp.bfloat16)  # (out channels, 9 * channels), (dh, dw, c)
-
-    def one_row(j: Any, carry: Any) -> Any:
-        patches = []
-        for image in range(images):
-            loaded = [x_ref[image, :, first + j + dh, :].astype(jnp.bfloat16) for dh in range(3)]
-            views = [
-                row if dw == 0 else pltpu.roll(row, width - dw, 1)
-                for row in loaded
-                for dw in range(3)
-            ]
-            patches.append(jnp.concatenate(views, axis=0))
-        product = jnp.dot(
-            weights, jnp.concatenate(patches, axis=1), preferred_element_type=jnp.float32
-        )
-        for image in range(images):
-            pixels = jnp.transpose(product[:, image * width : (image + 1) * width])
-            o_ref[j, :, image, :] = jnp.maximum(pixels + bias_ref[...], 0.0)[:OUT, :]
-        return carry
-
-    jax.lax.fori_loop(0, rows, one_row, 0)
-
-
 def pixels_major_conv(x: jax.Array, w: jax.Array, bias: jax.Array) -> jax.Array:
-    """relu(conv(x, w) + bias), VALID 3x3, written (126, 126, 128, 128) and transposed back."""
-    rows, images = 14, 8
-    taps = jnp.transpose(w, (0, 2, 3, 1)).reshape(CHANNELS, -1)
-    kernel = functools.partial(_pixels_major_conv_kernel, rows=rows, images=images)
-    out = pl.pallas_call(
-        kernel,
-        out_shape=jax.ShapeDtypeStruct((OUT, OUT, BATCH, CHANNELS), jnp.float32),
-        grid=(BATCH // images, OUT // rows),
-        in_specs=[
-            pl.BlockSpec((images, *IMAGE[1:]), lambda g, r: (g, 0, 0, 0)),
-            pl.BlockSpec(taps.shape, lambda g, r: (0, 0)),
-            pl.BlockSpec((1, CHANNELS), lambda g, r: (0, 0)),
-        ],
-        out_specs=pl.BlockSpec((rows, OUT, images, CHANNELS), lambda g, r: (r, 0, g, 0)),
-        compiler_params=pltpu.CompilerParams(
-            dimension_semantics=("parallel", "arbitrary"), vmem_limit_bytes=110 * 2**20
-        ),
-    )(x, taps, bias.reshape(1, CHANNELS))
-    return jnp.transpose(out, (2, 3, 0, 1))
+    """relu(conv(x, w) + bias) by the product's pixels-major piece (pieces/conv_pixels.py), with
+    bf16 taps as the built-in agent chooses for 18k."""
+    from maxkernel_tui.agents.builtin.pieces.conv_pixels import _pixels_major_conv_stage
+
+    def epilogue(total: Any, bias_ref: Any, out_ref: Any, *, tm: int, tn: int) -> None:
+        out_ref[...] = jnp.maximum(total + bias_ref[...], 0.0)
+
+    out = _pixels_major_conv_stage(
+        x,
+        w,
+        bias.reshape(CHANNELS, 1),
+        roles=("row",),
+        outputs=(("tile", jnp.float32),),
+        epilogue=epilogue,
+        operands="bf16",
+    )
+    return out.reshape(BATCH, CHANNELS, OUT, OUT)
+
+
+def image_layout(x: jax.Array, w: jax.Array, bias: jax.Array) -> jax.Array:
+    """The copy alone that lays the image out (height, width, channels, batch) in bf16 before
+    the piece's kernel reads it (XLA's own convolution makes the same one)."""
+    return jnp.transpose(x, (2, 3, 1, 0)).astype(jnp.bfloat16)
 
 
 def xla_conv(x: jax.Array, w: jax.Array, bias: jax.Array, precision: Any = None) -> jax.Array:
@@ -141,7 +116,8 @@ def xla_conv(x: jax.Array, w: jax.Array, bias: jax.Array, precision: Any = None)
 
 
 def conv(calls: int) -> None:
-    """The prototype against XLA on the TPU this runs on."""
+    """The product's pixels-major convolution, and the copy before its kernel, against XLA on
+    the TPU this runs on."""
     from wall_time import median_ms
 
     keys = jax.random.split(jax.random.key(0), 3)
@@ -149,12 +125,14 @@ def conv(calls: int) -> None:
     w = jax.random.normal(keys[1], (CHANNELS, IMAGE[1], 3, 3)) * 0.02
     bias = jax.random.normal(keys[2], (CHANNELS,)) * 0.02
     exact = jax.jit(functools.partial(xla_conv, precision=jax.lax.Precision.HIGHEST))(x, w, bias)
-    for name, program in (("XLA", xla_conv), ("pixels-major prototype", pixels_major_conv)):
+    for name, program in (("XLA", xla_conv), ("pixels-major piece", pixels_major_conv)):
         function = jax.jit(program)
         error = float(jnp.max(jnp.abs(function(x, w, bias) - exact)))
         print(
             f"{name:24s} {median_ms(function, (x, w, bias), calls):.2f} ms, max |err| {error:.1e}"
         )
+    layout = median_ms(jax.jit(image_layout), (x, w, bias), calls)
+    print(f"{'its image layout alone':24s} {layout:.2f} ms")
 
 
 VARIANTS = {
