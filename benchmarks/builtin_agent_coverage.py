@@ -20,10 +20,12 @@ import dataclasses
 import datetime
 import json
 import os
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")  # other processes may hold libtpu
@@ -42,6 +44,10 @@ from maxkernel_tui.kernels.perf.model import Estimate
 from maxkernel_tui.kernels.perf.vs_xla import VsXla, XlaBaseline
 from maxkernel_tui.kernels.report.checks import VERIFIED_AT_PRODUCTION
 from maxkernel_tui.kernels.task import Task
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script or imported
+from benchmarks.measured_v5e import JSONL as MEASURED
+from benchmarks.measured_v5e import read_records
 
 RESULTS = Path(__file__).resolve().parent / "results" / "builtin_agent_coverage.md"
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -161,9 +167,12 @@ def table(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
-def readme_table(rows: list[Row], command: str) -> str:
+def readme_table(rows: list[Row], command: str, measured: dict[str, float] | None = None) -> str:
     """The README's short form: verdict, estimated roofline share and speedup over XLA per task,
-    and a column for the expert's ratio (filled where an expert kernel is compared)."""
+    the speedup measured on a v5e where this very kernel was measured (`measured`: task -> its
+    speedup over XLA at the tolerance's passes), and a column for the expert's ratio (filled
+    where an expert kernel is compared)."""
+    measured = measured or {}
     accepted = sum(r.verdict == "accepted" for r in rows)
     lines = [
         f"Accepted by `eval`: **{accepted} of {len(rows)}**{_verdict_source(rows)} (`{command}`, "
@@ -172,20 +181,42 @@ def readme_table(rows: list[Row], command: str) -> str:
         "with: XLA@N-pass (tolerance) runs the reference at the N bf16 MXU passes the task's "
         "tolerance needs, XLA@N-pass (as written) runs it as written (f32 at XLA's default "
         "precision is one pass); "
-        f"{NUMERICS_AT_WORDS}; {EXPERT_WORDS}).",
+        f"{NUMERICS_AT_WORDS}; {EXPERT_WORDS}; {MEASURED_WORDS}).",
         "",
         "| task | family | verdict | numerics at | est. % of v5e roofline | "
-        "est. vs XLA@tolerance | est. vs XLA as written | est. vs expert |",
-        "|---|---|---|---|---|---|---|---|",
+        "est. vs XLA@tolerance | meas. vs XLA@tolerance (v5e) | est. vs XLA as written | "
+        "est. vs expert |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     lines += [
         f"| {r.task} | {r.family} | {r.verdict} | {r.checked_at} | "
         f"{_number(r.roofline and r.roofline * 100, '{:.0f}%')} | "
-        f"{_against(r, XlaBaseline.TOLERANCE)} | {_against(r, XlaBaseline.AS_WRITTEN)} | "
-        f"{_number(r.vs_expert, '{:.2f}x')} |"
+        f"{_against(r, XlaBaseline.TOLERANCE)} | {_number(measured.get(r.task), '{:.2f}x')} | "
+        f"{_against(r, XlaBaseline.AS_WRITTEN)} | {_number(r.vs_expert, '{:.2f}x')} |"
         for r in rows
     ]
     return "\n".join(lines)
+
+
+MEASURED_WORDS = (
+    "'meas. vs XLA@tolerance' is measured on a TPU v5e by benchmarks/measured_v5e.py (device "
+    "trace, medians; benchmarks/results/measured_v5e.md), shown only where the kernel measured "
+    "is the one estimated here (its recorded estimate is this row's), '-' elsewhere"
+)
+
+
+def measured_speedups(rows: list[Row], records: dict[str, dict[str, Any]]) -> dict[str, float]:
+    """Task -> the measured speedup over XLA at the tolerance's passes, from measured_v5e.py's
+    records, for the rows whose kernel is the one measured: the record's estimate of the kernel
+    is the row's own (a kernel drafted again since has another)."""
+    found = {}
+    for row in rows:
+        record = records.get(row.task) or {}
+        estimated = (record.get("model") or {}).get("kernel_ms")
+        speedup = (record.get("vs_xla_tolerance") or {}).get("ratio")
+        if speedup and estimated and row.estimate_ms and abs(estimated - row.estimate_ms) < 1e-9:
+            found[row.task] = float(speedup)
+    return found
 
 
 def _verdict_source(rows: list[Row]) -> str:
@@ -329,7 +360,10 @@ def _read_row(path: Path) -> Row:
 
 def _write(rows: list[Row], command: str, seconds: float) -> None:
     RESULTS.write_text(report(rows, command, seconds))
-    README.write_text(replace_between_markers(README.read_text(), readme_table(rows, command)))
+    measured = measured_speedups(rows, read_records(MEASURED))
+    README.write_text(
+        replace_between_markers(README.read_text(), readme_table(rows, command, measured))
+    )
     print(
         f"accepted {sum(r.verdict == 'accepted' for r in rows)}/{len(rows)}; wrote {RESULTS} and "
         "the README table"
