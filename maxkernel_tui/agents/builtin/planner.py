@@ -30,7 +30,11 @@ from maxkernel_tui.agents.builtin.layout import (
     product_of,
     same_layout,
 )
-from maxkernel_tui.agents.builtin.pixels_major import write_pixels_major
+from maxkernel_tui.agents.builtin.pixels_major import (
+    PIXELS_MAJOR,
+    PixelsMajorConvStage,
+    pixels_major_program,
+)
 from maxkernel_tui.agents.builtin.primitives import (
     REDUCTIONS,
     VIEWS,
@@ -87,7 +91,10 @@ def plan_program(
     plain tiled matmul and a row-wise stage: one more trip through HBM, but the weight is no
     longer re-read for every block of rows (better when the rows are wide and the epilogue
     needs them whole). `share`: matmuls of the same rows share one stage (shared_rows.py);
-    `pixels_major`: a 2-D convolution writes its output in XLA's layout (pixels_major.py)."""
+    `pixels_major`: a 2-D convolution writes its output in XLA's layout, and what follows it
+    works in that frame, where the program allows (pixels_major.py)."""
+    if pixels_major and (relaid := pixels_major_program(program)) is not None:
+        program = relaid
     if program.untranslatable is not None:
         raise CannotPlan(program.untranslatable)
     if program.constants:
@@ -103,10 +110,9 @@ def plan_program(
         for s in fused.stages
         if isinstance(s, MatmulStage) and s.full_cols and not s.batched
     )
-    plan = fused if not split_rowwise or not split else _Planner(program, split, share).plan()
-    if pixels_major:
-        plan.stages[:] = write_pixels_major(plan.stages)
-    return plan
+    if not split_rowwise or not split:
+        return fused
+    return _Planner(program, split, share).plan()
 
 
 # Values XLA lays out for the stage that reads them (no arithmetic): transposes, flips.
@@ -162,6 +168,9 @@ class _Planner:
             return
         if eqn.primitive == "conv_general_dilated":
             self._conv_stage(eqn)
+            return
+        if eqn.primitive == "reshape" and self._only_relaid_results(eqn.outputs[0]):
+            self.producer[eqn.outputs[0]] = eqn  # a view of what it reshapes, for XLA's transpose
             return
         if eqn.primitive in _RELAYOUTS:
             # Floats until used: a matmul reads a transposed weight as it is stored; anything
@@ -266,6 +275,14 @@ class _Planner:
             return None
         return classify(operand.shape, stage.frame)
 
+    def _only_relaid_results(self, var: Var) -> bool:
+        """Whether `var` is read only by transposes or flips whose results are the program's."""
+        readers = self.readers.get(var, [])
+        return bool(readers) and all(
+            r.primitive in _RELAYOUTS and all(o in self.program.outputs for o in r.outputs)
+            for r in readers
+        )
+
     def _relaid_later(self, var: Var) -> bool:
         return self.producer[var].primitive in _RELAYOUTS
 
@@ -341,6 +358,16 @@ class _Planner:
         order = tuple(eqn.params["dimension_numbers"].rhs_spec)
         if transposed and order != tuple(range(len(order))):
             kernel = self._transposed(kernel, order)
+        if eqn.params.get(PIXELS_MAJOR):  # (pixels * batch, out channels): a matmul's frame
+            self._materialize(image)
+            self._materialize(kernel)
+            frame = Frame((), (out.shape[0],), out.shape[1])
+            stage = self._add(
+                PixelsMajorConvStage(len(self.stages) + 1, frame, conv=Conv(eqn, image, kernel))
+            )
+            stage.kinds[out] = Kind(TILE)
+            self.stage_of[out] = stage
+            return
         batch, channels, *spatial = out.shape
         frame = Frame((batch,), (channels,), product_of(spatial))
         self._materialize(image)

@@ -312,9 +312,7 @@ class _Writer:
             row_align = f"math.lcm({row_align}, {widths})"
         if isinstance(stage, ConvStage) and stage.full_rows:
             keywords.append("full_rows=True")
-        if isinstance(stage, PixelsMajorConvStage):  # its blocks are pixels, every channel
-            assert not {"tm", "tn"} & set(body.keywords), "an NCHW-shaped epilogue"
-        else:
+        if not isinstance(stage, PixelsMajorConvStage):  # its blocks: pixels, every channel
             keywords.append(f"row_align={row_align}")
         keywords.append(f"temporaries={temporaries}")
         self._record_call(stage, operands, outputs, keywords, runner)

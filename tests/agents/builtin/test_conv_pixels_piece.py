@@ -31,6 +31,7 @@ def _run(*args, **kwargs):
 
 
 def _reference(image, kernel):
+    """jax's convolution as the piece lays it out: (out height * out width * batch, channels)."""
     out = jax.lax.conv_general_dilated(
         image.astype(jnp.float32),
         kernel.astype(jnp.float32),
@@ -38,7 +39,7 @@ def _reference(image, kernel):
         "VALID",
         precision=jax.lax.Precision.HIGHEST,
     )
-    return out.reshape(out.shape[0], out.shape[1], -1)  # (batch, channels, pixels)
+    return jnp.transpose(out, (2, 3, 0, 1)).reshape(-1, out.shape[1])
 
 
 def _bias_relu(acc, bias_ref, out_ref, *, tm, tn):
@@ -48,18 +49,18 @@ def _bias_relu(acc, bias_ref, out_ref, *, tm, tn):
 @pytest.mark.slow
 def test_a_bias_and_relu_over_several_blocks_of_rows_and_columns(monkeypatch):
     # 34 x 18 output pixels: blocks of at most 16 rows and columns leave several of each
-    image, kernel, bias = _random(8, 16, 36, 20), _random(24, 16, 3, 3, seed=1), _random(24, 1)
+    image, kernel, bias = _random(8, 16, 36, 20), _random(24, 16, 3, 3, seed=1), _random(1, 24)
     got = _run(
         image,
         kernel,
         bias,
-        roles=("row",),
+        roles=("col",),
         outputs=(("tile", jnp.float32),),
         epilogue=_bias_relu,
         operands="highest",
         chunk_rows=40,  # five pixels of eight images a chunk: a short last chunk per block
     )
-    assert got.shape == (8, 24, 34 * 18)
+    assert got.shape == (34 * 18 * 8, 24)
     np.testing.assert_allclose(got, jax.nn.relu(_reference(image, kernel) + bias), atol=1e-4)
 
 
@@ -83,7 +84,7 @@ def test_a_rectangular_kernel_in_bf16_with_a_scalar_and_two_results():
         operands="bf16",
     )
     rounded = _reference(image.astype(jnp.bfloat16), kernel.astype(jnp.bfloat16))
-    assert out.dtype == jnp.bfloat16 and out.shape == (16, 8, 6 * 8)
+    assert out.dtype == jnp.bfloat16 and out.shape == (6 * 8 * 16, 8)
     np.testing.assert_allclose(out.astype(jnp.float32), 0.5 * rounded, rtol=2e-2, atol=2e-2)
     np.testing.assert_allclose(doubled, 2 * rounded, rtol=1e-4, atol=1e-3)
 
@@ -91,12 +92,12 @@ def test_a_rectangular_kernel_in_bf16_with_a_scalar_and_two_results():
 @pytest.mark.slow
 def test_three_input_channels_and_a_batch_of_three_in_three_passes():
     # channels filled to a sublane tile with zeros; three images: lanes far from full
-    image, kernel, bias = _random(3, 3, 9, 9), _random(16, 3, 3, 3, seed=1), _random(16, 1)
+    image, kernel, bias = _random(3, 3, 9, 9), _random(16, 3, 3, 3, seed=1), _random(1, 16)
     got = _run(
         image,
         kernel,
         bias,
-        roles=("row",),
+        roles=("col",),
         outputs=(("tile", jnp.float32),),
         epilogue=_bias_relu,
         operands="bf16x3",
@@ -109,9 +110,9 @@ def test_three_input_channels_and_a_batch_of_three_in_three_passes():
 def test_a_bf16_image_at_mosaics_default_precision():
     image = _random(8, 16, 6, 6, dtype=jnp.bfloat16)
     kernel = _random(8, 16, 3, 3, seed=1, dtype=jnp.bfloat16)
-    bias = _random(8, 1)
+    bias = _random(1, 8)
     got = _run(
-        image, kernel, bias, roles=("row",), outputs=(("tile", jnp.float32),), epilogue=_bias_relu
+        image, kernel, bias, roles=("col",), outputs=(("tile", jnp.float32),), epilogue=_bias_relu
     )
     np.testing.assert_allclose(
         got, jax.nn.relu(_reference(image, kernel) + bias), rtol=1e-2, atol=1e-2
@@ -137,7 +138,7 @@ def test_the_block_shrinks_until_its_footprint_fits_and_columns_hold_whole_tiles
 def test_18ks_convolution_compiles_for_a_v5e_and_its_result_is_a_bitcast():
     specs = [
         jax.ShapeDtypeStruct(s, jnp.float32)
-        for s in [(128, 64, 128, 128), (128, 64, 3, 3), (128, 1)]
+        for s in [(128, 64, 128, 128), (128, 64, 3, 3), (1, 128)]
     ]
 
     def program(x, w, bias):
@@ -145,12 +146,12 @@ def test_18ks_convolution_compiles_for_a_v5e_and_its_result_is_a_bitcast():
             x,
             w,
             bias,
-            roles=("row",),
+            roles=("col",),
             outputs=(("tile", jnp.float32),),
             epilogue=_bias_relu,
             operands="bf16",
         )
-        return out.reshape(128, 128, 126, 126)
+        return jnp.transpose(out.reshape(126, 126, 128, 128), (2, 3, 0, 1))
 
     text = aot.compile_for_tpu(program, specs, aot.target_for("v5e")).as_text()
     root = re.search(r"ROOT %\S+ = f32\[128,128,126,126\]\{[^}]*\} (\w+)\(", text)

@@ -1,11 +1,12 @@
-"""A plain 2-D convolution is written pixels-major (pixels_major.py, pieces/conv_pixels.py)
-where its epilogue is element-wise on per-channel values and scalars, nothing reads its output
-again and its images fill the lanes: written in three styles (KernelBench's bias, ReLU and
-bias; explicit dimension numbers with a GELU and a (1, C, 1, 1) bias; a rectangular kernel with
-a clip), each accepted by the real harness; refused, each by its own guard, for an instance
-norm, a per-image scale, a residual tile, a broadcast spelled with a block's shape, a batch
-norm reading the output again and a batch that leaves lanes empty. The NCHW plan stays a
-candidate and the model chooses."""
+"""A plain 2-D convolution's program is written pixels-major (pixels_major.py,
+pieces/conv_pixels.py): the result a (pixels * batch, channels) matrix and what follows it in
+that frame, where every value keeps a place there and the images fill the lanes. Six styles
+(KernelBench's bias, ReLU and bias; explicit dimension numbers with a GELU and a (1, C, 1, 1)
+bias; a rectangular kernel with a clip; a batch norm, whose statistics become column reductions;
+a per-channel value broadcast by hand; a softmax over the channels, row-wise), each accepted by
+the real harness; refused for an instance norm (per image and channel), a per-image scale, a
+residual tile read from the inputs and a batch that leaves lanes empty.
+The NCHW plan stays a candidate and the model chooses."""
 
 from __future__ import annotations
 
@@ -80,6 +81,34 @@ WRITTEN = {
         return jnp.clip(y, -1.0, 1.0) * extra
     """,
     ),
+    # a batch norm: column reductions over every image and pixel, a later stage reads it again
+    "read_again": (
+        _inputs(128),
+        """
+    def computation(x, w, b, extra):
+        y = jnp.maximum(jax.lax.conv_general_dilated(x, w, (1, 1), "VALID"), 0.0)
+        mean = y.mean(axis=(0, 2, 3), keepdims=True)
+        return (y - mean) * extra
+    """,
+    ),
+    # a per-channel value broadcast to the result's shape by hand
+    "broadcast_to_tile": (
+        _inputs(128),
+        """
+    def computation(x, w, b, extra):
+        y = jax.lax.conv_general_dilated(x, w, (1, 1), "VALID")
+        return y * jnp.broadcast_to(b.reshape(1, -1, 1, 1), y.shape)
+    """,
+    ),
+    # a softmax over the channels of each pixel: row-wise across the matrix's columns
+    "softmax_channels": (
+        _inputs(128),
+        """
+    def computation(x, w, b, extra):
+        y = jax.lax.conv_general_dilated(x, w, (1, 1), "VALID") + b[None, :, None, None]
+        return jax.nn.softmax(y, axis=1)
+    """,
+    ),
 }
 KEPT_NCHW = {
     # statistics over each image's pixels: a reduction in the epilogue
@@ -110,25 +139,6 @@ KEPT_NCHW = {
         return y + jnp.tanh(r + b[None, :, None, None])
     """,
     ),
-    # a batch norm: a later stage reads the convolution's output again
-    "read_again": (
-        _inputs(128),
-        """
-    def computation(x, w, b, extra):
-        y = jnp.maximum(jax.lax.conv_general_dilated(x, w, (1, 1), "VALID"), 0.0)
-        mean = y.mean(axis=(0, 2, 3), keepdims=True)
-        return (y - mean) * extra
-    """,
-    ),
-    # a broadcast the epilogue spells with a block's shape, which is NCHW-oriented
-    "broadcast_to_tile": (
-        _inputs(128),
-        """
-    def computation(x, w, b, extra):
-        y = jax.lax.conv_general_dilated(x, w, (1, 1), "VALID")
-        return y * jnp.broadcast_to(b.reshape(1, -1, 1, 1), y.shape)
-    """,
-    ),
     # eight images: the (channels, batch) tiles would be mostly empty lanes
     "small_batch": (_inputs(8), WRITTEN["bias_relu_bias"][1]),
 }
@@ -149,7 +159,8 @@ def _conv_stage(root: Path, style: str) -> ConvStage:
 def test_an_element_wise_epilogue_on_channels_is_written_pixels_major(tmp_path, style):
     stage = _conv_stage(tmp_path, style)
     assert isinstance(stage, PixelsMajorConvStage)
-    assert stage.family == "convolution written pixels-major + element-wise epilogue"
+    assert stage.family == "convolution written pixels-major + epilogue"
+    assert stage.frame.batch == () and stage.frame.cols == stage.conv.kernel.shape[0]
 
 
 @pytest.mark.parametrize("style", list(KEPT_NCHW))
@@ -160,12 +171,14 @@ def test_the_convolution_stays_nchw_where_its_pixels_are_needed_so(tmp_path, sty
 def test_the_nchw_plan_stays_a_candidate_and_the_file_calls_the_pixels_major_piece(tmp_path):
     plans = plan_task(load_task(_folder(tmp_path, "bias_relu_bias")))
     assert [p.family for p in plans] == [
-        "convolution written pixels-major + element-wise epilogue",
+        "convolution written pixels-major + epilogue",
         "convolution (implicit GEMM) + epilogue",
     ]
     source = plans[0].render(plans[0].start)
     assert "stage1_out = _pixels_major_conv_stage(x, w, " in source
-    assert "batched=" not in source.split("def computation")[1]  # per channel, never per image
+    assert "roles=('col', 'col')" in source  # per channel: the matrix's columns
+    # back to NCHW by XLA, after the last kernel: a bitcast in the layout XLA gives the result
+    assert "jnp.transpose(stage1_out.reshape(" in source and "(2, 3, 0, 1))" in source
 
 
 @pytest.mark.slow

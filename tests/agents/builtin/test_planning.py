@@ -42,7 +42,7 @@ from tests.support.unplannable import write_sorting_task
         (  # written in XLA's layout for its result, or NCHW
             "18k",
             [
-                "convolution written pixels-major + element-wise epilogue",
+                "convolution written pixels-major + epilogue",
                 "convolution (implicit GEMM) + epilogue",
             ],
         ),

@@ -91,12 +91,12 @@ def _pixels_major_conv_stage(
     chunk_rows=512,
 ):
     """One convolution stage written pixels-major: image (batch, channels, height, width) with
-    kernel (out channels, channels, taps_h, taps_w) into (batch, out channels, out pixels), then
-    `epilogue(total, *other_refs, *out_refs, tm=, tn=)` on each chunk of (pixels * batch, out
-    channels). roles: of each of `others`, "row" (one value per out channel, (out channels, 1))
-    or "scalar"; outputs: (role, dtype) of each result, every one a "tile". `temporaries`: f32
-    tiles the epilogue makes, for the VMEM estimate; a chunk spans about `chunk_rows` of the
-    matmul's rows (pixels * batch)."""
+    kernel (out channels, channels, taps_h, taps_w) into (out height * out width * batch, out
+    channels), then `epilogue(total, *other_refs, *out_refs, tm=, tn=)` on each chunk of those
+    rows, every out channel. roles: of each of `others`, "col" (one value per out channel, (1,
+    out channels)) or "scalar"; outputs: (role, dtype) of each result, every one a "tile".
+    `temporaries`: f32 tiles the epilogue makes, for the VMEM estimate; a chunk spans about
+    `chunk_rows` of the matmul's rows (pixels * batch)."""
     if operands == "bf16":  # cast where XLA lays the image out: half the bytes to copy and read
         image = image.astype(jnp.bfloat16)
     sublanes = 8 * max(1, 4 // jnp.dtype(image.dtype).itemsize)
@@ -108,7 +108,6 @@ def _pixels_major_conv_stage(
     out_height, out_width = height - taps_h + 1, width - taps_w + 1
     pixels_first = jnp.transpose(image, (2, 3, 1, 0))  # (height, width, channels, batch)
     taps = jnp.transpose(kernel, (2, 3, 1, 0)).reshape(taps_h * taps_w * channels, out_channels)
-    rows_of = [a.reshape(1, out_channels) if role == "row" else a for role, a in zip(roles, others)]
     chunk = max(1, min(out_width, chunk_rows // batch))
 
     def footprint(rows, cols):
@@ -153,20 +152,15 @@ def _pixels_major_conv_stage(
                 lambda i, j: (i * rows, j * cols, 0, 0),
             ),
             pl.BlockSpec(taps.shape, _whole_block),
-            *(pl.BlockSpec(a.shape, _whole_block) for a in rows_of),
+            *(pl.BlockSpec(a.shape, _whole_block) for a in others),
         ],
         out_specs=[
             pl.BlockSpec((rows, cols * batch, out_channels), lambda i, j: (i, j, 0))
             for _ in outputs
         ],
         compiler_params=_compiler_params(("parallel", "parallel"), footprint(rows, cols)),
-    )(pixels_first, taps, *rows_of)
-    shaped = [
-        jnp.transpose(r.reshape(out_height, out_width, batch, out_channels), (2, 3, 0, 1)).reshape(
-            batch, out_channels, out_height * out_width
-        )
-        for r in results
-    ]
+    )(pixels_first, taps, *others)
+    shaped = [r.reshape(out_height * out_width * batch, out_channels) for r in results]
     return shaped[0] if len(shaped) == 1 else shaped
 
 
