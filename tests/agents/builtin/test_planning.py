@@ -145,10 +145,12 @@ def test_sizes_that_only_coincide_are_read_where_they_live(suite_tasks):
     # the channel count from the weight, or it breaks wherever the two differ; the output's
     # height and width are the image's less the weight's taps, as the convolution makes them.
     source = draft_kernel(find_task("18k", suite_tasks), tune=False).source
-    assert "conv_bias.reshape(weight_dim0, 1)" in source
+    assert "conv_bias.reshape(1, weight_dim0)" in source
     out_height, out_width = (f"x_dim{a}_minus_weight_dim{a}_plus1" for a in (2, 3))
     assert f"    {out_height} = x_dim2 - weight_dim2 + 1\n" in source
-    assert f"return stage1_out.reshape(x_dim0, weight_dim0, {out_height}, {out_width})" in source
+    # written pixels-major, back to NCHW after the kernel
+    back = f"stage1_out.reshape({out_height}, {out_width}, x_dim0, weight_dim0), (2, 3, 0, 1))"
+    assert f"jnp.transpose({back}" in source
 
 
 @pytest.mark.parametrize(
