@@ -2,8 +2,9 @@
 small shapes, against jax's own convolution: a bias and ReLU at full f32 precision over several
 blocks of output rows and columns, bf16 operands with a rectangular kernel and two results, too
 few channels to stack (filled with zero channels), a batch that is not a whole lane tile, three
-bf16 passes, and a bf16 image; its footprint fits the budget; and at 18k's shapes it compiles
-for a v5e into a kernel whose result reaches the program as a bitcast."""
+bf16 passes, a bf16 image, and a result per pixel beside the tile; an operand per row or a
+result per channel refused; its footprint fits the budget; and at 18k's shapes it compiles for
+a v5e into a kernel whose result reaches the program as a bitcast."""
 
 from __future__ import annotations
 
@@ -117,6 +118,46 @@ def test_a_bf16_image_at_mosaics_default_precision():
     np.testing.assert_allclose(
         got, jax.nn.relu(_reference(image, kernel) + bias), rtol=1e-2, atol=1e-2
     )
+
+
+@pytest.mark.slow
+def test_a_result_per_pixel_beside_the_tile():
+    # a softmax's row statistic over every channel of each pixel: a (rows, 1) result
+    image, kernel = _random(8, 16, 6, 7), _random(16, 16, 3, 3, seed=1)
+
+    def epilogue(acc, out_ref, top_ref, *, tm, tn):
+        out_ref[...] = acc
+        top_ref[...] = jnp.max(acc, axis=1, keepdims=True)
+
+    out, top = _run(
+        image,
+        kernel,
+        roles=(),
+        outputs=(("tile", jnp.float32), ("row", jnp.float32)),
+        epilogue=epilogue,
+        operands="highest",
+    )
+    want = _reference(image, kernel)
+    assert top.shape == (4 * 5 * 8, 1)
+    np.testing.assert_allclose(top[:, 0], want.max(axis=1), rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-4)
+
+
+def test_an_operand_per_row_or_a_result_per_channel_is_refused_before_tracing():
+    image, kernel = _random(8, 8, 5, 5), _random(8, 8, 3, 3, seed=1)
+    with pytest.raises(ValueError, match="pixels-major"):
+        conv_pixels._pixels_major_conv_stage(
+            image,
+            kernel,
+            _random(8, 1),
+            roles=("row",),
+            outputs=(("tile", jnp.float32),),
+            epilogue=_bias_relu,
+        )
+    with pytest.raises(ValueError, match="pixels-major"):
+        conv_pixels._pixels_major_conv_stage(
+            image, kernel, roles=(), outputs=(("col", jnp.float32),), epilogue=_bias_relu
+        )
 
 
 def test_the_block_shrinks_until_its_footprint_fits_and_columns_hold_whole_tiles():

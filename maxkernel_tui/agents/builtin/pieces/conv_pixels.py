@@ -10,8 +10,8 @@ without moving a lane, and one matmul that contracts that stack's rows, (taps * 
 pixels * batch) against (taps * channels, out channels), gives the chunk's (pixels * batch, out
 channels) sum directly in the output's layout. Blocks of output rows and columns read their
 input rows and columns with the taps' overlap (element-indexed blocks). The epilogue, translated
-from the reference's jaxpr, runs on each chunk's sum: element-wise only, its per-channel
-operands (1, out channels) rows.
+from the reference's jaxpr, runs on each chunk's sum, whose rows are whole (every out channel):
+its per-channel operands are (1, out channels) columns, what it makes per pixel (tm, 1) rows.
 
 render.py copies these functions into each kernel file unchanged (with blocks.py's helpers) and
 calls `_pixels_major_conv_stage` with the stage's parameters; tests call them directly in
@@ -75,7 +75,7 @@ def _pixels_major_kernel(
 
 
 def _whole_block(i, j):
-    """The same whole block at every step (the taps, a per-channel row)."""
+    """The same whole block at every step (the taps, a per-channel column, a scalar)."""
     return 0, 0
 
 
@@ -94,9 +94,14 @@ def _pixels_major_conv_stage(
     kernel (out channels, channels, taps_h, taps_w) into (out height * out width * batch, out
     channels), then `epilogue(total, *other_refs, *out_refs, tm=, tn=)` on each chunk of those
     rows, every out channel. roles: of each of `others`, "col" (one value per out channel, (1,
-    out channels)) or "scalar"; outputs: (role, dtype) of each result, every one a "tile".
+    out channels)) or "scalar"; outputs: (role, dtype) of each result, a "tile" or a "row" (one
+    value per row: per pixel of each image).
     `temporaries`: f32 tiles the epilogue makes, for the VMEM estimate; a chunk spans about
     `chunk_rows` of the matmul's rows (pixels * batch)."""
+    if any(role not in ("col", "scalar") for role in roles) or any(
+        role not in ("tile", "row") for role, _ in outputs
+    ):
+        raise ValueError(f"a pixels-major convolution's operands {roles}, results {outputs}")
     if operands == "bf16":  # cast where XLA lays the image out: half the bytes to copy and read
         image = image.astype(jnp.bfloat16)
     sublanes = 8 * max(1, 4 // jnp.dtype(image.dtype).itemsize)
@@ -109,6 +114,7 @@ def _pixels_major_conv_stage(
     pixels_first = jnp.transpose(image, (2, 3, 1, 0))  # (height, width, channels, batch)
     taps = jnp.transpose(kernel, (2, 3, 1, 0)).reshape(taps_h * taps_w * channels, out_channels)
     chunk = max(1, min(out_width, chunk_rows // batch))
+    width = {"tile": out_channels, "row": 1}  # of each kind of result
 
     def footprint(rows, cols):
         # Two buffers per pipelined block; one chunk's patch, sum and epilogue temporaries.
@@ -116,7 +122,7 @@ def _pixels_major_conv_stage(
         blocks = (rows + taps_h - 1) * (cols + taps_w - 1) * pixel
         blocks += _block_bytes(taps.shape[0], out_channels, taps.dtype)
         blocks += sum(
-            _block_bytes(rows * cols * batch, out_channels, dtype) for _, dtype in outputs
+            _block_bytes(rows * cols * batch, width[role], dtype) for role, dtype in outputs
         )
         patch = _block_bytes(taps.shape[0], min(chunk, cols) * batch, image.dtype)
         work = (1 + temporaries) * _block_bytes(min(chunk, cols) * batch, out_channels, jnp.float32)
@@ -137,8 +143,8 @@ def _pixels_major_conv_stage(
     results = pl.pallas_call(
         kernel_fn,
         out_shape=[
-            jax.ShapeDtypeStruct((out_height, out_width * batch, out_channels), dtype)
-            for _, dtype in outputs
+            jax.ShapeDtypeStruct((out_height, out_width * batch, width[role]), dtype)
+            for role, dtype in outputs
         ],
         grid=(out_height // rows, out_width // cols),
         in_specs=[
@@ -155,12 +161,12 @@ def _pixels_major_conv_stage(
             *(pl.BlockSpec(a.shape, _whole_block) for a in others),
         ],
         out_specs=[
-            pl.BlockSpec((rows, cols * batch, out_channels), lambda i, j: (i, j, 0))
-            for _ in outputs
+            pl.BlockSpec((rows, cols * batch, width[role]), lambda i, j: (i, j, 0))
+            for role, _ in outputs
         ],
         compiler_params=_compiler_params(("parallel", "parallel"), footprint(rows, cols)),
     )(pixels_first, taps, *others)
-    shaped = [r.reshape(out_height * out_width * batch, out_channels) for r in results]
+    shaped = [r.reshape(out_height * out_width * batch, r.shape[-1]) for r in results]
     return shaped[0] if len(shaped) == 1 else shaped
 
 
