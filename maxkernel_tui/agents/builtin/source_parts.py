@@ -116,7 +116,7 @@ CONV_STAGE = (
     conv._fit_conv_rows,
     conv._chunking,
 )
-# A 2-D convolution written pixels-major, its epilogue element-wise.
+# A 2-D convolution written pixels-major, its epilogue on (pixels * batch, channels) blocks.
 PIXELS_MAJOR_CONV_STAGE = (
     conv_pixels._pixels_major_kernel,
     conv_pixels._whole_block,
