@@ -21,14 +21,18 @@ from dataclasses import dataclass, field
 
 from maxkernel_tui.agents.builtin.dims import Dim
 from maxkernel_tui.agents.builtin.layout import product_of
-from maxkernel_tui.agents.builtin.primitives import REDUCTIONS, is_elementwise, is_plain_conv
+from maxkernel_tui.agents.builtin.primitives import (
+    REDUCTIONS,
+    VIEWS,
+    is_elementwise,
+    is_plain_conv,
+)
 from maxkernel_tui.agents.builtin.program import Eqn, Operand, Program, Var
 from maxkernel_tui.agents.builtin.stages import ConvStage
 
 LANES = 128
 # The parameter that marks the rewritten convolution equation for the planner.
 PIXELS_MAJOR = "pixels_major"
-_VIEWS = ("reshape", "squeeze", "expand_dims", "broadcast_in_dim")
 # The result's axes (batch, channels, height, width) in the matrix's rows, as XLA lays them out.
 _ROW_AXES = (2, 3, 0)
 
@@ -188,7 +192,7 @@ def _rewrite(eqn: Eqn, conv: Eqn, rewrite: _Rewrite) -> None:
         rewrite.eqns.append(Eqn(eqn.primitive, inputs, [rewrite.output(result)], eqn.params))
     elif eqn.primitive in REDUCTIONS:
         rewrite.eqns.append(_reduction(eqn, inputs, rewrite))
-    elif eqn.primitive in _VIEWS:
+    elif eqn.primitive in VIEWS:
         rewrite.eqns.append(_view(eqn, inputs, rewrite))
     else:
         raise _Refused(f"`{eqn.primitive}` on the convolution's result")
