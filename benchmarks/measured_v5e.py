@@ -6,6 +6,8 @@ model's estimates of the same figures, so the table says where the model is righ
         [--tasks 41k 12p ...] [--repeats 20] [--deadline 480] [--task-timeout 180]
     # anywhere, no jax: the markdown table from the raw figures
     python benchmarks/measured_v5e.py table [--jsonl FILE.jsonl] [--md FILE.md]
+    # on a CPU, after the model changed: the measured kernels' estimates again
+    JAX_PLATFORMS=cpu python benchmarks/measured_v5e.py reestimate --kernels DIR --date DATE
 
 KERNELS holds one kernel file per task, as benchmarks/builtin_agent_coverage.py writes them;
 ROWS the same script's per-task rows (JSON: the model's `estimate_ms` and `vs_xla` speedups, all
@@ -418,6 +420,42 @@ def work(args: argparse.Namespace) -> None:
         _release()
 
 
+def reestimate(args: argparse.Namespace) -> None:
+    """The model's figures of every measured kernel again, with the model as it is now: each
+    record whose kernel file is in `--kernels` is appended again with its `model` replaced (the
+    measured figures untouched), so the table compares the measurements with today's model.
+    The kernel files must be the ones measured; each record names the file its figures came
+    from (`model.kernel_file`)."""
+    from maxkernel_tui.agents.builtin.autotune import estimate_source, reference_cost
+    from maxkernel_tui.kernels.loader import builtin_suite_dir, find_task, load_tasks
+    from maxkernel_tui.kernels.perf.xla_model import XLA_PRECISIONS
+
+    tasks, _ = load_tasks(builtin_suite_dir())
+    out = Path(args.out)
+    for task_id, record in sorted(read_records(out).items(), key=lambda i: task_number(i[0])):
+        kernel = Path(args.kernels) / f"{task_id}.py"
+        if not _measured(record) or not kernel.exists():
+            continue
+        task = find_task(task_id, tasks)
+        passes = record.get("tolerance_passes") or 1
+        estimate = estimate_source(
+            kernel.read_text(encoding="utf-8"),
+            task,
+            reference_cost=reference_cost(task),
+            tolerance_precision=XLA_PRECISIONS[passes],
+        )
+        earlier = record.get("model") or {}
+        row = {
+            "family": earlier.get("family", "-"),
+            "verdict": earlier.get("verdict", "-"),
+            "estimate_ms": estimate.seconds * 1e3,
+            "vs_xla": estimate.vs_xla.to_json() if estimate.vs_xla else None,
+        }
+        model = {**model_figures(row), "kernel_file": kernel.name, "reestimated": args.date}
+        _append(out, {**record, "model": model})
+        print(f"{task_id}: {earlier.get('kernel_ms')} -> {model['kernel_ms']:.3f} ms", flush=True)
+
+
 def _release() -> None:
     import gc
 
@@ -589,6 +627,10 @@ def main(argv: Sequence[str] | None = None) -> None:
             sub.add_argument("--task-timeout", type=float, default=180.0)
         else:
             sub.add_argument("--progress", required=True)
+    again = verbs.add_parser("reestimate")
+    again.add_argument("--kernels", required=True)
+    again.add_argument("--out", default=str(JSONL))
+    again.add_argument("--date", required=True, help="when: written into each record")
     tables = verbs.add_parser("table")
     tables.add_argument("--jsonl", default=str(JSONL))
     tables.add_argument("--md", default=str(TABLE))
@@ -597,6 +639,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         drive(args)
     elif args.verb == "worker":
         work(args)
+    elif args.verb == "reestimate":
+        reestimate(args)
     else:
         text = table(list(read_records(Path(args.jsonl)).values()))
         Path(args.md).write_text(text, encoding="utf-8")

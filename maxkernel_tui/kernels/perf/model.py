@@ -23,10 +23,9 @@ prints the residuals):
     target's `f32_default_passes` (one on v5e, where Mosaic rounds them to bf16:
     benchmarks/mosaic_f32_dot.py, 4096x8192x8192, 6.63 ms against 6.65 ms with bf16 operands and
     the same error; three elsewhere, fitted to JAXBench's v6e experts); HIGHEST_MXU_PASSES at
-    Precision.HIGHEST (18.05 ms in the same v5e run); vector element operations run at
-    1/16 and transcendentals at 1/64 of the bf16 peak (rough VPU and EUP rates); vector and
-    transcendental work add up, MXU work overlaps them; v6e's vector units reach a smaller share
-    of its much larger MXU peak (VECTOR_SHARES);
+    Precision.HIGHEST (18.05 ms in the same v5e run); vector element operations and
+    transcendentals run at the VPU's and EUP's rates (perf/vector_rates.py: measured on v5e),
+    the three units side by side: a step takes the longest of its MXU, VPU and EUP work;
   - transfer: the step's share of HBM bytes at the chip's HBM bandwidth;
   - outside the kernels: the copies XLA makes around them (perf/outside.py) at the HBM bandwidth
     and XLA_EFFICIENCY, one after another with the kernels.
@@ -249,7 +248,7 @@ def _step_compute(kernel: KernelAnalysis, target: TpuTarget) -> float:
     vpu, eup = vector_rates(target)
     vector = kernel.vector_ops_per_step / vpu
     transcendental = kernel.transcendentals_per_step / eup
-    return max(mxu, vector + transcendental)
+    return max(mxu, vector, transcendental)
 
 
 def mxu_utilisation(dims: Sequence[Sequence[int]], mxu: tuple[int, int]) -> float:

@@ -16,11 +16,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from jax import tree_util
 
 from maxkernel_tui.kernels.perf.analysis import Block, KernelAnalysis, MemorySpace
 from maxkernel_tui.kernels.perf.flat_program import ScalarOperands
 from maxkernel_tui.kernels.perf.index_maps import block_indices, branch_shares
 from maxkernel_tui.kernels.perf.jaxpr_walk import pallas_calls, walk
+from maxkernel_tui.kernels.perf.primitive_names import AXIS_REDUCTIONS
 
 # Grids larger than this are not enumerated: every block is assumed fetched at every step.
 MAX_ENUMERATED_STEPS = 1 << 20
@@ -82,6 +84,59 @@ _VECTOR = {
     "shift_right_logical",
     "shift_right_arithmetic",
 }
+
+
+# Element operations a value read, written or sliced at a lane offset that is not a multiple of
+# 128 (or a sublane offset not a multiple of 8) costs per element: its vregs rotated and
+# merged (fitted to a convolution's patch of nine shifted slices, benchmarks/mxu_rows.py on
+# v5e: 2.4 with 8 channels, 2.6 with 64).
+LANE_SHIFT_OPS = 2.5
+LANES, SUBLANES = 128, 8
+_MOVES = {"get", "swap", "slice"}
+
+
+def _vreg_elements(eqn: Any) -> int:
+    """The elements of the vregs a vector operation works on: its result's (a reduction's
+    operand's), each array's last two dimensions padded to whole (8, 128) tiles, since the VPU
+    works on whole vregs (a (rows, 1) column costs as much as (rows, 128))."""
+    if eqn.primitive.name in AXIS_REDUCTIONS:
+        return _padded(eqn.invars[0].aval)
+    return sum(_padded(v.aval) for v in eqn.outvars)
+
+
+def _padded(aval: Any) -> int:
+    shape = tuple(int(d) for d in getattr(aval, "shape", ()))
+    if not shape:  # a scalar: the scalar core's work, not the VPU's
+        return 0
+    rows, lanes = (1, *shape)[-2:]
+    tiles = -(-rows // SUBLANES) * SUBLANES * (-(-lanes // LANES) * LANES)
+    return math.prod(shape[:-2]) * tiles
+
+
+def _shifted_elements(eqn: Any) -> int:
+    """The padded elements a read (`get`), write (`swap`) or `slice` moves across vregs: all of
+    the value where its window starts off the (8, 128) tiling at a static offset, else none
+    (a dynamic offset is taken as aligned)."""
+    name = eqn.primitive.name
+    if name == "slice":
+        starts = list(eqn.params["start_indices"])
+        value = eqn.outvars[0].aval
+    else:
+        value = (eqn.outvars[0] if name == "get" else eqn.invars[1]).aval
+        leaves = eqn.invars[1:] if name == "get" else eqn.invars[2:]
+        try:
+            transforms = tree_util.tree_unflatten(eqn.params["tree"], leaves)
+        except (TypeError, ValueError):
+            return 0
+        # the last indexer places the window in the value's vregs (`ref.at[slot][:, ds]`)
+        if not transforms or not hasattr(transforms[-1], "indices"):
+            return 0
+        starts = [getattr(index, "start", 0) for index in transforms[-1].indices]
+    lane, sublane = (0, 0, *starts)[-1], (0, 0, *starts)[-2]
+    static = isinstance(lane, int) and isinstance(sublane, int)
+    if not static or (lane % LANES == 0 and sublane % SUBLANES == 0):
+        return 0
+    return _padded(value)
 
 
 @dataclass
@@ -393,6 +448,7 @@ def _body_work(body: Any, shares: dict[int, np.ndarray]) -> _BodyWork:
                 branch_dmas[key] = branch_dmas.get(key, 0.0) + weight * site.times
         one_run = sum(math.prod(getattr(v.aval, "shape", ())) for v in eqn.outvars)
         out_elements = weight * site.times * one_run
+        runs = weight * site.times
         if name == "dot_general":
             (lhs_contract, rhs_contract), (_, rhs_batch) = eqn.params["dimension_numbers"]
             lhs, rhs = eqn.invars[0].aval.shape, eqn.invars[1].aval.shape
@@ -407,9 +463,11 @@ def _body_work(body: Any, shares: dict[int, np.ndarray]) -> _BodyWork:
                     totals.mxu_highest += 2.0 * out_elements * k
             totals.dims.append([int(one_run // max(n, 1)), int(k), int(n)])
         elif name in _TRANSCENDENTAL:
-            totals.transcendental += out_elements
+            totals.transcendental += runs * _vreg_elements(eqn)
         elif name in _VECTOR:
-            totals.vector += out_elements
+            totals.vector += runs * _vreg_elements(eqn)
+        elif name in _MOVES:
+            totals.vector += runs * LANE_SHIFT_OPS * _shifted_elements(eqn)
     busiest: dict[int, float] = {}
     for (cond, _), count in branch_dmas.items():
         busiest[cond] = max(busiest.get(cond, 0.0), count)

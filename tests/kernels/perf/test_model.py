@@ -18,6 +18,7 @@ from maxkernel_tui.kernels.perf.model import (
     warnings_for,
 )
 from maxkernel_tui.kernels.perf.pallas_analysis import analyze
+from maxkernel_tui.kernels.perf.vector_rates import vector_rates
 from maxkernel_tui.kernels.perf.xla_model import XLA_EFFICIENCY
 from maxkernel_tui.kernels.targets import TARGETS
 from tests.support.kernels import load
@@ -155,3 +156,33 @@ def test_vmem_fits_against_the_default_scoped_limit_unless_the_kernel_raises_it(
     assert vmem_limit(asked, v5e) == 64 * 2**20
     assert estimate([asked], v5e).fits_vmem
     assert not any("VMEM" in w for w in warnings_for(asked, v5e))
+
+
+def _gelu_kernel(x_ref, o_ref, *, tanh_count):
+    value = x_ref[...]
+    for _ in range(tanh_count):
+        value = jnp.tanh(value) * 0.999 + 0.001  # two VPU operations beside each tanh
+    o_ref[...] = value
+
+
+@pytest.mark.parametrize("tanh_count", [1, 4])
+def test_a_step_takes_the_longer_of_its_vpu_and_eup_work_not_their_sum(tanh_count):
+    # measured on a v5e (benchmarks/mxu_rows.py): a multiply-add beside each tanh costs nothing
+    # more than the tanh alone; the VPU works while the EUP does
+    target = TARGETS["v5e"]
+    vpu, eup = vector_rates(target)
+    call = pl.pallas_call(
+        functools.partial(_gelu_kernel, tanh_count=tanh_count),
+        grid=(64,),
+        in_specs=[pl.BlockSpec((512, 2048), lambda i: (0, 0))],  # resident: fetched once
+        out_specs=pl.BlockSpec((512, 2048), lambda i: (0, 0)),
+        out_shape=jax.ShapeDtypeStruct((512, 2048), jnp.float32),
+    )
+    (kernel,) = analyze(jax.make_jaxpr(call)(jax.ShapeDtypeStruct((512, 2048), jnp.float32)))
+    elements = 512 * 2048
+    assert kernel.transcendentals_per_step == tanh_count * elements
+    assert kernel.vector_ops_per_step == 2 * tanh_count * elements
+    result = estimate([kernel], target)
+    eup_seconds = 64 * tanh_count * elements / eup
+    both = eup_seconds + 64 * 2 * tanh_count * elements / vpu
+    assert eup_seconds < result.seconds - DISPATCH_S < both

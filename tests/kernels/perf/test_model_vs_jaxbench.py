@@ -31,6 +31,7 @@ from maxkernel_tui.kernels.perf.xla_model import (
     XLA_EFFICIENCY,
     XLA_OPS_PER_TRANSCENDENTAL,
     XLA_PRECISIONS,
+    XLA_VECTOR_SHARES,
     xla_seconds,
 )
 from maxkernel_tui.kernels.targets import TARGETS
@@ -96,7 +97,8 @@ def test_xla_exponentials_are_counted_from_the_jaxpr_and_cost_vector_time():
     plain = ReferenceCost(flops=1e9, bytes_accessed=1e6)
     softmax = ReferenceCost(flops=1e9, bytes_accessed=1e6, transcendentals=1e8)
     added = xla_seconds(softmax, v6e) - xla_seconds(plain, v6e)  # type: ignore[operator]
-    assert added == pytest.approx(1e8 * XLA_OPS_PER_TRANSCENDENTAL / vector_rates(v6e)[0] / 0.95)
+    fitted_rate = v6e.peak_bf16_flops * XLA_VECTOR_SHARES["v6e"]
+    assert added == pytest.approx(1e8 * XLA_OPS_PER_TRANSCENDENTAL / fitted_rate / 0.95)
 
 
 def test_a_matmul_streams_an_operand_broadcast_into_it_at_its_broadcast_size():

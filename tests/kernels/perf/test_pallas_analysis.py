@@ -13,7 +13,7 @@ from jax.experimental.pallas import tpu as pltpu
 from maxkernel_tui.kernels import aot
 from maxkernel_tui.kernels.perf.analysis import KernelAnalysis
 from maxkernel_tui.kernels.perf.model import warnings_for
-from maxkernel_tui.kernels.perf.pallas_analysis import analyze
+from maxkernel_tui.kernels.perf.pallas_analysis import LANE_SHIFT_OPS, analyze
 from maxkernel_tui.kernels.targets import MIB, TARGETS
 from tests.support.kernels import load
 from tests.support.paths import KERNELS
@@ -69,7 +69,8 @@ def test_row_wise_norm():
     assert k.steps == 256 and x.fetches == 256 and scale.fetches == 1  # scale stays resident
     assert k.vmem_bytes == 2 * (128 * 8192 * 2) * 2 + 2 * 8192 * 2
     assert k.hbm_bytes == 2 * 8 * 4096 * 8192 * 2 + 8192 * 2  # read x once, write y once
-    assert k.mxu_flops_per_step == 0 and k.transcendentals_per_step == 128  # one rsqrt per row
+    # one rsqrt per row, on a (128, 1) column: 16 whole vregs
+    assert k.mxu_flops_per_step == 0 and k.transcendentals_per_step == 128 * 128
     assert warnings_for(k, TARGETS["v5e"]) == []
 
 
@@ -190,3 +191,64 @@ def _vmem_reported_by_libtpu(name):
 @pytest.mark.parametrize("name", sorted(TARGETS))
 def test_vmem_capacity_in_the_table_is_what_libtpu_reports(name):
     assert _vmem_reported_by_libtpu(name) == TARGETS[name].vmem_bytes
+
+
+def _shifted_reads_kernel(x_ref, o_ref, *, lane, sublane):
+    o_ref[...] = x_ref[pl.ds(sublane, 16), pl.ds(lane, 256)]
+
+
+@pytest.mark.parametrize(
+    ("lane", "sublane", "shifted"),
+    [(0, 0, False), (128, 8, False), (3, 0, True), (0, 4, True), (130, 8, True)],
+)
+def test_a_read_off_the_vreg_tiling_costs_vector_work_per_element(lane, sublane, shifted):
+    kernel = functools.partial(_shifted_reads_kernel, lane=lane, sublane=sublane)
+    call = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((16, 256), F32))
+    k = single(call, jax.ShapeDtypeStruct((32, 512), F32))
+    assert k.vector_ops_per_step == (LANE_SHIFT_OPS * 16 * 256 if shifted else 0)
+
+
+def _dynamic_read_kernel(x_ref, o_ref):
+    start = pl.multiple_of(pl.program_id(0) * 128, 128)
+    o_ref[...] = x_ref[:, pl.ds(start, 128)]
+
+
+def test_a_read_at_a_dynamic_offset_is_taken_as_aligned():
+    call = pl.pallas_call(
+        _dynamic_read_kernel,
+        grid=(2,),
+        in_specs=[pl.BlockSpec((8, 256), lambda i: (0, 0))],
+        out_specs=pl.BlockSpec((8, 128), lambda i: (0, i)),
+        out_shape=jax.ShapeDtypeStruct((8, 256), F32),
+    )
+    assert single(call, jax.ShapeDtypeStruct((8, 256), F32)).vector_ops_per_step == 0
+
+
+def _column_kernel(x_ref, o_ref):
+    total = jnp.sum(x_ref[...], axis=1, keepdims=True)  # reads (64, 512)
+    o_ref[...] = jnp.exp(total * 2.0)  # two operations on a (64, 1) column
+
+
+def test_vector_work_counts_whole_vregs_and_a_reduction_its_operand():
+    call = pl.pallas_call(_column_kernel, out_shape=jax.ShapeDtypeStruct((64, 1), F32))
+    k = single(call, jax.ShapeDtypeStruct((64, 512), F32))
+    column = 64 * 128  # a (64, 1) column fills 8 vregs, one lane of each used
+    assert k.vector_ops_per_step == 64 * 512 + 2 * column  # the sum, keepdims, the multiply
+    assert k.transcendentals_per_step == column
+
+
+def _ring_read_kernel(x_ref, o_ref):
+    slot = pl.program_id(0) % 2
+    o_ref[...] = x_ref.at[slot][:, pl.ds(1, 128)]  # a dynamic plane, a static lane shift
+
+
+def test_a_shifted_read_through_a_view_of_a_ref_counts_its_last_window():
+    call = pl.pallas_call(
+        _ring_read_kernel,
+        grid=(2,),
+        in_specs=[pl.BlockSpec((2, 8, 256), lambda i: (0, 0, 0))],
+        out_specs=pl.BlockSpec((8, 128), lambda i: (0, 0)),
+        out_shape=jax.ShapeDtypeStruct((8, 128), F32),
+    )
+    k = single(call, jax.ShapeDtypeStruct((2, 8, 256), F32))
+    assert k.vector_ops_per_step == LANE_SHIFT_OPS * 8 * 128
