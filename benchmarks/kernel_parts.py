@@ -34,19 +34,16 @@ def _nothing(*_args: Any, **_kwargs: Any) -> None:
     return None
 
 
-def time_variant(task_id: str, kernel: Path, dropped: Sequence[str], calls: int) -> float:
-    """The median wall time (ms) of the kernel program with `dropped` helpers made no-ops."""
-    tasks, _ = load_tasks(builtin_suite_dir())
-    task = find_task(task_id, tasks)
-    reference = runtime.load_reference(task)
-    module = runtime.load_candidate(task, reference, kernel)
+def time_variant(
+    task: Any, kernel: Path, dropped: Sequence[str], inputs: Any, static: Any, calls: int
+) -> float:
+    """The median wall time (ms) of the kernel program with `dropped` helpers made no-ops (a
+    fresh module per variant, so no variant sees another's no-ops)."""
+    module = runtime.load_candidate(task, runtime.load_reference(task), kernel)
     for name in dropped:
         if not callable(getattr(module, name, None)):
             raise SystemExit(f"{kernel.name} has no function {name}")
         setattr(module, name, _nothing)
-    config = task.configs[0]
-    _, static = runtime.input_specs(task, reference, config)
-    inputs = runtime.make_inputs(task, reference, config, 0)[0]
     program = jax.jit(lambda *dynamic: module.computation(*dynamic, *static))
     return median_ms(program, inputs, calls)
 
@@ -58,9 +55,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--drop", action="append", default=[], help="comma-separated names")
     parser.add_argument("--calls", type=int, default=20)
     args = parser.parse_args(argv)
+    tasks, _ = load_tasks(builtin_suite_dir())
+    task = find_task(args.task, tasks)
+    reference, config = runtime.load_reference(task), task.configs[0]
+    _, static = runtime.input_specs(task, reference, config)
+    inputs = runtime.make_inputs(task, reference, config, 0)[0]  # made once, for every variant
     variants = {"whole": [], **{names: names.split(",") for names in args.drop}}
     times = {
-        name: round(time_variant(args.task, args.kernel, dropped, args.calls), 4)
+        name: round(time_variant(task, args.kernel, dropped, inputs, static, args.calls), 4)
         for name, dropped in variants.items()
     }
     print(json.dumps({"task": args.task, "kernel": args.kernel.name, "ms": times}))

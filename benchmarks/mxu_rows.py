@@ -1,6 +1,7 @@
 """How long a Pallas matmul block takes on the TPU's MXU when few rows stream through each weight
-tile, and what a convolution's patch costs to assemble: the figures the performance model's
-`MXU_WEIGHT_LOAD_ROWS` and its convolution terms are held to.
+tile, what a convolution's patch costs to assemble, and how fast the VPU and EUP run: the
+figures the performance model's vector rates (perf/vector_rates.py), LANE_SHIFT_OPS
+(perf/pallas_analysis.py) and MXU utilisation (perf/model.py) are held to.
 
 Each case is a kernel whose grid repeats one step `steps` times on blocks resident in VMEM (their
 block index never changes, so nothing is fetched after the first step); the step's time is the
@@ -40,9 +41,11 @@ from jax.experimental.pallas import tpu as pltpu
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from wall_time import median_ms
 
+from maxkernel_tui.kernels.targets import TARGETS
+
 BASE_STEPS = 64
 EXTRA_STEPS = 8192
-PEAK_BF16_FLOPS = 197e12  # v5e (VERIFIED.md)
+PEAK_BF16_FLOPS = TARGETS["v5e"].peak_bf16_flops
 DEFAULT_CASES = (
     # rows streamed per weight tile, K and N whole tiles
     *(f"dot:{m},128,2048" for m in (8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 512)),

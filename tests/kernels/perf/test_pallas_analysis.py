@@ -252,3 +252,15 @@ def test_a_shifted_read_through_a_view_of_a_ref_counts_its_last_window():
     )
     k = single(call, jax.ShapeDtypeStruct((2, 8, 256), F32))
     assert k.vector_ops_per_step == LANE_SHIFT_OPS * 8 * 128
+
+
+def _value_slice_kernel(x_ref, o_ref, *, start):
+    o_ref[...] = x_ref[...][:, start : start + 128]  # a slice of a loaded value, not of the ref
+
+
+@pytest.mark.parametrize(("start", "shifted"), [(0, False), (128, False), (30, True)])
+def test_a_slice_of_a_value_off_the_lane_tiling_costs_vector_work(start, shifted):
+    kernel = functools.partial(_value_slice_kernel, start=start)
+    call = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((8, 128), F32))
+    k = single(call, jax.ShapeDtypeStruct((8, 384), F32))
+    assert k.vector_ops_per_step == (LANE_SHIFT_OPS * 8 * 128 if shifted else 0)
