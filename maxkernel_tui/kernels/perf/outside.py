@@ -178,7 +178,10 @@ def _is_free(op: _Op) -> bool:
     """A view that leaves the tiled layout as it is (the module docstring), or a no-op cast."""
     if op.name == "convert_element_type":
         return bool(_dtype(op.invars[0]) == _dtype(op.outvars[0]))
-    if op.name not in _VIEWS:
+    # x[:, None] is a broadcast that adds unit dimensions only: XLA makes it a reshape
+    unit_broadcast = op.name == "broadcast_in_dim" and _is_var(op.invars[0])
+    unit_broadcast = unit_broadcast and _elements(op.invars[0]) == _elements(op.outvars[0])
+    if op.name not in _VIEWS and not unit_broadcast:
         return False
     before, after = _shape(op.invars[0]), _shape(op.outvars[0])
     return _same_tiles(before, after, _itemsize(op.outvars[0]))

@@ -16,6 +16,7 @@ from jax.experimental.pallas import tpu as pltpu
 
 from maxkernel_tui.agents.builtin.pieces import conv
 from maxkernel_tui.kernels import aot
+from maxkernel_tui.kernels.perf.outside import outside_traffic
 from maxkernel_tui.kernels.perf.pallas_analysis import analyze
 
 INTERPRET = pltpu.InterpretParams(uninitialized_memory="nan", out_of_bounds_reads="raise")
@@ -146,15 +147,27 @@ def test_each_chunk_of_output_rows_is_one_matmul_over_every_tap_stacked_along_th
 def test_the_image_is_read_from_hbm_once_with_no_shifted_copies_made_outside_the_kernel():
     image, kernel = _random(3, 8, 12, 16), _random(16, 8, 3, 3, seed=1)
     program, call, _ = _dots(image, kernel, **COPY)
-    # outside the kernel: a free reshape of the image and the weights laid out tap by tap,
-    # nothing as large as the image besides it
+    # rows of 16 lanes: XLA flattens the image's pixels (one copy) and lays the weights out tap
+    # by tap; nothing else as large as the image
     assert not [e for e in program.eqns if e.primitive.name in ("concatenate", "slice")]
-    image_operand = call.invars[0].aval
-    assert image_operand.shape == (3, 8, 12 * 16)
+    assert call.invars[0].aval.shape == (3, 8, 12 * 16)
     (analysis,) = analyze(program)
     image_block = analysis.blocks[0]
     assert image_block.shape == [8, 12 * 16]  # one whole image, fetched once per image
     assert image_block.bytes * image_block.fetches == image.size * 4
+
+
+@pytest.mark.parametrize("channels", [8, 3])
+def test_rows_of_whole_lane_tiles_are_flattened_in_vmem_with_no_copy_outside(channels):
+    # rows of 256 lanes: the kernel reads the image as it lies in HBM (a unit plane axis added:
+    # a bitcast) and flattens its rows in VMEM, filling 3 channels to 8 there
+    image, kernel = _random(2, channels, 5, 256), _random(8, channels, 3, 3, seed=1)
+    program, call, dots = _dots(image, kernel, **COPY)
+    assert call.invars[0].aval.shape == (2, channels, 1, 5, 256)
+    assert [d.invars[0].aval.shape for d in dots] == [(8, 72)]
+    assert outside_traffic(program).bytes < image.size * 4  # the taps laid out, no image copy
+    got = _run(image, kernel, **COPY)
+    np.testing.assert_allclose(got, _reference(image, kernel), rtol=1e-4, atol=1e-3)
 
 
 def test_taps_one_column_wide_keep_whole_rows_and_too_few_channels_are_filled_to_a_tile():

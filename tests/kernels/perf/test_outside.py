@@ -98,6 +98,23 @@ def test_a_kernel_wrapped_in_jit_and_a_cast_inside_the_wrapper_are_seen() -> Non
     assert found.copies == 1 and found.bytes == 256 * 512 * (F32 + 2)
 
 
+@pytest.mark.parametrize(
+    ("index", "free"),
+    [
+        ((slice(None), slice(None), None), True),  # a unit plane axis: the minor two untouched
+        ((None,), True),  # a unit axis in front
+        ((slice(None), slice(None), slice(None), slice(None), None), False),  # lanes become rows
+        ((slice(None), slice(None), slice(None), None), False),  # rows become whole tiles
+    ],
+)
+def test_x_indexed_with_none_is_a_reshape_free_only_where_the_tiles_stay(index, free) -> None:
+    # jnp writes x[:, :, None] as a broadcast_in_dim that adds unit axes: XLA's reshape
+    found = _traffic(lambda x: kernel(x[index]), (4, 8, 16, 128))
+    assert (found.copies == 0) is free
+    if not free:
+        assert found.largest.startswith("broadcast_in_dim")
+
+
 def test_a_slice_reads_what_it_keeps_and_a_broadcast_writes_what_it_makes() -> None:
     sliced = _traffic(lambda x: kernel(x[:64]), (1024, 512))
     assert sliced.bytes == 2 * 64 * 512 * F32

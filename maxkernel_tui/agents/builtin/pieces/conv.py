@@ -1,18 +1,19 @@
 """The convolution stage of the kernels the built-in agent writes: a plain 2-D convolution (NCHW
 image, OIHW kernel, stride 1, no padding) as an implicit GEMM, one parameterised kernel and
-wrapper. The image is read from HBM once, as it is (its pixels flattened, a free reshape); the
-taps are formed in VMEM. Tap (dh, dw) of output pixel (oh, ow) is input pixel
-(oh + dh) * width + ow + dw: for a chunk of output rows laid out `width` pixels a row, every tap
-is one lane-shifted slice of the image block, so the chunk's patch is the taps' slices stacked
-along the channels, and one matmul (out channels, taps * channels) @ (taps * channels, pixels)
-computes the chunk, summed in f32. Each output row's first out_width pixels go to the sum (the
-rest of a row of `width` pixels reaches past the image's right edge); the epilogue, translated
-from the reference's jaxpr, then runs on the whole image's sum in blocks of rows (`sub`), so its
-f32 temporaries stay small while every pixel of a row is in one block. Trace-time `if`s choose
-the operand precision. A volume (NCDHW x OIDHW) whose epilogue needs the whole image (a group
-norm's statistics over every plane) runs here too: its planes lie side by side on the lanes
-(a free reshape), and each output plane is a 2-D convolution of the taps_d planes it reads,
-unrolled plane by plane into the image's sum.
+wrapper. The image is read from HBM once, its pixels flattened (in VMEM where its rows are
+whole lane tiles, else by XLA's copy); the taps are formed in VMEM. Tap (dh, dw) of output
+pixel (oh, ow) is input pixel (oh + dh) * width + ow + dw: for a chunk of output rows laid out
+`width` pixels a row, every tap is one lane-shifted slice of the image block, so the chunk's
+patch is the taps' slices stacked along the channels, and one matmul (out channels, taps *
+channels) @ (taps * channels, pixels) computes the chunk, summed in f32. Each output row's
+first out_width pixels go to the sum (the rest of a row of `width` pixels reaches past the
+image's right edge); the epilogue, translated from the reference's jaxpr, then runs on the
+whole image's sum in blocks of rows (`sub`), so its f32 temporaries stay small while every
+pixel of a row is in one block. Trace-time `if`s choose the operand precision. A volume (NCDHW
+x OIDHW) whose epilogue needs the whole image (a group norm's statistics over every plane)
+runs here too: its planes lie side by side on the lanes (flattened as an image's rows are),
+and each output plane is a 2-D convolution of the taps_d planes it reads, unrolled plane by
+plane into the image's sum.
 
 render.py copies these functions into each kernel file unchanged (with blocks.py's helpers,
 rowwise.py's block roles and the file's BLOCK_* tunables) and calls `_conv_stage` with the
@@ -53,19 +54,27 @@ def _conv_kernel(
     stacked,
     operands,
     sub,
+    flatten,
 ):
     """The convolution of one image for a block of output channels, then its epilogue.
-    image_ref: (channels, depth * height * width), depth 1 for a 2-D image; taps_ref: (tm,
-    taps_d * taps_h * taps_w * channels), taps in (dd, dh, dw) order; refs: the epilogue's
-    operands, its outputs and the f32 sum (tm, out voxels). planes: (taps_d, out_depth,
+    image_ref: (channels, depth, height, width) as the image lies in HBM, depth 1 for a 2-D
+    image, when `flatten`; else (channels, depth * height * width), flattened by XLA. taps_ref:
+    (tm, taps_d * taps_h * taps_w * channels), taps in (dd, dh, dw) order; refs: the epilogue's
+    operands, its outputs, the f32 sum (tm, out voxels) and, when `flatten`, the image's pixels
+    flattened here (channels filled to a sublane tile). planes: (taps_d, out_depth,
     height * width). `sliced`: whether each of the epilogue's refs has a row per output
     channel (its blocks of `sub` rows are views of it)."""
-    *epilogue_refs, acc_ref = refs
+    if flatten:
+        *epilogue_refs, acc_ref, flat_ref = refs
+        _flatten_image(image_ref, flat_ref)
+    else:
+        *epilogue_refs, acc_ref = refs
+        flat_ref = image_ref
     taps_d, out_depth, plane_pixels = planes
     _, _, _, out_height, out_width = geometry
     for d in range(out_depth):  # unrolled while tracing: static lane offsets
         _convolve_planes(
-            [image_ref] * taps_d,
+            [flat_ref] * taps_d,
             taps_ref,
             acc_ref,
             geometry,
@@ -76,6 +85,20 @@ def _conv_kernel(
             at=d * out_height * out_width,
         )
     _epilogue_in_blocks(acc_ref, epilogue_refs, epilogue, sliced, sub)
+
+
+def _flatten_image(image_ref, flat_ref):
+    """flat_ref (filled channels, depth * height * width) = image_ref (channels, depth, height,
+    width), row by row, the channels past the image's zero. In VMEM: flattening in HBM is a
+    copy XLA makes of the whole image (its rows are tiled in sublanes there)."""
+    channels, depth, height, width = image_ref.shape
+    if flat_ref.shape[0] > channels:
+        flat_ref[channels:, :] = jnp.zeros(
+            (flat_ref.shape[0] - channels, flat_ref.shape[1]), flat_ref.dtype
+        )
+    for p in range(depth):  # unrolled while tracing: static lane offsets
+        for h in range(height):
+            flat_ref[:channels, pl.ds((p * height + h) * width, width)] = image_ref[:, p, h, :]
 
 
 def _convolve_planes(
@@ -135,6 +158,11 @@ def _image_block(b, i):
     return b, 0, 0
 
 
+def _image_planes_block(b, i):
+    """The whole image b as it lies in HBM: every channel, plane, row and column."""
+    return b, 0, 0, 0, 0
+
+
 def _taps_block(b, i):
     """Every tap's weights of out-channel block i."""
     return i, 0
@@ -186,10 +214,26 @@ def _conv_stage(
     if image.ndim == 4:  # an image: a volume of one plane
         image, kernel = image[:, :, None], kernel[:, :, None]
     sublanes = 8 * max(1, 4 // jnp.dtype(image.dtype).itemsize)
-    if image.shape[1] < sublanes:  # too few channels to stack the taps: zero channels fill a tile
-        fill = ((0, 0), (0, sublanes - image.shape[1]), (0, 0), (0, 0), (0, 0))
-        image, kernel = jnp.pad(image, fill), jnp.pad(kernel, fill)
-    batch, channels, planes, height, width = image.shape
+    batch, image_channels, planes, height, width = image.shape
+    # Too few channels to stack the taps: zero channels fill a tile.
+    channels = max(image_channels, sublanes)
+    fill = ((0, 0), (0, channels - image_channels), (0, 0), (0, 0), (0, 0))
+    kernel = jnp.pad(kernel, fill)
+    # Rows of whole lane tiles are flattened (and the channels filled) in VMEM, a row a whole
+    # number of vregs stored aligned; XLA's flattening copies the image in HBM (its rows lie
+    # in sublanes there: 39k 4.36 -> 3.74 ms on a v5e). Narrower rows XLA flattens: a VMEM
+    # copy per row of 32 lanes measured slower than its copy (25k 1.80 -> 2.03 ms).
+    flatten = width % 128 == 0
+    if flatten:
+        whole = (None, image_channels, planes, height, width)
+        image_spec = pl.BlockSpec(whole, _image_planes_block)
+        image_block = _block_bytes(image_channels * planes * height, width, image.dtype)
+        flat_block = _block_bytes(channels, planes * height * width, image.dtype)
+    else:
+        image = jnp.pad(image, fill).reshape(batch, channels, planes * height * width)
+        image_spec = pl.BlockSpec((None, channels, planes * height * width), _image_block)
+        image_block = _block_bytes(channels, planes * height * width, image.dtype)
+        flat_block = 0
     rows, _, taps_d, taps_h, taps_w = kernel.shape
     out_depth, out_height, out_width = planes - taps_d + 1, height - taps_h + 1, width - taps_w + 1
     cols = out_depth * out_height * out_width
@@ -216,15 +260,14 @@ def _conv_stage(
     def footprint(tm, sub):
         # Two buffers per pipelined block; the sum, one chunk's patch and product, and the
         # epilogue's f32 temporaries on a block of `sub` rows.
-        blocks = _block_bytes(channels, planes * height * width, image.dtype)
-        blocks += _block_bytes(tm, depth, kernel.dtype)
+        blocks = image_block + _block_bytes(tm, depth, kernel.dtype)
         blocks += sum(
             _block_bytes(*_rowwise_block(role, tm, cols)[0], dtype)
             for role, dtype in others_outputs
         )
         chunk = _block_bytes(depth, span, image.dtype) + _block_bytes(tm, span, jnp.float32)
         work = temporaries * _block_bytes(sub, cols, jnp.float32)
-        return 2 * blocks + _block_bytes(tm, cols, jnp.float32) + chunk + work
+        return 2 * blocks + _block_bytes(tm, cols, jnp.float32) + flat_block + chunk + work
 
     tm, sub = (rows, rows) if full_rows else _fit_conv_rows(rows, tm, row_align, footprint)
     sizes = {"tile": (rows, cols), "row": (rows, 1), "col": (1, cols), "scalar": (1, 1)}
@@ -239,6 +282,7 @@ def _conv_stage(
         stacked=stacked,
         operands=operands,
         sub=sub,
+        flatten=flatten,
     )
     results = pl.pallas_call(
         kernel_fn,
@@ -248,18 +292,21 @@ def _conv_stage(
         ],
         grid=(batch, rows // tm),
         in_specs=[
-            pl.BlockSpec((None, channels, planes * height * width), _image_block),
+            image_spec,
             pl.BlockSpec((tm, depth), _taps_block),
             *(_image_role_block(role, flag, tm, cols) for role, flag in zip(roles, in_flags)),
         ],
         out_specs=[
             _image_role_block(role, flag, tm, cols) for (role, _), flag in zip(outputs, out_flags)
         ],
-        scratch_shapes=[pltpu.VMEM((tm, cols), jnp.float32)],
+        scratch_shapes=[
+            pltpu.VMEM((tm, cols), jnp.float32),
+            *([pltpu.VMEM((channels, planes * height * width), image.dtype)] if flatten else []),
+        ],
         # A quarter more than the blocks and named temporaries: the compiler's own (each tap's
         # product, the epilogue's intermediates) took 18.4 MiB where these came to 15.4 (25k).
         compiler_params=_compiler_params(("parallel", "parallel"), footprint(tm, sub) * 5 // 4),
-    )(image.reshape(batch, channels, planes * height * width), taps, *others)
+    )(image, taps, *others)
     return results[0] if len(results) == 1 else results
 
 
