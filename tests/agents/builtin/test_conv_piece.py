@@ -261,3 +261,26 @@ def test_the_kernel_compiles_for_v5e_with_rows_of_pixels_cut_at_unaligned_lane_o
 
     compiled = aot.compile_for_tpu(stage, [image, kernel, bias], aot.target_for("v5e"))
     assert compiled.cost_analysis() is not None
+
+
+@pytest.mark.parametrize("operands", [None, "bf16", "bf16x3"])
+def test_a_volume_forms_each_input_planes_taps_once_for_every_output_plane_reading_it(operands):
+    # 5 planes, 3x3x3 taps: output plane d sums plane taps dd = 0..2 of input plane d + dd, so
+    # input plane 2 is read by all three output planes; its nine lane-shifted slices are made
+    # once (5 planes x 9 slices), not once per reader (3 x 27)
+    image, kernel = _random(2, 3, 5, 6, 10), _random(8, 3, 3, 3, 3, seed=1)
+    _, call, dots = _dots(image, kernel, **COPY, operands=operands)
+    passes = 3 if operands == "bf16x3" else 1
+    assert len(dots) == 3 * 3 * passes  # output planes x plane taps (x passes)
+    assert {d.invars[1].aval.shape for d in dots} == {(72, 3 * 10 + 8)}
+    body = call.params["jaxpr"]
+    slices = [
+        e for e in body.eqns if e.primitive.name == "get" and len(e.outvars[0].aval.shape) == 2
+    ]
+    assert len([s for s in slices if s.outvars[0].aval.shape == (8, 38)]) == 5 * 9
+    got = _run(image, kernel, **COPY, operands=operands)
+    want = jax.lax.conv_general_dilated(
+        image, kernel, (1, 1, 1), "VALID", precision=jax.lax.Precision.HIGHEST
+    ).reshape(2, 8, -1)
+    tolerance = 5e-2 if operands == "bf16" else 1e-3
+    np.testing.assert_allclose(got, want, rtol=tolerance, atol=tolerance)

@@ -55,24 +55,28 @@ def _conv_kernel(
     operands,
     sub,
     flatten,
+    patches,
 ):
     """The convolution of one image for a block of output channels, then its epilogue.
     image_ref: (channels, depth, height, width) as the image lies in HBM, depth 1 for a 2-D
     image, when `flatten`; else (channels, depth * height * width), flattened by XLA. taps_ref:
     (tm, taps_d * taps_h * taps_w * channels), taps in (dd, dh, dw) order; refs: the epilogue's
     operands, its outputs, the f32 sum (tm, out voxels) and, when `flatten`, the image's pixels
-    flattened here (channels filled to a sublane tile). planes: (taps_d, out_depth,
-    height * width). `sliced`: whether each of the epilogue's refs has a row per output
+    flattened here (channels filled to a sublane tile), then when `patches`, every input
+    plane's stacked taps (planes, taps_h * taps_w * channels, out plane span). planes: (taps_d,
+    out_depth, height * width). `sliced`: whether each of the epilogue's refs has a row per output
     channel (its blocks of `sub` rows are views of it)."""
+    *epilogue_refs, acc_ref = refs[: len(refs) - flatten - patches]
+    flat_ref = refs[-1 - patches] if flatten else image_ref
+    patches_ref = refs[-1] if patches else None
     if flatten:
-        *epilogue_refs, acc_ref, flat_ref = refs
         _flatten_image(image_ref, flat_ref)
-    else:
-        *epilogue_refs, acc_ref = refs
-        flat_ref = image_ref
     taps_d, out_depth, plane_pixels = planes
     _, _, _, out_height, out_width = geometry
-    for d in range(out_depth):  # unrolled while tracing: static lane offsets
+    if patches_ref is not None:  # a volume's planes' taps formed once, read taps_d times
+        _plane_patches(flat_ref, patches_ref, geometry, plane_pixels)
+        _convolve_patches(patches_ref, taps_ref, acc_ref, geometry, taps_d, operands)
+    for d in range(0 if patches_ref is not None else out_depth):  # unrolled: static offsets
         _convolve_planes(
             [flat_ref] * taps_d,
             taps_ref,
@@ -99,6 +103,47 @@ def _flatten_image(image_ref, flat_ref):
     for p in range(depth):  # unrolled while tracing: static lane offsets
         for h in range(height):
             flat_ref[:channels, pl.ds((p * height + h) * width, width)] = image_ref[:, p, h, :]
+
+
+def _plane_patches(flat_ref, patches_ref, geometry, plane_pixels):
+    """patches_ref[p] = the taps of input plane p stacked along the channels (taps in (dh, dw)
+    order), through the plane's last output pixel, in the patches' dtype (cast once)."""
+    taps_h, taps_w, width, out_height, out_width = geometry
+    span = (out_height - 1) * width + out_width
+    for p in range(patches_ref.shape[0]):  # unrolled while tracing: static lane offsets
+        views = [
+            flat_ref[:, pl.ds(p * plane_pixels + dh * width + dw, span)]
+            for dh in range(taps_h)
+            for dw in range(taps_w)
+        ]
+        patches_ref[p] = jnp.concatenate(views, axis=0).astype(patches_ref.dtype)
+
+
+def _convolve_patches(patches_ref, taps_ref, acc_ref, geometry, taps_d, operands):
+    """acc_ref (tm, out voxels) = output plane d the sum over dd of the weights of plane tap dd
+    times patches_ref[d + dd]: each input plane's taps were formed once for every output plane
+    that reads it."""
+    _, _, width, out_height, out_width = geometry
+    depth = patches_ref.shape[1]
+    weights = taps_ref[...]
+    if operands == "bf16":
+        weights = weights.astype(jnp.bfloat16)
+    per_plane = [weights[:, dd * depth : (dd + 1) * depth] for dd in range(taps_d)]
+    for d in range(patches_ref.shape[0] - taps_d + 1):  # unrolled: static lane offsets
+        part = sum(_mxu_dot(per_plane[dd], patches_ref[d + dd], operands) for dd in range(taps_d))
+        _store_rows(acc_ref, part, d * out_height * out_width, 0, out_height, width, out_width)
+
+
+def _store_rows(acc_ref, part, at, first, count, width, out_width):
+    """The `count` output rows of `part` (laid out `width` pixels a row) to acc_ref, the first
+    out_width pixels of each, from output row `first` of the plane starting at lane `at`."""
+    if out_width == width:  # no column is cut: the rows are already contiguous
+        acc_ref[:, pl.ds(at + first * out_width, part.shape[1])] = part
+        return
+    for row in range(count):
+        acc_ref[:, pl.ds(at + (first + row) * out_width, out_width)] = part[
+            :, row * width : row * width + out_width
+        ]
 
 
 def _convolve_planes(
@@ -135,13 +180,7 @@ def _convolve_planes(
                 _mxu_dot(weights[:, t * channels : (t + 1) * channels], view, operands)
                 for t, view in enumerate(views)
             )
-        if out_width == width:  # no column is cut: the chunk's rows are already contiguous
-            acc_ref[:, pl.ds(at + first * out_width, span)] = part
-            continue
-        for row in range(count):
-            acc_ref[:, pl.ds(at + (first + row) * out_width, out_width)] = part[
-                :, row * width : row * width + out_width
-            ]
+        _store_rows(acc_ref, part, at, first, count, width, out_width)
 
 
 def _epilogue_in_blocks(acc_ref, epilogue_refs, epilogue, sliced, sub):
@@ -251,6 +290,13 @@ def _conv_stage(
         chunk_pixels,
         patch_bytes,
     )
+    # A volume whose planes are one chunk each: every input plane's taps are formed once, for
+    # the taps_d output planes that read it (not once per reader), where they fit 4 patches.
+    plane_depth = taps_h * taps_w * channels
+    patch_dtype = jnp.bfloat16 if operands == "bf16" else image.dtype
+    patches_block = planes * _block_bytes(plane_depth, span, patch_dtype)
+    patches = taps_d > 1 and stacked and chunk_rows >= out_height
+    patches = patches and patches_block <= 4 * patch_bytes
     tm = _pick_block(rows, BLOCK_ROWS, row_align)
     others_outputs = [
         *((role, array.dtype) for role, array in zip(roles, others)),
@@ -267,7 +313,8 @@ def _conv_stage(
         )
         chunk = _block_bytes(depth, span, image.dtype) + _block_bytes(tm, span, jnp.float32)
         work = temporaries * _block_bytes(sub, cols, jnp.float32)
-        return 2 * blocks + _block_bytes(tm, cols, jnp.float32) + flat_block + chunk + work
+        scratch = _block_bytes(tm, cols, jnp.float32) + flat_block + patches * patches_block
+        return 2 * blocks + scratch + chunk + work
 
     tm, sub = (rows, rows) if full_rows else _fit_conv_rows(rows, tm, row_align, footprint)
     sizes = {"tile": (rows, cols), "row": (rows, 1), "col": (1, cols), "scalar": (1, 1)}
@@ -283,6 +330,7 @@ def _conv_stage(
         operands=operands,
         sub=sub,
         flatten=flatten,
+        patches=patches,
     )
     results = pl.pallas_call(
         kernel_fn,
@@ -302,6 +350,7 @@ def _conv_stage(
         scratch_shapes=[
             pltpu.VMEM((tm, cols), jnp.float32),
             *([pltpu.VMEM((channels, planes * height * width), image.dtype)] if flatten else []),
+            *([pltpu.VMEM((planes, plane_depth, span), patch_dtype)] if patches else []),
         ],
         # A quarter more than the blocks and named temporaries: the compiler's own (each tap's
         # product, the epilogue's intermediates) took 18.4 MiB where these came to 15.4 (25k).
