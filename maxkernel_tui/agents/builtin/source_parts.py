@@ -98,7 +98,14 @@ ROWWISE_STAGE = (
     rowwise._rowwise_stage,
 )
 # The same over images (what follows a convolution, batch statistics among it).
-BATCHED_ROWWISE_STAGE = (*ROWWISE_STAGE[:-1], rowwise._batched_rowwise_stage, *ROWWISE_STAGE[-1:])
+# Its results written as images (rows, height, width) where the program returns them so.
+IMAGE_RESULTS = (rowwise._image_rows_block, rowwise._written_as_images, rowwise._unflatten_rows)
+BATCHED_ROWWISE_STAGE = (
+    *ROWWISE_STAGE[:-1],
+    *IMAGE_RESULTS,
+    rowwise._batched_rowwise_stage,
+    *ROWWISE_STAGE[-1:],
+)
 # The convolution reads its epilogue's operands by rowwise.py's roles.
 CONV_STAGE = (
     rowwise._tile_block_2d,
