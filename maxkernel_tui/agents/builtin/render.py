@@ -315,9 +315,11 @@ class _Writer:
         if not isinstance(stage, PixelsMajorConvStage):  # its blocks: pixels, every channel
             keywords.append(f"row_align={row_align}")
         keywords.append(f"temporaries={temporaries}")
-        image = self._returned_as_image(outputs) if over_images and not body.accumulators else None
+        image = None
+        if (over_images and not body.accumulators) or family is ConvStage:
+            image = self._returned_as_image(outputs)
         if image is not None:
-            keywords.append(f"image=({self._dim(image[0])}, {self._dim(image[1])})")
+            keywords.append(f"image_results=({self._dim(image[0])}, {self._dim(image[1])})")
         self._record_call(stage, operands, outputs, keywords, runner, image)
         summary = textwrap.wrap(f'"""Stage {n}: {self._summary(stage)} {what}"""', 92)
         heading = ["col", "tm", "tn", "cols"] if running is not None else ["tm", "tn"]

@@ -97,9 +97,10 @@ ROWWISE_STAGE = (
     rowwise._column_reduction_kernel,
     rowwise._rowwise_stage,
 )
-# The same over images (what follows a convolution, batch statistics among it).
-# Its results written as images (rows, height, width) where the program returns them so.
+# A stage over images writing its results as they lie, (rows, height, width), where the program
+# returns them so.
 IMAGE_RESULTS = (rowwise._image_rows_block, rowwise._written_as_images, rowwise._unflatten_rows)
+# The same over images (what follows a convolution, batch statistics among it).
 BATCHED_ROWWISE_STAGE = (
     *ROWWISE_STAGE[:-1],
     *IMAGE_RESULTS,
@@ -124,6 +125,7 @@ CONV_STAGE = (
     conv._image_planes_block,
     conv._taps_block,
     conv._image_role_block,
+    *IMAGE_RESULTS,
     conv._conv_stage,
     conv._fit_conv_rows,
     conv._chunking,

@@ -104,6 +104,16 @@ def _vreg_elements(eqn: Any) -> int:
     return sum(_padded(v.aval) for v in eqn.outvars)
 
 
+def _operations_per_element(eqn: Any) -> int:
+    """VPU operations per element: one, but x**n is multiplies by squaring (x**3: two) and a
+    negative n a division more."""
+    if eqn.primitive.name != "integer_pow":
+        return 1
+    power = abs(int(eqn.params["y"]))
+    multiplies = max(power.bit_length() - 1 + bin(power).count("1") - 1, 1)
+    return multiplies + (eqn.params["y"] < 0)
+
+
 def _padded(aval: Any) -> int:
     shape = tuple(int(d) for d in getattr(aval, "shape", ()))
     if not shape:  # a scalar: the scalar core's work, not the VPU's
@@ -465,7 +475,7 @@ def _body_work(body: Any, shares: dict[int, np.ndarray]) -> _BodyWork:
         elif name in _TRANSCENDENTAL:
             totals.transcendental += runs * _vreg_elements(eqn)
         elif name in _VECTOR:
-            totals.vector += runs * _vreg_elements(eqn)
+            totals.vector += runs * _vreg_elements(eqn) * _operations_per_element(eqn)
         elif name in _MOVES:
             totals.vector += runs * LANE_SHIFT_OPS * _shifted_elements(eqn)
     busiest: dict[int, float] = {}

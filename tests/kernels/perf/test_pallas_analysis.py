@@ -237,6 +237,16 @@ def test_vector_work_counts_whole_vregs_and_a_reduction_its_operand():
     assert k.transcendentals_per_step == column
 
 
+@pytest.mark.parametrize(("power", "operations"), [(2, 1), (3, 2), (4, 2), (7, 4), (-2, 2)])
+def test_a_power_costs_its_multiplies_by_squaring(power, operations):
+    call = pl.pallas_call(
+        lambda x_ref, o_ref: o_ref.__setitem__(..., jax.lax.integer_pow(x_ref[...], power)),
+        out_shape=jax.ShapeDtypeStruct((8, 128), F32),
+    )
+    k = single(call, jax.ShapeDtypeStruct((8, 128), F32))
+    assert k.vector_ops_per_step == operations * 8 * 128
+
+
 def _ring_read_kernel(x_ref, o_ref):
     slot = pl.program_id(0) % 2
     o_ref[...] = x_ref.at[slot][:, pl.ds(1, 128)]  # a dynamic plane, a static lane shift

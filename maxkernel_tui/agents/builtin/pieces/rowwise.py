@@ -100,7 +100,7 @@ def _rowwise_stage(
     row_align=8,
     temporaries=0,
     batched=None,
-    image=None,
+    image_results=None,
 ):
     """One row-wise stage over a (rows, cols) frame: `body(*operand_refs, *out_refs, tm=, tn=)`
     on each block. roles: the role of each operand (see _rowwise_block); outputs: (role, dtype)
@@ -109,9 +109,9 @@ def _rowwise_stage(
     block spans every column. `temporaries`: f32 (tm, tn) values the body makes, for the VMEM
     estimate. `batched`: whether each operand and result has a leading image axis (a
     convolution's output and what follows it); the grid then walks the images too, innermost
-    and 'arbitrary' when the accumulators sum over them (batch statistics). `image`: (height,
-    width) of the pixels, when each batched tile result is written as the image lies in HBM,
-    (images, rows, height, width), not flat."""
+    and 'arbitrary' when the accumulators sum over them (batch statistics). `image_results`:
+    (height, width) of the pixels, when each batched tile result is written as the image lies
+    in HBM, (images, rows, height, width), not flat."""
     if batched is not None:
         return _batched_rowwise_stage(
             *operands,
@@ -124,7 +124,7 @@ def _rowwise_stage(
             row_align=row_align,
             temporaries=temporaries,
             batched=batched,
-            image=image,
+            image_results=image_results,
         )
     all_roles = [*roles, *(role for role, _ in outputs)]
     tm = _pick_block(rows, BLOCK_ROWS, row_align)
@@ -180,12 +180,13 @@ def _batched_rowwise_stage(
     row_align,
     temporaries,
     batched,
-    image=None,
+    image_results=None,
 ):
     """`_rowwise_stage` over images: blocks of rows spanning every column, per image for the
     operands and results with the image axis, shared by every image for the rest. With
     accumulators the images are the inner, 'arbitrary' axis: each adds its partial results, the
-    finishing step runs after the last image. `image`: as `_rowwise_stage`'s (no accumulators)."""
+    finishing step runs after the last image. `image_results`: as `_rowwise_stage`'s (with no
+    accumulators)."""
     images = next(a.shape[0] for a, flag in zip(operands, batched) if flag)
     all_roles = [*roles, *(role for role, _ in outputs)]
     dtypes = [*(array.dtype for array in operands), *(dtype for _, dtype in outputs)]
@@ -193,7 +194,7 @@ def _batched_rowwise_stage(
     as_images = [  # each batched tile result, when they are written as images
         n
         for n, ((role, _), flag) in enumerate(zip(outputs, out_flags))
-        if image and flag and role == "tile" and not accumulators
+        if image_results and flag and role == "tile" and not accumulators
     ]
 
     def footprint(tm):
@@ -237,8 +238,8 @@ def _batched_rowwise_stage(
     ]
     out_specs = [spec(role, flag) for (role, _), flag in zip(outputs, out_flags)]
     for n in as_images:
-        out_shapes[n] = jax.ShapeDtypeStruct((images, rows, *image), outputs[n][1])
-        out_specs[n] = pl.BlockSpec((None, tm, *image), _image_rows_block)
+        out_shapes[n] = jax.ShapeDtypeStruct((images, rows, *image_results), outputs[n][1])
+        out_specs[n] = pl.BlockSpec((None, tm, *image_results), _image_rows_block)
     results = pl.pallas_call(
         kernel,
         out_shape=out_shapes,
