@@ -111,7 +111,7 @@ def _operations_per_element(eqn: Any) -> int:
         return 1
     power = abs(int(eqn.params["y"]))
     multiplies = max(power.bit_length() - 1 + bin(power).count("1") - 1, 1)
-    return multiplies + (eqn.params["y"] < 0)
+    return multiplies + int(eqn.params["y"] < 0)
 
 
 def _padded(aval: Any) -> int:
