@@ -99,7 +99,12 @@ ROWWISE_STAGE = (
 )
 # A stage over images writing its results as they lie, (rows, height, width), where the program
 # returns them so.
-IMAGE_RESULTS = (rowwise._image_rows_block, rowwise._written_as_images, rowwise._unflatten_rows)
+IMAGE_RESULTS = (
+    rowwise._image_results_at,
+    rowwise._image_rows_block,
+    rowwise._written_as_images,
+    rowwise._unflatten_rows,
+)
 # The same over images (what follows a convolution, batch statistics among it).
 BATCHED_ROWWISE_STAGE = (
     *ROWWISE_STAGE[:-1],

@@ -37,6 +37,7 @@ from maxkernel_tui.agents.builtin.pieces.blocks import (
     _pick_block,
 )
 from maxkernel_tui.agents.builtin.pieces.rowwise import (
+    _image_results_at,
     _image_rows_block,
     _rowwise_block,
     _written_as_images,
@@ -298,18 +299,15 @@ def _conv_stage(
         patch_bytes,
     )
     # A volume whose planes are one chunk each: every input plane's taps are formed once, for
-    # the taps_d output planes that read it (not once per reader), where they fit 4 patches.
+    # the taps_d output planes that read it (not once per reader), where they fit in four
+    # chunks' patch budget.
     plane_depth = taps_h * taps_w * channels
     patch_dtype = jnp.bfloat16 if operands == "bf16" else image.dtype
     patches_block = planes * _block_bytes(plane_depth, span, patch_dtype)
     patches = taps_d > 1 and stacked and chunk_rows >= out_height
     patches = patches and patches_block <= 4 * patch_bytes
     in_flags, out_flags = batched[: len(others)], batched[len(others) :]
-    as_images = [  # each batched tile result, when they are written as images
-        n
-        for n, ((role, _), flag) in enumerate(zip(outputs, out_flags))
-        if image_results and flag and role == "tile"
-    ]
+    as_images = _image_results_at(outputs, out_flags, image_results)
     tm = _pick_block(rows, BLOCK_ROWS, row_align)
     others_outputs = [
         *((role, array.dtype) for role, array in zip(roles, others)),

@@ -191,11 +191,7 @@ def _batched_rowwise_stage(
     all_roles = [*roles, *(role for role, _ in outputs)]
     dtypes = [*(array.dtype for array in operands), *(dtype for _, dtype in outputs)]
     in_flags, out_flags = batched[: len(operands)], batched[len(operands) :]
-    as_images = [  # each batched tile result, when they are written as images
-        n
-        for n, ((role, _), flag) in enumerate(zip(outputs, out_flags))
-        if image_results and flag and role == "tile" and not accumulators
-    ]
+    as_images = [] if accumulators else _image_results_at(outputs, out_flags, image_results)
 
     def footprint(tm):
         blocks = sum(
@@ -256,6 +252,15 @@ def _batched_rowwise_stage(
         compiler_params=_compiler_params(semantics, footprint(tm)),
     )(*operands)
     return results[0] if len(results) == 1 else results
+
+
+def _image_results_at(outputs, out_flags, image_results):
+    """Which results are written as images: each batched tile result, when `image_results`."""
+    return [
+        n
+        for n, ((role, _), flag) in enumerate(zip(outputs, out_flags))
+        if image_results and flag and role == "tile"
+    ]
 
 
 def _image_rows_block(b, i):
