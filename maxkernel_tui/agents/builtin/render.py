@@ -315,12 +315,7 @@ class _Writer:
         if not isinstance(stage, PixelsMajorConvStage):  # its blocks: pixels, every channel
             keywords.append(f"row_align={row_align}")
         keywords.append(f"temporaries={temporaries}")
-        image = None
-        if (over_images and not body.accumulators) or family is ConvStage:
-            image = self._returned_as_image(outputs)
-        if image is not None:
-            keywords.append(f"image_results=({self._dim(image[0])}, {self._dim(image[1])})")
-        self._record_call(stage, operands, outputs, keywords, runner, image)
+        self._record_call(stage, operands, outputs, keywords, runner)
         summary = textwrap.wrap(f'"""Stage {n}: {self._summary(stage)} {what}"""', 92)
         heading = ["col", "tm", "tn", "cols"] if running is not None else ["tm", "tn"]
         keyword_params = ", ".join([*heading, *symbols])
@@ -427,10 +422,8 @@ class _Writer:
         outputs: list[_Operand],
         keywords: list[str],
         runner: str,
-        image: tuple[Dim, Dim] | None = None,
     ) -> None:
-        """computation()'s call of the stage's piece, with the stage's operands and parameters;
-        `image`: (height, width) its batched tile results are written as."""
+        """computation()'s call of the stage's piece, with the stage's operands and parameters."""
         arguments = [
             self._tiled(o) if o.periodic else self._as_form(o.var, o.form) for o in operands
         ]
@@ -444,35 +437,7 @@ class _Writer:
             call + f",\n{' ' * len(call)}".join(_wrapped(arguments, 100 - len(call))) + ")"
         )
         for name, output in zip(names, outputs):
-            form = output.form
-            if image is not None and output.role == OperandRole.TILE and output.batched:
-                form = (*output.form[:2], *image)
-            self.values[output.var] = (name, form)
-
-    def _returned_as_image(self, outputs: list[_Operand]) -> tuple[Dim, Dim] | None:
-        """(height, width) when each batched tile result of a stage over images is returned
-        by the program as an image (batch, rows, height, width) and read by no later stage:
-        the stage writes it so, since flattened pixels are re-tiled by an XLA copy."""
-        tiles = [o for o in outputs if o.role == OperandRole.TILE and o.batched]
-        returned = [
-            [tuple(r.shape) for r in self.plan.outputs if self.plan.storage.get(r, r) is o.var]
-            for o in tiles
-        ]
-        shapes = {shape for shapes in returned for shape in shapes}
-        if not tiles or not all(returned) or len(shapes) != 1:
-            return None
-        (shape,) = shapes
-        flat = tiles[0].form
-        if len(shape) != 4 or shape[:2] != flat[:2] or product_of(shape[2:]) != flat[2]:
-            return None
-        return None if any(self._read_by_a_stage(o.var) for o in tiles) else (shape[2], shape[3])
-
-    def _read_by_a_stage(self, var: Var) -> bool:
-        """Whether a stage or a transpose between stages reads `var` (or a view of it)."""
-        read = [v for s in self.plan.stages for v in s.inputs]
-        read += [h.var for s in self.plan.stages for h in s.head_operands()]
-        read += [t.source for t in self.plan.relayouts]
-        return any(self.plan.storage.get(v, v) is var for v in read)
+            self.values[output.var] = (name, output.form)
 
     def _tiled(self, operand: _Operand) -> str:
         """A periodic column value repeated over its block's columns: (1, columns)."""

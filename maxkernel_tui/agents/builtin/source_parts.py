@@ -97,21 +97,8 @@ ROWWISE_STAGE = (
     rowwise._column_reduction_kernel,
     rowwise._rowwise_stage,
 )
-# A stage over images writing its results as they lie, (rows, height, width), where the program
-# returns them so.
-IMAGE_RESULTS = (
-    rowwise._image_results_at,
-    rowwise._image_rows_block,
-    rowwise._written_as_images,
-    rowwise._unflatten_rows,
-)
 # The same over images (what follows a convolution, batch statistics among it).
-BATCHED_ROWWISE_STAGE = (
-    *ROWWISE_STAGE[:-1],
-    *IMAGE_RESULTS,
-    rowwise._batched_rowwise_stage,
-    *ROWWISE_STAGE[-1:],
-)
+BATCHED_ROWWISE_STAGE = (*ROWWISE_STAGE[:-1], rowwise._batched_rowwise_stage, *ROWWISE_STAGE[-1:])
 # The convolution reads its epilogue's operands by rowwise.py's roles.
 CONV_STAGE = (
     rowwise._tile_block_2d,
@@ -130,7 +117,6 @@ CONV_STAGE = (
     conv._image_planes_block,
     conv._taps_block,
     conv._image_role_block,
-    *IMAGE_RESULTS,
     conv._conv_stage,
     conv._fit_conv_rows,
     conv._chunking,

@@ -284,28 +284,3 @@ def test_a_volume_forms_each_input_planes_taps_once_for_every_output_plane_readi
     ).reshape(2, 8, -1)
     tolerance = 5e-2 if operands == "bf16" else 1e-3
     np.testing.assert_allclose(got, want, rtol=tolerance, atol=tolerance)
-
-
-def test_a_result_returned_as_images_is_written_as_they_lie_beside_a_flat_one():
-    # a bias-added output written (batch, channels, out height, out width) from the flat sum a
-    # row of pixels at a time; the per-channel mean beside it is as before
-    image, kernel = _random(2, 8, 7, 12), _random(16, 8, 3, 3, seed=1)
-    bias = _random(16, 1, seed=2)
-
-    def epilogue(acc, bias_ref, out_ref, mean_ref, *, tm, tn):
-        out_ref[...] = acc + bias_ref[...]
-        mean_ref[...] = jnp.mean(acc, axis=1, keepdims=True)
-
-    stage = {
-        "roles": ("row",),
-        "outputs": (("tile", jnp.float32), ("row", jnp.float32)),
-        "batched": (False, True, True),
-        "epilogue": epilogue,
-        "operands": "highest",
-        "image_results": (5, 10),
-    }
-    out, mean = _run(image, kernel, bias, **stage)
-    assert out.shape == (2, 16, 5, 10)
-    want = _reference(image, kernel)
-    np.testing.assert_allclose(out, (want + bias).reshape(2, 16, 5, 10), rtol=1e-4, atol=1e-3)
-    np.testing.assert_allclose(mean, want.mean(axis=2, keepdims=True), rtol=1e-4, atol=1e-4)

@@ -63,34 +63,3 @@ def test_statistics_over_every_image_then_each_image_normalised():
     expected_mean = images.sum(axis=(0, 2))[:, None] / 3.0
     np.testing.assert_allclose(mean, expected_mean, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(centred, (images - expected_mean) * scale, rtol=1e-5, atol=1e-5)
-
-
-@pytest.mark.parametrize(("height", "width"), [(10, 20), (2, 130)])
-def test_a_result_returned_as_images_is_written_as_they_lie(height, width):
-    # (3 images, 24 rows, height * width pixels) in, (3, 24, height, width) out: each image's
-    # rows of pixels written from the flat block a row at a time (row widths of 20 lanes and of
-    # 130, past one lane tile); a per-row result beside it stays as it was
-    images = jax.random.normal(jax.random.key(0), (3, 24, height * width), jnp.float32)
-    scale = jax.random.normal(jax.random.key(1), (24, 1), jnp.float32)
-
-    def body(tile_ref, scale_ref, out_ref, peak_ref, *, tm, tn):
-        out_ref[...] = tile_ref[...] * scale_ref[...]
-        peak_ref[...] = jnp.max(tile_ref[...], axis=1, keepdims=True)
-
-    stage = {
-        "rows": 24,
-        "cols": height * width,
-        "roles": ("tile", "row"),
-        "outputs": (("tile", jnp.float32), ("row", jnp.float32)),
-        "body": body,
-        "batched": (True, False, True, True),
-        "image_results": (height, width),
-    }
-    with pltpu.force_tpu_interpret_mode(INTERPRET):
-        scaled, peak = rowwise._rowwise_stage(images, scale, **stage)
-    assert scaled.shape == (3, 24, height, width)
-    want = (images * scale).reshape(3, 24, height, width)
-    np.testing.assert_allclose(scaled, want, rtol=1e-6, atol=1e-6)
-    np.testing.assert_allclose(peak, images.max(axis=2, keepdims=True), rtol=1e-6)
-    program = jax.make_jaxpr(lambda i, s: rowwise._rowwise_stage(i, s, **stage))(images, scale)
-    assert not [e for e in program.eqns if e.primitive.name in ("reshape", "transpose")]

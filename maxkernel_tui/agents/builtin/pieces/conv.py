@@ -36,12 +36,7 @@ from maxkernel_tui.agents.builtin.pieces.blocks import (
     _mxu_dot,
     _pick_block,
 )
-from maxkernel_tui.agents.builtin.pieces.rowwise import (
-    _image_results_at,
-    _image_rows_block,
-    _rowwise_block,
-    _written_as_images,
-)
+from maxkernel_tui.agents.builtin.pieces.rowwise import _rowwise_block
 
 # Preferred block of output channels: the generated file defines its own under `# Tunables`.
 BLOCK_ROWS = 512
@@ -242,7 +237,6 @@ def _conv_stage(
     full_rows=False,
     chunk_pixels=4096,
     patch_bytes=4 * 2**20,
-    image_results=None,
 ):
     """One convolution stage: image (batch, channels, height, width) with kernel (out channels,
     channels, taps_h, taps_w) into (batch, out channels, out pixels), or a volume (batch,
@@ -255,9 +249,7 @@ def _conv_stage(
     estimate. `full_rows`: the epilogue reduces over every output channel, so one block (and
     one epilogue block) holds them all. A chunk of output rows spans at most `chunk_pixels`
     pixels and its patch (every tap's slice) at most `patch_bytes`: wide enough to fill the
-    MXU's columns, small enough to stay a VMEM temporary. `image_results`: (out height, out
-    width) when each batched tile result is written as the image lies in HBM, (batch, rows,
-    out height, out width), not flat (rowwise.py's `_written_as_images`)."""
+    MXU's columns, small enough to stay a VMEM temporary."""
     if image.ndim == 4:  # an image: a volume of one plane
         image, kernel = image[:, :, None], kernel[:, :, None]
     sublanes = 8 * max(1, 4 // jnp.dtype(image.dtype).itemsize)
@@ -299,15 +291,12 @@ def _conv_stage(
         patch_bytes,
     )
     # A volume whose planes are one chunk each: every input plane's taps are formed once, for
-    # the taps_d output planes that read it (not once per reader), where they fit in four
-    # chunks' patch budget.
+    # the taps_d output planes that read it (not once per reader), where they fit 4 patches.
     plane_depth = taps_h * taps_w * channels
     patch_dtype = jnp.bfloat16 if operands == "bf16" else image.dtype
     patches_block = planes * _block_bytes(plane_depth, span, patch_dtype)
     patches = taps_d > 1 and stacked and chunk_rows >= out_height
     patches = patches and patches_block <= 4 * patch_bytes
-    in_flags, out_flags = batched[: len(others)], batched[len(others) :]
-    as_images = _image_results_at(outputs, out_flags, image_results)
     tm = _pick_block(rows, BLOCK_ROWS, row_align)
     others_outputs = [
         *((role, array.dtype) for role, array in zip(roles, others)),
@@ -325,11 +314,11 @@ def _conv_stage(
         chunk = _block_bytes(depth, span, image.dtype) + _block_bytes(tm, span, jnp.float32)
         work = temporaries * _block_bytes(sub, cols, jnp.float32)
         scratch = _block_bytes(tm, cols, jnp.float32) + flat_block + patches * patches_block
-        scratch += sum(_block_bytes(tm, cols, outputs[n][1]) for n in as_images)
         return 2 * blocks + scratch + chunk + work
 
     tm, sub = (rows, rows) if full_rows else _fit_conv_rows(rows, tm, row_align, footprint)
     sizes = {"tile": (rows, cols), "row": (rows, 1), "col": (1, cols), "scalar": (1, 1)}
+    in_flags, out_flags = batched[: len(others)], batched[len(others) :]
     kernel_fn = functools.partial(
         _conv_kernel,
         epilogue=functools.partial(epilogue, tn=cols),
@@ -343,34 +332,25 @@ def _conv_stage(
         flatten=flatten,
         patches=patches,
     )
-    out_shapes = [
-        jax.ShapeDtypeStruct((batch, *sizes[role]) if flag else sizes[role], dtype)
-        for (role, dtype), flag in zip(outputs, out_flags)
-    ]
-    out_specs = [
-        _image_role_block(role, flag, tm, cols) for (role, _), flag in zip(outputs, out_flags)
-    ]
-    for n in as_images:
-        out_shapes[n] = jax.ShapeDtypeStruct((batch, rows, *image_results), outputs[n][1])
-        out_specs[n] = pl.BlockSpec((None, tm, *image_results), _image_rows_block)
-    if as_images:
-        at = tuple(2 + len(others) + n for n in as_images)  # after the image, taps, others
-        kernel_fn = functools.partial(_written_as_images, kernel=kernel_fn, at=at)
     results = pl.pallas_call(
         kernel_fn,
-        out_shape=out_shapes,
+        out_shape=[
+            jax.ShapeDtypeStruct((batch, *sizes[role]) if flag else sizes[role], dtype)
+            for (role, dtype), flag in zip(outputs, out_flags)
+        ],
         grid=(batch, rows // tm),
         in_specs=[
             image_spec,
             pl.BlockSpec((tm, depth), _taps_block),
             *(_image_role_block(role, flag, tm, cols) for role, flag in zip(roles, in_flags)),
         ],
-        out_specs=out_specs,
+        out_specs=[
+            _image_role_block(role, flag, tm, cols) for (role, _), flag in zip(outputs, out_flags)
+        ],
         scratch_shapes=[
             pltpu.VMEM((tm, cols), jnp.float32),
             *([pltpu.VMEM((channels, planes * height * width), image.dtype)] if flatten else []),
             *([pltpu.VMEM((planes, plane_depth, span), patch_dtype)] if patches else []),
-            *(pltpu.VMEM((tm, cols), outputs[n][1]) for n in as_images),
         ],
         # A quarter more than the blocks and named temporaries: the compiler's own (each tap's
         # product, the epilogue's intermediates) took 18.4 MiB where these came to 15.4 (25k).

@@ -100,7 +100,6 @@ def _rowwise_stage(
     row_align=8,
     temporaries=0,
     batched=None,
-    image_results=None,
 ):
     """One row-wise stage over a (rows, cols) frame: `body(*operand_refs, *out_refs, tm=, tn=)`
     on each block. roles: the role of each operand (see _rowwise_block); outputs: (role, dtype)
@@ -109,9 +108,7 @@ def _rowwise_stage(
     block spans every column. `temporaries`: f32 (tm, tn) values the body makes, for the VMEM
     estimate. `batched`: whether each operand and result has a leading image axis (a
     convolution's output and what follows it); the grid then walks the images too, innermost
-    and 'arbitrary' when the accumulators sum over them (batch statistics). `image_results`:
-    (height, width) of the pixels, when each batched tile result is written as the image lies
-    in HBM, (images, rows, height, width), not flat."""
+    and 'arbitrary' when the accumulators sum over them (batch statistics)."""
     if batched is not None:
         return _batched_rowwise_stage(
             *operands,
@@ -124,7 +121,6 @@ def _rowwise_stage(
             row_align=row_align,
             temporaries=temporaries,
             batched=batched,
-            image_results=image_results,
         )
     all_roles = [*roles, *(role for role, _ in outputs)]
     tm = _pick_block(rows, BLOCK_ROWS, row_align)
@@ -170,28 +166,15 @@ def _rowwise_stage(
 
 
 def _batched_rowwise_stage(
-    *operands,
-    rows,
-    cols,
-    roles,
-    outputs,
-    body,
-    accumulators,
-    row_align,
-    temporaries,
-    batched,
-    image_results=None,
+    *operands, rows, cols, roles, outputs, body, accumulators, row_align, temporaries, batched
 ):
     """`_rowwise_stage` over images: blocks of rows spanning every column, per image for the
     operands and results with the image axis, shared by every image for the rest. With
     accumulators the images are the inner, 'arbitrary' axis: each adds its partial results, the
-    finishing step runs after the last image. `image_results`: as `_rowwise_stage`'s (with no
-    accumulators)."""
+    finishing step runs after the last image."""
     images = next(a.shape[0] for a, flag in zip(operands, batched) if flag)
     all_roles = [*roles, *(role for role, _ in outputs)]
     dtypes = [*(array.dtype for array in operands), *(dtype for _, dtype in outputs)]
-    in_flags, out_flags = batched[: len(operands)], batched[len(operands) :]
-    as_images = [] if accumulators else _image_results_at(outputs, out_flags, image_results)
 
     def footprint(tm):
         blocks = sum(
@@ -199,14 +182,10 @@ def _batched_rowwise_stage(
             for role, dtype in zip(all_roles, dtypes)
         )
         scratch = len(accumulators) * _block_bytes(tm, cols, jnp.float32)
-        scratch += sum(_block_bytes(tm, cols, outputs[n][1]) for n in as_images)
         return 2 * blocks + temporaries * _block_bytes(tm, cols, jnp.float32) + scratch
 
     tm = _fit_rows(rows, _pick_block(rows, BLOCK_ROWS, row_align), row_align, footprint)
     kernel = functools.partial(body, tm=tm, tn=cols)
-    if as_images:
-        at = tuple(len(operands) + n for n in as_images)
-        kernel = functools.partial(_written_as_images, kernel=kernel, at=at)
     if accumulators:
         kernel = functools.partial(_column_reduction_kernel, body=kernel, accumulators=accumulators)
         grid, semantics = (rows // tm, images), ("parallel", "arbitrary")
@@ -228,63 +207,19 @@ def _batched_rowwise_stage(
         return pl.BlockSpec((None, *shape), per_image) if flag else pl.BlockSpec(shape, shared)
 
     sizes = {"tile": (rows, cols), "row": (rows, 1), "col": (1, cols), "scalar": (1, 1)}
-    out_shapes = [
-        jax.ShapeDtypeStruct((images, *sizes[role]) if flag else sizes[role], dtype)
-        for (role, dtype), flag in zip(outputs, out_flags)
-    ]
-    out_specs = [spec(role, flag) for (role, _), flag in zip(outputs, out_flags)]
-    for n in as_images:
-        out_shapes[n] = jax.ShapeDtypeStruct((images, rows, *image_results), outputs[n][1])
-        out_specs[n] = pl.BlockSpec((None, tm, *image_results), _image_rows_block)
+    in_flags, out_flags = batched[: len(operands)], batched[len(operands) :]
     results = pl.pallas_call(
         kernel,
-        out_shape=out_shapes,
+        out_shape=[
+            jax.ShapeDtypeStruct((images, *sizes[role]) if flag else sizes[role], dtype)
+            for (role, dtype), flag in zip(outputs, out_flags)
+        ],
         grid=grid,
         in_specs=[spec(role, flag) for role, flag in zip(roles, in_flags)],
-        out_specs=out_specs,
+        out_specs=[spec(role, flag) for (role, _), flag in zip(outputs, out_flags)],
         scratch_shapes=[
-            *(
-                pltpu.VMEM(_rowwise_block(role, tm, cols)[0], jnp.float32)
-                for role, _ in accumulators
-            ),
-            *(pltpu.VMEM((tm, cols), outputs[n][1]) for n in as_images),
+            pltpu.VMEM(_rowwise_block(role, tm, cols)[0], jnp.float32) for role, _ in accumulators
         ],
         compiler_params=_compiler_params(semantics, footprint(tm)),
     )(*operands)
     return results[0] if len(results) == 1 else results
-
-
-def _image_results_at(outputs, out_flags, image_results):
-    """Which results are written as images: each batched tile result, when `image_results`."""
-    return [
-        n
-        for n, ((role, _), flag) in enumerate(zip(outputs, out_flags))
-        if image_results and flag and role == "tile"
-    ]
-
-
-def _image_rows_block(b, i):
-    """Rows block i of image b, every pixel as the image lies: (rows, height, width)."""
-    return b, i, 0, 0
-
-
-def _written_as_images(*refs, kernel, at):
-    """`kernel` with its results at positions `at` of its refs writing flat VMEM scratch (the
-    last refs, in order) instead, each then copied to its result's block as the image lies in
-    HBM. Flattened pixels in HBM are a layout XLA copies to re-tile (a row of pixels lies in
-    sublanes there); a row at a time in VMEM, no copy."""
-    flats, inner = refs[len(refs) - len(at) :], list(refs[: len(refs) - len(at)])
-    results = [inner[n] for n in at]
-    for n, flat in zip(at, flats):
-        inner[n] = flat
-    kernel(*inner)
-    for result, flat in zip(results, flats):
-        _unflatten_rows(flat, result)
-
-
-def _unflatten_rows(flat_ref, image_ref):
-    """image_ref (rows, height, width) = flat_ref (rows, height * width), a row of pixels at a
-    time."""
-    _, height, width = image_ref.shape
-    for h in range(height):  # unrolled while tracing: static lane offsets
-        image_ref[:, h, :] = flat_ref[:, pl.ds(h * width, width)]
