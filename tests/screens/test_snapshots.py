@@ -91,9 +91,10 @@ async def steady_cursors(pilot: Pilot[object]) -> None:
     await pilot.pause()
 
 
-def footer_drawn(app: App[object]) -> bool:
-    """The footer's keys are on screen (the footer fills in a few frames after the panes)."""
-    return bool(app.screen.query(FooterKey)) and "Evaluate" in screen_text(app).splitlines()[-1]
+def footer_drawn(app: App[object], key: str = "Evaluate") -> bool:
+    """The footer's keys are on screen, `key`'s among them (the footer fills in a few frames
+    after the panes)."""
+    return bool(app.screen.query(FooterKey)) and key in screen_text(app).splitlines()[-1]
 
 
 def settings_in(tmp_path: Path):
@@ -110,7 +111,8 @@ async def test_task_picker_snapshot(tmp_path):
         cache=tmp_path / "cache", settings=settings_in(tmp_path)
     )  # no descriptions cached
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause()
+        # on a loaded machine the footer can still be blank after the first pause
+        await until(pilot, lambda: footer_drawn(app, "Describe tasks"))
         assert_snapshot("task_picker", app, tmp_path)
 
 
@@ -146,5 +148,6 @@ async def test_approval_view_snapshot(tmp_path, suite_tasks, suite_cache, monkey
             lambda: screen.agents.proposal is not None and screen.session.settled,
         )
         await steady_cursors(pilot)
+        await until(pilot, lambda: footer_drawn(app))
         assert_snapshot("approval", app, tmp_path)
         await pilot.press("escape")
