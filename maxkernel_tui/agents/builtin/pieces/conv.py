@@ -266,7 +266,8 @@ def _conv_stage(
     if flatten:
         whole = (None, image_channels, planes, height, width)
         image_spec = pl.BlockSpec(whole, _image_planes_block)
-        image_block = _block_bytes(image_channels * planes * height, width, image.dtype)
+        # each channel's planes are tiled on their own: rows padded per plane
+        image_block = image_channels * planes * _block_bytes(height, width, image.dtype)
         flat_block = _block_bytes(channels, planes * height * width, image.dtype)
     else:
         image = jnp.pad(image, fill).reshape(batch, channels, planes * height * width)
@@ -295,8 +296,8 @@ def _conv_stage(
     plane_depth = taps_h * taps_w * channels
     patch_dtype = jnp.bfloat16 if operands == "bf16" else image.dtype
     patches_block = planes * _block_bytes(plane_depth, span, patch_dtype)
-    patches = taps_d > 1 and stacked and chunk_rows >= out_height
-    patches = patches and patches_block <= 4 * patch_bytes
+    one_chunk = stacked and chunk_rows >= out_height
+    patches = taps_d > 1 and one_chunk and patches_block <= 4 * patch_bytes
     tm = _pick_block(rows, BLOCK_ROWS, row_align)
     others_outputs = [
         *((role, array.dtype) for role, array in zip(roles, others)),
