@@ -12,10 +12,12 @@ that walks the rows innermost and accumulates in VMEM.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 
 from maxkernel_tui.agents.builtin.errors import CannotPlan
 from maxkernel_tui.agents.builtin.image_reductions import reduces_whole_images
+from maxkernel_tui.agents.builtin.image_statistics import per_image_statistics
 from maxkernel_tui.agents.builtin.layout import (
     COL,
     GROUP_ROW,
@@ -83,7 +85,11 @@ class Plan:
 
 
 def plan_program(
-    program: Program, split_rowwise: bool = False, share: bool = True, pixels_major: bool = True
+    program: Program,
+    split_rowwise: bool = False,
+    share: bool = True,
+    pixels_major: bool = True,
+    per_image: bool = True,
 ) -> Plan:
     """The stages for `program`. A matmul whose epilogue reduces over its columns computes it in
     the same kernel: with running statistics across column blocks where its dataflow allows
@@ -92,9 +98,14 @@ def plan_program(
     longer re-read for every block of rows (better when the rows are wide and the epilogue
     needs them whole). `share`: matmuls of the same rows share one stage (shared_rows.py);
     `pixels_major`: a 2-D convolution writes its output in XLA's layout, and what follows it
-    works in that frame, where the program allows (pixels_major.py)."""
+    works in that frame, where the program allows (pixels_major.py); `per_image`: otherwise a
+    convolution's batch statistics are summed per image in its own kernel first
+    (image_statistics.py)."""
     if pixels_major and (relaid := pixels_major_program(program)) is not None:
         program = relaid
+    elif per_image and (summed := per_image_statistics(program)) is not None:
+        with contextlib.suppress(CannotPlan):  # else the sums as the reference writes them
+            return plan_program(summed, split_rowwise, share, pixels_major=False, per_image=False)
     if program.untranslatable is not None:
         raise CannotPlan(program.untranslatable)
     if program.constants:
@@ -537,9 +548,10 @@ def reduces_rows(source: Kind, result: Kind) -> bool:
 
 
 def reduces_images(source: Kind, result: Kind) -> bool:
-    """A reduction over the images and columns of a convolution's frame: per-image tiles to one
-    value per row (batch statistics per channel)."""
-    return source.batched and not result.batched and (source.name, result.name) == (TILE, ROW)
+    """A reduction over the images (and columns) of a convolution's frame: per-image tiles or
+    rows to one value per row (batch statistics per channel, or their per-image sums)."""
+    per_row = source.name in (TILE, ROW) and result.name == ROW
+    return source.batched and not result.batched and per_row
 
 
 def finished(stage: Stage, kind: Kind) -> bool:
