@@ -151,9 +151,7 @@ def test_no_statistics_kernel_reads_the_result(tmp_path, style):
         for e in rewritten.eqns
         if e.primitive == "reduce_sum" and 0 in e.params["axes"] and len(e.outputs[0].shape) == 1
     ]
-    assert batch_sums and all(
-        all(d.is_one() for d in e.inputs[0].shape[2:]) for e in batch_sums
-    )
+    assert batch_sums and all(all(d.is_one() for d in e.inputs[0].shape[2:]) for e in batch_sums)
     plan = plan_program(program)
     statistics = _statistics_stages(plan)
     assert statistics and not any(_reads_a_tile(s) for s in statistics)
