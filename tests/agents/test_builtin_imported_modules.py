@@ -1,8 +1,8 @@
 """The built-in agent on imported PyTorch modules, through the real CLI: `tasks import` of a
-KernelBench-style GEMM+ReLU+divide, of a Linear + GroupNorm whose derived check makes
-in_features = out_features, and of a Llama-style RMSNorm (over the last dim, with a scale), then
-`run --provider builtin`, then `eval` accepts the kernel on the derived check and
-held-out shapes (the GEMM under `-m coverage`). (KernelBench's own RMSNorm over the channels of a 16x64x256x256 activation is
+KernelBench-style GEMM+ReLU+divide (under `-m coverage`), of a Linear + GroupNorm whose derived
+check makes in_features = out_features, and of a Llama-style RMSNorm (over the last dim, with a
+scale), then `run --provider builtin`, then `eval` accepts the kernel on the derived check and
+held-out shapes. (KernelBench's own RMSNorm over the channels of a 16x64x256x256 activation is
 out of the agent's reach: README, "Porting PyTorch, CUDA and Triton sources".)"""
 
 from pathlib import Path
