@@ -1,7 +1,7 @@
 """The built-in agent on plain tasks, through the real CLI and harness: `run --provider builtin`
-writes a kernel that `eval` accepts on a plain GEMM+bias+ReLU (whose M and N coincide at
-production sizes) and on a plain RMSNorm; a beam search writes an accepted kernel on the GEMM;
-an imported function is solved too. Kept to one iteration, no autotuning: these are end-to-end
+writes a kernel that `eval` accepts on a plain RMSNorm; a beam search writes a kernel that `eval`
+accepts on a plain GEMM+bias+ReLU (whose M and N coincide at production sizes); an imported
+function is solved too. Kept to one iteration, no autotuning: these are end-to-end
 tests of plain tasks, not of the agent's tuning."""
 
 import subprocess
@@ -30,9 +30,9 @@ def _solve(tmp_path, task: str, name: str, derived: bool = True) -> None:
     assert ("numerics: check, derived" in judged.stdout) is derived
 
 
-def test_the_builtin_agent_solves_a_plain_gemm_and_a_plain_rmsnorm(tmp_path):
-    for task_id, name in (("41k_Gemm_Add_ReLU", "gemm"), ("12p_RMSNorm", "rmsnorm")):
-        _solve(tmp_path, str(write_plain(tmp_path / "tasks", task_id)), name)
+def test_the_builtin_agent_solves_a_plain_rmsnorm(tmp_path):
+    # a plain GEMM: the beam search below writes and `eval` accepts its kernel
+    _solve(tmp_path, str(write_plain(tmp_path / "tasks", "12p_RMSNorm")), "rmsnorm")
 
 
 def test_a_beam_search_with_the_builtin_provider_writes_an_accepted_kernel(tmp_path):
@@ -59,7 +59,9 @@ def test_a_beam_search_with_the_builtin_provider_writes_an_accepted_kernel(tmp_p
         str(out),
     )
     assert search.returncode == 0, search.stdout[-2000:] + search.stderr[-2000:]
-    assert _cli(tmp_path, "eval", str(out), "--task", str(task), "--seeds", "1").returncode == 0
+    judged = _cli(tmp_path, "eval", str(out), "--task", str(task), "--seeds", "1")
+    assert judged.returncode == 0, judged.stdout[-2000:]
+    assert "verdict: ACCEPTED" in judged.stdout and "numerics: check, derived" in judged.stdout
 
 
 def test_the_builtin_agent_solves_an_imported_function(tmp_path):

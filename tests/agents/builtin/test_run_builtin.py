@@ -55,10 +55,12 @@ def test_the_builtin_agent_solves_the_training_rmsnorm_verified_at_production_sh
     dx's blocks: the steps that keep it resident are one visit the sample runs whole, so dscale
     is decided at production too (it was left at small shapes when every step was its own
     visit), and its bf16 rounding is kept in interpret mode as on a TPU."""
-    # production tiles on, as a user has them (the test tier turns them off by default)
+    # production tiles on for `eval`, as a user has them (the test tier turns them off by
+    # default); the session's own evaluation runs without them: the same tiles twice cost a
+    # minute of the suite
     env = dict(user_env(tmp_path, suite_cache), MAXKERNEL_TUI_TILE_BLOCKS="4")
     out = tmp_path / "kernel.py"
-    run = builtin_run("1t", out, env)
+    run = builtin_run("1t", out, dict(env, MAXKERNEL_TUI_TILE_BLOCKS="off"))
     assert run.returncode == 0, run.stderr[-3000:] + run.stdout[-3000:]
     assert "evaluation of v1: ACCEPTED" in run.stdout and "gradient of x" in run.stdout
     judged = finished(command("eval", str(out), "--task", "1t", "--seeds", "1"), env, 600)

@@ -163,7 +163,7 @@ def _suite_kernel(task_prefix: str, tmp_path: Path) -> tuple[Callable[..., Any],
     folder = next(p for p in builtin_suite_dir().iterdir() if p.name.startswith(task_prefix + "_"))
     task = load_task(folder)
     kernel = tmp_path / f"kernel_{task_prefix}.py"
-    kernel.write_text(draft_kernel(task).source)
+    kernel.write_text(draft_kernel(task, tune=False).source)  # transport, not tuning
     reference = runtime.load_reference(task)
     candidate = runtime.load_candidate(task, reference, kernel)
     dynamic, static = runtime.make_inputs(task, reference, "check", 0)
