@@ -22,7 +22,6 @@ from maxkernel_tui.agents.builtin.autotune import DEFAULT_TARGET, autotune, esti
 from maxkernel_tui.agents.builtin.errors import CannotPlan
 from maxkernel_tui.agents.builtin.grouped import recognise_grouped
 from maxkernel_tui.agents.builtin.grouped_render import KNOBS, render_grouped
-from maxkernel_tui.agents.builtin.image_statistics import per_image_statistics
 from maxkernel_tui.agents.builtin.mla import recognise_mla
 from maxkernel_tui.agents.builtin.mla_render import render_mla
 from maxkernel_tui.agents.builtin.operand_precision import OperandPrecision, PrecisionChoice
@@ -147,7 +146,8 @@ def _plans(program: Program, task: Task, choose_precision: bool) -> list[KernelP
         # the convolution written NCHW stays a candidate: the model chooses
         nchw = plan_program(program, pixels_major=False)
         plans.append(_stage_kernel_plan(nchw, precision, nchw))
-    if per_image_statistics(program) is not None:
+        stage_plans.append(nchw)
+    if any(plan.per_image for plan in stage_plans):
         # a convolution's batch statistics summed as the reference writes them (a kernel each
         # over the whole result) stay a candidate beside the per-image sums: the model chooses
         as_written = plan_program(program, pixels_major=False, per_image=False)

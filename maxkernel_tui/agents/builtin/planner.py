@@ -71,6 +71,8 @@ class Plan:
     # Matmul stages whose row-wise epilogue runs across column blocks with running statistics
     # (running.py) instead of on blocks of whole rows.
     running: dict[Stage, RunningEpilogue] = field(default_factory=dict)
+    # Whether a convolution's batch statistics are summed per image first (image_statistics.py)
+    per_image: bool = False
 
     @property
     def outputs(self) -> list[Var]:
@@ -105,7 +107,9 @@ def plan_program(
         program = relaid
     elif per_image and (summed := per_image_statistics(program)) is not None:
         with contextlib.suppress(CannotPlan):  # else the sums as the reference writes them
-            return plan_program(summed, split_rowwise, share, pixels_major=False, per_image=False)
+            plan = plan_program(summed, split_rowwise, share, pixels_major=False, per_image=False)
+            plan.per_image = True
+            return plan
     if program.untranslatable is not None:
         raise CannotPlan(program.untranslatable)
     if program.constants:
