@@ -126,6 +126,8 @@ PIXELS_MAJOR_CONV_STAGE = (
     conv_pixels._pixels_major_kernel,
     conv_pixels._whole_block,
     conv_pixels._pixels_major_conv_stage,
+    conv_pixels._pixels_first,
+    conv_pixels._pixels_first_kernel,
     conv_pixels._fit_pixel_block,
 )
 # A 3-D convolution: conv.py's taps of a plane, one output plane per grid step.
