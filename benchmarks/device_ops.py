@@ -1,7 +1,7 @@
 """Where a program's device time goes on a TPU, op by op: the task's reference jitted as written
 (and, given kernel files, each kernel's program) traced with `jax.profiler` at the task's bench
-shapes, and each XLA op's device time per run (the "XLA Ops" line of the TPU's device plane),
-with the op's definition from the compiled HLO (its shape and layout), largest first. Measured
+shapes, and each XLA op's device time per run (the "XLA Ops" line of the TPU's device plane,
+perf/device_trace.op_seconds), named by its compiled HLO (shape and layout), largest first. Measured
 (device trace); on a machine without a TPU it says so and stops.
 
     python benchmarks/device_ops.py TASK [KERNEL.py ...] [--calls 10] [--top 8]
@@ -17,7 +17,6 @@ import json
 import re
 import sys
 import tempfile
-from collections import defaultdict
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -28,58 +27,32 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from maxkernel_tui.kernels import reference_runtime as runtime
 from maxkernel_tui.kernels.loader import builtin_suite_dir, find_task, load_tasks
 from maxkernel_tui.kernels.perf.device_trace import (
-    DEVICE_PLANE_PREFIX,
-    MODULE_LINE,
     load_events,
     module_name,
     newest_trace,
+    op_seconds,
 )
-
-OPS_LINE = "XLA Ops"
 
 
 def op_times(
     function: Callable[..., Any], args: Sequence[Any], calls: int, name: str
 ) -> dict[str, Any]:
-    """Per-op device milliseconds per run of `function` (jitted under `name`), the runs' whole
-    device time, and each op's HLO definition line."""
+    """Per-op device milliseconds per run of `function` (jitted under `name`); a TPU names each
+    op's event by its compiled HLO (shape, layout, operands)."""
     function.__name__ = name
     program = jax.jit(function)
-    compiled = program.lower(*args).compile()
-    hlo = compiled.as_text() or ""
-    jax.block_until_ready(program(*args))
+    jax.block_until_ready(program(*args))  # compiled and warm
     with tempfile.TemporaryDirectory() as trace_dir:
         with jax.profiler.trace(trace_dir):
             for _ in range(calls):
                 jax.block_until_ready(program(*args))
         xplane = newest_trace(Path(trace_dir))
         events = load_events(xplane) if xplane else []
-    module = module_name(name)
-    device = [e for e in events if e.plane.startswith(DEVICE_PLANE_PREFIX)]
-    runs = [e for e in device if e.line == MODULE_LINE and e.module == module]
-    per_op: dict[str, float] = defaultdict(float)
-    for event in device:  # an op's event need not name its module: it lies within a run's span
-        if event.line == OPS_LINE and any(
-            run.start_ns <= event.start_ns < run.end_ns for run in runs
-        ):
-            per_op[event.name] += event.duration_ns
-    count = max(len(runs), 1)
-    ops = sorted(per_op.items(), key=lambda item: -item[1])
+    runs, per_op = op_seconds(events, module_name(name))
     return {
-        "lines": sorted({e.line for e in device}),
-        "runs": len(runs),
-        "run_ms": sorted(e.duration_ns / 1e6 for e in runs),
-        "ops": [
-            {"op": op, "ms": round(ns / count / 1e6, 4), "hlo": _definition(hlo, op)}
-            for op, ns in ops
-        ],
+        "runs": runs,
+        "ops": [{"op": op, "ms": round(seconds * 1e3, 4)} for op, seconds in per_op.items()],
     }
-
-
-def _definition(hlo: str, op: str) -> str:
-    """The compiled HLO's line that defines `op` (shape, layout, operands), shortened."""
-    found = re.search(rf"^\s*(ROOT )?%?{re.escape(op)} = (.*)$", hlo, re.MULTILINE)
-    return found.group(2)[:240] if found else ""
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -10,6 +10,10 @@ of one execution share a `run_id` stat. One run's device time is the span of its
 a trace has device planes (`/device:...`), only they count: the host's events of the same module
 are dispatch, not device time.
 
+An op's share (`op_seconds`): each event of the "XLA Ops" line that starts within one of the
+module's runs, whether or not it names the module (a TPU's op events need not), summed by name
+and divided by the runs.
+
 The DMA share (MaxKernel's SyncWait share) is the time of the device events whose names say they
 wait on a transfer (`SyncWait`, `dma`, `wait`), over the kernel's device time.
 """
@@ -24,6 +28,7 @@ from pathlib import Path
 
 DEVICE_PLANE_PREFIX = "/device:"
 MODULE_LINE = "XLA Modules"
+OPS_LINE = "XLA Ops"
 _DMA_WAIT = re.compile(r"syncwait|sync wait|dma|wait", re.IGNORECASE)
 _RUN_SUFFIX = re.compile(r"\(\d+\)$")  # a TPU module event is named "jit_f(12)"
 
@@ -112,6 +117,20 @@ def device_run_seconds(xplane: Path, modules: Sequence[str]) -> dict[str, list[f
     """The plain reader over a trace file: each module's device seconds per run."""
     events = load_events(xplane)
     return {module: run_seconds(events, module) for module in modules}
+
+
+def op_seconds(events: Iterable[DeviceEvent], module: str) -> tuple[int, dict[str, float]]:
+    """The number of `module`'s runs on a TPU device plane, and each XLA op's device seconds per
+    run, largest first; (0, {}) without such a run."""
+    device = [e for e in events if e.plane.startswith(DEVICE_PLANE_PREFIX)]
+    runs = [e for e in device if e.line == MODULE_LINE and e.module == module]
+    if not runs:
+        return 0, {}
+    per_op: dict[str, float] = defaultdict(float)
+    for event in device:
+        if event.line == OPS_LINE and any(r.start_ns <= event.start_ns < r.end_ns for r in runs):
+            per_op[event.name] += event.duration_ns / 1e9 / len(runs)
+    return len(runs), dict(sorted(per_op.items(), key=lambda item: -item[1]))
 
 
 def dma_share(events: Iterable[DeviceEvent], module: str | None = None) -> DmaShare | None:

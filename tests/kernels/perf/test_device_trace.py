@@ -1,12 +1,13 @@
 """Device time out of profiler traces: per-run times and the DMA share from event lists written
-here, and per-run device times read back from a real CPU trace of XLA computations."""
+here (and each op's share of them), and per-run device times read back from a real CPU trace
+of XLA computations."""
 
 import json
 
 import pytest
 
 from maxkernel_tui.kernels.perf.analysis import Trace, TraceEvent
-from maxkernel_tui.kernels.perf.device_trace import DeviceEvent, dma_share, run_seconds
+from maxkernel_tui.kernels.perf.device_trace import DeviceEvent, dma_share, op_seconds, run_seconds
 
 TPU = "/device:TPU:0"
 MODULE = "jit_mkt_candidate"
@@ -93,3 +94,22 @@ def test_a_real_cpu_trace_gives_each_program_one_device_time_per_call():
     fallback = time_interleaved(anonymous, inputs, repeats=2, warmups=1, clock=DEVICE_TRACE)
     assert fallback.clock == WALL_CLOCK and "wrong number of runs (small 0 of 2)" in fallback.note
     assert len(fallback.samples["small"]) == 2
+
+
+def test_each_op_is_its_device_time_per_run_whether_or_not_it_names_the_module():
+    events = [
+        op("jit_mkt_candidate(1)", 0, 100, line="XLA Modules"),
+        op("%copy = bf16[8,128]", 0, 60, module=None),  # a TPU op event need not say its module
+        op("%fusion = f32[8,128]", 60, 40),
+        op("jit_mkt_candidate(2)", 200, 120, line="XLA Modules"),
+        op("%copy = bf16[8,128]", 200, 80, module=None),
+        op("%fusion = f32[8,128]", 280, 40),
+        op("%other = f32[1]", 500, 900, module=None),  # outside every run: another program's
+        op("%copy = bf16[8,128]", 0, 999, plane="/host:CPU", module=None),  # host: not device
+    ]
+    runs, per_op = op_seconds(events, MODULE)
+    assert runs == 2
+    assert list(per_op) == ["%copy = bf16[8,128]", "%fusion = f32[8,128]"]  # largest first
+    assert per_op["%copy = bf16[8,128]"] == pytest.approx(70e-6)
+    assert per_op["%fusion = f32[8,128]"] == pytest.approx(40e-6)
+    assert op_seconds(events, "jit_mkt_reference") == (0, {})
