@@ -17,6 +17,7 @@ import jax
 from jax.experimental import topologies
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
+from maxkernel_tui.kernels.perf.hlo_relayouts import relayout_bytes
 from maxkernel_tui.kernels.targets import TARGETS, TpuTarget, fallback_chain
 
 
@@ -31,6 +32,7 @@ class CompileReport:
     flops: float | None
     bytes_accessed: float | None
     optimal_seconds: float | None
+    relayouts: tuple[int, int]  # bytes read and written by copies into another layout
     # Generations tried first that were too small, with the compiler's words.
     did_not_fit: list[tuple[str, str]] = field(default_factory=list)
 
@@ -102,6 +104,7 @@ def compile_with_fallback(
             flops=cost.get("flops"),
             bytes_accessed=cost.get("bytes accessed"),
             optimal_seconds=cost.get("optimal_seconds"),
+            relayouts=relayouts_of(compiled),
             did_not_fit=did_not_fit,
         )
     raise OutOfHbm(
@@ -115,3 +118,9 @@ def cost_of(compiled: Any) -> dict[str, float]:
     if isinstance(analysis, list):  # older jax returned one dict per program
         analysis = analysis[0] if analysis else {}
     return dict(analysis or {})
+
+
+def relayouts_of(compiled: Any) -> tuple[int, int]:
+    """(bytes read, bytes written) by a compiled program's copies into another layout, which
+    its cost analysis counts as any other bytes (perf/hlo_relayouts.py)."""
+    return relayout_bytes(compiled.as_text() or "")

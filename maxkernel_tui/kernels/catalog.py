@@ -133,6 +133,7 @@ def described_reference_cost(task: Task, target: str) -> ReferenceCost | None:
         cost.bytes_accessed,
         cost.optimal_seconds,
         transcendentals=cost.transcendentals,
+        relayouts=cost.relayouts,
     )
 
 

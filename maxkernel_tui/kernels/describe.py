@@ -202,6 +202,7 @@ def _bench_cost(task: Any, module: Any, config: str, target: str) -> XlaCost:
         did_not_fit=[DidNotFit(name, reason) for name, reason in report.did_not_fit],
         libtpu=installed_version("libtpu"),
         transcendentals=transcendental_elements(jax.make_jaxpr(reference)(*specs)),
+        relayouts=list(report.relayouts),
     )
 
 

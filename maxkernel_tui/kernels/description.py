@@ -41,7 +41,9 @@ class DidNotFit:
 
 
 @dataclass(frozen=True)
-class XlaCost(JsonData, shape=Shape(alone="error", unknown=Unknown.IGNORE)):
+class XlaCost(
+    JsonData, shape=Shape(alone="error", omit_none=("relayouts",), unknown=Unknown.IGNORE)
+):
     """XLA's cost analysis of the reference compiled ahead of time (figures are XLA's estimates),
     or why it could not be compiled (`error`). Read back from a listing too, whose labels
     (`kind`, `source`) are dropped."""
@@ -56,6 +58,7 @@ class XlaCost(JsonData, shape=Shape(alone="error", unknown=Unknown.IGNORE)):
     libtpu: str | None = None
     error: str | None = None
     transcendentals: float | None = None  # counted from the jaxpr (the TPU's analysis has none)
+    relayouts: list[int] | None = None  # [read, written] by copies into another layout
 
 
 # The worker's answer and the catalog's cache entry (keys only where known); a worker's failure

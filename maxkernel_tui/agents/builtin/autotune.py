@@ -137,7 +137,9 @@ def reference_cost(task: Task, target: str = DEFAULT_TARGET) -> ReferenceCost | 
         matmuls = matmul_traffic(program)
     except Exception:  # the roofline is optional; a reference too big for the target has none
         return None
-    return ReferenceCost.from_xla(aot.cost_of(compiled), exponentials, matmuls)
+    return ReferenceCost.from_xla(
+        aot.cost_of(compiled), exponentials, matmuls, aot.relayouts_of(compiled)
+    )
 
 
 def autotune(

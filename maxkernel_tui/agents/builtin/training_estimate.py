@@ -135,5 +135,8 @@ def _gradient_cost(
         return None
     # each matmul at its own bound, as the profile's XLA cost takes them (perf/xla_model.py)
     return ReferenceCost.from_xla(
-        aot.cost_of(compiled), transcendental_elements(program), matmul_traffic(program)
+        aot.cost_of(compiled),
+        transcendental_elements(program),
+        matmul_traffic(program),
+        aot.relayouts_of(compiled),
     )

@@ -78,7 +78,9 @@ class KernelAnalysis(JsonData):
 
 
 @dataclass(frozen=True)
-class ReferenceCost(JsonData, shape=Shape(alone="error", unknown=Unknown.IGNORE)):
+class ReferenceCost(
+    JsonData, shape=Shape(alone="error", omit_none=("relayouts",), unknown=Unknown.IGNORE)
+):
     """XLA's cost analysis of the reference compiled ahead of time for one TPU generation, or why
     it could not be compiled there (`error`). Read back from a stored profile too, whose labels
     (`kind`, `source`) are dropped."""
@@ -91,6 +93,9 @@ class ReferenceCost(JsonData, shape=Shape(alone="error", unknown=Unknown.IGNORE)
     # each matmul's [flops, bytes it streams, bytes of it `bytes_accessed` counts], from the
     # program's jaxpr (perf/pallas_analysis.matmul_traffic); XLA runs them as fusions of their own
     matmuls: list[list[float]] | None = None
+    # [bytes read, bytes written] by the compiled program's copies into another layout
+    # (perf/hlo_relayouts.py); XLA's cost analysis counts them in bytes_accessed
+    relayouts: list[int] | None = None
 
     @classmethod
     def from_xla(
@@ -98,10 +103,12 @@ class ReferenceCost(JsonData, shape=Shape(alone="error", unknown=Unknown.IGNORE)
         cost: Mapping[str, float],
         transcendentals: float | None = None,
         matmuls: list[list[float]] | None = None,
+        relayouts: tuple[int, int] | None = None,
     ) -> ReferenceCost:
         """From `compiled.cost_analysis()`, whose keys have spaces; `transcendentals` counted
-        from the program's jaxpr where the cost analysis has none (a TPU's has none), and its
-        matmuls one by one, which it sums."""
+        from the program's jaxpr where the cost analysis has none (a TPU's has none), its
+        matmuls one by one, which it sums, and its copies into another layout, which it counts
+        with the rest."""
         return cls(
             cost.get("flops"),
             cost.get("bytes accessed"),
@@ -113,6 +120,7 @@ class ReferenceCost(JsonData, shape=Shape(alone="error", unknown=Unknown.IGNORE)
                 default=None,
             ),
             matmuls=matmuls,
+            relayouts=None if relayouts is None else list(relayouts),
         )
 
 

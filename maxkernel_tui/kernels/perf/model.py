@@ -57,6 +57,7 @@ from maxkernel_tui.kernels.perf.xla_model import (
     XLA_EFFICIENCY,
     XLA_PRECISIONS,
     XlaPrecision,
+    relayout_seconds,
     xla_seconds,
 )
 from maxkernel_tui.kernels.report.basis import Basis
@@ -141,7 +142,7 @@ def estimate(
     the task's tolerance needs; None: not known)."""
     factor = calibration.factor(target.name) if calibration else 1.0
     outside_bytes = outside.bytes if outside else 0
-    outside_s = outside_bytes / target.hbm_bandwidth / XLA_EFFICIENCY
+    outside_s = _outside_seconds(outside, target) if outside else 0.0
     kernels_s = sum(_pipeline_seconds(k, target) for k in kernels)
     seconds = (DISPATCH_S + kernels_s + outside_s) * factor
     transfer = sum(k.hbm_bytes / target.hbm_bandwidth for k in kernels) + outside_s
@@ -339,3 +340,11 @@ def _tiling_warning(block: Block) -> str:
         f"{block.role} block {block.shape} of {block.array_shape}: one of its last two dims is "
         "neither a multiple of (8, 128) nor the array's own: the TPU cannot lower it"
     )
+
+
+def _outside_seconds(outside: OutsideTraffic, target: TpuTarget) -> float:
+    """XLA's copies around the kernels: those into another layout at their measured pace, the
+    rest at the roofline of XLA's fusions."""
+    read, written = outside.relayout_read, outside.relayout_written
+    plain = (outside.bytes - read - written) / target.hbm_bandwidth / XLA_EFFICIENCY
+    return plain + relayout_seconds(read, written, target)

@@ -46,6 +46,10 @@ class OutsideTraffic(JsonData):
     bytes: int = 0  # written by XLA's fusions plus read by them
     copies: int = 0  # values XLA materialises for a kernel or as a result
     largest: str = ""  # the largest of them, e.g. "transpose to f32[128,64,16384]"
+    # of `bytes`, those read and written by copies into another layout (a transpose, or a view
+    # that moves the tiles), which a TPU does not make at the HBM's pace (xla_model.py)
+    relayout_read: int = 0
+    relayout_written: int = 0
 
     def words(self) -> str:
         """e.g. "3.16 GB moved by XLA outside the kernels in 2 copies (largest: ...)"."""
@@ -75,6 +79,7 @@ def outside_traffic(closed_jaxpr: Any) -> OutsideTraffic:
     results = {resolve(v) for v in closed_jaxpr.jaxpr.outvars if _is_var(v)}
     wanted = [resolve(v) for v in [*wanted, *closed_jaxpr.jaxpr.outvars]]
     moved, copies, largest = 0, 0, (0, "")
+    relayout_read = relayout_written = 0
     for value in dict.fromkeys(v for v in wanted if _is_var(v)):
         op = producer.get(value)
         if op is None or _is_boundary(op):
@@ -92,9 +97,11 @@ def outside_traffic(closed_jaxpr: Any) -> OutsideTraffic:
         )
         moved += written + read
         copies += 1
+        if any(o.name == "transpose" or (o.name in _VIEWS and not _is_free(o)) for o in chain):
+            relayout_read, relayout_written = relayout_read + read, relayout_written + written
         if written > largest[0]:
             largest = (written, f"{op.name} to {_aval_words(value)}")
-    return OutsideTraffic(int(moved), copies, largest[1])
+    return OutsideTraffic(int(moved), copies, largest[1], int(relayout_read), int(relayout_written))
 
 
 def _flatten(jaxpr: Any, alias: dict[Any, Any]) -> Iterator[_Op]:

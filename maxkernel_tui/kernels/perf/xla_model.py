@@ -22,7 +22,9 @@ analysis's flops and bytes less the matmuls') at its own. Checked on JAXBench's 
 at the MXU's pace beside 1.7 GB of layout traffic) and paged attention (key heads repeated 8x into
 one-row matmuls: 3.57 ms measured on a v5e, 3.65 ms estimated; 1.1 ms from the cost analysis's
 bytes alone): benchmarks/model_vs_jaxbench.py. Without the matmuls (a stored cost from before),
-the program is taken as one fusion.
+the program is taken as one fusion. The program's copies into another layout
+(ReferenceCost.relayouts, from the compiled HLO) are taken out of the rest and timed as
+`relayout_seconds` says: on a v5e they read at 40% of the bandwidth, measured.
 """
 
 from __future__ import annotations
@@ -44,6 +46,14 @@ XLA_EFFICIENCY = 0.95
 XLA_OPS_PER_TRANSCENDENTAL = 27.0
 XLA_VECTOR_SHARE = 1 / 16
 XLA_VECTOR_SHARES = {"v6e": 1 / 96}
+# A copy into another layout (a transpose, a cast fused into one) reads at this share of the HBM
+# bandwidth, its writes hidden under the reads; measured on a v5e by device trace, every such
+# copy of six references and one kernel (benchmarks/results/conv_relayout_kernel.md): 18k's and
+# 22k's images f32 into bf16 (height, width, channels, batch), 537 MB read in 1.581 and 1.635
+# ms; 34k's and 39k's, 268 MB in 0.805 and 0.822 ms; 17p's bf16 (1536, 1536, 128) transposed,
+# 604 MB in 1.942 ms; 34k's kernel output f32 into XLA's layout, 520 MB in 1.590 ms: 311 to 340
+# GB/s of the 819. Generations not measured keep the roofline.
+RELAYOUT_READ_SHARES = {"v5e": 0.40}
 
 
 @dataclass(frozen=True)
@@ -86,12 +96,22 @@ def xla_seconds(
         )
         for flops, streamed, counted, *m in matmuls
     )
+    read, written = cost.relayouts or (0, 0)
     rest_flops = max(cost.flops - sum(m[0] for m in matmuls), 0.0)
-    rest_bytes = max(cost.bytes_accessed - sum(m[2] for m in matmuls), 0.0)
+    rest_bytes = max(cost.bytes_accessed - sum(m[2] for m in matmuls) - read - written, 0.0)
     rest = max(rest_flops / peak, rest_bytes / target.hbm_bandwidth)
     fitted_rate = target.peak_bf16_flops * XLA_VECTOR_SHARES.get(target.name, XLA_VECTOR_SHARE)
     vector = (cost.transcendentals or 0.0) * XLA_OPS_PER_TRANSCENDENTAL / fitted_rate
-    return (alone + rest + vector) / XLA_EFFICIENCY
+    return (alone + rest + vector) / XLA_EFFICIENCY + relayout_seconds(read, written, target)
+
+
+def relayout_seconds(read: float, written: float, target: TpuTarget) -> float:
+    """The time of copies into another layout that read `read` and write `written` bytes: at
+    the measured read share where the generation has one (RELAYOUT_READ_SHARES), else at the
+    roofline of XLA's fusions."""
+    plain = (read + written) / target.hbm_bandwidth / XLA_EFFICIENCY
+    share = RELAYOUT_READ_SHARES.get(target.name)
+    return plain if share is None else max(plain, read / (share * target.hbm_bandwidth))
 
 
 def _mxu_share(rest: list[float]) -> float:

@@ -147,7 +147,9 @@ def _reference_cost(function: Any, specs: Any, target_name: str) -> ReferenceCos
     except Exception as error:
         first = (str(error).strip().splitlines() or [type(error).__name__])[0]
         return ReferenceCost(error=first[:300])
-    return ReferenceCost.from_xla(aot.cost_of(compiled), exponentials, matmuls)
+    return ReferenceCost.from_xla(
+        aot.cost_of(compiled), exponentials, matmuls, aot.relayouts_of(compiled)
+    )
 
 
 def _trace(
