@@ -6,9 +6,10 @@ reads what it is made from; the same holds for the program's results. Measured o
 built-in 2-D convolutions' NCHW-to-(channels, pixels) reshapes cost about 4 ms beside kernels the
 model put at 1-6 ms, which the model had counted as free.
 
-On a TPU an array's two minor dimensions are tiled (8 sublanes by 128 lanes for 32-bit types), so
-a reshape is free (a bitcast) only when it leaves the minor dimension alone and the second-minor
-one either alone or a whole number of sublane tiles on both sides; anything else is a copy.
+On a TPU an array's two minor dimensions are tiled in HBM (8 rows by 128 lanes, narrower types
+packed into the tile's 32-bit words), so a reshape is free (a bitcast) only when it leaves the
+minor dimension alone and the second-minor one either alone or a whole number of sublane tiles on
+both sides; anything else is a copy.
 Control flow (scan, while, cond) with a kernel inside is a boundary: what goes in is
 materialised, what comes out is read as it is; without one it is XLA work like any other, which
 reads what goes in and writes what comes out. A result is the exception: XLA chooses its layout,
@@ -36,7 +37,10 @@ _CALLS = {"pjit", "closed_call", "core_call", "remat", "checkpoint", "custom_jvp
 _CONTROL = {"scan", "while", "cond", "custom_vjp_call", "custom_vjp_call_jaxpr"}
 # a fusion holding one of these reads its sources whole, not only what reaches its result
 _READS_WHOLE = {"reduce_sum", "reduce_max", "reduce_min", "argmax", "argmin", "dot_general"}
-_SUBLANE_BYTES = 32  # 8 sublanes of 32-bit words: 16 rows of bf16, 32 of int8
+# XLA tiles an array in HBM by 8 rows of 128 lanes whatever its width: a 16-bit or 8-bit type
+# packs pairs or quads into a 32-bit word of the tile (bf16[16384,16,8,128] is laid out
+# {3,2,1,0:T(8,128)(2,1)} on a v5e, so merging its (16, 8) rows is a bitcast; compiled with libtpu)
+_TILE_ROWS = 8
 
 
 @dataclass(frozen=True)
@@ -191,7 +195,7 @@ def _is_free(op: _Op) -> bool:
     if op.name not in _VIEWS and not unit_broadcast:
         return False
     before, after = _shape(op.invars[0]), _shape(op.outvars[0])
-    return _same_tiles(before, after, _itemsize(op.outvars[0]))
+    return _same_tiles(before, after)
 
 
 def _laid_out_as_written(
@@ -205,19 +209,18 @@ def _laid_out_as_written(
     names = [o.name for o in chain]
     if names.count("transpose") != 1 or any(n not in (*_VIEWS, "transpose") for n in names):
         return False
-    sublanes = _SUBLANE_BYTES // max(_itemsize(value), 1)
-    return _tiles_exactly(_shape(sources[0]), sublanes) and not _tiles_exactly(
-        _shape(value), sublanes
+    return _tiles_exactly(_shape(sources[0]), _TILE_ROWS) and not _tiles_exactly(
+        _shape(value), _TILE_ROWS
     )
 
 
-def _tiles_exactly(shape: tuple[int, ...], sublanes: int) -> bool:
-    """Whether an array of `shape`, row-major, fills its (sublanes, 128) tiles without padding."""
+def _tiles_exactly(shape: tuple[int, ...], rows: int) -> bool:
+    """Whether an array of `shape`, row-major, fills its (rows, 128) tiles without padding."""
     minor, second = (shape[-1:] or (1,))[0], (shape[-2:-1] or (1,))[0]
-    return minor % 128 == 0 and second % sublanes == 0
+    return minor % 128 == 0 and second % rows == 0
 
 
-def _same_tiles(before: tuple[int, ...], after: tuple[int, ...], itemsize: int) -> bool:
+def _same_tiles(before: tuple[int, ...], after: tuple[int, ...]) -> bool:
     if before == after:
         return True
     if (before[-1:] or (1,)) != (after[-1:] or (1,)):
@@ -225,8 +228,7 @@ def _same_tiles(before: tuple[int, ...], after: tuple[int, ...], itemsize: int) 
     rows_before, rows_after = (before[-2:-1] or (1,))[0], (after[-2:-1] or (1,))[0]
     if rows_before == rows_after:
         return True
-    sublanes = _SUBLANE_BYTES // max(itemsize, 1)
-    return rows_before % sublanes == 0 and rows_after % sublanes == 0
+    return rows_before % _TILE_ROWS == 0 and rows_after % _TILE_ROWS == 0
 
 
 def _is_var(v: Any) -> bool:

@@ -72,6 +72,20 @@ def test_a_reshape_is_free_only_where_the_tiled_layout_stays(before, after, free
     assert (found.relayout_read == 0) is free  # a re-tiling reshape is a copy into another layout
 
 
+@pytest.mark.parametrize(
+    ("before", "after", "free"),
+    [
+        ((64, 16, 8, 128), (64, 128, 128), True),  # 6p's pages: (page, head) rows of 8: a bitcast
+        ((64, 12, 128), (64 * 12, 128), False),  # 12 rows: not whole tiles, whatever the width
+    ],
+)
+def test_narrow_types_are_tiled_by_eight_rows_in_hbm_too(before, after, free) -> None:
+    # compiled with libtpu for a v5e, bf16[16384,16,8,128] is laid out T(8,128)(2,1) and the
+    # built-in 6p's reshape of its pages into (16384, 128, 128) is a bitcast, not a copy
+    found = _traffic(lambda x: kernel(x.reshape(after)), before, dtype=jnp.bfloat16)
+    assert (found.copies == 0) is free
+
+
 def test_the_result_re_tiled_after_the_kernel_is_counted_too() -> None:
     found = _traffic(lambda x: kernel(x).reshape(8, 128, 128), (8, 128 * 128))
     assert found.copies == 1 and found.bytes == 2 * 8 * 128 * 128 * F32
