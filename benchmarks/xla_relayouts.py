@@ -54,6 +54,11 @@ def rows(task_ids: Sequence[str] | None) -> list[tuple[str, float, float, float,
 
 def table(found: list[tuple[str, float, float, float, float]]) -> str:
     lines = [
+        "# XLA's time for the measured references on a v5e, estimated with its copies into another "
+        "layout at the HBM roofline and at their measured pace, against the time measured\n",
+        "`JAX_PLATFORMS=cpu python benchmarks/xla_relayouts.py --md "
+        "benchmarks/results/xla_relayouts.md` (XLA as the reference is written; measured: "
+        "benchmarks/results/measured_v5e.jsonl, device trace).\n",
         "| task | relayout copies read (GB) | XLA measured (ms) | est. at the roofline | "
         "measured / est. | est. at their pace | measured / est. |",
         "|---|---|---|---|---|---|---|",
