@@ -211,10 +211,13 @@ def test_18ks_convolution_compiles_for_a_v5e_and_its_result_is_a_bitcast():
         ((128, 16, 8, 128), jnp.bfloat16),  # one block, the cast made in the kernel
         ((128, 32, 16, 128), jnp.bfloat16),  # two blocks of rows by two groups of channels
         ((128, 24, 8, 256), jnp.float32),  # f32 kept, three groups of 8 channels, two lane tiles
+        ((128, 16, 8, 128), "bf16 in"),  # an image that is bf16 already (packed rows)
     ],
 )
 def test_the_image_is_laid_out_pixels_first_by_its_own_kernel(shape, dtype):
     image = _random(*shape)
+    if dtype == "bf16 in":
+        image, dtype = image.astype(jnp.bfloat16), jnp.bfloat16
     program = jax.make_jaxpr(lambda x: conv_pixels._pixels_first(x, dtype))(image)
     assert [e.primitive.name for e in program.eqns] == ["pallas_call"]
     with pltpu.force_tpu_interpret_mode(INTERPRET):
